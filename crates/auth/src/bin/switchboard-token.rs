@@ -1,0 +1,46 @@
+//! Mints a Switchboard bearer token signed with an HS256 secret, for local use.
+//!
+//! `switchboard-token --org acme --user alice --role admin`
+
+use std::time::Duration;
+
+use clap::Parser;
+use switchboard_auth::{Claims, TokenMinter};
+
+/// Mints a bearer token for local use.
+#[derive(Debug, Parser)]
+struct Args {
+    /// HS256 secret shared with the services.
+    #[arg(long, env = "SWITCHBOARD_JWT_SECRET")]
+    secret: String,
+    /// Organization id.
+    #[arg(long, default_value = "dev-org")]
+    org: String,
+    /// User id.
+    #[arg(long, default_value = "dev-user")]
+    user: String,
+    /// Roles (repeatable).
+    #[arg(long = "role", default_values_t = ["admin".to_owned()])]
+    roles: Vec<String>,
+    /// Lifetime in seconds.
+    #[arg(long, default_value_t = 86_400)]
+    ttl_secs: u64,
+}
+
+fn main() {
+    let args = Args::parse();
+    let roles: Vec<&str> = args.roles.iter().map(String::as_str).collect();
+    let claims = Claims::new(
+        &args.org,
+        &args.user,
+        &roles,
+        Duration::from_secs(args.ttl_secs),
+    );
+    match TokenMinter::hs256(&args.secret).mint(&claims) {
+        Ok(token) => println!("{token}"),
+        Err(error) => {
+            eprintln!("error: {error}");
+            std::process::exit(1);
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! The tower layer that authenticates every gRPC call.
+
+use std::{
+    collections::HashMap,
+    future::Future,
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll},
+};
+
+use http::{HeaderMap, Request, Response};
+use secrecy::SecretString;
+use switchboard_proto::common::v1::ErrorReason;
+use tonic::{Code, Status};
+use tonic_types::{ErrorDetails, StatusExt};
+use tower::{Layer, Service};
+
+use crate::{AuthError, Authenticator, BearerToken, Principal};
+
+/// Paths served without a token: Kubernetes probes and tooling must reach
+/// health and reflection without credentials, and they reveal no tenant data.
+pub const PUBLIC_PATH_PREFIXES: &[&str] = &[
+    "/grpc.health.v1.Health/",
+    "/grpc.reflection.v1.ServerReflection/",
+    "/grpc.reflection.v1alpha.ServerReflection/",
+];
+
+/// The `google.rpc.ErrorInfo` domain of Switchboard errors.
+pub(crate) const ERROR_DOMAIN: &str = "switchboard.dev";
+
+/// Authenticates requests and attaches the [`Principal`] and [`BearerToken`]
+/// to their extensions; refuses the rest with UNAUTHENTICATED.
+#[derive(Debug, Clone)]
+pub struct AuthLayer {
+    authenticator: Arc<Authenticator>,
+}
+
+impl AuthLayer {
+    /// A layer verifying with `authenticator`.
+    pub fn new(authenticator: Arc<Authenticator>) -> Self {
+        Self { authenticator }
+    }
+}
+
+impl<S> Layer<S> for AuthLayer {
+    type Service = AuthService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        AuthService {
+            inner,
+            authenticator: self.authenticator.clone(),
+        }
+    }
+}
+
+/// The service [`AuthLayer`] produces.
+#[derive(Debug, Clone)]
+pub struct AuthService<S> {
+    inner: S,
+    authenticator: Arc<Authenticator>,
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+impl<S, B> Service<Request<B>> for AuthService<S>
+where
+    S: Service<Request<B>, Response = Response<tonic::body::Body>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    B: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = BoxFuture<Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request<B>) -> Self::Future {
+        // The clone that was polled ready must serve this call.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+
+        let path = request.uri().path();
+        if PUBLIC_PATH_PREFIXES.iter().any(|p| path.starts_with(p)) {
+            return Box::pin(inner.call(request));
+        }
+        match authenticate(&self.authenticator, request.headers()) {
+            Ok((principal, token)) => {
+                tracing::Span::current().record("enduser.id", principal.user_id.as_str());
+                request.extensions_mut().insert(principal);
+                request.extensions_mut().insert(token);
+                Box::pin(inner.call(request))
+            }
+            Err(error) => {
+                tracing::debug!(error = %error, path = %request.uri().path(), "request refused");
+                let response = unauthenticated(&error.to_string()).into_http();
+                Box::pin(async move { Ok(response) })
+            }
+        }
+    }
+}
+
+fn authenticate(
+    authenticator: &Authenticator,
+    headers: &HeaderMap,
+) -> Result<(Principal, BearerToken), AuthError> {
+    let value = headers
+        .get(http::header::AUTHORIZATION)
+        .ok_or(AuthError::Missing)?
+        .to_str()
+        .map_err(|_| AuthError::NotBearer)?;
+    let (scheme, token) = value.split_once(' ').ok_or(AuthError::NotBearer)?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err(AuthError::NotBearer);
+    }
+    let token = token.trim();
+    let principal = authenticator.verify(token)?;
+    Ok((
+        principal,
+        BearerToken(Arc::new(SecretString::from(token.to_owned()))),
+    ))
+}
+
+/// An UNAUTHENTICATED status with an `ErrorInfo` detail.
+pub(crate) fn unauthenticated(message: &str) -> Status {
+    Status::with_error_details(
+        Code::Unauthenticated,
+        message,
+        ErrorDetails::with_error_info(
+            ErrorReason::Unauthenticated.as_str_name(),
+            ERROR_DOMAIN,
+            HashMap::new(),
+        ),
+    )
+}

@@ -1,0 +1,60 @@
+//! Authentication of Switchboard callers: JWT bearer tokens carrying the
+//! organization, the user and their roles.
+//!
+//! [`Authenticator`] verifies tokens (HS256 with a shared secret, or RS256 with
+//! a public key), [`AuthLayer`] enforces it on every gRPC call except health
+//! and reflection, and [`TokenMinter`] issues tokens for tests and local use.
+
+mod layer;
+mod token;
+
+pub use layer::{AuthLayer, AuthService, PUBLIC_PATH_PREFIXES};
+pub use token::{AuthError, Authenticator, Claims, JwtKey, TokenMinter, VerifierConfig};
+
+use std::sync::Arc;
+
+use secrecy::SecretString;
+
+/// The role that may change an organization's configuration.
+pub const ADMIN_ROLE: &str = "admin";
+
+/// Who is calling: the verified content of the bearer token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// The caller's organization; every object is scoped to it.
+    pub org_id: String,
+    /// The caller's user id.
+    pub user_id: String,
+    /// The caller's roles within the organization.
+    pub roles: Vec<String>,
+}
+
+impl Principal {
+    /// Whether the principal holds `role`.
+    pub fn has_role(&self, role: &str) -> bool {
+        self.roles.iter().any(|r| r == role)
+    }
+
+    /// Whether the principal is an organization admin.
+    pub fn is_admin(&self) -> bool {
+        self.has_role(ADMIN_ROLE)
+    }
+}
+
+/// The caller's raw bearer token, kept so that a service can call another one
+/// on the caller's behalf. Never logged.
+#[derive(Debug, Clone)]
+pub struct BearerToken(pub Arc<SecretString>);
+
+/// Returns the principal that [`AuthLayer`] attached to a request.
+pub fn principal<T>(request: &tonic::Request<T>) -> Result<&Principal, tonic::Status> {
+    request
+        .extensions()
+        .get::<Principal>()
+        .ok_or_else(|| layer::unauthenticated("missing credentials"))
+}
+
+/// Returns the caller's bearer token that [`AuthLayer`] attached to a request.
+pub fn bearer_token<T>(request: &tonic::Request<T>) -> Option<BearerToken> {
+    request.extensions().get::<BearerToken>().cloned()
+}

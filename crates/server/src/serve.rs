@@ -1,0 +1,285 @@
+//! Building and running the gRPC server.
+
+use std::{convert::Infallible, future::Future, net::SocketAddr, sync::Arc};
+
+use anyhow::Context as _;
+use switchboard_auth::{AuthLayer, Authenticator};
+use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
+use tonic::{
+    body::Body,
+    server::NamedService,
+    service::RoutesBuilder,
+    transport::{Server, server::TcpIncoming},
+};
+use tonic_health::ServingStatus;
+use tower::{
+    BoxError, Service, ServiceBuilder, limit::GlobalConcurrencyLimitLayer,
+    load_shed::LoadShedLayer,
+};
+use tower_http::trace::{DefaultOnFailure, TraceLayer};
+use tracing::{Level, Span};
+
+use crate::ServerArgs;
+
+/// The API services a process serves, next to health and reflection.
+#[derive(Debug, Default)]
+pub struct Services {
+    routes: RoutesBuilder,
+    names: Vec<&'static str>,
+}
+
+impl Services {
+    /// No services yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a generated tonic server; it is reported SERVING while the process runs.
+    pub fn add<S>(mut self, service: S) -> Self
+    where
+        S: Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>
+            + NamedService
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        S::Future: Send + 'static,
+    {
+        self.routes.add_service(service);
+        self.names.push(S::NAME);
+        self
+    }
+}
+
+/// A server running on a background task, as tests and embedders use it.
+#[derive(Debug)]
+pub struct RunningServer {
+    /// The address it listens on.
+    pub addr: SocketAddr,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: JoinHandle<anyhow::Result<()>>,
+}
+
+impl RunningServer {
+    /// The `http://` URL of the server.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Shuts the server down gracefully and waits for it to stop.
+    pub async fn stop(mut self) -> anyhow::Result<()> {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        (&mut self.task).await.context("server task panicked")?
+    }
+}
+
+/// Binds `args.listen` and serves `services` on a background task until
+/// [`RunningServer::stop`].
+pub async fn spawn(
+    args: &ServerArgs,
+    authenticator: Arc<Authenticator>,
+    services: Services,
+) -> anyhow::Result<RunningServer> {
+    let listen = args
+        .listen
+        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
+    let listener = TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("failed to listen on {listen}"))?;
+    let addr = listener.local_addr()?;
+    let (shutdown_tx, shutdown_rx) = oneshot::channel::<()>();
+    let args = args.clone();
+    let task = tokio::spawn(async move {
+        serve(&args, authenticator, listener, services, async {
+            let _ = shutdown_rx.await;
+        })
+        .await
+    });
+    Ok(RunningServer {
+        addr,
+        shutdown: Some(shutdown_tx),
+        task,
+    })
+}
+
+/// Serves `services` with health and reflection on `listener` until `shutdown`
+/// completes, then shuts down gracefully:
+/// 1. health reports NOT_SERVING for every service;
+/// 2. after `shutdown_delay` the listener closes;
+/// 3. in-flight calls get `drain_timeout` to finish, then are dropped.
+pub async fn serve(
+    args: &ServerArgs,
+    authenticator: Arc<Authenticator>,
+    listener: TcpListener,
+    services: Services,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let Services { mut routes, names } = services;
+    let (health, health_service) = tonic_health::server::health_reporter();
+    for name in &names {
+        health
+            .set_service_status(*name, ServingStatus::Serving)
+            .await;
+    }
+    routes
+        .add_service(health_service)
+        .add_service(reflection_v1()?)
+        .add_service(reflection_v1alpha()?);
+
+    let stack = ServiceBuilder::new()
+        // Trace first, so every call (refused ones too) gets a span that
+        // continues the caller's W3C trace.
+        .layer(
+            TraceLayer::new_for_grpc()
+                .make_span_with(request_span)
+                .on_failure(DefaultOnFailure::new().level(Level::INFO)),
+        )
+        // Overload becomes UNAVAILABLE, which gRPC clients retry with backoff.
+        .map_err(overloaded_as_unavailable)
+        // Shed load at once when at the limit: queueing behind slow calls only
+        // turns overload into timeouts.
+        .layer(LoadShedLayer::new())
+        // Bound the calls in flight across all connections, and with them
+        // memory and the fan-out to upstream MCP servers and models.
+        .layer(GlobalConcurrencyLimitLayer::new(args.concurrency_limit))
+        // Authenticate last: only admitted calls pay for verification, and
+        // handlers always find a verified principal.
+        .layer(AuthLayer::new(authenticator))
+        .into_inner();
+
+    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let server = Server::builder()
+        // Request timeout: tonic's own, as it also honours a shorter
+        // `grpc-timeout` sent by the client.
+        .timeout(args.request_timeout)
+        .layer(stack)
+        .add_routes(routes.routes())
+        .serve_with_incoming_shutdown(incoming, async {
+            let _ = stop_rx.await;
+        });
+    tokio::pin!(server);
+
+    tokio::select! {
+        result = &mut server => return result.context("gRPC server failed"),
+        () = shutdown => {}
+    }
+
+    tracing::info!("shutting down: reporting NOT_SERVING");
+    for name in names.iter().copied().chain([""]) {
+        health
+            .set_service_status(name, ServingStatus::NotServing)
+            .await;
+    }
+    tokio::time::sleep(args.shutdown_delay).await;
+    let _ = stop_tx.send(());
+    match tokio::time::timeout(args.drain_timeout, &mut server).await {
+        Ok(result) => result.context("gRPC server failed while draining")?,
+        Err(_) => tracing::warn!(
+            drain_timeout = ?args.drain_timeout,
+            "drain deadline passed; closing the remaining calls"
+        ),
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+fn reflection_v1() -> anyhow::Result<
+    tonic_reflection::server::v1::ServerReflectionServer<
+        impl tonic_reflection::server::v1::ServerReflection,
+    >,
+> {
+    tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(switchboard_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .context("failed to build the reflection service")
+}
+
+fn reflection_v1alpha() -> anyhow::Result<
+    tonic_reflection::server::v1alpha::ServerReflectionServer<
+        impl tonic_reflection::server::v1alpha::ServerReflection,
+    >,
+> {
+    tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(switchboard_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()
+        .context("failed to build the reflection service")
+}
+
+fn overloaded_as_unavailable(error: BoxError) -> BoxError {
+    if error.is::<tower::load_shed::error::Overloaded>() {
+        Box::new(tonic::Status::unavailable(
+            "server is at its concurrency limit; retry with backoff",
+        ))
+    } else {
+        error
+    }
+}
+
+/// The span of one call, named and attributed per the OpenTelemetry RPC
+/// conventions, parented to the caller's trace context.
+fn request_span<B>(request: &http::Request<B>) -> Span {
+    let path = request.uri().path().trim_start_matches('/');
+    let (service, method) = path.split_once('/').unwrap_or((path, ""));
+    let span = tracing::info_span!(
+        "grpc.server",
+        otel.name = %path,
+        otel.kind = "server",
+        rpc.system = "grpc",
+        rpc.service = %service,
+        rpc.method = %method,
+        enduser.id = tracing::field::Empty,
+    );
+    switchboard_telemetry::continue_trace(&span, request.headers());
+    span
+}
+
+/// Resolves on SIGTERM or SIGINT.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(error) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %error, "failed to listen for SIGINT");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(error = %error, "failed to listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("received SIGINT"),
+        () = terminate => tracing::info!("received SIGTERM"),
+    }
+}
+
+/// Binds `args.listen` (or `default_listen`) and serves until `shutdown`, as
+/// [`serve`] does; what a service's `run` calls.
+pub async fn bind_and_serve(
+    name: &str,
+    args: &ServerArgs,
+    default_listen: SocketAddr,
+    authenticator: Arc<Authenticator>,
+    services: Services,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let listen = args.listen.unwrap_or(default_listen);
+    let listener = TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("failed to listen on {listen}"))?;
+    tracing::info!(service = name, addr = %listener.local_addr()?, "listening");
+    serve(args, authenticator, listener, services, shutdown).await
+}

@@ -1,0 +1,140 @@
+//! Test support for Switchboard: a fresh database per test on SQLite or
+//! PostgreSQL, and tokens signed with the test secret.
+
+use std::str::FromStr;
+
+use anyhow::Context as _;
+use sqlx::{ConnectOptions, Connection, Executor, postgres::PgConnectOptions};
+use switchboard_auth::{Claims, TokenMinter};
+
+/// The HS256 secret test servers are configured with.
+pub const TEST_JWT_SECRET: &str = "switchboard-test-secret-0123456789";
+
+/// The PostgreSQL server tests create their databases on; override with
+/// `SWITCHBOARD_TEST_POSTGRES_URL`.
+pub const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+/// A database that exists for one test and is removed after it.
+#[derive(Debug)]
+pub struct TestDb {
+    /// URL the service under test connects to.
+    pub url: String,
+    cleanup: Cleanup,
+}
+
+#[derive(Debug)]
+enum Cleanup {
+    Sqlite(#[allow(dead_code)] tempfile::TempDir),
+    Postgres { admin_url: String, name: String },
+}
+
+/// Which database a test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DbKind {
+    /// Embedded SQLite in a temporary directory.
+    Sqlite,
+    /// A new database on the test PostgreSQL server.
+    Postgres,
+}
+
+impl TestDb {
+    /// A fresh database of `kind`.
+    pub async fn new(kind: DbKind) -> anyhow::Result<Self> {
+        match kind {
+            DbKind::Sqlite => Self::sqlite(),
+            DbKind::Postgres => Self::postgres().await,
+        }
+    }
+
+    /// A fresh SQLite file in a temporary directory.
+    pub fn sqlite() -> anyhow::Result<Self> {
+        let dir = tempfile::tempdir()?;
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("test.db").display());
+        Ok(Self {
+            url,
+            cleanup: Cleanup::Sqlite(dir),
+        })
+    }
+
+    /// A fresh database on the test PostgreSQL server. Fails (never skips)
+    /// when the server is not reachable.
+    pub async fn postgres() -> anyhow::Result<Self> {
+        let admin_url = std::env::var("SWITCHBOARD_TEST_POSTGRES_URL")
+            .unwrap_or_else(|_| DEFAULT_POSTGRES_URL.to_owned());
+        let name = format!("sb_test_{}", uuid::Uuid::now_v7().simple());
+        let mut conn = PgConnectOptions::from_str(&admin_url)?
+            .connect()
+            .await
+            .with_context(|| {
+                format!("PostgreSQL is not reachable at {admin_url}; start it (see README)")
+            })?;
+        conn.execute(format!("CREATE DATABASE {name}").as_str())
+            .await?;
+        conn.close().await?;
+        let url = PgConnectOptions::from_str(&admin_url)?
+            .database(&name)
+            .to_url_lossy()
+            .to_string();
+        Ok(Self {
+            url,
+            cleanup: Cleanup::Postgres { admin_url, name },
+        })
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        if let Cleanup::Postgres { admin_url, name } = &self.cleanup {
+            let (admin_url, name) = (admin_url.clone(), name.clone());
+            // Drop may run inside a runtime; a short-lived thread with its own
+            // runtime removes the database without blocking that runtime.
+            let _ = std::thread::spawn(move || {
+                let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                else {
+                    return;
+                };
+                runtime.block_on(async move {
+                    if let Ok(mut conn) = sqlx::PgConnection::connect(&admin_url).await {
+                        let _ = conn
+                            .execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str())
+                            .await;
+                    }
+                });
+            })
+            .join();
+        }
+    }
+}
+
+/// Signs tokens with [`TEST_JWT_SECRET`].
+pub fn minter() -> TokenMinter {
+    TokenMinter::hs256(TEST_JWT_SECRET)
+}
+
+/// A valid token for `user` in `org` with `roles`.
+pub fn token(org: &str, user: &str, roles: &[&str]) -> String {
+    minter()
+        .token(org, user, roles)
+        .expect("the test secret signs tokens")
+}
+
+/// A token whose `exp` lies an hour in the past.
+pub fn expired_token(org: &str, user: &str) -> String {
+    let mut claims = Claims::new(org, user, &[], std::time::Duration::ZERO);
+    claims.exp = claims.iat.saturating_sub(3600);
+    minter().mint(&claims).expect("the test secret signs tokens")
+}
+
+/// Adds `authorization: Bearer {token}` to a request.
+pub fn authed<T>(message: T, token: &str) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request.metadata_mut().insert(
+        "authorization",
+        format!("Bearer {token}")
+            .parse()
+            .expect("a JWT is valid metadata"),
+    );
+    request
+}

@@ -1,0 +1,20 @@
+-- MCP integrations, one row per integration, scoped by organization.
+-- Non-secret configuration is JSON; secrets are one AES-256-GCM ciphertext
+-- with the id of the key that sealed it.
+CREATE TABLE integrations (
+    id TEXT PRIMARY KEY NOT NULL,
+    org_id TEXT NOT NULL,
+    slug TEXT NOT NULL,
+    display_name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    predefined_id TEXT,
+    enabled BIGINT NOT NULL,
+    config_json TEXT NOT NULL,
+    secrets_ciphertext BYTEA,
+    secrets_key_id TEXT,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL,
+    UNIQUE (org_id, slug)
+);
+
+CREATE INDEX integrations_org_created ON integrations (org_id, created_at, id);

@@ -1,0 +1,13 @@
+//! mcp-service: the MCP integrations of each organization, and the calls that
+//! reach their servers (`Discover`, `ExecuteTool`, `RetrieveResource`,
+//! `GetPrompt`).
+//!
+//! `main.rs` parses [`Config`] and calls [`run`]; tests call [`spawn`] to get
+//! the same server on an ephemeral port.
+
+mod app;
+mod config;
+mod inbound;
+
+pub use app::{SERVICE_NAME, run, spawn};
+pub use config::Config;

@@ -1,0 +1,5 @@
+//! gRPC handlers: proto in, domain calls, proto out.
+
+mod grpc;
+
+pub(crate) use grpc::RunsApi;

@@ -1,0 +1,13 @@
+//! runs-service: agents, threads, messages and runs; `ExecuteRun` gives a model
+//! the MCP tools of its agent's integrations and routes its tool calls to
+//! mcp-service.
+//!
+//! `main.rs` parses [`Config`] and calls [`run`]; tests call [`spawn`] to get
+//! the same server on an ephemeral port.
+
+mod app;
+mod config;
+mod inbound;
+
+pub use app::{SERVICE_NAME, run, spawn};
+pub use config::Config;

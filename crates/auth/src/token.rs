@@ -134,7 +134,10 @@ impl Authenticator {
                         "the HS256 secret must be at least 16 bytes".into(),
                     ));
                 }
-                (DecodingKey::from_secret(secret.as_bytes()), Algorithm::HS256)
+                (
+                    DecodingKey::from_secret(secret.as_bytes()),
+                    Algorithm::HS256,
+                )
             }
             JwtKey::Rs256PublicKeyPem(pem) => (
                 DecodingKey::from_rsa_pem(pem.as_bytes())

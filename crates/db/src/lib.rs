@@ -56,14 +56,21 @@ pub struct Database {
 
 /// The default embedded database URL: `{data_dir}/{name}.db`, created on first use.
 pub fn sqlite_url(data_dir: &Path, name: &str) -> String {
-    format!("sqlite://{}?mode=rwc", data_dir.join(format!("{name}.db")).display())
+    format!(
+        "sqlite://{}?mode=rwc",
+        data_dir.join(format!("{name}.db")).display()
+    )
 }
 
 /// Connects to `url` and runs the pending migrations.
 ///
 /// For SQLite the file's directory is created when missing, and WAL mode is
 /// turned on so readers do not block the writer.
-pub async fn open(url: &str, migrations: Migrations, max_connections: u32) -> anyhow::Result<Database> {
+pub async fn open(
+    url: &str,
+    migrations: Migrations,
+    max_connections: u32,
+) -> anyhow::Result<Database> {
     sqlx::any::install_default_drivers();
     let backend = Backend::from_url(url)?;
     if backend == Backend::Sqlite {
@@ -110,7 +117,10 @@ fn create_sqlite_parent_dir(url: &str) -> anyhow::Result<()> {
     if path.is_empty() || path == ":memory:" {
         return Ok(());
     }
-    if let Some(parent) = Path::new(path).parent().filter(|p| !p.as_os_str().is_empty()) {
+    if let Some(parent) = Path::new(path)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+    {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("failed to create the data directory {}", parent.display()))?;
     }
@@ -130,7 +140,10 @@ mod tests {
 
     #[test]
     fn backends_follow_the_url_scheme() {
-        assert_eq!(Backend::from_url("sqlite://x.db").ok(), Some(Backend::Sqlite));
+        assert_eq!(
+            Backend::from_url("sqlite://x.db").ok(),
+            Some(Backend::Sqlite)
+        );
         assert_eq!(
             Backend::from_url("postgres://u@h/db").ok(),
             Some(Backend::Postgres)

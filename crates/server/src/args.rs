@@ -50,7 +50,10 @@ pub struct AuthArgs {
 impl std::fmt::Debug for AuthArgs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AuthArgs")
-            .field("jwt_secret", &self.jwt_secret.as_ref().map(|_| "<redacted>"))
+            .field(
+                "jwt_secret",
+                &self.jwt_secret.as_ref().map(|_| "<redacted>"),
+            )
             .field("jwt_secret_file", &self.jwt_secret_file)
             .field("jwt_public_key_file", &self.jwt_public_key_file)
             .field("jwt_issuer", &self.jwt_issuer)

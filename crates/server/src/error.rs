@@ -98,9 +98,7 @@ impl ApiError {
             Self::Unauthenticated(_) => (Code::Unauthenticated, ErrorReason::Unauthenticated),
             Self::Unavailable(_) => (Code::Unavailable, ErrorReason::Unavailable),
             Self::DeadlineExceeded(_) => (Code::DeadlineExceeded, ErrorReason::DeadlineExceeded),
-            Self::ResourceExhausted(_) => {
-                (Code::ResourceExhausted, ErrorReason::ResourceExhausted)
-            }
+            Self::ResourceExhausted(_) => (Code::ResourceExhausted, ErrorReason::ResourceExhausted),
             Self::Unimplemented(_) => (Code::Unimplemented, ErrorReason::Unimplemented),
             Self::Internal(_) => (Code::Internal, ErrorReason::Internal),
         }

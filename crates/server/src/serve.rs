@@ -13,8 +13,7 @@ use tonic::{
 };
 use tonic_health::ServingStatus;
 use tower::{
-    BoxError, Service, ServiceBuilder, limit::GlobalConcurrencyLimitLayer,
-    load_shed::LoadShedLayer,
+    BoxError, Service, ServiceBuilder, limit::GlobalConcurrencyLimitLayer, load_shed::LoadShedLayer,
 };
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use tracing::{Level, Span};
@@ -35,7 +34,7 @@ impl Services {
     }
 
     /// Adds a generated tonic server; it is reported SERVING while the process runs.
-    pub fn add<S>(mut self, service: S) -> Self
+    pub fn with<S>(mut self, service: S) -> Self
     where
         S: Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>
             + NamedService

@@ -16,7 +16,8 @@ use tracing_subscriber::{
 };
 
 pub use propagation::{
-    continue_trace, extract_context, inject_context, inject_current_context, trace_context_interceptor,
+    continue_trace, extract_context, inject_context, inject_current_context,
+    trace_context_interceptor,
 };
 
 /// How log lines are written.
@@ -36,7 +37,9 @@ impl FromStr for LogFormat {
         match s.to_ascii_lowercase().as_str() {
             "json" => Ok(Self::Json),
             "pretty" | "text" => Ok(Self::Pretty),
-            other => Err(format!("unknown log format `{other}` (expected json or pretty)")),
+            other => Err(format!(
+                "unknown log format `{other}` (expected json or pretty)"
+            )),
         }
     }
 }
@@ -63,10 +66,10 @@ pub struct TelemetryGuard {
 
 impl Drop for TelemetryGuard {
     fn drop(&mut self) {
-        if let Some(provider) = self.provider.take() {
-            if let Err(error) = provider.shutdown() {
-                eprintln!("failed to flush spans: {error}");
-            }
+        if let Some(provider) = self.provider.take()
+            && let Err(error) = provider.shutdown()
+        {
+            eprintln!("failed to flush spans: {error}");
         }
     }
 }
@@ -96,9 +99,7 @@ where
             .with_span_list(false)
             .with_writer(writer)
             .boxed(),
-        LogFormat::Pretty => tracing_subscriber::fmt::layer()
-            .with_writer(writer)
-            .boxed(),
+        LogFormat::Pretty => tracing_subscriber::fmt::layer().with_writer(writer).boxed(),
     };
 
     let provider = config
@@ -133,10 +134,7 @@ fn tracer_provider(service_name: &str, endpoint: &str) -> anyhow::Result<SdkTrac
         .with_resource(
             Resource::builder()
                 .with_service_name(service_name.to_owned())
-                .with_attribute(KeyValue::new(
-                    "service.version",
-                    env!("CARGO_PKG_VERSION"),
-                ))
+                .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
                 .build(),
         )
         .build())

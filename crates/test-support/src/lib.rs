@@ -1,6 +1,8 @@
 //! Test support for Switchboard: a fresh database per test on SQLite or
 //! PostgreSQL, and tokens signed with the test secret.
 
+pub mod grpc;
+
 use std::str::FromStr;
 
 use anyhow::Context as _;
@@ -98,7 +100,9 @@ impl Drop for TestDb {
                 runtime.block_on(async move {
                     if let Ok(mut conn) = sqlx::PgConnection::connect(&admin_url).await {
                         let _ = conn
-                            .execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str())
+                            .execute(
+                                format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str(),
+                            )
                             .await;
                     }
                 });
@@ -124,7 +128,9 @@ pub fn token(org: &str, user: &str, roles: &[&str]) -> String {
 pub fn expired_token(org: &str, user: &str) -> String {
     let mut claims = Claims::new(org, user, &[], std::time::Duration::ZERO);
     claims.exp = claims.iat.saturating_sub(3600);
-    minter().mint(&claims).expect("the test secret signs tokens")
+    minter()
+        .mint(&claims)
+        .expect("the test secret signs tokens")
 }
 
 /// Adds `authorization: Bearer {token}` to a request.
@@ -137,4 +143,29 @@ pub fn authed<T>(message: T, token: &str) -> tonic::Request<T> {
             .expect("a JWT is valid metadata"),
     );
     request
+}
+
+/// Defines `mod sqlite` and `mod postgres`, each with one `#[tokio::test]`
+/// per named `async fn(DbKind)` in the enclosing module, so that every storage
+/// test runs on both databases.
+#[macro_export]
+macro_rules! db_tests {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name($crate::DbKind::Sqlite).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name($crate::DbKind::Postgres).await;
+                }
+            )*
+        }
+    };
 }

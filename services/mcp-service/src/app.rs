@@ -21,10 +21,8 @@ const MIGRATIONS: Migrations = Migrations {
     postgres: &POSTGRES_MIGRATIONS,
 };
 
-const DEFAULT_LISTEN: SocketAddr = SocketAddr::new(
-    std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
-    50051,
-);
+const DEFAULT_LISTEN: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 50051);
 
 struct Built {
     authenticator: Arc<Authenticator>,
@@ -36,14 +34,18 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         Authenticator::new(&config.common.auth.verifier_config()?)
             .context("invalid token verification settings")?,
     );
-    let _db = config.common.database.open(SERVICE_NAME, MIGRATIONS).await?;
+    let _db = config
+        .common
+        .database
+        .open(SERVICE_NAME, MIGRATIONS)
+        .await?;
     let max = config.common.server.max_message_bytes;
     let api = McpServiceServer::new(McpApi::new())
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
     Ok(Built {
         authenticator,
-        services: Services::new().add(api),
+        services: Services::new().with(api),
     })
 }
 

@@ -11,7 +11,11 @@ pub struct Config {
     #[command(flatten)]
     pub common: CommonArgs,
     /// gRPC address of mcp-service.
-    #[arg(long, env = "SWITCHBOARD_MCP_SERVICE_URL", default_value = "http://127.0.0.1:50051")]
+    #[arg(
+        long,
+        env = "SWITCHBOARD_MCP_SERVICE_URL",
+        default_value = "http://127.0.0.1:50051"
+    )]
     pub mcp_service_url: String,
 }
 

@@ -1,1 +1,3 @@
+//! Integration tests of mcp-service over real gRPC on loopback.
 
+mod chassis;

@@ -1,0 +1,51 @@
+//! The chassis: health, reflection, authentication, storage start-up and the
+//! binary's lifecycle.
+
+use switchboard_proto::MCP_SERVICE_NAME as SERVICE;
+use switchboard_server::RunningServer;
+use switchboard_test_support::{
+    DbKind, TEST_JWT_SECRET, TestDb, db_tests,
+    grpc::{check_auth_refusals, check_binary_lifecycle, check_health_and_reflection},
+};
+
+async fn start(kind: DbKind) -> (TestDb, RunningServer) {
+    let db = TestDb::new(kind).await.expect("a test database");
+    let server = switchboard_mcp_service::spawn(switchboard_mcp_service::Config::for_tests(
+        &db.url,
+        TEST_JWT_SECRET,
+    ))
+    .await
+    .expect("the service starts on a migrated database");
+    (db, server)
+}
+
+async fn health_and_reflection_are_served(kind: DbKind) {
+    let (_db, server) = start(kind).await;
+    check_health_and_reflection(&server.url(), SERVICE)
+        .await
+        .expect("health and reflection");
+    server.stop().await.expect("a clean stop");
+}
+
+async fn calls_without_a_valid_token_are_unauthenticated(kind: DbKind) {
+    let (_db, server) = start(kind).await;
+    check_auth_refusals(
+        &server.url(),
+        "/switchboard.mcp.v1.McpService/ListIntegrations",
+    )
+    .await
+    .expect("authentication");
+    server.stop().await.expect("a clean stop");
+}
+
+db_tests!(
+    health_and_reflection_are_served,
+    calls_without_a_valid_token_are_unauthenticated,
+);
+
+#[tokio::test]
+async fn the_binary_serves_within_a_second_and_stops_cleanly_on_sigterm() {
+    check_binary_lifecycle(env!("CARGO_BIN_EXE_mcp-service"), SERVICE)
+        .await
+        .expect("the binary's lifecycle");
+}

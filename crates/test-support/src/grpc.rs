@@ -188,18 +188,20 @@ pub async fn check_graceful_stop(
 }
 
 /// Starts the binary at `path` in an empty directory with nothing but a JWT
-/// secret configured, and checks that it reports `service` SERVING within a
-/// second, lists it by reflection, and stops cleanly on SIGTERM.
-pub async fn check_binary_lifecycle(path: &str, service: &str) -> anyhow::Result<()> {
+/// secret and `env` configured, and checks that it reports `service` SERVING
+/// within a second, lists it by reflection, and stops cleanly on SIGTERM.
+pub async fn check_binary_lifecycle(
+    path: &str,
+    service: &str,
+    env: &[(&str, &str)],
+) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    let mut process = start_binary(
-        path,
-        dir.path(),
-        &[
-            ("SWITCHBOARD_JWT_SECRET", crate::TEST_JWT_SECRET),
-            ("SWITCHBOARD_LOG_FORMAT", "pretty"),
-        ],
-    )?;
+    let mut vars = vec![
+        ("SWITCHBOARD_JWT_SECRET", crate::TEST_JWT_SECRET),
+        ("SWITCHBOARD_LOG_FORMAT", "pretty"),
+    ];
+    vars.extend_from_slice(env);
+    let mut process = start_binary(path, dir.path(), &vars)?;
     wait_serving(&process.url, service, Duration::from_secs(1)).await?;
     let listed = reflected_services(&process.url).await?;
     if !listed.iter().any(|s| s == service) {

@@ -2,6 +2,7 @@
 //! PostgreSQL, and tokens signed with the test secret.
 
 pub mod grpc;
+pub mod logs;
 
 use std::str::FromStr;
 
@@ -168,4 +169,25 @@ macro_rules! db_tests {
             )*
         }
     };
+}
+
+/// The path of a binary of this workspace, built on demand, for tests of
+/// another package (which cannot name it with `CARGO_BIN_EXE_*`).
+pub fn workspace_binary(package: &str, name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test binary has a path");
+    // target/<profile>/deps/<test> → target/<profile>/<name>
+    let dir = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("test binaries live in target/<profile>/deps");
+    let path = dir.join(name);
+    if !path.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = std::process::Command::new(cargo)
+            .args(["build", "-p", package, "--bin", name])
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building {name} failed");
+    }
+    path
 }

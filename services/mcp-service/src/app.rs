@@ -4,22 +4,23 @@ use std::{future::Future, net::SocketAddr, sync::Arc};
 
 use anyhow::Context as _;
 use switchboard_auth::Authenticator;
-use switchboard_db::Migrations;
 use switchboard_proto::mcp::v1::mcp_service_server::McpServiceServer;
 use switchboard_server::{RunningServer, Services};
 
-use crate::{Config, inbound::McpApi};
+use crate::{
+    Config,
+    domain::{resolve::ConfigPolicy, service::IntegrationService},
+    inbound::McpApi,
+    outbound::{
+        http_client::{HttpClientOptions, build_client},
+        mcp_client::{ConnectDefaults, McpConnector},
+        oauth::OAuthTokens,
+        sql::{MIGRATIONS, SqlIntegrationRepository},
+    },
+};
 
 /// The name the service reports in telemetry.
 pub const SERVICE_NAME: &str = "mcp-service";
-
-static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
-static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
-
-const MIGRATIONS: Migrations = Migrations {
-    sqlite: &SQLITE_MIGRATIONS,
-    postgres: &POSTGRES_MIGRATIONS,
-};
 
 const DEFAULT_LISTEN: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 50051);
@@ -34,13 +35,42 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         Authenticator::new(&config.common.auth.verifier_config()?)
             .context("invalid token verification settings")?,
     );
-    let _db = config
+    let keys = Arc::new(config.key_ring()?);
+    let db = config
         .common
         .database
         .open(SERVICE_NAME, MIGRATIONS)
         .await?;
+    let policy = Arc::new(ConfigPolicy {
+        addresses: config.address_policy()?,
+        stdio: config.stdio_allow_list(),
+    });
+    // TLS to MCP servers uses ring; the provider is process-wide.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let addresses = Arc::new(policy.addresses.clone());
+    let http = build_client(
+        addresses.clone(),
+        &HttpClientOptions {
+            connect_timeout: config.connect_timeout,
+            max_redirects: 5,
+        },
+    )
+    .context("failed to build the outbound HTTP client")?;
+    let tokens = OAuthTokens::new(http.clone(), addresses);
+    let connector = Arc::new(McpConnector::new(
+        http,
+        policy.clone(),
+        tokens,
+        ConnectDefaults {
+            connect_timeout: config.connect_timeout,
+            call_timeout: config.call_timeout,
+        },
+    ));
+    let repository = Arc::new(SqlIntegrationRepository::new(db.pool.clone(), keys));
+    let integrations =
+        IntegrationService::new(repository, connector, policy, Arc::new(config.catalog()?));
     let max = config.common.server.max_message_bytes;
-    let api = McpServiceServer::new(McpApi::new())
+    let api = McpServiceServer::new(McpApi::new(integrations))
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
     Ok(Built {

@@ -1,21 +1,76 @@
 //! mcp-service settings, from flags or environment.
 
+use std::{path::PathBuf, time::Duration};
+
+use anyhow::{Context as _, bail};
 use switchboard_db::DatabaseArgs;
 use switchboard_server::{AuthArgs, CommonArgs, ServerArgs, TelemetryArgs};
 
+use crate::{
+    domain::{address_policy::AddressPolicy, catalog::Catalog, resolve::StdioAllowList},
+    outbound::secret_box::KeyRing,
+};
+
 /// Everything mcp-service is configured with.
-#[derive(Debug, Clone, clap::Parser)]
+#[derive(Clone, clap::Parser)]
 #[command(name = "mcp-service", version, about = "Switchboard mcp-service")]
 pub struct Config {
     /// Server, auth, telemetry and storage settings.
     #[command(flatten)]
     pub common: CommonArgs,
+    /// Keys sealing integration secrets: `id:base64(32 bytes)` entries,
+    /// comma-separated; the first seals, all open (rotation).
+    #[arg(long, env = "SWITCHBOARD_SECRET_KEYS", hide_env_values = true)]
+    pub secret_keys: Option<String>,
+    /// File holding the secret keys (a mounted Kubernetes Secret).
+    #[arg(long, env = "SWITCHBOARD_SECRET_KEYS_FILE")]
+    pub secret_keys_file: Option<PathBuf>,
+    /// Development mode: without secret keys, seal with a fixed, publicly
+    /// known key. Never in production.
+    #[arg(long, env = "SWITCHBOARD_DEV_MODE", default_value_t = false)]
+    pub dev_mode: bool,
+    /// Addresses outbound connections may reach despite being loopback,
+    /// private or link-local: CIDRs or IPs, comma-separated.
+    #[arg(long, env = "SWITCHBOARD_OUTBOUND_ALLOW", default_value = "")]
+    pub outbound_allow: String,
+    /// Programs integrations may start as stdio MCP servers, comma-separated.
+    #[arg(long, env = "SWITCHBOARD_STDIO_ALLOW", default_value = "")]
+    pub stdio_allow: String,
+    /// Catalog of predefined integrations (TOML); the built-in one when unset.
+    #[arg(long, env = "SWITCHBOARD_CATALOG_FILE")]
+    pub catalog_file: Option<PathBuf>,
+    /// Connection and handshake limit of integrations that set none.
+    #[arg(long, env = "SWITCHBOARD_MCP_CONNECT_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub connect_timeout: Duration,
+    /// Per-call limit of integrations that set none.
+    #[arg(long, env = "SWITCHBOARD_MCP_CALL_TIMEOUT", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub call_timeout: Duration,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("common", &self.common)
+            .field(
+                "secret_keys",
+                &self.secret_keys.as_ref().map(|_| "<redacted>"),
+            )
+            .field("secret_keys_file", &self.secret_keys_file)
+            .field("dev_mode", &self.dev_mode)
+            .field("outbound_allow", &self.outbound_allow)
+            .field("stdio_allow", &self.stdio_allow)
+            .field("catalog_file", &self.catalog_file)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Config {
     /// Settings for tests: loopback ephemeral port, the given database and
-    /// HS256 secret.
+    /// HS256 secret, a random sealing key, loopback allowed outbound.
     pub fn for_tests(database_url: &str, jwt_secret: &str) -> Self {
+        use aes_gcm::{KeyInit as _, aead::OsRng};
+        use base64::Engine as _;
+        let key = aes_gcm::Aes256Gcm::generate_key(&mut OsRng);
         Self {
             common: CommonArgs {
                 server: ServerArgs::for_tests(),
@@ -27,6 +82,67 @@ impl Config {
                 },
                 database: DatabaseArgs::for_url(database_url),
             },
+            secret_keys: Some(format!(
+                "test:{}",
+                base64::engine::general_purpose::STANDARD.encode(key)
+            )),
+            secret_keys_file: None,
+            dev_mode: false,
+            outbound_allow: "127.0.0.0/8,::1/128".into(),
+            stdio_allow: String::new(),
+            catalog_file: None,
+            connect_timeout: Duration::from_secs(5),
+            call_timeout: Duration::from_secs(10),
+        }
+    }
+
+    /// The key ring; refuses to go on without keys unless in dev mode.
+    pub fn key_ring(&self) -> anyhow::Result<KeyRing> {
+        let spec = match (&self.secret_keys, &self.secret_keys_file) {
+            (Some(keys), None) => Some(keys.clone()),
+            (None, Some(path)) => Some(
+                std::fs::read_to_string(path)
+                    .with_context(|| format!("failed to read {}", path.display()))?,
+            ),
+            (Some(_), Some(_)) => {
+                bail!("set only one of SWITCHBOARD_SECRET_KEYS and SWITCHBOARD_SECRET_KEYS_FILE")
+            }
+            (None, None) => None,
+        };
+        match spec {
+            Some(spec) => Ok(KeyRing::parse(&spec)?),
+            None if self.dev_mode => {
+                tracing::warn!(
+                    "dev mode: integration secrets are sealed with a publicly known key"
+                );
+                Ok(KeyRing::development())
+            }
+            None => bail!(
+                "no key to seal integration secrets: set SWITCHBOARD_SECRET_KEYS or \
+                 SWITCHBOARD_SECRET_KEYS_FILE (or SWITCHBOARD_DEV_MODE=true for local use)"
+            ),
+        }
+    }
+
+    /// The outbound address policy.
+    pub fn address_policy(&self) -> anyhow::Result<AddressPolicy> {
+        AddressPolicy::parse_allow_list(&self.outbound_allow)
+            .map_err(|e| anyhow::anyhow!("invalid SWITCHBOARD_OUTBOUND_ALLOW: {e}"))
+    }
+
+    /// The stdio allow-list.
+    pub fn stdio_allow_list(&self) -> StdioAllowList {
+        StdioAllowList::parse(&self.stdio_allow)
+    }
+
+    /// The predefined catalog.
+    pub fn catalog(&self) -> anyhow::Result<Catalog> {
+        match &self.catalog_file {
+            None => Ok(Catalog::builtin()),
+            Some(path) => Catalog::parse(
+                &std::fs::read_to_string(path)
+                    .with_context(|| format!("failed to read {}", path.display()))?,
+            ),
         }
     }
 }

@@ -45,7 +45,28 @@ db_tests!(
 
 #[tokio::test]
 async fn the_binary_serves_within_a_second_and_stops_cleanly_on_sigterm() {
-    check_binary_lifecycle(env!("CARGO_BIN_EXE_mcp-service"), SERVICE)
-        .await
-        .expect("the binary's lifecycle");
+    // Development mode stands in for the key that seals integration secrets.
+    check_binary_lifecycle(
+        env!("CARGO_BIN_EXE_mcp-service"),
+        SERVICE,
+        &[("SWITCHBOARD_DEV_MODE", "true")],
+    )
+    .await
+    .expect("the binary's lifecycle");
+}
+
+#[test]
+fn the_binary_refuses_to_start_without_a_sealing_key_outside_dev_mode() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-service"))
+        .current_dir(dir.path())
+        .args(["--listen", "127.0.0.1:0"])
+        .env("SWITCHBOARD_JWT_SECRET", TEST_JWT_SECRET)
+        .env_remove("SWITCHBOARD_SECRET_KEYS")
+        .env_remove("SWITCHBOARD_DEV_MODE")
+        .output()
+        .expect("the binary runs");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("SWITCHBOARD_SECRET_KEYS"), "{stderr}");
 }

@@ -1,0 +1,166 @@
+//! Serving MCP over Streamable HTTP.
+
+use std::{
+    net::{Ipv4Addr, SocketAddr},
+    sync::Arc,
+    time::Duration,
+};
+
+use anyhow::Context as _;
+use axum::serve::ListenerExt as _;
+use rmcp::transport::{
+    StreamableHttpServerConfig, StreamableHttpService,
+    streamable_http_server::session::local::LocalSessionManager,
+};
+use tokio::{net::TcpListener, task::JoinHandle};
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use crate::{server::ExampleServer, stats::Stats};
+
+/// Path of the MCP endpoint.
+pub const MCP_PATH: &str = "/mcp";
+
+/// How long [`RunningHttpServer::shutdown`] waits for open connections to
+/// finish before it drops them.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// How to serve over HTTP.
+#[derive(Debug, Clone)]
+pub struct HttpServerOptions {
+    /// Address to listen on; port 0 picks a free port.
+    pub addr: SocketAddr,
+    /// Whether `initialize` opens a session (`Mcp-Session-Id`) that later
+    /// requests join. When false, every request is served on its own.
+    pub stateful: bool,
+}
+
+impl Default for HttpServerOptions {
+    fn default() -> Self {
+        Self {
+            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            stateful: true,
+        }
+    }
+}
+
+/// A server started by [`spawn_http`].
+///
+/// Dropping it stops the server as [`RunningHttpServer::shutdown`] does, but
+/// without waiting for it to finish.
+#[derive(Debug)]
+pub struct RunningHttpServer {
+    /// The address the server listens on.
+    pub addr: SocketAddr,
+    /// Statistics shared by every session of this server.
+    pub stats: Arc<Stats>,
+    cancel: CancellationToken,
+    task: JoinHandle<()>,
+    _stop_on_drop: DropGuard,
+}
+
+impl RunningHttpServer {
+    /// URL of the MCP endpoint, e.g. `http://127.0.0.1:8931/mcp`.
+    pub fn url(&self) -> String {
+        format!("http://{}{MCP_PATH}", self.addr)
+    }
+
+    /// Stops accepting connections, closes every session and waits until the
+    /// server has stopped, so the port is free again.
+    pub async fn shutdown(self) {
+        self.cancel.cancel();
+        let mut task = self.task;
+        if tokio::time::timeout(SHUTDOWN_GRACE, &mut task)
+            .await
+            .is_err()
+        {
+            tracing::warn!("connections still open after the grace period; dropping them");
+            task.abort();
+            // The task is gone either way; its outcome says nothing more.
+            let _ = task.await;
+        }
+    }
+}
+
+/// Starts serving MCP over Streamable HTTP at [`MCP_PATH`] on `options.addr`.
+///
+/// Accepted connections have `TCP_NODELAY` set: MCP messages are small
+/// request/response exchanges that Nagle's algorithm would otherwise delay.
+pub async fn spawn_http(options: HttpServerOptions) -> anyhow::Result<RunningHttpServer> {
+    let listener = TcpListener::bind(options.addr)
+        .await
+        .with_context(|| format!("binding {}", options.addr))?;
+    let addr = listener.local_addr().context("reading the bound address")?;
+
+    let stats = Arc::new(Stats::default());
+    let prototype = ExampleServer::new(Arc::clone(&stats));
+    let cancel = CancellationToken::new();
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(options.stateful)
+        .with_cancellation_token(cancel.child_token())
+        .with_allowed_hosts(allowed_hosts(addr));
+    let service = StreamableHttpService::new(
+        move || Ok(prototype.new_session()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let router = axum::Router::new().nest_service(MCP_PATH, service);
+
+    let listener = listener.tap_io(|stream| {
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::warn!(%error, "failed to set TCP_NODELAY on an accepted connection");
+        }
+    });
+    let stopped = cancel.clone();
+    let task = tokio::spawn(async move {
+        let served = axum::serve(listener, router)
+            .with_graceful_shutdown(stopped.cancelled_owned())
+            .await;
+        if let Err(error) = served {
+            tracing::error!(%error, "http server failed");
+        }
+    });
+    tracing::info!(%addr, stateful = options.stateful, "serving mcp over http");
+
+    Ok(RunningHttpServer {
+        addr,
+        stats,
+        _stop_on_drop: cancel.clone().drop_guard(),
+        cancel,
+        task,
+    })
+}
+
+/// Hosts accepted in the `Host` header: loopback names, plus the listening
+/// address itself when it is a specific non-loopback one. Anything else is
+/// refused to guard against DNS rebinding.
+fn allowed_hosts(addr: SocketAddr) -> Vec<String> {
+    let mut hosts = vec![
+        "localhost".to_owned(),
+        "127.0.0.1".to_owned(),
+        "::1".to_owned(),
+    ];
+    let ip = addr.ip();
+    if !ip.is_loopback() && !ip.is_unspecified() {
+        hosts.push(ip.to_string());
+    }
+    hosts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_hosts_are_always_allowed() {
+        let hosts = allowed_hosts(SocketAddr::from(([127, 0, 0, 1], 80)));
+        assert_eq!(hosts, ["localhost", "127.0.0.1", "::1"]);
+    }
+
+    #[test]
+    fn a_specific_listen_address_is_allowed_too() {
+        let hosts = allowed_hosts(SocketAddr::from(([10, 1, 2, 3], 80)));
+        assert!(hosts.contains(&"10.1.2.3".to_owned()));
+        let hosts = allowed_hosts(SocketAddr::from(([0, 0, 0, 0], 80)));
+        assert_eq!(hosts.len(), 3);
+    }
+}

@@ -1,0 +1,44 @@
+//! Example MCP server for Switchboard.
+//!
+//! A real MCP server, built on `rmcp`'s server side, that the project's tests
+//! use as the upstream MCP server and the local demo bundles. It serves
+//! Streamable HTTP ([`spawn_http`]) or stdio ([`serve_stdio`]).
+//!
+//! Tools: `echo`, `add` (with structured output), `fail` (tool error),
+//! `sleep` (observes cancellation), `big`, `mixed` (every content kind),
+//! `counter` (per session), `add_tool` (changes the tool list) and `stats`.
+//! `tools/list` is paginated [`TOOLS_PAGE_SIZE`] tools at a time.
+//!
+//! Resources: `data://sales.csv`, `docs://readme`, `data://logo.png` and the
+//! template `data://sales/{region}.csv`. Prompt: `summarize`.
+
+pub mod data;
+mod http;
+mod server;
+mod stats;
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use rmcp::ServiceExt as _;
+
+pub use http::{HttpServerOptions, MCP_PATH, RunningHttpServer, spawn_http};
+pub use server::{
+    EXTRA_TOOL, ExampleServer, MAX_BIG_BYTES, SERVER_INSTRUCTIONS, SERVER_NAME, TOOLS_PAGE_SIZE,
+};
+pub use stats::{Stats, StatsSnapshot};
+
+/// Serves one MCP session on stdin/stdout until stdin reaches end of file or
+/// the client closes the session.
+pub async fn serve_stdio(stats: Arc<Stats>) -> anyhow::Result<()> {
+    let running = ExampleServer::new(stats)
+        .serve(rmcp::transport::stdio_pipes())
+        .await
+        .context("starting the stdio session")?;
+    let reason = running
+        .waiting()
+        .await
+        .context("waiting for the stdio session")?;
+    tracing::debug!(?reason, "stdio session ended");
+    Ok(())
+}

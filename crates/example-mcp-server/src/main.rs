@@ -1,0 +1,83 @@
+//! `example-mcp-server`: the Switchboard example MCP server.
+//!
+//! Serves one session on stdin/stdout (the default), or Streamable HTTP with
+//! `--transport http`. Logs go to stderr, since stdout carries MCP in stdio
+//! mode.
+
+use std::{net::SocketAddr, sync::Arc};
+
+use clap::{Parser, ValueEnum};
+use switchboard_example_mcp_server::{HttpServerOptions, Stats, serve_stdio, spawn_http};
+use tracing_subscriber::EnvFilter;
+
+/// Example MCP server for Switchboard.
+#[derive(Debug, Parser)]
+#[command(name = "example-mcp-server", version, about)]
+struct Args {
+    /// How to talk to the client.
+    #[arg(long, value_enum, default_value_t = Transport::Stdio)]
+    transport: Transport,
+    /// Address to listen on with `--transport http`.
+    #[arg(long, default_value = "127.0.0.1:8931")]
+    listen: SocketAddr,
+    /// Serve every HTTP request on its own instead of in `initialize` sessions.
+    #[arg(long)]
+    stateless: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Transport {
+    /// One session on stdin/stdout.
+    Stdio,
+    /// Streamable HTTP at `/mcp`.
+    Http,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+
+    let stats = Arc::new(Stats::default());
+    match args.transport {
+        Transport::Stdio => {
+            tokio::select! {
+                served = serve_stdio(stats) => served?,
+                signal = shutdown_signal() => signal?,
+            }
+        }
+        Transport::Http => {
+            let server = spawn_http(HttpServerOptions {
+                addr: args.listen,
+                stateful: !args.stateless,
+            })
+            .await?;
+            eprintln!("listening on {}", server.url());
+            shutdown_signal().await?;
+            tracing::info!("shutting down");
+            server.shutdown().await;
+        }
+    }
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut terminate = signal(SignalKind::terminate())?;
+        tokio::select! {
+            interrupted = tokio::signal::ctrl_c() => interrupted?,
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    tokio::signal::ctrl_c().await?;
+    Ok(())
+}

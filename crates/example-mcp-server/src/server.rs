@@ -1,0 +1,517 @@
+//! The MCP handler: tools, resources and prompts.
+
+use std::{
+    sync::{
+        Arc, LazyLock,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use rmcp::{
+    ErrorData as McpError, RoleServer, ServerHandler,
+    model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+        GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
+        InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult,
+        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+        Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
+        ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities,
+        ServerConfig, Tool,
+    },
+    service::{Peer, RequestContext},
+};
+use serde::{Deserialize, de::DeserializeOwned};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    data::{self, EMBEDDED_TEXT, EMBEDDED_URI, LOGO_URI, README_URI, SALES_BY_REGION_TEMPLATE},
+    stats::Stats,
+};
+
+/// Name the server reports in its implementation info.
+pub const SERVER_NAME: &str = "switchboard-example";
+/// Instructions the server reports to clients.
+pub const SERVER_INSTRUCTIONS: &str = "Example MCP server for Switchboard.";
+/// How many tools one `tools/list` page holds; clients follow `next_cursor` for the rest.
+pub const TOOLS_PAGE_SIZE: usize = 3;
+/// Name of the tool that `add_tool` makes visible.
+pub const EXTRA_TOOL: &str = "extra";
+/// Largest payload the `big` tool produces, so a caller cannot make the server
+/// allocate without bound.
+pub const MAX_BIG_BYTES: usize = 64 * 1024 * 1024;
+
+/// The MCP handler of one session.
+///
+/// Every session of one server shares its [`Stats`] and its tool list (so an
+/// `add_tool` call is visible to all of them) but has its own `counter`.
+#[derive(Debug)]
+pub struct ExampleServer {
+    stats: Arc<Stats>,
+    tool_list: Arc<ToolList>,
+    counter: AtomicU64,
+}
+
+/// Tool-list state shared by every session of one server.
+#[derive(Debug, Default)]
+struct ToolList {
+    extra_visible: AtomicBool,
+}
+
+impl ExampleServer {
+    /// A handler for the first session of a new server that records into `stats`.
+    pub fn new(stats: Arc<Stats>) -> Self {
+        Self {
+            stats,
+            tool_list: Arc::default(),
+            counter: AtomicU64::new(0),
+        }
+    }
+
+    /// A handler for another session of the same server: it shares the
+    /// statistics and the tool list, and starts its own counter at zero.
+    pub fn new_session(&self) -> Self {
+        Self {
+            stats: Arc::clone(&self.stats),
+            tool_list: Arc::clone(&self.tool_list),
+            counter: AtomicU64::new(0),
+        }
+    }
+
+    /// The statistics this handler records into.
+    pub fn stats(&self) -> &Arc<Stats> {
+        &self.stats
+    }
+
+    fn visible_tools(&self) -> Vec<Tool> {
+        let mut tools = BASE_TOOLS.clone();
+        if self.tool_list.extra_visible.load(Ordering::SeqCst) {
+            tools.push(EXTRA.clone());
+        }
+        tools
+    }
+
+    async fn sleep(&self, ms: u64, ct: CancellationToken) -> CallToolResult {
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(ms)) => {
+                CallToolResult::success(vec![ContentBlock::text(format!("slept {ms}ms"))])
+            }
+            () = ct.cancelled() => {
+                self.stats.record_cancellation();
+                tracing::debug!(ms, "sleep cancelled by the client");
+                // The client has abandoned the request, so this result is
+                // normally dropped; it still says what happened.
+                CallToolResult::error(vec![ContentBlock::text("cancelled")])
+            }
+        }
+    }
+
+    async fn add_extra_tool(&self, peer: &Peer<RoleServer>) -> CallToolResult {
+        let added = !self.tool_list.extra_visible.swap(true, Ordering::SeqCst);
+        if !added {
+            return CallToolResult::success(vec![ContentBlock::text(format!(
+                "tool {EXTRA_TOOL} was already present"
+            ))]);
+        }
+        // The notification goes to the calling session: it is the one that
+        // asked for the change and waits to see it.
+        if let Err(error) = peer.notify_tool_list_changed().await {
+            tracing::warn!(%error, "failed to send tools/list_changed");
+        }
+        CallToolResult::success(vec![ContentBlock::text(format!("added tool {EXTRA_TOOL}"))])
+    }
+}
+
+#[derive(Deserialize)]
+struct TextArgs {
+    text: String,
+}
+
+#[derive(Deserialize)]
+struct AddArgs {
+    a: f64,
+    b: f64,
+}
+
+#[derive(Deserialize)]
+struct FailArgs {
+    message: String,
+}
+
+#[derive(Deserialize)]
+struct SleepArgs {
+    ms: u64,
+}
+
+#[derive(Deserialize)]
+struct BigArgs {
+    bytes: usize,
+}
+
+fn parse_args<T: DeserializeOwned>(arguments: Option<JsonObject>) -> Result<T, McpError> {
+    serde_json::from_value(Value::Object(arguments.unwrap_or_default()))
+        .map_err(|error| McpError::invalid_params(format!("invalid arguments: {error}"), None))
+}
+
+fn text_result(text: impl Into<String>) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(text)])
+}
+
+/// A JSON Schema object whose listed properties are all required.
+/// Each property is `(name, JSON type, description)`.
+fn object_schema(properties: &[(&str, &str, &str)]) -> Arc<JsonObject> {
+    let mut props = JsonObject::new();
+    for (name, kind, description) in properties {
+        let mut property = json!({ "type": kind, "description": description });
+        if *kind == "integer"
+            && let Some(property) = property.as_object_mut()
+        {
+            property.insert("minimum".into(), json!(0));
+        }
+        props.insert((*name).to_owned(), property);
+    }
+    let required: Vec<&str> = properties.iter().map(|(name, _, _)| *name).collect();
+    let mut schema = JsonObject::new();
+    schema.insert("type".into(), json!("object"));
+    schema.insert("properties".into(), Value::Object(props));
+    schema.insert("required".into(), json!(required));
+    Arc::new(schema)
+}
+
+static BASE_TOOLS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
+    vec![
+        Tool::new(
+            "echo",
+            "Returns the given text.",
+            object_schema(&[("text", "string", "Text to return")]),
+        ),
+        Tool::new(
+            "add",
+            "Adds two numbers; the sum comes back as text and as structured content.",
+            object_schema(&[
+                ("a", "number", "First addend"),
+                ("b", "number", "Second addend"),
+            ]),
+        )
+        .with_raw_output_schema(object_schema(&[("sum", "number", "a + b")])),
+        Tool::new(
+            "fail",
+            "Returns a tool error carrying the given message.",
+            object_schema(&[("message", "string", "Error message")]),
+        ),
+        Tool::new(
+            "sleep",
+            "Sleeps for the given milliseconds; stops early when the call is cancelled.",
+            object_schema(&[("ms", "integer", "Milliseconds to sleep")]),
+        ),
+        Tool::new(
+            "big",
+            "Returns one text block of exactly the given size in bytes.",
+            object_schema(&[("bytes", "integer", "Size of the text in bytes")]),
+        ),
+        Tool::new(
+            "mixed",
+            "Returns one content block of each kind: text, image, audio, embedded resource and resource link.",
+            object_schema(&[]),
+        ),
+        Tool::new(
+            "counter",
+            "Increments a counter kept per MCP session and returns its new value.",
+            object_schema(&[]),
+        ),
+        Tool::new(
+            "add_tool",
+            "Makes the `extra` tool visible and notifies the client that the tool list changed.",
+            object_schema(&[]),
+        ),
+        Tool::new(
+            "stats",
+            "Returns the server's statistics as JSON.",
+            object_schema(&[]),
+        ),
+    ]
+});
+
+static EXTRA: LazyLock<Tool> = LazyLock::new(|| {
+    Tool::new(
+        EXTRA_TOOL,
+        "A tool that appears once `add_tool` has been called.",
+        object_schema(&[]),
+    )
+});
+
+fn sales_resource() -> Resource {
+    Resource::new(data::SALES_URI, "sales")
+        .with_description("Sales by region and product")
+        .with_mime_type("text/csv")
+}
+
+fn resources() -> Vec<Resource> {
+    vec![
+        sales_resource(),
+        Resource::new(README_URI, "readme")
+            .with_description("What this server offers")
+            .with_mime_type("text/plain"),
+        Resource::new(LOGO_URI, "logo")
+            .with_description("A tiny logo")
+            .with_mime_type("image/png")
+            .with_size(data::PNG_BYTES.len() as u64),
+    ]
+}
+
+fn summarize_prompt() -> Prompt {
+    Prompt::new(
+        "summarize",
+        Some("Asks for a summary of a topic"),
+        Some(vec![
+            PromptArgument::new("topic")
+                .with_description("What to summarize")
+                .with_required(true),
+            PromptArgument::new("style")
+                .with_description("How to write the summary (default: concise)")
+                .with_required(false),
+        ]),
+    )
+}
+
+fn string_argument<'a>(
+    arguments: Option<&'a JsonObject>,
+    name: &str,
+) -> Result<Option<&'a str>, McpError> {
+    match arguments.and_then(|arguments| arguments.get(name)) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(value)) => Ok(Some(value)),
+        Some(_) => Err(McpError::invalid_params(
+            format!("argument {name} must be a string"),
+            None,
+        )),
+    }
+}
+
+impl ServerHandler for ExampleServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_prompts()
+                .enable_resources()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
+        .with_instructions(SERVER_INSTRUCTIONS)
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        // Same as the default handshake, plus the session count.
+        context.peer.set_peer_info(request.clone());
+        let result = self.negotiate_initialize(&request)?;
+        self.stats.record_session();
+        tracing::debug!(protocol_version = %result.protocol_version, "session initialized");
+        Ok(result)
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let tools = self.visible_tools();
+        let start = match request.and_then(|request| request.cursor) {
+            None => 0,
+            Some(cursor) => cursor
+                .parse::<usize>()
+                .ok()
+                .filter(|start| *start <= tools.len())
+                .ok_or_else(|| {
+                    McpError::invalid_params(format!("invalid cursor: {cursor}"), None)
+                })?,
+        };
+        let total = tools.len();
+        let end = start.saturating_add(TOOLS_PAGE_SIZE).min(total);
+        let page: Vec<Tool> = tools.into_iter().skip(start).take(end - start).collect();
+        Ok(ListToolsResult {
+            next_cursor: (end < total).then(|| end.to_string()),
+            ..ListToolsResult::with_all_items(page)
+        })
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.visible_tools()
+            .into_iter()
+            .find(|tool| tool.name == name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        self.stats.record_tool_call();
+        let name = request.name.as_ref();
+        tracing::debug!(tool = name, "tool call");
+        let arguments = request.arguments;
+        let result = match name {
+            "echo" => {
+                let TextArgs { text } = parse_args(arguments)?;
+                text_result(text)
+            }
+            "add" => {
+                let AddArgs { a, b } = parse_args(arguments)?;
+                let sum = a + b;
+                let mut result = text_result(sum.to_string());
+                result.structured_content = Some(json!({ "sum": sum }));
+                result
+            }
+            "fail" => {
+                let FailArgs { message } = parse_args(arguments)?;
+                CallToolResult::error(vec![ContentBlock::text(message)])
+            }
+            "sleep" => {
+                let SleepArgs { ms } = parse_args(arguments)?;
+                self.sleep(ms, context.ct).await
+            }
+            "big" => {
+                let BigArgs { bytes } = parse_args(arguments)?;
+                if bytes > MAX_BIG_BYTES {
+                    return Err(McpError::invalid_params(
+                        format!("bytes must be at most {MAX_BIG_BYTES}"),
+                        None,
+                    ));
+                }
+                text_result("x".repeat(bytes))
+            }
+            "mixed" => CallToolResult::success(vec![
+                ContentBlock::text("mixed content"),
+                ContentBlock::image(data::base64(data::PNG_BYTES), "image/png"),
+                ContentBlock::audio(data::base64(data::WAV_BYTES), "audio/wav"),
+                ContentBlock::resource(ResourceContents::text(EMBEDDED_TEXT, EMBEDDED_URI)),
+                ContentBlock::resource_link(sales_resource()),
+            ]),
+            "counter" => {
+                let value = self.counter.fetch_add(1, Ordering::SeqCst) + 1;
+                text_result(value.to_string())
+            }
+            "add_tool" => self.add_extra_tool(&context.peer).await,
+            "stats" => CallToolResult::success(vec![ContentBlock::json(self.stats.snapshot())?]),
+            EXTRA_TOOL if self.tool_list.extra_visible.load(Ordering::SeqCst) => {
+                text_result("extra tool called")
+            }
+            other => {
+                return Err(McpError::invalid_params(
+                    format!("unknown tool: {other}"),
+                    None,
+                ));
+            }
+        };
+        Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(resources()))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(vec![
+            ResourceTemplate::new(SALES_BY_REGION_TEMPLATE, "sales_by_region")
+                .with_description("Sales of one region")
+                .with_mime_type("text/csv"),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let uri = request.uri;
+        let contents = match uri.as_str() {
+            data::SALES_URI => {
+                ResourceContents::text(data::sales_csv(), &uri).with_mime_type("text/csv")
+            }
+            README_URI => ResourceContents::text(data::README_TEXT, &uri),
+            LOGO_URI => ResourceContents::blob(data::base64(data::PNG_BYTES), &uri)
+                .with_mime_type("image/png"),
+            other => match data::region_from_uri(other).and_then(data::sales_csv_for_region) {
+                Some(csv) => ResourceContents::text(csv, &uri).with_mime_type("text/csv"),
+                None => {
+                    return Err(McpError::resource_not_found(
+                        format!("resource not found: {uri}"),
+                        Some(json!({ "uri": uri })),
+                    ));
+                }
+            },
+        };
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(ListPromptsResult::with_all_items(vec![summarize_prompt()]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        if request.name != "summarize" {
+            return Err(McpError::invalid_params(
+                format!("unknown prompt: {}", request.name),
+                None,
+            ));
+        }
+        let arguments = request.arguments.as_ref();
+        let topic = string_argument(arguments, "topic")?
+            .ok_or_else(|| McpError::invalid_params("missing required argument: topic", None))?;
+        let style = string_argument(arguments, "style")?.unwrap_or("concise");
+        let result = GetPromptResult::new(vec![
+            PromptMessage::new_text(Role::User, format!("Summarize {topic} in a {style} style.")),
+            PromptMessage::new_text(Role::Assistant, format!("Here is a summary of {topic}:")),
+        ])
+        .with_description(format!("Summary of {topic}"));
+        Ok(result.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_catalog_has_nine_tools_with_unique_names() {
+        let mut names: Vec<&str> = BASE_TOOLS.iter().map(|tool| tool.name.as_ref()).collect();
+        assert_eq!(names.len(), 9);
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), 9);
+        assert!(!names.contains(&EXTRA_TOOL));
+    }
+
+    #[test]
+    fn sessions_share_the_tool_list_but_not_the_counter() {
+        let first = ExampleServer::new(Arc::default());
+        first.counter.fetch_add(5, Ordering::SeqCst);
+        first.tool_list.extra_visible.store(true, Ordering::SeqCst);
+        let second = first.new_session();
+        assert_eq!(second.counter.load(Ordering::SeqCst), 0);
+        assert_eq!(second.visible_tools().len(), 10);
+        assert!(Arc::ptr_eq(first.stats(), second.stats()));
+    }
+}

@@ -1,0 +1,75 @@
+//! Counters shared by every session of one server.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+/// Counters shared by every session of one server, so tests can observe what
+/// the server saw without reaching into a session.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// `initialize` handshakes served.
+    pub sessions: AtomicU64,
+    /// `tools/call` requests received, whatever their outcome.
+    pub tool_calls: AtomicU64,
+    /// Tool calls that stopped early because the client cancelled them.
+    pub cancellations: AtomicU64,
+}
+
+/// A point-in-time copy of [`Stats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatsSnapshot {
+    /// `initialize` handshakes served.
+    pub sessions: u64,
+    /// `tools/call` requests received, whatever their outcome.
+    pub tool_calls: u64,
+    /// Tool calls that stopped early because the client cancelled them.
+    pub cancellations: u64,
+}
+
+impl Stats {
+    /// Reads every counter.
+    pub fn snapshot(&self) -> StatsSnapshot {
+        // The counters are independent, so relaxed loads are enough: a
+        // snapshot never needs to be consistent across counters.
+        StatsSnapshot {
+            sessions: self.sessions.load(Ordering::Relaxed),
+            tool_calls: self.tool_calls.load(Ordering::Relaxed),
+            cancellations: self.cancellations.load(Ordering::Relaxed),
+        }
+    }
+
+    pub(crate) fn record_session(&self) {
+        self.sessions.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_tool_call(&self) {
+        self.tool_calls.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_cancellation(&self) {
+        self.cancellations.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_reflects_recorded_events() {
+        let stats = Stats::default();
+        stats.record_session();
+        stats.record_tool_call();
+        stats.record_tool_call();
+        stats.record_cancellation();
+        assert_eq!(
+            stats.snapshot(),
+            StatsSnapshot {
+                sessions: 1,
+                tool_calls: 2,
+                cancellations: 1,
+            }
+        );
+    }
+}

@@ -1,0 +1,41 @@
+//! What can go wrong in mcp-service's use cases.
+
+use switchboard_server::FieldViolation;
+
+use super::integration::IntegrationId;
+
+/// A use-case failure. `inbound` maps it to a gRPC status in one place.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    /// Request fields are invalid.
+    #[error("invalid request")]
+    Invalid(Vec<FieldViolation>),
+    /// No such integration in the caller's organization.
+    #[error("integration not found")]
+    NotFound,
+    /// The slug is taken in the organization.
+    #[error("an integration with slug `{0}` already exists in this organization")]
+    SlugTaken(String),
+    /// The caller lacks a role.
+    #[error("{0}")]
+    Forbidden(&'static str),
+    /// The integration is disabled.
+    #[error("integration {0} is disabled")]
+    Disabled(IntegrationId),
+    /// Anything unexpected (storage, crypto).
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl McpError {
+    /// An invalid-request error about one field.
+    pub fn invalid(field: impl Into<String>, description: impl Into<String>) -> Self {
+        Self::Invalid(vec![FieldViolation::new(field, description)])
+    }
+}
+
+impl From<FieldViolation> for McpError {
+    fn from(violation: FieldViolation) -> Self {
+        Self::Invalid(vec![violation])
+    }
+}

@@ -1,0 +1,112 @@
+//! What callers send to create or change an integration, before the service
+//! has checked it against policy and turned it into an [`Integration`].
+//!
+//! [`Integration`]: super::integration::Integration
+
+use std::collections::BTreeMap;
+
+use secrecy::SecretString;
+
+use super::integration::{DisplayName, Slug, Timeouts};
+
+/// A transport as sent by a caller, secret environment included.
+#[derive(Debug, Clone)]
+pub enum TransportInput {
+    /// Streamable HTTP.
+    StreamableHttp {
+        /// The endpoint.
+        url: String,
+    },
+    /// A child process.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Non-secret environment.
+        env: BTreeMap<String, String>,
+        /// Secret environment; on update, a variable sent with an empty
+        /// value keeps its stored value.
+        secret_env: BTreeMap<String, SecretString>,
+    },
+}
+
+/// An authentication method as sent by a caller. A secret left `None` keeps
+/// the stored one when the method is unchanged.
+#[derive(Debug, Clone)]
+pub enum AuthInput {
+    /// No credentials.
+    None,
+    /// A bearer token.
+    BearerToken {
+        /// The token.
+        token: Option<SecretString>,
+    },
+    /// A custom header.
+    Header {
+        /// The header name.
+        header_name: String,
+        /// The header value.
+        value: Option<SecretString>,
+    },
+    /// OAuth client credentials.
+    OAuthClientCredentials {
+        /// Token endpoint.
+        token_url: String,
+        /// Client id.
+        client_id: String,
+        /// Client secret.
+        client_secret: Option<SecretString>,
+        /// Requested scopes.
+        scopes: Vec<String>,
+    },
+}
+
+/// Where a new integration's configuration comes from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// Given field by field.
+    Custom {
+        /// How the server is reached.
+        transport: TransportInput,
+        /// How requests are authenticated.
+        auth: AuthInput,
+    },
+    /// A catalog entry plus its secrets.
+    Predefined {
+        /// The entry id.
+        catalog_id: String,
+        /// The secrets, by the catalog's names.
+        secrets: BTreeMap<String, SecretString>,
+    },
+}
+
+/// A request to create an integration.
+#[derive(Debug, Clone)]
+pub struct NewIntegration {
+    /// Human-readable name.
+    pub display_name: DisplayName,
+    /// Tool-name prefix.
+    pub slug: Slug,
+    /// Its configuration.
+    pub source: Source,
+    /// Time limits.
+    pub timeouts: Timeouts,
+    /// Whether it starts enabled.
+    pub enabled: bool,
+}
+
+/// A partial update; `None` fields are left as they are.
+#[derive(Debug, Clone, Default)]
+pub struct IntegrationPatch {
+    /// New name.
+    pub display_name: Option<DisplayName>,
+    /// New slug.
+    pub slug: Option<Slug>,
+    /// New transport.
+    pub transport: Option<TransportInput>,
+    /// New authentication.
+    pub auth: Option<AuthInput>,
+    /// New time limits.
+    pub timeouts: Option<Timeouts>,
+}

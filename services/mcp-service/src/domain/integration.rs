@@ -1,0 +1,329 @@
+//! The integration model: validated newtypes and the configuration of one MCP
+//! server connection.
+
+use std::{collections::BTreeMap, fmt, time::Duration};
+
+use secrecy::{ExposeSecret, SecretString};
+use serde::{Deserialize, Serialize};
+use switchboard_server::FieldViolation;
+use uuid::Uuid;
+
+/// An integration's id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IntegrationId(Uuid);
+
+impl IntegrationId {
+    /// A new, time-ordered id.
+    pub fn new() -> Self {
+        Self(Uuid::now_v7())
+    }
+
+    /// Parses the id of request field `field`.
+    pub fn parse(field: &str, value: &str) -> Result<Self, FieldViolation> {
+        Uuid::parse_str(value)
+            .map(Self)
+            .map_err(|_| FieldViolation::new(field, "must be an integration id (a UUID)"))
+    }
+}
+
+impl Default for IntegrationId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Display for IntegrationId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.hyphenated().fmt(f)
+    }
+}
+
+/// The organization that owns an integration; always from the caller's token.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct OrgId(pub String);
+
+impl fmt::Display for OrgId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The prefix of the tool names a model sees: `^[a-z][a-z0-9_]{0,31}$`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Slug(String);
+
+impl Slug {
+    /// Parses the slug of request field `field`.
+    pub fn parse(field: &str, value: &str) -> Result<Self, FieldViolation> {
+        let mut chars = value.chars();
+        let valid = value.len() <= 32
+            && chars.next().is_some_and(|c| c.is_ascii_lowercase())
+            && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if valid {
+            Ok(Self(value.to_owned()))
+        } else {
+            Err(FieldViolation::new(
+                field,
+                "must match ^[a-z][a-z0-9_]{0,31}$ (a lowercase letter, then up to 31 lowercase letters, digits or underscores)",
+            ))
+        }
+    }
+
+    /// The slug text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A human-readable name: 1 to 200 characters, not blank.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DisplayName(String);
+
+impl DisplayName {
+    /// Parses the display name of request field `field`.
+    pub fn parse(field: &str, value: &str) -> Result<Self, FieldViolation> {
+        let value = value.trim();
+        if value.is_empty() {
+            Err(FieldViolation::new(field, "is required"))
+        } else if value.chars().count() > 200 {
+            Err(FieldViolation::new(field, "must be at most 200 characters"))
+        } else {
+            Ok(Self(value.to_owned()))
+        }
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Where an integration comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IntegrationKind {
+    /// Configured field by field.
+    Custom,
+    /// Made from the predefined catalog entry with this id.
+    Predefined(String),
+}
+
+/// How the MCP server is reached. Secret environment values live in
+/// [`Secrets`]; only their names are here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TransportConfig {
+    /// Streamable HTTP.
+    StreamableHttp {
+        /// The MCP endpoint.
+        url: String,
+    },
+    /// A child process speaking MCP on stdin/stdout.
+    Stdio {
+        /// The allow-listed program.
+        command: String,
+        /// Its argv after the program.
+        args: Vec<String>,
+        /// Non-secret environment.
+        env: BTreeMap<String, String>,
+        /// Names of the secret environment variables.
+        secret_env_names: Vec<String>,
+    },
+}
+
+/// How requests to the server are authenticated. Secret values live in
+/// [`Secrets`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AuthConfig {
+    /// No credentials.
+    None,
+    /// `Authorization: Bearer` with the [`Secrets::BEARER_TOKEN`] secret.
+    BearerToken,
+    /// A custom header carrying the [`Secrets::HEADER_VALUE`] secret.
+    Header {
+        /// The header name.
+        header_name: String,
+    },
+    /// OAuth 2.0 client credentials, the client secret being
+    /// [`Secrets::OAUTH_CLIENT_SECRET`].
+    OAuthClientCredentials {
+        /// Token endpoint.
+        token_url: String,
+        /// Client id.
+        client_id: String,
+        /// Requested scopes.
+        scopes: Vec<String>,
+    },
+}
+
+/// Time limits; `None` takes the service default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timeouts {
+    /// Connection and handshake limit, in milliseconds.
+    pub connect_ms: Option<u64>,
+    /// Per-call limit, in milliseconds.
+    pub call_ms: Option<u64>,
+}
+
+impl Timeouts {
+    /// Longest connect timeout an integration may ask for.
+    pub const MAX_CONNECT: Duration = Duration::from_secs(60);
+    /// Longest call timeout an integration may ask for.
+    pub const MAX_CALL: Duration = Duration::from_secs(600);
+
+    /// The connect timeout, or `default`.
+    pub fn connect_or(&self, default: Duration) -> Duration {
+        self.connect_ms.map_or(default, Duration::from_millis)
+    }
+
+    /// The call timeout, or `default`.
+    pub fn call_or(&self, default: Duration) -> Duration {
+        self.call_ms.map_or(default, Duration::from_millis)
+    }
+}
+
+/// The credentials of an integration, by name. Write-only: they are sealed at
+/// rest, never returned, and print as redacted.
+#[derive(Clone, Default)]
+pub struct Secrets(BTreeMap<String, SecretString>);
+
+impl fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
+impl Secrets {
+    /// The bearer token of [`AuthConfig::BearerToken`].
+    pub const BEARER_TOKEN: &'static str = "bearer_token";
+    /// The header value of [`AuthConfig::Header`].
+    pub const HEADER_VALUE: &'static str = "header_value";
+    /// The client secret of [`AuthConfig::OAuthClientCredentials`].
+    pub const OAUTH_CLIENT_SECRET: &'static str = "oauth_client_secret";
+    /// Prefix of secret environment variables of the stdio transport.
+    pub const ENV_PREFIX: &'static str = "env:";
+
+    /// Stores `value` under `name`.
+    pub fn insert(&mut self, name: impl Into<String>, value: SecretString) {
+        self.0.insert(name.into(), value);
+    }
+
+    /// The secret called `name`.
+    pub fn get(&self, name: &str) -> Option<&SecretString> {
+        self.0.get(name)
+    }
+
+    /// Whether a secret called `name` is stored.
+    pub fn contains(&self, name: &str) -> bool {
+        self.0.contains_key(name)
+    }
+
+    /// Removes the secret called `name`.
+    pub fn remove(&mut self, name: &str) {
+        self.0.remove(name);
+    }
+
+    /// Whether no secret is stored.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The secret environment of the stdio transport, by variable name.
+    pub fn env(&self) -> impl Iterator<Item = (&str, &SecretString)> {
+        self.0
+            .iter()
+            .filter_map(|(k, v)| k.strip_prefix(Self::ENV_PREFIX).map(|name| (name, v)))
+    }
+
+    /// Serialises the secrets for sealing. The plaintext must only be handed
+    /// to the cipher.
+    pub fn to_plaintext(&self) -> Vec<u8> {
+        let map: BTreeMap<&str, &str> = self
+            .0
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.expose_secret()))
+            .collect();
+        serde_json::to_vec(&map).unwrap_or_default()
+    }
+
+    /// Parses secrets unsealed from storage.
+    pub fn from_plaintext(plaintext: &[u8]) -> Result<Self, serde_json::Error> {
+        let map: BTreeMap<String, String> = serde_json::from_slice(plaintext)?;
+        Ok(Self(
+            map.into_iter()
+                .map(|(k, v)| (k, SecretString::from(v)))
+                .collect(),
+        ))
+    }
+}
+
+/// An MCP integration of an organization.
+#[derive(Debug, Clone)]
+pub struct Integration {
+    /// Its id.
+    pub id: IntegrationId,
+    /// The owning organization.
+    pub org_id: OrgId,
+    /// Human-readable name.
+    pub display_name: DisplayName,
+    /// Tool-name prefix, unique in the organization.
+    pub slug: Slug,
+    /// Custom or predefined.
+    pub kind: IntegrationKind,
+    /// How the server is reached.
+    pub transport: TransportConfig,
+    /// How requests are authenticated.
+    pub auth: AuthConfig,
+    /// Whether it can be discovered and called.
+    pub enabled: bool,
+    /// Time limits.
+    pub timeouts: Timeouts,
+    /// Credentials.
+    pub secrets: Secrets,
+    /// Creation time, Unix milliseconds.
+    pub created_at: i64,
+    /// Last change, Unix milliseconds.
+    pub updated_at: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_follow_the_tool_prefix_rule() {
+        for ok in [
+            "a",
+            "github",
+            "my_server2",
+            "a234567890123456789012345678901",
+        ] {
+            assert!(Slug::parse("slug", ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "1abc",
+            "_abc",
+            "GitHub",
+            "has-dash",
+            "a2345678901234567890123456789012x",
+            "émoji",
+        ] {
+            assert!(Slug::parse("slug", bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn secrets_round_trip_through_plaintext_and_never_print() {
+        let mut secrets = Secrets::default();
+        secrets.insert(Secrets::BEARER_TOKEN, SecretString::from("canary-token"));
+        secrets.insert("env:API_KEY", SecretString::from("canary-env"));
+        assert!(!format!("{secrets:?}").contains("canary"));
+        let back = Secrets::from_plaintext(&secrets.to_plaintext()).expect("parses");
+        assert_eq!(
+            back.get(Secrets::BEARER_TOKEN).map(|s| s.expose_secret()),
+            Some("canary-token")
+        );
+        assert_eq!(back.env().map(|(k, _)| k).collect::<Vec<_>>(), ["API_KEY"]);
+    }
+}

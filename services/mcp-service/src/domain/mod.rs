@@ -1,0 +1,11 @@
+//! mcp-service's domain: the integration model, its use cases and the ports
+//! they need.
+
+pub mod address_policy;
+pub mod catalog;
+pub mod error;
+pub mod input;
+pub mod integration;
+pub mod ports;
+pub mod resolve;
+pub mod service;

@@ -1,0 +1,348 @@
+//! Turning caller input into stored configuration: every check a multi-tenant
+//! gateway must make before saving how to reach a server — the outbound
+//! address policy, the stdio allow-list, valid header names, and secrets that
+//! are present where the method needs them.
+
+use secrecy::{ExposeSecret, SecretString};
+use switchboard_server::FieldViolation;
+
+use super::{
+    address_policy::AddressPolicy,
+    input::{AuthInput, TransportInput},
+    integration::{AuthConfig, Secrets, TransportConfig},
+};
+
+/// The programs an operator allows as stdio MCP servers.
+#[derive(Debug, Clone, Default)]
+pub struct StdioAllowList(Vec<String>);
+
+impl StdioAllowList {
+    /// Parses a comma-separated list of program names or absolute paths.
+    pub fn parse(spec: &str) -> Self {
+        Self(
+            spec.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        )
+    }
+
+    /// Whether `command` may be started.
+    pub fn allows(&self, command: &str) -> bool {
+        self.0.iter().any(|allowed| allowed == command)
+    }
+}
+
+/// Headers a custom auth header may not replace: they belong to HTTP framing
+/// or to the MCP transport itself.
+const RESERVED_HEADERS: &[&str] = &[
+    "host",
+    "content-length",
+    "content-type",
+    "transfer-encoding",
+    "connection",
+    "upgrade",
+    "te",
+    "trailer",
+    "keep-alive",
+    "accept",
+    "proxy-authorization",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
+
+/// Checks applied to configuration before it is stored or dialled.
+#[derive(Debug, Clone)]
+pub struct ConfigPolicy {
+    /// Outbound address policy for URLs.
+    pub addresses: AddressPolicy,
+    /// Allowed stdio programs.
+    pub stdio: StdioAllowList,
+}
+
+/// Stored configuration resolved from input.
+#[derive(Debug)]
+pub struct Resolved {
+    /// Transport.
+    pub transport: TransportConfig,
+    /// Auth method.
+    pub auth: AuthConfig,
+    /// Credentials.
+    pub secrets: Secrets,
+}
+
+impl ConfigPolicy {
+    /// Checks `transport` and `auth` (fields named under `transport_field` and
+    /// `auth_field`) and resolves them, taking secrets left out from
+    /// `previous` where the method is unchanged.
+    pub async fn resolve(
+        &self,
+        transport_field: &str,
+        transport: TransportInput,
+        auth_field: &str,
+        auth: AuthInput,
+        previous: Option<(&TransportConfig, &AuthConfig, &Secrets)>,
+    ) -> Result<Resolved, Vec<FieldViolation>> {
+        let mut violations = Vec::new();
+        let mut secrets = Secrets::default();
+        let transport = self
+            .resolve_transport(
+                transport_field,
+                transport,
+                previous,
+                &mut secrets,
+                &mut violations,
+            )
+            .await;
+        let auth = self
+            .resolve_auth(auth_field, auth, previous, &mut secrets, &mut violations)
+            .await;
+        if violations.is_empty() {
+            Ok(Resolved {
+                transport,
+                auth,
+                secrets,
+            })
+        } else {
+            Err(violations)
+        }
+    }
+
+    async fn resolve_transport(
+        &self,
+        field: &str,
+        input: TransportInput,
+        previous: Option<(&TransportConfig, &AuthConfig, &Secrets)>,
+        secrets: &mut Secrets,
+        violations: &mut Vec<FieldViolation>,
+    ) -> TransportConfig {
+        match input {
+            TransportInput::StreamableHttp { url } => {
+                let url_field = format!("{field}.streamable_http.url");
+                if url.trim().is_empty() {
+                    violations.push(FieldViolation::new(url_field, "is required"));
+                } else if let Err(error) = self.addresses.check_url_resolved(&url).await {
+                    violations.push(FieldViolation::new(url_field, error.to_string()));
+                }
+                TransportConfig::StreamableHttp { url }
+            }
+            TransportInput::Stdio {
+                command,
+                args,
+                env,
+                secret_env,
+            } => {
+                let prefix = format!("{field}.stdio");
+                if command.trim().is_empty() {
+                    violations.push(FieldViolation::new(
+                        format!("{prefix}.command"),
+                        "is required",
+                    ));
+                } else if !self.stdio.allows(&command) {
+                    violations.push(FieldViolation::new(
+                        format!("{prefix}.command"),
+                        "is not on the operator's stdio allow-list",
+                    ));
+                }
+                if command.contains('\0') || args.iter().any(|a| a.contains('\0')) {
+                    violations.push(FieldViolation::new(
+                        format!("{prefix}.args"),
+                        "must not contain NUL characters",
+                    ));
+                }
+                for (name, value) in &env {
+                    check_env_name(&format!("{prefix}.env[{name}]"), name, violations);
+                    if value.contains('\0') {
+                        violations.push(FieldViolation::new(
+                            format!("{prefix}.env[{name}]"),
+                            "must not contain NUL characters",
+                        ));
+                    }
+                }
+                let previous_secrets = match previous {
+                    Some((TransportConfig::Stdio { .. }, _, stored)) => Some(stored),
+                    _ => None,
+                };
+                let mut secret_env_names = Vec::new();
+                for (name, value) in secret_env {
+                    let var_field = format!("{prefix}.secret_env[{name}]");
+                    check_env_name(&var_field, &name, violations);
+                    if env.contains_key(&name) {
+                        violations.push(FieldViolation::new(
+                            &var_field,
+                            "is also a non-secret variable",
+                        ));
+                    }
+                    let key = format!("{}{name}", Secrets::ENV_PREFIX);
+                    let value = if value.expose_secret().is_empty() {
+                        previous_secrets.and_then(|s| s.get(&key)).cloned()
+                    } else {
+                        Some(value)
+                    };
+                    match value {
+                        Some(value) if !value.expose_secret().contains('\0') => {
+                            secrets.insert(key, value);
+                            secret_env_names.push(name);
+                        }
+                        Some(_) => violations.push(FieldViolation::new(
+                            var_field,
+                            "must not contain NUL characters",
+                        )),
+                        None => violations.push(FieldViolation::new(var_field, "needs a value")),
+                    }
+                }
+                TransportConfig::Stdio {
+                    command,
+                    args,
+                    env,
+                    secret_env_names,
+                }
+            }
+        }
+    }
+
+    async fn resolve_auth(
+        &self,
+        field: &str,
+        input: AuthInput,
+        previous: Option<(&TransportConfig, &AuthConfig, &Secrets)>,
+        secrets: &mut Secrets,
+        violations: &mut Vec<FieldViolation>,
+    ) -> AuthConfig {
+        let previous_auth = previous.map(|(_, auth, stored)| (auth, stored));
+        // A secret left out keeps the stored one only when the method is unchanged.
+        let kept = |same_method: bool, name: &str| -> Option<SecretString> {
+            previous_auth
+                .filter(|_| same_method)
+                .and_then(|(_, stored)| stored.get(name).cloned())
+        };
+        match input {
+            AuthInput::None => AuthConfig::None,
+            AuthInput::BearerToken { token } => {
+                let same = matches!(previous_auth, Some((AuthConfig::BearerToken, _)));
+                let token = non_empty(token).or_else(|| kept(same, Secrets::BEARER_TOKEN));
+                require_header_value(
+                    &format!("{field}.bearer_token.token"),
+                    token,
+                    Secrets::BEARER_TOKEN,
+                    secrets,
+                    violations,
+                );
+                AuthConfig::BearerToken
+            }
+            AuthInput::Header { header_name, value } => {
+                let name_field = format!("{field}.header.header_name");
+                match http::HeaderName::from_bytes(header_name.as_bytes()) {
+                    Ok(name) if RESERVED_HEADERS.contains(&name.as_str()) => violations.push(
+                        FieldViolation::new(name_field, "is reserved by HTTP or the MCP transport"),
+                    ),
+                    Ok(_) => {}
+                    Err(_) => violations.push(FieldViolation::new(
+                        name_field,
+                        "must be a valid HTTP header name",
+                    )),
+                }
+                let same = matches!(
+                    previous_auth,
+                    Some((AuthConfig::Header { header_name: old }, _)) if old.eq_ignore_ascii_case(&header_name)
+                );
+                let value = non_empty(value).or_else(|| kept(same, Secrets::HEADER_VALUE));
+                require_header_value(
+                    &format!("{field}.header.value"),
+                    value,
+                    Secrets::HEADER_VALUE,
+                    secrets,
+                    violations,
+                );
+                AuthConfig::Header {
+                    header_name: header_name.to_ascii_lowercase(),
+                }
+            }
+            AuthInput::OAuthClientCredentials {
+                token_url,
+                client_id,
+                client_secret,
+                scopes,
+            } => {
+                let prefix = format!("{field}.oauth_client_credentials");
+                if let Err(error) = self.addresses.check_url_resolved(&token_url).await {
+                    violations.push(FieldViolation::new(
+                        format!("{prefix}.token_url"),
+                        error.to_string(),
+                    ));
+                }
+                if client_id.trim().is_empty() {
+                    violations.push(FieldViolation::new(
+                        format!("{prefix}.client_id"),
+                        "is required",
+                    ));
+                }
+                if scopes
+                    .iter()
+                    .any(|s| s.is_empty() || s.chars().any(|c| c.is_whitespace() || c.is_control()))
+                {
+                    violations.push(FieldViolation::new(
+                        format!("{prefix}.scopes"),
+                        "scopes must be non-empty and contain no spaces",
+                    ));
+                }
+                let same = matches!(
+                    previous_auth,
+                    Some((AuthConfig::OAuthClientCredentials { .. }, _))
+                );
+                match non_empty(client_secret).or_else(|| kept(same, Secrets::OAUTH_CLIENT_SECRET))
+                {
+                    Some(secret) => secrets.insert(Secrets::OAUTH_CLIENT_SECRET, secret),
+                    None => violations.push(FieldViolation::new(
+                        format!("{prefix}.client_secret"),
+                        "is required",
+                    )),
+                }
+                AuthConfig::OAuthClientCredentials {
+                    token_url,
+                    client_id,
+                    scopes,
+                }
+            }
+        }
+    }
+}
+
+fn non_empty(secret: Option<SecretString>) -> Option<SecretString> {
+    secret.filter(|s| !s.expose_secret().is_empty())
+}
+
+fn require_header_value(
+    field: &str,
+    value: Option<SecretString>,
+    name: &str,
+    secrets: &mut Secrets,
+    violations: &mut Vec<FieldViolation>,
+) {
+    match value {
+        Some(value) if http::HeaderValue::from_str(value.expose_secret()).is_ok() => {
+            secrets.insert(name, value);
+        }
+        Some(_) => violations.push(FieldViolation::new(
+            field,
+            "must be a valid HTTP header value (visible ASCII, no line breaks)",
+        )),
+        None => violations.push(FieldViolation::new(field, "is required")),
+    }
+}
+
+fn check_env_name(field: &str, name: &str, violations: &mut Vec<FieldViolation>) {
+    let mut chars = name.chars();
+    let valid = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid {
+        violations.push(FieldViolation::new(
+            field,
+            "must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*)",
+        ));
+    }
+}

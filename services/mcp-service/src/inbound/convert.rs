@@ -1,0 +1,338 @@
+//! Conversions between the `switchboard.mcp.v1` messages and the domain,
+//! parsing (and collecting every violation) at the boundary.
+
+use std::{collections::BTreeMap, time::Duration};
+
+use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
+use secrecy::SecretString;
+use switchboard_proto::mcp::v1 as pb;
+use switchboard_server::FieldViolation;
+
+use crate::domain::{
+    catalog::{CatalogEntry, CatalogTransport},
+    error::McpError,
+    input::{AuthInput, TransportInput},
+    integration::{
+        AuthConfig, Integration, IntegrationId, IntegrationKind, Secrets, Timeouts, TransportConfig,
+    },
+    ports::ProbeReport,
+};
+
+/// Collects field violations while parsing a request.
+#[derive(Debug, Default)]
+pub(crate) struct Violations(Vec<FieldViolation>);
+
+impl Violations {
+    /// The value, or `None` after recording its violation.
+    pub(crate) fn take<T>(&mut self, result: Result<T, FieldViolation>) -> Option<T> {
+        result.map_err(|v| self.0.push(v)).ok()
+    }
+
+    /// Records several violations.
+    pub(crate) fn extend(&mut self, violations: Vec<FieldViolation>) {
+        self.0.extend(violations);
+    }
+
+    /// Ok when nothing was recorded.
+    pub(crate) fn finish(self) -> Result<(), McpError> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(McpError::Invalid(self.0))
+        }
+    }
+}
+
+/// Default and largest page sizes of list RPCs.
+const DEFAULT_PAGE_SIZE: u32 = 50;
+const MAX_PAGE_SIZE: u32 = 500;
+
+pub(crate) fn page_size(field: &str, requested: i32) -> Result<u32, FieldViolation> {
+    match u32::try_from(requested) {
+        Ok(0) => Ok(DEFAULT_PAGE_SIZE),
+        Ok(n) => Ok(n.min(MAX_PAGE_SIZE)),
+        Err(_) => Err(FieldViolation::new(field, "must not be negative")),
+    }
+}
+
+/// Page tokens are opaque to clients: the position of the last row returned.
+pub(crate) fn encode_page_token(position: Option<(i64, IntegrationId)>) -> String {
+    position.map_or_else(String::new, |(time, id)| {
+        URL_SAFE_NO_PAD.encode(format!("{time}/{id}"))
+    })
+}
+
+pub(crate) fn decode_page_token(
+    field: &str,
+    token: &str,
+) -> Result<Option<(i64, IntegrationId)>, FieldViolation> {
+    if token.is_empty() {
+        return Ok(None);
+    }
+    let invalid = || FieldViolation::new(field, "is not a page token this service issued");
+    let text = URL_SAFE_NO_PAD
+        .decode(token)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or_else(invalid)?;
+    let (time, id) = text.split_once('/').ok_or_else(invalid)?;
+    let time = time.parse().map_err(|_| invalid())?;
+    let id = IntegrationId::parse(field, id).map_err(|_| invalid())?;
+    Ok(Some((time, id)))
+}
+
+fn duration(
+    field: &str,
+    value: Option<&prost_types::Duration>,
+    max: Duration,
+) -> Result<Option<u64>, FieldViolation> {
+    let Some(value) = value else { return Ok(None) };
+    let millis = i128::from(value.seconds) * 1000 + i128::from(value.nanos) / 1_000_000;
+    if millis <= 0 || value.nanos < 0 {
+        return Err(FieldViolation::new(field, "must be positive"));
+    }
+    let max_millis = i128::try_from(max.as_millis()).unwrap_or(i128::MAX);
+    if millis > max_millis {
+        return Err(FieldViolation::new(
+            field,
+            format!("must be at most {}s", max.as_secs()),
+        ));
+    }
+    Ok(u64::try_from(millis).ok())
+}
+
+pub(crate) fn timeouts(
+    field: &str,
+    value: Option<&pb::Timeouts>,
+    violations: &mut Violations,
+) -> Timeouts {
+    let Some(value) = value else {
+        return Timeouts::default();
+    };
+    Timeouts {
+        connect_ms: violations
+            .take(duration(
+                &format!("{field}.connect"),
+                value.connect.as_ref(),
+                Timeouts::MAX_CONNECT,
+            ))
+            .flatten(),
+        call_ms: violations
+            .take(duration(
+                &format!("{field}.call"),
+                value.call.as_ref(),
+                Timeouts::MAX_CALL,
+            ))
+            .flatten(),
+    }
+}
+
+fn secret(value: String) -> Option<SecretString> {
+    (!value.is_empty()).then(|| SecretString::from(value))
+}
+
+pub(crate) fn transport_input(
+    field: &str,
+    transport: Option<pb::Transport>,
+) -> Result<TransportInput, FieldViolation> {
+    match transport.and_then(|t| t.kind) {
+        None => Err(FieldViolation::new(field, "is required")),
+        Some(pb::transport::Kind::StreamableHttp(http)) => {
+            Ok(TransportInput::StreamableHttp { url: http.url })
+        }
+        Some(pb::transport::Kind::Stdio(stdio)) => Ok(TransportInput::Stdio {
+            command: stdio.command,
+            args: stdio.args,
+            env: stdio.env.into_iter().collect(),
+            secret_env: stdio
+                .secret_env
+                .into_iter()
+                .map(|(k, v)| (k, SecretString::from(v)))
+                .collect(),
+        }),
+    }
+}
+
+pub(crate) fn auth_input(auth: Option<pb::AuthConfig>) -> AuthInput {
+    use pb::auth_config::Method;
+    match auth.and_then(|a| a.method) {
+        None | Some(Method::None(_)) => AuthInput::None,
+        Some(Method::BearerToken(b)) => AuthInput::BearerToken {
+            token: secret(b.token),
+        },
+        Some(Method::Header(h)) => AuthInput::Header {
+            header_name: h.header_name,
+            value: secret(h.value),
+        },
+        Some(Method::OauthClientCredentials(o)) => AuthInput::OAuthClientCredentials {
+            token_url: o.token_url,
+            client_id: o.client_id,
+            client_secret: secret(o.client_secret),
+            scopes: o.scopes,
+        },
+    }
+}
+
+pub(crate) fn predefined_secrets(
+    secrets: std::collections::HashMap<String, String>,
+) -> BTreeMap<String, SecretString> {
+    secrets
+        .into_iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| (k, SecretString::from(v)))
+        .collect()
+}
+
+fn timestamp(millis: i64) -> prost_types::Timestamp {
+    prost_types::Timestamp {
+        seconds: millis.div_euclid(1000),
+        nanos: i32::try_from(millis.rem_euclid(1000) * 1_000_000).unwrap_or(0),
+    }
+}
+
+fn proto_duration(millis: u64) -> prost_types::Duration {
+    prost_types::Duration {
+        seconds: i64::try_from(millis / 1000).unwrap_or(i64::MAX),
+        nanos: i32::try_from((millis % 1000) * 1_000_000).unwrap_or(0),
+    }
+}
+
+fn proto_transport(transport: &TransportConfig) -> pb::Transport {
+    let kind = match transport {
+        TransportConfig::StreamableHttp { url } => {
+            pb::transport::Kind::StreamableHttp(pb::StreamableHttpTransport { url: url.clone() })
+        }
+        TransportConfig::Stdio {
+            command,
+            args,
+            env,
+            secret_env_names,
+        } => pb::transport::Kind::Stdio(pb::StdioTransport {
+            command: command.clone(),
+            args: args.clone(),
+            env: env.clone().into_iter().collect(),
+            secret_env: Default::default(),
+            secret_env_names: secret_env_names.clone(),
+        }),
+    };
+    pb::Transport { kind: Some(kind) }
+}
+
+fn proto_auth(auth: &AuthConfig, secrets: &Secrets) -> pb::AuthConfig {
+    use pb::auth_config::Method;
+    let method = match auth {
+        AuthConfig::None => Method::None(pb::NoAuth {}),
+        AuthConfig::BearerToken => Method::BearerToken(pb::BearerTokenAuth {
+            token: String::new(),
+            token_set: secrets.contains(Secrets::BEARER_TOKEN),
+        }),
+        AuthConfig::Header { header_name } => Method::Header(pb::HeaderAuth {
+            header_name: header_name.clone(),
+            value: String::new(),
+            value_set: secrets.contains(Secrets::HEADER_VALUE),
+        }),
+        AuthConfig::OAuthClientCredentials {
+            token_url,
+            client_id,
+            scopes,
+        } => Method::OauthClientCredentials(pb::OAuthClientCredentialsAuth {
+            token_url: token_url.clone(),
+            client_id: client_id.clone(),
+            client_secret: String::new(),
+            client_secret_set: secrets.contains(Secrets::OAUTH_CLIENT_SECRET),
+            scopes: scopes.clone(),
+        }),
+    };
+    pb::AuthConfig {
+        method: Some(method),
+    }
+}
+
+/// An integration as returned to callers: secret values cleared.
+pub(crate) fn proto_integration(integration: &Integration) -> pb::Integration {
+    let (kind, predefined_id) = match &integration.kind {
+        IntegrationKind::Custom => (pb::IntegrationKind::Custom, String::new()),
+        IntegrationKind::Predefined(id) => (pb::IntegrationKind::Predefined, id.clone()),
+    };
+    pb::Integration {
+        id: integration.id.to_string(),
+        organization_id: integration.org_id.0.clone(),
+        display_name: integration.display_name.as_str().to_owned(),
+        slug: integration.slug.as_str().to_owned(),
+        kind: kind.into(),
+        predefined_id,
+        transport: Some(proto_transport(&integration.transport)),
+        auth: Some(proto_auth(&integration.auth, &integration.secrets)),
+        enabled: integration.enabled,
+        timeouts: Some(pb::Timeouts {
+            connect: integration.timeouts.connect_ms.map(proto_duration),
+            call: integration.timeouts.call_ms.map(proto_duration),
+        }),
+        create_time: Some(timestamp(integration.created_at)),
+        update_time: Some(timestamp(integration.updated_at)),
+    }
+}
+
+/// A catalog entry as listed to callers.
+pub(crate) fn proto_catalog_entry(entry: &CatalogEntry) -> pb::PredefinedIntegration {
+    let transport = match &entry.transport {
+        CatalogTransport::StreamableHttp { url } => {
+            TransportConfig::StreamableHttp { url: url.clone() }
+        }
+        CatalogTransport::Stdio {
+            command,
+            args,
+            env,
+            secret_env,
+        } => TransportConfig::Stdio {
+            command: command.clone(),
+            args: args.clone(),
+            env: env.clone(),
+            secret_env_names: secret_env.keys().cloned().collect(),
+        },
+    };
+    pb::PredefinedIntegration {
+        id: entry.id.clone(),
+        display_name: entry.display_name.clone(),
+        description: entry.description.clone(),
+        default_slug: entry.default_slug.clone(),
+        transport: Some(proto_transport(&transport)),
+        secrets: entry
+            .secrets
+            .iter()
+            .map(|s| pb::SecretRequirement {
+                name: s.name.clone(),
+                description: s.description.clone(),
+                required: s.required,
+            })
+            .collect(),
+    }
+}
+
+/// A probe report as a Validate response.
+pub(crate) fn proto_validation(report: ProbeReport) -> pb::ValidateIntegrationResponse {
+    let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+    let server = report.server.map(|s| pb::ServerInfo {
+        name: s.name,
+        title: s.title.unwrap_or_default(),
+        version: s.version,
+        protocol_version: s.protocol_version,
+        instructions: s.instructions.unwrap_or_default(),
+    });
+    pb::ValidateIntegrationResponse {
+        ok: report.error.is_none(),
+        error: report.error.unwrap_or_default(),
+        protocol_version: server
+            .as_ref()
+            .map(|s| s.protocol_version.clone())
+            .unwrap_or_default(),
+        server,
+        tool_count: count(report.tool_count),
+        resource_count: count(report.resource_count),
+        resource_template_count: count(report.resource_template_count),
+        prompt_count: count(report.prompt_count),
+        latency: Some(proto_duration(
+            u64::try_from(report.latency.as_millis()).unwrap_or(u64::MAX),
+        )),
+    }
+}

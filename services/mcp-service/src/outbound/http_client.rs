@@ -1,0 +1,415 @@
+//! The outbound HTTP client for MCP servers and OAuth token endpoints, with
+//! the outbound address policy enforced on what is actually dialled.
+//!
+//! * Host names are resolved by [`PolicyResolver`], which checks every
+//!   resolved address and hands reqwest only checked addresses, so the
+//!   address dialled is the address checked (no DNS-rebinding gap).
+//! * IP-literal hosts never reach a resolver (hyper dials them directly) and
+//!   reqwest has no pre-connect hook for them, so **callers MUST call
+//!   [`check_request_url`] on every URL before sending a request to it**.
+//! * Every redirect hop is checked with [`AddressPolicy::check_url`] (scheme
+//!   and IP literal) and refused with an error; host-name targets are then
+//!   checked by the resolver when dialled. At most `max_redirects` hops are
+//!   followed.
+//! * No proxy is taken from the environment (a proxy would dial on our
+//!   behalf, past the policy), no `Referer` is sent, TCP_NODELAY is set.
+//!
+//! A refusal surfaces as a [`reqwest::Error`] whose source chain holds the
+//! [`PolicyError`]; [`policy_error`] finds it (to report it to the admin).
+
+use std::error::Error as StdError;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use reqwest::redirect;
+
+use crate::domain::address_policy::{AddressPolicy, PolicyError};
+
+/// Options for outbound HTTP to MCP servers and OAuth token endpoints.
+#[derive(Debug, Clone)]
+pub struct HttpClientOptions {
+    /// Limit on name resolution plus TCP (and TLS) connection set-up.
+    pub connect_timeout: Duration,
+    /// Redirect hops followed at most; one more is an error. 0 refuses every redirect.
+    pub max_redirects: usize,
+}
+
+impl Default for HttpClientOptions {
+    fn default() -> Self {
+        Self {
+            connect_timeout: Duration::from_secs(10),
+            max_redirects: 5,
+        }
+    }
+}
+
+/// A reqwest resolver that resolves with tokio and refuses a name when any of
+/// its addresses is refused by the policy.
+#[derive(Debug, Clone)]
+pub struct PolicyResolver {
+    policy: Arc<AddressPolicy>,
+}
+
+impl PolicyResolver {
+    /// A resolver enforcing `policy`.
+    pub fn new(policy: Arc<AddressPolicy>) -> Self {
+        Self { policy }
+    }
+}
+
+impl Resolve for PolicyResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let policy = Arc::clone(&self.policy);
+        Box::pin(async move {
+            let host = name.as_str();
+            // Port 0: reqwest substitutes the URL's port.
+            match policy.resolve_host(host, 0).await {
+                Ok(addrs) => Ok(Box::new(addrs.into_iter()) as Addrs),
+                Err(err) => {
+                    if matches!(err, PolicyError::Blocked { .. }) {
+                        tracing::warn!(host, error = %err, "outbound connection refused by address policy");
+                    } else {
+                        tracing::debug!(host, error = %err, "outbound name resolution failed");
+                    }
+                    Err(Box::new(err) as Box<dyn StdError + Send + Sync>)
+                }
+            }
+        })
+    }
+}
+
+/// A reqwest client whose DNS resolution goes through the policy (so the
+/// address actually dialled is the one checked — no DNS-rebinding gap), that
+/// refuses IP-literal URLs the policy refuses (checked before dialling, by
+/// the caller: see [`check_request_url`]), follows at most `max_redirects`
+/// redirects and refuses any redirect whose target fails `check_url` (scheme
+/// or IP literal) — hostname targets are then checked by the resolver —,
+/// sets TCP_NODELAY, the connect timeout, and no proxy from the environment.
+///
+/// The workspace builds reqwest with `rustls-no-provider`: a rustls
+/// `CryptoProvider` must be installed process-wide before this is called
+/// (reqwest panics otherwise), e.g. at start-up with
+/// `rustls::crypto::ring::default_provider().install_default()`.
+pub fn build_client(
+    policy: Arc<AddressPolicy>,
+    options: &HttpClientOptions,
+) -> Result<reqwest::Client, reqwest::Error> {
+    reqwest::Client::builder()
+        .redirect(redirect_policy(Arc::clone(&policy), options.max_redirects))
+        .dns_resolver(PolicyResolver::new(policy))
+        .connect_timeout(options.connect_timeout)
+        .tcp_nodelay(true)
+        .no_proxy()
+        .referer(false)
+        .build()
+}
+
+/// Checks a request URL before it is sent: scheme, host, and an IP-literal
+/// host against the policy (= [`AddressPolicy::check_url`]).
+///
+/// Callers MUST call this before sending any request with a client from
+/// [`build_client`]: IP-literal hosts bypass the policy resolver, and reqwest
+/// offers no hook to check them before connecting. (Redirect targets are
+/// checked by the client itself.)
+pub fn check_request_url(policy: &AddressPolicy, url: &str) -> Result<(), PolicyError> {
+    policy.check_url(url).map(|_| ())
+}
+
+/// The policy refusal behind a failed request, if that is why it failed.
+pub fn policy_error(err: &reqwest::Error) -> Option<&PolicyError> {
+    let mut source: Option<&(dyn StdError + 'static)> = Some(err);
+    while let Some(current) = source {
+        if let Some(refusal) = current.downcast_ref::<PolicyError>() {
+            return Some(refusal);
+        }
+        source = current.source();
+    }
+    None
+}
+
+/// The error a redirect chain longer than `max_redirects` ends with.
+#[derive(Debug, thiserror::Error)]
+#[error("too many redirects (at most {0} are followed)")]
+struct TooManyRedirects(usize);
+
+fn redirect_policy(policy: Arc<AddressPolicy>, max_redirects: usize) -> redirect::Policy {
+    redirect::Policy::custom(move |attempt| {
+        // `previous` holds the original URL and every hop followed so far.
+        if attempt.previous().len() > max_redirects {
+            return attempt.error(TooManyRedirects(max_redirects));
+        }
+        match policy.check_url(attempt.url().as_str()) {
+            Ok(_) => attempt.follow(),
+            Err(err) => {
+                tracing::warn!(
+                    host = attempt.url().host_str().unwrap_or_default(),
+                    error = %err,
+                    "outbound redirect refused by address policy"
+                );
+                attempt.error(err)
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    use super::*;
+
+    fn install_crypto_provider() {
+        // Already installed by another test: fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+
+    fn client(allow: &str, max_redirects: usize) -> (Arc<AddressPolicy>, reqwest::Client) {
+        install_crypto_provider();
+        let policy = Arc::new(AddressPolicy::parse_allow_list(allow).expect("allow-list"));
+        let options = HttpClientOptions {
+            connect_timeout: Duration::from_secs(2),
+            max_redirects,
+        };
+        let client = build_client(Arc::clone(&policy), &options).expect("client builds");
+        (policy, client)
+    }
+
+    fn ok_response(body: &str) -> String {
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    }
+
+    fn redirect_response(location: &str) -> String {
+        format!(
+            "HTTP/1.1 302 Found\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        )
+    }
+
+    /// A server on 127.0.0.1 answering every request with `response(port)`;
+    /// returns its port and a count of the connections it accepted.
+    async fn serve(response: impl FnOnce(u16) -> String) -> (u16, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let response = Arc::new(response(port));
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&accepted);
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                counter.fetch_add(1, Ordering::SeqCst);
+                let response = Arc::clone(&response);
+                tokio::spawn(async move {
+                    let mut request = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => request.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let _ = stream.write_all(response.as_bytes()).await;
+                    let _ = stream.shutdown().await;
+                });
+            }
+        });
+        (port, accepted)
+    }
+
+    async fn get(client: &reqwest::Client, url: &str) -> Result<reqwest::Response, reqwest::Error> {
+        client
+            .get(url)
+            .timeout(Duration::from_secs(10))
+            .send()
+            .await
+    }
+
+    #[tokio::test]
+    async fn allowed_local_server_is_reachable_through_resolver() {
+        let (port, _) = serve(|_| ok_response("hello")).await;
+        let (policy, client) = client("127.0.0.0/8, ::1/128", 5);
+        let url = format!("http://localhost:{port}/mcp");
+        check_request_url(&policy, &url).expect("names pass the pre-send check");
+        let response = get(&client, &url).await.expect("allowed");
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.text().await.expect("body"), "hello");
+    }
+
+    #[tokio::test]
+    async fn refused_local_server_is_never_dialled_through_resolver() {
+        let (port, accepted) = serve(|_| ok_response("secret")).await;
+        let (_, client) = client("", 5);
+        let err = get(&client, &format!("http://localhost:{port}/"))
+            .await
+            .expect_err("loopback refused");
+        assert!(err.is_connect(), "{err:?}");
+        let refusal = policy_error(&err).expect("a policy refusal in the error chain");
+        assert!(
+            matches!(refusal, PolicyError::Blocked { host, category: "loopback", .. } if host == "localhost"),
+            "{refusal:?}"
+        );
+        assert!(
+            refusal.to_string().contains("outbound address policy"),
+            "{refusal}"
+        );
+        assert_eq!(
+            accepted.load(Ordering::SeqCst),
+            0,
+            "the server must not be dialled"
+        );
+    }
+
+    #[tokio::test]
+    async fn resolver_refuses_names_with_any_refused_address() {
+        let policy = Arc::new(AddressPolicy::default());
+        let resolver = PolicyResolver::new(policy);
+        let name: Name = "localhost".parse().expect("name");
+        let err = match resolver.resolve(name).await {
+            Ok(_) => panic!("localhost must be refused"),
+            Err(err) => err,
+        };
+        assert!(err.downcast_ref::<PolicyError>().is_some(), "{err:?}");
+
+        let policy =
+            Arc::new(AddressPolicy::parse_allow_list("127.0.0.0/8 ::1").expect("allow-list"));
+        let name: Name = "localhost".parse().expect("name");
+        let addrs: Vec<_> = match PolicyResolver::new(policy).resolve(name).await {
+            Ok(addrs) => addrs.collect(),
+            Err(err) => panic!("localhost must be allowed: {err}"),
+        };
+        assert!(
+            !addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback()),
+            "{addrs:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn check_request_url_guards_ip_literals() {
+        let (port, _) = serve(|_| ok_response("hello")).await;
+        let url = format!("http://127.0.0.1:{port}/");
+        let (policy, _) = client("", 5);
+        let refusal = check_request_url(&policy, &url).expect_err("loopback literal refused");
+        assert!(
+            matches!(
+                refusal,
+                PolicyError::Blocked {
+                    category: "loopback",
+                    ..
+                }
+            ),
+            "{refusal:?}"
+        );
+        for url in [
+            "http://0x7f000001/",
+            "http://[::ffff:127.0.0.1]/",
+            "file:///etc/passwd",
+        ] {
+            assert!(check_request_url(&policy, url).is_err(), "{url}");
+        }
+
+        let (policy, client) = client("127.0.0.1", 5);
+        check_request_url(&policy, &url).expect("allow-listed literal");
+        assert_eq!(get(&client, &url).await.expect("reachable").status(), 200);
+    }
+
+    /// Documents why `check_request_url` is mandatory: reqwest dials IP
+    /// literals without consulting the resolver. If this starts failing,
+    /// reqwest began resolving literals and the caller-side check is merely
+    /// redundant.
+    #[tokio::test]
+    async fn ip_literals_bypass_the_resolver() {
+        let (port, accepted) = serve(|_| ok_response("hello")).await;
+        let (_, client) = client("", 5);
+        let response = get(&client, &format!("http://127.0.0.1:{port}/"))
+            .await
+            .expect("dialled");
+        assert_eq!(response.status(), 200);
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn redirect_to_metadata_address_is_refused_not_followed() {
+        let (port, accepted) =
+            serve(|_| redirect_response("http://169.254.169.254/latest/meta-data/")).await;
+        let (_, client) = client("127.0.0.0/8, ::1/128", 5);
+        let err = get(&client, &format!("http://127.0.0.1:{port}/"))
+            .await
+            .expect_err("redirect refused");
+        assert!(err.is_redirect(), "{err:?}");
+        let refusal = policy_error(&err).expect("a policy refusal in the error chain");
+        assert_eq!(
+            *refusal,
+            PolicyError::Blocked {
+                host: "169.254.169.254".to_owned(),
+                addr: "169.254.169.254".parse().expect("ip"),
+                category: "link-local",
+            }
+        );
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn redirect_to_refused_scheme_is_refused() {
+        let (port, _) = serve(|_| redirect_response("gopher://127.0.0.1:70/")).await;
+        let (_, client) = client("127.0.0.0/8", 5);
+        let err = get(&client, &format!("http://127.0.0.1:{port}/"))
+            .await
+            .expect_err("redirect refused");
+        assert!(
+            matches!(policy_error(&err), Some(PolicyError::UnsupportedScheme(s)) if s == "gopher"),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn redirect_to_refused_hostname_is_refused_by_resolver() {
+        // The target passes check_url (a name); resolving it refuses it.
+        let (target, target_accepted) = serve(|_| ok_response("landed")).await;
+        let (port, _) =
+            serve(move |_| redirect_response(&format!("http://localhost:{target}/"))).await;
+        let (_, client) = client("", 5);
+        // The first hop is an IP literal the caller would have refused; this
+        // test only exercises the redirect target.
+        let err = get(&client, &format!("http://127.0.0.1:{port}/"))
+            .await
+            .expect_err("target refused");
+        assert!(
+            matches!(policy_error(&err), Some(PolicyError::Blocked { host, .. }) if host == "localhost"),
+            "{err:?}"
+        );
+        assert_eq!(target_accepted.load(Ordering::SeqCst), 0);
+    }
+
+    #[tokio::test]
+    async fn redirect_to_allowed_url_is_followed() {
+        let (target, _) = serve(|_| ok_response("landed")).await;
+        let (port, _) =
+            serve(move |_| redirect_response(&format!("http://localhost:{target}/done"))).await;
+        let (_, client) = client("127.0.0.0/8, ::1/128", 5);
+        let response = get(&client, &format!("http://127.0.0.1:{port}/"))
+            .await
+            .expect("followed");
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.url().port(), Some(target));
+        assert_eq!(response.text().await.expect("body"), "landed");
+    }
+
+    #[tokio::test]
+    async fn redirects_beyond_the_limit_fail() {
+        let (port, accepted) =
+            serve(|port| redirect_response(&format!("http://127.0.0.1:{port}/again"))).await;
+        let (_, client) = client("127.0.0.0/8", 2);
+        let err = get(&client, &format!("http://127.0.0.1:{port}/"))
+            .await
+            .expect_err("loop stops");
+        assert!(err.is_redirect(), "{err:?}");
+        assert!(policy_error(&err).is_none());
+        // The original request plus two followed hops.
+        assert_eq!(accepted.load(Ordering::SeqCst), 3);
+    }
+}

@@ -24,32 +24,43 @@ tools: ## Install buf, the Python gRPC tools and the reference MCP server into .
 postgres: ## Make sure the test PostgreSQL answers on 127.0.0.1:5432
 	@bash scripts/ensure-postgres.sh
 
+EXAMPLE_MCP_LISTEN ?= 127.0.0.1:8931
+# Local runs reach MCP servers on this machine and use a publicly known
+# sealing key; never set these in production.
+DEV_ENV = SWITCHBOARD_JWT_SECRET=$(DEV_JWT_SECRET) SWITCHBOARD_LOG_FORMAT=pretty \
+	SWITCHBOARD_DEV_MODE=true SWITCHBOARD_OUTBOUND_ALLOW=127.0.0.1/32,::1/128 \
+	SWITCHBOARD_STDIO_ALLOW=$(CURDIR)/target/debug/example-mcp-server
+
 .PHONY: build
-build: ## Build both services
+build: ## Build both services and the bundled example MCP server
 	$(CARGO) build --workspace --bins
 
 .PHONY: run
-run: build ## Run both services with embedded SQLite under .data/ (Ctrl-C stops both)
+run: build ## Run both services (embedded SQLite under .data/) and the example MCP server; Ctrl-C stops all
 	@echo "dev token (admin of dev-org):"
 	@SWITCHBOARD_JWT_SECRET=$(DEV_JWT_SECRET) ./target/debug/switchboard-token --org dev-org --user dev-user --role admin
+	@echo "example MCP server: http://$(EXAMPLE_MCP_LISTEN)/mcp"
 	@trap 'kill 0' INT TERM EXIT; \
-	SWITCHBOARD_JWT_SECRET=$(DEV_JWT_SECRET) SWITCHBOARD_LOG_FORMAT=pretty \
-	  ./target/debug/mcp-service --listen $(MCP_LISTEN) & \
-	SWITCHBOARD_JWT_SECRET=$(DEV_JWT_SECRET) SWITCHBOARD_LOG_FORMAT=pretty \
-	  SWITCHBOARD_MCP_SERVICE_URL=http://$(MCP_LISTEN) \
+	./target/debug/example-mcp-server --transport http --listen $(EXAMPLE_MCP_LISTEN) & \
+	$(DEV_ENV) ./target/debug/mcp-service --listen $(MCP_LISTEN) & \
+	$(DEV_ENV) SWITCHBOARD_MCP_SERVICE_URL=http://$(MCP_LISTEN) \
 	  ./target/debug/runs-service --listen $(RUNS_LISTEN) & \
 	wait
 
 .PHONY: run-mcp
-run-mcp: ## Run mcp-service alone (embedded SQLite)
-	SWITCHBOARD_JWT_SECRET=$(DEV_JWT_SECRET) SWITCHBOARD_LOG_FORMAT=pretty \
-	  $(CARGO) run --bin mcp-service -- --listen $(MCP_LISTEN)
+run-mcp: build ## Run mcp-service alone (embedded SQLite)
+	$(DEV_ENV) ./target/debug/mcp-service --listen $(MCP_LISTEN)
 
 .PHONY: run-runs
-run-runs: ## Run runs-service alone (embedded SQLite)
-	SWITCHBOARD_JWT_SECRET=$(DEV_JWT_SECRET) SWITCHBOARD_LOG_FORMAT=pretty \
-	  SWITCHBOARD_MCP_SERVICE_URL=http://$(MCP_LISTEN) \
-	  $(CARGO) run --bin runs-service -- --listen $(RUNS_LISTEN)
+run-runs: build ## Run runs-service alone (embedded SQLite)
+	$(DEV_ENV) SWITCHBOARD_MCP_SERVICE_URL=http://$(MCP_LISTEN) ./target/debug/runs-service --listen $(RUNS_LISTEN)
+
+.PHONY: bench
+bench: bench-mcp ## Run every benchmark (release builds; see BENCHMARKS.md)
+
+.PHONY: bench-mcp
+bench-mcp: ## ExecuteTool through mcp-service vs direct, sessions vs connect-per-call, idle-session RSS
+	$(CARGO) bench -p switchboard-mcp-service --bench execute_tool
 
 .PHONY: test
 test: tools postgres ## Run every test, on SQLite and PostgreSQL

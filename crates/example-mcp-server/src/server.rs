@@ -230,6 +230,11 @@ static BASE_TOOLS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
             "Returns the server's statistics as JSON.",
             object_schema(&[]),
         ),
+        Tool::new(
+            "process",
+            "Returns the server's process id and the names of its environment variables.",
+            object_schema(&[]),
+        ),
     ]
 });
 
@@ -399,6 +404,16 @@ impl ServerHandler for ExampleServer {
             }
             "add_tool" => self.add_extra_tool(&context.peer).await,
             "stats" => CallToolResult::success(vec![ContentBlock::json(self.stats.snapshot())?]),
+            "process" => {
+                let mut env: Vec<String> = std::env::vars_os()
+                    .map(|(name, _)| name.to_string_lossy().into_owned())
+                    .collect();
+                env.sort();
+                CallToolResult::success(vec![ContentBlock::json(serde_json::json!({
+                    "pid": std::process::id(),
+                    "env": env,
+                }))?])
+            }
             EXTRA_TOOL if self.tool_list.extra_visible.load(Ordering::SeqCst) => {
                 text_result("extra tool called")
             }
@@ -495,12 +510,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_catalog_has_nine_tools_with_unique_names() {
+    fn the_catalog_has_ten_tools_with_unique_names() {
         let mut names: Vec<&str> = BASE_TOOLS.iter().map(|tool| tool.name.as_ref()).collect();
-        assert_eq!(names.len(), 9);
+        assert_eq!(names.len(), 10);
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), 9);
+        assert_eq!(names.len(), 10);
         assert!(!names.contains(&EXTRA_TOOL));
     }
 
@@ -511,7 +526,7 @@ mod tests {
         first.tool_list.extra_visible.store(true, Ordering::SeqCst);
         let second = first.new_session();
         assert_eq!(second.counter.load(Ordering::SeqCst), 0);
-        assert_eq!(second.visible_tools().len(), 10);
+        assert_eq!(second.visible_tools().len(), 11);
         assert!(Arc::ptr_eq(first.stats(), second.stats()));
     }
 }

@@ -14,3 +14,47 @@ pub use args::{AuthArgs, CommonArgs, TelemetryArgs};
 pub use config::ServerArgs;
 pub use error::{ApiError, FieldViolation};
 pub use serve::{RunningServer, Services, bind_and_serve, serve, shutdown_signal, spawn};
+
+/// What is left of the caller's deadline, from the `grpc-timeout` header
+/// (`<digits><unit>` with unit H, M, S, m, u or n).
+pub fn grpc_deadline(metadata: &tonic::metadata::MetadataMap) -> Option<std::time::Duration> {
+    use std::time::Duration;
+    let value = metadata.get("grpc-timeout")?.to_str().ok()?;
+    let (digits, unit) = value.split_at(value.len().checked_sub(1)?);
+    if digits.is_empty() || digits.len() > 8 {
+        return None;
+    }
+    let amount: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(amount.saturating_mul(3600)),
+        "M" => Duration::from_secs(amount.saturating_mul(60)),
+        "S" => Duration::from_secs(amount),
+        "m" => Duration::from_millis(amount),
+        "u" => Duration::from_micros(amount),
+        "n" => Duration::from_nanos(amount),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod deadline_tests {
+    use std::time::Duration;
+
+    use super::grpc_deadline;
+
+    #[test]
+    fn grpc_timeouts_parse_in_every_unit_and_junk_is_ignored() {
+        let parse = |v: &str| {
+            let mut metadata = tonic::metadata::MetadataMap::new();
+            metadata.insert("grpc-timeout", v.parse().expect("ascii"));
+            grpc_deadline(&metadata)
+        };
+        assert_eq!(parse("2S"), Some(Duration::from_secs(2)));
+        assert_eq!(parse("1500m"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse("1H"), Some(Duration::from_secs(3600)));
+        assert_eq!(parse("7u"), Some(Duration::from_micros(7)));
+        assert_eq!(parse("S"), None);
+        assert_eq!(parse("123456789S"), None);
+        assert_eq!(parse("5x"), None);
+    }
+}

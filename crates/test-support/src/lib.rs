@@ -183,10 +183,12 @@ pub fn workspace_binary(package: &str, name: &str) -> std::path::PathBuf {
     let path = dir.join(name);
     if !path.exists() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = std::process::Command::new(cargo)
-            .args(["build", "-p", package, "--bin", name])
-            .status()
-            .expect("cargo runs");
+        let mut build = std::process::Command::new(cargo);
+        build.args(["build", "-p", package, "--bin", name]);
+        if dir.ends_with("release") {
+            build.arg("--release");
+        }
+        let status = build.status().expect("cargo runs");
         assert!(status.success(), "building {name} failed");
     }
     path

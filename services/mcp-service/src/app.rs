@@ -9,12 +9,14 @@ use switchboard_server::{RunningServer, Services};
 
 use crate::{
     Config,
-    domain::{resolve::ConfigPolicy, service::IntegrationService},
+    domain::{calls::CallService, resolve::ConfigPolicy, service::IntegrationService},
     inbound::McpApi,
     outbound::{
+        gateway::RmcpGateway,
         http_client::{HttpClientOptions, build_client},
         mcp_client::{ConnectDefaults, McpConnector},
         oauth::OAuthTokens,
+        sessions::{DiscoveryCache, PoolLimits, SessionPool},
         sql::{MIGRATIONS, SqlIntegrationRepository},
     },
 };
@@ -57,20 +59,36 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     )
     .context("failed to build the outbound HTTP client")?;
     let tokens = OAuthTokens::new(http.clone(), addresses);
-    let connector = Arc::new(McpConnector::new(
+    let connector = McpConnector::new(
         http,
         policy.clone(),
         tokens,
         ConnectDefaults {
             connect_timeout: config.connect_timeout,
             call_timeout: config.call_timeout,
+            // Room for the result plus its JSON-RPC envelope.
+            max_message_bytes: config.max_result_bytes.saturating_mul(2),
         },
+    );
+    let gateway = Arc::new(RmcpGateway::new(
+        connector,
+        SessionPool::new(PoolLimits {
+            max_sessions: config.max_sessions,
+            idle_timeout: config.session_idle_timeout,
+        }),
+        DiscoveryCache::new(config.discovery_ttl),
+        config.max_result_bytes,
     ));
     let repository = Arc::new(SqlIntegrationRepository::new(db.pool.clone(), keys));
-    let integrations =
-        IntegrationService::new(repository, connector, policy, Arc::new(config.catalog()?));
+    let integrations = IntegrationService::new(
+        repository,
+        gateway.clone(),
+        policy,
+        Arc::new(config.catalog()?),
+    );
+    let calls = CallService::new(integrations.clone(), gateway, config.call_timeout);
     let max = config.common.server.max_message_bytes;
-    let api = McpServiceServer::new(McpApi::new(integrations))
+    let api = McpServiceServer::new(McpApi::new(integrations, calls))
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
     Ok(Built {

@@ -45,6 +45,20 @@ pub struct Config {
     /// Per-call limit of integrations that set none.
     #[arg(long, env = "SWITCHBOARD_MCP_CALL_TIMEOUT", default_value = "60s", value_parser = humantime::parse_duration)]
     pub call_timeout: Duration,
+    /// Most upstream MCP sessions kept open; beyond it the least recently
+    /// used is closed.
+    #[arg(long, env = "SWITCHBOARD_MCP_MAX_SESSIONS", default_value_t = 10_000)]
+    pub max_sessions: usize,
+    /// Upstream sessions unused this long are closed.
+    #[arg(long, env = "SWITCHBOARD_MCP_SESSION_IDLE_TIMEOUT", default_value = "5m", value_parser = humantime::parse_duration)]
+    pub session_idle_timeout: Duration,
+    /// How long a discovery result is served from the cache (a server's
+    /// `list_changed` notification or an integration update drops it sooner).
+    #[arg(long, env = "SWITCHBOARD_MCP_DISCOVERY_TTL", default_value = "5m", value_parser = humantime::parse_duration)]
+    pub discovery_ttl: Duration,
+    /// Largest tool, resource or prompt result passed on, in bytes.
+    #[arg(long, env = "SWITCHBOARD_MCP_MAX_RESULT_BYTES", default_value_t = 4 * 1024 * 1024)]
+    pub max_result_bytes: usize,
 }
 
 impl std::fmt::Debug for Config {
@@ -93,6 +107,10 @@ impl Config {
             catalog_file: None,
             connect_timeout: Duration::from_secs(5),
             call_timeout: Duration::from_secs(10),
+            max_sessions: 1000,
+            session_idle_timeout: Duration::from_secs(300),
+            discovery_ttl: Duration::from_secs(300),
+            max_result_bytes: 4 * 1024 * 1024,
         }
     }
 

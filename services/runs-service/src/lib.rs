@@ -7,7 +7,9 @@
 
 mod app;
 mod config;
+pub mod domain;
 mod inbound;
+pub mod outbound;
 
 pub use app::{SERVICE_NAME, run, spawn};
 pub use config::Config;

@@ -57,7 +57,7 @@ async fn stateless_server_serves_calls() {
 
     let result = call(&client, "echo", json!({ "text": "stateless" })).await;
     assert_eq!(only_text(&result), "stateless");
-    assert_eq!(client.list_all_tools().await.expect("tools").len(), 9);
+    assert_eq!(client.list_all_tools().await.expect("tools").len(), 10);
 
     server.shutdown().await;
 }

@@ -17,8 +17,8 @@ use crate::common::{
     try_call,
 };
 
-const ALL_TOOLS: [&str; 9] = [
-    "add", "add_tool", "big", "counter", "echo", "fail", "mixed", "sleep", "stats",
+const ALL_TOOLS: [&str; 10] = [
+    "add", "add_tool", "big", "counter", "echo", "fail", "mixed", "process", "sleep", "stats",
 ];
 
 #[tokio::test]
@@ -32,7 +32,7 @@ async fn tools_are_listed_across_pages() {
 
     let all = client.list_all_tools().await.expect("every page");
     let names: BTreeSet<&str> = all.iter().map(|tool| tool.name.as_ref()).collect();
-    assert_eq!(all.len(), 9);
+    assert_eq!(all.len(), 10);
     assert_eq!(names, BTreeSet::from(ALL_TOOLS));
 
     server.shutdown().await;
@@ -228,7 +228,7 @@ async fn add_tool_notifies_the_client_and_lists_the_extra_tool() {
     let changed = Arc::clone(&watcher.changed);
     let client = connect_with(&server, watcher).await;
 
-    assert_eq!(client.list_all_tools().await.expect("tools").len(), 9);
+    assert_eq!(client.list_all_tools().await.expect("tools").len(), 10);
     let result = call(&client, "add_tool", json!({})).await;
     assert_ne!(result.is_error, Some(true));
     tokio::time::timeout(PATIENCE, changed.notified())
@@ -236,7 +236,7 @@ async fn add_tool_notifies_the_client_and_lists_the_extra_tool() {
         .expect("the client receives tools/list_changed");
 
     let tools = client.list_all_tools().await.expect("tools");
-    assert_eq!(tools.len(), 10);
+    assert_eq!(tools.len(), 11);
     assert!(tools.iter().any(|tool| tool.name == EXTRA_TOOL));
     let result = call(&client, EXTRA_TOOL, json!({})).await;
     assert_eq!(only_text(&result), "extra tool called");

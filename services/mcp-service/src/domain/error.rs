@@ -22,6 +22,9 @@ pub enum McpError {
     /// The integration is disabled.
     #[error("integration {0} is disabled")]
     Disabled(IntegrationId),
+    /// The MCP server could not answer.
+    #[error(transparent)]
+    Upstream(#[from] super::ports::CallError),
     /// Anything unexpected (storage, crypto).
     #[error(transparent)]
     Internal(#[from] anyhow::Error),

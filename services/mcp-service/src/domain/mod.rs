@@ -2,10 +2,12 @@
 //! they need.
 
 pub mod address_policy;
+pub mod calls;
 pub mod catalog;
 pub mod error;
 pub mod input;
 pub mod integration;
 pub mod ports;
 pub mod resolve;
+pub mod resource;
 pub mod service;

@@ -1,7 +1,7 @@
 //! The ports of mcp-service's domain: what it needs from storage and from MCP
 //! servers. Adapters in `outbound` implement them.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use async_trait::async_trait;
 
@@ -87,10 +87,100 @@ pub struct ProbeReport {
     pub latency: Duration,
 }
 
-/// Connects to MCP servers.
+/// What an integration's server offers, as the MCP wire JSON of each item
+/// (the protocol's own model; `inbound` maps it to the contract).
+#[derive(Debug, Clone, Default)]
+pub struct Discovery {
+    /// The server.
+    pub server: ServerIdentity,
+    /// `Tool` objects, every page.
+    pub tools: Vec<serde_json::Value>,
+    /// `Resource` objects, every page.
+    pub resources: Vec<serde_json::Value>,
+    /// `ResourceTemplate` objects, every page.
+    pub resource_templates: Vec<serde_json::Value>,
+    /// `Prompt` objects, every page.
+    pub prompts: Vec<serde_json::Value>,
+    /// When the server was asked, Unix milliseconds.
+    pub discovered_at: i64,
+}
+
+/// Why a call to an MCP server did not produce a result. Messages are meant
+/// for the model and for admins: no secrets, no internals.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum CallError {
+    /// The server could not be reached or the handshake failed.
+    #[error("could not connect to the MCP server: {0}")]
+    Connect(String),
+    /// The server answered with a JSON-RPC error.
+    #[error("{message}")]
+    Upstream {
+        /// JSON-RPC error code.
+        code: i32,
+        /// The server's message.
+        message: String,
+    },
+    /// The session broke during the call.
+    #[error("the connection to the MCP server failed: {0}")]
+    Transport(String),
+    /// No answer within the time limit; a cancellation was sent.
+    #[error("timed out after {}s", .0.as_secs_f64())]
+    Timeout(Duration),
+    /// The result exceeded the size limit.
+    #[error("the result is too large ({size} bytes; the limit is {limit} bytes)")]
+    TooLarge {
+        /// Its size.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+}
+
+/// The upstream session a call belongs to: calls with the same scope share one
+/// MCP session of an integration (one conversation, one session).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SessionScope(pub String);
+
+/// Talks to the MCP servers of integrations on reused sessions.
 #[async_trait]
-pub trait McpProbe: Send + Sync + 'static {
-    /// Connects to `integration`'s server, lists its capabilities and
-    /// disconnects. Failure is reported in the result, not as an error.
+pub trait McpGateway: Send + Sync + 'static {
+    /// Connects to `integration`'s server on a fresh session, lists its
+    /// capabilities and disconnects. Failure is in the report, not an error.
     async fn probe(&self, integration: &Integration) -> ProbeReport;
+    /// Everything the server offers, from the cache unless `bypass_cache`.
+    async fn discover(
+        &self,
+        integration: &Integration,
+        bypass_cache: bool,
+        timeout: Duration,
+    ) -> Result<Arc<Discovery>, CallError>;
+    /// Calls a tool; returns the `CallToolResult` wire JSON.
+    async fn call_tool(
+        &self,
+        integration: &Integration,
+        scope: &SessionScope,
+        name: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, CallError>;
+    /// Reads a resource; returns the `ReadResourceResult` wire JSON.
+    async fn read_resource(
+        &self,
+        integration: &Integration,
+        scope: &SessionScope,
+        uri: &str,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, CallError>;
+    /// Renders a prompt; returns the `GetPromptResult` wire JSON.
+    async fn get_prompt(
+        &self,
+        integration: &Integration,
+        scope: &SessionScope,
+        name: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, CallError>;
+    /// Drops the sessions and cached discovery of an integration that changed
+    /// or was deleted.
+    async fn forget(&self, integration: IntegrationId);
 }

@@ -11,7 +11,7 @@ use super::{
     error::McpError,
     input::{IntegrationPatch, NewIntegration, Source},
     integration::{Integration, IntegrationId, IntegrationKind, OrgId},
-    ports::{IntegrationRepository, ListQuery, McpProbe, ProbeReport, RepositoryError},
+    ports::{IntegrationRepository, ListQuery, McpGateway, ProbeReport, RepositoryError},
     resolve::ConfigPolicy,
 };
 
@@ -19,7 +19,7 @@ use super::{
 #[derive(Clone)]
 pub struct IntegrationService {
     repository: Arc<dyn IntegrationRepository>,
-    probe: Arc<dyn McpProbe>,
+    gateway: Arc<dyn McpGateway>,
     policy: Arc<ConfigPolicy>,
     catalog: Arc<Catalog>,
 }
@@ -61,16 +61,16 @@ fn storage(error: RepositoryError, slug: &str) -> McpError {
 }
 
 impl IntegrationService {
-    /// A service over `repository`, probing servers with `probe`.
+    /// A service over `repository`, reaching servers through `gateway`.
     pub fn new(
         repository: Arc<dyn IntegrationRepository>,
-        probe: Arc<dyn McpProbe>,
+        gateway: Arc<dyn McpGateway>,
         policy: Arc<ConfigPolicy>,
         catalog: Arc<Catalog>,
     ) -> Self {
         Self {
             repository,
-            probe,
+            gateway,
             policy,
             catalog,
         }
@@ -245,6 +245,8 @@ impl IntegrationService {
         }
         integration.updated_at = now_millis();
         self.save(&integration).await?;
+        // Sessions and cached discovery belong to the old configuration.
+        self.gateway.forget(id).await;
         tracing::info!(integration_id = %id, "integration updated");
         Ok(integration)
     }
@@ -260,6 +262,7 @@ impl IntegrationService {
         if !deleted {
             return Err(McpError::NotFound);
         }
+        self.gateway.forget(id).await;
         tracing::info!(integration_id = %id, "integration deleted");
         Ok(())
     }
@@ -277,6 +280,9 @@ impl IntegrationService {
             integration.enabled = enabled;
             integration.updated_at = now_millis();
             self.save(&integration).await?;
+            if !enabled {
+                self.gateway.forget(id).await;
+            }
             tracing::info!(integration_id = %id, enabled, "integration enabled state changed");
         }
         Ok(integration)
@@ -291,7 +297,7 @@ impl IntegrationService {
         id: IntegrationId,
     ) -> Result<ProbeReport, McpError> {
         let integration = self.get(caller, id).await?;
-        let report = self.probe.probe(&integration).await;
+        let report = self.gateway.probe(&integration).await;
         match &report.error {
             None => {
                 tracing::info!(integration_id = %id, tools = report.tool_count, "integration validated")

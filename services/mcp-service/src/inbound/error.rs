@@ -2,7 +2,7 @@
 
 use switchboard_server::ApiError;
 
-use crate::domain::error::McpError;
+use crate::domain::{error::McpError, ports::CallError};
 
 impl From<McpError> for ApiError {
     fn from(error: McpError) -> Self {
@@ -12,6 +12,7 @@ impl From<McpError> for ApiError {
             error @ McpError::SlugTaken(_) => Self::AlreadyExists(error.to_string()),
             McpError::Forbidden(message) => Self::PermissionDenied(message.to_owned()),
             error @ McpError::Disabled(_) => Self::FailedPrecondition(error.to_string()),
+            McpError::Upstream(error) => upstream(error),
             McpError::Internal(error) => Self::Internal(error),
         }
     }
@@ -20,4 +21,27 @@ impl From<McpError> for ApiError {
 /// A domain error as a gRPC status.
 pub(crate) fn status(error: McpError) -> tonic::Status {
     ApiError::from(error).into()
+}
+
+/// JSON-RPC "invalid params" and "resource not found" (MCP) codes.
+const INVALID_PARAMS: i32 = -32602;
+const RESOURCE_NOT_FOUND: i32 = -32002;
+
+/// An MCP server's failure, as the status a caller can act on.
+fn upstream(error: CallError) -> ApiError {
+    let message = format!("MCP server: {error}");
+    match error {
+        CallError::Connect(_) | CallError::Transport(_) => ApiError::Unavailable(message),
+        CallError::Timeout(_) => ApiError::DeadlineExceeded(message),
+        CallError::TooLarge { .. } => ApiError::ResourceExhausted(message),
+        CallError::Upstream {
+            code: INVALID_PARAMS,
+            ..
+        } => ApiError::invalid("upstream", message),
+        CallError::Upstream {
+            code: RESOURCE_NOT_FOUND,
+            ..
+        } => ApiError::NotFound(message),
+        CallError::Upstream { .. } => ApiError::FailedPrecondition(message),
+    }
 }

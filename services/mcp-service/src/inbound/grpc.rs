@@ -12,8 +12,10 @@ use super::{
         transport_input,
     },
     error::status,
+    wire,
 };
 use crate::domain::{
+    calls::CallService,
     error::McpError,
     input::{IntegrationPatch, NewIntegration, Source},
     integration::{DisplayName, IntegrationId, Slug},
@@ -25,11 +27,15 @@ use crate::domain::{
 #[derive(Debug, Clone)]
 pub(crate) struct McpApi {
     integrations: IntegrationService,
+    calls: CallService,
 }
 
 impl McpApi {
-    pub(crate) fn new(integrations: IntegrationService) -> Self {
-        Self { integrations }
+    pub(crate) fn new(integrations: IntegrationService, calls: CallService) -> Self {
+        Self {
+            integrations,
+            calls,
+        }
     }
 }
 
@@ -303,5 +309,115 @@ impl McpService for McpApi {
                 String::new()
             },
         }))
+    }
+
+    async fn discover(&self, request: Request<pb::DiscoverRequest>) -> Reply<pb::DiscoverResponse> {
+        let caller = caller(&request)?;
+        let deadline = switchboard_server::grpc_deadline(request.metadata());
+        let id = parse_id("integration_id", &request.get_ref().integration_id)?;
+        let (integration, discovery) = self
+            .calls
+            .discover(&caller, id, request.get_ref().bypass_cache, deadline)
+            .await
+            .map_err(status)?;
+        let mut response = wire::discovery(&discovery);
+        response.integration = Some(proto_integration(&integration));
+        Ok(Response::new(response))
+    }
+
+    async fn execute_tool(
+        &self,
+        request: Request<pb::ExecuteToolRequest>,
+    ) -> Reply<pb::ExecuteToolResponse> {
+        let caller = caller(&request)?;
+        let deadline = switchboard_server::grpc_deadline(request.metadata());
+        let request = request.into_inner();
+        let id = parse_id("integration_id", &request.integration_id)?;
+        if request.tool_name.is_empty() {
+            return Err(status(McpError::invalid("tool_name", "is required")));
+        }
+        let arguments = request
+            .arguments
+            .as_ref()
+            .map(switchboard_proto::json::struct_to_map)
+            .unwrap_or_default();
+        let outcome = self
+            .calls
+            .execute_tool(
+                &caller,
+                id,
+                &request.tool_name,
+                arguments,
+                &request.session_scope,
+                deadline,
+            )
+            .await
+            .map_err(status)?;
+        Ok(Response::new(wire::tool_result(
+            outcome,
+            &request.tool_name,
+        )))
+    }
+
+    async fn retrieve_resource(
+        &self,
+        request: Request<pb::RetrieveResourceRequest>,
+    ) -> Reply<pb::RetrieveResourceResponse> {
+        let caller = caller(&request)?;
+        let deadline = switchboard_server::grpc_deadline(request.metadata());
+        let request = request.into_inner();
+        let id = parse_id("integration_id", &request.integration_id)?;
+        if request.uri.is_empty() {
+            return Err(status(McpError::invalid("uri", "is required")));
+        }
+        let parameters = request
+            .parameters
+            .as_ref()
+            .map(switchboard_proto::json::struct_to_map)
+            .unwrap_or_default();
+        let read = self
+            .calls
+            .read_resource(
+                &caller,
+                id,
+                &request.uri,
+                &parameters,
+                &request.session_scope,
+                deadline,
+            )
+            .await
+            .map_err(status)?;
+        Ok(Response::new(wire::resource_read(read.uri, &read.result)))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: Request<pb::GetPromptRequest>,
+    ) -> Reply<pb::GetPromptResponse> {
+        let caller = caller(&request)?;
+        let deadline = switchboard_server::grpc_deadline(request.metadata());
+        let request = request.into_inner();
+        let id = parse_id("integration_id", &request.integration_id)?;
+        if request.name.is_empty() {
+            return Err(status(McpError::invalid("name", "is required")));
+        }
+        let arguments = request
+            .arguments
+            .into_iter()
+            .map(|(k, v)| (k, serde_json::Value::String(v)))
+            .collect();
+        let result = self
+            .calls
+            .get_prompt(
+                &caller,
+                id,
+                &request.name,
+                arguments,
+                &request.session_scope,
+                deadline,
+            )
+            .await
+            .map_err(status)?;
+        Ok(Response::new(wire::prompt_result(&result)))
     }
 }

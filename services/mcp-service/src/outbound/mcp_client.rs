@@ -4,39 +4,37 @@
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
-use async_trait::async_trait;
+use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::{
-    ClientServiceExt, RoleClient, ServiceExt,
+    ClientServiceExt, ServiceExt,
     model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion},
-    service::{ClientLifecycleMode, RunningService},
+    service::{ClientInitializeError, ClientLifecycleMode},
     transport::{
-        StreamableHttpClientTransport, TokioChildProcess,
+        StreamableHttpClientTransport, async_rw::AsyncRwTransport,
         streamable_http_client::StreamableHttpClientTransportConfig,
     },
 };
 use secrecy::ExposeSecret;
-use tokio::time::Instant;
 
 use super::{
     http_client::check_request_url,
     oauth::{Grant, OAuthTokens},
+    sessions::{Live, McpSession, SessionHandler, StdioChild},
 };
 use crate::domain::{
     integration::{AuthConfig, Integration, Secrets, TransportConfig},
-    ports::{McpProbe, ProbeReport, ServerIdentity},
     resolve::ConfigPolicy,
 };
 
-/// A live MCP client session.
-pub type McpSession = RunningService<RoleClient, ClientConfig>;
-
-/// Default limits for integrations that set none.
+/// Default limits for integrations that set none, and size bounds.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnectDefaults {
     /// Connection and handshake limit.
     pub connect_timeout: Duration,
     /// Per-call limit.
     pub call_timeout: Duration,
+    /// Longest message accepted from a server (an SSE event or a stdio line).
+    pub max_message_bytes: usize,
 }
 
 /// Opens MCP sessions to integrations' servers.
@@ -48,7 +46,8 @@ pub struct McpConnector {
     defaults: ConnectDefaults,
 }
 
-fn client_config() -> ClientConfig {
+/// How mcp-service introduces itself to MCP servers.
+pub fn client_config() -> ClientConfig {
     ClientConfig::new(
         ClientCapabilities::default(),
         Implementation::new("switchboard-mcp-service", env!("CARGO_PKG_VERSION")),
@@ -83,16 +82,24 @@ impl McpConnector {
 
     /// Connects and completes the MCP handshake within the connect timeout.
     /// Errors are sentences for admins and models; they never carry secrets.
-    pub async fn connect(&self, integration: &Integration) -> Result<McpSession, String> {
+    pub async fn connect(
+        &self,
+        integration: &Integration,
+        handler: SessionHandler,
+    ) -> Result<Live, String> {
         let (connect_timeout, _) = self.timeouts(integration);
         let connecting = async {
             match &integration.transport {
-                TransportConfig::StreamableHttp { url } => {
-                    self.connect_http(integration, url).await
-                }
+                TransportConfig::StreamableHttp { url } => Ok(Live {
+                    session: self.connect_http(integration, url, handler).await?,
+                    child: None,
+                }),
                 TransportConfig::Stdio {
                     command, args, env, ..
-                } => self.connect_stdio(integration, command, args, env).await,
+                } => {
+                    self.connect_stdio(integration, command, args, env, handler)
+                        .await
+                }
             }
         };
         tokio::time::timeout(connect_timeout, connecting)
@@ -104,12 +111,14 @@ impl McpConnector {
         &self,
         integration: &Integration,
         url: &str,
+        handler: SessionHandler,
     ) -> Result<McpSession, String> {
         // IP literals never reach the resolver, so they are checked here; host
         // names are checked by the client's resolver on the address it dials.
         check_request_url(&self.policy.addresses, url).map_err(|e| e.to_string())?;
         let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned())
-            .reinit_on_expired_session(true);
+            .reinit_on_expired_session(true)
+            .max_sse_event_size(self.defaults.max_message_bytes);
         match &integration.auth {
             AuthConfig::None => {}
             AuthConfig::BearerToken => {
@@ -153,17 +162,38 @@ impl McpConnector {
                 config = config.auth_header(token.expose_secret().to_owned());
             }
         }
-        let transport = StreamableHttpClientTransport::with_client(self.http.clone(), config);
-        client_config()
-            .serve_with_lifecycle(
-                transport,
-                ClientLifecycleMode::Auto {
-                    preferred_versions: vec![ProtocolVersion::LATEST],
-                    legacy_version: None,
-                },
-            )
+        // The initialize handshake first: it gives stateful servers a session
+        // of their own per scope, which is what conversations rely on. A
+        // server that refuses it (one speaking only the stateless protocol of
+        // 2026-07-28) is then reached with `server/discover`.
+        let transport =
+            StreamableHttpClientTransport::with_client(self.http.clone(), config.clone());
+        match handler
+            .clone()
+            .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
             .await
-            .map_err(|e| format!("MCP handshake failed: {e}"))
+        {
+            Ok(session) => Ok(session),
+            Err(ClientInitializeError::JsonRpcError(refusal)) => {
+                tracing::debug!(
+                    integration_id = %integration.id,
+                    code = refusal.code.0,
+                    "initialize refused; using the stateless protocol"
+                );
+                let transport =
+                    StreamableHttpClientTransport::with_client(self.http.clone(), config);
+                handler
+                    .serve_with_lifecycle(
+                        transport,
+                        ClientLifecycleMode::Discover {
+                            preferred_versions: vec![ProtocolVersion::LATEST],
+                        },
+                    )
+                    .await
+                    .map_err(|e| format!("MCP handshake failed: {e}"))
+            }
+            Err(error) => Err(format!("MCP handshake failed: {error}")),
+        }
     }
 
     async fn connect_stdio(
@@ -172,85 +202,48 @@ impl McpConnector {
         command: &str,
         args: &[String],
         env: &std::collections::BTreeMap<String, String>,
-    ) -> Result<McpSession, String> {
+        handler: SessionHandler,
+    ) -> Result<Live, String> {
         // The allow-list may have shrunk since the integration was saved.
         if !self.policy.stdio.allows(command) {
             return Err(format!("`{command}` is not on the stdio allow-list"));
         }
-        let mut process = tokio::process::Command::new(command);
-        process
-            .args(args)
-            // Exactly the integration's environment, none of the service's.
-            .env_clear()
-            .envs(env)
-            .envs(
-                integration
-                    .secrets
-                    .env()
-                    .map(|(name, value)| (name, value.expose_secret())),
-            )
-            .kill_on_drop(true);
-        let transport = TokioChildProcess::new(process)
+        let mut process = CommandWrap::with_new(command, |process| {
+            process
+                .args(args)
+                // Exactly the integration's environment, none of the service's.
+                .env_clear()
+                .envs(env)
+                .envs(
+                    integration
+                        .secrets
+                        .env()
+                        .map(|(name, value)| (name, value.expose_secret())),
+                )
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null());
+        });
+        // Its own process group, so closing the session kills whatever the
+        // server started too.
+        process.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+        let mut child = process
+            .spawn()
             .map_err(|e| format!("failed to start `{command}`: {e}"))?;
-        client_config()
+        let (Some(stdout), Some(stdin)) = (child.stdout().take(), child.stdin().take()) else {
+            return Err(format!("`{command}` started without pipes"));
+        };
+        let child = StdioChild(child);
+        // Bounded lines: a server cannot make us buffer without limit.
+        let transport = AsyncRwTransport::new_client(stdout, stdin)
+            .with_max_line_length(self.defaults.max_message_bytes);
+        let session = handler
             .serve(transport)
             .await
-            .map_err(|e| format!("MCP handshake failed: {e}"))
+            .map_err(|e| format!("MCP handshake failed: {e}"))?;
+        Ok(Live {
+            session,
+            child: Some(child),
+        })
     }
-}
-
-#[async_trait]
-impl McpProbe for McpConnector {
-    async fn probe(&self, integration: &Integration) -> ProbeReport {
-        let started = Instant::now();
-        let mut report = ProbeReport::default();
-        match self.connect(integration).await {
-            Err(error) => report.error = Some(error),
-            Ok(session) => {
-                let (_, call_timeout) = self.timeouts(integration);
-                if let Err(error) = list_counts(&session, call_timeout, &mut report).await {
-                    report.error = Some(error);
-                }
-                let _ = session.cancel().await;
-            }
-        }
-        report.latency = started.elapsed();
-        report
-    }
-}
-
-async fn list_counts(
-    session: &McpSession,
-    call_timeout: Duration,
-    report: &mut ProbeReport,
-) -> Result<(), String> {
-    let info = session
-        .peer_info()
-        .ok_or("the server sent no initialize result")?;
-    let implementation = info.server_info.clone().unwrap_or_default();
-    report.server = Some(ServerIdentity {
-        name: implementation.name,
-        title: implementation.title,
-        version: implementation.version,
-        protocol_version: info.protocol_version.to_string(),
-        instructions: info.instructions.clone(),
-    });
-    let capabilities = &info.capabilities;
-    let listing = async {
-        if capabilities.tools.is_some() {
-            report.tool_count = session.list_all_tools().await?.len();
-        }
-        if capabilities.resources.is_some() {
-            report.resource_count = session.list_all_resources().await?.len();
-            report.resource_template_count = session.list_all_resource_templates().await?.len();
-        }
-        if capabilities.prompts.is_some() {
-            report.prompt_count = session.list_all_prompts().await?.len();
-        }
-        Ok::<_, rmcp::ServiceError>(())
-    };
-    tokio::time::timeout(call_timeout, listing)
-        .await
-        .map_err(|_| format!("listing capabilities timed out after {call_timeout:?}"))?
-        .map_err(|e| format!("listing capabilities failed: {e}"))
 }

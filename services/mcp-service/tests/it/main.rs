@@ -1,6 +1,8 @@
 //! Integration tests of mcp-service over real gRPC on loopback.
 
+mod calls;
 mod chassis;
+mod everything;
 mod integrations;
 mod repository;
 mod secrets;

@@ -37,7 +37,7 @@ async fn validation_reports_the_servers_name_and_capability_counts(kind: DbKind)
     let server = report.server.expect("server info");
     assert_eq!(server.name, "switchboard-example");
     assert!(!report.protocol_version.is_empty());
-    assert_eq!(report.tool_count, 9, "every page of tools is counted");
+    assert_eq!(report.tool_count, 10, "every page of tools is counted");
     assert_eq!(report.resource_count, 3);
     assert_eq!(report.resource_template_count, 1);
     assert_eq!(report.prompt_count, 1);
@@ -117,7 +117,7 @@ async fn validation_starts_an_allow_listed_stdio_server(kind: DbKind) {
     let id = create(&mut h, &admin("org-a"), request).await.id;
     let report = validate(&mut h, &id).await;
     assert!(report.ok, "{}", report.error);
-    assert_eq!(report.tool_count, 9);
+    assert_eq!(report.tool_count, 10);
 }
 
 db_tests!(

@@ -1,0 +1,138 @@
+//! Anthropic Messages replies.
+
+use std::convert::Infallible;
+
+use axum::{
+    http::StatusCode,
+    response::{
+        IntoResponse as _, Response,
+        sse::{Event, Sse},
+    },
+};
+use serde_json::{Value, json};
+
+use crate::server::{Answer, Shape, argument_pieces, chunks, json_response};
+
+/// Renders an answer as a message, streamed when the request asked for it.
+pub(crate) fn respond(answer: &Answer, shape: &Shape) -> Response {
+    if shape.stream {
+        stream(answer, shape)
+    } else {
+        complete(answer, shape)
+    }
+}
+
+fn id(shape: &Shape) -> String {
+    format!("msg_scripted_{}", shape.seq)
+}
+
+fn stop_reason(answer: &Answer) -> &'static str {
+    match answer {
+        Answer::Text(_) => "end_turn",
+        Answer::ToolCalls(_) => "tool_use",
+    }
+}
+
+fn complete(answer: &Answer, shape: &Shape) -> Response {
+    let content: Vec<Value> = match answer {
+        Answer::Text(text) => vec![json!({"type": "text", "text": text})],
+        Answer::ToolCalls(calls) => calls
+            .iter()
+            .map(|call| {
+                // A whole message carries `input` as JSON; arguments that are
+                // not JSON can only travel as a string.
+                let input = serde_json::from_str::<Value>(&call.arguments)
+                    .unwrap_or_else(|_| Value::String(call.arguments.clone()));
+                json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input})
+            })
+            .collect(),
+    };
+    let (input_tokens, output_tokens) = shape.options.usage;
+    let body = json!({
+        "id": id(shape),
+        "type": "message",
+        "role": "assistant",
+        "model": shape.model,
+        "content": content,
+        "stop_reason": stop_reason(answer),
+        "stop_sequence": null,
+        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+    });
+    json_response(StatusCode::OK, body.to_string())
+}
+
+fn stream(answer: &Answer, shape: &Shape) -> Response {
+    let (input_tokens, output_tokens) = shape.options.usage;
+    let mut events = vec![
+        (
+            "message_start",
+            json!({"type": "message_start", "message": {
+                "id": id(shape),
+                "type": "message",
+                "role": "assistant",
+                "model": shape.model,
+                "content": [],
+                "stop_reason": null,
+                "stop_sequence": null,
+                "usage": {"input_tokens": input_tokens, "output_tokens": 1},
+            }}),
+        ),
+        // The real API interleaves pings; clients must skip them.
+        ("ping", json!({"type": "ping"})),
+    ];
+    let delta = |index: usize, delta: Value| {
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": index, "delta": delta}),
+        )
+    };
+    let stop = |index: usize| {
+        (
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        )
+    };
+    match answer {
+        Answer::Text(text) => {
+            events.push((
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ));
+            for piece in chunks(text, shape.options.chunk_size) {
+                events.push(delta(0, json!({"type": "text_delta", "text": piece})));
+            }
+            events.push(stop(0));
+        }
+        Answer::ToolCalls(calls) => {
+            for (index, call) in calls.iter().enumerate() {
+                events.push((
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": index, "content_block": {
+                        "type": "tool_use", "id": call.id, "name": call.name, "input": {},
+                    }}),
+                ));
+                for piece in argument_pieces(&call.arguments, shape.options.chunk_size) {
+                    events.push(delta(
+                        index,
+                        json!({"type": "input_json_delta", "partial_json": piece}),
+                    ));
+                }
+                events.push(stop(index));
+            }
+        }
+    }
+    events.push((
+        "message_delta",
+        json!({
+            "type": "message_delta",
+            "delta": {"stop_reason": stop_reason(answer), "stop_sequence": null},
+            "usage": {"output_tokens": output_tokens},
+        }),
+    ));
+    events.push(("message_stop", json!({"type": "message_stop"})));
+
+    let events = events.into_iter().map(|(name, data)| {
+        Ok::<_, Infallible>(Event::default().event(name).data(data.to_string()))
+    });
+    Sse::new(futures::stream::iter(events)).into_response()
+}

@@ -1,0 +1,66 @@
+//! `scripted-model`: an OpenAI- and Anthropic-compatible model server on a
+//! fixed address that answers every request with the same rule (see
+//! [`ScriptedModel::start_looping`]). Logs go to stderr.
+
+use std::net::SocketAddr;
+
+use clap::Parser;
+use switchboard_scripted_model::ScriptedModel;
+use tracing_subscriber::EnvFilter;
+
+/// Scripted model server for Switchboard's local demo and benchmarks.
+#[derive(Debug, Parser)]
+#[command(name = "scripted-model", version, about)]
+struct Args {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8090")]
+    listen: SocketAddr,
+    /// Tool to call whenever a request offers it and the last message is not
+    /// a tool result.
+    #[arg(long)]
+    tool: Option<String>,
+    /// Arguments of that tool call, as JSON text.
+    #[arg(long, default_value = "{}")]
+    arguments: String,
+    /// Text to answer when no tool is called.
+    #[arg(long, default_value = "hello from the scripted model")]
+    reply: String,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            // Requests are logged at debug so that in-process benchmarks stay
+            // quiet; the demo wants to see them.
+            EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| EnvFilter::new("info,switchboard_scripted_model=debug")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+
+    let model =
+        ScriptedModel::start_looping_on(args.listen, args.tool, args.arguments, args.reply).await?;
+    tracing::info!(base_url = %model.base_url(), "listening");
+    shutdown_signal().await?;
+    tracing::info!("shutting down");
+    model.shutdown().await;
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut terminate = signal(SignalKind::terminate())?;
+        tokio::select! {
+            interrupted = tokio::signal::ctrl_c() => interrupted?,
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    tokio::signal::ctrl_c().await?;
+    Ok(())
+}

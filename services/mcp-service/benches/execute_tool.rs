@@ -1,0 +1,289 @@
+//! ExecuteTool through mcp-service against a direct rmcp client call, and the
+//! reused-session path against connecting per call; memory with 1,000 idle
+//! upstream sessions. See BENCHMARKS.md.
+//!
+//! `cargo bench -p switchboard-mcp-service --bench execute_tool`
+
+use std::{
+    future::Future,
+    process::{Child, Command, Stdio},
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use rmcp::{
+    ServiceExt as _, model::CallToolRequestParams, transport::StreamableHttpClientTransport,
+};
+use serde_json::json;
+use switchboard_mcp_service::Config;
+use switchboard_proto::{
+    json::json_to_struct,
+    mcp::v1::{self as pb, mcp_service_client::McpServiceClient},
+};
+use switchboard_test_support::{TEST_JWT_SECRET, TestDb, authed, token, workspace_binary};
+use tonic::transport::Channel;
+
+const CALLS: usize = 4000;
+
+struct Upstream(Child);
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[derive(Debug)]
+struct Stats {
+    p50: Duration,
+    p99: Duration,
+    per_second: f64,
+}
+
+fn stats(mut latencies: Vec<Duration>, wall: Duration) -> Stats {
+    latencies.sort_unstable();
+    let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
+    Stats {
+        p50: at(0.50),
+        p99: at(0.99),
+        per_second: latencies.len() as f64 / wall.as_secs_f64(),
+    }
+}
+
+/// Runs `calls` calls of `op` from `concurrency` callers; per-call latencies.
+async fn drive<F, Fut>(concurrency: usize, calls: usize, op: F) -> Stats
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send,
+{
+    let op = Arc::new(op);
+    let started = Instant::now();
+    let workers = (0..concurrency).map(|_| {
+        let op = op.clone();
+        tokio::spawn(async move {
+            let mut latencies = Vec::with_capacity(calls / concurrency);
+            for _ in 0..calls / concurrency {
+                let t = Instant::now();
+                op().await;
+                latencies.push(t.elapsed());
+            }
+            latencies
+        })
+    });
+    let mut all = Vec::with_capacity(calls);
+    for worker in futures::future::join_all(workers).await {
+        all.extend(worker.expect("worker"));
+    }
+    stats(all, started.elapsed())
+}
+
+fn report(name: &str, s: &Stats) {
+    println!(
+        "{name:<44} p50 {:>8.3} ms   p99 {:>8.3} ms   {:>9.0} calls/s",
+        s.p50.as_secs_f64() * 1e3,
+        s.p99.as_secs_f64() * 1e3,
+        s.per_second
+    );
+}
+
+#[tokio::main]
+async fn main() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let port = switchboard_test_support::grpc::free_port().expect("a port");
+    let upstream = Upstream(
+        Command::new(workspace_binary(
+            "switchboard-example-mcp-server",
+            "example-mcp-server",
+        ))
+        .args([
+            "--transport",
+            "http",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the example server starts"),
+    );
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let db = TestDb::sqlite().expect("a database");
+    let mut config = Config::for_tests(&db.url, TEST_JWT_SECRET);
+    config.max_sessions = 5000;
+    config.common.telemetry.log_filter = "warn".into();
+    let server = switchboard_mcp_service::spawn(config)
+        .await
+        .expect("mcp-service starts");
+    let channel = Channel::from_shared(server.url())
+        .expect("url")
+        .connect()
+        .await
+        .expect("connects");
+    let mut client = McpServiceClient::new(channel.clone());
+    let admin = token("bench", "bench-user", &["admin"]);
+    let id = client
+        .create_integration(authed(
+            pb::CreateIntegrationRequest {
+                display_name: "bench".into(),
+                slug: "bench".into(),
+                source: Some(pb::create_integration_request::Source::Custom(
+                    pb::CustomIntegrationSpec {
+                        transport: Some(pb::Transport {
+                            kind: Some(pb::transport::Kind::StreamableHttp(
+                                pb::StreamableHttpTransport { url: url.clone() },
+                            )),
+                        }),
+                        auth: None,
+                    },
+                )),
+                ..Default::default()
+            },
+            &admin,
+        ))
+        .await
+        .expect("created")
+        .into_inner()
+        .integration
+        .expect("an integration")
+        .id;
+
+    let arguments = json_to_struct(&json!({"text": "ping"}));
+    let via_service = {
+        let (channel, id, admin, arguments) = (
+            channel.clone(),
+            id.clone(),
+            admin.clone(),
+            arguments.clone(),
+        );
+        move || {
+            let mut client = McpServiceClient::new(channel.clone());
+            let request = authed(
+                pb::ExecuteToolRequest {
+                    integration_id: id.clone(),
+                    tool_name: "echo".into(),
+                    arguments: arguments.clone(),
+                    session_scope: "bench".into(),
+                },
+                &admin,
+            );
+            async move {
+                let response = client
+                    .execute_tool(request)
+                    .await
+                    .expect("answered")
+                    .into_inner();
+                assert!(!response.is_error, "{}", response.error_message);
+            }
+        }
+    };
+    let direct_client = Arc::new(
+        ().serve(StreamableHttpClientTransport::from_uri(url.clone()))
+            .await
+            .expect("direct client connects"),
+    );
+    let direct = {
+        let direct_client = direct_client.clone();
+        move || {
+            let peer = direct_client.peer().clone();
+            async move {
+                let params = CallToolRequestParams::new("echo").with_arguments(
+                    json!({"text": "ping"})
+                        .as_object()
+                        .cloned()
+                        .unwrap_or_default(),
+                );
+                peer.call_tool(params).await.expect("direct call");
+            }
+        }
+    };
+
+    // Warm both paths (connections, sessions, allocator).
+    drive(4, 400, via_service.clone()).await;
+    drive(4, 400, direct.clone()).await;
+
+    println!("ExecuteTool on a fast upstream (echo), {CALLS} calls per row\n");
+    let direct_1 = drive(1, CALLS, direct.clone()).await;
+    report("direct rmcp call, 1 caller", &direct_1);
+    let service_1 = drive(1, CALLS, via_service.clone()).await;
+    report("through mcp-service, 1 caller", &service_1);
+    let direct_16 = drive(16, CALLS, direct.clone()).await;
+    report("direct rmcp call, 16 callers", &direct_16);
+    let service_16 = drive(16, CALLS, via_service.clone()).await;
+    report("through mcp-service, 16 callers", &service_16);
+
+    let connect_url = url.clone();
+    let per_call = drive(1, 200, move || {
+        let url = connect_url.clone();
+        async move {
+            let client =
+                ().serve(StreamableHttpClientTransport::from_uri(url))
+                    .await
+                    .expect("connects");
+            let params = CallToolRequestParams::new("echo").with_arguments(
+                json!({"text": "ping"})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            );
+            client.call_tool(params).await.expect("call");
+            let _ = client.cancel().await;
+        }
+    })
+    .await;
+    report("connect per call (initialize + call + close)", &per_call);
+
+    println!();
+    println!(
+        "added p50 at 1 caller: {:.3} ms (target <= 0.15 ms)",
+        (service_1.p50.as_secs_f64() - direct_1.p50.as_secs_f64()) * 1e3
+    );
+    println!(
+        "throughput at 16 callers: {:.0}% of direct (target >= 60%)",
+        service_16.per_second / direct_16.per_second * 100.0
+    );
+    println!(
+        "reused session vs connect per call: {:.1}x calls/s (target >= 10x)",
+        service_1.per_second / per_call.per_second
+    );
+
+    let me = std::process::id();
+    let before = rss_kib(me);
+    for i in 0..1000 {
+        let response = client
+            .execute_tool(authed(
+                pb::ExecuteToolRequest {
+                    integration_id: id.clone(),
+                    tool_name: "echo".into(),
+                    arguments: arguments.clone(),
+                    session_scope: format!("idle-{i}"),
+                },
+                &admin,
+            ))
+            .await
+            .expect("answered")
+            .into_inner();
+        assert!(!response.is_error);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after = rss_kib(me);
+    println!(
+        "RSS of the benchmark process (mcp-service in-process): {} MiB before, {} MiB with 1,000 idle upstream sessions (+{:.1} KiB per session); upstream server RSS {} MiB",
+        before / 1024,
+        after / 1024,
+        (after.saturating_sub(before)) as f64 / 1000.0,
+        rss_kib(upstream.0.id()) / 1024
+    );
+    server.stop().await.expect("stops");
+}

@@ -1,0 +1,293 @@
+//! MCP wire JSON (tools, resources, content blocks, results) to the
+//! `switchboard.mcp.v1` messages, kept typed rather than flattened.
+
+use base64::{Engine as _, engine::general_purpose::STANDARD};
+use serde_json::{Map, Value};
+use switchboard_proto::{json::map_to_struct, mcp::v1 as pb};
+
+use crate::domain::{
+    ports::{CallError, Discovery},
+    resource::{ResourceKind, resource_kind},
+};
+
+fn text(value: &Value, key: &str) -> String {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn object(value: &Value, key: &str) -> Option<prost_types::Struct> {
+    value.get(key).and_then(Value::as_object).map(map_to_struct)
+}
+
+fn size(value: &Value) -> Option<i64> {
+    value.get("size").and_then(Value::as_i64)
+}
+
+fn bytes(value: &Value, key: &str) -> Vec<u8> {
+    // Servers send base64; undecodable data is passed on empty rather than
+    // failing the whole result.
+    STANDARD.decode(text(value, key)).unwrap_or_default()
+}
+
+fn tool(value: &Value) -> pb::Tool {
+    let annotations = value.get("annotations").map(|a| pb::ToolAnnotations {
+        title: text(a, "title"),
+        read_only_hint: a.get("readOnlyHint").and_then(Value::as_bool),
+        destructive_hint: a.get("destructiveHint").and_then(Value::as_bool),
+        idempotent_hint: a.get("idempotentHint").and_then(Value::as_bool),
+        open_world_hint: a.get("openWorldHint").and_then(Value::as_bool),
+    });
+    pb::Tool {
+        name: text(value, "name"),
+        title: text(value, "title"),
+        description: text(value, "description"),
+        input_schema: object(value, "inputSchema"),
+        output_schema: object(value, "outputSchema"),
+        annotations,
+    }
+}
+
+fn resource(value: &Value) -> pb::Resource {
+    pb::Resource {
+        uri: text(value, "uri"),
+        name: text(value, "name"),
+        title: text(value, "title"),
+        description: text(value, "description"),
+        mime_type: text(value, "mimeType"),
+        size: size(value),
+    }
+}
+
+fn resource_template(value: &Value) -> pb::ResourceTemplate {
+    pb::ResourceTemplate {
+        uri_template: text(value, "uriTemplate"),
+        name: text(value, "name"),
+        title: text(value, "title"),
+        description: text(value, "description"),
+        mime_type: text(value, "mimeType"),
+    }
+}
+
+fn prompt(value: &Value) -> pb::Prompt {
+    let arguments = value
+        .get("arguments")
+        .and_then(Value::as_array)
+        .map(|args| {
+            args.iter()
+                .map(|a| pb::PromptArgument {
+                    name: text(a, "name"),
+                    title: text(a, "title"),
+                    description: text(a, "description"),
+                    required: a.get("required").and_then(Value::as_bool).unwrap_or(false),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    pb::Prompt {
+        name: text(value, "name"),
+        title: text(value, "title"),
+        description: text(value, "description"),
+        arguments,
+    }
+}
+
+/// A discovery as the Discover response.
+pub(crate) fn discovery(discovery: &Discovery) -> pb::DiscoverResponse {
+    let server = &discovery.server;
+    pb::DiscoverResponse {
+        server: Some(pb::ServerInfo {
+            name: server.name.clone(),
+            title: server.title.clone().unwrap_or_default(),
+            version: server.version.clone(),
+            protocol_version: server.protocol_version.clone(),
+            instructions: server.instructions.clone().unwrap_or_default(),
+        }),
+        tools: discovery.tools.iter().map(tool).collect(),
+        resources: discovery.resources.iter().map(resource).collect(),
+        resource_templates: discovery
+            .resource_templates
+            .iter()
+            .map(resource_template)
+            .collect(),
+        prompts: discovery.prompts.iter().map(prompt).collect(),
+        discover_time: Some(prost_types::Timestamp {
+            seconds: discovery.discovered_at.div_euclid(1000),
+            nanos: i32::try_from(discovery.discovered_at.rem_euclid(1000) * 1_000_000).unwrap_or(0),
+        }),
+    }
+}
+
+fn resource_contents(value: &Value) -> pb::ResourceContents {
+    let content = match (value.get("text"), value.get("blob")) {
+        (Some(Value::String(text)), _) => Some(pb::resource_contents::Content::Text(text.clone())),
+        (_, Some(Value::String(_))) => {
+            Some(pb::resource_contents::Content::Blob(bytes(value, "blob")))
+        }
+        _ => None,
+    };
+    pb::ResourceContents {
+        uri: text(value, "uri"),
+        mime_type: text(value, "mimeType"),
+        content,
+    }
+}
+
+fn content_block(value: &Value) -> Option<pb::ContentBlock> {
+    use pb::content_block::Block;
+    let block = match value.get("type").and_then(Value::as_str)? {
+        "text" => Block::Text(pb::TextContent {
+            text: text(value, "text"),
+        }),
+        "image" => Block::Image(pb::ImageContent {
+            data: bytes(value, "data"),
+            mime_type: text(value, "mimeType"),
+        }),
+        "audio" => Block::Audio(pb::AudioContent {
+            data: bytes(value, "data"),
+            mime_type: text(value, "mimeType"),
+        }),
+        "resource" => Block::Resource(pb::EmbeddedResource {
+            resource: value.get("resource").map(resource_contents),
+        }),
+        "resource_link" => Block::ResourceLink(pb::ResourceLink {
+            uri: text(value, "uri"),
+            name: text(value, "name"),
+            title: text(value, "title"),
+            description: text(value, "description"),
+            mime_type: text(value, "mimeType"),
+            size: size(value),
+        }),
+        _ => return None,
+    };
+    Some(pb::ContentBlock { block: Some(block) })
+}
+
+fn content_blocks(value: &Value, key: &str) -> Vec<pb::ContentBlock> {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .map(|blocks| blocks.iter().filter_map(content_block).collect())
+        .unwrap_or_default()
+}
+
+/// A `CallToolResult` as the ExecuteTool response; a failed call as an error
+/// result the model can read.
+pub(crate) fn tool_result(
+    outcome: Result<Value, CallError>,
+    tool: &str,
+) -> pb::ExecuteToolResponse {
+    match outcome {
+        Ok(result) => {
+            let is_error = result
+                .get("isError")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            let content = content_blocks(&result, "content");
+            let structured_content =
+                result
+                    .get("structuredContent")
+                    .map(|structured| match structured {
+                        Value::Object(map) => map_to_struct(map),
+                        // The contract carries an object; other JSON is wrapped.
+                        other => {
+                            map_to_struct(&Map::from_iter([("result".to_owned(), other.clone())]))
+                        }
+                    });
+            let error_message = if is_error {
+                let texts: Vec<&str> = result
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|b| b.get("text").and_then(Value::as_str))
+                    .collect();
+                if texts.is_empty() {
+                    format!("the tool `{tool}` reported an error")
+                } else {
+                    texts.join("\n")
+                }
+            } else {
+                String::new()
+            };
+            pb::ExecuteToolResponse {
+                is_error,
+                content,
+                structured_content,
+                error_message,
+            }
+        }
+        Err(error) => {
+            let error_message = match error {
+                CallError::Timeout(limit) => format!(
+                    "the tool `{tool}` did not answer within {}s and was cancelled",
+                    limit.as_secs_f64()
+                ),
+                other => other.to_string(),
+            };
+            pb::ExecuteToolResponse {
+                is_error: true,
+                content: Vec::new(),
+                structured_content: None,
+                error_message,
+            }
+        }
+    }
+}
+
+/// A `ReadResourceResult` as the RetrieveResource response.
+pub(crate) fn resource_read(uri: String, result: &Value) -> pb::RetrieveResourceResponse {
+    let contents: Vec<pb::ResourceContents> = result
+        .get("contents")
+        .and_then(Value::as_array)
+        .map(|items| items.iter().map(resource_contents).collect())
+        .unwrap_or_default();
+    let first = contents.first();
+    let mime_type = first.map(|c| c.mime_type.clone()).unwrap_or_default();
+    let is_text =
+        first.is_none_or(|c| matches!(c.content, Some(pb::resource_contents::Content::Text(_))));
+    let kind = match resource_kind(
+        &uri,
+        Some(&mime_type)
+            .filter(|m| !m.is_empty())
+            .map(String::as_str),
+        is_text,
+    ) {
+        ResourceKind::Csv => pb::ResourceKind::Csv,
+        ResourceKind::Text => pb::ResourceKind::Text,
+        ResourceKind::Binary => pb::ResourceKind::Binary,
+    };
+    pb::RetrieveResourceResponse {
+        uri,
+        contents,
+        kind: kind.into(),
+        mime_type,
+    }
+}
+
+/// A `GetPromptResult` as the GetPrompt response.
+pub(crate) fn prompt_result(result: &Value) -> pb::GetPromptResponse {
+    let messages = result
+        .get("messages")
+        .and_then(Value::as_array)
+        .map(|messages| {
+            messages
+                .iter()
+                .map(|m| pb::PromptMessage {
+                    role: match m.get("role").and_then(Value::as_str) {
+                        Some("assistant") => pb::Role::Assistant,
+                        _ => pb::Role::User,
+                    }
+                    .into(),
+                    content: m.get("content").and_then(content_block),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    pb::GetPromptResponse {
+        description: text(result, "description"),
+        messages,
+    }
+}

@@ -1,0 +1,295 @@
+//! Agents, threads, messages and runs.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use switchboard_server::FieldViolation;
+use uuid::Uuid;
+
+/// Parses a UUID id of request field `field`.
+pub fn parse_id(field: &str, value: &str) -> Result<String, FieldViolation> {
+    Uuid::parse_str(value)
+        .map(|id| id.hyphenated().to_string())
+        .map_err(|_| FieldViolation::new(field, "must be an id (a UUID)"))
+}
+
+/// A new time-ordered id.
+pub fn new_id() -> String {
+    Uuid::now_v7().hyphenated().to_string()
+}
+
+/// A tool the calling application executes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientTool {
+    /// Name, `^[a-zA-Z0-9_-]{1,64}$`.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of its arguments.
+    pub parameters: serde_json::Value,
+}
+
+/// An agent's settings (stored as JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct AgentConfig {
+    /// System instructions.
+    pub instructions: String,
+    /// Provider name from the service configuration.
+    pub provider: String,
+    /// The provider's model id.
+    pub model: String,
+    /// Integrations whose capabilities the agent uses, in order.
+    pub mcp_integration_ids: Vec<String>,
+    /// Per-integration allow-lists of server tool names.
+    #[serde(default)]
+    pub tool_filters: BTreeMap<String, Vec<String>>,
+    /// Tools executed by the caller.
+    #[serde(default)]
+    pub client_tools: Vec<ClientTool>,
+    /// Model calls per run; 0 means the service default.
+    #[serde(default)]
+    pub max_steps: u32,
+    /// Hide the synthetic resource tools.
+    #[serde(default)]
+    pub disable_resource_tools: bool,
+}
+
+/// An agent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Agent {
+    /// Id.
+    pub id: String,
+    /// Owning organization.
+    pub org_id: String,
+    /// Name.
+    pub name: String,
+    /// Settings.
+    pub config: AgentConfig,
+    /// Created, Unix ms.
+    pub created_at: i64,
+    /// Updated, Unix ms.
+    pub updated_at: i64,
+}
+
+/// A conversation of a user with an agent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Thread {
+    /// Id.
+    pub id: String,
+    /// Owning organization.
+    pub org_id: String,
+    /// Owning user.
+    pub user_id: String,
+    /// The agent.
+    pub agent_id: String,
+    /// Title.
+    pub title: String,
+    /// Created, Unix ms.
+    pub created_at: i64,
+    /// Updated, Unix ms.
+    pub updated_at: i64,
+}
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The user.
+    User,
+    /// The model.
+    Assistant,
+    /// Tool results.
+    Tool,
+}
+
+impl Role {
+    /// Stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Assistant => "assistant",
+            Self::Tool => "tool",
+        }
+    }
+
+    /// From the stored name.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "user" => Some(Self::User),
+            "assistant" => Some(Self::Assistant),
+            "tool" => Some(Self::Tool),
+            _ => None,
+        }
+    }
+}
+
+/// One part of a message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Part {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A tool call by the model; `arguments` is the raw JSON text it produced.
+    ToolCall {
+        /// Call id.
+        id: String,
+        /// Tool name as the model saw it.
+        name: String,
+        /// Raw JSON arguments.
+        arguments: String,
+    },
+    /// The result given back to the model.
+    ToolResult {
+        /// The call it answers.
+        tool_call_id: String,
+        /// Tool name as the model saw it.
+        name: String,
+        /// Text for the model.
+        content: String,
+        /// Whether the tool failed.
+        is_error: bool,
+    },
+}
+
+/// A message of a thread.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    /// Id.
+    pub id: String,
+    /// Thread.
+    pub thread_id: String,
+    /// Run that produced it, if any.
+    pub run_id: Option<String>,
+    /// Position in the thread.
+    pub seq: i64,
+    /// Author.
+    pub role: Role,
+    /// Parts.
+    pub parts: Vec<Part>,
+    /// Created, Unix ms.
+    pub created_at: i64,
+}
+
+/// The state of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunStatus {
+    /// In progress.
+    Running,
+    /// Answered without tool calls.
+    Completed,
+    /// Paused for client tool results.
+    RequiresAction,
+    /// Stopped at the step limit.
+    MaxSteps,
+    /// Failed.
+    Failed,
+    /// Cancelled by the client.
+    Cancelled,
+    /// Its process stopped.
+    Interrupted,
+}
+
+impl RunStatus {
+    /// Stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Completed => "completed",
+            Self::RequiresAction => "requires_action",
+            Self::MaxSteps => "max_steps",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+            Self::Interrupted => "interrupted",
+        }
+    }
+
+    /// From the stored name.
+    pub fn parse(value: &str) -> Option<Self> {
+        Some(match value {
+            "running" => Self::Running,
+            "completed" => Self::Completed,
+            "requires_action" => Self::RequiresAction,
+            "max_steps" => Self::MaxSteps,
+            "failed" => Self::Failed,
+            "cancelled" => Self::Cancelled,
+            "interrupted" => Self::Interrupted,
+            _ => return None,
+        })
+    }
+}
+
+/// What runs a model-facing tool name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ToolTarget {
+    /// A tool of an MCP integration.
+    Mcp {
+        /// The integration.
+        integration_id: String,
+        /// The server's own tool name.
+        server_tool_name: String,
+    },
+    /// A tool the caller executes.
+    Client,
+    /// A tool built into runs-service.
+    Builtin,
+}
+
+/// A model-facing tool name and what runs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolBinding {
+    /// Name the model sees.
+    pub name: String,
+    /// What runs it.
+    pub target: ToolTarget,
+}
+
+/// A client tool call a paused run waits for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingCall {
+    /// Call id.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Raw JSON arguments.
+    pub arguments: String,
+}
+
+/// Token counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: i64,
+    /// Generated tokens.
+    pub output_tokens: i64,
+}
+
+/// One execution of an agent on a thread.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    /// Id.
+    pub id: String,
+    /// Thread.
+    pub thread_id: String,
+    /// Agent.
+    pub agent_id: String,
+    /// State.
+    pub status: RunStatus,
+    /// Model calls made.
+    pub steps: i64,
+    /// Tokens used.
+    pub usage: Usage,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// The tool-name map.
+    pub bindings: Vec<ToolBinding>,
+    /// Client calls it waits for, when paused.
+    pub pending: Vec<PendingCall>,
+    /// Created, Unix ms.
+    pub created_at: i64,
+    /// Updated, Unix ms.
+    pub updated_at: i64,
+}

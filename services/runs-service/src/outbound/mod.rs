@@ -1,0 +1,3 @@
+//! Adapters to the systems runs-service calls.
+
+pub mod llm;

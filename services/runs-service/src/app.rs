@@ -1,25 +1,36 @@
 //! Wiring: storage, adapters and the gRPC server.
 
-use std::{future::Future, net::SocketAddr, sync::Arc};
+use std::{
+    future::Future,
+    net::SocketAddr,
+    sync::{Arc, Weak},
+    time::Duration,
+};
 
 use anyhow::Context as _;
 use switchboard_auth::Authenticator;
-use switchboard_db::Migrations;
+use switchboard_db::now_millis;
 use switchboard_proto::runs::v1::runs_service_server::RunsServiceServer;
 use switchboard_server::{RunningServer, Services};
 
-use crate::{Config, inbound::RunsApi};
+use crate::{
+    Config,
+    domain::{
+        builtins::Builtins,
+        orchestrator::{ActiveRuns, Orchestrator, RunSettings},
+        ports::RunsRepository,
+        service::RunsService,
+    },
+    inbound::RunsApi,
+    outbound::{
+        llm::{ModelRegistry, parse_providers},
+        mcp::GrpcMcp,
+        sql::{MIGRATIONS, SqlRunsRepository},
+    },
+};
 
 /// The name the service reports in telemetry.
 pub const SERVICE_NAME: &str = "runs-service";
-
-static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
-static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
-
-const MIGRATIONS: Migrations = Migrations {
-    sqlite: &SQLITE_MIGRATIONS,
-    postgres: &POSTGRES_MIGRATIONS,
-};
 
 const DEFAULT_LISTEN: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 50052);
@@ -34,19 +45,89 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         Authenticator::new(&config.common.auth.verifier_config()?)
             .context("invalid token verification settings")?,
     );
-    let _db = config
+    let db = config
         .common
         .database
         .open(SERVICE_NAME, MIGRATIONS)
         .await?;
+    let repo: Arc<dyn RunsRepository> = Arc::new(SqlRunsRepository::new(db.pool.clone()));
+    let interrupted = repo
+        .interrupt_stale_runs(stale_before(config.run_stale_after), now_millis())
+        .await?;
+    if interrupted > 0 {
+        tracing::warn!(
+            runs = interrupted,
+            "marked runs of a stopped process as interrupted"
+        );
+    }
+    let active = ActiveRuns::default();
+    keep_runs_alive(
+        Arc::downgrade(&repo),
+        active.clone(),
+        config.run_stale_after,
+    );
+
+    // TLS to model providers uses ring; the provider is process-wide.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .build()
+        .context("failed to build the model HTTP client")?;
+    let providers = parse_providers(&config.model_providers)?;
+    let known: Vec<String> = providers.iter().map(|p| p.name.clone()).collect();
+    let models = Arc::new(ModelRegistry::from_configs(&providers, &http));
+    let mcp = Arc::new(GrpcMcp::new(&config.mcp_service_url)?);
+    let orchestrator = Orchestrator::new(
+        repo.clone(),
+        mcp,
+        models,
+        Arc::new(Builtins::none()),
+        RunSettings {
+            default_max_steps: config.default_max_steps,
+            discovery_timeout: config.discovery_timeout,
+            tool_timeout: config.tool_timeout,
+            max_parallel_tools: config.max_parallel_tools,
+        },
+        active,
+    );
+    let service = RunsService::new(repo, known);
     let max = config.common.server.max_message_bytes;
-    let api = RunsServiceServer::new(RunsApi::new())
+    let api = RunsServiceServer::new(RunsApi::new(service, orchestrator))
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
     Ok(Built {
         authenticator,
         services: Services::new().with(api),
     })
+}
+
+fn stale_before(stale_after: Duration) -> i64 {
+    now_millis() - i64::try_from(stale_after.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Renews the heartbeat of this process's runs, and marks runs whose process
+/// stopped renewing as interrupted, until the service is dropped.
+fn keep_runs_alive(repo: Weak<dyn RunsRepository>, active: ActiveRuns, stale_after: Duration) {
+    let period = (stale_after / 4).max(Duration::from_millis(100));
+    tokio::spawn(async move {
+        let mut ticker = tokio::time::interval(period);
+        loop {
+            ticker.tick().await;
+            let Some(repo) = repo.upgrade() else { break };
+            let now = now_millis();
+            if let Err(error) = repo.heartbeat(&active.ids(), now).await {
+                tracing::warn!(error = %error, "failed to renew run heartbeats");
+            }
+            match repo
+                .interrupt_stale_runs(stale_before(stale_after), now)
+                .await
+            {
+                Ok(0) => {}
+                Ok(runs) => tracing::warn!(runs, "marked runs of a stopped process as interrupted"),
+                Err(error) => tracing::warn!(error = %error, "failed to check for stale runs"),
+            }
+        }
+    });
 }
 
 /// Runs runs-service until `shutdown` resolves, then shuts down gracefully.

@@ -1,5 +1,7 @@
 //! runs-service settings, from flags or environment.
 
+use std::time::Duration;
+
 use switchboard_db::DatabaseArgs;
 use switchboard_server::{AuthArgs, CommonArgs, ServerArgs, TelemetryArgs};
 
@@ -17,6 +19,27 @@ pub struct Config {
         default_value = "http://127.0.0.1:50051"
     )]
     pub mcp_service_url: String,
+    /// Model providers agents may use: `name=kind,base_url[,api_key_env=VAR]`
+    /// entries separated by `;` (kinds `openai` for any OpenAI-compatible
+    /// Chat Completions server, `anthropic`).
+    #[arg(long, env = "SWITCHBOARD_MODEL_PROVIDERS", default_value = "")]
+    pub model_providers: String,
+    /// Model calls per run for agents that set no limit.
+    #[arg(long, env = "SWITCHBOARD_DEFAULT_MAX_STEPS", default_value_t = 10)]
+    pub default_max_steps: u32,
+    /// Time each integration's discovery may take at the start of a run.
+    #[arg(long, env = "SWITCHBOARD_DISCOVERY_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub discovery_timeout: Duration,
+    /// Time one tool call may take.
+    #[arg(long, env = "SWITCHBOARD_TOOL_TIMEOUT", default_value = "120s", value_parser = humantime::parse_duration)]
+    pub tool_timeout: Duration,
+    /// Tool calls of one model turn executed at once.
+    #[arg(long, env = "SWITCHBOARD_MAX_PARALLEL_TOOLS", default_value_t = 8)]
+    pub max_parallel_tools: usize,
+    /// A running run whose process has not renewed it for this long is
+    /// marked interrupted.
+    #[arg(long, env = "SWITCHBOARD_RUN_STALE_AFTER", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub run_stale_after: Duration,
 }
 
 impl Config {
@@ -35,6 +58,12 @@ impl Config {
                 database: DatabaseArgs::for_url(database_url),
             },
             mcp_service_url: mcp_service_url.to_owned(),
+            model_providers: String::new(),
+            default_max_steps: 10,
+            discovery_timeout: Duration::from_secs(5),
+            tool_timeout: Duration::from_secs(30),
+            max_parallel_tools: 8,
+            run_stale_after: Duration::from_secs(60),
         }
     }
 }

@@ -117,6 +117,7 @@ pub(crate) fn discovery(discovery: &Discovery) -> pb::DiscoverResponse {
             seconds: discovery.discovered_at.div_euclid(1000),
             nanos: i32::try_from(discovery.discovered_at.rem_euclid(1000) * 1_000_000).unwrap_or(0),
         }),
+        integration: None,
     }
 }
 

@@ -103,10 +103,14 @@ pub struct Live {
     pub child: Option<StdioChild>,
 }
 
+/// A cached discovery: the integration version it belongs to, when it was
+/// made, and what was found.
+type CacheEntry = (i64, Instant, Arc<Discovery>);
+
 /// Cached discovery results, by integration.
 #[derive(Debug, Clone)]
 pub struct DiscoveryCache {
-    entries: Arc<Mutex<HashMap<IntegrationId, (i64, Instant, Arc<Discovery>)>>>,
+    entries: Arc<Mutex<HashMap<IntegrationId, CacheEntry>>>,
     ttl: Duration,
 }
 

@@ -1,16 +1,331 @@
 //! The `switchboard.runs.v1.RunsService` handlers.
 
-use switchboard_proto::runs::v1::runs_service_server::RunsService;
+use futures::StreamExt as _;
+use switchboard_auth::{Principal, bearer_token, principal};
+use switchboard_proto::runs::v1::{self as pb, runs_service_server::RunsService as RunsRpc};
+use switchboard_server::FieldViolation;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status, codegen::BoxStream};
 
-/// The runs-service API. RPCs not implemented here answer UNIMPLEMENTED.
-#[derive(Debug, Default)]
-pub(crate) struct RunsApi {}
+use super::{
+    convert::{
+        agent_config, decode_cursor, decode_seq, encode_cursor, page_size, proto_agent,
+        proto_event, proto_message, proto_run, proto_thread,
+    },
+    error::status,
+};
+use crate::domain::{
+    entities::parse_id,
+    error::RunsError,
+    orchestrator::{ClientResult, Orchestrator, RunInput},
+    ports::Caller,
+    service::{AgentInput, RunsService},
+};
+
+/// The runs-service API.
+#[derive(Debug, Clone)]
+pub(crate) struct RunsApi {
+    service: RunsService,
+    orchestrator: Orchestrator,
+}
 
 impl RunsApi {
-    pub(crate) fn new() -> Self {
-        Self {}
+    pub(crate) fn new(service: RunsService, orchestrator: Orchestrator) -> Self {
+        Self {
+            service,
+            orchestrator,
+        }
     }
 }
 
+type Reply<T> = Result<Response<T>, Status>;
+
+fn caller<T>(request: &Request<T>) -> Result<Principal, Status> {
+    principal(request).cloned()
+}
+
+fn id(field: &str, value: &str) -> Result<String, Status> {
+    parse_id(field, value).map_err(|v| status(v.into()))
+}
+
+fn invalid(violation: FieldViolation) -> Status {
+    status(RunsError::from(violation))
+}
+
 #[tonic::async_trait]
-impl RunsService for RunsApi {}
+impl RunsRpc for RunsApi {
+    async fn create_agent(
+        &self,
+        request: Request<pb::CreateAgentRequest>,
+    ) -> Reply<pb::CreateAgentResponse> {
+        let caller = caller(&request)?;
+        let agent = request
+            .into_inner()
+            .agent
+            .ok_or_else(|| invalid(FieldViolation::new("agent", "is required")))?;
+        let input = AgentInput {
+            name: agent.name.clone(),
+            config: agent_config(&agent),
+        };
+        let agent = self
+            .service
+            .create_agent(&caller, input)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::CreateAgentResponse {
+            agent: Some(proto_agent(&agent)),
+        }))
+    }
+
+    async fn get_agent(
+        &self,
+        request: Request<pb::GetAgentRequest>,
+    ) -> Reply<pb::GetAgentResponse> {
+        let caller = caller(&request)?;
+        let agent_id = id("id", &request.get_ref().id)?;
+        let agent = self
+            .service
+            .get_agent(&caller, &agent_id)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::GetAgentResponse {
+            agent: Some(proto_agent(&agent)),
+        }))
+    }
+
+    async fn list_agents(
+        &self,
+        request: Request<pb::ListAgentsRequest>,
+    ) -> Reply<pb::ListAgentsResponse> {
+        let caller = caller(&request)?;
+        let request = request.into_inner();
+        let limit = page_size("page_size", request.page_size).map_err(invalid)?;
+        let after = decode_cursor("page_token", &request.page_token).map_err(invalid)?;
+        let page = self
+            .service
+            .list_agents(&caller, after, limit)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::ListAgentsResponse {
+            agents: page.items.iter().map(proto_agent).collect(),
+            next_page_token: encode_cursor(page.next),
+        }))
+    }
+
+    async fn update_agent(
+        &self,
+        request: Request<pb::UpdateAgentRequest>,
+    ) -> Reply<pb::UpdateAgentResponse> {
+        let caller = caller(&request)?;
+        let request = request.into_inner();
+        let patch = request
+            .agent
+            .ok_or_else(|| invalid(FieldViolation::new("agent", "is required")))?;
+        let agent_id = id("agent.id", &patch.id)?;
+        let paths = request.update_mask.map(|m| m.paths).unwrap_or_default();
+        if paths.is_empty() {
+            return Err(invalid(FieldViolation::new(
+                "update_mask",
+                "name at least one field to change",
+            )));
+        }
+        let agent = self
+            .service
+            .update_agent(&caller, &agent_id, |current| {
+                let mut name = current.name.clone();
+                let mut config = current.config.clone();
+                let new = agent_config(&patch);
+                for path in &paths {
+                    match path.as_str() {
+                        "name" => name = patch.name.clone(),
+                        "instructions" => config.instructions = new.instructions.clone(),
+                        "model" => {
+                            config.provider = new.provider.clone();
+                            config.model = new.model.clone();
+                        }
+                        "mcp_integration_ids" => {
+                            config.mcp_integration_ids = new.mcp_integration_ids.clone()
+                        }
+                        "tool_filters" => config.tool_filters = new.tool_filters.clone(),
+                        "client_tools" => config.client_tools = new.client_tools.clone(),
+                        "max_steps" => config.max_steps = new.max_steps,
+                        "disable_resource_tools" => {
+                            config.disable_resource_tools = new.disable_resource_tools
+                        }
+                        other => {
+                            return Err(RunsError::invalid(
+                                "update_mask",
+                                format!("`{other}` cannot be updated"),
+                            ));
+                        }
+                    }
+                }
+                Ok(AgentInput { name, config })
+            })
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::UpdateAgentResponse {
+            agent: Some(proto_agent(&agent)),
+        }))
+    }
+
+    async fn delete_agent(
+        &self,
+        request: Request<pb::DeleteAgentRequest>,
+    ) -> Reply<pb::DeleteAgentResponse> {
+        let caller = caller(&request)?;
+        let agent_id = id("id", &request.get_ref().id)?;
+        self.service
+            .delete_agent(&caller, &agent_id)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::DeleteAgentResponse {}))
+    }
+
+    async fn create_thread(
+        &self,
+        request: Request<pb::CreateThreadRequest>,
+    ) -> Reply<pb::CreateThreadResponse> {
+        let caller = caller(&request)?;
+        let request = request.into_inner();
+        let agent_id = id("agent_id", &request.agent_id)?;
+        let thread = self
+            .service
+            .create_thread(&caller, &agent_id, request.title)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::CreateThreadResponse {
+            thread: Some(proto_thread(&thread)),
+        }))
+    }
+
+    async fn get_thread(
+        &self,
+        request: Request<pb::GetThreadRequest>,
+    ) -> Reply<pb::GetThreadResponse> {
+        let caller = caller(&request)?;
+        let thread_id = id("id", &request.get_ref().id)?;
+        let thread = self
+            .service
+            .get_thread(&caller, &thread_id)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::GetThreadResponse {
+            thread: Some(proto_thread(&thread)),
+        }))
+    }
+
+    async fn list_threads(
+        &self,
+        request: Request<pb::ListThreadsRequest>,
+    ) -> Reply<pb::ListThreadsResponse> {
+        let caller = caller(&request)?;
+        let request = request.into_inner();
+        let limit = page_size("page_size", request.page_size).map_err(invalid)?;
+        let before = decode_cursor("page_token", &request.page_token).map_err(invalid)?;
+        let agent = if request.agent_id.is_empty() {
+            None
+        } else {
+            Some(id("agent_id", &request.agent_id)?)
+        };
+        let page = self
+            .service
+            .list_threads(&caller, agent.as_deref(), before, limit)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::ListThreadsResponse {
+            threads: page.items.iter().map(proto_thread).collect(),
+            next_page_token: encode_cursor(page.next),
+        }))
+    }
+
+    async fn delete_thread(
+        &self,
+        request: Request<pb::DeleteThreadRequest>,
+    ) -> Reply<pb::DeleteThreadResponse> {
+        let caller = caller(&request)?;
+        let thread_id = id("id", &request.get_ref().id)?;
+        self.service
+            .delete_thread(&caller, &thread_id)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::DeleteThreadResponse {}))
+    }
+
+    async fn list_messages(
+        &self,
+        request: Request<pb::ListMessagesRequest>,
+    ) -> Reply<pb::ListMessagesResponse> {
+        let caller = caller(&request)?;
+        let request = request.into_inner();
+        let thread_id = id("thread_id", &request.thread_id)?;
+        let limit = page_size("page_size", request.page_size).map_err(invalid)?;
+        let after = decode_seq("page_token", &request.page_token).map_err(invalid)?;
+        let (messages, next) = self
+            .service
+            .list_messages(&caller, &thread_id, after, limit)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::ListMessagesResponse {
+            messages: messages.iter().map(proto_message).collect(),
+            next_page_token: next.map(|seq| seq.to_string()).unwrap_or_default(),
+        }))
+    }
+
+    async fn get_run(&self, request: Request<pb::GetRunRequest>) -> Reply<pb::GetRunResponse> {
+        let caller = caller(&request)?;
+        let run_id = id("id", &request.get_ref().id)?;
+        let run = self
+            .service
+            .get_run(&caller, &run_id)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::GetRunResponse {
+            run: Some(proto_run(&run)),
+        }))
+    }
+
+    async fn execute_run(
+        &self,
+        request: Request<pb::ExecuteRunRequest>,
+    ) -> Reply<BoxStream<pb::ExecuteRunResponse>> {
+        let caller = Caller {
+            principal: caller(&request)?,
+            token: bearer_token(&request),
+        };
+        let request = request.into_inner();
+        let thread_id = id("thread_id", &request.thread_id)?;
+        let input = match request.input {
+            None => {
+                return Err(invalid(FieldViolation::new(
+                    "input",
+                    "a user message or client tool results is required",
+                )));
+            }
+            Some(pb::execute_run_request::Input::UserMessage(message)) => {
+                RunInput::UserMessage(message.text)
+            }
+            Some(pb::execute_run_request::Input::ClientToolResults(results)) => {
+                RunInput::ClientToolResults {
+                    run_id: id("client_tool_results.run_id", &results.run_id)?,
+                    results: results
+                        .results
+                        .into_iter()
+                        .map(|r| ClientResult {
+                            tool_call_id: r.tool_call_id,
+                            content: r.content,
+                            is_error: r.is_error,
+                        })
+                        .collect(),
+                }
+            }
+        };
+        let events = self
+            .orchestrator
+            .start(caller, &thread_id, input)
+            .await
+            .map_err(status)?;
+        let stream = ReceiverStream::new(events).map(|envelope| Ok(proto_event(envelope)));
+        Ok(Response::new(Box::pin(stream)))
+    }
+}

@@ -1,3 +1,5 @@
 //! Adapters to the systems runs-service calls.
 
 pub mod llm;
+pub mod mcp;
+pub mod sql;

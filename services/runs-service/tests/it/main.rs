@@ -1,3 +1,4 @@
 //! Integration tests of runs-service over real gRPC on loopback.
 
 mod chassis;
+mod repository;

@@ -57,6 +57,12 @@ impl ModelRegistry {
     }
 }
 
+impl crate::domain::orchestrator::ModelProviders for ModelRegistry {
+    fn provider(&self, name: &str) -> Option<Arc<dyn ModelProvider>> {
+        self.get(name)
+    }
+}
+
 /// Turns a provider's wire events into [`ModelEvent`]s.
 trait StreamDecoder: Send + 'static {
     /// Handles one server-sent event, pushing what it yields to `out`.

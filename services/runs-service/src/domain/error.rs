@@ -1,0 +1,49 @@
+//! What can go wrong in runs-service's use cases.
+
+use switchboard_server::FieldViolation;
+
+use super::ports::RepositoryError;
+
+/// A use-case failure; `inbound` maps it to a gRPC status in one place.
+#[derive(Debug, thiserror::Error)]
+pub enum RunsError {
+    /// Request fields are invalid.
+    #[error("invalid request")]
+    Invalid(Vec<FieldViolation>),
+    /// No such object for the caller.
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    /// The caller lacks a role.
+    #[error("{0}")]
+    Forbidden(&'static str),
+    /// The object's state forbids the operation.
+    #[error("{0}")]
+    FailedPrecondition(String),
+    /// Anything unexpected.
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl RunsError {
+    /// An invalid-request error about one field.
+    pub fn invalid(field: impl Into<String>, description: impl Into<String>) -> Self {
+        Self::Invalid(vec![FieldViolation::new(field, description)])
+    }
+}
+
+impl From<FieldViolation> for RunsError {
+    fn from(violation: FieldViolation) -> Self {
+        Self::Invalid(vec![violation])
+    }
+}
+
+impl From<RepositoryError> for RunsError {
+    fn from(error: RepositoryError) -> Self {
+        match error {
+            RepositoryError::ThreadBusy => {
+                Self::FailedPrecondition("the thread already has an active run".into())
+            }
+            RepositoryError::Other(error) => Self::Internal(error),
+        }
+    }
+}

@@ -1,0 +1,270 @@
+//! What runs-service's domain needs from storage and from mcp-service.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+use switchboard_auth::{BearerToken, Principal};
+
+use super::entities::{Agent, Message, Run, Thread};
+
+/// Why storage failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RepositoryError {
+    /// The thread already has an active (running or paused) run.
+    #[error("the thread already has an active run")]
+    ThreadBusy,
+    /// Anything else.
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
+/// Where a page of a list resumes: the `(created_at, id)` of the last row.
+pub type Cursor = Option<(i64, String)>;
+
+/// Durable storage of agents, threads, messages and runs. Every read is
+/// scoped: agents by organization, threads by organization and user.
+#[async_trait]
+pub trait RunsRepository: Send + Sync + 'static {
+    /// Stores a new agent.
+    async fn insert_agent(&self, agent: &Agent) -> Result<(), RepositoryError>;
+    /// The agent `id` of `org`.
+    async fn get_agent(&self, org: &str, id: &str) -> Result<Option<Agent>, RepositoryError>;
+    /// A page of `org`'s agents, oldest first.
+    async fn list_agents(
+        &self,
+        org: &str,
+        after: Cursor,
+        limit: u32,
+    ) -> Result<Vec<Agent>, RepositoryError>;
+    /// Replaces an agent; false when it does not exist in its organization.
+    async fn update_agent(&self, agent: &Agent) -> Result<bool, RepositoryError>;
+    /// Deletes an agent; false when it does not exist.
+    async fn delete_agent(&self, org: &str, id: &str) -> Result<bool, RepositoryError>;
+
+    /// Stores a new thread.
+    async fn insert_thread(&self, thread: &Thread) -> Result<(), RepositoryError>;
+    /// The thread `id` of `user` in `org`.
+    async fn get_thread(
+        &self,
+        org: &str,
+        user: &str,
+        id: &str,
+    ) -> Result<Option<Thread>, RepositoryError>;
+    /// A page of `user`'s threads in `org`, newest first, optionally of one agent.
+    async fn list_threads(
+        &self,
+        org: &str,
+        user: &str,
+        agent: Option<&str>,
+        before: Cursor,
+        limit: u32,
+    ) -> Result<Vec<Thread>, RepositoryError>;
+    /// Deletes a thread with its messages and runs; false when it does not exist.
+    async fn delete_thread(&self, org: &str, user: &str, id: &str)
+    -> Result<bool, RepositoryError>;
+
+    /// Appends a message to its thread; the stored `seq` (next in the
+    /// thread) is returned.
+    async fn append_message(&self, message: &Message) -> Result<i64, RepositoryError>;
+    /// Messages of a thread with `seq` greater than `after_seq`, in order.
+    async fn list_messages(
+        &self,
+        thread_id: &str,
+        after_seq: i64,
+        limit: u32,
+    ) -> Result<Vec<Message>, RepositoryError>;
+
+    /// Stores a new run; [`RepositoryError::ThreadBusy`] when its thread
+    /// already has a running or paused run.
+    async fn start_run(&self, run: &Run) -> Result<(), RepositoryError>;
+    /// Saves a run's state.
+    async fn update_run(&self, run: &Run) -> Result<(), RepositoryError>;
+    /// Moves a paused run back to running; false when it was not paused.
+    async fn resume_run(&self, run_id: &str, now: i64) -> Result<bool, RepositoryError>;
+    /// The run `id` of `thread_id`.
+    async fn get_run(&self, thread_id: &str, id: &str) -> Result<Option<Run>, RepositoryError>;
+    /// The run `id`, whatever its thread (the caller checks the thread).
+    async fn find_run(&self, id: &str) -> Result<Option<Run>, RepositoryError>;
+    /// Renews the heartbeat of running runs.
+    async fn heartbeat(&self, run_ids: &[String], now: i64) -> Result<(), RepositoryError>;
+    /// Marks running runs whose heartbeat is older than `stale_before` as
+    /// interrupted; returns how many.
+    async fn interrupt_stale_runs(
+        &self,
+        stale_before: i64,
+        now: i64,
+    ) -> Result<u64, RepositoryError>;
+}
+
+/// The caller a run acts for: mcp-service is called with their token, so it
+/// enforces the same organization.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// Who they are.
+    pub principal: Principal,
+    /// Their bearer token.
+    pub token: Option<BearerToken>,
+}
+
+/// A tool of an MCP server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpTool {
+    /// The server's own name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of its arguments.
+    pub input_schema: Value,
+}
+
+/// A resource of an MCP server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpResource {
+    /// URI, or URI template for templates.
+    pub uri: String,
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// MIME type.
+    pub mime_type: String,
+}
+
+/// A prompt argument.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpPromptArgument {
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// Whether it is required.
+    pub required: bool,
+}
+
+/// A prompt of an MCP server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpPrompt {
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// Arguments.
+    pub arguments: Vec<McpPromptArgument>,
+}
+
+/// What one integration offers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Capabilities {
+    /// The integration id.
+    pub integration_id: String,
+    /// Its slug, the tool-name prefix.
+    pub slug: String,
+    /// Its tools.
+    pub tools: Vec<McpTool>,
+    /// Its resources.
+    pub resources: Vec<McpResource>,
+    /// Its resource templates.
+    pub resource_templates: Vec<McpResource>,
+    /// Its prompts.
+    pub prompts: Vec<McpPrompt>,
+}
+
+/// A tool's result as the model will read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// The tool reported an error.
+    pub is_error: bool,
+    /// Its message, when it did.
+    pub error_message: String,
+    /// Its content rendered as text.
+    pub text: String,
+}
+
+/// Why a call to mcp-service produced no tool result.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum McpCallError {
+    /// No answer in time.
+    #[error("the call to mcp-service timed out")]
+    Timeout,
+    /// mcp-service refused or failed the call.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// A resource read through mcp-service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceData {
+    /// The URI read (templates expanded).
+    pub uri: String,
+    /// MIME type.
+    pub mime_type: String,
+    /// What it holds.
+    pub kind: ResourceKindOf,
+    /// Text contents (CSV or text).
+    pub text: Option<String>,
+    /// Size of binary contents.
+    pub blob_len: usize,
+}
+
+/// The kind of a resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResourceKindOf {
+    /// CSV.
+    Csv,
+    /// Text.
+    Text,
+    /// Binary.
+    Binary,
+}
+
+/// A rendered prompt message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptLine {
+    /// `user` or `assistant`.
+    pub role: String,
+    /// Its text.
+    pub text: String,
+}
+
+/// mcp-service, as runs-service uses it.
+#[async_trait]
+pub trait McpPort: Send + Sync + 'static {
+    /// Lists an integration's capabilities.
+    async fn discover(
+        &self,
+        caller: &Caller,
+        integration_id: &str,
+        timeout: Duration,
+    ) -> Result<Capabilities, McpCallError>;
+    /// Calls a tool; `scope` keys the upstream session (the thread).
+    async fn execute_tool(
+        &self,
+        caller: &Caller,
+        integration_id: &str,
+        tool: &str,
+        arguments: Map<String, Value>,
+        scope: &str,
+        timeout: Duration,
+    ) -> Result<ToolOutput, McpCallError>;
+    /// Reads a resource, expanding a template with `parameters`.
+    async fn retrieve_resource(
+        &self,
+        caller: &Caller,
+        integration_id: &str,
+        uri: &str,
+        parameters: Map<String, Value>,
+        scope: &str,
+        timeout: Duration,
+    ) -> Result<ResourceData, McpCallError>;
+    /// Renders a prompt.
+    async fn get_prompt(
+        &self,
+        caller: &Caller,
+        integration_id: &str,
+        name: &str,
+        arguments: Map<String, Value>,
+        scope: &str,
+        timeout: Duration,
+    ) -> Result<(String, Vec<PromptLine>), McpCallError>;
+}

@@ -1,0 +1,307 @@
+//! Agents, threads and messages: tenancy, roles and validation.
+
+use std::sync::Arc;
+
+use switchboard_auth::Principal;
+use switchboard_db::now_millis;
+use switchboard_server::FieldViolation;
+
+use super::{
+    entities::{Agent, AgentConfig, Message, Run, Thread, new_id},
+    error::RunsError,
+    ports::{Cursor, RunsRepository},
+    toolset::valid_tool_name,
+};
+
+/// Manages agents, threads and messages for the caller.
+#[derive(Clone)]
+pub struct RunsService {
+    repo: Arc<dyn RunsRepository>,
+    known_providers: Arc<Vec<String>>,
+}
+
+impl std::fmt::Debug for RunsService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunsService").finish_non_exhaustive()
+    }
+}
+
+/// A page and where the next one starts.
+#[derive(Debug)]
+pub struct Page<T> {
+    /// The items.
+    pub items: Vec<T>,
+    /// Resume point, `None` on the last page.
+    pub next: Cursor,
+}
+
+fn require_admin(caller: &Principal) -> Result<(), RunsError> {
+    if caller.is_admin() {
+        Ok(())
+    } else {
+        Err(RunsError::Forbidden("changing agents needs the admin role"))
+    }
+}
+
+/// A new agent or the new state of one: name and settings.
+#[derive(Debug, Clone)]
+pub struct AgentInput {
+    /// Name.
+    pub name: String,
+    /// Settings.
+    pub config: AgentConfig,
+}
+
+impl RunsService {
+    /// A service over `repo`; agents may only name `known_providers`.
+    pub fn new(repo: Arc<dyn RunsRepository>, known_providers: Vec<String>) -> Self {
+        Self {
+            repo,
+            known_providers: Arc::new(known_providers),
+        }
+    }
+
+    fn validate(&self, field: &str, input: &AgentInput) -> Result<(), RunsError> {
+        let mut violations = Vec::new();
+        if input.name.trim().is_empty() || input.name.chars().count() > 200 {
+            violations.push(FieldViolation::new(
+                format!("{field}.name"),
+                "is required, at most 200 characters",
+            ));
+        }
+        if !self.known_providers.contains(&input.config.provider) {
+            violations.push(FieldViolation::new(
+                format!("{field}.model.provider"),
+                format!(
+                    "must be a configured provider ({})",
+                    self.known_providers.join(", ")
+                ),
+            ));
+        }
+        if input.config.model.trim().is_empty() {
+            violations.push(FieldViolation::new(
+                format!("{field}.model.model"),
+                "is required",
+            ));
+        }
+        for (i, id) in input.config.mcp_integration_ids.iter().enumerate() {
+            if uuid::Uuid::parse_str(id).is_err() {
+                violations.push(FieldViolation::new(
+                    format!("{field}.mcp_integration_ids[{i}]"),
+                    "must be an integration id (a UUID)",
+                ));
+            }
+        }
+        let mut names = std::collections::HashSet::new();
+        for (i, tool) in input.config.client_tools.iter().enumerate() {
+            if !valid_tool_name(&tool.name) {
+                violations.push(FieldViolation::new(
+                    format!("{field}.client_tools[{i}].name"),
+                    "must match ^[a-zA-Z0-9_-]{1,64}$",
+                ));
+            } else if !names.insert(tool.name.as_str()) {
+                violations.push(FieldViolation::new(
+                    format!("{field}.client_tools[{i}].name"),
+                    "is used twice",
+                ));
+            }
+        }
+        if input.config.max_steps > 1000 {
+            violations.push(FieldViolation::new(
+                format!("{field}.max_steps"),
+                "must be at most 1000",
+            ));
+        }
+        if violations.is_empty() {
+            Ok(())
+        } else {
+            Err(RunsError::Invalid(violations))
+        }
+    }
+
+    /// Creates an agent (admins only).
+    pub async fn create_agent(
+        &self,
+        caller: &Principal,
+        input: AgentInput,
+    ) -> Result<Agent, RunsError> {
+        require_admin(caller)?;
+        self.validate("agent", &input)?;
+        let now = now_millis();
+        let agent = Agent {
+            id: new_id(),
+            org_id: caller.org_id.clone(),
+            name: input.name,
+            config: input.config,
+            created_at: now,
+            updated_at: now,
+        };
+        self.repo.insert_agent(&agent).await?;
+        tracing::info!(agent_id = %agent.id, "agent created");
+        Ok(agent)
+    }
+
+    /// An agent of the caller's organization.
+    pub async fn get_agent(&self, caller: &Principal, id: &str) -> Result<Agent, RunsError> {
+        self.repo
+            .get_agent(&caller.org_id, id)
+            .await?
+            .ok_or(RunsError::NotFound("agent"))
+    }
+
+    /// A page of the organization's agents.
+    pub async fn list_agents(
+        &self,
+        caller: &Principal,
+        after: Cursor,
+        limit: u32,
+    ) -> Result<Page<Agent>, RunsError> {
+        let mut items = self
+            .repo
+            .list_agents(&caller.org_id, after, limit + 1)
+            .await?;
+        let next = trim_page(&mut items, limit, |a| (a.created_at, a.id.clone()));
+        Ok(Page { items, next })
+    }
+
+    /// Replaces an agent's name and settings with `change(current)` (admins only).
+    pub async fn update_agent(
+        &self,
+        caller: &Principal,
+        id: &str,
+        change: impl FnOnce(&Agent) -> Result<AgentInput, RunsError>,
+    ) -> Result<Agent, RunsError> {
+        require_admin(caller)?;
+        let mut agent = self.get_agent(caller, id).await?;
+        let input = change(&agent)?;
+        self.validate("agent", &input)?;
+        agent.name = input.name;
+        agent.config = input.config;
+        agent.updated_at = now_millis();
+        if !self.repo.update_agent(&agent).await? {
+            return Err(RunsError::NotFound("agent"));
+        }
+        Ok(agent)
+    }
+
+    /// Deletes an agent (admins only).
+    pub async fn delete_agent(&self, caller: &Principal, id: &str) -> Result<(), RunsError> {
+        require_admin(caller)?;
+        if self.repo.delete_agent(&caller.org_id, id).await? {
+            Ok(())
+        } else {
+            Err(RunsError::NotFound("agent"))
+        }
+    }
+
+    /// Starts a thread of the caller with an agent of their organization.
+    pub async fn create_thread(
+        &self,
+        caller: &Principal,
+        agent_id: &str,
+        title: String,
+    ) -> Result<Thread, RunsError> {
+        let agent = self
+            .get_agent(caller, agent_id)
+            .await
+            .map_err(|e| match e {
+                RunsError::NotFound(_) => {
+                    RunsError::invalid("agent_id", "is not an agent of your organization")
+                }
+                other => other,
+            })?;
+        let now = now_millis();
+        let thread = Thread {
+            id: new_id(),
+            org_id: caller.org_id.clone(),
+            user_id: caller.user_id.clone(),
+            agent_id: agent.id,
+            title,
+            created_at: now,
+            updated_at: now,
+        };
+        self.repo.insert_thread(&thread).await?;
+        Ok(thread)
+    }
+
+    /// A thread of the caller.
+    pub async fn get_thread(&self, caller: &Principal, id: &str) -> Result<Thread, RunsError> {
+        self.repo
+            .get_thread(&caller.org_id, &caller.user_id, id)
+            .await?
+            .ok_or(RunsError::NotFound("thread"))
+    }
+
+    /// A page of the caller's threads, newest first.
+    pub async fn list_threads(
+        &self,
+        caller: &Principal,
+        agent: Option<&str>,
+        before: Cursor,
+        limit: u32,
+    ) -> Result<Page<Thread>, RunsError> {
+        let mut items = self
+            .repo
+            .list_threads(&caller.org_id, &caller.user_id, agent, before, limit + 1)
+            .await?;
+        let next = trim_page(&mut items, limit, |t| (t.created_at, t.id.clone()));
+        Ok(Page { items, next })
+    }
+
+    /// Deletes a thread of the caller with everything in it.
+    pub async fn delete_thread(&self, caller: &Principal, id: &str) -> Result<(), RunsError> {
+        if self
+            .repo
+            .delete_thread(&caller.org_id, &caller.user_id, id)
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(RunsError::NotFound("thread"))
+        }
+    }
+
+    /// A page of a thread's messages after `after_seq`.
+    pub async fn list_messages(
+        &self,
+        caller: &Principal,
+        thread_id: &str,
+        after_seq: i64,
+        limit: u32,
+    ) -> Result<(Vec<Message>, Option<i64>), RunsError> {
+        let thread = self.get_thread(caller, thread_id).await?;
+        let mut messages = self
+            .repo
+            .list_messages(&thread.id, after_seq, limit + 1)
+            .await?;
+        let next = if messages.len() > limit as usize {
+            messages.truncate(limit as usize);
+            messages.last().map(|m| m.seq)
+        } else {
+            None
+        };
+        Ok((messages, next))
+    }
+
+    /// A run of one of the caller's threads.
+    pub async fn get_run(&self, caller: &Principal, id: &str) -> Result<Run, RunsError> {
+        let run = self
+            .repo
+            .find_run(id)
+            .await?
+            .ok_or(RunsError::NotFound("run"))?;
+        self.get_thread(caller, &run.thread_id)
+            .await
+            .map_err(|_| RunsError::NotFound("run"))?;
+        Ok(run)
+    }
+}
+
+fn trim_page<T>(items: &mut Vec<T>, limit: u32, key: impl Fn(&T) -> (i64, String)) -> Cursor {
+    if items.len() > limit as usize {
+        items.truncate(limit as usize);
+        items.last().map(key)
+    } else {
+        None
+    }
+}

@@ -1,0 +1,328 @@
+//! Conversions between the `switchboard.runs.v1` messages and the domain.
+
+use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
+use switchboard_proto::{
+    common::v1::TokenUsage,
+    json::{json_to_struct, struct_to_json},
+    runs::v1 as pb,
+};
+use switchboard_server::FieldViolation;
+
+use crate::domain::{
+    entities::{
+        Agent, AgentConfig, ClientTool, Message, Part, Role, Run, RunStatus, Thread, ToolTarget,
+        Usage,
+    },
+    orchestrator::{Envelope, RunEvent, ToolCallStatus, ToolKind},
+    ports::Cursor,
+};
+
+const DEFAULT_PAGE_SIZE: u32 = 50;
+const MAX_PAGE_SIZE: u32 = 500;
+
+pub(crate) fn page_size(field: &str, requested: i32) -> Result<u32, FieldViolation> {
+    match u32::try_from(requested) {
+        Ok(0) => Ok(DEFAULT_PAGE_SIZE),
+        Ok(n) => Ok(n.min(MAX_PAGE_SIZE)),
+        Err(_) => Err(FieldViolation::new(field, "must not be negative")),
+    }
+}
+
+pub(crate) fn encode_cursor(cursor: Cursor) -> String {
+    cursor.map_or_else(String::new, |(time, id)| {
+        URL_SAFE_NO_PAD.encode(format!("{time}/{id}"))
+    })
+}
+
+pub(crate) fn decode_cursor(field: &str, token: &str) -> Result<Cursor, FieldViolation> {
+    if token.is_empty() {
+        return Ok(None);
+    }
+    let invalid = || FieldViolation::new(field, "is not a page token this service issued");
+    let text = URL_SAFE_NO_PAD
+        .decode(token)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or_else(invalid)?;
+    let (time, id) = text.split_once('/').ok_or_else(invalid)?;
+    Ok(Some((time.parse().map_err(|_| invalid())?, id.to_owned())))
+}
+
+pub(crate) fn decode_seq(field: &str, token: &str) -> Result<i64, FieldViolation> {
+    if token.is_empty() {
+        return Ok(0);
+    }
+    token
+        .parse()
+        .map_err(|_| FieldViolation::new(field, "is not a page token this service issued"))
+}
+
+fn timestamp(millis: i64) -> prost_types::Timestamp {
+    prost_types::Timestamp {
+        seconds: millis.div_euclid(1000),
+        nanos: i32::try_from(millis.rem_euclid(1000) * 1_000_000).unwrap_or(0),
+    }
+}
+
+/// An agent message's settings, as the domain's.
+pub(crate) fn agent_config(agent: &pb::Agent) -> AgentConfig {
+    let model = agent.model.clone().unwrap_or_default();
+    AgentConfig {
+        instructions: agent.instructions.clone(),
+        provider: model.provider,
+        model: model.model,
+        mcp_integration_ids: agent.mcp_integration_ids.clone(),
+        tool_filters: agent
+            .tool_filters
+            .iter()
+            .map(|f| (f.integration_id.clone(), f.allowed_tools.clone()))
+            .collect(),
+        client_tools: agent
+            .client_tools
+            .iter()
+            .map(|t| ClientTool {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                parameters: t.parameters_schema.as_ref().map_or_else(
+                    || serde_json::json!({"type": "object", "properties": {}}),
+                    struct_to_json,
+                ),
+            })
+            .collect(),
+        max_steps: u32::try_from(agent.max_steps).unwrap_or(0),
+        disable_resource_tools: agent.disable_resource_tools,
+    }
+}
+
+pub(crate) fn proto_agent(agent: &Agent) -> pb::Agent {
+    let config = &agent.config;
+    pb::Agent {
+        id: agent.id.clone(),
+        organization_id: agent.org_id.clone(),
+        name: agent.name.clone(),
+        instructions: config.instructions.clone(),
+        model: Some(pb::ModelRef {
+            provider: config.provider.clone(),
+            model: config.model.clone(),
+        }),
+        mcp_integration_ids: config.mcp_integration_ids.clone(),
+        tool_filters: config
+            .tool_filters
+            .iter()
+            .map(|(id, tools)| pb::IntegrationToolFilter {
+                integration_id: id.clone(),
+                allowed_tools: tools.clone(),
+            })
+            .collect(),
+        client_tools: config
+            .client_tools
+            .iter()
+            .map(|t| pb::ClientTool {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                parameters_schema: json_to_struct(&t.parameters),
+            })
+            .collect(),
+        max_steps: i32::try_from(config.max_steps).unwrap_or(i32::MAX),
+        disable_resource_tools: config.disable_resource_tools,
+        create_time: Some(timestamp(agent.created_at)),
+        update_time: Some(timestamp(agent.updated_at)),
+    }
+}
+
+pub(crate) fn proto_thread(thread: &Thread) -> pb::Thread {
+    pb::Thread {
+        id: thread.id.clone(),
+        organization_id: thread.org_id.clone(),
+        user_id: thread.user_id.clone(),
+        agent_id: thread.agent_id.clone(),
+        title: thread.title.clone(),
+        create_time: Some(timestamp(thread.created_at)),
+        update_time: Some(timestamp(thread.updated_at)),
+    }
+}
+
+fn arguments_struct(raw: &str) -> Option<prost_types::Struct> {
+    serde_json::from_str::<serde_json::Value>(raw)
+        .ok()
+        .and_then(|v| json_to_struct(&v))
+}
+
+fn proto_part(part: &Part) -> pb::ContentPart {
+    use pb::content_part::Part as P;
+    let part = match part {
+        Part::Text { text } => P::Text(pb::TextPart { text: text.clone() }),
+        Part::ToolCall {
+            id,
+            name,
+            arguments,
+        } => P::ToolCall(pb::ToolCallPart {
+            id: id.clone(),
+            name: name.clone(),
+            arguments: arguments_struct(arguments),
+        }),
+        Part::ToolResult {
+            tool_call_id,
+            name,
+            content,
+            is_error,
+        } => P::ToolResult(pb::ToolResultPart {
+            tool_call_id: tool_call_id.clone(),
+            name: name.clone(),
+            content: content.clone(),
+            is_error: *is_error,
+        }),
+    };
+    pb::ContentPart { part: Some(part) }
+}
+
+pub(crate) fn proto_message(message: &Message) -> pb::Message {
+    pb::Message {
+        id: message.id.clone(),
+        thread_id: message.thread_id.clone(),
+        run_id: message.run_id.clone().unwrap_or_default(),
+        role: match message.role {
+            Role::User => pb::MessageRole::User,
+            Role::Assistant => pb::MessageRole::Assistant,
+            Role::Tool => pb::MessageRole::Tool,
+        }
+        .into(),
+        content: message.parts.iter().map(proto_part).collect(),
+        create_time: Some(timestamp(message.created_at)),
+    }
+}
+
+fn usage(usage: Usage) -> TokenUsage {
+    TokenUsage {
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        cached_input_tokens: 0,
+    }
+}
+
+pub(crate) fn proto_run(run: &Run) -> pb::Run {
+    pb::Run {
+        id: run.id.clone(),
+        thread_id: run.thread_id.clone(),
+        agent_id: run.agent_id.clone(),
+        status: match run.status {
+            RunStatus::Running => pb::RunStatus::Running,
+            RunStatus::Completed => pb::RunStatus::Completed,
+            RunStatus::RequiresAction => pb::RunStatus::RequiresAction,
+            RunStatus::MaxSteps => pb::RunStatus::MaxSteps,
+            RunStatus::Failed => pb::RunStatus::Failed,
+            RunStatus::Cancelled => pb::RunStatus::Cancelled,
+            RunStatus::Interrupted => pb::RunStatus::Interrupted,
+        }
+        .into(),
+        steps: i32::try_from(run.steps).unwrap_or(i32::MAX),
+        usage: Some(usage(run.usage)),
+        error: run.error.clone().unwrap_or_default(),
+        tool_bindings: run
+            .bindings
+            .iter()
+            .map(|b| {
+                let (kind, integration_id, server_tool_name) = match &b.target {
+                    ToolTarget::Mcp {
+                        integration_id,
+                        server_tool_name,
+                    } => (
+                        pb::ToolKind::Mcp,
+                        integration_id.clone(),
+                        server_tool_name.clone(),
+                    ),
+                    ToolTarget::Client => (pb::ToolKind::Client, String::new(), String::new()),
+                    ToolTarget::Builtin => (pb::ToolKind::Builtin, String::new(), String::new()),
+                };
+                pb::ToolBinding {
+                    tool_name: b.name.clone(),
+                    kind: kind.into(),
+                    integration_id,
+                    server_tool_name,
+                }
+            })
+            .collect(),
+        create_time: Some(timestamp(run.created_at)),
+        update_time: Some(timestamp(run.updated_at)),
+    }
+}
+
+fn tool_kind(kind: ToolKind) -> pb::ToolKind {
+    match kind {
+        ToolKind::Mcp => pb::ToolKind::Mcp,
+        ToolKind::Client => pb::ToolKind::Client,
+        ToolKind::Builtin => pb::ToolKind::Builtin,
+    }
+}
+
+/// A run event as a stream message.
+pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
+    use pb::execute_run_response::Event as E;
+    let event = match envelope.event {
+        RunEvent::Started(run) => E::RunStarted(pb::RunStarted {
+            run: Some(proto_run(&run)),
+        }),
+        RunEvent::TextDelta(text) => E::TextDelta(pb::TextDelta { text }),
+        RunEvent::MessageCreated(message) => E::MessageCreated(pb::MessageCreated {
+            message: Some(proto_message(&message)),
+        }),
+        RunEvent::ToolCallStarted { call, kind } => E::ToolCallStarted(pb::ToolCallStarted {
+            tool_call_id: call.id,
+            tool_name: call.name,
+            kind: tool_kind(kind).into(),
+            arguments: arguments_struct(&call.arguments),
+        }),
+        RunEvent::ToolCallFinished {
+            id,
+            name,
+            status,
+            result,
+        } => E::ToolCallFinished(pb::ToolCallFinished {
+            tool_call_id: id,
+            tool_name: name,
+            status: match status {
+                ToolCallStatus::Succeeded => pb::ToolCallStatus::Succeeded,
+                ToolCallStatus::Failed => pb::ToolCallStatus::Failed,
+                ToolCallStatus::TimedOut => pb::ToolCallStatus::TimedOut,
+                ToolCallStatus::NotFound => pb::ToolCallStatus::NotFound,
+            }
+            .into(),
+            result,
+        }),
+        RunEvent::DiscoveryFailed {
+            integration_id,
+            error,
+        } => E::IntegrationDiscoveryFailed(pb::IntegrationDiscoveryFailed {
+            integration_id,
+            error,
+        }),
+        RunEvent::ClientToolCallsRequired(calls) => {
+            E::ClientToolCallsRequired(pb::ClientToolCallsRequired {
+                tool_calls: calls
+                    .into_iter()
+                    .map(|c| pb::ToolCallPart {
+                        arguments: arguments_struct(&c.arguments),
+                        id: c.id,
+                        name: c.name,
+                    })
+                    .collect(),
+            })
+        }
+        RunEvent::Usage { call, total } => E::TokenUsage(pb::TokenUsageReported {
+            usage: Some(usage(call)),
+            total: Some(usage(total)),
+        }),
+        RunEvent::Completed(run) => E::RunCompleted(pb::RunCompleted {
+            run: Some(proto_run(&run)),
+        }),
+        RunEvent::Failed { run, error } => E::RunFailed(pb::RunFailed {
+            run: Some(proto_run(&run)),
+            error,
+        }),
+    };
+    pb::ExecuteRunResponse {
+        run_id: envelope.run_id,
+        sequence: envelope.sequence,
+        event: Some(event),
+    }
+}

@@ -1,0 +1,672 @@
+//! The conformance suite of the runs repository port, run against every
+//! adapter (SQLite and PostgreSQL).
+
+use std::collections::BTreeMap;
+
+use switchboard_db::DatabaseArgs;
+use switchboard_runs_service::{
+    domain::{
+        entities::{
+            Agent, AgentConfig, ClientTool, Message, Part, PendingCall, Role, Run, RunStatus,
+            Thread, ToolBinding, ToolTarget, Usage, new_id,
+        },
+        ports::{RepositoryError, RunsRepository},
+    },
+    outbound::sql::{MIGRATIONS, SqlRunsRepository},
+};
+use switchboard_test_support::{DbKind, TestDb, db_tests};
+
+async fn repository(kind: DbKind) -> (TestDb, SqlRunsRepository) {
+    let db = TestDb::new(kind).await.expect("a test database");
+    let database = DatabaseArgs::for_url(&db.url)
+        .open("runs", MIGRATIONS)
+        .await
+        .expect("migrated");
+    (db, SqlRunsRepository::new(database.pool))
+}
+
+fn agent(org: &str, name: &str, created_at: i64) -> Agent {
+    Agent {
+        id: new_id(),
+        org_id: org.into(),
+        name: name.into(),
+        config: AgentConfig {
+            instructions: "Be brief.".into(),
+            provider: "openai".into(),
+            model: "gpt-test".into(),
+            mcp_integration_ids: vec![new_id(), new_id()],
+            tool_filters: BTreeMap::from([("github".into(), vec!["search".into()])]),
+            client_tools: vec![ClientTool {
+                name: "confirm".into(),
+                description: "Asks the user".into(),
+                parameters: serde_json::json!({"type": "object"}),
+            }],
+            max_steps: 7,
+            disable_resource_tools: true,
+        },
+        created_at,
+        updated_at: created_at,
+    }
+}
+
+fn thread(org: &str, user: &str, agent_id: &str, created_at: i64) -> Thread {
+    Thread {
+        id: new_id(),
+        org_id: org.into(),
+        user_id: user.into(),
+        agent_id: agent_id.into(),
+        title: "A conversation".into(),
+        created_at,
+        updated_at: created_at,
+    }
+}
+
+fn message(thread_id: &str, role: Role, parts: Vec<Part>, created_at: i64) -> Message {
+    Message {
+        id: new_id(),
+        thread_id: thread_id.into(),
+        run_id: None,
+        seq: 0,
+        role,
+        parts,
+        created_at,
+    }
+}
+
+fn text(text: &str) -> Vec<Part> {
+    vec![Part::Text { text: text.into() }]
+}
+
+fn run(thread: &Thread, created_at: i64) -> Run {
+    Run {
+        id: new_id(),
+        thread_id: thread.id.clone(),
+        agent_id: thread.agent_id.clone(),
+        status: RunStatus::Running,
+        steps: 0,
+        usage: Usage::default(),
+        error: None,
+        bindings: Vec::new(),
+        pending: Vec::new(),
+        created_at,
+        updated_at: created_at,
+    }
+}
+
+/// A stored thread of `user` in `org-a`.
+async fn stored_thread(repo: &SqlRunsRepository, user: &str, created_at: i64) -> Thread {
+    let stored = thread("org-a", user, &new_id(), created_at);
+    repo.insert_thread(&stored).await.expect("thread inserted");
+    stored
+}
+
+async fn agents_round_trip_with_their_configuration_within_their_organization(kind: DbKind) {
+    let (_db, repo) = repository(kind).await;
+    let original = agent("org-a", "Helper", 1000);
+    repo.insert_agent(&original).await.expect("inserted");
+
+    let loaded = repo.get_agent("org-a", &original.id).await.expect("read");
+    assert_eq!(loaded, Some(original.clone()));
+    assert_eq!(
+        repo.get_agent("org-b", &original.id).await.expect("read"),
+        None
+    );
+    assert_eq!(
+        repo.get_agent("org-a", &new_id()).await.expect("read"),
+        None
+    );
+}
+
+async fn agent_updates_and_deletes_touch_only_the_callers_organization(kind: DbKind) {
+    let (_db, repo) = repository(kind).await;
+    let mut original = agent("org-a", "Helper", 1000);
+    repo.insert_agent(&original).await.expect("inserted");
+
+    let mut foreign = original.clone();
+    foreign.org_id = "org-b".into();
+    foreign.name = "Hijacked".into();
+    assert!(!repo.update_agent(&foreign).await.expect("update"));
+    assert!(
+        !repo
+            .delete_agent("org-b", &original.id)
+            .await
+            .expect("delete")
+    );
+
+    original.name = "Renamed".into();
+    original.config.model = "gpt-other".into();
+    original.config.client_tools.clear();
+    original.updated_at = 2000;
+    assert!(repo.update_agent(&original).await.expect("update"));
+    let loaded = repo.get_agent("org-a", &original.id).await.expect("read");
+    assert_eq!(loaded, Some(original.clone()));
+
+    assert!(
+        repo.delete_agent("org-a", &original.id)
+            .await
+            .expect("delete")
+    );
+    assert_eq!(
+        repo.get_agent("org-a", &original.id).await.expect("read"),
+        None
+    );
+    assert!(
+        !repo
+            .delete_agent("org-a", &original.id)
+            .await
+            .expect("delete")
+    );
+    assert!(!repo.update_agent(&original).await.expect("update"));
+}
+
+async fn agents_list_oldest_first_in_pages_within_one_organization(kind: DbKind) {
+    let (_db, repo) = repository(kind).await;
+    let mut expected = Vec::new();
+    // Pairs share a creation time, so the id breaks ties.
+    for (i, created_at) in [200, 100, 100, 200, 300].into_iter().enumerate() {
+        let item = agent("org-a", &format!("agent-{i}"), created_at);
+        repo.insert_agent(&item).await.expect("inserted");
+        expected.push(item);
+    }
+    repo.insert_agent(&agent("org-b", "other", 50))
+        .await
+        .expect("other org");
+    expected.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+
+    let mut listed = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = repo.list_agents("org-a", cursor, 2).await.expect("page");
+        assert!(page.len() <= 2);
+        let Some(last) = page.last() else { break };
+        cursor = Some((last.created_at, last.id.clone()));
+        listed.extend(page);
+    }
+    assert_eq!(listed, expected);
+    assert!(
+        repo.list_agents("org-c", None, 10)
+            .await
+            .expect("page")
+            .is_empty()
+    );
+}
+
+async fn threads_round_trip_only_for_their_user_and_organization(kind: DbKind) {
+    let (_db, repo) = repository(kind).await;
+    let original = thread("org-a", "alice", &new_id(), 1000);
+    repo.insert_thread(&original).await.expect("inserted");
+
+    let loaded = repo
+        .get_thread("org-a", "alice", &original.id)
+        .await
+        .expect("read");
+    assert_eq!(loaded, Some(original.clone()));
+    assert_eq!(
+        repo.get_thread("org-a", "bob", &original.id)
+            .await
+            .expect("read"),
+        None,
+        "another user's thread is invisible"
+    );
+    assert_eq!(
+        repo.get_thread("org-b", "alice", &original.id)
+            .await
+            .expect("read"),
+        None,
+        "another organization's thread is invisible"
+    );
+    assert!(
+        !repo
+            .delete_thread("org-a", "bob", &original.id)
+            .await
+            .expect("delete")
+    );
+    assert!(
+        !repo
+            .delete_thread("org-b", "alice", &original.id)
+            .await
+            .expect("delete")
+    );
+    assert!(
+        repo.get_thread("org-a", "alice", &original.id)
+            .await
+            .expect("read")
+            .is_some()
+    );
+}
+
+async fn threads_list_newest_first_in_pages_optionally_of_one_agent(kind: DbKind) {
+    let (_db, repo) = repository(kind).await;
+    let (agent_x, agent_y) = (new_id(), new_id());
+    let mut expected = Vec::new();
+    for (i, created_at) in [100, 300, 200, 300, 100, 400].into_iter().enumerate() {
+        let agent_id = if i % 2 == 0 { &agent_x } else { &agent_y };
+        let item = thread("org-a", "alice", agent_id, created_at);
+        repo.insert_thread(&item).await.expect("inserted");
+        expected.push(item);
+    }
+    repo.insert_thread(&thread("org-a", "bob", &agent_x, 500))
+        .await
+        .expect("other user");
+    repo.insert_thread(&thread("org-b", "alice", &agent_x, 500))
+        .await
+        .expect("other org");
+    expected.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
+
+    let list_all = async |agent: Option<&str>| {
+        let mut listed = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = repo
+                .list_threads("org-a", "alice", agent, cursor, 2)
+                .await
+                .expect("page");
+            assert!(page.len() <= 2);
+            let Some(last) = page.last() else { break };
+            cursor = Some((last.created_at, last.id.clone()));
+            listed.extend(page);
+        }
+        listed
+    };
+    assert_eq!(list_all(None).await, expected);
+    let of_x: Vec<Thread> = expected
+        .iter()
+        .filter(|t| t.agent_id == agent_x)
+        .cloned()
+        .collect();
+    assert_eq!(of_x.len(), 3);
+    assert_eq!(list_all(Some(&agent_x)).await, of_x);
+    assert!(list_all(Some(&new_id())).await.is_empty());
+}
+
+async fn deleting_a_thread_removes_its_messages_and_runs(kind: DbKind) {
+    let (_db, repo) = repository(kind).await;
+    let doomed = stored_thread(&repo, "alice", 100).await;
+    let kept = stored_thread(&repo, "alice", 200).await;
+    for t in [&doomed, &kept] {
+        repo.append_message(&message(&t.id, Role::User, text("hi"), 300))
+            .await
+            .expect("appended");
+    }
+    let doomed_run = run(&doomed, 400);
+    let kept_run = run(&kept, 400);
+    repo.start_run(&doomed_run).await.expect("started");
+    repo.start_run(&kept_run).await.expect("started");
+
+    assert!(
+        repo.delete_thread("org-a", "alice", &doomed.id)
+            .await
+            .expect("delete")
+    );
+    assert_eq!(
+        repo.get_thread("org-a", "alice", &doomed.id)
+            .await
+            .expect("read"),
+        None
+    );
+    assert!(
+        repo.list_messages(&doomed.id, 0, 10)
+            .await
+            .expect("list")
+            .is_empty()
+    );
+    assert_eq!(repo.find_run(&doomed_run.id).await.expect("read"), None);
+    assert!(
+        !repo
+            .delete_thread("org-a", "alice", &doomed.id)
+            .await
+            .expect("delete")
+    );
+
+    assert_eq!(
+        repo.list_messages(&kept.id, 0, 10)
+            .await
+            .expect("list")
+            .len(),
+        1
+    );
+    assert_eq!(
+        repo.find_run(&kept_run.id).await.expect("read"),
+        Some(kept_run)
+    );
+}
+
+async fn messages_get_consecutive_seqs_and_list_after_a_seq(kind: DbKind) {
+    let (_db, repo) = repository(kind).await;
+    let t = stored_thread(&repo, "alice", 100).await;
+    let other = stored_thread(&repo, "alice", 100).await;
+    let mut appended = Vec::new();
+    for (i, at) in [1000, 1001, 1002, 1003].into_iter().enumerate() {
+        let mut m = message(&t.id, Role::User, text(&format!("message {i}")), at);
+        m.seq = repo.append_message(&m).await.expect("appended");
+        appended.push(m);
+    }
+    assert_eq!(
+        appended.iter().map(|m| m.seq).collect::<Vec<_>>(),
+        [1, 2, 3, 4]
+    );
+    assert_eq!(
+        repo.append_message(&message(&other.id, Role::User, text("elsewhere"), 1004))
+            .await
+            .expect("appended"),
+        1,
+        "each thread counts on its own"
+    );
+
+    assert_eq!(
+        repo.list_messages(&t.id, 0, 100).await.expect("list"),
+        appended
+    );
+    assert_eq!(
+        repo.list_messages(&t.id, 1, 2).await.expect("list"),
+        appended[1..3]
+    );
+    assert!(
+        repo.list_messages(&t.id, 4, 10)
+            .await
+            .expect("list")
+            .is_empty()
+    );
+
+    let touched = repo
+        .get_thread("org-a", "alice", &t.id)
+        .await
+        .expect("read")
+        .expect("found");
+    assert_eq!(touched.updated_at, 1003, "appending touches the thread");
+    assert_eq!(touched.created_at, 100);
+}
+
+async fn concurrent_appends_to_one_thread_get_distinct_seqs(kind: DbKind) {
+    let (_db, repo) = repository(kind).await;
+    let t = stored_thread(&repo, "alice", 100).await;
+    let appends = (0..8).map(|i| {
+        let m = message(&t.id, Role::User, text(&format!("message {i}")), 1000 + i);
+        let repo = &repo;
+        async move { repo.append_message(&m).await }
+    });
+    let mut seqs = futures::future::join_all(appends)
+        .await
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
+        .expect("every append succeeds");
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=8).collect::<Vec<i64>>());
+}
+
+async fn message_parts_and_run_ids_round_trip(kind: DbKind) {
+    let (_db, repo) = repository(kind).await;
+    let t = stored_thread(&repo, "alice", 100).await;
+    let r = run(&t, 150);
+    repo.start_run(&r).await.expect("started");
+
+    let mut assistant = message(
+        &t.id,
+        Role::Assistant,
+        vec![
+            Part::Text {
+                text: "Let me look — \"quoted\" and ünïcode.".into(),
+            },
+            Part::ToolCall {
+                id: "call_1".into(),
+                name: "github__search".into(),
+                arguments: r#"{"query":"rust"}"#.into(),
+            },
+        ],
+        200,
+    );
+    assistant.run_id = Some(r.id.clone());
+    let mut tool = message(
+        &t.id,
+        Role::Tool,
+        vec![Part::ToolResult {
+            tool_call_id: "call_1".into(),
+            name: "github__search".into(),
+            content: "no results".into(),
+            is_error: true,
+        }],
+        201,
+    );
+    tool.run_id = Some(r.id.clone());
+    assistant.seq = repo.append_message(&assistant).await.expect("appended");
+    tool.seq = repo.append_message(&tool).await.expect("appended");
+
+    assert_eq!(
+        repo.list_messages(&t.id, 0, 10).await.expect("list"),
+        vec![assistant, tool]
+    );
+}
+
+async fn a_thread_runs_one_run_at_a_time(kind: DbKind) {
+    let (_db, repo) = repository(kind).await;
+    let t = stored_thread(&repo, "alice", 100).await;
+    let other = stored_thread(&repo, "alice", 100).await;
+    let mut first = run(&t, 200);
+    repo.start_run(&first).await.expect("started");
+    assert!(matches!(
+        repo.start_run(&run(&t, 201)).await,
+        Err(RepositoryError::ThreadBusy)
+    ));
+    repo.start_run(&run(&other, 202))
+        .await
+        .expect("another thread is free");
+
+    first.status = RunStatus::Completed;
+    first.updated_at = 300;
+    repo.update_run(&first).await.expect("completed");
+    let second = run(&t, 301);
+    repo.start_run(&second)
+        .await
+        .expect("a finished run no longer blocks");
+    assert_eq!(
+        repo.get_run(&t.id, &first.id).await.expect("read"),
+        Some(first)
+    );
+}
+
+async fn a_paused_run_also_blocks_its_thread(kind: DbKind) {
+    let (_db, repo) = repository(kind).await;
+    let t = stored_thread(&repo, "alice", 100).await;
+    let mut paused = run(&t, 200);
+    paused.status = RunStatus::RequiresAction;
+    repo.start_run(&paused).await.expect("started");
+    assert!(matches!(
+        repo.start_run(&run(&t, 201)).await,
+        Err(RepositoryError::ThreadBusy)
+    ));
+
+    paused.status = RunStatus::Cancelled;
+    paused.updated_at = 300;
+    repo.update_run(&paused).await.expect("cancelled");
+    repo.start_run(&run(&t, 301))
+        .await
+        .expect("a cancelled run no longer blocks");
+}
+
+async fn only_a_paused_run_resumes(kind: DbKind) {
+    let (_db, repo) = repository(kind).await;
+    let t = stored_thread(&repo, "alice", 100).await;
+    let mut r = run(&t, 200);
+    repo.start_run(&r).await.expect("started");
+    assert!(
+        !repo.resume_run(&r.id, 250).await.expect("resume"),
+        "a running run is not paused"
+    );
+
+    r.status = RunStatus::RequiresAction;
+    r.updated_at = 300;
+    repo.update_run(&r).await.expect("paused");
+    assert!(repo.resume_run(&r.id, 400).await.expect("resume"));
+    let resumed = repo.find_run(&r.id).await.expect("read").expect("found");
+    assert_eq!(resumed.status, RunStatus::Running);
+    assert_eq!(resumed.updated_at, 400);
+    assert!(
+        !repo.resume_run(&r.id, 500).await.expect("resume"),
+        "resuming twice fails the second time"
+    );
+
+    r.status = RunStatus::Completed;
+    r.updated_at = 600;
+    repo.update_run(&r).await.expect("completed");
+    assert!(!repo.resume_run(&r.id, 700).await.expect("resume"));
+    assert!(!repo.resume_run(&new_id(), 700).await.expect("resume"));
+}
+
+async fn run_updates_round_trip_bindings_pending_calls_usage_and_error(kind: DbKind) {
+    let (_db, repo) = repository(kind).await;
+    let t = stored_thread(&repo, "alice", 100).await;
+    let other = stored_thread(&repo, "alice", 100).await;
+    let mut r = run(&t, 200);
+    r.bindings = vec![
+        ToolBinding {
+            name: "github__search".into(),
+            target: ToolTarget::Mcp {
+                integration_id: new_id(),
+                server_tool_name: "search".into(),
+            },
+        },
+        ToolBinding {
+            name: "confirm".into(),
+            target: ToolTarget::Client,
+        },
+        ToolBinding {
+            name: "read_resource".into(),
+            target: ToolTarget::Builtin,
+        },
+    ];
+    repo.start_run(&r).await.expect("started");
+    assert_eq!(
+        repo.get_run(&t.id, &r.id).await.expect("read"),
+        Some(r.clone())
+    );
+
+    r.status = RunStatus::RequiresAction;
+    r.steps = 3;
+    r.usage = Usage {
+        input_tokens: 1234,
+        output_tokens: 56,
+    };
+    r.pending = vec![PendingCall {
+        id: "call_9".into(),
+        name: "confirm".into(),
+        arguments: r#"{"question":"Proceed?"}"#.into(),
+    }];
+    r.updated_at = 300;
+    repo.update_run(&r).await.expect("paused");
+    assert_eq!(
+        repo.get_run(&t.id, &r.id).await.expect("read"),
+        Some(r.clone())
+    );
+
+    r.status = RunStatus::Failed;
+    r.pending.clear();
+    r.error = Some("the model refused".into());
+    r.updated_at = 400;
+    repo.update_run(&r).await.expect("failed");
+    assert_eq!(repo.find_run(&r.id).await.expect("read"), Some(r.clone()));
+
+    assert_eq!(
+        repo.get_run(&other.id, &r.id).await.expect("read"),
+        None,
+        "a run is found only through its own thread"
+    );
+    assert_eq!(repo.find_run(&new_id()).await.expect("read"), None);
+}
+
+async fn only_running_runs_whose_heartbeat_stopped_are_interrupted(kind: DbKind) {
+    let (_db, repo) = repository(kind).await;
+    let started_at = 1000;
+    let mut runs = Vec::new();
+    for _ in 0..4 {
+        let t = stored_thread(&repo, "alice", 100).await;
+        let r = run(&t, started_at);
+        repo.start_run(&r).await.expect("started");
+        runs.push(r);
+    }
+    let [renewed, saved, stale, paused] = &mut runs[..] else {
+        unreachable!("four runs")
+    };
+
+    // One run renews its heartbeat, one is saved while running (which
+    // renews it too), one is silent and one is paused (not running).
+    repo.heartbeat(std::slice::from_ref(&renewed.id), 5000)
+        .await
+        .expect("heartbeat");
+    saved.steps = 1;
+    saved.updated_at = 5000;
+    repo.update_run(saved).await.expect("saved");
+    paused.status = RunStatus::RequiresAction;
+    paused.updated_at = 1500;
+    repo.update_run(paused).await.expect("paused");
+    repo.heartbeat(&[], 9999).await.expect("nothing to renew");
+    // A paused run's heartbeat is not renewed and does not matter.
+    repo.heartbeat(std::slice::from_ref(&paused.id), 5000)
+        .await
+        .expect("heartbeat");
+
+    assert_eq!(
+        repo.interrupt_stale_runs(4000, 6000).await.expect("swept"),
+        1
+    );
+    let interrupted = repo
+        .find_run(&stale.id)
+        .await
+        .expect("read")
+        .expect("found");
+    assert_eq!(interrupted.status, RunStatus::Interrupted);
+    assert_eq!(interrupted.updated_at, 6000);
+    assert_eq!(
+        interrupted.error.as_deref(),
+        Some("the process running it stopped")
+    );
+    for alive in [&*renewed, &*saved] {
+        let loaded = repo
+            .find_run(&alive.id)
+            .await
+            .expect("read")
+            .expect("found");
+        assert_eq!(loaded.status, RunStatus::Running);
+    }
+    assert_eq!(
+        repo.find_run(&paused.id)
+            .await
+            .expect("read")
+            .expect("found")
+            .status,
+        RunStatus::RequiresAction
+    );
+
+    // The interrupted run freed its thread.
+    repo.start_run(&run(
+        &Thread {
+            id: stale.thread_id.clone(),
+            ..thread("org-a", "alice", &stale.agent_id, 100)
+        },
+        7000,
+    ))
+    .await
+    .expect("the thread is free again");
+
+    assert_eq!(
+        repo.interrupt_stale_runs(5001, 8000).await.expect("swept"),
+        2,
+        "the renewed runs go stale in their turn"
+    );
+}
+
+db_tests!(
+    agents_round_trip_with_their_configuration_within_their_organization,
+    agent_updates_and_deletes_touch_only_the_callers_organization,
+    agents_list_oldest_first_in_pages_within_one_organization,
+    threads_round_trip_only_for_their_user_and_organization,
+    threads_list_newest_first_in_pages_optionally_of_one_agent,
+    deleting_a_thread_removes_its_messages_and_runs,
+    messages_get_consecutive_seqs_and_list_after_a_seq,
+    concurrent_appends_to_one_thread_get_distinct_seqs,
+    message_parts_and_run_ids_round_trip,
+    a_thread_runs_one_run_at_a_time,
+    a_paused_run_also_blocks_its_thread,
+    only_a_paused_run_resumes,
+    run_updates_round_trip_bindings_pending_calls_usage_and_error,
+    only_running_runs_whose_heartbeat_stopped_are_interrupted,
+);

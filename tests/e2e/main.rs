@@ -1,3 +1,6 @@
-//! End-to-end tests: both services on loopback, called as other teams call them.
+//! End-to-end tests: both services on loopback, real MCP servers and a
+//! scripted model, called as other teams call them.
 
 mod polyglot;
+mod runs;
+mod world;

@@ -1,0 +1,278 @@
+//! A whole Switchboard on loopback: mcp-service, runs-service, the example
+//! MCP server and a scripted model, with an agent and a thread ready to run.
+
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use switchboard_example_mcp_server::{HttpServerOptions, RunningHttpServer, spawn_http};
+use switchboard_proto::{
+    mcp::v1::{self as mcp, mcp_service_client::McpServiceClient},
+    runs::v1::{self as runs, runs_service_client::RunsServiceClient},
+};
+use switchboard_scripted_model::{ScriptedModel, Turn};
+use switchboard_server::RunningServer;
+use switchboard_test_support::{TEST_JWT_SECRET, TestDb, authed, token};
+use tonic::transport::Channel;
+
+pub const ORG: &str = "org-e2e";
+
+pub struct World {
+    pub _mcp_db: TestDb,
+    pub _runs_db: TestDb,
+    pub _mcp: RunningServer,
+    pub _runs: RunningServer,
+    pub upstream: RunningHttpServer,
+    pub model: ScriptedModel,
+    pub runs_client: RunsServiceClient<Channel>,
+    pub mcp_client: McpServiceClient<Channel>,
+    pub token: String,
+    pub integration_id: String,
+    pub agent_id: String,
+    pub thread_id: String,
+}
+
+/// How the world is set up.
+pub struct Options {
+    pub turns: Vec<Turn>,
+    pub provider_kind: &'static str,
+    pub call_timeout_secs: Option<i64>,
+    pub mcp_url_override: Option<String>,
+    pub agent: Box<dyn FnOnce(&mut runs::Agent)>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            turns: Vec::new(),
+            provider_kind: "openai",
+            call_timeout_secs: None,
+            mcp_url_override: None,
+            agent: Box::new(|_| {}),
+        }
+    }
+}
+
+pub fn admin() -> String {
+    token(ORG, "user-e2e", &["admin"])
+}
+
+pub async fn create_integration(
+    client: &mut McpServiceClient<Channel>,
+    token: &str,
+    slug: &str,
+    url: &str,
+    call_timeout_secs: Option<i64>,
+) -> String {
+    let request = mcp::CreateIntegrationRequest {
+        display_name: slug.into(),
+        slug: slug.into(),
+        source: Some(mcp::create_integration_request::Source::Custom(
+            mcp::CustomIntegrationSpec {
+                transport: Some(mcp::Transport {
+                    kind: Some(mcp::transport::Kind::StreamableHttp(
+                        mcp::StreamableHttpTransport { url: url.into() },
+                    )),
+                }),
+                auth: None,
+            },
+        )),
+        timeouts: call_timeout_secs.map(|seconds| mcp::Timeouts {
+            connect: Some(prost_types::Duration {
+                seconds: 2,
+                nanos: 0,
+            }),
+            call: Some(prost_types::Duration { seconds, nanos: 0 }),
+        }),
+        start_disabled: false,
+    };
+    client
+        .create_integration(authed(request, token))
+        .await
+        .expect("integration created")
+        .into_inner()
+        .integration
+        .expect("an integration")
+        .id
+}
+
+pub async fn world(options: Options) -> World {
+    let token = admin();
+    let upstream = spawn_http(HttpServerOptions::default())
+        .await
+        .expect("example server");
+    let mcp_db = TestDb::sqlite().expect("db");
+    let mcp = switchboard_mcp_service::spawn(switchboard_mcp_service::Config::for_tests(
+        &mcp_db.url,
+        TEST_JWT_SECRET,
+    ))
+    .await
+    .expect("mcp-service");
+    let mut mcp_client = McpServiceClient::connect(mcp.url())
+        .await
+        .expect("connects");
+    let integration_id = create_integration(
+        &mut mcp_client,
+        &token,
+        "example",
+        &upstream.url(),
+        options.call_timeout_secs,
+    )
+    .await;
+
+    let model = ScriptedModel::start(options.turns)
+        .await
+        .expect("scripted model");
+    let runs_db = TestDb::sqlite().expect("db");
+    let mut config = switchboard_runs_service::Config::for_tests(
+        &runs_db.url,
+        TEST_JWT_SECRET,
+        options.mcp_url_override.as_deref().unwrap_or(&mcp.url()),
+    );
+    config.model_providers = format!("scripted={},{}", options.provider_kind, model.base_url());
+    config.tool_timeout = Duration::from_secs(20);
+    let runs = switchboard_runs_service::spawn(config)
+        .await
+        .expect("runs-service");
+    let mut runs_client = RunsServiceClient::connect(runs.url())
+        .await
+        .expect("connects");
+
+    let mut agent = runs::Agent {
+        name: "assistant".into(),
+        instructions: "You help with sales data.".into(),
+        model: Some(runs::ModelRef {
+            provider: "scripted".into(),
+            model: "test-model".into(),
+        }),
+        mcp_integration_ids: vec![integration_id.clone()],
+        ..Default::default()
+    };
+    (options.agent)(&mut agent);
+    let agent_id = runs_client
+        .create_agent(authed(
+            runs::CreateAgentRequest { agent: Some(agent) },
+            &token,
+        ))
+        .await
+        .expect("agent created")
+        .into_inner()
+        .agent
+        .expect("an agent")
+        .id;
+    let thread_id = runs_client
+        .create_thread(authed(
+            runs::CreateThreadRequest {
+                agent_id: agent_id.clone(),
+                title: "e2e".into(),
+            },
+            &token,
+        ))
+        .await
+        .expect("thread created")
+        .into_inner()
+        .thread
+        .expect("a thread")
+        .id;
+    World {
+        _mcp_db: mcp_db,
+        _runs_db: runs_db,
+        _mcp: mcp,
+        _runs: runs,
+        upstream,
+        model,
+        runs_client,
+        mcp_client,
+        token,
+        integration_id,
+        agent_id,
+        thread_id,
+    }
+}
+
+impl World {
+    /// Runs the agent on `text` and collects every event until the stream ends.
+    pub async fn say(&mut self, text: &str) -> Vec<runs::ExecuteRunResponse> {
+        let request = runs::ExecuteRunRequest {
+            thread_id: self.thread_id.clone(),
+            input: Some(runs::execute_run_request::Input::UserMessage(
+                runs::UserMessageInput { text: text.into() },
+            )),
+        };
+        self.execute(request).await
+    }
+
+    pub async fn execute(
+        &mut self,
+        request: runs::ExecuteRunRequest,
+    ) -> Vec<runs::ExecuteRunResponse> {
+        let stream = self
+            .runs_client
+            .execute_run(authed(request, &self.token))
+            .await
+            .expect("the run starts")
+            .into_inner();
+        tokio::time::timeout(
+            Duration::from_secs(60),
+            stream.map(|e| e.expect("an event")).collect(),
+        )
+        .await
+        .expect("the run ends in time")
+    }
+
+    pub async fn messages(&mut self) -> Vec<runs::Message> {
+        self.runs_client
+            .list_messages(authed(
+                runs::ListMessagesRequest {
+                    thread_id: self.thread_id.clone(),
+                    page_size: 500,
+                    page_token: String::new(),
+                },
+                &self.token,
+            ))
+            .await
+            .expect("messages")
+            .into_inner()
+            .messages
+    }
+}
+
+/// The final run of an event list.
+pub fn final_run(events: &[runs::ExecuteRunResponse]) -> runs::Run {
+    use runs::execute_run_response::Event;
+    match events.last().and_then(|e| e.event.clone()) {
+        Some(Event::RunCompleted(done)) => done.run.expect("a run"),
+        Some(Event::RunFailed(failed)) => panic!("the run failed: {}", failed.error),
+        other => panic!("the stream ended with {other:?}"),
+    }
+}
+
+/// The tool results the model was sent in request `index`, in order
+/// (OpenAI-style `role: tool` messages).
+pub fn tool_messages_sent(model: &ScriptedModel, index: usize) -> Vec<String> {
+    let requests = model.requests();
+    requests[index]["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// The tool names offered in request `index`.
+pub fn tools_offered(model: &ScriptedModel, index: usize) -> Vec<String> {
+    model.requests()[index]["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| {
+                    t["function"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -216,7 +216,7 @@ async fn one_unreachable_integration_is_reported_and_skipped() {
             _ => None,
         })
         .collect();
-    assert_eq!(failed, [down.clone()]);
+    assert_eq!(failed, std::slice::from_ref(&down));
     let system = w.model.requests()[0]["messages"][0]["content"]
         .as_str()
         .unwrap_or_default()

@@ -2,5 +2,6 @@
 //! scripted model, called as other teams call them.
 
 mod polyglot;
+mod resources;
 mod runs;
 mod world;

@@ -181,32 +181,8 @@ async fn one_unreachable_integration_is_reported_and_skipped() {
     })
     .await;
     let down = create_integration(&mut w.mcp_client, &token, "down", &down_url, None).await;
-    let mut agent = w
-        .runs_client
-        .get_agent(authed(
-            runs::GetAgentRequest {
-                id: w.agent_id.clone(),
-            },
-            &token,
-        ))
-        .await
-        .expect("agent")
-        .into_inner()
-        .agent
-        .expect("an agent");
-    agent.mcp_integration_ids.push(down.clone());
-    w.runs_client
-        .update_agent(authed(
-            runs::UpdateAgentRequest {
-                agent: Some(agent),
-                update_mask: Some(prost_types::FieldMask {
-                    paths: vec!["mcp_integration_ids".into()],
-                }),
-            },
-            &token,
-        ))
-        .await
-        .expect("updated");
+    w.set_integrations(vec![w.integration_id.clone(), down.clone()])
+        .await;
     let events = w.say("hi").await;
     assert_eq!(final_run(&events).status(), runs::RunStatus::Completed);
     let failed: Vec<_> = events
@@ -259,33 +235,7 @@ async fn another_organizations_integration_is_not_discovered() {
         None,
     )
     .await;
-    let token = admin();
-    let mut agent = w
-        .runs_client
-        .get_agent(authed(
-            runs::GetAgentRequest {
-                id: w.agent_id.clone(),
-            },
-            &token,
-        ))
-        .await
-        .expect("agent")
-        .into_inner()
-        .agent
-        .expect("an agent");
-    agent.mcp_integration_ids = vec![foreign.clone()];
-    w.runs_client
-        .update_agent(authed(
-            runs::UpdateAgentRequest {
-                agent: Some(agent),
-                update_mask: Some(prost_types::FieldMask {
-                    paths: vec!["mcp_integration_ids".into()],
-                }),
-            },
-            &token,
-        ))
-        .await
-        .expect("updated");
+    w.set_integrations(vec![foreign.clone()]).await;
     let events = w.say("hi").await;
     let failure = events
         .iter()

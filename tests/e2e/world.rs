@@ -31,9 +31,15 @@ pub struct World {
     pub thread_id: String,
 }
 
+/// Builds the model's script from the integration's id.
+pub type TurnsFor = Box<dyn FnOnce(&str) -> Vec<Turn>>;
+
 /// How the world is set up.
 pub struct Options {
     pub turns: Vec<Turn>,
+    /// Turns built once the integration's id is known (used instead of
+    /// `turns` when set).
+    pub turns_for: Option<TurnsFor>,
     pub provider_kind: &'static str,
     pub call_timeout_secs: Option<i64>,
     pub mcp_url_override: Option<String>,
@@ -44,6 +50,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             turns: Vec::new(),
+            turns_for: None,
             provider_kind: "openai",
             call_timeout_secs: None,
             mcp_url_override: None,
@@ -119,9 +126,11 @@ pub async fn world(options: Options) -> World {
     )
     .await;
 
-    let model = ScriptedModel::start(options.turns)
-        .await
-        .expect("scripted model");
+    let turns = match options.turns_for {
+        Some(build) => build(&integration_id),
+        None => options.turns,
+    };
+    let model = ScriptedModel::start(turns).await.expect("scripted model");
     let runs_db = TestDb::sqlite().expect("db");
     let mut config = switchboard_runs_service::Config::for_tests(
         &runs_db.url,
@@ -217,6 +226,27 @@ impl World {
         )
         .await
         .expect("the run ends in time")
+    }
+
+    /// Points the agent at `integration_ids`.
+    pub async fn set_integrations(&mut self, integration_ids: Vec<String>) {
+        let agent = runs::Agent {
+            id: self.agent_id.clone(),
+            mcp_integration_ids: integration_ids,
+            ..Default::default()
+        };
+        self.runs_client
+            .update_agent(authed(
+                runs::UpdateAgentRequest {
+                    agent: Some(agent),
+                    update_mask: Some(prost_types::FieldMask {
+                        paths: vec!["mcp_integration_ids".into()],
+                    }),
+                },
+                &self.token,
+            ))
+            .await
+            .expect("agent updated");
     }
 
     pub async fn messages(&mut self) -> Vec<runs::Message> {

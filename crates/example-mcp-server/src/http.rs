@@ -32,6 +32,9 @@ pub struct HttpServerOptions {
     /// Whether `initialize` opens a session (`Mcp-Session-Id`) that later
     /// requests join. When false, every request is served on its own.
     pub stateful: bool,
+    /// Delay before answering the first page of `tools/list`, to stand in for
+    /// a slow server in discovery benchmarks.
+    pub discovery_delay: Duration,
 }
 
 impl Default for HttpServerOptions {
@@ -39,6 +42,7 @@ impl Default for HttpServerOptions {
         Self {
             addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
             stateful: true,
+            discovery_delay: Duration::ZERO,
         }
     }
 }
@@ -92,7 +96,8 @@ pub async fn spawn_http(options: HttpServerOptions) -> anyhow::Result<RunningHtt
     let addr = listener.local_addr().context("reading the bound address")?;
 
     let stats = Arc::new(Stats::default());
-    let prototype = ExampleServer::new(Arc::clone(&stats));
+    let prototype =
+        ExampleServer::new(Arc::clone(&stats)).with_discovery_delay(options.discovery_delay);
     let cancel = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(options.stateful)

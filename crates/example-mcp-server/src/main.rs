@@ -55,6 +55,7 @@ async fn main() -> anyhow::Result<()> {
             let server = spawn_http(HttpServerOptions {
                 addr: args.listen,
                 stateful: !args.stateless,
+                ..HttpServerOptions::default()
             })
             .await?;
             eprintln!("listening on {}", server.url());

@@ -51,6 +51,7 @@ pub struct ExampleServer {
     stats: Arc<Stats>,
     tool_list: Arc<ToolList>,
     counter: AtomicU64,
+    discovery_delay: Duration,
 }
 
 /// Tool-list state shared by every session of one server.
@@ -66,7 +67,14 @@ impl ExampleServer {
             stats,
             tool_list: Arc::default(),
             counter: AtomicU64::new(0),
+            discovery_delay: Duration::ZERO,
         }
+    }
+
+    /// Delays the first page of `tools/list` by `delay`.
+    pub fn with_discovery_delay(mut self, delay: Duration) -> Self {
+        self.discovery_delay = delay;
+        self
     }
 
     /// A handler for another session of the same server: it shares the
@@ -76,6 +84,7 @@ impl ExampleServer {
             stats: Arc::clone(&self.stats),
             tool_list: Arc::clone(&self.tool_list),
             counter: AtomicU64::new(0),
+            discovery_delay: self.discovery_delay,
         }
     }
 
@@ -326,6 +335,10 @@ impl ServerHandler for ExampleServer {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        let first_page = request.as_ref().is_none_or(|r| r.cursor.is_none());
+        if first_page && !self.discovery_delay.is_zero() {
+            tokio::time::sleep(self.discovery_delay).await;
+        }
         let tools = self.visible_tools();
         let start = match request.and_then(|request| request.cursor) {
             None => 0,

@@ -243,6 +243,43 @@ async fn main() {
     })
     .await;
     report("connect per call (initialize + call + close)", &per_call);
+    let fresh = {
+        let (channel, id, admin, arguments) = (
+            channel.clone(),
+            id.clone(),
+            admin.clone(),
+            arguments.clone(),
+        );
+        let counter = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        move || {
+            let mut client = McpServiceClient::new(channel.clone());
+            let n = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let request = authed(
+                pb::ExecuteToolRequest {
+                    integration_id: id.clone(),
+                    tool_name: "echo".into(),
+                    arguments: arguments.clone(),
+                    session_scope: format!("fresh-{n}"),
+                },
+                &admin,
+            );
+            async move {
+                assert!(
+                    !client
+                        .execute_tool(request)
+                        .await
+                        .expect("answered")
+                        .into_inner()
+                        .is_error
+                );
+            }
+        }
+    };
+    let per_call_service = drive(1, 200, fresh).await;
+    report(
+        "through mcp-service, a new session per call",
+        &per_call_service,
+    );
 
     println!();
     println!(
@@ -254,7 +291,11 @@ async fn main() {
         service_16.per_second / direct_16.per_second * 100.0
     );
     println!(
-        "reused session vs connect per call: {:.1}x calls/s (target >= 10x)",
+        "reused session vs a new session per call, both through mcp-service (the original design connected per call): {:.1}x calls/s (target >= 10x)",
+        service_1.per_second / per_call_service.per_second
+    );
+    println!(
+        "reused session through mcp-service vs a bare rmcp connect-call-close: {:.1}x calls/s",
         service_1.per_second / per_call.per_second
     );
 

@@ -85,7 +85,8 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         gateway.clone(),
         policy,
         Arc::new(config.catalog()?),
-    );
+    )
+    .with_usable_cache(config.integration_cache_ttl);
     let calls = CallService::new(integrations.clone(), gateway, config.call_timeout);
     let max = config.common.server.max_message_bytes;
     let api = McpServiceServer::new(McpApi::new(integrations, calls))

@@ -56,6 +56,10 @@ pub struct Config {
     /// `list_changed` notification or an integration update drops it sooner).
     #[arg(long, env = "SWITCHBOARD_MCP_DISCOVERY_TTL", default_value = "5m", value_parser = humantime::parse_duration)]
     pub discovery_ttl: Duration,
+    /// How long an integration read for a call is reused by later calls;
+    /// changes through another replica take effect within this time.
+    #[arg(long, env = "SWITCHBOARD_INTEGRATION_CACHE_TTL", default_value = "2s", value_parser = humantime::parse_duration)]
+    pub integration_cache_ttl: Duration,
     /// Largest tool, resource or prompt result passed on, in bytes.
     #[arg(long, env = "SWITCHBOARD_MCP_MAX_RESULT_BYTES", default_value_t = 4 * 1024 * 1024)]
     pub max_result_bytes: usize,
@@ -110,6 +114,7 @@ impl Config {
             max_sessions: 1000,
             session_idle_timeout: Duration::from_secs(300),
             discovery_ttl: Duration::from_secs(300),
+            integration_cache_ttl: Duration::from_secs(2),
             max_result_bytes: 4 * 1024 * 1024,
         }
     }

@@ -17,12 +17,14 @@ use crate::{
     Config,
     domain::{
         builtins::Builtins,
+        datasource::{DataSources, ImportLimits, QueryLimits},
         orchestrator::{ActiveRuns, Orchestrator, RunSettings},
-        ports::RunsRepository,
+        ports::{McpPort, RunsRepository},
         service::RunsService,
     },
     inbound::RunsApi,
     outbound::{
+        datasource::SqlDataSources,
         llm::{ModelRegistry, parse_providers},
         mcp::GrpcMcp,
         sql::{MIGRATIONS, SqlRunsRepository},
@@ -76,12 +78,17 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     let providers = parse_providers(&config.model_providers)?;
     let known: Vec<String> = providers.iter().map(|p| p.name.clone()).collect();
     let models = Arc::new(ModelRegistry::from_configs(&providers, &http));
-    let mcp = Arc::new(GrpcMcp::new(&config.mcp_service_url)?);
+    let mcp: Arc<dyn McpPort> = Arc::new(GrpcMcp::new(&config.mcp_service_url)?);
+    let sources: Arc<dyn DataSources> = Arc::new(SqlDataSources::new(
+        db.pool.clone(),
+        ImportLimits::default(),
+        QueryLimits::default(),
+    ));
     let orchestrator = Orchestrator::new(
         repo.clone(),
-        mcp,
+        mcp.clone(),
         models,
-        Arc::new(Builtins::none()),
+        Arc::new(Builtins::new(mcp, sources.clone(), config.tool_timeout)),
         RunSettings {
             default_max_steps: config.default_max_steps,
             discovery_timeout: config.discovery_timeout,
@@ -90,7 +97,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         },
         active,
     );
-    let service = RunsService::new(repo, known);
+    let service = RunsService::new(repo, known, sources);
     let max = config.common.server.max_message_bytes;
     let api = RunsServiceServer::new(RunsApi::new(service, orchestrator))
         .max_decoding_message_size(max)

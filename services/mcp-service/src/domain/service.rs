@@ -1,7 +1,11 @@
 //! The integration use cases: tenancy, roles, and the lifecycle of an
 //! integration from creation to validation.
 
-use std::sync::Arc;
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
 
 use switchboard_auth::Principal;
 use switchboard_db::now_millis;
@@ -15,6 +19,51 @@ use super::{
     resolve::ConfigPolicy,
 };
 
+/// Integrations recently read for calls, so that a conversation's tool calls
+/// do not each read and unseal the integration. Changes made through this
+/// process drop entries at once; other replicas' changes are seen within the
+/// time to live.
+#[derive(Debug, Default)]
+struct UsableCache {
+    ttl: Duration,
+    entries: Mutex<HashMap<(String, IntegrationId), (Instant, Integration)>>,
+}
+
+impl UsableCache {
+    fn get(&self, org: &OrgId, id: IntegrationId) -> Option<Integration> {
+        let entries = self.entries.lock().ok()?;
+        entries
+            .get(&(org.0.clone(), id))
+            .filter(|(at, _)| at.elapsed() < self.ttl)
+            .map(|(_, integration)| integration.clone())
+    }
+
+    fn put(&self, integration: &Integration) {
+        if self.ttl.is_zero() {
+            return;
+        }
+        if let Ok(mut entries) = self.entries.lock() {
+            // Bounded: stale entries go first, then everything if still large.
+            if entries.len() >= 10_000 {
+                entries.retain(|_, (at, _)| at.elapsed() < self.ttl);
+                if entries.len() >= 10_000 {
+                    entries.clear();
+                }
+            }
+            entries.insert(
+                (integration.org_id.0.clone(), integration.id),
+                (Instant::now(), integration.clone()),
+            );
+        }
+    }
+
+    fn forget(&self, id: IntegrationId) {
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.retain(|(_, cached), _| *cached != id);
+        }
+    }
+}
+
 /// Manages the integrations of the caller's organization.
 #[derive(Clone)]
 pub struct IntegrationService {
@@ -22,6 +71,7 @@ pub struct IntegrationService {
     gateway: Arc<dyn McpGateway>,
     policy: Arc<ConfigPolicy>,
     catalog: Arc<Catalog>,
+    usable: Arc<UsableCache>,
 }
 
 impl std::fmt::Debug for IntegrationService {
@@ -73,7 +123,17 @@ impl IntegrationService {
             gateway,
             policy,
             catalog,
+            usable: Arc::default(),
         }
+    }
+
+    /// Caches integrations read for calls for `ttl` (zero turns it off).
+    pub fn with_usable_cache(mut self, ttl: Duration) -> Self {
+        self.usable = Arc::new(UsableCache {
+            ttl,
+            entries: Mutex::default(),
+        });
+        self
     }
 
     /// The predefined catalog.
@@ -168,7 +228,15 @@ impl IntegrationService {
         caller: &Principal,
         id: IntegrationId,
     ) -> Result<Integration, McpError> {
-        let integration = self.get(caller, id).await?;
+        let org = org_of(caller);
+        let integration = match self.usable.get(&org, id) {
+            Some(cached) => cached,
+            None => {
+                let integration = self.get(caller, id).await?;
+                self.usable.put(&integration);
+                integration
+            }
+        };
         if integration.enabled {
             Ok(integration)
         } else {
@@ -259,6 +327,7 @@ impl IntegrationService {
             .delete(&org_of(caller), id)
             .await
             .map_err(|e| storage(e, ""))?;
+        self.usable.forget(id);
         if !deleted {
             return Err(McpError::NotFound);
         }
@@ -310,6 +379,7 @@ impl IntegrationService {
     }
 
     async fn save(&self, integration: &Integration) -> Result<(), McpError> {
+        self.usable.forget(integration.id);
         let found = self
             .repository
             .update(integration)

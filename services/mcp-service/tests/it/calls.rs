@@ -401,7 +401,7 @@ async fn a_server_restarted_mid_session_serves_the_next_call() {
     upstream.shutdown().await;
     let restarted = spawn_http(HttpServerOptions {
         addr,
-        stateful: true,
+        ..HttpServerOptions::default()
     })
     .await
     .expect("restarted");

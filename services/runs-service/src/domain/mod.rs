@@ -1,6 +1,7 @@
 //! Domain types and the ports runs-service's adapters implement.
 
 pub mod builtins;
+pub mod datasource;
 pub mod entities;
 pub mod error;
 pub mod model;

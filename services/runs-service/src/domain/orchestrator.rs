@@ -620,14 +620,6 @@ impl Orchestrator {
                 error: error.clone(),
             });
         }
-        let toolset = assemble(
-            self.builtins.specs(agent, &capabilities),
-            &agent.config.client_tools,
-            &capabilities,
-            &agent.config.tool_filters,
-        );
-        run.bindings = toolset.bindings.clone();
-        self.save(run).await?;
         let system = self.system_prompt(agent, &capabilities, &failed);
         let max_steps = match agent.config.max_steps {
             0 => self.settings.default_max_steps,
@@ -645,6 +637,19 @@ impl Orchestrator {
                 self.save(run).await?;
                 emit!(RunEvent::Completed(run.clone()));
                 return Ok(Ok(()));
+            }
+            // Re-assembled every step: a CSV imported by the last turn makes
+            // `source_query` available to the next.
+            let sources = self.builtins.sources(&thread.id).await;
+            let toolset = assemble(
+                self.builtins.specs(agent, &sources),
+                &agent.config.client_tools,
+                &builtin_context.capabilities,
+                &agent.config.tool_filters,
+            );
+            if run.bindings != toolset.bindings {
+                run.bindings = toolset.bindings.clone();
+                self.save(run).await?;
             }
             let history = self
                 .repo

@@ -7,6 +7,7 @@ use switchboard_db::now_millis;
 use switchboard_server::FieldViolation;
 
 use super::{
+    datasource::{DataSource, DataSources, ImportError},
     entities::{Agent, AgentConfig, Message, Run, Thread, new_id},
     error::RunsError,
     ports::{Cursor, RunsRepository},
@@ -18,6 +19,7 @@ use super::{
 pub struct RunsService {
     repo: Arc<dyn RunsRepository>,
     known_providers: Arc<Vec<String>>,
+    sources: Arc<dyn DataSources>,
 }
 
 impl std::fmt::Debug for RunsService {
@@ -54,10 +56,15 @@ pub struct AgentInput {
 
 impl RunsService {
     /// A service over `repo`; agents may only name `known_providers`.
-    pub fn new(repo: Arc<dyn RunsRepository>, known_providers: Vec<String>) -> Self {
+    pub fn new(
+        repo: Arc<dyn RunsRepository>,
+        known_providers: Vec<String>,
+        sources: Arc<dyn DataSources>,
+    ) -> Self {
         Self {
             repo,
             known_providers: Arc::new(known_providers),
+            sources,
         }
     }
 
@@ -281,6 +288,37 @@ impl RunsService {
             None
         };
         Ok((messages, next))
+    }
+
+    /// The data sources of one of the caller's threads, oldest first.
+    pub async fn list_data_sources(
+        &self,
+        caller: &Principal,
+        thread_id: &str,
+    ) -> Result<Vec<DataSource>, RunsError> {
+        let thread = self.get_thread(caller, thread_id).await?;
+        Ok(self.sources.list(&thread.id).await?)
+    }
+
+    /// Imports CSV bytes as a data source of one of the caller's threads.
+    pub async fn import_data_source(
+        &self,
+        caller: &Principal,
+        thread_id: &str,
+        name: &str,
+        csv: &[u8],
+    ) -> Result<DataSource, RunsError> {
+        if name.trim().is_empty() {
+            return Err(RunsError::invalid("name", "is required"));
+        }
+        let thread = self.get_thread(caller, thread_id).await?;
+        self.sources
+            .import_csv(&thread.id, name, name, None, csv)
+            .await
+            .map_err(|error| match error {
+                ImportError::Storage(error) => RunsError::Internal(error),
+                other => RunsError::invalid("csv", other.to_string()),
+            })
     }
 
     /// A run of one of the caller's threads.

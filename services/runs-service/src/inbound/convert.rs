@@ -326,3 +326,34 @@ pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
         event: Some(event),
     }
 }
+
+/// A data source as returned to callers.
+pub(crate) fn proto_data_source(source: &crate::domain::datasource::DataSource) -> pb::DataSource {
+    use crate::domain::datasource::ColumnType;
+    pb::DataSource {
+        id: source.id.clone(),
+        thread_id: source.thread_id.clone(),
+        table_name: source.table_name.clone(),
+        origin: source.origin.clone(),
+        integration_id: source.integration_id.clone().unwrap_or_default(),
+        columns: source
+            .columns
+            .iter()
+            .map(|c| pb::Column {
+                name: c.name.clone(),
+                r#type: match c.column_type {
+                    ColumnType::Text => pb::ColumnType::Text,
+                    ColumnType::Integer => pb::ColumnType::Integer,
+                    ColumnType::Float => pb::ColumnType::Float,
+                    ColumnType::Boolean => pb::ColumnType::Boolean,
+                    ColumnType::Date => pb::ColumnType::Date,
+                    ColumnType::Timestamp => pb::ColumnType::Timestamp,
+                }
+                .into(),
+            })
+            .collect(),
+        row_count: source.row_count,
+        size_bytes: source.size_bytes,
+        create_time: Some(timestamp(source.created_at)),
+    }
+}

@@ -10,7 +10,7 @@ use tonic::{Request, Response, Status, codegen::BoxStream};
 use super::{
     convert::{
         agent_config, decode_cursor, decode_seq, encode_cursor, page_size, proto_agent,
-        proto_event, proto_message, proto_run, proto_thread,
+        proto_data_source, proto_event, proto_message, proto_run, proto_thread,
     },
     error::status,
 };
@@ -269,6 +269,54 @@ impl RunsRpc for RunsApi {
         Ok(Response::new(pb::ListMessagesResponse {
             messages: messages.iter().map(proto_message).collect(),
             next_page_token: next.map(|seq| seq.to_string()).unwrap_or_default(),
+        }))
+    }
+
+    async fn list_data_sources(
+        &self,
+        request: Request<pb::ListDataSourcesRequest>,
+    ) -> Reply<pb::ListDataSourcesResponse> {
+        let caller = caller(&request)?;
+        let request = request.into_inner();
+        let thread_id = id("thread_id", &request.thread_id)?;
+        let limit = page_size("page_size", request.page_size).map_err(invalid)? as usize;
+        let offset = decode_seq("page_token", &request.page_token).map_err(invalid)?;
+        let offset = usize::try_from(offset).unwrap_or(0);
+        let sources = self
+            .service
+            .list_data_sources(&caller, &thread_id)
+            .await
+            .map_err(status)?;
+        let next = offset + limit;
+        Ok(Response::new(pb::ListDataSourcesResponse {
+            data_sources: sources
+                .iter()
+                .skip(offset)
+                .take(limit)
+                .map(proto_data_source)
+                .collect(),
+            next_page_token: if next < sources.len() {
+                next.to_string()
+            } else {
+                String::new()
+            },
+        }))
+    }
+
+    async fn import_data_source(
+        &self,
+        request: Request<pb::ImportDataSourceRequest>,
+    ) -> Reply<pb::ImportDataSourceResponse> {
+        let caller = caller(&request)?;
+        let request = request.into_inner();
+        let thread_id = id("thread_id", &request.thread_id)?;
+        let source = self
+            .service
+            .import_data_source(&caller, &thread_id, &request.name, &request.csv)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::ImportDataSourceResponse {
+            data_source: Some(proto_data_source(&source)),
         }))
     }
 

@@ -1,4 +1,5 @@
 //! Integration tests of runs-service over real gRPC on loopback.
 
 mod chassis;
+mod datasources;
 mod repository;

@@ -1,0 +1,153 @@
+//! Decoded tables kept in memory, least recently used evicted first, so that
+//! repeated queries over a thread's tables don't decode them again.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
+
+use datafusion::arrow::{datatypes::SchemaRef, record_batch::RecordBatch};
+
+/// A decoded table, ready to be scanned.
+#[derive(Debug)]
+pub(super) struct LoadedTable {
+    /// Its schema.
+    pub schema: SchemaRef,
+    /// Its rows, spread over partitions that are scanned in parallel.
+    pub partitions: Vec<Vec<RecordBatch>>,
+    /// The memory its arrays take.
+    pub bytes: usize,
+}
+
+impl LoadedTable {
+    /// Spreads `batches` round-robin over `partitions` partitions.
+    pub fn new(
+        schema: SchemaRef,
+        batches: Vec<RecordBatch>,
+        partitions: usize,
+        bytes: usize,
+    ) -> Self {
+        let mut spread = vec![Vec::new(); partitions.max(1)];
+        let count = spread.len();
+        for (i, batch) in batches.into_iter().enumerate() {
+            spread[i % count].push(batch);
+        }
+        Self {
+            schema,
+            partitions: spread,
+            bytes,
+        }
+    }
+}
+
+/// Tables by data source id, bounded by the bytes they take. Stored tables
+/// never change, so an entry stays valid until evicted.
+#[derive(Debug)]
+pub(super) struct TableCache {
+    capacity: usize,
+    inner: Mutex<Entries>,
+}
+
+#[derive(Debug, Default)]
+struct Entries {
+    tables: HashMap<String, (Arc<LoadedTable>, u64)>,
+    bytes: usize,
+    clock: u64,
+}
+
+impl TableCache {
+    /// A cache holding at most `capacity` bytes of tables.
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            capacity,
+            inner: Mutex::new(Entries::default()),
+        }
+    }
+
+    fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
+        // A panic while holding the lock leaves consistent entries (each
+        // update is a single map operation), so a poisoned lock is usable.
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The table `id`, marked as just used.
+    pub fn get(&self, id: &str) -> Option<Arc<LoadedTable>> {
+        let mut entries = self.entries();
+        entries.clock += 1;
+        let now = entries.clock;
+        entries.tables.get_mut(id).map(|(table, used)| {
+            *used = now;
+            Arc::clone(table)
+        })
+    }
+
+    /// Keeps `table` as `id`, evicting the least recently used tables to
+    /// stay within capacity. A table larger than the whole cache isn't kept.
+    pub fn insert(&self, id: &str, table: Arc<LoadedTable>) {
+        if table.bytes > self.capacity {
+            return;
+        }
+        let mut entries = self.entries();
+        entries.clock += 1;
+        let now = entries.clock;
+        let bytes = table.bytes;
+        if let Some((old, _)) = entries.tables.insert(id.to_owned(), (table, now)) {
+            entries.bytes -= old.bytes;
+        }
+        entries.bytes += bytes;
+        while entries.bytes > self.capacity {
+            let Some(oldest) = entries
+                .tables
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(id, _)| id.clone())
+            else {
+                break;
+            };
+            if let Some((evicted, _)) = entries.tables.remove(&oldest) {
+                entries.bytes -= evicted.bytes;
+            }
+        }
+    }
+
+    /// The bytes held now.
+    #[cfg(test)]
+    pub fn bytes(&self) -> usize {
+        self.entries().bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use datafusion::arrow::datatypes::Schema;
+
+    use super::*;
+
+    fn table(bytes: usize) -> Arc<LoadedTable> {
+        Arc::new(LoadedTable::new(
+            Arc::new(Schema::empty()),
+            Vec::new(),
+            1,
+            bytes,
+        ))
+    }
+
+    #[test]
+    fn the_least_recently_used_tables_go_first() {
+        let cache = TableCache::new(100);
+        cache.insert("a", table(40));
+        cache.insert("b", table(40));
+        assert!(cache.get("a").is_some());
+        cache.insert("c", table(40));
+        assert!(cache.get("b").is_none(), "b was the least recently used");
+        assert!(cache.get("a").is_some() && cache.get("c").is_some());
+        assert_eq!(cache.bytes(), 80);
+        cache.insert("huge", table(101));
+        assert!(cache.get("huge").is_none());
+        assert_eq!(cache.bytes(), 80);
+    }
+}

@@ -1,0 +1,385 @@
+//! Read-only SQL over one thread's tables with DataFusion.
+//!
+//! Each query gets a fresh session whose catalog holds only the thread's
+//! tables (loaded when the query names them), no object stores (so no file or
+//! URL can be read), no spill files, and a memory pool of its own. The text
+//! must parse as exactly one query statement, and the plan is checked again
+//! for DDL, DML and statements before anything runs.
+
+use std::{
+    any::Any,
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
+
+use async_trait::async_trait;
+use datafusion::{
+    arrow::{
+        record_batch::RecordBatch,
+        util::display::{ArrayFormatter, FormatOptions},
+    },
+    catalog::{CatalogProvider, MemTable, MemoryCatalogProvider, SchemaProvider, TableProvider},
+    common::tree_node::{Transformed, TreeNode as _},
+    error::DataFusionError,
+    execution::{
+        disk_manager::{DiskManagerBuilder, DiskManagerMode},
+        object_store::ObjectStoreRegistry,
+        runtime_env::RuntimeEnvBuilder,
+    },
+    object_store::ObjectStore,
+    physical_plan::{ExecutionPlan, coop::CooperativeExec, execute_stream},
+    prelude::{SQLOptions, SessionConfig, SessionContext},
+    sql::{
+        parser::{DFParser, Statement as DfStatement},
+        sqlparser::ast,
+    },
+};
+use futures::StreamExt as _;
+use tokio::runtime::Handle;
+use url::Url;
+
+use super::{LoadedTable, Store};
+use crate::domain::datasource::{QueryError, QueryLimits, QueryResult};
+
+/// Longest SQL text accepted; a model's query is far shorter.
+const MAX_SQL_BYTES: usize = 64 * 1024;
+
+/// Parses `sql` and returns its only statement when it is a query; refuses
+/// everything else before any table is read.
+pub(super) fn check_statement(sql: &str) -> Result<DfStatement, QueryError> {
+    if sql.len() > MAX_SQL_BYTES {
+        return Err(QueryError::Refused(format!(
+            "the query is {} bytes; the limit is {MAX_SQL_BYTES} bytes",
+            sql.len()
+        )));
+    }
+    let mut statements =
+        DFParser::parse_sql(sql).map_err(|e| QueryError::Engine(e.strip_backtrace()))?;
+    if statements.len() != 1 {
+        return Err(QueryError::Refused(format!(
+            "send exactly one SELECT statement; this text has {}",
+            statements.len()
+        )));
+    }
+    let statement = statements
+        .pop_front()
+        .ok_or_else(|| QueryError::Refused("the text has no statement".to_owned()))?;
+    let refused = |what: &str| {
+        QueryError::Refused(format!(
+            "only a read-only query (SELECT, or WITH … SELECT) may run, not {what}"
+        ))
+    };
+    match &statement {
+        DfStatement::Statement(inner) => match inner.as_ref() {
+            ast::Statement::Query(query) => {
+                if let ast::SetExpr::Select(select) = query.body.as_ref()
+                    && select.into.is_some()
+                {
+                    return Err(refused("SELECT … INTO"));
+                }
+                if !matches!(
+                    query.body.as_ref(),
+                    ast::SetExpr::Select(_)
+                        | ast::SetExpr::Query(_)
+                        | ast::SetExpr::SetOperation { .. }
+                        | ast::SetExpr::Values(_)
+                ) {
+                    return Err(refused("a data change"));
+                }
+                Ok(statement)
+            }
+            other => Err(refused(&statement_kind(&other.to_string()))),
+        },
+        DfStatement::CreateExternalTable(_) => Err(refused("CREATE EXTERNAL TABLE")),
+        DfStatement::CopyTo(_) => Err(refused("COPY")),
+        DfStatement::Explain(_) => Err(refused("EXPLAIN")),
+        DfStatement::Reset(_) => Err(refused("RESET")),
+    }
+}
+
+/// The leading keywords of a statement, e.g. `DROP TABLE` or `INSERT`.
+fn statement_kind(statement: &str) -> String {
+    let mut words = statement.split_whitespace();
+    let first = words
+        .next()
+        .unwrap_or("this statement")
+        .to_ascii_uppercase();
+    match (first.as_str(), words.next()) {
+        ("CREATE" | "DROP" | "ALTER" | "TRUNCATE", Some(second)) => {
+            format!("{first} {}", second.to_ascii_uppercase())
+        }
+        _ => first,
+    }
+}
+
+/// Plans and runs `statement` over `tables` (table name → data source id).
+pub(super) async fn run(
+    store: Arc<Store>,
+    io: Handle,
+    tables: HashMap<String, String>,
+    statement: DfStatement,
+    limits: QueryLimits,
+    partitions: usize,
+) -> Result<QueryResult, QueryError> {
+    let failure = Arc::new(Mutex::new(None));
+    let schema = Arc::new(ThreadSchema {
+        store,
+        io,
+        tables,
+        partitions,
+        failure: Arc::clone(&failure),
+    });
+    let outcome = plan_and_collect(schema, statement, &limits, partitions).await;
+    // A table that failed to load surfaces as an engine error; it is ours.
+    let load_failure = failure
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    match (outcome, load_failure) {
+        (Err(_), Some(error)) => Err(QueryError::Internal(error)),
+        (outcome, _) => outcome,
+    }
+}
+
+async fn plan_and_collect(
+    schema: Arc<ThreadSchema>,
+    statement: DfStatement,
+    limits: &QueryLimits,
+    partitions: usize,
+) -> Result<QueryResult, QueryError> {
+    let ctx = session(schema, limits, partitions).map_err(QueryError::Internal)?;
+    let engine = |e: DataFusionError| QueryError::Engine(e.strip_backtrace());
+    let plan = ctx
+        .state()
+        .statement_to_plan(statement)
+        .await
+        .map_err(engine)?;
+    SQLOptions::new()
+        .with_allow_ddl(false)
+        .with_allow_dml(false)
+        .with_allow_statements(false)
+        .verify_plan(&plan)
+        .map_err(|e| QueryError::Refused(e.strip_backtrace()))?;
+    // One row more than shown tells whether the result was cut; the limit
+    // also lets the engine sort with a bounded top-k instead of everything.
+    let frame = ctx
+        .execute_logical_plan(plan)
+        .await
+        .map_err(engine)?
+        .limit(0, Some(limits.max_rows.saturating_add(1)))
+        .map_err(engine)?;
+    let plan = cooperative(frame.create_physical_plan().await.map_err(engine)?).map_err(engine)?;
+    let mut stream = execute_stream(plan, ctx.task_ctx()).map_err(engine)?;
+    let columns = stream
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    let mut result = QueryResult {
+        columns,
+        rows: Vec::new(),
+        truncated: false,
+    };
+    while let Some(batch) = stream.next().await {
+        let batch = batch.map_err(engine)?;
+        if !append_rows(&mut result, &batch, limits) {
+            result.truncated = true;
+            break;
+        }
+    }
+    // Dropping the stream stops whatever the engine still had running.
+    drop(stream);
+    Ok(result)
+}
+
+/// `plan` with every operator's output passing through [`CooperativeExec`].
+///
+/// The engine marks only its scans as cooperative, so an operator that makes
+/// many batches from few inputs (a cross join) could run for minutes without
+/// giving its thread back; then neither the time limit nor cancellation
+/// would take effect. Each wrapped edge spends the task's scheduling budget,
+/// so the query yields every few batches wherever the work happens.
+fn cooperative(plan: Arc<dyn ExecutionPlan>) -> datafusion::error::Result<Arc<dyn ExecutionPlan>> {
+    plan.transform_up(|node| {
+        if (node.as_ref() as &dyn Any).is::<CooperativeExec>() {
+            return Ok(Transformed::no(node));
+        }
+        Ok(Transformed::yes(
+            Arc::new(CooperativeExec::new(node)) as Arc<dyn ExecutionPlan>
+        ))
+    })
+    .map(|transformed| transformed.data)
+}
+
+/// Renders `batch`'s rows into `result`; false once more rows arrived than
+/// the limit allows.
+fn append_rows(result: &mut QueryResult, batch: &RecordBatch, limits: &QueryLimits) -> bool {
+    let options = FormatOptions::default().with_null("NULL");
+    let formatters: Result<Vec<_>, _> = batch
+        .columns()
+        .iter()
+        .map(|column| ArrayFormatter::try_new(column.as_ref(), &options))
+        .collect();
+    let formatters = match formatters {
+        Ok(formatters) => formatters,
+        Err(error) => {
+            // A type without a text form: say so in the cells rather than fail.
+            let message = format!("(cannot display: {error})");
+            for _ in 0..batch.num_rows() {
+                if result.rows.len() >= limits.max_rows {
+                    return false;
+                }
+                result.rows.push(vec![message.clone(); batch.num_columns()]);
+            }
+            return true;
+        }
+    };
+    for row in 0..batch.num_rows() {
+        if result.rows.len() >= limits.max_rows {
+            return false;
+        }
+        result.rows.push(
+            formatters
+                .iter()
+                .map(|f| cut(f.value(row).to_string(), limits.max_cell_chars))
+                .collect(),
+        );
+    }
+    true
+}
+
+/// `text` cut to `max_chars` characters, marked with `…` when cut.
+fn cut(text: String, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((at, _)) => {
+            let mut cut = text[..at].to_owned();
+            cut.push('…');
+            cut
+        }
+        None => text,
+    }
+}
+
+/// A session that sees only `schema`, reads no files and spills nothing.
+fn session(
+    schema: Arc<ThreadSchema>,
+    limits: &QueryLimits,
+    partitions: usize,
+) -> anyhow::Result<SessionContext> {
+    let config = SessionConfig::new()
+        .with_create_default_catalog_and_schema(false)
+        .with_default_catalog_and_schema("datafusion", "public")
+        .with_information_schema(false)
+        .with_target_partitions(partitions);
+    let runtime = RuntimeEnvBuilder::new()
+        .with_memory_limit(limits.memory_bytes, 1.0)
+        .with_disk_manager_builder(
+            DiskManagerBuilder::default().with_mode(DiskManagerMode::Disabled),
+        )
+        .with_object_store_registry(Arc::new(NoObjectStores))
+        .build_arc()?;
+    let ctx = SessionContext::new_with_config_rt(config, runtime);
+    let catalog = MemoryCatalogProvider::new();
+    catalog.register_schema("public", schema)?;
+    ctx.register_catalog("datafusion", Arc::new(catalog));
+    Ok(ctx)
+}
+
+/// An object store registry that has none: a query can name no file or URL.
+#[derive(Debug)]
+struct NoObjectStores;
+
+impl ObjectStoreRegistry for NoObjectStores {
+    fn register_store(
+        &self,
+        _url: &Url,
+        _store: Arc<dyn ObjectStore>,
+    ) -> Option<Arc<dyn ObjectStore>> {
+        None
+    }
+
+    fn get_store(&self, url: &Url) -> datafusion::error::Result<Arc<dyn ObjectStore>> {
+        Err(DataFusionError::Plan(format!(
+            "files and URLs cannot be read ({url}); query the thread's tables"
+        )))
+    }
+}
+
+/// One thread's tables, loaded when a query names them.
+#[derive(Debug)]
+struct ThreadSchema {
+    store: Arc<Store>,
+    /// The runtime that reads the database.
+    io: Handle,
+    /// Table name → data source id.
+    tables: HashMap<String, String>,
+    partitions: usize,
+    /// Why loading a table failed, if it did.
+    failure: Arc<Mutex<Option<anyhow::Error>>>,
+}
+
+#[async_trait]
+impl SchemaProvider for ThreadSchema {
+    fn table_names(&self) -> Vec<String> {
+        self.tables.keys().cloned().collect()
+    }
+
+    async fn table(&self, name: &str) -> datafusion::error::Result<Option<Arc<dyn TableProvider>>> {
+        let Some(id) = self.tables.get(name) else {
+            return Ok(None);
+        };
+        let loaded: Arc<LoadedTable> = match self.store.load(id, self.partitions, &self.io).await {
+            Ok(loaded) => loaded,
+            Err(error) => {
+                let message = format!("{error:#}");
+                *self
+                    .failure
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(error);
+                return Err(DataFusionError::Execution(message));
+            }
+        };
+        let table = MemTable::try_new(Arc::clone(&loaded.schema), loaded.partitions.clone())?;
+        Ok(Some(Arc::new(table)))
+    }
+
+    fn table_exist(&self, name: &str) -> bool {
+        self.tables.contains_key(name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(sql: &str) -> String {
+        match check_statement(sql) {
+            Err(QueryError::Refused(why)) => why,
+            other => panic!("{sql}: expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn only_single_queries_pass() {
+        assert!(check_statement("SELECT 1").is_ok());
+        assert!(check_statement("WITH a AS (SELECT 1 AS x) SELECT x FROM a").is_ok());
+        assert!(check_statement("SELECT 1 UNION ALL SELECT 2").is_ok());
+        assert!(refusal("DROP TABLE t").contains("DROP TABLE"));
+        assert!(refusal("INSERT INTO t VALUES (1)").contains("INSERT"));
+        assert!(refusal("COPY (SELECT 1) TO '/tmp/x.csv'").contains("COPY"));
+        assert!(refusal("SELECT 1; SELECT 2").contains("exactly one"));
+        assert!(refusal("SELECT 1 INTO t").contains("INTO"));
+        assert!(refusal(&"x".repeat(MAX_SQL_BYTES + 1)).contains("limit"));
+        assert!(matches!(
+            check_statement("SELEC 1"),
+            Err(QueryError::Engine(_))
+        ));
+    }
+
+    #[test]
+    fn long_cells_are_cut_on_character_boundaries() {
+        assert_eq!(cut("ééé".to_owned(), 2), "éé…");
+        assert_eq!(cut("ab".to_owned(), 2), "ab");
+    }
+}

@@ -1,0 +1,580 @@
+//! CSV to an Arrow table: parsing, safe column names and type inference.
+//!
+//! Rules, as the model and the client see them:
+//! - A UTF-8 byte order mark is dropped; the bytes must otherwise be UTF-8.
+//! - The first row names the columns. Names are trimmed and made lowercase
+//!   `snake_case` of `[a-z0-9_]`, so that SQL never needs quotes: a blank name
+//!   becomes `column_N` (N its position), one starting with a digit gets a
+//!   `c_` prefix, one the SQL parser would not read as a plain column name
+//!   (`select`, `from`, …) gets a `_` suffix, and repeats get `_2`, `_3`, ….
+//! - A row shorter than the header is padded with NULLs. A row longer than the
+//!   header is refused unless its extra fields are all empty (a trailing comma),
+//!   because data without a column name would be silently misread.
+//! - A field that is empty or only spaces is NULL.
+//! - Each column gets the narrowest type every non-NULL value fits: Integer
+//!   (i64, without leading zeros so that codes such as ZIP codes stay text),
+//!   Float, Boolean (`true`/`false`, any case), Date (`YYYY-MM-DD`), Timestamp
+//!   (RFC 3339, or `YYYY-MM-DD HH:MM:SS[.fff]` read as UTC; dates mixed in are
+//!   midnight), otherwise Text. A column with no values at all is Text.
+
+use std::{collections::HashSet, sync::Arc};
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime};
+use datafusion::{
+    arrow::{
+        array::{
+            Array, ArrayRef, BooleanBuilder, Date32Builder, Float64Builder, Int64Builder,
+            StringArray, StringBuilder, TimestampMicrosecondBuilder,
+        },
+        datatypes::{Field, Schema, SchemaRef},
+        record_batch::RecordBatch,
+    },
+    sql::{
+        parser::{DFParser, Statement as DfStatement},
+        sqlparser::{ast, keywords},
+    },
+};
+
+use crate::domain::datasource::{Column, ColumnType, ImportError, ImportLimits};
+
+/// Longest column or table name kept, before a uniqueness suffix.
+const MAX_NAME_CHARS: usize = 63;
+
+/// A parsed CSV: its columns and all its rows in one batch.
+#[derive(Debug)]
+pub(super) struct ParsedTable {
+    /// Column names and types, in the file's order.
+    pub columns: Vec<Column>,
+    /// The rows.
+    pub batch: RecordBatch,
+}
+
+/// Parses `csv` within `limits`.
+pub(super) fn parse_csv(csv: &[u8], limits: &ImportLimits) -> Result<ParsedTable, ImportError> {
+    if csv.len() > limits.max_bytes {
+        return Err(ImportError::TooLarge {
+            limit: limits.max_bytes,
+            actual: csv.len(),
+        });
+    }
+    let csv = csv.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(csv);
+    if csv.iter().all(u8::is_ascii_whitespace) {
+        return Err(ImportError::Empty);
+    }
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(csv);
+    let mut record = csv::StringRecord::new();
+    if !read(&mut reader, &mut record)? {
+        return Err(ImportError::Empty);
+    }
+    let width = record.len();
+    if width > limits.max_columns {
+        return Err(ImportError::TooManyColumns {
+            limit: limits.max_columns,
+            actual: width,
+        });
+    }
+    check_fields(&record, 1, limits)?;
+    if record.iter().all(|name| name.trim().is_empty()) {
+        return Err(ImportError::NoHeader);
+    }
+    let names = column_names(record.iter());
+
+    // Rough per-column capacity from the file size, to avoid regrowing.
+    let capacity_hint = csv.len() / width.max(1);
+    let mut builders: Vec<StringBuilder> = (0..width)
+        .map(|_| StringBuilder::with_capacity(1024, capacity_hint))
+        .collect();
+    let mut inference = vec![Inference::default(); width];
+    let mut rows = 0usize;
+    while read(&mut reader, &mut record)? {
+        let line = record.position().map_or(0, csv::Position::line);
+        rows += 1;
+        if rows > limits.max_rows {
+            // Keep counting, so that the error says how many rows there are.
+            continue;
+        }
+        if record.len() > width && record.iter().skip(width).any(|f| !f.trim().is_empty()) {
+            return Err(ImportError::ExtraFields {
+                line,
+                expected: width,
+                actual: record.len(),
+            });
+        }
+        check_fields(&record, line, limits)?;
+        for (index, builder) in builders.iter_mut().enumerate() {
+            let field = record.get(index).unwrap_or("").trim();
+            if field.is_empty() {
+                builder.append_null();
+            } else {
+                inference[index].observe(field);
+                builder.append_value(field);
+            }
+        }
+    }
+    if rows > limits.max_rows {
+        return Err(ImportError::TooManyRows {
+            limit: limits.max_rows,
+            actual: rows,
+        });
+    }
+
+    let mut columns = Vec::with_capacity(width);
+    let mut fields = Vec::with_capacity(width);
+    let mut arrays = Vec::with_capacity(width);
+    for ((name, mut builder), inference) in names.into_iter().zip(builders).zip(inference) {
+        let column_type = inference.column_type();
+        let text = builder.finish();
+        let array = convert(text, column_type);
+        fields.push(Field::new(&name, array.data_type().clone(), true));
+        arrays.push(array);
+        columns.push(Column { name, column_type });
+    }
+    let schema: SchemaRef = Arc::new(Schema::new(fields));
+    let batch = RecordBatch::try_new(schema, arrays).map_err(|e| {
+        ImportError::Storage(anyhow::Error::new(e).context("failed to build the table"))
+    })?;
+    Ok(ParsedTable { columns, batch })
+}
+
+/// Reads the next record, turning the reader's errors into import errors.
+fn read(
+    reader: &mut csv::Reader<&[u8]>,
+    record: &mut csv::StringRecord,
+) -> Result<bool, ImportError> {
+    reader.read_record(record).map_err(|error| {
+        let line = error.position().map_or(0, csv::Position::line);
+        match error.kind() {
+            csv::ErrorKind::Utf8 { pos, .. } => ImportError::InvalidUtf8 {
+                line: pos.as_ref().map_or(line, csv::Position::line),
+            },
+            _ => ImportError::InvalidCsv {
+                line,
+                message: error.to_string(),
+            },
+        }
+    })
+}
+
+fn check_fields(
+    record: &csv::StringRecord,
+    line: u64,
+    limits: &ImportLimits,
+) -> Result<(), ImportError> {
+    match record
+        .iter()
+        .enumerate()
+        .find(|(_, field)| field.len() > limits.max_field_bytes)
+    {
+        Some((index, field)) => Err(ImportError::FieldTooLarge {
+            line,
+            column: index + 1,
+            limit: limits.max_field_bytes,
+            actual: field.len(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Which types every value seen so far fits.
+#[derive(Debug, Clone, Copy)]
+struct Inference {
+    seen: bool,
+    integer: bool,
+    float: bool,
+    boolean: bool,
+    date: bool,
+    timestamp: bool,
+}
+
+impl Default for Inference {
+    fn default() -> Self {
+        Self {
+            seen: false,
+            integer: true,
+            float: true,
+            boolean: true,
+            date: true,
+            timestamp: true,
+        }
+    }
+}
+
+impl Inference {
+    fn observe(&mut self, value: &str) {
+        self.seen = true;
+        if self.integer {
+            self.integer = parse_integer(value).is_some();
+        }
+        if self.float {
+            self.float = parse_float(value).is_some();
+        }
+        if self.boolean {
+            self.boolean = parse_boolean(value).is_some();
+        }
+        let is_date = (self.date || self.timestamp) && parse_date(value).is_some();
+        if self.date {
+            self.date = is_date;
+        }
+        if self.timestamp {
+            self.timestamp = is_date || parse_timestamp(value).is_some();
+        }
+    }
+
+    fn column_type(&self) -> ColumnType {
+        if !self.seen {
+            ColumnType::Text
+        } else if self.integer {
+            ColumnType::Integer
+        } else if self.float {
+            ColumnType::Float
+        } else if self.boolean {
+            ColumnType::Boolean
+        } else if self.date {
+            ColumnType::Date
+        } else if self.timestamp {
+            ColumnType::Timestamp
+        } else {
+            ColumnType::Text
+        }
+    }
+}
+
+/// The digits of a number without a redundant leading zero (`0`, `0.5` and
+/// `0e3` are numbers, `007` is not).
+fn plain_digits(digits: &str) -> bool {
+    !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && !(digits.len() > 1 && digits.starts_with('0'))
+}
+
+fn parse_integer(value: &str) -> Option<i64> {
+    let digits = value.strip_prefix(['-', '+']).unwrap_or(value);
+    if !plain_digits(digits) {
+        return None;
+    }
+    value.parse().ok()
+}
+
+fn parse_float(value: &str) -> Option<f64> {
+    let unsigned = value.strip_prefix(['-', '+']).unwrap_or(value);
+    let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
+        Some(at) => (&unsigned[..at], Some(&unsigned[at + 1..])),
+        None => (unsigned, None),
+    };
+    let (whole, fraction) = match mantissa.split_once('.') {
+        Some((whole, fraction)) => (whole, Some(fraction)),
+        None => (mantissa, None),
+    };
+    let whole_ok = whole.is_empty() || plain_digits(whole);
+    let fraction_ok = fraction.is_none_or(|f| f.bytes().all(|b| b.is_ascii_digit()));
+    let has_digit = !whole.is_empty() || fraction.is_some_and(|f| !f.is_empty());
+    let exponent_ok = exponent.is_none_or(|e| {
+        let e = e.strip_prefix(['-', '+']).unwrap_or(e);
+        !e.is_empty() && e.bytes().all(|b| b.is_ascii_digit())
+    });
+    if !(whole_ok && fraction_ok && has_digit && exponent_ok) {
+        return None;
+    }
+    value.parse().ok()
+}
+
+fn parse_boolean(value: &str) -> Option<bool> {
+    if value.eq_ignore_ascii_case("true") {
+        Some(true)
+    } else if value.eq_ignore_ascii_case("false") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// Days since 1970-01-01 of a `YYYY-MM-DD` date.
+fn parse_date(value: &str) -> Option<i32> {
+    let b = value.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let number = |range: std::ops::Range<usize>| -> Option<u32> {
+        let part = &value[range];
+        part.bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| part.parse().ok())
+            .flatten()
+    };
+    let year = i32::try_from(number(0..4)?).ok()?;
+    let date = NaiveDate::from_ymd_opt(year, number(5..7)?, number(8..10)?)?;
+    let days = date.signed_duration_since(NaiveDate::default()).num_days();
+    i32::try_from(days).ok()
+}
+
+/// Microseconds since the Unix epoch (UTC) of an RFC 3339 or
+/// `YYYY-MM-DD HH:MM:SS[.fff]` timestamp.
+fn parse_timestamp(value: &str) -> Option<i64> {
+    let b = value.as_bytes();
+    if b.len() < 19 || b[4] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    if let Ok(naive) = NaiveDateTime::parse_from_str(value, "%Y-%m-%d %H:%M:%S%.f")
+        .or_else(|_| NaiveDateTime::parse_from_str(value, "%Y-%m-%dT%H:%M:%S%.f"))
+    {
+        return Some(naive.and_utc().timestamp_micros());
+    }
+    DateTime::parse_from_rfc3339(value)
+        .ok()
+        .map(|t| t.timestamp_micros())
+}
+
+/// The typed array of `text`, whose values all fit `column_type`.
+fn convert(text: StringArray, column_type: ColumnType) -> ArrayRef {
+    let n = text.len();
+    // Inference has checked every value, so a parse failing here cannot
+    // happen; such a value would become NULL rather than stop the import.
+    match column_type {
+        ColumnType::Text => Arc::new(text),
+        ColumnType::Integer => {
+            let mut b = Int64Builder::with_capacity(n);
+            text.iter()
+                .for_each(|v| b.append_option(v.and_then(parse_integer)));
+            Arc::new(b.finish())
+        }
+        ColumnType::Float => {
+            let mut b = Float64Builder::with_capacity(n);
+            text.iter()
+                .for_each(|v| b.append_option(v.and_then(parse_float)));
+            Arc::new(b.finish())
+        }
+        ColumnType::Boolean => {
+            let mut b = BooleanBuilder::with_capacity(n);
+            text.iter()
+                .for_each(|v| b.append_option(v.and_then(parse_boolean)));
+            Arc::new(b.finish())
+        }
+        ColumnType::Date => {
+            let mut b = Date32Builder::with_capacity(n);
+            text.iter()
+                .for_each(|v| b.append_option(v.and_then(parse_date)));
+            Arc::new(b.finish())
+        }
+        ColumnType::Timestamp => {
+            let mut b = TimestampMicrosecondBuilder::with_capacity(n);
+            text.iter().for_each(|v| {
+                b.append_option(v.and_then(|v| {
+                    parse_timestamp(v)
+                        .or_else(|| parse_date(v).map(|days| i64::from(days) * 86_400_000_000))
+                }));
+            });
+            Arc::new(b.finish())
+        }
+    }
+}
+
+/// Safe, unique column names for a header.
+pub(super) fn column_names<'a>(header: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut taken = HashSet::new();
+    header
+        .enumerate()
+        .map(|(index, raw)| {
+            let base = sanitize(raw, "c_").unwrap_or_else(|| format!("column_{}", index + 1));
+            unique(base, &mut taken)
+        })
+        .collect()
+}
+
+/// A safe table name from `name`, not in `taken`.
+pub(super) fn table_name(name: &str, taken: &HashSet<String>) -> String {
+    let trimmed = name.trim();
+    let stem = [".csv", ".tsv", ".txt"]
+        .iter()
+        .find_map(|ext| {
+            let cut = trimmed.len().checked_sub(ext.len())?;
+            (trimmed.is_char_boundary(cut) && trimmed[cut..].eq_ignore_ascii_case(ext))
+                .then(|| &trimmed[..cut])
+        })
+        .unwrap_or(trimmed);
+    let base = sanitize(stem, "t_").unwrap_or_else(|| "data".to_owned());
+    let mut taken = taken.clone();
+    unique(base, &mut taken)
+}
+
+/// `base`, or `base_2`, `base_3`, … when taken; recorded as taken.
+fn unique(base: String, taken: &mut HashSet<String>) -> String {
+    let mut name = base.clone();
+    let mut n = 2;
+    while taken.contains(&name) {
+        name = format!("{base}_{n}");
+        n += 1;
+    }
+    taken.insert(name.clone());
+    name
+}
+
+/// Lowercase `snake_case` of `[a-z0-9_]`, never starting with a digit
+/// (`digit_prefix` is put first) and always readable by the SQL parser as a
+/// plain name; `None` when nothing usable is left.
+fn sanitize(raw: &str, digit_prefix: &str) -> Option<String> {
+    let mut out = String::with_capacity(raw.len());
+    let mut previous: Option<char> = None;
+    for c in raw.trim().chars() {
+        let lower_before = previous.is_some_and(|p| p.is_ascii_lowercase() || p.is_ascii_digit());
+        if c.is_ascii_uppercase() && lower_before {
+            // camelCase → camel_case
+            out.push('_');
+        }
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+        previous = Some(c);
+    }
+    let mut name: String = out.trim_matches('_').chars().take(MAX_NAME_CHARS).collect();
+    while name.ends_with('_') {
+        name.pop();
+    }
+    if name.is_empty() {
+        return None;
+    }
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        name.insert_str(0, digit_prefix);
+    }
+    if !is_plain_identifier(&name) {
+        name.push('_');
+    }
+    Some(name)
+}
+
+/// Whether the SQL parser reads `name` as a plain, unquoted table and column
+/// name everywhere a query uses one: not a keyword the parser reserves in
+/// some position (`select`, `end`, …) nor a function such as `current_date`.
+fn is_plain_identifier(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    if let Ok(index) = keywords::ALL_KEYWORDS.binary_search(&upper.as_str()) {
+        let keyword = keywords::ALL_KEYWORDS_INDEX[index];
+        if [
+            keywords::RESERVED_FOR_TABLE_ALIAS,
+            keywords::RESERVED_FOR_COLUMN_ALIAS,
+            keywords::RESERVED_FOR_TABLE_FACTOR,
+            keywords::RESERVED_FOR_IDENTIFIER,
+        ]
+        .iter()
+        .any(|reserved| reserved.contains(&keyword))
+        {
+            return false;
+        }
+    }
+    let sql = format!(
+        "SELECT {name} FROM {name} WHERE {name} IS NOT NULL GROUP BY {name} ORDER BY {name}"
+    );
+    let Ok(mut statements) = DFParser::parse_sql(&sql) else {
+        return false;
+    };
+    if statements.len() != 1 {
+        return false;
+    }
+    let Some(DfStatement::Statement(statement)) = statements.pop_front() else {
+        return false;
+    };
+    let ast::Statement::Query(query) = *statement else {
+        return false;
+    };
+    let ast::SetExpr::Select(select) = *query.body else {
+        return false;
+    };
+    let column_ok = matches!(
+        select.projection.as_slice(),
+        [ast::SelectItem::UnnamedExpr(ast::Expr::Identifier(ident))]
+            if ident.value == name && ident.quote_style.is_none()
+    );
+    let table_ok = matches!(
+        select.from.as_slice(),
+        [ast::TableWithJoins {
+            relation: ast::TableFactor::Table { name: table, alias: None, args: None, .. },
+            joins,
+        }] if joins.is_empty() && table.to_string() == name
+    );
+    column_ok && table_ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_safe_snake_case() {
+        let names = column_names(
+            [
+                " First Name ",
+                "firstName",
+                "",
+                "2024 total",
+                "name\"; DROP TABLE x; --",
+                "select",
+                "end",
+                "date",
+                "current_date",
+                "Name",
+                "name",
+                "Größe",
+            ]
+            .into_iter(),
+        );
+        assert_eq!(
+            names,
+            [
+                "first_name",
+                "first_name_2",
+                "column_3",
+                "c_2024_total",
+                "name_drop_table_x",
+                "select_",
+                "end_",
+                "date",
+                "current_date_",
+                "name",
+                "name_2",
+                "gr_e",
+            ]
+        );
+    }
+
+    #[test]
+    fn table_names_drop_the_extension_and_avoid_taken_ones() {
+        let taken = HashSet::from(["sales".to_owned()]);
+        assert_eq!(table_name("Sales.CSV", &taken), "sales_2");
+        assert_eq!(
+            table_name("dataset://q3/orders", &taken),
+            "dataset_q3_orders"
+        );
+        assert_eq!(table_name("  ", &taken), "data");
+        assert_eq!(table_name("2024", &taken), "t_2024");
+    }
+
+    #[test]
+    fn values_are_typed_only_when_they_all_fit() {
+        let kind = |values: &[&str]| {
+            let mut inference = Inference::default();
+            values.iter().for_each(|v| inference.observe(v));
+            inference.column_type()
+        };
+        assert_eq!(kind(&["1", "-2", "+3"]), ColumnType::Integer);
+        assert_eq!(kind(&["1", "2.5", "1e3", ".5"]), ColumnType::Float);
+        assert_eq!(kind(&["007", "1"]), ColumnType::Text);
+        assert_eq!(kind(&["nan", "1.0"]), ColumnType::Text);
+        assert_eq!(kind(&["TRUE", "false"]), ColumnType::Boolean);
+        assert_eq!(kind(&["2024-02-29"]), ColumnType::Date);
+        assert_eq!(kind(&["2023-02-29"]), ColumnType::Text);
+        assert_eq!(
+            kind(&[
+                "2024-01-01 10:00:00",
+                "2024-01-02T10:00:00.5Z",
+                "2024-01-03"
+            ]),
+            ColumnType::Timestamp
+        );
+        assert_eq!(kind(&["9223372036854775808"]), ColumnType::Float);
+        assert_eq!(kind(&[]), ColumnType::Text);
+    }
+}

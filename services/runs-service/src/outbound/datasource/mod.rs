@@ -1,0 +1,389 @@
+//! Data sources in SQL (SQLite or PostgreSQL through `sqlx::Any`), queried
+//! with DataFusion.
+//!
+//! An imported CSV is stored as one row of `data_sources`: its metadata and
+//! the whole table as Parquet bytes, so that any replica can serve it and it
+//! survives restarts. Decoded tables are kept in a bounded in-memory cache.
+//! Queries run on a runtime of their own, so that a heavy query never holds
+//! the threads that serve requests; database reads stay on the caller's
+//! runtime, which owns the pool's connections.
+
+mod cache;
+mod codec;
+mod engine;
+mod import;
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use anyhow::Context as _;
+use async_trait::async_trait;
+use datafusion::arrow::record_batch::RecordBatch;
+use sqlx::{AnyPool, Row, any::AnyRow};
+use tokio::{runtime::Handle, sync::Semaphore, task::JoinHandle};
+
+use crate::domain::{
+    datasource::{
+        Column, DataSource, DataSources, ImportError, ImportLimits, QueryError, QueryLimits,
+        QueryResult,
+    },
+    entities::new_id,
+};
+use cache::{LoadedTable, TableCache};
+
+/// Memory for decoded tables kept between queries, unless set otherwise.
+pub const DEFAULT_CACHE_BYTES: usize = 512 * 1024 * 1024;
+
+/// Queries running at once; each may use [`QueryLimits::memory_bytes`].
+const MAX_CONCURRENT_QUERIES: usize = 4;
+
+/// Tries at a unique table name when concurrent imports pick the same one.
+const NAME_ATTEMPTS: usize = 8;
+
+const METADATA_COLUMNS: &str = "id, thread_id, table_name, origin, integration_id, \
+     columns_json, row_count, size_bytes, created_at";
+
+/// [`DataSources`] over a SQL database.
+#[derive(Debug)]
+pub struct SqlDataSources {
+    store: Arc<Store>,
+    import: ImportLimits,
+    limits: QueryLimits,
+    /// Parallelism of a query: the machine's cores.
+    partitions: usize,
+    permits: Arc<Semaphore>,
+    runtime: Mutex<Option<Arc<QueryRuntime>>>,
+}
+
+impl SqlDataSources {
+    /// Data sources in `pool`, whose schema [`crate::outbound::sql::MIGRATIONS`]
+    /// created, within `import` and `query` limits.
+    pub fn new(pool: AnyPool, import: ImportLimits, query: QueryLimits) -> Self {
+        Self {
+            store: Arc::new(Store {
+                pool,
+                cache: TableCache::new(DEFAULT_CACHE_BYTES),
+            }),
+            import,
+            limits: query,
+            partitions: std::thread::available_parallelism().map_or(2, usize::from),
+            permits: Arc::new(Semaphore::new(MAX_CONCURRENT_QUERIES)),
+            runtime: Mutex::new(None),
+        }
+    }
+
+    /// The same, keeping at most `bytes` of decoded tables in memory.
+    pub fn with_cache_bytes(mut self, bytes: usize) -> Self {
+        self.store = Arc::new(Store {
+            pool: self.store.pool.clone(),
+            cache: TableCache::new(bytes),
+        });
+        self
+    }
+
+    /// The runtime queries run on, started on first use.
+    fn runtime(&self) -> anyhow::Result<Arc<QueryRuntime>> {
+        let mut slot = self
+            .runtime
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(runtime) = slot.as_ref() {
+            return Ok(Arc::clone(runtime));
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(self.partitions)
+            .thread_name("data-source-queries")
+            .enable_time()
+            .build()
+            .context("failed to start the query runtime")?;
+        let runtime = Arc::new(QueryRuntime(Some(runtime)));
+        *slot = Some(Arc::clone(&runtime));
+        Ok(runtime)
+    }
+
+    async fn insert(
+        &self,
+        source: &DataSource,
+        name: &str,
+        content: &[u8],
+    ) -> anyhow::Result<String> {
+        let columns_json =
+            serde_json::to_string(&source.columns).context("failed to encode columns")?;
+        for _ in 0..NAME_ATTEMPTS {
+            let taken: HashSet<String> =
+                sqlx::query("SELECT table_name FROM data_sources WHERE thread_id = $1")
+                    .bind(source.thread_id.as_str())
+                    .fetch_all(&self.store.pool)
+                    .await
+                    .context("failed to read the thread's table names")?
+                    .iter()
+                    .map(|row| row.try_get("table_name"))
+                    .collect::<Result<_, _>>()?;
+            let table_name = import::table_name(name, &taken);
+            let inserted = sqlx::query(
+                "INSERT INTO data_sources (id, thread_id, table_name, origin, integration_id, \
+                 columns_json, row_count, size_bytes, content, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            )
+            .bind(source.id.as_str())
+            .bind(source.thread_id.as_str())
+            .bind(table_name.as_str())
+            .bind(source.origin.as_str())
+            .bind(source.integration_id.as_deref())
+            .bind(columns_json.as_str())
+            .bind(source.row_count)
+            .bind(source.size_bytes)
+            .bind(content)
+            .bind(source.created_at)
+            .execute(&self.store.pool)
+            .await;
+            match inserted {
+                Ok(_) => return Ok(table_name),
+                // Another import took the name in between: pick again.
+                Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {}
+                Err(error) => {
+                    return Err(anyhow::Error::new(error).context("failed to insert a data source"));
+                }
+            }
+        }
+        anyhow::bail!("no unique table name found after {NAME_ATTEMPTS} tries")
+    }
+}
+
+/// Stored tables and the cache of decoded ones.
+#[derive(Debug)]
+struct Store {
+    pool: AnyPool,
+    cache: TableCache,
+}
+
+impl Store {
+    /// The decoded table of data source `id`, from the cache or the database
+    /// (read on `io`, the runtime that owns the pool's connections).
+    async fn load(
+        &self,
+        id: &str,
+        partitions: usize,
+        io: &Handle,
+    ) -> anyhow::Result<Arc<LoadedTable>> {
+        if let Some(table) = self.cache.get(id) {
+            return Ok(table);
+        }
+        let pool = self.pool.clone();
+        let owned_id = id.to_owned();
+        let content: Vec<u8> = io
+            .spawn(async move {
+                sqlx::query("SELECT content FROM data_sources WHERE id = $1")
+                    .bind(owned_id)
+                    .fetch_optional(&pool)
+                    .await
+                    .context("failed to read a data source")?
+                    .context("the data source was deleted")?
+                    .try_get("content")
+                    .context("failed to read a data source")
+            })
+            .await
+            .context("reading a data source stopped")??;
+        let table = tokio::task::spawn_blocking(move || -> anyhow::Result<LoadedTable> {
+            let batches = codec::decode(content)?;
+            let schema = batches.first().map(RecordBatch::schema);
+            let bytes = batches.iter().map(RecordBatch::get_array_memory_size).sum();
+            let schema = schema.context("a stored table has no schema")?;
+            Ok(LoadedTable::new(schema, batches, partitions, bytes))
+        })
+        .await
+        .context("decoding a table stopped")??;
+        let table = Arc::new(table);
+        self.cache.insert(id, Arc::clone(&table));
+        Ok(table)
+    }
+}
+
+/// A tokio runtime for queries, shut down without waiting when dropped (it may
+/// be dropped inside another runtime, where waiting is not allowed).
+#[derive(Debug)]
+struct QueryRuntime(Option<tokio::runtime::Runtime>);
+
+impl QueryRuntime {
+    fn handle(&self) -> anyhow::Result<&Handle> {
+        self.0
+            .as_ref()
+            .map(tokio::runtime::Runtime::handle)
+            .context("the query runtime has stopped")
+    }
+}
+
+impl Drop for QueryRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// Aborts the task when the caller stops waiting for it.
+struct AbortOnDrop<T>(JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn decode_source(row: &AnyRow) -> anyhow::Result<DataSource> {
+    let columns_json: String = row.try_get("columns_json")?;
+    let columns: Vec<Column> =
+        serde_json::from_str(&columns_json).context("stored columns are not valid")?;
+    Ok(DataSource {
+        id: row.try_get("id")?,
+        thread_id: row.try_get("thread_id")?,
+        table_name: row.try_get("table_name")?,
+        origin: row.try_get("origin")?,
+        integration_id: row.try_get("integration_id")?,
+        columns,
+        row_count: row.try_get("row_count")?,
+        size_bytes: row.try_get("size_bytes")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+#[async_trait]
+impl DataSources for SqlDataSources {
+    async fn import_csv(
+        &self,
+        thread_id: &str,
+        name: &str,
+        origin: &str,
+        integration_id: Option<&str>,
+        csv: &[u8],
+    ) -> Result<DataSource, ImportError> {
+        // Refused before the bytes are copied.
+        if csv.len() > self.import.max_bytes {
+            return Err(ImportError::TooLarge {
+                limit: self.import.max_bytes,
+                actual: csv.len(),
+            });
+        }
+        let bytes = csv.to_vec();
+        let limits = self.import;
+        // Parsing and encoding are CPU work; they stay off the async workers.
+        let (parsed, content) = tokio::task::spawn_blocking(move || {
+            let parsed = import::parse_csv(&bytes, &limits)?;
+            let content = codec::encode(&parsed.batch).map_err(ImportError::Storage)?;
+            Ok::<_, ImportError>((parsed, content))
+        })
+        .await
+        .map_err(|e| ImportError::Storage(anyhow::Error::new(e).context("the import stopped")))??;
+
+        let row_count = parsed.batch.num_rows();
+        let mut source = DataSource {
+            id: new_id(),
+            thread_id: thread_id.to_owned(),
+            table_name: String::new(),
+            origin: origin.to_owned(),
+            integration_id: integration_id.map(str::to_owned),
+            columns: parsed.columns,
+            row_count: i64::try_from(row_count).unwrap_or(i64::MAX),
+            size_bytes: i64::try_from(csv.len()).unwrap_or(i64::MAX),
+            created_at: switchboard_db::now_millis(),
+        };
+        source.table_name = self
+            .insert(&source, name, &content)
+            .await
+            .map_err(ImportError::Storage)?;
+
+        // The model usually queries a table right after importing it.
+        let bytes = parsed.batch.get_array_memory_size();
+        let batches = (0..row_count)
+            .step_by(codec::BATCH_ROWS)
+            .map(|start| {
+                parsed
+                    .batch
+                    .slice(start, codec::BATCH_ROWS.min(row_count - start))
+            })
+            .collect();
+        self.store.cache.insert(
+            &source.id,
+            Arc::new(LoadedTable::new(
+                parsed.batch.schema(),
+                batches,
+                self.partitions,
+                bytes,
+            )),
+        );
+        tracing::info!(
+            thread_id,
+            table = %source.table_name,
+            rows = row_count,
+            csv_bytes = csv.len(),
+            stored_bytes = content.len(),
+            "data source imported"
+        );
+        Ok(source)
+    }
+
+    async fn list(&self, thread_id: &str) -> Result<Vec<DataSource>, anyhow::Error> {
+        sqlx::query(&format!(
+            "SELECT {METADATA_COLUMNS} FROM data_sources WHERE thread_id = $1 \
+             ORDER BY created_at, id"
+        ))
+        .bind(thread_id)
+        .fetch_all(&self.store.pool)
+        .await
+        .context("failed to list data sources")?
+        .iter()
+        .map(decode_source)
+        .collect()
+    }
+
+    async fn query(&self, thread_id: &str, sql: &str) -> Result<QueryResult, QueryError> {
+        let statement = engine::check_statement(sql)?;
+        let limits = self.limits;
+        let _permit = tokio::time::timeout(limits.timeout, self.permits.acquire())
+            .await
+            .map_err(|_| QueryError::Timeout(limits.timeout))?
+            .map_err(|e| QueryError::Internal(e.into()))?;
+        let tables: HashMap<String, String> =
+            sqlx::query("SELECT id, table_name FROM data_sources WHERE thread_id = $1")
+                .bind(thread_id)
+                .fetch_all(&self.store.pool)
+                .await
+                .context("failed to read the thread's data sources")
+                .map_err(QueryError::Internal)?
+                .iter()
+                .map(|row| Ok((row.try_get("table_name")?, row.try_get("id")?)))
+                .collect::<Result<_, sqlx::Error>>()
+                .map_err(|e| QueryError::Internal(e.into()))?;
+
+        let io = Handle::try_current()
+            .context("queries run inside a tokio runtime")
+            .map_err(QueryError::Internal)?;
+        let runtime = self.runtime().map_err(QueryError::Internal)?;
+        let store = Arc::clone(&self.store);
+        let partitions = self.partitions;
+        let task = runtime
+            .handle()
+            .map_err(QueryError::Internal)?
+            .spawn(async move {
+                tokio::time::timeout(
+                    limits.timeout,
+                    engine::run(store, io, tables, statement, limits, partitions),
+                )
+                .await
+                .unwrap_or(Err(QueryError::Timeout(limits.timeout)))
+            });
+        let mut task = AbortOnDrop(task);
+        // The query's own timer normally ends it; this one answers even if a
+        // step of the engine were to hold its thread past the limit.
+        match tokio::time::timeout(limits.timeout + Duration::from_secs(1), &mut task.0).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(join)) => Err(QueryError::Internal(
+                anyhow::Error::new(join).context("the query task failed"),
+            )),
+            Err(_) => Err(QueryError::Timeout(limits.timeout)),
+        }
+    }
+}

@@ -1,0 +1,357 @@
+//! runs-service under load: orchestration overhead per step, 500 concurrent
+//! runs with runs-service's peak RSS, and discovery of 20 slow integrations.
+//! mcp-service and runs-service run as their own processes; the scripted
+//! model and the example MCP server run in this one. See BENCHMARKS.md.
+//!
+//! `cargo bench -p switchboard-e2e --bench runs`
+
+use std::{
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use futures::StreamExt as _;
+use switchboard_example_mcp_server::{HttpServerOptions, spawn_http};
+use switchboard_proto::{
+    mcp::v1::{self as mcp, mcp_service_client::McpServiceClient},
+    runs::v1::{self as runs, execute_run_response::Event, runs_service_client::RunsServiceClient},
+};
+use switchboard_scripted_model::ScriptedModel;
+use switchboard_test_support::{
+    TEST_JWT_SECRET, authed,
+    grpc::{free_port, wait_serving},
+    token, workspace_binary,
+};
+use tonic::transport::Channel;
+
+struct Service(Child);
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn status_kib(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn start(
+    binary: &str,
+    package: &str,
+    dir: &std::path::Path,
+    env: &[(&str, String)],
+) -> (Service, String) {
+    let port = free_port().expect("a port");
+    let child = Command::new(workspace_binary(package, binary))
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .current_dir(dir)
+        .env("SWITCHBOARD_JWT_SECRET", TEST_JWT_SECRET)
+        .env("RUST_LOG", "warn")
+        .env("SWITCHBOARD_LOG_FORMAT", "pretty")
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the service starts");
+    (Service(child), format!("http://127.0.0.1:{port}"))
+}
+
+fn percentile(sorted: &[Duration], q: f64) -> Duration {
+    sorted[((sorted.len() as f64 * q) as usize).min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+async fn integration(
+    client: &mut McpServiceClient<Channel>,
+    admin: &str,
+    slug: &str,
+    url: &str,
+) -> String {
+    client
+        .create_integration(authed(
+            mcp::CreateIntegrationRequest {
+                display_name: slug.into(),
+                slug: slug.into(),
+                source: Some(mcp::create_integration_request::Source::Custom(
+                    mcp::CustomIntegrationSpec {
+                        transport: Some(mcp::Transport {
+                            kind: Some(mcp::transport::Kind::StreamableHttp(
+                                mcp::StreamableHttpTransport { url: url.into() },
+                            )),
+                        }),
+                        auth: None,
+                    },
+                )),
+                ..Default::default()
+            },
+            admin,
+        ))
+        .await
+        .expect("integration")
+        .into_inner()
+        .integration
+        .expect("an integration")
+        .id
+}
+
+async fn agent(
+    client: &mut RunsServiceClient<Channel>,
+    admin: &str,
+    integrations: Vec<String>,
+) -> String {
+    client
+        .create_agent(authed(
+            runs::CreateAgentRequest {
+                agent: Some(runs::Agent {
+                    name: "bench".into(),
+                    model: Some(runs::ModelRef {
+                        provider: "scripted".into(),
+                        model: "instant".into(),
+                    }),
+                    mcp_integration_ids: integrations,
+                    ..Default::default()
+                }),
+            },
+            admin,
+        ))
+        .await
+        .expect("agent")
+        .into_inner()
+        .agent
+        .expect("an agent")
+        .id
+}
+
+/// Runs one thread to completion; returns its duration and step count.
+async fn one_run(
+    client: RunsServiceClient<Channel>,
+    admin: String,
+    agent_id: String,
+) -> (Duration, i32) {
+    let mut client = client;
+    let thread = client
+        .create_thread(authed(
+            runs::CreateThreadRequest {
+                agent_id,
+                title: String::new(),
+            },
+            &admin,
+        ))
+        .await
+        .expect("thread")
+        .into_inner()
+        .thread
+        .expect("a thread")
+        .id;
+    let started = Instant::now();
+    let mut stream = client
+        .execute_run(authed(
+            runs::ExecuteRunRequest {
+                thread_id: thread,
+                input: Some(runs::execute_run_request::Input::UserMessage(
+                    runs::UserMessageInput { text: "go".into() },
+                )),
+            },
+            &admin,
+        ))
+        .await
+        .expect("run")
+        .into_inner();
+    let mut steps = 0;
+    while let Some(event) = stream.next().await {
+        match event.expect("event").event {
+            Some(Event::RunCompleted(done)) => steps = done.run.map_or(0, |r| r.steps),
+            Some(Event::RunFailed(failed)) => panic!("run failed: {}", failed.error),
+            _ => {}
+        }
+    }
+    (started.elapsed(), steps)
+}
+
+#[tokio::main]
+async fn main() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let fast = spawn_http(HttpServerOptions::default())
+        .await
+        .expect("example server");
+    let slow = spawn_http(HttpServerOptions {
+        discovery_delay: Duration::from_millis(100),
+        ..HttpServerOptions::default()
+    })
+    .await
+    .expect("slow example server");
+    let model = ScriptedModel::start_looping(
+        Some("example__echo".into()),
+        r#"{"text":"ping"}"#.into(),
+        "done".into(),
+    )
+    .await
+    .expect("scripted model");
+
+    let (mcp_process, mcp_url) = start(
+        "mcp-service",
+        "switchboard-mcp-service",
+        dir.path(),
+        &[
+            ("SWITCHBOARD_DEV_MODE", "true".into()),
+            ("SWITCHBOARD_OUTBOUND_ALLOW", "127.0.0.1/32".into()),
+            (
+                "SWITCHBOARD_DATA_DIR",
+                dir.path().join("mcp").display().to_string(),
+            ),
+        ],
+    );
+    let (runs_process, runs_url) = start(
+        "runs-service",
+        "switchboard-runs-service",
+        dir.path(),
+        &[
+            ("SWITCHBOARD_MCP_SERVICE_URL", mcp_url.clone()),
+            (
+                "SWITCHBOARD_MODEL_PROVIDERS",
+                format!("scripted=openai,{}", model.base_url()),
+            ),
+            (
+                "SWITCHBOARD_DATA_DIR",
+                dir.path().join("runs").display().to_string(),
+            ),
+        ],
+    );
+    for url in [&mcp_url, &runs_url] {
+        wait_serving(url, "", Duration::from_secs(30))
+            .await
+            .expect("serving");
+    }
+    let admin = token("bench", "bench-user", &["admin"]);
+    let mut mcp_client = McpServiceClient::connect(mcp_url.clone())
+        .await
+        .expect("mcp");
+    let mut runs_client = RunsServiceClient::connect(runs_url.clone())
+        .await
+        .expect("runs");
+    let example = integration(&mut mcp_client, &admin, "example", &fast.url()).await;
+    let mut slow_ids = Vec::new();
+    for i in 0..20 {
+        slow_ids.push(integration(&mut mcp_client, &admin, &format!("slow{i}"), &slow.url()).await);
+    }
+    let fast_agent = agent(&mut runs_client, &admin, vec![example.clone()]).await;
+    let bare_agent = agent(&mut runs_client, &admin, vec![]).await;
+    let slow_agent = agent(&mut runs_client, &admin, slow_ids).await;
+
+    // Warm-up: connections, the discovery cache, the upstream session pool.
+    for _ in 0..20 {
+        one_run(runs_client.clone(), admin.clone(), fast_agent.clone()).await;
+    }
+
+    // Orchestration overhead per step.
+    let mut per_step = Vec::new();
+    for _ in 0..200 {
+        let (elapsed, steps) =
+            one_run(runs_client.clone(), admin.clone(), fast_agent.clone()).await;
+        assert_eq!(steps, 2, "tool call, then answer");
+        per_step.push(elapsed / 2);
+    }
+    per_step.sort_unstable();
+    let http = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .build()
+        .expect("client");
+    let mut model_calls = Vec::new();
+    for _ in 0..200 {
+        let started = Instant::now();
+        http.post(format!("{}/chat/completions", model.base_url()))
+            .json(&serde_json::json!({"model": "instant", "stream": true, "messages": [{"role": "user", "content": "go"}]}))
+            .send()
+            .await
+            .expect("model")
+            .bytes()
+            .await
+            .expect("body");
+        model_calls.push(started.elapsed());
+    }
+    model_calls.sort_unstable();
+    let mut tool_calls = Vec::new();
+    for _ in 0..200 {
+        let started = Instant::now();
+        mcp_client
+            .execute_tool(authed(
+                mcp::ExecuteToolRequest {
+                    integration_id: example.clone(),
+                    tool_name: "echo".into(),
+                    arguments: switchboard_proto::json::json_to_struct(
+                        &serde_json::json!({"text": "ping"}),
+                    ),
+                    session_scope: "bench".into(),
+                },
+                &admin,
+            ))
+            .await
+            .expect("tool");
+        tool_calls.push(started.elapsed());
+    }
+    tool_calls.sort_unstable();
+    let step = percentile(&per_step, 0.5);
+    let overhead =
+        step.saturating_sub(percentile(&model_calls, 0.5) + percentile(&tool_calls, 0.5) / 2);
+    println!("orchestration, 200 runs of 2 steps (tool call, then answer):");
+    println!(
+        "  per step p50 {:.3} ms, p99 {:.3} ms; model call p50 {:.3} ms; ExecuteTool p50 {:.3} ms",
+        ms(step),
+        ms(percentile(&per_step, 0.99)),
+        ms(percentile(&model_calls, 0.5)),
+        ms(percentile(&tool_calls, 0.5))
+    );
+    println!(
+        "  orchestration overhead per step p50 = step - model call - half a tool call = {:.3} ms (target <= 1 ms)",
+        ms(overhead)
+    );
+
+    // 500 concurrent runs.
+    let runs_pid = runs_process.0.id();
+    let rss_before = status_kib(runs_pid, "VmRSS:");
+    let started = Instant::now();
+    let all = futures::future::join_all((0..500).map(|_| {
+        tokio::spawn(one_run(
+            runs_client.clone(),
+            admin.clone(),
+            fast_agent.clone(),
+        ))
+    }))
+    .await;
+    let wall = started.elapsed();
+    let completed = all
+        .into_iter()
+        .filter(|r| r.as_ref().is_ok_and(|(_, steps)| *steps == 2))
+        .count();
+    println!("500 concurrent runs:");
+    println!(
+        "  {completed}/500 completed in {:.2} s; runs-service RSS {} MiB before, peak {} MiB",
+        wall.as_secs_f64(),
+        rss_before / 1024,
+        status_kib(runs_pid, "VmHWM:") / 1024
+    );
+
+    // Discovery of 20 integrations that each take 100 ms to list their tools.
+    let (bare, _) = one_run(runs_client.clone(), admin.clone(), bare_agent.clone()).await;
+    let (slow_run, _) = one_run(runs_client.clone(), admin.clone(), slow_agent.clone()).await;
+    println!("discovery of 20 integrations answering in 100 ms each:");
+    println!(
+        "  run with them {:.1} ms, run without integrations {:.1} ms: discovery took about {:.1} ms (target <= 150 ms; sequential would be 2000 ms)",
+        ms(slow_run),
+        ms(bare),
+        ms(slow_run.saturating_sub(bare))
+    );
+    drop(mcp_process);
+    drop(runs_process);
+}

@@ -56,11 +56,19 @@ run-runs: build ## Run runs-service alone (embedded SQLite)
 	$(DEV_ENV) SWITCHBOARD_MCP_SERVICE_URL=http://$(MCP_LISTEN) ./target/debug/runs-service --listen $(RUNS_LISTEN)
 
 .PHONY: bench
-bench: bench-mcp ## Run every benchmark (release builds; see BENCHMARKS.md)
+bench: bench-mcp bench-runs bench-data ## Run every benchmark (release builds; see BENCHMARKS.md)
 
 .PHONY: bench-mcp
 bench-mcp: ## ExecuteTool through mcp-service vs direct, sessions vs connect-per-call, idle-session RSS
 	$(CARGO) bench -p switchboard-mcp-service --bench execute_tool
+
+.PHONY: bench-runs
+bench-runs: ## Orchestration overhead per step, 500 concurrent runs, discovery of 20 slow integrations
+	$(CARGO) bench -p switchboard-e2e --bench runs
+
+.PHONY: bench-data
+bench-data: tools ## Import of a 1,000,000-row CSV and a GROUP BY, against DuckDB
+	$(CARGO) bench -p switchboard-runs-service --bench data_sources
 
 .PHONY: test
 test: tools postgres ## Run every test, on SQLite and PostgreSQL

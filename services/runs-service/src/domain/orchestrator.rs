@@ -19,7 +19,7 @@ use switchboard_db::now_millis;
 use tokio::sync::mpsc;
 
 use super::{
-    builtins::{BuiltinContext, Builtins},
+    builtins::{BuiltinContext, Builtins, RETRIEVE_RESOURCE},
     entities::{
         Agent, Message, Part, PendingCall, Role, Run, RunStatus, Thread, ToolTarget, Usage, new_id,
     },
@@ -491,6 +491,7 @@ impl Orchestrator {
     async fn store(
         &self,
         emitter: &mut Emitter,
+        history: &mut Vec<Message>,
         thread: &Thread,
         run: &Run,
         role: Role,
@@ -506,6 +507,7 @@ impl Orchestrator {
             created_at: now_millis(),
         };
         message.seq = self.repo.append_message(&message).await?;
+        history.push(message.clone());
         Ok(if emitter.emit(RunEvent::MessageCreated(message)).await {
             Ok(())
         } else {
@@ -568,6 +570,12 @@ impl Orchestrator {
         input: RunInput,
         emitter: &mut Emitter,
     ) -> Result<Result<(), Disconnected>, RunsError> {
+        // The thread's history, kept up to date as this run stores messages,
+        // so a step does not read it back.
+        let mut history = self
+            .repo
+            .list_messages(&thread.id, 0, HISTORY_LIMIT)
+            .await?;
         macro_rules! emit {
             ($event:expr) => {
                 if !emitter.emit($event).await {
@@ -578,7 +586,7 @@ impl Orchestrator {
         macro_rules! stored {
             ($role:expr, $parts:expr) => {
                 if self
-                    .store(emitter, thread, run, $role, $parts)
+                    .store(emitter, &mut history, thread, run, $role, $parts)
                     .await?
                     .is_err()
                 {
@@ -630,6 +638,7 @@ impl Orchestrator {
             thread_id: thread.id.clone(),
             capabilities: Arc::new(capabilities),
         };
+        let mut sources = self.builtins.sources(&thread.id).await;
 
         loop {
             if run.steps >= i64::from(max_steps) {
@@ -640,7 +649,6 @@ impl Orchestrator {
             }
             // Re-assembled every step: a CSV imported by the last turn makes
             // `source_query` available to the next.
-            let sources = self.builtins.sources(&thread.id).await;
             let toolset = assemble(
                 self.builtins.specs(agent, &sources),
                 &agent.config.client_tools,
@@ -651,10 +659,6 @@ impl Orchestrator {
                 run.bindings = toolset.bindings.clone();
                 self.save(run).await?;
             }
-            let history = self
-                .repo
-                .list_messages(&thread.id, 0, HISTORY_LIMIT)
-                .await?;
             let request = ChatRequest {
                 model: agent.config.model.clone(),
                 system: system.clone(),
@@ -756,8 +760,14 @@ impl Orchestrator {
                     is_error,
                 });
             }
+            let imported = result_parts.iter().any(|part| {
+                matches!(part, Part::ToolResult { name, is_error: false, .. } if name == RETRIEVE_RESOURCE)
+            });
             if !result_parts.is_empty() {
                 stored!(Role::Tool, result_parts);
+            }
+            if imported {
+                sources = self.builtins.sources(&thread.id).await;
             }
             if !client_calls.is_empty() {
                 run.status = RunStatus::RequiresAction;

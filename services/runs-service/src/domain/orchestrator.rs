@@ -696,8 +696,9 @@ impl Orchestrator {
                 }
             }
             drop(stream);
+            // Saved with the run's next state change; a crash loses only the
+            // count of a run that is then marked interrupted anyway.
             run.steps += 1;
-            self.save(run).await?;
 
             let mut parts = Vec::new();
             if !text.is_empty() {

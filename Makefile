@@ -25,6 +25,10 @@ postgres: ## Make sure the test PostgreSQL answers on 127.0.0.1:5432
 	@bash scripts/ensure-postgres.sh
 
 EXAMPLE_MCP_LISTEN ?= 127.0.0.1:8931
+SCRIPTED_MODEL_LISTEN ?= 127.0.0.1:8090
+# The model: a scripted one on this machine unless a real endpoint is given
+# (see README, SWITCHBOARD_MODEL_PROVIDERS).
+SWITCHBOARD_MODEL_PROVIDERS ?= scripted=openai,http://$(SCRIPTED_MODEL_LISTEN)/v1
 # Local runs reach MCP servers on this machine and use a publicly known
 # sealing key; never set these in production.
 DEV_ENV = SWITCHBOARD_JWT_SECRET=$(DEV_JWT_SECRET) SWITCHBOARD_LOG_FORMAT=pretty \
@@ -40,10 +44,14 @@ run: build ## Run both services (embedded SQLite under .data/) and the example M
 	@echo "dev token (admin of dev-org):"
 	@SWITCHBOARD_JWT_SECRET=$(DEV_JWT_SECRET) ./target/debug/switchboard-token --org dev-org --user dev-user --role admin
 	@echo "example MCP server: http://$(EXAMPLE_MCP_LISTEN)/mcp"
+	@echo "model providers: $(SWITCHBOARD_MODEL_PROVIDERS)"
 	@trap 'kill 0' INT TERM EXIT; \
 	./target/debug/example-mcp-server --transport http --listen $(EXAMPLE_MCP_LISTEN) & \
+	./target/debug/scripted-model --listen $(SCRIPTED_MODEL_LISTEN) --tool example__echo \
+	  --arguments '{"text":"hello from the example MCP server"}' --reply "The example server answered." & \
 	$(DEV_ENV) ./target/debug/mcp-service --listen $(MCP_LISTEN) & \
 	$(DEV_ENV) SWITCHBOARD_MCP_SERVICE_URL=http://$(MCP_LISTEN) \
+	  SWITCHBOARD_MODEL_PROVIDERS='$(SWITCHBOARD_MODEL_PROVIDERS)' \
 	  ./target/debug/runs-service --listen $(RUNS_LISTEN) & \
 	wait
 
@@ -53,7 +61,8 @@ run-mcp: build ## Run mcp-service alone (embedded SQLite)
 
 .PHONY: run-runs
 run-runs: build ## Run runs-service alone (embedded SQLite)
-	$(DEV_ENV) SWITCHBOARD_MCP_SERVICE_URL=http://$(MCP_LISTEN) ./target/debug/runs-service --listen $(RUNS_LISTEN)
+	$(DEV_ENV) SWITCHBOARD_MCP_SERVICE_URL=http://$(MCP_LISTEN) \
+	  SWITCHBOARD_MODEL_PROVIDERS='$(SWITCHBOARD_MODEL_PROVIDERS)' ./target/debug/runs-service --listen $(RUNS_LISTEN)
 
 .PHONY: bench
 bench: bench-mcp bench-runs bench-data ## Run every benchmark (release builds; see BENCHMARKS.md)

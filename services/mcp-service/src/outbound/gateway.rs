@@ -9,9 +9,8 @@ use std::{future::Future, sync::Arc, time::Duration};
 
 use async_trait::async_trait;
 use rmcp::{
-    RoleClient, ServiceError,
+    ServiceError,
     model::{CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams},
-    service::Peer,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -113,7 +112,7 @@ impl RmcpGateway {
         op: F,
     ) -> Result<T, CallError>
     where
-        F: Fn(Peer<RoleClient>) -> Fut,
+        F: Fn(Arc<Live>) -> Fut,
         Fut: Future<Output = Result<T, ServiceError>>,
     {
         let key = SessionKey::new(integration, scope);
@@ -124,7 +123,7 @@ impl RmcpGateway {
                     .get(&key, || self.connect(integration))
                     .await
                     .map_err(CallError::Connect)?;
-                match op(live.session.peer().clone()).await {
+                match op(live).await {
                     Err(error) if never_delivered(&error) => {
                         self.pool.discard(&key, &slot);
                         tracing::info!(
@@ -242,31 +241,14 @@ impl McpGateway for RmcpGateway {
         if !bypass_cache && let Some(cached) = self.cache.get(integration) {
             return Ok(cached);
         }
-        let key = SessionKey::new(integration, &SessionScope(DISCOVERY_SCOPE.into()));
-        let listing = async {
-            for attempt in 0..2 {
-                let (slot, live) = self
-                    .pool
-                    .get(&key, || self.connect(integration))
-                    .await
-                    .map_err(CallError::Connect)?;
-                let mut discovery = Discovery::default();
-                match self.list_everything(&live, &mut discovery).await {
-                    Ok(()) => return Ok(discovery),
-                    Err(error) if never_delivered(&error) && attempt == 0 => {
-                        self.pool.discard(&key, &slot);
-                    }
-                    Err(error) => return Err(upstream(error)),
-                }
-            }
-            Err(CallError::Transport(
-                "the MCP session could not be re-established".into(),
-            ))
-        };
+        let scope = SessionScope(DISCOVERY_SCOPE.into());
         let discovery = Arc::new(
-            tokio::time::timeout(timeout, listing)
-                .await
-                .map_err(|_| CallError::Timeout(timeout))??,
+            self.on_session(integration, &scope, timeout, |live| async move {
+                let mut discovery = Discovery::default();
+                self.list_everything(&live, &mut discovery).await?;
+                Ok(discovery)
+            })
+            .await?,
         );
         self.cache.put(integration, discovery.clone());
         Ok(discovery)
@@ -282,9 +264,9 @@ impl McpGateway for RmcpGateway {
     ) -> Result<Value, CallError> {
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
         let result = self
-            .on_session(integration, scope, timeout, |peer| {
+            .on_session(integration, scope, timeout, |live| {
                 let params = params.clone();
-                async move { peer.call_tool(params).await }
+                async move { live.session.peer().call_tool(params).await }
             })
             .await?;
         self.check_size(to_json(&result)?)
@@ -298,9 +280,9 @@ impl McpGateway for RmcpGateway {
         timeout: Duration,
     ) -> Result<Value, CallError> {
         let result = self
-            .on_session(integration, scope, timeout, |peer| {
+            .on_session(integration, scope, timeout, |live| {
                 let params = ReadResourceRequestParams::new(uri.to_owned());
-                async move { peer.read_resource(params).await }
+                async move { live.session.peer().read_resource(params).await }
             })
             .await?;
         self.check_size(to_json(&result)?)
@@ -315,10 +297,10 @@ impl McpGateway for RmcpGateway {
         timeout: Duration,
     ) -> Result<Value, CallError> {
         let result = self
-            .on_session(integration, scope, timeout, |peer| {
+            .on_session(integration, scope, timeout, |live| {
                 let mut params = GetPromptRequestParams::new(name.to_owned());
                 params.arguments = Some(arguments.clone());
-                async move { peer.get_prompt(params).await }
+                async move { live.session.peer().get_prompt(params).await }
             })
             .await?;
         self.check_size(to_json(&result)?)

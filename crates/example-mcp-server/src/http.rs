@@ -32,8 +32,9 @@ pub struct HttpServerOptions {
     /// Whether `initialize` opens a session (`Mcp-Session-Id`) that later
     /// requests join. When false, every request is served on its own.
     pub stateful: bool,
-    /// Delay before answering the first page of `tools/list`, to stand in for
-    /// a slow server in discovery benchmarks.
+    /// Delay before answering each listing (tools, resources, resource
+    /// templates, prompts), to stand in for a slow server in discovery
+    /// benchmarks.
     pub discovery_delay: Duration,
 }
 

@@ -71,10 +71,20 @@ impl ExampleServer {
         }
     }
 
-    /// Delays the first page of `tools/list` by `delay`.
+    /// Delays the answer to every listing (the first page of tools, and
+    /// resources, resource templates and prompts) by `delay`.
     pub fn with_discovery_delay(mut self, delay: Duration) -> Self {
         self.discovery_delay = delay;
         self
+    }
+
+    /// Counts a listing in the statistics and waits out the discovery
+    /// delay, if any.
+    async fn slow_listing(&self) {
+        let _serving = self.stats.listing();
+        if !self.discovery_delay.is_zero() {
+            tokio::time::sleep(self.discovery_delay).await;
+        }
     }
 
     /// A handler for another session of the same server: it shares the
@@ -335,9 +345,8 @@ impl ServerHandler for ExampleServer {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let first_page = request.as_ref().is_none_or(|r| r.cursor.is_none());
-        if first_page && !self.discovery_delay.is_zero() {
-            tokio::time::sleep(self.discovery_delay).await;
+        if request.as_ref().is_none_or(|r| r.cursor.is_none()) {
+            self.slow_listing().await;
         }
         let tools = self.visible_tools();
         let start = match request.and_then(|request| request.cursor) {
@@ -445,6 +454,7 @@ impl ServerHandler for ExampleServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
+        self.slow_listing().await;
         Ok(ListResourcesResult::with_all_items(resources()))
     }
 
@@ -453,6 +463,7 @@ impl ServerHandler for ExampleServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
+        self.slow_listing().await;
         Ok(ListResourceTemplatesResult::with_all_items(vec![
             ResourceTemplate::new(SALES_BY_REGION_TEMPLATE, "sales_by_region")
                 .with_description("Sales of one region")
@@ -491,6 +502,7 @@ impl ServerHandler for ExampleServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
+        self.slow_listing().await;
         Ok(ListPromptsResult::with_all_items(vec![summarize_prompt()]))
     }
 

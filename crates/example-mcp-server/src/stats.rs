@@ -14,6 +14,10 @@ pub struct Stats {
     pub tool_calls: AtomicU64,
     /// Tool calls that stopped early because the client cancelled them.
     pub cancellations: AtomicU64,
+    /// Listings (tools, resources, resource templates, prompts) being served now.
+    pub listings_in_flight: AtomicU64,
+    /// The most listings ever served at once.
+    pub listings_peak: AtomicU64,
 }
 
 /// A point-in-time copy of [`Stats`].
@@ -25,6 +29,10 @@ pub struct StatsSnapshot {
     pub tool_calls: u64,
     /// Tool calls that stopped early because the client cancelled them.
     pub cancellations: u64,
+    /// The most listings (tools, resources, resource templates, prompts)
+    /// ever served at once.
+    #[serde(default)]
+    pub listings_peak: u64,
 }
 
 impl Stats {
@@ -36,6 +44,7 @@ impl Stats {
             sessions: self.sessions.load(Ordering::Relaxed),
             tool_calls: self.tool_calls.load(Ordering::Relaxed),
             cancellations: self.cancellations.load(Ordering::Relaxed),
+            listings_peak: self.listings_peak.load(Ordering::Relaxed),
         }
     }
 
@@ -50,6 +59,23 @@ impl Stats {
     pub(crate) fn record_cancellation(&self) {
         self.cancellations.fetch_add(1, Ordering::Relaxed);
     }
+
+    /// Counts a listing as served until the returned guard is dropped.
+    pub(crate) fn listing(&self) -> ListingGuard<'_> {
+        let now = self.listings_in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+        self.listings_peak.fetch_max(now, Ordering::Relaxed);
+        ListingGuard(self)
+    }
+}
+
+/// A listing being served; see [`Stats::listing`].
+#[derive(Debug)]
+pub(crate) struct ListingGuard<'a>(&'a Stats);
+
+impl Drop for ListingGuard<'_> {
+    fn drop(&mut self) {
+        self.0.listings_in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 #[cfg(test)]
@@ -63,12 +89,18 @@ mod tests {
         stats.record_tool_call();
         stats.record_tool_call();
         stats.record_cancellation();
+        {
+            let _first = stats.listing();
+            let _second = stats.listing();
+        }
+        let _third = stats.listing();
         assert_eq!(
             stats.snapshot(),
             StatsSnapshot {
                 sessions: 1,
                 tool_calls: 2,
                 cancellations: 1,
+                listings_peak: 2,
             }
         );
     }

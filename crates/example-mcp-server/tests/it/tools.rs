@@ -258,6 +258,7 @@ async fn stats_tool_reports_the_server_counters() {
             sessions: 1,
             tool_calls: 2,
             cancellations: 0,
+            listings_peak: 0,
         }
     );
 

@@ -177,16 +177,36 @@ impl RmcpGateway {
             protocol_version: info.protocol_version.to_string(),
             instructions: info.instructions.clone(),
         };
-        if info.capabilities.tools.is_some() {
-            discovery.tools = json_items(session.list_all_tools().await?);
-        }
-        if info.capabilities.resources.is_some() {
-            discovery.resources = json_items(session.list_all_resources().await?);
-            discovery.resource_templates = json_items(session.list_all_resource_templates().await?);
-        }
-        if info.capabilities.prompts.is_some() {
-            discovery.prompts = json_items(session.list_all_prompts().await?);
-        }
+        // The listings are independent: asked at once, discovery takes as
+        // long as the slowest of them, not their sum.
+        let capabilities = &info.capabilities;
+        let (tools, (resources, resource_templates), prompts) = tokio::try_join!(
+            async {
+                match capabilities.tools {
+                    Some(_) => session.list_all_tools().await.map(json_items),
+                    None => Ok(Vec::new()),
+                }
+            },
+            async {
+                match capabilities.resources {
+                    Some(_) => tokio::try_join!(
+                        async { session.list_all_resources().await.map(json_items) },
+                        async { session.list_all_resource_templates().await.map(json_items) },
+                    ),
+                    None => Ok((Vec::new(), Vec::new())),
+                }
+            },
+            async {
+                match capabilities.prompts {
+                    Some(_) => session.list_all_prompts().await.map(json_items),
+                    None => Ok(Vec::new()),
+                }
+            },
+        )?;
+        discovery.tools = tools;
+        discovery.resources = resources;
+        discovery.resource_templates = resource_templates;
+        discovery.prompts = prompts;
         discovery.discovered_at = switchboard_db::now_millis();
         Ok(())
     }

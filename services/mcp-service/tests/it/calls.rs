@@ -320,6 +320,42 @@ db_tests!(
 );
 
 #[tokio::test]
+async fn discovery_asks_for_every_listing_at_once() {
+    // Each listing is held for a while, so listings asked one after the other
+    // never overlap on the server.
+    let upstream = spawn_http(HttpServerOptions {
+        discovery_delay: Duration::from_millis(300),
+        ..HttpServerOptions::default()
+    })
+    .await
+    .expect("upstream");
+    let mut h = start(DbKind::Sqlite).await;
+    let token = admin("org-a");
+    let id = create(&mut h, &token, http_integration("slow", &upstream.url()))
+        .await
+        .id;
+    let discovered = h
+        .client
+        .discover(req(
+            pb::DiscoverRequest {
+                integration_id: id,
+                bypass_cache: false,
+            },
+            &token,
+        ))
+        .await
+        .expect("discovered")
+        .into_inner();
+    assert_eq!(discovered.tools.len(), 10);
+    assert_eq!(discovered.prompts.len(), 1);
+    assert_eq!(
+        upstream.stats.snapshot().listings_peak,
+        4,
+        "tools, resources, resource templates and prompts listed at once"
+    );
+}
+
+#[tokio::test]
 async fn a_hanging_tool_times_out_and_the_server_sees_the_cancellation() {
     let mut s = setup_with(DbKind::Sqlite, Some(Duration::from_secs(1))).await;
     let started = Instant::now();

@@ -570,12 +570,6 @@ impl Orchestrator {
         input: RunInput,
         emitter: &mut Emitter,
     ) -> Result<Result<(), Disconnected>, RunsError> {
-        // The thread's history, kept up to date as this run stores messages,
-        // so a step does not read it back.
-        let mut history = self
-            .repo
-            .list_messages(&thread.id, 0, HISTORY_LIMIT)
-            .await?;
         macro_rules! emit {
             ($event:expr) => {
                 if !emitter.emit($event).await {
@@ -583,24 +577,10 @@ impl Orchestrator {
                 }
             };
         }
-        macro_rules! stored {
-            ($role:expr, $parts:expr) => {
-                if self
-                    .store(emitter, &mut history, thread, run, $role, $parts)
-                    .await?
-                    .is_err()
-                {
-                    return Ok(Err(Disconnected));
-                }
-            };
-        }
-        match input {
-            RunInput::UserMessage(text) => {
-                emit!(RunEvent::Started(run.clone()));
-                stored!(Role::User, vec![Part::Text { text }]);
-            }
+        emit!(RunEvent::Started(run.clone()));
+        let (role, parts) = match input {
+            RunInput::UserMessage(text) => (Role::User, vec![Part::Text { text }]),
             RunInput::ClientToolResults { results, .. } => {
-                emit!(RunEvent::Started(run.clone()));
                 let parts = run
                     .pending
                     .iter()
@@ -617,11 +597,42 @@ impl Orchestrator {
                     })
                     .collect();
                 run.pending.clear();
-                stored!(Role::Tool, parts);
+                (Role::Tool, parts)
             }
+        };
+        // Storing the input, discovering the integrations and reading the
+        // thread's data sources do not depend on each other.
+        let (loaded, (capabilities, failed), mut sources) = tokio::join!(
+            async {
+                // The thread's history, kept up to date as this run stores
+                // messages, so a step does not read it back.
+                let mut history = self
+                    .repo
+                    .list_messages(&thread.id, 0, HISTORY_LIMIT)
+                    .await?;
+                let stored = self
+                    .store(emitter, &mut history, thread, run, role, parts)
+                    .await?;
+                Ok::<_, RunsError>((history, stored))
+            },
+            self.discover(caller, agent),
+            self.builtins.sources(&thread.id),
+        );
+        let (mut history, stored) = loaded?;
+        if stored.is_err() {
+            return Ok(Err(Disconnected));
         }
-
-        let (capabilities, failed) = self.discover(caller, agent).await;
+        macro_rules! stored {
+            ($role:expr, $parts:expr) => {
+                if self
+                    .store(emitter, &mut history, thread, run, $role, $parts)
+                    .await?
+                    .is_err()
+                {
+                    return Ok(Err(Disconnected));
+                }
+            };
+        }
         for (integration_id, error) in &failed {
             emit!(RunEvent::DiscoveryFailed {
                 integration_id: integration_id.clone(),
@@ -638,7 +649,6 @@ impl Orchestrator {
             thread_id: thread.id.clone(),
             capabilities: Arc::new(capabilities),
         };
-        let mut sources = self.builtins.sources(&thread.id).await;
 
         loop {
             if run.steps >= i64::from(max_steps) {

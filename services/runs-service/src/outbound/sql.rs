@@ -26,6 +26,9 @@ pub const MIGRATIONS: switchboard_db::Migrations = switchboard_db::Migrations {
 /// The error a run records when its process stopped renewing its heartbeat.
 const INTERRUPTED_ERROR: &str = "the process running it stopped";
 
+/// Times an append is tried when racing appends to one thread take its number.
+const APPEND_ATTEMPTS: u32 = 16;
+
 const AGENT_COLUMNS: &str = "id, org_id, name, config_json, created_at, updated_at";
 const THREAD_COLUMNS: &str = "id, org_id, user_id, agent_id, title, created_at, updated_at";
 const MESSAGE_COLUMNS: &str = "id, thread_id, run_id, seq, role, content_json, created_at";
@@ -342,46 +345,41 @@ impl RunsRepository for SqlRunsRepository {
 
     async fn append_message(&self, message: &Message) -> Result<i64, RepositoryError> {
         let content = to_json(&message.parts, "failed to encode a message's parts")?;
-        let mut tx = self
-            .pool
-            .begin()
-            .await
-            .map_err(failed("failed to append a message"))?;
-        // Touching the thread first locks its row (PostgreSQL) or the database
-        // (SQLite) until commit, so concurrent appends to one thread take
-        // turns and each sees the other's seq.
-        let touched = sqlx::query("UPDATE threads SET updated_at = $2 WHERE id = $1")
+        // One statement numbers the message after the thread's last one and
+        // stores it; a trigger marks the thread active in the same statement.
+        // Two appends racing on one thread can pick the same number: the
+        // loser breaks UNIQUE (thread_id, seq) and numbers again.
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let inserted = sqlx::query_scalar::<_, i64>(&format!(
+                "INSERT INTO messages ({MESSAGE_COLUMNS}) \
+                 SELECT $1, $2, $3, COALESCE(MAX(seq), 0) + 1, $4, $5, $6 \
+                 FROM messages WHERE thread_id = $2 \
+                 RETURNING seq"
+            ))
+            .bind(message.id.as_str())
             .bind(message.thread_id.as_str())
+            .bind(message.run_id.as_deref())
+            .bind(message.role.as_str())
+            .bind(content.as_str())
             .bind(message.created_at)
-            .execute(&mut *tx)
-            .await
-            .map_err(failed("failed to append a message"))?;
-        if touched.rows_affected() == 0 {
-            return Err(anyhow::anyhow!(
-                "failed to append a message: thread {} does not exist",
-                message.thread_id
-            )
-            .into());
+            .fetch_one(&self.pool)
+            .await;
+            match inserted {
+                Ok(seq) => return Ok(seq),
+                Err(sqlx::Error::Database(db))
+                    if db.is_unique_violation() && attempts < APPEND_ATTEMPTS => {}
+                Err(sqlx::Error::Database(db)) if db.is_foreign_key_violation() => {
+                    return Err(anyhow::anyhow!(
+                        "failed to append a message: thread {} does not exist",
+                        message.thread_id
+                    )
+                    .into());
+                }
+                Err(error) => return Err(failed("failed to append a message")(error)),
+            }
         }
-        let seq: i64 = sqlx::query_scalar(&format!(
-            "INSERT INTO messages ({MESSAGE_COLUMNS}) \
-             SELECT $1, $2, $3, COALESCE(MAX(seq), 0) + 1, $4, $5, $6 \
-             FROM messages WHERE thread_id = $2 \
-             RETURNING seq"
-        ))
-        .bind(message.id.as_str())
-        .bind(message.thread_id.as_str())
-        .bind(message.run_id.as_deref())
-        .bind(message.role.as_str())
-        .bind(content)
-        .bind(message.created_at)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(failed("failed to append a message"))?;
-        tx.commit()
-            .await
-            .map_err(failed("failed to append a message"))?;
-        Ok(seq)
     }
 
     async fn list_messages(

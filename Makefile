@@ -69,10 +69,13 @@ bench: bench-mcp bench-runs bench-data ## Run every benchmark (release builds; s
 
 .PHONY: bench-mcp
 bench-mcp: ## ExecuteTool through mcp-service vs direct, sessions vs connect-per-call, idle-session RSS
+	$(CARGO) build --release --locked -p switchboard-example-mcp-server --bin example-mcp-server
 	$(CARGO) bench -p switchboard-mcp-service --bench execute_tool
 
 .PHONY: bench-runs
 bench-runs: ## Orchestration overhead per step, 500 concurrent runs, discovery of 20 slow integrations
+	$(CARGO) build --release --locked -p switchboard-mcp-service --bin mcp-service -p switchboard-runs-service --bin runs-service \
+	  -p switchboard-scripted-model --bin scripted-model -p switchboard-example-mcp-server --bin example-mcp-server
 	$(CARGO) bench -p switchboard-e2e --bench runs
 
 .PHONY: bench-data

@@ -1,7 +1,9 @@
 //! runs-service under load: orchestration overhead per step, 500 concurrent
 //! runs with runs-service's peak RSS, and discovery of 20 slow integrations.
-//! mcp-service and runs-service run as their own processes; the scripted
-//! model and the example MCP server run in this one. See BENCHMARKS.md.
+//! mcp-service, runs-service, the scripted model and the fast example MCP
+//! server each run as their own process, so the model call and ExecuteTool
+//! measured alone cross processes as they do from runs-service; only the
+//! slow discovery server runs in this one. See BENCHMARKS.md.
 //!
 //! `cargo bench -p switchboard-e2e --bench runs`
 
@@ -16,7 +18,6 @@ use switchboard_proto::{
     mcp::v1::{self as mcp, mcp_service_client::McpServiceClient},
     runs::v1::{self as runs, execute_run_response::Event, runs_service_client::RunsServiceClient},
 };
-use switchboard_scripted_model::ScriptedModel;
 use switchboard_test_support::{
     TEST_JWT_SECRET, authed,
     grpc::{free_port, wait_serving},
@@ -61,6 +62,35 @@ fn start(
         .spawn()
         .expect("the service starts");
     (Service(child), format!("http://127.0.0.1:{port}"))
+}
+
+/// Waits until something accepts connections on `port`.
+async fn wait_listening(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(Instant::now() < deadline, "nothing listens on {port}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// CPU time (user + system) a process has used so far.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name, which is in parentheses.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|i| fields.get(*i).and_then(|v| v.parse::<u64>().ok()))
+        .sum();
+    // Linux reports these in clock ticks of 1/100 s.
+    Duration::from_millis(ticks * 10)
 }
 
 fn percentile(sorted: &[Duration], q: f64) -> Duration {
@@ -132,27 +162,45 @@ async fn agent(
         .id
 }
 
-/// Runs one thread to completion; returns its duration and step count.
-async fn one_run(
-    client: RunsServiceClient<Channel>,
-    admin: String,
-    agent_id: String,
-) -> (Duration, i32) {
-    let mut client = client;
-    let thread = client
+async fn new_thread(
+    client: &mut RunsServiceClient<Channel>,
+    admin: &str,
+    agent_id: &str,
+) -> String {
+    client
         .create_thread(authed(
             runs::CreateThreadRequest {
-                agent_id,
+                agent_id: agent_id.to_owned(),
                 title: String::new(),
             },
-            &admin,
+            admin,
         ))
         .await
         .expect("thread")
         .into_inner()
         .thread
         .expect("a thread")
-        .id;
+        .id
+}
+
+/// Runs a new thread to completion; returns its duration and step count.
+async fn one_run(
+    client: RunsServiceClient<Channel>,
+    admin: String,
+    agent_id: String,
+) -> (Duration, i32) {
+    let mut client = client;
+    let thread = new_thread(&mut client, &admin, &agent_id).await;
+    run_on(client, admin, thread).await
+}
+
+/// Runs one more run on `thread` to completion; returns its duration and
+/// step count.
+async fn run_on(
+    mut client: RunsServiceClient<Channel>,
+    admin: String,
+    thread: String,
+) -> (Duration, i32) {
     let started = Instant::now();
     let mut stream = client
         .execute_run(authed(
@@ -182,23 +230,51 @@ async fn one_run(
 async fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let dir = tempfile::tempdir().expect("a temp dir");
-    let fast = spawn_http(HttpServerOptions::default())
-        .await
-        .expect("example server");
     let slow = spawn_http(HttpServerOptions {
         discovery_delay: Duration::from_millis(100),
         ..HttpServerOptions::default()
     })
     .await
     .expect("slow example server");
-    let model = ScriptedModel::start_looping(
-        Some("example__echo".into()),
-        r#"{"text":"ping"}"#.into(),
-        "done".into(),
-    )
-    .await
-    .expect("scripted model");
-
+    let fast_port = free_port().expect("a port");
+    let _fast = Service(
+        Command::new(workspace_binary(
+            "switchboard-example-mcp-server",
+            "example-mcp-server",
+        ))
+        .args([
+            "--transport",
+            "http",
+            "--listen",
+            &format!("127.0.0.1:{fast_port}"),
+        ])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("the example server starts"),
+    );
+    let fast_url = format!("http://127.0.0.1:{fast_port}/mcp");
+    let model_port = free_port().expect("a port");
+    let _model = Service(
+        Command::new(workspace_binary(
+            "switchboard-scripted-model",
+            "scripted-model",
+        ))
+        .args([
+            "--listen",
+            &format!("127.0.0.1:{model_port}"),
+            "--tool",
+            "example__echo",
+            "--arguments",
+            r#"{"text":"ping"}"#,
+            "--reply",
+            "done",
+        ])
+        .env("RUST_LOG", "warn")
+        .spawn()
+        .expect("the scripted model starts"),
+    );
+    let model_url = format!("http://127.0.0.1:{model_port}/v1");
     let (mcp_process, mcp_url) = start(
         "mcp-service",
         "switchboard-mcp-service",
@@ -220,7 +296,7 @@ async fn main() {
             ("SWITCHBOARD_MCP_SERVICE_URL", mcp_url.clone()),
             (
                 "SWITCHBOARD_MODEL_PROVIDERS",
-                format!("scripted=openai,{}", model.base_url()),
+                format!("scripted=openai,{model_url}"),
             ),
             (
                 "SWITCHBOARD_DATA_DIR",
@@ -228,6 +304,8 @@ async fn main() {
             ),
         ],
     );
+    wait_listening(fast_port).await;
+    wait_listening(model_port).await;
     for url in [&mcp_url, &runs_url] {
         wait_serving(url, "", Duration::from_secs(30))
             .await
@@ -240,7 +318,7 @@ async fn main() {
     let mut runs_client = RunsServiceClient::connect(runs_url.clone())
         .await
         .expect("runs");
-    let example = integration(&mut mcp_client, &admin, "example", &fast.url()).await;
+    let example = integration(&mut mcp_client, &admin, "example", &fast_url).await;
     let mut slow_ids = Vec::new();
     for i in 0..20 {
         slow_ids.push(integration(&mut mcp_client, &admin, &format!("slow{i}"), &slow.url()).await);
@@ -254,14 +332,31 @@ async fn main() {
         one_run(runs_client.clone(), admin.clone(), fast_agent.clone()).await;
     }
 
-    // Orchestration overhead per step.
+    // Orchestration overhead per step, in conversations that already hold
+    // their upstream MCP session (a thread's first tool call opens it).
+    let mut threads = Vec::new();
+    for _ in 0..50 {
+        let thread = new_thread(&mut runs_client, &admin, &fast_agent).await;
+        run_on(runs_client.clone(), admin.clone(), thread.clone()).await;
+        threads.push(thread);
+    }
+    let (runs_pid, mcp_pid) = (runs_process.0.id(), mcp_process.0.id());
+    let cpu_before = (cpu_time(runs_pid), cpu_time(mcp_pid));
     let mut per_step = Vec::new();
-    for _ in 0..200 {
-        let (elapsed, steps) =
-            one_run(runs_client.clone(), admin.clone(), fast_agent.clone()).await;
+    for i in 0..200 {
+        let (elapsed, steps) = run_on(
+            runs_client.clone(),
+            admin.clone(),
+            threads[i % threads.len()].clone(),
+        )
+        .await;
         assert_eq!(steps, 2, "tool call, then answer");
         per_step.push(elapsed / 2);
     }
+    let cpu_per_step = (
+        (cpu_time(runs_pid) - cpu_before.0) / 400,
+        (cpu_time(mcp_pid) - cpu_before.1) / 400,
+    );
     per_step.sort_unstable();
     let http = reqwest::Client::builder()
         .tcp_nodelay(true)
@@ -270,7 +365,7 @@ async fn main() {
     let mut model_calls = Vec::new();
     for _ in 0..200 {
         let started = Instant::now();
-        http.post(format!("{}/chat/completions", model.base_url()))
+        http.post(format!("{model_url}/chat/completions"))
             .json(&serde_json::json!({"model": "instant", "stream": true, "messages": [{"role": "user", "content": "go"}]}))
             .send()
             .await
@@ -301,10 +396,36 @@ async fn main() {
         tool_calls.push(started.elapsed());
     }
     tool_calls.sort_unstable();
+    let mut discoveries = Vec::new();
+    for _ in 0..200 {
+        let started = Instant::now();
+        mcp_client
+            .discover(authed(
+                mcp::DiscoverRequest {
+                    integration_id: example.clone(),
+                    bypass_cache: false,
+                },
+                &admin,
+            ))
+            .await
+            .expect("discover");
+        discoveries.push(started.elapsed());
+    }
+    discoveries.sort_unstable();
+    let mut bare_runs = Vec::new();
+    for _ in 0..200 {
+        let (elapsed, steps) =
+            one_run(runs_client.clone(), admin.clone(), bare_agent.clone()).await;
+        assert_eq!(steps, 1, "no tools: the model answers");
+        bare_runs.push(elapsed);
+    }
+    bare_runs.sort_unstable();
     let step = percentile(&per_step, 0.5);
     let overhead =
         step.saturating_sub(percentile(&model_calls, 0.5) + percentile(&tool_calls, 0.5) / 2);
-    println!("orchestration, 200 runs of 2 steps (tool call, then answer):");
+    println!(
+        "orchestration, 200 runs of 2 steps (tool call, then answer) on 50 threads with warm sessions:"
+    );
     println!(
         "  per step p50 {:.3} ms, p99 {:.3} ms; model call p50 {:.3} ms; ExecuteTool p50 {:.3} ms",
         ms(step),
@@ -313,12 +434,21 @@ async fn main() {
         ms(percentile(&tool_calls, 0.5))
     );
     println!(
+        "  CPU per step: runs-service {:.3} ms, mcp-service {:.3} ms",
+        ms(cpu_per_step.0),
+        ms(cpu_per_step.1)
+    );
+    println!(
+        "  Discover (cached) p50 {:.3} ms; a run of 1 step without integrations p50 {:.3} ms",
+        ms(percentile(&discoveries, 0.5)),
+        ms(percentile(&bare_runs, 0.5))
+    );
+    println!(
         "  orchestration overhead per step p50 = step - model call - half a tool call = {:.3} ms (target <= 1 ms)",
         ms(overhead)
     );
 
     // 500 concurrent runs.
-    let runs_pid = runs_process.0.id();
     let rss_before = status_kib(runs_pid, "VmRSS:");
     let started = Instant::now();
     let all = futures::future::join_all((0..500).map(|_| {

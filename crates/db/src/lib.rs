@@ -80,6 +80,9 @@ pub async fn open(
     let pool = AnyPoolOptions::new()
         .max_connections(max_connections)
         .acquire_timeout(Duration::from_secs(10))
+        // An embedded SQLite connection cannot go stale, so checking it
+        // before every use would only add a round trip to its thread.
+        .test_before_acquire(backend != Backend::Sqlite)
         .after_connect(move |conn, _meta| {
             Box::pin(async move {
                 if backend == Backend::Sqlite {

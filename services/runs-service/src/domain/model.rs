@@ -1,6 +1,8 @@
 //! The model port: how a run talks to a language model, independent of any
 //! provider's wire format.
 
+use std::sync::Arc;
+
 use std::time::Duration;
 
 /// A tool the model may call.
@@ -64,8 +66,8 @@ pub struct ChatRequest {
     pub system: Option<String>,
     /// The conversation so far, oldest first.
     pub messages: Vec<ChatMessage>,
-    /// Tools the model may call.
-    pub tools: Vec<ToolSpec>,
+    /// Tools the model may call (shared by every step of a run).
+    pub tools: Arc<[ToolSpec]>,
     /// Cap on the tokens the model may generate; providers that require one
     /// use their own default when `None`.
     pub max_tokens: Option<u32>,

@@ -24,7 +24,7 @@ use super::{
         Agent, Message, Part, PendingCall, Role, Run, RunStatus, Thread, ToolTarget, Usage, new_id,
     },
     error::RunsError,
-    model::{ChatMessage, ChatRequest, ModelEvent, ModelProvider, ToolCall},
+    model::{ChatMessage, ChatRequest, ModelEvent, ModelProvider, ToolCall, ToolSpec},
     ports::{Caller, Capabilities, McpPort, RunsRepository},
     texts,
     toolset::{Toolset, assemble},
@@ -649,6 +649,8 @@ impl Orchestrator {
             thread_id: thread.id.clone(),
             capabilities: Arc::new(capabilities),
         };
+        // The offered tools with their bindings, and the specs alone.
+        let mut offered: Option<Arc<(Arc<[ToolSpec]>, Toolset)>> = None;
 
         loop {
             if run.steps >= i64::from(max_steps) {
@@ -657,23 +659,34 @@ impl Orchestrator {
                 emit!(RunEvent::Completed(run.clone()));
                 return Ok(Ok(()));
             }
-            // Re-assembled every step: a CSV imported by the last turn makes
-            // `source_query` available to the next.
-            let toolset = assemble(
-                self.builtins.specs(agent, &sources),
-                &agent.config.client_tools,
-                &builtin_context.capabilities,
-                &agent.config.tool_filters,
-            );
-            if run.bindings != toolset.bindings {
-                run.bindings = toolset.bindings.clone();
-                self.save(run).await?;
-            }
+            // Assembled again after a CSV import: it makes `source_query`
+            // available to the next step.
+            let current = match &offered {
+                Some(current) => Arc::clone(current),
+                None => {
+                    let assembled = assemble(
+                        self.builtins.specs(agent, &sources),
+                        &agent.config.client_tools,
+                        &builtin_context.capabilities,
+                        &agent.config.tool_filters,
+                    );
+                    if run.bindings != assembled.bindings {
+                        run.bindings = assembled.bindings.clone();
+                        self.save(run).await?;
+                    }
+                    let mut assembled = assembled;
+                    let specs = Arc::<[ToolSpec]>::from(std::mem::take(&mut assembled.specs));
+                    let assembled = Arc::new((specs, assembled));
+                    offered = Some(Arc::clone(&assembled));
+                    assembled
+                }
+            };
+            let (specs, toolset) = (&current.0, &current.1);
             let request = ChatRequest {
                 model: agent.config.model.clone(),
                 system: system.clone(),
                 messages: history_to_chat(&history),
-                tools: toolset.specs.clone(),
+                tools: Arc::clone(specs),
                 max_tokens: None,
             };
             let mut stream = provider.stream(request).await.map_err(|e| {
@@ -779,6 +792,7 @@ impl Orchestrator {
             }
             if imported {
                 sources = self.builtins.sources(&thread.id).await;
+                offered = None;
             }
             if !client_calls.is_empty() {
                 run.status = RunStatus::RequiresAction;

@@ -178,6 +178,8 @@ pub(crate) mod test_support {
 
     use std::time::Duration;
 
+    use std::sync::Arc;
+
     use futures::StreamExt as _;
     use secrecy::SecretString;
 
@@ -229,7 +231,7 @@ pub(crate) mod test_support {
             model: "test-model".into(),
             system: None,
             messages: vec![ChatMessage::User { text: "hi".into() }],
-            tools: vec![],
+            tools: Arc::from([]),
             max_tokens: None,
         }
     }
@@ -271,7 +273,7 @@ pub(crate) mod test_support {
                     is_error: true,
                 },
             ],
-            tools: vec![echo_tool()],
+            tools: Arc::from([echo_tool()]),
             max_tokens: Some(256),
         }
     }

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, VecDeque};
 use eventsource_stream::Event;
 use reqwest::header;
 use secrecy::{ExposeSecret as _, SecretString};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::{
     ProviderConfig, StreamDecoder, decode_stream, expect_event_stream, parse_data,
@@ -56,7 +56,8 @@ impl OpenAiCompatible {
 #[async_trait::async_trait]
 impl ModelProvider for OpenAiCompatible {
     async fn stream(&self, request: ChatRequest) -> Result<ModelStream, ModelError> {
-        let body = request_body(&request);
+        let body = serde_json::to_vec(&request_body(&request))
+            .map_err(|e| ModelError::Protocol(format!("the request could not be encoded: {e}")))?;
         tracing::debug!(
             provider = %self.phase.provider,
             model = %request.model,
@@ -71,7 +72,8 @@ impl ModelProvider for OpenAiCompatible {
                     .http
                     .post(&self.endpoint)
                     .header(header::ACCEPT, "text/event-stream")
-                    .json(&body);
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .body(body.clone());
                 match &self.api_key {
                     Some(key) => builder.bearer_auth(key.expose_secret()),
                     None => builder,
@@ -87,71 +89,128 @@ impl ModelProvider for OpenAiCompatible {
     }
 }
 
-/// The Chat Completions request for `request`.
-fn request_body(request: &ChatRequest) -> Value {
+/// The Chat Completions request for `request`, borrowing from it: the
+/// tools' schemas and the history are written out, never copied.
+fn request_body(request: &ChatRequest) -> Body<'_> {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if let Some(system) = &request.system {
-        messages.push(json!({"role": "system", "content": system}));
+        messages.push(OutMessage::System { content: system });
     }
     for message in &request.messages {
         messages.push(match message {
-            ChatMessage::User { text } => json!({"role": "user", "content": text}),
-            ChatMessage::Assistant { text, tool_calls } if tool_calls.is_empty() => {
-                json!({"role": "assistant", "content": text})
-            }
-            ChatMessage::Assistant { text, tool_calls } => {
-                let tool_calls: Vec<Value> = tool_calls
-                    .iter()
-                    .map(|call| {
-                        json!({
-                            "id": call.id,
-                            "type": "function",
-                            "function": {"name": call.name, "arguments": call.arguments},
-                        })
-                    })
-                    .collect();
+            ChatMessage::User { text } => OutMessage::User { content: text },
+            ChatMessage::Assistant { text, tool_calls } => OutMessage::Assistant {
                 // Some servers reject an empty string next to tool calls.
-                let content = if text.is_empty() {
-                    Value::Null
-                } else {
-                    Value::from(text.as_str())
-                };
-                json!({"role": "assistant", "content": content, "tool_calls": tool_calls})
-            }
+                content: (tool_calls.is_empty() || !text.is_empty()).then_some(text.as_str()),
+                tool_calls: tool_calls
+                    .iter()
+                    .map(|call| OutToolCall {
+                        id: &call.id,
+                        kind: "function",
+                        function: OutFunctionCall {
+                            name: &call.name,
+                            arguments: &call.arguments,
+                        },
+                    })
+                    .collect(),
+            },
             // The API has no error flag; the content says what went wrong.
             ChatMessage::ToolResult {
                 call_id, content, ..
-            } => json!({"role": "tool", "tool_call_id": call_id, "content": content}),
+            } => OutMessage::Tool {
+                tool_call_id: call_id,
+                content,
+            },
         });
     }
-    let mut body = json!({
-        "model": request.model,
-        "messages": messages,
-        "stream": true,
-        "stream_options": {"include_usage": true},
-    });
-    if !request.tools.is_empty() {
-        body["tools"] = request
+    Body {
+        model: &request.model,
+        messages,
+        stream: true,
+        stream_options: StreamOptions {
+            include_usage: true,
+        },
+        tools: request
             .tools
             .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function",
-                    "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": tool.parameters,
-                    },
-                })
+            .map(|tool| OutTool {
+                kind: "function",
+                function: OutFunction {
+                    name: &tool.name,
+                    description: &tool.description,
+                    parameters: &tool.parameters,
+                },
             })
-            .collect();
+            .collect(),
+        // `max_tokens` rather than `max_completion_tokens`: compatible
+        // servers know the older name.
+        max_tokens: request.max_tokens,
     }
-    // `max_tokens` rather than `max_completion_tokens`: compatible servers
-    // know the older name.
-    if let Some(max_tokens) = request.max_tokens {
-        body["max_tokens"] = max_tokens.into();
-    }
-    body
+}
+
+#[derive(Debug, Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: Vec<OutMessage<'a>>,
+    stream: bool,
+    stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<OutTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+}
+
+#[derive(Debug, Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum OutMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: &'a str,
+    },
+    Assistant {
+        content: Option<&'a str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<OutToolCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: &'a str,
+    },
+}
+
+#[derive(Debug, Serialize)]
+struct OutToolCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: OutFunctionCall<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct OutFunctionCall<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+struct OutTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: OutFunction<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct OutFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
 }
 
 #[derive(Debug, Deserialize)]

@@ -65,6 +65,20 @@ fn json_items<T: Serialize>(items: Vec<T>) -> Vec<Value> {
         .collect()
 }
 
+/// Counts the bytes written to it.
+struct ByteCounter(usize);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 = self.0.saturating_add(bytes.len());
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 fn to_json<T: Serialize>(value: &T) -> Result<Value, CallError> {
     serde_json::to_value(value).map_err(|e| CallError::Transport(format!("unreadable result: {e}")))
 }
@@ -149,7 +163,9 @@ impl RmcpGateway {
     }
 
     fn check_size(&self, value: Value) -> Result<Value, CallError> {
-        let size = serde_json::to_vec(&value).map_or(usize::MAX, |bytes| bytes.len());
+        // Counted as it is written out, without holding the encoded copy.
+        let mut counter = ByteCounter(0);
+        let size = serde_json::to_writer(&mut counter, &value).map_or(usize::MAX, |()| counter.0);
         if size > self.max_result_bytes {
             Err(CallError::TooLarge {
                 size,

@@ -21,7 +21,7 @@ use switchboard_proto::{
 use switchboard_test_support::{
     TEST_JWT_SECRET, authed,
     grpc::{free_port, wait_serving},
-    token, workspace_binary,
+    http_integration_request, token, workspace_binary,
 };
 use tonic::transport::Channel;
 
@@ -108,24 +108,7 @@ async fn integration(
     url: &str,
 ) -> String {
     client
-        .create_integration(authed(
-            mcp::CreateIntegrationRequest {
-                display_name: slug.into(),
-                slug: slug.into(),
-                source: Some(mcp::create_integration_request::Source::Custom(
-                    mcp::CustomIntegrationSpec {
-                        transport: Some(mcp::Transport {
-                            kind: Some(mcp::transport::Kind::StreamableHttp(
-                                mcp::StreamableHttpTransport { url: url.into() },
-                            )),
-                        }),
-                        auth: None,
-                    },
-                )),
-                ..Default::default()
-            },
-            admin,
-        ))
+        .create_integration(authed(http_integration_request(slug, url), admin))
         .await
         .expect("integration")
         .into_inner()

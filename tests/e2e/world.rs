@@ -11,7 +11,7 @@ use switchboard_proto::{
 };
 use switchboard_scripted_model::{ScriptedModel, Turn};
 use switchboard_server::RunningServer;
-use switchboard_test_support::{TEST_JWT_SECRET, TestDb, authed, token};
+use switchboard_test_support::{TEST_JWT_SECRET, TestDb, authed, http_integration_request, token};
 use tonic::transport::Channel;
 
 pub const ORG: &str = "org-e2e";
@@ -71,18 +71,6 @@ pub async fn create_integration(
     call_timeout_secs: Option<i64>,
 ) -> String {
     let request = mcp::CreateIntegrationRequest {
-        display_name: slug.into(),
-        slug: slug.into(),
-        source: Some(mcp::create_integration_request::Source::Custom(
-            mcp::CustomIntegrationSpec {
-                transport: Some(mcp::Transport {
-                    kind: Some(mcp::transport::Kind::StreamableHttp(
-                        mcp::StreamableHttpTransport { url: url.into() },
-                    )),
-                }),
-                auth: None,
-            },
-        )),
         timeouts: call_timeout_secs.map(|seconds| mcp::Timeouts {
             connect: Some(prost_types::Duration {
                 seconds: 2,
@@ -90,7 +78,7 @@ pub async fn create_integration(
             }),
             call: Some(prost_types::Duration { seconds, nanos: 0 }),
         }),
-        start_disabled: false,
+        ..http_integration_request(slug, url)
     };
     client
         .create_integration(authed(request, token))

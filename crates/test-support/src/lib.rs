@@ -171,6 +171,32 @@ macro_rules! db_tests {
     };
 }
 
+/// A request for a custom integration reaching `url` over streamable HTTP,
+/// named by its slug, with no auth and the default timeouts.
+pub fn http_integration_request(
+    slug: &str,
+    url: &str,
+) -> switchboard_proto::mcp::v1::CreateIntegrationRequest {
+    use switchboard_proto::mcp::v1 as mcp;
+    mcp::CreateIntegrationRequest {
+        display_name: slug.to_owned(),
+        slug: slug.to_owned(),
+        source: Some(mcp::create_integration_request::Source::Custom(
+            mcp::CustomIntegrationSpec {
+                transport: Some(mcp::Transport {
+                    kind: Some(mcp::transport::Kind::StreamableHttp(
+                        mcp::StreamableHttpTransport {
+                            url: url.to_owned(),
+                        },
+                    )),
+                }),
+                auth: None,
+            },
+        )),
+        ..Default::default()
+    }
+}
+
 /// The path of a binary of this workspace, built on demand, for tests of
 /// another package (which cannot name it with `CARGO_BIN_EXE_*`).
 pub fn workspace_binary(package: &str, name: &str) -> std::path::PathBuf {

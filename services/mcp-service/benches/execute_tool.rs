@@ -20,7 +20,9 @@ use switchboard_proto::{
     json::json_to_struct,
     mcp::v1::{self as pb, mcp_service_client::McpServiceClient},
 };
-use switchboard_test_support::{TEST_JWT_SECRET, TestDb, authed, token, workspace_binary};
+use switchboard_test_support::{
+    TEST_JWT_SECRET, TestDb, authed, http_integration_request, token, workspace_binary,
+};
 use tonic::transport::Channel;
 
 const CALLS: usize = 4000;
@@ -134,24 +136,7 @@ async fn main() {
     let mut client = McpServiceClient::new(channel.clone());
     let admin = token("bench", "bench-user", &["admin"]);
     let id = client
-        .create_integration(authed(
-            pb::CreateIntegrationRequest {
-                display_name: "bench".into(),
-                slug: "bench".into(),
-                source: Some(pb::create_integration_request::Source::Custom(
-                    pb::CustomIntegrationSpec {
-                        transport: Some(pb::Transport {
-                            kind: Some(pb::transport::Kind::StreamableHttp(
-                                pb::StreamableHttpTransport { url: url.clone() },
-                            )),
-                        }),
-                        auth: None,
-                    },
-                )),
-                ..Default::default()
-            },
-            &admin,
-        ))
+        .create_integration(authed(http_integration_request("bench", &url), &admin))
         .await
         .expect("created")
         .into_inner()

@@ -24,7 +24,7 @@ use super::{
         Agent, Message, Part, PendingCall, Role, Run, RunStatus, Thread, ToolTarget, Usage, new_id,
     },
     error::RunsError,
-    model::{ChatMessage, ChatRequest, ModelEvent, ModelProvider, ToolCall, ToolSpec},
+    model::{ChatMessage, ChatRequest, ModelEvent, ModelProvider, ToolCall},
     ports::{Caller, Capabilities, McpPort, RunsRepository},
     texts,
     toolset::{Toolset, assemble},
@@ -649,8 +649,8 @@ impl Orchestrator {
             thread_id: thread.id.clone(),
             capabilities: Arc::new(capabilities),
         };
-        // The offered tools with their bindings, and the specs alone.
-        let mut offered: Option<Arc<(Arc<[ToolSpec]>, Toolset)>> = None;
+        // The offered tools, kept until a CSV import changes them.
+        let mut offered: Option<Arc<Toolset>> = None;
 
         loop {
             if run.steps >= i64::from(max_steps) {
@@ -661,32 +661,28 @@ impl Orchestrator {
             }
             // Assembled again after a CSV import: it makes `source_query`
             // available to the next step.
-            let current = match &offered {
-                Some(current) => Arc::clone(current),
+            let toolset = match &offered {
+                Some(toolset) => Arc::clone(toolset),
                 None => {
-                    let assembled = assemble(
+                    let toolset = Arc::new(assemble(
                         self.builtins.specs(agent, &sources),
                         &agent.config.client_tools,
                         &builtin_context.capabilities,
                         &agent.config.tool_filters,
-                    );
-                    if run.bindings != assembled.bindings {
-                        run.bindings = assembled.bindings.clone();
+                    ));
+                    if run.bindings != toolset.bindings {
+                        run.bindings = toolset.bindings.clone();
                         self.save(run).await?;
                     }
-                    let mut assembled = assembled;
-                    let specs = Arc::<[ToolSpec]>::from(std::mem::take(&mut assembled.specs));
-                    let assembled = Arc::new((specs, assembled));
-                    offered = Some(Arc::clone(&assembled));
-                    assembled
+                    offered = Some(Arc::clone(&toolset));
+                    toolset
                 }
             };
-            let (specs, toolset) = (&current.0, &current.1);
             let request = ChatRequest {
                 model: agent.config.model.clone(),
                 system: system.clone(),
                 messages: history_to_chat(&history),
-                tools: Arc::clone(specs),
+                tools: Arc::clone(&toolset.specs),
                 max_tokens: None,
             };
             let mut stream = provider.stream(request).await.map_err(|e| {
@@ -757,7 +753,7 @@ impl Orchestrator {
             }
             let results: Vec<(ToolCall, String, bool, ToolCallStatus)> = stream::iter(server_calls)
                 .map(|call| {
-                    let toolset = &toolset;
+                    let toolset = &*toolset;
                     let builtin_context = &builtin_context;
                     async move {
                         let (text, is_error, status) = self

@@ -6,7 +6,10 @@
 //! given a suffix hashed from the integration and the server's tool name, so
 //! the same tool keeps the same name from run to run.
 
-use std::collections::{BTreeMap, HashSet};
+use std::{
+    collections::{BTreeMap, HashSet},
+    sync::Arc,
+};
 
 use sha2::{Digest, Sha256};
 
@@ -22,8 +25,8 @@ pub const MAX_TOOL_NAME: usize = 64;
 /// The tools of a run.
 #[derive(Debug, Clone, Default)]
 pub struct Toolset {
-    /// What the model is offered.
-    pub specs: Vec<ToolSpec>,
+    /// What the model is offered, shared with every model request.
+    pub specs: Arc<[ToolSpec]>,
     /// What runs each name.
     pub bindings: Vec<ToolBinding>,
 }
@@ -103,25 +106,26 @@ pub fn assemble(
     capabilities: &[Capabilities],
     filters: &BTreeMap<String, Vec<String>>,
 ) -> Toolset {
-    let mut toolset = Toolset::default();
+    let mut specs = Vec::new();
+    let mut bindings = Vec::new();
     let mut taken = HashSet::new();
     for spec in builtins {
         taken.insert(spec.name.clone());
-        toolset.bindings.push(ToolBinding {
+        bindings.push(ToolBinding {
             name: spec.name.clone(),
             target: ToolTarget::Builtin,
         });
-        toolset.specs.push(spec);
+        specs.push(spec);
     }
     for tool in client_tools {
         if !taken.insert(tool.name.clone()) {
             continue;
         }
-        toolset.bindings.push(ToolBinding {
+        bindings.push(ToolBinding {
             name: tool.name.clone(),
             target: ToolTarget::Client,
         });
-        toolset.specs.push(ToolSpec {
+        specs.push(ToolSpec {
             name: tool.name.clone(),
             description: tool.description.clone(),
             parameters: tool.parameters.clone(),
@@ -140,21 +144,24 @@ pub fn assemble(
                 &taken,
             );
             taken.insert(name.clone());
-            toolset.bindings.push(ToolBinding {
+            bindings.push(ToolBinding {
                 name: name.clone(),
                 target: ToolTarget::Mcp {
                     integration_id: integration.integration_id.clone(),
                     server_tool_name: tool.name.clone(),
                 },
             });
-            toolset.specs.push(ToolSpec {
+            specs.push(ToolSpec {
                 name,
                 description: tool.description.clone(),
                 parameters: tool.input_schema.clone(),
             });
         }
     }
-    toolset
+    Toolset {
+        specs: specs.into(),
+        bindings,
+    }
 }
 
 #[cfg(test)]

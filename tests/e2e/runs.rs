@@ -345,12 +345,15 @@ async fn client_tools_pause_the_run_and_their_results_resume_it() {
 }
 
 #[tokio::test]
-async fn closing_the_stream_cancels_the_run() {
+async fn closing_the_stream_cancels_the_run_and_keeps_what_it_did() {
     let mut w = world(Options {
-        turns: vec![Turn::Delay(
-            Duration::from_secs(30),
-            Box::new(Turn::Text("too late".into())),
-        )],
+        turns: vec![
+            Turn::ToolCalls(vec![call("c1", "example__echo", r#"{"text":"one"}"#)]),
+            Turn::Delay(
+                Duration::from_secs(30),
+                Box::new(Turn::Text("too late".into())),
+            ),
+        ],
         ..Options::default()
     })
     .await;
@@ -373,6 +376,14 @@ async fn closing_the_stream_cancels_the_run() {
         panic!("RunStarted first")
     };
     let run_id = started.run.expect("a run").id;
+    // The tool step is stored; the second model call hangs.
+    let mut stored = 0;
+    while stored < 3 {
+        let event = stream.next().await.expect("an event").expect("ok");
+        if matches!(event.event, Some(Event::MessageCreated(_))) {
+            stored += 1;
+        }
+    }
 
     // A second run on the busy thread is refused.
     let busy = w
@@ -394,7 +405,7 @@ async fn closing_the_stream_cancels_the_run() {
 
     drop(stream);
     let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    let run = loop {
         let run = w
             .runs_client
             .get_run(authed(runs::GetRunRequest { id: run_id.clone() }, &w.token))
@@ -404,7 +415,7 @@ async fn closing_the_stream_cancels_the_run() {
             .run
             .expect("a run");
         if run.status() == runs::RunStatus::Cancelled {
-            break;
+            break run;
         }
         assert!(
             Instant::now() < deadline,
@@ -412,7 +423,23 @@ async fn closing_the_stream_cancels_the_run() {
             run.status()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    };
+    assert_eq!(run.steps, 1, "the finished step is counted");
+    assert!(
+        run.tool_bindings
+            .iter()
+            .any(|b| b.tool_name == "example__echo"),
+        "the tools it offered are kept"
+    );
+    let roles: Vec<_> = w.messages().await.iter().map(|m| m.role()).collect();
+    assert_eq!(
+        roles,
+        [
+            runs::MessageRole::User,
+            runs::MessageRole::Assistant,
+            runs::MessageRole::Tool
+        ]
+    );
 }
 
 #[tokio::test]

@@ -94,6 +94,45 @@ impl ScriptedToolCall {
     }
 }
 
+/// The rule a looping server answers every request with: while the request
+/// offers `tool_name` and holds fewer than `rounds` tool results since the
+/// user last spoke → one call to it with `arguments`; else, if the last
+/// message is a tool result → `Text("done: {last_tool_result}")`; else
+/// `Text(reply)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Looping {
+    /// Tool to call, when offered.
+    pub tool_name: Option<String>,
+    /// Arguments of that call, as raw JSON text.
+    pub arguments: String,
+    /// Text to answer when no tool is called and none was.
+    pub reply: String,
+    /// Tool calls (one per model turn) before the model answers.
+    pub rounds: usize,
+}
+
+impl Looping {
+    /// One call to `tool_name` with `arguments`, then an answer; `reply`
+    /// when the tool is not offered.
+    pub fn new(
+        tool_name: Option<String>,
+        arguments: impl Into<String>,
+        reply: impl Into<String>,
+    ) -> Self {
+        Self {
+            tool_name,
+            arguments: arguments.into(),
+            reply: reply.into(),
+            rounds: 1,
+        }
+    }
+
+    /// The same with `rounds` tool calls before the answer.
+    pub fn rounds(self, rounds: usize) -> Self {
+        Self { rounds, ..self }
+    }
+}
+
 /// How replies are shaped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScriptOptions {
@@ -149,42 +188,15 @@ impl ScriptedModel {
     }
 
     /// A server that answers every request instantly with the same fixed
-    /// behaviour, for benchmarks and the demo: if the last message is a tool
-    /// result → `Text("done: {last_tool_result}")`, else, if the request
-    /// offers a tool named `tool_name` → one tool call to it with
-    /// `arguments`, else `Text(reply)`.
-    pub async fn start_looping(
-        tool_name: Option<String>,
-        arguments: String,
-        reply: String,
-    ) -> anyhow::Result<Self> {
-        Self::start_looping_on(
-            SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
-            tool_name,
-            arguments,
-            reply,
-        )
-        .await
+    /// [`Looping`] rule, for benchmarks and the demo.
+    pub async fn start_looping(rule: Looping) -> anyhow::Result<Self> {
+        Self::start_looping_on(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), rule).await
     }
 
     /// [`ScriptedModel::start_looping`] on a fixed address (port 0 picks a
     /// free port), as the `scripted-model` binary runs it.
-    pub async fn start_looping_on(
-        addr: SocketAddr,
-        tool_name: Option<String>,
-        arguments: String,
-        reply: String,
-    ) -> anyhow::Result<Self> {
-        Self::serve(
-            addr,
-            Behaviour::Looping {
-                tool_name,
-                arguments,
-                reply,
-            },
-            ScriptOptions::default(),
-        )
-        .await
+    pub async fn start_looping_on(addr: SocketAddr, rule: Looping) -> anyhow::Result<Self> {
+        Self::serve(addr, Behaviour::Looping(rule), ScriptOptions::default()).await
     }
 
     async fn serve(

@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 
 use clap::Parser;
-use switchboard_scripted_model::ScriptedModel;
+use switchboard_scripted_model::{Looping, ScriptedModel};
 use tracing_subscriber::EnvFilter;
 
 /// Scripted model server for Switchboard's local demo and benchmarks.
@@ -15,8 +15,8 @@ struct Args {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8090")]
     listen: SocketAddr,
-    /// Tool to call whenever a request offers it and the last message is not
-    /// a tool result.
+    /// Tool to call whenever a request offers it and fewer than `rounds`
+    /// tool results followed the user's message.
     #[arg(long)]
     tool: Option<String>,
     /// Arguments of that tool call, as JSON text.
@@ -25,6 +25,9 @@ struct Args {
     /// Text to answer when no tool is called.
     #[arg(long, default_value = "hello from the scripted model")]
     reply: String,
+    /// Tool calls, one per model turn, before the model answers.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
 }
 
 #[tokio::main]
@@ -40,8 +43,11 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
 
-    let model =
-        ScriptedModel::start_looping_on(args.listen, args.tool, args.arguments, args.reply).await?;
+    let model = ScriptedModel::start_looping_on(
+        args.listen,
+        Looping::new(args.tool, args.arguments, args.reply).rounds(args.rounds),
+    )
+    .await?;
     tracing::info!(base_url = %model.base_url(), "listening");
     shutdown_signal().await?;
     tracing::info!("shutting down");

@@ -25,6 +25,9 @@ pub(crate) struct RequestView {
     pub(crate) tool_results: Vec<String>,
     /// Content of the tool results after the last assistant message.
     pub(crate) final_turn_results: Vec<String>,
+    /// Tool results since the last user message that is not only tool
+    /// results.
+    pub(crate) results_since_user: usize,
     /// Whether the last message is (or, for Anthropic, holds) a tool result.
     pub(crate) last_message_is_tool_result: bool,
     /// Names of the tools the request offers.
@@ -54,6 +57,10 @@ impl RequestView {
                     .map(|block| content_text(block.get("content")))
                     .collect(),
             };
+            if role == "user" && results.is_empty() {
+                view.results_since_user = 0;
+            }
+            view.results_since_user += results.len();
             view.last_message_is_tool_result = !results.is_empty();
             view.final_turn_results.extend(results.iter().cloned());
             view.tool_results.extend(results);
@@ -133,6 +140,7 @@ mod tests {
         let view = RequestView::of(Api::OpenAi, &request);
         assert_eq!(view.tool_results, ["old", "one", "two"]);
         assert_eq!(view.final_turn_results, ["one", "two"]);
+        assert_eq!(view.results_since_user, 3);
         assert!(view.last_message_is_tool_result);
         assert_eq!(view.tool_names, ["echo"]);
         assert_eq!(
@@ -156,6 +164,7 @@ mod tests {
         });
         let view = RequestView::of(Api::Anthropic, &request);
         assert_eq!(view.final_turn_results, ["one", "two"]);
+        assert_eq!(view.results_since_user, 2);
         assert!(view.last_message_is_tool_result);
         assert_eq!(view.tool_names, ["echo"]);
 

@@ -24,7 +24,7 @@ use tokio::{net::TcpListener, task::JoinHandle};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    EXHAUSTED_REPLY, ScriptOptions, ScriptedToolCall, Turn, anthropic, openai,
+    EXHAUSTED_REPLY, Looping, ScriptOptions, ScriptedToolCall, Turn, anthropic, openai,
     script::{Api, RequestView, render_template},
 };
 
@@ -34,11 +34,7 @@ pub(crate) enum Behaviour {
     /// Turns in order, then [`EXHAUSTED_REPLY`].
     Script(Mutex<VecDeque<Turn>>),
     /// The same rule for every request; see `ScriptedModel::start_looping`.
-    Looping {
-        tool_name: Option<String>,
-        arguments: String,
-        reply: String,
-    },
+    Looping(Looping),
 }
 
 /// What the model says in a successful reply.
@@ -123,24 +119,23 @@ impl State {
                 .unwrap_or_else(PoisonError::into_inner)
                 .pop_front()
                 .unwrap_or_else(|| Turn::Text(EXHAUSTED_REPLY.to_owned())),
-            Behaviour::Looping {
-                tool_name,
-                arguments,
-                reply,
-            } => {
-                if view.last_message_is_tool_result {
-                    Turn::FromToolResults("done: {last_tool_result}".to_owned())
-                } else if let Some(name) = tool_name
+            Behaviour::Looping(rule) => {
+                let offered = rule
+                    .tool_name
                     .as_ref()
-                    .filter(|name| view.tool_names.contains(name))
-                {
-                    Turn::ToolCalls(vec![ScriptedToolCall::new(
-                        format!("call_{seq}"),
-                        name.clone(),
-                        arguments.clone(),
-                    )])
-                } else {
-                    Turn::Text(reply.clone())
+                    .filter(|name| view.tool_names.contains(name));
+                match offered {
+                    Some(name) if view.results_since_user < rule.rounds => {
+                        Turn::ToolCalls(vec![ScriptedToolCall::new(
+                            format!("call_{seq}"),
+                            name.clone(),
+                            rule.arguments.clone(),
+                        )])
+                    }
+                    _ if view.last_message_is_tool_result => {
+                        Turn::FromToolResults("done: {last_tool_result}".to_owned())
+                    }
+                    _ => Turn::Text(rule.reply.clone()),
                 }
             }
         }

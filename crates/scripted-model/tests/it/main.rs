@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use switchboard_scripted_model::{ScriptOptions, ScriptedModel, ScriptedToolCall, Turn};
+use switchboard_scripted_model::{Looping, ScriptOptions, ScriptedModel, ScriptedToolCall, Turn};
 
 fn client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -496,11 +496,11 @@ async fn requests_and_headers_are_recorded_in_order_and_the_script_runs_out() {
 
 #[tokio::test]
 async fn looping_calls_the_offered_tool_then_reports_its_result() {
-    let model = ScriptedModel::start_looping(
+    let model = ScriptedModel::start_looping(Looping::new(
         Some("echo".into()),
-        r#"{"text":"hi"}"#.into(),
-        "no tools".into(),
-    )
+        r#"{"text":"hi"}"#,
+        "no tools",
+    ))
     .await
     .expect("starts");
     let url = format!("{}/chat/completions", model.base_url());
@@ -527,6 +527,43 @@ async fn looping_calls_the_offered_tool_then_reports_its_result() {
     ]);
     let done: Value = post(&url, &offered).await.json().await.expect("json");
     assert_eq!(done["choices"][0]["message"]["content"], "done: echoed hi");
+    model.shutdown().await;
+}
+
+#[tokio::test]
+async fn looping_with_rounds_calls_the_tool_that_many_times_per_user_message() {
+    let model =
+        ScriptedModel::start_looping(Looping::new(Some("echo".into()), "{}", "hi").rounds(2))
+            .await
+            .expect("starts");
+    let url = format!("{}/chat/completions", model.base_url());
+    let call =
+        json!({"id": "c", "type": "function", "function": {"name": "echo", "arguments": "{}"}});
+    let mut request = openai_request(false);
+    request["tools"] =
+        json!([{"type": "function", "function": {"name": "echo", "parameters": {}}}]);
+    let mut turn = |messages: Value| {
+        request["messages"] = messages;
+        let request = request.clone();
+        let url = url.clone();
+        async move {
+            let reply: Value = post(&url, &request).await.json().await.expect("json");
+            reply["choices"][0]["message"].clone()
+        }
+    };
+    let user = json!({"role": "user", "content": "go"});
+    let assistant = json!({"role": "assistant", "content": null, "tool_calls": [call]});
+    let result = json!({"role": "tool", "tool_call_id": "c", "content": "r"});
+
+    let first = turn(json!([user])).await;
+    assert_eq!(first["tool_calls"][0]["function"]["name"], "echo");
+    let second = turn(json!([user, assistant, result])).await;
+    assert_eq!(second["tool_calls"][0]["function"]["name"], "echo");
+    let done = turn(json!([user, assistant, result, assistant, result])).await;
+    assert_eq!(done["content"], "done: r");
+    // A new user message starts counting again.
+    let again = turn(json!([user, assistant, result, assistant, result, {"role": "assistant", "content": "done: r"}, user])).await;
+    assert_eq!(again["tool_calls"][0]["function"]["name"], "echo");
     model.shutdown().await;
 }
 

@@ -236,7 +236,6 @@ struct RunContext {
     thread: Thread,
     agent: Agent,
     provider: Arc<dyn ModelProvider>,
-    run: Run,
     input: RunInput,
 }
 
@@ -355,18 +354,14 @@ impl Orchestrator {
         input: RunInput,
     ) -> Result<mpsc::Receiver<Envelope>, RunsError> {
         let principal = &caller.principal;
-        let thread = self
+        let (thread, agent) = self
             .repo
-            .get_thread(&principal.org_id, &principal.user_id, thread_id)
+            .get_thread_with_agent(&principal.org_id, &principal.user_id, thread_id)
             .await?
             .ok_or(RunsError::NotFound("thread"))?;
-        let agent = self
-            .repo
-            .get_agent(&principal.org_id, &thread.agent_id)
-            .await?
-            .ok_or_else(|| {
-                RunsError::FailedPrecondition("the thread's agent was deleted".into())
-            })?;
+        let agent = agent.ok_or_else(|| {
+            RunsError::FailedPrecondition("the thread's agent was deleted".into())
+        })?;
         let provider = self
             .models
             .provider(&agent.config.provider)
@@ -440,43 +435,38 @@ impl Orchestrator {
             thread,
             agent,
             provider,
-            run,
             input,
         };
         let this = self.clone();
-        self.active.add(&context.run.id);
-        tokio::spawn(async move { this.drive(context, tx).await });
+        self.active.add(&run.id);
+        tokio::spawn(async move { this.drive(context, run, tx).await });
         Ok(rx)
     }
 
     /// Runs to the end, or until the client disconnects.
-    async fn drive(&self, context: RunContext, tx: mpsc::Sender<Envelope>) {
-        let run_id = context.run.id.clone();
+    async fn drive(&self, context: RunContext, mut run: Run, tx: mpsc::Sender<Envelope>) {
+        let run_id = run.id.clone();
         let mut emitter = Emitter {
             tx: tx.clone(),
             run_id: run_id.clone(),
             sequence: 0,
         };
         let cancelled = tokio::select! {
-            outcome = self.execute(context, &mut emitter) => outcome.is_err(),
+            outcome = self.execute(context, &mut run, &mut emitter) => outcome.is_err(),
             () = tx.closed() => true,
         };
         if cancelled {
             // Dropping the run's future above stopped the model stream and
-            // the tool calls in flight.
-            match self.repo.find_run(&run_id).await {
-                Ok(Some(mut run)) if matches!(run.status, RunStatus::Running) => {
-                    run.status = RunStatus::Cancelled;
-                    run.updated_at = now_millis();
-                    if let Err(error) = self.repo.update_run(&run).await {
-                        tracing::error!(run_id = %run_id, error = %error, "failed to record a cancelled run");
-                    }
-                    tracing::info!(run_id = %run_id, "run cancelled: the client disconnected");
-                }
-                Ok(_) => {}
-                Err(error) => {
-                    tracing::error!(run_id = %run_id, error = %error, "failed to load a cancelled run")
-                }
+            // the tool calls in flight. The run as this task last knew it is
+            // saved, steps, usage and tools included; a run that had already
+            // ended keeps its end, saved again in case the client left while
+            // it was being saved.
+            if run.status == RunStatus::Running {
+                run.status = RunStatus::Cancelled;
+                tracing::info!(run_id = %run_id, "run cancelled: the client disconnected");
+            }
+            if let Err(error) = self.save(&mut run).await {
+                tracing::error!(run_id = %run_id, error = %error, "failed to record a cancelled run");
             }
         }
         self.active.remove(&run_id);
@@ -488,31 +478,39 @@ impl Orchestrator {
         Ok(())
     }
 
+    /// Stores `messages` in one write, then sends their events.
     async fn store(
         &self,
         emitter: &mut Emitter,
         history: &mut Vec<Message>,
         thread: &Thread,
         run: &Run,
-        role: Role,
-        parts: Vec<Part>,
+        messages: Vec<(Role, Vec<Part>)>,
     ) -> Result<Result<(), Disconnected>, RunsError> {
-        let mut message = Message {
-            id: new_id(),
-            thread_id: thread.id.clone(),
-            run_id: Some(run.id.clone()),
-            seq: 0,
-            role,
-            parts,
-            created_at: now_millis(),
-        };
-        message.seq = self.repo.append_message(&message).await?;
-        history.push(message.clone());
-        Ok(if emitter.emit(RunEvent::MessageCreated(message)).await {
-            Ok(())
-        } else {
-            Err(Disconnected)
-        })
+        let created_at = now_millis();
+        let mut messages: Vec<Message> = messages
+            .into_iter()
+            .map(|(role, parts)| Message {
+                id: new_id(),
+                thread_id: thread.id.clone(),
+                run_id: Some(run.id.clone()),
+                seq: 0,
+                role,
+                parts,
+                created_at,
+            })
+            .collect();
+        let seqs = self.repo.append_messages(&thread.id, &messages).await?;
+        for (message, seq) in messages.iter_mut().zip(seqs) {
+            message.seq = seq;
+        }
+        history.extend(messages.iter().cloned());
+        for message in messages {
+            if !emitter.emit(RunEvent::MessageCreated(message)).await {
+                return Ok(Err(Disconnected));
+            }
+        }
+        Ok(Ok(()))
     }
 
     /// The run's body; `Err` only when the client disconnected. Failures are
@@ -520,6 +518,7 @@ impl Orchestrator {
     async fn execute(
         &self,
         context: RunContext,
+        run: &mut Run,
         emitter: &mut Emitter,
     ) -> Result<(), Disconnected> {
         let RunContext {
@@ -527,11 +526,10 @@ impl Orchestrator {
             thread,
             agent,
             provider,
-            mut run,
             input,
         } = context;
         match self
-            .execute_steps(&caller, &thread, &agent, provider, &mut run, input, emitter)
+            .execute_steps(&caller, &thread, &agent, provider, run, input, emitter)
             .await
         {
             Ok(outcome) => outcome,
@@ -545,12 +543,12 @@ impl Orchestrator {
                 };
                 run.status = RunStatus::Failed;
                 run.error = Some(message.clone());
-                if let Err(error) = self.save(&mut run).await {
+                if let Err(error) = self.save(run).await {
                     tracing::error!(run_id = %run.id, error = %error, "failed to record a failed run");
                 }
                 emitter
                     .emit(RunEvent::Failed {
-                        run,
+                        run: run.clone(),
                         error: message,
                     })
                     .await;
@@ -611,7 +609,7 @@ impl Orchestrator {
                     .list_messages(&thread.id, 0, HISTORY_LIMIT)
                     .await?;
                 let stored = self
-                    .store(emitter, &mut history, thread, run, role, parts)
+                    .store(emitter, &mut history, thread, run, vec![(role, parts)])
                     .await?;
                 Ok::<_, RunsError>((history, stored))
             },
@@ -623,9 +621,9 @@ impl Orchestrator {
             return Ok(Err(Disconnected));
         }
         macro_rules! stored {
-            ($role:expr, $parts:expr) => {
+            ($messages:expr) => {
                 if self
-                    .store(emitter, &mut history, thread, run, $role, $parts)
+                    .store(emitter, &mut history, thread, run, $messages)
                     .await?
                     .is_err()
                 {
@@ -670,10 +668,8 @@ impl Orchestrator {
                         &builtin_context.capabilities,
                         &agent.config.tool_filters,
                     ));
-                    if run.bindings != toolset.bindings {
-                        run.bindings = toolset.bindings.clone();
-                        self.save(run).await?;
-                    }
+                    // Saved with the run's next state change.
+                    run.bindings.clone_from(&toolset.bindings);
                     offered = Some(Arc::clone(&toolset));
                     toolset
                 }
@@ -728,10 +724,10 @@ impl Orchestrator {
                 name: c.name.clone(),
                 arguments: c.arguments.clone(),
             }));
-            if !parts.is_empty() {
-                stored!(Role::Assistant, parts);
-            }
             if calls.is_empty() {
+                if !parts.is_empty() {
+                    stored!(vec![(Role::Assistant, parts)]);
+                }
                 run.status = RunStatus::Completed;
                 self.save(run).await?;
                 emit!(RunEvent::Completed(run.clone()));
@@ -783,9 +779,15 @@ impl Orchestrator {
             let imported = result_parts.iter().any(|part| {
                 matches!(part, Part::ToolResult { name, is_error: false, .. } if name == RETRIEVE_RESOURCE)
             });
+            // The model's tool calls are stored with their results, in one
+            // write: the thread never holds a call that this service ran
+            // without its result, which no later model request could be
+            // sent with. Client-side calls wait for theirs in a paused run.
+            let mut turn = vec![(Role::Assistant, parts)];
             if !result_parts.is_empty() {
-                stored!(Role::Tool, result_parts);
+                turn.push((Role::Tool, result_parts));
             }
+            stored!(turn);
             if imported {
                 sources = self.builtins.sources(&thread.id).await;
                 offered = None;

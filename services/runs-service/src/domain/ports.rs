@@ -51,6 +51,14 @@ pub trait RunsRepository: Send + Sync + 'static {
         user: &str,
         id: &str,
     ) -> Result<Option<Thread>, RepositoryError>;
+    /// The thread `id` of `user` in `org` with its agent (`None` when the
+    /// agent was deleted), in one read.
+    async fn get_thread_with_agent(
+        &self,
+        org: &str,
+        user: &str,
+        id: &str,
+    ) -> Result<Option<(Thread, Option<Agent>)>, RepositoryError>;
     /// A page of `user`'s threads in `org`, newest first, optionally of one agent.
     async fn list_threads(
         &self,
@@ -64,9 +72,22 @@ pub trait RunsRepository: Send + Sync + 'static {
     async fn delete_thread(&self, org: &str, user: &str, id: &str)
     -> Result<bool, RepositoryError>;
 
-    /// Appends a message to its thread; the stored `seq` (next in the
-    /// thread) is returned.
-    async fn append_message(&self, message: &Message) -> Result<i64, RepositoryError>;
+    /// Appends messages to `thread_id` in one write, numbered in order after
+    /// its last one; their stored `seq`s are returned, in order.
+    async fn append_messages(
+        &self,
+        thread_id: &str,
+        messages: &[Message],
+    ) -> Result<Vec<i64>, RepositoryError>;
+    /// Appends one message to its thread; its stored `seq` is returned.
+    async fn append_message(&self, message: &Message) -> Result<i64, RepositoryError> {
+        let seqs = self
+            .append_messages(&message.thread_id, std::slice::from_ref(message))
+            .await?;
+        seqs.first()
+            .copied()
+            .ok_or_else(|| anyhow::anyhow!("failed to append a message: nothing was stored").into())
+    }
     /// Messages of a thread with `seq` greater than `after_seq`, in order.
     async fn list_messages(
         &self,

@@ -5,6 +5,8 @@
 //! settings, message parts, tool bindings, pending calls) JSON text, so one
 //! set of statements serves both databases.
 
+use std::collections::HashMap;
+
 use anyhow::Context as _;
 use async_trait::async_trait;
 use sqlx::{AnyPool, Row, any::AnyRow};
@@ -271,6 +273,53 @@ impl RunsRepository for SqlRunsRepository {
         Ok(row.as_ref().map(decode_thread).transpose()?)
     }
 
+    async fn get_thread_with_agent(
+        &self,
+        org: &str,
+        user: &str,
+        id: &str,
+    ) -> Result<Option<(Thread, Option<Agent>)>, RepositoryError> {
+        let row = sqlx::query(
+            "SELECT t.id, t.org_id, t.user_id, t.agent_id, t.title, t.created_at, t.updated_at, \
+             a.name AS agent_name, a.config_json AS agent_config_json, \
+             a.created_at AS agent_created_at, a.updated_at AS agent_updated_at \
+             FROM threads t LEFT JOIN agents a ON a.org_id = t.org_id AND a.id = t.agent_id \
+             WHERE t.org_id = $1 AND t.user_id = $2 AND t.id = $3",
+        )
+        .bind(org)
+        .bind(user)
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(failed("failed to read a thread"))?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let thread = decode_thread(&row)?;
+        let agent = match row
+            .try_get::<Option<String>, _>("agent_config_json")
+            .map_err(failed("failed to read a thread's agent"))?
+        {
+            Some(config_json) => Some(Agent {
+                id: thread.agent_id.clone(),
+                org_id: thread.org_id.clone(),
+                name: row
+                    .try_get("agent_name")
+                    .map_err(failed("failed to read a thread's agent"))?,
+                config: serde_json::from_str(&config_json)
+                    .context("stored agent configuration is not valid")?,
+                created_at: row
+                    .try_get("agent_created_at")
+                    .map_err(failed("failed to read a thread's agent"))?,
+                updated_at: row
+                    .try_get("agent_updated_at")
+                    .map_err(failed("failed to read a thread's agent"))?,
+            }),
+            None => None,
+        };
+        Ok(Some((thread, agent)))
+    }
+
     async fn list_threads(
         &self,
         org: &str,
@@ -343,41 +392,90 @@ impl RunsRepository for SqlRunsRepository {
         Ok(result.rows_affected() > 0)
     }
 
-    async fn append_message(&self, message: &Message) -> Result<i64, RepositoryError> {
-        let content = to_json(&message.parts, "failed to encode a message's parts")?;
-        // One statement numbers the message after the thread's last one and
-        // stores it; a trigger marks the thread active in the same statement.
-        // Two appends racing on one thread can pick the same number: the
-        // loser breaks UNIQUE (thread_id, seq) and numbers again.
+    async fn append_messages(
+        &self,
+        thread_id: &str,
+        messages: &[Message],
+    ) -> Result<Vec<i64>, RepositoryError> {
+        if messages.is_empty() {
+            return Ok(Vec::new());
+        }
+        let contents = messages
+            .iter()
+            .map(|m| to_json(&m.parts, "failed to encode a message's parts"))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        // One statement numbers the messages after the thread's last one and
+        // stores them; a trigger marks the thread active in the same
+        // statement. Two appends racing on one thread can pick the same
+        // numbers: the loser breaks UNIQUE (thread_id, seq) and numbers again.
+        let rows = (0..messages.len())
+            .map(|i| {
+                let p = 2 + i * 5;
+                format!(
+                    "SELECT ${p} AS id, ${} AS run_id, ${} AS role, ${} AS content_json, \
+                     CAST(${} AS BIGINT) AS created_at, {} AS k",
+                    p + 1,
+                    p + 2,
+                    p + 3,
+                    p + 4,
+                    i + 1
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" UNION ALL ");
+        let sql = format!(
+            "INSERT INTO messages ({MESSAGE_COLUMNS}) \
+             SELECT m.id, $1, m.run_id, b.n + m.k, m.role, m.content_json, m.created_at \
+             FROM (SELECT COALESCE(MAX(seq), 0) AS n FROM messages WHERE thread_id = $1) AS b, \
+             ({rows}) AS m \
+             RETURNING id, seq"
+        );
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let inserted = sqlx::query_scalar::<_, i64>(&format!(
-                "INSERT INTO messages ({MESSAGE_COLUMNS}) \
-                 SELECT $1, $2, $3, COALESCE(MAX(seq), 0) + 1, $4, $5, $6 \
-                 FROM messages WHERE thread_id = $2 \
-                 RETURNING seq"
-            ))
-            .bind(message.id.as_str())
-            .bind(message.thread_id.as_str())
-            .bind(message.run_id.as_deref())
-            .bind(message.role.as_str())
-            .bind(content.as_str())
-            .bind(message.created_at)
-            .fetch_one(&self.pool)
-            .await;
-            match inserted {
-                Ok(seq) => return Ok(seq),
+            let mut query = sqlx::query(&sql).bind(thread_id);
+            for (message, content) in messages.iter().zip(&contents) {
+                query = query
+                    .bind(message.id.as_str())
+                    .bind(message.run_id.as_deref())
+                    .bind(message.role.as_str())
+                    .bind(content.as_str())
+                    .bind(message.created_at);
+            }
+            match query.fetch_all(&self.pool).await {
+                Ok(rows) => {
+                    let stored = rows
+                        .iter()
+                        .map(|row| {
+                            Ok((
+                                row.try_get::<String, _>("id")?,
+                                row.try_get::<i64, _>("seq")?,
+                            ))
+                        })
+                        .collect::<Result<HashMap<_, _>, sqlx::Error>>()
+                        .map_err(failed("failed to append messages"))?;
+                    return messages
+                        .iter()
+                        .map(|m| {
+                            stored.get(&m.id).copied().ok_or_else(|| {
+                                anyhow::anyhow!(
+                                    "failed to append messages: {} was not stored",
+                                    m.id
+                                )
+                                .into()
+                            })
+                        })
+                        .collect();
+                }
                 Err(sqlx::Error::Database(db))
                     if db.is_unique_violation() && attempts < APPEND_ATTEMPTS => {}
                 Err(sqlx::Error::Database(db)) if db.is_foreign_key_violation() => {
                     return Err(anyhow::anyhow!(
-                        "failed to append a message: thread {} does not exist",
-                        message.thread_id
+                        "failed to append messages: thread {thread_id} does not exist"
                     )
                     .into());
                 }
-                Err(error) => return Err(failed("failed to append a message")(error)),
+                Err(error) => return Err(failed("failed to append messages")(error)),
             }
         }
     }

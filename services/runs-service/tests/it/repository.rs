@@ -394,6 +394,108 @@ async fn concurrent_appends_to_one_thread_get_distinct_seqs(kind: DbKind) {
     assert_eq!(seqs, (1..=8).collect::<Vec<i64>>());
 }
 
+async fn messages_appended_together_are_numbered_in_order(kind: DbKind) {
+    let (_db, repo) = repository(kind).await;
+    let t = stored_thread(&repo, "alice", 100).await;
+    let mut first = message(&t.id, Role::User, text("first"), 1000);
+    first.seq = repo.append_message(&first).await.expect("appended");
+    let mut batch: Vec<Message> = ["a", "b", "c"]
+        .into_iter()
+        .map(|word| message(&t.id, Role::User, text(word), 1001))
+        .collect();
+    let seqs = repo.append_messages(&t.id, &batch).await.expect("appended");
+    assert_eq!(seqs, [2, 3, 4]);
+    for (message, seq) in batch.iter_mut().zip(seqs) {
+        message.seq = seq;
+    }
+    let mut expected = vec![first];
+    expected.extend(batch);
+    assert_eq!(
+        repo.list_messages(&t.id, 0, 10).await.expect("list"),
+        expected
+    );
+    assert!(
+        repo.append_messages(&t.id, &[])
+            .await
+            .expect("nothing to append")
+            .is_empty()
+    );
+    let missing = new_id();
+    assert!(
+        repo.append_messages(&missing, &[message(&missing, Role::User, text("x"), 1)])
+            .await
+            .is_err(),
+        "a message needs its thread"
+    );
+
+    // Batches racing on one thread each get consecutive numbers.
+    let other = stored_thread(&repo, "alice", 100).await;
+    let batches = (0..6).map(|i| {
+        let pair = vec![
+            message(
+                &other.id,
+                Role::Assistant,
+                text(&format!("call {i}")),
+                2000 + i,
+            ),
+            message(
+                &other.id,
+                Role::Tool,
+                text(&format!("result {i}")),
+                2000 + i,
+            ),
+        ];
+        let (repo, thread_id) = (&repo, other.id.clone());
+        async move { repo.append_messages(&thread_id, &pair).await }
+    });
+    let mut seqs = futures::future::join_all(batches)
+        .await
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
+        .expect("every append succeeds");
+    for pair in &seqs {
+        assert_eq!(pair[1], pair[0] + 1, "a batch is numbered consecutively");
+    }
+    seqs.sort_unstable();
+    assert_eq!(seqs.concat(), (1..=12).collect::<Vec<i64>>());
+}
+
+async fn a_thread_is_read_with_its_agent(kind: DbKind) {
+    let (_db, repo) = repository(kind).await;
+    let helper = agent("org-a", "Helper", 50);
+    repo.insert_agent(&helper).await.expect("agent");
+    let t = thread("org-a", "alice", &helper.id, 100);
+    repo.insert_thread(&t).await.expect("thread");
+
+    assert_eq!(
+        repo.get_thread_with_agent("org-a", "alice", &t.id)
+            .await
+            .expect("read"),
+        Some((t.clone(), Some(helper.clone())))
+    );
+    for (org, user) in [("org-a", "bob"), ("org-b", "alice")] {
+        assert_eq!(
+            repo.get_thread_with_agent(org, user, &t.id)
+                .await
+                .expect("read"),
+            None,
+            "{org}/{user} does not see it"
+        );
+    }
+    assert!(
+        repo.delete_agent("org-a", &helper.id)
+            .await
+            .expect("deleted")
+    );
+    assert_eq!(
+        repo.get_thread_with_agent("org-a", "alice", &t.id)
+            .await
+            .expect("read"),
+        Some((t, None)),
+        "the thread outlives its agent"
+    );
+}
+
 async fn message_parts_and_run_ids_round_trip(kind: DbKind) {
     let (_db, repo) = repository(kind).await;
     let t = stored_thread(&repo, "alice", 100).await;
@@ -428,8 +530,12 @@ async fn message_parts_and_run_ids_round_trip(kind: DbKind) {
         201,
     );
     tool.run_id = Some(r.id.clone());
-    assistant.seq = repo.append_message(&assistant).await.expect("appended");
-    tool.seq = repo.append_message(&tool).await.expect("appended");
+    let seqs = repo
+        .append_messages(&t.id, &[assistant.clone(), tool.clone()])
+        .await
+        .expect("appended");
+    assert_eq!(seqs, [1, 2]);
+    (assistant.seq, tool.seq) = (seqs[0], seqs[1]);
 
     assert_eq!(
         repo.list_messages(&t.id, 0, 10).await.expect("list"),
@@ -663,6 +769,8 @@ db_tests!(
     deleting_a_thread_removes_its_messages_and_runs,
     messages_get_consecutive_seqs_and_list_after_a_seq,
     concurrent_appends_to_one_thread_get_distinct_seqs,
+    messages_appended_together_are_numbered_in_order,
+    a_thread_is_read_with_its_agent,
     message_parts_and_run_ids_round_trip,
     a_thread_runs_one_run_at_a_time,
     a_paused_run_also_blocks_its_thread,

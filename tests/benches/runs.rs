@@ -25,6 +25,9 @@ use switchboard_test_support::{
 };
 use tonic::transport::Channel;
 
+/// Tool steps of a long run, before the step that answers.
+const LONG_TOOL_STEPS: usize = 10;
+
 struct Service(Child);
 
 impl Drop for Service {
@@ -120,6 +123,7 @@ async fn integration(
 async fn agent(
     client: &mut RunsServiceClient<Channel>,
     admin: &str,
+    provider: &str,
     integrations: Vec<String>,
 ) -> String {
     client
@@ -128,10 +132,11 @@ async fn agent(
                 agent: Some(runs::Agent {
                     name: "bench".into(),
                     model: Some(runs::ModelRef {
-                        provider: "scripted".into(),
+                        provider: provider.into(),
                         model: "instant".into(),
                     }),
                     mcp_integration_ids: integrations,
+                    max_steps: 20,
                     ..Default::default()
                 }),
             },
@@ -258,6 +263,29 @@ async fn main() {
         .expect("the scripted model starts"),
     );
     let model_url = format!("http://127.0.0.1:{model_port}/v1");
+    // The same model calling the tool ten times before it answers.
+    let long_port = free_port().expect("a port");
+    let _long_model = Service(
+        Command::new(workspace_binary(
+            "switchboard-scripted-model",
+            "scripted-model",
+        ))
+        .args([
+            "--listen",
+            &format!("127.0.0.1:{long_port}"),
+            "--tool",
+            "example__echo",
+            "--arguments",
+            r#"{"text":"ping"}"#,
+            "--reply",
+            "done",
+            "--rounds",
+            &LONG_TOOL_STEPS.to_string(),
+        ])
+        .env("RUST_LOG", "warn")
+        .spawn()
+        .expect("the scripted model starts"),
+    );
     let (mcp_process, mcp_url) = start(
         "mcp-service",
         "switchboard-mcp-service",
@@ -279,7 +307,7 @@ async fn main() {
             ("SWITCHBOARD_MCP_SERVICE_URL", mcp_url.clone()),
             (
                 "SWITCHBOARD_MODEL_PROVIDERS",
-                format!("scripted=openai,{model_url}"),
+                format!("scripted=openai,{model_url};long=openai,http://127.0.0.1:{long_port}/v1"),
             ),
             (
                 "SWITCHBOARD_DATA_DIR",
@@ -289,6 +317,7 @@ async fn main() {
     );
     wait_listening(fast_port).await;
     wait_listening(model_port).await;
+    wait_listening(long_port).await;
     for url in [&mcp_url, &runs_url] {
         wait_serving(url, "", Duration::from_secs(30))
             .await
@@ -306,9 +335,10 @@ async fn main() {
     for i in 0..20 {
         slow_ids.push(integration(&mut mcp_client, &admin, &format!("slow{i}"), &slow.url()).await);
     }
-    let fast_agent = agent(&mut runs_client, &admin, vec![example.clone()]).await;
-    let bare_agent = agent(&mut runs_client, &admin, vec![]).await;
-    let slow_agent = agent(&mut runs_client, &admin, slow_ids).await;
+    let fast_agent = agent(&mut runs_client, &admin, "scripted", vec![example.clone()]).await;
+    let long_agent = agent(&mut runs_client, &admin, "long", vec![example.clone()]).await;
+    let bare_agent = agent(&mut runs_client, &admin, "scripted", vec![]).await;
+    let slow_agent = agent(&mut runs_client, &admin, "scripted", slow_ids).await;
 
     // Warm-up: connections, the discovery cache, the upstream session pool.
     for _ in 0..20 {
@@ -341,6 +371,33 @@ async fn main() {
         (cpu_time(mcp_pid) - cpu_before.1) / 400,
     );
     per_step.sort_unstable();
+    let mut two_step_runs: Vec<Duration> = per_step.iter().map(|d| *d * 2).collect();
+    two_step_runs.sort_unstable();
+
+    // The same on runs of 11 steps (10 tool calls, then the answer): what
+    // one more step costs, without the run's start and end.
+    let mut long_threads = Vec::new();
+    for _ in 0..20 {
+        let thread = new_thread(&mut runs_client, &admin, &long_agent).await;
+        run_on(runs_client.clone(), admin.clone(), thread.clone()).await;
+        long_threads.push(thread);
+    }
+    let mut long_runs = Vec::new();
+    for i in 0..100 {
+        let (elapsed, steps) = run_on(
+            runs_client.clone(),
+            admin.clone(),
+            long_threads[i % long_threads.len()].clone(),
+        )
+        .await;
+        assert_eq!(
+            steps as usize,
+            LONG_TOOL_STEPS + 1,
+            "tool calls, then answer"
+        );
+        long_runs.push(elapsed);
+    }
+    long_runs.sort_unstable();
     let http = reqwest::Client::builder()
         .tcp_nodelay(true)
         .build()
@@ -429,6 +486,19 @@ async fn main() {
     println!(
         "  orchestration overhead per step p50 = step - model call - half a tool call = {:.3} ms (target <= 1 ms)",
         ms(overhead)
+    );
+    // One more tool step, from the difference of the run medians.
+    let extra_steps = (LONG_TOOL_STEPS - 1) as u32;
+    let marginal =
+        percentile(&long_runs, 0.5).saturating_sub(percentile(&two_step_runs, 0.5)) / extra_steps;
+    let marginal_overhead =
+        marginal.saturating_sub(percentile(&model_calls, 0.5) + percentile(&tool_calls, 0.5));
+    println!(
+        "  100 runs of {} steps on 20 threads: p50 {:.3} ms; one more tool step {:.3} ms, of which orchestration {:.3} ms (target <= 1 ms)",
+        LONG_TOOL_STEPS + 1,
+        ms(percentile(&long_runs, 0.5)),
+        ms(marginal),
+        ms(marginal_overhead)
     );
 
     // 500 concurrent runs.

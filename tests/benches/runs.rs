@@ -27,6 +27,8 @@ use tonic::transport::Channel;
 
 /// Tool steps of a long run, before the step that answers.
 const LONG_TOOL_STEPS: usize = 10;
+/// 2-step runs measured; half as many long runs alternate with them.
+const ROUNDS: usize = 200;
 
 struct Service(Child);
 
@@ -171,6 +173,61 @@ async fn new_thread(
         .id
 }
 
+/// The scripted model on `port`, calling `example__echo` `rounds` times (one
+/// call per turn) before it answers.
+fn scripted_model(port: u16, rounds: usize) -> Service {
+    Service(
+        Command::new(workspace_binary(
+            "switchboard-scripted-model",
+            "scripted-model",
+        ))
+        .args([
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--tool",
+            "example__echo",
+            "--arguments",
+            r#"{"text":"ping"}"#,
+            "--reply",
+            "done",
+            "--rounds",
+            &rounds.to_string(),
+        ])
+        .env("RUST_LOG", "warn")
+        .spawn()
+        .expect("the scripted model starts"),
+    )
+}
+
+/// `count` threads of `agent`, each run once, so each holds its upstream
+/// MCP session (a thread's first tool call opens it).
+async fn warm_threads(
+    client: &mut RunsServiceClient<Channel>,
+    admin: &str,
+    agent_id: &str,
+    count: usize,
+) -> Vec<String> {
+    let mut threads = Vec::with_capacity(count);
+    for _ in 0..count {
+        let thread = new_thread(client, admin, agent_id).await;
+        run_on(client.clone(), admin.to_owned(), thread.clone()).await;
+        threads.push(thread);
+    }
+    threads
+}
+
+/// The duration of one more run on `thread`, which must take `steps` steps.
+async fn timed_run(
+    client: &RunsServiceClient<Channel>,
+    admin: &str,
+    thread: &str,
+    steps: usize,
+) -> Duration {
+    let (elapsed, taken) = run_on(client.clone(), admin.to_owned(), thread.to_owned()).await;
+    assert_eq!(taken as usize, steps, "tool calls, then the answer");
+    elapsed
+}
+
 /// Runs a new thread to completion; returns its duration and step count.
 async fn one_run(
     client: RunsServiceClient<Channel>,
@@ -243,49 +300,11 @@ async fn main() {
     );
     let fast_url = format!("http://127.0.0.1:{fast_port}/mcp");
     let model_port = free_port().expect("a port");
-    let _model = Service(
-        Command::new(workspace_binary(
-            "switchboard-scripted-model",
-            "scripted-model",
-        ))
-        .args([
-            "--listen",
-            &format!("127.0.0.1:{model_port}"),
-            "--tool",
-            "example__echo",
-            "--arguments",
-            r#"{"text":"ping"}"#,
-            "--reply",
-            "done",
-        ])
-        .env("RUST_LOG", "warn")
-        .spawn()
-        .expect("the scripted model starts"),
-    );
+    let _model = scripted_model(model_port, 1);
     let model_url = format!("http://127.0.0.1:{model_port}/v1");
     // The same model calling the tool ten times before it answers.
     let long_port = free_port().expect("a port");
-    let _long_model = Service(
-        Command::new(workspace_binary(
-            "switchboard-scripted-model",
-            "scripted-model",
-        ))
-        .args([
-            "--listen",
-            &format!("127.0.0.1:{long_port}"),
-            "--tool",
-            "example__echo",
-            "--arguments",
-            r#"{"text":"ping"}"#,
-            "--reply",
-            "done",
-            "--rounds",
-            &LONG_TOOL_STEPS.to_string(),
-        ])
-        .env("RUST_LOG", "warn")
-        .spawn()
-        .expect("the scripted model starts"),
-    );
+    let _long_model = scripted_model(long_port, LONG_TOOL_STEPS);
     let (mcp_process, mcp_url) = start(
         "mcp-service",
         "switchboard-mcp-service",
@@ -346,64 +365,25 @@ async fn main() {
     }
 
     // Orchestration overhead per step, in conversations that already hold
-    // their upstream MCP session (a thread's first tool call opens it).
-    let mut threads = Vec::new();
-    for _ in 0..50 {
-        let thread = new_thread(&mut runs_client, &admin, &fast_agent).await;
-        run_on(runs_client.clone(), admin.clone(), thread.clone()).await;
-        threads.push(thread);
-    }
-    let (runs_pid, mcp_pid) = (runs_process.0.id(), mcp_process.0.id());
-    let cpu_before = (cpu_time(runs_pid), cpu_time(mcp_pid));
-    let mut per_step = Vec::new();
-    for i in 0..200 {
-        let (elapsed, steps) = run_on(
-            runs_client.clone(),
-            admin.clone(),
-            threads[i % threads.len()].clone(),
-        )
-        .await;
-        assert_eq!(steps, 2, "tool call, then answer");
-        per_step.push(elapsed / 2);
-    }
-    let cpu_per_step = (
-        (cpu_time(runs_pid) - cpu_before.0) / 400,
-        (cpu_time(mcp_pid) - cpu_before.1) / 400,
-    );
-    per_step.sort_unstable();
-    let mut two_step_runs: Vec<Duration> = per_step.iter().map(|d| *d * 2).collect();
-    two_step_runs.sort_unstable();
-
-    // The same on runs of 11 steps (10 tool calls, then the answer): what
-    // one more step costs, without the run's start and end.
-    let mut long_threads = Vec::new();
-    for _ in 0..20 {
-        let thread = new_thread(&mut runs_client, &admin, &long_agent).await;
-        run_on(runs_client.clone(), admin.clone(), thread.clone()).await;
-        long_threads.push(thread);
-    }
-    let mut long_runs = Vec::new();
-    for i in 0..100 {
-        let (elapsed, steps) = run_on(
-            runs_client.clone(),
-            admin.clone(),
-            long_threads[i % long_threads.len()].clone(),
-        )
-        .await;
-        assert_eq!(
-            steps as usize,
-            LONG_TOOL_STEPS + 1,
-            "tool calls, then answer"
-        );
-        long_runs.push(elapsed);
-    }
-    long_runs.sort_unstable();
+    // their upstream MCP session. The runs and the model and tool calls they
+    // are compared with alternate, so that whatever else the machine does
+    // slows them alike.
+    let threads = warm_threads(&mut runs_client, &admin, &fast_agent, 50).await;
+    let long_threads = warm_threads(&mut runs_client, &admin, &long_agent, 20).await;
     let http = reqwest::Client::builder()
         .tcp_nodelay(true)
         .build()
         .expect("client");
-    let mut model_calls = Vec::new();
-    for _ in 0..200 {
+    let (runs_pid, mcp_pid) = (runs_process.0.id(), mcp_process.0.id());
+    let cpu_before = (cpu_time(runs_pid), cpu_time(mcp_pid));
+    let (mut two_step_runs, mut long_runs) = (Vec::new(), Vec::new());
+    let (mut model_calls, mut tool_calls) = (Vec::new(), Vec::new());
+    for i in 0..ROUNDS {
+        two_step_runs.push(timed_run(&runs_client, &admin, &threads[i % threads.len()], 2).await);
+        if i % 2 == 0 {
+            let thread = &long_threads[(i / 2) % long_threads.len()];
+            long_runs.push(timed_run(&runs_client, &admin, thread, LONG_TOOL_STEPS + 1).await);
+        }
         let started = Instant::now();
         http.post(format!("{model_url}/chat/completions"))
             .json(&serde_json::json!({"model": "instant", "stream": true, "messages": [{"role": "user", "content": "go"}]}))
@@ -414,10 +394,6 @@ async fn main() {
             .await
             .expect("body");
         model_calls.push(started.elapsed());
-    }
-    model_calls.sort_unstable();
-    let mut tool_calls = Vec::new();
-    for _ in 0..200 {
         let started = Instant::now();
         mcp_client
             .execute_tool(authed(
@@ -435,7 +411,24 @@ async fn main() {
             .expect("tool");
         tool_calls.push(started.elapsed());
     }
-    tool_calls.sort_unstable();
+    // Steps runs-service took; ExecuteTool and Discover calls mcp-service
+    // served (one Discover per run, one ExecuteTool per tool step and per
+    // call measured alone).
+    let (steps, long_count) = (ROUNDS * 2 + ROUNDS / 2 * (LONG_TOOL_STEPS + 1), ROUNDS / 2);
+    let mcp_calls = ROUNDS + long_count + ROUNDS + long_count * LONG_TOOL_STEPS + ROUNDS;
+    let cpu_per_step = (
+        (cpu_time(runs_pid) - cpu_before.0) / u32::try_from(steps).expect("few"),
+        (cpu_time(mcp_pid) - cpu_before.1) / u32::try_from(mcp_calls).expect("few"),
+    );
+    for samples in [
+        &mut two_step_runs,
+        &mut long_runs,
+        &mut model_calls,
+        &mut tool_calls,
+    ] {
+        samples.sort_unstable();
+    }
+    let per_step: Vec<Duration> = two_step_runs.iter().map(|d| *d / 2).collect();
     let mut discoveries = Vec::new();
     for _ in 0..200 {
         let started = Instant::now();
@@ -474,7 +467,7 @@ async fn main() {
         ms(percentile(&tool_calls, 0.5))
     );
     println!(
-        "  CPU per step: runs-service {:.3} ms, mcp-service {:.3} ms",
+        "  CPU per step of runs-service {:.3} ms; per call mcp-service served {:.3} ms",
         ms(cpu_per_step.0),
         ms(cpu_per_step.1)
     );
@@ -494,7 +487,8 @@ async fn main() {
     let marginal_overhead =
         marginal.saturating_sub(percentile(&model_calls, 0.5) + percentile(&tool_calls, 0.5));
     println!(
-        "  100 runs of {} steps on 20 threads: p50 {:.3} ms; one more tool step {:.3} ms, of which orchestration {:.3} ms (target <= 1 ms)",
+        "  {} runs of {} steps on 20 threads: p50 {:.3} ms; one more tool step {:.3} ms, of which orchestration {:.3} ms (target <= 1 ms)",
+        ROUNDS / 2,
         LONG_TOOL_STEPS + 1,
         ms(percentile(&long_runs, 0.5)),
         ms(marginal),

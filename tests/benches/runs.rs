@@ -318,21 +318,29 @@ async fn main() {
             ),
         ],
     );
+    // runs-service's database: SQLite under the temp dir, or the PostgreSQL
+    // database named by SWITCHBOARD_BENCH_RUNS_DATABASE_URL.
+    let runs_database = std::env::var("SWITCHBOARD_BENCH_RUNS_DATABASE_URL").ok();
+    if let Some(url) = &runs_database {
+        println!("runs-service on {url}");
+    }
+    let mut runs_env = vec![
+        ("SWITCHBOARD_MCP_SERVICE_URL", mcp_url.clone()),
+        (
+            "SWITCHBOARD_MODEL_PROVIDERS",
+            format!("scripted=openai,{model_url};long=openai,http://127.0.0.1:{long_port}/v1"),
+        ),
+        (
+            "SWITCHBOARD_DATA_DIR",
+            dir.path().join("runs").display().to_string(),
+        ),
+    ];
+    runs_env.extend(runs_database.map(|url| ("DATABASE_URL", url)));
     let (runs_process, runs_url) = start(
         "runs-service",
         "switchboard-runs-service",
         dir.path(),
-        &[
-            ("SWITCHBOARD_MCP_SERVICE_URL", mcp_url.clone()),
-            (
-                "SWITCHBOARD_MODEL_PROVIDERS",
-                format!("scripted=openai,{model_url};long=openai,http://127.0.0.1:{long_port}/v1"),
-            ),
-            (
-                "SWITCHBOARD_DATA_DIR",
-                dir.path().join("runs").display().to_string(),
-            ),
-        ],
+        &runs_env,
     );
     wait_listening(fast_port).await;
     wait_listening(model_port).await;

@@ -236,7 +236,8 @@ struct RunContext {
     thread: Thread,
     agent: Agent,
     provider: Arc<dyn ModelProvider>,
-    input: RunInput,
+    /// The stored messages the run starts from.
+    input: Vec<Message>,
 }
 
 /// A run stopped because its client went away.
@@ -301,6 +302,13 @@ fn history_to_chat(messages: &[Message]) -> Vec<ChatMessage> {
         }
     }
     chat
+}
+
+/// Gives `messages` their stored `seq`s.
+fn numbered(messages: &mut [Message], seqs: Vec<i64>) {
+    for (message, seq) in messages.iter_mut().zip(seqs) {
+        message.seq = seq;
+    }
 }
 
 fn parse_arguments(raw: &str) -> Result<Map<String, Value>, String> {
@@ -372,7 +380,7 @@ impl Orchestrator {
                 ))
             })?;
         let now = now_millis();
-        let run = match &input {
+        let (run, input) = match input {
             RunInput::UserMessage(text) => {
                 if text.trim().is_empty() {
                     return Err(RunsError::invalid("user_message.text", "is required"));
@@ -390,13 +398,20 @@ impl Orchestrator {
                     created_at: now,
                     updated_at: now,
                 };
-                self.repo.start_run(&run).await?;
-                run
+                let mut input = vec![self.message(
+                    &run,
+                    Role::User,
+                    vec![Part::Text { text: text.clone() }],
+                    now,
+                )];
+                let seqs = self.repo.start_run_with(&run, &input).await?;
+                numbered(&mut input, seqs);
+                (run, input)
             }
             RunInput::ClientToolResults { run_id, results } => {
                 let mut run = self
                     .repo
-                    .get_run(&thread.id, run_id)
+                    .get_run(&thread.id, &run_id)
                     .await?
                     .ok_or(RunsError::NotFound("run"))?;
                 if run.status != RunStatus::RequiresAction {
@@ -425,7 +440,27 @@ impl Orchestrator {
                 }
                 run.status = RunStatus::Running;
                 run.updated_at = now;
-                run
+                let parts = run
+                    .pending
+                    .iter()
+                    .filter_map(|pending| {
+                        results
+                            .iter()
+                            .find(|r| r.tool_call_id == pending.id)
+                            .map(|r| Part::ToolResult {
+                                tool_call_id: pending.id.clone(),
+                                name: pending.name.clone(),
+                                content: r.content.clone(),
+                                is_error: r.is_error,
+                            })
+                    })
+                    .collect();
+                // Cleared in storage with the run's next save.
+                run.pending.clear();
+                let mut input = vec![self.message(&run, Role::Tool, parts, now)];
+                let seqs = self.repo.append_messages(&run.thread_id, &input).await?;
+                numbered(&mut input, seqs);
+                (run, input)
             }
         };
 
@@ -457,16 +492,22 @@ impl Orchestrator {
         };
         if cancelled {
             // Dropping the run's future above stopped the model stream and
-            // the tool calls in flight. The run as this task last knew it is
-            // saved, steps, usage and tools included; a run that had already
-            // ended keeps its end, saved again in case the client left while
-            // it was being saved.
-            if run.status == RunStatus::Running {
-                run.status = RunStatus::Cancelled;
-                tracing::info!(run_id = %run_id, "run cancelled: the client disconnected");
-            }
-            if let Err(error) = self.save(&mut run).await {
-                tracing::error!(run_id = %run_id, error = %error, "failed to record a cancelled run");
+            // the tool calls in flight. A run still running in storage is
+            // saved as cancelled, with what this task knew of it (steps,
+            // usage, tools); one whose end was stored before the client left
+            // keeps it.
+            match self.repo.find_run(&run_id).await {
+                Ok(Some(stored)) if stored.status == RunStatus::Running => {
+                    run.status = RunStatus::Cancelled;
+                    if let Err(error) = self.save(&mut run).await {
+                        tracing::error!(run_id = %run_id, error = %error, "failed to record a cancelled run");
+                    }
+                    tracing::info!(run_id = %run_id, "run cancelled: the client disconnected");
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::error!(run_id = %run_id, error = %error, "failed to load a cancelled run")
+                }
             }
         }
         self.active.remove(&run_id);
@@ -478,32 +519,41 @@ impl Orchestrator {
         Ok(())
     }
 
-    /// Stores `messages` in one write, then sends their events.
+    /// A new message of `run`'s thread.
+    fn message(&self, run: &Run, role: Role, parts: Vec<Part>, created_at: i64) -> Message {
+        Message {
+            id: new_id(),
+            thread_id: run.thread_id.clone(),
+            run_id: Some(run.id.clone()),
+            seq: 0,
+            role,
+            parts,
+            created_at,
+        }
+    }
+
+    /// Stores `messages` in one write, with the run's state when `save_run`,
+    /// then sends their events.
     async fn store(
         &self,
         emitter: &mut Emitter,
         history: &mut Vec<Message>,
-        thread: &Thread,
-        run: &Run,
+        run: &mut Run,
         messages: Vec<(Role, Vec<Part>)>,
+        save_run: bool,
     ) -> Result<Result<(), Disconnected>, RunsError> {
         let created_at = now_millis();
         let mut messages: Vec<Message> = messages
             .into_iter()
-            .map(|(role, parts)| Message {
-                id: new_id(),
-                thread_id: thread.id.clone(),
-                run_id: Some(run.id.clone()),
-                seq: 0,
-                role,
-                parts,
-                created_at,
-            })
+            .map(|(role, parts)| self.message(run, role, parts, created_at))
             .collect();
-        let seqs = self.repo.append_messages(&thread.id, &messages).await?;
-        for (message, seq) in messages.iter_mut().zip(seqs) {
-            message.seq = seq;
-        }
+        let seqs = if save_run {
+            run.updated_at = created_at;
+            self.repo.update_run_with(run, &messages).await?
+        } else {
+            self.repo.append_messages(&run.thread_id, &messages).await?
+        };
+        numbered(&mut messages, seqs);
         history.extend(messages.iter().cloned());
         for message in messages {
             if !emitter.emit(RunEvent::MessageCreated(message)).await {
@@ -565,7 +615,7 @@ impl Orchestrator {
         agent: &Agent,
         provider: Arc<dyn ModelProvider>,
         run: &mut Run,
-        input: RunInput,
+        input: Vec<Message>,
         emitter: &mut Emitter,
     ) -> Result<Result<(), Disconnected>, RunsError> {
         macro_rules! emit {
@@ -576,54 +626,24 @@ impl Orchestrator {
             };
         }
         emit!(RunEvent::Started(run.clone()));
-        let (role, parts) = match input {
-            RunInput::UserMessage(text) => (Role::User, vec![Part::Text { text }]),
-            RunInput::ClientToolResults { results, .. } => {
-                let parts = run
-                    .pending
-                    .iter()
-                    .filter_map(|pending| {
-                        results
-                            .iter()
-                            .find(|r| r.tool_call_id == pending.id)
-                            .map(|r| Part::ToolResult {
-                                tool_call_id: pending.id.clone(),
-                                name: pending.name.clone(),
-                                content: r.content.clone(),
-                                is_error: r.is_error,
-                            })
-                    })
-                    .collect();
-                run.pending.clear();
-                (Role::Tool, parts)
-            }
-        };
-        // Storing the input, discovering the integrations and reading the
-        // thread's data sources do not depend on each other.
-        let (loaded, (capabilities, failed), mut sources) = tokio::join!(
-            async {
-                // The thread's history, kept up to date as this run stores
-                // messages, so a step does not read it back.
-                let mut history = self
-                    .repo
-                    .list_messages(&thread.id, 0, HISTORY_LIMIT)
-                    .await?;
-                let stored = self
-                    .store(emitter, &mut history, thread, run, vec![(role, parts)])
-                    .await?;
-                Ok::<_, RunsError>((history, stored))
-            },
+        for message in input {
+            emit!(RunEvent::MessageCreated(message));
+        }
+        // Reading the history (the input included), discovering the
+        // integrations and reading the thread's data sources do not depend on
+        // each other.
+        let (history, (capabilities, failed), mut sources) = tokio::join!(
+            self.repo.list_messages(&thread.id, 0, HISTORY_LIMIT),
             self.discover(caller, agent),
             self.builtins.sources(&thread.id),
         );
-        let (mut history, stored) = loaded?;
-        if stored.is_err() {
-            return Ok(Err(Disconnected));
-        }
+        // Kept up to date as this run stores messages, so a step does not
+        // read it back.
+        let mut history = history?;
         macro_rules! stored {
-            ($messages:expr) => {
+            ($messages:expr, $save_run:expr) => {
                 if self
-                    .store(emitter, &mut history, thread, run, $messages)
+                    .store(emitter, &mut history, run, $messages, $save_run)
                     .await?
                     .is_err()
                 {
@@ -725,11 +745,14 @@ impl Orchestrator {
                 arguments: c.arguments.clone(),
             }));
             if calls.is_empty() {
-                if !parts.is_empty() {
-                    stored!(vec![(Role::Assistant, parts)]);
-                }
+                // The answer and the run's end are saved together.
                 run.status = RunStatus::Completed;
-                self.save(run).await?;
+                let answer = if parts.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![(Role::Assistant, parts)]
+                };
+                stored!(answer, true);
                 emit!(RunEvent::Completed(run.clone()));
                 return Ok(Ok(()));
             }
@@ -787,12 +810,10 @@ impl Orchestrator {
             if !result_parts.is_empty() {
                 turn.push((Role::Tool, result_parts));
             }
-            stored!(turn);
-            if imported {
-                sources = self.builtins.sources(&thread.id).await;
-                offered = None;
-            }
-            if !client_calls.is_empty() {
+            if client_calls.is_empty() {
+                stored!(turn, false);
+            } else {
+                // The pause is saved with the turn.
                 run.status = RunStatus::RequiresAction;
                 run.pending = client_calls
                     .into_iter()
@@ -802,7 +823,13 @@ impl Orchestrator {
                         arguments: c.arguments,
                     })
                     .collect();
-                self.save(run).await?;
+                stored!(turn, true);
+            }
+            if imported {
+                sources = self.builtins.sources(&thread.id).await;
+                offered = None;
+            }
+            if run.status == RunStatus::RequiresAction {
                 emit!(RunEvent::ClientToolCallsRequired(run.pending.clone()));
                 emit!(RunEvent::Completed(run.clone()));
                 return Ok(Ok(()));

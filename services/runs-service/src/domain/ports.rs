@@ -96,11 +96,29 @@ pub trait RunsRepository: Send + Sync + 'static {
         limit: u32,
     ) -> Result<Vec<Message>, RepositoryError>;
 
-    /// Stores a new run; [`RepositoryError::ThreadBusy`] when its thread
-    /// already has a running or paused run.
-    async fn start_run(&self, run: &Run) -> Result<(), RepositoryError>;
+    /// Stores a new run with the messages it starts from, in one
+    /// transaction; their `seq`s are returned. [`RepositoryError::ThreadBusy`]
+    /// when its thread already has a running or paused run.
+    async fn start_run_with(
+        &self,
+        run: &Run,
+        input: &[Message],
+    ) -> Result<Vec<i64>, RepositoryError>;
+    /// Stores a new run; see [`RunsRepository::start_run_with`].
+    async fn start_run(&self, run: &Run) -> Result<(), RepositoryError> {
+        self.start_run_with(run, &[]).await.map(drop)
+    }
+    /// Appends `messages` to the run's thread and saves the run's state, in
+    /// one transaction; their `seq`s are returned.
+    async fn update_run_with(
+        &self,
+        run: &Run,
+        messages: &[Message],
+    ) -> Result<Vec<i64>, RepositoryError>;
     /// Saves a run's state.
-    async fn update_run(&self, run: &Run) -> Result<(), RepositoryError>;
+    async fn update_run(&self, run: &Run) -> Result<(), RepositoryError> {
+        self.update_run_with(run, &[]).await.map(drop)
+    }
     /// Moves a paused run back to running; false when it was not paused.
     async fn resume_run(&self, run_id: &str, now: i64) -> Result<bool, RepositoryError>;
     /// The run `id` of `thread_id`.

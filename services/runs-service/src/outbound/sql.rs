@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use anyhow::Context as _;
 use async_trait::async_trait;
-use sqlx::{AnyPool, Row, any::AnyRow};
+use sqlx::{AnyConnection, AnyPool, Row, any::AnyRow};
 
 use crate::domain::{
     entities::{Agent, Message, PendingCall, Role, Run, RunStatus, Thread, ToolBinding, Usage},
@@ -148,6 +148,167 @@ fn pending_json(run: &Run) -> anyhow::Result<Option<String>> {
         return Ok(None);
     }
     to_json(&run.pending, "failed to encode a run's pending calls").map(Some)
+}
+
+/// Messages to append to one thread in one statement: the statement numbers
+/// them after the thread's last one and stores them, and a trigger marks the
+/// thread active. Two appends racing on one thread can pick the same
+/// numbers: the loser breaks UNIQUE (thread_id, seq) and numbers again.
+struct Append<'a> {
+    thread_id: &'a str,
+    messages: &'a [Message],
+    contents: Vec<String>,
+    sql: String,
+}
+
+impl<'a> Append<'a> {
+    fn new(thread_id: &'a str, messages: &'a [Message]) -> anyhow::Result<Self> {
+        let contents = messages
+            .iter()
+            .map(|m| to_json(&m.parts, "failed to encode a message's parts"))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let rows = (0..messages.len())
+            .map(|i| {
+                let p = 2 + i * 5;
+                format!(
+                    "SELECT ${p} AS id, ${} AS run_id, ${} AS role, ${} AS content_json, \
+                     CAST(${} AS BIGINT) AS created_at, {} AS k",
+                    p + 1,
+                    p + 2,
+                    p + 3,
+                    p + 4,
+                    i + 1
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" UNION ALL ");
+        let sql = format!(
+            "INSERT INTO messages ({MESSAGE_COLUMNS}) \
+             SELECT m.id, $1, m.run_id, b.n + m.k, m.role, m.content_json, m.created_at \
+             FROM (SELECT COALESCE(MAX(seq), 0) AS n FROM messages WHERE thread_id = $1) AS b, \
+             ({rows}) AS m \
+             RETURNING id, seq"
+        );
+        Ok(Self {
+            thread_id,
+            messages,
+            contents,
+            sql,
+        })
+    }
+
+    /// The stored `seq`s in order, or `None` when a racing append took the
+    /// numbers (in a transaction, which is then to be rolled back).
+    async fn on(&self, conn: &mut AnyConnection) -> Result<Option<Vec<i64>>, RepositoryError> {
+        let mut query = sqlx::query(&self.sql).bind(self.thread_id);
+        for (message, content) in self.messages.iter().zip(&self.contents) {
+            query = query
+                .bind(message.id.as_str())
+                .bind(message.run_id.as_deref())
+                .bind(message.role.as_str())
+                .bind(content.as_str())
+                .bind(message.created_at);
+        }
+        let rows = match query.fetch_all(&mut *conn).await {
+            Ok(rows) => rows,
+            Err(sqlx::Error::Database(db)) if db.is_unique_violation() => return Ok(None),
+            Err(sqlx::Error::Database(db)) if db.is_foreign_key_violation() => {
+                return Err(anyhow::anyhow!(
+                    "failed to append messages: thread {} does not exist",
+                    self.thread_id
+                )
+                .into());
+            }
+            Err(error) => return Err(failed("failed to append messages")(error)),
+        };
+        let stored = rows
+            .iter()
+            .map(|row| {
+                Ok((
+                    row.try_get::<String, _>("id")?,
+                    row.try_get::<i64, _>("seq")?,
+                ))
+            })
+            .collect::<Result<HashMap<_, _>, sqlx::Error>>()
+            .map_err(failed("failed to append messages"))?;
+        self.messages
+            .iter()
+            .map(|m| {
+                stored.get(&m.id).copied().ok_or_else(|| {
+                    anyhow::anyhow!("failed to append messages: {} was not stored", m.id).into()
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+
+    fn gave_up(&self) -> RepositoryError {
+        anyhow::anyhow!(
+            "failed to append messages: thread {} kept changing under {APPEND_ATTEMPTS} attempts",
+            self.thread_id
+        )
+        .into()
+    }
+}
+
+async fn insert_run(conn: &mut AnyConnection, run: &Run) -> Result<(), RepositoryError> {
+    // A new run's heartbeat starts at its creation.
+    sqlx::query(&format!(
+        "INSERT INTO runs ({RUN_COLUMNS}, heartbeat_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $11)"
+    ))
+    .bind(run.id.as_str())
+    .bind(run.thread_id.as_str())
+    .bind(run.agent_id.as_str())
+    .bind(run.status.as_str())
+    .bind(run.steps)
+    .bind(run.usage.input_tokens)
+    .bind(run.usage.output_tokens)
+    .bind(run.error.as_deref())
+    .bind(to_json(
+        &run.bindings,
+        "failed to encode a run's tool bindings",
+    )?)
+    .bind(pending_json(run)?)
+    .bind(run.created_at)
+    .bind(run.updated_at)
+    .execute(&mut *conn)
+    .await
+    .map_err(run_write_failed("failed to start a run"))?;
+    Ok(())
+}
+
+async fn update_run_row(conn: &mut AnyConnection, run: &Run) -> Result<(), RepositoryError> {
+    // Saving a running run is proof its process is alive: it renews the
+    // heartbeat too.
+    let result = sqlx::query(
+        "UPDATE runs SET status = $2, steps = $3, input_tokens = $4, output_tokens = $5, \
+         error = $6, tool_bindings_json = $7, pending_json = $8, updated_at = $9, \
+         heartbeat_at = CASE WHEN $10 = 1 THEN $9 ELSE heartbeat_at END \
+         WHERE id = $1",
+    )
+    .bind(run.id.as_str())
+    .bind(run.status.as_str())
+    .bind(run.steps)
+    .bind(run.usage.input_tokens)
+    .bind(run.usage.output_tokens)
+    .bind(run.error.as_deref())
+    .bind(to_json(
+        &run.bindings,
+        "failed to encode a run's tool bindings",
+    )?)
+    .bind(pending_json(run)?)
+    .bind(run.updated_at)
+    .bind(i64::from(run.status == RunStatus::Running))
+    .execute(&mut *conn)
+    .await
+    .map_err(run_write_failed("failed to update a run"))?;
+    if result.rows_affected() == 0 {
+        return Err(
+            anyhow::anyhow!("failed to update a run: run {} does not exist", run.id).into(),
+        );
+    }
+    Ok(())
 }
 
 #[async_trait]
@@ -400,84 +561,18 @@ impl RunsRepository for SqlRunsRepository {
         if messages.is_empty() {
             return Ok(Vec::new());
         }
-        let contents = messages
-            .iter()
-            .map(|m| to_json(&m.parts, "failed to encode a message's parts"))
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        // One statement numbers the messages after the thread's last one and
-        // stores them; a trigger marks the thread active in the same
-        // statement. Two appends racing on one thread can pick the same
-        // numbers: the loser breaks UNIQUE (thread_id, seq) and numbers again.
-        let rows = (0..messages.len())
-            .map(|i| {
-                let p = 2 + i * 5;
-                format!(
-                    "SELECT ${p} AS id, ${} AS run_id, ${} AS role, ${} AS content_json, \
-                     CAST(${} AS BIGINT) AS created_at, {} AS k",
-                    p + 1,
-                    p + 2,
-                    p + 3,
-                    p + 4,
-                    i + 1
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(" UNION ALL ");
-        let sql = format!(
-            "INSERT INTO messages ({MESSAGE_COLUMNS}) \
-             SELECT m.id, $1, m.run_id, b.n + m.k, m.role, m.content_json, m.created_at \
-             FROM (SELECT COALESCE(MAX(seq), 0) AS n FROM messages WHERE thread_id = $1) AS b, \
-             ({rows}) AS m \
-             RETURNING id, seq"
-        );
-        let mut attempts = 0;
-        loop {
-            attempts += 1;
-            let mut query = sqlx::query(&sql).bind(thread_id);
-            for (message, content) in messages.iter().zip(&contents) {
-                query = query
-                    .bind(message.id.as_str())
-                    .bind(message.run_id.as_deref())
-                    .bind(message.role.as_str())
-                    .bind(content.as_str())
-                    .bind(message.created_at);
-            }
-            match query.fetch_all(&self.pool).await {
-                Ok(rows) => {
-                    let stored = rows
-                        .iter()
-                        .map(|row| {
-                            Ok((
-                                row.try_get::<String, _>("id")?,
-                                row.try_get::<i64, _>("seq")?,
-                            ))
-                        })
-                        .collect::<Result<HashMap<_, _>, sqlx::Error>>()
-                        .map_err(failed("failed to append messages"))?;
-                    return messages
-                        .iter()
-                        .map(|m| {
-                            stored.get(&m.id).copied().ok_or_else(|| {
-                                anyhow::anyhow!(
-                                    "failed to append messages: {} was not stored",
-                                    m.id
-                                )
-                                .into()
-                            })
-                        })
-                        .collect();
-                }
-                Err(sqlx::Error::Database(db))
-                    if db.is_unique_violation() && attempts < APPEND_ATTEMPTS => {}
-                Err(sqlx::Error::Database(db)) if db.is_foreign_key_violation() => {
-                    return Err(anyhow::anyhow!(
-                        "failed to append messages: thread {thread_id} does not exist"
-                    )
-                    .into());
-                }
-                Err(error) => return Err(failed("failed to append messages")(error)),
+        let append = Append::new(thread_id, messages)?;
+        for _ in 0..APPEND_ATTEMPTS {
+            let mut conn = self
+                .pool
+                .acquire()
+                .await
+                .map_err(failed("failed to append messages"))?;
+            if let Some(seqs) = append.on(&mut conn).await? {
+                return Ok(seqs);
             }
         }
+        Err(append.gave_up())
     }
 
     async fn list_messages(
@@ -502,64 +597,69 @@ impl RunsRepository for SqlRunsRepository {
             .collect::<anyhow::Result<_>>()?)
     }
 
-    async fn start_run(&self, run: &Run) -> Result<(), RepositoryError> {
-        // A new run's heartbeat starts at its creation.
-        sqlx::query(&format!(
-            "INSERT INTO runs ({RUN_COLUMNS}, heartbeat_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $11)"
-        ))
-        .bind(run.id.as_str())
-        .bind(run.thread_id.as_str())
-        .bind(run.agent_id.as_str())
-        .bind(run.status.as_str())
-        .bind(run.steps)
-        .bind(run.usage.input_tokens)
-        .bind(run.usage.output_tokens)
-        .bind(run.error.as_deref())
-        .bind(to_json(
-            &run.bindings,
-            "failed to encode a run's tool bindings",
-        )?)
-        .bind(pending_json(run)?)
-        .bind(run.created_at)
-        .bind(run.updated_at)
-        .execute(&self.pool)
-        .await
-        .map_err(run_write_failed("failed to start a run"))?;
-        Ok(())
+    async fn start_run_with(
+        &self,
+        run: &Run,
+        input: &[Message],
+    ) -> Result<Vec<i64>, RepositoryError> {
+        if input.is_empty() {
+            let mut conn = self
+                .pool
+                .acquire()
+                .await
+                .map_err(failed("failed to start a run"))?;
+            insert_run(&mut conn, run).await?;
+            return Ok(Vec::new());
+        }
+        let append = Append::new(&run.thread_id, input)?;
+        for _ in 0..APPEND_ATTEMPTS {
+            let mut tx = self
+                .pool
+                .begin()
+                .await
+                .map_err(failed("failed to start a run"))?;
+            insert_run(&mut tx, run).await?;
+            if let Some(seqs) = append.on(&mut tx).await? {
+                tx.commit()
+                    .await
+                    .map_err(run_write_failed("failed to start a run"))?;
+                return Ok(seqs);
+            }
+        }
+        Err(append.gave_up())
     }
 
-    async fn update_run(&self, run: &Run) -> Result<(), RepositoryError> {
-        // Saving a running run is proof its process is alive: it renews the
-        // heartbeat too.
-        let result = sqlx::query(
-            "UPDATE runs SET status = $2, steps = $3, input_tokens = $4, output_tokens = $5, \
-             error = $6, tool_bindings_json = $7, pending_json = $8, updated_at = $9, \
-             heartbeat_at = CASE WHEN $10 = 1 THEN $9 ELSE heartbeat_at END \
-             WHERE id = $1",
-        )
-        .bind(run.id.as_str())
-        .bind(run.status.as_str())
-        .bind(run.steps)
-        .bind(run.usage.input_tokens)
-        .bind(run.usage.output_tokens)
-        .bind(run.error.as_deref())
-        .bind(to_json(
-            &run.bindings,
-            "failed to encode a run's tool bindings",
-        )?)
-        .bind(pending_json(run)?)
-        .bind(run.updated_at)
-        .bind(i64::from(run.status == RunStatus::Running))
-        .execute(&self.pool)
-        .await
-        .map_err(run_write_failed("failed to update a run"))?;
-        if result.rows_affected() == 0 {
-            return Err(
-                anyhow::anyhow!("failed to update a run: run {} does not exist", run.id).into(),
-            );
+    async fn update_run_with(
+        &self,
+        run: &Run,
+        messages: &[Message],
+    ) -> Result<Vec<i64>, RepositoryError> {
+        if messages.is_empty() {
+            let mut conn = self
+                .pool
+                .acquire()
+                .await
+                .map_err(failed("failed to update a run"))?;
+            update_run_row(&mut conn, run).await?;
+            return Ok(Vec::new());
         }
-        Ok(())
+        let append = Append::new(&run.thread_id, messages)?;
+        for _ in 0..APPEND_ATTEMPTS {
+            let mut tx = self
+                .pool
+                .begin()
+                .await
+                .map_err(failed("failed to update a run"))?;
+            let Some(seqs) = append.on(&mut tx).await? else {
+                continue;
+            };
+            update_run_row(&mut tx, run).await?;
+            tx.commit()
+                .await
+                .map_err(failed("failed to update a run"))?;
+            return Ok(seqs);
+        }
+        Err(append.gave_up())
     }
 
     async fn resume_run(&self, run_id: &str, now: i64) -> Result<bool, RepositoryError> {

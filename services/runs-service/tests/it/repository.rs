@@ -570,6 +570,63 @@ async fn a_thread_runs_one_run_at_a_time(kind: DbKind) {
     );
 }
 
+async fn a_run_is_stored_with_its_input_and_ends_with_its_answer(kind: DbKind) {
+    let (_db, repo) = repository(kind).await;
+    let t = stored_thread(&repo, "alice", 100).await;
+    let mut first = run(&t, 200);
+    let mut question = message(&t.id, Role::User, text("question"), 200);
+    question.run_id = Some(first.id.clone());
+    assert_eq!(
+        repo.start_run_with(&first, std::slice::from_ref(&question))
+            .await
+            .expect("started"),
+        [1]
+    );
+    question.seq = 1;
+
+    // A run refused on a busy thread stores none of its input.
+    let refused = run(&t, 201);
+    assert!(matches!(
+        repo.start_run_with(&refused, &[message(&t.id, Role::User, text("again"), 201)])
+            .await,
+        Err(RepositoryError::ThreadBusy)
+    ));
+    assert_eq!(repo.find_run(&refused.id).await.expect("read"), None);
+
+    first.status = RunStatus::Completed;
+    first.steps = 1;
+    first.updated_at = 300;
+    let mut answer = message(&t.id, Role::Assistant, text("answer"), 300);
+    answer.run_id = Some(first.id.clone());
+    assert_eq!(
+        repo.update_run_with(&first, std::slice::from_ref(&answer))
+            .await
+            .expect("ended"),
+        [2]
+    );
+    answer.seq = 2;
+    assert_eq!(
+        repo.list_messages(&t.id, 0, 10).await.expect("list"),
+        [question, answer]
+    );
+    assert_eq!(
+        repo.get_run(&t.id, &first.id).await.expect("read"),
+        Some(first)
+    );
+
+    // Saving a run that does not exist stores none of the messages.
+    let ghost = run(&t, 400);
+    assert!(
+        repo.update_run_with(
+            &ghost,
+            &[message(&t.id, Role::Assistant, text("lost"), 400)]
+        )
+        .await
+        .is_err()
+    );
+    assert_eq!(repo.list_messages(&t.id, 2, 10).await.expect("list"), []);
+}
+
 async fn a_paused_run_also_blocks_its_thread(kind: DbKind) {
     let (_db, repo) = repository(kind).await;
     let t = stored_thread(&repo, "alice", 100).await;
@@ -773,6 +830,7 @@ db_tests!(
     a_thread_is_read_with_its_agent,
     message_parts_and_run_ids_round_trip,
     a_thread_runs_one_run_at_a_time,
+    a_run_is_stored_with_its_input_and_ends_with_its_answer,
     a_paused_run_also_blocks_its_thread,
     only_a_paused_run_resumes,
     run_updates_round_trip_bindings_pending_calls_usage_and_error,

@@ -150,6 +150,58 @@ fn pending_json(run: &Run) -> anyhow::Result<Option<String>> {
     to_json(&run.pending, "failed to encode a run's pending calls").map(Some)
 }
 
+/// How a run is written.
+#[derive(Debug, Clone, Copy)]
+enum RunWrite {
+    /// A new run.
+    Insert,
+    /// A new state of a stored run.
+    Update,
+}
+
+impl RunWrite {
+    fn what(self) -> &'static str {
+        match self {
+            Self::Insert => "failed to start a run",
+            Self::Update => "failed to update a run",
+        }
+    }
+
+    async fn on(self, conn: &mut AnyConnection, run: &Run) -> Result<(), RepositoryError> {
+        match self {
+            Self::Insert => insert_run(conn, run).await,
+            Self::Update => update_run_row(conn, run).await,
+        }
+    }
+}
+
+impl SqlRunsRepository {
+    /// Writes `run` and appends `messages` to its thread, in one transaction
+    /// when there are messages; their `seq`s are returned.
+    async fn write_run(
+        &self,
+        run: &Run,
+        write: RunWrite,
+        messages: &[Message],
+    ) -> Result<Vec<i64>, RepositoryError> {
+        if messages.is_empty() {
+            let mut conn = self.pool.acquire().await.map_err(failed(write.what()))?;
+            write.on(&mut conn, run).await?;
+            return Ok(Vec::new());
+        }
+        let append = Append::new(&run.thread_id, messages)?;
+        for _ in 0..APPEND_ATTEMPTS {
+            let mut tx = self.pool.begin().await.map_err(failed(write.what()))?;
+            write.on(&mut tx, run).await?;
+            if let Some(seqs) = append.on(&mut tx).await? {
+                tx.commit().await.map_err(run_write_failed(write.what()))?;
+                return Ok(seqs);
+            }
+        }
+        Err(append.gave_up())
+    }
+}
+
 /// Messages to append to one thread in one statement: the statement numbers
 /// them after the thread's last one and stores them, and a trigger marks the
 /// thread active. Two appends racing on one thread can pick the same
@@ -602,31 +654,7 @@ impl RunsRepository for SqlRunsRepository {
         run: &Run,
         input: &[Message],
     ) -> Result<Vec<i64>, RepositoryError> {
-        if input.is_empty() {
-            let mut conn = self
-                .pool
-                .acquire()
-                .await
-                .map_err(failed("failed to start a run"))?;
-            insert_run(&mut conn, run).await?;
-            return Ok(Vec::new());
-        }
-        let append = Append::new(&run.thread_id, input)?;
-        for _ in 0..APPEND_ATTEMPTS {
-            let mut tx = self
-                .pool
-                .begin()
-                .await
-                .map_err(failed("failed to start a run"))?;
-            insert_run(&mut tx, run).await?;
-            if let Some(seqs) = append.on(&mut tx).await? {
-                tx.commit()
-                    .await
-                    .map_err(run_write_failed("failed to start a run"))?;
-                return Ok(seqs);
-            }
-        }
-        Err(append.gave_up())
+        self.write_run(run, RunWrite::Insert, input).await
     }
 
     async fn update_run_with(
@@ -634,32 +662,7 @@ impl RunsRepository for SqlRunsRepository {
         run: &Run,
         messages: &[Message],
     ) -> Result<Vec<i64>, RepositoryError> {
-        if messages.is_empty() {
-            let mut conn = self
-                .pool
-                .acquire()
-                .await
-                .map_err(failed("failed to update a run"))?;
-            update_run_row(&mut conn, run).await?;
-            return Ok(Vec::new());
-        }
-        let append = Append::new(&run.thread_id, messages)?;
-        for _ in 0..APPEND_ATTEMPTS {
-            let mut tx = self
-                .pool
-                .begin()
-                .await
-                .map_err(failed("failed to update a run"))?;
-            let Some(seqs) = append.on(&mut tx).await? else {
-                continue;
-            };
-            update_run_row(&mut tx, run).await?;
-            tx.commit()
-                .await
-                .map_err(failed("failed to update a run"))?;
-            return Ok(seqs);
-        }
-        Err(append.gave_up())
+        self.write_run(run, RunWrite::Update, messages).await
     }
 
     async fn resume_run(&self, run_id: &str, now: i64) -> Result<bool, RepositoryError> {

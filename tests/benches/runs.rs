@@ -19,7 +19,7 @@ use switchboard_proto::{
     runs::v1::{self as runs, execute_run_response::Event, runs_service_client::RunsServiceClient},
 };
 use switchboard_test_support::{
-    TEST_JWT_SECRET, authed,
+    TEST_JWT_SECRET, authed, example_http_server,
     grpc::{free_port, wait_serving},
     http_integration_request, token, workspace_binary,
 };
@@ -283,20 +283,11 @@ async fn main() {
     .expect("slow example server");
     let fast_port = free_port().expect("a port");
     let _fast = Service(
-        Command::new(workspace_binary(
-            "switchboard-example-mcp-server",
-            "example-mcp-server",
-        ))
-        .args([
-            "--transport",
-            "http",
-            "--listen",
-            &format!("127.0.0.1:{fast_port}"),
-        ])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("the example server starts"),
+        example_http_server(fast_port)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("the example server starts"),
     );
     let fast_url = format!("http://127.0.0.1:{fast_port}/mcp");
     let model_port = free_port().expect("a port");

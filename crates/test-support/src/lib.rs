@@ -177,6 +177,15 @@ pub fn http_integration_request(
     slug: &str,
     url: &str,
 ) -> switchboard_proto::mcp::v1::CreateIntegrationRequest {
+    http_integration_with_auth(slug, url, None)
+}
+
+/// [`http_integration_request`] with `auth`.
+pub fn http_integration_with_auth(
+    slug: &str,
+    url: &str,
+    auth: Option<switchboard_proto::mcp::v1::auth_config::Method>,
+) -> switchboard_proto::mcp::v1::CreateIntegrationRequest {
     use switchboard_proto::mcp::v1 as mcp;
     mcp::CreateIntegrationRequest {
         display_name: slug.to_owned(),
@@ -190,11 +199,30 @@ pub fn http_integration_request(
                         },
                     )),
                 }),
-                auth: None,
+                auth: auth.map(|method| mcp::AuthConfig {
+                    method: Some(method),
+                }),
             },
         )),
         ..Default::default()
     }
+}
+
+/// The example MCP server's binary, serving streamable HTTP on
+/// `127.0.0.1:port` (at `/mcp`), ready to be given its environment and
+/// spawned.
+pub fn example_http_server(port: u16) -> std::process::Command {
+    let mut command = std::process::Command::new(workspace_binary(
+        "switchboard-example-mcp-server",
+        "example-mcp-server",
+    ));
+    command.args([
+        "--transport",
+        "http",
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+    ]);
+    command
 }
 
 /// The path of a binary of this workspace, built on demand, for tests of

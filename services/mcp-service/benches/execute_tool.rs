@@ -6,7 +6,7 @@
 
 use std::{
     future::Future,
-    process::{Child, Command, Stdio},
+    process::{Child, Stdio},
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -21,7 +21,7 @@ use switchboard_proto::{
     mcp::v1::{self as pb, mcp_service_client::McpServiceClient},
 };
 use switchboard_test_support::{
-    TEST_JWT_SECRET, TestDb, authed, http_integration_request, token, workspace_binary,
+    TEST_JWT_SECRET, TestDb, authed, example_http_server, http_integration_request, token,
 };
 use tonic::transport::Channel;
 
@@ -34,6 +34,16 @@ impl Drop for Upstream {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// The benchmark's tool call, as an rmcp client sends it.
+fn echo() -> CallToolRequestParams {
+    CallToolRequestParams::new("echo").with_arguments(
+        json!({"text": "ping"})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    )
 }
 
 fn rss_kib(pid: u32) -> u64 {
@@ -127,20 +137,11 @@ async fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let port = switchboard_test_support::grpc::free_port().expect("a port");
     let upstream = Upstream(
-        Command::new(workspace_binary(
-            "switchboard-example-mcp-server",
-            "example-mcp-server",
-        ))
-        .args([
-            "--transport",
-            "http",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the example server starts"),
+        example_http_server(port)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the example server starts"),
     );
     let url = format!("http://127.0.0.1:{port}/mcp");
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -207,13 +208,7 @@ async fn main() {
         move || {
             let peer = direct_client.peer().clone();
             async move {
-                let params = CallToolRequestParams::new("echo").with_arguments(
-                    json!({"text": "ping"})
-                        .as_object()
-                        .cloned()
-                        .unwrap_or_default(),
-                );
-                peer.call_tool(params).await.expect("direct call");
+                peer.call_tool(echo()).await.expect("direct call");
             }
         }
     };
@@ -242,13 +237,7 @@ async fn main() {
                     ().serve(StreamableHttpClientTransport::from_uri(url))
                         .await
                         .expect("connects");
-                let params = CallToolRequestParams::new("echo").with_arguments(
-                    json!({"text": "ping"})
-                        .as_object()
-                        .cloned()
-                        .unwrap_or_default(),
-                );
-                client.call_tool(params).await.expect("call");
+                client.call_tool(echo()).await.expect("call");
                 let _ = client.cancel().await;
             }
         }

@@ -49,32 +49,7 @@ pub fn http_integration(slug: &str, url: &str) -> pb::CreateIntegrationRequest {
     http_integration_with_auth(slug, url, None)
 }
 
-pub fn http_integration_with_auth(
-    slug: &str,
-    url: &str,
-    auth: Option<pb::auth_config::Method>,
-) -> pb::CreateIntegrationRequest {
-    pb::CreateIntegrationRequest {
-        display_name: format!("Integration {slug}"),
-        slug: slug.to_owned(),
-        source: Some(pb::create_integration_request::Source::Custom(
-            pb::CustomIntegrationSpec {
-                transport: Some(pb::Transport {
-                    kind: Some(pb::transport::Kind::StreamableHttp(
-                        pb::StreamableHttpTransport {
-                            url: url.to_owned(),
-                        },
-                    )),
-                }),
-                auth: auth.map(|method| pb::AuthConfig {
-                    method: Some(method),
-                }),
-            },
-        )),
-        timeouts: None,
-        start_disabled: false,
-    }
-}
+pub use switchboard_test_support::http_integration_with_auth;
 
 pub async fn create(
     harness: &mut Harness,

@@ -398,12 +398,8 @@ impl Orchestrator {
                     created_at: now,
                     updated_at: now,
                 };
-                let mut input = vec![self.message(
-                    &run,
-                    Role::User,
-                    vec![Part::Text { text: text.clone() }],
-                    now,
-                )];
+                let mut input =
+                    vec![self.message(&run, Role::User, vec![Part::Text { text }], now)];
                 let seqs = self.repo.start_run_with(&run, &input).await?;
                 numbered(&mut input, seqs);
                 (run, input)

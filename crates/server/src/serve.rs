@@ -1,9 +1,13 @@
 //! Building and running the gRPC server.
 
-use std::{convert::Infallible, future::Future, net::SocketAddr, sync::Arc};
+use std::{
+    collections::HashSet, convert::Infallible, future::Future, net::SocketAddr, sync::Arc,
+    time::Duration,
+};
 
 use anyhow::Context as _;
 use switchboard_auth::{AuthLayer, Authenticator};
+use switchboard_db::Database;
 use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
 use tonic::{
     body::Body,
@@ -18,13 +22,21 @@ use tower::{
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use tracing::{Level, Span};
 
-use crate::ServerArgs;
+use crate::{
+    DeadlineLayer, Deadlines, OrgLimitLayer, OrgLimits, ServerArgs,
+    readiness::{self, Watch},
+};
+
+/// How often the rate limiter forgets organizations whose buckets are full.
+const FORGET_IDLE_ORGS_EVERY: Duration = Duration::from_secs(60);
 
 /// The API services a process serves, next to health and reflection.
 #[derive(Debug, Default)]
 pub struct Services {
     routes: RoutesBuilder,
     names: Vec<&'static str>,
+    self_limited: HashSet<String>,
+    database: Option<Database>,
 }
 
 impl Services {
@@ -46,6 +58,21 @@ impl Services {
     {
         self.routes.add_service(service);
         self.names.push(S::NAME);
+        self
+    }
+
+    /// Declares methods (`/package.Service/Method`) that bound their own
+    /// work: without a `grpc-timeout` they get `max-request-timeout` rather
+    /// than `request-timeout`.
+    pub fn self_limited(mut self, paths: &[&str]) -> Self {
+        self.self_limited
+            .extend(paths.iter().map(|p| (*p).to_owned()));
+        self
+    }
+
+    /// Reports the services NOT_SERVING while `database` does not answer.
+    pub fn watch_database(mut self, database: Database) -> Self {
+        self.database = Some(database);
         self
     }
 }
@@ -115,7 +142,13 @@ pub async fn serve(
     services: Services,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    let Services { mut routes, names } = services;
+    args.validate()?;
+    let Services {
+        mut routes,
+        names,
+        self_limited,
+        database,
+    } = services;
     let (health, health_service) = tonic_health::server::health_reporter();
     for name in &names {
         health
@@ -126,6 +159,34 @@ pub async fn serve(
         .add_service(health_service)
         .add_service(reflection_v1()?)
         .add_service(reflection_v1alpha()?);
+
+    let watcher = database.map(|database| {
+        readiness::spawn(
+            health.clone(),
+            names.clone(),
+            Watch {
+                database,
+                interval: args.readiness_interval,
+                timeout: args.readiness_timeout,
+            },
+        )
+    });
+    let org_limits = OrgLimitLayer::new(OrgLimits {
+        concurrency: args.org_concurrency_limit,
+        rate: args.org_rate_limit,
+        burst: args.org_rate_burst,
+    });
+    let forgetter = {
+        let org_limits = org_limits.clone();
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(FORGET_IDLE_ORGS_EVERY);
+            loop {
+                ticker.tick().await;
+                org_limits.forget_idle();
+            }
+        })
+    };
+    let background = AbortOnDrop(vec![Some(forgetter), watcher]);
 
     let stack = ServiceBuilder::new()
         // Trace first, so every call (refused ones too) gets a span that
@@ -146,14 +207,23 @@ pub async fn serve(
         // Authenticate last: only admitted calls pay for verification, and
         // handlers always find a verified principal.
         .layer(AuthLayer::new(authenticator))
+        // Then the limits of the caller's organization, so that one
+        // organization's hanging calls or bursts take its own slots and
+        // tokens, not every organization's. Health and reflection carry no
+        // organization and pass.
+        .layer(org_limits)
+        // Deadlines: the caller's `grpc-timeout` up to a ceiling, so that a
+        // tool call with a long limit of its own is not cut short.
+        .layer(DeadlineLayer::new(Deadlines {
+            default: args.request_timeout,
+            ceiling: args.max_request_timeout,
+            self_limited,
+        }))
         .into_inner();
 
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let server = Server::builder()
-        // Request timeout: tonic's own, as it also honours a shorter
-        // `grpc-timeout` sent by the client.
-        .timeout(args.request_timeout)
         .layer(stack)
         .add_routes(routes.routes())
         .serve_with_incoming_shutdown(incoming, async {
@@ -167,6 +237,8 @@ pub async fn serve(
     }
 
     tracing::info!("shutting down: reporting NOT_SERVING");
+    // The database watch must not report SERVING again from here on.
+    drop(background);
     for name in names.iter().copied().chain([""]) {
         health
             .set_service_status(name, ServingStatus::NotServing)
@@ -183,6 +255,17 @@ pub async fn serve(
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Aborts background tasks when the server stops, however it stops.
+struct AbortOnDrop(Vec<Option<JoinHandle<()>>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for task in self.0.iter().flatten() {
+            task.abort();
+        }
+    }
 }
 
 fn reflection_v1() -> anyhow::Result<

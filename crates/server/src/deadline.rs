@@ -125,3 +125,52 @@ fn deadline_exceeded(deadline: Duration) -> Status {
         ),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deadlines() -> Deadlines {
+        Deadlines {
+            default: Duration::from_secs(60),
+            ceiling: Duration::from_secs(900),
+            self_limited: HashSet::from(["/p.S/Long".to_owned()]),
+        }
+    }
+
+    fn headers(timeout: Option<&str>) -> http::HeaderMap {
+        let mut headers = http::HeaderMap::new();
+        if let Some(timeout) = timeout {
+            headers.insert("grpc-timeout", timeout.parse().expect("ascii"));
+        }
+        headers
+    }
+
+    #[test]
+    fn the_callers_deadline_wins_up_to_the_ceiling() {
+        let d = deadlines();
+        assert_eq!(
+            d.of("/p.S/Short", &headers(Some("120S"))),
+            Duration::from_secs(120)
+        );
+        assert_eq!(
+            d.of("/p.S/Short", &headers(Some("2m"))),
+            Duration::from_millis(2)
+        );
+        assert_eq!(
+            d.of("/p.S/Short", &headers(Some("5H"))),
+            Duration::from_secs(900)
+        );
+    }
+
+    #[test]
+    fn without_a_deadline_self_limited_methods_get_the_ceiling_and_others_the_default() {
+        let d = deadlines();
+        assert_eq!(d.of("/p.S/Short", &headers(None)), Duration::from_secs(60));
+        assert_eq!(d.of("/p.S/Long", &headers(None)), Duration::from_secs(900));
+        assert_eq!(
+            d.of("/p.S/Short", &headers(Some("junk"))),
+            Duration::from_secs(60)
+        );
+    }
+}

@@ -83,6 +83,18 @@ impl OrgLimitLayer {
         self.shared.rate.retain_recent();
         self.shared.rate.shrink_to_fit();
     }
+
+    /// Calls [`Self::forget_idle`] every `period` until aborted.
+    pub fn spawn_forgetting(&self, period: Duration) -> tokio::task::JoinHandle<()> {
+        let layer = self.clone();
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(period);
+            loop {
+                ticker.tick().await;
+                layer.forget_idle();
+            }
+        })
+    }
 }
 
 impl<S> Layer<S> for OrgLimitLayer {
@@ -125,7 +137,8 @@ impl Drop for Slot {
 fn lock(map: &Mutex<HashMap<String, usize>>) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
     // The map holds plain counts that every holder leaves consistent, so a
     // panic elsewhere while holding it leaves nothing to repair.
-    map.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    map.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Shared {

@@ -1,8 +1,8 @@
 //! Building and running the gRPC server.
 
 use std::{
-    collections::HashSet, convert::Infallible, future::Future, net::SocketAddr, sync::Arc,
-    time::Duration,
+    collections::HashSet, convert::Infallible, future::Future, net::SocketAddr, pin::Pin,
+    sync::Arc, time::Duration,
 };
 
 use anyhow::Context as _;
@@ -15,7 +15,7 @@ use tonic::{
     service::RoutesBuilder,
     transport::{Server, server::TcpIncoming},
 };
-use tonic_health::ServingStatus;
+use tonic_health::{ServingStatus, server::HealthReporter};
 use tower::{
     BoxError, Service, ServiceBuilder, limit::GlobalConcurrencyLimitLayer, load_shed::LoadShedLayer,
 };
@@ -160,33 +160,22 @@ pub async fn serve(
         .add_service(reflection_v1()?)
         .add_service(reflection_v1alpha()?);
 
-    let watcher = database.map(|database| {
-        readiness::spawn(
-            health.clone(),
-            names.clone(),
-            Watch {
-                database,
-                interval: args.readiness_interval,
-                timeout: args.readiness_timeout,
-            },
-        )
-    });
     let org_limits = OrgLimitLayer::new(OrgLimits {
         concurrency: args.org_concurrency_limit,
         rate: args.org_rate_limit,
         burst: args.org_rate_burst,
     });
-    let forgetter = {
-        let org_limits = org_limits.clone();
-        tokio::spawn(async move {
-            let mut ticker = tokio::time::interval(FORGET_IDLE_ORGS_EVERY);
-            loop {
-                ticker.tick().await;
-                org_limits.forget_idle();
-            }
-        })
-    };
-    let background = AbortOnDrop(vec![Some(forgetter), watcher]);
+    let background = AbortOnDrop(vec![
+        Some(org_limits.spawn_forgetting(FORGET_IDLE_ORGS_EVERY)),
+        database.map(|database| {
+            let watch = Watch {
+                database,
+                interval: args.readiness_interval,
+                timeout: args.readiness_timeout,
+            };
+            readiness::spawn(health.clone(), names.clone(), watch)
+        }),
+    ]);
 
     let stack = ServiceBuilder::new()
         // Trace first, so every call (refused ones too) gets a span that
@@ -204,8 +193,8 @@ pub async fn serve(
         // Bound the calls in flight across all connections, and with them
         // memory and the fan-out to upstream MCP servers and models.
         .layer(GlobalConcurrencyLimitLayer::new(args.concurrency_limit))
-        // Authenticate last: only admitted calls pay for verification, and
-        // handlers always find a verified principal.
+        // Authenticate after the global limit: only admitted calls pay for
+        // verification, and handlers always find a verified principal.
         .layer(AuthLayer::new(authenticator))
         // Then the limits of the caller's organization, so that one
         // organization's hanging calls or bursts take its own slots and
@@ -236,16 +225,28 @@ pub async fn serve(
         () = shutdown => {}
     }
 
-    tracing::info!("shutting down: reporting NOT_SERVING");
     // The database watch must not report SERVING again from here on.
     drop(background);
+    drain(args, &health, &names, stop_tx, server).await
+}
+
+/// The graceful end: NOT_SERVING, then after `shutdown_delay` the listener
+/// closes, then in-flight calls get `drain_timeout`.
+async fn drain(
+    args: &ServerArgs,
+    health: &HealthReporter,
+    names: &[&'static str],
+    stop_listening: oneshot::Sender<()>,
+    mut server: Pin<&mut impl Future<Output = Result<(), tonic::transport::Error>>>,
+) -> anyhow::Result<()> {
+    tracing::info!("shutting down: reporting NOT_SERVING");
     for name in names.iter().copied().chain([""]) {
         health
             .set_service_status(name, ServingStatus::NotServing)
             .await;
     }
     tokio::time::sleep(args.shutdown_delay).await;
-    let _ = stop_tx.send(());
+    let _ = stop_listening.send(());
     match tokio::time::timeout(args.drain_timeout, &mut server).await {
         Ok(result) => result.context("gRPC server failed while draining")?,
         Err(_) => tracing::warn!(

@@ -67,7 +67,10 @@ async fn mcp_service(dir: &std::path::Path, org_limit: usize) -> (Process, Strin
         .args(["--listen", &format!("127.0.0.1:{port}")])
         .current_dir(dir)
         .env_remove("DATABASE_URL")
-        .env("SWITCHBOARD_DATA_DIR", dir.join(format!("data-{org_limit}")))
+        .env(
+            "SWITCHBOARD_DATA_DIR",
+            dir.join(format!("data-{org_limit}")),
+        )
         .env("SWITCHBOARD_JWT_SECRET", TEST_JWT_SECRET)
         .env("SWITCHBOARD_DEV_MODE", "true")
         .env("SWITCHBOARD_OUTBOUND_ALLOW", "127.0.0.1/32")
@@ -142,7 +145,10 @@ impl Noisy {
             channels.push(channel(url).await);
         }
         let id = integration(&channels[0], &token, "stuck", upstream).await;
-        let (stop, refused) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicU64::new(0)));
+        let (stop, refused) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicU64::new(0)),
+        );
         for n in 0..NOISY_CALLERS {
             let mut client = McpServiceClient::new(channels[n % channels.len()].clone());
             let (id, token, stop, refused) =
@@ -239,7 +245,11 @@ fn report(name: &str, phase: &Phase) {
 
 /// The quiet organization alone, then beside the noisy one, on a server
 /// whose per-organization limit is `org_limit`.
-async fn scenario(dir: &std::path::Path, org_limit: usize, quiet_upstream: &str) -> (Phase, Phase, u64) {
+async fn scenario(
+    dir: &std::path::Path,
+    org_limit: usize,
+    quiet_upstream: &str,
+) -> (Phase, Phase, u64) {
     let (_service, url) = mcp_service(dir, org_limit).await;
     let quiet_channel = channel(&url).await;
     let token = token("quiet", "quiet-user", &["admin"]);
@@ -274,7 +284,10 @@ async fn main() {
          each retrying after the RetryInfo delay when refused; global limit {GLOBAL_LIMIT} calls in flight\n"
     );
     let (alone, beside, refused) = scenario(dir.path(), ORG_LIMIT, &quiet_upstream).await;
-    report(&format!("per-organization limit {ORG_LIMIT}: quiet alone"), &alone);
+    report(
+        &format!("per-organization limit {ORG_LIMIT}: quiet alone"),
+        &alone,
+    );
     report(
         &format!("per-organization limit {ORG_LIMIT}: beside the noisy one"),
         &beside,

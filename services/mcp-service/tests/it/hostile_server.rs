@@ -39,7 +39,12 @@ async fn hanging_upstream() -> (String, tokio::task::JoinHandle<()>) {
     (url, task)
 }
 
-fn execute(id: &str, tool: &str, arguments: serde_json::Value, token: &str) -> tonic::Request<pb::ExecuteToolRequest> {
+fn execute(
+    id: &str,
+    tool: &str,
+    arguments: serde_json::Value,
+    token: &str,
+) -> tonic::Request<pb::ExecuteToolRequest> {
     req(
         pb::ExecuteToolRequest {
             integration_id: id.to_owned(),
@@ -98,9 +103,15 @@ async fn an_organization_at_its_concurrency_limit_leaves_others_served(kind: DbK
     .await;
     let (noisy, a) = (admin("org-noisy"), admin("org-quiet"));
     let (hanging_url, hanging) = hanging_upstream().await;
-    let hanging_id = create(&mut h, &noisy, http_integration("stuck", &hanging_url)).await.id;
-    let upstream = spawn_http(HttpServerOptions::default()).await.expect("upstream");
-    let quiet_id = create(&mut h, &a, http_integration("example", &upstream.url())).await.id;
+    let hanging_id = create(&mut h, &noisy, http_integration("stuck", &hanging_url))
+        .await
+        .id;
+    let upstream = spawn_http(HttpServerOptions::default())
+        .await
+        .expect("upstream");
+    let quiet_id = create(&mut h, &a, http_integration("example", &upstream.url()))
+        .await
+        .id;
 
     // As many hanging calls as the whole server admits: without a limit per
     // organization they would take every slot.
@@ -121,14 +132,21 @@ async fn an_organization_at_its_concurrency_limit_leaves_others_served(kind: DbK
         let delay = assert_refused_at_limit(&status, "ERROR_REASON_ORGANIZATION_CONCURRENCY_LIMIT");
         assert!(delay > Duration::ZERO);
     }
-    let status = list(&h, &noisy).await.expect_err("the noisy organization is at its limit");
+    let status = list(&h, &noisy)
+        .await
+        .expect_err("the noisy organization is at its limit");
     assert_refused_at_limit(&status, "ERROR_REASON_ORGANIZATION_CONCURRENCY_LIMIT");
 
     // The quiet organization is served, more than once, and health answers.
     for i in 0..3 {
         let response = h
             .client
-            .execute_tool(execute(&quiet_id, "echo", json!({"text": format!("hi {i}")}), &a))
+            .execute_tool(execute(
+                &quiet_id,
+                "echo",
+                json!({"text": format!("hi {i}")}),
+                &a,
+            ))
             .await
             .expect("the quiet organization is served")
             .into_inner();
@@ -136,7 +154,9 @@ async fn an_organization_at_its_concurrency_limit_leaves_others_served(kind: DbK
     }
     list(&h, &a).await.expect("listing is served too");
     assert_eq!(
-        health_status(&h.server.url(), MCP_SERVICE_NAME).await.expect("health answers"),
+        health_status(&h.server.url(), MCP_SERVICE_NAME)
+            .await
+            .expect("health answers"),
         ServingStatus::Serving
     );
     assert!(done_rx.try_recv().is_err(), "the admitted calls still hang");
@@ -158,11 +178,18 @@ async fn an_organization_over_its_rate_is_refused_with_a_retry_delay_and_others_
     assert!(!refused.is_empty(), "some of the burst is refused");
     for status in refused {
         let delay = assert_refused_at_limit(status, "ERROR_REASON_ORGANIZATION_RATE_LIMIT");
-        assert!(delay > Duration::ZERO && delay <= Duration::from_secs(1), "{delay:?}");
+        assert!(
+            delay > Duration::ZERO && delay <= Duration::from_secs(1),
+            "{delay:?}"
+        );
     }
-    list(&h, &quiet).await.expect("another organization has its own bucket");
+    list(&h, &quiet)
+        .await
+        .expect("another organization has its own bucket");
     assert_eq!(
-        health_status(&h.server.url(), MCP_SERVICE_NAME).await.expect("health is not rate limited"),
+        health_status(&h.server.url(), MCP_SERVICE_NAME)
+            .await
+            .expect("health is not rate limited"),
         ServingStatus::Serving
     );
 }
@@ -173,11 +200,16 @@ async fn a_tool_call_longer_than_the_default_request_timeout_finishes(kind: DbKi
     })
     .await;
     let token = admin("org-a");
-    let upstream = spawn_http(HttpServerOptions::default()).await.expect("upstream");
+    let upstream = spawn_http(HttpServerOptions::default())
+        .await
+        .expect("upstream");
     let mut request = http_integration("example", &upstream.url());
     request.timeouts = Some(pb::Timeouts {
         connect: None,
-        call: Some(prost_types::Duration { seconds: 30, nanos: 0 }),
+        call: Some(prost_types::Duration {
+            seconds: 30,
+            nanos: 0,
+        }),
     });
     let id = create(&mut h, &token, request).await.id;
 
@@ -215,7 +247,10 @@ fn help_does_not_print_secret_environment_values() {
         .env("DATABASE_URL", "postgres://sb:hunter2-db@db.internal/sb")
         .env("SWITCHBOARD_JWT_SECRET", "hunter2-jwt-secret-0123456789")
         .env("SWITCHBOARD_SECRET_KEYS", "k1:hunter2-sealing-key")
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "https://user:hunter2-otel@collector:4317")
+        .env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "https://user:hunter2-otel@collector:4317",
+        )
         .output()
         .expect("the binary runs");
     assert!(output.status.success());
@@ -261,7 +296,11 @@ mod db_proxy {
                     }
                 })
             };
-            Self { port, pipes, accept }
+            Self {
+                port,
+                pipes,
+                accept,
+            }
         }
 
         /// Closes every connection and refuses new ones.
@@ -291,14 +330,19 @@ async fn wait_status(url: &str, want: ServingStatus) {
         {
             return;
         }
-        assert!(tokio::time::Instant::now() < deadline, "health never reported {want:?}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "health never reported {want:?}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
 #[tokio::test]
 async fn health_reports_not_serving_while_postgres_is_unreachable_and_serving_again_after() {
-    let db = switchboard_test_support::TestDb::postgres().await.expect("PostgreSQL");
+    let db = switchboard_test_support::TestDb::postgres()
+        .await
+        .expect("PostgreSQL");
     let mut url = url::Url::parse(&db.url).expect("a URL");
     let target = format!(
         "{}:{}",
@@ -314,7 +358,9 @@ async fn health_reports_not_serving_while_postgres_is_unreachable_and_serving_ag
     );
     config.common.server.readiness_interval = Duration::from_millis(100);
     config.common.server.readiness_timeout = Duration::from_secs(1);
-    let server = switchboard_mcp_service::spawn(config).await.expect("starts");
+    let server = switchboard_mcp_service::spawn(config)
+        .await
+        .expect("starts");
     wait_serving(&server.url(), MCP_SERVICE_NAME, PATIENCE)
         .await
         .expect("SERVING with the database up");

@@ -133,6 +133,17 @@ fn create_sqlite_parent_dir(url: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+impl Database {
+    /// Checks that the database answers a trivial query within `timeout`.
+    pub async fn ping(&self, timeout: Duration) -> anyhow::Result<()> {
+        tokio::time::timeout(timeout, sqlx::query("SELECT 1").execute(&self.pool))
+            .await
+            .map_err(|_| anyhow::anyhow!("the database did not answer within {timeout:?}"))?
+            .context("the database refused a ping")?;
+        Ok(())
+    }
+}
+
 /// Milliseconds since the Unix epoch, the timestamp format of every table.
 pub fn now_millis() -> i64 {
     std::time::SystemTime::now()
@@ -165,11 +176,12 @@ mod tests {
 }
 
 /// Where a service keeps its data, from flags or environment.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Clone, clap::Args)]
 pub struct DatabaseArgs {
     /// Database URL (`postgres://…` in production). Defaults to an embedded
-    /// SQLite file in the data directory.
-    #[arg(long, env = "DATABASE_URL")]
+    /// SQLite file in the data directory. It may hold a password, so `--help`
+    /// does not show its value.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
     /// Directory of the embedded SQLite database, created on first start.
     #[arg(long, env = "SWITCHBOARD_DATA_DIR", default_value = ".data")]
@@ -177,6 +189,19 @@ pub struct DatabaseArgs {
     /// Largest number of pooled database connections.
     #[arg(long, env = "SWITCHBOARD_DB_MAX_CONNECTIONS", default_value_t = 16)]
     pub db_max_connections: u32,
+}
+
+impl std::fmt::Debug for DatabaseArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DatabaseArgs")
+            .field(
+                "database_url",
+                &self.database_url.as_ref().map(|_| "<redacted>"),
+            )
+            .field("data_dir", &self.data_dir)
+            .field("db_max_connections", &self.db_max_connections)
+            .finish()
+    }
 }
 
 impl DatabaseArgs {

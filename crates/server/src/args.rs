@@ -114,8 +114,9 @@ pub struct TelemetryArgs {
     /// Log filter directives.
     #[arg(long, env = "RUST_LOG", default_value = "info")]
     pub log_filter: String,
-    /// OTLP/gRPC endpoint spans are exported to.
-    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    /// OTLP/gRPC endpoint spans are exported to (its value is not shown by
+    /// `--help`: collector URLs can carry credentials).
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT", hide_env_values = true)]
     pub otlp_endpoint: Option<String>,
 }
 

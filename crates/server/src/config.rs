@@ -1,6 +1,6 @@
 //! Server settings shared by every service, from flags or environment.
 
-use std::{net::SocketAddr, time::Duration};
+use std::{net::SocketAddr, num::NonZeroU32, time::Duration};
 
 /// How the gRPC server listens, limits and stops.
 #[derive(Debug, Clone, clap::Args)]
@@ -8,17 +8,43 @@ pub struct ServerArgs {
     /// Address to listen on.
     #[arg(long = "listen", env = "SWITCHBOARD_LISTEN_ADDR")]
     pub listen: Option<SocketAddr>,
-    /// Deadline of one unary call (or of a stream's first response); a
-    /// shorter `grpc-timeout` from the client wins.
+    /// Deadline of a unary call (or of a stream's first response) that sends
+    /// no `grpc-timeout`; calls that bound themselves by an integration's
+    /// own limits (tool calls) get `max-request-timeout` instead.
     #[arg(long, env = "SWITCHBOARD_REQUEST_TIMEOUT", default_value = "60s", value_parser = humantime::parse_duration)]
     pub request_timeout: Duration,
+    /// Longest deadline a caller may ask for with `grpc-timeout`; longer ones
+    /// are cut to it. At least the longest per-call limit an integration may
+    /// set, so that no tool call is cut before its own limit.
+    #[arg(long, env = "SWITCHBOARD_MAX_REQUEST_TIMEOUT", default_value = "15m", value_parser = humantime::parse_duration)]
+    pub max_request_timeout: Duration,
     /// Calls served at once across all connections; more are refused with
     /// UNAVAILABLE rather than queued.
     #[arg(long, env = "SWITCHBOARD_CONCURRENCY_LIMIT", default_value_t = 1024)]
     pub concurrency_limit: usize,
+    /// Calls one organization may have in flight at once; more are refused
+    /// with RESOURCE_EXHAUSTED, so that one organization's slow upstreams
+    /// cannot take every slot of `concurrency-limit`.
+    #[arg(long, env = "SWITCHBOARD_ORG_CONCURRENCY_LIMIT", default_value_t = 256)]
+    pub org_concurrency_limit: usize,
+    /// Calls per second one organization may make on average (token bucket);
+    /// more are refused with RESOURCE_EXHAUSTED and a retry delay.
+    #[arg(long, env = "SWITCHBOARD_ORG_RATE_LIMIT", default_value = "1000")]
+    pub org_rate_limit: NonZeroU32,
+    /// Calls one organization may make at once above its rate (the bucket's
+    /// size).
+    #[arg(long, env = "SWITCHBOARD_ORG_RATE_BURST", default_value = "2000")]
+    pub org_rate_burst: NonZeroU32,
     /// Largest message accepted or sent, in bytes.
     #[arg(long, env = "SWITCHBOARD_MAX_MESSAGE_BYTES", default_value_t = 16 * 1024 * 1024)]
     pub max_message_bytes: usize,
+    /// Time between two checks that the database answers; health reports
+    /// NOT_SERVING while it does not.
+    #[arg(long, env = "SWITCHBOARD_READINESS_INTERVAL", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub readiness_interval: Duration,
+    /// Time the database gets to answer a readiness check.
+    #[arg(long, env = "SWITCHBOARD_READINESS_TIMEOUT", default_value = "2s", value_parser = humantime::parse_duration)]
+    pub readiness_timeout: Duration,
     /// Time between reporting NOT_SERVING and closing the listener, so that
     /// load balancers see the change before connections are refused.
     #[arg(long, env = "SWITCHBOARD_SHUTDOWN_DELAY", default_value = "0s", value_parser = humantime::parse_duration)]
@@ -34,10 +60,35 @@ impl ServerArgs {
         Self {
             listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
             request_timeout: Duration::from_secs(30),
+            max_request_timeout: Duration::from_secs(15 * 60),
             concurrency_limit: 1024,
+            org_concurrency_limit: 256,
+            org_rate_limit: NonZeroU32::new(1000).expect("1000 is not zero"),
+            org_rate_burst: NonZeroU32::new(2000).expect("2000 is not zero"),
             max_message_bytes: 16 * 1024 * 1024,
+            readiness_interval: Duration::from_secs(5),
+            readiness_timeout: Duration::from_secs(2),
             shutdown_delay: Duration::ZERO,
             drain_timeout: Duration::from_secs(2),
         }
+    }
+
+    /// Refuses settings that contradict each other.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.max_request_timeout >= self.request_timeout,
+            "SWITCHBOARD_MAX_REQUEST_TIMEOUT ({:?}) is shorter than SWITCHBOARD_REQUEST_TIMEOUT ({:?})",
+            self.max_request_timeout,
+            self.request_timeout
+        );
+        anyhow::ensure!(
+            self.org_concurrency_limit > 0,
+            "SWITCHBOARD_ORG_CONCURRENCY_LIMIT must be at least 1"
+        );
+        anyhow::ensure!(
+            !self.readiness_interval.is_zero() && !self.readiness_timeout.is_zero(),
+            "SWITCHBOARD_READINESS_INTERVAL and SWITCHBOARD_READINESS_TIMEOUT must be positive"
+        );
+        Ok(())
     }
 }

@@ -7,19 +7,29 @@
 
 mod args;
 mod config;
+mod deadline;
 pub mod error;
+mod org_limits;
+mod readiness;
 mod serve;
 
 pub use args::{AuthArgs, CommonArgs, TelemetryArgs};
 pub use config::ServerArgs;
+pub use deadline::{DeadlineLayer, Deadlines};
 pub use error::{ApiError, FieldViolation};
+pub use org_limits::{OrgLimitLayer, OrgLimits};
 pub use serve::{RunningServer, Services, bind_and_serve, serve, shutdown_signal, spawn};
 
 /// What is left of the caller's deadline, from the `grpc-timeout` header
 /// (`<digits><unit>` with unit H, M, S, m, u or n).
 pub fn grpc_deadline(metadata: &tonic::metadata::MetadataMap) -> Option<std::time::Duration> {
+    grpc_timeout(metadata.as_ref())
+}
+
+/// [`grpc_deadline`] from the HTTP headers of a call.
+pub fn grpc_timeout(headers: &http::HeaderMap) -> Option<std::time::Duration> {
     use std::time::Duration;
-    let value = metadata.get("grpc-timeout")?.to_str().ok()?;
+    let value = headers.get("grpc-timeout")?.to_str().ok()?;
     let (digits, unit) = value.split_at(value.len().checked_sub(1)?);
     if digits.is_empty() || digits.len() > 8 {
         return None;

@@ -1,9 +1,13 @@
 //! Building and running the gRPC server.
 
-use std::{convert::Infallible, future::Future, net::SocketAddr, sync::Arc};
+use std::{
+    collections::HashSet, convert::Infallible, future::Future, net::SocketAddr, pin::Pin,
+    sync::Arc, time::Duration,
+};
 
 use anyhow::Context as _;
 use switchboard_auth::{AuthLayer, Authenticator};
+use switchboard_db::Database;
 use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
 use tonic::{
     body::Body,
@@ -11,20 +15,28 @@ use tonic::{
     service::RoutesBuilder,
     transport::{Server, server::TcpIncoming},
 };
-use tonic_health::ServingStatus;
+use tonic_health::{ServingStatus, server::HealthReporter};
 use tower::{
     BoxError, Service, ServiceBuilder, limit::GlobalConcurrencyLimitLayer, load_shed::LoadShedLayer,
 };
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use tracing::{Level, Span};
 
-use crate::ServerArgs;
+use crate::{
+    DeadlineLayer, Deadlines, OrgLimitLayer, OrgLimits, ServerArgs,
+    readiness::{self, Watch},
+};
+
+/// How often the rate limiter forgets organizations whose buckets are full.
+const FORGET_IDLE_ORGS_EVERY: Duration = Duration::from_secs(60);
 
 /// The API services a process serves, next to health and reflection.
 #[derive(Debug, Default)]
 pub struct Services {
     routes: RoutesBuilder,
     names: Vec<&'static str>,
+    self_limited: HashSet<String>,
+    database: Option<Database>,
 }
 
 impl Services {
@@ -46,6 +58,21 @@ impl Services {
     {
         self.routes.add_service(service);
         self.names.push(S::NAME);
+        self
+    }
+
+    /// Declares methods (`/package.Service/Method`) that bound their own
+    /// work: without a `grpc-timeout` they get `max-request-timeout` rather
+    /// than `request-timeout`.
+    pub fn self_limited(mut self, paths: &[&str]) -> Self {
+        self.self_limited
+            .extend(paths.iter().map(|p| (*p).to_owned()));
+        self
+    }
+
+    /// Reports the services NOT_SERVING while `database` does not answer.
+    pub fn watch_database(mut self, database: Database) -> Self {
+        self.database = Some(database);
         self
     }
 }
@@ -115,7 +142,13 @@ pub async fn serve(
     services: Services,
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
-    let Services { mut routes, names } = services;
+    args.validate()?;
+    let Services {
+        mut routes,
+        names,
+        self_limited,
+        database,
+    } = services;
     let (health, health_service) = tonic_health::server::health_reporter();
     for name in &names {
         health
@@ -126,6 +159,23 @@ pub async fn serve(
         .add_service(health_service)
         .add_service(reflection_v1()?)
         .add_service(reflection_v1alpha()?);
+
+    let org_limits = OrgLimitLayer::new(OrgLimits {
+        concurrency: args.org_concurrency_limit,
+        rate: args.org_rate_limit,
+        burst: args.org_rate_burst,
+    });
+    let background = AbortOnDrop(vec![
+        Some(org_limits.spawn_forgetting(FORGET_IDLE_ORGS_EVERY)),
+        database.map(|database| {
+            let watch = Watch {
+                database,
+                interval: args.readiness_interval,
+                timeout: args.readiness_timeout,
+            };
+            readiness::spawn(health.clone(), names.clone(), watch)
+        }),
+    ]);
 
     let stack = ServiceBuilder::new()
         // Trace first, so every call (refused ones too) gets a span that
@@ -143,17 +193,26 @@ pub async fn serve(
         // Bound the calls in flight across all connections, and with them
         // memory and the fan-out to upstream MCP servers and models.
         .layer(GlobalConcurrencyLimitLayer::new(args.concurrency_limit))
-        // Authenticate last: only admitted calls pay for verification, and
-        // handlers always find a verified principal.
+        // Authenticate after the global limit: only admitted calls pay for
+        // verification, and handlers always find a verified principal.
         .layer(AuthLayer::new(authenticator))
+        // Then the limits of the caller's organization, so that one
+        // organization's hanging calls or bursts take its own slots and
+        // tokens, not every organization's. Health and reflection carry no
+        // organization and pass.
+        .layer(org_limits)
+        // Deadlines: the caller's `grpc-timeout` up to a ceiling, so that a
+        // tool call with a long limit of its own is not cut short.
+        .layer(DeadlineLayer::new(Deadlines {
+            default: args.request_timeout,
+            ceiling: args.max_request_timeout,
+            self_limited,
+        }))
         .into_inner();
 
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let server = Server::builder()
-        // Request timeout: tonic's own, as it also honours a shorter
-        // `grpc-timeout` sent by the client.
-        .timeout(args.request_timeout)
         .layer(stack)
         .add_routes(routes.routes())
         .serve_with_incoming_shutdown(incoming, async {
@@ -166,6 +225,20 @@ pub async fn serve(
         () = shutdown => {}
     }
 
+    // The database watch must not report SERVING again from here on.
+    drop(background);
+    drain(args, &health, &names, stop_tx, server).await
+}
+
+/// The graceful end: NOT_SERVING, then after `shutdown_delay` the listener
+/// closes, then in-flight calls get `drain_timeout`.
+async fn drain(
+    args: &ServerArgs,
+    health: &HealthReporter,
+    names: &[&'static str],
+    stop_listening: oneshot::Sender<()>,
+    mut server: Pin<&mut impl Future<Output = Result<(), tonic::transport::Error>>>,
+) -> anyhow::Result<()> {
     tracing::info!("shutting down: reporting NOT_SERVING");
     for name in names.iter().copied().chain([""]) {
         health
@@ -173,7 +246,7 @@ pub async fn serve(
             .await;
     }
     tokio::time::sleep(args.shutdown_delay).await;
-    let _ = stop_tx.send(());
+    let _ = stop_listening.send(());
     match tokio::time::timeout(args.drain_timeout, &mut server).await {
         Ok(result) => result.context("gRPC server failed while draining")?,
         Err(_) => tracing::warn!(
@@ -183,6 +256,17 @@ pub async fn serve(
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Aborts background tasks when the server stops, however it stops.
+struct AbortOnDrop(Vec<Option<JoinHandle<()>>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for task in self.0.iter().flatten() {
+            task.abort();
+        }
+    }
 }
 
 fn reflection_v1() -> anyhow::Result<

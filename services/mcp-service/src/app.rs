@@ -9,7 +9,10 @@ use switchboard_server::{RunningServer, Services};
 
 use crate::{
     Config,
-    domain::{calls::CallService, resolve::ConfigPolicy, service::IntegrationService},
+    domain::{
+        calls::CallService, integration::Timeouts, resolve::ConfigPolicy,
+        service::IntegrationService,
+    },
     inbound::McpApi,
     outbound::{
         gateway::RmcpGateway,
@@ -27,6 +30,16 @@ pub const SERVICE_NAME: &str = "mcp-service";
 const DEFAULT_LISTEN: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 50051);
 
+/// Methods that reach an MCP server: each bounds itself by the integration's
+/// connect and call limits, so the server's default deadline must not cut it.
+const UPSTREAM_METHODS: &[&str] = &[
+    "/switchboard.mcp.v1.McpService/ValidateIntegration",
+    "/switchboard.mcp.v1.McpService/Discover",
+    "/switchboard.mcp.v1.McpService/ExecuteTool",
+    "/switchboard.mcp.v1.McpService/RetrieveResource",
+    "/switchboard.mcp.v1.McpService/GetPrompt",
+];
+
 struct Built {
     authenticator: Arc<Authenticator>,
     services: Services,
@@ -36,6 +49,11 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     let authenticator = Arc::new(
         Authenticator::new(&config.common.auth.verifier_config()?)
             .context("invalid token verification settings")?,
+    );
+    let longest_call = Timeouts::MAX_CONNECT + Timeouts::MAX_CALL;
+    anyhow::ensure!(
+        config.common.server.max_request_timeout >= longest_call,
+        "SWITCHBOARD_MAX_REQUEST_TIMEOUT must be at least {longest_call:?}, the longest an integration's connect and call limits allow"
     );
     let keys = Arc::new(config.key_ring()?);
     let db = config
@@ -94,7 +112,10 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         .max_encoding_message_size(max);
     Ok(Built {
         authenticator,
-        services: Services::new().with(api),
+        services: Services::new()
+            .with(api)
+            .self_limited(UPSTREAM_METHODS)
+            .watch_database(db),
     })
 }
 

@@ -104,7 +104,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         .max_encoding_message_size(max);
     Ok(Built {
         authenticator,
-        services: Services::new().with(api),
+        services: Services::new().with(api).watch_database(db),
     })
 }
 

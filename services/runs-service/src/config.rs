@@ -22,7 +22,13 @@ pub struct Config {
     /// Model providers agents may use: `name=kind,base_url[,api_key_env=VAR]`
     /// entries separated by `;` (kinds `openai` for any OpenAI-compatible
     /// Chat Completions server, `anthropic`).
-    #[arg(long, env = "SWITCHBOARD_MODEL_PROVIDERS", default_value = "")]
+    /// Base URLs can carry credentials, so `--help` does not show the value.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_MODEL_PROVIDERS",
+        default_value = "",
+        hide_env_values = true
+    )]
     pub model_providers: String,
     /// Model calls per run for agents that set no limit.
     #[arg(long, env = "SWITCHBOARD_DEFAULT_MAX_STEPS", default_value_t = 10)]

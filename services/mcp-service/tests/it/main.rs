@@ -3,6 +3,7 @@
 mod calls;
 mod chassis;
 mod everything;
+mod hostile_server;
 mod integrations;
 mod repository;
 mod secrets;

@@ -1,0 +1,239 @@
+//! Limits per organization: calls in flight and calls per second.
+//!
+//! The global concurrency limit protects the process; these protect the
+//! organizations from one another. Without them one organization whose MCP
+//! server hangs fills every slot of the global limit with calls that never
+//! end, and the service refuses everybody. Health and reflection carry no
+//! organization and are never counted.
+
+use std::{
+    collections::HashMap,
+    future::Future,
+    num::NonZeroU32,
+    pin::Pin,
+    sync::{Arc, Mutex},
+    task::{Context, Poll},
+    time::Duration,
+};
+
+use governor::{
+    Quota, RateLimiter,
+    clock::{Clock as _, DefaultClock},
+    state::keyed::DefaultKeyedStateStore,
+};
+use http::{Request, Response};
+use switchboard_auth::Principal;
+use switchboard_proto::common::v1::ErrorReason;
+use tonic::{Code, Status};
+use tonic_types::{ErrorDetails, StatusExt as _};
+use tower::{Layer, Service};
+
+use crate::error::ERROR_DOMAIN;
+
+/// The retry delay suggested to a caller at its concurrency limit: calls in
+/// flight end at times nobody knows, and a second neither spins the caller
+/// nor is long against a tool call.
+const CONCURRENCY_RETRY_DELAY: Duration = Duration::from_secs(1);
+
+/// How many calls one organization may make.
+#[derive(Debug, Clone, Copy)]
+pub struct OrgLimits {
+    /// Calls in flight at once.
+    pub concurrency: usize,
+    /// Calls per second on average.
+    pub rate: NonZeroU32,
+    /// Calls at once above the rate.
+    pub burst: NonZeroU32,
+}
+
+type KeyedLimiter = RateLimiter<String, DefaultKeyedStateStore<String>, DefaultClock>;
+
+#[derive(Debug)]
+struct Shared {
+    limits: OrgLimits,
+    /// Calls in flight per organization; an organization with none has no
+    /// entry, so the map holds only organizations being served.
+    in_flight: Mutex<HashMap<String, usize>>,
+    rate: KeyedLimiter,
+}
+
+/// Enforces [`OrgLimits`] on calls that [`switchboard_auth::AuthLayer`]
+/// authenticated; must sit after it.
+#[derive(Debug, Clone)]
+pub struct OrgLimitLayer {
+    shared: Arc<Shared>,
+}
+
+impl OrgLimitLayer {
+    /// A layer enforcing `limits`.
+    pub fn new(limits: OrgLimits) -> Self {
+        let quota = Quota::per_second(limits.rate).allow_burst(limits.burst);
+        Self {
+            shared: Arc::new(Shared {
+                limits,
+                in_flight: Mutex::new(HashMap::new()),
+                rate: RateLimiter::keyed(quota),
+            }),
+        }
+    }
+
+    /// Forgets the buckets of organizations that are full again, so that the
+    /// rate limiter's memory follows the organizations recently active.
+    pub fn forget_idle(&self) {
+        self.shared.rate.retain_recent();
+        self.shared.rate.shrink_to_fit();
+    }
+
+    /// Calls [`Self::forget_idle`] every `period` until aborted.
+    pub fn spawn_forgetting(&self, period: Duration) -> tokio::task::JoinHandle<()> {
+        let layer = self.clone();
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(period);
+            loop {
+                ticker.tick().await;
+                layer.forget_idle();
+            }
+        })
+    }
+}
+
+impl<S> Layer<S> for OrgLimitLayer {
+    type Service = OrgLimitService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        OrgLimitService {
+            inner,
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// The service [`OrgLimitLayer`] produces.
+#[derive(Debug, Clone)]
+pub struct OrgLimitService<S> {
+    inner: S,
+    shared: Arc<Shared>,
+}
+
+/// One call counted against its organization until dropped.
+#[derive(Debug)]
+struct Slot {
+    shared: Arc<Shared>,
+    org: String,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut in_flight = lock(&self.shared.in_flight);
+        if let Some(count) = in_flight.get_mut(&self.org) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                in_flight.remove(&self.org);
+            }
+        }
+    }
+}
+
+fn lock(map: &Mutex<HashMap<String, usize>>) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
+    // The map holds plain counts that every holder leaves consistent, so a
+    // panic elsewhere while holding it leaves nothing to repair.
+    map.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Shared {
+    /// Admits a call of `org` or says why not.
+    fn admit(self: &Arc<Self>, org: &str) -> Result<Slot, Status> {
+        {
+            let mut in_flight = lock(&self.in_flight);
+            let count = in_flight.entry(org.to_owned()).or_insert(0);
+            if *count >= self.limits.concurrency {
+                return Err(refusal(
+                    ErrorReason::OrganizationConcurrencyLimit,
+                    format!(
+                        "your organization has {} calls in flight, its limit; retry when one ends",
+                        self.limits.concurrency
+                    ),
+                    self.limits.concurrency.to_string(),
+                    CONCURRENCY_RETRY_DELAY,
+                ));
+            }
+            *count += 1;
+        }
+        // From here the slot is held; dropping it on refusal gives it back.
+        let slot = Slot {
+            shared: self.clone(),
+            org: org.to_owned(),
+        };
+        if let Err(not_until) = self.rate.check_key(&org.to_owned()) {
+            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            return Err(refusal(
+                ErrorReason::OrganizationRateLimit,
+                format!(
+                    "your organization made more than {} calls per second; retry after {} ms",
+                    self.limits.rate,
+                    wait.as_millis().max(1)
+                ),
+                self.limits.rate.to_string(),
+                wait,
+            ));
+        }
+        Ok(slot)
+    }
+}
+
+fn refusal(reason: ErrorReason, message: String, limit: String, retry: Duration) -> Status {
+    let mut details = ErrorDetails::with_error_info(
+        reason.as_str_name(),
+        ERROR_DOMAIN,
+        HashMap::from([("limit".to_owned(), limit)]),
+    );
+    details.set_retry_info(Some(retry.max(Duration::from_millis(1))));
+    Status::with_error_details(Code::ResourceExhausted, message, details)
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+impl<S, B> Service<Request<B>> for OrgLimitService<S>
+where
+    S: Service<Request<B>, Response = Response<tonic::body::Body>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    B: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = BoxFuture<Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        // The clone that was polled ready must serve this call.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let Some(org) = request
+            .extensions()
+            .get::<Principal>()
+            .map(|p| p.org_id.clone())
+        else {
+            // Health and reflection: no organization to count.
+            return Box::pin(inner.call(request));
+        };
+        match self.shared.admit(&org) {
+            Ok(slot) => {
+                let call = inner.call(request);
+                Box::pin(async move {
+                    let response = call.await;
+                    drop(slot);
+                    response
+                })
+            }
+            Err(status) => {
+                tracing::debug!(org = %org, reason = %status.message(), "call refused at the organization's limit");
+                let response = status.into_http();
+                Box::pin(async move { Ok(response) })
+            }
+        }
+    }
+}

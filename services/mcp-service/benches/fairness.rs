@@ -1,0 +1,318 @@
+//! Fairness between organizations: a quiet organization's ExecuteTool latency
+//! alone, and while a noisy organization whose MCP server hangs keeps calling
+//! at its limit, side by side in one run; then the same noisy neighbour
+//! against a server whose per-organization limit is as large as the global
+//! one (what every organization had before per-organization limits).
+//! mcp-service and the example MCP server run as release binaries; the
+//! hanging MCP server (accepts, never answers) runs in this process. See
+//! BENCHMARKS.md.
+//!
+//! `cargo bench -p switchboard-mcp-service --bench fairness`
+
+use std::{
+    process::{Child, Command, Stdio},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use serde_json::json;
+use switchboard_proto::{
+    json::json_to_struct,
+    mcp::v1::{self as pb, mcp_service_client::McpServiceClient},
+};
+use switchboard_test_support::{
+    TEST_JWT_SECRET, authed, example_http_server,
+    grpc::{free_port, wait_serving},
+    http_integration_request, token, workspace_binary,
+};
+use tokio::net::TcpListener;
+use tonic::{Code, transport::Channel};
+
+/// Calls the quiet organization makes per phase.
+const CALLS: usize = 4000;
+/// Concurrent callers of the quiet organization.
+const QUIET_CALLERS: usize = 4;
+/// The server's global concurrency limit.
+const GLOBAL_LIMIT: usize = 256;
+/// The per-organization concurrency limit of the fair server.
+const ORG_LIMIT: usize = 64;
+/// The noisy organization's callers: enough to fill the whole server.
+const NOISY_CALLERS: usize = GLOBAL_LIMIT;
+
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn channel(url: &str) -> Channel {
+    Channel::from_shared(url.to_owned())
+        .expect("a URL")
+        .connect()
+        .await
+        .expect("connects")
+}
+
+/// mcp-service as a release binary with `org_limit` calls in flight per
+/// organization.
+async fn mcp_service(dir: &std::path::Path, org_limit: usize) -> (Process, String) {
+    let port = free_port().expect("a port");
+    let child = Command::new(workspace_binary("switchboard-mcp-service", "mcp-service"))
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .current_dir(dir)
+        .env_remove("DATABASE_URL")
+        .env(
+            "SWITCHBOARD_DATA_DIR",
+            dir.join(format!("data-{org_limit}")),
+        )
+        .env("SWITCHBOARD_JWT_SECRET", TEST_JWT_SECRET)
+        .env("SWITCHBOARD_DEV_MODE", "true")
+        .env("SWITCHBOARD_OUTBOUND_ALLOW", "127.0.0.1/32")
+        .env("SWITCHBOARD_CONCURRENCY_LIMIT", GLOBAL_LIMIT.to_string())
+        .env("SWITCHBOARD_ORG_CONCURRENCY_LIMIT", org_limit.to_string())
+        // The hanging calls hang for the whole benchmark.
+        .env("SWITCHBOARD_MCP_CONNECT_TIMEOUT", "10m")
+        .env("SWITCHBOARD_MCP_CALL_TIMEOUT", "10m")
+        .env("RUST_LOG", "warn")
+        .env("SWITCHBOARD_LOG_FORMAT", "pretty")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("mcp-service starts");
+    let url = format!("http://127.0.0.1:{port}");
+    wait_serving(&url, "", Duration::from_secs(30))
+        .await
+        .expect("mcp-service serves");
+    (Process(child), url)
+}
+
+/// An MCP server that accepts connections and never answers.
+async fn hanging_upstream() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("bound"));
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    url
+}
+
+async fn integration(channel: &Channel, token: &str, slug: &str, url: &str) -> String {
+    McpServiceClient::new(channel.clone())
+        .create_integration(authed(http_integration_request(slug, url), token))
+        .await
+        .expect("created")
+        .into_inner()
+        .integration
+        .expect("an integration")
+        .id
+}
+
+fn call(id: &str, scope: String, token: &str) -> tonic::Request<pb::ExecuteToolRequest> {
+    authed(
+        pb::ExecuteToolRequest {
+            integration_id: id.to_owned(),
+            tool_name: "echo".into(),
+            arguments: json_to_struct(&json!({"text": "ping"})),
+            session_scope: scope,
+        },
+        token,
+    )
+}
+
+/// The noisy organization: `NOISY_CALLERS` callers on a hanging MCP server,
+/// each retrying after the server's RetryInfo delay when refused.
+struct Noisy {
+    stop: Arc<AtomicBool>,
+    refused: Arc<AtomicU64>,
+}
+
+impl Noisy {
+    async fn start(url: &str, upstream: &str) -> Self {
+        let token = token("noisy", "noisy-user", &["admin"]);
+        // Several connections, so that HTTP/2 stream limits do not cap the
+        // noisy organization below the server's limits.
+        let mut channels = Vec::new();
+        for _ in 0..4 {
+            channels.push(channel(url).await);
+        }
+        let id = integration(&channels[0], &token, "stuck", upstream).await;
+        let (stop, refused) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicU64::new(0)),
+        );
+        for n in 0..NOISY_CALLERS {
+            let mut client = McpServiceClient::new(channels[n % channels.len()].clone());
+            let (id, token, stop, refused) =
+                (id.clone(), token.clone(), stop.clone(), refused.clone());
+            tokio::spawn(async move {
+                let mut attempt = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    attempt += 1;
+                    let request = call(&id, format!("noisy-{n}-{attempt}"), &token);
+                    match client.execute_tool(request).await {
+                        Err(status) if status.code() == Code::ResourceExhausted => {
+                            refused.fetch_add(1, Ordering::Relaxed);
+                            let delay = tonic_types::StatusExt::get_error_details(&status)
+                                .retry_info()
+                                .and_then(|r| r.retry_delay)
+                                .unwrap_or(Duration::from_secs(1));
+                            tokio::time::sleep(delay).await;
+                        }
+                        _ => tokio::time::sleep(Duration::from_millis(100)).await,
+                    }
+                }
+            });
+        }
+        // Time for the hanging calls to take their slots.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        Self { stop, refused }
+    }
+}
+
+impl Drop for Noisy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+struct Phase {
+    latencies: Vec<Duration>,
+    refused: usize,
+}
+
+impl Phase {
+    fn at(&self, q: f64) -> Duration {
+        let n = self.latencies.len();
+        if n == 0 {
+            return Duration::ZERO;
+        }
+        self.latencies[((n as f64 * q) as usize).min(n - 1)]
+    }
+}
+
+/// `CALLS` echo calls of the quiet organization from `QUIET_CALLERS` callers.
+async fn quiet_phase(channel: &Channel, id: &str, token: &str) -> Phase {
+    let counter = Arc::new(AtomicU64::new(0));
+    let workers = (0..QUIET_CALLERS).map(|_| {
+        let mut client = McpServiceClient::new(channel.clone());
+        let (id, token, counter) = (id.to_owned(), token.to_owned(), counter.clone());
+        tokio::spawn(async move {
+            let (mut latencies, mut refused) = (Vec::new(), 0);
+            for _ in 0..CALLS / QUIET_CALLERS {
+                let scope = format!("quiet-{}", counter.fetch_add(1, Ordering::Relaxed) % 16);
+                let started = Instant::now();
+                match client.execute_tool(call(&id, scope, &token)).await {
+                    Ok(response) => {
+                        assert!(!response.into_inner().is_error);
+                        latencies.push(started.elapsed());
+                    }
+                    Err(_) => refused += 1,
+                }
+            }
+            (latencies, refused)
+        })
+    });
+    let mut phase = Phase {
+        latencies: Vec::with_capacity(CALLS),
+        refused: 0,
+    };
+    for worker in futures::future::join_all(workers).await {
+        let (latencies, refused) = worker.expect("a worker");
+        phase.latencies.extend(latencies);
+        phase.refused += refused;
+    }
+    phase.latencies.sort_unstable();
+    phase
+}
+
+fn report(name: &str, phase: &Phase) {
+    println!(
+        "{name:<58} p50 {:>7.3} ms   p99 {:>7.3} ms   served {:>4}/{CALLS}",
+        phase.at(0.5).as_secs_f64() * 1e3,
+        phase.at(0.99).as_secs_f64() * 1e3,
+        phase.latencies.len(),
+    );
+}
+
+/// The quiet organization alone, then beside the noisy one, on a server
+/// whose per-organization limit is `org_limit`.
+async fn scenario(
+    dir: &std::path::Path,
+    org_limit: usize,
+    quiet_upstream: &str,
+) -> (Phase, Phase, u64) {
+    let (_service, url) = mcp_service(dir, org_limit).await;
+    let quiet_channel = channel(&url).await;
+    let token = token("quiet", "quiet-user", &["admin"]);
+    let id = integration(&quiet_channel, &token, "example", quiet_upstream).await;
+    // Warm the sessions and connections.
+    quiet_phase(&quiet_channel, &id, &token).await;
+    let alone = quiet_phase(&quiet_channel, &id, &token).await;
+    let noisy = Noisy::start(&url, &hanging_upstream().await).await;
+    let beside = quiet_phase(&quiet_channel, &id, &token).await;
+    let refused = noisy.refused.load(Ordering::Relaxed);
+    drop(noisy);
+    (alone, beside, refused)
+}
+
+#[tokio::main]
+async fn main() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let port = free_port().expect("a port");
+    let _upstream = Process(
+        example_http_server(port)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the example server starts"),
+    );
+    let quiet_upstream = format!("http://127.0.0.1:{port}/mcp");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    println!(
+        "ExecuteTool (echo) of a quiet organization, {CALLS} calls from {QUIET_CALLERS} callers per row;\n\
+         the noisy organization has {NOISY_CALLERS} callers on an MCP server that never answers,\n\
+         each retrying after the RetryInfo delay when refused; global limit {GLOBAL_LIMIT} calls in flight\n"
+    );
+    let (alone, beside, refused) = scenario(dir.path(), ORG_LIMIT, &quiet_upstream).await;
+    report(
+        &format!("per-organization limit {ORG_LIMIT}: quiet alone"),
+        &alone,
+    );
+    report(
+        &format!("per-organization limit {ORG_LIMIT}: beside the noisy one"),
+        &beside,
+    );
+    println!("  the noisy organization's calls refused RESOURCE_EXHAUSTED meanwhile: {refused}");
+    let (unfair_alone, unfair_beside, _) =
+        scenario(dir.path(), GLOBAL_LIMIT, &quiet_upstream).await;
+    report(
+        &format!("per-organization limit {GLOBAL_LIMIT} (= global): quiet alone"),
+        &unfair_alone,
+    );
+    report(
+        &format!("per-organization limit {GLOBAL_LIMIT} (= global): beside the noisy one"),
+        &unfair_beside,
+    );
+    println!(
+        "  the quiet organization's calls refused meanwhile: {}/{CALLS}",
+        unfair_beside.refused
+    );
+    println!();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "added by the noisy neighbour under per-organization limits: p50 {:+.3} ms, p99 {:+.3} ms; {} of {CALLS} quiet calls refused",
+        ms(beside.at(0.5)) - ms(alone.at(0.5)),
+        ms(beside.at(0.99)) - ms(alone.at(0.99)),
+        beside.refused
+    );
+}

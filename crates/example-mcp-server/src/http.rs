@@ -15,7 +15,11 @@ use rmcp::transport::{
 use tokio::{net::TcpListener, task::JoinHandle};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use crate::{server::ExampleServer, stats::Stats};
+use crate::{
+    cut::{ConnectionCutter, CuttableListener},
+    server::ExampleServer,
+    stats::Stats,
+};
 
 /// Path of the MCP endpoint.
 pub const MCP_PATH: &str = "/mcp";
@@ -36,6 +40,9 @@ pub struct HttpServerOptions {
     /// templates, prompts), to stand in for a slow server in discovery
     /// benchmarks.
     pub discovery_delay: Duration,
+    /// Whether every `tools/list` page names a next page, forever: a server
+    /// whose pagination never ends.
+    pub endless_tool_pages: bool,
 }
 
 impl Default for HttpServerOptions {
@@ -44,6 +51,7 @@ impl Default for HttpServerOptions {
             addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
             stateful: true,
             discovery_delay: Duration::ZERO,
+            endless_tool_pages: false,
         }
     }
 }
@@ -97,8 +105,11 @@ pub async fn spawn_http(options: HttpServerOptions) -> anyhow::Result<RunningHtt
     let addr = listener.local_addr().context("reading the bound address")?;
 
     let stats = Arc::new(Stats::default());
-    let prototype =
-        ExampleServer::new(Arc::clone(&stats)).with_discovery_delay(options.discovery_delay);
+    let cutter = ConnectionCutter::default();
+    let prototype = ExampleServer::new(Arc::clone(&stats))
+        .with_discovery_delay(options.discovery_delay)
+        .with_endless_tool_pages(options.endless_tool_pages)
+        .with_connection_cutter(cutter.clone());
     let cancel = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(options.stateful)
@@ -111,11 +122,14 @@ pub async fn spawn_http(options: HttpServerOptions) -> anyhow::Result<RunningHtt
     );
     let router = axum::Router::new().nest_service(MCP_PATH, service);
 
-    let listener = listener.tap_io(|stream| {
-        if let Err(error) = stream.set_nodelay(true) {
-            tracing::warn!(%error, "failed to set TCP_NODELAY on an accepted connection");
-        }
-    });
+    let listener = CuttableListener {
+        inner: listener.tap_io(|stream| {
+            if let Err(error) = stream.set_nodelay(true) {
+                tracing::warn!(%error, "failed to set TCP_NODELAY on an accepted connection");
+            }
+        }),
+        cutter,
+    };
     let stopped = cancel.clone();
     let task = tokio::spawn(async move {
         let served = axum::serve(listener, router)

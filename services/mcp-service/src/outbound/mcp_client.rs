@@ -17,6 +17,7 @@ use rmcp::{
 use secrecy::ExposeSecret;
 
 use super::{
+    capped_http::CappedHttpClient,
     http_client::check_request_url,
     oauth::{Grant, OAuthTokens},
     sessions::{Live, McpSession, SessionHandler, StdioChild},
@@ -166,8 +167,10 @@ impl McpConnector {
         // of their own per scope, which is what conversations rely on. A
         // server that refuses it (one speaking only the stateless protocol of
         // 2026-07-28) is then reached with `server/discover`.
-        let transport =
-            StreamableHttpClientTransport::with_client(self.http.clone(), config.clone());
+        let transport = StreamableHttpClientTransport::with_client(
+            CappedHttpClient::new(self.http.clone()),
+            config.clone(),
+        );
         match handler
             .clone()
             .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
@@ -180,8 +183,10 @@ impl McpConnector {
                     code = refusal.code.0,
                     "initialize refused; using the stateless protocol"
                 );
-                let transport =
-                    StreamableHttpClientTransport::with_client(self.http.clone(), config);
+                let transport = StreamableHttpClientTransport::with_client(
+                    CappedHttpClient::new(self.http.clone()),
+                    config,
+                );
                 handler
                     .serve_with_lifecycle(
                         transport,

@@ -7,7 +7,6 @@ use std::{
 };
 
 use anyhow::Context as _;
-use axum::serve::ListenerExt as _;
 use rmcp::transport::{
     StreamableHttpServerConfig, StreamableHttpService,
     streamable_http_server::session::local::LocalSessionManager,
@@ -43,6 +42,9 @@ pub struct HttpServerOptions {
     /// Whether every `tools/list` page names a next page, forever: a server
     /// whose pagination never ends.
     pub endless_tool_pages: bool,
+    /// Whether response streams carry event ids a client can resume from
+    /// after a dropped connection (SSE priming events).
+    pub resumable: bool,
 }
 
 impl Default for HttpServerOptions {
@@ -52,6 +54,7 @@ impl Default for HttpServerOptions {
             stateful: true,
             discovery_delay: Duration::ZERO,
             endless_tool_pages: false,
+            resumable: true,
         }
     }
 }
@@ -115,19 +118,24 @@ pub async fn spawn_http(options: HttpServerOptions) -> anyhow::Result<RunningHtt
         .with_legacy_session_mode(options.stateful)
         .with_cancellation_token(cancel.child_token())
         .with_allowed_hosts(allowed_hosts(addr));
+    let config = if options.resumable {
+        config
+    } else {
+        config.with_sse_retry(None)
+    };
+    let mut sessions = LocalSessionManager::default();
+    if !options.resumable {
+        sessions.session_config.sse_retry = None;
+    }
     let service = StreamableHttpService::new(
         move || Ok(prototype.new_session()),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(sessions),
         config,
     );
     let router = axum::Router::new().nest_service(MCP_PATH, service);
 
     let listener = CuttableListener {
-        inner: listener.tap_io(|stream| {
-            if let Err(error) = stream.set_nodelay(true) {
-                tracing::warn!(%error, "failed to set TCP_NODELAY on an accepted connection");
-            }
-        }),
+        inner: listener,
         cutter,
     };
     let stopped = cancel.clone();

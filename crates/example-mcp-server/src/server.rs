@@ -403,6 +403,18 @@ impl ServerHandler for ExampleServer {
             self.slow_listing().await;
         }
         let tools = self.visible_tools();
+        if self.endless_tool_pages {
+            // The same page again and again, each naming one more after it.
+            let start = request
+                .and_then(|request| request.cursor)
+                .and_then(|cursor| cursor.parse::<usize>().ok())
+                .unwrap_or(0);
+            let page: Vec<Tool> = tools.into_iter().take(TOOLS_PAGE_SIZE).collect();
+            return Ok(ListToolsResult {
+                next_cursor: Some(start.saturating_add(TOOLS_PAGE_SIZE).to_string()),
+                ..ListToolsResult::with_all_items(page)
+            });
+        }
         let start = match request.and_then(|request| request.cursor) {
             None => 0,
             Some(cursor) => cursor
@@ -413,14 +425,6 @@ impl ServerHandler for ExampleServer {
                     McpError::invalid_params(format!("invalid cursor: {cursor}"), None)
                 })?,
         };
-        if self.endless_tool_pages {
-            // The same page again and again, each naming one more after it.
-            let page: Vec<Tool> = tools.into_iter().take(TOOLS_PAGE_SIZE).collect();
-            return Ok(ListToolsResult {
-                next_cursor: Some(start.saturating_add(TOOLS_PAGE_SIZE).to_string()),
-                ..ListToolsResult::with_all_items(page)
-            });
-        }
         let total = tools.len();
         let end = start.saturating_add(TOOLS_PAGE_SIZE).min(total);
         let page: Vec<Tool> = tools.into_iter().skip(start).take(end - start).collect();

@@ -353,7 +353,9 @@ impl SessionPool {
                     return Err(CallError::Connect(error));
                 }
             };
-            if !live.session.is_closed() {
+            // A session whose loop has ended (its server died, say) is not
+            // cancelled, only unable to send: both mean it is gone.
+            if !live.session.is_closed() && !live.session.peer().is_transport_closed() {
                 return Ok((slot, live));
             }
             self.discard(key, &slot);

@@ -146,7 +146,7 @@ async fn a_slow_token_endpoint_of_one_organization_does_not_delay_another() {
         "org-a",
         &mcp.url(),
         &slow,
-        Some(Duration::from_secs(120)),
+        Some(Duration::from_secs(60)),
     )
     .await;
     let b = oauth_integration(&mut h, "org-b", &mcp.url(), &fast, None).await;

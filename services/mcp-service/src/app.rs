@@ -78,6 +78,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         SessionPool::new(PoolLimits {
             max_sessions: config.max_sessions,
             max_sessions_per_org: config.max_sessions_per_org,
+            max_stdio_sessions_per_org: config.max_stdio_sessions_per_org,
             idle_timeout: config.session_idle_timeout,
         }),
         DiscoveryCache::new(config.discovery_ttl),

@@ -72,6 +72,14 @@ pub struct Config {
         default_value_t = 200
     )]
     pub max_sessions_per_org: usize,
+    /// Most stdio sessions (each a process, validations included) one
+    /// organization holds, within its sessions.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_MCP_MAX_STDIO_SESSIONS_PER_ORG",
+        default_value_t = 20
+    )]
+    pub max_stdio_sessions_per_org: usize,
     /// Pages followed per listing (tools, resources, templates, prompts) in
     /// one discovery.
     #[arg(
@@ -147,6 +155,7 @@ impl Config {
             integration_cache_ttl: Duration::from_secs(2),
             max_result_bytes: 4 * 1024 * 1024,
             max_sessions_per_org: 200,
+            max_stdio_sessions_per_org: 20,
             discovery_max_pages: 100,
             discovery_max_items: 10_000,
             discovery_max_bytes: 8 * 1024 * 1024,

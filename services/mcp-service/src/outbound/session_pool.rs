@@ -6,11 +6,11 @@
 //! servers never see state cross between conversations, users or
 //! organizations. Concurrent callers of one key share one connect.
 //!
-//! Scopes are chosen by callers, so their number is bounded twice. An
-//! organization holds at most `max_sessions_per_org` sessions (a stdio
-//! session is a process): a new scope beyond it closes the organization's own
-//! least recently used idle session, and is refused when all of them are in
-//! use. The whole pool holds at most `max_sessions`: beyond it, the least
+//! Scopes are chosen by callers, so their number is bounded. An
+//! organization holds at most `max_sessions_per_org` sessions, of which at
+//! most `max_stdio_sessions_per_org` stdio ones (each is a process): a new
+//! scope beyond either closes the organization's own least recently used
+//! idle session (of that kind), and is refused when all of them are in use. The whole pool holds at most `max_sessions`: beyond it, the least
 //! recently used idle session of the organization holding the most sessions
 //! is closed, so a busy organization never pushes out a quieter one's.
 //! Each organization's sessions are an LRU list, and organizations are
@@ -31,7 +31,7 @@ use tokio::sync::OnceCell;
 
 use super::sessions::Live;
 use crate::domain::{
-    integration::{Integration, IntegrationId, OrgId},
+    integration::{Integration, IntegrationId, OrgId, TransportConfig},
     ports::{CallError, SessionScope},
 };
 
@@ -46,6 +46,7 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SessionKey {
     org: OrgId,
+    stdio: bool,
     integration: IntegrationId,
     version: i64,
     scope: SessionScope,
@@ -56,11 +57,17 @@ impl SessionKey {
     pub fn new(integration: &Integration, scope: &SessionScope) -> Self {
         Self {
             org: integration.org_id.clone(),
+            stdio: is_stdio(integration),
             integration: integration.id,
             version: integration.updated_at,
             scope: scope.clone(),
         }
     }
+}
+
+/// Whether `integration`'s sessions are processes.
+pub fn is_stdio(integration: &Integration) -> bool {
+    matches!(integration.transport, TransportConfig::Stdio { .. })
 }
 
 /// One pooled session: connected once, shared by every caller of its key.
@@ -77,6 +84,9 @@ pub struct PoolLimits {
     pub max_sessions: usize,
     /// Most sessions (and probes) one organization holds at once.
     pub max_sessions_per_org: usize,
+    /// Most stdio sessions (processes, probes included) one organization
+    /// holds at once.
+    pub max_stdio_sessions_per_org: usize,
     /// Sessions unused this long are closed.
     pub idle_timeout: Duration,
 }
@@ -86,6 +96,8 @@ pub struct PoolLimits {
 struct OrgSessions {
     sessions: LruCache<SessionKey, Arc<Slot>>,
     probes: usize,
+    /// Stdio sessions and probes among the above.
+    stdio: usize,
 }
 
 impl Default for OrgSessions {
@@ -93,6 +105,7 @@ impl Default for OrgSessions {
         Self {
             sessions: LruCache::new_unbounded(),
             probes: 0,
+            stdio: 0,
         }
     }
 }
@@ -102,17 +115,33 @@ impl OrgSessions {
         self.sessions.len() + self.probes
     }
 
-    /// Closes the least recently used session nobody is using, looking at
-    /// the [`IDLE_SEARCH`] least recently used ones.
-    fn close_one_idle(&mut self) -> bool {
+    fn insert(&mut self, key: SessionKey, slot: Arc<Slot>) {
+        let stdio = key.stdio;
+        if self.sessions.insert(key, slot).is_none() && stdio {
+            self.stdio += 1;
+        }
+    }
+
+    fn remove(&mut self, key: &SessionKey) -> Option<Arc<Slot>> {
+        let removed = self.sessions.remove(key);
+        if removed.is_some() && key.stdio {
+            self.stdio = self.stdio.saturating_sub(1);
+        }
+        removed
+    }
+
+    /// Closes the least recently used session nobody is using (a stdio one
+    /// when `stdio`), looking at the [`IDLE_SEARCH`] least recently used ones.
+    fn close_one_idle(&mut self, stdio: bool) -> bool {
         let idle = self
             .sessions
             .iter()
+            .filter(|(key, _)| key.stdio || !stdio)
             .take(IDLE_SEARCH)
             // The pool's own reference is the only one: no call is on it.
             .find(|(_, slot)| Arc::strong_count(slot) == 1)
             .map(|(key, _)| key.clone());
-        idle.is_some_and(|key| self.sessions.remove(&key).is_some())
+        idle.is_some_and(|key| self.remove(&key).is_some())
     }
 }
 
@@ -145,19 +174,25 @@ impl Slots {
         result
     }
 
-    /// Makes room for one more session of `org`, or says why there is none.
-    fn admit(&mut self, org: &OrgId, limits: &PoolLimits) -> Result<(), CallError> {
-        let held = self.orgs.get(org).map_or(0, OrgSessions::count);
+    /// Makes room for one more session of `org` (a stdio one when
+    /// `stdio`), or says why there is none.
+    fn admit(&mut self, org: &OrgId, stdio: bool, limits: &PoolLimits) -> Result<(), CallError> {
+        let (held, stdio_held) = self
+            .orgs
+            .get(org)
+            .map_or((0, 0), |sessions| (sessions.count(), sessions.stdio));
+        if stdio && stdio_held >= limits.max_stdio_sessions_per_org {
+            return self.close_own(org, true, || {
+                format!(
+                    "the organization runs {stdio_held} stdio MCP servers, its limit, and all are in use"
+                )
+            });
+        }
         if held >= limits.max_sessions_per_org {
-            if self.update(org, OrgSessions::close_one_idle) {
-                tracing::debug!(org_id = %org, "organization at its session limit: closed its least recently used idle session");
-                return Ok(());
-            }
-            return Err(CallError::Exhausted {
-                message: format!(
+            return self.close_own(org, false, || {
+                format!(
                     "the organization has {held} open MCP sessions, its limit, and all are in use"
-                ),
-                retry_after: RETRY_AFTER,
+                )
             });
         }
         if self.total < limits.max_sessions {
@@ -168,7 +203,7 @@ impl Slots {
             .last()
             .map(|(_, org)| OrgId(org.clone()))
             .unwrap_or_else(|| org.clone());
-        if self.update(&largest, OrgSessions::close_one_idle) {
+        if self.update(&largest, |sessions| sessions.close_one_idle(false)) {
             tracing::debug!(org_id = %largest, "session pool full: closed an idle session of the largest organization");
             return Ok(());
         }
@@ -177,6 +212,24 @@ impl Slots {
                 "mcp-service holds {} MCP sessions, its limit, and the largest organization's are all in use",
                 self.total
             ),
+            retry_after: RETRY_AFTER,
+        })
+    }
+
+    /// Closes one of `org`'s own idle sessions to make room, or refuses
+    /// with `refusal`.
+    fn close_own(
+        &mut self,
+        org: &OrgId,
+        stdio: bool,
+        refusal: impl FnOnce() -> String,
+    ) -> Result<(), CallError> {
+        if self.update(org, |sessions| sessions.close_one_idle(stdio)) {
+            tracing::debug!(org_id = %org, stdio, "organization at its session limit: closed its least recently used idle session");
+            return Ok(());
+        }
+        Err(CallError::Exhausted {
+            message: refusal(),
             retry_after: RETRY_AFTER,
         })
     }
@@ -219,7 +272,7 @@ impl PoolInner {
                         break;
                     }
                     let key = key.clone();
-                    org.sessions.remove(&key);
+                    org.remove(&key);
                     closed += 1;
                 }
                 closed
@@ -237,12 +290,16 @@ impl PoolInner {
 pub struct Reservation {
     inner: Arc<PoolInner>,
     org: OrgId,
+    stdio: bool,
 }
 
 impl Drop for Reservation {
     fn drop(&mut self) {
         self.inner.slots().update(&self.org, |org| {
             org.probes = org.probes.saturating_sub(1);
+            if self.stdio {
+                org.stdio = org.stdio.saturating_sub(1);
+            }
         });
     }
 }
@@ -292,15 +349,23 @@ impl SessionPool {
         self.len() == 0
     }
 
-    /// Holds room for one unpooled session of `org` (a probe), within the
-    /// same limits as pooled ones.
-    pub fn reserve(&self, org: &OrgId) -> Result<Reservation, CallError> {
+    /// Holds room for one unpooled session of `integration` (a probe),
+    /// within the same limits as pooled ones.
+    pub fn reserve(&self, integration: &Integration) -> Result<Reservation, CallError> {
+        let org = &integration.org_id;
+        let stdio = is_stdio(integration);
         let mut slots = self.inner.slots();
-        slots.admit(org, &self.inner.limits)?;
-        slots.update(org, |org| org.probes += 1);
+        slots.admit(org, stdio, &self.inner.limits)?;
+        slots.update(org, |org| {
+            org.probes += 1;
+            if stdio {
+                org.stdio += 1;
+            }
+        });
         Ok(Reservation {
             inner: self.inner.clone(),
             org: org.clone(),
+            stdio,
         })
     }
 
@@ -313,11 +378,9 @@ impl SessionPool {
         {
             return Ok(slot.clone());
         }
-        slots.admit(&key.org, &self.inner.limits)?;
+        slots.admit(&key.org, key.stdio, &self.inner.limits)?;
         let slot = Arc::new(Slot::default());
-        slots.update(&key.org, |org| {
-            org.sessions.insert(key.clone(), slot.clone());
-        });
+        slots.update(&key.org, |org| org.insert(key.clone(), slot.clone()));
         Ok(slot)
     }
 
@@ -374,7 +437,7 @@ impl SessionPool {
                 .peek(key)
                 .is_some_and(|current| Arc::ptr_eq(current, slot))
             {
-                org.sessions.remove(key);
+                org.remove(key);
             }
         });
     }
@@ -390,7 +453,7 @@ impl SessionPool {
             .cloned()
             .collect();
         for key in keys {
-            slots.update(&key.org, |org| org.sessions.remove(&key));
+            slots.update(&key.org, |org| org.remove(&key));
         }
     }
 }

@@ -392,3 +392,72 @@ async fn an_oversized_stdio_result_runs_the_tool_once_and_says_so() {
         "each tool ran once, on one session"
     );
 }
+
+#[tokio::test]
+async fn an_organizations_stdio_servers_are_capped_and_validation_counts() {
+    let binary = workspace_binary("switchboard-example-mcp-server", "example-mcp-server")
+        .display()
+        .to_string();
+    let allowed = binary.clone();
+    let mut h = start_with(DbKind::Sqlite, move |config| {
+        config.stdio_allow = allowed;
+        config.max_stdio_sessions_per_org = 1;
+    })
+    .await;
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let log = dir.path().join("calls.log");
+    let id = stdio_integration(&mut h, &binary, &log).await;
+    let token = admin("org-a");
+    // One process at a time: a new scope replaces the idle one.
+    assert_eq!(count(&mut h, &token, &id, "s1").await, "1");
+    assert_eq!(count(&mut h, &token, &id, "s2").await, "1");
+    assert_eq!(
+        count(&mut h, &token, &id, "s1").await,
+        "1",
+        "s1's process was closed"
+    );
+
+    let mut client = h.client.clone();
+    let request = req(
+        pb::ExecuteToolRequest {
+            integration_id: id.clone(),
+            tool_name: "sleep".into(),
+            arguments: json_to_struct(&json!({ "ms": 3_000 })),
+            session_scope: "busy".into(),
+        },
+        &token,
+    );
+    let held = tokio::spawn(async move { client.execute_tool(request).await });
+    let waited = tokio::time::timeout(Duration::from_secs(20), async {
+        while !std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("sleep")
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "the held call reached the server");
+    let status = execute(&mut h, &token, &id, "echo", json!({"text": "x"}), "other")
+        .await
+        .expect_err("no second process");
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    assert!(
+        status.message().contains("stdio MCP servers"),
+        "{}",
+        status.message()
+    );
+    let report = h
+        .client
+        .validate_integration(req(
+            pb::ValidateIntegrationRequest { id: id.clone() },
+            &token,
+        ))
+        .await
+        .expect("validation answers")
+        .into_inner();
+    assert!(!report.ok, "validation starts no process past the limit");
+    assert!(report.error.contains("retry in"), "{}", report.error);
+    let answered = held.await.expect("the held call ends").expect("answered");
+    assert!(!answered.into_inner().is_error);
+}

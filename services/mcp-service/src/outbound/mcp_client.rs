@@ -21,6 +21,7 @@ use super::{
     http_client::check_request_url,
     oauth::{Grant, OAuthTokens},
     sessions::{Live, McpSession, SessionHandler, StdioChild},
+    stdio_lines::OversizeAnswering,
 };
 use crate::domain::{
     integration::{AuthConfig, Integration, Secrets, TransportConfig},
@@ -240,6 +241,7 @@ impl McpConnector {
         };
         let child = StdioChild(child);
         // Bounded lines: a server cannot make us buffer without limit.
+        let stdout = OversizeAnswering::new(stdout, self.defaults.max_message_bytes);
         let transport = AsyncRwTransport::new_client(stdout, stdin)
             .with_max_line_length(self.defaults.max_message_bytes);
         let session = handler

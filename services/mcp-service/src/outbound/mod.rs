@@ -10,3 +10,4 @@ pub mod secret_box;
 pub mod session_pool;
 pub mod sessions;
 pub mod sql;
+pub mod stdio_lines;

@@ -377,20 +377,25 @@ async fn an_oversized_stdio_result_runs_the_tool_once_and_says_so() {
     let log = dir.path().join("calls.log");
     let id = stdio_integration(&mut h, &binary, &log).await;
     let token = admin("org-a");
-    let response = execute(&mut h, &token, &id, "big", json!({ "bytes": 5 * MIB }), "t")
-        .await
-        .expect("answered");
-    assert!(
-        response.error_message.contains("larger than 4 MiB"),
-        "{}",
-        response.error_message
-    );
     assert_eq!(count(&mut h, &token, &id, "t").await, "1");
-    let calls = std::fs::read_to_string(&log).expect("the log");
+    // Over the result cap, and over the line bound (twice the cap) too.
+    for bytes in [5 * MIB, 9 * MIB] {
+        let response = execute(&mut h, &token, &id, "big", json!({ "bytes": bytes }), "t")
+            .await
+            .expect("answered");
+        assert!(
+            response.error_message.contains("larger than 4 MiB"),
+            "{bytes}: {}",
+            response.error_message
+        );
+    }
     assert_eq!(
-        calls, "big\ncounter\n",
-        "each tool ran once, on one session"
+        count(&mut h, &token, &id, "t").await,
+        "2",
+        "one session throughout"
     );
+    let calls = std::fs::read_to_string(&log).expect("the log");
+    assert_eq!(calls, "counter\nbig\nbig\ncounter\n", "each tool ran once");
 }
 
 #[tokio::test]

@@ -145,8 +145,8 @@ impl RmcpGateway {
             },
             ServiceError::Timeout { timeout } => CallError::Timeout(timeout),
             ServiceError::TransportClosed => CallError::Transport(
-                "the connection closed before the answer arrived; the request may have \
-                 been carried out and was not repeated"
+                "it closed before the answer arrived; the request may have been carried \
+                 out and was not repeated"
                     .to_owned(),
             ),
             other => CallError::Transport(other.to_string()),

@@ -35,6 +35,7 @@ pub struct OversizeAnswering<R> {
     head: Vec<u8>,
     tail: VecDeque<u8>,
     out: VecDeque<u8>,
+    chunk: Box<[u8]>,
 }
 
 impl<R> OversizeAnswering<R> {
@@ -47,6 +48,7 @@ impl<R> OversizeAnswering<R> {
             head: Vec::with_capacity(KEPT),
             tail: VecDeque::with_capacity(KEPT),
             out: VecDeque::new(),
+            chunk: vec![0; CHUNK].into_boxed_slice(),
         }
     }
 
@@ -143,13 +145,18 @@ impl<R: AsyncRead + Unpin> AsyncRead for OversizeAnswering<R> {
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
         if this.out.is_empty() {
-            let mut chunk = [0u8; CHUNK];
+            let mut chunk = std::mem::take(&mut this.chunk);
             let mut read = ReadBuf::new(&mut chunk);
-            ready!(Pin::new(&mut this.inner).poll_read(cx, &mut read))?;
-            if read.filled().is_empty() {
+            let polled = Pin::new(&mut this.inner).poll_read(cx, &mut read);
+            let filled = read.filled().len();
+            if let Poll::Ready(Ok(())) = polled {
+                this.observe(&chunk[..filled]);
+            }
+            this.chunk = chunk;
+            ready!(polled)?;
+            if filled == 0 {
                 return Poll::Ready(Ok(()));
             }
-            this.observe(read.filled());
         }
         let (first, _) = this.out.as_slices();
         let n = first.len().min(buf.remaining());

@@ -7,7 +7,6 @@ use std::{
 };
 
 use anyhow::Context as _;
-use axum::serve::ListenerExt as _;
 use rmcp::transport::{
     StreamableHttpServerConfig, StreamableHttpService,
     streamable_http_server::session::local::LocalSessionManager,
@@ -15,7 +14,11 @@ use rmcp::transport::{
 use tokio::{net::TcpListener, task::JoinHandle};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use crate::{server::ExampleServer, stats::Stats};
+use crate::{
+    cut::{ConnectionCutter, CuttableListener},
+    server::ExampleServer,
+    stats::Stats,
+};
 
 /// Path of the MCP endpoint.
 pub const MCP_PATH: &str = "/mcp";
@@ -36,6 +39,12 @@ pub struct HttpServerOptions {
     /// templates, prompts), to stand in for a slow server in discovery
     /// benchmarks.
     pub discovery_delay: Duration,
+    /// Whether every `tools/list` page names a next page, forever: a server
+    /// whose pagination never ends.
+    pub endless_tool_pages: bool,
+    /// Whether response streams carry event ids a client can resume from
+    /// after a dropped connection (SSE priming events).
+    pub resumable: bool,
 }
 
 impl Default for HttpServerOptions {
@@ -44,6 +53,8 @@ impl Default for HttpServerOptions {
             addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
             stateful: true,
             discovery_delay: Duration::ZERO,
+            endless_tool_pages: false,
+            resumable: true,
         }
     }
 }
@@ -97,25 +108,36 @@ pub async fn spawn_http(options: HttpServerOptions) -> anyhow::Result<RunningHtt
     let addr = listener.local_addr().context("reading the bound address")?;
 
     let stats = Arc::new(Stats::default());
-    let prototype =
-        ExampleServer::new(Arc::clone(&stats)).with_discovery_delay(options.discovery_delay);
+    let cutter = ConnectionCutter::default();
+    let prototype = ExampleServer::new(Arc::clone(&stats))
+        .with_discovery_delay(options.discovery_delay)
+        .with_endless_tool_pages(options.endless_tool_pages)
+        .with_connection_cutter(cutter.clone());
     let cancel = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(options.stateful)
         .with_cancellation_token(cancel.child_token())
         .with_allowed_hosts(allowed_hosts(addr));
+    let config = if options.resumable {
+        config
+    } else {
+        config.with_sse_retry(None)
+    };
+    let mut sessions = LocalSessionManager::default();
+    if !options.resumable {
+        sessions.session_config.sse_retry = None;
+    }
     let service = StreamableHttpService::new(
         move || Ok(prototype.new_session()),
-        Arc::new(LocalSessionManager::default()),
+        Arc::new(sessions),
         config,
     );
     let router = axum::Router::new().nest_service(MCP_PATH, service);
 
-    let listener = listener.tap_io(|stream| {
-        if let Err(error) = stream.set_nodelay(true) {
-            tracing::warn!(%error, "failed to set TCP_NODELAY on an accepted connection");
-        }
-    });
+    let listener = CuttableListener {
+        inner: listener,
+        cutter,
+    };
     let stopped = cancel.clone();
     let task = tokio::spawn(async move {
         let served = axum::serve(listener, router)

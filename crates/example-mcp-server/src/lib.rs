@@ -7,11 +7,13 @@
 //! Tools: `echo`, `add` (with structured output), `fail` (tool error),
 //! `sleep` (observes cancellation), `big`, `mixed` (every content kind),
 //! `counter` (per session), `add_tool` (changes the tool list) and `stats`.
-//! `tools/list` is paginated [`TOOLS_PAGE_SIZE`] tools at a time.
+//! `tools/list` is paginated [`TOOLS_PAGE_SIZE`] tools at a time. Unlisted,
+//! for tests of a failing network: [`DROP_CONNECTION_TOOL`].
 //!
 //! Resources: `data://sales.csv`, `docs://readme`, `data://logo.png` and the
 //! template `data://sales/{region}.csv`. Prompt: `summarize`.
 
+mod cut;
 pub mod data;
 mod http;
 mod server;
@@ -24,7 +26,8 @@ use rmcp::ServiceExt as _;
 
 pub use http::{HttpServerOptions, MCP_PATH, RunningHttpServer, spawn_http};
 pub use server::{
-    EXTRA_TOOL, ExampleServer, MAX_BIG_BYTES, SERVER_INSTRUCTIONS, SERVER_NAME, TOOLS_PAGE_SIZE,
+    CALL_LOG_ENV, DROP_CONNECTION_TOOL, EXTRA_TOOL, ExampleServer, MAX_BIG_BYTES,
+    SERVER_INSTRUCTIONS, SERVER_NAME, TOOLS_PAGE_SIZE,
 };
 pub use stats::{Stats, StatsSnapshot};
 

@@ -26,6 +26,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    cut::ConnectionCutter,
     data::{self, EMBEDDED_TEXT, EMBEDDED_URI, LOGO_URI, README_URI, SALES_BY_REGION_TEMPLATE},
     stats::Stats,
 };
@@ -36,6 +37,10 @@ pub const SERVER_NAME: &str = "switchboard-example";
 pub const SERVER_INSTRUCTIONS: &str = "Example MCP server for Switchboard.";
 /// How many tools one `tools/list` page holds; clients follow `next_cursor` for the rest.
 pub const TOOLS_PAGE_SIZE: usize = 3;
+/// Name of an unlisted tool that, over HTTP, drops the server's open
+/// connections once it has the request, and never answers: a network that
+/// fails after the request was delivered. Over stdio it ends the process.
+pub const DROP_CONNECTION_TOOL: &str = "drop_connection";
 /// Name of the tool that `add_tool` makes visible.
 pub const EXTRA_TOOL: &str = "extra";
 /// Largest payload the `big` tool produces, so a caller cannot make the server
@@ -52,6 +57,8 @@ pub struct ExampleServer {
     tool_list: Arc<ToolList>,
     counter: AtomicU64,
     discovery_delay: Duration,
+    endless_tool_pages: bool,
+    cutter: Option<ConnectionCutter>,
 }
 
 /// Tool-list state shared by every session of one server.
@@ -68,7 +75,21 @@ impl ExampleServer {
             tool_list: Arc::default(),
             counter: AtomicU64::new(0),
             discovery_delay: Duration::ZERO,
+            endless_tool_pages: false,
+            cutter: None,
         }
+    }
+
+    /// Makes every `tools/list` page name a next page, forever.
+    pub fn with_endless_tool_pages(mut self, endless: bool) -> Self {
+        self.endless_tool_pages = endless;
+        self
+    }
+
+    /// Lets [`DROP_CONNECTION_TOOL`] drop connections with `cutter`.
+    pub(crate) fn with_connection_cutter(mut self, cutter: ConnectionCutter) -> Self {
+        self.cutter = Some(cutter);
+        self
     }
 
     /// Delays the answer to every listing (the first page of tools, and
@@ -95,6 +116,8 @@ impl ExampleServer {
             tool_list: Arc::clone(&self.tool_list),
             counter: AtomicU64::new(0),
             discovery_delay: self.discovery_delay,
+            endless_tool_pages: self.endless_tool_pages,
+            cutter: self.cutter.clone(),
         }
     }
 
@@ -126,6 +149,17 @@ impl ExampleServer {
         }
     }
 
+    async fn drop_connection(&self, ct: CancellationToken) -> CallToolResult {
+        match &self.cutter {
+            Some(cutter) => cutter.cut(),
+            // Stdio: the connection is the process.
+            None => std::process::exit(3),
+        }
+        // No answer: the request was delivered, its answer never comes.
+        ct.cancelled().await;
+        CallToolResult::error(vec![ContentBlock::text("cancelled")])
+    }
+
     async fn add_extra_tool(&self, peer: &Peer<RoleServer>) -> CallToolResult {
         let added = !self.tool_list.extra_visible.swap(true, Ordering::SeqCst);
         if !added {
@@ -139,6 +173,26 @@ impl ExampleServer {
             tracing::warn!(%error, "failed to send tools/list_changed");
         }
         CallToolResult::success(vec![ContentBlock::text(format!("added tool {EXTRA_TOOL}"))])
+    }
+}
+
+/// Environment variable naming a file each tool call is appended to (its
+/// tool name, one line): a record that outlives the process, for tests of
+/// stdio servers that die mid-call.
+pub const CALL_LOG_ENV: &str = "SWITCHBOARD_EXAMPLE_CALL_LOG";
+
+fn log_call(name: &str) {
+    use std::io::Write as _;
+    let Some(path) = std::env::var_os(CALL_LOG_ENV) else {
+        return;
+    };
+    let appended = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut file| writeln!(file, "{name}"));
+    if let Err(error) = appended {
+        tracing::warn!(%error, "failed to log the tool call");
     }
 }
 
@@ -349,6 +403,18 @@ impl ServerHandler for ExampleServer {
             self.slow_listing().await;
         }
         let tools = self.visible_tools();
+        if self.endless_tool_pages {
+            // The same page again and again, each naming one more after it.
+            let start = request
+                .and_then(|request| request.cursor)
+                .and_then(|cursor| cursor.parse::<usize>().ok())
+                .unwrap_or(0);
+            let page: Vec<Tool> = tools.into_iter().take(TOOLS_PAGE_SIZE).collect();
+            return Ok(ListToolsResult {
+                next_cursor: Some(start.saturating_add(TOOLS_PAGE_SIZE).to_string()),
+                ..ListToolsResult::with_all_items(page)
+            });
+        }
         let start = match request.and_then(|request| request.cursor) {
             None => 0,
             Some(cursor) => cursor
@@ -381,6 +447,7 @@ impl ServerHandler for ExampleServer {
     ) -> Result<CallToolResponse, McpError> {
         self.stats.record_tool_call();
         let name = request.name.as_ref();
+        log_call(name);
         tracing::debug!(tool = name, "tool call");
         let arguments = request.arguments;
         let result = match name {
@@ -425,6 +492,7 @@ impl ServerHandler for ExampleServer {
                 text_result(value.to_string())
             }
             "add_tool" => self.add_extra_tool(&context.peer).await,
+            DROP_CONNECTION_TOOL => self.drop_connection(context.ct).await,
             "stats" => CallToolResult::success(vec![ContentBlock::json(self.stats.snapshot())?]),
             "process" => {
                 let mut env: Vec<String> = std::env::vars_os()

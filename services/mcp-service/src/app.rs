@@ -15,11 +15,13 @@ use crate::{
     },
     inbound::McpApi,
     outbound::{
-        gateway::RmcpGateway,
+        discovery::DiscoveryLimits,
+        gateway::{GatewayLimits, RmcpGateway},
         http_client::{HttpClientOptions, build_client},
         mcp_client::{ConnectDefaults, McpConnector},
         oauth::OAuthTokens,
-        sessions::{DiscoveryCache, PoolLimits, SessionPool},
+        session_pool::{PoolLimits, SessionPool},
+        sessions::DiscoveryCache,
         sql::{MIGRATIONS, SqlIntegrationRepository},
     },
 };
@@ -76,7 +78,8 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         },
     )
     .context("failed to build the outbound HTTP client")?;
-    let tokens = OAuthTokens::new(http.clone(), addresses);
+    let tokens = OAuthTokens::new(http.clone(), addresses)
+        .with_max_response_bytes(config.oauth_max_token_response_bytes);
     let connector = McpConnector::new(
         http,
         policy.clone(),
@@ -92,10 +95,19 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         connector,
         SessionPool::new(PoolLimits {
             max_sessions: config.max_sessions,
+            max_sessions_per_org: config.max_sessions_per_org,
+            max_stdio_sessions_per_org: config.max_stdio_sessions_per_org,
             idle_timeout: config.session_idle_timeout,
         }),
         DiscoveryCache::new(config.discovery_ttl),
-        config.max_result_bytes,
+        GatewayLimits {
+            max_result_bytes: config.max_result_bytes,
+            discovery: DiscoveryLimits {
+                max_pages: config.discovery_max_pages,
+                max_items: config.discovery_max_items,
+                max_bytes: config.discovery_max_bytes,
+            },
+        },
     ));
     let repository = Arc::new(SqlIntegrationRepository::new(db.pool.clone(), keys));
     let integrations = IntegrationService::new(

@@ -63,6 +63,44 @@ pub struct Config {
     /// Largest tool, resource or prompt result passed on, in bytes.
     #[arg(long, env = "SWITCHBOARD_MCP_MAX_RESULT_BYTES", default_value_t = 4 * 1024 * 1024)]
     pub max_result_bytes: usize,
+    /// Most upstream MCP sessions (and validations in progress) one
+    /// organization holds; beyond it its least recently used idle session is
+    /// closed, or the call refused when all are in use.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_MCP_MAX_SESSIONS_PER_ORG",
+        default_value_t = 200
+    )]
+    pub max_sessions_per_org: usize,
+    /// Most stdio sessions (each a process, validations included) one
+    /// organization holds, within its sessions.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_MCP_MAX_STDIO_SESSIONS_PER_ORG",
+        default_value_t = 20
+    )]
+    pub max_stdio_sessions_per_org: usize,
+    /// Pages followed per listing (tools, resources, templates, prompts) in
+    /// one discovery.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_MCP_DISCOVERY_MAX_PAGES",
+        default_value_t = 100
+    )]
+    pub discovery_max_pages: usize,
+    /// Items of all listings of one discovery together.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_MCP_DISCOVERY_MAX_ITEMS",
+        default_value_t = 10_000
+    )]
+    pub discovery_max_items: usize,
+    /// Bytes (as JSON) of all listed items of one discovery together.
+    #[arg(long, env = "SWITCHBOARD_MCP_DISCOVERY_MAX_BYTES", default_value_t = 8 * 1024 * 1024)]
+    pub discovery_max_bytes: usize,
+    /// Largest OAuth token endpoint response read, in bytes.
+    #[arg(long, env = "SWITCHBOARD_OAUTH_MAX_TOKEN_RESPONSE_BYTES", default_value_t = 64 * 1024)]
+    pub oauth_max_token_response_bytes: usize,
 }
 
 impl std::fmt::Debug for Config {
@@ -116,6 +154,12 @@ impl Config {
             discovery_ttl: Duration::from_secs(300),
             integration_cache_ttl: Duration::from_secs(2),
             max_result_bytes: 4 * 1024 * 1024,
+            max_sessions_per_org: 200,
+            max_stdio_sessions_per_org: 20,
+            discovery_max_pages: 100,
+            discovery_max_items: 10_000,
+            discovery_max_bytes: 8 * 1024 * 1024,
+            oauth_max_token_response_bytes: 64 * 1024,
         }
     }
 

@@ -37,14 +37,19 @@ pub struct ResourceRead {
     pub result: Value,
 }
 
-/// The session scope of a call: the caller's own unless they name one.
-/// Scopes are per integration, and integrations per organization, so no two
-/// organizations ever share a session.
+/// The session scope of a call: the caller's own unless they name one, and
+/// a named one (a thread id, say) is always within the caller's own. Scopes
+/// are chosen by callers, so another user's thread id must give a session of
+/// one's own, never theirs. Scopes are per integration, and integrations per
+/// organization, so no two organizations ever share a session either.
 fn scope(caller: &Principal, requested: &str) -> SessionScope {
+    // The user id's length first: no choice of scope text can make two
+    // users' keys equal.
+    let user = &caller.user_id;
     if requested.is_empty() {
-        SessionScope(format!("user:{}", caller.user_id))
+        SessionScope(format!("user:{}:{user}", user.len()))
     } else {
-        SessionScope(format!("scope:{requested}"))
+        SessionScope(format!("user:{}:{user}:scope:{requested}", user.len()))
     }
 }
 
@@ -123,6 +128,11 @@ impl CallService {
             )
             .await;
         match &outcome {
+            // A limit of mcp-service, not the tool's answer: the caller
+            // retries later, the model is not told the tool failed.
+            Err(error @ CallError::Exhausted { .. }) => {
+                return Err(McpError::Upstream(error.clone()));
+            }
             Ok(_) => tracing::debug!(integration_id = %id, tool, "tool call returned"),
             Err(error) => {
                 tracing::info!(integration_id = %id, tool, error = %error, "tool call failed")

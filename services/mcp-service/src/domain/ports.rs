@@ -126,14 +126,41 @@ pub enum CallError {
     /// No answer within the time limit; a cancellation was sent.
     #[error("timed out after {}s", .0.as_secs_f64())]
     Timeout(Duration),
-    /// The result exceeded the size limit.
-    #[error("the result is too large ({size} bytes; the limit is {limit} bytes)")]
+    /// The result exceeded the size limit. The session stays open and the
+    /// call is not made again.
+    #[error("the result is larger than {}", ByteSize(*.limit))]
     TooLarge {
-        /// Its size.
-        size: usize,
         /// The limit.
         limit: usize,
     },
+    /// A listing went past a discovery bound (pages, items or bytes).
+    #[error("{0}")]
+    ListingTooLong(String),
+    /// A limit of mcp-service (sessions of an organization, say) is reached;
+    /// nothing was sent to the server.
+    #[error("{message}; retry in {}s", .retry_after.as_secs().max(1))]
+    Exhausted {
+        /// What is exhausted.
+        message: String,
+        /// When trying again may succeed.
+        retry_after: Duration,
+    },
+}
+
+/// A byte count as people write it: `4 MiB`, `512 KiB`, `1000 bytes`.
+#[derive(Debug, Clone, Copy)]
+pub struct ByteSize(pub usize);
+
+impl std::fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const KIB: usize = 1024;
+        const MIB: usize = 1024 * KIB;
+        match self.0 {
+            n if n >= MIB && n % MIB == 0 => write!(f, "{} MiB", n / MIB),
+            n if n >= KIB && n % KIB == 0 => write!(f, "{} KiB", n / KIB),
+            n => write!(f, "{n} bytes"),
+        }
+    }
 }
 
 /// The upstream session a call belongs to: calls with the same scope share one

@@ -29,11 +29,18 @@ const RESOURCE_NOT_FOUND: i32 = -32002;
 
 /// An MCP server's failure, as the status a caller can act on.
 fn upstream(error: CallError) -> ApiError {
+    if let CallError::Exhausted { .. } = error {
+        // A limit of mcp-service, not the server's doing.
+        return ApiError::ResourceExhausted(error.to_string());
+    }
     let message = format!("MCP server: {error}");
     match error {
+        CallError::Exhausted { .. } => ApiError::ResourceExhausted(message),
         CallError::Connect(_) | CallError::Transport(_) => ApiError::Unavailable(message),
         CallError::Timeout(_) => ApiError::DeadlineExceeded(message),
-        CallError::TooLarge { .. } => ApiError::ResourceExhausted(message),
+        CallError::TooLarge { .. } | CallError::ListingTooLong(_) => {
+            ApiError::ResourceExhausted(message)
+        }
         CallError::Upstream {
             code: INVALID_PARAMS,
             ..

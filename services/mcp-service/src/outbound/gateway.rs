@@ -4,6 +4,12 @@
 //! Results cross into the domain as the protocol's JSON rather than as rmcp's
 //! structs: the wire format is the stable contract, rmcp's types change
 //! between releases.
+//!
+//! A call is made once. It is made again (on a new session) only when the
+//! request provably never reached the server: the connection to it could
+//! not be opened, or the stdio server was gone before the request was
+//! written. A stream that breaks after the request left may have run the
+//! tool, so it fails the call instead; a tool must never run twice.
 
 use std::{future::Future, sync::Arc, time::Duration};
 
@@ -11,23 +17,36 @@ use async_trait::async_trait;
 use rmcp::{
     ServiceError,
     model::{CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams},
+    transport::streamable_http_client::StreamableHttpError,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use super::{
+    capped_http::is_too_large,
+    discovery::{ByteCounter, DiscoveryLimits, ListFailure, list_everything, server_identity},
     mcp_client::{McpConnector, client_config},
-    sessions::{DiscoveryCache, Live, SessionHandler, SessionKey, SessionPool},
+    session_pool::{SessionKey, SessionPool},
+    sessions::{DiscoveryCache, Live, SessionHandler},
 };
 use crate::domain::{
     integration::{Integration, IntegrationId},
-    ports::{CallError, Discovery, McpGateway, ProbeReport, ServerIdentity, SessionScope},
+    ports::{CallError, Discovery, McpGateway, ProbeReport, SessionScope},
 };
 
 /// Sessions used for discovery, shared by every caller of an organization's
 /// integration: listing capabilities carries no conversation state.
 const DISCOVERY_SCOPE: &str = "discovery";
+
+/// Result and listing bounds of a gateway.
+#[derive(Debug, Clone, Copy)]
+pub struct GatewayLimits {
+    /// Largest tool, resource or prompt result passed on, in bytes (as JSON).
+    pub max_result_bytes: usize,
+    /// Bounds on one discovery.
+    pub discovery: DiscoveryLimits,
+}
 
 /// The `rmcp` implementation of [`McpGateway`].
 #[derive(Debug, Clone)]
@@ -35,52 +54,52 @@ pub struct RmcpGateway {
     connector: McpConnector,
     pool: SessionPool,
     cache: DiscoveryCache,
-    max_result_bytes: usize,
+    limits: GatewayLimits,
 }
 
-fn upstream(error: ServiceError) -> CallError {
-    match error {
-        ServiceError::McpError(data) => CallError::Upstream {
-            code: data.code.0,
-            message: data.message.into_owned(),
-        },
-        ServiceError::Timeout { timeout } => CallError::Timeout(timeout),
-        other => CallError::Transport(other.to_string()),
-    }
-}
-
-/// A session failed before the request could have reached the server: the
-/// call is safe to retry on a new session.
+/// Whether `error` proves the request never reached the server, so that
+/// making it again cannot run anything twice: the connection could not be
+/// opened (HTTP), or the stdio server had closed its input before the
+/// request was written. A closed stream, a reset or a timeout may all come
+/// after the server got the request, so they are not retried.
 fn never_delivered(error: &ServiceError) -> bool {
-    matches!(
-        error,
-        ServiceError::TransportSend(_) | ServiceError::TransportClosed
-    )
-}
-
-fn json_items<T: Serialize>(items: Vec<T>) -> Vec<Value> {
-    items
-        .iter()
-        .filter_map(|item| serde_json::to_value(item).ok())
-        .collect()
-}
-
-/// Counts the bytes written to it.
-struct ByteCounter(usize);
-
-impl std::io::Write for ByteCounter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0 = self.0.saturating_add(bytes.len());
-        Ok(bytes.len())
+    let ServiceError::TransportSend(error) = error else {
+        return false;
+    };
+    let error = error.error.as_ref();
+    if let Some(StreamableHttpError::Client(error)) =
+        error.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+    {
+        return error.is_connect();
     }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+    error
+        .downcast_ref::<std::io::Error>()
+        .is_some_and(|error| error.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
 fn to_json<T: Serialize>(value: &T) -> Result<Value, CallError> {
     serde_json::to_value(value).map_err(|e| CallError::Transport(format!("unreadable result: {e}")))
+}
+
+/// What an operation on a session can fail with.
+enum OpFailure {
+    Service(ServiceError),
+    Call(CallError),
+}
+
+impl From<ServiceError> for OpFailure {
+    fn from(error: ServiceError) -> Self {
+        Self::Service(error)
+    }
+}
+
+impl From<ListFailure> for OpFailure {
+    fn from(failure: ListFailure) -> Self {
+        match failure {
+            ListFailure::Service(error) => Self::Service(error),
+            ListFailure::Limit(message) => Self::Call(CallError::ListingTooLong(message)),
+        }
+    }
 }
 
 impl RmcpGateway {
@@ -89,13 +108,13 @@ impl RmcpGateway {
         connector: McpConnector,
         pool: SessionPool,
         cache: DiscoveryCache,
-        max_result_bytes: usize,
+        limits: GatewayLimits,
     ) -> Self {
         Self {
             connector,
             pool,
             cache,
-            max_result_bytes,
+            limits,
         }
     }
 
@@ -114,10 +133,30 @@ impl RmcpGateway {
             .await
     }
 
-    /// Runs `op` on the scope's session within `timeout`. A session that
-    /// turns out dead before the request left is replaced and the call made
-    /// once more; on timeout the call is dropped, which sends the server a
-    /// cancellation.
+    /// A session failure as the domain's error.
+    fn upstream(&self, error: ServiceError) -> CallError {
+        match error {
+            ServiceError::McpError(data) if is_too_large(&data) => CallError::TooLarge {
+                limit: self.limits.max_result_bytes,
+            },
+            ServiceError::McpError(data) => CallError::Upstream {
+                code: data.code.0,
+                message: data.message.into_owned(),
+            },
+            ServiceError::Timeout { timeout } => CallError::Timeout(timeout),
+            ServiceError::TransportClosed => CallError::Transport(
+                "it closed before the answer arrived; the request may have been carried \
+                 out and was not repeated"
+                    .to_owned(),
+            ),
+            other => CallError::Transport(other.to_string()),
+        }
+    }
+
+    /// Runs `op` on the scope's session within `timeout`. When the request
+    /// provably never reached the server, the session is replaced and `op`
+    /// made once more; on timeout the call is dropped, which sends the
+    /// server a cancellation.
     async fn on_session<T, F, Fut>(
         &self,
         integration: &Integration,
@@ -127,35 +166,28 @@ impl RmcpGateway {
     ) -> Result<T, CallError>
     where
         F: Fn(Arc<Live>) -> Fut,
-        Fut: Future<Output = Result<T, ServiceError>>,
+        Fut: Future<Output = Result<T, OpFailure>>,
     {
         let key = SessionKey::new(integration, scope);
         let attempts = async {
-            for attempt in 0..2 {
-                let (slot, live) = self
-                    .pool
-                    .get(&key, || self.connect(integration))
-                    .await
-                    .map_err(CallError::Connect)?;
+            let mut retried = false;
+            loop {
+                let (slot, live) = self.pool.get(&key, || self.connect(integration)).await?;
                 match op(live).await {
-                    Err(error) if never_delivered(&error) => {
+                    Ok(value) => return Ok(value),
+                    Err(OpFailure::Call(error)) => return Err(error),
+                    Err(OpFailure::Service(error)) if !retried && never_delivered(&error) => {
                         self.pool.discard(&key, &slot);
                         tracing::info!(
                             integration_id = %integration.id,
-                            attempt,
                             error = %error,
-                            "MCP session lost; reconnecting"
+                            "MCP request could not be sent; reconnecting"
                         );
-                        if attempt == 1 {
-                            return Err(upstream(error));
-                        }
+                        retried = true;
                     }
-                    result => return result.map_err(upstream),
+                    Err(OpFailure::Service(error)) => return Err(self.upstream(error)),
                 }
             }
-            Err(CallError::Transport(
-                "the MCP session could not be re-established".into(),
-            ))
         };
         tokio::time::timeout(timeout, attempts)
             .await
@@ -166,65 +198,13 @@ impl RmcpGateway {
         // Counted as it is written out, without holding the encoded copy.
         let mut counter = ByteCounter(0);
         let size = serde_json::to_writer(&mut counter, &value).map_or(usize::MAX, |()| counter.0);
-        if size > self.max_result_bytes {
+        if size > self.limits.max_result_bytes {
             Err(CallError::TooLarge {
-                size,
-                limit: self.max_result_bytes,
+                limit: self.limits.max_result_bytes,
             })
         } else {
             Ok(value)
         }
-    }
-
-    async fn list_everything(
-        &self,
-        live: &Live,
-        discovery: &mut Discovery,
-    ) -> Result<(), ServiceError> {
-        let session = &live.session;
-        let Some(info) = session.peer_info() else {
-            return Err(ServiceError::UnexpectedResponse);
-        };
-        let implementation = info.server_info.clone().unwrap_or_default();
-        discovery.server = ServerIdentity {
-            name: implementation.name,
-            title: implementation.title,
-            version: implementation.version,
-            protocol_version: info.protocol_version.to_string(),
-            instructions: info.instructions.clone(),
-        };
-        // The listings are independent: asked at once, discovery takes as
-        // long as the slowest of them, not their sum.
-        let capabilities = &info.capabilities;
-        let (tools, (resources, resource_templates), prompts) = tokio::try_join!(
-            async {
-                match capabilities.tools {
-                    Some(_) => session.list_all_tools().await.map(json_items),
-                    None => Ok(Vec::new()),
-                }
-            },
-            async {
-                match capabilities.resources {
-                    Some(_) => tokio::try_join!(
-                        async { session.list_all_resources().await.map(json_items) },
-                        async { session.list_all_resource_templates().await.map(json_items) },
-                    ),
-                    None => Ok((Vec::new(), Vec::new())),
-                }
-            },
-            async {
-                match capabilities.prompts {
-                    Some(_) => session.list_all_prompts().await.map(json_items),
-                    None => Ok(Vec::new()),
-                }
-            },
-        )?;
-        discovery.tools = tools;
-        discovery.resources = resources;
-        discovery.resource_templates = resource_templates;
-        discovery.prompts = prompts;
-        discovery.discovered_at = switchboard_db::now_millis();
-        Ok(())
     }
 }
 
@@ -233,6 +213,15 @@ impl McpGateway for RmcpGateway {
     async fn probe(&self, integration: &Integration) -> ProbeReport {
         let started = Instant::now();
         let mut report = ProbeReport::default();
+        // A probe is a session (a process, for stdio) like any other: it
+        // counts against the organization's share while it runs.
+        let _room = match self.pool.reserve(integration) {
+            Ok(room) => room,
+            Err(error) => {
+                report.error = Some(error.to_string());
+                return report;
+            }
+        };
         let (_, call_timeout) = self.connector.timeouts(integration);
         match self.connect(integration).await {
             Err(error) => report.error = Some(error),
@@ -240,7 +229,7 @@ impl McpGateway for RmcpGateway {
                 let mut discovery = Discovery::default();
                 match tokio::time::timeout(
                     call_timeout,
-                    self.list_everything(&live, &mut discovery),
+                    list_everything(&live, self.limits.discovery),
                 )
                 .await
                 {
@@ -252,13 +241,13 @@ impl McpGateway for RmcpGateway {
                     Ok(Err(error)) => {
                         report.error = Some(format!("listing capabilities failed: {error}"))
                     }
-                    Ok(Ok(())) => {}
+                    Ok(Ok(listed)) => discovery = listed,
                 }
                 report.tool_count = discovery.tools.len();
                 report.resource_count = discovery.resources.len();
                 report.resource_template_count = discovery.resource_templates.len();
                 report.prompt_count = discovery.prompts.len();
-                report.server = Some(discovery.server);
+                report.server = server_identity(&live);
                 let Live { session, child } = live;
                 let _ = session.cancel().await;
                 drop(child);
@@ -278,11 +267,12 @@ impl McpGateway for RmcpGateway {
             return Ok(cached);
         }
         let scope = SessionScope(DISCOVERY_SCOPE.into());
+        let limits = self.limits.discovery;
         let discovery = Arc::new(
             self.on_session(integration, &scope, timeout, |live| async move {
-                let mut discovery = Discovery::default();
-                self.list_everything(&live, &mut discovery).await?;
-                Ok(discovery)
+                list_everything(&live, limits)
+                    .await
+                    .map_err(OpFailure::from)
             })
             .await?,
         );
@@ -302,7 +292,13 @@ impl McpGateway for RmcpGateway {
         let result = self
             .on_session(integration, scope, timeout, |live| {
                 let params = params.clone();
-                async move { live.session.peer().call_tool(params).await }
+                async move {
+                    live.session
+                        .peer()
+                        .call_tool(params)
+                        .await
+                        .map_err(OpFailure::from)
+                }
             })
             .await?;
         self.check_size(to_json(&result)?)
@@ -318,7 +314,13 @@ impl McpGateway for RmcpGateway {
         let result = self
             .on_session(integration, scope, timeout, |live| {
                 let params = ReadResourceRequestParams::new(uri.to_owned());
-                async move { live.session.peer().read_resource(params).await }
+                async move {
+                    live.session
+                        .peer()
+                        .read_resource(params)
+                        .await
+                        .map_err(OpFailure::from)
+                }
             })
             .await?;
         self.check_size(to_json(&result)?)
@@ -336,7 +338,13 @@ impl McpGateway for RmcpGateway {
             .on_session(integration, scope, timeout, |live| {
                 let mut params = GetPromptRequestParams::new(name.to_owned());
                 params.arguments = Some(arguments.clone());
-                async move { live.session.peer().get_prompt(params).await }
+                async move {
+                    live.session
+                        .peer()
+                        .get_prompt(params)
+                        .await
+                        .map_err(OpFailure::from)
+                }
             })
             .await?;
         self.check_size(to_json(&result)?)

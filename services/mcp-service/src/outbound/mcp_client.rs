@@ -17,9 +17,11 @@ use rmcp::{
 use secrecy::ExposeSecret;
 
 use super::{
+    capped_http::CappedHttpClient,
     http_client::check_request_url,
     oauth::{Grant, OAuthTokens},
     sessions::{Live, McpSession, SessionHandler, StdioChild},
+    stdio_lines::OversizeAnswering,
 };
 use crate::domain::{
     integration::{AuthConfig, Integration, Secrets, TransportConfig},
@@ -166,8 +168,10 @@ impl McpConnector {
         // of their own per scope, which is what conversations rely on. A
         // server that refuses it (one speaking only the stateless protocol of
         // 2026-07-28) is then reached with `server/discover`.
-        let transport =
-            StreamableHttpClientTransport::with_client(self.http.clone(), config.clone());
+        let transport = StreamableHttpClientTransport::with_client(
+            CappedHttpClient::new(self.http.clone()),
+            config.clone(),
+        );
         match handler
             .clone()
             .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
@@ -180,8 +184,10 @@ impl McpConnector {
                     code = refusal.code.0,
                     "initialize refused; using the stateless protocol"
                 );
-                let transport =
-                    StreamableHttpClientTransport::with_client(self.http.clone(), config);
+                let transport = StreamableHttpClientTransport::with_client(
+                    CappedHttpClient::new(self.http.clone()),
+                    config,
+                );
                 handler
                     .serve_with_lifecycle(
                         transport,
@@ -235,6 +241,7 @@ impl McpConnector {
         };
         let child = StdioChild(child);
         // Bounded lines: a server cannot make us buffer without limit.
+        let stdout = OversizeAnswering::new(stdout, self.defaults.max_message_bytes);
         let transport = AsyncRwTransport::new_client(stdout, stdin)
             .with_max_line_length(self.defaults.max_message_bytes);
         let session = handler

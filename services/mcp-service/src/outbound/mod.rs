@@ -1,9 +1,13 @@
 //! Adapters: SQL storage, secret sealing, outbound HTTP and the MCP client.
 
+pub mod capped_http;
+pub mod discovery;
 pub mod gateway;
 pub mod http_client;
 pub mod mcp_client;
 pub mod oauth;
 pub mod secret_box;
+pub mod session_pool;
 pub mod sessions;
 pub mod sql;
+pub mod stdio_lines;

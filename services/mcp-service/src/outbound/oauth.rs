@@ -1,29 +1,56 @@
 //! OAuth 2.0 client-credentials tokens for integrations that authenticate
 //! that way: fetched from the token endpoint, cached until shortly before they
 //! expire, fetched again after.
+//!
+//! Token endpoints are chosen by tenants, so each is treated as hostile:
+//! one integration's fetch never waits on another's (single flight per
+//! integration, no process-wide lock), the response is read up to a bound,
+//! and the lifetime it states is clamped.
 
 use std::{
     collections::HashMap,
-    sync::Arc,
+    sync::{Arc, Mutex, PoisonError},
     time::{Duration, Instant},
 };
 
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
-use tokio::sync::Mutex;
+use serde_json::Value;
 
-use crate::domain::{address_policy::AddressPolicy, integration::IntegrationId};
+use crate::domain::{address_policy::AddressPolicy, integration::IntegrationId, ports::ByteSize};
 
 /// A token is renewed this long before the endpoint says it expires.
 const EXPIRY_MARGIN: Duration = Duration::from_secs(30);
 /// Lifetime assumed when the endpoint gives none.
 const DEFAULT_LIFETIME: Duration = Duration::from_secs(300);
+/// Longest lifetime believed: a token is fetched again at least this often,
+/// whatever the endpoint claims (and `now + lifetime` cannot overflow).
+const MAX_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
+/// Default bound on a token response.
+const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024;
 
 #[derive(Deserialize)]
 struct TokenResponse {
     access_token: String,
     #[serde(default)]
-    expires_in: Option<u64>,
+    expires_in: Option<Value>,
+}
+
+/// The lifetime a token response states, clamped to [`MAX_LIFETIME`]:
+/// seconds as a JSON number or a numeric string (some endpoints send one).
+fn lifetime(expires_in: Option<&Value>) -> Duration {
+    let seconds = match expires_in {
+        Some(Value::Number(n)) => n.as_u64().or_else(|| {
+            n.as_f64()
+                .filter(|s| *s >= 0.0)
+                .map(|s| s.min(u64::MAX as f64) as u64)
+        }),
+        Some(Value::String(s)) => s.trim().parse::<u64>().ok(),
+        _ => None,
+    };
+    seconds.map_or(DEFAULT_LIFETIME, |s| {
+        Duration::from_secs(s).min(MAX_LIFETIME)
+    })
 }
 
 struct Cached {
@@ -31,6 +58,9 @@ struct Cached {
     expires_at: Instant,
     client_secret_fingerprint: Vec<u8>,
 }
+
+/// One integration's token, behind the lock its fetches are made under.
+type TokenSlot = Arc<tokio::sync::Mutex<Option<Cached>>>;
 
 /// A client-credentials grant to perform.
 #[derive(Debug)]
@@ -52,7 +82,8 @@ pub struct Grant<'a> {
 pub struct OAuthTokens {
     http: reqwest::Client,
     policy: Arc<AddressPolicy>,
-    cache: Arc<Mutex<HashMap<IntegrationId, Cached>>>,
+    slots: Arc<Mutex<HashMap<IntegrationId, TokenSlot>>>,
+    max_response_bytes: usize,
 }
 
 impl std::fmt::Debug for OAuthTokens {
@@ -78,35 +109,86 @@ impl OAuthTokens {
         Self {
             http,
             policy,
-            cache: Arc::default(),
+            slots: Arc::default(),
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 
-    /// A valid access token for `grant`, from the cache when fresh.
+    /// Reads token responses up to `bytes`.
+    pub fn with_max_response_bytes(mut self, bytes: usize) -> Self {
+        self.max_response_bytes = bytes;
+        self
+    }
+
+    fn slot(&self, integration_id: IntegrationId) -> TokenSlot {
+        self.slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(integration_id)
+            .or_default()
+            .clone()
+    }
+
+    /// A valid access token for `grant`, from the cache when fresh. Callers
+    /// of one integration share one fetch; other integrations never wait
+    /// for it.
     pub async fn token(&self, grant: &Grant<'_>) -> Result<SecretString, String> {
         let fingerprint = fingerprint(grant);
-        let mut cache = self.cache.lock().await;
-        if let Some(cached) = cache.get(&grant.integration_id)
-            && cached.client_secret_fingerprint == fingerprint
-            && cached.expires_at > Instant::now()
+        let slot = self.slot(grant.integration_id);
+        let mut cached = slot.lock().await;
+        if let Some(token) = cached.as_ref()
+            && token.client_secret_fingerprint == fingerprint
+            && token.expires_at > Instant::now()
         {
-            return Ok(cached.token.clone());
+            return Ok(token.token.clone());
         }
         let (token, lifetime) = self.fetch(grant).await?;
-        cache.insert(
-            grant.integration_id,
-            Cached {
-                token: token.clone(),
-                expires_at: Instant::now() + lifetime.saturating_sub(EXPIRY_MARGIN),
-                client_secret_fingerprint: fingerprint,
-            },
-        );
+        let now = Instant::now();
+        *cached = Some(Cached {
+            token: token.clone(),
+            expires_at: now
+                .checked_add(lifetime.saturating_sub(EXPIRY_MARGIN))
+                .unwrap_or(now),
+            client_secret_fingerprint: fingerprint,
+        });
         Ok(token)
     }
 
     /// Forgets the cached token of an integration (after a 401, say).
     pub async fn invalidate(&self, integration_id: IntegrationId) {
-        self.cache.lock().await.remove(&integration_id);
+        self.slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&integration_id);
+    }
+
+    /// The response body, refused beyond the bound before it is all read.
+    async fn bounded_body(&self, mut response: reqwest::Response) -> Result<Vec<u8>, String> {
+        let limit = self.max_response_bytes;
+        let too_large = || {
+            format!(
+                "the token endpoint's answer is larger than {}",
+                ByteSize(limit)
+            )
+        };
+        if response
+            .content_length()
+            .is_some_and(|length| length > limit as u64)
+        {
+            return Err(too_large());
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| format!("token endpoint failed: {}", e.without_url()))?
+        {
+            if body.len() + chunk.len() > limit {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
     }
 
     async fn fetch(&self, grant: &Grant<'_>) -> Result<(SecretString, Duration), String> {
@@ -129,13 +211,26 @@ impl OAuthTokens {
         if !status.is_success() {
             return Err(format!("token endpoint answered HTTP {}", status.as_u16()));
         }
-        let body: TokenResponse = response
-            .json()
-            .await
+        let body: TokenResponse = serde_json::from_slice(&self.bounded_body(response).await?)
             .map_err(|_| "token endpoint answered without an access_token".to_owned())?;
-        let lifetime = body
-            .expires_in
-            .map_or(DEFAULT_LIFETIME, Duration::from_secs);
-        Ok((SecretString::from(body.access_token), lifetime))
+        Ok((
+            SecretString::from(body.access_token),
+            lifetime(body.expires_in.as_ref()),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lifetime_is_read_from_a_number_or_a_string_and_clamped() {
+        assert_eq!(lifetime(Some(&Value::from(60))), Duration::from_secs(60));
+        assert_eq!(lifetime(Some(&Value::from("60"))), Duration::from_secs(60));
+        assert_eq!(lifetime(Some(&Value::from(u64::MAX))), MAX_LIFETIME);
+        assert_eq!(lifetime(Some(&Value::from(1e300))), MAX_LIFETIME);
+        assert_eq!(lifetime(Some(&Value::from(-5))), DEFAULT_LIFETIME);
+        assert_eq!(lifetime(None), DEFAULT_LIFETIME);
     }
 }

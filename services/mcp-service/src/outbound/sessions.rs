@@ -1,19 +1,13 @@
 //! The pool of live upstream MCP sessions.
 //!
-//! A session is bound to an integration's configuration (its `updated_at`
-//! version, so new credentials never reuse an old session) and to a scope
-//! (one conversation), so stateful servers never see state cross between
-//! conversations or organizations. Concurrent callers of one key share one
-//! connect; idle sessions are closed; a cap bounds the pool by closing the
-//! least recently used session.
+//! What a live session is made of: the client handler receiving the
+//! server's notifications, the stdio child that lives as long as the
+//! session, and the discovery cache the notifications invalidate. The pool
+//! of sessions is in [`super::session_pool`].
 
 use std::{
     collections::HashMap,
-    future::Future,
-    sync::{
-        Arc, Mutex, Weak,
-        atomic::{AtomicU64, Ordering},
-    },
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
@@ -22,11 +16,10 @@ use rmcp::{
     model::ClientConfig,
     service::{NotificationContext, RunningService},
 };
-use tokio::sync::OnceCell;
 
 use crate::domain::{
     integration::{Integration, IntegrationId},
-    ports::{Discovery, SessionScope},
+    ports::Discovery,
 };
 
 /// Receives the server's notifications for one session: a `list_changed`
@@ -149,191 +142,5 @@ impl DiscoveryCache {
         if let Ok(mut entries) = self.entries.lock() {
             entries.remove(&integration);
         }
-    }
-}
-
-/// What a session is bound to.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct SessionKey {
-    integration: IntegrationId,
-    version: i64,
-    scope: SessionScope,
-}
-
-impl SessionKey {
-    /// The key of `scope`'s session with `integration` as configured now.
-    pub fn new(integration: &Integration, scope: &SessionScope) -> Self {
-        Self {
-            integration: integration.id,
-            version: integration.updated_at,
-            scope: scope.clone(),
-        }
-    }
-}
-
-/// One pooled session: connected once, shared by every caller of its key.
-#[derive(Debug, Default)]
-pub struct Slot {
-    live: OnceCell<Arc<Live>>,
-    last_used: AtomicU64,
-}
-
-/// Pool limits.
-#[derive(Debug, Clone, Copy)]
-pub struct PoolLimits {
-    /// Most sessions kept open.
-    pub max_sessions: usize,
-    /// Sessions unused this long are closed.
-    pub idle_timeout: Duration,
-}
-
-#[derive(Debug)]
-struct PoolInner {
-    slots: Mutex<HashMap<SessionKey, Arc<Slot>>>,
-    limits: PoolLimits,
-    epoch: Instant,
-    opened: AtomicU64,
-}
-
-/// Live upstream sessions by key.
-#[derive(Debug, Clone)]
-pub struct SessionPool {
-    inner: Arc<PoolInner>,
-}
-
-impl PoolInner {
-    fn now(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
-    }
-
-    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<SessionKey, Arc<Slot>>> {
-        // A panic while holding the lock leaves a map that is still valid.
-        self.slots
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn close_idle(&self) {
-        let cutoff = self.now().saturating_sub(
-            u64::try_from(self.limits.idle_timeout.as_millis()).unwrap_or(u64::MAX),
-        );
-        let mut slots = self.slots();
-        let before = slots.len();
-        slots.retain(|_, slot| slot.last_used.load(Ordering::Relaxed) >= cutoff);
-        let closed = before - slots.len();
-        if closed > 0 {
-            tracing::debug!(closed, open = slots.len(), "closed idle MCP sessions");
-        }
-    }
-}
-
-impl SessionPool {
-    /// An empty pool; a background task closes idle sessions while it lives.
-    pub fn new(limits: PoolLimits) -> Self {
-        let inner = Arc::new(PoolInner {
-            slots: Mutex::default(),
-            limits,
-            epoch: Instant::now(),
-            opened: AtomicU64::new(0),
-        });
-        let weak: Weak<PoolInner> = Arc::downgrade(&inner);
-        let period = (limits.idle_timeout / 4).max(Duration::from_millis(250));
-        tokio::spawn(async move {
-            let mut ticker = tokio::time::interval(period);
-            loop {
-                ticker.tick().await;
-                match weak.upgrade() {
-                    Some(inner) => inner.close_idle(),
-                    None => break,
-                }
-            }
-        });
-        Self { inner }
-    }
-
-    /// Sessions opened since the pool started.
-    pub fn opened(&self) -> u64 {
-        self.inner.opened.load(Ordering::Relaxed)
-    }
-
-    /// Sessions open now.
-    pub fn len(&self) -> usize {
-        self.inner.slots().len()
-    }
-
-    /// Whether no session is open.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn slot(&self, key: &SessionKey) -> Arc<Slot> {
-        let mut slots = self.inner.slots();
-        if let Some(slot) = slots.get(key) {
-            return slot.clone();
-        }
-        if slots.len() >= self.inner.limits.max_sessions {
-            let oldest = slots
-                .iter()
-                .min_by_key(|(_, slot)| slot.last_used.load(Ordering::Relaxed))
-                .map(|(key, _)| key.clone());
-            if let Some(oldest) = oldest {
-                slots.remove(&oldest);
-                tracing::debug!("session pool full: closed the least recently used session");
-            }
-        }
-        let slot = Arc::new(Slot::default());
-        slots.insert(key.clone(), slot.clone());
-        slot
-    }
-
-    /// The live session of `key`, connecting with `connect` when there is
-    /// none (once, however many callers arrive together). A session found
-    /// closed is replaced.
-    pub async fn get<F, Fut>(
-        &self,
-        key: &SessionKey,
-        connect: F,
-    ) -> Result<(Arc<Slot>, Arc<Live>), String>
-    where
-        F: Fn() -> Fut,
-        Fut: Future<Output = Result<Live, String>>,
-    {
-        for _ in 0..2 {
-            let slot = self.slot(key);
-            slot.last_used.store(self.inner.now(), Ordering::Relaxed);
-            let live = slot
-                .live
-                .get_or_try_init(|| async {
-                    let live = connect().await?;
-                    self.inner.opened.fetch_add(1, Ordering::Relaxed);
-                    Ok::<_, String>(Arc::new(live))
-                })
-                .await?
-                .clone();
-            if !live.session.is_closed() {
-                return Ok((slot, live));
-            }
-            self.discard(key, &slot);
-        }
-        Err("the MCP session closed while connecting".to_owned())
-    }
-
-    /// Drops `slot` from the pool if it still holds `key` (a dead session);
-    /// the next caller connects anew.
-    pub fn discard(&self, key: &SessionKey, slot: &Arc<Slot>) {
-        let mut slots = self.inner.slots();
-        if slots
-            .get(key)
-            .is_some_and(|current| Arc::ptr_eq(current, slot))
-        {
-            slots.remove(key);
-        }
-    }
-
-    /// Closes every session of `integration`.
-    pub fn forget(&self, integration: IntegrationId) {
-        self.inner
-            .slots()
-            .retain(|key, _| key.integration != integration);
     }
 }

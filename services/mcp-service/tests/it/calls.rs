@@ -413,7 +413,7 @@ async fn an_oversized_result_is_an_error_result() {
     let response = execute(&mut s, "big", json!({"bytes": 5 * 1024 * 1024}), "t").await;
     assert!(response.is_error);
     assert!(
-        response.error_message.contains("too large"),
+        response.error_message.contains("larger than 4 MiB"),
         "{}",
         response.error_message
     );

@@ -3,6 +3,8 @@
 mod calls;
 mod chassis;
 mod everything;
+mod hostile_calls;
+mod hostile_oauth;
 mod hostile_server;
 mod integrations;
 mod repository;

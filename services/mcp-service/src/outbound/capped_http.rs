@@ -1,0 +1,191 @@
+//! The streamable HTTP client of MCP sessions: rmcp's reqwest client, with a
+//! response too large to accept turned into that request's own error.
+//!
+//! rmcp bounds every SSE event and JSON body, but it reports a bound crossed
+//! as a broken stream: the call fails with "Transport closed", exactly as if
+//! the connection had dropped after the server ran the tool. A result too
+//! large to accept is instead answered here, as a JSON-RPC error for the
+//! request it belongs to, so the call says what happened, the session stays
+//! open, and nothing is ever retried because of it.
+
+use std::{collections::HashMap, sync::Arc};
+
+use futures::{StreamExt as _, stream};
+use http::{HeaderName, HeaderValue};
+use rmcp::{
+    model::{ClientJsonRpcMessage, ErrorCode, ErrorData, RequestId, ServerJsonRpcMessage},
+    transport::streamable_http_client::{
+        StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    },
+};
+use serde_json::{Value, json};
+use sse_stream::{Error as SseError, Sse};
+
+/// The key in a JSON-RPC error's `data` that marks it as this client's
+/// "result too large" answer.
+pub const TOO_LARGE_MARKER: &str = "switchboardResultTooLarge";
+
+/// What rmcp's SSE reader says when an event crosses the size bound (its
+/// error type is private, its message is not).
+const SSE_EVENT_TOO_LARGE: &str = "SSE event exceeded the maximum size";
+
+/// rmcp's reqwest client, answering oversized responses with an error.
+#[derive(Debug, Clone)]
+pub struct CappedHttpClient {
+    http: reqwest::Client,
+}
+
+impl CappedHttpClient {
+    /// Wraps `http` (built by [`super::http_client::build_client`]).
+    pub fn new(http: reqwest::Client) -> Self {
+        Self { http }
+    }
+}
+
+/// Whether a JSON-RPC error is this client's "result too large" answer.
+pub fn is_too_large(error: &ErrorData) -> bool {
+    error
+        .data
+        .as_ref()
+        .and_then(|data| data.get(TOO_LARGE_MARKER))
+        .is_some_and(|marker| marker == &Value::Bool(true))
+}
+
+fn too_large(id: RequestId) -> ServerJsonRpcMessage {
+    ServerJsonRpcMessage::error(
+        ErrorData::new(
+            ErrorCode::INTERNAL_ERROR,
+            "the result is too large",
+            Some(json!({ TOO_LARGE_MARKER: true })),
+        ),
+        Some(id),
+    )
+}
+
+/// `events`, with a crossed size bound replaced by an error answering `id`.
+fn answer_oversize(
+    events: stream::BoxStream<'static, Result<Sse, SseError>>,
+    id: RequestId,
+) -> stream::BoxStream<'static, Result<Sse, SseError>> {
+    events
+        .scan(false, move |ended, event| {
+            if *ended {
+                return futures::future::ready(None);
+            }
+            let event = match event {
+                Err(error) if error.to_string().contains(SSE_EVENT_TOO_LARGE) => {
+                    *ended = true;
+                    match serde_json::to_string(&too_large(id.clone())) {
+                        Ok(data) => Ok(Sse {
+                            data: Some(data),
+                            ..Sse::default()
+                        }),
+                        Err(_) => Err(error),
+                    }
+                }
+                other => other,
+            };
+            futures::future::ready(Some(event))
+        })
+        .boxed()
+}
+
+impl StreamableHttpClient for CappedHttpClient {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.http
+            .post_message(uri, message, session_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let request_id = match &message {
+            ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
+            _ => None,
+        };
+        let response = self
+            .http
+            .post_message_with_max_sse_event_size(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await;
+        match (response, request_id) {
+            (Ok(StreamableHttpPostResponse::Sse(events, session)), Some(id)) => Ok(
+                StreamableHttpPostResponse::Sse(answer_oversize(events, id), session),
+            ),
+            (Err(StreamableHttpError::ResponseBodyTooLarge { .. }), Some(id)) => {
+                Ok(StreamableHttpPostResponse::Json(too_large(id), None))
+            }
+            (other, _) => other,
+        }
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), StreamableHttpError<Self::Error>> {
+        self.http
+            .delete_session(uri, session_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<stream::BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>>
+    {
+        self.http
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<stream::BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>>
+    {
+        self.http
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .await
+    }
+}

@@ -1,0 +1,236 @@
+//! Listing what a server offers, page by page, within limits.
+//!
+//! A server decides how many pages it returns (`nextCursor`) and how large
+//! each is, so a hostile or broken one could keep a discovery going forever
+//! or fill memory. Pages, items and bytes are bounded; at a bound discovery
+//! stops with an error naming it rather than returning a truncated list: a
+//! silently shortened tool list would hide tools from models and admins with
+//! no sign of it, and let a server push real tools out of view.
+
+use std::{
+    future::Future,
+    sync::atomic::{AtomicUsize, Ordering},
+};
+
+use rmcp::{ServiceError, model::PaginatedRequestParams};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::sessions::Live;
+use crate::domain::ports::{ByteSize, Discovery, ServerIdentity};
+
+/// Bounds on one discovery.
+#[derive(Debug, Clone, Copy)]
+pub struct DiscoveryLimits {
+    /// Pages followed per listing (tools, resources, templates, prompts).
+    pub max_pages: usize,
+    /// Items of all listings together.
+    pub max_items: usize,
+    /// Bytes (as JSON) of all listed items together.
+    pub max_bytes: usize,
+}
+
+/// Why a discovery stopped.
+#[derive(Debug)]
+pub enum ListFailure {
+    /// The session failed.
+    Service(ServiceError),
+    /// A bound was reached; the sentence says which.
+    Limit(String),
+}
+
+impl From<ServiceError> for ListFailure {
+    fn from(error: ServiceError) -> Self {
+        Self::Service(error)
+    }
+}
+
+impl std::fmt::Display for ListFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Service(error) => error.fmt(f),
+            Self::Limit(message) => f.write_str(message),
+        }
+    }
+}
+
+/// What the listings of one discovery have used so far.
+struct Budget {
+    limits: DiscoveryLimits,
+    items: AtomicUsize,
+    bytes: AtomicUsize,
+}
+
+/// Counts the bytes written to it.
+pub(crate) struct ByteCounter(pub usize);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 = self.0.saturating_add(bytes.len());
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Budget {
+    /// Takes `items` into the budget as JSON, or says which bound they cross.
+    fn take<T: Serialize>(&self, what: &str, items: Vec<T>) -> Result<Vec<Value>, ListFailure> {
+        let count = self.items.fetch_add(items.len(), Ordering::Relaxed) + items.len();
+        if count > self.limits.max_items {
+            return Err(ListFailure::Limit(format!(
+                "discovery stopped: the server lists more than {} items (at {what})",
+                self.limits.max_items
+            )));
+        }
+        let mut values = Vec::with_capacity(items.len());
+        for item in items {
+            let mut counter = ByteCounter(0);
+            if serde_json::to_writer(&mut counter, &item).is_err() {
+                continue;
+            }
+            let bytes = self.bytes.fetch_add(counter.0, Ordering::Relaxed) + counter.0;
+            if bytes > self.limits.max_bytes {
+                return Err(ListFailure::Limit(format!(
+                    "discovery stopped: the server's listings are larger than {} (at {what})",
+                    ByteSize(self.limits.max_bytes)
+                )));
+            }
+            if let Ok(value) = serde_json::to_value(item) {
+                values.push(value);
+            }
+        }
+        Ok(values)
+    }
+}
+
+/// Follows `fetch`'s cursors within the budget.
+async fn paged<T, F, Fut>(
+    what: &'static str,
+    budget: &Budget,
+    fetch: F,
+) -> Result<Vec<Value>, ListFailure>
+where
+    T: Serialize,
+    F: Fn(PaginatedRequestParams) -> Fut,
+    Fut: Future<Output = Result<(Vec<T>, Option<String>), ServiceError>>,
+{
+    let mut all = Vec::new();
+    let mut cursor = None;
+    for _ in 0..budget.limits.max_pages {
+        let (items, next) = fetch(PaginatedRequestParams::default().with_cursor(cursor)).await?;
+        all.extend(budget.take(what, items)?);
+        match next {
+            Some(next) => cursor = Some(next),
+            None => return Ok(all),
+        }
+    }
+    Err(ListFailure::Limit(format!(
+        "discovery stopped: the server's {what} span more than {} pages",
+        budget.limits.max_pages
+    )))
+}
+
+/// What `live`'s server said about itself in the handshake.
+pub fn server_identity(live: &Live) -> Option<ServerIdentity> {
+    let info = live.session.peer_info()?;
+    let implementation = info.server_info.clone().unwrap_or_default();
+    Some(ServerIdentity {
+        name: implementation.name,
+        title: implementation.title,
+        version: implementation.version,
+        protocol_version: info.protocol_version.to_string(),
+        instructions: info.instructions.clone(),
+    })
+}
+
+/// Everything `live`'s server offers, within `limits`.
+pub async fn list_everything(
+    live: &Live,
+    limits: DiscoveryLimits,
+) -> Result<Discovery, ListFailure> {
+    let session = &live.session;
+    let (Some(info), Some(server)) = (session.peer_info(), server_identity(live)) else {
+        return Err(ServiceError::UnexpectedResponse.into());
+    };
+    let mut discovery = Discovery {
+        server,
+        ..Discovery::default()
+    };
+    let budget = Budget {
+        limits,
+        items: AtomicUsize::new(0),
+        bytes: AtomicUsize::new(0),
+    };
+    let budget = &budget;
+    // The listings are independent: asked at once, discovery takes as long
+    // as the slowest of them, not their sum.
+    let capabilities = &info.capabilities;
+    let none = || async { Ok::<_, ListFailure>(Vec::new()) };
+    let (tools, resources, resource_templates, prompts) = tokio::try_join!(
+        async {
+            match capabilities.tools {
+                Some(_) => {
+                    paged("tools", budget, |page| async move {
+                        session
+                            .list_tools(Some(page))
+                            .await
+                            .map(|result| (result.tools, result.next_cursor))
+                    })
+                    .await
+                }
+                None => none().await,
+            }
+        },
+        async {
+            match capabilities.resources {
+                Some(_) => {
+                    paged("resources", budget, |page| async move {
+                        session
+                            .list_resources(Some(page))
+                            .await
+                            .map(|result| (result.resources, result.next_cursor))
+                    })
+                    .await
+                }
+                None => none().await,
+            }
+        },
+        async {
+            match capabilities.resources {
+                Some(_) => {
+                    paged("resource templates", budget, |page| async move {
+                        session
+                            .list_resource_templates(Some(page))
+                            .await
+                            .map(|result| (result.resource_templates, result.next_cursor))
+                    })
+                    .await
+                }
+                None => none().await,
+            }
+        },
+        async {
+            match capabilities.prompts {
+                Some(_) => {
+                    paged("prompts", budget, |page| async move {
+                        session
+                            .list_prompts(Some(page))
+                            .await
+                            .map(|result| (result.prompts, result.next_cursor))
+                    })
+                    .await
+                }
+                None => none().await,
+            }
+        },
+    )?;
+    discovery.tools = tools;
+    discovery.resources = resources;
+    discovery.resource_templates = resource_templates;
+    discovery.prompts = prompts;
+    discovery.discovered_at = switchboard_db::now_millis();
+    Ok(discovery)
+}

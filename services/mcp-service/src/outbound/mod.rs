@@ -7,3 +7,4 @@ pub mod oauth;
 pub mod secret_box;
 pub mod sessions;
 pub mod sql;
+pub mod stdio_child;

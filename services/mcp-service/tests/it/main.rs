@@ -3,6 +3,8 @@
 mod calls;
 mod chassis;
 mod everything;
+mod hostile_config;
+mod hostile_stdio;
 mod integrations;
 mod repository;
 mod secrets;

@@ -124,14 +124,89 @@ async fn stdio_arguments_outside_the_permitted_patterns_are_refused(kind: DbKind
     );
 }
 
+async fn a_changed_stdio_command_line_needs_its_secrets_again(kind: DbKind) {
+    let entry = format!(
+        "{0} --transport stdio env=API_KEY|PLAIN, {0} --transport stdio --name=* env=API_KEY|PLAIN",
+        example_server()
+    );
+    let mut h = start_with(kind, move |config| config.stdio_allow = entry).await;
+    let token = admin("org-a");
+    let created = create(
+        &mut h,
+        &token,
+        stdio_request(STDIO_ARGS, &[("PLAIN", "1")], &[("API_KEY", "s3cret")]),
+    )
+    .await;
+    let stdio = |args: &[&str], plain: &str, key: &str| {
+        Some(pb::Transport {
+            kind: Some(pb::transport::Kind::Stdio(pb::StdioTransport {
+                command: example_server(),
+                args: args.iter().map(|a| (*a).to_owned()).collect(),
+                env: [("PLAIN".to_owned(), plain.to_owned())].into(),
+                secret_env: [("API_KEY".to_owned(), key.to_owned())].into(),
+                secret_env_names: vec![],
+            })),
+        })
+    };
+    let update = |transport: Option<pb::Transport>| pb::UpdateIntegrationRequest {
+        integration: Some(pb::Integration {
+            id: created.id.clone(),
+            transport,
+            ..Default::default()
+        }),
+        update_mask: Some(prost_types::FieldMask {
+            paths: vec!["transport".into()],
+        }),
+    };
+    // Other arguments, or another value of a plain variable, may point the
+    // program elsewhere: the stored secret is not carried over.
+    for moved in [
+        stdio(&["--transport", "stdio", "--name=elsewhere"], "1", ""),
+        stdio(STDIO_ARGS, "2", ""),
+    ] {
+        let status = h
+            .client
+            .update_integration(req(update(moved), &token))
+            .await
+            .expect_err("a new command line without the secret");
+        assert_eq!(
+            bad_fields(&status),
+            ["integration.transport.stdio.secret_env[API_KEY]"]
+        );
+    }
+    // The same command line keeps it; entering it again allows the move.
+    h.client
+        .update_integration(req(update(stdio(STDIO_ARGS, "1", "")), &token))
+        .await
+        .expect("the same destination keeps its secret");
+    h.client
+        .update_integration(req(
+            update(stdio(&["--transport", "stdio", "--name=x"], "1", "n3w")),
+            &token,
+        ))
+        .await
+        .expect("the secret entered again");
+}
+
 #[tokio::test]
 async fn a_stdio_server_sees_none_of_the_services_environment_and_runs_under_limits() {
-    let entry = allow_entry();
     let home = tempfile::tempdir().expect("a home");
     let home_path = home.path().display().to_string();
     let configured_home = home_path.clone();
+    // The file form of the allow-list, as an operator would mount it.
+    let mut file = tempfile::NamedTempFile::new().expect("a temp file");
+    std::io::Write::write_all(
+        &mut file,
+        format!(
+            "[[program]]\ncommand = {:?}\nargs = [\"--transport\", \"stdio\"]\nenv = [\"API_KEY\", \"PLAIN\"]\n",
+            example_server()
+        )
+        .as_bytes(),
+    )
+    .expect("written");
+    let allow_file = file.path().to_owned();
     let mut h = start_with(DbKind::Sqlite, move |config| {
-        config.stdio_allow = entry;
+        config.stdio_allow_file = Some(allow_file);
         config.stdio_path = "/usr/bin:/bin".into();
         config.stdio_home = configured_home;
         config.stdio_max_open_files = 64;
@@ -213,6 +288,7 @@ async fn a_stdio_server_sees_none_of_the_services_environment_and_runs_under_lim
 }
 
 db_tests!(
+    a_changed_stdio_command_line_needs_its_secrets_again,
     a_stdio_integration_with_node_options_or_ld_preload_is_refused,
     an_allow_list_permitting_a_dangerous_name_does_not_load,
     stdio_arguments_outside_the_permitted_patterns_are_refused,

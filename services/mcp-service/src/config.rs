@@ -10,7 +10,7 @@ use crate::{
     domain::{
         address_policy::AddressPolicy,
         catalog::Catalog,
-        stdio_policy::{ChildSettings, StdioAllowList},
+        stdio_policy::{ChildSettings, Sandbox, StdioAllowList},
     },
     outbound::secret_box::KeyRing,
 };
@@ -69,6 +69,22 @@ pub struct Config {
     /// (RLIMIT_NPROC, counted per user by the kernel).
     #[arg(long, env = "SWITCHBOARD_STDIO_MAX_PROCESSES", default_value_t = 4096)]
     pub stdio_max_processes: u64,
+    /// The `stdio-sandbox` launcher (shipped next to mcp-service): when
+    /// set, every stdio server starts through it, confined by Landlock with
+    /// its resource limits set before `exec`.
+    #[arg(long, env = "SWITCHBOARD_STDIO_SANDBOX")]
+    pub stdio_sandbox: Option<PathBuf>,
+    /// Paths sandboxed stdio servers may read and execute below, comma-separated.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_STDIO_SANDBOX_READ",
+        default_value = "/usr,/lib,/lib64,/bin,/sbin,/etc,/opt,/sys,/dev"
+    )]
+    pub stdio_sandbox_read: String,
+    /// Paths sandboxed stdio servers may write below, comma-separated
+    /// (besides their `HOME` and `/dev/null`).
+    #[arg(long, env = "SWITCHBOARD_STDIO_SANDBOX_WRITE", default_value = "")]
+    pub stdio_sandbox_write: String,
     /// Catalog of predefined integrations (TOML); the built-in one when unset.
     #[arg(long, env = "SWITCHBOARD_CATALOG_FILE")]
     pub catalog_file: Option<PathBuf>,
@@ -149,6 +165,9 @@ impl Config {
             stdio_max_cpu: Duration::from_secs(3600),
             stdio_max_open_files: 256,
             stdio_max_processes: 4096,
+            stdio_sandbox: None,
+            stdio_sandbox_read: "/usr,/lib,/lib64,/bin,/sbin,/etc,/opt,/sys,/dev".into(),
+            stdio_sandbox_write: String::new(),
             catalog_file: None,
             connect_timeout: Duration::from_secs(5),
             call_timeout: Duration::from_secs(10),
@@ -213,6 +232,11 @@ impl Config {
             max_cpu_seconds: self.stdio_max_cpu.as_secs().max(1),
             max_open_files: self.stdio_max_open_files,
             max_processes: self.stdio_max_processes,
+            sandbox: self.stdio_sandbox.as_ref().map(|launcher| Sandbox {
+                launcher: launcher.display().to_string(),
+                read: comma_list(&self.stdio_sandbox_read),
+                write: comma_list(&self.stdio_sandbox_write),
+            }),
         }))
     }
 
@@ -226,4 +250,12 @@ impl Config {
             ),
         }
     }
+}
+
+fn comma_list(spec: &str) -> Vec<String> {
+    spec.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
 }

@@ -133,6 +133,20 @@ pub struct ChildSettings {
     /// `RLIMIT_NPROC`: processes and threads of the service's user, counted
     /// across that user (the kernel counts per user, not per process tree).
     pub max_processes: u64,
+    /// The sandbox launcher every program is started through, if any.
+    pub sandbox: Option<Sandbox>,
+}
+
+/// The `stdio-sandbox` launcher and the paths it lets programs use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sandbox {
+    /// The launcher binary.
+    pub launcher: String,
+    /// Paths programs may read and execute below (the program's own
+    /// directory is added).
+    pub read: Vec<String>,
+    /// Paths programs may write below (`HOME` and `/dev/null` are added).
+    pub write: Vec<String>,
 }
 
 impl Default for ChildSettings {
@@ -144,6 +158,7 @@ impl Default for ChildSettings {
             max_cpu_seconds: 3600,
             max_open_files: 256,
             max_processes: 4096,
+            sandbox: None,
         }
     }
 }

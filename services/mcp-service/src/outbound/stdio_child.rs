@@ -20,7 +20,10 @@ use std::collections::BTreeMap;
 use process_wrap::tokio::{ChildWrapper, CommandWrap};
 use secrecy::ExposeSecret as _;
 
-use crate::domain::{integration::Secrets, stdio_policy::ChildSettings};
+use crate::domain::{
+    integration::Secrets,
+    stdio_policy::{ChildSettings, Sandbox},
+};
 
 /// The command for `command args`, with a clean environment: `PATH` and
 /// `HOME` from `settings`, then `env` and the secret environment.
@@ -31,9 +34,16 @@ pub fn command(
     secrets: &Secrets,
     settings: &ChildSettings,
 ) -> CommandWrap {
-    CommandWrap::with_new(command, |process| {
+    let (program, argv) = match &settings.sandbox {
+        None => (command.to_owned(), args.to_vec()),
+        Some(sandbox) => (
+            sandbox.launcher.clone(),
+            sandbox_argv(command, args, settings, sandbox),
+        ),
+    };
+    CommandWrap::with_new(&program, |process| {
         process
-            .args(args)
+            .args(&argv)
             .env_clear()
             .env("PATH", &settings.path)
             .env("HOME", &settings.home)
@@ -47,6 +57,36 @@ pub fn command(
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null());
     })
+}
+
+/// The launcher's command line: limits, paths, then the program.
+fn sandbox_argv(
+    command: &str,
+    args: &[String],
+    settings: &ChildSettings,
+    sandbox: &Sandbox,
+) -> Vec<String> {
+    let mut argv = vec![
+        format!("--data-bytes={}", settings.max_data_bytes),
+        format!("--cpu-seconds={}", settings.max_cpu_seconds),
+        format!("--open-files={}", settings.max_open_files),
+        format!("--processes={}", settings.max_processes),
+    ];
+    let program_dir = std::path::Path::new(command)
+        .parent()
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.display().to_string());
+    for path in sandbox.read.iter().cloned().chain(program_dir) {
+        argv.push(format!("--read={path}"));
+    }
+    let fixed = [settings.home.clone(), "/dev/null".to_owned()];
+    for path in sandbox.write.iter().cloned().chain(fixed) {
+        argv.push(format!("--write={path}"));
+    }
+    argv.push("--".to_owned());
+    argv.push(command.to_owned());
+    argv.extend(args.iter().cloned());
+    argv
 }
 
 /// Keeps children away from the service's own secrets: makes this process

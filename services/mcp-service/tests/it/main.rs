@@ -4,6 +4,7 @@ mod calls;
 mod chassis;
 mod everything;
 mod hostile_config;
+mod hostile_sandbox;
 mod hostile_stdio;
 mod integrations;
 mod repository;

@@ -65,7 +65,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         .await?;
     let policy = Arc::new(ConfigPolicy {
         addresses: config.address_policy()?,
-        stdio: config.stdio_allow_list(),
+        stdio: config.stdio_allow_list()?,
     });
     // TLS to MCP servers uses ring; the provider is process-wide.
     let _ = rustls::crypto::ring::default_provider().install_default();

@@ -7,7 +7,11 @@ use switchboard_db::DatabaseArgs;
 use switchboard_server::{AuthArgs, CommonArgs, ServerArgs, TelemetryArgs};
 
 use crate::{
-    domain::{address_policy::AddressPolicy, catalog::Catalog, resolve::StdioAllowList},
+    domain::{
+        address_policy::AddressPolicy,
+        catalog::Catalog,
+        stdio_policy::{ChildSettings, Sandbox, StdioAllowList},
+    },
     outbound::secret_box::KeyRing,
 };
 
@@ -33,9 +37,54 @@ pub struct Config {
     /// private or link-local: CIDRs or IPs, comma-separated.
     #[arg(long, env = "SWITCHBOARD_OUTBOUND_ALLOW", default_value = "")]
     pub outbound_allow: String,
-    /// Programs integrations may start as stdio MCP servers, comma-separated.
+    /// Command lines integrations may start as stdio MCP servers,
+    /// comma-separated: `program [arg-glob ...] [env=NAME|NAME]`; an entry
+    /// naming only the program permits no arguments and no environment.
     #[arg(long, env = "SWITCHBOARD_STDIO_ALLOW", default_value = "")]
     pub stdio_allow: String,
+    /// File of further stdio allow-list entries (TOML `[[program]]` tables
+    /// with `command`, `args` and `env`), for patterns with spaces or commas.
+    #[arg(long, env = "SWITCHBOARD_STDIO_ALLOW_FILE")]
+    pub stdio_allow_file: Option<PathBuf>,
+    /// `PATH` of stdio servers; they see none of the service's environment.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_STDIO_PATH",
+        default_value = "/usr/local/bin:/usr/bin:/bin"
+    )]
+    pub stdio_path: String,
+    /// `HOME` of stdio servers.
+    #[arg(long, env = "SWITCHBOARD_STDIO_HOME", default_value = "/tmp")]
+    pub stdio_home: String,
+    /// Most heap and private writable memory of a stdio server (RLIMIT_DATA), in bytes.
+    #[arg(long, env = "SWITCHBOARD_STDIO_MAX_DATA_BYTES", default_value_t = 2 << 30)]
+    pub stdio_max_data_bytes: u64,
+    /// Most CPU time a stdio server uses over its life (RLIMIT_CPU); then it is killed.
+    #[arg(long, env = "SWITCHBOARD_STDIO_MAX_CPU", default_value = "1h", value_parser = humantime::parse_duration)]
+    pub stdio_max_cpu: Duration,
+    /// Most open files of a stdio server (RLIMIT_NOFILE).
+    #[arg(long, env = "SWITCHBOARD_STDIO_MAX_OPEN_FILES", default_value_t = 256)]
+    pub stdio_max_open_files: u64,
+    /// Most processes and threads a stdio server may leave its user with
+    /// (RLIMIT_NPROC, counted per user by the kernel).
+    #[arg(long, env = "SWITCHBOARD_STDIO_MAX_PROCESSES", default_value_t = 4096)]
+    pub stdio_max_processes: u64,
+    /// The `stdio-sandbox` launcher (shipped next to mcp-service): when
+    /// set, every stdio server starts through it, confined by Landlock with
+    /// its resource limits set before `exec`.
+    #[arg(long, env = "SWITCHBOARD_STDIO_SANDBOX")]
+    pub stdio_sandbox: Option<PathBuf>,
+    /// Paths sandboxed stdio servers may read and execute below, comma-separated.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_STDIO_SANDBOX_READ",
+        default_value = "/usr,/lib,/lib64,/bin,/sbin,/etc,/opt,/sys,/dev"
+    )]
+    pub stdio_sandbox_read: String,
+    /// Paths sandboxed stdio servers may write below, comma-separated
+    /// (besides their `HOME` and `/dev/null`).
+    #[arg(long, env = "SWITCHBOARD_STDIO_SANDBOX_WRITE", default_value = "")]
+    pub stdio_sandbox_write: String,
     /// Catalog of predefined integrations (TOML); the built-in one when unset.
     #[arg(long, env = "SWITCHBOARD_CATALOG_FILE")]
     pub catalog_file: Option<PathBuf>,
@@ -115,6 +164,7 @@ impl std::fmt::Debug for Config {
             .field("dev_mode", &self.dev_mode)
             .field("outbound_allow", &self.outbound_allow)
             .field("stdio_allow", &self.stdio_allow)
+            .field("stdio_allow_file", &self.stdio_allow_file)
             .field("catalog_file", &self.catalog_file)
             .finish_non_exhaustive()
     }
@@ -146,6 +196,16 @@ impl Config {
             dev_mode: false,
             outbound_allow: "127.0.0.0/8,::1/128".into(),
             stdio_allow: String::new(),
+            stdio_allow_file: None,
+            stdio_path: "/usr/local/bin:/usr/bin:/bin".into(),
+            stdio_home: "/tmp".into(),
+            stdio_max_data_bytes: 2 << 30,
+            stdio_max_cpu: Duration::from_secs(3600),
+            stdio_max_open_files: 256,
+            stdio_max_processes: 4096,
+            stdio_sandbox: None,
+            stdio_sandbox_read: "/usr,/lib,/lib64,/bin,/sbin,/etc,/opt,/sys,/dev".into(),
+            stdio_sandbox_write: String::new(),
             catalog_file: None,
             connect_timeout: Duration::from_secs(5),
             call_timeout: Duration::from_secs(10),
@@ -197,9 +257,31 @@ impl Config {
             .map_err(|e| anyhow::anyhow!("invalid SWITCHBOARD_OUTBOUND_ALLOW: {e}"))
     }
 
-    /// The stdio allow-list.
-    pub fn stdio_allow_list(&self) -> StdioAllowList {
-        StdioAllowList::parse(&self.stdio_allow)
+    /// The stdio allow-list (both forms) and how its programs are started.
+    pub fn stdio_allow_list(&self) -> anyhow::Result<StdioAllowList> {
+        let mut list =
+            StdioAllowList::parse(&self.stdio_allow).context("invalid SWITCHBOARD_STDIO_ALLOW")?;
+        if let Some(path) = &self.stdio_allow_file {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("failed to read {}", path.display()))?;
+            list = list.extend(
+                StdioAllowList::parse_file(&text)
+                    .with_context(|| format!("invalid {}", path.display()))?,
+            );
+        }
+        Ok(list.with_child_settings(ChildSettings {
+            path: self.stdio_path.clone(),
+            home: self.stdio_home.clone(),
+            max_data_bytes: self.stdio_max_data_bytes,
+            max_cpu_seconds: self.stdio_max_cpu.as_secs().max(1),
+            max_open_files: self.stdio_max_open_files,
+            max_processes: self.stdio_max_processes,
+            sandbox: self.stdio_sandbox.as_ref().map(|launcher| Sandbox {
+                launcher: launcher.display().to_string(),
+                read: comma_list(&self.stdio_sandbox_read),
+                write: comma_list(&self.stdio_sandbox_write),
+            }),
+        }))
     }
 
     /// The predefined catalog.
@@ -212,4 +294,12 @@ impl Config {
             ),
         }
     }
+}
+
+fn comma_list(spec: &str) -> Vec<String> {
+    spec.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
 }

@@ -223,6 +223,11 @@ impl Secrets {
         self.0.remove(name);
     }
 
+    /// The names of the stored secrets.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.keys().map(String::as_str)
+    }
+
     /// Whether no secret is stored.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()

@@ -2,6 +2,7 @@
 //! they need.
 
 pub mod address_policy;
+pub mod admission;
 pub mod calls;
 pub mod catalog;
 pub mod error;
@@ -11,3 +12,6 @@ pub mod ports;
 pub mod resolve;
 pub mod resource;
 pub mod service;
+pub mod stdio_env;
+pub mod stdio_policy;
+pub mod url_secrets;

@@ -12,27 +12,7 @@ use super::{
     integration::{AuthConfig, Secrets, TransportConfig},
 };
 
-/// The programs an operator allows as stdio MCP servers.
-#[derive(Debug, Clone, Default)]
-pub struct StdioAllowList(Vec<String>);
-
-impl StdioAllowList {
-    /// Parses a comma-separated list of program names or absolute paths.
-    pub fn parse(spec: &str) -> Self {
-        Self(
-            spec.split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-                .collect(),
-        )
-    }
-
-    /// Whether `command` may be started.
-    pub fn allows(&self, command: &str) -> bool {
-        self.0.iter().any(|allowed| allowed == command)
-    }
-}
+pub use super::stdio_policy::StdioAllowList;
 
 /// Headers a custom auth header may not replace: they belong to HTTP framing
 /// or to the MCP transport itself.

@@ -11,12 +11,13 @@ use switchboard_auth::Principal;
 use switchboard_db::now_millis;
 
 use super::{
+    admission,
     catalog::Catalog,
     error::McpError,
-    input::{IntegrationPatch, NewIntegration, Source},
+    input::{AuthInput, IntegrationPatch, NewIntegration, Source, TransportInput},
     integration::{Integration, IntegrationId, IntegrationKind, OrgId},
     ports::{IntegrationRepository, ListQuery, McpGateway, ProbeReport, RepositoryError},
-    resolve::ConfigPolicy,
+    resolve::{ConfigPolicy, Resolved},
 };
 
 /// Integrations recently read for calls, so that a conversation's tool calls
@@ -175,11 +176,13 @@ impl IntegrationService {
                 )
             }
         };
+        let admitted =
+            admission::check(&self.policy, transport_field, &transport, auth_field, &auth);
         let resolved = self
             .policy
             .resolve(transport_field, transport, auth_field, auth, None)
-            .await
-            .map_err(McpError::Invalid)?;
+            .await;
+        let resolved = merge_violations(admitted, resolved)?;
         let now = now_millis();
         let integration = Integration {
             id: IntegrationId::new(),
@@ -283,21 +286,7 @@ impl IntegrationService {
             let auth = patch
                 .auth
                 .unwrap_or_else(|| stored_auth_input(&integration));
-            let resolved = self
-                .policy
-                .resolve(
-                    "integration.transport",
-                    transport,
-                    "integration.auth",
-                    auth,
-                    Some((
-                        &integration.transport,
-                        &integration.auth,
-                        &integration.secrets,
-                    )),
-                )
-                .await
-                .map_err(McpError::Invalid)?;
+            let resolved = self.resolve_update(&integration, transport, auth).await?;
             integration.transport = resolved.transport;
             integration.auth = resolved.auth;
             integration.secrets = resolved.secrets;
@@ -378,6 +367,49 @@ impl IntegrationService {
         Ok(report)
     }
 
+    /// Checks and resolves a changed transport or auth of `integration`. A
+    /// secret left out keeps its stored value only while the destination
+    /// stays the same; otherwise the admin must enter it again.
+    async fn resolve_update(
+        &self,
+        integration: &Integration,
+        transport: TransportInput,
+        auth: AuthInput,
+    ) -> Result<Resolved, McpError> {
+        const TRANSPORT: &str = "integration.transport";
+        const AUTH: &str = "integration.auth";
+        let entered = admission::entered_secrets(&transport, &auth);
+        let admitted = admission::check(&self.policy, TRANSPORT, &transport, AUTH, &auth);
+        let resolved = self
+            .policy
+            .resolve(
+                TRANSPORT,
+                transport,
+                AUTH,
+                auth,
+                Some((
+                    &integration.transport,
+                    &integration.auth,
+                    &integration.secrets,
+                )),
+            )
+            .await;
+        let resolved = merge_violations(admitted, resolved)?;
+        let carried = admission::carried_to_new_destination(
+            TRANSPORT,
+            AUTH,
+            admission::destinations(&integration.transport, &integration.auth),
+            admission::destinations(&resolved.transport, &resolved.auth),
+            &resolved.secrets,
+            &entered,
+        );
+        if carried.is_empty() {
+            Ok(resolved)
+        } else {
+            Err(McpError::Invalid(carried))
+        }
+    }
+
     async fn save(&self, integration: &Integration) -> Result<(), McpError> {
         self.usable.forget(integration.id);
         let found = self
@@ -393,10 +425,25 @@ impl IntegrationService {
     }
 }
 
+/// The violations of both checks together, or the resolved configuration.
+fn merge_violations(
+    mut admitted: Vec<switchboard_server::FieldViolation>,
+    resolved: Result<Resolved, Vec<switchboard_server::FieldViolation>>,
+) -> Result<Resolved, McpError> {
+    match resolved {
+        Ok(resolved) if admitted.is_empty() => Ok(resolved),
+        Ok(_) => Err(McpError::Invalid(admitted)),
+        Err(violations) => {
+            admitted.extend(violations);
+            Err(McpError::Invalid(admitted))
+        }
+    }
+}
+
 /// The stored transport as input, so that changing only the auth re-checks
 /// and keeps the transport (secret values carried over by the resolver).
-fn stored_transport_input(integration: &Integration) -> super::input::TransportInput {
-    use super::{input::TransportInput, integration::TransportConfig};
+fn stored_transport_input(integration: &Integration) -> TransportInput {
+    use super::integration::TransportConfig;
     match &integration.transport {
         TransportConfig::StreamableHttp { url } => {
             TransportInput::StreamableHttp { url: url.clone() }
@@ -419,8 +466,8 @@ fn stored_transport_input(integration: &Integration) -> super::input::TransportI
 }
 
 /// The stored auth as input, secrets left out so the stored ones are kept.
-fn stored_auth_input(integration: &Integration) -> super::input::AuthInput {
-    use super::{input::AuthInput, integration::AuthConfig};
+fn stored_auth_input(integration: &Integration) -> AuthInput {
+    use super::integration::AuthConfig;
     match &integration.auth {
         AuthConfig::None => AuthInput::None,
         AuthConfig::BearerToken => AuthInput::BearerToken { token: None },

@@ -11,6 +11,15 @@
 //!   and IP literal) and refused with an error; host-name targets are then
 //!   checked by the resolver when dialled. At most `max_redirects` hops are
 //!   followed.
+//! * A redirect never leaves the origin of the URL first requested (except
+//!   to upgrade `http` to `https` on the same host and default ports): it
+//!   is refused with an error, not followed. Credentials are configured for
+//!   one origin, and reqwest strips only `Authorization` and cookies when the
+//!   host changes — not a custom auth header, not on a downgrade from https
+//!   to http, and never the body, which a 307/308 sends again (tool
+//!   arguments; an OAuth client secret in a token request). An MCP endpoint
+//!   or token endpoint is a configured URL: the admin can configure the
+//!   final one.
 //! * No proxy is taken from the environment (a proxy would dial on our
 //!   behalf, past the policy), no `Referer` is sent, TCP_NODELAY is set.
 //!
@@ -133,6 +142,30 @@ pub fn policy_error(err: &reqwest::Error) -> Option<&PolicyError> {
 #[error("too many redirects (at most {0} are followed)")]
 struct TooManyRedirects(usize);
 
+/// The error a redirect to another origin ends with. It names origins only
+/// (scheme, host, port), never a path or query.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the server redirected to another origin ({to}); credentials stay with the origin they \
+     were configured for ({from}), so the redirect was not followed: configure the final URL"
+)]
+pub struct CrossOriginRedirect {
+    from: String,
+    to: String,
+}
+
+/// Whether a redirect from `original` to `next` stays where the request's
+/// credentials were configured to go: the same origin, or the same host
+/// upgraded from http on port 80 to https on port 443.
+pub fn stays_with_origin(original: &url::Url, next: &url::Url) -> bool {
+    original.origin() == next.origin()
+        || (original.scheme() == "http"
+            && next.scheme() == "https"
+            && original.host() == next.host()
+            && original.port_or_known_default() == Some(80)
+            && next.port_or_known_default() == Some(443))
+}
+
 fn redirect_policy(policy: Arc<AddressPolicy>, max_redirects: usize) -> redirect::Policy {
     redirect::Policy::custom(move |attempt| {
         // `previous` holds the original URL and every hop followed so far.
@@ -140,7 +173,17 @@ fn redirect_policy(policy: Arc<AddressPolicy>, max_redirects: usize) -> redirect
             return attempt.error(TooManyRedirects(max_redirects));
         }
         match policy.check_url(attempt.url().as_str()) {
-            Ok(_) => attempt.follow(),
+            Ok(_) => match attempt.previous().first() {
+                Some(original) if !stays_with_origin(original, attempt.url()) => {
+                    let refusal = CrossOriginRedirect {
+                        from: original.origin().ascii_serialization(),
+                        to: attempt.url().origin().ascii_serialization(),
+                    };
+                    tracing::warn!(error = %refusal, "outbound redirect to another origin refused");
+                    attempt.error(refusal)
+                }
+                _ => attempt.follow(),
+            },
             Err(err) => {
                 tracing::warn!(
                     host = attempt.url().host_str().unwrap_or_default(),
@@ -367,35 +410,76 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn redirect_to_refused_hostname_is_refused_by_resolver() {
-        // The target passes check_url (a name); resolving it refuses it.
+    async fn redirect_to_another_origin_is_refused_before_dialling() {
         let (target, target_accepted) = serve(|_| ok_response("landed")).await;
         let (port, _) =
             serve(move |_| redirect_response(&format!("http://localhost:{target}/"))).await;
-        let (_, client) = client("", 5);
-        // The first hop is an IP literal the caller would have refused; this
-        // test only exercises the redirect target.
+        let (_, client) = client("127.0.0.0/8, ::1/128", 5);
         let err = get(&client, &format!("http://127.0.0.1:{port}/"))
             .await
-            .expect_err("target refused");
+            .expect_err("another origin refused");
+        assert!(err.is_redirect(), "{err:?}");
+        let mut source: Option<&(dyn StdError + 'static)> = Some(&err);
+        let mut refusal = None;
+        while let Some(current) = source {
+            refusal = refusal.or(current.downcast_ref::<CrossOriginRedirect>());
+            source = current.source();
+        }
+        let refusal = refusal.expect("a cross-origin refusal in the error chain");
         assert!(
-            matches!(policy_error(&err), Some(PolicyError::Blocked { host, .. }) if host == "localhost"),
-            "{err:?}"
+            refusal.to_string().contains(&format!("localhost:{target}")),
+            "{refusal}"
         );
         assert_eq!(target_accepted.load(Ordering::SeqCst), 0);
     }
 
+    #[test]
+    fn only_the_same_origin_or_an_upgrade_to_https_is_followed() {
+        let url = |s: &str| url::Url::parse(s).expect("a URL");
+        let stays = |from: &str, to: &str| stays_with_origin(&url(from), &url(to));
+        assert!(stays("https://a.example/mcp", "https://a.example/v2/mcp"));
+        assert!(stays("http://a.example/mcp", "https://a.example/mcp"));
+        assert!(!stays("https://a.example/mcp", "http://a.example/mcp"));
+        assert!(!stays("https://a.example/mcp", "https://b.example/mcp"));
+        assert!(!stays(
+            "https://a.example/mcp",
+            "https://a.example:8443/mcp"
+        ));
+        assert!(!stays("http://a.example:8080/mcp", "https://a.example/mcp"));
+        assert!(!stays("https://a.example/mcp", "https://sub.a.example/mcp"));
+    }
+
     #[tokio::test]
-    async fn redirect_to_allowed_url_is_followed() {
-        let (target, _) = serve(|_| ok_response("landed")).await;
-        let (port, _) =
-            serve(move |_| redirect_response(&format!("http://localhost:{target}/done"))).await;
+    async fn redirect_within_the_origin_is_followed() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut request = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => request.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let response = if request.starts_with(b"GET /done ") {
+                        ok_response("landed")
+                    } else {
+                        redirect_response("/done")
+                    };
+                    let _ = stream.write_all(response.as_bytes()).await;
+                    let _ = stream.shutdown().await;
+                });
+            }
+        });
         let (_, client) = client("127.0.0.0/8, ::1/128", 5);
         let response = get(&client, &format!("http://127.0.0.1:{port}/"))
             .await
             .expect("followed");
         assert_eq!(response.status(), 200);
-        assert_eq!(response.url().port(), Some(target));
+        assert_eq!(response.url().path(), "/done");
         assert_eq!(response.text().await.expect("body"), "landed");
     }
 

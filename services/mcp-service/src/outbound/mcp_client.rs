@@ -4,7 +4,7 @@
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
-use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+use process_wrap::tokio::{KillOnDrop, ProcessGroup};
 use rmcp::{
     ClientServiceExt, ServiceExt,
     model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion},
@@ -22,6 +22,7 @@ use super::{
     oauth::{Grant, OAuthTokens},
     sessions::{Live, McpSession, SessionHandler, StdioChild},
     stdio_lines::OversizeAnswering,
+    stdio_child,
 };
 use crate::domain::{
     integration::{AuthConfig, Integration, Secrets, TransportConfig},
@@ -210,32 +211,29 @@ impl McpConnector {
         env: &std::collections::BTreeMap<String, String>,
         handler: SessionHandler,
     ) -> Result<Live, String> {
-        // The allow-list may have shrunk since the integration was saved.
-        if !self.policy.stdio.allows(command) {
-            return Err(format!("`{command}` is not on the stdio allow-list"));
+        // The allow-list may have changed since the integration was saved.
+        let refusals = self.policy.stdio.check(
+            command,
+            args,
+            env.keys().map(String::as_str),
+            integration.secrets.env().map(|(name, _)| name),
+        );
+        if let Some(refusal) = refusals.first() {
+            return Err(format!(
+                "the stdio allow-list refuses `{command}`: {} {}",
+                refusal.field, refusal.reason
+            ));
         }
-        let mut process = CommandWrap::with_new(command, |process| {
-            process
-                .args(args)
-                // Exactly the integration's environment, none of the service's.
-                .env_clear()
-                .envs(env)
-                .envs(
-                    integration
-                        .secrets
-                        .env()
-                        .map(|(name, value)| (name, value.expose_secret())),
-                )
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::null());
-        });
+        let settings = self.policy.stdio.child_settings();
+        let mut process = stdio_child::command(command, args, env, &integration.secrets, settings);
         // Its own process group, so closing the session kills whatever the
         // server started too.
         process.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+        stdio_child::protect_service();
         let mut child = process
             .spawn()
             .map_err(|e| format!("failed to start `{command}`: {e}"))?;
+        stdio_child::confine(&*child, settings)?;
         let (Some(stdout), Some(stdin)) = (child.stdout().take(), child.stdin().take()) else {
             return Err(format!("`{command}` started without pipes"));
         };

@@ -10,4 +10,5 @@ pub mod secret_box;
 pub mod session_pool;
 pub mod sessions;
 pub mod sql;
+pub mod stdio_child;
 pub mod stdio_lines;

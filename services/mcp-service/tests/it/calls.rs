@@ -551,7 +551,7 @@ async fn a_stdio_server_gets_exactly_its_environment_and_dies_with_its_session()
     let binary = workspace_binary("switchboard-example-mcp-server", "example-mcp-server")
         .display()
         .to_string();
-    let allowed = binary.clone();
+    let allowed = format!("{binary} --transport stdio env=PLAIN|API_KEY");
     let mut h = start_with(DbKind::Sqlite, move |config| config.stdio_allow = allowed).await;
     let token = admin("org-a");
     let mut request = http_integration("local", "http://unused");
@@ -591,8 +591,8 @@ async fn a_stdio_server_gets_exactly_its_environment_and_dies_with_its_session()
     let process: serde_json::Value = serde_json::from_str(&text.text).expect("json");
     assert_eq!(
         process["env"],
-        json!(["API_KEY", "PLAIN"]),
-        "exactly the integration's environment"
+        json!(["API_KEY", "HOME", "PATH", "PLAIN"]),
+        "exactly the integration's environment, with a fixed PATH and HOME"
     );
     let pid = process["pid"].as_u64().expect("a pid");
 

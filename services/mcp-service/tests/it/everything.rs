@@ -232,7 +232,7 @@ async fn the_reference_server_works_over_streamable_http() {
 #[tokio::test]
 async fn the_reference_server_works_over_stdio() {
     let node = node().display().to_string();
-    let allowed = node.clone();
+    let allowed = format!("{node} {} stdio", everything_entry().display());
     let mut h = start_with(DbKind::Sqlite, move |config| config.stdio_allow = allowed).await;
     let mut request = http_integration("everything", "http://unused");
     request.source = Some(pb::create_integration_request::Source::Custom(

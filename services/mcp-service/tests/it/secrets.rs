@@ -10,7 +10,10 @@ use crate::support::{admin, create, http_integration_with_auth, req, start_with}
 async fn a_canary_secret_appears_in_no_row_response_or_log(kind: DbKind) {
     logs::capture();
     let canary = format!("canary-{}", uuid::Uuid::now_v7().simple());
-    let mut h = start_with(kind, |config| config.stdio_allow = "/opt/mcp/server".into()).await;
+    let mut h = start_with(kind, |config| {
+        config.stdio_allow = "/opt/mcp/server env=API_KEY".into()
+    })
+    .await;
     let token = admin("org-canary");
     let url = "http://127.0.0.1:9/mcp";
 

@@ -99,7 +99,7 @@ async fn validation_gives_up_at_the_connect_timeout(kind: DbKind) {
 async fn validation_starts_an_allow_listed_stdio_server(kind: DbKind) {
     let binary = workspace_binary("switchboard-example-mcp-server", "example-mcp-server");
     let command = binary.display().to_string();
-    let allowed = command.clone();
+    let allowed = format!("{command} --transport stdio");
     let mut h = start_with(kind, move |config| config.stdio_allow = allowed).await;
     let mut request = http_integration("local", "http://unused");
     request.source = Some(pb::create_integration_request::Source::Custom(

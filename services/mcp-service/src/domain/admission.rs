@@ -1,0 +1,215 @@
+//! Checks on an integration's configuration that bind credentials to where
+//! they go: no credentials in URLs, stdio command lines pinned by the
+//! operator's allow-list, and stored secrets that follow no change of
+//! destination.
+//!
+//! These run in addition to [`ConfigPolicy::resolve`], before anything is
+//! stored.
+//!
+//! [`ConfigPolicy::resolve`]: super::resolve::ConfigPolicy::resolve
+
+use std::collections::BTreeSet;
+
+use secrecy::ExposeSecret as _;
+use switchboard_server::FieldViolation;
+use url::Url;
+
+use super::{
+    input::{AuthInput, TransportInput},
+    integration::{AuthConfig, Secrets, TransportConfig},
+    resolve::ConfigPolicy,
+    url_secrets,
+};
+
+/// Violations of `transport` and `auth` (fields named under
+/// `transport_field` and `auth_field`) that [`ConfigPolicy::resolve`] does
+/// not look for: credentials in a URL, and stdio arguments or environment
+/// names the allow-list does not permit. (A program missing from the
+/// allow-list is reported by `resolve`.)
+///
+/// [`ConfigPolicy::resolve`]: super::resolve::ConfigPolicy::resolve
+pub fn check(
+    policy: &ConfigPolicy,
+    transport_field: &str,
+    transport: &TransportInput,
+    auth_field: &str,
+    auth: &AuthInput,
+) -> Vec<FieldViolation> {
+    let mut violations = Vec::new();
+    let mut check_url = |field: String, url: &str| {
+        if let Some(why) = Url::parse(url)
+            .ok()
+            .and_then(|u| url_secrets::credentials_in(&u))
+        {
+            violations.push(FieldViolation::new(field, why));
+        }
+    };
+    if let TransportInput::StreamableHttp { url } = transport {
+        check_url(format!("{transport_field}.streamable_http.url"), url);
+    }
+    if let AuthInput::OAuthClientCredentials { token_url, .. } = auth {
+        check_url(
+            format!("{auth_field}.oauth_client_credentials.token_url"),
+            token_url,
+        );
+    }
+    if let TransportInput::Stdio {
+        command,
+        args,
+        env,
+        secret_env,
+    } = transport
+    {
+        let refusals = policy.stdio.check(
+            command,
+            args,
+            env.keys().map(String::as_str),
+            secret_env.keys().map(String::as_str),
+        );
+        violations.extend(
+            refusals
+                .into_iter()
+                .filter(|r| r.field != "command")
+                .map(|r| {
+                    FieldViolation::new(format!("{transport_field}.stdio.{}", r.field), r.reason)
+                }),
+        );
+    }
+    violations
+}
+
+/// Where an integration's credentials are sent: the origin of its MCP
+/// endpoint or its whole stdio command line and environment, and the origin
+/// of its OAuth token endpoint. A credential is bound to the destination it
+/// was entered for.
+pub fn destinations(transport: &TransportConfig, auth: &AuthConfig) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    match transport {
+        TransportConfig::StreamableHttp { url } => {
+            out.insert(format!("mcp {}", origin(url)));
+        }
+        TransportConfig::Stdio {
+            command, args, env, ..
+        } => {
+            // Any argument or variable may tell the program where to connect.
+            out.insert(format!("stdio {command:?} {args:?} {env:?}"));
+        }
+    }
+    if let AuthConfig::OAuthClientCredentials { token_url, .. } = auth {
+        out.insert(format!("token {}", origin(token_url)));
+    }
+    out
+}
+
+/// A URL's origin (scheme, host, port), or the URL itself when it has none.
+fn origin(url: &str) -> String {
+    match Url::parse(url).map(|u| u.origin()) {
+        Ok(origin) if origin.is_tuple() => origin.ascii_serialization(),
+        _ => url.to_owned(),
+    }
+}
+
+/// The secrets `transport` and `auth` carry values for (by their names in
+/// [`Secrets`]); secrets left empty are not entered.
+pub fn entered_secrets(transport: &TransportInput, auth: &AuthInput) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut note = |name: String, value: Option<&secrecy::SecretString>| {
+        if value.is_some_and(|v| !v.expose_secret().is_empty()) {
+            out.insert(name);
+        }
+    };
+    if let TransportInput::Stdio { secret_env, .. } = transport {
+        for (name, value) in secret_env {
+            note(format!("{}{name}", Secrets::ENV_PREFIX), Some(value));
+        }
+    }
+    match auth {
+        AuthInput::None => {}
+        AuthInput::BearerToken { token } => note(Secrets::BEARER_TOKEN.into(), token.as_ref()),
+        AuthInput::Header { value, .. } => note(Secrets::HEADER_VALUE.into(), value.as_ref()),
+        AuthInput::OAuthClientCredentials { client_secret, .. } => {
+            note(Secrets::OAUTH_CLIENT_SECRET.into(), client_secret.as_ref());
+        }
+    }
+    out
+}
+
+/// One violation per stored secret that `resolved` would carry over to a
+/// new destination without the admin entering it again.
+pub fn carried_to_new_destination(
+    transport_field: &str,
+    auth_field: &str,
+    before: BTreeSet<String>,
+    after: BTreeSet<String>,
+    kept: &Secrets,
+    entered: &BTreeSet<String>,
+) -> Vec<FieldViolation> {
+    if before == after {
+        return Vec::new();
+    }
+    kept.names()
+        .filter(|name| !entered.contains(*name))
+        .map(|name| {
+            let field = match name {
+                Secrets::BEARER_TOKEN => format!("{auth_field}.bearer_token.token"),
+                Secrets::HEADER_VALUE => format!("{auth_field}.header.value"),
+                Secrets::OAUTH_CLIENT_SECRET => {
+                    format!("{auth_field}.oauth_client_credentials.client_secret")
+                }
+                other => match other.strip_prefix(Secrets::ENV_PREFIX) {
+                    Some(var) => format!("{transport_field}.stdio.secret_env[{var}]"),
+                    None => format!("{auth_field}.{other}"),
+                },
+            };
+            FieldViolation::new(
+                field,
+                "must be entered again: the integration now sends its credentials to another \
+                 destination, and a stored secret only goes where it was entered for",
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn http(url: &str) -> TransportConfig {
+        TransportConfig::StreamableHttp { url: url.into() }
+    }
+
+    #[test]
+    fn the_destination_is_the_origin_of_each_url() {
+        let none = AuthConfig::None;
+        assert_eq!(
+            destinations(&http("https://a.example/mcp"), &none),
+            destinations(&http("https://a.example/other?x=1"), &none)
+        );
+        for moved in [
+            "https://b.example/mcp",
+            "http://a.example/mcp",
+            "https://a.example:8443/mcp",
+        ] {
+            assert_ne!(
+                destinations(&http("https://a.example/mcp"), &none),
+                destinations(&http(moved), &none),
+                "{moved}"
+            );
+        }
+        let oauth = |token_url: &str| AuthConfig::OAuthClientCredentials {
+            token_url: token_url.into(),
+            client_id: "c".into(),
+            scopes: vec![],
+        };
+        assert_ne!(
+            destinations(
+                &http("https://a.example/mcp"),
+                &oauth("https://idp.example/t")
+            ),
+            destinations(
+                &http("https://a.example/mcp"),
+                &oauth("https://evil.example/t")
+            )
+        );
+    }
+}

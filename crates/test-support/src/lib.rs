@@ -225,9 +225,13 @@ pub fn example_http_server(port: u16) -> std::process::Command {
     command
 }
 
-/// The path of a binary of this workspace, built on demand, for tests of
-/// another package (which cannot name it with `CARGO_BIN_EXE_*`).
+/// The path of a binary of this workspace, built (or found up to date) by
+/// cargo once per test process, for tests of another package (which cannot
+/// name it with `CARGO_BIN_EXE_*`). Building every time, rather than only
+/// when the file is missing, keeps a test from running a stale binary after
+/// the package changed.
 pub fn workspace_binary(package: &str, name: &str) -> std::path::PathBuf {
+    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let exe = std::env::current_exe().expect("the test binary has a path");
     // target/<profile>/deps/<test> → target/<profile>/<name>
     let dir = exe
@@ -235,15 +239,17 @@ pub fn workspace_binary(package: &str, name: &str) -> std::path::PathBuf {
         .and_then(std::path::Path::parent)
         .expect("test binaries live in target/<profile>/deps");
     let path = dir.join(name);
-    if !path.exists() {
+    let mut built = BUILT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !built.iter().any(|b| b == name) {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut build = std::process::Command::new(cargo);
-        build.args(["build", "-p", package, "--bin", name]);
+        build.args(["build", "--quiet", "-p", package, "--bin", name]);
         if dir.ends_with("release") {
             build.arg("--release");
         }
         let status = build.status().expect("cargo runs");
         assert!(status.success(), "building {name} failed");
+        built.push(name.to_owned());
     }
     path
 }

@@ -317,6 +317,11 @@ db_tests!(
     another_users_thread_id_gets_a_session_of_its_own,
 );
 
+/// The allow-list entry permitting [`stdio_integration`]'s command line.
+fn stdio_allow_entry(binary: &str) -> String {
+    format!("{binary} --transport stdio env={CALL_LOG_ENV}")
+}
+
 /// A stdio integration of the example server whose tool calls are logged to
 /// `log`.
 async fn stdio_integration(h: &mut Harness, binary: &str, log: &std::path::Path) -> String {
@@ -343,7 +348,7 @@ async fn a_stdio_server_dying_after_the_request_arrived_is_not_retried() {
     let binary = workspace_binary("switchboard-example-mcp-server", "example-mcp-server")
         .display()
         .to_string();
-    let allowed = binary.clone();
+    let allowed = stdio_allow_entry(&binary);
     let mut h = start_with(DbKind::Sqlite, move |config| config.stdio_allow = allowed).await;
     let dir = tempfile::tempdir().expect("a temp dir");
     let log = dir.path().join("calls.log");
@@ -353,7 +358,7 @@ async fn a_stdio_server_dying_after_the_request_arrived_is_not_retried() {
         .await
         .expect("answered");
     assert!(response.is_error);
-    let calls = std::fs::read_to_string(&log).expect("the log");
+    let calls = std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("the log: {e}; the response: {response:?}"));
     assert_eq!(
         calls.lines().count(),
         1,
@@ -371,7 +376,7 @@ async fn an_oversized_stdio_result_runs_the_tool_once_and_says_so() {
     let binary = workspace_binary("switchboard-example-mcp-server", "example-mcp-server")
         .display()
         .to_string();
-    let allowed = binary.clone();
+    let allowed = stdio_allow_entry(&binary);
     let mut h = start_with(DbKind::Sqlite, move |config| config.stdio_allow = allowed).await;
     let dir = tempfile::tempdir().expect("a temp dir");
     let log = dir.path().join("calls.log");
@@ -403,7 +408,7 @@ async fn an_organizations_stdio_servers_are_capped_and_validation_counts() {
     let binary = workspace_binary("switchboard-example-mcp-server", "example-mcp-server")
         .display()
         .to_string();
-    let allowed = binary.clone();
+    let allowed = stdio_allow_entry(&binary);
     let mut h = start_with(DbKind::Sqlite, move |config| {
         config.stdio_allow = allowed;
         config.max_stdio_sessions_per_org = 1;

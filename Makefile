@@ -33,7 +33,7 @@ SWITCHBOARD_MODEL_PROVIDERS ?= scripted=openai,http://$(SCRIPTED_MODEL_LISTEN)/v
 # sealing key; never set these in production.
 DEV_ENV = SWITCHBOARD_JWT_SECRET=$(DEV_JWT_SECRET) SWITCHBOARD_LOG_FORMAT=pretty \
 	SWITCHBOARD_DEV_MODE=true SWITCHBOARD_OUTBOUND_ALLOW=127.0.0.1/32,::1/128 \
-	SWITCHBOARD_STDIO_ALLOW=$(CURDIR)/target/debug/example-mcp-server
+	SWITCHBOARD_STDIO_ALLOW='$(CURDIR)/target/debug/example-mcp-server --transport stdio env=EXAMPLE_API_KEY'
 
 .PHONY: build
 build: ## Build both services and the bundled example MCP server
@@ -65,7 +65,7 @@ run-runs: build ## Run runs-service alone (embedded SQLite)
 	  SWITCHBOARD_MODEL_PROVIDERS='$(SWITCHBOARD_MODEL_PROVIDERS)' ./target/debug/runs-service --listen $(RUNS_LISTEN)
 
 .PHONY: bench
-bench: bench-mcp bench-runs bench-data ## Run every benchmark (release builds; see BENCHMARKS.md)
+bench: bench-mcp bench-runs bench-data bench-fairness ## Run every benchmark (release builds; see BENCHMARKS.md)
 
 .PHONY: bench-mcp
 bench-mcp: ## ExecuteTool through mcp-service vs direct, sessions vs connect-per-call, idle-session RSS
@@ -77,6 +77,11 @@ bench-runs: ## Orchestration overhead per step, 500 concurrent runs, discovery o
 	$(CARGO) build --release --locked -p switchboard-mcp-service --bin mcp-service -p switchboard-runs-service --bin runs-service \
 	  -p switchboard-scripted-model --bin scripted-model -p switchboard-example-mcp-server --bin example-mcp-server
 	$(CARGO) bench -p switchboard-e2e --bench runs
+
+.PHONY: bench-fairness
+bench-fairness: ## A quiet organization's ExecuteTool p50/p99 alone and beside one whose MCP server hangs
+	$(CARGO) build --release --locked -p switchboard-mcp-service --bin mcp-service -p switchboard-example-mcp-server --bin example-mcp-server
+	$(CARGO) bench -p switchboard-mcp-service --bench fairness
 
 .PHONY: bench-data
 bench-data: tools ## Import of a 1,000,000-row CSV and a GROUP BY, against DuckDB

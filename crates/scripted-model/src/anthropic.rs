@@ -148,10 +148,14 @@ pub(crate) fn hostile(hostile: &Hostile, shape: &Shape) -> Plan {
         sse(Some(&name), &data.to_string())
     };
     let text_delta = |text: &str| {
-        event(json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}))
+        event(
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+        )
     };
     let text_start = || {
-        event(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))
+        event(
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        )
     };
     let (input_tokens, output_tokens) = shape.options.usage;
     let mut plan = Plan {
@@ -181,9 +185,11 @@ pub(crate) fn hostile(hostile: &Hostile, shape: &Shape) -> Plan {
             plan.head.push(event(json!({"type": "content_block_start", "index": 0, "content_block": {
                 "type": "tool_use", "id": format!("toolu_endless_{}", shape.seq), "name": "endless", "input": {},
             }})));
-            plan.repeat = Some(event(json!({"type": "content_block_delta", "index": 0, "delta": {
-                "type": "input_json_delta", "partial_json": piece,
-            }})));
+            plan.repeat = Some(event(
+                json!({"type": "content_block_delta", "index": 0, "delta": {
+                    "type": "input_json_delta", "partial_json": piece,
+                }}),
+            ));
         }
         Hostile::Stall(text) => {
             plan.head.push(text_start());

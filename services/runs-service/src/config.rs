@@ -80,7 +80,11 @@ pub struct ModelLimitArgs {
     #[arg(long, env = "SWITCHBOARD_MAX_USER_MESSAGE_BYTES", default_value_t = 1024 * 1024)]
     pub max_user_message_bytes: usize,
     /// Most client tool results one ExecuteRun accepts.
-    #[arg(long, env = "SWITCHBOARD_MAX_CLIENT_TOOL_RESULTS", default_value_t = 128)]
+    #[arg(
+        long,
+        env = "SWITCHBOARD_MAX_CLIENT_TOOL_RESULTS",
+        default_value_t = 128
+    )]
     pub max_client_tool_results: usize,
     /// Largest client tool result content, in bytes.
     #[arg(long, env = "SWITCHBOARD_MAX_CLIENT_TOOL_RESULT_BYTES", default_value_t = 1024 * 1024)]

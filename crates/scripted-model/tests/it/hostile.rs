@@ -122,6 +122,9 @@ async fn a_huge_chunk_is_one_event_then_the_stream_ends() {
         .expect("one delta");
     let data: Value = serde_json::from_str(&delta.1).expect("json");
     assert_eq!(data["delta"]["text"].as_str().map(str::len), Some(size));
-    assert_eq!(events.last().map(|(name, _)| name.as_str()), Some("message_stop"));
+    assert_eq!(
+        events.last().map(|(name, _)| name.as_str()),
+        Some("message_stop")
+    );
     model.shutdown().await;
 }

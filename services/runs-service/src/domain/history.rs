@@ -38,7 +38,9 @@ impl WindowMeter {
     /// Whether the next older message, of `size` bytes, still fits.
     pub fn admits(&mut self, size: usize) -> bool {
         let bytes = self.bytes.saturating_add(size);
-        if self.messages > 0 && (self.messages >= self.limits.max_messages || bytes > self.limits.max_bytes) {
+        if self.messages > 0
+            && (self.messages >= self.limits.max_messages || bytes > self.limits.max_bytes)
+        {
             return false;
         }
         self.messages += 1;
@@ -139,7 +141,6 @@ pub fn to_chat(messages: &[Message]) -> Vec<ChatMessage> {
     }
     chat
 }
-
 
 #[cfg(test)]
 mod tests {

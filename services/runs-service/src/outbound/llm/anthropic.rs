@@ -155,7 +155,10 @@ fn request_body(request: &ChatRequest) -> Value {
     }
     // The API wants the conversation to open with the user; a history cut
     // to its newest part may open with a model turn instead.
-    if messages.first().is_some_and(|first| first["role"] != "user") {
+    if messages
+        .first()
+        .is_some_and(|first| first["role"] != "user")
+    {
         messages.insert(
             0,
             json!({"role": "user", "content": EARLIER_MESSAGES_LEFT_OUT}),

@@ -18,10 +18,6 @@ use reqwest::header;
 
 use tokio::time::Instant;
 
-use self::{
-    limits::{BoundedError, bounded_events},
-    retry::RequestPhase,
-};
 pub use self::{
     anthropic::Anthropic,
     config::{
@@ -33,6 +29,10 @@ pub use self::{
         DEFAULT_MAX_RESPONSE_BYTES, StreamLimits,
     },
     openai::OpenAiCompatible,
+};
+use self::{
+    limits::{BoundedError, bounded_events},
+    retry::RequestPhase,
 };
 use crate::domain::model::{ModelError, ModelEvent, ModelProvider, ModelStream, StreamLimit};
 

@@ -44,7 +44,11 @@ async fn a_thread_past_the_history_limit_sends_the_newest_messages(kind: DbKind)
     completed(&bench.say("first").await);
     completed(&bench.say("second").await);
     completed(&bench.say("third").await);
-    assert_eq!(bench.messages().await.len(), 8, "the thread keeps everything");
+    assert_eq!(
+        bench.messages().await.len(),
+        8,
+        "the thread keeps everything"
+    );
 
     // The thread before the last call: first, one, second, call, result,
     // two, third. Six messages would open with the answer "one"; the

@@ -72,7 +72,10 @@ async fn too_many_or_oversized_client_tool_results_are_refused(kind: DbKind) {
         .start(resume(results(3, "yes", "call_ask")))
         .await
         .expect_err("refused");
-    assert_eq!(super::bad_fields(&too_many), ["client_tool_results.results"]);
+    assert_eq!(
+        super::bad_fields(&too_many),
+        ["client_tool_results.results"]
+    );
     let too_large = bench
         .start(resume(results(1, &"y".repeat(101), "call_ask")))
         .await

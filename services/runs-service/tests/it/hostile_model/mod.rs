@@ -74,7 +74,10 @@ pub async fn bench_with_agent(
     };
     agent(&mut spec);
     let agent_id = client
-        .create_agent(authed(runs::CreateAgentRequest { agent: Some(spec) }, &token))
+        .create_agent(authed(
+            runs::CreateAgentRequest { agent: Some(spec) },
+            &token,
+        ))
         .await
         .expect("agent created")
         .into_inner()
@@ -131,7 +134,9 @@ impl Bench {
 
     /// Runs the agent on `text` to its end.
     pub async fn say(&mut self, text: &str) -> Vec<runs::ExecuteRunResponse> {
-        self.start(user_message(text)).await.expect("the run starts")
+        self.start(user_message(text))
+            .await
+            .expect("the run starts")
     }
 
     /// The run as GetRun returns it.

@@ -662,6 +662,18 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_history_opening_with_a_model_turn_gets_a_user_note_first() {
+        let mut request = tool_round_request();
+        request.messages.remove(0);
+        let body = request_body(&request);
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "user", "content": EARLIER_MESSAGES_LEFT_OUT})
+        );
+        assert_eq!(body["messages"][1]["role"], "assistant");
+    }
+
     #[tokio::test]
     async fn rate_limit_with_retry_after_is_retried_after_waiting() {
         let model = ScriptedModel::start(vec![

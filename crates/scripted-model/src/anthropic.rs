@@ -11,7 +11,11 @@ use axum::{
 };
 use serde_json::{Value, json};
 
-use crate::server::{Answer, Shape, argument_pieces, chunks, json_response};
+use crate::{
+    Hostile,
+    hostile::{Plan, sse},
+    server::{Answer, Shape, argument_pieces, chunks, json_response},
+};
 
 /// Renders an answer as a message, streamed when the request asked for it.
 pub(crate) fn respond(answer: &Answer, shape: &Shape) -> Response {
@@ -135,4 +139,76 @@ fn stream(answer: &Answer, shape: &Shape) -> Response {
         Ok::<_, Infallible>(Event::default().event(name).data(data.to_string()))
     });
     Sse::new(futures::stream::iter(events)).into_response()
+}
+
+/// The events of a hostile reply as a Messages stream.
+pub(crate) fn hostile(hostile: &Hostile, shape: &Shape) -> Plan {
+    let event = |data: Value| {
+        let name = data["type"].as_str().unwrap_or("unknown").to_owned();
+        sse(Some(&name), &data.to_string())
+    };
+    let text_delta = |text: &str| {
+        event(
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+        )
+    };
+    let text_start = || {
+        event(
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        )
+    };
+    let (input_tokens, output_tokens) = shape.options.usage;
+    let mut plan = Plan {
+        head: vec![event(json!({"type": "message_start", "message": {
+            "id": id(shape),
+            "type": "message",
+            "role": "assistant",
+            "model": shape.model,
+            "content": [],
+            "stop_reason": null,
+            "stop_sequence": null,
+            "usage": {"input_tokens": input_tokens, "output_tokens": 1},
+        }}))],
+        ..Plan::default()
+    };
+    match hostile {
+        Hostile::EndlessText(piece) => {
+            plan.head.push(text_start());
+            plan.repeat = Some(text_delta(piece));
+        }
+        Hostile::Trickle(piece, every) => {
+            plan.head.push(text_start());
+            plan.repeat = Some(text_delta(piece));
+            plan.every = Some(*every);
+        }
+        Hostile::EndlessToolArguments(piece) => {
+            plan.head.push(event(json!({"type": "content_block_start", "index": 0, "content_block": {
+                "type": "tool_use", "id": format!("toolu_endless_{}", shape.seq), "name": "endless", "input": {},
+            }})));
+            plan.repeat = Some(event(
+                json!({"type": "content_block_delta", "index": 0, "delta": {
+                    "type": "input_json_delta", "partial_json": piece,
+                }}),
+            ));
+        }
+        Hostile::Stall(text) => {
+            plan.head.push(text_start());
+            plan.head.push(text_delta(text));
+            plan.stall = true;
+        }
+        Hostile::HugeChunk(size) => {
+            plan.head.push(text_start());
+            plan.head.push(text_delta(&"x".repeat(*size)));
+            plan.tail = vec![
+                event(json!({"type": "content_block_stop", "index": 0})),
+                event(json!({
+                    "type": "message_delta",
+                    "delta": {"stop_reason": "end_turn", "stop_sequence": null},
+                    "usage": {"output_tokens": output_tokens},
+                })),
+                event(json!({"type": "message_stop"})),
+            ];
+        }
+    }
+    plan
 }

@@ -7,9 +7,11 @@
 //! request with the same fixed behaviour. It serves
 //! `POST /v1/chat/completions` (OpenAI Chat Completions) and
 //! `POST /v1/messages` (Anthropic Messages), streamed or not, and records
-//! every request it receives.
+//! every request it receives. [`Turn::Hostile`] replies misbehave once the
+//! headers are out, to test clients' stream limits.
 
 mod anthropic;
+mod hostile;
 mod openai;
 mod script;
 mod server;
@@ -23,6 +25,7 @@ use std::{
 use tokio::task::JoinHandle;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+pub use crate::hostile::Hostile;
 use crate::server::{Behaviour, State};
 
 /// What every request gets once a script has run out.
@@ -66,6 +69,9 @@ pub enum Turn {
     /// Wait this long before answering with the inner turn (for cancellation
     /// and timeout tests).
     Delay(Duration, Box<Turn>),
+    /// Start a stream that misbehaves after its headers: endless, stalled or
+    /// with one enormous event.
+    Hostile(Hostile),
 }
 
 /// One tool call the model asks for.

@@ -11,7 +11,11 @@ use axum::{
 };
 use serde_json::{Value, json};
 
-use crate::server::{Answer, Shape, argument_pieces, chunks, json_response, unix_now};
+use crate::{
+    Hostile,
+    hostile::{Plan, sse},
+    server::{Answer, Shape, argument_pieces, chunks, json_response, unix_now},
+};
 
 /// Renders an answer as a completion, streamed when the request asked for it.
 pub(crate) fn respond(answer: &Answer, shape: &Shape) -> Response {
@@ -127,4 +131,56 @@ fn stream(answer: &Answer, shape: &Shape) -> Response {
         .chain(std::iter::once(Event::default().data("[DONE]")))
         .map(Ok::<_, Infallible>);
     Sse::new(futures::stream::iter(events)).into_response()
+}
+
+/// The events of a hostile reply as Chat Completions chunks.
+pub(crate) fn hostile(hostile: &Hostile, shape: &Shape) -> Plan {
+    let id = id(shape);
+    let created = unix_now();
+    let chunk = |delta: Value, finish_reason: Option<&str>| {
+        let chunk = json!({
+            "id": id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": shape.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+        });
+        sse(None, &chunk.to_string())
+    };
+    let mut plan = Plan {
+        head: vec![chunk(json!({"role": "assistant", "content": ""}), None)],
+        ..Plan::default()
+    };
+    match hostile {
+        Hostile::EndlessText(piece) => plan.repeat = Some(chunk(json!({"content": piece}), None)),
+        Hostile::Trickle(piece, every) => {
+            plan.repeat = Some(chunk(json!({"content": piece}), None));
+            plan.every = Some(*every);
+        }
+        Hostile::EndlessToolArguments(piece) => {
+            plan.head.push(chunk(
+                json!({"tool_calls": [{
+                    "index": 0,
+                    "id": format!("call_endless_{}", shape.seq),
+                    "type": "function",
+                    "function": {"name": "endless", "arguments": ""},
+                }]}),
+                None,
+            ));
+            plan.repeat = Some(chunk(
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}),
+                None,
+            ));
+        }
+        Hostile::Stall(text) => {
+            plan.head.push(chunk(json!({"content": text}), None));
+            plan.stall = true;
+        }
+        Hostile::HugeChunk(size) => {
+            plan.head
+                .push(chunk(json!({"content": "x".repeat(*size)}), None));
+            plan.tail = vec![chunk(json!({}), Some("stop")), sse(None, "[DONE]")];
+        }
+    }
+    plan
 }

@@ -24,7 +24,8 @@ use tokio::{net::TcpListener, task::JoinHandle};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    EXHAUSTED_REPLY, Looping, ScriptOptions, ScriptedToolCall, Turn, anthropic, openai,
+    EXHAUSTED_REPLY, Hostile, Looping, ScriptOptions, ScriptedToolCall, Turn, anthropic, hostile,
+    openai,
     script::{Api, RequestView, render_template},
 };
 
@@ -48,6 +49,7 @@ pub(crate) enum Answer {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Reply {
     Answer(Answer),
+    Hostile(Hostile),
     Error {
         status: u16,
         body: String,
@@ -148,6 +150,7 @@ impl State {
             turn = match turn {
                 Turn::Text(text) => return Some(Reply::Answer(Answer::Text(text))),
                 Turn::ToolCalls(calls) => return Some(Reply::Answer(Answer::ToolCalls(calls))),
+                Turn::Hostile(hostile) => return Some(Reply::Hostile(hostile)),
                 Turn::FromToolResults(template) => {
                     return Some(Reply::Answer(Answer::Text(render_template(
                         &template, view,
@@ -258,6 +261,20 @@ async fn handle(state: &State, api: Api, headers: HeaderMap, body: &[u8]) -> Res
             body,
             retry_after,
         } => return error_response(status, body, retry_after),
+        Reply::Hostile(reply) => {
+            let shape = Shape {
+                seq,
+                model,
+                stream: true,
+                include_usage,
+                options: state.options.clone(),
+            };
+            let plan = match api {
+                Api::OpenAi => openai::hostile(&reply, &shape),
+                Api::Anthropic => anthropic::hostile(&reply, &shape),
+            };
+            return hostile::respond(plan, state.cancel.clone());
+        }
     };
     let shape = Shape {
         seq,

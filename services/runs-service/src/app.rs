@@ -75,7 +75,11 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         .tcp_nodelay(true)
         .build()
         .context("failed to build the model HTTP client")?;
-    let providers = parse_providers(&config.model_providers)?;
+    let limits = &config.model_limits;
+    let mut providers = parse_providers(&config.model_providers)?;
+    for provider in &mut providers {
+        provider.limits = limits.stream_limits();
+    }
     let known: Vec<String> = providers.iter().map(|p| p.name.clone()).collect();
     let models = Arc::new(ModelRegistry::from_configs(&providers, &http));
     let mcp: Arc<dyn McpPort> = Arc::new(GrpcMcp::new(&config.mcp_service_url)?);
@@ -94,6 +98,9 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
             discovery_timeout: config.discovery_timeout,
             tool_timeout: config.tool_timeout,
             max_parallel_tools: config.max_parallel_tools,
+            max_output_tokens: limits.model_max_output_tokens,
+            history: limits.history_limits(),
+            input: limits.input_limits(),
         },
         active,
     );

@@ -1,5 +1,7 @@
 //! Wire-format tests of the scripted model server, with plain HTTP calls.
 
+mod hostile;
+
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};

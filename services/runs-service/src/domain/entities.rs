@@ -173,6 +173,34 @@ pub struct Message {
     pub created_at: i64,
 }
 
+impl Part {
+    /// Bytes of the part's text fields: what it adds to a model request,
+    /// give or take the encoding.
+    pub fn size(&self) -> usize {
+        match self {
+            Self::Text { text } => text.len(),
+            Self::ToolCall {
+                id,
+                name,
+                arguments,
+            } => id.len() + name.len() + arguments.len(),
+            Self::ToolResult {
+                tool_call_id,
+                name,
+                content,
+                ..
+            } => tool_call_id.len() + name.len() + content.len(),
+        }
+    }
+}
+
+impl Message {
+    /// Bytes of the message's parts; see [`Part::size`].
+    pub fn size(&self) -> usize {
+        self.parts.iter().map(Part::size).sum()
+    }
+}
+
 /// The state of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunStatus {

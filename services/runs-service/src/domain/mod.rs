@@ -4,6 +4,8 @@ pub mod builtins;
 pub mod datasource;
 pub mod entities;
 pub mod error;
+pub mod history;
+pub mod input;
 pub mod model;
 pub mod orchestrator;
 pub mod ports;

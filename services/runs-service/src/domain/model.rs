@@ -68,9 +68,9 @@ pub struct ChatRequest {
     pub messages: Vec<ChatMessage>,
     /// Tools the model may call (shared by every step of a run).
     pub tools: Arc<[ToolSpec]>,
-    /// Cap on the tokens the model may generate; providers that require one
-    /// use their own default when `None`.
-    pub max_tokens: Option<u32>,
+    /// Cap on the tokens the model may generate, sent with every request so
+    /// that no answer is open-ended.
+    pub max_tokens: u32,
 }
 
 /// Tokens one model call consumed.
@@ -131,12 +131,53 @@ pub enum ModelError {
     /// The provider's answer did not follow its API.
     #[error("model provider sent a malformed answer: {0}")]
     Protocol(String),
+    /// The answer passed one of the limits of a model call.
+    #[error("{0}")]
+    Limit(StreamLimit),
     /// The provider asked to slow down (HTTP 429).
     #[error("model provider is rate limiting{}", retry_after.map(|after| format!(" (retry after {}s)", after.as_secs())).unwrap_or_default())]
     RateLimited {
         /// How long the provider asked to wait, if it said.
         retry_after: Option<Duration>,
     },
+}
+
+/// A limit of one model call, named in the error that ends the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamLimit {
+    /// Nothing arrived for this long once the answer had started.
+    Idle(Duration),
+    /// The whole call took longer than this.
+    CallTime(Duration),
+    /// The answer's text and tool-call arguments passed this many bytes.
+    ResponseBytes(usize),
+    /// One server-sent event passed this many bytes.
+    EventBytes(usize),
+}
+
+impl std::fmt::Display for StreamLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Idle(after) => write!(
+                f,
+                "the model sent nothing for {} (the model stream idle timeout)",
+                humantime::format_duration(*after)
+            ),
+            Self::CallTime(limit) => write!(
+                f,
+                "the model call took longer than {} (the model call time limit)",
+                humantime::format_duration(*limit)
+            ),
+            Self::ResponseBytes(limit) => write!(
+                f,
+                "the model's answer is larger than {limit} bytes (the model response size limit)"
+            ),
+            Self::EventBytes(limit) => write!(
+                f,
+                "the model sent a stream event larger than {limit} bytes (the model stream event size limit)"
+            ),
+        }
+    }
 }
 
 /// The events of one model call; dropping it cancels the call.

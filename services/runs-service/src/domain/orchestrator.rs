@@ -24,7 +24,9 @@ use super::{
         Agent, Message, Part, PendingCall, Role, Run, RunStatus, Thread, ToolTarget, Usage, new_id,
     },
     error::RunsError,
-    model::{ChatMessage, ChatRequest, ModelEvent, ModelProvider, ToolCall},
+    history::{HistoryLimits, keep_window, to_chat},
+    input::InputLimits,
+    model::{ChatRequest, ModelEvent, ModelProvider, ToolCall},
     ports::{Caller, Capabilities, McpPort, RunsRepository},
     texts,
     toolset::{Toolset, assemble},
@@ -47,6 +49,12 @@ pub struct RunSettings {
     pub tool_timeout: Duration,
     /// Tool calls of one turn run at once.
     pub max_parallel_tools: usize,
+    /// Output-token limit sent with every model request.
+    pub max_output_tokens: u32,
+    /// How much of the thread a model request carries.
+    pub history: HistoryLimits,
+    /// How large a run's input may be.
+    pub input: InputLimits,
 }
 
 /// What kind of tool a call went to.
@@ -243,67 +251,6 @@ struct RunContext {
 /// A run stopped because its client went away.
 struct Disconnected;
 
-const HISTORY_LIMIT: u32 = 100_000;
-
-fn history_to_chat(messages: &[Message]) -> Vec<ChatMessage> {
-    let mut chat = Vec::with_capacity(messages.len());
-    for message in messages {
-        match message.role {
-            Role::User => {
-                let text = message
-                    .parts
-                    .iter()
-                    .filter_map(|p| match p {
-                        Part::Text { text } => Some(text.as_str()),
-                        _ => None,
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                chat.push(ChatMessage::User { text });
-            }
-            Role::Assistant => {
-                let mut text = String::new();
-                let mut tool_calls = Vec::new();
-                for part in &message.parts {
-                    match part {
-                        Part::Text { text: t } => text.push_str(t),
-                        Part::ToolCall {
-                            id,
-                            name,
-                            arguments,
-                        } => tool_calls.push(ToolCall {
-                            id: id.clone(),
-                            name: name.clone(),
-                            arguments: arguments.clone(),
-                        }),
-                        Part::ToolResult { .. } => {}
-                    }
-                }
-                chat.push(ChatMessage::Assistant { text, tool_calls });
-            }
-            Role::Tool => {
-                for part in &message.parts {
-                    if let Part::ToolResult {
-                        tool_call_id,
-                        name,
-                        content,
-                        is_error,
-                    } = part
-                    {
-                        chat.push(ChatMessage::ToolResult {
-                            call_id: tool_call_id.clone(),
-                            name: name.clone(),
-                            content: content.clone(),
-                            is_error: *is_error,
-                        });
-                    }
-                }
-            }
-        }
-    }
-    chat
-}
-
 /// Gives `messages` their stored `seq`s.
 fn numbered(messages: &mut [Message], seqs: Vec<i64>) {
     for (message, seq) in messages.iter_mut().zip(seqs) {
@@ -361,6 +308,9 @@ impl Orchestrator {
         thread_id: &str,
         input: RunInput,
     ) -> Result<mpsc::Receiver<Envelope>, RunsError> {
+        // Checked first: input past a limit is refused before anything is
+        // read or stored.
+        self.settings.input.check(&input)?;
         let principal = &caller.principal;
         let (thread, agent) = self
             .repo
@@ -382,9 +332,6 @@ impl Orchestrator {
         let now = now_millis();
         let (run, input) = match input {
             RunInput::UserMessage(text) => {
-                if text.trim().is_empty() {
-                    return Err(RunsError::invalid("user_message.text", "is required"));
-                }
                 let run = Run {
                     id: new_id(),
                     thread_id: thread.id.clone(),
@@ -629,7 +576,7 @@ impl Orchestrator {
         // integrations and reading the thread's data sources do not depend on
         // each other.
         let (history, (capabilities, failed), mut sources) = tokio::join!(
-            self.repo.list_messages(&thread.id, 0, HISTORY_LIMIT),
+            self.repo.recent_messages(&thread.id, self.settings.history),
             self.discover(caller, agent),
             self.builtins.sources(&thread.id),
         );
@@ -690,12 +637,15 @@ impl Orchestrator {
                     toolset
                 }
             };
+            // The history grows with every step; only its newest part is
+            // sent, and kept.
+            keep_window(&mut history, self.settings.history)?;
             let request = ChatRequest {
                 model: agent.config.model.clone(),
                 system: system.clone(),
-                messages: history_to_chat(&history),
+                messages: to_chat(&history),
                 tools: Arc::clone(&toolset.specs),
-                max_tokens: None,
+                max_tokens: self.settings.max_output_tokens,
             };
             let mut stream = provider.stream(request).await.map_err(|e| {
                 RunsError::FailedPrecondition(format!("the model call failed: {e}"))

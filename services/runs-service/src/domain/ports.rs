@@ -6,7 +6,10 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 use switchboard_auth::{BearerToken, Principal};
 
-use super::entities::{Agent, Message, Run, Thread};
+use super::{
+    entities::{Agent, Message, Run, Thread},
+    history::HistoryLimits,
+};
 
 /// Why storage failed.
 #[derive(Debug, thiserror::Error)]
@@ -94,6 +97,16 @@ pub trait RunsRepository: Send + Sync + 'static {
         thread_id: &str,
         after_seq: i64,
         limit: u32,
+    ) -> Result<Vec<Message>, RepositoryError>;
+
+    /// The newest messages of a thread, oldest first: at most
+    /// `limits.max_messages`, and only as many as fit in `limits.max_bytes`
+    /// (the newest always does). Reading stops there, so a long thread is
+    /// never read whole.
+    async fn recent_messages(
+        &self,
+        thread_id: &str,
+        limits: HistoryLimits,
     ) -> Result<Vec<Message>, RepositoryError>;
 
     /// Stores a new run with the messages it starts from, in one

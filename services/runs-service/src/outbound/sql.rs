@@ -9,10 +9,12 @@ use std::collections::HashMap;
 
 use anyhow::Context as _;
 use async_trait::async_trait;
+use futures::TryStreamExt as _;
 use sqlx::{AnyConnection, AnyPool, Row, any::AnyRow};
 
 use crate::domain::{
     entities::{Agent, Message, PendingCall, Role, Run, RunStatus, Thread, ToolBinding, Usage},
+    history::{HistoryLimits, WindowMeter},
     ports::{Cursor, RepositoryError, RunsRepository},
 };
 
@@ -647,6 +649,36 @@ impl RunsRepository for SqlRunsRepository {
             .iter()
             .map(decode_message)
             .collect::<anyhow::Result<_>>()?)
+    }
+
+    async fn recent_messages(
+        &self,
+        thread_id: &str,
+        limits: HistoryLimits,
+    ) -> Result<Vec<Message>, RepositoryError> {
+        let sql = format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages \
+             WHERE thread_id = $1 ORDER BY seq DESC LIMIT $2"
+        );
+        let mut rows = sqlx::query(&sql)
+            .bind(thread_id)
+            .bind(i64::from(limits.max_messages))
+            .fetch(&self.pool);
+        let mut meter = WindowMeter::new(limits);
+        let mut newest_first = Vec::new();
+        while let Some(row) = rows
+            .try_next()
+            .await
+            .map_err(failed("failed to list recent messages"))?
+        {
+            let message = decode_message(&row)?;
+            if !meter.admits(message.size()) {
+                break;
+            }
+            newest_first.push(message);
+        }
+        newest_first.reverse();
+        Ok(newest_first)
     }
 
     async fn start_run_with(

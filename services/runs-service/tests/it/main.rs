@@ -2,5 +2,6 @@
 
 mod chassis;
 mod datasources;
+mod hostile_model;
 mod hostile_server;
 mod repository;

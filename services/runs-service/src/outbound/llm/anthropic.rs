@@ -9,8 +9,11 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{
-    ProviderConfig, StreamDecoder, decode_stream, expect_event_stream, parse_data,
+    ProviderConfig, StreamDecoder, StreamLimits,
+    limits::ResponseBudget,
+    parse_data,
     retry::{RequestPhase, RetryPolicy, excerpt},
+    start_stream,
 };
 use crate::domain::model::{
     ChatMessage, ChatRequest, FinishReason, ModelError, ModelEvent, ModelProvider, ModelStream,
@@ -19,8 +22,8 @@ use crate::domain::model::{
 
 /// The Messages API version this adapter speaks.
 const API_VERSION: &str = "2023-06-01";
-/// `max_tokens` when the request sets none; the API requires one.
-const DEFAULT_MAX_TOKENS: u32 = 4096;
+/// Opens a conversation whose history starts with a model turn.
+const EARLIER_MESSAGES_LEFT_OUT: &str = "(The earlier messages of this conversation are left out.)";
 
 static API_KEY_HEADER: HeaderName = HeaderName::from_static("x-api-key");
 static VERSION_HEADER: HeaderName = HeaderName::from_static("anthropic-version");
@@ -32,6 +35,7 @@ pub struct Anthropic {
     api_key: Option<SecretString>,
     http: reqwest::Client,
     phase: RequestPhase,
+    limits: StreamLimits,
 }
 
 impl Anthropic {
@@ -47,6 +51,7 @@ impl Anthropic {
                 retry: RetryPolicy::new(config.max_retries),
                 api_key: config.api_key.clone(),
             },
+            limits: config.limits,
         }
     }
 
@@ -82,27 +87,20 @@ impl ModelProvider for Anthropic {
             tools = request.tools.len(),
             "starting model call"
         );
-        let response = self
-            .phase
-            .send(|| {
-                let builder = self
-                    .http
-                    .post(&self.endpoint)
-                    .header(VERSION_HEADER.clone(), API_VERSION)
-                    .header(reqwest::header::ACCEPT, "text/event-stream")
-                    .json(&body);
-                match &api_key {
-                    Some(key) => builder.header(API_KEY_HEADER.clone(), key.clone()),
-                    None => builder,
-                }
-            })
-            .await?;
-        let response = expect_event_stream(response, &self.phase).await?;
-        Ok(decode_stream(
-            response,
-            Decoder::default(),
-            self.phase.clone(),
-        ))
+        let build = || {
+            let builder = self
+                .http
+                .post(&self.endpoint)
+                .header(VERSION_HEADER.clone(), API_VERSION)
+                .header(reqwest::header::ACCEPT, "text/event-stream")
+                .json(&body);
+            match &api_key {
+                Some(key) => builder.header(API_KEY_HEADER.clone(), key.clone()),
+                None => builder,
+            }
+        };
+        let decoder = Decoder::new(self.limits.max_response_bytes);
+        start_stream(&self.phase, self.limits, build, decoder).await
     }
 }
 
@@ -155,9 +153,20 @@ fn request_body(request: &ChatRequest) -> Value {
             }
         }
     }
+    // The API wants the conversation to open with the user; a history cut
+    // to its newest part may open with a model turn instead.
+    if messages
+        .first()
+        .is_some_and(|first| first["role"] != "user")
+    {
+        messages.insert(
+            0,
+            json!({"role": "user", "content": EARLIER_MESSAGES_LEFT_OUT}),
+        );
+    }
     let mut body = json!({
         "model": request.model,
-        "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "max_tokens": request.max_tokens,
         "messages": messages,
         "stream": true,
     });
@@ -299,15 +308,29 @@ struct PartialToolUse {
 
 /// Reassembles a Messages stream: text as it comes, each tool call when its
 /// block stops, usage, then [`ModelEvent::Finished`] last.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Decoder {
     tool_uses: HashMap<u64, PartialToolUse>,
     usage: TokenUsage,
     stop_reason: Option<String>,
     saw_tool_use: bool,
+    /// What the answer's text and tool inputs may still grow by.
+    budget: ResponseBudget,
 }
 
 impl Decoder {
+    /// A decoder of an answer of at most `max_response_bytes` of text and
+    /// tool inputs.
+    fn new(max_response_bytes: usize) -> Self {
+        Self {
+            tool_uses: HashMap::new(),
+            usage: TokenUsage::default(),
+            stop_reason: None,
+            saw_tool_use: false,
+            budget: ResponseBudget::new(max_response_bytes),
+        }
+    }
+
     fn handle(
         &mut self,
         event: StreamEvent,
@@ -324,9 +347,15 @@ impl Decoder {
                 content_block,
             } => match content_block {
                 ContentBlock::Text { text } if !text.is_empty() => {
+                    self.budget.charge(text.len())?;
                     out.push_back(ModelEvent::TextDelta(text));
                 }
                 ContentBlock::ToolUse { id, name, input } => {
+                    let input_bytes = input
+                        .as_ref()
+                        .filter(|input| !input.is_null())
+                        .map_or(0, |input| input.to_string().len());
+                    self.budget.charge(id.len() + name.len() + input_bytes)?;
                     self.tool_uses.insert(
                         index,
                         PartialToolUse {
@@ -341,9 +370,11 @@ impl Decoder {
             },
             StreamEvent::ContentBlockDelta { index, delta } => match delta {
                 BlockDelta::TextDelta { text } if !text.is_empty() => {
+                    self.budget.charge(text.len())?;
                     out.push_back(ModelEvent::TextDelta(text));
                 }
                 BlockDelta::InputJsonDelta { partial_json } => {
+                    self.budget.charge(partial_json.len())?;
                     let tool_use = self.tool_uses.get_mut(&index).ok_or_else(|| {
                         ModelError::Protocol(format!(
                             "input_json_delta for block {index}, which is not a tool_use"
@@ -611,7 +642,7 @@ mod tests {
     }
 
     #[test]
-    fn max_tokens_defaults_and_broken_arguments_become_an_empty_input() {
+    fn max_tokens_is_sent_and_broken_arguments_become_an_empty_input() {
         let mut request = simple_request();
         request.messages.push(ChatMessage::Assistant {
             text: String::new(),
@@ -622,13 +653,25 @@ mod tests {
             }],
         });
         let body = request_body(&request);
-        assert_eq!(body["max_tokens"], DEFAULT_MAX_TOKENS);
+        assert_eq!(body["max_tokens"], 1024);
         assert!(body.get("system").is_none());
         assert!(body.get("tools").is_none());
         assert_eq!(
             body["messages"][1]["content"],
             json!([{"type": "tool_use", "id": "t", "name": "echo", "input": {}}])
         );
+    }
+
+    #[test]
+    fn a_history_opening_with_a_model_turn_gets_a_user_note_first() {
+        let mut request = tool_round_request();
+        request.messages.remove(0);
+        let body = request_body(&request);
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "user", "content": EARLIER_MESSAGES_LEFT_OUT})
+        );
+        assert_eq!(body["messages"][1]["role"], "assistant");
     }
 
     #[tokio::test]

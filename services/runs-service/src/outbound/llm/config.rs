@@ -5,6 +5,8 @@ use std::{collections::HashSet, time::Duration};
 use anyhow::{Context as _, bail, ensure};
 use secrecy::{ExposeSecret as _, SecretString};
 
+use super::StreamLimits;
+
 /// Default for [`ProviderConfig::connect_timeout`].
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default for [`ProviderConfig::request_timeout`]: long prompts can take a
@@ -39,11 +41,12 @@ pub struct ProviderConfig {
     /// deadline for the response headers.
     pub connect_timeout: Duration,
     /// How long the provider may take to start answering (time to first
-    /// byte). Streaming itself has no deadline: callers cancel by dropping
-    /// the stream.
+    /// byte). The stream that follows is bounded by `limits`.
     pub request_timeout: Duration,
     /// Retries of the request phase after the first attempt.
     pub max_retries: u32,
+    /// Limits of one call: time, idle time and size of its answer.
+    pub limits: StreamLimits,
 }
 
 impl ProviderConfig {
@@ -57,6 +60,7 @@ impl ProviderConfig {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             max_retries: DEFAULT_MAX_RETRIES,
+            limits: StreamLimits::default(),
         }
     }
 }
@@ -65,7 +69,7 @@ impl ProviderConfig {
 /// (kinds: `openai`, `anthropic`), reading API keys from the named env vars,
 /// e.g. `local=openai,http://127.0.0.1:8090/v1;claude=anthropic,https://api.anthropic.com/v1,api_key_env=ANTHROPIC_API_KEY`.
 ///
-/// Timeouts and retries take their defaults. Empty entries are skipped; an
+/// Timeouts, retries and stream limits take their defaults. Empty entries are skipped; an
 /// unknown kind or option, a duplicate name, a base URL that is not an
 /// http(s) URL, or an API key variable that is unset or empty is an error.
 pub fn parse_providers(spec: &str) -> anyhow::Result<Vec<ProviderConfig>> {

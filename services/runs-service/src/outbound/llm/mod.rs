@@ -3,6 +3,7 @@
 
 mod anthropic;
 mod config;
+mod limits;
 mod openai;
 mod retry;
 
@@ -15,16 +16,25 @@ use eventsource_stream::{Event, EventStreamError, Eventsource as _};
 use futures::{StreamExt as _, stream::BoxStream};
 use reqwest::header;
 
-use self::retry::RequestPhase;
+use tokio::time::Instant;
+
 pub use self::{
     anthropic::Anthropic,
     config::{
         DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_RETRIES, DEFAULT_REQUEST_TIMEOUT, ProviderConfig,
         ProviderKind, parse_providers,
     },
+    limits::{
+        DEFAULT_CALL_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_EVENT_BYTES,
+        DEFAULT_MAX_RESPONSE_BYTES, StreamLimits,
+    },
     openai::OpenAiCompatible,
 };
-use crate::domain::model::{ModelError, ModelEvent, ModelProvider, ModelStream};
+use self::{
+    limits::{BoundedError, bounded_events},
+    retry::RequestPhase,
+};
+use crate::domain::model::{ModelError, ModelEvent, ModelProvider, ModelStream, StreamLimit};
 
 /// Builds the adapter for `config`, sending its requests through `http`.
 pub fn build_provider(config: &ProviderConfig, http: reqwest::Client) -> Arc<dyn ModelProvider> {
@@ -73,27 +83,29 @@ trait StreamDecoder: Send + 'static {
     fn end(&mut self, out: &mut VecDeque<ModelEvent>) -> Result<(), ModelError>;
 }
 
-/// Reads `response` as server-sent events through `decoder`. The stream ends
-/// after the first error; dropping it drops the response, which closes the
-/// connection.
+/// The server-sent events of a response, each bounded in size.
+type Events = BoxStream<'static, Result<Event, EventStreamError<BoundedError<reqwest::Error>>>>;
+
+/// Reads `response` as server-sent events through `decoder`, within
+/// `limits`: each event must arrive within the idle timeout and the whole
+/// call end by `deadline`. The stream ends after the first error; dropping
+/// it drops the response, which closes the connection.
 fn decode_stream<D: StreamDecoder>(
     response: reqwest::Response,
     decoder: D,
     phase: RequestPhase,
+    limits: StreamLimits,
+    deadline: Instant,
 ) -> ModelStream {
-    struct State<D> {
-        events: BoxStream<'static, Result<Event, EventStreamError<reqwest::Error>>>,
-        decoder: D,
-        pending: VecDeque<ModelEvent>,
-        phase: RequestPhase,
-        done: bool,
-    }
-
-    let state = State {
-        events: response.bytes_stream().eventsource().boxed(),
+    let state = Decoding {
+        events: bounded_events(response.bytes_stream(), limits.max_event_bytes)
+            .eventsource()
+            .boxed(),
         decoder,
         pending: VecDeque::new(),
         phase,
+        limits,
+        deadline,
         done: false,
     };
     futures::stream::unfold(state, |mut state| async move {
@@ -104,10 +116,10 @@ fn decode_stream<D: StreamDecoder>(
             if state.done {
                 return None;
             }
-            let outcome = match state.events.next().await {
-                Some(Ok(event)) => state.decoder.event(&event, &mut state.pending),
-                Some(Err(error)) => Err(stream_error(&state.phase, error)),
-                None => state.decoder.end(&mut state.pending).map(|()| true),
+            let outcome = match state.next_event().await {
+                Ok(Some(event)) => state.decoder.event(&event, &mut state.pending),
+                Ok(None) => state.decoder.end(&mut state.pending).map(|()| true),
+                Err(error) => Err(error),
             };
             match outcome {
                 Ok(false) => {}
@@ -130,7 +142,49 @@ fn decode_stream<D: StreamDecoder>(
     .boxed()
 }
 
-fn stream_error(phase: &RequestPhase, error: EventStreamError<reqwest::Error>) -> ModelError {
+/// A response being decoded.
+struct Decoding<D> {
+    events: Events,
+    decoder: D,
+    pending: VecDeque<ModelEvent>,
+    phase: RequestPhase,
+    limits: StreamLimits,
+    /// When the whole call must be over.
+    deadline: Instant,
+    done: bool,
+}
+
+impl<D> Decoding<D> {
+    /// The next server-sent event, `None` at the end of the body.
+    async fn next_event(&mut self) -> Result<Option<Event>, ModelError> {
+        let now = Instant::now();
+        // Checked before waiting: a stream that always has an event ready
+        // would never let a timer fire.
+        if now >= self.deadline {
+            return Err(ModelError::Limit(StreamLimit::CallTime(
+                self.limits.call_timeout,
+            )));
+        }
+        let idle_at = now + self.limits.idle_timeout;
+        let wait_until = idle_at.min(self.deadline);
+        match tokio::time::timeout_at(wait_until, self.events.next()).await {
+            Ok(Some(Ok(event))) => Ok(Some(event)),
+            Ok(Some(Err(error))) => Err(stream_error(&self.phase, error)),
+            Ok(None) => Ok(None),
+            Err(_elapsed) if wait_until == self.deadline => Err(ModelError::Limit(
+                StreamLimit::CallTime(self.limits.call_timeout),
+            )),
+            Err(_elapsed) => Err(ModelError::Limit(StreamLimit::Idle(
+                self.limits.idle_timeout,
+            ))),
+        }
+    }
+}
+
+fn stream_error(
+    phase: &RequestPhase,
+    error: EventStreamError<BoundedError<reqwest::Error>>,
+) -> ModelError {
     match error {
         EventStreamError::Utf8(error) => {
             ModelError::Protocol(format!("stream is not utf-8: {error}"))
@@ -138,8 +192,31 @@ fn stream_error(phase: &RequestPhase, error: EventStreamError<reqwest::Error>) -
         EventStreamError::Parser(error) => ModelError::Protocol(
             phase.redact(&format!("stream is not server-sent events: {error}")),
         ),
-        EventStreamError::Transport(error) => phase.transport_error(&error),
+        EventStreamError::Transport(BoundedError::Limit(error)) => error,
+        EventStreamError::Transport(BoundedError::Body(error)) => phase.transport_error(&error),
     }
+}
+
+/// Sends the request built by `build` (with retries) and decodes its
+/// stream through `decoder`, all within the call's time limit.
+async fn start_stream<D: StreamDecoder>(
+    phase: &RequestPhase,
+    limits: StreamLimits,
+    build: impl Fn() -> reqwest::RequestBuilder,
+    decoder: D,
+) -> Result<ModelStream, ModelError> {
+    let deadline = Instant::now() + limits.call_timeout;
+    let response = tokio::time::timeout_at(deadline, phase.send(build))
+        .await
+        .map_err(|_elapsed| ModelError::Limit(StreamLimit::CallTime(limits.call_timeout)))??;
+    let response = expect_event_stream(response, phase).await?;
+    Ok(decode_stream(
+        response,
+        decoder,
+        phase.clone(),
+        limits,
+        deadline,
+    ))
 }
 
 /// Checks that a successful response is an event stream and not, say, a
@@ -232,7 +309,7 @@ pub(crate) mod test_support {
             system: None,
             messages: vec![ChatMessage::User { text: "hi".into() }],
             tools: Arc::from([]),
-            max_tokens: None,
+            max_tokens: 1024,
         }
     }
 
@@ -274,7 +351,7 @@ pub(crate) mod test_support {
                 },
             ],
             tools: Arc::from([echo_tool()]),
-            max_tokens: Some(256),
+            max_tokens: 256,
         }
     }
 

@@ -10,8 +10,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    ProviderConfig, StreamDecoder, decode_stream, expect_event_stream, parse_data,
+    ProviderConfig, StreamDecoder, StreamLimits,
+    limits::ResponseBudget,
+    parse_data,
     retry::{RequestPhase, RetryPolicy},
+    start_stream,
 };
 use crate::domain::model::{
     ChatMessage, ChatRequest, FinishReason, ModelError, ModelEvent, ModelProvider, ModelStream,
@@ -28,6 +31,7 @@ pub struct OpenAiCompatible {
     api_key: Option<SecretString>,
     http: reqwest::Client,
     phase: RequestPhase,
+    limits: StreamLimits,
 }
 
 impl OpenAiCompatible {
@@ -43,6 +47,7 @@ impl OpenAiCompatible {
                 retry: RetryPolicy::new(config.max_retries),
                 api_key: config.api_key.clone(),
             },
+            limits: config.limits,
         }
     }
 
@@ -65,27 +70,20 @@ impl ModelProvider for OpenAiCompatible {
             tools = request.tools.len(),
             "starting model call"
         );
-        let response = self
-            .phase
-            .send(|| {
-                let builder = self
-                    .http
-                    .post(&self.endpoint)
-                    .header(header::ACCEPT, "text/event-stream")
-                    .header(header::CONTENT_TYPE, "application/json")
-                    .body(body.clone());
-                match &self.api_key {
-                    Some(key) => builder.bearer_auth(key.expose_secret()),
-                    None => builder,
-                }
-            })
-            .await?;
-        let response = expect_event_stream(response, &self.phase).await?;
-        Ok(decode_stream(
-            response,
-            Decoder::default(),
-            self.phase.clone(),
-        ))
+        let build = || {
+            let builder = self
+                .http
+                .post(&self.endpoint)
+                .header(header::ACCEPT, "text/event-stream")
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(body.clone());
+            match &self.api_key {
+                Some(key) => builder.bearer_auth(key.expose_secret()),
+                None => builder,
+            }
+        };
+        let decoder = Decoder::new(self.limits.max_response_bytes);
+        start_stream(&self.phase, self.limits, build, decoder).await
     }
 }
 
@@ -156,8 +154,7 @@ struct Body<'a> {
     stream_options: StreamOptions,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<OutTool<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    max_tokens: Option<u32>,
+    max_tokens: u32,
 }
 
 #[derive(Debug, Serialize)]
@@ -275,15 +272,28 @@ struct PartialCall {
 
 /// Reassembles a Chat Completions stream: text as it comes, tool calls once
 /// the model has finished them, usage, then [`ModelEvent::Finished`] last.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Decoder {
     /// Tool calls by their `index`, so they come out in index order.
     calls: BTreeMap<u64, PartialCall>,
     finish: Option<FinishReason>,
     emitted_calls: bool,
+    /// What the answer's text and tool calls may still grow by.
+    budget: ResponseBudget,
 }
 
 impl Decoder {
+    /// A decoder of an answer of at most `max_response_bytes` of text and
+    /// tool calls.
+    fn new(max_response_bytes: usize) -> Self {
+        Self {
+            calls: BTreeMap::new(),
+            finish: None,
+            emitted_calls: false,
+            budget: ResponseBudget::new(max_response_bytes),
+        }
+    }
+
     fn chunk(&mut self, chunk: Chunk, out: &mut VecDeque<ModelEvent>) -> Result<(), ModelError> {
         if let Some(error) = chunk.error {
             return Err(mid_stream_error(&error));
@@ -292,12 +302,13 @@ impl Decoder {
         if let Some(choice) = chunk.choices.unwrap_or_default().into_iter().next() {
             if let Some(delta) = choice.delta {
                 if let Some(text) = delta.content.filter(|text| !text.is_empty()) {
+                    self.budget.charge(text.len())?;
                     out.push_back(ModelEvent::TextDelta(text));
                 }
                 for (position, fragment) in
                     delta.tool_calls.unwrap_or_default().into_iter().enumerate()
                 {
-                    self.add_fragment(position, fragment);
+                    self.add_fragment(position, fragment)?;
                 }
             }
             if let Some(reason) = choice.finish_reason {
@@ -316,7 +327,13 @@ impl Decoder {
         Ok(())
     }
 
-    fn add_fragment(&mut self, position: usize, fragment: ToolCallDelta) {
+    fn add_fragment(&mut self, position: usize, fragment: ToolCallDelta) -> Result<(), ModelError> {
+        let fragment_bytes = fragment.id.as_ref().map_or(0, String::len)
+            + fragment.function.as_ref().map_or(0, |function| {
+                function.name.as_ref().map_or(0, String::len)
+                    + function.arguments.as_ref().map_or(0, String::len)
+            });
+        self.budget.charge(fragment_bytes)?;
         // Servers that send each call whole may leave out `index`.
         let index = fragment
             .index
@@ -337,6 +354,7 @@ impl Decoder {
                 call.arguments.push_str(&arguments);
             }
         }
+        Ok(())
     }
 
     fn flush_calls(&mut self, out: &mut VecDeque<ModelEvent>) -> Result<(), ModelError> {

@@ -159,7 +159,7 @@ fn is_retryable(error: &ModelError) -> bool {
     match error {
         ModelError::RateLimited { .. } | ModelError::Connect(_) => true,
         ModelError::Http { status, .. } => *status >= 500,
-        ModelError::Timeout | ModelError::Protocol(_) => false,
+        ModelError::Timeout | ModelError::Protocol(_) | ModelError::Limit(_) => false,
     }
 }
 

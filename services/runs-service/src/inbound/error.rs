@@ -11,6 +11,7 @@ impl From<RunsError> for ApiError {
             RunsError::NotFound(what) => Self::NotFound(what.to_owned()),
             RunsError::Forbidden(message) => Self::PermissionDenied(message.to_owned()),
             RunsError::FailedPrecondition(message) => Self::FailedPrecondition(message),
+            RunsError::ResourceExhausted(message) => Self::ResourceExhausted(message),
             RunsError::Internal(error) => Self::Internal(error),
         }
     }

@@ -2,4 +2,5 @@
 
 mod chassis;
 mod datasources;
+mod hostile_datasources;
 mod repository;

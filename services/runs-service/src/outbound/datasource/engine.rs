@@ -23,8 +23,9 @@ use datafusion::{
     error::DataFusionError,
     execution::{
         disk_manager::{DiskManagerBuilder, DiskManagerMode},
+        memory_pool::{MemoryConsumer, MemoryPool, MemoryReservation},
         object_store::ObjectStoreRegistry,
-        runtime_env::RuntimeEnvBuilder,
+        runtime_env::{RuntimeEnv, RuntimeEnvBuilder},
     },
     object_store::ObjectStore,
     physical_plan::{ExecutionPlan, coop::CooperativeExec, execute_stream},
@@ -38,8 +39,11 @@ use futures::StreamExt as _;
 use tokio::runtime::Handle;
 use url::Url;
 
-use super::{LoadedTable, Store};
-use crate::domain::datasource::{QueryError, QueryLimits, QueryResult};
+use super::{
+    LoadedTable, Store,
+    bounded::{self, ValueLimits},
+};
+use crate::domain::datasource::{QueryError, QueryLimits, QueryResult, rendered_line_bytes};
 
 /// Longest SQL text accepted; a model's query is far shorter.
 const MAX_SQL_BYTES: usize = 64 * 1024;
@@ -72,6 +76,16 @@ pub(super) fn check_statement(sql: &str) -> Result<DfStatement, QueryError> {
     match &statement {
         DfStatement::Statement(inner) => match inner.as_ref() {
             ast::Statement::Query(query) => {
+                if query.with.as_ref().is_some_and(|with| with.recursive) {
+                    // A recursive query can grow without end, each step
+                    // outside the memory pool; the session also disables
+                    // them wherever they are nested.
+                    return Err(QueryError::Refused(
+                        "recursive queries (WITH RECURSIVE) are not allowed; \
+                         use joins, window functions or generate_series instead"
+                            .to_owned(),
+                    ));
+                }
                 if let ast::SetExpr::Select(select) = query.body.as_ref()
                     && select.into.is_some()
                 {
@@ -122,14 +136,17 @@ pub(super) async fn run(
     partitions: usize,
 ) -> Result<QueryResult, QueryError> {
     let failure = Arc::new(Mutex::new(None));
+    let runtime = query_runtime(&limits).map_err(QueryError::Internal)?;
     let schema = Arc::new(ThreadSchema {
         store,
         io,
         tables,
         partitions,
         failure: Arc::clone(&failure),
+        pool: Arc::clone(&runtime.memory_pool),
+        reservations: Mutex::new(HashMap::new()),
     });
-    let outcome = plan_and_collect(schema, statement, &limits, partitions).await;
+    let outcome = plan_and_collect(schema, runtime, statement, &limits, partitions).await;
     // A table that failed to load surfaces as an engine error; it is ours.
     let load_failure = failure
         .lock()
@@ -143,11 +160,12 @@ pub(super) async fn run(
 
 async fn plan_and_collect(
     schema: Arc<ThreadSchema>,
+    runtime: Arc<RuntimeEnv>,
     statement: DfStatement,
     limits: &QueryLimits,
     partitions: usize,
 ) -> Result<QueryResult, QueryError> {
-    let ctx = session(schema, limits, partitions).map_err(QueryError::Internal)?;
+    let ctx = session(schema, runtime, partitions).map_err(QueryError::Internal)?;
     let engine = |e: DataFusionError| QueryError::Engine(e.strip_backtrace());
     let plan = ctx
         .state()
@@ -160,6 +178,12 @@ async fn plan_and_collect(
         .with_allow_statements(false)
         .verify_plan(&plan)
         .map_err(|e| QueryError::Refused(e.strip_backtrace()))?;
+    // Before anything is evaluated, constant folding included.
+    let value_limits = ValueLimits {
+        per_value: limits.max_value_bytes as u64,
+        per_call: limits.call_bytes() as u64,
+    };
+    let plan = bounded::bound_plan(plan, value_limits).map_err(engine)?;
     // One row more than shown tells whether the result was cut; the limit
     // also lets the engine sort with a bounded top-k instead of everything.
     let frame = ctx
@@ -170,27 +194,39 @@ async fn plan_and_collect(
         .map_err(engine)?;
     let plan = cooperative(frame.create_physical_plan().await.map_err(engine)?).map_err(engine)?;
     let mut stream = execute_stream(plan, ctx.task_ctx()).map_err(engine)?;
-    let columns = stream
+    let columns: Vec<String> = stream
         .schema()
         .fields()
         .iter()
         .map(|f| f.name().clone())
         .collect();
-    let mut result = QueryResult {
-        columns,
-        rows: Vec::new(),
-        truncated: false,
+    let header_bytes = rendered_line_bytes(&columns);
+    if header_bytes > limits.max_result_bytes {
+        return Err(QueryError::Refused(format!(
+            "the result's {} column names alone take {header_bytes} bytes; the limit is {} bytes \
+             for a whole result; select fewer columns",
+            columns.len(),
+            limits.max_result_bytes
+        )));
+    }
+    let mut collector = Collector {
+        result: QueryResult {
+            columns,
+            rows: Vec::new(),
+            truncated: false,
+        },
+        bytes: header_bytes,
     };
     while let Some(batch) = stream.next().await {
         let batch = batch.map_err(engine)?;
-        if !append_rows(&mut result, &batch, limits) {
-            result.truncated = true;
+        if !collector.append(&batch, limits) {
+            collector.result.truncated = true;
             break;
         }
     }
     // Dropping the stream stops whatever the engine still had running.
     drop(stream);
-    Ok(result)
+    Ok(collector.result)
 }
 
 /// `plan` with every operator's output passing through [`CooperativeExec`].
@@ -212,41 +248,52 @@ fn cooperative(plan: Arc<dyn ExecutionPlan>) -> datafusion::error::Result<Arc<dy
     .map(|transformed| transformed.data)
 }
 
-/// Renders `batch`'s rows into `result`; false once more rows arrived than
-/// the limit allows.
-fn append_rows(result: &mut QueryResult, batch: &RecordBatch, limits: &QueryLimits) -> bool {
-    let options = FormatOptions::default().with_null("NULL");
-    let formatters: Result<Vec<_>, _> = batch
-        .columns()
-        .iter()
-        .map(|column| ArrayFormatter::try_new(column.as_ref(), &options))
-        .collect();
-    let formatters = match formatters {
-        Ok(formatters) => formatters,
-        Err(error) => {
-            // A type without a text form: say so in the cells rather than fail.
-            let message = format!("(cannot display: {error})");
-            for _ in 0..batch.num_rows() {
-                if result.rows.len() >= limits.max_rows {
-                    return false;
-                }
-                result.rows.push(vec![message.clone(); batch.num_columns()]);
+/// The rows rendered so far and the bytes they take as text.
+struct Collector {
+    result: QueryResult,
+    bytes: usize,
+}
+
+impl Collector {
+    /// Renders `batch`'s rows; false once more rows arrived than the row or
+    /// byte limit allows.
+    fn append(&mut self, batch: &RecordBatch, limits: &QueryLimits) -> bool {
+        let options = FormatOptions::default().with_null("NULL");
+        let formatters: Result<Vec<_>, _> = batch
+            .columns()
+            .iter()
+            .map(|column| ArrayFormatter::try_new(column.as_ref(), &options))
+            .collect();
+        let formatters = match formatters {
+            Ok(formatters) => formatters,
+            Err(error) => {
+                // A type without a text form: say so in the cells rather than fail.
+                let message = format!("(cannot display: {error})");
+                let row = vec![message; batch.num_columns()];
+                return (0..batch.num_rows()).all(|_| self.push(row.clone(), limits));
             }
-            return true;
-        }
-    };
-    for row in 0..batch.num_rows() {
-        if result.rows.len() >= limits.max_rows {
-            return false;
-        }
-        result.rows.push(
-            formatters
+        };
+        (0..batch.num_rows()).all(|row| {
+            let cells = formatters
                 .iter()
                 .map(|f| cut(f.value(row).to_string(), limits.max_cell_chars))
-                .collect(),
-        );
+                .collect();
+            self.push(cells, limits)
+        })
     }
-    true
+
+    /// Keeps `row` if the limits allow one more.
+    fn push(&mut self, row: Vec<String>, limits: &QueryLimits) -> bool {
+        let bytes = rendered_line_bytes(&row);
+        if self.result.rows.len() >= limits.max_rows
+            || self.bytes.saturating_add(bytes) > limits.max_result_bytes
+        {
+            return false;
+        }
+        self.bytes += bytes;
+        self.result.rows.push(row);
+        true
+    }
 }
 
 /// `text` cut to `max_chars` characters, marked with `…` when cut.
@@ -261,24 +308,31 @@ fn cut(text: String, max_chars: usize) -> String {
     }
 }
 
-/// A session that sees only `schema`, reads no files and spills nothing.
-fn session(
-    schema: Arc<ThreadSchema>,
-    limits: &QueryLimits,
-    partitions: usize,
-) -> anyhow::Result<SessionContext> {
-    let config = SessionConfig::new()
-        .with_create_default_catalog_and_schema(false)
-        .with_default_catalog_and_schema("datafusion", "public")
-        .with_information_schema(false)
-        .with_target_partitions(partitions);
-    let runtime = RuntimeEnvBuilder::new()
+/// The memory pool and environment of one query: a limit of its own, no
+/// spill files, no object stores.
+fn query_runtime(limits: &QueryLimits) -> anyhow::Result<Arc<RuntimeEnv>> {
+    Ok(RuntimeEnvBuilder::new()
         .with_memory_limit(limits.memory_bytes, 1.0)
         .with_disk_manager_builder(
             DiskManagerBuilder::default().with_mode(DiskManagerMode::Disabled),
         )
         .with_object_store_registry(Arc::new(NoObjectStores))
-        .build_arc()?;
+        .build_arc()?)
+}
+
+/// A session that sees only `schema`, reads no files and spills nothing.
+fn session(
+    schema: Arc<ThreadSchema>,
+    runtime: Arc<RuntimeEnv>,
+    partitions: usize,
+) -> anyhow::Result<SessionContext> {
+    let mut config = SessionConfig::new()
+        .with_create_default_catalog_and_schema(false)
+        .with_default_catalog_and_schema("datafusion", "public")
+        .with_information_schema(false)
+        .with_target_partitions(partitions);
+    // Refused in the text already when at the top; this catches nested ones.
+    config.options_mut().execution.enable_recursive_ctes = false;
     let ctx = SessionContext::new_with_config_rt(config, runtime);
     let catalog = MemoryCatalogProvider::new();
     catalog.register_schema("public", schema)?;
@@ -317,6 +371,32 @@ struct ThreadSchema {
     partitions: usize,
     /// Why loading a table failed, if it did.
     failure: Arc<Mutex<Option<anyhow::Error>>>,
+    /// The query's memory pool, which counts the decoded tables it reads.
+    pool: Arc<dyn MemoryPool>,
+    /// What each table read counts in `pool`, until the query ends.
+    reservations: Mutex<HashMap<String, MemoryReservation>>,
+}
+
+impl ThreadSchema {
+    /// Counts `table` in the query's memory pool, once per table.
+    fn reserve(&self, name: &str, table: &LoadedTable) -> datafusion::error::Result<()> {
+        let mut reservations = self
+            .reservations
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if reservations.contains_key(name) {
+            return Ok(());
+        }
+        let reservation = MemoryConsumer::new(format!("table {name}")).register(&self.pool);
+        reservation.try_grow(table.bytes).map_err(|_| {
+            DataFusionError::ResourcesExhausted(format!(
+                "the table {name} takes {} bytes in memory, more than this query has left",
+                table.bytes
+            ))
+        })?;
+        reservations.insert(name.to_owned(), reservation);
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -340,6 +420,7 @@ impl SchemaProvider for ThreadSchema {
                 return Err(DataFusionError::Execution(message));
             }
         };
+        self.reserve(name, &loaded)?;
         let table = MemTable::try_new(Arc::clone(&loaded.schema), loaded.partitions.clone())?;
         Ok(Some(Arc::new(table)))
     }

@@ -188,3 +188,44 @@ impl Config {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_csv_limit_must_fit_a_grpc_message_and_one_organization_never_holds_every_slot() {
+        let defaults = DataSourceArgs::default();
+        defaults
+            .check(16 * 1024 * 1024)
+            .expect("the defaults fit the default message limit");
+        let error = defaults
+            .check(8 * 1024 * 1024)
+            .expect_err("a 15 MiB CSV cannot arrive in 8 MiB messages");
+        assert!(error.to_string().contains("SWITCHBOARD_MAX_MESSAGE_BYTES"), "{error}");
+        let greedy = DataSourceArgs {
+            concurrent_work_per_org: 4,
+            ..DataSourceArgs::default()
+        };
+        assert!(greedy.check(16 * 1024 * 1024).is_err());
+    }
+
+    #[test]
+    fn data_source_settings_come_from_the_environment() {
+        use clap::Parser as _;
+        let config = Config::try_parse_from([
+            "runs-service",
+            "--data-source-cache-bytes",
+            "1000",
+            "--data-source-query-memory-bytes",
+            "2000",
+            "--data-source-org-bytes",
+            "3000",
+        ])
+        .expect("parsed");
+        let settings = &config.data_sources;
+        assert_eq!(settings.capacity().cache_bytes, 1000);
+        assert_eq!(settings.query_limits().memory_bytes, 2000);
+        assert_eq!(settings.capacity().org_bytes, 3000);
+    }
+}

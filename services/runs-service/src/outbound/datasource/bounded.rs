@@ -26,11 +26,15 @@ use datafusion::{
     },
     error::{DataFusionError, Result},
     logical_expr::{
-        ColumnarValue, Documentation, Expr, LogicalPlan, Operator,
+        ColumnarValue, Documentation, Expr, LogicalPlan,
+        simplify::{ExprSimplifyResult, SimplifyContext}, Operator,
         ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
         expr::ScalarFunction,
     },
 };
+
+/// Rows in a batch, the engine's default.
+const BATCH_ROWS: u64 = 8192;
 
 /// The most bytes a string function may build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -105,10 +109,19 @@ fn bound_expr(expr: Expr, limits: ValueLimits) -> Result<Transformed<Expr>> {
                 || (function.func.inner().as_ref() as &dyn Any).is::<ConcatOperator>();
             match Growth::of(function.func.name()).filter(|_| !already) {
                 Some(growth) => {
+                    let mut signature = function.func.signature().clone();
+                    if growth != Growth::Cast {
+                        // Not folded into a constant when planning: the
+                        // planner retries a failed fold at every enclosing
+                        // level, each time evaluating everything below
+                        // again, which the time limit cannot interrupt.
+                        signature.volatility = Volatility::Volatile;
+                    }
                     let bounded = Bounded {
                         inner: Arc::clone(&function.func),
                         growth,
                         limits,
+                        signature,
                     };
                     Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(
                         Arc::new(ScalarUDF::new_from_impl(bounded)),
@@ -263,6 +276,7 @@ struct Bounded {
     inner: Arc<ScalarUDF>,
     growth: Growth,
     limits: ValueLimits,
+    signature: Signature,
 }
 
 impl Bounded {
@@ -341,7 +355,7 @@ impl ScalarUDFImpl for Bounded {
     }
 
     fn signature(&self) -> &Signature {
-        self.inner.signature()
+        &self.signature
     }
 
     fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
@@ -349,7 +363,32 @@ impl ScalarUDFImpl for Bounded {
     }
 
     fn return_field_from_args(&self, args: ReturnFieldArgs) -> Result<FieldRef> {
-        self.inner.return_field_from_args(args)
+        let field = self.inner.return_field_from_args(args)?;
+        if self.growth == Growth::Cast {
+            // Casts become the engine's own cast when simplified, so the
+            // width is checked here, when the plan is made: a full batch of
+            // NULLs of the type must fit one call's bytes.
+            let width = fixed_width(field.data_type());
+            if width.saturating_mul(BATCH_ROWS) > self.limits.per_call {
+                return Err(DataFusionError::ResourcesExhausted(format!(
+                    "{} to {} takes {width} bytes per row even for NULL; the limit is {} bytes per row",
+                    self.inner.name(),
+                    field.data_type(),
+                    self.limits.per_call / BATCH_ROWS
+                )));
+            }
+        }
+        Ok(field)
+    }
+
+    fn simplify(&self, args: Vec<Expr>, info: &SimplifyContext) -> Result<ExprSimplifyResult> {
+        // Only a cast is simplified, into the engine's cast, whose type was
+        // checked above; the others would become unbounded functions again.
+        if self.growth == Growth::Cast {
+            self.inner.simplify(args, info)
+        } else {
+            Ok(ExprSimplifyResult::Original(args))
+        }
     }
 
     fn is_nullable(
@@ -390,7 +429,8 @@ struct ConcatOperator {
 impl ConcatOperator {
     fn new(limits: ValueLimits) -> Self {
         Self {
-            signature: Signature::user_defined(Volatility::Immutable),
+            // Volatile for the reason given in `bound_expr`.
+            signature: Signature::user_defined(Volatility::Volatile),
             limits,
         }
     }
@@ -476,3 +516,5 @@ mod tests {
         assert_eq!(fixed_width(&DataType::Utf8), 0);
     }
 }
+
+

@@ -57,6 +57,7 @@ pub(super) fn check_statement(sql: &str) -> Result<DfStatement, QueryError> {
             sql.len()
         )));
     }
+    check_operators(sql)?;
     let mut statements =
         DFParser::parse_sql(sql).map_err(|e| QueryError::Engine(e.strip_backtrace()))?;
     if statements.len() != 1 {
@@ -109,6 +110,102 @@ pub(super) fn check_statement(sql: &str) -> Result<DfStatement, QueryError> {
         DfStatement::Explain(_) => Err(refused("EXPLAIN")),
         DfStatement::Reset(_) => Err(refused("RESET")),
     }
+}
+
+/// Most operators in one query text.
+///
+/// The parser bounds nesting (parentheses, prefixes) but reads a chain such
+/// as `1+1+1+…` or `a OR b OR …` in a loop, making a tree as deep as the
+/// chain is long, which the planner then walks recursively: 20,000 links
+/// overflow a thread's stack and abort the process. Lists (`IN (…)`, select
+/// lists) are not chains and are not counted. Planning time grows faster
+/// than the chain, and planning cannot be interrupted by the time limit.
+const MAX_OPERATORS: usize = 128;
+
+/// Most tokens (words, literals, symbols) in one query text: planning a list
+/// of many thousand values (`IN (…)`, a select list) takes seconds that the
+/// time limit cannot interrupt.
+const MAX_TOKENS: usize = 4000;
+
+/// Refuses a text with more than [`MAX_TOKENS`] tokens or more than
+/// [`MAX_OPERATORS`] operators.
+fn check_operators(sql: &str) -> Result<(), QueryError> {
+    use datafusion::sql::sqlparser::{dialect::GenericDialect, keywords::Keyword, tokenizer::{Token, Tokenizer}};
+    let tokens = Tokenizer::new(&GenericDialect {}, sql)
+        .tokenize()
+        .map_err(|e| QueryError::Engine(format!("SQL error: {e}")))?;
+    let words = tokens
+        .iter()
+        .filter(|token| !matches!(token, Token::Whitespace(_)))
+        .count();
+    if words > MAX_TOKENS {
+        return Err(QueryError::Refused(format!(
+            "the query has {words} tokens; the limit is {MAX_TOKENS}; \
+             filter with a condition instead of listing values"
+        )));
+    }
+    let operators = tokens
+        .iter()
+        .filter(|token| match token {
+            Token::Word(word) => matches!(
+                word.keyword,
+                Keyword::AND
+                    | Keyword::OR
+                    | Keyword::NOT
+                    | Keyword::IS
+                    | Keyword::LIKE
+                    | Keyword::ILIKE
+                    | Keyword::SIMILAR
+                    | Keyword::BETWEEN
+                    | Keyword::IN
+                    | Keyword::AT
+                    | Keyword::COLLATE
+                    | Keyword::DIV
+                    | Keyword::XOR
+                    | Keyword::OVERLAPS
+            ),
+            Token::EOF
+            | Token::Number(..)
+            | Token::Char(_)
+            | Token::SingleQuotedString(_)
+            | Token::DoubleQuotedString(_)
+            | Token::TripleSingleQuotedString(_)
+            | Token::TripleDoubleQuotedString(_)
+            | Token::DollarQuotedString(_)
+            | Token::SingleQuotedByteStringLiteral(_)
+            | Token::DoubleQuotedByteStringLiteral(_)
+            | Token::TripleSingleQuotedByteStringLiteral(_)
+            | Token::TripleDoubleQuotedByteStringLiteral(_)
+            | Token::SingleQuotedRawStringLiteral(_)
+            | Token::DoubleQuotedRawStringLiteral(_)
+            | Token::TripleSingleQuotedRawStringLiteral(_)
+            | Token::TripleDoubleQuotedRawStringLiteral(_)
+            | Token::NationalStringLiteral(_)
+            | Token::QuoteDelimitedStringLiteral(_)
+            | Token::NationalQuoteDelimitedStringLiteral(_)
+            | Token::EscapedStringLiteral(_)
+            | Token::UnicodeStringLiteral(_)
+            | Token::HexStringLiteral(_)
+            | Token::Placeholder(_)
+            | Token::Comma
+            | Token::Whitespace(_)
+            | Token::LParen
+            | Token::RParen
+            | Token::Period
+            | Token::SemiColon
+            | Token::RBracket
+            | Token::RBrace => false,
+            // Every other symbol can join two expressions.
+            _ => true,
+        })
+        .count();
+    if operators > MAX_OPERATORS {
+        return Err(QueryError::Refused(format!(
+            "the query has {operators} operators; the limit is {MAX_OPERATORS}; \
+             use IN (…) for long lists of values"
+        )));
+    }
+    Ok(())
 }
 
 /// The leading keywords of a statement, e.g. `DROP TABLE` or `INSERT`.
@@ -452,6 +549,10 @@ mod tests {
         assert!(refusal("SELECT 1; SELECT 2").contains("exactly one"));
         assert!(refusal("SELECT 1 INTO t").contains("INTO"));
         assert!(refusal(&"x".repeat(MAX_SQL_BYTES + 1)).contains("limit"));
+        assert!(refusal("WITH RECURSIVE r AS (SELECT 1) SELECT * FROM r").contains("recursive"));
+        let chain = format!("SELECT 1{}", "+1".repeat(MAX_OPERATORS));
+        assert!(refusal(&chain).contains("operators"));
+        assert!(check_statement(&format!("SELECT 1{}", "+1".repeat(MAX_OPERATORS - 1))).is_ok());
         assert!(matches!(
             check_statement("SELEC 1"),
             Err(QueryError::Engine(_))

@@ -42,6 +42,9 @@ use crate::domain::{
 use cache::{LoadedTable, TableCache};
 use slots::{SlotError, Slots};
 
+/// Stack of a query thread.
+const QUERY_THREAD_STACK_BYTES: usize = 16 * 1024 * 1024;
+
 /// Tries at a unique table name when concurrent imports pick the same one.
 const NAME_ATTEMPTS: usize = 8;
 
@@ -156,6 +159,9 @@ impl SqlDataSources {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(self.partitions)
             .thread_name("data-source-queries")
+            // Planning walks expression trees recursively; the operator
+            // limit bounds their depth, this leaves room for it in any build.
+            .thread_stack_size(QUERY_THREAD_STACK_BYTES)
             .enable_time()
             .build()
             .context("failed to start the query runtime")?;

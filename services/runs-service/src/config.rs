@@ -202,7 +202,10 @@ mod tests {
         let error = defaults
             .check(8 * 1024 * 1024)
             .expect_err("a 15 MiB CSV cannot arrive in 8 MiB messages");
-        assert!(error.to_string().contains("SWITCHBOARD_MAX_MESSAGE_BYTES"), "{error}");
+        assert!(
+            error.to_string().contains("SWITCHBOARD_MAX_MESSAGE_BYTES"),
+            "{error}"
+        );
         let greedy = DataSourceArgs {
             concurrent_work_per_org: 4,
             ..DataSourceArgs::default()

@@ -48,7 +48,12 @@ struct Fixture {
 }
 
 impl Fixture {
-    async fn new(kind: DbKind, import: ImportLimits, query: QueryLimits, capacity: Capacity) -> Self {
+    async fn new(
+        kind: DbKind,
+        import: ImportLimits,
+        query: QueryLimits,
+        capacity: Capacity,
+    ) -> Self {
         let db = TestDb::new(kind).await.expect("a test database");
         let pool = DatabaseArgs::for_url(&db.url)
             .open("runs", MIGRATIONS)
@@ -66,7 +71,13 @@ impl Fixture {
     }
 
     async fn with_defaults(kind: DbKind) -> Self {
-        Self::new(kind, ImportLimits::default(), query_limits(), Capacity::default()).await
+        Self::new(
+            kind,
+            ImportLimits::default(),
+            query_limits(),
+            Capacity::default(),
+        )
+        .await
     }
 
     /// A new stored thread of `org`.
@@ -185,11 +196,17 @@ fn hostile_corpus() -> Vec<String> {
     corpus.push(format!("SELECT {}1", "1+".repeat(20000)));
     // At the operator and token limits, planning still ends in time.
     corpus.push(format!("SELECT {}1", "1+".repeat(127)));
-    corpus.push(format!("SELECT count(*) FROM t WHERE {}", vec!["n = 1"; 60].join(" OR ")));
+    corpus.push(format!(
+        "SELECT count(*) FROM t WHERE {}",
+        vec!["n = 1"; 60].join(" OR ")
+    ));
     corpus.push(format!("SELECT length({}'x')", "'x' || ".repeat(127)));
     corpus.push(format!(
         "SELECT count(*) FROM t WHERE n IN ({})",
-        (0..1900).map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+        (0..1900)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
     ));
     corpus.push(format!(
         "SELECT count(*) FROM t WHERE {}",
@@ -197,11 +214,17 @@ fn hostile_corpus() -> Vec<String> {
     ));
     corpus.push(format!(
         "SELECT count(*) FROM t WHERE n IN ({})",
-        (0..12000).map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+        (0..12000)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
     ));
     corpus.push(format!(
         "SELECT {}",
-        (0..6000).map(|i| format!("n{i}")).collect::<Vec<_>>().join(",")
+        (0..6000)
+            .map(|i| format!("n{i}"))
+            .collect::<Vec<_>>()
+            .join(",")
     ));
     corpus
 }
@@ -234,7 +257,11 @@ async fn no_source_query_ends_the_process(kind: DbKind) {
     }
     // The process, and the thread's table, are still there.
     let (text, is_error) = builtins
-        .execute(&context, SOURCE_QUERY, arguments("SELECT count(*) AS rows FROM t"))
+        .execute(
+            &context,
+            SOURCE_QUERY,
+            arguments("SELECT count(*) AS rows FROM t"),
+        )
         .await;
     assert!(!is_error, "{text}");
     assert!(text.starts_with("rows\n40\n"), "{text}");
@@ -297,7 +324,10 @@ async fn a_wide_result_is_cut_at_the_byte_limit(kind: DbKind) {
     };
     let fx = Fixture::new(kind, ImportLimits::default(), query, Capacity::default()).await;
     let thread = fx.thread("org-a").await;
-    let mut csv = (0..20).map(|i| format!("c{i}")).collect::<Vec<_>>().join(",");
+    let mut csv = (0..20)
+        .map(|i| format!("c{i}"))
+        .collect::<Vec<_>>()
+        .join(",");
     csv.push('\n');
     for _ in 0..10 {
         csv.push_str(&vec!["x".repeat(150); 20].join(","));
@@ -310,7 +340,11 @@ async fn a_wide_result_is_cut_at_the_byte_limit(kind: DbKind) {
         .await
         .expect("a result");
     assert!(result.truncated, "the result was cut");
-    assert!(result.rows.len() < 5, "{} rows of 6 KB each", result.rows.len());
+    assert!(
+        result.rows.len() < 5,
+        "{} rows of 6 KB each",
+        result.rows.len()
+    );
     let text = result.to_text();
     assert!(text.len() <= 2000 + 100, "{} bytes", text.len());
     assert!(text.ends_with("the result was cut"), "{text}");
@@ -429,7 +463,10 @@ async fn a_csv_of_short_rows_is_refused_while_reading(kind: DbKind) {
     let thread = fx.thread("org-a").await;
     // 500 columns and a million one-field rows: 2 MB that would pad to
     // 500 million cells.
-    let header = (0..500).map(|i| format!("c{i}")).collect::<Vec<_>>().join(",");
+    let header = (0..500)
+        .map(|i| format!("c{i}"))
+        .collect::<Vec<_>>()
+        .join(",");
     let mut csv = Vec::with_capacity(header.len() + 2_000_001);
     csv.extend_from_slice(header.as_bytes());
     csv.push(b'\n');

@@ -26,10 +26,10 @@ use datafusion::{
     },
     error::{DataFusionError, Result},
     logical_expr::{
-        ColumnarValue, Documentation, Expr, LogicalPlan,
-        simplify::{ExprSimplifyResult, SimplifyContext}, Operator,
-        ReturnFieldArgs, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+        ColumnarValue, Documentation, Expr, LogicalPlan, Operator, ReturnFieldArgs,
+        ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
         expr::ScalarFunction,
+        simplify::{ExprSimplifyResult, SimplifyContext},
     },
 };
 
@@ -91,7 +91,8 @@ impl Growth {
 /// `plan` with every growing function and `||` replaced by a bounded one.
 pub(super) fn bound_plan(plan: LogicalPlan, limits: ValueLimits) -> Result<LogicalPlan> {
     plan.transform_up_with_subqueries(|node| {
-        let rewritten = node.map_expressions(|expr| expr.transform_up(|e| bound_expr(e, limits)))?;
+        let rewritten =
+            node.map_expressions(|expr| expr.transform_up(|e| bound_expr(e, limits)))?;
         if rewritten.transformed {
             // The node's schema was computed from the old expressions.
             rewritten.map_data(LogicalPlan::recompute_schema)
@@ -123,20 +124,24 @@ fn bound_expr(expr: Expr, limits: ValueLimits) -> Result<Transformed<Expr>> {
                         limits,
                         signature,
                     };
-                    Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(
-                        Arc::new(ScalarUDF::new_from_impl(bounded)),
-                        function.args,
-                    ))))
+                    Ok(Transformed::yes(Expr::ScalarFunction(
+                        ScalarFunction::new_udf(
+                            Arc::new(ScalarUDF::new_from_impl(bounded)),
+                            function.args,
+                        ),
+                    )))
                 }
                 None => Ok(Transformed::no(Expr::ScalarFunction(function))),
             }
         }
         Expr::BinaryExpr(binary) if binary.op == Operator::StringConcat => {
             let operator = ConcatOperator::new(limits);
-            Ok(Transformed::yes(Expr::ScalarFunction(ScalarFunction::new_udf(
-                Arc::new(ScalarUDF::new_from_impl(operator)),
-                vec![*binary.left, *binary.right],
-            ))))
+            Ok(Transformed::yes(Expr::ScalarFunction(
+                ScalarFunction::new_udf(
+                    Arc::new(ScalarUDF::new_from_impl(operator)),
+                    vec![*binary.left, *binary.right],
+                ),
+            )))
         }
         other => Ok(Transformed::no(other)),
     }
@@ -196,9 +201,9 @@ fn scalar_bytes(scalar: &ScalarValue) -> Option<u64> {
         return None;
     }
     let len = match scalar {
-        ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)) => {
-            s.len()
-        }
+        ScalarValue::Utf8(Some(s))
+        | ScalarValue::LargeUtf8(Some(s))
+        | ScalarValue::Utf8View(Some(s)) => s.len(),
         ScalarValue::Binary(Some(b))
         | ScalarValue::LargeBinary(Some(b))
         | ScalarValue::BinaryView(Some(b))
@@ -225,9 +230,9 @@ fn array_bytes(array: &ArrayRef) -> Vec<Option<u64>> {
 fn fixed_width(data_type: &DataType) -> u64 {
     match data_type {
         DataType::FixedSizeBinary(n) => u64::try_from(*n).unwrap_or(0),
-        DataType::FixedSizeList(field, n) => {
-            u64::try_from(*n).unwrap_or(0).saturating_mul(fixed_width(field.data_type()).max(1))
-        }
+        DataType::FixedSizeList(field, n) => u64::try_from(*n)
+            .unwrap_or(0)
+            .saturating_mul(fixed_width(field.data_type()).max(1)),
         DataType::Struct(fields) => fields
             .iter()
             .map(|f| fixed_width(f.data_type()))
@@ -245,7 +250,11 @@ fn check_output(
     bound: impl Fn(usize) -> u64,
 ) -> Result<()> {
     // With only scalar arguments, a function makes a single value.
-    let rows = if args.args.iter().all(|a| matches!(a, ColumnarValue::Scalar(_))) {
+    let rows = if args
+        .args
+        .iter()
+        .all(|a| matches!(a, ColumnarValue::Scalar(_)))
+    {
         1
     } else {
         args.number_rows
@@ -295,7 +304,8 @@ impl Bounded {
                 // The default fill is one space.
                 let fill = arg(2).map_or(Sizes::One(Some(1)), Sizes::bytes);
                 check_output(name, args, limits, |r| {
-                    s.at(r).saturating_add(n.at(r).saturating_mul(fill.at(r).max(1)))
+                    s.at(r)
+                        .saturating_add(n.at(r).saturating_mul(fill.at(r).max(1)))
                 })
             }
             Growth::Concat | Growth::Overlay => {
@@ -335,7 +345,9 @@ impl Bounded {
             }
             Growth::Encode => {
                 let s = bytes(0);
-                check_output(name, args, limits, |r| s.at(r).saturating_mul(2).saturating_add(4))
+                check_output(name, args, limits, |r| {
+                    s.at(r).saturating_mul(2).saturating_add(4)
+                })
             }
             Growth::Cast => {
                 let width = fixed_width(args.return_field.data_type());
@@ -391,11 +403,7 @@ impl ScalarUDFImpl for Bounded {
         }
     }
 
-    fn is_nullable(
-        &self,
-        args: &[Expr],
-        schema: &dyn datafusion::common::ExprSchema,
-    ) -> bool {
+    fn is_nullable(&self, args: &[Expr], schema: &dyn datafusion::common::ExprSchema) -> bool {
         #[allow(deprecated)]
         self.inner.is_nullable(args, schema)
     }
@@ -487,15 +495,20 @@ impl ScalarUDFImpl for ConcatOperator {
             return Err(DataFusionError::Plan("|| takes two operands".to_owned()));
         };
         let (l, r) = (Sizes::bytes(left), Sizes::bytes(right));
-        check_output("||", &args, self.limits, |row| l.at(row).saturating_add(r.at(row)))?;
-        let scalar = matches!(left, ColumnarValue::Scalar(_)) && matches!(right, ColumnarValue::Scalar(_));
+        check_output("||", &args, self.limits, |row| {
+            l.at(row).saturating_add(r.at(row))
+        })?;
+        let scalar =
+            matches!(left, ColumnarValue::Scalar(_)) && matches!(right, ColumnarValue::Scalar(_));
         let rows = if scalar { 1 } else { args.number_rows };
         let target = args.return_field.data_type().clone();
         let left = cast(&left.to_array(rows)?, &target)?;
         let right = cast(&right.to_array(rows)?, &target)?;
         let joined = concat_elements_dyn(left.as_ref(), right.as_ref())?;
         if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(&joined, 0)?))
+            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
+                &joined, 0,
+            )?))
         } else {
             Ok(ColumnarValue::Array(joined))
         }
@@ -516,5 +529,3 @@ mod tests {
         assert_eq!(fixed_width(&DataType::Utf8), 0);
     }
 }
-
-

@@ -130,7 +130,11 @@ const MAX_TOKENS: usize = 4000;
 /// Refuses a text with more than [`MAX_TOKENS`] tokens or more than
 /// [`MAX_OPERATORS`] operators.
 fn check_operators(sql: &str) -> Result<(), QueryError> {
-    use datafusion::sql::sqlparser::{dialect::GenericDialect, keywords::Keyword, tokenizer::{Token, Tokenizer}};
+    use datafusion::sql::sqlparser::{
+        dialect::GenericDialect,
+        keywords::Keyword,
+        tokenizer::{Token, Tokenizer},
+    };
     let tokens = Tokenizer::new(&GenericDialect {}, sql)
         .tokenize()
         .map_err(|e| QueryError::Engine(format!("SQL error: {e}")))?;
@@ -550,9 +554,11 @@ mod tests {
         assert!(refusal("SELECT 1 INTO t").contains("INTO"));
         assert!(refusal(&"x".repeat(MAX_SQL_BYTES + 1)).contains("limit"));
         assert!(refusal("WITH RECURSIVE r AS (SELECT 1) SELECT * FROM r").contains("recursive"));
-        let chain = format!("SELECT 1{}", "+1".repeat(MAX_OPERATORS));
+        let chain = format!("SELECT 1{}", "+1".repeat(MAX_OPERATORS + 1));
         assert!(refusal(&chain).contains("operators"));
-        assert!(check_statement(&format!("SELECT 1{}", "+1".repeat(MAX_OPERATORS - 1))).is_ok());
+        assert!(check_statement(&format!("SELECT 1{}", "+1".repeat(MAX_OPERATORS))).is_ok());
+        let list = (0..MAX_TOKENS).map(|i| i.to_string()).collect::<Vec<_>>();
+        assert!(refusal(&format!("SELECT 1 WHERE 1 IN ({})", list.join(","))).contains("tokens"));
         assert!(matches!(
             check_statement("SELEC 1"),
             Err(QueryError::Engine(_))

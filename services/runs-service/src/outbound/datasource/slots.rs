@@ -137,7 +137,10 @@ mod tests {
             slots.acquire("a", wait).await.err(),
             Some(SlotError::OrgBusy { limit: 2 })
         );
-        let _b1 = slots.acquire("b", wait).await.expect("b gets the slot a cannot take");
+        let _b1 = slots
+            .acquire("b", wait)
+            .await
+            .expect("b gets the slot a cannot take");
         assert_eq!(
             slots.acquire("b", wait).await.err(),
             Some(SlotError::Timeout(wait)),

@@ -21,3 +21,17 @@ impl From<RunsError> for ApiError {
 pub(crate) fn status(error: RunsError) -> tonic::Status {
     ApiError::from(error).into()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reached_limit_is_resource_exhausted_with_its_message() {
+        let status = status(RunsError::ResourceExhausted(
+            "your organization already runs 2 data-source queries or imports at once".into(),
+        ));
+        assert_eq!(status.code(), tonic::Code::ResourceExhausted);
+        assert!(status.message().contains("already runs 2"));
+    }
+}

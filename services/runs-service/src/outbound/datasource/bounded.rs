@@ -17,7 +17,7 @@ use std::{any::Any, sync::Arc};
 use datafusion::{
     arrow::{
         array::{Array, ArrayRef, AsArray as _},
-        compute::{cast, kernels::concat_elements::concat_elements_dyn, kernels::length::length},
+        compute::{cast, kernels::length::length},
         datatypes::{DataType, FieldRef, Int64Type},
     },
     common::{
@@ -107,7 +107,8 @@ fn bound_expr(expr: Expr, limits: ValueLimits) -> Result<Transformed<Expr>> {
     match expr {
         Expr::ScalarFunction(function) => {
             let already = (function.func.inner().as_ref() as &dyn Any).is::<Bounded>()
-                || (function.func.inner().as_ref() as &dyn Any).is::<ConcatOperator>();
+                || (function.func.inner().as_ref() as &dyn Any)
+                    .is::<super::concat::ConcatOperator>();
             match Growth::of(function.func.name()).filter(|_| !already) {
                 Some(growth) => {
                     let mut signature = function.func.signature().clone();
@@ -135,7 +136,7 @@ fn bound_expr(expr: Expr, limits: ValueLimits) -> Result<Transformed<Expr>> {
             }
         }
         Expr::BinaryExpr(binary) if binary.op == Operator::StringConcat => {
-            let operator = ConcatOperator::new(limits);
+            let operator = super::concat::ConcatOperator::new(limits);
             Ok(Transformed::yes(Expr::ScalarFunction(
                 ScalarFunction::new_udf(
                     Arc::new(ScalarUDF::new_from_impl(operator)),
@@ -148,13 +149,13 @@ fn bound_expr(expr: Expr, limits: ValueLimits) -> Result<Transformed<Expr>> {
 }
 
 /// The byte sizes of an argument's values (`None` for NULL).
-enum Sizes {
+pub(super) enum Sizes {
     One(Option<u64>),
     Each(Vec<Option<u64>>),
 }
 
 impl Sizes {
-    fn at(&self, row: usize) -> u64 {
+    pub(super) fn at(&self, row: usize) -> u64 {
         // A NULL argument makes the result NULL, or (concat) is skipped.
         match self {
             Self::One(size) => size.unwrap_or(0),
@@ -163,7 +164,7 @@ impl Sizes {
     }
 
     /// Byte lengths of a string or binary argument.
-    fn bytes(value: &ColumnarValue) -> Self {
+    pub(super) fn bytes(value: &ColumnarValue) -> Self {
         match value {
             ColumnarValue::Scalar(scalar) => Self::One(scalar_bytes(scalar)),
             ColumnarValue::Array(array) => Self::Each(array_bytes(array)),
@@ -243,7 +244,7 @@ fn fixed_width(data_type: &DataType) -> u64 {
 }
 
 /// Checks `bound(row)` for every row the call outputs against `limits`.
-fn check_output(
+pub(super) fn check_output(
     name: &str,
     args: &ScalarFunctionArgs,
     limits: ValueLimits,
@@ -423,95 +424,6 @@ impl ScalarUDFImpl for Bounded {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         self.check(&args)?;
         self.inner.invoke_with_args(args)
-    }
-}
-
-/// `a || b` with the operator's meaning (NULL when either is NULL) and a
-/// bound on what it builds.
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct ConcatOperator {
-    signature: Signature,
-    limits: ValueLimits,
-}
-
-impl ConcatOperator {
-    fn new(limits: ValueLimits) -> Self {
-        Self {
-            // Volatile for the reason given in `bound_expr`.
-            signature: Signature::user_defined(Volatility::Volatile),
-            limits,
-        }
-    }
-}
-
-/// The string type both sides of `||` become: a view or large string when
-/// either side is one, as the engine's own operator does.
-fn concat_type(arg_types: &[DataType]) -> DataType {
-    let plain = |t: &DataType| match t {
-        DataType::Dictionary(_, value) => value.as_ref().clone(),
-        other => other.clone(),
-    };
-    let types: Vec<DataType> = arg_types.iter().map(plain).collect();
-    if types.contains(&DataType::Utf8View) {
-        DataType::Utf8View
-    } else if types.contains(&DataType::LargeUtf8) {
-        DataType::LargeUtf8
-    } else {
-        DataType::Utf8
-    }
-}
-
-impl ScalarUDFImpl for ConcatOperator {
-    fn name(&self) -> &str {
-        "||"
-    }
-
-    fn schema_name(&self, args: &[Expr]) -> Result<String> {
-        // The name the operator gave the column, so that plans keep it.
-        match args {
-            [left, right] => Ok(format!("{} || {}", left.schema_name(), right.schema_name())),
-            _ => Err(DataFusionError::Plan("|| takes two operands".to_owned())),
-        }
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        if arg_types.len() != 2 {
-            return Err(DataFusionError::Plan("|| takes two operands".to_owned()));
-        }
-        let target = concat_type(arg_types);
-        Ok(vec![target.clone(), target])
-    }
-
-    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
-        Ok(concat_type(arg_types))
-    }
-
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let [left, right] = args.args.as_slice() else {
-            return Err(DataFusionError::Plan("|| takes two operands".to_owned()));
-        };
-        let (l, r) = (Sizes::bytes(left), Sizes::bytes(right));
-        check_output("||", &args, self.limits, |row| {
-            l.at(row).saturating_add(r.at(row))
-        })?;
-        let scalar =
-            matches!(left, ColumnarValue::Scalar(_)) && matches!(right, ColumnarValue::Scalar(_));
-        let rows = if scalar { 1 } else { args.number_rows };
-        let target = args.return_field.data_type().clone();
-        let left = cast(&left.to_array(rows)?, &target)?;
-        let right = cast(&right.to_array(rows)?, &target)?;
-        let joined = concat_elements_dyn(left.as_ref(), right.as_ref())?;
-        if scalar {
-            Ok(ColumnarValue::Scalar(ScalarValue::try_from_array(
-                &joined, 0,
-            )?))
-        } else {
-            Ok(ColumnarValue::Array(joined))
-        }
     }
 }
 

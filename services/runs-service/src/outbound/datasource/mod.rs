@@ -16,7 +16,9 @@
 mod bounded;
 mod cache;
 mod codec;
+mod concat;
 mod engine;
+mod gate;
 mod import;
 mod slots;
 
@@ -418,7 +420,7 @@ impl DataSources for SqlDataSources {
     }
 
     async fn query(&self, thread_id: &str, sql: &str) -> Result<QueryResult, QueryError> {
-        let statement = engine::check_statement(sql)?;
+        let statement = gate::check_statement(sql)?;
         let limits = self.limits;
         // A thread that no longer exists has no tables; the engine says so.
         let org = self

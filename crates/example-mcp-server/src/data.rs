@@ -8,6 +8,12 @@ pub const SALES_URI: &str = "data://sales.csv";
 pub const README_URI: &str = "docs://readme";
 /// URI of the logo image.
 pub const LOGO_URI: &str = "data://logo.png";
+/// URI of the sales table sent as a blob with MIME type `text/csv`
+/// (readable, not listed).
+pub const SALES_BLOB_URI: &str = "data://sales-blob";
+/// URI of a CSV of 500 columns and a million one-field rows: 2 MB that pad
+/// to 500 million cells (readable, not listed).
+pub const SHORT_ROWS_URI: &str = "data://short-rows.csv";
 /// URI template of the per-region sales tables.
 pub const SALES_BY_REGION_TEMPLATE: &str = "data://sales/{region}.csv";
 /// URI of the resource embedded in the `mixed` tool's result.
@@ -65,6 +71,15 @@ pub fn sales_csv_for_region(region: &str) -> Option<String> {
         .peekable();
     rows.peek()?;
     Some(table(rows))
+}
+
+/// The CSV of [`SHORT_ROWS_URI`].
+pub fn short_rows_csv() -> String {
+    let header: Vec<String> = (0..500).map(|i| format!("c{i}")).collect();
+    let mut csv = header.join(",");
+    csv.push('\n');
+    csv.push_str(&"x\n".repeat(1_000_000));
+    csv
 }
 
 /// The region named by a URI of the form `data://sales/{region}.csv`.

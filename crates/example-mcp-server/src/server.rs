@@ -552,6 +552,14 @@ impl ServerHandler for ExampleServer {
             README_URI => ResourceContents::text(data::README_TEXT, &uri),
             LOGO_URI => ResourceContents::blob(data::base64(data::PNG_BYTES), &uri)
                 .with_mime_type("image/png"),
+            // Unlisted, for tests: CSV as a blob, and CSV built to amplify.
+            data::SALES_BLOB_URI => {
+                ResourceContents::blob(data::base64(data::sales_csv().as_bytes()), &uri)
+                    .with_mime_type("text/csv")
+            }
+            data::SHORT_ROWS_URI => {
+                ResourceContents::text(data::short_rows_csv(), &uri).with_mime_type("text/csv")
+            }
             other => match data::region_from_uri(other).and_then(data::sales_csv_for_region) {
                 Some(csv) => ResourceContents::text(csv, &uri).with_mime_type("text/csv"),
                 None => {

@@ -239,7 +239,9 @@ pub fn workspace_binary(package: &str, name: &str) -> std::path::PathBuf {
         .and_then(std::path::Path::parent)
         .expect("test binaries live in target/<profile>/deps");
     let path = dir.join(name);
-    let mut built = BUILT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut built = BUILT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !built.iter().any(|b| b == name) {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut build = std::process::Command::new(cargo);

@@ -17,7 +17,7 @@ use crate::{
     Config,
     domain::{
         builtins::Builtins,
-        datasource::{DataSources, ImportLimits, QueryLimits},
+        datasource::DataSources,
         orchestrator::{ActiveRuns, Orchestrator, RunSettings},
         ports::{McpPort, RunsRepository},
         service::RunsService,
@@ -83,11 +83,16 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     let known: Vec<String> = providers.iter().map(|p| p.name.clone()).collect();
     let models = Arc::new(ModelRegistry::from_configs(&providers, &http));
     let mcp: Arc<dyn McpPort> = Arc::new(GrpcMcp::new(&config.mcp_service_url)?);
-    let sources: Arc<dyn DataSources> = Arc::new(SqlDataSources::new(
-        db.pool.clone(),
-        ImportLimits::default(),
-        QueryLimits::default(),
-    ));
+    let settings = &config.data_sources;
+    settings.check(config.common.server.max_message_bytes)?;
+    let sources: Arc<dyn DataSources> = Arc::new(
+        SqlDataSources::new(
+            db.pool.clone(),
+            settings.import_limits(),
+            settings.query_limits(),
+        )
+        .with_capacity(settings.capacity()),
+    );
     let orchestrator = Orchestrator::new(
         repo.clone(),
         mcp.clone(),

@@ -21,8 +21,8 @@ use super::{
     http_client::check_request_url,
     oauth::{Grant, OAuthTokens},
     sessions::{Live, McpSession, SessionHandler, StdioChild},
-    stdio_lines::OversizeAnswering,
     stdio_child,
+    stdio_lines::OversizeAnswering,
 };
 use crate::domain::{
     integration::{AuthConfig, Integration, Secrets, TransportConfig},

@@ -358,7 +358,8 @@ async fn a_stdio_server_dying_after_the_request_arrived_is_not_retried() {
         .await
         .expect("answered");
     assert!(response.is_error);
-    let calls = std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("the log: {e}; the response: {response:?}"));
+    let calls = std::fs::read_to_string(&log)
+        .unwrap_or_else(|e| panic!("the log: {e}; the response: {response:?}"));
     assert_eq!(
         calls.lines().count(),
         1,

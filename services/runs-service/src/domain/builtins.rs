@@ -380,7 +380,9 @@ impl Builtins {
         };
         match resource.kind {
             ResourceKindOf::Csv => {
-                let csv = resource.text.unwrap_or_default();
+                // A server may send CSV as text or as a blob; both are bytes.
+                let mut csv = resource.text.unwrap_or_default().into_bytes();
+                csv.extend_from_slice(&resource.csv_blob);
                 let name = source_name(
                     &resource.uri,
                     name.as_deref().filter(|_| !uri.contains('{')),
@@ -392,7 +394,7 @@ impl Builtins {
                         &name,
                         &resource.uri,
                         Some(&integration_id),
-                        csv.as_bytes(),
+                        &csv,
                     )
                     .await
                 {

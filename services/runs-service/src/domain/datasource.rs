@@ -105,15 +105,27 @@ pub struct ImportLimits {
     pub max_columns: usize,
     /// The largest single field, in bytes.
     pub max_field_bytes: usize,
+    /// The most cells, rows × header columns: short rows are padded with
+    /// NULLs, so a padded cell costs memory like any other. Checked while
+    /// reading, so that a file of short rows is refused before it is built.
+    pub max_cells: usize,
+}
+
+impl ImportLimits {
+    /// The largest CSV accepted by default: below the default gRPC message
+    /// limit (16 MiB), so that the same file fits an `ImportDataSource`
+    /// request and an MCP resource read through mcp-service.
+    pub const DEFAULT_MAX_BYTES: usize = 15 * 1024 * 1024;
 }
 
 impl Default for ImportLimits {
     fn default() -> Self {
         Self {
-            max_bytes: 50 * 1024 * 1024,
+            max_bytes: Self::DEFAULT_MAX_BYTES,
             max_rows: 5_000_000,
             max_columns: 500,
             max_field_bytes: 64 * 1024,
+            max_cells: 8_000_000,
         }
     }
 }
@@ -129,6 +141,22 @@ pub struct QueryLimits {
     pub max_rows: usize,
     /// Longer cells are cut to this many characters.
     pub max_cell_chars: usize,
+    /// The most bytes of the rendered result (header, rows and separators);
+    /// rows past it are left out and [`QueryResult::truncated`] is set.
+    pub max_result_bytes: usize,
+    /// The largest value a string function (`repeat`, `lpad`, `concat`,
+    /// `||`, …) may build; a bigger one fails the query before it is built.
+    /// One call over a batch may build at most [`Self::call_bytes`].
+    pub max_value_bytes: usize,
+}
+
+impl QueryLimits {
+    /// The most bytes one call of a string function may build over a batch
+    /// of rows: an eighth of the query's memory, so that the values in
+    /// flight between operators stay a fraction of what a query may use.
+    pub fn call_bytes(&self) -> usize {
+        (self.memory_bytes / 8).max(self.max_value_bytes)
+    }
 }
 
 impl Default for QueryLimits {
@@ -138,6 +166,36 @@ impl Default for QueryLimits {
             memory_bytes: 256 * 1024 * 1024,
             max_rows: 200,
             max_cell_chars: 200,
+            max_result_bytes: 64 * 1024,
+            max_value_bytes: 1024 * 1024,
+        }
+    }
+}
+
+/// What all data sources of the process, and of one organization, may hold
+/// and run at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capacity {
+    /// Memory for decoded tables kept between queries.
+    pub cache_bytes: usize,
+    /// Queries and imports running at once in the process; each query may
+    /// use [`QueryLimits::memory_bytes`].
+    pub concurrent_work: usize,
+    /// Queries and imports one organization may run at once; below
+    /// [`Self::concurrent_work`], so that one organization never holds every
+    /// slot.
+    pub concurrent_work_per_org: usize,
+    /// The most CSV bytes all data sources of one organization may hold.
+    pub org_bytes: u64,
+}
+
+impl Default for Capacity {
+    fn default() -> Self {
+        Self {
+            cache_bytes: 512 * 1024 * 1024,
+            concurrent_work: 4,
+            concurrent_work_per_org: 2,
+            org_bytes: 1024 * 1024 * 1024,
         }
     }
 }
@@ -150,7 +208,8 @@ pub struct QueryResult {
     /// The rows, each cell rendered as text (`NULL` for nulls) and cut to
     /// [`QueryLimits::max_cell_chars`].
     pub rows: Vec<Vec<String>>,
-    /// More rows existed than [`QueryLimits::max_rows`].
+    /// More rows existed than [`QueryLimits::max_rows`], or than fit in
+    /// [`QueryLimits::max_result_bytes`].
     pub truncated: bool,
 }
 
@@ -176,6 +235,24 @@ impl QueryResult {
         }
         out
     }
+}
+
+/// The bytes `cells` take as one line of [`QueryResult::to_text`], escapes
+/// and line break included.
+pub fn rendered_line_bytes(cells: &[String]) -> usize {
+    let separators = 3 * cells.len().saturating_sub(1);
+    cells
+        .iter()
+        .map(|cell| {
+            cell.len()
+                + cell
+                    .bytes()
+                    .filter(|b| matches!(b, b'|' | b'\\' | b'\n' | b'\r'))
+                    .count()
+        })
+        .sum::<usize>()
+        + separators
+        + 1
 }
 
 fn push_line(out: &mut String, cells: &[String]) {
@@ -223,6 +300,41 @@ pub enum ImportError {
         /// The header's columns.
         actual: usize,
     },
+    /// More cells (rows × columns, short rows padded) than
+    /// [`ImportLimits::max_cells`]; found while reading, at `line`.
+    #[error(
+        "the CSV has {columns} columns and more than {rows} data rows (line {line}), \
+         more than {limit} cells (rows × columns, short rows counted in full); \
+         import fewer rows or fewer columns"
+    )]
+    TooManyCells {
+        /// The limit.
+        limit: usize,
+        /// The header's columns.
+        columns: usize,
+        /// The rows read when the limit was passed.
+        rows: usize,
+        /// The line where the limit was passed (1-based).
+        line: u64,
+    },
+    /// The organization's data sources would hold more than
+    /// [`Capacity::org_bytes`].
+    #[error(
+        "the organization's data sources hold {used} bytes; this CSV of {size} bytes \
+         would pass the limit of {limit} bytes; delete threads with data sources you no longer need"
+    )]
+    OrgQuotaExceeded {
+        /// The limit.
+        limit: u64,
+        /// What the organization's data sources hold now.
+        used: u64,
+        /// The CSV's size.
+        size: u64,
+    },
+    /// The organization, or the process, runs as many queries and imports as
+    /// it may; the import may be retried shortly.
+    #[error("{0}")]
+    Busy(String),
     /// A field larger than [`ImportLimits::max_field_bytes`].
     #[error(
         "line {line}, column {column}: a field is {actual} bytes; the limit is {limit} bytes per field"
@@ -336,5 +448,13 @@ mod tests {
             cut.to_text()
                 .ends_with("showing first 1 rows; the result was cut")
         );
+    }
+
+    #[test]
+    fn rendered_line_bytes_match_the_text_table() {
+        let cells = vec!["x|y".to_owned(), "a\\b\nc".to_owned(), "é".to_owned()];
+        let mut line = String::new();
+        push_line(&mut line, &cells);
+        assert_eq!(rendered_line_bytes(&cells), line.len());
     }
 }

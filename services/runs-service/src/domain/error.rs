@@ -19,6 +19,9 @@ pub enum RunsError {
     /// The object's state forbids the operation.
     #[error("{0}")]
     FailedPrecondition(String),
+    /// A limit was reached; the message says which and whether to retry.
+    #[error("{0}")]
+    ResourceExhausted(String),
     /// Anything unexpected.
     #[error(transparent)]
     Internal(#[from] anyhow::Error),

@@ -257,6 +257,9 @@ pub struct ResourceData {
     pub text: Option<String>,
     /// Size of binary contents.
     pub blob_len: usize,
+    /// Binary contents of a CSV resource (a server may send CSV as a blob);
+    /// empty for other kinds, whose blobs are only described.
+    pub csv_blob: Vec<u8>,
 }
 
 /// The kind of a resource.

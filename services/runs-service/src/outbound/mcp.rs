@@ -266,12 +266,18 @@ impl McpPort for GrpcMcp {
         };
         let mut text: Option<String> = None;
         let mut blob_len = 0;
-        for contents in &response.contents {
-            match &contents.content {
+        let mut csv_blob = Vec::new();
+        for contents in response.contents {
+            match contents.content {
                 Some(pb::resource_contents::Content::Text(t)) => {
-                    text.get_or_insert_with(String::new).push_str(t)
+                    text.get_or_insert_with(String::new).push_str(&t)
                 }
-                Some(pb::resource_contents::Content::Blob(b)) => blob_len += b.len(),
+                Some(pb::resource_contents::Content::Blob(b)) => {
+                    blob_len += b.len();
+                    if kind == ResourceKindOf::Csv {
+                        csv_blob.extend_from_slice(&b);
+                    }
+                }
                 None => {}
             }
         }
@@ -281,6 +287,7 @@ impl McpPort for GrpcMcp {
             kind,
             text,
             blob_len,
+            csv_blob,
         })
     }
 

@@ -7,7 +7,7 @@ use switchboard_db::DatabaseArgs;
 use switchboard_runs_service::{
     domain::{
         datasource::{
-            ColumnType, DataSource, DataSources, ImportError, ImportLimits, QueryError,
+            Capacity, ColumnType, DataSource, DataSources, ImportError, ImportLimits, QueryError,
             QueryLimits, QueryResult,
         },
         entities::{Thread, new_id},
@@ -28,12 +28,14 @@ fn test_limits() -> (ImportLimits, QueryLimits) {
             max_rows: 100,
             max_columns: 8,
             max_field_bytes: 32,
+            max_cells: 800,
         },
         QueryLimits {
             timeout: Duration::from_secs(2),
             memory_bytes: 64 * 1024 * 1024,
             max_rows: 5,
             max_cell_chars: 20,
+            ..QueryLimits::default()
         },
     )
 }
@@ -57,7 +59,12 @@ impl Fixture {
         Self {
             _db: db,
             repo: SqlRunsRepository::new(pool.clone()),
-            sources: SqlDataSources::new(pool.clone(), import, query),
+            // Room for the concurrent imports of one organization below.
+            sources: SqlDataSources::new(pool.clone(), import, query).with_capacity(Capacity {
+                concurrent_work: 8,
+                concurrent_work_per_org: 4,
+                ..Capacity::default()
+            }),
             pool,
         }
     }

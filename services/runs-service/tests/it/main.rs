@@ -2,6 +2,7 @@
 
 mod chassis;
 mod datasources;
+mod hostile_datasources;
 mod hostile_model;
 mod hostile_server;
 mod repository;

@@ -3,8 +3,8 @@
 //! Each query gets a fresh session whose catalog holds only the thread's
 //! tables (loaded when the query names them), no object stores (so no file or
 //! URL can be read), no spill files, and a memory pool of its own. The text
-//! must parse as exactly one query statement, and the plan is checked again
-//! for DDL, DML and statements before anything runs.
+//! has passed the gate (`gate.rs`); the plan is checked again for DDL, DML and
+//! statements, and its growing functions are bounded, before anything runs.
 
 use std::{
     any::Any,
@@ -23,94 +23,24 @@ use datafusion::{
     error::DataFusionError,
     execution::{
         disk_manager::{DiskManagerBuilder, DiskManagerMode},
+        memory_pool::{MemoryConsumer, MemoryPool, MemoryReservation},
         object_store::ObjectStoreRegistry,
-        runtime_env::RuntimeEnvBuilder,
+        runtime_env::{RuntimeEnv, RuntimeEnvBuilder},
     },
     object_store::ObjectStore,
     physical_plan::{ExecutionPlan, coop::CooperativeExec, execute_stream},
     prelude::{SQLOptions, SessionConfig, SessionContext},
-    sql::{
-        parser::{DFParser, Statement as DfStatement},
-        sqlparser::ast,
-    },
+    sql::parser::Statement as DfStatement,
 };
 use futures::StreamExt as _;
 use tokio::runtime::Handle;
 use url::Url;
 
-use super::{LoadedTable, Store};
-use crate::domain::datasource::{QueryError, QueryLimits, QueryResult};
-
-/// Longest SQL text accepted; a model's query is far shorter.
-const MAX_SQL_BYTES: usize = 64 * 1024;
-
-/// Parses `sql` and returns its only statement when it is a query; refuses
-/// everything else before any table is read.
-pub(super) fn check_statement(sql: &str) -> Result<DfStatement, QueryError> {
-    if sql.len() > MAX_SQL_BYTES {
-        return Err(QueryError::Refused(format!(
-            "the query is {} bytes; the limit is {MAX_SQL_BYTES} bytes",
-            sql.len()
-        )));
-    }
-    let mut statements =
-        DFParser::parse_sql(sql).map_err(|e| QueryError::Engine(e.strip_backtrace()))?;
-    if statements.len() != 1 {
-        return Err(QueryError::Refused(format!(
-            "send exactly one SELECT statement; this text has {}",
-            statements.len()
-        )));
-    }
-    let statement = statements
-        .pop_front()
-        .ok_or_else(|| QueryError::Refused("the text has no statement".to_owned()))?;
-    let refused = |what: &str| {
-        QueryError::Refused(format!(
-            "only a read-only query (SELECT, or WITH … SELECT) may run, not {what}"
-        ))
-    };
-    match &statement {
-        DfStatement::Statement(inner) => match inner.as_ref() {
-            ast::Statement::Query(query) => {
-                if let ast::SetExpr::Select(select) = query.body.as_ref()
-                    && select.into.is_some()
-                {
-                    return Err(refused("SELECT … INTO"));
-                }
-                if !matches!(
-                    query.body.as_ref(),
-                    ast::SetExpr::Select(_)
-                        | ast::SetExpr::Query(_)
-                        | ast::SetExpr::SetOperation { .. }
-                        | ast::SetExpr::Values(_)
-                ) {
-                    return Err(refused("a data change"));
-                }
-                Ok(statement)
-            }
-            other => Err(refused(&statement_kind(&other.to_string()))),
-        },
-        DfStatement::CreateExternalTable(_) => Err(refused("CREATE EXTERNAL TABLE")),
-        DfStatement::CopyTo(_) => Err(refused("COPY")),
-        DfStatement::Explain(_) => Err(refused("EXPLAIN")),
-        DfStatement::Reset(_) => Err(refused("RESET")),
-    }
-}
-
-/// The leading keywords of a statement, e.g. `DROP TABLE` or `INSERT`.
-fn statement_kind(statement: &str) -> String {
-    let mut words = statement.split_whitespace();
-    let first = words
-        .next()
-        .unwrap_or("this statement")
-        .to_ascii_uppercase();
-    match (first.as_str(), words.next()) {
-        ("CREATE" | "DROP" | "ALTER" | "TRUNCATE", Some(second)) => {
-            format!("{first} {}", second.to_ascii_uppercase())
-        }
-        _ => first,
-    }
-}
+use super::{
+    LoadedTable, Store,
+    bounded::{self, ValueLimits},
+};
+use crate::domain::datasource::{QueryError, QueryLimits, QueryResult, rendered_line_bytes};
 
 /// Plans and runs `statement` over `tables` (table name → data source id).
 pub(super) async fn run(
@@ -122,14 +52,17 @@ pub(super) async fn run(
     partitions: usize,
 ) -> Result<QueryResult, QueryError> {
     let failure = Arc::new(Mutex::new(None));
+    let runtime = query_runtime(&limits).map_err(QueryError::Internal)?;
     let schema = Arc::new(ThreadSchema {
         store,
         io,
         tables,
         partitions,
         failure: Arc::clone(&failure),
+        pool: Arc::clone(&runtime.memory_pool),
+        reservations: Mutex::new(HashMap::new()),
     });
-    let outcome = plan_and_collect(schema, statement, &limits, partitions).await;
+    let outcome = plan_and_collect(schema, runtime, statement, &limits, partitions).await;
     // A table that failed to load surfaces as an engine error; it is ours.
     let load_failure = failure
         .lock()
@@ -143,11 +76,12 @@ pub(super) async fn run(
 
 async fn plan_and_collect(
     schema: Arc<ThreadSchema>,
+    runtime: Arc<RuntimeEnv>,
     statement: DfStatement,
     limits: &QueryLimits,
     partitions: usize,
 ) -> Result<QueryResult, QueryError> {
-    let ctx = session(schema, limits, partitions).map_err(QueryError::Internal)?;
+    let ctx = session(schema, runtime, partitions).map_err(QueryError::Internal)?;
     let engine = |e: DataFusionError| QueryError::Engine(e.strip_backtrace());
     let plan = ctx
         .state()
@@ -160,6 +94,12 @@ async fn plan_and_collect(
         .with_allow_statements(false)
         .verify_plan(&plan)
         .map_err(|e| QueryError::Refused(e.strip_backtrace()))?;
+    // Before anything is evaluated, constant folding included.
+    let value_limits = ValueLimits {
+        per_value: limits.max_value_bytes as u64,
+        per_call: limits.call_bytes() as u64,
+    };
+    let plan = bounded::bound_plan(plan, value_limits).map_err(engine)?;
     // One row more than shown tells whether the result was cut; the limit
     // also lets the engine sort with a bounded top-k instead of everything.
     let frame = ctx
@@ -170,27 +110,39 @@ async fn plan_and_collect(
         .map_err(engine)?;
     let plan = cooperative(frame.create_physical_plan().await.map_err(engine)?).map_err(engine)?;
     let mut stream = execute_stream(plan, ctx.task_ctx()).map_err(engine)?;
-    let columns = stream
+    let columns: Vec<String> = stream
         .schema()
         .fields()
         .iter()
         .map(|f| f.name().clone())
         .collect();
-    let mut result = QueryResult {
-        columns,
-        rows: Vec::new(),
-        truncated: false,
+    let header_bytes = rendered_line_bytes(&columns);
+    if header_bytes > limits.max_result_bytes {
+        return Err(QueryError::Refused(format!(
+            "the result's {} column names alone take {header_bytes} bytes; the limit is {} bytes \
+             for a whole result; select fewer columns",
+            columns.len(),
+            limits.max_result_bytes
+        )));
+    }
+    let mut collector = Collector {
+        result: QueryResult {
+            columns,
+            rows: Vec::new(),
+            truncated: false,
+        },
+        bytes: header_bytes,
     };
     while let Some(batch) = stream.next().await {
         let batch = batch.map_err(engine)?;
-        if !append_rows(&mut result, &batch, limits) {
-            result.truncated = true;
+        if !collector.append(&batch, limits) {
+            collector.result.truncated = true;
             break;
         }
     }
     // Dropping the stream stops whatever the engine still had running.
     drop(stream);
-    Ok(result)
+    Ok(collector.result)
 }
 
 /// `plan` with every operator's output passing through [`CooperativeExec`].
@@ -212,41 +164,52 @@ fn cooperative(plan: Arc<dyn ExecutionPlan>) -> datafusion::error::Result<Arc<dy
     .map(|transformed| transformed.data)
 }
 
-/// Renders `batch`'s rows into `result`; false once more rows arrived than
-/// the limit allows.
-fn append_rows(result: &mut QueryResult, batch: &RecordBatch, limits: &QueryLimits) -> bool {
-    let options = FormatOptions::default().with_null("NULL");
-    let formatters: Result<Vec<_>, _> = batch
-        .columns()
-        .iter()
-        .map(|column| ArrayFormatter::try_new(column.as_ref(), &options))
-        .collect();
-    let formatters = match formatters {
-        Ok(formatters) => formatters,
-        Err(error) => {
-            // A type without a text form: say so in the cells rather than fail.
-            let message = format!("(cannot display: {error})");
-            for _ in 0..batch.num_rows() {
-                if result.rows.len() >= limits.max_rows {
-                    return false;
-                }
-                result.rows.push(vec![message.clone(); batch.num_columns()]);
+/// The rows rendered so far and the bytes they take as text.
+struct Collector {
+    result: QueryResult,
+    bytes: usize,
+}
+
+impl Collector {
+    /// Renders `batch`'s rows; false once more rows arrived than the row or
+    /// byte limit allows.
+    fn append(&mut self, batch: &RecordBatch, limits: &QueryLimits) -> bool {
+        let options = FormatOptions::default().with_null("NULL");
+        let formatters: Result<Vec<_>, _> = batch
+            .columns()
+            .iter()
+            .map(|column| ArrayFormatter::try_new(column.as_ref(), &options))
+            .collect();
+        let formatters = match formatters {
+            Ok(formatters) => formatters,
+            Err(error) => {
+                // A type without a text form: say so in the cells rather than fail.
+                let message = format!("(cannot display: {error})");
+                let row = vec![message; batch.num_columns()];
+                return (0..batch.num_rows()).all(|_| self.push(row.clone(), limits));
             }
-            return true;
-        }
-    };
-    for row in 0..batch.num_rows() {
-        if result.rows.len() >= limits.max_rows {
-            return false;
-        }
-        result.rows.push(
-            formatters
+        };
+        (0..batch.num_rows()).all(|row| {
+            let cells = formatters
                 .iter()
                 .map(|f| cut(f.value(row).to_string(), limits.max_cell_chars))
-                .collect(),
-        );
+                .collect();
+            self.push(cells, limits)
+        })
     }
-    true
+
+    /// Keeps `row` if the limits allow one more.
+    fn push(&mut self, row: Vec<String>, limits: &QueryLimits) -> bool {
+        let bytes = rendered_line_bytes(&row);
+        if self.result.rows.len() >= limits.max_rows
+            || self.bytes.saturating_add(bytes) > limits.max_result_bytes
+        {
+            return false;
+        }
+        self.bytes += bytes;
+        self.result.rows.push(row);
+        true
+    }
 }
 
 /// `text` cut to `max_chars` characters, marked with `…` when cut.
@@ -261,24 +224,31 @@ fn cut(text: String, max_chars: usize) -> String {
     }
 }
 
-/// A session that sees only `schema`, reads no files and spills nothing.
-fn session(
-    schema: Arc<ThreadSchema>,
-    limits: &QueryLimits,
-    partitions: usize,
-) -> anyhow::Result<SessionContext> {
-    let config = SessionConfig::new()
-        .with_create_default_catalog_and_schema(false)
-        .with_default_catalog_and_schema("datafusion", "public")
-        .with_information_schema(false)
-        .with_target_partitions(partitions);
-    let runtime = RuntimeEnvBuilder::new()
+/// The memory pool and environment of one query: a limit of its own, no
+/// spill files, no object stores.
+fn query_runtime(limits: &QueryLimits) -> anyhow::Result<Arc<RuntimeEnv>> {
+    Ok(RuntimeEnvBuilder::new()
         .with_memory_limit(limits.memory_bytes, 1.0)
         .with_disk_manager_builder(
             DiskManagerBuilder::default().with_mode(DiskManagerMode::Disabled),
         )
         .with_object_store_registry(Arc::new(NoObjectStores))
-        .build_arc()?;
+        .build_arc()?)
+}
+
+/// A session that sees only `schema`, reads no files and spills nothing.
+fn session(
+    schema: Arc<ThreadSchema>,
+    runtime: Arc<RuntimeEnv>,
+    partitions: usize,
+) -> anyhow::Result<SessionContext> {
+    let mut config = SessionConfig::new()
+        .with_create_default_catalog_and_schema(false)
+        .with_default_catalog_and_schema("datafusion", "public")
+        .with_information_schema(false)
+        .with_target_partitions(partitions);
+    // Refused in the text already when at the top; this catches nested ones.
+    config.options_mut().execution.enable_recursive_ctes = false;
     let ctx = SessionContext::new_with_config_rt(config, runtime);
     let catalog = MemoryCatalogProvider::new();
     catalog.register_schema("public", schema)?;
@@ -317,6 +287,32 @@ struct ThreadSchema {
     partitions: usize,
     /// Why loading a table failed, if it did.
     failure: Arc<Mutex<Option<anyhow::Error>>>,
+    /// The query's memory pool, which counts the decoded tables it reads.
+    pool: Arc<dyn MemoryPool>,
+    /// What each table read counts in `pool`, until the query ends.
+    reservations: Mutex<HashMap<String, MemoryReservation>>,
+}
+
+impl ThreadSchema {
+    /// Counts `table` in the query's memory pool, once per table.
+    fn reserve(&self, name: &str, table: &LoadedTable) -> datafusion::error::Result<()> {
+        let mut reservations = self
+            .reservations
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if reservations.contains_key(name) {
+            return Ok(());
+        }
+        let reservation = MemoryConsumer::new(format!("table {name}")).register(&self.pool);
+        reservation.try_grow(table.bytes).map_err(|_| {
+            DataFusionError::ResourcesExhausted(format!(
+                "the table {name} takes {} bytes in memory, more than this query has left",
+                table.bytes
+            ))
+        })?;
+        reservations.insert(name.to_owned(), reservation);
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -340,6 +336,7 @@ impl SchemaProvider for ThreadSchema {
                 return Err(DataFusionError::Execution(message));
             }
         };
+        self.reserve(name, &loaded)?;
         let table = MemTable::try_new(Arc::clone(&loaded.schema), loaded.partitions.clone())?;
         Ok(Some(Arc::new(table)))
     }
@@ -352,30 +349,6 @@ impl SchemaProvider for ThreadSchema {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn refusal(sql: &str) -> String {
-        match check_statement(sql) {
-            Err(QueryError::Refused(why)) => why,
-            other => panic!("{sql}: expected a refusal, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn only_single_queries_pass() {
-        assert!(check_statement("SELECT 1").is_ok());
-        assert!(check_statement("WITH a AS (SELECT 1 AS x) SELECT x FROM a").is_ok());
-        assert!(check_statement("SELECT 1 UNION ALL SELECT 2").is_ok());
-        assert!(refusal("DROP TABLE t").contains("DROP TABLE"));
-        assert!(refusal("INSERT INTO t VALUES (1)").contains("INSERT"));
-        assert!(refusal("COPY (SELECT 1) TO '/tmp/x.csv'").contains("COPY"));
-        assert!(refusal("SELECT 1; SELECT 2").contains("exactly one"));
-        assert!(refusal("SELECT 1 INTO t").contains("INTO"));
-        assert!(refusal(&"x".repeat(MAX_SQL_BYTES + 1)).contains("limit"));
-        assert!(matches!(
-            check_statement("SELEC 1"),
-            Err(QueryError::Engine(_))
-        ));
-    }
 
     #[test]
     fn long_cells_are_cut_on_character_boundaries() {

@@ -7,7 +7,8 @@
 //!   becomes `column_N` (N its position), one starting with a digit gets a
 //!   `c_` prefix, one the SQL parser would not read as a plain column name
 //!   (`select`, `from`, …) gets a `_` suffix, and repeats get `_2`, `_3`, ….
-//! - A row shorter than the header is padded with NULLs. A row longer than the
+//! - A row shorter than the header is padded with NULLs, and counts as a full
+//!   row against the cell limit (rows × columns). A row longer than the
 //!   header is refused unless its extra fields are all empty (a trailing comma),
 //!   because data without a column name would be silently misread.
 //! - A field that is empty or only spaces is NULL.
@@ -92,6 +93,16 @@ pub(super) fn parse_csv(csv: &[u8], limits: &ImportLimits) -> Result<ParsedTable
     while read(&mut reader, &mut record)? {
         let line = record.position().map_or(0, csv::Position::line);
         rows += 1;
+        // Checked before the row is kept: a short row costs a full row of
+        // cells, so a small file of short rows must stop here, not after.
+        if rows.saturating_mul(width) > limits.max_cells {
+            return Err(ImportError::TooManyCells {
+                limit: limits.max_cells,
+                columns: width,
+                rows: rows - 1,
+                line,
+            });
+        }
         if rows > limits.max_rows {
             // Keep counting, so that the error says how many rows there are.
             continue;

@@ -7,11 +7,20 @@
 //! Queries run on a runtime of their own, so that a heavy query never holds
 //! the threads that serve requests; database reads stay on the caller's
 //! runtime, which owns the pool's connections.
+//!
+//! Memory: the cache holds at most [`Capacity::cache_bytes`]; each running
+//! query at most [`QueryLimits::memory_bytes`], the decoded tables it reads
+//! counted in; imports and queries share [`Capacity::concurrent_work`] slots,
+//! at most [`Capacity::concurrent_work_per_org`] per organization.
 
+mod bounded;
 mod cache;
 mod codec;
+mod concat;
 mod engine;
+mod gate;
 mod import;
+mod slots;
 
 use std::{
     collections::{HashMap, HashSet},
@@ -23,22 +32,20 @@ use anyhow::Context as _;
 use async_trait::async_trait;
 use datafusion::arrow::record_batch::RecordBatch;
 use sqlx::{AnyPool, Row, any::AnyRow};
-use tokio::{runtime::Handle, sync::Semaphore, task::JoinHandle};
+use tokio::{runtime::Handle, task::JoinHandle};
 
 use crate::domain::{
     datasource::{
-        Column, DataSource, DataSources, ImportError, ImportLimits, QueryError, QueryLimits,
-        QueryResult,
+        Capacity, Column, DataSource, DataSources, ImportError, ImportLimits, QueryError,
+        QueryLimits, QueryResult,
     },
     entities::new_id,
 };
 use cache::{LoadedTable, TableCache};
+use slots::{SlotError, Slots};
 
-/// Memory for decoded tables kept between queries, unless set otherwise.
-pub const DEFAULT_CACHE_BYTES: usize = 512 * 1024 * 1024;
-
-/// Queries running at once; each may use [`QueryLimits::memory_bytes`].
-const MAX_CONCURRENT_QUERIES: usize = 4;
+/// Stack of a query thread.
+const QUERY_THREAD_STACK_BYTES: usize = 16 * 1024 * 1024;
 
 /// Tries at a unique table name when concurrent imports pick the same one.
 const NAME_ATTEMPTS: usize = 8;
@@ -54,25 +61,83 @@ pub struct SqlDataSources {
     limits: QueryLimits,
     /// Parallelism of a query: the machine's cores.
     partitions: usize,
-    permits: Arc<Semaphore>,
+    slots: Slots,
+    /// The most CSV bytes one organization's data sources may hold.
+    org_bytes: u64,
     runtime: Mutex<Option<Arc<QueryRuntime>>>,
 }
 
 impl SqlDataSources {
     /// Data sources in `pool`, whose schema [`crate::outbound::sql::MIGRATIONS`]
     /// created, within `import` and `query` limits.
+    /// The [`Capacity`] is the default one.
     pub fn new(pool: AnyPool, import: ImportLimits, query: QueryLimits) -> Self {
+        let capacity = Capacity::default();
         Self {
             store: Arc::new(Store {
                 pool,
-                cache: TableCache::new(DEFAULT_CACHE_BYTES),
+                cache: TableCache::new(capacity.cache_bytes),
             }),
             import,
             limits: query,
             partitions: std::thread::available_parallelism().map_or(2, usize::from),
-            permits: Arc::new(Semaphore::new(MAX_CONCURRENT_QUERIES)),
+            slots: Slots::new(capacity.concurrent_work, capacity.concurrent_work_per_org),
+            org_bytes: capacity.org_bytes,
             runtime: Mutex::new(None),
         }
+    }
+
+    /// The same within `capacity`.
+    pub fn with_capacity(self, capacity: Capacity) -> Self {
+        Self {
+            slots: Slots::new(capacity.concurrent_work, capacity.concurrent_work_per_org),
+            org_bytes: capacity.org_bytes,
+            ..self.with_cache_bytes(capacity.cache_bytes)
+        }
+    }
+
+    /// The organization of `thread_id`, if the thread exists.
+    async fn org_of(&self, thread_id: &str) -> anyhow::Result<Option<String>> {
+        sqlx::query("SELECT org_id FROM threads WHERE id = $1")
+            .bind(thread_id)
+            .fetch_optional(&self.store.pool)
+            .await
+            .context("failed to read the thread's organization")?
+            .map(|row| row.try_get("org_id"))
+            .transpose()
+            .context("failed to read the thread's organization")
+    }
+
+    /// The CSV bytes `org`'s data sources hold.
+    async fn org_usage(&self, org: &str) -> anyhow::Result<u64> {
+        let used: i64 = sqlx::query(
+            "SELECT CAST(COALESCE(SUM(d.size_bytes), 0) AS BIGINT) AS used FROM data_sources d \
+             JOIN threads t ON t.id = d.thread_id WHERE t.org_id = $1",
+        )
+        .bind(org)
+        .fetch_one(&self.store.pool)
+        .await
+        .context("failed to read the organization's data source bytes")?
+        .try_get("used")
+        .context("failed to read the organization's data source bytes")?;
+        Ok(u64::try_from(used).unwrap_or(0))
+    }
+
+    /// Refuses the import of `size` bytes when `org`'s data sources would
+    /// hold more than the limit. Imports of one organization run at most
+    /// [`Capacity::concurrent_work_per_org`] at once, so concurrent ones can
+    /// pass it by at most that many files.
+    async fn check_org_quota(&self, org: &str, size: usize) -> Result<(), ImportError> {
+        let used = self.org_usage(org).await.map_err(ImportError::Storage)?;
+        let size = size as u64;
+        if used.saturating_add(size) > self.org_bytes {
+            return Err(ImportError::OrgQuotaExceeded {
+                limit: self.org_bytes,
+                used,
+                size,
+            });
+        }
+        Ok(())
     }
 
     /// The same, keeping at most `bytes` of decoded tables in memory.
@@ -96,6 +161,9 @@ impl SqlDataSources {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(self.partitions)
             .thread_name("data-source-queries")
+            // Planning walks expression trees recursively; the operator
+            // limit bounds their depth, this leaves room for it in any build.
+            .thread_stack_size(QUERY_THREAD_STACK_BYTES)
             .enable_time()
             .build()
             .context("failed to start the query runtime")?;
@@ -267,6 +335,18 @@ impl DataSources for SqlDataSources {
                 actual: csv.len(),
             });
         }
+        let org = self
+            .org_of(thread_id)
+            .await
+            .map_err(ImportError::Storage)?
+            .ok_or_else(|| ImportError::Storage(anyhow::anyhow!("the thread does not exist")))?;
+        // Parsing and encoding take memory and CPU like a query.
+        let _slot = self
+            .slots
+            .acquire(&org, self.limits.timeout)
+            .await
+            .map_err(|e| ImportError::Busy(e.message("import")))?;
+        self.check_org_quota(&org, csv.len()).await?;
         let bytes = csv.to_vec();
         let limits = self.import;
         // Parsing and encoding are CPU work; they stay off the async workers.
@@ -340,12 +420,19 @@ impl DataSources for SqlDataSources {
     }
 
     async fn query(&self, thread_id: &str, sql: &str) -> Result<QueryResult, QueryError> {
-        let statement = engine::check_statement(sql)?;
+        let statement = gate::check_statement(sql)?;
         let limits = self.limits;
-        let _permit = tokio::time::timeout(limits.timeout, self.permits.acquire())
+        // A thread that no longer exists has no tables; the engine says so.
+        let org = self
+            .org_of(thread_id)
             .await
-            .map_err(|_| QueryError::Timeout(limits.timeout))?
-            .map_err(|e| QueryError::Internal(e.into()))?;
+            .map_err(QueryError::Internal)?
+            .unwrap_or_else(|| thread_id.to_owned());
+        let _slot = self
+            .slots
+            .acquire(&org, limits.timeout)
+            .await
+            .map_err(|e: SlotError| QueryError::Refused(e.message("query")))?;
         let tables: HashMap<String, String> =
             sqlx::query("SELECT id, table_name FROM data_sources WHERE thread_id = $1")
                 .bind(thread_id)

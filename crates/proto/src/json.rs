@@ -120,10 +120,10 @@ mod tests {
         (0..depth).fold(serde_json::json!("leaf"), |inner, _| wrap(inner))
     }
 
-    /// Found by the `mcp_results` fuzz target: a tool result whose
-    /// structured content nests 34 objects deep (a few hundred bytes) was
-    /// encoded by mcp-service and then refused by runs-service's decoder
-    /// ("recursion limit reached"), so the result was lost.
+    /// A tool result whose structured content nests 34 objects deep (a few
+    /// hundred bytes) was encoded by mcp-service and then refused by
+    /// runs-service's decoder ("recursion limit reached"), so the result was
+    /// lost; the `mcp_results` fuzz target checks this round trip.
     #[test]
     fn deeply_nested_json_still_decodes_after_the_grpc_hop() {
         use prost::Message as _;

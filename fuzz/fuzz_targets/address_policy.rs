@@ -98,7 +98,10 @@ fn check_url(policy: &AddressPolicy, url: &str) {
         .check_url(parsed.as_str())
         .unwrap_or_else(|e| panic!("{url:?} accepted, its serialisation {parsed} not: {e}"));
     assert_eq!(again.host(), parsed.host(), "{url:?}");
-    assert_eq!(again.port_or_known_default(), parsed.port_or_known_default());
+    assert_eq!(
+        again.port_or_known_default(),
+        parsed.port_or_known_default()
+    );
 }
 
 /// The properties of one address under `policy`.
@@ -164,7 +167,9 @@ fn std_says_internal(ip: IpAddr) -> bool {
                 || v6.is_unspecified()
                 || v6.is_unique_local()
                 || v6.is_unicast_link_local()
-                || v6.to_ipv4_mapped().is_some_and(|v4| std_says_internal(IpAddr::V4(v4)))
+                || v6
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| std_says_internal(IpAddr::V4(v4)))
         }
     }
 }

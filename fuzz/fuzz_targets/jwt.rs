@@ -154,12 +154,9 @@ impl Json {
             Self::Float(f) => json!(f),
             Self::Text(s) => json!(s),
             Self::List(items) => Value::Array(items.iter().map(Leaf::value).collect()),
-            Self::Object(fields) => Value::Object(
-                fields
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.value()))
-                    .collect(),
-            ),
+            Self::Object(fields) => {
+                Value::Object(fields.iter().map(|(k, v)| (k.clone(), v.value())).collect())
+            }
         }
     }
 }
@@ -319,7 +316,10 @@ fn check_built(built: &Built) {
             assert_eq!(claims.get("org"), Some(&json!(principal.org_id)));
             assert_eq!(claims.get("sub"), Some(&json!(principal.user_id)));
             let exp = built.exp.expect("accepted tokens carry exp");
-            assert!(i64::from(exp) + LEEWAY_SECS as i64 >= -5, "expired: {token}");
+            assert!(
+                i64::from(exp) + LEEWAY_SECS as i64 >= -5,
+                "expired: {token}"
+            );
             if strict {
                 assert!(matches!(built.iss, Some(Issuer::Expected | Issuer::List)));
                 assert!(matches!(

@@ -93,7 +93,10 @@ fn through<T: DeserializeOwned + Serialize>(value: Value, typed: bool) -> Option
 /// The items of the list `key` of `value`, through the page type `T`.
 fn items<T: DeserializeOwned + Serialize>(value: &Value, key: &str, typed: bool) -> Vec<Value> {
     let page = match value.get(key) {
-        Some(Value::Array(items)) => serde_json::json!({ key: items }),
+        Some(Value::Array(items)) => Value::Object(serde_json::Map::from_iter([(
+            key.to_owned(),
+            Value::Array(items.clone()),
+        )])),
         _ => return Vec::new(),
     };
     through::<T>(page, typed)
@@ -113,11 +116,7 @@ fn discovery(value: &Value, typed: bool) -> Discovery {
         },
         tools: items::<ListToolsResult>(value, "tools", typed),
         resources: items::<ListResourcesResult>(value, "resources", typed),
-        resource_templates: items::<ListResourceTemplatesResult>(
-            value,
-            "resourceTemplates",
-            typed,
-        ),
+        resource_templates: items::<ListResourceTemplatesResult>(value, "resourceTemplates", typed),
         prompts: items::<ListPromptsResult>(value, "prompts", typed),
         discovered_at: value
             .get("discoveredAt")

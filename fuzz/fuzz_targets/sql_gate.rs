@@ -27,7 +27,7 @@ const SALES: &str = "id,region,units,price,paid,day,at,note\n\
     2,south,,3.25,false,2024-02-29,2024-02-29 23:59:59,\n\
     3,north,7,,true,,2024-03-01T00:00:00+02:00,a|b\n\
     4,east,-3,1e3,,2023-12-31,,\"quoted, with comma\"\n\
-    5,,0,0.0,false,1970-01-01,1970-01-01T00:00:00Z,\xc3\xa9t\xc3\xa9\n";
+    5,,0,0.0,false,1970-01-01,1970-01-01T00:00:00Z,\u{e9}t\u{e9}\n";
 const REGIONS: &str = "region,manager\nnorth,ann\nsouth,bo\nwest,cy\n";
 const SALES_ROWS: &str = "5";
 

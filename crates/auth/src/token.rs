@@ -147,7 +147,12 @@ impl Authenticator {
         };
         let mut validation = Validation::new(algorithm);
         validation.leeway = config.leeway.as_secs();
-        validation.set_required_spec_claims(&["exp", "sub"]);
+        // A configured issuer or audience must be present, not only right
+        // when present: the library checks an absent one as passing.
+        let mut required = vec!["exp", "sub"];
+        required.extend(config.issuer.as_ref().map(|_| "iss"));
+        required.extend(config.audience.as_ref().map(|_| "aud"));
+        validation.set_required_spec_claims(&required);
         match &config.issuer {
             Some(issuer) => validation.set_issuer(&[issuer]),
             None => validation.iss = None,
@@ -259,6 +264,28 @@ mod tests {
             .token("org", "user", &[])
             .expect("mints");
         assert_eq!(authenticator().verify(&token), Err(AuthError::Invalid));
+    }
+
+    /// Found by the `jwt` fuzz target: a verifier configured with an issuer
+    /// and audience accepted a token that carried neither.
+    #[test]
+    fn a_token_without_the_required_issuer_or_audience_is_refused() {
+        let mut config = VerifierConfig::hs256(SECRET);
+        config.issuer = Some("https://issuer.example".into());
+        config.audience = Some("switchboard".into());
+        let strict = Authenticator::new(&config).expect("valid config");
+        let minter = TokenMinter::hs256(SECRET);
+        let mut claims = Claims::new("org", "user", &[], Duration::from_secs(3600));
+        claims.aud = Some("switchboard".into());
+        let no_issuer = minter.mint(&claims).expect("mints");
+        assert_eq!(strict.verify(&no_issuer), Err(AuthError::Invalid));
+        claims.aud = None;
+        claims.iss = Some("https://issuer.example".into());
+        let no_audience = minter.mint(&claims).expect("mints");
+        assert_eq!(strict.verify(&no_audience), Err(AuthError::Invalid));
+        claims.aud = Some("switchboard".into());
+        let both = minter.mint(&claims).expect("mints");
+        assert!(strict.verify(&both).is_ok());
     }
 
     #[test]

@@ -43,27 +43,48 @@ pub fn struct_to_json(s: &Struct) -> serde_json::Value {
     serde_json::Value::Object(struct_to_map(s))
 }
 
+/// The deepest JSON nesting carried as protobuf structure; an array or
+/// object below it is carried as its JSON text.
+///
+/// Each level of JSON costs two or three nested protobuf messages, and the
+/// decoder on the other side of a gRPC hop refuses more than 100, so deeper
+/// JSON (a tool result or schema from an MCP server, a model's arguments)
+/// would be sent and then never read. 24 levels leave room for the messages
+/// that hold the JSON.
+pub const MAX_STRUCT_DEPTH: usize = 24;
+
 /// Converts JSON into a protobuf `Value`.
 pub fn json_to_value(json: &serde_json::Value) -> Value {
+    value_at(json, 0)
+}
+
+fn value_at(json: &serde_json::Value, depth: usize) -> Value {
     let kind = match json {
         serde_json::Value::Null => Kind::NullValue(0),
         serde_json::Value::Bool(b) => Kind::BoolValue(*b),
         serde_json::Value::Number(n) => Kind::NumberValue(n.as_f64().unwrap_or_default()),
         serde_json::Value::String(s) => Kind::StringValue(s.clone()),
+        serde_json::Value::Array(_) | serde_json::Value::Object(_) if depth >= MAX_STRUCT_DEPTH => {
+            Kind::StringValue(json.to_string())
+        }
         serde_json::Value::Array(items) => Kind::ListValue(ListValue {
-            values: items.iter().map(json_to_value).collect(),
+            values: items.iter().map(|item| value_at(item, depth + 1)).collect(),
         }),
-        serde_json::Value::Object(map) => Kind::StructValue(map_to_struct(map)),
+        serde_json::Value::Object(map) => Kind::StructValue(struct_at(map, depth + 1)),
     };
     Value { kind: Some(kind) }
 }
 
 /// Converts a JSON object map into a protobuf `Struct`.
 pub fn map_to_struct(map: &Map<String, serde_json::Value>) -> Struct {
+    struct_at(map, 1)
+}
+
+fn struct_at(map: &Map<String, serde_json::Value>, depth: usize) -> Struct {
     Struct {
         fields: map
             .iter()
-            .map(|(k, v)| (k.clone(), json_to_value(v)))
+            .map(|(k, v)| (k.clone(), value_at(v, depth)))
             .collect(),
     }
 }
@@ -90,5 +111,69 @@ mod tests {
     #[test]
     fn non_objects_are_not_structs() {
         assert!(json_to_struct(&serde_json::json!([1, 2])).is_none());
+    }
+
+    fn nested(
+        depth: usize,
+        wrap: impl Fn(serde_json::Value) -> serde_json::Value,
+    ) -> serde_json::Value {
+        (0..depth).fold(serde_json::json!("leaf"), |inner, _| wrap(inner))
+    }
+
+    /// A tool result whose structured content nests 34 objects deep (a few
+    /// hundred bytes) was encoded by mcp-service and then refused by
+    /// runs-service's decoder ("recursion limit reached"), so the result was
+    /// lost; the `mcp_results` fuzz target checks this round trip.
+    #[test]
+    fn deeply_nested_json_still_decodes_after_the_grpc_hop() {
+        use prost::Message as _;
+
+        use crate::mcp::v1::{DiscoverResponse, ExecuteToolResponse, Tool};
+
+        for depth in [33, 34, 60, 127] {
+            for json in [
+                nested(depth, |inner| serde_json::json!({ "a": inner })),
+                serde_json::json!({ "list": nested(depth, |inner| serde_json::json!([inner])) }),
+            ] {
+                let result = ExecuteToolResponse {
+                    structured_content: json_to_struct(&json),
+                    ..Default::default()
+                };
+                let bytes = result.encode_to_vec();
+                assert_eq!(ExecuteToolResponse::decode(bytes.as_slice()), Ok(result));
+
+                let discovery = DiscoverResponse {
+                    tools: vec![Tool {
+                        input_schema: json_to_struct(&json),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                };
+                let bytes = discovery.encode_to_vec();
+                assert_eq!(DiscoverResponse::decode(bytes.as_slice()), Ok(discovery));
+            }
+        }
+    }
+
+    #[test]
+    fn json_below_the_depth_limit_is_carried_as_its_text() {
+        let json = nested(
+            MAX_STRUCT_DEPTH + 2,
+            |inner| serde_json::json!({ "a": inner }),
+        );
+        let s = json_to_struct(&json).expect("an object converts");
+        let mut cursor = struct_to_json(&s);
+        for _ in 0..MAX_STRUCT_DEPTH {
+            cursor = cursor["a"].take();
+        }
+        let text = cursor.as_str().expect("the deep part is text");
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(text).ok(),
+            Some(nested(2, |inner| serde_json::json!({ "a": inner })))
+        );
+        // Up to the limit, the structure is kept as it was.
+        let shallow = nested(MAX_STRUCT_DEPTH, |inner| serde_json::json!({ "a": inner }));
+        let s = json_to_struct(&shallow).expect("an object converts");
+        assert_eq!(struct_to_json(&s), shallow);
     }
 }

@@ -13,3 +13,33 @@ pub mod outbound;
 
 pub use app::{SERVICE_NAME, run, spawn};
 pub use config::Config;
+
+/// The conversions of MCP results into the gRPC responses, reachable by the
+/// fuzz targets (`fuzz/`); not an API of the service.
+#[doc(hidden)]
+pub mod wire {
+    use serde_json::Value;
+    use switchboard_proto::mcp::v1 as pb;
+
+    use crate::domain::ports::{CallError, Discovery};
+
+    /// A `CallToolResult` (or a failed call) as the ExecuteTool response.
+    pub fn tool_result(outcome: Result<Value, CallError>, tool: &str) -> pb::ExecuteToolResponse {
+        crate::inbound::wire::tool_result(outcome, tool)
+    }
+
+    /// A `ReadResourceResult` as the RetrieveResource response.
+    pub fn resource_read(uri: String, result: &Value) -> pb::RetrieveResourceResponse {
+        crate::inbound::wire::resource_read(uri, result)
+    }
+
+    /// A `GetPromptResult` as the GetPrompt response.
+    pub fn prompt_result(result: &Value) -> pb::GetPromptResponse {
+        crate::inbound::wire::prompt_result(result)
+    }
+
+    /// A discovery as the Discover response.
+    pub fn discovery(discovery: &Discovery) -> pb::DiscoverResponse {
+        crate::inbound::wire::discovery(discovery)
+    }
+}

@@ -3,6 +3,6 @@
 mod convert;
 mod error;
 mod grpc;
-mod wire;
+pub(crate) mod wire;
 
 pub(crate) use grpc::McpApi;

@@ -1,0 +1,136 @@
+//! What an MCP server answers, as far as the model: the server's JSON read
+//! into the protocol's types (as the MCP client does) or taken as it is,
+//! converted to the gRPC response (mcp-service), encoded and decoded again
+//! (the hop to runs-service), and rendered as the text the model reads.
+//!
+//! Input: one selector byte, then the server's JSON. The selector picks the
+//! result kind (tool call, resource read, prompt, discovery) and whether the
+//! JSON goes through the protocol's types first.
+//!
+//! Checked on every input: no panic; the response decodes on the other side
+//! of the hop as it was sent; neither the response nor the model's text is
+//! more than a fixed factor larger than the server's JSON.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use prost::Message;
+use rmcp::model::{
+    CallToolResult, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, ReadResourceResult,
+};
+use serde::{Serialize, de::DeserializeOwned};
+use serde_json::Value;
+use switchboard_mcp_service::{
+    domain::ports::{Discovery, ServerIdentity},
+    wire,
+};
+use switchboard_runs_service::outbound::mcp::render_tool_result;
+
+/// How much larger than the server's JSON a response or text may be: binary
+/// framing of small JSON values (a one-byte `0` is an eleven-byte protobuf
+/// number) stays well under it; a conversion that copies or expands content
+/// does not.
+const GROWTH: usize = 32;
+const SLACK: usize = 4096;
+
+/// Resource URIs the reads are made for (the kind depends on them).
+const URIS: [&str; 4] = [
+    "file:///data/sales.csv",
+    "https://example.com/readme.md",
+    "mem://blob",
+    "",
+];
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&selector, json)) = data.split_first() else {
+        return;
+    };
+    let Ok(value) = serde_json::from_slice::<Value>(json) else {
+        return;
+    };
+    let typed = selector & 1 == 1;
+    let bound = GROWTH * json.len() + SLACK;
+    match (selector >> 1) % 4 {
+        0 => {
+            let Some(result) = through::<CallToolResult>(value, typed) else {
+                return;
+            };
+            let response = hop(wire::tool_result(Ok(result), "fuzz_tool"), bound);
+            let text = render_tool_result(&response);
+            assert!(text.len() <= bound, "{} bytes of text", text.len());
+        }
+        1 => {
+            let Some(result) = through::<ReadResourceResult>(value, typed) else {
+                return;
+            };
+            let uri = URIS[usize::from(selector >> 3) % URIS.len()];
+            hop(wire::resource_read(uri.to_owned(), &result), bound);
+        }
+        2 => {
+            let Some(result) = through::<GetPromptResult>(value, typed) else {
+                return;
+            };
+            hop(wire::prompt_result(&result), bound);
+        }
+        _ => {
+            let discovery = discovery(&value, typed);
+            hop(wire::discovery(&discovery), bound);
+        }
+    }
+});
+
+/// `value`, first read into the protocol type `T` and written back when
+/// `typed` (as the MCP client hands results on); `None` when `T` refuses it.
+fn through<T: DeserializeOwned + Serialize>(value: Value, typed: bool) -> Option<Value> {
+    if !typed {
+        return Some(value);
+    }
+    let parsed: T = serde_json::from_value(value).ok()?;
+    serde_json::to_value(&parsed).ok()
+}
+
+/// The items of the list `key` of `value`, through the page type `T`.
+fn items<T: DeserializeOwned + Serialize>(value: &Value, key: &str, typed: bool) -> Vec<Value> {
+    let page = match value.get(key) {
+        Some(Value::Array(items)) => Value::Object(serde_json::Map::from_iter([(
+            key.to_owned(),
+            Value::Array(items.clone()),
+        )])),
+        _ => return Vec::new(),
+    };
+    through::<T>(page, typed)
+        .and_then(|page| page.get(key).and_then(Value::as_array).cloned())
+        .unwrap_or_default()
+}
+
+fn discovery(value: &Value, typed: bool) -> Discovery {
+    let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
+    Discovery {
+        server: ServerIdentity {
+            name: text("name").unwrap_or_default(),
+            title: text("title"),
+            version: text("version").unwrap_or_default(),
+            protocol_version: text("protocolVersion").unwrap_or_default(),
+            instructions: text("instructions"),
+        },
+        tools: items::<ListToolsResult>(value, "tools", typed),
+        resources: items::<ListResourcesResult>(value, "resources", typed),
+        resource_templates: items::<ListResourceTemplatesResult>(value, "resourceTemplates", typed),
+        prompts: items::<ListPromptsResult>(value, "prompts", typed),
+        discovered_at: value
+            .get("discoveredAt")
+            .and_then(Value::as_i64)
+            .unwrap_or_default(),
+    }
+}
+
+/// `response` after the gRPC hop: encoded, bounded, decoded, and equal.
+fn hop<M: Message + Default + PartialEq + std::fmt::Debug>(response: M, bound: usize) -> M {
+    let bytes = response.encode_to_vec();
+    assert!(bytes.len() <= bound, "{} bytes encoded", bytes.len());
+    let decoded = M::decode(bytes.as_slice())
+        .unwrap_or_else(|e| panic!("the response does not decode on the other side: {e}"));
+    assert_eq!(decoded, response);
+    decoded
+}

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Builds the fuzz targets in fuzz/ and runs each of them; fails when one
+# finds a crash (a panic, an abort, a timeout or memory past the limit).
+#
+#   scripts/fuzz.sh [SECONDS] [TARGET...]   short run: SECONDS per target (default 25)
+#   scripts/fuzz.sh --long [RUNS] [TARGET...]
+#                                           long run: RUNS executions per target
+#                                           (default 1000000)
+#
+# Targets run one after another (the machine has two cores). Each starts from
+# the committed seeds in fuzz/seeds/<target> and keeps what it learns in
+# fuzz/corpus/<target> (not committed); a crash's input is written to
+# fuzz/artifacts/<target>/ and the command to replay it is printed. A summary
+# table (target, executions, seconds, crashes) ends the output.
+#
+# The targets build with the toolchain of rust-toolchain.toml and no
+# sanitizer (the project's code has no unsafe; what is hunted is panics,
+# aborts, hangs and unbounded memory), so no nightly toolchain is needed.
+# FUZZ_SANITIZER=address builds with AddressSanitizer instead, which needs a
+# nightly toolchain (FUZZ_TOOLCHAIN, default nightly).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+CARGO_FUZZ_VERSION="0.13.2"
+ALL_TARGETS=(csv_import sql_gate address_policy jwt mcp_results)
+
+mode=short
+if [ "${1:-}" = "--long" ]; then
+  mode=long
+  shift
+fi
+amount="${1:-}"
+if [[ "$amount" =~ ^[0-9]+$ ]]; then
+  shift
+elif [ "$mode" = long ]; then
+  amount=1000000
+else
+  amount=25
+fi
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=("${ALL_TARGETS[@]}")
+
+# Per-target input size, timeout and dictionary.
+max_len() {
+  case "$1" in
+    csv_import | mcp_results) echo 8192 ;;
+    *) echo 1024 ;;
+  esac
+}
+
+sanitizer="${FUZZ_SANITIZER:-none}"
+toolchain=()
+if [ "$sanitizer" != none ]; then
+  toolchain=("+${FUZZ_TOOLCHAIN:-nightly}")
+  if ! rustup run "${FUZZ_TOOLCHAIN:-nightly}" rustc --version >/dev/null 2>&1; then
+    echo "fuzz: installing the ${FUZZ_TOOLCHAIN:-nightly} toolchain for the $sanitizer sanitizer"
+    rustup toolchain install "${FUZZ_TOOLCHAIN:-nightly}" --profile minimal
+  fi
+fi
+
+if [ "$(cargo fuzz --version 2>/dev/null)" != "cargo-fuzz $CARGO_FUZZ_VERSION" ]; then
+  echo "fuzz: installing cargo-fuzz $CARGO_FUZZ_VERSION"
+  cargo install cargo-fuzz --locked --version "$CARGO_FUZZ_VERSION"
+fi
+
+# Release builds without debug assertions, as the services run in
+# production; several codegen units keep the build of the SQL engine short.
+build_flags=(-O -s "$sanitizer" --codegen-units "${FUZZ_CODEGEN_UNITS:-16}")
+echo "fuzz: building ${targets[*]}"
+build_start=$SECONDS
+for target in "${targets[@]}"; do
+  cargo "${toolchain[@]}" fuzz build "${build_flags[@]}" "$target"
+done
+echo "fuzz: built in $((SECONDS - build_start)) s"
+
+logs="$root/fuzz/logs"
+mkdir -p "$logs"
+failed=()
+summary=()
+for target in "${targets[@]}"; do
+  corpus="fuzz/corpus/$target"
+  seeds="fuzz/seeds/$target"
+  mkdir -p "$corpus" "$seeds"
+  args=(-max_len="$(max_len "$target")" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1)
+  [ -f "fuzz/dict/$target.dict" ] && args+=(-dict="fuzz/dict/$target.dict")
+  if [ "$mode" = long ]; then
+    args+=(-runs="$amount")
+  else
+    args+=(-max_total_time="$amount")
+  fi
+  command="cargo fuzz run ${build_flags[*]} $target $corpus $seeds -- ${args[*]}"
+  echo "fuzz: $command"
+  start=$SECONDS
+  status=0
+  cargo "${toolchain[@]}" fuzz run "${build_flags[@]}" "$target" "$corpus" "$seeds" -- "${args[@]}" \
+    >"$logs/$target.log" 2>&1 || status=$?
+  seconds=$((SECONDS - start))
+  runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$logs/$target.log" | tail -n 1)"
+  crashes=0
+  if [ "$status" -ne 0 ]; then
+    crashes=1
+    failed+=("$target")
+    tail -n 60 "$logs/$target.log"
+    echo "fuzz: $target FAILED; input in fuzz/artifacts/$target/, log in fuzz/logs/$target.log"
+  fi
+  summary+=("| $target | ${runs:-?} | $seconds | $crashes | \`$command\` |")
+done
+
+echo
+echo "| target | executions | seconds | crashes | command |"
+echo "| --- | --- | --- | --- | --- |"
+printf '%s\n' "${summary[@]}"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzz: crashes in ${failed[*]}" >&2
+  exit 1
+fi

@@ -87,6 +87,20 @@ bench-fairness: ## A quiet organization's ExecuteTool p50/p99 alone and beside o
 bench-data: tools ## Import of a 1,000,000-row CSV and a GROUP BY, against DuckDB
 	$(CARGO) bench -p switchboard-runs-service --bench data_sources
 
+FUZZ_SECONDS ?= 25
+
+.PHONY: fuzz
+fuzz: ## Build the fuzz targets (fuzz/) and run each for FUZZ_SECONDS; fails on a crash
+	bash scripts/fuzz.sh $(FUZZ_SECONDS)
+
+.PHONY: fuzz-long
+fuzz-long: ## 1,000,000 executions per fuzz target (docs/security.md)
+	bash scripts/fuzz.sh --long 1000000
+
+.PHONY: deny
+deny: ## Supply-chain checks: advisories (when the database can be had), licences, bans, sources (deny.toml)
+	bash scripts/deny.sh
+
 .PHONY: test
 test: tools postgres ## Run every test, on SQLite and PostgreSQL
 	$(CARGO) test --workspace --locked
@@ -115,4 +129,4 @@ proto-breaking: tools ## Check the contracts for breaking changes against main
 lint: fmt-check clippy proto-lint ## All lints
 
 .PHONY: ci
-ci: lint test ## What CI runs: lints, then the tests on SQLite and PostgreSQL
+ci: lint deny test ## What CI runs: lints, supply-chain checks, then the tests on SQLite and PostgreSQL

@@ -76,6 +76,10 @@ async fn mcp_service(dir: &std::path::Path, org_limit: usize) -> (Process, Strin
         .env("SWITCHBOARD_OUTBOUND_ALLOW", "127.0.0.1/32")
         .env("SWITCHBOARD_CONCURRENCY_LIMIT", GLOBAL_LIMIT.to_string())
         .env("SWITCHBOARD_ORG_CONCURRENCY_LIMIT", org_limit.to_string())
+        // Concurrency is measured here; the quiet organization's own rate
+        // (thousands of calls a second) must not be what refuses it.
+        .env("SWITCHBOARD_ORG_RATE_LIMIT", "1000000")
+        .env("SWITCHBOARD_ORG_RATE_BURST", "1000000")
         // The hanging calls hang for the whole benchmark.
         .env("SWITCHBOARD_MCP_CONNECT_TIMEOUT", "10m")
         .env("SWITCHBOARD_MCP_CALL_TIMEOUT", "10m")

@@ -64,6 +64,15 @@ pub enum ApiError {
     /// A limit was exceeded.
     #[error("{0}")]
     ResourceExhausted(String),
+    /// A limit was reached that frees up by itself: the caller may try again
+    /// after `retry_after` (sent as a `google.rpc.RetryInfo`).
+    #[error("{message}")]
+    Busy {
+        /// What is exhausted.
+        message: String,
+        /// When trying again may succeed.
+        retry_after: std::time::Duration,
+    },
     /// Not served by this version.
     #[error("{0} is not implemented")]
     Unimplemented(String),
@@ -98,7 +107,9 @@ impl ApiError {
             Self::Unauthenticated(_) => (Code::Unauthenticated, ErrorReason::Unauthenticated),
             Self::Unavailable(_) => (Code::Unavailable, ErrorReason::Unavailable),
             Self::DeadlineExceeded(_) => (Code::DeadlineExceeded, ErrorReason::DeadlineExceeded),
-            Self::ResourceExhausted(_) => (Code::ResourceExhausted, ErrorReason::ResourceExhausted),
+            Self::ResourceExhausted(_) | Self::Busy { .. } => {
+                (Code::ResourceExhausted, ErrorReason::ResourceExhausted)
+            }
             Self::Unimplemented(_) => (Code::Unimplemented, ErrorReason::Unimplemented),
             Self::Internal(_) => (Code::Internal, ErrorReason::Internal),
         }
@@ -119,6 +130,10 @@ impl From<ApiError> for Status {
                 for v in violations {
                     details.add_bad_request_violation(v.field.clone(), v.description.clone());
                 }
+                error.to_string()
+            }
+            ApiError::Busy { retry_after, .. } => {
+                details.set_retry_info(Some(*retry_after));
                 error.to_string()
             }
             _ => error.to_string(),
@@ -151,6 +166,18 @@ mod tests {
             details.error_info().expect("an ErrorInfo detail").reason,
             "ERROR_REASON_INVALID_ARGUMENT"
         );
+    }
+
+    #[test]
+    fn a_busy_refusal_carries_its_retry_delay() {
+        let status = Status::from(ApiError::Busy {
+            message: "sessions are busy".into(),
+            retry_after: std::time::Duration::from_secs(1),
+        });
+        assert_eq!(status.code(), Code::ResourceExhausted);
+        let details = status.get_error_details();
+        let retry = details.retry_info().expect("a RetryInfo detail");
+        assert_eq!(retry.retry_delay, Some(std::time::Duration::from_secs(1)));
     }
 
     #[test]

@@ -29,9 +29,12 @@ const RESOURCE_NOT_FOUND: i32 = -32002;
 
 /// An MCP server's failure, as the status a caller can act on.
 fn upstream(error: CallError) -> ApiError {
-    if let CallError::Exhausted { .. } = error {
+    if let CallError::Exhausted { retry_after, .. } = &error {
         // A limit of mcp-service, not the server's doing.
-        return ApiError::ResourceExhausted(error.to_string());
+        return ApiError::Busy {
+            retry_after: *retry_after,
+            message: error.to_string(),
+        };
     }
     let message = format!("MCP server: {error}");
     match error {

@@ -15,6 +15,7 @@ use switchboard_proto::{
 };
 use switchboard_test_support::{DbKind, db_tests, token, workspace_binary};
 use tonic::Code;
+use tonic_types::StatusExt as _;
 
 use crate::support::{Harness, admin, create, http_integration, req, start_with};
 
@@ -290,6 +291,15 @@ async fn an_organization_whose_sessions_are_all_busy_is_refused_with_a_retry_hin
         status.message().contains("retry in"),
         "{}",
         status.message()
+    );
+    let retry = status
+        .get_error_details()
+        .retry_info()
+        .map(|r| r.retry_delay);
+    assert_eq!(
+        retry,
+        Some(Some(Duration::from_secs(1))),
+        "a RetryInfo detail"
     );
     let report = h
         .client

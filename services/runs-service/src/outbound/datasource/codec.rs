@@ -7,7 +7,9 @@
 
 use anyhow::Context as _;
 use bytes::Bytes;
-use datafusion::arrow::record_batch::RecordBatch;
+use std::sync::Arc;
+
+use datafusion::arrow::{datatypes::SchemaRef, record_batch::RecordBatch};
 use parquet::{
     arrow::{ArrowWriter, arrow_reader::ParquetRecordBatchReaderBuilder},
     basic::{Compression, ZstdLevel},
@@ -30,14 +32,19 @@ pub(super) fn encode(batch: &RecordBatch) -> anyhow::Result<Vec<u8>> {
         .context("failed to finish encoding a table")
 }
 
-/// Decodes stored bytes into batches of [`BATCH_ROWS`] rows.
-pub(super) fn decode(content: Vec<u8>) -> anyhow::Result<Vec<RecordBatch>> {
-    let reader = ParquetRecordBatchReaderBuilder::try_new(Bytes::from(content))
-        .context("stored table is not valid")?
+/// Decodes stored bytes into their schema and batches of [`BATCH_ROWS`]
+/// rows. The schema comes from the file's metadata, so a table without rows
+/// (no batches) keeps its columns.
+pub(super) fn decode(content: Vec<u8>) -> anyhow::Result<(SchemaRef, Vec<RecordBatch>)> {
+    let builder = ParquetRecordBatchReaderBuilder::try_new(Bytes::from(content))
+        .context("stored table is not valid")?;
+    let schema = Arc::clone(builder.schema());
+    let reader = builder
         .with_batch_size(BATCH_ROWS)
         .build()
         .context("failed to read a stored table")?;
-    reader
+    let batches = reader
         .collect::<Result<Vec<_>, _>>()
-        .context("failed to decode a stored table")
+        .context("failed to decode a stored table")?;
+    Ok((schema, batches))
 }

@@ -256,10 +256,8 @@ impl Store {
             .await
             .context("reading a data source stopped")??;
         let table = tokio::task::spawn_blocking(move || -> anyhow::Result<LoadedTable> {
-            let batches = codec::decode(content)?;
-            let schema = batches.first().map(RecordBatch::schema);
+            let (schema, batches) = codec::decode(content)?;
             let bytes = batches.iter().map(RecordBatch::get_array_memory_size).sum();
-            let schema = schema.context("a stored table has no schema")?;
             Ok(LoadedTable::new(schema, batches, partitions, bytes))
         })
         .await

@@ -17,7 +17,7 @@ use switchboard_test_support::{DbKind, db_tests, token, workspace_binary};
 use tonic::Code;
 use tonic_types::StatusExt as _;
 
-use crate::support::{Harness, admin, create, http_integration, req, start_with};
+use crate::support::{Harness, admin, create, http_integration, req, start_with, validate};
 
 const MIB: usize = 1024 * 1024;
 
@@ -301,15 +301,7 @@ async fn an_organization_whose_sessions_are_all_busy_is_refused_with_a_retry_hin
         Some(Some(Duration::from_secs(1))),
         "a RetryInfo detail"
     );
-    let report = h
-        .client
-        .validate_integration(req(
-            pb::ValidateIntegrationRequest { id: a.clone() },
-            &token_a,
-        ))
-        .await
-        .expect("validation answers")
-        .into_inner();
+    let report = validate(&mut h, &token_a, &a).await;
     assert!(!report.ok, "validation counts against the same limit");
     assert!(report.error.contains("limit"), "{}", report.error);
     // Another organization is not affected.
@@ -468,15 +460,7 @@ async fn an_organizations_stdio_servers_are_capped_and_validation_counts() {
         "{}",
         status.message()
     );
-    let report = h
-        .client
-        .validate_integration(req(
-            pb::ValidateIntegrationRequest { id: id.clone() },
-            &token,
-        ))
-        .await
-        .expect("validation answers")
-        .into_inner();
+    let report = validate(&mut h, &token, &id).await;
     assert!(!report.ok, "validation starts no process past the limit");
     assert!(report.error.contains("retry in"), "{}", report.error);
     let answered = held.await.expect("the held call ends").expect("answered");

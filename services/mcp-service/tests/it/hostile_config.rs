@@ -15,6 +15,7 @@ use tonic_types::StatusExt as _;
 
 use crate::support::{
     Harness, admin, bad_fields, create, http_integration, http_integration_with_auth, req, start,
+    validate,
 };
 
 const URL: &str = "http://127.0.0.1:9/mcp";
@@ -232,12 +233,7 @@ async fn a_redirect_to_another_origin_carries_no_credential(kind: DbKind) {
         )
         .await
         .id;
-        let report = h
-            .client
-            .validate_integration(req(pb::ValidateIntegrationRequest { id }, &admin("org-a")))
-            .await
-            .expect("validation answers")
-            .into_inner();
+        let report = validate(&mut h, &admin("org-a"), &id).await;
         for request in received.lock().expect("log").iter() {
             assert!(
                 !request.contains("canary"),

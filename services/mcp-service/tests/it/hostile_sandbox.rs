@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use switchboard_proto::mcp::v1::{self as pb, content_block::Block};
 use switchboard_test_support::DbKind;
 
-use crate::support::{admin, create, http_integration, req, start_with};
+use crate::support::{admin, create, http_integration, req, start_with, validate};
 
 const PYTHON: &str = "/usr/bin/python3";
 
@@ -116,12 +116,7 @@ async fn the_example_server_runs_in_the_sandbox() {
         },
     ));
     let id = create(&mut h, &admin("org-a"), request).await.id;
-    let report = h
-        .client
-        .validate_integration(req(pb::ValidateIntegrationRequest { id }, &admin("org-a")))
-        .await
-        .expect("validation answers")
-        .into_inner();
+    let report = validate(&mut h, &admin("org-a"), &id).await;
     assert!(report.ok, "{}", report.error);
     assert_eq!(report.tool_count, 10);
 }

@@ -44,6 +44,15 @@ pub fn req<T>(message: T, token: &str) -> tonic::Request<T> {
     authed(message, token)
 }
 
+/// ValidateIntegration of `id` as the holder of `token`.
+pub async fn validate(h: &mut Harness, token: &str, id: &str) -> pb::ValidateIntegrationResponse {
+    h.client
+        .validate_integration(req(pb::ValidateIntegrationRequest { id: id.into() }, token))
+        .await
+        .expect("validation answers")
+        .into_inner()
+}
+
 /// A custom streamable HTTP integration request.
 pub fn http_integration(slug: &str, url: &str) -> pb::CreateIntegrationRequest {
     http_integration_with_auth(slug, url, None)

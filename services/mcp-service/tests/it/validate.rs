@@ -7,17 +7,10 @@ use switchboard_example_mcp_server::{HttpServerOptions, spawn_http};
 use switchboard_proto::mcp::v1 as pb;
 use switchboard_test_support::{DbKind, db_tests, workspace_binary};
 
-use crate::support::{Harness, admin, create, http_integration, req, start, start_with};
+use crate::support::{self, Harness, admin, create, http_integration, start, start_with};
 
 async fn validate(h: &mut Harness, id: &str) -> pb::ValidateIntegrationResponse {
-    h.client
-        .validate_integration(req(
-            pb::ValidateIntegrationRequest { id: id.into() },
-            &admin("org-a"),
-        ))
-        .await
-        .expect("validation answers")
-        .into_inner()
+    support::validate(h, &admin("org-a"), id).await
 }
 
 async fn validation_reports_the_servers_name_and_capability_counts(kind: DbKind) {

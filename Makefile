@@ -125,8 +125,12 @@ proto-lint: tools ## Lint the protobuf contracts (buf STANDARD)
 proto-breaking: tools ## Check the contracts for breaking changes against main
 	cd proto && $(BUF) breaking --against '$(CURDIR)/.git#branch=main,subdir=proto'
 
+.PHONY: size-check
+size-check: ## No service file over 500 lines, no function outside tests over 60
+	bash scripts/size-check.sh
+
 .PHONY: lint
-lint: fmt-check clippy proto-lint ## All lints
+lint: fmt-check clippy size-check proto-lint ## All lints
 
 .PHONY: ci
 ci: lint deny test ## What CI runs: lints, supply-chain checks, then the tests on SQLite and PostgreSQL

@@ -408,6 +408,7 @@ async fn main() {
                         &serde_json::json!({"text": "ping"}),
                     ),
                     session_scope: "bench".into(),
+                    arguments_json: String::new(),
                 },
                 &admin,
             ))

@@ -1,6 +1,7 @@
 //! End-to-end tests: both services on loopback, real MCP servers and a
 //! scripted model, called as other teams call them.
 
+mod exact_json;
 mod hostile_resources;
 mod polyglot;
 mod resources;

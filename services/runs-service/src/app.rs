@@ -16,11 +16,11 @@ use switchboard_server::{RunningServer, Services};
 use crate::{
     Config,
     domain::{
-        builtins::Builtins,
         datasource::DataSources,
-        orchestrator::{ActiveRuns, Orchestrator, RunSettings},
         ports::{McpPort, RunsRepository},
+        run::{ActiveRuns, Orchestrator, RunPorts, RunSettings},
         service::RunsService,
+        tools::ToolRouter,
     },
     inbound::RunsApi,
     outbound::{
@@ -94,14 +94,15 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         .with_capacity(settings.capacity()),
     );
     let orchestrator = Orchestrator::new(
-        repo.clone(),
-        mcp.clone(),
-        models,
-        Arc::new(Builtins::new(mcp, sources.clone(), config.tool_timeout)),
+        RunPorts {
+            repo: repo.clone(),
+            mcp: mcp.clone(),
+            models,
+            tools: Arc::new(ToolRouter::new(mcp, sources.clone(), config.tool_timeout)),
+        },
         RunSettings {
             default_max_steps: config.default_max_steps,
             discovery_timeout: config.discovery_timeout,
-            tool_timeout: config.tool_timeout,
             max_parallel_tools: config.max_parallel_tools,
             max_output_tokens: limits.model_max_output_tokens,
             history: limits.history_limits(),

@@ -1,6 +1,7 @@
 //! The `switchboard.mcp.v1.McpService` handlers: proto in, domain call,
 //! proto out.
 
+use serde_json::{Map, Value};
 use switchboard_auth::{Principal, principal};
 use switchboard_proto::mcp::v1::{self as pb, mcp_service_server::McpService};
 use tonic::{Request, Response, Status};
@@ -336,11 +337,7 @@ impl McpService for McpApi {
         if request.tool_name.is_empty() {
             return Err(status(McpError::invalid("tool_name", "is required")));
         }
-        let arguments = request
-            .arguments
-            .as_ref()
-            .map(switchboard_proto::json::struct_to_map)
-            .unwrap_or_default();
+        let arguments = tool_arguments(&request)?;
         let outcome = self
             .calls
             .execute_tool(
@@ -404,7 +401,7 @@ impl McpService for McpApi {
         let arguments = request
             .arguments
             .into_iter()
-            .map(|(k, v)| (k, serde_json::Value::String(v)))
+            .map(|(k, v)| (k, Value::String(v)))
             .collect();
         let result = self
             .calls
@@ -420,4 +417,22 @@ impl McpService for McpApi {
             .map_err(status)?;
         Ok(Response::new(wire::prompt_result(&result)))
     }
+}
+
+/// The arguments of an ExecuteTool request: the exact JSON text when the
+/// caller sends it, else the `Struct`.
+fn tool_arguments(request: &pb::ExecuteToolRequest) -> Result<Map<String, Value>, Status> {
+    if request.arguments_json.is_empty() {
+        return Ok(request
+            .arguments
+            .as_ref()
+            .map(switchboard_proto::json::struct_to_map)
+            .unwrap_or_default());
+    }
+    serde_json::from_str(&request.arguments_json).map_err(|error| {
+        status(McpError::invalid(
+            "arguments_json",
+            format!("is not a JSON object ({error})"),
+        ))
+    })
 }

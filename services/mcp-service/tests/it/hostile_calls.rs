@@ -46,6 +46,7 @@ async fn execute(
                 tool_name: tool.into(),
                 arguments: json_to_struct(&arguments),
                 session_scope: scope.into(),
+                arguments_json: String::new(),
             },
             token,
         ))
@@ -229,6 +230,7 @@ async fn hold_session(
             tool_name: "sleep".into(),
             arguments: json_to_struct(&json!({ "ms": 3_000 })),
             session_scope: scope.into(),
+            arguments_json: String::new(),
         },
         token,
     );
@@ -437,6 +439,7 @@ async fn an_organizations_stdio_servers_are_capped_and_validation_counts() {
             tool_name: "sleep".into(),
             arguments: json_to_struct(&json!({ "ms": 3_000 })),
             session_scope: "busy".into(),
+            arguments_json: String::new(),
         },
         &token,
     );

@@ -13,8 +13,8 @@ use crate::domain::{
         Agent, AgentConfig, ClientTool, Message, Part, Role, Run, RunStatus, Thread, ToolTarget,
         Usage,
     },
-    orchestrator::{Envelope, RunEvent, ToolCallStatus, ToolKind},
     ports::Cursor,
+    run::{Envelope, RunEvent, ToolCallStatus, ToolKind},
 };
 
 const DEFAULT_PAGE_SIZE: u32 = 50;

@@ -17,8 +17,8 @@ use super::{
 use crate::domain::{
     entities::parse_id,
     error::RunsError,
-    orchestrator::{ClientResult, Orchestrator, RunInput},
     ports::Caller,
+    run::{ClientResult, Orchestrator, RunInput},
     service::{AgentInput, RunsService},
 };
 

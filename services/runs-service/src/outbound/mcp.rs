@@ -11,10 +11,11 @@ use switchboard_proto::{
     mcp::v1::{self as pb, content_block::Block, mcp_service_client::McpServiceClient},
 };
 use tonic::{Code, Request, Status, transport::Channel};
+use tonic_types::StatusExt as _;
 
 use crate::domain::ports::{
-    Caller, Capabilities, McpCallError, McpPort, McpPrompt, McpPromptArgument, McpResource,
-    McpTool, PromptLine, ResourceData, ResourceKindOf, ToolOutput,
+    Caller, Capabilities, Content, McpCallError, McpPort, McpPrompt, McpPromptArgument,
+    McpResource, McpTool, PromptLine, ResourceData, ResourceKindOf, ToolFailure, ToolOutput,
 };
 
 /// mcp-service's gRPC client.
@@ -51,13 +52,25 @@ fn request<T>(caller: &Caller, message: T, timeout: Duration) -> Request<T> {
     request
 }
 
+/// mcp-service's status as the domain's error: the one place its codes are
+/// read.
 fn failure(status: Status) -> McpCallError {
+    let message = status.message().to_owned();
     match status.code() {
         Code::DeadlineExceeded | Code::Cancelled => McpCallError::Timeout,
-        Code::Unavailable => {
-            McpCallError::Failed(format!("mcp-service is unavailable ({})", status.message()))
-        }
-        _ => McpCallError::Failed(status.message().to_owned()),
+        Code::Unavailable => McpCallError::Unavailable(message),
+        Code::ResourceExhausted => McpCallError::Exhausted {
+            retry_after: status
+                .get_details_retry_info()
+                .and_then(|retry| retry.retry_delay),
+            message,
+        },
+        Code::NotFound => McpCallError::NotFound(message),
+        Code::FailedPrecondition
+        | Code::PermissionDenied
+        | Code::InvalidArgument
+        | Code::Unauthenticated => McpCallError::Refused(message),
+        _ => McpCallError::Failed(message),
     }
 }
 
@@ -68,62 +81,82 @@ fn schema(value: Option<&prost_types::Struct>) -> Value {
     )
 }
 
-fn describe_resource(contents: Option<&pb::ResourceContents>) -> String {
-    match contents {
-        Some(pb::ResourceContents {
-            uri,
-            content: Some(pb::resource_contents::Content::Text(text)),
-            ..
-        }) => format!("[resource {uri}]\n{text}"),
-        Some(pb::ResourceContents {
-            uri,
-            mime_type,
-            content: Some(pb::resource_contents::Content::Blob(blob)),
-        }) => format!("[resource {uri}: {mime_type}, {} bytes]", blob.len()),
-        Some(contents) => format!("[resource {}]", contents.uri),
-        None => "[resource]".to_owned(),
+fn resource_content(contents: Option<&pb::ResourceContents>) -> Content {
+    let Some(contents) = contents else {
+        return Content::Resource {
+            uri: String::new(),
+            mime_type: String::new(),
+            text: None,
+            blob_bytes: None,
+        };
+    };
+    let (text, blob_bytes) = match &contents.content {
+        Some(pb::resource_contents::Content::Text(text)) => (Some(text.clone()), None),
+        Some(pb::resource_contents::Content::Blob(blob)) => (None, Some(blob.len())),
+        None => (None, None),
+    };
+    Content::Resource {
+        uri: contents.uri.clone(),
+        mime_type: contents.mime_type.clone(),
+        text,
+        blob_bytes,
     }
 }
 
-/// A tool result as the model reads it: text blocks joined, other blocks
-/// described (binary content is never inlined), and the structured result as
-/// JSON when no text carries it.
-pub fn render_tool_result(response: &pb::ExecuteToolResponse) -> String {
-    let mut lines = Vec::new();
-    let mut has_text = false;
-    for block in &response.content {
-        match &block.block {
-            Some(Block::Text(text)) => {
-                has_text = true;
-                lines.push(text.text.clone());
-            }
-            Some(Block::Image(image)) => {
-                lines.push(format!(
-                    "[image: {}, {} bytes]",
-                    image.mime_type,
-                    image.data.len()
-                ));
-            }
-            Some(Block::Audio(audio)) => {
-                lines.push(format!(
-                    "[audio: {}, {} bytes]",
-                    audio.mime_type,
-                    audio.data.len()
-                ));
-            }
-            Some(Block::Resource(resource)) => {
-                lines.push(describe_resource(resource.resource.as_ref()))
-            }
-            Some(Block::ResourceLink(link)) => {
-                lines.push(format!("[resource link: {} ({})]", link.uri, link.name));
-            }
-            None => {}
-        }
+/// A content block of the contract as the domain's; `None` for an empty one.
+fn content(block: &pb::ContentBlock) -> Option<Content> {
+    Some(match block.block.as_ref()? {
+        Block::Text(text) => Content::Text(text.text.clone()),
+        Block::Image(image) => Content::Image {
+            mime_type: image.mime_type.clone(),
+            bytes: image.data.len(),
+        },
+        Block::Audio(audio) => Content::Audio {
+            mime_type: audio.mime_type.clone(),
+            bytes: audio.data.len(),
+        },
+        Block::Resource(resource) => resource_content(resource.resource.as_ref()),
+        Block::ResourceLink(link) => Content::ResourceLink {
+            uri: link.uri.clone(),
+            name: link.name.clone(),
+        },
+    })
+}
+
+fn failure_reason(reason: pb::ToolFailureReason) -> ToolFailure {
+    use pb::ToolFailureReason as Reason;
+    match reason {
+        Reason::ToolError => ToolFailure::ToolError,
+        Reason::Timeout => ToolFailure::Timeout,
+        Reason::ResultTooLarge => ToolFailure::TooLarge,
+        Reason::ServerUnreachable => ToolFailure::Unreachable,
+        Reason::ConnectionLost => ToolFailure::ConnectionLost,
+        Reason::ProtocolError => ToolFailure::Protocol,
+        Reason::Unspecified => ToolFailure::Other,
     }
-    if !has_text && let Some(structured) = &response.structured_content {
-        lines.push(struct_to_json(structured).to_string());
+}
+
+/// An ExecuteTool response as the domain's tool output: the structured
+/// result in its exact JSON when mcp-service sends it (the `Struct` only from
+/// an older one).
+pub fn tool_output(response: pb::ExecuteToolResponse) -> ToolOutput {
+    let failure = response
+        .is_error
+        .then(|| failure_reason(response.failure_reason()));
+    let structured = if response.structured_content_json.is_empty() {
+        response
+            .structured_content
+            .as_ref()
+            .map(|s| struct_to_json(s).to_string())
+    } else {
+        Some(response.structured_content_json)
+    };
+    ToolOutput {
+        failure,
+        error_message: response.error_message,
+        content: response.content.iter().filter_map(content).collect(),
+        structured,
     }
-    lines.join("\n")
 }
 
 #[async_trait]
@@ -209,7 +242,7 @@ impl McpPort for GrpcMcp {
         caller: &Caller,
         integration_id: &str,
         tool: &str,
-        arguments: Map<String, Value>,
+        arguments: &str,
         scope: &str,
         timeout: Duration,
     ) -> Result<ToolOutput, McpCallError> {
@@ -220,19 +253,16 @@ impl McpPort for GrpcMcp {
                 pb::ExecuteToolRequest {
                     integration_id: integration_id.to_owned(),
                     tool_name: tool.to_owned(),
-                    arguments: Some(map_to_struct(&arguments)),
+                    arguments: None,
                     session_scope: scope.to_owned(),
+                    arguments_json: arguments.to_owned(),
                 },
                 timeout,
             ))
             .await
             .map_err(failure)?
             .into_inner();
-        Ok(ToolOutput {
-            is_error: response.is_error,
-            text: render_tool_result(&response),
-            error_message: response.error_message,
-        })
+        Ok(tool_output(response))
     }
 
     async fn retrieve_resource(
@@ -333,20 +363,11 @@ impl McpPort for GrpcMcp {
                     pb::Role::Assistant => "assistant".to_owned(),
                     _ => "user".to_owned(),
                 },
-                text: match m.content.as_ref().and_then(|c| c.block.as_ref()) {
-                    Some(Block::Text(t)) => t.text.clone(),
-                    Some(Block::Resource(r)) => describe_resource(r.resource.as_ref()),
-                    Some(Block::Image(i)) => {
-                        format!("[image: {}, {} bytes]", i.mime_type, i.data.len())
-                    }
-                    Some(Block::Audio(a)) => {
-                        format!("[audio: {}, {} bytes]", a.mime_type, a.data.len())
-                    }
-                    Some(Block::ResourceLink(l)) => {
-                        format!("[resource link: {} ({})]", l.uri, l.name)
-                    }
-                    None => String::new(),
-                },
+                content: m
+                    .content
+                    .as_ref()
+                    .and_then(content)
+                    .unwrap_or_else(|| Content::Text(String::new())),
             })
             .collect();
         Ok((response.description, lines))

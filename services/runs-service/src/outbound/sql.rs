@@ -14,8 +14,8 @@ use sqlx::{AnyConnection, AnyPool, Row, any::AnyRow};
 
 use crate::domain::{
     entities::{Agent, Message, PendingCall, Role, Run, RunStatus, Thread, ToolBinding, Usage},
-    history::{HistoryLimits, WindowMeter},
     ports::{Cursor, RepositoryError, RunsRepository},
+    run::{HistoryLimits, WindowMeter},
 };
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");

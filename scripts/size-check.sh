@@ -14,6 +14,6 @@ if [ -n "$long_files" ]; then
   echo "$long_files" >&2
   exit 1
 fi
-cargo clippy --locked -p switchboard-mcp-service -p switchboard-runs-service --lib -- \
+cargo clippy --locked --no-deps -p switchboard-mcp-service -p switchboard-runs-service --lib -- \
   -D warnings -D clippy::too_many_lines
 echo "size-check: every service file within $MAX_FILE_LINES lines, every function within 60"

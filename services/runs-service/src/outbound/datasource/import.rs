@@ -60,8 +60,18 @@ pub(super) fn parse_csv(csv: &[u8], limits: &ImportLimits) -> Result<ParsedTable
         .has_headers(false)
         .flexible(true)
         .from_reader(csv);
+    let names = read_header(&mut reader, limits)?;
+    let columns = read_rows(&mut reader, names.len(), csv.len(), limits)?;
+    build_table(names, columns)
+}
+
+/// The header row's column names.
+fn read_header(
+    reader: &mut csv::Reader<&[u8]>,
+    limits: &ImportLimits,
+) -> Result<Vec<String>, ImportError> {
     let mut record = csv::StringRecord::new();
-    if !read(&mut reader, &mut record)? {
+    if !read(reader, &mut record)? {
         return Err(ImportError::Empty);
     }
     let width = record.len();
@@ -75,16 +85,30 @@ pub(super) fn parse_csv(csv: &[u8], limits: &ImportLimits) -> Result<ParsedTable
     if record.iter().all(|name| name.trim().is_empty()) {
         return Err(ImportError::NoHeader);
     }
-    let names = column_names(record.iter());
+    Ok(column_names(record.iter()))
+}
 
+/// The data rows, column by column as text, with what each column's values
+/// look like.
+fn read_rows(
+    reader: &mut csv::Reader<&[u8]>,
+    width: usize,
+    file_bytes: usize,
+    limits: &ImportLimits,
+) -> Result<Vec<(StringBuilder, Inference)>, ImportError> {
     // Rough per-column capacity from the file size, to avoid regrowing.
-    let capacity_hint = csv.len() / width.max(1);
-    let mut builders: Vec<StringBuilder> = (0..width)
-        .map(|_| StringBuilder::with_capacity(1024, capacity_hint))
+    let capacity_hint = file_bytes / width.max(1);
+    let mut columns: Vec<(StringBuilder, Inference)> = (0..width)
+        .map(|_| {
+            (
+                StringBuilder::with_capacity(1024, capacity_hint),
+                Inference::default(),
+            )
+        })
         .collect();
-    let mut inference = vec![Inference::default(); width];
+    let mut record = csv::StringRecord::new();
     let mut rows = 0usize;
-    while read(&mut reader, &mut record)? {
+    while read(reader, &mut record)? {
         let line = record.position().map_or(0, csv::Position::line);
         rows += 1;
         // Checked before the row is kept: a short row costs a full row of
@@ -109,12 +133,12 @@ pub(super) fn parse_csv(csv: &[u8], limits: &ImportLimits) -> Result<ParsedTable
             });
         }
         check_fields(&record, line, limits)?;
-        for (index, builder) in builders.iter_mut().enumerate() {
+        for (index, (builder, inference)) in columns.iter_mut().enumerate() {
             let field = record.get(index).unwrap_or("").trim();
             if field.is_empty() {
                 builder.append_null();
             } else {
-                inference[index].observe(field);
+                inference.observe(field);
                 builder.append_value(field);
             }
         }
@@ -125,14 +149,21 @@ pub(super) fn parse_csv(csv: &[u8], limits: &ImportLimits) -> Result<ParsedTable
             actual: rows,
         });
     }
+    Ok(columns)
+}
 
+/// The typed table: each column converted to the type its values fit.
+fn build_table(
+    names: Vec<String>,
+    text_columns: Vec<(StringBuilder, Inference)>,
+) -> Result<ParsedTable, ImportError> {
+    let width = names.len();
     let mut columns = Vec::with_capacity(width);
     let mut fields = Vec::with_capacity(width);
     let mut arrays = Vec::with_capacity(width);
-    for ((name, mut builder), inference) in names.into_iter().zip(builders).zip(inference) {
+    for (name, (mut builder, inference)) in names.into_iter().zip(text_columns) {
         let column_type = inference.column_type();
-        let text = builder.finish();
-        let array = convert(text, column_type);
+        let array = convert(builder.finish(), column_type);
         fields.push(Field::new(&name, array.data_type().clone(), true));
         arrays.push(array);
         columns.push(Column { name, column_type });

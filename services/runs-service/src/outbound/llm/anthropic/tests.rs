@@ -6,6 +6,7 @@ use futures::StreamExt as _;
 use switchboard_scripted_model::{ScriptedModel, ScriptedToolCall, Turn};
 
 use super::*;
+use crate::domain::model::{FinishReason, ModelEvent, TokenUsage, ToolCall};
 use crate::outbound::llm::{
     ProviderKind, build_provider,
     test_support::{

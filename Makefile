@@ -121,12 +121,20 @@ clippy: ## Lint the Rust code, warnings are errors
 proto-lint: tools ## Lint the protobuf contracts (buf STANDARD)
 	cd proto && $(BUF) lint
 
+# The last released contracts: a buf image committed in proto/, renewed by
+# `make proto-release` when a version is released (docs/clients.md).
+RELEASED_CONTRACTS := proto/released.binpb
+
 .PHONY: proto-breaking
-proto-breaking: tools ## Check the contracts for breaking changes against main
-	cd proto && $(BUF) breaking --against '$(CURDIR)/.git#branch=main,subdir=proto'
+proto-breaking: tools ## Check the contracts for breaking changes against the last released ones
+	cd proto && $(BUF) breaking --against '$(CURDIR)/$(RELEASED_CONTRACTS)'
+
+.PHONY: proto-release
+proto-release: tools ## Record today's contracts as the released baseline of proto-breaking (on a release only)
+	cd proto && $(BUF) build --exclude-source-info -o '$(CURDIR)/$(RELEASED_CONTRACTS)'
 
 .PHONY: lint
-lint: fmt-check clippy proto-lint ## All lints
+lint: fmt-check clippy proto-lint proto-breaking ## All lints
 
 .PHONY: ci
 ci: lint deny test ## What CI runs: lints, supply-chain checks, then the tests on SQLite and PostgreSQL

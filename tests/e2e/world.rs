@@ -147,7 +147,10 @@ pub async fn world(options: Options) -> World {
     (options.agent)(&mut agent);
     let agent_id = runs_client
         .create_agent(authed(
-            runs::CreateAgentRequest { agent: Some(agent) },
+            runs::CreateAgentRequest {
+                agent: Some(agent),
+                ..Default::default()
+            },
             &token,
         ))
         .await
@@ -161,6 +164,7 @@ pub async fn world(options: Options) -> World {
             runs::CreateThreadRequest {
                 agent_id: agent_id.clone(),
                 title: "e2e".into(),
+                ..Default::default()
             },
             &token,
         ))
@@ -194,6 +198,7 @@ impl World {
             input: Some(runs::execute_run_request::Input::UserMessage(
                 runs::UserMessageInput { text: text.into() },
             )),
+            ..Default::default()
         };
         self.execute(request).await
     }

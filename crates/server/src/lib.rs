@@ -16,7 +16,7 @@ mod serve;
 pub use args::{AuthArgs, CommonArgs, TelemetryArgs};
 pub use config::ServerArgs;
 pub use deadline::{DeadlineLayer, Deadlines};
-pub use error::{ApiError, FieldViolation};
+pub use error::{ApiError, FieldViolation, Refusal};
 pub use org_limits::{OrgLimitLayer, OrgLimits};
 pub use serve::{RunningServer, Services, bind_and_serve, serve, shutdown_signal, spawn};
 

@@ -33,10 +33,8 @@ fn main() -> Result<(), Box<dyn Error>> {
         .generate_default_stubs(true)
         // Ordered maps encode the same request to the same bytes, which the
         // fingerprint of an idempotency key (`request_id`) relies on.
-        .btree_map([
-            ".switchboard.mcp.v1.StdioTransport",
-            ".switchboard.mcp.v1.PredefinedIntegrationSpec",
-        ])
+        .btree_map(".switchboard.mcp.v1.StdioTransport")
+        .btree_map(".switchboard.mcp.v1.PredefinedIntegrationSpec")
         .compile_fds(descriptors)?;
     Ok(())
 }

@@ -9,6 +9,7 @@ mod args;
 mod config;
 mod deadline;
 pub mod error;
+pub mod request_id;
 mod org_limits;
 mod readiness;
 mod serve;
@@ -17,6 +18,7 @@ pub use args::{AuthArgs, CommonArgs, TelemetryArgs};
 pub use config::ServerArgs;
 pub use deadline::{DeadlineLayer, Deadlines};
 pub use error::{ApiError, FieldViolation, Refusal};
+pub use request_id::{Begun, Idempotency, fingerprint, parse_request_id};
 pub use org_limits::{OrgLimitLayer, OrgLimits};
 pub use serve::{RunningServer, Services, bind_and_serve, serve, shutdown_signal, spawn};
 

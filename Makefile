@@ -101,8 +101,14 @@ fuzz-long: ## 1,000,000 executions per fuzz target (docs/security.md)
 deny: ## Supply-chain checks: advisories (when the database can be had), licences, bans, sources (deny.toml)
 	bash scripts/deny.sh
 
+.PHONY: clients
+clients: tools ## Generate the Python, TypeScript and Go clients of proto/ into examples/, then type-check and vet the examples
+	bash scripts/generate-clients.sh
+	cd examples/typescript && ./node_modules/.bin/tsc --noEmit
+	cd examples/go && go vet ./...
+
 .PHONY: test
-test: tools postgres ## Run every test, on SQLite and PostgreSQL
+test: tools postgres clients ## Run every test, on SQLite and PostgreSQL
 	$(CARGO) test --workspace --locked
 
 .PHONY: fmt

@@ -1,6 +1,8 @@
 //! End-to-end tests: both services on loopback, real MCP servers and a
 //! scripted model, called as other teams call them.
 
+mod config_docs;
+mod examples;
 mod hostile_resources;
 mod polyglot;
 mod resources;

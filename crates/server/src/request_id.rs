@@ -38,10 +38,17 @@ pub fn parse_request_id(value: &str) -> Result<Option<&str>, FieldViolation> {
     Ok(Some(value))
 }
 
-/// What identifies a request's content: the SHA-256 of its encoding (taken
-/// with the `request_id` field cleared), hex.
-pub fn fingerprint(request: &impl prost::Message) -> String {
-    Sha256::digest(request.encode_to_vec())
+/// What identifies a request: the SHA-256 of the caller's user id and of the
+/// request's encoding (taken with the `request_id` field cleared), hex. The
+/// user is part of it because threads and runs belong to their user: another
+/// user of the organization repeating a key is refused, never answered with
+/// someone else's result.
+pub fn fingerprint(user_id: &str, request: &impl prost::Message) -> String {
+    let mut hash = Sha256::new();
+    hash.update(user_id.len().to_le_bytes());
+    hash.update(user_id.as_bytes());
+    hash.update(request.encode_to_vec());
+    hash.finalize()
         .iter()
         .map(|byte| format!("{byte:02x}"))
         .collect()
@@ -184,8 +191,9 @@ mod tests {
             seconds: 2,
             nanos: 0,
         };
-        assert_eq!(fingerprint(&a), fingerprint(&a.clone()));
-        assert_ne!(fingerprint(&a), fingerprint(&b));
-        assert_eq!(fingerprint(&a).len(), 64);
+        assert_eq!(fingerprint("u", &a), fingerprint("u", &a.clone()));
+        assert_ne!(fingerprint("u", &a), fingerprint("u", &b));
+        assert_ne!(fingerprint("u", &a), fingerprint("v", &a));
+        assert_eq!(fingerprint("u", &a).len(), 64);
     }
 }

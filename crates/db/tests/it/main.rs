@@ -63,7 +63,9 @@ async fn keys_are_scoped_by_organization_and_method(kind: DbKind) {
         Claim::First
     );
     assert_eq!(
-        ids.claim(&key("org-b", "same"), "other").await.expect("claim"),
+        ids.claim(&key("org-b", "same"), "other")
+            .await
+            .expect("claim"),
         Claim::First,
         "another organization's key does not collide"
     );

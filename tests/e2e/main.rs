@@ -5,6 +5,7 @@ mod config_docs;
 mod examples;
 mod hostile_resources;
 mod polyglot;
+mod request_ids;
 mod resources;
 mod runs;
 mod world;

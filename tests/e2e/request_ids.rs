@@ -162,3 +162,52 @@ async fn a_repeated_run_replays_its_outcome_without_running_again() {
         .expect_err("the key belongs to another request");
     assert_eq!(reason(&refused), "ERROR_REASON_REQUEST_ID_REUSED");
 }
+
+#[tokio::test]
+async fn a_repeat_of_a_run_still_going_is_told_to_retry_later() {
+    let mut w = world(Options {
+        // Long enough that the run is still going when the repeat arrives;
+        // the test ends by closing the stream, which cancels the run.
+        turns: vec![Turn::Delay(
+            std::time::Duration::from_secs(60),
+            Box::new(Turn::Text("late".into())),
+        )],
+        ..Default::default()
+    })
+    .await;
+    let request = runs::ExecuteRunRequest {
+        thread_id: w.thread_id.clone(),
+        input: Some(Input::UserMessage(runs::UserMessageInput {
+            text: "hello".into(),
+        })),
+        request_id: "run-key-2".into(),
+    };
+    let mut first = w
+        .runs_client
+        .execute_run(authed(request.clone(), &w.token))
+        .await
+        .expect("the run starts")
+        .into_inner();
+    let started = first
+        .message()
+        .await
+        .expect("an event")
+        .expect("run_started");
+    assert!(matches!(
+        started.event,
+        Some(runs::execute_run_response::Event::RunStarted(_))
+    ));
+
+    let repeat = w
+        .runs_client
+        .execute_run(authed(request, &w.token))
+        .await
+        .expect_err("the first run is still going");
+    assert_eq!(repeat.code(), Code::Aborted, "{repeat:?}");
+    assert_eq!(reason(&repeat), "ERROR_REASON_REQUEST_IN_PROGRESS");
+    assert!(
+        repeat.get_error_details().retry_info().is_some(),
+        "a retry helps, so the status says when"
+    );
+    drop(first);
+}

@@ -80,7 +80,11 @@ impl RequestIds {
     pub async fn claim(&self, key: &RequestKey, fingerprint: &str) -> anyhow::Result<Claim> {
         let now = now_millis();
         let expired_before = now.saturating_sub(millis(self.window));
-        if self.claims.fetch_add(1, Ordering::Relaxed) % PRUNE_EVERY == 0 {
+        if self
+            .claims
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(PRUNE_EVERY)
+        {
             sqlx::query("DELETE FROM request_ids WHERE created_at < $1")
                 .bind(expired_before)
                 .execute(&self.pool)

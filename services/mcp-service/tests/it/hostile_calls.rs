@@ -300,7 +300,10 @@ async fn an_organization_whose_sessions_are_all_busy_is_refused_with_a_retry_hin
         details.error_info().map(|info| info.reason.as_str()),
         Some("ERROR_REASON_SESSION_LIMIT")
     );
-    assert!(details.retry_info().is_some(), "a session frees up by itself");
+    assert!(
+        details.retry_info().is_some(),
+        "a session frees up by itself"
+    );
     assert!(
         status.message().contains("retry in"),
         "{}",

@@ -211,3 +211,78 @@ async fn a_repeat_of_a_run_still_going_is_told_to_retry_later() {
     );
     drop(first);
 }
+
+#[tokio::test]
+async fn a_repeated_thread_or_import_is_made_once() {
+    let mut w = world(Options::default()).await;
+    let token = w.token.clone();
+    let thread = |request_id: &str| runs::CreateThreadRequest {
+        agent_id: w.agent_id.clone(),
+        title: "keyed".into(),
+        request_id: request_id.into(),
+    };
+    let (first, again) = (thread("thread-key"), thread("thread-key"));
+    let mut ids = Vec::new();
+    for request in [first, again] {
+        ids.push(
+            w.runs_client
+                .create_thread(authed(request, &token))
+                .await
+                .expect("thread created")
+                .into_inner()
+                .thread
+                .expect("a thread")
+                .id,
+        );
+    }
+    assert_eq!(ids[0], ids[1], "one thread for one key");
+
+    let import = runs::ImportDataSourceRequest {
+        thread_id: ids[0].clone(),
+        name: "sales".into(),
+        csv: b"quarter,revenue\nQ1,10\n".to_vec(),
+        request_id: "import-key".into(),
+    };
+    let mut sources = Vec::new();
+    for _ in 0..2 {
+        sources.push(
+            w.runs_client
+                .import_data_source(authed(import.clone(), &token))
+                .await
+                .expect("imported")
+                .into_inner()
+                .data_source
+                .expect("a data source")
+                .id,
+        );
+    }
+    assert_eq!(sources[0], sources[1], "one import for one key");
+    let listed = w
+        .runs_client
+        .list_data_sources(authed(
+            runs::ListDataSourcesRequest {
+                thread_id: ids[0].clone(),
+                page_size: 10,
+                page_token: String::new(),
+            },
+            &token,
+        ))
+        .await
+        .expect("listed")
+        .into_inner()
+        .data_sources;
+    assert_eq!(listed.len(), 1);
+
+    let another_user = token_of_another_user();
+    let refused = w
+        .runs_client
+        .import_data_source(authed(import, &another_user))
+        .await
+        .expect_err("another user's repeat");
+    assert_eq!(reason(&refused), "ERROR_REASON_REQUEST_ID_REUSED");
+}
+
+/// A member of the same organization who is not the threads' owner.
+fn token_of_another_user() -> String {
+    token(crate::world::ORG, "someone-else", &["member"])
+}

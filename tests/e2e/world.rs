@@ -153,7 +153,10 @@ pub async fn world(options: Options) -> World {
     (options.agent)(&mut agent);
     let agent_id = runs_client
         .create_agent(authed(
-            runs::CreateAgentRequest { agent: Some(agent) },
+            runs::CreateAgentRequest {
+                agent: Some(agent),
+                ..Default::default()
+            },
             &token,
         ))
         .await
@@ -167,6 +170,7 @@ pub async fn world(options: Options) -> World {
             runs::CreateThreadRequest {
                 agent_id: agent_id.clone(),
                 title: "e2e".into(),
+                ..Default::default()
             },
             &token,
         ))
@@ -200,6 +204,7 @@ impl World {
             input: Some(runs::execute_run_request::Input::UserMessage(
                 runs::UserMessageInput { text: text.into() },
             )),
+            ..Default::default()
         };
         self.execute(request).await
     }

@@ -9,9 +9,9 @@ use std::{
 
 use anyhow::Context as _;
 use switchboard_auth::Authenticator;
-use switchboard_db::now_millis;
+use switchboard_db::{now_millis, request_ids::RequestIds};
 use switchboard_proto::runs::v1::runs_service_server::RunsServiceServer;
-use switchboard_server::{RunningServer, Services};
+use switchboard_server::{Idempotency, RunningServer, Services};
 
 use crate::{
     Config,
@@ -86,7 +86,11 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     );
     let service = RunsService::new(repo, known, sources);
     let max = config.common.server.max_message_bytes;
-    let api = RunsServiceServer::new(RunsApi::new(service, orchestrator))
+    let idempotency = Idempotency::new(RequestIds::new(
+        db.pool.clone(),
+        config.common.database.request_id_window,
+    ));
+    let api = RunsServiceServer::new(RunsApi::new(service, orchestrator, idempotency))
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
     Ok(Built {

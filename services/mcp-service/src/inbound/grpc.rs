@@ -4,6 +4,7 @@
 use serde_json::{Map, Value};
 use switchboard_auth::{Principal, principal};
 use switchboard_proto::mcp::v1::{self as pb, mcp_service_server::McpService};
+use switchboard_server::{Idempotency, fingerprint, parse_request_id};
 use tonic::{Request, Response, Status};
 
 use super::{
@@ -29,13 +30,19 @@ use crate::domain::{
 pub(crate) struct McpApi {
     integrations: IntegrationService,
     calls: CallService,
+    idempotency: Idempotency,
 }
 
 impl McpApi {
-    pub(crate) fn new(integrations: IntegrationService, calls: CallService) -> Self {
+    pub(crate) fn new(
+        integrations: IntegrationService,
+        calls: CallService,
+        idempotency: Idempotency,
+    ) -> Self {
         Self {
             integrations,
             calls,
+            idempotency,
         }
     }
 }
@@ -147,15 +154,31 @@ impl McpService for McpApi {
         request: Request<pb::CreateIntegrationRequest>,
     ) -> Reply<pb::CreateIntegrationResponse> {
         let caller = caller(&request)?;
-        let new = parse_new(request.into_inner()).map_err(status)?;
-        let integration = self
-            .integrations
-            .create(&caller, new)
+        let mut request = request.into_inner();
+        let request_id = std::mem::take(&mut request.request_id);
+        let request_id = parse_request_id(&request_id).map_err(|v| status(v.into()))?;
+        let fingerprint = fingerprint(&caller.user_id, &request);
+        let new = parse_new(request).map_err(status)?;
+        let create = || async {
+            let integration = self
+                .integrations
+                .create(&caller, new)
+                .await
+                .map_err(status)?;
+            Ok(pb::CreateIntegrationResponse {
+                integration: Some(proto_integration(&integration)),
+            })
+        };
+        self.idempotency
+            .once(
+                &caller.org_id,
+                "CreateIntegration",
+                request_id,
+                &fingerprint,
+                create,
+            )
             .await
-            .map_err(status)?;
-        Ok(Response::new(pb::CreateIntegrationResponse {
-            integration: Some(proto_integration(&integration)),
-        }))
+            .map(Response::new)
     }
 
     async fn get_integration(

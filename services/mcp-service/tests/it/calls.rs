@@ -493,6 +493,13 @@ async fn access_is_checked_before_any_call() {
             .expect_err("disabled");
     assert_eq!(disabled.code(), Code::FailedPrecondition);
     assert_eq!(
+        tonic_types::StatusExt::get_error_details(&disabled)
+            .error_info()
+            .map(|info| info.reason.clone())
+            .as_deref(),
+        Some("ERROR_REASON_INTEGRATION_DISABLED")
+    );
+    assert_eq!(
         s.upstream.stats.snapshot().tool_calls,
         0,
         "nothing reached the server"

@@ -93,6 +93,10 @@ FUZZ_SECONDS ?= 25
 fuzz: ## Build the fuzz targets (fuzz/) and run each for FUZZ_SECONDS; fails on a crash
 	bash scripts/fuzz.sh $(FUZZ_SECONDS)
 
+.PHONY: fuzz-ci
+fuzz-ci: ## CI's short fuzz run: an unoptimized build, 20 s per target
+	bash scripts/fuzz.sh --ci
+
 .PHONY: fuzz-long
 fuzz-long: ## 1,000,000 executions per fuzz target (docs/security.md)
 	bash scripts/fuzz.sh --long 1000000
@@ -147,4 +151,4 @@ size-check: ## No service file over 500 lines, no function outside tests over 60
 lint: fmt-check clippy size-check proto-lint proto-breaking ## All lints
 
 .PHONY: ci
-ci: lint deny test ## What CI runs: lints, supply-chain checks, then the tests on SQLite and PostgreSQL
+ci: lint deny test fuzz-ci ## What CI runs: lints, supply-chain checks, the tests on SQLite and PostgreSQL, a short fuzz run

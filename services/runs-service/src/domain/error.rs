@@ -53,6 +53,7 @@ impl From<RepositoryError> for RunsError {
     fn from(error: RepositoryError) -> Self {
         match error {
             RepositoryError::ThreadBusy => Self::ThreadBusy,
+            error @ RepositoryError::RunEnded => Self::FailedPrecondition(error.to_string()),
             RepositoryError::Other(error) => Self::Internal(error),
         }
     }

@@ -45,6 +45,16 @@ impl MemoryRepository {
         })
     }
 
+    /// Ends the stored run `id` as another replica would (its reaper, say).
+    pub fn end_elsewhere(&self, id: &str, status: RunStatus) {
+        self.with(|s| {
+            if let Some(run) = s.runs.iter_mut().find(|r| r.id == id) {
+                run.status = status;
+                run.error = Some("the process running it stopped".into());
+            }
+        });
+    }
+
     /// The stored run `id`.
     pub fn run(&self, id: &str) -> Option<Run> {
         self.with(|s| s.runs.iter().find(|r| r.id == id).cloned())
@@ -281,10 +291,14 @@ impl RunsRepository for MemoryRepository {
         run: &Run,
         messages: &[Message],
     ) -> Result<Vec<i64>, RepositoryError> {
-        Ok(self.with(|s| {
+        self.with(|s| {
+            // As in SQL: a run that ended elsewhere is never overwritten.
+            if !s.runs.iter().any(|r| r.id == run.id && active(r.status)) {
+                return Err(RepositoryError::RunEnded);
+            }
             s.save_run(run);
-            s.append(&run.thread_id, messages)
-        }))
+            Ok(s.append(&run.thread_id, messages))
+        })
     }
 
     async fn resume_run(&self, run_id: &str, now: i64) -> Result<bool, RepositoryError> {
@@ -297,6 +311,23 @@ impl RunsRepository for MemoryRepository {
                     r.updated_at = now;
                 })
                 .is_some()
+        }))
+    }
+
+    async fn resume_run_with(
+        &self,
+        run: &Run,
+        messages: &[Message],
+    ) -> Result<Option<Vec<i64>>, RepositoryError> {
+        Ok(self.with(|s| {
+            let paused = s
+                .runs
+                .iter()
+                .any(|r| r.id == run.id && r.status == RunStatus::RequiresAction);
+            paused.then(|| {
+                s.save_run(run);
+                s.append(&run.thread_id, messages)
+            })
         }))
     }
 

@@ -6,3 +6,4 @@ mod hostile_datasources;
 mod hostile_model;
 mod hostile_server;
 mod repository;
+mod run_writes;

@@ -13,6 +13,11 @@ pub enum RepositoryError {
     /// The thread already has an active (running or paused) run.
     #[error("the thread already has an active run")]
     ThreadBusy,
+    /// The run is no longer in the state its writer expected: it ended
+    /// elsewhere (interrupted by a replica that saw it stale, cancelled) or
+    /// does not exist. Its writer stops writing it.
+    #[error("the run was ended elsewhere (interrupted or cancelled)")]
+    RunEnded,
     /// Anything else.
     #[error(transparent)]
     Other(#[from] anyhow::Error),
@@ -130,6 +135,14 @@ pub trait RunsRepository: Send + Sync + 'static {
     }
     /// Moves a paused run back to running; false when it was not paused.
     async fn resume_run(&self, run_id: &str, now: i64) -> Result<bool, RepositoryError>;
+    /// Saves a paused run as `run` (running again) with `messages` (the
+    /// client's results) appended, in one transaction; `None`, and nothing
+    /// written, when it was no longer paused.
+    async fn resume_run_with(
+        &self,
+        run: &Run,
+        messages: &[Message],
+    ) -> Result<Option<Vec<i64>>, RepositoryError>;
     /// The run `id` of `thread_id`.
     async fn get_run(&self, thread_id: &str, id: &str) -> Result<Option<Run>, RepositoryError>;
     /// The run `id`, whatever its thread (the caller checks the thread).

@@ -105,6 +105,9 @@ pub(super) enum Stop {
     Disconnected,
     /// The run failed; recorded on the run and reported.
     Failed(RunsError),
+    /// The run was ended elsewhere (interrupted by a replica that saw it
+    /// stale, or cancelled): this process stops writing it.
+    Ended,
 }
 
 impl From<RunsError> for Stop {
@@ -115,7 +118,10 @@ impl From<RunsError> for Stop {
 
 impl From<RepositoryError> for Stop {
     fn from(error: RepositoryError) -> Self {
-        Self::Failed(error.into())
+        match error {
+            RepositoryError::RunEnded => Self::Ended,
+            other => Self::Failed(other.into()),
+        }
     }
 }
 

@@ -190,20 +190,19 @@ impl Orchestrator {
             ));
         }
         let now = now_millis();
-        if !self.ports.repo.resume_run(&run.id, now).await? {
-            return Err(RunsError::FailedPrecondition(NOT_PAUSED.into()));
-        }
         run.status = RunStatus::Running;
         run.updated_at = now;
         let parts = answered(&run, results);
-        // Cleared in storage with the run's next save.
         run.pending.clear();
         let mut input = vec![message(&run, Role::Tool, parts, now)];
+        // The move back to running and the results are one write: a crash
+        // between them would leave calls without results.
         let seqs = self
             .ports
             .repo
-            .append_messages(&run.thread_id, &input)
-            .await?;
+            .resume_run_with(&run, &input)
+            .await?
+            .ok_or_else(|| RunsError::FailedPrecondition(NOT_PAUSED.into()))?;
         numbered(&mut input, seqs);
         Ok((run, input))
     }

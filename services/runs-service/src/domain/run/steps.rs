@@ -19,7 +19,7 @@ use crate::domain::{
     entities::{Agent, Message, Part, PendingCall, Role, Run, RunStatus, Thread, Usage},
     error::RunsError,
     model::{ChatRequest, ModelEvent, ToolCall},
-    ports::{Caller, ModelProvider},
+    ports::{Caller, ModelProvider, RepositoryError},
     tools::{RETRIEVE_RESOURCE, ToolContext, ToolOutcome, ToolRouter, Toolset},
 };
 
@@ -92,6 +92,7 @@ impl Orchestrator {
             Ok(()) => {}
             Err(Stop::Disconnected) => self.cancelled(&mut run).await,
             Err(Stop::Failed(error)) => self.failed(&mut run, &mut emitter, error).await,
+            Err(Stop::Ended) => self.ended(&run, &mut emitter).await,
         }
         self.active.remove(&run_id);
     }
@@ -218,10 +219,28 @@ impl Orchestrator {
             .await;
     }
 
-    async fn save(&self, run: &mut Run) -> Result<(), RunsError> {
+    /// A run ended elsewhere while this process drove it: nothing more is
+    /// written; the client is told what storage says.
+    async fn ended(&self, run: &Run, emitter: &mut Emitter) {
+        let stored = match self.ports.repo.find_run(&run.id).await {
+            Ok(Some(stored)) => stored,
+            Ok(None) => run.clone(),
+            Err(error) => {
+                tracing::error!(run_id = %run.id, error = %error, "failed to read an ended run");
+                run.clone()
+            }
+        };
+        tracing::warn!(run_id = %run.id, status = stored.status.as_str(), "the run was ended elsewhere; this process stops writing it");
+        let error = format!(
+            "the run was ended elsewhere ({})",
+            stored.error.as_deref().unwrap_or(stored.status.as_str())
+        );
+        let _ = emitter.emit(RunEvent::Failed { run: stored, error }).await;
+    }
+
+    async fn save(&self, run: &mut Run) -> Result<(), RepositoryError> {
         run.updated_at = now_millis();
-        self.ports.repo.update_run(run).await?;
-        Ok(())
+        self.ports.repo.update_run(run).await
     }
 }
 
@@ -238,8 +257,7 @@ impl Running<'_> {
         }
         let toolset = self.toolset();
         let turn = self.model_turn(&toolset).await?;
-        // Saved with the run's next state change; a crash loses only the
-        // count of a run that is then marked interrupted anyway.
+        // Saved with the turn.
         self.run.steps += 1;
         if turn.calls.is_empty() {
             return self.answered(turn).await;
@@ -322,7 +340,7 @@ impl Running<'_> {
         } else {
             vec![(Role::Assistant, parts)]
         };
-        self.store(answer, true).await?;
+        self.store(answer).await?;
         self.emitter
             .emit(RunEvent::Completed(self.run.clone()))
             .await?;
@@ -375,10 +393,10 @@ impl Running<'_> {
         Ok(parts)
     }
 
-    /// Stores the model's tool calls with their results, in one write: the
-    /// thread never holds a call that this service ran without its result,
-    /// which no later model request could be sent with. Client-side calls
-    /// wait for theirs in a paused run, saved with the turn.
+    /// Stores the model's tool calls with their results and the run's state,
+    /// in one write: the thread never holds a call that this service ran
+    /// without its result, which no later model request could be sent with.
+    /// Client-side calls wait for theirs in a paused run.
     async fn store_turn(
         &mut self,
         calls: Vec<Part>,
@@ -404,7 +422,7 @@ impl Running<'_> {
                 })
                 .collect();
         }
-        self.store(turn, paused).await?;
+        self.store(turn).await?;
         if imported {
             self.sources = self
                 .orchestrator
@@ -426,25 +444,22 @@ impl Running<'_> {
         Ok(Step::Done)
     }
 
-    /// Stores `messages` in one write, with the run's state when `save_run`,
-    /// then sends their events.
-    async fn store(
-        &mut self,
-        messages: Vec<(Role, Vec<Part>)>,
-        save_run: bool,
-    ) -> Result<(), Stop> {
+    /// Stores `messages` with the run's state in one write, guarded by the
+    /// run still being this process's to write (see
+    /// [`RepositoryError::RunEnded`]), then sends their events.
+    async fn store(&mut self, messages: Vec<(Role, Vec<Part>)>) -> Result<(), Stop> {
         let created_at = now_millis();
         let mut messages: Vec<Message> = messages
             .into_iter()
             .map(|(role, parts)| message(self.run, role, parts, created_at))
             .collect();
-        let repo = &self.orchestrator.ports.repo;
-        let seqs = if save_run {
-            self.run.updated_at = created_at;
-            repo.update_run_with(self.run, &messages).await?
-        } else {
-            repo.append_messages(&self.run.thread_id, &messages).await?
-        };
+        self.run.updated_at = created_at;
+        let seqs = self
+            .orchestrator
+            .ports
+            .repo
+            .update_run_with(self.run, &messages)
+            .await?;
         numbered(&mut messages, seqs);
         self.history.extend(messages.iter().cloned());
         for message in messages {

@@ -384,3 +384,44 @@ async fn arguments_that_are_not_an_object_never_reach_the_tool() {
         "MCP tool execution failed: the arguments are not a JSON object (got an array)"
     );
 }
+
+#[tokio::test]
+async fn a_run_ended_elsewhere_is_never_written_again() {
+    let mcp = FakeMcp::default().tool(
+        "i1",
+        "slow",
+        ToolBehaviour::Answer("late".into(), Duration::from_millis(300)),
+    );
+    let script = vec![ScriptedTurn::Call(vec![call("i1__slow", "{}")])];
+    let world = World::new(mcp, with_integrations(&["i1"]), script).await;
+    let mut rx = world
+        .orchestrator
+        .start(caller(), THREAD, RunInput::UserMessage("go".into()))
+        .await
+        .expect("the run starts");
+    let mut events = Vec::new();
+    while let Some(envelope) = rx.recv().await {
+        if let RunEvent::ToolCallStarted { .. } = &envelope.event {
+            // While the tool runs, another replica's reaper interrupts it.
+            let run_id = envelope.run_id.clone();
+            world.repo.end_elsewhere(&run_id, RunStatus::Interrupted);
+        }
+        events.push(envelope.event);
+    }
+    let RunEvent::Failed { run, error } = events.last().expect("events") else {
+        panic!("{events:?}")
+    };
+    assert_eq!(run.status, RunStatus::Interrupted);
+    assert!(error.contains("ended elsewhere"), "{error}");
+    let stored = world.repo.run(&run.id).expect("stored");
+    assert_eq!(stored.status, RunStatus::Interrupted);
+    // The late result was not stored after the run changed hands.
+    assert!(
+        world
+            .repo
+            .messages(THREAD)
+            .iter()
+            .all(|m| m.role != Role::Tool),
+        "no tool result written by the old writer"
+    );
+}

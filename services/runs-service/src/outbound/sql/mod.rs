@@ -182,6 +182,14 @@ impl RunsRepository for SqlRunsRepository {
         runs::update_run_with(self, run, messages).await
     }
 
+    async fn resume_run_with(
+        &self,
+        run: &Run,
+        messages: &[Message],
+    ) -> Result<Option<Vec<i64>>, RepositoryError> {
+        runs::resume_run_with(self, run, messages).await
+    }
+
     async fn resume_run(&self, run_id: &str, now: i64) -> Result<bool, RepositoryError> {
         runs::resume_run(self, run_id, now).await
     }

@@ -54,8 +54,12 @@ fn pending_json(run: &Run) -> anyhow::Result<Option<String>> {
 enum RunWrite {
     /// A new run.
     Insert,
-    /// A new state of a stored run.
+    /// A new state of a run still in progress (running or paused): a run
+    /// that ended meanwhile (interrupted by another replica's reaper,
+    /// cancelled) is never overwritten.
     Update,
+    /// A paused run moved back to running.
+    Resume,
 }
 
 impl RunWrite {
@@ -63,13 +67,15 @@ impl RunWrite {
         match self {
             Self::Insert => "failed to start a run",
             Self::Update => "failed to update a run",
+            Self::Resume => "failed to resume a run",
         }
     }
 
     async fn on(self, conn: &mut AnyConnection, run: &Run) -> Result<(), RepositoryError> {
         match self {
             Self::Insert => insert_run(conn, run).await,
-            Self::Update => update_run_row(conn, run).await,
+            Self::Update => update_run_row(conn, run, "('running', 'requires_action')").await,
+            Self::Resume => update_run_row(conn, run, "('requires_action')").await,
         }
     }
 }
@@ -128,15 +134,22 @@ async fn insert_run(conn: &mut AnyConnection, run: &Run) -> Result<(), Repositor
     Ok(())
 }
 
-async fn update_run_row(conn: &mut AnyConnection, run: &Run) -> Result<(), RepositoryError> {
+/// Saves `run`'s state, compare-and-set: only while its stored status is one
+/// of `expected` (an SQL list). Otherwise the run changed hands, and
+/// [`RepositoryError::RunEnded`] stops this writer.
+async fn update_run_row(
+    conn: &mut AnyConnection,
+    run: &Run,
+    expected: &str,
+) -> Result<(), RepositoryError> {
     // Saving a running run is proof its process is alive: it renews the
     // heartbeat too.
-    let result = sqlx::query(
+    let result = sqlx::query(&format!(
         "UPDATE runs SET status = $2, steps = $3, input_tokens = $4, output_tokens = $5, \
          error = $6, tool_bindings_json = $7, pending_json = $8, updated_at = $9, \
          heartbeat_at = CASE WHEN $10 = 1 THEN $9 ELSE heartbeat_at END \
-         WHERE id = $1",
-    )
+         WHERE id = $1 AND status IN {expected}"
+    ))
     .bind(run.id.as_str())
     .bind(run.status.as_str())
     .bind(run.steps)
@@ -154,9 +167,7 @@ async fn update_run_row(conn: &mut AnyConnection, run: &Run) -> Result<(), Repos
     .await
     .map_err(run_write_failed("failed to update a run"))?;
     if result.rows_affected() == 0 {
-        return Err(
-            anyhow::anyhow!("failed to update a run: run {} does not exist", run.id).into(),
-        );
+        return Err(RepositoryError::RunEnded);
     }
     Ok(())
 }
@@ -175,6 +186,18 @@ pub(super) async fn update_run_with(
     messages: &[Message],
 ) -> Result<Vec<i64>, RepositoryError> {
     repo.write_run(run, RunWrite::Update, messages).await
+}
+
+pub(super) async fn resume_run_with(
+    repo: &SqlRunsRepository,
+    run: &Run,
+    messages: &[Message],
+) -> Result<Option<Vec<i64>>, RepositoryError> {
+    match repo.write_run(run, RunWrite::Resume, messages).await {
+        Ok(seqs) => Ok(Some(seqs)),
+        Err(RepositoryError::RunEnded) => Ok(None),
+        Err(error) => Err(error),
+    }
 }
 
 pub(super) async fn resume_run(

@@ -78,8 +78,8 @@ fi
 # production; several codegen units keep the build of the SQL engine short.
 build_flags=(-O -s "$sanitizer" --codegen-units "${FUZZ_CODEGEN_UNITS:-16}")
 if [ "$mode" = ci ]; then
-  # Unoptimized (fuzz/Cargo.toml's dev profile keeps production's
-  # assertions): fewer executions per second, a much shorter build.
+  # Unoptimized (with debug assertions, which cargo fuzz adds to dev
+  # builds): fewer executions per second, a much shorter build.
   build_flags=(--dev -s "$sanitizer")
 fi
 echo "fuzz: building ${targets[*]}"

@@ -100,7 +100,22 @@ impl Orchestrator {
         };
         let this = self.clone();
         self.active.add(&run.id);
-        tokio::spawn(async move { this.drive(context, run, tx).await });
+        // The run's work follows its span (OpenTelemetry GenAI conventions),
+        // itself a child of the caller's ExecuteRun span: the calls it makes
+        // to mcp-service and to the model carry the caller's trace.
+        let span = tracing::info_span!(
+            "invoke_agent",
+            otel.name = %format!("invoke_agent {}", context.agent.name),
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.agent.id = %context.agent.id,
+            gen_ai.agent.name = %context.agent.name,
+            gen_ai.conversation.id = %context.thread.id,
+            run_id = %run.id,
+        );
+        tokio::spawn(tracing::Instrument::instrument(
+            async move { this.drive(context, run, tx).await },
+            span,
+        ));
         Ok(rx)
     }
 

@@ -101,6 +101,10 @@ fuzz-long: ## 1,000,000 executions per fuzz target (docs/security.md)
 deny: ## Supply-chain checks: advisories (when the database can be had), licences, bans, sources (deny.toml)
 	bash scripts/deny.sh
 
+.PHONY: conformance
+conformance: ## The MCP conformance suite (client side, 2025-11-25 and 2026-07-28) against mcp-service
+	bash scripts/conformance.sh
+
 .PHONY: test
 test: tools postgres ## Run every test, on SQLite and PostgreSQL
 	$(CARGO) test --workspace --locked
@@ -129,4 +133,4 @@ proto-breaking: tools ## Check the contracts for breaking changes against main
 lint: fmt-check clippy proto-lint ## All lints
 
 .PHONY: ci
-ci: lint deny test ## What CI runs: lints, supply-chain checks, then the tests on SQLite and PostgreSQL
+ci: lint deny test conformance ## What CI runs: lints, supply-chain checks, the tests on SQLite and PostgreSQL, the MCP conformance suite

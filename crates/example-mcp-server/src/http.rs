@@ -33,7 +33,10 @@ pub struct HttpServerOptions {
     /// Address to listen on; port 0 picks a free port.
     pub addr: SocketAddr,
     /// Whether `initialize` opens a session (`Mcp-Session-Id`) that later
-    /// requests join. When false, every request is served on its own.
+    /// requests join; such a server speaks only the initialize-era
+    /// lifecycle and refuses `server/discover`. When false, every request is
+    /// served on its own, and the stateless lifecycle of 2026-07-28 is
+    /// spoken too.
     pub stateful: bool,
     /// Delay before answering each listing (tools, resources, resource
     /// templates, prompts), to stand in for a slow server in discovery
@@ -112,6 +115,7 @@ pub async fn spawn_http(options: HttpServerOptions) -> anyhow::Result<RunningHtt
     let prototype = ExampleServer::new(Arc::clone(&stats))
         .with_discovery_delay(options.discovery_delay)
         .with_endless_tool_pages(options.endless_tool_pages)
+        .with_initialize_only(options.stateful)
         .with_connection_cutter(cutter.clone());
     let cancel = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()

@@ -12,12 +12,12 @@ use rmcp::{
     ErrorData as McpError, RoleServer, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
-        GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
-        InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult,
-        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-        Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
-        ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities,
-        ServerConfig, Tool,
+        DiscoverRequestMethod, DiscoverResult, GetPromptRequestParams, GetPromptResponse,
+        GetPromptResult, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
+        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+        PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams,
+        ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
+        Role, ServerCapabilities, ServerConfig, Tool,
     },
     service::{Peer, RequestContext},
 };
@@ -58,6 +58,7 @@ pub struct ExampleServer {
     counter: AtomicU64,
     discovery_delay: Duration,
     endless_tool_pages: bool,
+    initialize_only: bool,
     cutter: Option<ConnectionCutter>,
 }
 
@@ -76,8 +77,16 @@ impl ExampleServer {
             counter: AtomicU64::new(0),
             discovery_delay: Duration::ZERO,
             endless_tool_pages: false,
+            initialize_only: false,
             cutter: None,
         }
+    }
+
+    /// Speaks only the initialize-era lifecycle: `server/discover` is
+    /// refused as unknown, as servers of 2025-11-25 and earlier refuse it.
+    pub fn with_initialize_only(mut self, initialize_only: bool) -> Self {
+        self.initialize_only = initialize_only;
+        self
     }
 
     /// Makes every `tools/list` page name a next page, forever.
@@ -117,6 +126,7 @@ impl ExampleServer {
             counter: AtomicU64::new(0),
             discovery_delay: self.discovery_delay,
             endless_tool_pages: self.endless_tool_pages,
+            initialize_only: self.initialize_only,
             cutter: self.cutter.clone(),
         }
     }
@@ -379,6 +389,19 @@ impl ServerHandler for ExampleServer {
         )
         .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
         .with_instructions(SERVER_INSTRUCTIONS)
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, McpError> {
+        if self.initialize_only {
+            return Err(McpError::method_not_found::<DiscoverRequestMethod>());
+        }
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
     }
 
     async fn initialize(

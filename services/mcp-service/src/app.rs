@@ -107,6 +107,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
                 max_items: config.discovery_max_items,
                 max_bytes: config.discovery_max_bytes,
             },
+            elicitation: config.elicitation,
         },
     ));
     let repository = Arc::new(SqlIntegrationRepository::new(db.pool.clone(), keys));

@@ -103,6 +103,9 @@ pub struct Discovery {
     pub prompts: Vec<serde_json::Value>,
     /// When the server was asked, Unix milliseconds.
     pub discovered_at: i64,
+    /// How long the server says its listings stay fresh (the shortest
+    /// `ttlMs` of them), when it says so.
+    pub fresh_for: Option<Duration>,
 }
 
 /// Why a call to an MCP server did not produce a result. Messages are meant

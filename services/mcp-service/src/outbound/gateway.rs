@@ -25,7 +25,11 @@ use tokio::time::Instant;
 
 use super::{
     capped_http::is_too_large,
-    discovery::{ByteCounter, DiscoveryLimits, ListFailure, list_everything, server_identity},
+    discovery::{
+        ByteCounter, DiscoveryLimits, ListFailure, learn_tool_schemas, list_everything,
+        server_identity,
+    },
+    elicitation::ElicitationPolicy,
     mcp_client::{McpConnector, client_config},
     session_pool::{SessionKey, SessionPool},
     sessions::{DiscoveryCache, Live, SessionHandler},
@@ -46,6 +50,8 @@ pub struct GatewayLimits {
     pub max_result_bytes: usize,
     /// Bounds on one discovery.
     pub discovery: DiscoveryLimits,
+    /// How servers' elicitations are answered.
+    pub elicitation: ElicitationPolicy,
 }
 
 /// The `rmcp` implementation of [`McpGateway`].
@@ -124,13 +130,26 @@ impl RmcpGateway {
     }
 
     fn handler(&self, integration: &Integration) -> SessionHandler {
-        SessionHandler::new(client_config(), integration.id, self.cache.clone())
+        SessionHandler::new(
+            client_config(),
+            integration.id,
+            self.cache.clone(),
+            self.limits.elicitation,
+        )
     }
 
     async fn connect(&self, integration: &Integration) -> Result<Live, String> {
-        self.connector
+        let live = self
+            .connector
             .connect(integration, self.handler(integration))
-            .await
+            .await?;
+        // Without the schemas a call would lack its `Mcp-Param-*` headers,
+        // which a server of 2026-07-28 may require: a failure is logged and
+        // the session used as it is.
+        if let Err(error) = learn_tool_schemas(&live, self.limits.discovery).await {
+            tracing::debug!(integration_id = %integration.id, error = %error, "listing tools for their schemas failed");
+        }
+        Ok(live)
     }
 
     /// A session failure as the domain's error.

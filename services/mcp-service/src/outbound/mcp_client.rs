@@ -7,7 +7,10 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 use process_wrap::tokio::{KillOnDrop, ProcessGroup};
 use rmcp::{
     ClientServiceExt, ServiceExt,
-    model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion},
+    model::{
+        ClientCapabilities, ClientConfig, ElicitationCapability, FormElicitationCapability,
+        Implementation, ProtocolVersion,
+    },
     service::{ClientInitializeError, ClientLifecycleMode},
     transport::{
         StreamableHttpClientTransport, async_rw::AsyncRwTransport,
@@ -49,10 +52,24 @@ pub struct McpConnector {
     defaults: ConnectDefaults,
 }
 
-/// How mcp-service introduces itself to MCP servers.
+/// How a session's lifecycle is chosen: the newest protocol through
+/// `server/discover`, falling back to the initialize handshake at the newest
+/// initialize-era version when the server is of an earlier era.
+pub fn lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::LATEST],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+    }
+}
+
+/// How mcp-service introduces itself to MCP servers: it answers form
+/// elicitations (by the operator's policy, see [`super::elicitation`]).
 pub fn client_config() -> ClientConfig {
+    let mut capabilities = ClientCapabilities::default();
+    capabilities.elicitation =
+        Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
     ClientConfig::new(
-        ClientCapabilities::default(),
+        capabilities,
         Implementation::new("switchboard-mcp-service", env!("CARGO_PKG_VERSION")),
     )
 }
@@ -165,37 +182,28 @@ impl McpConnector {
                 config = config.auth_header(token.expose_secret().to_owned());
             }
         }
-        // The initialize handshake first: it gives stateful servers a session
-        // of their own per scope, which is what conversations rely on. A
-        // server that refuses it (one speaking only the stateless protocol of
-        // 2026-07-28) is then reached with `server/discover`.
-        let transport = StreamableHttpClientTransport::with_client(
-            CappedHttpClient::new(self.http.clone()),
-            config.clone(),
-        );
-        match handler
-            .clone()
-            .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
-            .await
-        {
+        // The lifecycle is chosen per server as the specification says:
+        // `server/discover` first (the stateless protocol of 2026-07-28,
+        // headers and `_meta` on every request), the initialize handshake
+        // when the server answers as a server of an earlier version.
+        let connect = |lifecycle| {
+            let transport = StreamableHttpClientTransport::with_client(
+                CappedHttpClient::new(self.http.clone()),
+                config.clone(),
+            );
+            handler.clone().serve_with_lifecycle(transport, lifecycle)
+        };
+        match connect(lifecycle()).await {
             Ok(session) => Ok(session),
-            Err(ClientInitializeError::JsonRpcError(refusal)) => {
+            // Some servers of an earlier version answer `server/discover`
+            // with an empty result instead of an error: they are reached
+            // with the initialize handshake on a fresh connection.
+            Err(ClientInitializeError::ExpectedInitResult(_)) => {
                 tracing::debug!(
                     integration_id = %integration.id,
-                    code = refusal.code.0,
-                    "initialize refused; using the stateless protocol"
+                    "server/discover answered without a discover result; using initialize"
                 );
-                let transport = StreamableHttpClientTransport::with_client(
-                    CappedHttpClient::new(self.http.clone()),
-                    config,
-                );
-                handler
-                    .serve_with_lifecycle(
-                        transport,
-                        ClientLifecycleMode::Discover {
-                            preferred_versions: vec![ProtocolVersion::LATEST],
-                        },
-                    )
+                connect(ClientLifecycleMode::Initialize)
                     .await
                     .map_err(|e| format!("MCP handshake failed: {e}"))
             }

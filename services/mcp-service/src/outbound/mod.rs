@@ -2,6 +2,7 @@
 
 pub mod capped_http;
 pub mod discovery;
+pub mod elicitation;
 pub mod gateway;
 pub mod http_client;
 pub mod mcp_client;

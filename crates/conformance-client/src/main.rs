@@ -25,7 +25,7 @@ pub struct Scenario {
 impl Scenario {
     fn from_env() -> anyhow::Result<Self> {
         let server_url = std::env::args()
-            .last()
+            .next_back()
             .filter(|arg| arg.starts_with("http"))
             .context("usage: conformance-client <server-url>")?;
         let name = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();

@@ -6,6 +6,7 @@
 //! the scenario in `MCP_CONFORMANCE_SCENARIO`; `MCP_CONFORMANCE_CONTEXT`
 //! carries scenario data (tool calls to make, pre-registered OAuth clients).
 
+mod oauth;
 mod scenarios;
 mod switchboard;
 

@@ -5,7 +5,7 @@ use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 
 use crate::{
-    Scenario,
+    Scenario, oauth,
     switchboard::{Switchboard, input_schema},
 };
 
@@ -45,13 +45,24 @@ fn plan(scenario: &Scenario) -> Plan {
 
 /// Runs `scenario` against its server through mcp-service.
 pub async fn run(switchboard: &mut Switchboard, scenario: &Scenario) -> anyhow::Result<()> {
+    let auth = scenario
+        .name
+        .starts_with("auth/")
+        .then(|| oauth::auth_config(scenario));
     let id = switchboard
-        .create_integration(&scenario.server_url, None)
+        .create_integration(&scenario.server_url, auth)
         .await?;
-    let discovery = switchboard
-        .discover(&id)
-        .await
-        .map_err(|status| anyhow::anyhow!("Discover failed: {status:?}"))?;
+    let mut discovery = None;
+    for _ in 0..oauth::MAX_AUTHORIZATIONS {
+        match switchboard.discover(&id).await {
+            Ok(found) => {
+                discovery = Some(found);
+                break;
+            }
+            Err(status) => oauth::authorize_or_fail(switchboard, "Discover", status).await?,
+        }
+    }
+    let discovery = discovery.context("Discover kept asking for authorization")?;
     let tools = &discovery.tools;
     eprintln!(
         "conformance-client: {} tools, {} resources, {} prompts",
@@ -114,10 +125,17 @@ async fn call(
     tool: &str,
     arguments: &Value,
 ) -> anyhow::Result<()> {
-    let response = switchboard
-        .execute_tool(id, tool, arguments)
-        .await
-        .map_err(|status| anyhow::anyhow!("ExecuteTool {tool} failed: {status:?}"))?;
+    let mut answered = None;
+    for _ in 0..oauth::MAX_AUTHORIZATIONS {
+        match switchboard.execute_tool(id, tool, arguments).await {
+            Ok(response) => {
+                answered = Some(response);
+                break;
+            }
+            Err(status) => oauth::authorize_or_fail(switchboard, tool, status).await?,
+        }
+    }
+    let response = answered.context("ExecuteTool kept asking for authorization")?;
     eprintln!(
         "conformance-client: {tool} answered (is_error: {}) {}",
         response.is_error, response.error_message

@@ -70,6 +70,22 @@ impl Switchboard {
         Ok(integration.id)
     }
 
+    /// Completes an authorization with what the authorization server sent
+    /// to the redirect URI.
+    pub async fn complete_authorization(
+        &mut self,
+        state: &str,
+        code: &str,
+        iss: &str,
+    ) -> Result<(), tonic::Status> {
+        let request = self.req(pb::CompleteAuthorizationRequest {
+            state: state.to_owned(),
+            code: code.to_owned(),
+            iss: iss.to_owned(),
+        });
+        self.client.complete_authorization(request).await.map(|_| ())
+    }
+
     /// Discover, bypassing the cache.
     pub async fn discover(&mut self, id: &str) -> Result<pb::DiscoverResponse, tonic::Status> {
         let request = self.req(pb::DiscoverRequest {
@@ -121,4 +137,18 @@ pub fn input_schema(tool: &pb::Tool) -> Value {
     tool.input_schema
         .as_ref()
         .map_or(Value::Null, struct_to_json)
+}
+
+/// The URL a FAILED_PRECONDITION asks the user to authorize at.
+pub fn authorization_url(status: &tonic::Status) -> Option<String> {
+    use tonic_types::StatusExt as _;
+    if status.code() != tonic::Code::FailedPrecondition {
+        return None;
+    }
+    status
+        .get_error_details()
+        .error_info()?
+        .metadata
+        .get("authorization_url")
+        .cloned()
 }

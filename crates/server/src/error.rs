@@ -52,6 +52,16 @@ pub enum ApiError {
     /// The object's state forbids the operation.
     #[error("{0}")]
     FailedPrecondition(String),
+    /// The caller must authorize access first (OAuth): the URL to send the
+    /// user's browser to travels in the `ErrorInfo` metadata as
+    /// `authorization_url`.
+    #[error("{message}")]
+    AuthorizationRequired {
+        /// What needs authorizing.
+        message: String,
+        /// Where to send the user's browser.
+        authorization_url: String,
+    },
     /// Missing or invalid credentials.
     #[error("{0}")]
     Unauthenticated(String),
@@ -104,6 +114,10 @@ impl ApiError {
             Self::FailedPrecondition(_) => {
                 (Code::FailedPrecondition, ErrorReason::FailedPrecondition)
             }
+            Self::AuthorizationRequired { .. } => (
+                Code::FailedPrecondition,
+                ErrorReason::AuthorizationRequired,
+            ),
             Self::Unauthenticated(_) => (Code::Unauthenticated, ErrorReason::Unauthenticated),
             Self::Unavailable(_) => (Code::Unavailable, ErrorReason::Unavailable),
             Self::DeadlineExceeded(_) => (Code::DeadlineExceeded, ErrorReason::DeadlineExceeded),
@@ -119,8 +133,13 @@ impl ApiError {
 impl From<ApiError> for Status {
     fn from(error: ApiError) -> Self {
         let (code, reason) = error.code_and_reason();
-        let mut details =
-            ErrorDetails::with_error_info(reason.as_str_name(), ERROR_DOMAIN, HashMap::new());
+        let metadata = match &error {
+            ApiError::AuthorizationRequired {
+                authorization_url, ..
+            } => HashMap::from([("authorization_url".to_owned(), authorization_url.clone())]),
+            _ => HashMap::new(),
+        };
+        let mut details = ErrorDetails::with_error_info(reason.as_str_name(), ERROR_DOMAIN, metadata);
         let message = match &error {
             ApiError::Internal(source) => {
                 tracing::error!(error = ?source, "internal error");

@@ -2,7 +2,10 @@
 
 use switchboard_server::ApiError;
 
-use crate::domain::{error::McpError, ports::CallError};
+use crate::domain::{
+    error::McpError,
+    ports::{AuthorizationError, CallError},
+};
 
 impl From<McpError> for ApiError {
     fn from(error: McpError) -> Self {
@@ -13,8 +16,28 @@ impl From<McpError> for ApiError {
             McpError::Forbidden(message) => Self::PermissionDenied(message.to_owned()),
             error @ McpError::Disabled(_) => Self::FailedPrecondition(error.to_string()),
             McpError::Upstream(error) => upstream(error),
+            McpError::AuthorizationRequired { authorization_url } => Self::AuthorizationRequired {
+                message: AUTHORIZATION_REQUIRED.to_owned(),
+                authorization_url,
+            },
+            McpError::Authorization(error) => authorization(error),
             McpError::Internal(error) => Self::Internal(error),
         }
+    }
+}
+
+/// What a caller is told when they must authorize first.
+const AUTHORIZATION_REQUIRED: &str =
+    "connect your account to the integration first: send your browser to the authorization_url \
+     of the ErrorInfo metadata, then call CompleteAuthorization";
+
+/// An authorization that could not be started or completed.
+fn authorization(error: AuthorizationError) -> ApiError {
+    match error {
+        error @ AuthorizationError::UnknownState => ApiError::NotFound(error.to_string()),
+        error @ AuthorizationError::NotPerUser => ApiError::FailedPrecondition(error.to_string()),
+        error @ AuthorizationError::Failed(_) => ApiError::FailedPrecondition(error.to_string()),
+        AuthorizationError::Internal(error) => ApiError::Internal(error),
     }
 }
 
@@ -40,6 +63,9 @@ fn upstream(error: CallError) -> ApiError {
     match error {
         CallError::Exhausted { .. } => ApiError::ResourceExhausted(message),
         CallError::Connect(_) | CallError::Transport(_) => ApiError::Unavailable(message),
+        // Turned into an authorization URL by the domain; reaching here
+        // means none could be made.
+        CallError::AuthorizationRequired(_) => ApiError::FailedPrecondition(message),
         CallError::Timeout(_) => ApiError::DeadlineExceeded(message),
         CallError::TooLarge { .. } | CallError::ListingTooLong(_) => {
             ApiError::ResourceExhausted(message)

@@ -35,7 +35,7 @@ use super::{
     sessions::{DiscoveryCache, Live, SessionHandler},
 };
 use crate::domain::{
-    integration::{Integration, IntegrationId},
+    integration::{AuthConfig, Integration, IntegrationId},
     ports::{CallError, Discovery, McpGateway, ProbeReport, SessionScope},
 };
 
@@ -81,6 +81,11 @@ fn never_delivered(error: &ServiceError) -> bool {
     error
         .downcast_ref::<std::io::Error>()
         .is_some_and(|error| error.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+/// Whether `integration`'s sessions carry each user's own OAuth token.
+fn is_per_user(integration: &Integration) -> bool {
+    matches!(integration.auth, AuthConfig::OAuthAuthorizationCode(_))
 }
 
 fn to_json<T: Serialize>(value: &T) -> Result<Value, CallError> {
@@ -138,10 +143,10 @@ impl RmcpGateway {
         )
     }
 
-    async fn connect(&self, integration: &Integration) -> Result<Live, String> {
+    async fn connect(&self, integration: &Integration, user: &str) -> Result<Live, CallError> {
         let live = self
             .connector
-            .connect(integration, self.handler(integration))
+            .connect(integration, user, self.handler(integration))
             .await?;
         // Without the schemas a call would lack its `Mcp-Param-*` headers,
         // which a server of 2026-07-28 may require: a failure is logged and
@@ -191,7 +196,10 @@ impl RmcpGateway {
         let attempts = async {
             let mut retried = false;
             loop {
-                let (slot, live) = self.pool.get(&key, || self.connect(integration)).await?;
+                let (slot, live) = self
+                    .pool
+                    .get(&key, || self.connect(integration, &scope.user))
+                    .await?;
                 match op(live).await {
                     Ok(value) => return Ok(value),
                     Err(OpFailure::Call(error)) => return Err(error),
@@ -204,7 +212,19 @@ impl RmcpGateway {
                         );
                         retried = true;
                     }
-                    Err(OpFailure::Service(error)) => return Err(self.upstream(error)),
+                    Err(OpFailure::Service(error)) => {
+                        if is_per_user(integration)
+                            && let Some(challenge) = error.auth_challenge()
+                        {
+                            // A refused or revoked token, or too few scopes:
+                            // the session is of no more use.
+                            self.pool.discard(&key, &slot);
+                            return Err(CallError::AuthorizationRequired(Some(
+                                challenge.to_owned(),
+                            )));
+                        }
+                        return Err(self.upstream(error));
+                    }
                 }
             }
         };
@@ -242,8 +262,10 @@ impl McpGateway for RmcpGateway {
             }
         };
         let (_, call_timeout) = self.connector.timeouts(integration);
-        match self.connect(integration).await {
-            Err(error) => report.error = Some(error),
+        // A per-user integration is checked with nobody's token: its server
+        // answering that it needs authorization shows it is reachable.
+        match self.connect(integration, "").await {
+            Err(error) => report.error = Some(error.to_string()),
             Ok(live) => {
                 let mut discovery = Discovery::default();
                 match tokio::time::timeout(
@@ -279,13 +301,21 @@ impl McpGateway for RmcpGateway {
     async fn discover(
         &self,
         integration: &Integration,
+        user: &str,
         bypass_cache: bool,
         timeout: Duration,
     ) -> Result<Arc<Discovery>, CallError> {
-        if !bypass_cache && let Some(cached) = self.cache.get(integration) {
+        // A per-user integration's listings may differ per user (they are
+        // listed with each user's token): they are not cached, and each user
+        // discovers on a session of their own.
+        let per_user = is_per_user(integration);
+        if !per_user
+            && !bypass_cache
+            && let Some(cached) = self.cache.get(integration)
+        {
             return Ok(cached);
         }
-        let scope = SessionScope(DISCOVERY_SCOPE.into());
+        let scope = SessionScope::new(if per_user { user } else { "" }, DISCOVERY_SCOPE);
         let limits = self.limits.discovery;
         let discovery = Arc::new(
             self.on_session(integration, &scope, timeout, |live| async move {
@@ -295,7 +325,9 @@ impl McpGateway for RmcpGateway {
             })
             .await?,
         );
-        self.cache.put(integration, discovery.clone());
+        if !per_user {
+            self.cache.put(integration, discovery.clone());
+        }
         Ok(discovery)
     }
 

@@ -209,8 +209,21 @@ impl Authorizations for AuthorizationCodeFlows {
             None => self.challenge(url).await?,
         };
         let (mut manager, metadata) = self.manager(url, challenge.as_deref()).await?;
+        let key = GrantKey {
+            org: integration.org_id.clone(),
+            integration: integration.id,
+            user: user.to_owned(),
+        };
+        // Asking again (a step-up, say) keeps what was granted before.
+        let granted = self
+            .store
+            .grant(&key)
+            .await?
+            .and_then(|grant| grant.credentials)
+            .map(|credentials| credentials.granted_scopes)
+            .unwrap_or_default();
         let mut scopes = manager.select_initial_scopes(&[]).await;
-        for scope in &config.scopes {
+        for scope in config.scopes.iter().chain(&granted) {
             if !scopes.contains(scope) {
                 scopes.push(scope.clone());
             }
@@ -237,11 +250,6 @@ impl Authorizations for AuthorizationCodeFlows {
             .await
             .map_err(failed)?
             .ok_or_else(|| AuthorizationError::Failed("the authorization state was not kept".into()))?;
-        let key = GrantKey {
-            org: integration.org_id.clone(),
-            integration: integration.id,
-            user: user.to_owned(),
-        };
         let pending = Pending {
             grant: Grant {
                 integration_version: integration.updated_at,

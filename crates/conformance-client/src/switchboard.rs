@@ -83,7 +83,10 @@ impl Switchboard {
             code: code.to_owned(),
             iss: iss.to_owned(),
         });
-        self.client.complete_authorization(request).await.map(|_| ())
+        self.client
+            .complete_authorization(request)
+            .await
+            .map(|_| ())
     }
 
     /// Discover, bypassing the cache.

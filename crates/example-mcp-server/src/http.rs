@@ -14,6 +14,7 @@ use rmcp::transport::{
 use tokio::{net::TcpListener, task::JoinHandle};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use crate::oauth::{self, OAuthRealm};
 use crate::{
     cut::{ConnectionCutter, CuttableListener},
     server::ExampleServer,
@@ -48,6 +49,9 @@ pub struct HttpServerOptions {
     /// Whether response streams carry event ids a client can resume from
     /// after a dropped connection (SSE priming events).
     pub resumable: bool,
+    /// When set, the MCP endpoint requires access tokens of this test
+    /// authorization server, served beside it.
+    pub oauth: Option<OAuthRealm>,
 }
 
 impl Default for HttpServerOptions {
@@ -58,6 +62,7 @@ impl Default for HttpServerOptions {
             discovery_delay: Duration::ZERO,
             endless_tool_pages: false,
             resumable: true,
+            oauth: None,
         }
     }
 }
@@ -136,7 +141,13 @@ pub async fn spawn_http(options: HttpServerOptions) -> anyhow::Result<RunningHtt
         Arc::new(sessions),
         config,
     );
-    let router = axum::Router::new().nest_service(MCP_PATH, service);
+    let mut router = axum::Router::new().nest_service(MCP_PATH, service);
+    if let Some(realm) = options.oauth {
+        realm.set_base(format!("http://{addr}"));
+        router = router
+            .fallback(|| async { axum::http::StatusCode::NOT_FOUND })
+            .layer(axum::middleware::from_fn_with_state(realm, oauth::guard));
+    }
 
     let listener = CuttableListener {
         inner: listener,

@@ -114,10 +114,9 @@ impl ApiError {
             Self::FailedPrecondition(_) => {
                 (Code::FailedPrecondition, ErrorReason::FailedPrecondition)
             }
-            Self::AuthorizationRequired { .. } => (
-                Code::FailedPrecondition,
-                ErrorReason::AuthorizationRequired,
-            ),
+            Self::AuthorizationRequired { .. } => {
+                (Code::FailedPrecondition, ErrorReason::AuthorizationRequired)
+            }
             Self::Unauthenticated(_) => (Code::Unauthenticated, ErrorReason::Unauthenticated),
             Self::Unavailable(_) => (Code::Unavailable, ErrorReason::Unavailable),
             Self::DeadlineExceeded(_) => (Code::DeadlineExceeded, ErrorReason::DeadlineExceeded),
@@ -139,7 +138,8 @@ impl From<ApiError> for Status {
             } => HashMap::from([("authorization_url".to_owned(), authorization_url.clone())]),
             _ => HashMap::new(),
         };
-        let mut details = ErrorDetails::with_error_info(reason.as_str_name(), ERROR_DOMAIN, metadata);
+        let mut details =
+            ErrorDetails::with_error_info(reason.as_str_name(), ERROR_DOMAIN, metadata);
         let message = match &error {
             ApiError::Internal(source) => {
                 tracing::error!(error = ?source, "internal error");

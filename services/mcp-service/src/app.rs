@@ -11,8 +11,7 @@ use crate::{
     Config,
     domain::{
         address_policy::AddressPolicy, calls::CallService, integration::Timeouts,
-        resolve::ConfigPolicy,
-        service::IntegrationService,
+        resolve::ConfigPolicy, service::IntegrationService,
     },
     inbound::McpApi,
     outbound::{

@@ -140,7 +140,9 @@ impl std::fmt::Debug for AuthorizationAnswer {
 #[derive(Debug, thiserror::Error)]
 pub enum AuthorizationError {
     /// No authorization of the caller's waits under this `state`.
-    #[error("no authorization of yours was started with this state, or it expired or was completed")]
+    #[error(
+        "no authorization of yours was started with this state, or it expired or was completed"
+    )]
     UnknownState,
     /// The integration is not authorized per user.
     #[error("the integration does not use OAuth authorization code")]

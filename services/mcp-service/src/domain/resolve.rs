@@ -294,7 +294,10 @@ impl ConfigPolicy {
             } => {
                 let prefix = format!("{field}.oauth_authorization_code");
                 violations.extend(check_code_config(&prefix, &config));
-                let same = matches!(previous_auth, Some((AuthConfig::OAuthAuthorizationCode(_), _)));
+                let same = matches!(
+                    previous_auth,
+                    Some((AuthConfig::OAuthAuthorizationCode(_), _))
+                );
                 if let Some(secret) =
                     non_empty(client_secret).or_else(|| kept(same, Secrets::OAUTH_CLIENT_SECRET))
                 {

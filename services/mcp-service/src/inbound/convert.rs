@@ -13,8 +13,8 @@ use crate::domain::{
     error::McpError,
     input::{AuthInput, TransportInput},
     integration::{
-        AuthConfig, Integration, IntegrationId, IntegrationKind, OAuthCodeConfig, Secrets, Timeouts,
-        TransportConfig,
+        AuthConfig, Integration, IntegrationId, IntegrationKind, OAuthCodeConfig, Secrets,
+        Timeouts, TransportConfig,
     },
     ports::ProbeReport,
 };

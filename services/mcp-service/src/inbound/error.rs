@@ -27,8 +27,7 @@ impl From<McpError> for ApiError {
 }
 
 /// What a caller is told when they must authorize first.
-const AUTHORIZATION_REQUIRED: &str =
-    "connect your account to the integration first: send your browser to the authorization_url \
+const AUTHORIZATION_REQUIRED: &str = "connect your account to the integration first: send your browser to the authorization_url \
      of the ErrorInfo metadata, then call CompleteAuthorization";
 
 /// An authorization that could not be started or completed.

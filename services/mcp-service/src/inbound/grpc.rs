@@ -447,7 +447,10 @@ impl McpService for McpApi {
         let mut violations = Vec::new();
         for (field, value) in [("state", &request.state), ("code", &request.code)] {
             if value.is_empty() {
-                violations.push(switchboard_server::FieldViolation::new(field, "is required"));
+                violations.push(switchboard_server::FieldViolation::new(
+                    field,
+                    "is required",
+                ));
             }
         }
         if !violations.is_empty() {

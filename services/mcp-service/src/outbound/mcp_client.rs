@@ -158,7 +158,13 @@ impl McpConnector {
             // The user's token on every request, refreshed as it nears
             // expiry and once more when the server refuses it.
             let manager = self.flows.session_manager(integration, user).await?;
-            handshake(AuthClient::new(capped, manager), config, handler, integration).await
+            handshake(
+                AuthClient::new(capped, manager),
+                config,
+                handler,
+                integration,
+            )
+            .await
         } else {
             let config = self
                 .static_auth(integration, config)
@@ -167,7 +173,9 @@ impl McpConnector {
             handshake(capped, config, handler, integration).await
         };
         connected.map_err(|error| match error.auth_challenge() {
-            Some(challenge) if per_user => CallError::AuthorizationRequired(Some(challenge.to_owned())),
+            Some(challenge) if per_user => {
+                CallError::AuthorizationRequired(Some(challenge.to_owned()))
+            }
             _ => CallError::Connect(format!("MCP handshake failed: {error}")),
         })
     }

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationMetadata, CredentialStore, InMemoryCredentialStore, InMemoryStateStore,
-    OAuthClientConfig, StateStore, StoredCredentials,
+    AuthError, AuthorizationManager, AuthorizationMetadata, CredentialStore,
+    InMemoryCredentialStore, InMemoryStateStore, OAuthClientConfig, StateStore, StoredCredentials,
 };
 use secrecy::ExposeSecret;
 
@@ -22,7 +22,9 @@ use super::{
 };
 use crate::domain::{
     address_policy::AddressPolicy,
-    integration::{AuthConfig, Integration, IntegrationId, OAuthCodeConfig, OrgId, Secrets, TransportConfig},
+    integration::{
+        AuthConfig, Integration, IntegrationId, OAuthCodeConfig, OrgId, Secrets, TransportConfig,
+    },
     ports::{
         AuthorizationAnswer, AuthorizationError, Authorizations, CallError, StartedAuthorization,
     },
@@ -42,7 +44,8 @@ pub struct AuthorizationCodeFlows {
 
 impl std::fmt::Debug for AuthorizationCodeFlows {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AuthorizationCodeFlows").finish_non_exhaustive()
+        f.debug_struct("AuthorizationCodeFlows")
+            .finish_non_exhaustive()
     }
 }
 
@@ -98,7 +101,8 @@ impl AuthorizationCodeFlows {
     /// The server's `WWW-Authenticate` challenge to an unauthenticated
     /// request, if it sends one.
     async fn challenge(&self, url: &str) -> Result<Option<String>, AuthorizationError> {
-        check_request_url(&self.policy, url).map_err(|e| AuthorizationError::Failed(e.to_string()))?;
+        check_request_url(&self.policy, url)
+            .map_err(|e| AuthorizationError::Failed(e.to_string()))?;
         let body = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "ping"});
         let response = self
             .probe
@@ -108,7 +112,12 @@ impl AuthorizationCodeFlows {
             .timeout(std::time::Duration::from_secs(30))
             .send()
             .await
-            .map_err(|e| AuthorizationError::Failed(format!("the MCP server is unreachable: {}", e.without_url())))?;
+            .map_err(|e| {
+                AuthorizationError::Failed(format!(
+                    "the MCP server is unreachable: {}",
+                    e.without_url()
+                ))
+            })?;
         Ok(response
             .headers()
             .get(http::header::WWW_AUTHENTICATE)
@@ -143,7 +152,11 @@ impl AuthorizationCodeFlows {
             .get("client_id_metadata_document_supported")
             .and_then(serde_json::Value::as_bool)
             .unwrap_or(false);
-        if let Some(url) = config.client_metadata_url.as_ref().filter(|_| metadata_documents) {
+        if let Some(url) = config
+            .client_metadata_url
+            .as_ref()
+            .filter(|_| metadata_documents)
+        {
             return Ok(registration(url.clone(), None));
         }
         let scope_refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
@@ -171,8 +184,12 @@ impl AuthorizationCodeFlows {
             .store
             .grant(&key)
             .await
-            .map_err(|e| CallError::Connect(format!("the stored authorization is unreadable: {e}")))?
-            .filter(|grant| grant.integration_version == integration.updated_at && grant.credentials.is_some())
+            .map_err(|e| {
+                CallError::Connect(format!("the stored authorization is unreadable: {e}"))
+            })?
+            .filter(|grant| {
+                grant.integration_version == integration.updated_at && grant.credentials.is_some()
+            })
             .ok_or(CallError::AuthorizationRequired(None))?;
         let mut manager = AuthorizationManager::new_with_oauth_http_client(url, self.http.clone())
             .await
@@ -243,13 +260,17 @@ impl Authorizations for AuthorizationCodeFlows {
             .map_err(failed)?;
         let state = url::Url::parse(&authorization_url)
             .ok()
-            .and_then(|u| u.query_pairs().find(|(k, _)| k == "state").map(|(_, v)| v.into_owned()))
-            .ok_or_else(|| AuthorizationError::Failed("the authorization URL has no state".into()))?;
-        let stored = states
-            .load(&state)
-            .await
-            .map_err(failed)?
-            .ok_or_else(|| AuthorizationError::Failed("the authorization state was not kept".into()))?;
+            .and_then(|u| {
+                u.query_pairs()
+                    .find(|(k, _)| k == "state")
+                    .map(|(_, v)| v.into_owned())
+            })
+            .ok_or_else(|| {
+                AuthorizationError::Failed("the authorization URL has no state".into())
+            })?;
+        let stored = states.load(&state).await.map_err(failed)?.ok_or_else(|| {
+            AuthorizationError::Failed("the authorization state was not kept".into())
+        })?;
         let pending = Pending {
             grant: Grant {
                 integration_version: integration.updated_at,
@@ -298,7 +319,11 @@ impl Authorizations for AuthorizationCodeFlows {
         let credentials = InMemoryCredentialStore::new();
         manager.set_credential_store(credentials.clone());
         manager
-            .exchange_code_for_token_with_issuer(&answer.code, &answer.state, answer.issuer.as_deref())
+            .exchange_code_for_token_with_issuer(
+                &answer.code,
+                &answer.state,
+                answer.issuer.as_deref(),
+            )
             .await
             .map_err(failed)?;
         grant.credentials = credentials.load().await.map_err(failed)?;
@@ -347,6 +372,9 @@ impl SealedCredentials {
             return Ok(());
         };
         grant.credentials = credentials;
-        self.store.save_grant(&self.key, &grant).await.map_err(storage)
+        self.store
+            .save_grant(&self.key, &grant)
+            .await
+            .map_err(storage)
     }
 }

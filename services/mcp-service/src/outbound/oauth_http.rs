@@ -67,10 +67,14 @@ impl PolicyOAuthHttp {
         // IP literals never reach the policy's resolver.
         check_request_url(&self.policy, &request.uri().to_string())?;
         let mut request = reqwest::Request::try_from(request)?;
-        *request.timeout_mut() = Some(timeout.map_or(MAX_REQUEST_TIME, |t| t.min(MAX_REQUEST_TIME)));
+        *request.timeout_mut() =
+            Some(timeout.map_or(MAX_REQUEST_TIME, |t| t.min(MAX_REQUEST_TIME)));
         let mut response = client.execute(request).await?;
         let limit = self.max_body_bytes;
-        if response.content_length().is_some_and(|length| length > limit as u64) {
+        if response
+            .content_length()
+            .is_some_and(|length| length > limit as u64)
+        {
             return Err(Box::new(TooLarge(ByteSize(limit))));
         }
         let mut builder = http::Response::builder().status(response.status());

@@ -10,6 +10,7 @@ mod hostile_sandbox;
 mod hostile_server;
 mod hostile_stdio;
 mod integrations;
+mod oauth_users;
 mod protocol;
 mod repository;
 mod secrets;

@@ -184,6 +184,22 @@ async fn two_users_each_call_with_their_own_token_and_a_revoked_grant_asks_again
     assert_eq!(stored.len(), 2, "one grant per user");
     pool.close().await;
     let logged = logs::captured();
+    h.client
+        .delete_integration(req(
+            pb::DeleteIntegrationRequest { id: id.clone() },
+            &admin("org-a"),
+        ))
+        .await
+        .expect("deleted");
+    let pool = sqlx::AnyPool::connect(&h.db.url).await.expect("raw access");
+    let left: i64 = sqlx::query("SELECT COUNT(*) AS n FROM oauth_grants")
+        .fetch_one(&pool)
+        .await
+        .expect("count")
+        .try_get("n")
+        .expect("a count");
+    assert_eq!(left, 0, "grants go with their integration");
+    pool.close().await;
     for token in &tokens {
         assert!(
             !stored

@@ -147,7 +147,8 @@ pub struct Config {
     /// Bytes (as JSON) of all listed items of one discovery together.
     #[arg(long, env = "SWITCHBOARD_MCP_DISCOVERY_MAX_BYTES", default_value_t = 8 * 1024 * 1024)]
     pub discovery_max_bytes: usize,
-    /// Largest OAuth token endpoint response read, in bytes.
+    /// Largest OAuth response read, in bytes: token endpoints, and for
+    /// per-user OAuth also metadata and client registration.
     #[arg(long, env = "SWITCHBOARD_OAUTH_MAX_TOKEN_RESPONSE_BYTES", default_value_t = 64 * 1024)]
     pub oauth_max_token_response_bytes: usize,
     /// How a server's request for the user's input in the middle of a call

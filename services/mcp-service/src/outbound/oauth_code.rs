@@ -49,8 +49,20 @@ impl std::fmt::Debug for AuthorizationCodeFlows {
     }
 }
 
+/// The error and its causes, for the admin (never a token: rmcp's errors
+/// name URLs and reasons, and tokens travel in no error).
 fn failed(error: AuthError) -> AuthorizationError {
-    AuthorizationError::Failed(error.to_string())
+    let mut message = error.to_string();
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    AuthorizationError::Failed(message)
 }
 
 /// The MCP endpoint and flow settings of a per-user integration.

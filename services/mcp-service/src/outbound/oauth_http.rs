@@ -65,7 +65,10 @@ impl PolicyOAuthHttp {
             _ => &self.follow,
         };
         // IP literals never reach the policy's resolver.
-        check_request_url(&self.policy, &request.uri().to_string())?;
+        if let Err(refusal) = check_request_url(&self.policy, &request.uri().to_string()) {
+            tracing::warn!(error = %refusal, "OAuth request refused by the outbound address policy");
+            return Err(Box::new(refusal));
+        }
         let mut request = reqwest::Request::try_from(request)?;
         *request.timeout_mut() =
             Some(timeout.map_or(MAX_REQUEST_TIME, |t| t.min(MAX_REQUEST_TIME)));

@@ -200,6 +200,22 @@ mod tests {
     }
 
     #[test]
+    fn an_authorization_requirement_carries_the_url_in_its_error_info() {
+        let status = Status::from(ApiError::AuthorizationRequired {
+            message: "connect your account".into(),
+            authorization_url: "https://as.example/authorize?state=s".into(),
+        });
+        assert_eq!(status.code(), Code::FailedPrecondition);
+        let details = status.get_error_details();
+        let info = details.error_info().expect("an ErrorInfo detail");
+        assert_eq!(info.reason, "ERROR_REASON_AUTHORIZATION_REQUIRED");
+        assert_eq!(
+            info.metadata.get("authorization_url").map(String::as_str),
+            Some("https://as.example/authorize?state=s")
+        );
+    }
+
+    #[test]
     fn internal_errors_do_not_leak_their_cause() {
         let status = Status::from(ApiError::Internal(anyhow::anyhow!(
             "connection to postgres://secret@db failed"

@@ -179,6 +179,31 @@ impl AuthorizationCodeFlows {
         Ok(registration(registered.client_id, registered.client_secret))
     }
 
+    /// The scopes to ask `key`'s user for: those the server's challenge or
+    /// metadata name, the configured ones, and (asking again, on a step-up
+    /// say) those granted before.
+    async fn scopes(
+        &self,
+        manager: &AuthorizationManager,
+        config: &OAuthCodeConfig,
+        key: &GrantKey,
+    ) -> Result<Vec<String>, AuthorizationError> {
+        let granted = self
+            .store
+            .grant(key)
+            .await?
+            .and_then(|grant| grant.credentials)
+            .map(|credentials| credentials.granted_scopes)
+            .unwrap_or_default();
+        let mut scopes = manager.select_initial_scopes(&[]).await;
+        for scope in config.scopes.iter().chain(&granted) {
+            if !scopes.contains(scope) {
+                scopes.push(scope.clone());
+            }
+        }
+        Ok(scopes)
+    }
+
     /// A manager ready to hand out `key`'s tokens, refreshing them (and
     /// sealing the refreshed ones) as they near expiry.
     pub async fn session_manager(
@@ -218,6 +243,18 @@ impl AuthorizationCodeFlows {
     }
 }
 
+/// The `state` parameter of an authorization URL.
+fn state_of(authorization_url: &str) -> Result<String, AuthorizationError> {
+    url::Url::parse(authorization_url)
+        .ok()
+        .and_then(|url| {
+            url.query_pairs()
+                .find(|(name, _)| name == "state")
+                .map(|(_, value)| value.into_owned())
+        })
+        .ok_or_else(|| AuthorizationError::Failed("the authorization URL has no state".into()))
+}
+
 fn client_config(client: &ClientRegistration) -> OAuthClientConfig {
     let mut config = OAuthClientConfig::new(client.client_id.clone(), client.redirect_uri.clone());
     config.client_secret = client.client_secret.clone();
@@ -243,20 +280,7 @@ impl Authorizations for AuthorizationCodeFlows {
             integration: integration.id,
             user: user.to_owned(),
         };
-        // Asking again (a step-up, say) keeps what was granted before.
-        let granted = self
-            .store
-            .grant(&key)
-            .await?
-            .and_then(|grant| grant.credentials)
-            .map(|credentials| credentials.granted_scopes)
-            .unwrap_or_default();
-        let mut scopes = manager.select_initial_scopes(&[]).await;
-        for scope in config.scopes.iter().chain(&granted) {
-            if !scopes.contains(scope) {
-                scopes.push(scope.clone());
-            }
-        }
+        let scopes = self.scopes(&manager, config, &key).await?;
         let client = self
             .client(&mut manager, &metadata, integration, config, &scopes)
             .await?;
@@ -270,16 +294,7 @@ impl Authorizations for AuthorizationCodeFlows {
             .get_authorization_url(&scope_refs)
             .await
             .map_err(failed)?;
-        let state = url::Url::parse(&authorization_url)
-            .ok()
-            .and_then(|u| {
-                u.query_pairs()
-                    .find(|(k, _)| k == "state")
-                    .map(|(_, v)| v.into_owned())
-            })
-            .ok_or_else(|| {
-                AuthorizationError::Failed("the authorization URL has no state".into())
-            })?;
+        let state = state_of(&authorization_url)?;
         let stored = states.load(&state).await.map_err(failed)?.ok_or_else(|| {
             AuthorizationError::Failed("the authorization state was not kept".into())
         })?;

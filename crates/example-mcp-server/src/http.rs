@@ -14,6 +14,7 @@ use rmcp::transport::{
 use tokio::{net::TcpListener, task::JoinHandle};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use crate::oauth::{self, OAuthRealm};
 use crate::{
     cut::{ConnectionCutter, CuttableListener},
     server::ExampleServer,
@@ -33,7 +34,10 @@ pub struct HttpServerOptions {
     /// Address to listen on; port 0 picks a free port.
     pub addr: SocketAddr,
     /// Whether `initialize` opens a session (`Mcp-Session-Id`) that later
-    /// requests join. When false, every request is served on its own.
+    /// requests join; such a server speaks only the initialize-era
+    /// lifecycle and refuses `server/discover`. When false, every request is
+    /// served on its own, and the stateless lifecycle of 2026-07-28 is
+    /// spoken too.
     pub stateful: bool,
     /// Delay before answering each listing (tools, resources, resource
     /// templates, prompts), to stand in for a slow server in discovery
@@ -47,6 +51,9 @@ pub struct HttpServerOptions {
     pub resumable: bool,
     /// Whether the `record` tool is listed (see [`crate::RECORD_TOOL`]).
     pub record_tool: bool,
+    /// When set, the MCP endpoint requires access tokens of this test
+    /// authorization server, served beside it.
+    pub oauth: Option<OAuthRealm>,
 }
 
 impl Default for HttpServerOptions {
@@ -58,6 +65,7 @@ impl Default for HttpServerOptions {
             endless_tool_pages: false,
             resumable: true,
             record_tool: false,
+            oauth: None,
         }
     }
 }
@@ -116,6 +124,7 @@ pub async fn spawn_http(options: HttpServerOptions) -> anyhow::Result<RunningHtt
         .with_discovery_delay(options.discovery_delay)
         .with_endless_tool_pages(options.endless_tool_pages)
         .with_record_tool(options.record_tool)
+        .with_initialize_only(options.stateful)
         .with_connection_cutter(cutter.clone());
     let cancel = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()
@@ -136,7 +145,13 @@ pub async fn spawn_http(options: HttpServerOptions) -> anyhow::Result<RunningHtt
         Arc::new(sessions),
         config,
     );
-    let router = axum::Router::new().nest_service(MCP_PATH, service);
+    let mut router = axum::Router::new().nest_service(MCP_PATH, service);
+    if let Some(realm) = options.oauth {
+        realm.set_base(format!("http://{addr}"));
+        router = router
+            .fallback(|| async { axum::http::StatusCode::NOT_FOUND })
+            .layer(axum::middleware::from_fn_with_state(realm, oauth::guard));
+    }
 
     let listener = CuttableListener {
         inner: listener,

@@ -17,6 +17,7 @@
 mod cut;
 pub mod data;
 mod http;
+mod oauth;
 mod server;
 mod stats;
 
@@ -26,6 +27,7 @@ use anyhow::Context as _;
 use rmcp::ServiceExt as _;
 
 pub use http::{HttpServerOptions, MCP_PATH, RunningHttpServer, spawn_http};
+pub use oauth::OAuthRealm;
 pub use server::{
     CALL_LOG_ENV, DROP_CONNECTION_TOOL, EXTRA_TOOL, ExampleServer, MAX_BIG_BYTES, RECORD_TOOL,
     SERVER_INSTRUCTIONS, SERVER_NAME, TOOLS_PAGE_SIZE,

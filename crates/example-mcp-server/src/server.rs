@@ -12,12 +12,12 @@ use rmcp::{
     ErrorData as McpError, RoleServer, ServerHandler,
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
-        GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
-        InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult,
-        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-        Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse,
-        ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities,
-        ServerConfig, Tool,
+        DiscoverRequestMethod, DiscoverResult, GetPromptRequestParams, GetPromptResponse,
+        GetPromptResult, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
+        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+        PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams,
+        ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
+        Role, ServerCapabilities, ServerConfig, Tool,
     },
     service::{Peer, RequestContext},
 };
@@ -59,6 +59,7 @@ pub struct ExampleServer {
     discovery_delay: Duration,
     endless_tool_pages: bool,
     record_tool: bool,
+    initialize_only: bool,
     cutter: Option<ConnectionCutter>,
 }
 
@@ -78,8 +79,16 @@ impl ExampleServer {
             discovery_delay: Duration::ZERO,
             endless_tool_pages: false,
             record_tool: false,
+            initialize_only: false,
             cutter: None,
         }
+    }
+
+    /// Speaks only the initialize-era lifecycle: `server/discover` is
+    /// refused as unknown, as servers of 2025-11-25 and earlier refuse it.
+    pub fn with_initialize_only(mut self, initialize_only: bool) -> Self {
+        self.initialize_only = initialize_only;
+        self
     }
 
     /// Makes every `tools/list` page name a next page, forever.
@@ -126,6 +135,7 @@ impl ExampleServer {
             discovery_delay: self.discovery_delay,
             endless_tool_pages: self.endless_tool_pages,
             record_tool: self.record_tool,
+            initialize_only: self.initialize_only,
             cutter: self.cutter.clone(),
         }
     }
@@ -408,6 +418,19 @@ impl ServerHandler for ExampleServer {
         )
         .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
         .with_instructions(SERVER_INSTRUCTIONS)
+    }
+
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, McpError> {
+        if self.initialize_only {
+            return Err(McpError::method_not_found::<DiscoverRequestMethod>());
+        }
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
     }
 
     async fn initialize(

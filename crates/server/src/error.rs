@@ -54,6 +54,16 @@ pub enum ApiError {
     /// The object's state forbids the operation.
     #[error("{0}")]
     FailedPrecondition(String),
+    /// The caller must authorize access first (OAuth): the URL to send the
+    /// user's browser to travels in the `ErrorInfo` metadata as
+    /// `authorization_url`.
+    #[error("{message}")]
+    AuthorizationRequired {
+        /// What needs authorizing.
+        message: String,
+        /// Where to send the user's browser.
+        authorization_url: String,
+    },
     /// Missing or invalid credentials.
     #[error("{0}")]
     Unauthenticated(String),
@@ -213,6 +223,9 @@ impl ApiError {
             Self::FailedPrecondition(_) => {
                 (Code::FailedPrecondition, ErrorReason::FailedPrecondition)
             }
+            Self::AuthorizationRequired { .. } => {
+                (Code::FailedPrecondition, ErrorReason::AuthorizationRequired)
+            }
             Self::Unauthenticated(_) => (Code::Unauthenticated, ErrorReason::Unauthenticated),
             Self::Unavailable(_) => (Code::Unavailable, ErrorReason::Unavailable),
             Self::DeadlineExceeded(_) => (Code::DeadlineExceeded, ErrorReason::DeadlineExceeded),
@@ -232,8 +245,14 @@ impl ApiError {
 impl From<ApiError> for Status {
     fn from(error: ApiError) -> Self {
         let (code, reason) = error.code_and_reason();
+        let metadata = match &error {
+            ApiError::AuthorizationRequired {
+                authorization_url, ..
+            } => HashMap::from([("authorization_url".to_owned(), authorization_url.clone())]),
+            _ => HashMap::new(),
+        };
         let mut details =
-            ErrorDetails::with_error_info(reason.as_str_name(), ERROR_DOMAIN, HashMap::new());
+            ErrorDetails::with_error_info(reason.as_str_name(), ERROR_DOMAIN, metadata);
         let message = match &error {
             ApiError::Internal(source) => {
                 tracing::error!(error = ?source, "internal error");
@@ -362,6 +381,22 @@ mod tests {
             assert_ne!(format!("{reason:?}"), format!("{code:?}"), "{refusal:?}");
             assert_ne!(code, Code::Ok, "{refusal:?}");
         }
+    }
+
+    #[test]
+    fn an_authorization_requirement_carries_the_url_in_its_error_info() {
+        let status = Status::from(ApiError::AuthorizationRequired {
+            message: "connect your account".into(),
+            authorization_url: "https://as.example/authorize?state=s".into(),
+        });
+        assert_eq!(status.code(), Code::FailedPrecondition);
+        let details = status.get_error_details();
+        let info = details.error_info().expect("an ErrorInfo detail");
+        assert_eq!(info.reason, "ERROR_REASON_AUTHORIZATION_REQUIRED");
+        assert_eq!(
+            info.metadata.get("authorization_url").map(String::as_str),
+            Some("https://as.example/authorize?state=s")
+        );
     }
 
     #[test]

@@ -11,16 +11,20 @@ use switchboard_server::{Idempotency, RunningServer, Services};
 use crate::{
     Config,
     domain::{
-        calls::CallService, integration::Timeouts, resolve::ConfigPolicy,
-        service::IntegrationService,
+        address_policy::AddressPolicy, calls::CallService, integration::Timeouts,
+        resolve::ConfigPolicy, service::IntegrationService,
     },
     inbound::McpApi,
     outbound::{
         discovery::DiscoveryLimits,
         gateway::{GatewayLimits, RmcpGateway},
-        http_client::{HttpClientOptions, build_client},
+        http_client::{HttpClientOptions, build_client, build_client_without_redirects},
         mcp_client::{ConnectDefaults, McpConnector},
         oauth::OAuthTokens,
+        oauth_code::AuthorizationCodeFlows,
+        oauth_http::PolicyOAuthHttp,
+        oauth_store::SqlOAuthStore,
+        secret_box::KeyRing,
         session_pool::{PoolLimits, SessionPool},
         sessions::DiscoveryCache,
         sql::{MIGRATIONS, SqlIntegrationRepository},
@@ -79,12 +83,14 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         },
     )
     .context("failed to build the outbound HTTP client")?;
+    let flows = authorization_flows(config, &addresses, http.clone(), &db.pool, keys.clone())?;
     let tokens = OAuthTokens::new(http.clone(), addresses)
         .with_max_response_bytes(config.oauth_max_token_response_bytes);
     let connector = McpConnector::new(
         http,
         policy.clone(),
         tokens,
+        flows.clone(),
         ConnectDefaults {
             connect_timeout: config.connect_timeout,
             call_timeout: config.call_timeout,
@@ -108,6 +114,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
                 max_items: config.discovery_max_items,
                 max_bytes: config.discovery_max_bytes,
             },
+            elicitation: config.elicitation,
         },
     ));
     let repository = Arc::new(SqlIntegrationRepository::new(db.pool.clone(), keys));
@@ -118,7 +125,12 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         Arc::new(config.catalog()?),
     )
     .with_usable_cache(config.integration_cache_ttl);
-    let calls = CallService::new(integrations.clone(), gateway, config.call_timeout);
+    let calls = CallService::new(
+        integrations.clone(),
+        gateway,
+        Arc::new(flows),
+        config.call_timeout,
+    );
     let max = config.common.server.max_message_bytes;
     let idempotency = Idempotency::new(RequestIds::new(
         db.pool.clone(),
@@ -134,6 +146,37 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
             .self_limited(UPSTREAM_METHODS)
             .watch_database(db),
     })
+}
+
+/// The per-user OAuth authorization code flows: every request through the
+/// address policy, bodies bounded like token responses, grants sealed.
+fn authorization_flows(
+    config: &Config,
+    addresses: &Arc<AddressPolicy>,
+    http: reqwest::Client,
+    pool: &sqlx::AnyPool,
+    keys: Arc<KeyRing>,
+) -> anyhow::Result<AuthorizationCodeFlows> {
+    let stop = build_client_without_redirects(
+        addresses.clone(),
+        &HttpClientOptions {
+            connect_timeout: config.connect_timeout,
+            max_redirects: 0,
+        },
+    )
+    .context("failed to build the outbound HTTP client")?;
+    let oauth_http = PolicyOAuthHttp::new(
+        http.clone(),
+        stop,
+        addresses.clone(),
+        config.oauth_max_token_response_bytes,
+    );
+    Ok(AuthorizationCodeFlows::new(
+        oauth_http,
+        http,
+        addresses.clone(),
+        SqlOAuthStore::new(pool.clone(), keys),
+    ))
 }
 
 /// Runs mcp-service until `shutdown` resolves, then shuts down gracefully.

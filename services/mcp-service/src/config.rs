@@ -12,7 +12,7 @@ use crate::{
         catalog::Catalog,
         stdio_policy::{ChildSettings, Sandbox, StdioAllowList},
     },
-    outbound::secret_box::KeyRing,
+    outbound::{elicitation::ElicitationPolicy, secret_box::KeyRing},
 };
 
 /// Everything mcp-service is configured with.
@@ -147,9 +147,16 @@ pub struct Config {
     /// Bytes (as JSON) of all listed items of one discovery together.
     #[arg(long, env = "SWITCHBOARD_MCP_DISCOVERY_MAX_BYTES", default_value_t = 8 * 1024 * 1024)]
     pub discovery_max_bytes: usize,
-    /// Largest OAuth token endpoint response read, in bytes.
+    /// Largest OAuth response read, in bytes: token endpoints, and for
+    /// per-user OAuth also metadata and client registration.
     #[arg(long, env = "SWITCHBOARD_OAUTH_MAX_TOKEN_RESPONSE_BYTES", default_value_t = 64 * 1024)]
     pub oauth_max_token_response_bytes: usize,
+    /// How a server's request for the user's input in the middle of a call
+    /// (an elicitation) is answered: `decline`, or `defaults` (accept with
+    /// the defaults the server's form declares, decline when a required
+    /// field has none).
+    #[arg(long, env = "SWITCHBOARD_ELICITATION", value_enum, default_value_t = ElicitationPolicy::Decline)]
+    pub elicitation: ElicitationPolicy,
 }
 
 impl std::fmt::Debug for Config {
@@ -220,6 +227,7 @@ impl Config {
             discovery_max_items: 10_000,
             discovery_max_bytes: 8 * 1024 * 1024,
             oauth_max_token_response_bytes: 64 * 1024,
+            elicitation: ElicitationPolicy::Decline,
         }
     }
 

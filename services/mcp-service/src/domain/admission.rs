@@ -127,7 +127,8 @@ pub fn entered_secrets(transport: &TransportInput, auth: &AuthInput) -> BTreeSet
         AuthInput::None => {}
         AuthInput::BearerToken { token } => note(Secrets::BEARER_TOKEN.into(), token.as_ref()),
         AuthInput::Header { value, .. } => note(Secrets::HEADER_VALUE.into(), value.as_ref()),
-        AuthInput::OAuthClientCredentials { client_secret, .. } => {
+        AuthInput::OAuthClientCredentials { client_secret, .. }
+        | AuthInput::OAuthAuthorizationCode { client_secret, .. } => {
             note(Secrets::OAUTH_CLIENT_SECRET.into(), client_secret.as_ref());
         }
     }

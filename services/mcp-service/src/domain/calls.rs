@@ -8,8 +8,11 @@ use switchboard_auth::Principal;
 
 use super::{
     error::McpError,
-    integration::{Integration, IntegrationId},
-    ports::{CallError, Discovery, McpGateway, SessionScope},
+    integration::{Integration, IntegrationId, OrgId},
+    ports::{
+        AuthorizationAnswer, Authorizations, CallError, Discovery, McpGateway, SessionScope,
+        StartedAuthorization,
+    },
     resource::expand_uri,
     service::IntegrationService,
 };
@@ -19,6 +22,7 @@ use super::{
 pub struct CallService {
     integrations: IntegrationService,
     gateway: Arc<dyn McpGateway>,
+    authorizations: Arc<dyn Authorizations>,
     default_call_timeout: Duration,
 }
 
@@ -47,9 +51,12 @@ fn scope(caller: &Principal, requested: &str) -> SessionScope {
     // users' keys equal.
     let user = &caller.user_id;
     if requested.is_empty() {
-        SessionScope(format!("user:{}:{user}", user.len()))
+        SessionScope::new(user.clone(), format!("user:{}:{user}", user.len()))
     } else {
-        SessionScope(format!("user:{}:{user}:scope:{requested}", user.len()))
+        SessionScope::new(
+            user.clone(),
+            format!("user:{}:{user}:scope:{requested}", user.len()),
+        )
     }
 }
 
@@ -58,13 +65,67 @@ impl CallService {
     pub fn new(
         integrations: IntegrationService,
         gateway: Arc<dyn McpGateway>,
+        authorizations: Arc<dyn Authorizations>,
         default_call_timeout: Duration,
     ) -> Self {
         Self {
             integrations,
             gateway,
+            authorizations,
             default_call_timeout,
         }
+    }
+
+    /// A call's failure as the caller's error: a server that needs the
+    /// caller's authorization becomes the URL where they give it.
+    async fn refused(
+        &self,
+        caller: &Principal,
+        integration: &Integration,
+        error: CallError,
+    ) -> McpError {
+        let CallError::AuthorizationRequired(challenge) = error else {
+            return McpError::Upstream(error);
+        };
+        match self
+            .authorizations
+            .start(integration, &caller.user_id, challenge.as_deref())
+            .await
+        {
+            Ok(started) => McpError::AuthorizationRequired {
+                authorization_url: started.authorization_url,
+            },
+            Err(error) => McpError::Authorization(error),
+        }
+    }
+
+    /// Starts connecting the caller's account to a per-user integration.
+    pub async fn start_authorization(
+        &self,
+        caller: &Principal,
+        id: IntegrationId,
+    ) -> Result<StartedAuthorization, McpError> {
+        let integration = self.integrations.usable(caller, id).await?;
+        self.authorizations
+            .start(&integration, &caller.user_id, None)
+            .await
+            .map_err(McpError::Authorization)
+    }
+
+    /// Completes an authorization the caller started.
+    pub async fn complete_authorization(
+        &self,
+        caller: &Principal,
+        answer: AuthorizationAnswer,
+    ) -> Result<IntegrationId, McpError> {
+        let org = OrgId(caller.org_id.clone());
+        let id = self
+            .authorizations
+            .complete(&org, &caller.user_id, answer)
+            .await
+            .map_err(McpError::Authorization)?;
+        tracing::info!(integration_id = %id, "authorization completed");
+        Ok(id)
     }
 
     /// The time a call may take: the integration's limit, capped by what is
@@ -92,15 +153,17 @@ impl CallService {
     ) -> Result<(Integration, Arc<Discovery>), McpError> {
         let integration = self.integrations.usable(caller, id).await?;
         let timeout = self.timeout(&integration, deadline);
-        let discovery = self
+        match self
             .gateway
-            .discover(&integration, bypass_cache, timeout)
+            .discover(&integration, &caller.user_id, bypass_cache, timeout)
             .await
-            .inspect_err(
-                |error| tracing::warn!(integration_id = %id, error = %error, "discovery failed"),
-            )
-            .map_err(McpError::Upstream)?;
-        Ok((integration, discovery))
+        {
+            Ok(discovery) => Ok((integration, discovery)),
+            Err(error) => {
+                tracing::warn!(integration_id = %id, error = %error, "discovery failed");
+                Err(self.refused(caller, &integration, error).await)
+            }
+        }
     }
 
     /// Calls a tool. What goes wrong on the server side (an error result, an
@@ -133,6 +196,11 @@ impl CallService {
             Err(error @ CallError::Exhausted { .. }) => {
                 return Err(McpError::Upstream(error.clone()));
             }
+            // Not the tool's answer either: the caller connects their
+            // account and calls again.
+            Err(error @ CallError::AuthorizationRequired(_)) => {
+                return Err(self.refused(caller, &integration, error.clone()).await);
+            }
             Ok(_) => tracing::debug!(integration_id = %id, tool, "tool call returned"),
             Err(error) => {
                 tracing::info!(integration_id = %id, tool, error = %error, "tool call failed")
@@ -154,12 +222,17 @@ impl CallService {
         let uri = expand_uri("parameters", uri, parameters).map_err(McpError::Invalid)?;
         let integration = self.integrations.usable(caller, id).await?;
         let timeout = self.timeout(&integration, deadline);
-        let result = self
+        match self
             .gateway
             .read_resource(&integration, &scope(caller, session_scope), &uri, timeout)
             .await
-            .inspect_err(|error| tracing::info!(integration_id = %id, error = %error, "resource read failed"))?;
-        Ok(ResourceRead { uri, result })
+        {
+            Ok(result) => Ok(ResourceRead { uri, result }),
+            Err(error) => {
+                tracing::info!(integration_id = %id, error = %error, "resource read failed");
+                Err(self.refused(caller, &integration, error).await)
+            }
+        }
     }
 
     /// Renders a prompt.
@@ -174,7 +247,7 @@ impl CallService {
     ) -> Result<Value, McpError> {
         let integration = self.integrations.usable(caller, id).await?;
         let timeout = self.timeout(&integration, deadline);
-        Ok(self
+        match self
             .gateway
             .get_prompt(
                 &integration,
@@ -184,8 +257,12 @@ impl CallService {
                 timeout,
             )
             .await
-            .inspect_err(
-                |error| tracing::info!(integration_id = %id, error = %error, "prompt failed"),
-            )?)
+        {
+            Ok(prompt) => Ok(prompt),
+            Err(error) => {
+                tracing::info!(integration_id = %id, error = %error, "prompt failed");
+                Err(self.refused(caller, &integration, error).await)
+            }
+        }
     }
 }

@@ -25,6 +25,15 @@ pub enum McpError {
     /// The MCP server could not answer.
     #[error(transparent)]
     Upstream(#[from] super::ports::CallError),
+    /// The caller must authorize the integration's server first.
+    #[error("connect your account to the integration first, at its authorization URL")]
+    AuthorizationRequired {
+        /// Where to send the user's browser.
+        authorization_url: String,
+    },
+    /// An authorization could not be started or completed.
+    #[error(transparent)]
+    Authorization(super::ports::AuthorizationError),
     /// Anything unexpected (storage, crypto).
     #[error(transparent)]
     Internal(#[from] anyhow::Error),

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use secrecy::SecretString;
 
-use super::integration::{DisplayName, Slug, Timeouts};
+use super::integration::{DisplayName, OAuthCodeConfig, Slug, Timeouts};
 
 /// A transport as sent by a caller, secret environment included.
 #[derive(Debug, Clone)]
@@ -59,6 +59,13 @@ pub enum AuthInput {
         client_secret: Option<SecretString>,
         /// Requested scopes.
         scopes: Vec<String>,
+    },
+    /// OAuth authorization code, per user.
+    OAuthAuthorizationCode {
+        /// The flow's settings.
+        config: OAuthCodeConfig,
+        /// A pre-registered client's secret.
+        client_secret: Option<SecretString>,
     },
 }
 

@@ -154,6 +154,25 @@ pub enum AuthConfig {
         /// Requested scopes.
         scopes: Vec<String>,
     },
+    /// OAuth 2.1 authorization code with PKCE, per user: each user connects
+    /// their own account and calls carry that user's token. A pre-registered
+    /// client's secret, if any, is [`Secrets::OAUTH_CLIENT_SECRET`].
+    OAuthAuthorizationCode(OAuthCodeConfig),
+}
+
+/// How an integration's users are authorized with the authorization code
+/// flow.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OAuthCodeConfig {
+    /// Where the authorization server sends the user's browser back.
+    pub redirect_uri: String,
+    /// A pre-registered client id.
+    pub client_id: Option<String>,
+    /// The `https` URL of this client's metadata document (used as client id
+    /// where the authorization server supports it).
+    pub client_metadata_url: Option<String>,
+    /// Scopes to ask for; empty asks for those the server names.
+    pub scopes: Vec<String>,
 }
 
 /// Time limits; `None` takes the service default.

@@ -103,12 +103,88 @@ pub struct Discovery {
     pub prompts: Vec<serde_json::Value>,
     /// When the server was asked, Unix milliseconds.
     pub discovered_at: i64,
+    /// How long the server says its listings stay fresh (the shortest
+    /// `ttlMs` of them), when it says so.
+    pub fresh_for: Option<Duration>,
+}
+
+/// A started authorization: where to send the user's browser.
+#[derive(Debug, Clone)]
+pub struct StartedAuthorization {
+    /// The authorization server's URL, with PKCE and `state`.
+    pub authorization_url: String,
+    /// The `state` the authorization server sends back.
+    pub state: String,
+}
+
+/// What the authorization server sent to the redirect URI.
+#[derive(Clone)]
+pub struct AuthorizationAnswer {
+    /// The `state` parameter.
+    pub state: String,
+    /// The `code` parameter (one use, short-lived; never logged).
+    pub code: String,
+    /// The `iss` parameter (RFC 9207), when sent.
+    pub issuer: Option<String>,
+}
+
+impl std::fmt::Debug for AuthorizationAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthorizationAnswer")
+            .field("issuer", &self.issuer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why an authorization could not be started or completed.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthorizationError {
+    /// No authorization of the caller's waits under this `state`.
+    #[error(
+        "no authorization of yours was started with this state, or it expired or was completed"
+    )]
+    UnknownState,
+    /// The integration is not authorized per user.
+    #[error("the integration does not use OAuth authorization code")]
+    NotPerUser,
+    /// The authorization server, or the MCP server's metadata, failed.
+    #[error("authorization failed: {0}")]
+    Failed(String),
+    /// Storage or sealing failed.
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+/// Per-user OAuth authorization code grants.
+#[async_trait]
+pub trait Authorizations: Send + Sync + 'static {
+    /// Starts authorizing `user` for `integration`; `challenge` is the
+    /// server's `WWW-Authenticate` when a call was refused (it names the
+    /// metadata and scopes to ask for).
+    async fn start(
+        &self,
+        integration: &Integration,
+        user: &str,
+        challenge: Option<&str>,
+    ) -> Result<StartedAuthorization, AuthorizationError>;
+    /// Completes an authorization `user` of `org` started; returns its
+    /// integration.
+    async fn complete(
+        &self,
+        org: &OrgId,
+        user: &str,
+        answer: AuthorizationAnswer,
+    ) -> Result<IntegrationId, AuthorizationError>;
 }
 
 /// Why a call to an MCP server did not produce a result. Messages are meant
 /// for the model and for admins: no secrets, no internals.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum CallError {
+    /// The server needs the caller's authorization (OAuth) first; the
+    /// server's `WWW-Authenticate` challenge, when it sent one.
+    #[error("the integration needs your authorization")]
+    AuthorizationRequired(Option<String>),
     /// The server could not be reached or the handshake failed.
     #[error("could not connect to the MCP server: {0}")]
     Connect(String),
@@ -164,9 +240,26 @@ impl std::fmt::Display for ByteSize {
 }
 
 /// The upstream session a call belongs to: calls with the same scope share one
-/// MCP session of an integration (one conversation, one session).
+/// MCP session of an integration (one conversation, one session). The user
+/// is the one whose credentials a per-user (OAuth) integration's session
+/// carries.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct SessionScope(pub String);
+pub struct SessionScope {
+    /// The user the session acts for.
+    pub user: String,
+    /// The scope within the user's (a conversation, say).
+    pub name: String,
+}
+
+impl SessionScope {
+    /// The scope `name` of `user`.
+    pub fn new(user: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            user: user.into(),
+            name: name.into(),
+        }
+    }
+}
 
 /// Talks to the MCP servers of integrations on reused sessions.
 #[async_trait]
@@ -174,10 +267,12 @@ pub trait McpGateway: Send + Sync + 'static {
     /// Connects to `integration`'s server on a fresh session, lists its
     /// capabilities and disconnects. Failure is in the report, not an error.
     async fn probe(&self, integration: &Integration) -> ProbeReport;
-    /// Everything the server offers, from the cache unless `bypass_cache`.
+    /// Everything the server offers, from the cache unless `bypass_cache`,
+    /// as `user` sees it (for a per-user integration, with their token).
     async fn discover(
         &self,
         integration: &Integration,
+        user: &str,
         bypass_cache: bool,
         timeout: Duration,
     ) -> Result<Arc<Discovery>, CallError>;

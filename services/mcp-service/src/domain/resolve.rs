@@ -6,10 +6,12 @@
 use secrecy::{ExposeSecret, SecretString};
 use switchboard_server::FieldViolation;
 
+use url::Url;
+
 use super::{
     address_policy::AddressPolicy,
     input::{AuthInput, TransportInput},
-    integration::{AuthConfig, Secrets, TransportConfig},
+    integration::{AuthConfig, OAuthCodeConfig, Secrets, TransportConfig},
 };
 
 pub use super::stdio_policy::StdioAllowList;
@@ -286,8 +288,62 @@ impl ConfigPolicy {
                     scopes,
                 }
             }
+            AuthInput::OAuthAuthorizationCode {
+                config,
+                client_secret,
+            } => {
+                let prefix = format!("{field}.oauth_authorization_code");
+                violations.extend(check_code_config(&prefix, &config));
+                let same = matches!(
+                    previous_auth,
+                    Some((AuthConfig::OAuthAuthorizationCode(_), _))
+                );
+                if let Some(secret) =
+                    non_empty(client_secret).or_else(|| kept(same, Secrets::OAUTH_CLIENT_SECRET))
+                {
+                    if config.client_id.is_none() {
+                        violations.push(FieldViolation::new(
+                            format!("{prefix}.client_secret"),
+                            "needs the client_id it was issued with",
+                        ));
+                    }
+                    secrets.insert(Secrets::OAUTH_CLIENT_SECRET, secret);
+                }
+                AuthConfig::OAuthAuthorizationCode(config)
+            }
         }
     }
+}
+
+/// What is wrong with an authorization code configuration.
+fn check_code_config(prefix: &str, config: &OAuthCodeConfig) -> Vec<FieldViolation> {
+    let mut violations = Vec::new();
+    match Url::parse(&config.redirect_uri) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.fragment().is_none() => {}
+        _ => violations.push(FieldViolation::new(
+            format!("{prefix}.redirect_uri"),
+            "must be an http or https URL without a fragment",
+        )),
+    }
+    if let Some(url) = &config.client_metadata_url
+        && !Url::parse(url).is_ok_and(|url| url.scheme() == "https" && url.path() != "/")
+    {
+        violations.push(FieldViolation::new(
+            format!("{prefix}.client_metadata_url"),
+            "must be an https URL with a path",
+        ));
+    }
+    if config
+        .scopes
+        .iter()
+        .any(|s| s.is_empty() || s.chars().any(|c| c.is_whitespace() || c.is_control()))
+    {
+        violations.push(FieldViolation::new(
+            format!("{prefix}.scopes"),
+            "scopes must be non-empty and contain no spaces",
+        ));
+    }
+    violations
 }
 
 fn non_empty(secret: Option<SecretString>) -> Option<SecretString> {

@@ -485,5 +485,9 @@ fn stored_auth_input(integration: &Integration) -> AuthInput {
             client_secret: None,
             scopes: scopes.clone(),
         },
+        AuthConfig::OAuthAuthorizationCode(config) => AuthInput::OAuthAuthorizationCode {
+            config: config.clone(),
+            client_secret: None,
+        },
     }
 }

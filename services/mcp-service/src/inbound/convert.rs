@@ -12,7 +12,8 @@ use crate::domain::{
     error::McpError,
     input::{AuthInput, TransportInput},
     integration::{
-        AuthConfig, Integration, IntegrationId, IntegrationKind, Secrets, Timeouts, TransportConfig,
+        AuthConfig, Integration, IntegrationId, IntegrationKind, OAuthCodeConfig, Secrets,
+        Timeouts, TransportConfig,
     },
     ports::ProbeReport,
 };
@@ -153,6 +154,15 @@ pub(crate) fn auth_input(auth: Option<pb::AuthConfig>) -> AuthInput {
             client_secret: secret(o.client_secret),
             scopes: o.scopes,
         },
+        Some(Method::OauthAuthorizationCode(o)) => AuthInput::OAuthAuthorizationCode {
+            config: OAuthCodeConfig {
+                redirect_uri: o.redirect_uri,
+                client_id: Some(o.client_id).filter(|id| !id.is_empty()),
+                client_metadata_url: Some(o.client_metadata_url).filter(|url| !url.is_empty()),
+                scopes: o.scopes,
+            },
+            client_secret: secret(o.client_secret),
+        },
     }
 }
 
@@ -218,6 +228,16 @@ fn proto_auth(auth: &AuthConfig, secrets: &Secrets) -> pb::AuthConfig {
             client_secret_set: secrets.contains(Secrets::OAUTH_CLIENT_SECRET),
             scopes: scopes.clone(),
         }),
+        AuthConfig::OAuthAuthorizationCode(config) => {
+            Method::OauthAuthorizationCode(pb::OAuthAuthorizationCodeAuth {
+                redirect_uri: config.redirect_uri.clone(),
+                client_id: config.client_id.clone().unwrap_or_default(),
+                client_secret: String::new(),
+                client_secret_set: secrets.contains(Secrets::OAUTH_CLIENT_SECRET),
+                client_metadata_url: config.client_metadata_url.clone().unwrap_or_default(),
+                scopes: config.scopes.clone(),
+            })
+        }
     };
     pb::AuthConfig {
         method: Some(method),

@@ -4,7 +4,10 @@ use std::time::Duration;
 
 use switchboard_server::{ApiError, Refusal};
 
-use crate::domain::{error::McpError, ports::CallError};
+use crate::domain::{
+    error::McpError,
+    ports::{AuthorizationError, CallError},
+};
 
 impl From<McpError> for ApiError {
     fn from(error: McpError) -> Self {
@@ -17,8 +20,27 @@ impl From<McpError> for ApiError {
                 Self::refused(Refusal::IntegrationDisabled, error.to_string())
             }
             McpError::Upstream(error) => upstream(error),
+            McpError::AuthorizationRequired { authorization_url } => Self::AuthorizationRequired {
+                message: AUTHORIZATION_REQUIRED.to_owned(),
+                authorization_url,
+            },
+            McpError::Authorization(error) => authorization(error),
             McpError::Internal(error) => Self::Internal(error),
         }
+    }
+}
+
+/// What a caller is told when they must authorize first.
+const AUTHORIZATION_REQUIRED: &str = "connect your account to the integration first: send your browser to the authorization_url \
+     of the ErrorInfo metadata, then call CompleteAuthorization";
+
+/// An authorization that could not be started or completed.
+fn authorization(error: AuthorizationError) -> ApiError {
+    match error {
+        error @ AuthorizationError::UnknownState => ApiError::NotFound(error.to_string()),
+        error @ AuthorizationError::NotPerUser => ApiError::FailedPrecondition(error.to_string()),
+        error @ AuthorizationError::Failed(_) => ApiError::FailedPrecondition(error.to_string()),
+        AuthorizationError::Internal(error) => ApiError::Internal(error),
     }
 }
 
@@ -50,6 +72,11 @@ fn upstream(error: CallError) -> ApiError {
         CallError::Connect(_) | CallError::Transport(_) => Refusal::McpServerUnreachable {
             retry_after: UNREACHABLE_RETRY_AFTER,
         },
+        // Turned into an authorization URL by the domain; reaching here
+        // means none could be made.
+        CallError::AuthorizationRequired(_) => {
+            return ApiError::FailedPrecondition(message);
+        }
         CallError::Timeout(_) => Refusal::McpServerTimeout,
         CallError::TooLarge { .. } | CallError::ListingTooLong(_) => Refusal::McpResultTooLarge,
         CallError::Upstream {

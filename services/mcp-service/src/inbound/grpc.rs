@@ -21,7 +21,7 @@ use crate::domain::{
     error::McpError,
     input::{IntegrationPatch, NewIntegration, Source},
     integration::{DisplayName, IntegrationId, Slug},
-    ports::ListQuery,
+    ports::{AuthorizationAnswer, ListQuery},
     service::IntegrationService,
 };
 
@@ -439,6 +439,56 @@ impl McpService for McpApi {
             .await
             .map_err(status)?;
         Ok(Response::new(wire::prompt_result(&result)))
+    }
+
+    async fn start_authorization(
+        &self,
+        request: Request<pb::StartAuthorizationRequest>,
+    ) -> Reply<pb::StartAuthorizationResponse> {
+        let caller = caller(&request)?;
+        let id = parse_id("integration_id", &request.get_ref().integration_id)?;
+        let started = self
+            .calls
+            .start_authorization(&caller, id)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::StartAuthorizationResponse {
+            authorization_url: started.authorization_url,
+            state: started.state,
+        }))
+    }
+
+    async fn complete_authorization(
+        &self,
+        request: Request<pb::CompleteAuthorizationRequest>,
+    ) -> Reply<pb::CompleteAuthorizationResponse> {
+        let caller = caller(&request)?;
+        let request = request.into_inner();
+        let mut violations = Vec::new();
+        for (field, value) in [("state", &request.state), ("code", &request.code)] {
+            if value.is_empty() {
+                violations.push(switchboard_server::FieldViolation::new(
+                    field,
+                    "is required",
+                ));
+            }
+        }
+        if !violations.is_empty() {
+            return Err(status(McpError::Invalid(violations)));
+        }
+        let answer = AuthorizationAnswer {
+            state: request.state,
+            code: request.code,
+            issuer: Some(request.iss).filter(|iss| !iss.is_empty()),
+        };
+        let id = self
+            .calls
+            .complete_authorization(&caller, answer)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::CompleteAuthorizationResponse {
+            integration_id: id.to_string(),
+        }))
     }
 }
 

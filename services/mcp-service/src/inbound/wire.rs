@@ -250,6 +250,7 @@ fn failure_reason(error: &CallError) -> pb::ToolFailureReason {
         CallError::Timeout(_) => Reason::Timeout,
         CallError::TooLarge { .. } => Reason::ResultTooLarge,
         CallError::Upstream { .. } | CallError::ListingTooLong(_) => Reason::ProtocolError,
+        CallError::AuthorizationRequired(_) => Reason::AuthorizationRequired,
     }
 }
 

@@ -9,10 +9,14 @@
 
 use std::{
     future::Future,
-    sync::atomic::{AtomicUsize, Ordering},
+    sync::atomic::{AtomicU64, AtomicUsize, Ordering},
+    time::Duration,
 };
 
-use rmcp::{ServiceError, model::PaginatedRequestParams};
+use rmcp::{
+    ServiceError,
+    model::{PaginatedRequestParams, ProtocolVersion},
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -54,11 +58,39 @@ impl std::fmt::Display for ListFailure {
     }
 }
 
-/// What the listings of one discovery have used so far.
+/// What the listings of one discovery have used so far, and the shortest
+/// freshness (`ttlMs`) their pages stated.
 struct Budget {
     limits: DiscoveryLimits,
     items: AtomicUsize,
     bytes: AtomicUsize,
+    ttl_ms: AtomicU64,
+}
+
+impl Budget {
+    fn new(limits: DiscoveryLimits) -> Self {
+        Self {
+            limits,
+            items: AtomicUsize::new(0),
+            bytes: AtomicUsize::new(0),
+            ttl_ms: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    /// Takes a page's `ttlMs` into account.
+    fn fresh_for(&self, ttl_ms: Option<u64>) {
+        if let Some(ttl_ms) = ttl_ms {
+            self.ttl_ms.fetch_min(ttl_ms, Ordering::Relaxed);
+        }
+    }
+
+    /// The shortest freshness stated, if any page stated one.
+    fn freshness(&self) -> Option<Duration> {
+        match self.ttl_ms.load(Ordering::Relaxed) {
+            u64::MAX => None,
+            ms => Some(Duration::from_millis(ms)),
+        }
+    }
 }
 
 /// Counts the bytes written to it.
@@ -106,6 +138,9 @@ impl Budget {
     }
 }
 
+/// One page of a listing: its items, the next cursor and its `ttlMs`.
+type Page<T> = (Vec<T>, Option<String>, Option<u64>);
+
 /// Follows `fetch`'s cursors within the budget.
 async fn paged<T, F, Fut>(
     what: &'static str,
@@ -115,12 +150,14 @@ async fn paged<T, F, Fut>(
 where
     T: Serialize,
     F: Fn(PaginatedRequestParams) -> Fut,
-    Fut: Future<Output = Result<(Vec<T>, Option<String>), ServiceError>>,
+    Fut: Future<Output = Result<Page<T>, ServiceError>>,
 {
     let mut all = Vec::new();
     let mut cursor = None;
     for _ in 0..budget.limits.max_pages {
-        let (items, next) = fetch(PaginatedRequestParams::default().with_cursor(cursor)).await?;
+        let (items, next, ttl_ms) =
+            fetch(PaginatedRequestParams::default().with_cursor(cursor)).await?;
+        budget.fresh_for(ttl_ms);
         all.extend(budget.take(what, items)?);
         match next {
             Some(next) => cursor = Some(next),
@@ -146,6 +183,32 @@ pub fn server_identity(live: &Live) -> Option<ServerIdentity> {
     })
 }
 
+/// Lists `live`'s tools once within `limits`, so that the session knows
+/// their input schemas: from 2026-07-28 on, arguments a tool designates with
+/// `x-mcp-header` travel as `Mcp-Param-*` headers of its calls too, and the
+/// transport learns which from the listing on its own connection. Does
+/// nothing for sessions of earlier versions or servers without tools.
+pub async fn learn_tool_schemas(live: &Live, limits: DiscoveryLimits) -> Result<(), ListFailure> {
+    let session = &live.session;
+    let Some(info) = session.peer_info() else {
+        return Ok(());
+    };
+    if info.protocol_version < ProtocolVersion::STANDARD_HEADERS
+        || info.capabilities.tools.is_none()
+    {
+        return Ok(());
+    }
+    let budget = Budget::new(limits);
+    paged("tools", &budget, |page| async move {
+        session
+            .list_tools(Some(page))
+            .await
+            .map(|result| (result.tools, result.next_cursor, result.ttl_ms))
+    })
+    .await
+    .map(drop)
+}
+
 /// Everything `live`'s server offers, within `limits`.
 pub async fn list_everything(
     live: &Live,
@@ -159,11 +222,7 @@ pub async fn list_everything(
         server,
         ..Discovery::default()
     };
-    let budget = Budget {
-        limits,
-        items: AtomicUsize::new(0),
-        bytes: AtomicUsize::new(0),
-    };
+    let budget = Budget::new(limits);
     let budget = &budget;
     // The listings are independent: asked at once, discovery takes as long
     // as the slowest of them, not their sum.
@@ -177,7 +236,7 @@ pub async fn list_everything(
                         session
                             .list_tools(Some(page))
                             .await
-                            .map(|result| (result.tools, result.next_cursor))
+                            .map(|result| (result.tools, result.next_cursor, result.ttl_ms))
                     })
                     .await
                 }
@@ -191,7 +250,7 @@ pub async fn list_everything(
                         session
                             .list_resources(Some(page))
                             .await
-                            .map(|result| (result.resources, result.next_cursor))
+                            .map(|result| (result.resources, result.next_cursor, result.ttl_ms))
                     })
                     .await
                 }
@@ -205,7 +264,9 @@ pub async fn list_everything(
                         session
                             .list_resource_templates(Some(page))
                             .await
-                            .map(|result| (result.resource_templates, result.next_cursor))
+                            .map(|result| {
+                                (result.resource_templates, result.next_cursor, result.ttl_ms)
+                            })
                     })
                     .await
                 }
@@ -219,7 +280,7 @@ pub async fn list_everything(
                         session
                             .list_prompts(Some(page))
                             .await
-                            .map(|result| (result.prompts, result.next_cursor))
+                            .map(|result| (result.prompts, result.next_cursor, result.ttl_ms))
                     })
                     .await
                 }
@@ -227,10 +288,58 @@ pub async fn list_everything(
             }
         },
     )?;
-    discovery.tools = tools;
+    // One order whatever order the server lists in, so that what a model
+    // is shown (and a prompt cache keyed on it) does not change between
+    // discoveries of an unchanged server.
+    discovery.tools = sorted_by_name(tools);
     discovery.resources = resources;
     discovery.resource_templates = resource_templates;
     discovery.prompts = prompts;
     discovery.discovered_at = switchboard_db::now_millis();
+    discovery.fresh_for = budget.freshness();
     Ok(discovery)
+}
+
+/// `tools` ordered by their `name` (stable for equal names).
+fn sorted_by_name(mut tools: Vec<Value>) -> Vec<Value> {
+    tools.sort_by(|a, b| {
+        let name = |tool: &Value| tool.get("name").and_then(Value::as_str).map(str::to_owned);
+        name(a).cmp(&name(b))
+    });
+    tools
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn tools_are_ordered_by_name_whatever_the_server_order() {
+        let tools = vec![
+            json!({"name": "b"}),
+            json!({"name": "a"}),
+            json!({"name": "c"}),
+        ];
+        let names: Vec<_> = sorted_by_name(tools)
+            .into_iter()
+            .map(|tool| tool["name"].clone())
+            .collect();
+        assert_eq!(names, [json!("a"), json!("b"), json!("c")]);
+    }
+
+    #[test]
+    fn the_shortest_stated_freshness_wins() {
+        let budget = Budget::new(DiscoveryLimits {
+            max_pages: 1,
+            max_items: 1,
+            max_bytes: 1,
+        });
+        assert_eq!(budget.freshness(), None);
+        budget.fresh_for(Some(5_000));
+        budget.fresh_for(None);
+        budget.fresh_for(Some(1_000));
+        assert_eq!(budget.freshness(), Some(Duration::from_millis(1_000)));
+    }
 }

@@ -25,13 +25,17 @@ use tokio::time::Instant;
 
 use super::{
     capped_http::is_too_large,
-    discovery::{ByteCounter, DiscoveryLimits, ListFailure, list_everything, server_identity},
+    discovery::{
+        ByteCounter, DiscoveryLimits, ListFailure, learn_tool_schemas, list_everything,
+        server_identity,
+    },
+    elicitation::ElicitationPolicy,
     mcp_client::{McpConnector, client_config},
     session_pool::{SessionKey, SessionPool},
     sessions::{DiscoveryCache, Live, SessionHandler},
 };
 use crate::domain::{
-    integration::{Integration, IntegrationId},
+    integration::{AuthConfig, Integration, IntegrationId},
     ports::{CallError, Discovery, McpGateway, ProbeReport, SessionScope},
 };
 
@@ -46,6 +50,8 @@ pub struct GatewayLimits {
     pub max_result_bytes: usize,
     /// Bounds on one discovery.
     pub discovery: DiscoveryLimits,
+    /// How servers' elicitations are answered.
+    pub elicitation: ElicitationPolicy,
 }
 
 /// The `rmcp` implementation of [`McpGateway`].
@@ -75,6 +81,11 @@ fn never_delivered(error: &ServiceError) -> bool {
     error
         .downcast_ref::<std::io::Error>()
         .is_some_and(|error| error.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+/// Whether `integration`'s sessions carry each user's own OAuth token.
+fn is_per_user(integration: &Integration) -> bool {
+    matches!(integration.auth, AuthConfig::OAuthAuthorizationCode(_))
 }
 
 fn to_json<T: Serialize>(value: &T) -> Result<Value, CallError> {
@@ -124,13 +135,26 @@ impl RmcpGateway {
     }
 
     fn handler(&self, integration: &Integration) -> SessionHandler {
-        SessionHandler::new(client_config(), integration.id, self.cache.clone())
+        SessionHandler::new(
+            client_config(),
+            integration.id,
+            self.cache.clone(),
+            self.limits.elicitation,
+        )
     }
 
-    async fn connect(&self, integration: &Integration) -> Result<Live, String> {
-        self.connector
-            .connect(integration, self.handler(integration))
-            .await
+    async fn connect(&self, integration: &Integration, user: &str) -> Result<Live, CallError> {
+        let live = self
+            .connector
+            .connect(integration, user, self.handler(integration))
+            .await?;
+        // Without the schemas a call would lack its `Mcp-Param-*` headers,
+        // which a server of 2026-07-28 may require: a failure is logged and
+        // the session used as it is.
+        if let Err(error) = learn_tool_schemas(&live, self.limits.discovery).await {
+            tracing::debug!(integration_id = %integration.id, error = %error, "listing tools for their schemas failed");
+        }
+        Ok(live)
     }
 
     /// A session failure as the domain's error.
@@ -172,7 +196,10 @@ impl RmcpGateway {
         let attempts = async {
             let mut retried = false;
             loop {
-                let (slot, live) = self.pool.get(&key, || self.connect(integration)).await?;
+                let (slot, live) = self
+                    .pool
+                    .get(&key, || self.connect(integration, &scope.user))
+                    .await?;
                 match op(live).await {
                     Ok(value) => return Ok(value),
                     Err(OpFailure::Call(error)) => return Err(error),
@@ -185,7 +212,19 @@ impl RmcpGateway {
                         );
                         retried = true;
                     }
-                    Err(OpFailure::Service(error)) => return Err(self.upstream(error)),
+                    Err(OpFailure::Service(error)) => {
+                        if is_per_user(integration)
+                            && let Some(challenge) = error.auth_challenge()
+                        {
+                            // A refused or revoked token, or too few scopes:
+                            // the session is of no more use.
+                            self.pool.discard(&key, &slot);
+                            return Err(CallError::AuthorizationRequired(Some(
+                                challenge.to_owned(),
+                            )));
+                        }
+                        return Err(self.upstream(error));
+                    }
                 }
             }
         };
@@ -223,8 +262,10 @@ impl McpGateway for RmcpGateway {
             }
         };
         let (_, call_timeout) = self.connector.timeouts(integration);
-        match self.connect(integration).await {
-            Err(error) => report.error = Some(error),
+        // A per-user integration is checked with nobody's token: its server
+        // answering that it needs authorization shows it is reachable.
+        match self.connect(integration, "").await {
+            Err(error) => report.error = Some(error.to_string()),
             Ok(live) => {
                 let mut discovery = Discovery::default();
                 match tokio::time::timeout(
@@ -260,13 +301,21 @@ impl McpGateway for RmcpGateway {
     async fn discover(
         &self,
         integration: &Integration,
+        user: &str,
         bypass_cache: bool,
         timeout: Duration,
     ) -> Result<Arc<Discovery>, CallError> {
-        if !bypass_cache && let Some(cached) = self.cache.get(integration) {
+        // A per-user integration's listings may differ per user (they are
+        // listed with each user's token): they are not cached, and each user
+        // discovers on a session of their own.
+        let per_user = is_per_user(integration);
+        if !per_user
+            && !bypass_cache
+            && let Some(cached) = self.cache.get(integration)
+        {
             return Ok(cached);
         }
-        let scope = SessionScope(DISCOVERY_SCOPE.into());
+        let scope = SessionScope::new(if per_user { user } else { "" }, DISCOVERY_SCOPE);
         let limits = self.limits.discovery;
         let discovery = Arc::new(
             self.on_session(integration, &scope, timeout, |live| async move {
@@ -276,7 +325,9 @@ impl McpGateway for RmcpGateway {
             })
             .await?,
         );
-        self.cache.put(integration, discovery.clone());
+        if !per_user {
+            self.cache.put(integration, discovery.clone());
+        }
         Ok(discovery)
     }
 

@@ -114,6 +114,22 @@ pub fn build_client(
         .build()
 }
 
+/// Like [`build_client`], but a redirect is returned to the caller, never
+/// followed (OAuth discovery reads some redirects rather than following them).
+pub fn build_client_without_redirects(
+    policy: Arc<AddressPolicy>,
+    options: &HttpClientOptions,
+) -> Result<reqwest::Client, reqwest::Error> {
+    reqwest::Client::builder()
+        .redirect(redirect::Policy::none())
+        .dns_resolver(PolicyResolver::new(policy))
+        .connect_timeout(options.connect_timeout)
+        .tcp_nodelay(true)
+        .no_proxy()
+        .referer(false)
+        .build()
+}
+
 /// Checks a request URL before it is sent: scheme, host, and an IP-literal
 /// host against the policy (= [`AddressPolicy::check_url`]).
 ///

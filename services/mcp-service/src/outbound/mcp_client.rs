@@ -7,11 +7,15 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 use process_wrap::tokio::{KillOnDrop, ProcessGroup};
 use rmcp::{
     ClientServiceExt, ServiceExt,
-    model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion},
+    model::{
+        ClientCapabilities, ClientConfig, ElicitationCapability, FormElicitationCapability,
+        Implementation, ProtocolVersion,
+    },
     service::{ClientInitializeError, ClientLifecycleMode},
     transport::{
-        StreamableHttpClientTransport, async_rw::AsyncRwTransport,
-        streamable_http_client::StreamableHttpClientTransportConfig,
+        AuthClient, StreamableHttpClientTransport,
+        async_rw::AsyncRwTransport,
+        streamable_http_client::{StreamableHttpClient, StreamableHttpClientTransportConfig},
     },
 };
 use secrecy::ExposeSecret;
@@ -20,12 +24,14 @@ use super::{
     capped_http::CappedHttpClient,
     http_client::check_request_url,
     oauth::{Grant, OAuthTokens},
+    oauth_code::AuthorizationCodeFlows,
     sessions::{Live, McpSession, SessionHandler, StdioChild},
     stdio_child,
     stdio_lines::OversizeAnswering,
 };
 use crate::domain::{
     integration::{AuthConfig, Integration, Secrets, TransportConfig},
+    ports::CallError,
     resolve::ConfigPolicy,
 };
 
@@ -46,13 +52,28 @@ pub struct McpConnector {
     http: reqwest::Client,
     policy: Arc<ConfigPolicy>,
     tokens: OAuthTokens,
+    flows: AuthorizationCodeFlows,
     defaults: ConnectDefaults,
 }
 
-/// How mcp-service introduces itself to MCP servers.
+/// How a session's lifecycle is chosen: the newest protocol through
+/// `server/discover`, falling back to the initialize handshake at the newest
+/// initialize-era version when the server is of an earlier era.
+pub fn lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::LATEST],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+    }
+}
+
+/// How mcp-service introduces itself to MCP servers: it answers form
+/// elicitations (by the operator's policy, see [`super::elicitation`]).
 pub fn client_config() -> ClientConfig {
+    let mut capabilities = ClientCapabilities::default();
+    capabilities.elicitation =
+        Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
     ClientConfig::new(
-        ClientCapabilities::default(),
+        capabilities,
         Implementation::new("switchboard-mcp-service", env!("CARGO_PKG_VERSION")),
     )
 }
@@ -63,12 +84,14 @@ impl McpConnector {
         http: reqwest::Client,
         policy: Arc<ConfigPolicy>,
         tokens: OAuthTokens,
+        flows: AuthorizationCodeFlows,
         defaults: ConnectDefaults,
     ) -> Self {
         Self {
             http,
             policy,
             tokens,
+            flows,
             defaults,
         }
     }
@@ -85,45 +108,86 @@ impl McpConnector {
 
     /// Connects and completes the MCP handshake within the connect timeout.
     /// Errors are sentences for admins and models; they never carry secrets.
+    /// `user` is whom the session acts for: a per-user (OAuth) integration's
+    /// session carries their token.
     pub async fn connect(
         &self,
         integration: &Integration,
+        user: &str,
         handler: SessionHandler,
-    ) -> Result<Live, String> {
+    ) -> Result<Live, CallError> {
         let (connect_timeout, _) = self.timeouts(integration);
         let connecting = async {
             match &integration.transport {
                 TransportConfig::StreamableHttp { url } => Ok(Live {
-                    session: self.connect_http(integration, url, handler).await?,
+                    session: self.connect_http(integration, url, user, handler).await?,
                     child: None,
                 }),
                 TransportConfig::Stdio {
                     command, args, env, ..
-                } => {
-                    self.connect_stdio(integration, command, args, env, handler)
-                        .await
-                }
+                } => self
+                    .connect_stdio(integration, command, args, env, handler)
+                    .await
+                    .map_err(CallError::Connect),
             }
         };
         tokio::time::timeout(connect_timeout, connecting)
             .await
-            .map_err(|_| format!("connecting timed out after {connect_timeout:?}"))?
+            .map_err(|_| {
+                CallError::Connect(format!("connecting timed out after {connect_timeout:?}"))
+            })?
     }
 
     async fn connect_http(
         &self,
         integration: &Integration,
         url: &str,
+        user: &str,
         handler: SessionHandler,
-    ) -> Result<McpSession, String> {
+    ) -> Result<McpSession, CallError> {
         // IP literals never reach the resolver, so they are checked here; host
         // names are checked by the client's resolver on the address it dials.
-        check_request_url(&self.policy.addresses, url).map_err(|e| e.to_string())?;
-        let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned())
+        check_request_url(&self.policy.addresses, url)
+            .map_err(|e| CallError::Connect(e.to_string()))?;
+        let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned())
             .reinit_on_expired_session(true)
             .max_sse_event_size(self.defaults.max_message_bytes);
+        let capped = CappedHttpClient::new(self.http.clone());
+        let per_user = matches!(integration.auth, AuthConfig::OAuthAuthorizationCode(_));
+        let connected = if per_user {
+            // The user's token on every request, refreshed as it nears
+            // expiry and once more when the server refuses it.
+            let manager = self.flows.session_manager(integration, user).await?;
+            handshake(
+                AuthClient::new(capped, manager),
+                config,
+                handler,
+                integration,
+            )
+            .await
+        } else {
+            let config = self
+                .static_auth(integration, config)
+                .await
+                .map_err(CallError::Connect)?;
+            handshake(capped, config, handler, integration).await
+        };
+        connected.map_err(|error| match error.auth_challenge() {
+            Some(challenge) if per_user => {
+                CallError::AuthorizationRequired(Some(challenge.to_owned()))
+            }
+            _ => CallError::Connect(format!("MCP handshake failed: {error}")),
+        })
+    }
+
+    /// `config` with the integration's fixed credentials.
+    async fn static_auth(
+        &self,
+        integration: &Integration,
+        mut config: StreamableHttpClientTransportConfig,
+    ) -> Result<StreamableHttpClientTransportConfig, String> {
         match &integration.auth {
-            AuthConfig::None => {}
+            AuthConfig::None | AuthConfig::OAuthAuthorizationCode(_) => {}
             AuthConfig::BearerToken => {
                 let token = integration
                     .secrets
@@ -165,42 +229,7 @@ impl McpConnector {
                 config = config.auth_header(token.expose_secret().to_owned());
             }
         }
-        // The initialize handshake first: it gives stateful servers a session
-        // of their own per scope, which is what conversations rely on. A
-        // server that refuses it (one speaking only the stateless protocol of
-        // 2026-07-28) is then reached with `server/discover`.
-        let transport = StreamableHttpClientTransport::with_client(
-            CappedHttpClient::new(self.http.clone()),
-            config.clone(),
-        );
-        match handler
-            .clone()
-            .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
-            .await
-        {
-            Ok(session) => Ok(session),
-            Err(ClientInitializeError::JsonRpcError(refusal)) => {
-                tracing::debug!(
-                    integration_id = %integration.id,
-                    code = refusal.code.0,
-                    "initialize refused; using the stateless protocol"
-                );
-                let transport = StreamableHttpClientTransport::with_client(
-                    CappedHttpClient::new(self.http.clone()),
-                    config,
-                );
-                handler
-                    .serve_with_lifecycle(
-                        transport,
-                        ClientLifecycleMode::Discover {
-                            preferred_versions: vec![ProtocolVersion::LATEST],
-                        },
-                    )
-                    .await
-                    .map_err(|e| format!("MCP handshake failed: {e}"))
-            }
-            Err(error) => Err(format!("MCP handshake failed: {error}")),
-        }
+        Ok(config)
     }
 
     async fn connect_stdio(
@@ -250,5 +279,37 @@ impl McpConnector {
             session,
             child: Some(child),
         })
+    }
+}
+
+/// Opens a session over `client`, the lifecycle chosen per server as the
+/// specification says: `server/discover` first (the stateless protocol of
+/// 2026-07-28, headers and `_meta` on every request), the initialize
+/// handshake when the server answers as a server of an earlier version.
+async fn handshake<C>(
+    client: C,
+    config: StreamableHttpClientTransportConfig,
+    handler: SessionHandler,
+    integration: &Integration,
+) -> Result<McpSession, ClientInitializeError>
+where
+    C: StreamableHttpClient + Clone + Send + Sync + 'static,
+{
+    let connect = |lifecycle| {
+        let transport = StreamableHttpClientTransport::with_client(client.clone(), config.clone());
+        handler.clone().serve_with_lifecycle(transport, lifecycle)
+    };
+    match connect(lifecycle()).await {
+        // Some servers of an earlier version answer `server/discover` with
+        // an empty result instead of an error: they are reached with the
+        // initialize handshake on a fresh connection.
+        Err(ClientInitializeError::ExpectedInitResult(_)) => {
+            tracing::debug!(
+                integration_id = %integration.id,
+                "server/discover answered without a discover result; using initialize"
+            );
+            connect(ClientLifecycleMode::Initialize).await
+        }
+        result => result,
     }
 }

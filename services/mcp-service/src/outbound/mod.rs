@@ -2,10 +2,14 @@
 
 pub mod capped_http;
 pub mod discovery;
+pub mod elicitation;
 pub mod gateway;
 pub mod http_client;
 pub mod mcp_client;
 pub mod oauth;
+pub mod oauth_code;
+pub mod oauth_http;
+pub mod oauth_store;
 pub mod secret_box;
 pub mod session_pool;
 pub mod sessions;

@@ -394,7 +394,7 @@ impl SessionPool {
     ) -> Result<(Arc<Slot>, Arc<Live>), CallError>
     where
         F: Fn() -> Fut,
-        Fut: Future<Output = Result<Live, String>>,
+        Fut: Future<Output = Result<Live, CallError>>,
     {
         for _ in 0..2 {
             let slot = self.slot(key)?;
@@ -404,7 +404,7 @@ impl SessionPool {
                 .get_or_try_init(|| async {
                     let live = connect().await?;
                     self.inner.opened.fetch_add(1, Ordering::Relaxed);
-                    Ok::<_, String>(Arc::new(live))
+                    Ok::<_, CallError>(Arc::new(live))
                 })
                 .await
                 .cloned();
@@ -413,7 +413,7 @@ impl SessionPool {
                 Err(error) => {
                     // A failed connect holds no room in the organization's share.
                     self.discard(key, &slot);
-                    return Err(CallError::Connect(error));
+                    return Err(error);
                 }
             };
             // A session whose loop has ended (its server died, say) is not

@@ -12,32 +12,43 @@ use std::{
 };
 
 use rmcp::{
-    ClientHandler, RoleClient,
-    model::ClientConfig,
-    service::{NotificationContext, RunningService},
+    ClientHandler, ErrorData, RoleClient,
+    model::{ClientConfig, ElicitRequestParams, ElicitResult},
+    service::{NotificationContext, RequestContext, RunningService},
 };
+
+use super::elicitation::ElicitationPolicy;
 
 use crate::domain::{
     integration::{Integration, IntegrationId},
     ports::Discovery,
 };
 
-/// Receives the server's notifications for one session: a `list_changed`
-/// drops the integration's cached discovery.
+/// Receives the server's notifications and requests for one session: a
+/// `list_changed` drops the integration's cached discovery, an elicitation
+/// is answered by the operator's policy.
 #[derive(Debug, Clone)]
 pub struct SessionHandler {
     config: ClientConfig,
     integration: IntegrationId,
     cache: DiscoveryCache,
+    elicitation: ElicitationPolicy,
 }
 
 impl SessionHandler {
-    /// A handler announcing `config`, invalidating `integration` in `cache`.
-    pub fn new(config: ClientConfig, integration: IntegrationId, cache: DiscoveryCache) -> Self {
+    /// A handler announcing `config`, invalidating `integration` in `cache`,
+    /// answering elicitations by `elicitation`.
+    pub fn new(
+        config: ClientConfig,
+        integration: IntegrationId,
+        cache: DiscoveryCache,
+        elicitation: ElicitationPolicy,
+    ) -> Self {
         Self {
             config,
             integration,
             cache,
+            elicitation,
         }
     }
 
@@ -50,6 +61,16 @@ impl SessionHandler {
 impl ClientHandler for SessionHandler {
     fn get_info(&self) -> ClientConfig {
         self.config.clone()
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let answer = self.elicitation.answer(&request);
+        tracing::debug!(integration_id = %self.integration, action = ?answer.action, "elicitation answered by policy");
+        Ok(answer)
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -116,13 +137,20 @@ impl DiscoveryCache {
         }
     }
 
-    /// The fresh entry of `integration` at its current version.
+    /// The fresh entry of `integration` at its current version: younger
+    /// than the cache's lifetime and than the freshness the server stated
+    /// (`ttlMs`; 0 means it is not kept at all).
+    ///
+    /// Entries are per integration, and every call of an integration
+    /// carries the one credential its configuration holds, so a result the
+    /// server marks `private` is never served for another credential.
     pub fn get(&self, integration: &Integration) -> Option<Arc<Discovery>> {
         let entries = self.entries.lock().ok()?;
         entries
             .get(&integration.id)
-            .filter(|(version, at, _)| {
-                *version == integration.updated_at && at.elapsed() < self.ttl
+            .filter(|(version, at, discovery)| {
+                let ttl = discovery.fresh_for.map_or(self.ttl, |f| f.min(self.ttl));
+                *version == integration.updated_at && at.elapsed() < ttl
             })
             .map(|(_, _, discovery)| discovery.clone())
     }

@@ -236,6 +236,17 @@ impl IntegrationRepository for SqlIntegrationRepository {
             .execute(&self.pool)
             .await
             .map_err(write_error)?;
+        // Its users' OAuth grants go with it.
+        for table in ["oauth_grants", "oauth_pending"] {
+            sqlx::query(&format!(
+                "DELETE FROM {table} WHERE org_id = $1 AND integration_id = $2"
+            ))
+            .bind(org.0.clone())
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await
+            .map_err(write_error)?;
+        }
         Ok(result.rows_affected() > 0)
     }
 }

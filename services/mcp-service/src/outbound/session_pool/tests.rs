@@ -15,7 +15,7 @@ fn key(org: &str, scope: &str, stdio: bool) -> SessionKey {
         stdio,
         integration: IntegrationId::new(),
         version: 0,
-        scope: SessionScope(scope.to_owned()),
+        scope: SessionScope::new("user", scope),
     }
 }
 

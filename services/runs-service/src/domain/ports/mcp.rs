@@ -99,6 +99,8 @@ pub enum ToolFailure {
     ConnectionLost,
     /// The server answered with a JSON-RPC error.
     Protocol,
+    /// The server wants the user's authorization (OAuth).
+    AuthorizationRequired,
     /// A reason this version does not know (a newer mcp-service).
     Other,
 }
@@ -164,6 +166,13 @@ pub enum McpCallError {
     /// The integration does not exist in the caller's organization.
     #[error("{0}")]
     NotFound(String),
+    /// The user has not connected their account to the integration's server
+    /// (OAuth), or must connect it again.
+    #[error("the user has not connected their account to this integration")]
+    AuthorizationRequired {
+        /// Where the user's browser goes to connect it.
+        url: String,
+    },
     /// The call is not allowed as it stands (a disabled integration, missing
     /// permission, invalid input).
     #[error("{0}")]

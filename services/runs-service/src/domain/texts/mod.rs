@@ -40,6 +40,9 @@ pub fn mcp_call_failed(error: &McpCallError) -> String {
         McpCallError::Timeout => {
             mcp_tool_failed("the tool did not answer in time and the call was cancelled")
         }
+        McpCallError::AuthorizationRequired { url } => mcp_tool_failed(&format!(
+            "the user has not connected their account to this integration. Ask them to connect it at {url} and then try again"
+        )),
         other => format!("MCP tool execution failed unexpectedly: {other}"),
     }
 }

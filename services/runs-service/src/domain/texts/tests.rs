@@ -30,6 +30,12 @@ fn failure_texts_keep_the_reference_wording() {
         "MCP tool execution failed: the tool did not answer in time and the call was cancelled"
     );
     assert_eq!(
+        mcp_call_failed(&McpCallError::AuthorizationRequired {
+            url: "https://auth.example/authorize?state=s".into()
+        }),
+        "MCP tool execution failed: the user has not connected their account to this integration. Ask them to connect it at https://auth.example/authorize?state=s and then try again"
+    );
+    assert_eq!(
         invalid_arguments("got a string"),
         "MCP tool execution failed: the arguments are not a JSON object (got a string)"
     );

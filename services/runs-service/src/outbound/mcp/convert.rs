@@ -28,12 +28,29 @@ pub(super) fn failure(status: Status) -> McpCallError {
             message,
         },
         Code::NotFound => McpCallError::NotFound(message),
+        Code::FailedPrecondition if authorization_required(&status).is_some() => {
+            McpCallError::AuthorizationRequired {
+                url: authorization_required(&status).unwrap_or_default(),
+            }
+        }
         Code::FailedPrecondition
         | Code::PermissionDenied
         | Code::InvalidArgument
         | Code::Unauthenticated => McpCallError::Refused(message),
         _ => McpCallError::Failed(message),
     }
+}
+
+/// The authorization URL of an `ERROR_REASON_AUTHORIZATION_REQUIRED`
+/// refusal.
+fn authorization_required(status: &Status) -> Option<String> {
+    let info = status.get_details_error_info()?;
+    (info.reason == "ERROR_REASON_AUTHORIZATION_REQUIRED").then(|| {
+        info.metadata
+            .get("authorization_url")
+            .cloned()
+            .unwrap_or_default()
+    })
 }
 
 fn schema(value: Option<&prost_types::Struct>) -> Value {
@@ -94,6 +111,7 @@ fn failure_reason(reason: pb::ToolFailureReason) -> ToolFailure {
         Reason::ServerUnreachable => ToolFailure::Unreachable,
         Reason::ConnectionLost => ToolFailure::ConnectionLost,
         Reason::ProtocolError => ToolFailure::Protocol,
+        Reason::AuthorizationRequired => ToolFailure::AuthorizationRequired,
         Reason::Unspecified => ToolFailure::Other,
     }
 }

@@ -1,0 +1,54 @@
+//! The client the MCP conformance suite tests (`conformance client --command`):
+//! mcp-service, started in this process on a fresh SQLite database, driven
+//! only through its gRPC API the way an application would drive it.
+//!
+//! The suite appends the scenario server's URL as the last argument and names
+//! the scenario in `MCP_CONFORMANCE_SCENARIO`; `MCP_CONFORMANCE_CONTEXT`
+//! carries scenario data (tool calls to make, pre-registered OAuth clients).
+
+mod oauth;
+mod scenarios;
+mod switchboard;
+
+use anyhow::Context as _;
+
+/// What the suite tells the client about the scenario.
+#[derive(Debug)]
+pub struct Scenario {
+    /// The scenario name.
+    pub name: String,
+    /// The scenario server's MCP endpoint.
+    pub server_url: String,
+    /// Scenario data, a JSON object (or null).
+    pub context: serde_json::Value,
+}
+
+impl Scenario {
+    fn from_env() -> anyhow::Result<Self> {
+        let server_url = std::env::args()
+            .next_back()
+            .filter(|arg| arg.starts_with("http"))
+            .context("usage: conformance-client <server-url>")?;
+        let name = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+        let context = match std::env::var("MCP_CONFORMANCE_CONTEXT") {
+            Ok(raw) => serde_json::from_str(&raw).context("MCP_CONFORMANCE_CONTEXT is not JSON")?,
+            Err(_) => serde_json::Value::Null,
+        };
+        Ok(Self {
+            name,
+            server_url,
+            context,
+        })
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let scenario = Scenario::from_env()?;
+    eprintln!(
+        "conformance-client: scenario `{}` at {}",
+        scenario.name, scenario.server_url
+    );
+    let mut switchboard = switchboard::Switchboard::start().await?;
+    scenarios::run(&mut switchboard, &scenario).await
+}

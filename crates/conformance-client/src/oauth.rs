@@ -1,0 +1,77 @@
+//! Completing an OAuth authorization the way an application does: mcp-service
+//! answers FAILED_PRECONDITION with the authorization URL; the user's browser
+//! goes there, the authorization server redirects it to the application's
+//! redirect URI with `code` and `state`, and the application hands those to
+//! CompleteAuthorization. The scenarios' authorization servers redirect at
+//! once, so following the URL stands in for the user.
+
+use anyhow::{Context as _, bail};
+use switchboard_proto::mcp::v1 as pb;
+
+use crate::{
+    Scenario,
+    switchboard::{Switchboard, authorization_url},
+};
+
+/// Authorizations one call may ask for (a step-up asks for a second).
+pub const MAX_AUTHORIZATIONS: usize = 3;
+
+/// Where the scenario's authorization server sends the browser back.
+const REDIRECT_URI: &str = "http://localhost:3000/callback";
+
+/// The client ID metadata document the scenarios accept.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// The integration's auth: pre-registered when the scenario gives a client,
+/// else a client ID metadata document or dynamic registration.
+pub fn auth_config(scenario: &Scenario) -> pb::auth_config::Method {
+    let text = |name: &str| {
+        scenario.context[name]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    pb::auth_config::Method::OauthAuthorizationCode(pb::OAuthAuthorizationCodeAuth {
+        redirect_uri: REDIRECT_URI.to_owned(),
+        client_id: text("client_id"),
+        client_secret: text("client_secret"),
+        client_metadata_url: CLIENT_METADATA_URL.to_owned(),
+        ..Default::default()
+    })
+}
+
+/// Authorizes when `status` asks for it; fails with `status` otherwise.
+pub async fn authorize_or_fail(
+    switchboard: &mut Switchboard,
+    what: &str,
+    status: tonic::Status,
+) -> anyhow::Result<()> {
+    let Some(url) = authorization_url(&status) else {
+        bail!("{what} failed: {status:?}");
+    };
+    eprintln!("conformance-client: {what} needs authorization");
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    let response = browser.get(&url).send().await?;
+    let location = response
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .and_then(|value| value.to_str().ok())
+        .context("the authorization server did not redirect back")?;
+    let callback = url::Url::parse(location).context("the redirect is not a URL")?;
+    let param = |name: &str| {
+        callback
+            .query_pairs()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.into_owned())
+            .unwrap_or_default()
+    };
+    if !param("error").is_empty() {
+        bail!("the authorization server refused: {}", param("error"));
+    }
+    switchboard
+        .complete_authorization(&param("state"), &param("code"), &param("iss"))
+        .await
+        .map_err(|status| anyhow::anyhow!("CompleteAuthorization failed: {status:?}"))
+}

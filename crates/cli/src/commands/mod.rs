@@ -1,0 +1,51 @@
+//! The commands, one module per group.
+
+pub mod agents;
+pub mod chat;
+mod discover_view;
+pub mod integrations;
+pub mod runs;
+pub mod sources;
+pub mod threads;
+
+use clap::CommandFactory as _;
+
+use crate::{
+    args::{Cli, Command},
+    client::Clients,
+    config::Settings,
+    error::CliError,
+    output::Output,
+};
+
+/// What every command works with.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// The services.
+    pub clients: Clients,
+    /// Where results go.
+    pub out: Output,
+}
+
+/// Runs the command line.
+pub async fn run(cli: Cli) -> Result<(), CliError> {
+    if let Command::Completions { shell } = cli.command {
+        let mut command = Cli::command();
+        clap_complete::generate(shell, &mut command, "switchboard", &mut std::io::stdout());
+        return Ok(());
+    }
+    let settings = Settings::resolve(&cli.connection)?;
+    let ctx = Context {
+        clients: Clients::new(settings)?,
+        out: Output::new(cli.json),
+    };
+    match cli.command {
+        Command::Integrations(command) => integrations::run(&ctx, command).await,
+        Command::Agents(command) => agents::run(&ctx, command).await,
+        Command::Threads(command) => threads::run(&ctx, command).await,
+        Command::Sources(command) => sources::run(&ctx, command).await,
+        Command::Runs(command) => runs::run(&ctx, command).await,
+        Command::Chat(args) => chat::run(&ctx, args).await,
+        Command::Completions { .. } => Ok(()),
+    }
+}

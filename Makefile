@@ -55,6 +55,14 @@ run: build ## Run both services (embedded SQLite under .data/) and the example M
 	  ./target/debug/runs-service --listen $(RUNS_LISTEN) & \
 	wait
 
+.PHONY: demo
+demo: ## The whole job: both services, the example MCP server and a model; an agent uses them in a conversation through the CLI
+	@bash scripts/demo.sh
+
+.PHONY: demo-check
+demo-check: ## The demo without a terminal, on the scripted model: checks the conversation's transcript, then stops everything
+	@DEMO_NONINTERACTIVE=1 bash scripts/demo.sh
+
 .PHONY: run-mcp
 run-mcp: build ## Run mcp-service alone (embedded SQLite)
 	$(DEV_ENV) ./target/debug/mcp-service --listen $(MCP_LISTEN)
@@ -129,4 +137,4 @@ proto-breaking: tools ## Check the contracts for breaking changes against main
 lint: fmt-check clippy proto-lint ## All lints
 
 .PHONY: ci
-ci: lint deny test ## What CI runs: lints, supply-chain checks, then the tests on SQLite and PostgreSQL
+ci: lint deny test demo-check ## What CI runs: lints, supply-chain checks, the tests on SQLite and PostgreSQL, then the demo

@@ -123,7 +123,7 @@ impl Output {
 pub fn table(headers: &[&str]) -> Table {
     let mut table = Table::new();
     table
-        .load_preset(presets::UTF8_HORIZONTAL_ONLY)
+        .load_preset(presets::UTF8_BORDERS_ONLY)
         .set_content_arrangement(ContentArrangement::Dynamic)
         .set_header(headers);
     if !io::stdout().is_terminal() {

@@ -20,6 +20,10 @@ help: ## List the targets
 tools: ## Install buf, the Python gRPC tools and the reference MCP server into .tools/
 	@bash scripts/install-tools.sh
 
+.PHONY: tmux
+tmux: ## Make sure tmux is installed (the CLI's terminal test drives chat in a tmux pane)
+	@bash scripts/ensure-tmux.sh
+
 .PHONY: postgres
 postgres: ## Make sure the test PostgreSQL answers on 127.0.0.1:5432
 	@bash scripts/ensure-postgres.sh
@@ -110,7 +114,7 @@ deny: ## Supply-chain checks: advisories (when the database can be had), licence
 	bash scripts/deny.sh
 
 .PHONY: test
-test: tools postgres ## Run every test, on SQLite and PostgreSQL
+test: tools postgres tmux ## Run every test, on SQLite and PostgreSQL
 	$(CARGO) test --workspace --locked
 
 .PHONY: fmt

@@ -122,13 +122,16 @@ impl Output {
 /// A table with these column headers.
 pub fn table(headers: &[&str]) -> Table {
     let mut table = Table::new();
+    // In a terminal, long cells wrap to its width; piped, rows stay whole.
+    let arrangement = if io::stdout().is_terminal() {
+        ContentArrangement::Dynamic
+    } else {
+        ContentArrangement::Disabled
+    };
     table
         .load_preset(presets::UTF8_BORDERS_ONLY)
-        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_content_arrangement(arrangement)
         .set_header(headers);
-    if !io::stdout().is_terminal() {
-        table.set_width(120);
-    }
     table
 }
 

@@ -1,10 +1,10 @@
 //! Showing a run's events as they arrive: text as it streams, a spinner per
 //! tool call that becomes its outcome, skipped integrations, the end.
 
-use std::{collections::HashMap, io::IsTerminal as _, time::Duration};
+use std::{io::IsTerminal as _, time::Duration};
 
 use console::style;
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use switchboard_proto::{
     json::struct_to_json,
     runs::v1::{self as runs, RunStatus, ToolCallStatus, ToolKind, execute_run_response::Event},
@@ -30,11 +30,17 @@ pub enum End {
 }
 
 /// Renders one run's events.
+///
+/// One spinner stands for every tool call in flight (a turn's calls run
+/// concurrently) and names them; each finished call prints its outcome above
+/// it, and the spinner goes once none is left.
 #[derive(Debug)]
 pub struct Renderer {
     out: Output,
-    progress: MultiProgress,
-    spinners: HashMap<String, ProgressBar>,
+    spinners: bool,
+    spinner: Option<ProgressBar>,
+    /// The calls in flight: id and label.
+    running: Vec<(String, String)>,
     at_line_start: bool,
     pending: Vec<runs::ToolCallPart>,
 }
@@ -43,15 +49,11 @@ impl Renderer {
     /// A renderer printing to `out`; spinners are drawn on stderr when it is
     /// a terminal.
     pub fn new(out: Output) -> Self {
-        let target = if !out.is_json() && std::io::stderr().is_terminal() {
-            ProgressDrawTarget::stderr()
-        } else {
-            ProgressDrawTarget::hidden()
-        };
         Self {
             out,
-            progress: MultiProgress::with_draw_target(target),
-            spinners: HashMap::new(),
+            spinners: !out.is_json() && std::io::stderr().is_terminal(),
+            spinner: None,
+            running: Vec::new(),
             at_line_start: true,
             pending: Vec::new(),
         }
@@ -106,7 +108,8 @@ impl Renderer {
 
     /// Clears the spinners after Ctrl-C.
     pub fn interrupted(&mut self) -> Result<(), CliError> {
-        for (_, spinner) in self.spinners.drain() {
+        self.running.clear();
+        if let Some(spinner) = self.spinner.take() {
             spinner.finish_and_clear();
         }
         self.end_line()?;
@@ -141,28 +144,45 @@ impl Renderer {
             .as_ref()
             .map(struct_to_json)
             .unwrap_or_default();
-        let spinner = self.progress.add(ProgressBar::new_spinner());
-        spinner.set_style(
-            ProgressStyle::with_template("{spinner:.cyan} {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-        );
-        spinner.set_message(format!(
-            "{} {}{}",
+        let label = format!(
+            "{} {} {}",
             kind_label(call.kind),
             call.tool_name,
             short(&arguments.to_string(), 80)
-        ));
-        spinner.enable_steady_tick(Duration::from_millis(100));
-        self.spinners.insert(call.tool_call_id.clone(), spinner);
+        );
+        self.running.push((call.tool_call_id.clone(), label));
+        if self.spinners {
+            let labels = self.running_labels();
+            let spinner = self.spinner.get_or_insert_with(|| {
+                let spinner = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+                    .with_style(
+                        ProgressStyle::with_template("{spinner:.cyan} {msg}")
+                            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                    );
+                spinner.enable_steady_tick(Duration::from_millis(100));
+                spinner
+            });
+            spinner.set_message(labels);
+        }
         Ok(())
+    }
+
+    fn running_labels(&self) -> String {
+        let labels: Vec<&str> = self.running.iter().map(|(_, l)| l.as_str()).collect();
+        labels.join(" · ")
     }
 
     fn tool_finished(&mut self, call: &runs::ToolCallFinished) -> Result<(), CliError> {
         if self.out.is_json() {
             return Ok(());
         }
-        if let Some(spinner) = self.spinners.remove(&call.tool_call_id) {
-            spinner.finish_and_clear();
+        self.running.retain(|(id, _)| *id != call.tool_call_id);
+        if self.running.is_empty() {
+            if let Some(spinner) = self.spinner.take() {
+                spinner.finish_and_clear();
+            }
+        } else if let Some(spinner) = &self.spinner {
+            spinner.set_message(self.running_labels());
         }
         let result = short(&call.result, 100);
         let line = match ToolCallStatus::try_from(call.status) {
@@ -194,14 +214,17 @@ impl Renderer {
         self.note(line)
     }
 
-    /// A line of its own, printed above the spinners.
+    /// A line of its own, printed above the spinner.
     fn note(&mut self, line: String) -> Result<(), CliError> {
         if self.out.is_json() {
             return Ok(());
         }
         self.end_line()?;
         let out = self.out;
-        self.progress.suspend(|| out.line(line))
+        match &self.spinner {
+            Some(spinner) => spinner.suspend(|| out.line(line)),
+            None => out.line(line),
+        }
     }
 
     fn end_line(&mut self) -> Result<(), CliError> {

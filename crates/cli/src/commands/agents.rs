@@ -78,30 +78,7 @@ pub async fn run(ctx: &Context, command: AgentsCommand) -> Result<(), CliError> 
                 .unwrap_or_default();
             print_agent(ctx, &agent)
         }
-        AgentsCommand::List(page) => {
-            let response = client
-                .list_agents(ctx.clients.unary(runs::ListAgentsRequest {
-                    page_size: page.page_size,
-                    page_token: page.page_token,
-                }))
-                .await
-                .map_err(failed)?
-                .into_inner();
-            ctx.out.either(&response, || {
-                let mut rows = table(&["ID", "NAME", "MODEL", "INTEGRATIONS", "CREATED"]);
-                for a in &response.agents {
-                    rows.add_row(vec![
-                        a.id.clone(),
-                        a.name.clone(),
-                        model(a),
-                        a.mcp_integration_ids.len().to_string(),
-                        time(a.create_time.as_ref()),
-                    ]);
-                }
-                ctx.out.line(rows)?;
-                ctx.out.next_page(&response.next_page_token)
-            })
-        }
+        AgentsCommand::List(page) => list(ctx, page).await,
         AgentsCommand::Show { agent } => {
             let id = refs::agent(&ctx.clients, &agent).await?;
             let agent = client
@@ -127,6 +104,33 @@ pub async fn run(ctx: &Context, command: AgentsCommand) -> Result<(), CliError> 
                 .either(&response, || ctx.out.line(format!("deleted agent {id}")))
         }
     }
+}
+
+async fn list(ctx: &Context, page: PageArgs) -> Result<(), CliError> {
+    let response = ctx
+        .clients
+        .runs()?
+        .list_agents(ctx.clients.unary(runs::ListAgentsRequest {
+            page_size: page.page_size,
+            page_token: page.page_token,
+        }))
+        .await
+        .map_err(CliError::from(Service::Runs))?
+        .into_inner();
+    ctx.out.either(&response, || {
+        let mut rows = table(&["ID", "NAME", "MODEL", "INTEGRATIONS", "CREATED"]);
+        for a in &response.agents {
+            rows.add_row(vec![
+                a.id.clone(),
+                a.name.clone(),
+                model(a),
+                a.mcp_integration_ids.len().to_string(),
+                time(a.create_time.as_ref()),
+            ]);
+        }
+        ctx.out.line(rows)?;
+        ctx.out.next_page(&response.next_page_token)
+    })
 }
 
 async fn agent_from(ctx: &Context, args: CreateArgs) -> Result<runs::Agent, CliError> {

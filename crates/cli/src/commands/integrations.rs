@@ -128,140 +128,153 @@ struct SourceArgs {
 
 /// Runs an integration command.
 pub async fn run(ctx: &Context, command: IntegrationsCommand) -> Result<(), CliError> {
-    let mut client = ctx.clients.mcp()?;
-    let failed = CliError::from(Service::Mcp);
     match command {
-        IntegrationsCommand::Catalog(page) => {
-            let response = client
-                .list_predefined_integrations(ctx.clients.unary(
-                    mcp::ListPredefinedIntegrationsRequest {
-                        page_size: page.page_size,
-                        page_token: page.page_token,
-                    },
-                ))
-                .await
-                .map_err(failed)?
-                .into_inner();
-            ctx.out.either(&response, || print_catalog(ctx, &response))
-        }
+        IntegrationsCommand::Catalog(page) => catalog(ctx, page).await,
         IntegrationsCommand::Create(args) => {
             let request = create_request(*args)?;
-            let integration = client
+            let response = ctx
+                .clients
+                .mcp()?
                 .create_integration(ctx.clients.unary(request))
                 .await
-                .map_err(failed)?
-                .into_inner()
-                .integration
-                .unwrap_or_default();
-            print_integration(ctx, &integration)
+                .map_err(CliError::from(Service::Mcp))?;
+            print_integration(ctx, &response.into_inner().integration.unwrap_or_default())
         }
-        IntegrationsCommand::List { page, enabled_only } => {
-            let response = client
-                .list_integrations(ctx.clients.unary(mcp::ListIntegrationsRequest {
-                    page_size: page.page_size,
-                    page_token: page.page_token,
-                    enabled_only,
-                }))
-                .await
-                .map_err(failed)?
-                .into_inner();
-            ctx.out.either(&response, || {
-                let mut rows = table(&["ID", "SLUG", "NAME", "ENABLED", "TRANSPORT"]);
-                for i in &response.integrations {
-                    rows.add_row(vec![
-                        i.id.clone(),
-                        i.slug.clone(),
-                        i.display_name.clone(),
-                        yes_no(i.enabled).into(),
-                        transport(i.transport.as_ref()),
-                    ]);
-                }
-                ctx.out.line(rows)?;
-                ctx.out.next_page(&response.next_page_token)
-            })
-        }
+        IntegrationsCommand::List { page, enabled_only } => list(ctx, page, enabled_only).await,
         IntegrationsCommand::Show { integration } => {
             let id = refs::integration(&ctx.clients, &integration).await?;
-            let integration = client
+            let response = ctx
+                .clients
+                .mcp()?
                 .get_integration(ctx.clients.unary(mcp::GetIntegrationRequest { id }))
                 .await
-                .map_err(failed)?
-                .into_inner()
-                .integration
-                .unwrap_or_default();
-            print_integration(ctx, &integration)
+                .map_err(CliError::from(Service::Mcp))?;
+            print_integration(ctx, &response.into_inner().integration.unwrap_or_default())
         }
-        IntegrationsCommand::Validate { integration } => {
-            let id = refs::integration(&ctx.clients, &integration).await?;
-            let response = client
-                .validate_integration(ctx.clients.unary(mcp::ValidateIntegrationRequest { id }))
-                .await
-                .map_err(failed)?
-                .into_inner();
-            ctx.out
-                .either(&response, || print_validation(ctx, &response))?;
-            if response.ok {
-                Ok(())
-            } else {
-                Err(CliError::Failed(format!(
-                    "validation failed: {}",
-                    crate::error::one_line(&response.error)
-                )))
-            }
-        }
+        IntegrationsCommand::Validate { integration } => validate(ctx, &integration).await,
         IntegrationsCommand::Discover {
             integration,
             refresh,
-        } => {
-            let integration_id = refs::integration(&ctx.clients, &integration).await?;
-            let response = client
-                .discover(ctx.clients.unary(mcp::DiscoverRequest {
-                    integration_id,
-                    bypass_cache: refresh,
-                }))
-                .await
-                .map_err(failed)?
-                .into_inner();
-            ctx.out
-                .either(&response, || super::discover_view::print(ctx, &response))
-        }
-        IntegrationsCommand::Enable { integration } => {
-            let id = refs::integration(&ctx.clients, &integration).await?;
-            let integration = client
-                .enable_integration(ctx.clients.unary(mcp::EnableIntegrationRequest { id }))
-                .await
-                .map_err(failed)?
-                .into_inner()
-                .integration
-                .unwrap_or_default();
-            print_integration(ctx, &integration)
-        }
-        IntegrationsCommand::Disable { integration } => {
-            let id = refs::integration(&ctx.clients, &integration).await?;
-            let integration = client
-                .disable_integration(ctx.clients.unary(mcp::DisableIntegrationRequest { id }))
-                .await
-                .map_err(failed)?
-                .into_inner()
-                .integration
-                .unwrap_or_default();
-            print_integration(ctx, &integration)
-        }
-        IntegrationsCommand::Delete { integration } => {
-            let id = refs::integration(&ctx.clients, &integration).await?;
-            let response = client
-                .delete_integration(
-                    ctx.clients
-                        .unary(mcp::DeleteIntegrationRequest { id: id.clone() }),
-                )
-                .await
-                .map_err(failed)?
-                .into_inner();
-            ctx.out.either(&response, || {
-                ctx.out.line(format!("deleted integration {id}"))
-            })
-        }
+        } => discover(ctx, &integration, refresh).await,
+        IntegrationsCommand::Enable { integration } => set_enabled(ctx, &integration, true).await,
+        IntegrationsCommand::Disable { integration } => set_enabled(ctx, &integration, false).await,
+        IntegrationsCommand::Delete { integration } => delete(ctx, &integration).await,
     }
+}
+
+async fn catalog(ctx: &Context, page: PageArgs) -> Result<(), CliError> {
+    let response = ctx
+        .clients
+        .mcp()?
+        .list_predefined_integrations(ctx.clients.unary(mcp::ListPredefinedIntegrationsRequest {
+            page_size: page.page_size,
+            page_token: page.page_token,
+        }))
+        .await
+        .map_err(CliError::from(Service::Mcp))?
+        .into_inner();
+    ctx.out.either(&response, || print_catalog(ctx, &response))
+}
+
+async fn list(ctx: &Context, page: PageArgs, enabled_only: bool) -> Result<(), CliError> {
+    let response = ctx
+        .clients
+        .mcp()?
+        .list_integrations(ctx.clients.unary(mcp::ListIntegrationsRequest {
+            page_size: page.page_size,
+            page_token: page.page_token,
+            enabled_only,
+        }))
+        .await
+        .map_err(CliError::from(Service::Mcp))?
+        .into_inner();
+    ctx.out.either(&response, || {
+        let mut rows = table(&["ID", "SLUG", "NAME", "ENABLED", "TRANSPORT"]);
+        for i in &response.integrations {
+            rows.add_row(vec![
+                i.id.clone(),
+                i.slug.clone(),
+                i.display_name.clone(),
+                yes_no(i.enabled).into(),
+                transport(i.transport.as_ref()),
+            ]);
+        }
+        ctx.out.line(rows)?;
+        ctx.out.next_page(&response.next_page_token)
+    })
+}
+
+/// Prints what the server reported; a failed connection is exit code 1.
+async fn validate(ctx: &Context, integration: &str) -> Result<(), CliError> {
+    let id = refs::integration(&ctx.clients, integration).await?;
+    let response = ctx
+        .clients
+        .mcp()?
+        .validate_integration(ctx.clients.unary(mcp::ValidateIntegrationRequest { id }))
+        .await
+        .map_err(CliError::from(Service::Mcp))?
+        .into_inner();
+    ctx.out
+        .either(&response, || print_validation(ctx, &response))?;
+    if response.ok {
+        Ok(())
+    } else {
+        Err(CliError::Failed(format!(
+            "validation failed: {}",
+            crate::error::one_line(&response.error)
+        )))
+    }
+}
+
+async fn discover(ctx: &Context, integration: &str, refresh: bool) -> Result<(), CliError> {
+    let integration_id = refs::integration(&ctx.clients, integration).await?;
+    let response = ctx
+        .clients
+        .mcp()?
+        .discover(ctx.clients.unary(mcp::DiscoverRequest {
+            integration_id,
+            bypass_cache: refresh,
+        }))
+        .await
+        .map_err(CliError::from(Service::Mcp))?
+        .into_inner();
+    ctx.out
+        .either(&response, || super::discover_view::print(ctx, &response))
+}
+
+async fn set_enabled(ctx: &Context, integration: &str, enable: bool) -> Result<(), CliError> {
+    let id = refs::integration(&ctx.clients, integration).await?;
+    let mut client = ctx.clients.mcp()?;
+    let changed = if enable {
+        client
+            .enable_integration(ctx.clients.unary(mcp::EnableIntegrationRequest { id }))
+            .await
+            .map(|r| r.into_inner().integration)
+    } else {
+        client
+            .disable_integration(ctx.clients.unary(mcp::DisableIntegrationRequest { id }))
+            .await
+            .map(|r| r.into_inner().integration)
+    };
+    let integration = changed.map_err(CliError::from(Service::Mcp))?;
+    print_integration(ctx, &integration.unwrap_or_default())
+}
+
+async fn delete(ctx: &Context, integration: &str) -> Result<(), CliError> {
+    let id = refs::integration(&ctx.clients, integration).await?;
+    let response = ctx
+        .clients
+        .mcp()?
+        .delete_integration(
+            ctx.clients
+                .unary(mcp::DeleteIntegrationRequest { id: id.clone() }),
+        )
+        .await
+        .map_err(CliError::from(Service::Mcp))?
+        .into_inner();
+    ctx.out.either(&response, || {
+        ctx.out.line(format!("deleted integration {id}"))
+    })
 }
 
 fn map(pairs: Vec<KeyValue>) -> HashMap<String, String> {

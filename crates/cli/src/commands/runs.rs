@@ -44,52 +44,64 @@ pub enum RunsCommand {
 pub async fn run(ctx: &Context, command: RunsCommand) -> Result<(), CliError> {
     let mut client = ctx.clients.runs()?;
     match command {
-        RunsCommand::List { thread } => {
-            let mut found = Vec::new();
-            for id in run_ids(ctx, &mut client, &thread).await? {
-                found.push(get(ctx, &mut client, &id).await?);
-            }
-            if ctx.out.is_json() {
-                let list = found.iter().map(to_json).collect::<Result<Vec<_>, _>>()?;
-                return ctx.out.line(serde_json::json!({ "runs": list }));
-            }
-            let mut rows = table(&["ID", "STATUS", "STEPS", "TOKENS IN/OUT", "STARTED", "ERROR"]);
-            for run in &found {
-                let usage = run.usage.unwrap_or_default();
-                rows.add_row(vec![
-                    run.id.clone(),
-                    status_name(run.status).into(),
-                    run.steps.to_string(),
-                    format!("{}/{}", usage.input_tokens, usage.output_tokens),
-                    time(run.create_time.as_ref()),
-                    run.error.clone(),
-                ]);
-            }
-            ctx.out.line(rows)
-        }
+        RunsCommand::List { thread } => list(ctx, &mut client, &thread).await,
         RunsCommand::Show { run } => {
             let run = get(ctx, &mut client, &run).await?;
             ctx.out.either(&run, || ctx.out.line(summary(&run)))
         }
         RunsCommand::Watch { run, interval } => {
-            let interval: Duration = interval.into();
-            let mut last = None;
-            loop {
-                let current = get(ctx, &mut client, &run).await?;
-                let state = (current.status, current.steps);
-                if last != Some(state) {
-                    ctx.out
-                        .either(&current, || ctx.out.line(summary(&current)))?;
-                    last = Some(state);
-                }
-                if current.status != RunStatus::Running as i32 {
-                    return ended(&current);
-                }
-                tokio::select! {
-                    () = tokio::time::sleep(interval) => {}
-                    _ = tokio::signal::ctrl_c() => return Err(CliError::Interrupted),
-                }
-            }
+            watch(ctx, &mut client, &run, interval.into()).await
+        }
+    }
+}
+
+async fn list(ctx: &Context, client: &mut RunsClient, thread: &str) -> Result<(), CliError> {
+    let mut found = Vec::new();
+    for id in run_ids(ctx, client, thread).await? {
+        found.push(get(ctx, client, &id).await?);
+    }
+    if ctx.out.is_json() {
+        let list = found.iter().map(to_json).collect::<Result<Vec<_>, _>>()?;
+        return ctx.out.line(serde_json::json!({ "runs": list }));
+    }
+    let mut rows = table(&["ID", "STATUS", "STEPS", "TOKENS IN/OUT", "STARTED", "ERROR"]);
+    for run in &found {
+        let usage = run.usage.unwrap_or_default();
+        rows.add_row(vec![
+            run.id.clone(),
+            status_name(run.status).into(),
+            run.steps.to_string(),
+            format!("{}/{}", usage.input_tokens, usage.output_tokens),
+            time(run.create_time.as_ref()),
+            run.error.clone(),
+        ]);
+    }
+    ctx.out.line(rows)
+}
+
+/// Prints the run each time its status or step count changes, until it
+/// is no longer running.
+async fn watch(
+    ctx: &Context,
+    client: &mut RunsClient,
+    run: &str,
+    interval: Duration,
+) -> Result<(), CliError> {
+    let mut last = None;
+    loop {
+        let current = get(ctx, client, run).await?;
+        let state = (current.status, current.steps);
+        if last != Some(state) {
+            ctx.out
+                .either(&current, || ctx.out.line(summary(&current)))?;
+            last = Some(state);
+        }
+        if current.status != RunStatus::Running as i32 {
+            return ended(&current);
+        }
+        tokio::select! {
+            () = tokio::time::sleep(interval) => {}
+            _ = tokio::signal::ctrl_c() => return Err(CliError::Interrupted),
         }
     }
 }

@@ -73,34 +73,7 @@ pub async fn run(ctx: &Context, command: ThreadsCommand) -> Result<(), CliError>
                 .unwrap_or_default();
             print_thread(ctx, &thread)
         }
-        ThreadsCommand::List { page, agent } => {
-            let agent_id = match agent {
-                Some(agent) => refs::agent(&ctx.clients, &agent).await?,
-                None => String::new(),
-            };
-            let response = client
-                .list_threads(ctx.clients.unary(runs::ListThreadsRequest {
-                    page_size: page.page_size,
-                    page_token: page.page_token,
-                    agent_id,
-                }))
-                .await
-                .map_err(failed)?
-                .into_inner();
-            ctx.out.either(&response, || {
-                let mut rows = table(&["ID", "AGENT", "TITLE", "UPDATED"]);
-                for t in &response.threads {
-                    rows.add_row(vec![
-                        t.id.clone(),
-                        t.agent_id.clone(),
-                        t.title.clone(),
-                        time(t.update_time.as_ref()),
-                    ]);
-                }
-                ctx.out.line(rows)?;
-                ctx.out.next_page(&response.next_page_token)
-            })
-        }
+        ThreadsCommand::List { page, agent } => list(ctx, page, agent).await,
         ThreadsCommand::Show { thread } => {
             let thread = client
                 .get_thread(ctx.clients.unary(runs::GetThreadRequest { id: thread }))
@@ -111,23 +84,7 @@ pub async fn run(ctx: &Context, command: ThreadsCommand) -> Result<(), CliError>
                 .unwrap_or_default();
             print_thread(ctx, &thread)
         }
-        ThreadsCommand::Messages { thread, page } => {
-            let response = client
-                .list_messages(ctx.clients.unary(runs::ListMessagesRequest {
-                    thread_id: thread,
-                    page_size: page.page_size,
-                    page_token: page.page_token,
-                }))
-                .await
-                .map_err(failed)?
-                .into_inner();
-            ctx.out.either(&response, || {
-                for message in &response.messages {
-                    print_message(ctx, message)?;
-                }
-                ctx.out.next_page(&response.next_page_token)
-            })
-        }
+        ThreadsCommand::Messages { thread, page } => messages(ctx, thread, page).await,
         ThreadsCommand::Delete { thread } => {
             let response = client
                 .delete_thread(
@@ -142,6 +99,57 @@ pub async fn run(ctx: &Context, command: ThreadsCommand) -> Result<(), CliError>
             })
         }
     }
+}
+
+async fn list(ctx: &Context, page: PageArgs, agent: Option<String>) -> Result<(), CliError> {
+    let agent_id = match agent {
+        Some(agent) => refs::agent(&ctx.clients, &agent).await?,
+        None => String::new(),
+    };
+    let response = ctx
+        .clients
+        .runs()?
+        .list_threads(ctx.clients.unary(runs::ListThreadsRequest {
+            page_size: page.page_size,
+            page_token: page.page_token,
+            agent_id,
+        }))
+        .await
+        .map_err(CliError::from(Service::Runs))?
+        .into_inner();
+    ctx.out.either(&response, || {
+        let mut rows = table(&["ID", "AGENT", "TITLE", "UPDATED"]);
+        for t in &response.threads {
+            rows.add_row(vec![
+                t.id.clone(),
+                t.agent_id.clone(),
+                t.title.clone(),
+                time(t.update_time.as_ref()),
+            ]);
+        }
+        ctx.out.line(rows)?;
+        ctx.out.next_page(&response.next_page_token)
+    })
+}
+
+async fn messages(ctx: &Context, thread_id: String, page: PageArgs) -> Result<(), CliError> {
+    let response = ctx
+        .clients
+        .runs()?
+        .list_messages(ctx.clients.unary(runs::ListMessagesRequest {
+            thread_id,
+            page_size: page.page_size,
+            page_token: page.page_token,
+        }))
+        .await
+        .map_err(CliError::from(Service::Runs))?
+        .into_inner();
+    ctx.out.either(&response, || {
+        for message in &response.messages {
+            print_message(ctx, message)?;
+        }
+        ctx.out.next_page(&response.next_page_token)
+    })
 }
 
 fn print_thread(ctx: &Context, t: &runs::Thread) -> Result<(), CliError> {

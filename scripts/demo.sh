@@ -75,13 +75,19 @@ wait_for_port() { # name, port
 }
 
 say "Building"
-$CARGO build --locked --quiet \
-  -p switchboard-mcp-service --bin mcp-service \
-  -p switchboard-runs-service --bin runs-service \
-  -p switchboard-example-mcp-server --bin example-mcp-server \
-  -p switchboard-scripted-model --bin scripted-model \
-  -p switchboard-auth --bin switchboard-token \
-  -p switchboard-cli --bin switchboard
+if [ "$NONINTERACTIVE" = 1 ]; then
+  # The binaries `make test` builds (each package's integration tests build
+  # its binaries): after it, nothing is compiled again.
+  $CARGO test --workspace --locked --no-run --quiet
+else
+  $CARGO build --locked --quiet \
+    -p switchboard-mcp-service --bin mcp-service \
+    -p switchboard-runs-service --bin runs-service \
+    -p switchboard-example-mcp-server --bin example-mcp-server \
+    -p switchboard-scripted-model --bin scripted-model \
+    -p switchboard-auth --bin switchboard-token \
+    -p switchboard-cli --bin switchboard
+fi
 
 if [ -n "${OPENAI_BASE_URL:-}" ]; then
   PROVIDER=openai

@@ -24,7 +24,7 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("error: cannot start the async runtime: {error}");
+            output::to_stderr(format!("error: cannot start the async runtime: {error}"));
             return ExitCode::FAILURE;
         }
     };
@@ -32,7 +32,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) if error.is_broken_pipe() => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error}");
+            output::to_stderr(format!("error: {error}"));
             ExitCode::from(error.exit_code())
         }
     }

@@ -119,6 +119,12 @@ impl Output {
     }
 }
 
+/// A line on stderr (errors, questions beside JSON output). A closed stderr
+/// leaves nothing to tell, so a failed write is dropped.
+pub fn to_stderr(line: impl std::fmt::Display) {
+    let _ = writeln!(io::stderr().lock(), "{line}");
+}
+
 /// A table with these column headers.
 pub fn table(headers: &[&str]) -> Table {
     let mut table = Table::new();

@@ -101,7 +101,7 @@ impl Session {
                 call.name
             );
             if self.out.is_json() {
-                eprintln!("{question}");
+                crate::output::to_stderr(question);
             } else {
                 self.out.line(question)?;
             }

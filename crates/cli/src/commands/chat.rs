@@ -66,7 +66,7 @@ pub async fn run(ctx: &Context, args: ChatArgs) -> Result<(), CliError> {
             Ok(()) | Err(CliError::Interrupted) => {}
             // A failed or refused run ends that run, not the conversation.
             Err(error @ (CliError::Failed(_) | CliError::Grpc { .. })) => {
-                eprintln!("error: {error}");
+                crate::output::to_stderr(format!("error: {error}"));
             }
             Err(error) => return Err(error),
         }

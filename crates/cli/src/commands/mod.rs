@@ -31,8 +31,9 @@ pub struct Context {
 pub async fn run(cli: Cli) -> Result<(), CliError> {
     if let Command::Completions { shell } = cli.command {
         let mut command = Cli::command();
-        clap_complete::generate(shell, &mut command, "switchboard", &mut std::io::stdout());
-        return Ok(());
+        let mut script = Vec::new();
+        clap_complete::generate(shell, &mut command, "switchboard", &mut script);
+        return Output::new(false).text(&String::from_utf8_lossy(&script));
     }
     let settings = Settings::resolve(&cli.connection)?;
     let ctx = Context {

@@ -63,6 +63,28 @@ impl Tmux {
     }
 }
 
+impl Tmux {
+    /// A tmux server showing `switchboard chat AGENT`, ready for input.
+    async fn chat(world: &World, agent_id: &str) -> Self {
+        let tmux = Self::new();
+        let mut command: Vec<String> = ["new-session", "-d", "-s", "chat", "-x", "160", "-y", "50"]
+            .map(String::from)
+            .to_vec();
+        for (name, value) in world.env() {
+            command.extend(["-e".into(), format!("{name}={value}")]);
+        }
+        command.extend([
+            env!("CARGO_BIN_EXE_switchboard").to_owned(),
+            "chat".into(),
+            agent_id.to_owned(),
+        ]);
+        let command: Vec<&str> = command.iter().map(String::as_str).collect();
+        tmux.run(&command).await;
+        tmux.wait_for(&["Ctrl-D or /exit leaves", "you> "]).await;
+        tmux
+    }
+}
+
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = std::process::Command::new("tmux")
@@ -93,28 +115,7 @@ async fn chat_in_a_terminal_streams_tool_progress_and_the_answer() {
     .await;
     let (_, agent_id) = world.agent(&[]).await;
 
-    let tmux = Tmux::new();
-    let mut command = vec![
-        "new-session".to_owned(),
-        "-d".into(),
-        "-s".into(),
-        "chat".into(),
-        "-x".into(),
-        "160".into(),
-        "-y".into(),
-        "50".into(),
-    ];
-    for (name, value) in world.env() {
-        command.extend(["-e".into(), format!("{name}={value}")]);
-    }
-    command.extend([
-        env!("CARGO_BIN_EXE_switchboard").to_owned(),
-        "chat".into(),
-        agent_id,
-    ]);
-    let command: Vec<&str> = command.iter().map(String::as_str).collect();
-    tmux.run(&command).await;
-    tmux.wait_for(&["Ctrl-D or /exit leaves", "you> "]).await;
+    let tmux = Tmux::chat(&world, &agent_id).await;
 
     tmux.run(&["send-keys", "-t", "chat", "What is 40 + 2?", "Enter"])
         .await;
@@ -137,5 +138,50 @@ async fn chat_in_a_terminal_streams_tool_progress_and_the_answer() {
 
     tmux.run(&["send-keys", "-t", "chat", "bye", "Enter"]).await;
     tmux.wait_for(&["Goodbye from the second run."]).await;
+    tmux.run(&["send-keys", "-t", "chat", "C-d"]).await;
+}
+
+#[tokio::test]
+async fn ctrl_c_in_a_terminal_cancels_the_run_and_the_conversation_goes_on() {
+    let world = World::start(vec![
+        Turn::ToolCalls(vec![ScriptedToolCall::new(
+            "c1",
+            "example__sleep",
+            r#"{"ms":60000}"#,
+        )]),
+        Turn::Text("Still here.".into()),
+    ])
+    .await;
+    let (_, agent_id) = world.agent(&[]).await;
+    let tmux = Tmux::chat(&world, &agent_id).await;
+    let screen = tmux.screen().await;
+    let thread_id = screen
+        .split_whitespace()
+        .skip_while(|word| *word != "thread")
+        .nth(1)
+        .expect("the screen names the new thread")
+        .to_owned();
+
+    tmux.run(&["send-keys", "-t", "chat", "sleep a minute", "Enter"])
+        .await;
+    tmux.wait_for(&["calling MCP tool example__sleep"]).await;
+    tmux.run(&["send-keys", "-t", "chat", "C-c"]).await;
+    // The spinner's last frame may stay on screen after Ctrl-C (a known
+    // drawing glitch); the run's end is what this test checks.
+    tmux.wait_for(&["■ run cancelled"]).await;
+
+    // The run is recorded as cancelled, and the thread takes the next message.
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let runs = world.json(&["runs", "list", "--thread", &thread_id]).await;
+        if runs["runs"][0]["status"] == "RUN_STATUS_CANCELLED" {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{runs}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tmux.run(&["send-keys", "-t", "chat", "are you there?", "Enter"])
+        .await;
+    tmux.wait_for(&["Still here."]).await;
     tmux.run(&["send-keys", "-t", "chat", "C-d"]).await;
 }

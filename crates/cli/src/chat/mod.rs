@@ -1,6 +1,7 @@
 //! A conversation with an agent: one run per user message, streamed as it
 //! arrives, paused for client tools and resumed with their results.
 
+mod echo;
 mod lines;
 mod render;
 
@@ -58,6 +59,7 @@ impl Session {
             input: Some(input),
         };
         let failed = CliError::from(Service::Runs);
+        let _quiet = echo::NoControlEcho::new();
         let mut renderer = Renderer::new(self.out);
         let mut stream = tokio::select! {
             response = self.client.execute_run(request) => response.map_err(&failed)?.into_inner(),

@@ -166,9 +166,12 @@ async fn ctrl_c_in_a_terminal_cancels_the_run_and_the_conversation_goes_on() {
         .await;
     tmux.wait_for(&["calling MCP tool example__sleep"]).await;
     tmux.run(&["send-keys", "-t", "chat", "C-c"]).await;
-    // The spinner's last frame may stay on screen after Ctrl-C (a known
-    // drawing glitch); the run's end is what this test checks.
-    tmux.wait_for(&["■ run cancelled"]).await;
+    let after = tmux.wait_for(&["■ run cancelled"]).await;
+    assert!(
+        !after.contains("calling MCP tool example__sleep"),
+        "{after}"
+    );
+    assert!(!after.contains("^C"), "{after}");
 
     // The run is recorded as cancelled, and the thread takes the next message.
     let deadline = tokio::time::Instant::now() + PATIENCE;

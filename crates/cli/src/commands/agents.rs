@@ -16,6 +16,8 @@ use crate::{
 pub enum AgentsCommand {
     /// Create an agent
     Create(CreateArgs),
+    /// Change an agent: only the fields given are changed
+    Update(UpdateArgs),
     /// List the organization's agents
     List(PageArgs),
     /// Show one agent
@@ -59,6 +61,34 @@ pub struct CreateArgs {
     no_resource_tools: bool,
 }
 
+/// `agents update`.
+#[derive(Debug, Args)]
+pub struct UpdateArgs {
+    /// The agent's id or name.
+    agent: String,
+    /// A new name.
+    #[arg(long)]
+    name: Option<String>,
+    /// New system instructions.
+    #[arg(long)]
+    instructions: Option<String>,
+    /// A new model provider (with --model).
+    #[arg(long, requires = "model")]
+    provider: Option<String>,
+    /// A new model id (with --provider).
+    #[arg(long, requires = "provider")]
+    model: Option<String>,
+    /// The integrations (ids or slugs), replacing the current ones (repeatable).
+    #[arg(long = "integration", value_name = "INTEGRATION")]
+    integrations: Vec<String>,
+    /// The client tools, replacing the current ones (repeatable).
+    #[arg(long = "client-tool", value_name = "NAME[:DESCRIPTION]")]
+    client_tools: Vec<String>,
+    /// A new step limit (0: the service's).
+    #[arg(long)]
+    max_steps: Option<i32>,
+}
+
 /// Runs an agent command.
 pub async fn run(ctx: &Context, command: AgentsCommand) -> Result<(), CliError> {
     let mut client = ctx.clients.runs()?;
@@ -78,6 +108,7 @@ pub async fn run(ctx: &Context, command: AgentsCommand) -> Result<(), CliError> 
                 .unwrap_or_default();
             print_agent(ctx, &agent)
         }
+        AgentsCommand::Update(args) => update(ctx, args).await,
         AgentsCommand::List(page) => list(ctx, page).await,
         AgentsCommand::Show { agent } => {
             let id = refs::agent(&ctx.clients, &agent).await?;
@@ -133,25 +164,75 @@ async fn list(ctx: &Context, page: PageArgs) -> Result<(), CliError> {
     })
 }
 
+async fn update(ctx: &Context, args: UpdateArgs) -> Result<(), CliError> {
+    let id = refs::agent(&ctx.clients, &args.agent).await?;
+    let mut agent = runs::Agent {
+        id,
+        ..Default::default()
+    };
+    let mut paths = Vec::new();
+    if let Some(name) = args.name {
+        agent.name = name;
+        paths.push("name");
+    }
+    if let Some(instructions) = args.instructions {
+        agent.instructions = instructions;
+        paths.push("instructions");
+    }
+    if let (Some(provider), Some(model)) = (args.provider, args.model) {
+        agent.model = Some(runs::ModelRef { provider, model });
+        paths.push("model");
+    }
+    if !args.integrations.is_empty() {
+        for reference in &args.integrations {
+            let id = refs::integration(&ctx.clients, reference).await?;
+            agent.mcp_integration_ids.push(id);
+        }
+        paths.push("mcp_integration_ids");
+    }
+    if !args.client_tools.is_empty() {
+        agent.client_tools = args.client_tools.iter().map(|s| client_tool(s)).collect();
+        paths.push("client_tools");
+    }
+    if let Some(max_steps) = args.max_steps {
+        agent.max_steps = max_steps;
+        paths.push("max_steps");
+    }
+    if paths.is_empty() {
+        return Err(CliError::Usage("name at least one field to change".into()));
+    }
+    let response = ctx
+        .clients
+        .runs()?
+        .update_agent(ctx.clients.unary(runs::UpdateAgentRequest {
+            agent: Some(agent),
+            update_mask: Some(prost_types::FieldMask {
+                paths: paths.into_iter().map(str::to_owned).collect(),
+            }),
+        }))
+        .await
+        .map_err(CliError::from(Service::Runs))?;
+    print_agent(ctx, &response.into_inner().agent.unwrap_or_default())
+}
+
+/// A client tool from `NAME[:DESCRIPTION]`, taking any JSON object.
+fn client_tool(spec: &str) -> runs::ClientTool {
+    let (name, description) = spec.split_once(':').unwrap_or((spec, ""));
+    runs::ClientTool {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        parameters_schema: switchboard_proto::json::json_to_struct(
+            &serde_json::json!({"type": "object", "additionalProperties": true}),
+        ),
+    }
+}
+
 async fn agent_from(ctx: &Context, args: CreateArgs) -> Result<runs::Agent, CliError> {
     let mut integration_ids = Vec::with_capacity(args.integrations.len());
     for reference in &args.integrations {
         integration_ids.push(refs::integration(&ctx.clients, reference).await?);
     }
-    let client_tools = args
-        .client_tools
-        .iter()
-        .map(|spec| {
-            let (name, description) = spec.split_once(':').unwrap_or((spec, ""));
-            runs::ClientTool {
-                name: name.to_owned(),
-                description: description.to_owned(),
-                parameters_schema: switchboard_proto::json::json_to_struct(
-                    &serde_json::json!({"type": "object", "additionalProperties": true}),
-                ),
-            }
-        })
-        .collect();
+    let client_tools = args.client_tools.iter().map(|s| client_tool(s)).collect();
     Ok(runs::Agent {
         name: args.name,
         instructions: args.instructions,

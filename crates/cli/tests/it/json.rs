@@ -45,6 +45,23 @@ async fn every_command_prints_json_that_parses() {
         integration_id.as_str()
     );
 
+    let updated = world
+        .json(&[
+            "agents",
+            "update",
+            "assistant",
+            "--name",
+            "helper",
+            "--max-steps",
+            "4",
+        ])
+        .await;
+    assert_eq!(
+        (updated["name"].as_str(), updated["maxSteps"].as_i64()),
+        (Some("helper"), Some(4))
+    );
+    assert_eq!(updated["mcpIntegrationIds"][0], integration_id.as_str());
+
     let thread = world.json(&["threads", "create", &agent_id]).await;
     let thread_id = id(&thread);
     assert_eq!(thread["agentId"], agent_id.as_str());

@@ -113,8 +113,14 @@ fuzz-long: ## 1,000,000 executions per fuzz target (docs/security.md)
 deny: ## Supply-chain checks: advisories (when the database can be had), licences, bans, sources (deny.toml)
 	bash scripts/deny.sh
 
+.PHONY: clients
+clients: tools ## Generate the Python, TypeScript and Go clients of proto/ into examples/, then type-check and vet the examples
+	bash scripts/generate-clients.sh
+	cd examples/typescript && ./node_modules/.bin/tsc --noEmit
+	cd examples/go && go vet ./...
+
 .PHONY: test
-test: tools postgres tmux ## Run every test, on SQLite and PostgreSQL
+test: tools postgres tmux clients ## Run every test, on SQLite and PostgreSQL
 	$(CARGO) test --workspace --locked
 
 .PHONY: fmt
@@ -133,12 +139,24 @@ clippy: ## Lint the Rust code, warnings are errors
 proto-lint: tools ## Lint the protobuf contracts (buf STANDARD)
 	cd proto && $(BUF) lint
 
+# The last released contracts: a buf image committed in proto/, renewed by
+# `make proto-release` when a version is released (docs/clients.md).
+RELEASED_CONTRACTS := proto/released.binpb
+
 .PHONY: proto-breaking
-proto-breaking: tools ## Check the contracts for breaking changes against main
-	cd proto && $(BUF) breaking --against '$(CURDIR)/.git#branch=main,subdir=proto'
+proto-breaking: tools ## Check the contracts for breaking changes against the last released ones
+	cd proto && $(BUF) breaking --against '$(CURDIR)/$(RELEASED_CONTRACTS)'
+
+.PHONY: proto-release
+proto-release: tools ## Record today's contracts as the released baseline of proto-breaking (on a release only)
+	cd proto && $(BUF) build --exclude-source-info -o '$(CURDIR)/$(RELEASED_CONTRACTS)'
+
+.PHONY: size-check
+size-check: ## No service file over 500 lines, no function outside tests over 60
+	bash scripts/size-check.sh
 
 .PHONY: lint
-lint: fmt-check clippy proto-lint ## All lints
+lint: fmt-check clippy size-check proto-lint proto-breaking ## All lints
 
 .PHONY: ci
 ci: lint deny test demo-check ## What CI runs: lints, supply-chain checks, the tests on SQLite and PostgreSQL, then the demo

@@ -31,6 +31,10 @@ fn main() -> Result<(), Box<dyn Error>> {
         .build_server(true)
         // RPCs a service does not implement yet answer UNIMPLEMENTED.
         .generate_default_stubs(true)
+        // Ordered maps encode the same request to the same bytes, which the
+        // fingerprint of an idempotency key (`request_id`) relies on.
+        .btree_map(".switchboard.mcp.v1.StdioTransport")
+        .btree_map(".switchboard.mcp.v1.PredefinedIntegrationSpec")
         .compile_fds(descriptors)?;
     Ok(())
 }

@@ -25,7 +25,7 @@ use switchboard_mcp_service::{
     domain::ports::{Discovery, ServerIdentity},
     wire,
 };
-use switchboard_runs_service::outbound::mcp::render_tool_result;
+use switchboard_runs_service::{domain::texts, outbound::mcp::tool_output};
 
 /// How much larger than the server's JSON a response or text may be: binary
 /// framing of small JSON values (a one-byte `0` is an eleven-byte protobuf
@@ -57,7 +57,7 @@ fuzz_target!(|data: &[u8]| {
                 return;
             };
             let response = hop(wire::tool_result(Ok(result), "fuzz_tool"), bound);
-            let text = render_tool_result(&response);
+            let (text, _) = texts::tool_output(&tool_output(response));
             assert!(text.len() <= bound, "{} bytes of text", text.len());
         }
         1 => {

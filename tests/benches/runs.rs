@@ -146,6 +146,7 @@ async fn agent(
                     max_steps: 20,
                     ..Default::default()
                 }),
+                ..Default::default()
             },
             admin,
         ))
@@ -167,6 +168,7 @@ async fn new_thread(
             runs::CreateThreadRequest {
                 agent_id: agent_id.to_owned(),
                 title: String::new(),
+                ..Default::default()
             },
             admin,
         ))
@@ -259,6 +261,7 @@ async fn run_on(
                 input: Some(runs::execute_run_request::Input::UserMessage(
                     runs::UserMessageInput { text: "go".into() },
                 )),
+                ..Default::default()
             },
             &admin,
         ))
@@ -408,6 +411,7 @@ async fn main() {
                         &serde_json::json!({"text": "ping"}),
                     ),
                     session_scope: "bench".into(),
+                    arguments_json: String::new(),
                 },
                 &admin,
             ))

@@ -1,8 +1,12 @@
 //! End-to-end tests: both services on loopback, real MCP servers and a
 //! scripted model, called as other teams call them.
 
+mod config_docs;
+mod exact_json;
+mod examples;
 mod hostile_resources;
 mod polyglot;
+mod request_ids;
 mod resources;
 mod runs;
 mod world;

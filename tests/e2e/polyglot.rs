@@ -4,14 +4,14 @@ use std::path::{Path, PathBuf};
 
 use switchboard_test_support::{TEST_JWT_SECRET, TestDb, token};
 
-fn workspace_root() -> PathBuf {
+pub(crate) fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("the tests crate lives in the workspace")
         .to_path_buf()
 }
 
-fn python() -> PathBuf {
+pub(crate) fn python() -> PathBuf {
     let python = std::env::var_os("SWITCHBOARD_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace_root().join(".tools/venv/bin/python"));

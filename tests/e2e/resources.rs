@@ -251,6 +251,7 @@ async fn clients_import_csv_bytes_and_list_them() {
                 thread_id: w.thread_id.clone(),
                 name: "Quarterly Numbers".into(),
                 csv: b"quarter,revenue\nQ1,10.5\nQ2,12\n".to_vec(),
+                ..Default::default()
             },
             &w.token,
         ))
@@ -268,6 +269,7 @@ async fn clients_import_csv_bytes_and_list_them() {
                 thread_id: w.thread_id.clone(),
                 name: "broken".into(),
                 csv: vec![0xff, 0xfe, b'\n', 0x80],
+                ..Default::default()
             },
             &w.token,
         ))

@@ -316,6 +316,7 @@ async fn client_tools_pause_the_run_and_their_results_resume_it() {
                 input: Some(runs::execute_run_request::Input::UserMessage(
                     runs::UserMessageInput { text: "x".into() },
                 )),
+                ..Default::default()
             },
             &w.token,
         ))
@@ -336,6 +337,7 @@ async fn client_tools_pause_the_run_and_their_results_resume_it() {
                     }],
                 },
             )),
+            ..Default::default()
         })
         .await;
     let done = final_run(&resumed);
@@ -365,6 +367,7 @@ async fn closing_the_stream_cancels_the_run_and_keeps_what_it_did() {
                 input: Some(runs::execute_run_request::Input::UserMessage(
                     runs::UserMessageInput { text: "hi".into() },
                 )),
+                ..Default::default()
             },
             &w.token,
         ))
@@ -396,6 +399,7 @@ async fn closing_the_stream_cancels_the_run_and_keeps_what_it_did() {
                         text: "again".into(),
                     },
                 )),
+                ..Default::default()
             },
             &w.token,
         ))

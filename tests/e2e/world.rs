@@ -44,6 +44,8 @@ pub struct Options {
     pub call_timeout_secs: Option<i64>,
     pub mcp_url_override: Option<String>,
     pub agent: Box<dyn FnOnce(&mut runs::Agent)>,
+    /// Whether the example server lists its `record` tool.
+    pub record_tool: bool,
 }
 
 impl Default for Options {
@@ -55,6 +57,7 @@ impl Default for Options {
             call_timeout_secs: None,
             mcp_url_override: None,
             agent: Box::new(|_| {}),
+            record_tool: false,
         }
     }
 }
@@ -92,9 +95,12 @@ pub async fn create_integration(
 
 pub async fn world(options: Options) -> World {
     let token = admin();
-    let upstream = spawn_http(HttpServerOptions::default())
-        .await
-        .expect("example server");
+    let upstream = spawn_http(HttpServerOptions {
+        record_tool: options.record_tool,
+        ..HttpServerOptions::default()
+    })
+    .await
+    .expect("example server");
     let mcp_db = TestDb::sqlite().expect("db");
     let mcp = switchboard_mcp_service::spawn(switchboard_mcp_service::Config::for_tests(
         &mcp_db.url,
@@ -147,7 +153,10 @@ pub async fn world(options: Options) -> World {
     (options.agent)(&mut agent);
     let agent_id = runs_client
         .create_agent(authed(
-            runs::CreateAgentRequest { agent: Some(agent) },
+            runs::CreateAgentRequest {
+                agent: Some(agent),
+                ..Default::default()
+            },
             &token,
         ))
         .await
@@ -161,6 +170,7 @@ pub async fn world(options: Options) -> World {
             runs::CreateThreadRequest {
                 agent_id: agent_id.clone(),
                 title: "e2e".into(),
+                ..Default::default()
             },
             &token,
         ))
@@ -194,6 +204,7 @@ impl World {
             input: Some(runs::execute_run_request::Input::UserMessage(
                 runs::UserMessageInput { text: text.into() },
             )),
+            ..Default::default()
         };
         self.execute(request).await
     }

@@ -36,6 +36,11 @@ pub struct Cli {
     /// prints one event per line.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Idempotency key sent with a create, an import or `chat -m`: the same
+    /// command repeated with the same key (after a lost answer, say) happens
+    /// once.
+    #[arg(long, global = true, value_name = "KEY")]
+    pub request_id: Option<String>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,

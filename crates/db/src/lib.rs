@@ -7,6 +7,8 @@
 
 use std::{path::Path, str::FromStr, time::Duration};
 
+pub mod request_ids;
+
 use anyhow::{Context as _, bail};
 use sqlx::{
     AnyPool, Executor,
@@ -189,6 +191,10 @@ pub struct DatabaseArgs {
     /// Largest number of pooled database connections.
     #[arg(long, env = "SWITCHBOARD_DB_MAX_CONNECTIONS", default_value_t = 16)]
     pub db_max_connections: u32,
+    /// How long an idempotency key (`request_id`) of a creating request is
+    /// remembered: a repeat within it returns the first result.
+    #[arg(long, env = "SWITCHBOARD_REQUEST_ID_WINDOW", default_value = "24h", value_parser = humantime::parse_duration)]
+    pub request_id_window: Duration,
 }
 
 impl std::fmt::Debug for DatabaseArgs {
@@ -200,6 +206,7 @@ impl std::fmt::Debug for DatabaseArgs {
             )
             .field("data_dir", &self.data_dir)
             .field("db_max_connections", &self.db_max_connections)
+            .field("request_id_window", &self.request_id_window)
             .finish()
     }
 }
@@ -211,6 +218,7 @@ impl DatabaseArgs {
             database_url: Some(url.into()),
             data_dir: ".data".into(),
             db_max_connections: 8,
+            request_id_window: request_ids::DEFAULT_WINDOW,
         }
     }
 

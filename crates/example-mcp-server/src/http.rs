@@ -45,6 +45,8 @@ pub struct HttpServerOptions {
     /// Whether response streams carry event ids a client can resume from
     /// after a dropped connection (SSE priming events).
     pub resumable: bool,
+    /// Whether the `record` tool is listed (see [`crate::RECORD_TOOL`]).
+    pub record_tool: bool,
 }
 
 impl Default for HttpServerOptions {
@@ -55,6 +57,7 @@ impl Default for HttpServerOptions {
             discovery_delay: Duration::ZERO,
             endless_tool_pages: false,
             resumable: true,
+            record_tool: false,
         }
     }
 }
@@ -112,6 +115,7 @@ pub async fn spawn_http(options: HttpServerOptions) -> anyhow::Result<RunningHtt
     let prototype = ExampleServer::new(Arc::clone(&stats))
         .with_discovery_delay(options.discovery_delay)
         .with_endless_tool_pages(options.endless_tool_pages)
+        .with_record_tool(options.record_tool)
         .with_connection_cutter(cutter.clone());
     let cancel = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()

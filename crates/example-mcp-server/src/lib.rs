@@ -8,7 +8,8 @@
 //! `sleep` (observes cancellation), `big`, `mixed` (every content kind),
 //! `counter` (per session), `add_tool` (changes the tool list) and `stats`.
 //! `tools/list` is paginated [`TOOLS_PAGE_SIZE`] tools at a time. Unlisted,
-//! for tests of a failing network: [`DROP_CONNECTION_TOOL`].
+//! for tests of a failing network: [`DROP_CONNECTION_TOOL`]; listed on request, for
+//! tests of exact JSON: [`RECORD_TOOL`].
 //!
 //! Resources: `data://sales.csv`, `docs://readme`, `data://logo.png` and the
 //! template `data://sales/{region}.csv`. Prompt: `summarize`.
@@ -26,7 +27,7 @@ use rmcp::ServiceExt as _;
 
 pub use http::{HttpServerOptions, MCP_PATH, RunningHttpServer, spawn_http};
 pub use server::{
-    CALL_LOG_ENV, DROP_CONNECTION_TOOL, EXTRA_TOOL, ExampleServer, MAX_BIG_BYTES,
+    CALL_LOG_ENV, DROP_CONNECTION_TOOL, EXTRA_TOOL, ExampleServer, MAX_BIG_BYTES, RECORD_TOOL,
     SERVER_INSTRUCTIONS, SERVER_NAME, TOOLS_PAGE_SIZE,
 };
 pub use stats::{Stats, StatsSnapshot};

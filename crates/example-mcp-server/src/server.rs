@@ -58,6 +58,7 @@ pub struct ExampleServer {
     counter: AtomicU64,
     discovery_delay: Duration,
     endless_tool_pages: bool,
+    record_tool: bool,
     cutter: Option<ConnectionCutter>,
 }
 
@@ -76,6 +77,7 @@ impl ExampleServer {
             counter: AtomicU64::new(0),
             discovery_delay: Duration::ZERO,
             endless_tool_pages: false,
+            record_tool: false,
             cutter: None,
         }
     }
@@ -83,6 +85,12 @@ impl ExampleServer {
     /// Makes every `tools/list` page name a next page, forever.
     pub fn with_endless_tool_pages(mut self, endless: bool) -> Self {
         self.endless_tool_pages = endless;
+        self
+    }
+
+    /// Lists [`RECORD_TOOL`], which returns the arguments it received.
+    pub fn with_record_tool(mut self, listed: bool) -> Self {
+        self.record_tool = listed;
         self
     }
 
@@ -117,6 +125,7 @@ impl ExampleServer {
             counter: AtomicU64::new(0),
             discovery_delay: self.discovery_delay,
             endless_tool_pages: self.endless_tool_pages,
+            record_tool: self.record_tool,
             cutter: self.cutter.clone(),
         }
     }
@@ -130,6 +139,9 @@ impl ExampleServer {
         let mut tools = BASE_TOOLS.clone();
         if self.tool_list.extra_visible.load(Ordering::SeqCst) {
             tools.push(EXTRA.clone());
+        }
+        if self.record_tool {
+            tools.push(RECORD.clone());
         }
         tools
     }
@@ -309,6 +321,23 @@ static BASE_TOOLS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
             object_schema(&[]),
         ),
     ]
+});
+
+/// A tool listed only when the server is asked to
+/// ([`ExampleServer::with_record_tool`]): it returns the arguments it
+/// received, exactly, as its structured result and no text, for tests of
+/// JSON that must travel unchanged (64-bit integers, `1.0`).
+pub const RECORD_TOOL: &str = "record";
+
+static RECORD: LazyLock<Tool> = LazyLock::new(|| {
+    Tool::new(
+        RECORD_TOOL,
+        "Returns the arguments it received, exactly, as its structured result (and no text).",
+        Arc::new(serde_json::Map::from_iter([
+            ("type".to_owned(), json!("object")),
+            ("additionalProperties".to_owned(), json!(true)),
+        ])),
+    )
 });
 
 static EXTRA: LazyLock<Tool> = LazyLock::new(|| {
@@ -494,6 +523,11 @@ impl ServerHandler for ExampleServer {
             "add_tool" => self.add_extra_tool(&context.peer).await,
             DROP_CONNECTION_TOOL => self.drop_connection(context.ct).await,
             "stats" => CallToolResult::success(vec![ContentBlock::json(self.stats.snapshot())?]),
+            RECORD_TOOL if self.record_tool => {
+                let mut result = CallToolResult::success(Vec::new());
+                result.structured_content = Some(json!({ "received": arguments }));
+                result
+            }
             "process" => {
                 let mut env: Vec<String> = std::env::vars_os()
                     .map(|(name, _)| name.to_string_lossy().into_owned())

@@ -2,9 +2,11 @@
 //!
 //! Services map their domain errors into [`ApiError`]; this module alone turns
 //! it into a `tonic::Status` with a `google.rpc.ErrorInfo` (stable reason) and,
-//! for invalid input, a `google.rpc.BadRequest` naming the fields.
+//! for invalid input, a `google.rpc.BadRequest` naming the fields. A
+//! [`Refusal`] names what happened more precisely than its gRPC code, and
+//! carries a `google.rpc.RetryInfo` where trying again helps.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, time::Duration};
 
 use switchboard_proto::common::v1::ErrorReason;
 use tonic::{Code, Status};
@@ -71,7 +73,15 @@ pub enum ApiError {
         /// What is exhausted.
         message: String,
         /// When trying again may succeed.
-        retry_after: std::time::Duration,
+        retry_after: Duration,
+    },
+    /// A refusal whose reason says more than its gRPC code.
+    #[error("{message}")]
+    Refused {
+        /// What happened; decides the code, the reason and the retry delay.
+        refusal: Refusal,
+        /// What the caller reads.
+        message: String,
     },
     /// Not served by this version.
     #[error("{0} is not implemented")]
@@ -89,7 +99,106 @@ fn describe(violations: &[FieldViolation]) -> String {
         .join("; ")
 }
 
+/// What happened, when the gRPC code alone does not say it. Each refusal has
+/// one code, one `ErrorReason` and, where a retry helps, a retry delay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The integration is disabled.
+    IntegrationDisabled,
+    /// The thread already has a run in progress.
+    ThreadBusy,
+    /// The MCP server wants an authorization the integration lacks.
+    AuthorizationRequired,
+    /// An organization quota is used up.
+    QuotaExceeded,
+    /// mcp-service's MCP sessions are all in use.
+    SessionLimit {
+        /// When trying again may succeed.
+        retry_after: Duration,
+    },
+    /// The MCP server could not be reached or dropped the connection.
+    McpServerUnreachable {
+        /// When trying again may succeed.
+        retry_after: Duration,
+    },
+    /// The MCP server did not answer in time.
+    McpServerTimeout,
+    /// The MCP server refused the call with a JSON-RPC error.
+    McpServerRejected,
+    /// The MCP server said the call's parameters are invalid.
+    McpServerInvalidParams,
+    /// The MCP server does not know the resource.
+    McpServerResourceNotFound,
+    /// The MCP server's answer went past a size or count bound.
+    McpResultTooLarge,
+    /// The request id was used before for a different request.
+    RequestIdReused,
+    /// A request with the same request id is still being served.
+    RequestInProgress {
+        /// When its result may be ready.
+        retry_after: Duration,
+    },
+}
+
+impl Refusal {
+    /// The gRPC code, the `ErrorReason` and the retry delay of the refusal:
+    /// the one table clients rely on (docs/errors.md lists it).
+    pub fn status_parts(self) -> (Code, ErrorReason, Option<Duration>) {
+        match self {
+            Self::IntegrationDisabled => (
+                Code::FailedPrecondition,
+                ErrorReason::IntegrationDisabled,
+                None,
+            ),
+            Self::ThreadBusy => (Code::FailedPrecondition, ErrorReason::ThreadBusy, None),
+            Self::AuthorizationRequired => (
+                Code::FailedPrecondition,
+                ErrorReason::AuthorizationRequired,
+                None,
+            ),
+            Self::QuotaExceeded => (Code::ResourceExhausted, ErrorReason::QuotaExceeded, None),
+            Self::SessionLimit { retry_after } => (
+                Code::ResourceExhausted,
+                ErrorReason::SessionLimit,
+                Some(retry_after),
+            ),
+            Self::McpServerUnreachable { retry_after } => (
+                Code::Unavailable,
+                ErrorReason::McpServerUnreachable,
+                Some(retry_after),
+            ),
+            Self::McpServerTimeout => (Code::DeadlineExceeded, ErrorReason::McpServerTimeout, None),
+            Self::McpServerRejected => {
+                (Code::FailedPrecondition, ErrorReason::McpServerError, None)
+            }
+            Self::McpServerInvalidParams => {
+                (Code::InvalidArgument, ErrorReason::McpServerError, None)
+            }
+            Self::McpServerResourceNotFound => (Code::NotFound, ErrorReason::McpServerError, None),
+            Self::McpResultTooLarge => (
+                Code::ResourceExhausted,
+                ErrorReason::McpResultTooLarge,
+                None,
+            ),
+            Self::RequestIdReused => (Code::InvalidArgument, ErrorReason::RequestIdReused, None),
+            Self::RequestInProgress { retry_after } => (
+                Code::Aborted,
+                ErrorReason::RequestInProgress,
+                Some(retry_after),
+            ),
+        }
+    }
+}
+
 impl ApiError {
+    /// A refusal saying what happened.
+    pub fn refused(refusal: Refusal, message: impl Into<String>) -> Self {
+        Self::Refused {
+            refusal,
+            message: message.into(),
+        }
+    }
+
     /// An invalid-argument error about one field.
     pub fn invalid(field: impl Into<String>, description: impl Into<String>) -> Self {
         Self::InvalidArgument(vec![FieldViolation::new(field, description)])
@@ -109,6 +218,10 @@ impl ApiError {
             Self::DeadlineExceeded(_) => (Code::DeadlineExceeded, ErrorReason::DeadlineExceeded),
             Self::ResourceExhausted(_) | Self::Busy { .. } => {
                 (Code::ResourceExhausted, ErrorReason::ResourceExhausted)
+            }
+            Self::Refused { refusal, .. } => {
+                let (code, reason, _) = refusal.status_parts();
+                (code, reason)
             }
             Self::Unimplemented(_) => (Code::Unimplemented, ErrorReason::Unimplemented),
             Self::Internal(_) => (Code::Internal, ErrorReason::Internal),
@@ -134,6 +247,12 @@ impl From<ApiError> for Status {
             }
             ApiError::Busy { retry_after, .. } => {
                 details.set_retry_info(Some(*retry_after));
+                error.to_string()
+            }
+            ApiError::Refused { refusal, .. } => {
+                if let (_, _, Some(retry_after)) = refusal.status_parts() {
+                    details.set_retry_info(Some(retry_after));
+                }
                 error.to_string()
             }
             _ => error.to_string(),
@@ -172,12 +291,77 @@ mod tests {
     fn a_busy_refusal_carries_its_retry_delay() {
         let status = Status::from(ApiError::Busy {
             message: "sessions are busy".into(),
-            retry_after: std::time::Duration::from_secs(1),
+            retry_after: Duration::from_secs(1),
         });
         assert_eq!(status.code(), Code::ResourceExhausted);
         let details = status.get_error_details();
         let retry = details.retry_info().expect("a RetryInfo detail");
-        assert_eq!(retry.retry_delay, Some(std::time::Duration::from_secs(1)));
+        assert_eq!(retry.retry_delay, Some(Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn a_refusal_names_what_happened_and_keeps_its_message() {
+        let status = Status::from(ApiError::refused(
+            Refusal::IntegrationDisabled,
+            "integration 1 is disabled",
+        ));
+        assert_eq!(status.code(), Code::FailedPrecondition);
+        assert_eq!(status.message(), "integration 1 is disabled");
+        let details = status.get_error_details();
+        let info = details.error_info().expect("an ErrorInfo detail");
+        assert_eq!(info.reason, "ERROR_REASON_INTEGRATION_DISABLED");
+        assert_eq!(info.domain, ERROR_DOMAIN);
+        assert!(details.retry_info().is_none(), "enabling it is not a retry");
+    }
+
+    #[test]
+    fn a_refusal_that_a_retry_can_cure_carries_its_delay() {
+        let status = Status::from(ApiError::refused(
+            Refusal::McpServerUnreachable {
+                retry_after: Duration::from_secs(2),
+            },
+            "could not connect",
+        ));
+        assert_eq!(status.code(), Code::Unavailable);
+        let details = status.get_error_details();
+        assert_eq!(
+            details.error_info().expect("an ErrorInfo detail").reason,
+            "ERROR_REASON_MCP_SERVER_UNREACHABLE"
+        );
+        assert_eq!(
+            details
+                .retry_info()
+                .expect("a RetryInfo detail")
+                .retry_delay,
+            Some(Duration::from_secs(2))
+        );
+    }
+
+    #[test]
+    fn every_refusal_has_its_own_reason_and_never_the_bare_code() {
+        let delay = Duration::from_secs(1);
+        let all = [
+            Refusal::IntegrationDisabled,
+            Refusal::ThreadBusy,
+            Refusal::AuthorizationRequired,
+            Refusal::QuotaExceeded,
+            Refusal::SessionLimit { retry_after: delay },
+            Refusal::McpServerUnreachable { retry_after: delay },
+            Refusal::McpServerTimeout,
+            Refusal::McpServerRejected,
+            Refusal::McpServerInvalidParams,
+            Refusal::McpServerResourceNotFound,
+            Refusal::McpResultTooLarge,
+            Refusal::RequestIdReused,
+            Refusal::RequestInProgress { retry_after: delay },
+        ];
+        for refusal in all {
+            let (code, reason, _) = refusal.status_parts();
+            assert_ne!(reason, ErrorReason::Unspecified, "{refusal:?}");
+            // The reason that only repeats the code is what clients had before.
+            assert_ne!(format!("{reason:?}"), format!("{code:?}"), "{refusal:?}");
+            assert_ne!(code, Code::Ok, "{refusal:?}");
+        }
     }
 
     #[test]

@@ -11,13 +11,15 @@ mod deadline;
 pub mod error;
 mod org_limits;
 mod readiness;
+pub mod request_id;
 mod serve;
 
 pub use args::{AuthArgs, CommonArgs, TelemetryArgs};
 pub use config::ServerArgs;
 pub use deadline::{DeadlineLayer, Deadlines};
-pub use error::{ApiError, FieldViolation};
+pub use error::{ApiError, FieldViolation, Refusal};
 pub use org_limits::{OrgLimitLayer, OrgLimits};
+pub use request_id::{Begun, Idempotency, fingerprint, parse_request_id};
 pub use serve::{RunningServer, Services, bind_and_serve, serve, shutdown_signal, spawn};
 
 /// What is left of the caller's deadline, from the `grpc-timeout` header

@@ -185,6 +185,7 @@ async fn main() {
                     tool_name: "echo".into(),
                     arguments: arguments.clone(),
                     session_scope: "bench".into(),
+                    arguments_json: String::new(),
                 },
                 &admin,
             );
@@ -266,6 +267,7 @@ async fn main() {
                     tool_name: "echo".into(),
                     arguments: arguments.clone(),
                     session_scope: format!("fresh-{n}"),
+                    arguments_json: String::new(),
                 },
                 &admin,
             );
@@ -316,6 +318,7 @@ async fn main() {
                     tool_name: "echo".into(),
                     arguments: arguments.clone(),
                     session_scope: format!("idle-{i}"),
+                    arguments_json: String::new(),
                 },
                 &admin,
             ))

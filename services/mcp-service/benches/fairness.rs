@@ -127,6 +127,7 @@ fn call(id: &str, scope: String, token: &str) -> tonic::Request<pb::ExecuteToolR
             tool_name: "echo".into(),
             arguments: json_to_struct(&json!({"text": "ping"})),
             session_scope: scope,
+            arguments_json: String::new(),
         },
         token,
     )

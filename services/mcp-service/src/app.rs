@@ -4,8 +4,9 @@ use std::{future::Future, net::SocketAddr, sync::Arc};
 
 use anyhow::Context as _;
 use switchboard_auth::Authenticator;
+use switchboard_db::request_ids::RequestIds;
 use switchboard_proto::mcp::v1::mcp_service_server::McpServiceServer;
-use switchboard_server::{RunningServer, Services};
+use switchboard_server::{Idempotency, RunningServer, Services};
 
 use crate::{
     Config,
@@ -119,7 +120,11 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     .with_usable_cache(config.integration_cache_ttl);
     let calls = CallService::new(integrations.clone(), gateway, config.call_timeout);
     let max = config.common.server.max_message_bytes;
-    let api = McpServiceServer::new(McpApi::new(integrations, calls))
+    let idempotency = Idempotency::new(RequestIds::new(
+        db.pool.clone(),
+        config.common.database.request_id_window,
+    ));
+    let api = McpServiceServer::new(McpApi::new(integrations, calls, idempotency))
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
     Ok(Built {

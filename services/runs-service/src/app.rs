@@ -9,18 +9,18 @@ use std::{
 
 use anyhow::Context as _;
 use switchboard_auth::Authenticator;
-use switchboard_db::now_millis;
+use switchboard_db::{now_millis, request_ids::RequestIds};
 use switchboard_proto::runs::v1::runs_service_server::RunsServiceServer;
-use switchboard_server::{RunningServer, Services};
+use switchboard_server::{Idempotency, RunningServer, Services};
 
 use crate::{
     Config,
     domain::{
-        builtins::Builtins,
         datasource::DataSources,
-        orchestrator::{ActiveRuns, Orchestrator, RunSettings},
         ports::{McpPort, RunsRepository},
+        run::{ActiveRuns, Orchestrator, RunPorts, RunSettings},
         service::RunsService,
+        tools::ToolRouter,
     },
     inbound::RunsApi,
     outbound::{
@@ -53,35 +53,8 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         .open(SERVICE_NAME, MIGRATIONS)
         .await?;
     let repo: Arc<dyn RunsRepository> = Arc::new(SqlRunsRepository::new(db.pool.clone()));
-    let interrupted = repo
-        .interrupt_stale_runs(stale_before(config.run_stale_after), now_millis())
-        .await?;
-    if interrupted > 0 {
-        tracing::warn!(
-            runs = interrupted,
-            "marked runs of a stopped process as interrupted"
-        );
-    }
-    let active = ActiveRuns::default();
-    keep_runs_alive(
-        Arc::downgrade(&repo),
-        active.clone(),
-        config.run_stale_after,
-    );
-
-    // TLS to model providers uses ring; the provider is process-wide.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let http = reqwest::Client::builder()
-        .tcp_nodelay(true)
-        .build()
-        .context("failed to build the model HTTP client")?;
-    let limits = &config.model_limits;
-    let mut providers = parse_providers(&config.model_providers)?;
-    for provider in &mut providers {
-        provider.limits = limits.stream_limits();
-    }
-    let known: Vec<String> = providers.iter().map(|p| p.name.clone()).collect();
-    let models = Arc::new(ModelRegistry::from_configs(&providers, &http));
+    let active = take_over_runs(&repo, config.run_stale_after).await?;
+    let (models, known) = model_providers(config)?;
     let mcp: Arc<dyn McpPort> = Arc::new(GrpcMcp::new(&config.mcp_service_url)?);
     let settings = &config.data_sources;
     settings.check(config.common.server.max_message_bytes)?;
@@ -93,15 +66,17 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         )
         .with_capacity(settings.capacity()),
     );
+    let limits = &config.model_limits;
     let orchestrator = Orchestrator::new(
-        repo.clone(),
-        mcp.clone(),
-        models,
-        Arc::new(Builtins::new(mcp, sources.clone(), config.tool_timeout)),
+        RunPorts {
+            repo: repo.clone(),
+            mcp: mcp.clone(),
+            models,
+            tools: Arc::new(ToolRouter::new(mcp, sources.clone(), config.tool_timeout)),
+        },
         RunSettings {
             default_max_steps: config.default_max_steps,
             discovery_timeout: config.discovery_timeout,
-            tool_timeout: config.tool_timeout,
             max_parallel_tools: config.max_parallel_tools,
             max_output_tokens: limits.model_max_output_tokens,
             history: limits.history_limits(),
@@ -111,13 +86,56 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     );
     let service = RunsService::new(repo, known, sources);
     let max = config.common.server.max_message_bytes;
-    let api = RunsServiceServer::new(RunsApi::new(service, orchestrator))
+    let idempotency = Idempotency::new(RequestIds::new(
+        db.pool.clone(),
+        config.common.database.request_id_window,
+    ));
+    let api = RunsServiceServer::new(RunsApi::new(service, orchestrator, idempotency))
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
     Ok(Built {
         authenticator,
         services: Services::new().with(api).watch_database(db),
     })
+}
+
+/// Marks the runs of a stopped process as interrupted and starts the
+/// heartbeats of this one's.
+async fn take_over_runs(
+    repo: &Arc<dyn RunsRepository>,
+    stale_after: Duration,
+) -> anyhow::Result<ActiveRuns> {
+    let interrupted = repo
+        .interrupt_stale_runs(stale_before(stale_after), now_millis())
+        .await?;
+    if interrupted > 0 {
+        tracing::warn!(
+            runs = interrupted,
+            "marked runs of a stopped process as interrupted"
+        );
+    }
+    let active = ActiveRuns::default();
+    keep_runs_alive(Arc::downgrade(repo), active.clone(), stale_after);
+    Ok(active)
+}
+
+/// The configured model providers, and their names.
+fn model_providers(config: &Config) -> anyhow::Result<(Arc<ModelRegistry>, Vec<String>)> {
+    // TLS to model providers uses ring; the provider is process-wide.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .build()
+        .context("failed to build the model HTTP client")?;
+    let mut providers = parse_providers(&config.model_providers)?;
+    for provider in &mut providers {
+        provider.limits = config.model_limits.stream_limits();
+    }
+    let known: Vec<String> = providers.iter().map(|p| p.name.clone()).collect();
+    Ok((
+        Arc::new(ModelRegistry::from_configs(&providers, &http)),
+        known,
+    ))
 }
 
 fn stale_before(stale_after: Duration) -> i64 {

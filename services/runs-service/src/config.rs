@@ -8,8 +8,8 @@ use switchboard_db::DatabaseArgs;
 use crate::{
     domain::{
         datasource::{Capacity, ImportLimits, QueryLimits},
-        history::HistoryLimits,
         input::InputLimits,
+        run::HistoryLimits,
     },
     outbound::llm::{DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, StreamLimits},
 };

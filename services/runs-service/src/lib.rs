@@ -8,6 +8,8 @@
 mod app;
 mod config;
 pub mod domain;
+#[cfg(test)]
+mod fakes;
 mod inbound;
 pub mod outbound;
 

@@ -3,7 +3,7 @@
 
 mod echo;
 mod lines;
-mod render;
+pub(crate) mod render;
 
 pub use lines::LineReader;
 use switchboard_proto::runs::v1::{
@@ -24,15 +24,24 @@ pub struct Session {
     client: RunsClient,
     thread_id: String,
     out: Output,
+    /// The idempotency key of the next user message's run, used once.
+    request_id: String,
 }
 
 impl Session {
     /// A conversation on `thread_id`.
-    pub fn new(clients: &Clients, thread_id: String, out: Output) -> Result<Self, CliError> {
+    /// The first user message's run carries `request_id` (empty: none).
+    pub fn new(
+        clients: &Clients,
+        thread_id: String,
+        out: Output,
+        request_id: String,
+    ) -> Result<Self, CliError> {
         Ok(Self {
             client: clients.runs()?,
             thread_id,
             out,
+            request_id,
         })
     }
 
@@ -40,8 +49,9 @@ impl Session {
     /// client tools whenever the run pauses, and returns once the run ends.
     pub async fn say(&mut self, text: String, lines: &mut LineReader) -> Result<(), CliError> {
         let mut input = Input::UserMessage(UserMessageInput { text });
+        let mut request_id = std::mem::take(&mut self.request_id);
         loop {
-            match self.execute(input).await? {
+            match self.execute(input, std::mem::take(&mut request_id)).await? {
                 End::Completed => return Ok(()),
                 End::Paused { run_id, calls } => {
                     let results = self.ask_results(&calls, lines).await?;
@@ -53,10 +63,11 @@ impl Session {
 
     /// One ExecuteRun: its events rendered until the run ends. Ctrl-C closes
     /// the stream, which cancels the run.
-    async fn execute(&mut self, input: Input) -> Result<End, CliError> {
+    async fn execute(&mut self, input: Input, request_id: String) -> Result<End, CliError> {
         let request = ExecuteRunRequest {
             thread_id: self.thread_id.clone(),
             input: Some(input),
+            request_id,
         };
         let failed = CliError::from(Service::Runs);
         let _quiet = echo::NoControlEcho::new();
@@ -93,11 +104,7 @@ impl Session {
     ) -> Result<Vec<ClientToolResult>, CliError> {
         let mut results = Vec::with_capacity(calls.len());
         for call in calls {
-            let arguments = call
-                .arguments
-                .as_ref()
-                .map(switchboard_proto::json::struct_to_json)
-                .unwrap_or_default();
+            let arguments = render::arguments_text(&call.arguments_json, call.arguments.as_ref());
             let question = format!(
                 "⏸ the agent asks you to run client tool `{}` with {arguments}\n  type its result (start with ! to report an error):",
                 call.name

@@ -139,16 +139,12 @@ impl Renderer {
             return Ok(());
         }
         self.end_line()?;
-        let arguments = call
-            .arguments
-            .as_ref()
-            .map(struct_to_json)
-            .unwrap_or_default();
+        let arguments = arguments_text(&call.arguments_json, call.arguments.as_ref());
         let label = format!(
             "{} {} {}",
             kind_label(call.kind),
             call.tool_name,
-            short(&arguments.to_string(), 80)
+            short(&arguments, 80)
         );
         self.running.push((call.tool_call_id.clone(), label));
         if self.spinners {
@@ -233,6 +229,16 @@ impl Renderer {
         }
         self.at_line_start = true;
         Ok(())
+    }
+}
+
+/// A call's arguments as the model wrote them, else as the service parsed
+/// them.
+pub fn arguments_text(exact: &str, parsed: Option<&prost_types::Struct>) -> String {
+    if exact.is_empty() {
+        parsed.map(struct_to_json).unwrap_or_default().to_string()
+    } else {
+        exact.to_owned()
     }
 }
 

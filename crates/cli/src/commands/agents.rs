@@ -97,10 +97,10 @@ pub async fn run(ctx: &Context, command: AgentsCommand) -> Result<(), CliError> 
         AgentsCommand::Create(args) => {
             let agent = agent_from(ctx, args).await?;
             let agent = client
-                .create_agent(
-                    ctx.clients
-                        .unary(runs::CreateAgentRequest { agent: Some(agent) }),
-                )
+                .create_agent(ctx.clients.unary(runs::CreateAgentRequest {
+                    agent: Some(agent),
+                    request_id: ctx.request_id.clone(),
+                }))
                 .await
                 .map_err(failed)?
                 .into_inner()

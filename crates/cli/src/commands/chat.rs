@@ -38,7 +38,12 @@ pub async fn run(ctx: &Context, args: ChatArgs) -> Result<(), CliError> {
             new_thread(ctx, &agent, args.title).await?
         }
     };
-    let mut session = Session::new(&ctx.clients, thread_id.clone(), ctx.out)?;
+    let mut session = Session::new(
+        &ctx.clients,
+        thread_id.clone(),
+        ctx.out,
+        ctx.request_id.clone(),
+    )?;
     let mut lines = LineReader::new()?;
     if !args.message.is_empty() {
         for message in args.message {
@@ -79,10 +84,11 @@ async fn new_thread(ctx: &Context, agent: &str, title: String) -> Result<String,
     let thread = ctx
         .clients
         .runs()?
-        .create_thread(
-            ctx.clients
-                .unary(runs::CreateThreadRequest { agent_id, title }),
-        )
+        .create_thread(ctx.clients.unary(runs::CreateThreadRequest {
+            agent_id,
+            title,
+            request_id: String::new(),
+        }))
         .await
         .map_err(CliError::from(Service::Runs))?
         .into_inner()

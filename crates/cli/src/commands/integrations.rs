@@ -1,7 +1,7 @@
 //! `switchboard integrations`: the catalog, creating, listing, validating,
 //! discovering, enabling and disabling MCP integrations.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use clap::{Args, Subcommand};
 use switchboard_proto::mcp::v1::{self as mcp, auth_config::Method, transport::Kind};
@@ -131,7 +131,7 @@ pub async fn run(ctx: &Context, command: IntegrationsCommand) -> Result<(), CliE
     match command {
         IntegrationsCommand::Catalog(page) => catalog(ctx, page).await,
         IntegrationsCommand::Create(args) => {
-            let request = create_request(*args)?;
+            let request = create_request(*args, ctx.request_id.clone())?;
             let response = ctx
                 .clients
                 .mcp()?
@@ -277,7 +277,7 @@ async fn delete(ctx: &Context, integration: &str) -> Result<(), CliError> {
     })
 }
 
-fn map(pairs: Vec<KeyValue>) -> HashMap<String, String> {
+fn map(pairs: Vec<KeyValue>) -> BTreeMap<String, String> {
     pairs.into_iter().map(|kv| (kv.key, kv.value)).collect()
 }
 
@@ -290,7 +290,10 @@ fn duration(value: Option<humantime::Duration>) -> Result<Option<prost_types::Du
         .transpose()
 }
 
-fn create_request(args: CreateArgs) -> Result<mcp::CreateIntegrationRequest, CliError> {
+fn create_request(
+    args: CreateArgs,
+    request_id: String,
+) -> Result<mcp::CreateIntegrationRequest, CliError> {
     let auth = match (args.bearer_token, args.header) {
         (Some(token), _) => Some(Method::BearerToken(mcp::BearerTokenAuth {
             token,
@@ -350,6 +353,7 @@ fn create_request(args: CreateArgs) -> Result<mcp::CreateIntegrationRequest, Cli
         source: Some(source),
         timeouts,
         start_disabled: args.disabled,
+        request_id,
     })
 }
 

@@ -25,6 +25,9 @@ pub struct Context {
     pub clients: Clients,
     /// Where results go.
     pub out: Output,
+    /// The idempotency key of the command's create, import or run; empty
+    /// for none.
+    pub request_id: String,
 }
 
 /// Runs the command line.
@@ -39,6 +42,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     let ctx = Context {
         clients: Clients::new(settings)?,
         out: Output::new(cli.json),
+        request_id: cli.request_id.unwrap_or_default(),
     };
     match cli.command {
         Command::Integrations(command) => integrations::run(&ctx, command).await,

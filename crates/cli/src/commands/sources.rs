@@ -86,6 +86,7 @@ pub async fn run(ctx: &Context, command: SourcesCommand) -> Result<(), CliError>
                     thread_id: thread,
                     name,
                     csv,
+                    request_id: ctx.request_id.clone(),
                 }))
                 .await
                 .map_err(failed)?

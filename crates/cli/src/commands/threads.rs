@@ -1,10 +1,7 @@
 //! `switchboard threads`: starting, listing, reading and deleting threads.
 
 use clap::Subcommand;
-use switchboard_proto::{
-    json::struct_to_json,
-    runs::v1::{self as runs, content_part::Part},
-};
+use switchboard_proto::runs::v1::{self as runs, content_part::Part};
 
 use super::Context;
 use crate::{
@@ -62,10 +59,11 @@ pub async fn run(ctx: &Context, command: ThreadsCommand) -> Result<(), CliError>
         ThreadsCommand::Create { agent, title } => {
             let agent_id = refs::agent(&ctx.clients, &agent).await?;
             let thread = client
-                .create_thread(
-                    ctx.clients
-                        .unary(runs::CreateThreadRequest { agent_id, title }),
-                )
+                .create_thread(ctx.clients.unary(runs::CreateThreadRequest {
+                    agent_id,
+                    title,
+                    request_id: ctx.request_id.clone(),
+                }))
                 .await
                 .map_err(failed)?
                 .into_inner()
@@ -182,16 +180,12 @@ fn print_message(ctx: &Context, message: &runs::Message) -> Result<(), CliError>
         match part {
             Part::Text(text) => ctx.out.line(format!("{role}: {}", text.text))?,
             Part::ToolCall(call) => {
-                let arguments = call
-                    .arguments
-                    .as_ref()
-                    .map(struct_to_json)
-                    .unwrap_or_default();
-                ctx.out.line(format!(
-                    "  → {}({})",
-                    call.name,
-                    short(&arguments.to_string(), 100)
-                ))?;
+                let arguments = crate::chat::render::arguments_text(
+                    &call.arguments_json,
+                    call.arguments.as_ref(),
+                );
+                ctx.out
+                    .line(format!("  → {}({})", call.name, short(&arguments, 100)))?;
             }
             Part::ToolResult(result) => {
                 let mark = if result.is_error { "✗" } else { "←" };

@@ -139,3 +139,29 @@ async fn completions_are_printed_for_each_shell() {
         assert!(script.contains("integrations"), "{shell}: {script}");
     }
 }
+
+#[tokio::test]
+async fn a_repeated_create_with_the_same_request_id_happens_once() {
+    let world = World::start(Vec::new()).await;
+    let create = [
+        "--request-id",
+        "key-1",
+        "agents",
+        "create",
+        "--name",
+        "once",
+        "--provider",
+        "scripted",
+        "--model",
+        "m",
+    ];
+    let first = world.json(&create).await;
+    let again = world.json(&create).await;
+    assert_eq!(id(&first), id(&again));
+    let agents = world.json(&["agents", "list"]).await;
+    assert_eq!(
+        agents["agents"].as_array().map(Vec::len),
+        Some(1),
+        "{agents}"
+    );
+}

@@ -174,7 +174,7 @@ pub(crate) fn auth_input(auth: Option<pb::AuthConfig>) -> AuthInput {
 }
 
 pub(crate) fn predefined_secrets(
-    secrets: std::collections::HashMap<String, String>,
+    secrets: impl IntoIterator<Item = (String, String)>,
 ) -> BTreeMap<String, SecretString> {
     secrets
         .into_iter()

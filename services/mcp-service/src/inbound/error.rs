@@ -1,6 +1,8 @@
 //! The one place mcp-service's domain errors become gRPC statuses.
 
-use switchboard_server::ApiError;
+use std::time::Duration;
+
+use switchboard_server::{ApiError, Refusal};
 
 use crate::domain::{error::McpError, ports::CallError};
 
@@ -11,7 +13,9 @@ impl From<McpError> for ApiError {
             McpError::NotFound => Self::NotFound("integration".to_owned()),
             error @ McpError::SlugTaken(_) => Self::AlreadyExists(error.to_string()),
             McpError::Forbidden(message) => Self::PermissionDenied(message.to_owned()),
-            error @ McpError::Disabled(_) => Self::FailedPrecondition(error.to_string()),
+            error @ McpError::Disabled(_) => {
+                Self::refused(Refusal::IntegrationDisabled, error.to_string())
+            }
             McpError::Upstream(error) => upstream(error),
             McpError::Internal(error) => Self::Internal(error),
         }
@@ -27,31 +31,130 @@ pub(crate) fn status(error: McpError) -> tonic::Status {
 const INVALID_PARAMS: i32 = -32602;
 const RESOURCE_NOT_FOUND: i32 = -32002;
 
+/// How long a caller should wait before calling a server that could not be
+/// reached: long enough for a restart or a network blip to pass.
+const UNREACHABLE_RETRY_AFTER: Duration = Duration::from_secs(2);
+
 /// An MCP server's failure, as the status a caller can act on.
 fn upstream(error: CallError) -> ApiError {
     if let CallError::Exhausted { retry_after, .. } = &error {
         // A limit of mcp-service, not the server's doing.
-        return ApiError::Busy {
+        let refusal = Refusal::SessionLimit {
             retry_after: *retry_after,
-            message: error.to_string(),
         };
+        return ApiError::refused(refusal, error.to_string());
     }
     let message = format!("MCP server: {error}");
-    match error {
-        CallError::Exhausted { .. } => ApiError::ResourceExhausted(message),
-        CallError::Connect(_) | CallError::Transport(_) => ApiError::Unavailable(message),
-        CallError::Timeout(_) => ApiError::DeadlineExceeded(message),
-        CallError::TooLarge { .. } | CallError::ListingTooLong(_) => {
-            ApiError::ResourceExhausted(message)
-        }
+    let refusal = match error {
+        CallError::Exhausted { retry_after, .. } => Refusal::SessionLimit { retry_after },
+        CallError::Connect(_) | CallError::Transport(_) => Refusal::McpServerUnreachable {
+            retry_after: UNREACHABLE_RETRY_AFTER,
+        },
+        CallError::Timeout(_) => Refusal::McpServerTimeout,
+        CallError::TooLarge { .. } | CallError::ListingTooLong(_) => Refusal::McpResultTooLarge,
         CallError::Upstream {
             code: INVALID_PARAMS,
             ..
-        } => ApiError::invalid("upstream", message),
+        } => Refusal::McpServerInvalidParams,
         CallError::Upstream {
             code: RESOURCE_NOT_FOUND,
             ..
-        } => ApiError::NotFound(message),
-        CallError::Upstream { .. } => ApiError::FailedPrecondition(message),
+        } => Refusal::McpServerResourceNotFound,
+        CallError::Upstream { .. } => Refusal::McpServerRejected,
+    };
+    ApiError::refused(refusal, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use tonic::Code;
+    use tonic_types::StatusExt as _;
+
+    use super::*;
+
+    fn reason(status: &tonic::Status) -> String {
+        status
+            .get_error_details()
+            .error_info()
+            .expect("an ErrorInfo detail")
+            .reason
+            .clone()
+    }
+
+    #[test]
+    fn an_unreachable_server_is_unavailable_with_a_retry_delay() {
+        let status = status(McpError::Upstream(CallError::Connect("refused".into())));
+        assert_eq!(status.code(), Code::Unavailable);
+        assert_eq!(reason(&status), "ERROR_REASON_MCP_SERVER_UNREACHABLE");
+        assert_eq!(
+            status
+                .get_error_details()
+                .retry_info()
+                .map(|r| r.retry_delay),
+            Some(Some(UNREACHABLE_RETRY_AFTER))
+        );
+    }
+
+    #[test]
+    fn a_full_session_pool_is_a_session_limit_with_its_retry_delay() {
+        let status = status(McpError::Upstream(CallError::Exhausted {
+            message: "sessions are busy".into(),
+            retry_after: Duration::from_millis(500),
+        }));
+        assert_eq!(status.code(), Code::ResourceExhausted);
+        assert_eq!(reason(&status), "ERROR_REASON_SESSION_LIMIT");
+        assert_eq!(
+            status
+                .get_error_details()
+                .retry_info()
+                .map(|r| r.retry_delay),
+            Some(Some(Duration::from_millis(500)))
+        );
+    }
+
+    #[test]
+    fn server_failures_keep_their_codes_and_say_the_server_failed() {
+        let cases = [
+            (
+                CallError::Timeout(Duration::from_secs(1)),
+                Code::DeadlineExceeded,
+                "ERROR_REASON_MCP_SERVER_TIMEOUT",
+            ),
+            (
+                CallError::TooLarge { limit: 10 },
+                Code::ResourceExhausted,
+                "ERROR_REASON_MCP_RESULT_TOO_LARGE",
+            ),
+            (
+                CallError::Upstream {
+                    code: INVALID_PARAMS,
+                    message: "bad".into(),
+                },
+                Code::InvalidArgument,
+                "ERROR_REASON_MCP_SERVER_ERROR",
+            ),
+            (
+                CallError::Upstream {
+                    code: RESOURCE_NOT_FOUND,
+                    message: "gone".into(),
+                },
+                Code::NotFound,
+                "ERROR_REASON_MCP_SERVER_ERROR",
+            ),
+            (
+                CallError::Upstream {
+                    code: -32000,
+                    message: "no".into(),
+                },
+                Code::FailedPrecondition,
+                "ERROR_REASON_MCP_SERVER_ERROR",
+            ),
+        ];
+        for (error, code, expected) in cases {
+            let status = status(McpError::Upstream(error));
+            assert_eq!(status.code(), code, "{status:?}");
+            assert_eq!(reason(&status), expected);
+            assert!(status.message().starts_with("MCP server: "), "{status:?}");
+        }
     }
 }

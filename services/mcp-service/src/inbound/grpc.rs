@@ -1,8 +1,10 @@
 //! The `switchboard.mcp.v1.McpService` handlers: proto in, domain call,
 //! proto out.
 
+use serde_json::{Map, Value};
 use switchboard_auth::{Principal, principal};
 use switchboard_proto::mcp::v1::{self as pb, mcp_service_server::McpService};
+use switchboard_server::{Idempotency, fingerprint, parse_request_id};
 use tonic::{Request, Response, Status};
 
 use super::{
@@ -28,13 +30,19 @@ use crate::domain::{
 pub(crate) struct McpApi {
     integrations: IntegrationService,
     calls: CallService,
+    idempotency: Idempotency,
 }
 
 impl McpApi {
-    pub(crate) fn new(integrations: IntegrationService, calls: CallService) -> Self {
+    pub(crate) fn new(
+        integrations: IntegrationService,
+        calls: CallService,
+        idempotency: Idempotency,
+    ) -> Self {
         Self {
             integrations,
             calls,
+            idempotency,
         }
     }
 }
@@ -146,15 +154,31 @@ impl McpService for McpApi {
         request: Request<pb::CreateIntegrationRequest>,
     ) -> Reply<pb::CreateIntegrationResponse> {
         let caller = caller(&request)?;
-        let new = parse_new(request.into_inner()).map_err(status)?;
-        let integration = self
-            .integrations
-            .create(&caller, new)
+        let mut request = request.into_inner();
+        let request_id = std::mem::take(&mut request.request_id);
+        let request_id = parse_request_id(&request_id).map_err(|v| status(v.into()))?;
+        let fingerprint = fingerprint(&caller.user_id, &request);
+        let new = parse_new(request).map_err(status)?;
+        let create = || async {
+            let integration = self
+                .integrations
+                .create(&caller, new)
+                .await
+                .map_err(status)?;
+            Ok(pb::CreateIntegrationResponse {
+                integration: Some(proto_integration(&integration)),
+            })
+        };
+        self.idempotency
+            .once(
+                &caller.org_id,
+                "CreateIntegration",
+                request_id,
+                &fingerprint,
+                create,
+            )
             .await
-            .map_err(status)?;
-        Ok(Response::new(pb::CreateIntegrationResponse {
-            integration: Some(proto_integration(&integration)),
-        }))
+            .map(Response::new)
     }
 
     async fn get_integration(
@@ -336,11 +360,7 @@ impl McpService for McpApi {
         if request.tool_name.is_empty() {
             return Err(status(McpError::invalid("tool_name", "is required")));
         }
-        let arguments = request
-            .arguments
-            .as_ref()
-            .map(switchboard_proto::json::struct_to_map)
-            .unwrap_or_default();
+        let arguments = tool_arguments(&request)?;
         let outcome = self
             .calls
             .execute_tool(
@@ -404,7 +424,7 @@ impl McpService for McpApi {
         let arguments = request
             .arguments
             .into_iter()
-            .map(|(k, v)| (k, serde_json::Value::String(v)))
+            .map(|(k, v)| (k, Value::String(v)))
             .collect();
         let result = self
             .calls
@@ -420,4 +440,22 @@ impl McpService for McpApi {
             .map_err(status)?;
         Ok(Response::new(wire::prompt_result(&result)))
     }
+}
+
+/// The arguments of an ExecuteTool request: the exact JSON text when the
+/// caller sends it, else the `Struct`.
+fn tool_arguments(request: &pb::ExecuteToolRequest) -> Result<Map<String, Value>, Status> {
+    if request.arguments_json.is_empty() {
+        return Ok(request
+            .arguments
+            .as_ref()
+            .map(switchboard_proto::json::struct_to_map)
+            .unwrap_or_default());
+    }
+    serde_json::from_str(&request.arguments_json).map_err(|error| {
+        status(McpError::invalid(
+            "arguments_json",
+            format!("is not a JSON object ({error})"),
+        ))
+    })
 }

@@ -175,52 +175,15 @@ fn content_blocks(value: &Value, key: &str) -> Vec<pb::ContentBlock> {
 }
 
 /// A `CallToolResult` as the ExecuteTool response; a failed call as an error
-/// result the model can read.
+/// result the model can read, with its typed reason.
 pub(crate) fn tool_result(
     outcome: Result<Value, CallError>,
     tool: &str,
 ) -> pb::ExecuteToolResponse {
     match outcome {
-        Ok(result) => {
-            let is_error = result
-                .get("isError")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            let content = content_blocks(&result, "content");
-            let structured_content =
-                result
-                    .get("structuredContent")
-                    .map(|structured| match structured {
-                        Value::Object(map) => map_to_struct(map),
-                        // The contract carries an object; other JSON is wrapped.
-                        other => {
-                            map_to_struct(&Map::from_iter([("result".to_owned(), other.clone())]))
-                        }
-                    });
-            let error_message = if is_error {
-                let texts: Vec<&str> = result
-                    .get("content")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|b| b.get("text").and_then(Value::as_str))
-                    .collect();
-                if texts.is_empty() {
-                    format!("the tool `{tool}` reported an error")
-                } else {
-                    texts.join("\n")
-                }
-            } else {
-                String::new()
-            };
-            pb::ExecuteToolResponse {
-                is_error,
-                content,
-                structured_content,
-                error_message,
-            }
-        }
+        Ok(result) => call_result(&result, tool),
         Err(error) => {
+            let reason = failure_reason(&error);
             let error_message = match error {
                 CallError::Timeout(limit) => format!(
                     "the tool `{tool}` did not answer within {}s and was cancelled",
@@ -230,11 +193,64 @@ pub(crate) fn tool_result(
             };
             pb::ExecuteToolResponse {
                 is_error: true,
-                content: Vec::new(),
-                structured_content: None,
                 error_message,
+                failure_reason: reason.into(),
+                ..Default::default()
             }
         }
+    }
+}
+
+fn call_result(result: &Value, tool: &str) -> pb::ExecuteToolResponse {
+    let is_error = result
+        .get("isError")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let structured = result.get("structuredContent");
+    let structured_content = structured.map(|structured| match structured {
+        Value::Object(map) => map_to_struct(map),
+        // The contract carries an object; other JSON is wrapped.
+        other => map_to_struct(&Map::from_iter([("result".to_owned(), other.clone())])),
+    });
+    let error_message = if is_error {
+        let texts: Vec<&str> = result
+            .get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect();
+        if texts.is_empty() {
+            format!("the tool `{tool}` reported an error")
+        } else {
+            texts.join("\n")
+        }
+    } else {
+        String::new()
+    };
+    pb::ExecuteToolResponse {
+        is_error,
+        content: content_blocks(result, "content"),
+        structured_content,
+        error_message,
+        failure_reason: if is_error {
+            pb::ToolFailureReason::ToolError.into()
+        } else {
+            pb::ToolFailureReason::Unspecified.into()
+        },
+        structured_content_json: structured.map(Value::to_string).unwrap_or_default(),
+    }
+}
+
+/// The contract's reason for a call that produced no result.
+fn failure_reason(error: &CallError) -> pb::ToolFailureReason {
+    use pb::ToolFailureReason as Reason;
+    match error {
+        CallError::Connect(_) | CallError::Exhausted { .. } => Reason::ServerUnreachable,
+        CallError::Transport(_) => Reason::ConnectionLost,
+        CallError::Timeout(_) => Reason::Timeout,
+        CallError::TooLarge { .. } => Reason::ResultTooLarge,
+        CallError::Upstream { .. } | CallError::ListingTooLong(_) => Reason::ProtocolError,
     }
 }
 

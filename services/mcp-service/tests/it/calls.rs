@@ -64,6 +64,7 @@ async fn execute(
                 tool_name: tool.into(),
                 arguments: json_to_struct(&arguments),
                 session_scope: scope.into(),
+                arguments_json: String::new(),
             },
             &s.token,
         ))
@@ -300,6 +301,7 @@ async fn calls_in_one_scope_share_one_session_and_scopes_do_not(kind: DbKind) {
                 tool_name: "echo".into(),
                 arguments: json_to_struct(&json!({"text": "y"})),
                 session_scope: "thread-3".into(),
+                arguments_json: String::new(),
             },
             &s.token,
         );
@@ -392,6 +394,7 @@ async fn the_callers_deadline_caps_the_call_timeout() {
             tool_name: "sleep".into(),
             arguments: json_to_struct(&json!({"ms": 20_000})),
             session_scope: String::new(),
+            arguments_json: String::new(),
         },
         &s.token,
     );
@@ -463,6 +466,7 @@ async fn access_is_checked_before_any_call() {
                     tool_name: "echo".into(),
                     arguments: None,
                     session_scope: String::new(),
+                    arguments_json: String::new(),
                 },
                 &admin("org-b"),
             ))
@@ -488,6 +492,13 @@ async fn access_is_checked_before_any_call() {
             .await
             .expect_err("disabled");
     assert_eq!(disabled.code(), Code::FailedPrecondition);
+    assert_eq!(
+        tonic_types::StatusExt::get_error_details(&disabled)
+            .error_info()
+            .map(|info| info.reason.clone())
+            .as_deref(),
+        Some("ERROR_REASON_INTEGRATION_DISABLED")
+    );
     assert_eq!(
         s.upstream.stats.snapshot().tool_calls,
         0,
@@ -578,6 +589,7 @@ async fn a_stdio_server_gets_exactly_its_environment_and_dies_with_its_session()
                 tool_name: "process".into(),
                 arguments: None,
                 session_scope: String::new(),
+                arguments_json: String::new(),
             },
             &token,
         ))

@@ -101,6 +101,7 @@ async fn call(
                 tool_name: tool.into(),
                 arguments: json_to_struct(&arguments),
                 session_scope: "everything".into(),
+                arguments_json: String::new(),
             },
             &admin("org-a"),
         ))

@@ -46,6 +46,7 @@ async fn execute(
                 tool_name: tool.into(),
                 arguments: json_to_struct(&arguments),
                 session_scope: scope.into(),
+                arguments_json: String::new(),
             },
             token,
         ))
@@ -177,6 +178,14 @@ async fn discovery_stops_at_the_item_and_byte_limits() {
         .await
         .expect_err("15 items are more than 12");
     assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    assert_eq!(
+        status
+            .get_error_details()
+            .error_info()
+            .map(|info| info.reason.clone())
+            .as_deref(),
+        Some("ERROR_REASON_MCP_RESULT_TOO_LARGE")
+    );
     assert!(
         status.message().contains("more than 12 items"),
         "{}",
@@ -229,6 +238,7 @@ async fn hold_session(
             tool_name: "sleep".into(),
             arguments: json_to_struct(&json!({ "ms": 3_000 })),
             session_scope: scope.into(),
+            arguments_json: String::new(),
         },
         token,
     );
@@ -287,6 +297,15 @@ async fn an_organization_whose_sessions_are_all_busy_is_refused_with_a_retry_hin
         .await
         .expect_err("no room for a third session");
     assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    let details = status.get_error_details();
+    assert_eq!(
+        details.error_info().map(|info| info.reason.as_str()),
+        Some("ERROR_REASON_SESSION_LIMIT")
+    );
+    assert!(
+        details.retry_info().is_some(),
+        "a session frees up by itself"
+    );
     assert!(
         status.message().contains("retry in"),
         "{}",
@@ -437,6 +456,7 @@ async fn an_organizations_stdio_servers_are_capped_and_validation_counts() {
             tool_name: "sleep".into(),
             arguments: json_to_struct(&json!({ "ms": 3_000 })),
             session_scope: "busy".into(),
+            arguments_json: String::new(),
         },
         &token,
     );

@@ -123,6 +123,7 @@ fn echo(id: &str, org: &str) -> tonic::Request<pb::ExecuteToolRequest> {
             tool_name: "echo".into(),
             arguments: json_to_struct(&json!({"text": "hi"})),
             session_scope: String::new(),
+            arguments_json: String::new(),
         },
         &admin(org),
     )

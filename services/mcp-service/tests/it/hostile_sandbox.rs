@@ -62,6 +62,7 @@ async fn a_sandboxed_stdio_server_cannot_read_the_services_environment_or_write_
                 tool_name: "probe".into(),
                 arguments: switchboard_proto::json::json_to_struct(&arguments),
                 session_scope: String::new(),
+                arguments_json: String::new(),
             },
             &token,
         ))

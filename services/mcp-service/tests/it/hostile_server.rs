@@ -51,6 +51,7 @@ fn execute(
             tool_name: tool.to_owned(),
             arguments: json_to_struct(&arguments),
             session_scope: "thread".into(),
+            arguments_json: String::new(),
         },
         token,
     )

@@ -231,6 +231,7 @@ async fn a_stdio_server_sees_none_of_the_services_environment_and_runs_under_lim
                 tool_name: "process".into(),
                 arguments: None,
                 session_scope: String::new(),
+                arguments_json: String::new(),
             },
             &token,
         ))

@@ -505,6 +505,48 @@ async fn lists_are_paginated_in_creation_order(kind: DbKind) {
     assert_eq!(bad_fields(&status), ["page_token"]);
 }
 
+async fn a_repeated_create_with_a_request_id_returns_the_first_integration(kind: DbKind) {
+    let mut h = start(kind).await;
+    let token = admin("org-a");
+    let keyed = |slug: &str, key: &str| pb::CreateIntegrationRequest {
+        request_id: key.into(),
+        ..http_integration(slug, URL)
+    };
+    let first = create(&mut h, &token, keyed("github", "key-1")).await;
+    let again = create(&mut h, &token, keyed("github", "key-1")).await;
+    assert_eq!(
+        first.id, again.id,
+        "the repeat returns the first integration"
+    );
+
+    let reused = h
+        .client
+        .create_integration(req(keyed("linear", "key-1"), &token))
+        .await
+        .expect_err("the key belongs to another request");
+    assert_eq!(reused.code(), Code::InvalidArgument, "{reused:?}");
+    assert_eq!(
+        tonic_types::StatusExt::get_error_details(&reused)
+            .error_info()
+            .map(|info| info.reason.clone())
+            .as_deref(),
+        Some("ERROR_REASON_REQUEST_ID_REUSED")
+    );
+
+    // A failed request leaves its key free: the slug is taken, so this
+    // fails, and the same key then serves a request that succeeds.
+    let taken = h
+        .client
+        .create_integration(req(keyed("github", "key-2"), &token))
+        .await
+        .expect_err("the slug is taken");
+    assert_eq!(taken.code(), Code::AlreadyExists, "{taken:?}");
+    create(&mut h, &token, keyed("notion", "key-2")).await;
+
+    let elsewhere = create(&mut h, &admin("org-b"), keyed("github", "key-1")).await;
+    assert_ne!(elsewhere.id, first.id, "keys are scoped by organization");
+}
+
 db_tests!(
     an_admin_manages_an_integration_through_its_lifecycle,
     another_organization_gets_not_found_from_every_rpc,
@@ -513,4 +555,5 @@ db_tests!(
     invalid_input_is_refused_naming_the_field,
     the_predefined_catalog_is_listed_and_instantiated_with_its_secrets,
     lists_are_paginated_in_creation_order,
+    a_repeated_create_with_a_request_id_returns_the_first_integration,
 );

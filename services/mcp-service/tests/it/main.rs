@@ -3,6 +3,7 @@
 mod calls;
 mod chassis;
 mod everything;
+mod exact_json;
 mod hostile_calls;
 mod hostile_config;
 mod hostile_oauth;

@@ -3,7 +3,7 @@
 
 use switchboard_server::FieldViolation;
 
-use super::{error::RunsError, orchestrator::RunInput};
+use super::{error::RunsError, run::RunInput};
 
 /// How large a run's input may be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,14 +1,20 @@
-//! Domain types and the ports runs-service's adapters implement.
+//! Domain types, use cases and the ports runs-service's adapters implement.
+//!
+//! - [`run`]: `ExecuteRun`, the loop that lets a model use tools.
+//! - [`tools`]: the tools a run offers and the one router of tool calls.
+//! - [`texts`]: every text the model reads.
+//! - [`service`]: agents, threads, messages and runs as resources.
+//! - [`datasource`]: data sources and the SQL over them.
+//! - [`ports`]: storage, mcp-service and model providers, as the domain
+//!   needs them.
 
-pub mod builtins;
 pub mod datasource;
 pub mod entities;
 pub mod error;
-pub mod history;
 pub mod input;
 pub mod model;
-pub mod orchestrator;
 pub mod ports;
+pub mod run;
 pub mod service;
 pub mod texts;
-pub mod toolset;
+pub mod tools;

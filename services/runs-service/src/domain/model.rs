@@ -1,5 +1,5 @@
-//! The model port: how a run talks to a language model, independent of any
-//! provider's wire format.
+//! What a run exchanges with a language model, independent of any
+//! provider's wire format (the port itself is `ports::ModelProvider`).
 
 use std::sync::Arc;
 
@@ -178,17 +178,4 @@ impl std::fmt::Display for StreamLimit {
             ),
         }
     }
-}
-
-/// The events of one model call; dropping it cancels the call.
-pub type ModelStream = futures::stream::BoxStream<'static, Result<ModelEvent, ModelError>>;
-
-/// A language model provider.
-#[async_trait::async_trait]
-pub trait ModelProvider: Send + Sync + std::fmt::Debug + 'static {
-    /// Starts one streamed model call. Errors before the first event
-    /// (connect, HTTP status) are returned here after retries; errors
-    /// mid-stream come through the stream. Dropping the stream cancels the
-    /// HTTP request.
-    async fn stream(&self, request: ChatRequest) -> Result<ModelStream, ModelError>;
 }

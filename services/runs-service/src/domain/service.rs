@@ -11,7 +11,7 @@ use super::{
     entities::{Agent, AgentConfig, Message, Run, Thread, new_id},
     error::RunsError,
     ports::{Cursor, RunsRepository},
-    toolset::valid_tool_name,
+    tools::valid_tool_name,
 };
 
 /// Manages agents, threads and messages for the caller.

@@ -10,11 +10,11 @@ use switchboard_server::FieldViolation;
 
 use crate::domain::{
     entities::{
-        Agent, AgentConfig, ClientTool, Message, Part, Role, Run, RunStatus, Thread, ToolTarget,
-        Usage,
+        Agent, AgentConfig, ClientTool, Message, Part, PendingCall, Role, Run, RunStatus, Thread,
+        ToolTarget, Usage,
     },
-    orchestrator::{Envelope, RunEvent, ToolCallStatus, ToolKind},
     ports::Cursor,
+    run::{Envelope, RunEvent, ToolCallStatus, ToolKind},
 };
 
 const DEFAULT_PAGE_SIZE: u32 = 50;
@@ -160,6 +160,7 @@ fn proto_part(part: &Part) -> pb::ContentPart {
             id: id.clone(),
             name: name.clone(),
             arguments: arguments_struct(arguments),
+            arguments_json: arguments.clone(),
         }),
         Part::ToolResult {
             tool_call_id,
@@ -255,6 +256,24 @@ fn tool_kind(kind: ToolKind) -> pb::ToolKind {
     }
 }
 
+fn tool_status(status: ToolCallStatus) -> pb::ToolCallStatus {
+    match status {
+        ToolCallStatus::Succeeded => pb::ToolCallStatus::Succeeded,
+        ToolCallStatus::Failed => pb::ToolCallStatus::Failed,
+        ToolCallStatus::TimedOut => pb::ToolCallStatus::TimedOut,
+        ToolCallStatus::NotFound => pb::ToolCallStatus::NotFound,
+    }
+}
+
+fn pending_call(call: PendingCall) -> pb::ToolCallPart {
+    pb::ToolCallPart {
+        arguments: arguments_struct(&call.arguments),
+        arguments_json: call.arguments,
+        id: call.id,
+        name: call.name,
+    }
+}
+
 /// A run event as a stream message.
 pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
     use pb::execute_run_response::Event as E;
@@ -271,6 +290,7 @@ pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
             tool_name: call.name,
             kind: tool_kind(kind).into(),
             arguments: arguments_struct(&call.arguments),
+            arguments_json: call.arguments,
         }),
         RunEvent::ToolCallFinished {
             id,
@@ -280,13 +300,7 @@ pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
         } => E::ToolCallFinished(pb::ToolCallFinished {
             tool_call_id: id,
             tool_name: name,
-            status: match status {
-                ToolCallStatus::Succeeded => pb::ToolCallStatus::Succeeded,
-                ToolCallStatus::Failed => pb::ToolCallStatus::Failed,
-                ToolCallStatus::TimedOut => pb::ToolCallStatus::TimedOut,
-                ToolCallStatus::NotFound => pb::ToolCallStatus::NotFound,
-            }
-            .into(),
+            status: tool_status(status).into(),
             result,
         }),
         RunEvent::DiscoveryFailed {
@@ -298,14 +312,7 @@ pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
         }),
         RunEvent::ClientToolCallsRequired(calls) => {
             E::ClientToolCallsRequired(pb::ClientToolCallsRequired {
-                tool_calls: calls
-                    .into_iter()
-                    .map(|c| pb::ToolCallPart {
-                        arguments: arguments_struct(&c.arguments),
-                        id: c.id,
-                        name: c.name,
-                    })
-                    .collect(),
+                tool_calls: calls.into_iter().map(pending_call).collect(),
             })
         }
         RunEvent::Usage { call, total } => E::TokenUsage(pb::TokenUsageReported {

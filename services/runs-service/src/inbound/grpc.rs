@@ -1,24 +1,23 @@
 //! The `switchboard.runs.v1.RunsService` handlers.
 
-use futures::StreamExt as _;
 use switchboard_auth::{Principal, bearer_token, principal};
 use switchboard_proto::runs::v1::{self as pb, runs_service_server::RunsService as RunsRpc};
-use switchboard_server::FieldViolation;
-use tokio_stream::wrappers::ReceiverStream;
+use switchboard_server::{FieldViolation, Idempotency, fingerprint, parse_request_id};
 use tonic::{Request, Response, Status, codegen::BoxStream};
 
 use super::{
     convert::{
         agent_config, decode_cursor, decode_seq, encode_cursor, page_size, proto_agent,
-        proto_data_source, proto_event, proto_message, proto_run, proto_thread,
+        proto_data_source, proto_message, proto_run, proto_thread,
     },
     error::status,
+    execute::execute_run,
 };
 use crate::domain::{
     entities::parse_id,
     error::RunsError,
-    orchestrator::{ClientResult, Orchestrator, RunInput},
     ports::Caller,
+    run::Orchestrator,
     service::{AgentInput, RunsService},
 };
 
@@ -27,15 +26,35 @@ use crate::domain::{
 pub(crate) struct RunsApi {
     service: RunsService,
     orchestrator: Orchestrator,
+    idempotency: Idempotency,
 }
 
 impl RunsApi {
-    pub(crate) fn new(service: RunsService, orchestrator: Orchestrator) -> Self {
+    pub(crate) fn new(
+        service: RunsService,
+        orchestrator: Orchestrator,
+        idempotency: Idempotency,
+    ) -> Self {
         Self {
             service,
             orchestrator,
+            idempotency,
         }
     }
+}
+
+/// A request's idempotency key, taken out of it, and the fingerprint of the
+/// rest.
+fn request_key<R: prost::Message>(
+    caller: &Principal,
+    request: &mut R,
+    key: impl FnOnce(&mut R) -> &mut String,
+) -> Result<(Option<String>, String), Status> {
+    let request_id = std::mem::take(key(request));
+    let request_id = parse_request_id(&request_id)
+        .map_err(invalid)?
+        .map(str::to_owned);
+    Ok((request_id, fingerprint(&caller.user_id, request)))
 }
 
 type Reply<T> = Result<Response<T>, Status>;
@@ -59,22 +78,35 @@ impl RunsRpc for RunsApi {
         request: Request<pb::CreateAgentRequest>,
     ) -> Reply<pb::CreateAgentResponse> {
         let caller = caller(&request)?;
+        let mut request = request.into_inner();
+        let (request_id, fingerprint) = request_key(&caller, &mut request, |r| &mut r.request_id)?;
         let agent = request
-            .into_inner()
             .agent
             .ok_or_else(|| invalid(FieldViolation::new("agent", "is required")))?;
         let input = AgentInput {
             name: agent.name.clone(),
             config: agent_config(&agent),
         };
-        let agent = self
-            .service
-            .create_agent(&caller, input)
+        let create = || async {
+            let agent = self
+                .service
+                .create_agent(&caller, input)
+                .await
+                .map_err(status)?;
+            Ok(pb::CreateAgentResponse {
+                agent: Some(proto_agent(&agent)),
+            })
+        };
+        self.idempotency
+            .once(
+                &caller.org_id,
+                "CreateAgent",
+                request_id.as_deref(),
+                &fingerprint,
+                create,
+            )
             .await
-            .map_err(status)?;
-        Ok(Response::new(pb::CreateAgentResponse {
-            agent: Some(proto_agent(&agent)),
-        }))
+            .map(Response::new)
     }
 
     async fn get_agent(
@@ -187,16 +219,29 @@ impl RunsRpc for RunsApi {
         request: Request<pb::CreateThreadRequest>,
     ) -> Reply<pb::CreateThreadResponse> {
         let caller = caller(&request)?;
-        let request = request.into_inner();
+        let mut request = request.into_inner();
+        let (request_id, fingerprint) = request_key(&caller, &mut request, |r| &mut r.request_id)?;
         let agent_id = id("agent_id", &request.agent_id)?;
-        let thread = self
-            .service
-            .create_thread(&caller, &agent_id, request.title)
+        let create = || async {
+            let thread = self
+                .service
+                .create_thread(&caller, &agent_id, request.title)
+                .await
+                .map_err(status)?;
+            Ok(pb::CreateThreadResponse {
+                thread: Some(proto_thread(&thread)),
+            })
+        };
+        self.idempotency
+            .once(
+                &caller.org_id,
+                "CreateThread",
+                request_id.as_deref(),
+                &fingerprint,
+                create,
+            )
             .await
-            .map_err(status)?;
-        Ok(Response::new(pb::CreateThreadResponse {
-            thread: Some(proto_thread(&thread)),
-        }))
+            .map(Response::new)
     }
 
     async fn get_thread(
@@ -308,16 +353,29 @@ impl RunsRpc for RunsApi {
         request: Request<pb::ImportDataSourceRequest>,
     ) -> Reply<pb::ImportDataSourceResponse> {
         let caller = caller(&request)?;
-        let request = request.into_inner();
+        let mut request = request.into_inner();
+        let (request_id, fingerprint) = request_key(&caller, &mut request, |r| &mut r.request_id)?;
         let thread_id = id("thread_id", &request.thread_id)?;
-        let source = self
-            .service
-            .import_data_source(&caller, &thread_id, &request.name, &request.csv)
+        let import = || async {
+            let source = self
+                .service
+                .import_data_source(&caller, &thread_id, &request.name, &request.csv)
+                .await
+                .map_err(status)?;
+            Ok(pb::ImportDataSourceResponse {
+                data_source: Some(proto_data_source(&source)),
+            })
+        };
+        self.idempotency
+            .once(
+                &caller.org_id,
+                "ImportDataSource",
+                request_id.as_deref(),
+                &fingerprint,
+                import,
+            )
             .await
-            .map_err(status)?;
-        Ok(Response::new(pb::ImportDataSourceResponse {
-            data_source: Some(proto_data_source(&source)),
-        }))
+            .map(Response::new)
     }
 
     async fn get_run(&self, request: Request<pb::GetRunRequest>) -> Reply<pb::GetRunResponse> {
@@ -341,39 +399,14 @@ impl RunsRpc for RunsApi {
             principal: caller(&request)?,
             token: bearer_token(&request),
         };
-        let request = request.into_inner();
-        let thread_id = id("thread_id", &request.thread_id)?;
-        let input = match request.input {
-            None => {
-                return Err(invalid(FieldViolation::new(
-                    "input",
-                    "a user message or client tool results is required",
-                )));
-            }
-            Some(pb::execute_run_request::Input::UserMessage(message)) => {
-                RunInput::UserMessage(message.text)
-            }
-            Some(pb::execute_run_request::Input::ClientToolResults(results)) => {
-                RunInput::ClientToolResults {
-                    run_id: id("client_tool_results.run_id", &results.run_id)?,
-                    results: results
-                        .results
-                        .into_iter()
-                        .map(|r| ClientResult {
-                            tool_call_id: r.tool_call_id,
-                            content: r.content,
-                            is_error: r.is_error,
-                        })
-                        .collect(),
-                }
-            }
-        };
-        let events = self
-            .orchestrator
-            .start(caller, &thread_id, input)
-            .await
-            .map_err(status)?;
-        let stream = ReceiverStream::new(events).map(|envelope| Ok(proto_event(envelope)));
-        Ok(Response::new(Box::pin(stream)))
+        let stream = execute_run(
+            &self.orchestrator,
+            &self.service,
+            &self.idempotency,
+            caller,
+            request.into_inner(),
+        )
+        .await?;
+        Ok(Response::new(stream))
     }
 }

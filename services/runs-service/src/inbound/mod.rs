@@ -2,6 +2,7 @@
 
 mod convert;
 mod error;
+mod execute;
 mod grpc;
 
 pub(crate) use grpc::RunsApi;

@@ -7,15 +7,19 @@ use async_trait::async_trait;
 use secrecy::ExposeSecret as _;
 use serde_json::{Map, Value};
 use switchboard_proto::{
-    json::{map_to_struct, struct_to_json},
-    mcp::v1::{self as pb, content_block::Block, mcp_service_client::McpServiceClient},
+    json::map_to_struct,
+    mcp::v1::{self as pb, mcp_service_client::McpServiceClient},
 };
-use tonic::{Code, Request, Status, transport::Channel};
+use tonic::{Request, transport::Channel};
 
+pub use self::convert::tool_output;
+use self::convert::{capabilities, content, failure};
 use crate::domain::ports::{
-    Caller, Capabilities, McpCallError, McpPort, McpPrompt, McpPromptArgument, McpResource,
-    McpTool, PromptLine, ResourceData, ResourceKindOf, ToolOutput,
+    Caller, Capabilities, Content, McpCallError, McpPort, PromptLine, ResourceData, ResourceKindOf,
+    ToolOutput,
 };
+
+mod convert;
 
 /// mcp-service's gRPC client.
 #[derive(Debug, Clone)]
@@ -51,81 +55,6 @@ fn request<T>(caller: &Caller, message: T, timeout: Duration) -> Request<T> {
     request
 }
 
-fn failure(status: Status) -> McpCallError {
-    match status.code() {
-        Code::DeadlineExceeded | Code::Cancelled => McpCallError::Timeout,
-        Code::Unavailable => {
-            McpCallError::Failed(format!("mcp-service is unavailable ({})", status.message()))
-        }
-        _ => McpCallError::Failed(status.message().to_owned()),
-    }
-}
-
-fn schema(value: Option<&prost_types::Struct>) -> Value {
-    value.map_or_else(
-        || serde_json::json!({"type": "object", "properties": {}}),
-        struct_to_json,
-    )
-}
-
-fn describe_resource(contents: Option<&pb::ResourceContents>) -> String {
-    match contents {
-        Some(pb::ResourceContents {
-            uri,
-            content: Some(pb::resource_contents::Content::Text(text)),
-            ..
-        }) => format!("[resource {uri}]\n{text}"),
-        Some(pb::ResourceContents {
-            uri,
-            mime_type,
-            content: Some(pb::resource_contents::Content::Blob(blob)),
-        }) => format!("[resource {uri}: {mime_type}, {} bytes]", blob.len()),
-        Some(contents) => format!("[resource {}]", contents.uri),
-        None => "[resource]".to_owned(),
-    }
-}
-
-/// A tool result as the model reads it: text blocks joined, other blocks
-/// described (binary content is never inlined), and the structured result as
-/// JSON when no text carries it.
-pub fn render_tool_result(response: &pb::ExecuteToolResponse) -> String {
-    let mut lines = Vec::new();
-    let mut has_text = false;
-    for block in &response.content {
-        match &block.block {
-            Some(Block::Text(text)) => {
-                has_text = true;
-                lines.push(text.text.clone());
-            }
-            Some(Block::Image(image)) => {
-                lines.push(format!(
-                    "[image: {}, {} bytes]",
-                    image.mime_type,
-                    image.data.len()
-                ));
-            }
-            Some(Block::Audio(audio)) => {
-                lines.push(format!(
-                    "[audio: {}, {} bytes]",
-                    audio.mime_type,
-                    audio.data.len()
-                ));
-            }
-            Some(Block::Resource(resource)) => {
-                lines.push(describe_resource(resource.resource.as_ref()))
-            }
-            Some(Block::ResourceLink(link)) => {
-                lines.push(format!("[resource link: {} ({})]", link.uri, link.name));
-            }
-            None => {}
-        }
-    }
-    if !has_text && let Some(structured) = &response.structured_content {
-        lines.push(struct_to_json(structured).to_string());
-    }
-    lines.join("\n")
-}
-
 #[async_trait]
 impl McpPort for GrpcMcp {
     async fn discover(
@@ -147,61 +76,7 @@ impl McpPort for GrpcMcp {
             .await
             .map_err(failure)?
             .into_inner();
-        let slug = response
-            .integration
-            .as_ref()
-            .map(|i| i.slug.clone())
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| {
-                McpCallError::Failed("mcp-service did not name the integration".into())
-            })?;
-        let resource =
-            |uri: String, name: String, description: String, mime_type: String| McpResource {
-                uri,
-                name,
-                description,
-                mime_type,
-            };
-        Ok(Capabilities {
-            integration_id: integration_id.to_owned(),
-            slug,
-            tools: response
-                .tools
-                .into_iter()
-                .map(|t| McpTool {
-                    input_schema: schema(t.input_schema.as_ref()),
-                    name: t.name,
-                    description: t.description,
-                })
-                .collect(),
-            resources: response
-                .resources
-                .into_iter()
-                .map(|r| resource(r.uri, r.name, r.description, r.mime_type))
-                .collect(),
-            resource_templates: response
-                .resource_templates
-                .into_iter()
-                .map(|r| resource(r.uri_template, r.name, r.description, r.mime_type))
-                .collect(),
-            prompts: response
-                .prompts
-                .into_iter()
-                .map(|p| McpPrompt {
-                    name: p.name,
-                    description: p.description,
-                    arguments: p
-                        .arguments
-                        .into_iter()
-                        .map(|a| McpPromptArgument {
-                            name: a.name,
-                            description: a.description,
-                            required: a.required,
-                        })
-                        .collect(),
-                })
-                .collect(),
-        })
+        capabilities(integration_id, response)
     }
 
     async fn execute_tool(
@@ -209,7 +84,7 @@ impl McpPort for GrpcMcp {
         caller: &Caller,
         integration_id: &str,
         tool: &str,
-        arguments: Map<String, Value>,
+        arguments: &str,
         scope: &str,
         timeout: Duration,
     ) -> Result<ToolOutput, McpCallError> {
@@ -220,19 +95,16 @@ impl McpPort for GrpcMcp {
                 pb::ExecuteToolRequest {
                     integration_id: integration_id.to_owned(),
                     tool_name: tool.to_owned(),
-                    arguments: Some(map_to_struct(&arguments)),
+                    arguments: None,
                     session_scope: scope.to_owned(),
+                    arguments_json: arguments.to_owned(),
                 },
                 timeout,
             ))
             .await
             .map_err(failure)?
             .into_inner();
-        Ok(ToolOutput {
-            is_error: response.is_error,
-            text: render_tool_result(&response),
-            error_message: response.error_message,
-        })
+        Ok(tool_output(response))
     }
 
     async fn retrieve_resource(
@@ -333,20 +205,11 @@ impl McpPort for GrpcMcp {
                     pb::Role::Assistant => "assistant".to_owned(),
                     _ => "user".to_owned(),
                 },
-                text: match m.content.as_ref().and_then(|c| c.block.as_ref()) {
-                    Some(Block::Text(t)) => t.text.clone(),
-                    Some(Block::Resource(r)) => describe_resource(r.resource.as_ref()),
-                    Some(Block::Image(i)) => {
-                        format!("[image: {}, {} bytes]", i.mime_type, i.data.len())
-                    }
-                    Some(Block::Audio(a)) => {
-                        format!("[audio: {}, {} bytes]", a.mime_type, a.data.len())
-                    }
-                    Some(Block::ResourceLink(l)) => {
-                        format!("[resource link: {} ({})]", l.uri, l.name)
-                    }
-                    None => String::new(),
-                },
+                content: m
+                    .content
+                    .as_ref()
+                    .and_then(content)
+                    .unwrap_or_else(|| Content::Text(String::new())),
             })
             .collect();
         Ok((response.description, lines))

@@ -5,19 +5,17 @@
 
 use std::{sync::Arc, time::Duration};
 
-use serde_json::{Map, Value, json};
-use switchboard_auth::Principal;
+use serde_json::json;
 use switchboard_db::DatabaseArgs;
 use switchboard_runs_service::{
     domain::{
-        builtins::{BuiltinContext, Builtins, SOURCE_QUERY},
         datasource::{Capacity, DataSources, ImportError, ImportLimits, QueryError, QueryLimits},
         entities::{Thread, new_id},
-        ports::{Caller, RunsRepository},
+        ports::RunsRepository,
+        tools::{SourceQuery, ToolArguments, ToolOutcome},
     },
     outbound::{
         datasource::SqlDataSources,
-        mcp::GrpcMcp,
         sql::{MIGRATIONS, SqlRunsRepository},
     },
 };
@@ -106,34 +104,14 @@ impl Fixture {
     }
 
     /// The model-facing `source_query` tool over these data sources.
-    fn builtins(&self) -> Builtins {
-        // The MCP client is never called by `source_query`.
-        let mcp = GrpcMcp::new("http://127.0.0.1:1").expect("a lazy client");
+    fn source_query(&self) -> SourceQuery {
         let sources: Arc<dyn DataSources> = self.sources.clone();
-        Builtins::new(Arc::new(mcp), sources, Duration::from_secs(30))
+        SourceQuery::new(sources)
     }
 }
 
-fn context(org: &str, thread: &str) -> BuiltinContext {
-    BuiltinContext {
-        caller: Caller {
-            principal: Principal {
-                org_id: org.into(),
-                user_id: "mallory".into(),
-                roles: vec![],
-            },
-            token: None,
-        },
-        thread_id: thread.to_owned(),
-        capabilities: Arc::new(Vec::new()),
-    }
-}
-
-fn arguments(sql: &str) -> Map<String, Value> {
-    let Value::Object(map) = json!({ "query": sql }) else {
-        unreachable!("a JSON object literal")
-    };
-    map
+fn arguments(sql: &str) -> ToolArguments {
+    ToolArguments::parse(&json!({ "query": sql }).to_string()).expect("a JSON object")
 }
 
 /// SQL that builds values, rows or plans far past what a query may use.
@@ -233,12 +211,9 @@ async fn no_source_query_ends_the_process(kind: DbKind) {
     let fx = Fixture::with_defaults(kind).await;
     let thread = fx.thread("org-a").await;
     fx.import(&thread, "t", &numbers_csv(40)).await;
-    let builtins = fx.builtins();
-    let context = context("org-a", &thread);
+    let query = fx.source_query();
     for sql in hostile_corpus() {
-        let (text, is_error) = builtins
-            .execute(&context, SOURCE_QUERY, arguments(&sql))
-            .await;
+        let ToolOutcome { text, is_error, .. } = query.run(&thread, &arguments(&sql)).await;
         let shown: String = sql.chars().take(120).collect();
         // Huge IN lists and chains may legitimately answer; everything that
         // would build past the limits must be refused or fail.
@@ -256,12 +231,8 @@ async fn no_source_query_ends_the_process(kind: DbKind) {
         );
     }
     // The process, and the thread's table, are still there.
-    let (text, is_error) = builtins
-        .execute(
-            &context,
-            SOURCE_QUERY,
-            arguments("SELECT count(*) AS rows FROM t"),
-        )
+    let ToolOutcome { text, is_error, .. } = query
+        .run(&thread, &arguments("SELECT count(*) AS rows FROM t"))
         .await;
     assert!(!is_error, "{text}");
     assert!(text.starts_with("rows\n40\n"), "{text}");
@@ -271,16 +242,13 @@ async fn growing_functions_are_refused_with_the_limit_named(kind: DbKind) {
     let fx = Fixture::with_defaults(kind).await;
     let thread = fx.thread("org-a").await;
     fx.import(&thread, "t", &numbers_csv(4)).await;
-    let builtins = fx.builtins();
-    let context = context("org-a", &thread);
+    let query = fx.source_query();
     for sql in [
         "SELECT length(repeat(arrow_cast('x', 'LargeUtf8'), 1000000000000)) FROM t",
         "SELECT length(lpad('x', 1000000000000))",
         "SELECT length(repeat(name, 300000) || repeat(name, 300000)) FROM t",
     ] {
-        let (text, is_error) = builtins
-            .execute(&context, SOURCE_QUERY, arguments(sql))
-            .await;
+        let ToolOutcome { text, is_error, .. } = query.run(&thread, &arguments(sql)).await;
         assert!(is_error, "{sql}: {text}");
         assert!(
             text.starts_with("Query failed: ") && text.contains("bytes per value"),
@@ -288,11 +256,10 @@ async fn growing_functions_are_refused_with_the_limit_named(kind: DbKind) {
         );
     }
     // Within the limit, the same functions work.
-    let (text, is_error) = builtins
-        .execute(
-            &context,
-            SOURCE_QUERY,
-            arguments("SELECT length(repeat('ab', 1000) || lpad('x', 10)) AS n"),
+    let ToolOutcome { text, is_error, .. } = query
+        .run(
+            &thread,
+            &arguments("SELECT length(repeat('ab', 1000) || lpad('x', 10)) AS n"),
         )
         .await;
     assert!(!is_error, "{text}");

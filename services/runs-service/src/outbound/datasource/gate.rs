@@ -95,7 +95,6 @@ const MAX_TOKENS: usize = 4000;
 fn check_operators(sql: &str) -> Result<(), QueryError> {
     use datafusion::sql::sqlparser::{
         dialect::GenericDialect,
-        keywords::Keyword,
         tokenizer::{Token, Tokenizer},
     };
     let tokens = Tokenizer::new(&GenericDialect {}, sql)
@@ -111,61 +110,7 @@ fn check_operators(sql: &str) -> Result<(), QueryError> {
              filter with a condition instead of listing values"
         )));
     }
-    let operators = tokens
-        .iter()
-        .filter(|token| match token {
-            Token::Word(word) => matches!(
-                word.keyword,
-                Keyword::AND
-                    | Keyword::OR
-                    | Keyword::NOT
-                    | Keyword::IS
-                    | Keyword::LIKE
-                    | Keyword::ILIKE
-                    | Keyword::SIMILAR
-                    | Keyword::BETWEEN
-                    | Keyword::IN
-                    | Keyword::AT
-                    | Keyword::COLLATE
-                    | Keyword::DIV
-                    | Keyword::XOR
-                    | Keyword::OVERLAPS
-            ),
-            Token::EOF
-            | Token::Number(..)
-            | Token::Char(_)
-            | Token::SingleQuotedString(_)
-            | Token::DoubleQuotedString(_)
-            | Token::TripleSingleQuotedString(_)
-            | Token::TripleDoubleQuotedString(_)
-            | Token::DollarQuotedString(_)
-            | Token::SingleQuotedByteStringLiteral(_)
-            | Token::DoubleQuotedByteStringLiteral(_)
-            | Token::TripleSingleQuotedByteStringLiteral(_)
-            | Token::TripleDoubleQuotedByteStringLiteral(_)
-            | Token::SingleQuotedRawStringLiteral(_)
-            | Token::DoubleQuotedRawStringLiteral(_)
-            | Token::TripleSingleQuotedRawStringLiteral(_)
-            | Token::TripleDoubleQuotedRawStringLiteral(_)
-            | Token::NationalStringLiteral(_)
-            | Token::QuoteDelimitedStringLiteral(_)
-            | Token::NationalQuoteDelimitedStringLiteral(_)
-            | Token::EscapedStringLiteral(_)
-            | Token::UnicodeStringLiteral(_)
-            | Token::HexStringLiteral(_)
-            | Token::Placeholder(_)
-            | Token::Comma
-            | Token::Whitespace(_)
-            | Token::LParen
-            | Token::RParen
-            | Token::Period
-            | Token::SemiColon
-            | Token::RBracket
-            | Token::RBrace => false,
-            // Every other symbol can join two expressions.
-            _ => true,
-        })
-        .count();
+    let operators = tokens.iter().filter(|token| is_operator(token)).count();
     if operators > MAX_OPERATORS {
         return Err(QueryError::Refused(format!(
             "the query has {operators} operators; the limit is {MAX_OPERATORS}; \
@@ -173,6 +118,63 @@ fn check_operators(sql: &str) -> Result<(), QueryError> {
         )));
     }
     Ok(())
+}
+
+/// Whether `token` can join two expressions (an operator keyword or symbol).
+fn is_operator(token: &datafusion::sql::sqlparser::tokenizer::Token) -> bool {
+    use datafusion::sql::sqlparser::{keywords::Keyword, tokenizer::Token};
+    match token {
+        Token::Word(word) => matches!(
+            word.keyword,
+            Keyword::AND
+                | Keyword::OR
+                | Keyword::NOT
+                | Keyword::IS
+                | Keyword::LIKE
+                | Keyword::ILIKE
+                | Keyword::SIMILAR
+                | Keyword::BETWEEN
+                | Keyword::IN
+                | Keyword::AT
+                | Keyword::COLLATE
+                | Keyword::DIV
+                | Keyword::XOR
+                | Keyword::OVERLAPS
+        ),
+        Token::EOF
+        | Token::Number(..)
+        | Token::Char(_)
+        | Token::SingleQuotedString(_)
+        | Token::DoubleQuotedString(_)
+        | Token::TripleSingleQuotedString(_)
+        | Token::TripleDoubleQuotedString(_)
+        | Token::DollarQuotedString(_)
+        | Token::SingleQuotedByteStringLiteral(_)
+        | Token::DoubleQuotedByteStringLiteral(_)
+        | Token::TripleSingleQuotedByteStringLiteral(_)
+        | Token::TripleDoubleQuotedByteStringLiteral(_)
+        | Token::SingleQuotedRawStringLiteral(_)
+        | Token::DoubleQuotedRawStringLiteral(_)
+        | Token::TripleSingleQuotedRawStringLiteral(_)
+        | Token::TripleDoubleQuotedRawStringLiteral(_)
+        | Token::NationalStringLiteral(_)
+        | Token::QuoteDelimitedStringLiteral(_)
+        | Token::NationalQuoteDelimitedStringLiteral(_)
+        | Token::EscapedStringLiteral(_)
+        | Token::UnicodeStringLiteral(_)
+        | Token::HexStringLiteral(_)
+        | Token::Placeholder(_)
+        | Token::Comma
+        | Token::Whitespace(_)
+        | Token::LParen
+        | Token::RParen
+        | Token::Period
+        | Token::SemiColon
+        | Token::RBracket
+        | Token::RBrace => false,
+        // Every other symbol can join two expressions.
+        _ => true,
+    }
 }
 
 /// The leading keywords of a statement, e.g. `DROP TABLE` or `INSERT`.

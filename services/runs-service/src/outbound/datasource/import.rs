@@ -21,25 +21,19 @@
 use std::{collections::HashSet, sync::Arc};
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime};
-use datafusion::{
-    arrow::{
-        array::{
-            Array, ArrayRef, BooleanBuilder, Date32Builder, Float64Builder, Int64Builder,
-            StringArray, StringBuilder, TimestampMicrosecondBuilder,
-        },
-        datatypes::{Field, Schema, SchemaRef},
-        record_batch::RecordBatch,
+use datafusion::arrow::{
+    array::{
+        Array, ArrayRef, BooleanBuilder, Date32Builder, Float64Builder, Int64Builder, StringArray,
+        StringBuilder, TimestampMicrosecondBuilder,
     },
-    sql::{
-        parser::{DFParser, Statement as DfStatement},
-        sqlparser::{ast, keywords},
-    },
+    datatypes::{Field, Schema, SchemaRef},
+    record_batch::RecordBatch,
 };
 
+use self::names::{sanitize, unique};
 use crate::domain::datasource::{Column, ColumnType, ImportError, ImportLimits};
 
-/// Longest column or table name kept, before a uniqueness suffix.
-const MAX_NAME_CHARS: usize = 63;
+mod names;
 
 /// A parsed CSV: its columns and all its rows in one batch.
 #[derive(Debug)]
@@ -66,8 +60,18 @@ pub(super) fn parse_csv(csv: &[u8], limits: &ImportLimits) -> Result<ParsedTable
         .has_headers(false)
         .flexible(true)
         .from_reader(csv);
+    let names = read_header(&mut reader, limits)?;
+    let columns = read_rows(&mut reader, names.len(), csv.len(), limits)?;
+    build_table(names, columns)
+}
+
+/// The header row's column names.
+fn read_header(
+    reader: &mut csv::Reader<&[u8]>,
+    limits: &ImportLimits,
+) -> Result<Vec<String>, ImportError> {
     let mut record = csv::StringRecord::new();
-    if !read(&mut reader, &mut record)? {
+    if !read(reader, &mut record)? {
         return Err(ImportError::Empty);
     }
     let width = record.len();
@@ -81,16 +85,30 @@ pub(super) fn parse_csv(csv: &[u8], limits: &ImportLimits) -> Result<ParsedTable
     if record.iter().all(|name| name.trim().is_empty()) {
         return Err(ImportError::NoHeader);
     }
-    let names = column_names(record.iter());
+    Ok(column_names(record.iter()))
+}
 
+/// The data rows, column by column as text, with what each column's values
+/// look like.
+fn read_rows(
+    reader: &mut csv::Reader<&[u8]>,
+    width: usize,
+    file_bytes: usize,
+    limits: &ImportLimits,
+) -> Result<Vec<(StringBuilder, Inference)>, ImportError> {
     // Rough per-column capacity from the file size, to avoid regrowing.
-    let capacity_hint = csv.len() / width.max(1);
-    let mut builders: Vec<StringBuilder> = (0..width)
-        .map(|_| StringBuilder::with_capacity(1024, capacity_hint))
+    let capacity_hint = file_bytes / width.max(1);
+    let mut columns: Vec<(StringBuilder, Inference)> = (0..width)
+        .map(|_| {
+            (
+                StringBuilder::with_capacity(1024, capacity_hint),
+                Inference::default(),
+            )
+        })
         .collect();
-    let mut inference = vec![Inference::default(); width];
+    let mut record = csv::StringRecord::new();
     let mut rows = 0usize;
-    while read(&mut reader, &mut record)? {
+    while read(reader, &mut record)? {
         let line = record.position().map_or(0, csv::Position::line);
         rows += 1;
         // Checked before the row is kept: a short row costs a full row of
@@ -115,12 +133,12 @@ pub(super) fn parse_csv(csv: &[u8], limits: &ImportLimits) -> Result<ParsedTable
             });
         }
         check_fields(&record, line, limits)?;
-        for (index, builder) in builders.iter_mut().enumerate() {
+        for (index, (builder, inference)) in columns.iter_mut().enumerate() {
             let field = record.get(index).unwrap_or("").trim();
             if field.is_empty() {
                 builder.append_null();
             } else {
-                inference[index].observe(field);
+                inference.observe(field);
                 builder.append_value(field);
             }
         }
@@ -131,14 +149,21 @@ pub(super) fn parse_csv(csv: &[u8], limits: &ImportLimits) -> Result<ParsedTable
             actual: rows,
         });
     }
+    Ok(columns)
+}
 
+/// The typed table: each column converted to the type its values fit.
+fn build_table(
+    names: Vec<String>,
+    text_columns: Vec<(StringBuilder, Inference)>,
+) -> Result<ParsedTable, ImportError> {
+    let width = names.len();
     let mut columns = Vec::with_capacity(width);
     let mut fields = Vec::with_capacity(width);
     let mut arrays = Vec::with_capacity(width);
-    for ((name, mut builder), inference) in names.into_iter().zip(builders).zip(inference) {
+    for (name, (mut builder, inference)) in names.into_iter().zip(text_columns) {
         let column_type = inference.column_type();
-        let text = builder.finish();
-        let array = convert(text, column_type);
+        let array = convert(builder.finish(), column_type);
         fields.push(Field::new(&name, array.data_type().clone(), true));
         arrays.push(array);
         columns.push(Column { name, column_type });
@@ -410,182 +435,5 @@ pub(super) fn table_name(name: &str, taken: &HashSet<String>) -> String {
     unique(base, &mut taken)
 }
 
-/// `base`, or `base_2`, `base_3`, … when taken; recorded as taken.
-fn unique(base: String, taken: &mut HashSet<String>) -> String {
-    let mut name = base.clone();
-    let mut n = 2;
-    while taken.contains(&name) {
-        name = format!("{base}_{n}");
-        n += 1;
-    }
-    taken.insert(name.clone());
-    name
-}
-
-/// Lowercase `snake_case` of `[a-z0-9_]`, never starting with a digit
-/// (`digit_prefix` is put first) and always readable by the SQL parser as a
-/// plain name; `None` when nothing usable is left.
-fn sanitize(raw: &str, digit_prefix: &str) -> Option<String> {
-    let mut out = String::with_capacity(raw.len());
-    let mut previous: Option<char> = None;
-    for c in raw.trim().chars() {
-        let lower_before = previous.is_some_and(|p| p.is_ascii_lowercase() || p.is_ascii_digit());
-        if c.is_ascii_uppercase() && lower_before {
-            // camelCase → camel_case
-            out.push('_');
-        }
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('_') {
-            out.push('_');
-        }
-        previous = Some(c);
-    }
-    let mut name: String = out.trim_matches('_').chars().take(MAX_NAME_CHARS).collect();
-    while name.ends_with('_') {
-        name.pop();
-    }
-    if name.is_empty() {
-        return None;
-    }
-    if name.starts_with(|c: char| c.is_ascii_digit()) {
-        name.insert_str(0, digit_prefix);
-    }
-    if !is_plain_identifier(&name) {
-        name.push('_');
-    }
-    Some(name)
-}
-
-/// Whether the SQL parser reads `name` as a plain, unquoted table and column
-/// name everywhere a query uses one: not a keyword the parser reserves in
-/// some position (`select`, `end`, …) nor a function such as `current_date`.
-fn is_plain_identifier(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    if let Ok(index) = keywords::ALL_KEYWORDS.binary_search(&upper.as_str()) {
-        let keyword = keywords::ALL_KEYWORDS_INDEX[index];
-        if [
-            keywords::RESERVED_FOR_TABLE_ALIAS,
-            keywords::RESERVED_FOR_COLUMN_ALIAS,
-            keywords::RESERVED_FOR_TABLE_FACTOR,
-            keywords::RESERVED_FOR_IDENTIFIER,
-        ]
-        .iter()
-        .any(|reserved| reserved.contains(&keyword))
-        {
-            return false;
-        }
-    }
-    let sql = format!(
-        "SELECT {name} FROM {name} WHERE {name} IS NOT NULL GROUP BY {name} ORDER BY {name}"
-    );
-    let Ok(mut statements) = DFParser::parse_sql(&sql) else {
-        return false;
-    };
-    if statements.len() != 1 {
-        return false;
-    }
-    let Some(DfStatement::Statement(statement)) = statements.pop_front() else {
-        return false;
-    };
-    let ast::Statement::Query(query) = *statement else {
-        return false;
-    };
-    let ast::SetExpr::Select(select) = *query.body else {
-        return false;
-    };
-    let column_ok = matches!(
-        select.projection.as_slice(),
-        [ast::SelectItem::UnnamedExpr(ast::Expr::Identifier(ident))]
-            if ident.value == name && ident.quote_style.is_none()
-    );
-    let table_ok = matches!(
-        select.from.as_slice(),
-        [ast::TableWithJoins {
-            relation: ast::TableFactor::Table { name: table, alias: None, args: None, .. },
-            joins,
-        }] if joins.is_empty() && table.to_string() == name
-    );
-    column_ok && table_ok
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_safe_snake_case() {
-        let names = column_names(
-            [
-                " First Name ",
-                "firstName",
-                "",
-                "2024 total",
-                "name\"; DROP TABLE x; --",
-                "select",
-                "end",
-                "date",
-                "current_date",
-                "Name",
-                "name",
-                "Größe",
-            ]
-            .into_iter(),
-        );
-        assert_eq!(
-            names,
-            [
-                "first_name",
-                "first_name_2",
-                "column_3",
-                "c_2024_total",
-                "name_drop_table_x",
-                "select_",
-                "end_",
-                "date",
-                "current_date_",
-                "name",
-                "name_2",
-                "gr_e",
-            ]
-        );
-    }
-
-    #[test]
-    fn table_names_drop_the_extension_and_avoid_taken_ones() {
-        let taken = HashSet::from(["sales".to_owned()]);
-        assert_eq!(table_name("Sales.CSV", &taken), "sales_2");
-        assert_eq!(
-            table_name("dataset://q3/orders", &taken),
-            "dataset_q3_orders"
-        );
-        assert_eq!(table_name("  ", &taken), "data");
-        assert_eq!(table_name("2024", &taken), "t_2024");
-    }
-
-    #[test]
-    fn values_are_typed_only_when_they_all_fit() {
-        let kind = |values: &[&str]| {
-            let mut inference = Inference::default();
-            values.iter().for_each(|v| inference.observe(v));
-            inference.column_type()
-        };
-        assert_eq!(kind(&["1", "-2", "+3"]), ColumnType::Integer);
-        assert_eq!(kind(&["1", "2.5", "1e3", ".5"]), ColumnType::Float);
-        assert_eq!(kind(&["007", "1"]), ColumnType::Text);
-        assert_eq!(kind(&["nan", "1.0"]), ColumnType::Text);
-        assert_eq!(kind(&["TRUE", "false"]), ColumnType::Boolean);
-        assert_eq!(kind(&["2024-02-29"]), ColumnType::Date);
-        assert_eq!(kind(&["2023-02-29"]), ColumnType::Text);
-        assert_eq!(
-            kind(&[
-                "2024-01-01 10:00:00",
-                "2024-01-02T10:00:00.5Z",
-                "2024-01-03"
-            ]),
-            ColumnType::Timestamp
-        );
-        assert_eq!(kind(&["9223372036854775808"]), ColumnType::Float);
-        assert_eq!(kind(&[]), ColumnType::Text);
-    }
-}
+mod tests;

@@ -299,6 +299,41 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
+/// Parses and encodes a CSV off the async workers: both are CPU work.
+async fn parse_and_encode(
+    bytes: Vec<u8>,
+    limits: ImportLimits,
+) -> Result<(import::ParsedTable, Vec<u8>), ImportError> {
+    tokio::task::spawn_blocking(move || {
+        let parsed = import::parse_csv(&bytes, &limits)?;
+        let content = codec::encode(&parsed.batch).map_err(ImportError::Storage)?;
+        Ok::<_, ImportError>((parsed, content))
+    })
+    .await
+    .map_err(|e| ImportError::Storage(anyhow::Error::new(e).context("the import stopped")))?
+}
+
+impl SqlDataSources {
+    /// Keeps a just-imported table in the cache, in query-sized batches.
+    fn cache_imported(&self, source_id: &str, batch: &RecordBatch) {
+        let row_count = batch.num_rows();
+        let bytes = batch.get_array_memory_size();
+        let batches = (0..row_count)
+            .step_by(codec::BATCH_ROWS)
+            .map(|start| batch.slice(start, codec::BATCH_ROWS.min(row_count - start)))
+            .collect();
+        self.store.cache.insert(
+            source_id,
+            Arc::new(LoadedTable::new(
+                batch.schema(),
+                batches,
+                self.partitions,
+                bytes,
+            )),
+        );
+    }
+}
+
 fn decode_source(row: &AnyRow) -> anyhow::Result<DataSource> {
     let columns_json: String = row.try_get("columns_json")?;
     let columns: Vec<Column> =
@@ -345,16 +380,7 @@ impl DataSources for SqlDataSources {
             .await
             .map_err(|e| ImportError::Busy(e.message("import")))?;
         self.check_org_quota(&org, csv.len()).await?;
-        let bytes = csv.to_vec();
-        let limits = self.import;
-        // Parsing and encoding are CPU work; they stay off the async workers.
-        let (parsed, content) = tokio::task::spawn_blocking(move || {
-            let parsed = import::parse_csv(&bytes, &limits)?;
-            let content = codec::encode(&parsed.batch).map_err(ImportError::Storage)?;
-            Ok::<_, ImportError>((parsed, content))
-        })
-        .await
-        .map_err(|e| ImportError::Storage(anyhow::Error::new(e).context("the import stopped")))??;
+        let (parsed, content) = parse_and_encode(csv.to_vec(), self.import).await?;
 
         let row_count = parsed.batch.num_rows();
         let mut source = DataSource {
@@ -374,24 +400,7 @@ impl DataSources for SqlDataSources {
             .map_err(ImportError::Storage)?;
 
         // The model usually queries a table right after importing it.
-        let bytes = parsed.batch.get_array_memory_size();
-        let batches = (0..row_count)
-            .step_by(codec::BATCH_ROWS)
-            .map(|start| {
-                parsed
-                    .batch
-                    .slice(start, codec::BATCH_ROWS.min(row_count - start))
-            })
-            .collect();
-        self.store.cache.insert(
-            &source.id,
-            Arc::new(LoadedTable::new(
-                parsed.batch.schema(),
-                batches,
-                self.partitions,
-                bytes,
-            )),
-        );
+        self.cache_imported(&source.id, &parsed.batch);
         tracing::info!(
             thread_id,
             table = %source.table_name,

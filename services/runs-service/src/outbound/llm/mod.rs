@@ -34,7 +34,10 @@ use self::{
     limits::{BoundedError, bounded_events},
     retry::RequestPhase,
 };
-use crate::domain::model::{ModelError, ModelEvent, ModelProvider, ModelStream, StreamLimit};
+use crate::domain::{
+    model::{ModelError, ModelEvent, StreamLimit},
+    ports::{ModelProvider, ModelStream},
+};
 
 /// Builds the adapter for `config`, sending its requests through `http`.
 pub fn build_provider(config: &ProviderConfig, http: reqwest::Client) -> Arc<dyn ModelProvider> {
@@ -67,7 +70,7 @@ impl ModelRegistry {
     }
 }
 
-impl crate::domain::orchestrator::ModelProviders for ModelRegistry {
+impl crate::domain::ports::ModelProviders for ModelRegistry {
     fn provider(&self, name: &str) -> Option<Arc<dyn ModelProvider>> {
         self.get(name)
     }
@@ -261,8 +264,9 @@ pub(crate) mod test_support {
     use secrecy::SecretString;
 
     use super::{ProviderConfig, ProviderKind, retry::RetryPolicy};
-    use crate::domain::model::{
-        ChatMessage, ChatRequest, ModelError, ModelEvent, ModelStream, ToolCall, ToolSpec,
+    use crate::domain::{
+        model::{ChatMessage, ChatRequest, ModelError, ModelEvent, ToolCall, ToolSpec},
+        ports::ModelStream,
     };
 
     pub(crate) const API_KEY: &str = "sk-switchboard-test-0123456789";

@@ -75,7 +75,10 @@ pub async fn bench_with_agent(
     agent(&mut spec);
     let agent_id = client
         .create_agent(authed(
-            runs::CreateAgentRequest { agent: Some(spec) },
+            runs::CreateAgentRequest {
+                agent: Some(spec),
+                ..Default::default()
+            },
             &token,
         ))
         .await
@@ -89,6 +92,7 @@ pub async fn bench_with_agent(
             runs::CreateThreadRequest {
                 agent_id,
                 title: "hostile".into(),
+                ..Default::default()
             },
             &token,
         ))
@@ -117,6 +121,7 @@ impl Bench {
         let request = runs::ExecuteRunRequest {
             thread_id: self.thread_id.clone(),
             input: Some(input),
+            ..Default::default()
         };
         let stream = self
             .client

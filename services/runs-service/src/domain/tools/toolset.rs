@@ -13,7 +13,7 @@ use std::{
 
 use sha2::{Digest, Sha256};
 
-use super::{
+use crate::domain::{
     entities::{ClientTool, ToolBinding, ToolTarget},
     model::ToolSpec,
     ports::Capabilities,

@@ -1,7 +1,7 @@
 //! Which of a thread's messages a model request carries: the newest ones,
 //! within a count and a size, starting where a conversation may start.
 
-use super::{
+use crate::domain::{
     entities::{Message, Part, Role},
     error::RunsError,
     model::{ChatMessage, ToolCall},

@@ -1,0 +1,126 @@
+//! ExecuteTool's exact JSON: arguments sent as JSON text reach the server
+//! unchanged, the structured result comes back as exact JSON text, and every
+//! failure names its typed reason.
+
+use std::time::Duration;
+
+use switchboard_example_mcp_server::{HttpServerOptions, spawn_http};
+use switchboard_proto::mcp::v1 as pb;
+use switchboard_test_support::DbKind;
+use tonic::Code;
+
+use crate::support::{Harness, admin, bad_fields, create, http_integration, req, start};
+
+async fn call(
+    h: &mut Harness,
+    token: &str,
+    id: &str,
+    tool: &str,
+    arguments_json: &str,
+) -> Result<pb::ExecuteToolResponse, tonic::Status> {
+    h.client
+        .execute_tool(req(
+            pb::ExecuteToolRequest {
+                integration_id: id.into(),
+                tool_name: tool.into(),
+                arguments: None,
+                session_scope: "t".into(),
+                arguments_json: arguments_json.into(),
+            },
+            token,
+        ))
+        .await
+        .map(tonic::Response::into_inner)
+}
+
+#[tokio::test]
+async fn arguments_json_reaches_the_server_and_the_result_comes_back_exactly() {
+    let upstream = spawn_http(HttpServerOptions {
+        record_tool: true,
+        ..HttpServerOptions::default()
+    })
+    .await
+    .expect("upstream");
+    let mut h = start(DbKind::Sqlite).await;
+    let token = admin("org-a");
+    let id = create(&mut h, &token, http_integration("example", &upstream.url()))
+        .await
+        .id;
+    let response = call(
+        &mut h,
+        &token,
+        &id,
+        "record",
+        r#"{"id": 9007199254740993, "ratio": 1.0}"#,
+    )
+    .await
+    .expect("answered");
+    assert!(!response.is_error);
+    assert_eq!(
+        response.structured_content_json,
+        r#"{"received":{"id":9007199254740993,"ratio":1.0}}"#
+    );
+    assert_eq!(
+        response.failure_reason(),
+        pb::ToolFailureReason::Unspecified
+    );
+
+    let status = call(&mut h, &token, &id, "record", "[1, 2]")
+        .await
+        .expect_err("not an object");
+    assert_eq!(status.code(), Code::InvalidArgument);
+    assert_eq!(bad_fields(&status), ["arguments_json"]);
+}
+
+#[tokio::test]
+async fn every_failure_names_its_reason() {
+    let upstream = spawn_http(HttpServerOptions::default())
+        .await
+        .expect("upstream");
+    let mut h = start(DbKind::Sqlite).await;
+    let token = admin("org-a");
+    let mut request = http_integration("example", &upstream.url());
+    request.timeouts = Some(pb::Timeouts {
+        connect: None,
+        call: Some(prost_types::Duration {
+            seconds: 1,
+            nanos: 0,
+        }),
+    });
+    let id = create(&mut h, &token, request).await.id;
+    let reason = |response: pb::ExecuteToolResponse| {
+        assert!(response.is_error);
+        response.failure_reason()
+    };
+    let tool_error = call(&mut h, &token, &id, "fail", r#"{"message":"no"}"#).await;
+    assert_eq!(
+        reason(tool_error.expect("answered")),
+        pb::ToolFailureReason::ToolError
+    );
+    let timeout = call(&mut h, &token, &id, "sleep", r#"{"ms":10000}"#).await;
+    assert_eq!(
+        reason(timeout.expect("answered")),
+        pb::ToolFailureReason::Timeout
+    );
+    let too_large = call(&mut h, &token, &id, "big", r#"{"bytes":5000000}"#).await;
+    assert_eq!(
+        reason(too_large.expect("answered")),
+        pb::ToolFailureReason::ResultTooLarge
+    );
+    let unknown = call(&mut h, &token, &id, "teleport", "{}").await;
+    assert_eq!(
+        reason(unknown.expect("answered")),
+        pb::ToolFailureReason::ProtocolError
+    );
+    upstream.shutdown().await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let unreachable = call(&mut h, &token, &id, "echo", r#"{"text":"x"}"#).await;
+    let reason = reason(unreachable.expect("answered"));
+    assert!(
+        matches!(
+            reason,
+            pb::ToolFailureReason::ServerUnreachable | pb::ToolFailureReason::ConnectionLost
+        ),
+        "{reason:?}"
+    );
+}

@@ -1,0 +1,255 @@
+//! The mcp-service port: what runs-service asks of MCP integrations.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+use super::Caller;
+
+/// A tool of an MCP server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpTool {
+    /// The server's own name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of its arguments.
+    pub input_schema: Value,
+}
+
+/// A resource of an MCP server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpResource {
+    /// URI, or URI template for templates.
+    pub uri: String,
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// MIME type.
+    pub mime_type: String,
+}
+
+/// A prompt argument.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpPromptArgument {
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// Whether it is required.
+    pub required: bool,
+}
+
+/// A prompt of an MCP server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpPrompt {
+    /// Name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// Arguments.
+    pub arguments: Vec<McpPromptArgument>,
+}
+
+/// What one integration offers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Capabilities {
+    /// The integration id.
+    pub integration_id: String,
+    /// Its slug, the tool-name prefix.
+    pub slug: String,
+    /// Its tools.
+    pub tools: Vec<McpTool>,
+    /// Its resources.
+    pub resources: Vec<McpResource>,
+    /// Its resource templates.
+    pub resource_templates: Vec<McpResource>,
+    /// Its prompts.
+    pub prompts: Vec<McpPrompt>,
+}
+
+/// What a tool call returned, as mcp-service reported it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ToolOutput {
+    /// Why the call failed; `None` when it succeeded.
+    pub failure: Option<ToolFailure>,
+    /// mcp-service's words for the failure, meant for the model.
+    pub error_message: String,
+    /// The content, as the server sent it.
+    pub content: Vec<Content>,
+    /// The structured result as exact JSON text, when the tool sent one.
+    pub structured: Option<String>,
+}
+
+/// Why a tool call produced an error result (the contract's
+/// `ToolFailureReason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolFailure {
+    /// The tool ran and reported an error.
+    ToolError,
+    /// The tool did not answer in time.
+    Timeout,
+    /// The result was larger than mcp-service accepts.
+    TooLarge,
+    /// The server could not be reached; the call was not delivered.
+    Unreachable,
+    /// The connection broke after the call may have been delivered.
+    ConnectionLost,
+    /// The server answered with a JSON-RPC error.
+    Protocol,
+    /// A reason this version does not know (a newer mcp-service).
+    Other,
+}
+
+/// One block of MCP content (a tool result's, a resource's, a prompt's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Content {
+    /// Text.
+    Text(String),
+    /// An image: its MIME type and size.
+    Image {
+        /// MIME type.
+        mime_type: String,
+        /// Size in bytes.
+        bytes: usize,
+    },
+    /// Audio: its MIME type and size.
+    Audio {
+        /// MIME type.
+        mime_type: String,
+        /// Size in bytes.
+        bytes: usize,
+    },
+    /// An embedded resource.
+    Resource {
+        /// Its URI.
+        uri: String,
+        /// MIME type.
+        mime_type: String,
+        /// Its text, when it is text.
+        text: Option<String>,
+        /// Its size in bytes, when it is binary.
+        blob_bytes: Option<usize>,
+    },
+    /// A link to a resource.
+    ResourceLink {
+        /// Its URI.
+        uri: String,
+        /// Its name.
+        name: String,
+    },
+}
+
+/// Why a call to mcp-service produced no result: its gRPC status, typed in
+/// one place (the adapter). The messages are mcp-service's own, meant for
+/// the model.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum McpCallError {
+    /// No answer in time.
+    #[error("the call to mcp-service timed out")]
+    Timeout,
+    /// mcp-service could not be reached.
+    #[error("mcp-service is unavailable ({0})")]
+    Unavailable(String),
+    /// A limit of mcp-service or of the organization; trying later may work.
+    #[error("{message}")]
+    Exhausted {
+        /// mcp-service's message.
+        message: String,
+        /// When, if mcp-service said.
+        retry_after: Option<Duration>,
+    },
+    /// The integration does not exist in the caller's organization.
+    #[error("{0}")]
+    NotFound(String),
+    /// The call is not allowed as it stands (a disabled integration, missing
+    /// permission, invalid input).
+    #[error("{0}")]
+    Refused(String),
+    /// Anything else mcp-service answered.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// A resource read through mcp-service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceData {
+    /// The URI read (templates expanded).
+    pub uri: String,
+    /// MIME type.
+    pub mime_type: String,
+    /// What it holds.
+    pub kind: ResourceKindOf,
+    /// Text contents (CSV or text).
+    pub text: Option<String>,
+    /// Size of binary contents.
+    pub blob_len: usize,
+    /// Binary contents of a CSV resource (a server may send CSV as a blob);
+    /// empty for other kinds, whose blobs are only described.
+    pub csv_blob: Vec<u8>,
+}
+
+/// The kind of a resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResourceKindOf {
+    /// CSV.
+    Csv,
+    /// Text.
+    Text,
+    /// Binary.
+    Binary,
+}
+
+/// A rendered prompt message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptLine {
+    /// `user` or `assistant`.
+    pub role: String,
+    /// What it says.
+    pub content: Content,
+}
+
+/// mcp-service, as runs-service uses it.
+#[async_trait]
+pub trait McpPort: Send + Sync + 'static {
+    /// Lists an integration's capabilities.
+    async fn discover(
+        &self,
+        caller: &Caller,
+        integration_id: &str,
+        timeout: Duration,
+    ) -> Result<Capabilities, McpCallError>;
+    /// Calls a tool with `arguments`, the exact JSON text of an object;
+    /// `scope` keys the upstream session (the thread).
+    async fn execute_tool(
+        &self,
+        caller: &Caller,
+        integration_id: &str,
+        tool: &str,
+        arguments: &str,
+        scope: &str,
+        timeout: Duration,
+    ) -> Result<ToolOutput, McpCallError>;
+    /// Reads a resource, expanding a template with `parameters`.
+    async fn retrieve_resource(
+        &self,
+        caller: &Caller,
+        integration_id: &str,
+        uri: &str,
+        parameters: Map<String, Value>,
+        scope: &str,
+        timeout: Duration,
+    ) -> Result<ResourceData, McpCallError>;
+    /// Renders a prompt.
+    async fn get_prompt(
+        &self,
+        caller: &Caller,
+        integration_id: &str,
+        name: &str,
+        arguments: Map<String, Value>,
+        scope: &str,
+        timeout: Duration,
+    ) -> Result<(String, Vec<PromptLine>), McpCallError>;
+}

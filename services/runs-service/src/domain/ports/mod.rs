@@ -1,0 +1,25 @@
+//! What runs-service's domain needs from the outside: storage, mcp-service
+//! and model providers.
+
+mod mcp;
+mod model;
+mod repository;
+
+use switchboard_auth::{BearerToken, Principal};
+
+pub use mcp::{
+    Capabilities, Content, McpCallError, McpPort, McpPrompt, McpPromptArgument, McpResource,
+    McpTool, PromptLine, ResourceData, ResourceKindOf, ToolFailure, ToolOutput,
+};
+pub use model::{ModelProvider, ModelProviders, ModelStream};
+pub use repository::{Cursor, RepositoryError, RunsRepository};
+
+/// The caller a run acts for: mcp-service is called with their token, so it
+/// enforces the same organization.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// Who they are.
+    pub principal: Principal,
+    /// Their bearer token.
+    pub token: Option<BearerToken>,
+}

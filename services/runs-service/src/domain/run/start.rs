@@ -1,0 +1,228 @@
+//! Starting a run: the checks, the run's first records, and the task that
+//! drives it. A run starts from a user message, or resumes a paused run with
+//! the results of its client tool calls.
+
+use std::{collections::HashSet, sync::Arc};
+
+use switchboard_db::now_millis;
+use tokio::sync::mpsc;
+
+use super::{Envelope, Orchestrator};
+use crate::domain::{
+    entities::{Agent, Message, Part, Role, Run, RunStatus, Thread, Usage, new_id},
+    error::RunsError,
+    ports::{Caller, ModelProvider},
+};
+
+/// The result of one client-side tool call.
+#[derive(Debug, Clone)]
+pub struct ClientResult {
+    /// The call it answers.
+    pub tool_call_id: String,
+    /// Text for the model.
+    pub content: String,
+    /// Whether the tool failed.
+    pub is_error: bool,
+}
+
+/// What a run starts from.
+#[derive(Debug, Clone)]
+pub enum RunInput {
+    /// A new user message.
+    UserMessage(String),
+    /// The results of the client tool calls a paused run waits for.
+    ClientToolResults {
+        /// The paused run.
+        run_id: String,
+        /// The results.
+        results: Vec<ClientResult>,
+    },
+}
+
+/// Everything a started run needs.
+pub(super) struct RunContext {
+    pub(super) caller: Caller,
+    pub(super) thread: Thread,
+    pub(super) agent: Agent,
+    pub(super) provider: Arc<dyn ModelProvider>,
+    /// The stored messages the run starts from.
+    pub(super) input: Vec<Message>,
+}
+
+/// A new message of `run`'s thread.
+pub(super) fn message(run: &Run, role: Role, parts: Vec<Part>, created_at: i64) -> Message {
+    Message {
+        id: new_id(),
+        thread_id: run.thread_id.clone(),
+        run_id: Some(run.id.clone()),
+        seq: 0,
+        role,
+        parts,
+        created_at,
+    }
+}
+
+/// Gives `messages` their stored `seq`s.
+pub(super) fn numbered(messages: &mut [Message], seqs: Vec<i64>) {
+    for (message, seq) in messages.iter_mut().zip(seqs) {
+        message.seq = seq;
+    }
+}
+
+const NOT_PAUSED: &str = "the run is not waiting for client tool results";
+
+impl Orchestrator {
+    /// Checks the request, records the run, and starts it on a task. The
+    /// returned stream carries its events; dropping it cancels the run.
+    pub async fn start(
+        &self,
+        caller: Caller,
+        thread_id: &str,
+        input: RunInput,
+    ) -> Result<mpsc::Receiver<Envelope>, RunsError> {
+        // Checked first: input past a limit is refused before anything is
+        // read or stored.
+        self.settings.input.check(&input)?;
+        let (thread, agent, provider) = self.load(&caller, thread_id).await?;
+        let (run, input) = match input {
+            RunInput::UserMessage(text) => self.begin(&thread, &agent, text).await?,
+            RunInput::ClientToolResults { run_id, results } => {
+                self.resume(&thread, &run_id, &results).await?
+            }
+        };
+        let (tx, rx) = mpsc::channel(64);
+        let context = RunContext {
+            caller,
+            thread,
+            agent,
+            provider,
+            input,
+        };
+        let this = self.clone();
+        self.active.add(&run.id);
+        tokio::spawn(async move { this.drive(context, run, tx).await });
+        Ok(rx)
+    }
+
+    /// The caller's thread, its agent and the agent's model provider.
+    async fn load(
+        &self,
+        caller: &Caller,
+        thread_id: &str,
+    ) -> Result<(Thread, Agent, Arc<dyn ModelProvider>), RunsError> {
+        let principal = &caller.principal;
+        let (thread, agent) = self
+            .ports
+            .repo
+            .get_thread_with_agent(&principal.org_id, &principal.user_id, thread_id)
+            .await?
+            .ok_or(RunsError::NotFound("thread"))?;
+        let agent = agent.ok_or_else(|| {
+            RunsError::FailedPrecondition("the thread's agent was deleted".into())
+        })?;
+        let provider = self
+            .ports
+            .models
+            .provider(&agent.config.provider)
+            .ok_or_else(|| {
+                RunsError::FailedPrecondition(format!(
+                    "the model provider `{}` of the agent is not configured",
+                    agent.config.provider
+                ))
+            })?;
+        Ok((thread, agent, provider))
+    }
+
+    /// A new run with the user's message, stored together.
+    async fn begin(
+        &self,
+        thread: &Thread,
+        agent: &Agent,
+        text: String,
+    ) -> Result<(Run, Vec<Message>), RunsError> {
+        let now = now_millis();
+        let run = Run {
+            id: new_id(),
+            thread_id: thread.id.clone(),
+            agent_id: agent.id.clone(),
+            status: RunStatus::Running,
+            steps: 0,
+            usage: Usage::default(),
+            error: None,
+            bindings: Vec::new(),
+            pending: Vec::new(),
+            created_at: now,
+            updated_at: now,
+        };
+        let mut input = vec![message(&run, Role::User, vec![Part::Text { text }], now)];
+        let seqs = self.ports.repo.start_run_with(&run, &input).await?;
+        numbered(&mut input, seqs);
+        Ok((run, input))
+    }
+
+    /// A paused run back to running, with the client's results stored.
+    async fn resume(
+        &self,
+        thread: &Thread,
+        run_id: &str,
+        results: &[ClientResult],
+    ) -> Result<(Run, Vec<Message>), RunsError> {
+        let mut run = self
+            .ports
+            .repo
+            .get_run(&thread.id, run_id)
+            .await?
+            .ok_or(RunsError::NotFound("run"))?;
+        if run.status != RunStatus::RequiresAction {
+            return Err(RunsError::FailedPrecondition(NOT_PAUSED.into()));
+        }
+        let given: HashSet<&str> = results.iter().map(|r| r.tool_call_id.as_str()).collect();
+        let missing: Vec<_> = run
+            .pending
+            .iter()
+            .filter(|p| !given.contains(p.id.as_str()))
+            .map(|p| p.id.clone())
+            .collect();
+        if !missing.is_empty() {
+            return Err(RunsError::invalid(
+                "client_tool_results.results",
+                format!("results are missing for tool calls {}", missing.join(", ")),
+            ));
+        }
+        let now = now_millis();
+        if !self.ports.repo.resume_run(&run.id, now).await? {
+            return Err(RunsError::FailedPrecondition(NOT_PAUSED.into()));
+        }
+        run.status = RunStatus::Running;
+        run.updated_at = now;
+        let parts = answered(&run, results);
+        // Cleared in storage with the run's next save.
+        run.pending.clear();
+        let mut input = vec![message(&run, Role::Tool, parts, now)];
+        let seqs = self
+            .ports
+            .repo
+            .append_messages(&run.thread_id, &input)
+            .await?;
+        numbered(&mut input, seqs);
+        Ok((run, input))
+    }
+}
+
+/// The client's results as tool results, in the order the model called.
+fn answered(run: &Run, results: &[ClientResult]) -> Vec<Part> {
+    run.pending
+        .iter()
+        .filter_map(|pending| {
+            results
+                .iter()
+                .find(|r| r.tool_call_id == pending.id)
+                .map(|r| Part::ToolResult {
+                    tool_call_id: pending.id.clone(),
+                    name: pending.name.clone(),
+                    content: r.content.clone(),
+                    is_error: r.is_error,
+                })
+        })
+        .collect()
+}

@@ -1,0 +1,455 @@
+//! The step loop: each step streams one model turn, runs the turn's tool
+//! calls, and stores the turn; the run ends when the model answers without
+//! tool calls, pauses for client tools, or reaches its step limit.
+
+use std::sync::Arc;
+
+use futures::{StreamExt as _, stream};
+use switchboard_db::now_millis;
+use tokio::sync::mpsc;
+
+use super::{
+    Envelope, Orchestrator, RunEvent, ToolKind,
+    events::{Emitter, Stop},
+    history::{keep_window, to_chat},
+    start::{RunContext, message, numbered},
+};
+use crate::domain::{
+    datasource::DataSource,
+    entities::{Agent, Message, Part, PendingCall, Role, Run, RunStatus, Thread, Usage},
+    error::RunsError,
+    model::{ChatRequest, ModelEvent, ToolCall},
+    ports::{Caller, ModelProvider},
+    tools::{RETRIEVE_RESOURCE, ToolContext, ToolOutcome, ToolRouter, Toolset},
+};
+
+/// Whether a run goes on after a step.
+#[derive(Debug, PartialEq, Eq)]
+enum Step {
+    /// Another model turn follows.
+    Continue,
+    /// The run ended (answered, paused or out of steps), its end stored and
+    /// sent.
+    Done,
+}
+
+/// What the model said in one turn.
+struct Turn {
+    text: String,
+    calls: Vec<ToolCall>,
+}
+
+impl Turn {
+    /// The assistant message's parts: the text, then the calls.
+    fn parts(&self) -> Vec<Part> {
+        let text = (!self.text.is_empty()).then(|| Part::Text {
+            text: self.text.clone(),
+        });
+        text.into_iter()
+            .chain(self.calls.iter().map(|c| Part::ToolCall {
+                id: c.id.clone(),
+                name: c.name.clone(),
+                arguments: c.arguments.clone(),
+            }))
+            .collect()
+    }
+}
+
+/// A run between its steps.
+struct Running<'a> {
+    orchestrator: &'a Orchestrator,
+    run: &'a mut Run,
+    emitter: &'a mut Emitter,
+    agent: &'a Agent,
+    provider: &'a dyn ModelProvider,
+    /// The thread's newest messages, kept up to date as the run stores
+    /// messages, so a step does not read them back.
+    history: Vec<Message>,
+    tools: ToolContext,
+    system: Option<String>,
+    max_steps: u32,
+    /// The thread's data sources, read again after a CSV import.
+    sources: Vec<DataSource>,
+    /// The offered tools, kept until a CSV import changes them.
+    offered: Option<Arc<Toolset>>,
+}
+
+impl Orchestrator {
+    /// Runs to the end, or until the client disconnects.
+    pub(super) async fn drive(
+        &self,
+        context: RunContext,
+        mut run: Run,
+        tx: mpsc::Sender<Envelope>,
+    ) {
+        let run_id = run.id.clone();
+        let mut emitter = Emitter::new(tx.clone(), run_id.clone());
+        let outcome = tokio::select! {
+            outcome = self.execute(context, &mut run, &mut emitter) => outcome,
+            () = tx.closed() => Err(Stop::Disconnected),
+        };
+        match outcome {
+            Ok(()) => {}
+            Err(Stop::Disconnected) => self.cancelled(&mut run).await,
+            Err(Stop::Failed(error)) => self.failed(&mut run, &mut emitter, error).await,
+        }
+        self.active.remove(&run_id);
+    }
+
+    /// The run's body.
+    async fn execute(
+        &self,
+        context: RunContext,
+        run: &mut Run,
+        emitter: &mut Emitter,
+    ) -> Result<(), Stop> {
+        emitter.emit(RunEvent::Started(run.clone())).await?;
+        for message in &context.input {
+            emitter
+                .emit(RunEvent::MessageCreated(message.clone()))
+                .await?;
+        }
+        let RunContext {
+            caller,
+            thread,
+            agent,
+            provider,
+            ..
+        } = &context;
+        let mut running = self
+            .prepare(caller, thread, agent, &**provider, run, emitter)
+            .await?;
+        while running.step().await? == Step::Continue {}
+        Ok(())
+    }
+
+    /// Reads what the steps share: the history, the integrations'
+    /// capabilities and the thread's data sources, which do not depend on
+    /// each other.
+    async fn prepare<'a>(
+        &'a self,
+        caller: &Caller,
+        thread: &Thread,
+        agent: &'a Agent,
+        provider: &'a dyn ModelProvider,
+        run: &'a mut Run,
+        emitter: &'a mut Emitter,
+    ) -> Result<Running<'a>, Stop> {
+        let (history, (capabilities, failed), sources) = tokio::join!(
+            self.ports
+                .repo
+                .recent_messages(&thread.id, self.settings.history),
+            self.discover(caller, agent),
+            self.ports.tools.sources(&thread.id),
+        );
+        let history = history?;
+        for (integration_id, error) in &failed {
+            emitter
+                .emit(RunEvent::DiscoveryFailed {
+                    integration_id: integration_id.clone(),
+                    error: error.clone(),
+                })
+                .await?;
+        }
+        let system = Self::system_prompt(agent, &capabilities, &failed);
+        let max_steps = match agent.config.max_steps {
+            0 => self.settings.default_max_steps,
+            n => n,
+        };
+        Ok(Running {
+            orchestrator: self,
+            run,
+            emitter,
+            agent,
+            provider,
+            history,
+            tools: ToolContext {
+                caller: caller.clone(),
+                thread_id: thread.id.clone(),
+                capabilities: Arc::new(capabilities),
+            },
+            system,
+            max_steps,
+            sources,
+            offered: None,
+        })
+    }
+
+    /// A run whose client went away: dropping its future stopped the model
+    /// stream and the tool calls in flight. A run still running in storage
+    /// is saved as cancelled, with what this task knew of it (steps, usage,
+    /// tools); one whose end was stored before the client left keeps it.
+    async fn cancelled(&self, run: &mut Run) {
+        match self.ports.repo.find_run(&run.id).await {
+            Ok(Some(stored)) if stored.status == RunStatus::Running => {
+                run.status = RunStatus::Cancelled;
+                if let Err(error) = self.save(run).await {
+                    tracing::error!(run_id = %run.id, error = %error, "failed to record a cancelled run");
+                }
+                tracing::info!(run_id = %run.id, "run cancelled: the client disconnected");
+            }
+            Ok(_) => {}
+            Err(error) => {
+                tracing::error!(run_id = %run.id, error = %error, "failed to load a cancelled run")
+            }
+        }
+    }
+
+    /// A run that failed: recorded on the run and reported as `Failed`.
+    async fn failed(&self, run: &mut Run, emitter: &mut Emitter, error: RunsError) {
+        let message = match &error {
+            RunsError::Internal(source) => {
+                tracing::error!(run_id = %run.id, error = ?source, "run failed");
+                "internal error".to_owned()
+            }
+            other => other.to_string(),
+        };
+        run.status = RunStatus::Failed;
+        run.error = Some(message.clone());
+        if let Err(error) = self.save(run).await {
+            tracing::error!(run_id = %run.id, error = %error, "failed to record a failed run");
+        }
+        // The client may have gone meanwhile; nothing is left to tell.
+        let _ = emitter
+            .emit(RunEvent::Failed {
+                run: run.clone(),
+                error: message,
+            })
+            .await;
+    }
+
+    async fn save(&self, run: &mut Run) -> Result<(), RunsError> {
+        run.updated_at = now_millis();
+        self.ports.repo.update_run(run).await?;
+        Ok(())
+    }
+}
+
+impl Running<'_> {
+    /// One model turn and what follows from it.
+    async fn step(&mut self) -> Result<Step, Stop> {
+        if self.run.steps >= i64::from(self.max_steps) {
+            self.run.status = RunStatus::MaxSteps;
+            self.orchestrator.save(self.run).await?;
+            self.emitter
+                .emit(RunEvent::Completed(self.run.clone()))
+                .await?;
+            return Ok(Step::Done);
+        }
+        let toolset = self.toolset();
+        let turn = self.model_turn(&toolset).await?;
+        // Saved with the run's next state change; a crash loses only the
+        // count of a run that is then marked interrupted anyway.
+        self.run.steps += 1;
+        if turn.calls.is_empty() {
+            return self.answered(turn).await;
+        }
+        let parts = turn.parts();
+        let (client_calls, server_calls): (Vec<_>, Vec<_>) = turn
+            .calls
+            .into_iter()
+            .partition(|c| ToolRouter::kind(&toolset, &c.name) == Some(ToolKind::Client));
+        let results = self.run_tools(&toolset, server_calls).await?;
+        self.store_turn(parts, results, client_calls).await
+    }
+
+    /// The tools offered now: assembled again after a CSV import, which
+    /// makes `source_query` available to the next step.
+    fn toolset(&mut self) -> Arc<Toolset> {
+        if let Some(toolset) = &self.offered {
+            return Arc::clone(toolset);
+        }
+        let toolset = Arc::new(self.orchestrator.ports.tools.toolset(
+            self.agent,
+            &self.sources,
+            &self.tools.capabilities,
+        ));
+        // Saved with the run's next state change.
+        self.run.bindings.clone_from(&toolset.bindings);
+        self.offered = Some(Arc::clone(&toolset));
+        toolset
+    }
+
+    /// Streams one model turn: text is sent as it arrives, tool calls and
+    /// usage are collected.
+    async fn model_turn(&mut self, toolset: &Toolset) -> Result<Turn, Stop> {
+        // The history grows with every step; only its newest part is sent,
+        // and kept.
+        keep_window(&mut self.history, self.orchestrator.settings.history)?;
+        let request = ChatRequest {
+            model: self.agent.config.model.clone(),
+            system: self.system.clone(),
+            messages: to_chat(&self.history),
+            tools: Arc::clone(&toolset.specs),
+            max_tokens: self.orchestrator.settings.max_output_tokens,
+        };
+        let model_failed = |e| RunsError::FailedPrecondition(format!("the model call failed: {e}"));
+        let mut stream = self.provider.stream(request).await.map_err(model_failed)?;
+        let mut turn = Turn {
+            text: String::new(),
+            calls: Vec::new(),
+        };
+        while let Some(event) = stream.next().await {
+            match event.map_err(model_failed)? {
+                ModelEvent::TextDelta(delta) => {
+                    turn.text.push_str(&delta);
+                    self.emitter.emit(RunEvent::TextDelta(delta)).await?;
+                }
+                ModelEvent::ToolCall(call) => turn.calls.push(call),
+                ModelEvent::Usage(usage) => {
+                    let call = Usage {
+                        input_tokens: i64::try_from(usage.input_tokens).unwrap_or(i64::MAX),
+                        output_tokens: i64::try_from(usage.output_tokens).unwrap_or(i64::MAX),
+                    };
+                    self.run.usage.input_tokens += call.input_tokens;
+                    self.run.usage.output_tokens += call.output_tokens;
+                    let total = self.run.usage;
+                    self.emitter.emit(RunEvent::Usage { call, total }).await?;
+                }
+                ModelEvent::Finished { .. } => {}
+            }
+        }
+        Ok(turn)
+    }
+
+    /// The model answered without tool calls: the answer and the run's end
+    /// are saved together.
+    async fn answered(&mut self, turn: Turn) -> Result<Step, Stop> {
+        self.run.status = RunStatus::Completed;
+        let parts = turn.parts();
+        let answer = if parts.is_empty() {
+            Vec::new()
+        } else {
+            vec![(Role::Assistant, parts)]
+        };
+        self.store(answer, true).await?;
+        self.emitter
+            .emit(RunEvent::Completed(self.run.clone()))
+            .await?;
+        Ok(Step::Done)
+    }
+
+    /// Runs the calls concurrently (at most the parallel-tools limit at
+    /// once); their results come back in call order.
+    async fn run_tools(
+        &mut self,
+        toolset: &Toolset,
+        calls: Vec<ToolCall>,
+    ) -> Result<Vec<Part>, Stop> {
+        for call in &calls {
+            let kind = ToolRouter::kind(toolset, &call.name).unwrap_or(ToolKind::Mcp);
+            self.emitter
+                .emit(RunEvent::ToolCallStarted {
+                    call: call.clone(),
+                    kind,
+                })
+                .await?;
+        }
+        let router = &*self.orchestrator.ports.tools;
+        let context = &self.tools;
+        let results: Vec<(ToolCall, ToolOutcome)> = stream::iter(calls)
+            .map(|call| async move {
+                let outcome = router.call(context, toolset, &call).await;
+                (call, outcome)
+            })
+            .buffered(self.orchestrator.settings.max_parallel_tools.max(1))
+            .collect()
+            .await;
+        let mut parts = Vec::with_capacity(results.len());
+        for (call, outcome) in results {
+            self.emitter
+                .emit(RunEvent::ToolCallFinished {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    status: outcome.status,
+                    result: outcome.text.clone(),
+                })
+                .await?;
+            parts.push(Part::ToolResult {
+                tool_call_id: call.id,
+                name: call.name,
+                content: outcome.text,
+                is_error: outcome.is_error,
+            });
+        }
+        Ok(parts)
+    }
+
+    /// Stores the model's tool calls with their results, in one write: the
+    /// thread never holds a call that this service ran without its result,
+    /// which no later model request could be sent with. Client-side calls
+    /// wait for theirs in a paused run, saved with the turn.
+    async fn store_turn(
+        &mut self,
+        calls: Vec<Part>,
+        results: Vec<Part>,
+        client_calls: Vec<ToolCall>,
+    ) -> Result<Step, Stop> {
+        let imported = results.iter().any(|part| {
+            matches!(part, Part::ToolResult { name, is_error: false, .. } if name == RETRIEVE_RESOURCE)
+        });
+        let mut turn = vec![(Role::Assistant, calls)];
+        if !results.is_empty() {
+            turn.push((Role::Tool, results));
+        }
+        let paused = !client_calls.is_empty();
+        if paused {
+            self.run.status = RunStatus::RequiresAction;
+            self.run.pending = client_calls
+                .into_iter()
+                .map(|c| PendingCall {
+                    id: c.id,
+                    name: c.name,
+                    arguments: c.arguments,
+                })
+                .collect();
+        }
+        self.store(turn, paused).await?;
+        if imported {
+            self.sources = self
+                .orchestrator
+                .ports
+                .tools
+                .sources(&self.tools.thread_id)
+                .await;
+            self.offered = None;
+        }
+        if !paused {
+            return Ok(Step::Continue);
+        }
+        self.emitter
+            .emit(RunEvent::ClientToolCallsRequired(self.run.pending.clone()))
+            .await?;
+        self.emitter
+            .emit(RunEvent::Completed(self.run.clone()))
+            .await?;
+        Ok(Step::Done)
+    }
+
+    /// Stores `messages` in one write, with the run's state when `save_run`,
+    /// then sends their events.
+    async fn store(
+        &mut self,
+        messages: Vec<(Role, Vec<Part>)>,
+        save_run: bool,
+    ) -> Result<(), Stop> {
+        let created_at = now_millis();
+        let mut messages: Vec<Message> = messages
+            .into_iter()
+            .map(|(role, parts)| message(self.run, role, parts, created_at))
+            .collect();
+        let repo = &self.orchestrator.ports.repo;
+        let seqs = if save_run {
+            self.run.updated_at = created_at;
+            repo.update_run_with(self.run, &messages).await?
+        } else {
+            repo.append_messages(&self.run.thread_id, &messages).await?
+        };
+        numbered(&mut messages, seqs);
+        self.history.extend(messages.iter().cloned());
+        for message in messages {
+            self.emitter.emit(RunEvent::MessageCreated(message)).await?;
+        }
+        Ok(())
+    }
+}

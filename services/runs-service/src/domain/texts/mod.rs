@@ -1,0 +1,50 @@
+//! Every text the model reads, in one place: failures, tool results, the
+//! system prompt's sections and the built-in tools' descriptions. The wording
+//! follows the original system's, which prompts and evaluations were written
+//! against; each text is asserted by a test here.
+
+mod content;
+mod results;
+mod specs;
+mod system;
+#[cfg(test)]
+mod tests;
+
+pub use content::{render_content, tool_output};
+pub use results::{
+    binary_resource, csv_imported, list_resources, prompt_failed, prompt_rendered, query_failed,
+    query_internal_error, query_refused, query_timed_out, resource_failed, text_resource,
+};
+pub use specs::{
+    list_resources_spec, retrieve_prompt_spec, retrieve_resource_spec, source_query_spec,
+};
+pub use system::{integrations_unavailable, resource_guide};
+
+use super::ports::McpCallError;
+
+/// The model named a tool it was not offered.
+pub fn tool_not_found(name: &str) -> String {
+    format!(
+        "A tool with the name {name} was not found. Only use tools that are available in your given list of tools."
+    )
+}
+
+/// An MCP tool reported an error (its own, a timeout, an oversized result).
+pub fn mcp_tool_failed(message: &str) -> String {
+    format!("MCP tool execution failed: {message}")
+}
+
+/// The call to mcp-service itself failed.
+pub fn mcp_call_failed(error: &McpCallError) -> String {
+    match error {
+        McpCallError::Timeout => {
+            mcp_tool_failed("the tool did not answer in time and the call was cancelled")
+        }
+        other => format!("MCP tool execution failed unexpectedly: {other}"),
+    }
+}
+
+/// The model's arguments are not a JSON object.
+pub fn invalid_arguments(error: &str) -> String {
+    mcp_tool_failed(&format!("the arguments are not a JSON object ({error})"))
+}

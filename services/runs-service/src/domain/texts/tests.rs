@@ -1,0 +1,229 @@
+//! Each text the model reads, word for word.
+
+use std::time::Duration;
+
+use super::*;
+use crate::domain::{
+    datasource::{Column, ColumnType, DataSource},
+    ports::{
+        Capabilities, Content, McpCallError, McpPrompt, McpPromptArgument, McpResource, PromptLine,
+        ToolFailure, ToolOutput,
+    },
+};
+
+#[test]
+fn failure_texts_keep_the_reference_wording() {
+    assert_eq!(
+        tool_not_found("x__y"),
+        "A tool with the name x__y was not found. Only use tools that are available in your given list of tools."
+    );
+    assert_eq!(
+        mcp_call_failed(&McpCallError::Failed("boom".into())),
+        "MCP tool execution failed unexpectedly: boom"
+    );
+    assert_eq!(
+        mcp_call_failed(&McpCallError::Unavailable("connection refused".into())),
+        "MCP tool execution failed unexpectedly: mcp-service is unavailable (connection refused)"
+    );
+    assert_eq!(
+        mcp_call_failed(&McpCallError::Timeout),
+        "MCP tool execution failed: the tool did not answer in time and the call was cancelled"
+    );
+    assert_eq!(
+        invalid_arguments("got a string"),
+        "MCP tool execution failed: the arguments are not a JSON object (got a string)"
+    );
+}
+
+#[test]
+fn a_tool_result_is_its_text_and_otherwise_described() {
+    let failed = ToolOutput {
+        failure: Some(ToolFailure::ToolError),
+        error_message: "boom".into(),
+        ..ToolOutput::default()
+    };
+    assert_eq!(
+        tool_output(&failed),
+        ("MCP tool execution failed: boom".to_owned(), true)
+    );
+    let blocks = ToolOutput {
+        content: vec![
+            Content::Text("hello".into()),
+            Content::Image {
+                mime_type: "image/png".into(),
+                bytes: 3,
+            },
+            Content::Audio {
+                mime_type: "audio/wav".into(),
+                bytes: 4,
+            },
+            Content::Resource {
+                uri: "file:///a.txt".into(),
+                mime_type: "text/plain".into(),
+                text: Some("inside".into()),
+                blob_bytes: None,
+            },
+            Content::Resource {
+                uri: "file:///b.bin".into(),
+                mime_type: "application/octet-stream".into(),
+                text: None,
+                blob_bytes: Some(9),
+            },
+            Content::ResourceLink {
+                uri: "file:///c".into(),
+                name: "c".into(),
+            },
+        ],
+        structured: Some(r#"{"ignored":true}"#.into()),
+        ..ToolOutput::default()
+    };
+    assert_eq!(
+        tool_output(&blocks).0,
+        "hello\n[image: image/png, 3 bytes]\n[audio: audio/wav, 4 bytes]\n[resource file:///a.txt]\ninside\n[resource file:///b.bin: application/octet-stream, 9 bytes]\n[resource link: file:///c (c)]"
+    );
+    let structured = ToolOutput {
+        structured: Some(r#"{"id":9007199254740993,"ratio":1.0}"#.into()),
+        ..ToolOutput::default()
+    };
+    assert_eq!(
+        tool_output(&structured).0,
+        r#"{"id":9007199254740993,"ratio":1.0}"#
+    );
+    assert_eq!(
+        tool_output(&ToolOutput::default()),
+        ("The tool returned no content.".to_owned(), false)
+    );
+}
+
+fn integration() -> Capabilities {
+    let resource = |uri: &str, name: &str| McpResource {
+        uri: uri.into(),
+        name: name.into(),
+        description: format!("the {name}"),
+        mime_type: "text/csv".into(),
+    };
+    Capabilities {
+        integration_id: "i1".into(),
+        slug: "shop".into(),
+        tools: vec![],
+        resources: vec![resource("data://sales", "sales")],
+        resource_templates: vec![resource("data://sales/{year}", "sales by year")],
+        prompts: vec![McpPrompt {
+            name: "review".into(),
+            description: "reviews".into(),
+            arguments: vec![McpPromptArgument {
+                name: "code".into(),
+                description: String::new(),
+                required: true,
+            }],
+        }],
+    }
+}
+
+#[test]
+fn the_resource_guide_lists_resources_templates_and_prompts() {
+    let guide = resource_guide(&[integration()], true).expect("a guide");
+    assert_eq!(
+        guide,
+        "Resource Access Guidelines:\n\
+         1. Use the \"retrieve_mcp_resource\" tool to fetch resource content.\n\
+         2. Use the \"mcp_list_resources\" tool to see all available resources.\n\
+         3. Provide either \"integrationId\" and \"resourceUri\" (with \"parameters\" for templates), or \"resourceName\".\n\
+         4. CSV resources become data sources you can query with the \"source_query\" tool.\n\
+         \n\
+         Available resources:\n\
+         1. sales - the sales\n   URI: data://sales\n   Integration: i1\n   Type: text/csv\n\
+         \n\
+         Resource templates (fill the {placeholders} with \"parameters\"):\n\
+         1. sales by year - the sales by year\n   URI template: data://sales/{year}\n   Integration: i1\n\
+         \n\
+         Available prompts (use the \"retrieve_mcp_prompt\" tool):\n\
+         1. review - reviews (integration i1; arguments: code (required))"
+    );
+    let prompts_only = resource_guide(&[integration()], false).expect("a guide");
+    assert!(
+        prompts_only.starts_with("Available prompts"),
+        "{prompts_only}"
+    );
+    assert_eq!(
+        integrations_unavailable(&[("i2".into(), "refused".into())]).as_deref(),
+        Some(
+            "Note: these MCP integrations could not be reached for this conversation and their tools are unavailable: i2 (refused)."
+        )
+    );
+    assert_eq!(integrations_unavailable(&[]), None);
+}
+
+#[test]
+fn built_in_tool_results_read_as_the_reference_wrote_them() {
+    assert_eq!(
+        list_resources(&[integration()]),
+        "Found 2 available resources:\n\
+         - sales (integrationId: i1, uri: data://sales, mimeType: text/csv): the sales\n\
+         - sales by year (integrationId: i1, uri template: data://sales/{year}, mimeType: text/csv): the sales by year\n"
+    );
+    assert_eq!(list_resources(&[]), "No MCP resources are available.");
+    let source = DataSource {
+        columns: vec![Column {
+            name: "amount".into(),
+            column_type: ColumnType::Float,
+        }],
+        row_count: 3,
+        table_name: "sales".into(),
+        id: "ds".into(),
+        thread_id: "t".into(),
+        origin: "data://sales".into(),
+        integration_id: None,
+        size_bytes: 10,
+        created_at: 0,
+    };
+    assert_eq!(
+        csv_imported("data://sales", &source),
+        "CSV resource imported as data source: data://sales\nTable: sales\nColumns: amount (float)\nRows: 3\nYou can now query this data using the source_query tool, for example: SELECT * FROM sales LIMIT 10"
+    );
+    assert_eq!(text_resource("abcdef".into(), 10), "abcdef");
+    assert_eq!(
+        text_resource("abcdef".into(), 2),
+        "ab\n[The resource was cut at 2 of 6 characters.]"
+    );
+    assert_eq!(
+        binary_resource("file:///x", "", 5),
+        "Binary resource file:///x: unknown type, 5 bytes. Its content cannot be shown as text."
+    );
+    assert_eq!(resource_failed("nope"), "Resource retrieval failed: nope");
+    assert_eq!(prompt_failed("nope"), "Prompt retrieval failed: nope");
+    let lines = [PromptLine {
+        role: "user".into(),
+        content: Content::Text("review this".into()),
+    }];
+    assert_eq!(
+        prompt_rendered("review", "reviews", &lines),
+        "Prompt: review\nDescription: reviews\n\n1. User: review this"
+    );
+    assert_eq!(query_failed("x"), "Query failed: x");
+    assert_eq!(query_refused("x"), "Query refused: x");
+    assert_eq!(
+        query_timed_out(Duration::from_secs(5)),
+        "Query failed: it ran longer than 5s and was stopped"
+    );
+    assert_eq!(query_internal_error(), "Query failed: internal error");
+}
+
+#[test]
+fn built_in_tools_are_offered_with_their_parameters() {
+    assert_eq!(
+        retrieve_prompt_spec("retrieve_mcp_prompt").parameters["required"],
+        serde_json::json!(["integrationId", "promptName"])
+    );
+    assert_eq!(
+        list_resources_spec("mcp_list_resources").description,
+        "List all available MCP resources and resource templates with their integration IDs, URIs, names, descriptions and MIME types."
+    );
+    assert!(
+        retrieve_resource_spec("retrieve_mcp_resource")
+            .description
+            .starts_with("Retrieve a resource from an MCP integration.")
+    );
+    let spec = source_query_spec("source_query", &[]);
+    assert_eq!(spec.parameters["required"], serde_json::json!(["query"]));
+}

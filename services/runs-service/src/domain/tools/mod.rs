@@ -1,0 +1,220 @@
+//! The tools a run offers the model and the one place a tool call is
+//! routed: MCP tools to mcp-service, the built-in tools (MCP resources and
+//! prompts, `source_query`) to their files here; client tools are not run
+//! here, the run pauses for them. Whatever happens becomes a [`ToolOutcome`]:
+//! text for the model, never a failed run.
+
+mod arguments;
+mod mcp;
+mod prompts;
+mod resources;
+mod source_query;
+mod toolset;
+
+use std::{sync::Arc, time::Duration};
+
+pub use arguments::ToolArguments;
+pub use source_query::SourceQuery;
+pub use toolset::{MAX_TOOL_NAME, Toolset, mcp_tool_name, valid_tool_name};
+
+use super::{
+    datasource::{DataSource, DataSources},
+    entities::{Agent, ToolTarget},
+    model::{ToolCall, ToolSpec},
+    ports::{Caller, Capabilities, McpPort},
+    run::{ToolCallStatus, ToolKind},
+    texts,
+};
+
+/// Built-in tool names.
+pub const RETRIEVE_RESOURCE: &str = "retrieve_mcp_resource";
+/// Built-in tool names.
+pub const LIST_RESOURCES: &str = "mcp_list_resources";
+/// Built-in tool names.
+pub const RETRIEVE_PROMPT: &str = "retrieve_mcp_prompt";
+/// Built-in tool names.
+pub const SOURCE_QUERY: &str = "source_query";
+
+/// What a tool call may use: who the run acts for, its thread, and what the
+/// agent's integrations offer.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The caller the run acts for.
+    pub caller: Caller,
+    /// The run's thread (the upstream session scope, the data sources' owner).
+    pub thread_id: String,
+    /// What the agent's integrations offer.
+    pub capabilities: Arc<Vec<Capabilities>>,
+}
+
+/// How a tool call ended, as the model and the client see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutcome {
+    /// What the model reads.
+    pub text: String,
+    /// Whether the model is told the call failed.
+    pub is_error: bool,
+    /// How the call ended, for the client's event.
+    pub status: ToolCallStatus,
+}
+
+impl ToolOutcome {
+    /// The call succeeded.
+    pub fn succeeded(text: String) -> Self {
+        Self {
+            text,
+            is_error: false,
+            status: ToolCallStatus::Succeeded,
+        }
+    }
+
+    /// The call failed.
+    pub fn failed(text: String) -> Self {
+        Self {
+            text,
+            is_error: true,
+            status: ToolCallStatus::Failed,
+        }
+    }
+
+    /// The model named a tool it was not offered.
+    fn not_found(name: &str) -> Self {
+        Self {
+            text: texts::tool_not_found(name),
+            is_error: true,
+            status: ToolCallStatus::NotFound,
+        }
+    }
+}
+
+/// Routes a run's tool calls to what runs them.
+pub struct ToolRouter {
+    mcp: Arc<dyn McpPort>,
+    sources: Arc<dyn DataSources>,
+    query: SourceQuery,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for ToolRouter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRouter")
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolRouter {
+    /// A router calling MCP through `mcp` and keeping data sources in
+    /// `sources`; each call may take `timeout`.
+    pub fn new(mcp: Arc<dyn McpPort>, sources: Arc<dyn DataSources>, timeout: Duration) -> Self {
+        Self {
+            mcp,
+            query: SourceQuery::new(Arc::clone(&sources)),
+            sources,
+            timeout,
+        }
+    }
+
+    /// The thread's data sources (none when they cannot be read).
+    pub async fn sources(&self, thread_id: &str) -> Vec<DataSource> {
+        self.sources.list(thread_id).await.unwrap_or_else(|error| {
+            tracing::warn!(thread_id, error = %error, "failed to list data sources");
+            Vec::new()
+        })
+    }
+
+    /// The tools offered to `agent`'s run: the built-in ones (resource and
+    /// prompt tools when it has integrations, resource tools unless turned
+    /// off, `source_query` when the thread has data sources), its client
+    /// tools, then the MCP tools `capabilities` offer.
+    pub fn toolset(
+        &self,
+        agent: &Agent,
+        sources: &[DataSource],
+        capabilities: &[Capabilities],
+    ) -> Toolset {
+        toolset::assemble(
+            builtin_specs(agent, sources),
+            &agent.config.client_tools,
+            capabilities,
+            &agent.config.tool_filters,
+        )
+    }
+
+    /// What kind of tool `name` is; `None` when the model was not offered it.
+    pub fn kind(toolset: &Toolset, name: &str) -> Option<ToolKind> {
+        toolset.target(name).map(|target| match target {
+            ToolTarget::Mcp { .. } => ToolKind::Mcp,
+            ToolTarget::Client => ToolKind::Client,
+            ToolTarget::Builtin => ToolKind::Builtin,
+        })
+    }
+
+    /// Runs one tool call of the model.
+    pub async fn call(
+        &self,
+        context: &ToolContext,
+        toolset: &Toolset,
+        call: &ToolCall,
+    ) -> ToolOutcome {
+        let Some(target) = toolset.target(&call.name) else {
+            tracing::info!(tool = %call.name, "the model called an unknown tool");
+            return ToolOutcome::not_found(&call.name);
+        };
+        let arguments = match ToolArguments::parse(&call.arguments) {
+            Ok(arguments) => arguments,
+            Err(error) => return ToolOutcome::failed(texts::invalid_arguments(&error)),
+        };
+        match target {
+            ToolTarget::Mcp {
+                integration_id,
+                server_tool_name,
+            } => {
+                let tool = mcp::McpToolCall {
+                    integration_id,
+                    tool: server_tool_name,
+                    arguments: &arguments,
+                };
+                tool.run(&*self.mcp, context, self.timeout).await
+            }
+            ToolTarget::Builtin => self.builtin(context, &call.name, &arguments).await,
+            // Client tools are answered by the client; a run never routes
+            // them here.
+            ToolTarget::Client => ToolOutcome::not_found(&call.name),
+        }
+    }
+
+    async fn builtin(
+        &self,
+        context: &ToolContext,
+        name: &str,
+        arguments: &ToolArguments,
+    ) -> ToolOutcome {
+        let mcp = &*self.mcp;
+        match name {
+            RETRIEVE_RESOURCE => {
+                resources::retrieve(mcp, &*self.sources, context, arguments, self.timeout).await
+            }
+            LIST_RESOURCES => ToolOutcome::succeeded(texts::list_resources(&context.capabilities)),
+            RETRIEVE_PROMPT => prompts::retrieve(mcp, context, arguments, self.timeout).await,
+            SOURCE_QUERY => self.query.run(&context.thread_id, arguments).await,
+            other => ToolOutcome::not_found(other),
+        }
+    }
+}
+
+fn builtin_specs(agent: &Agent, sources: &[DataSource]) -> Vec<ToolSpec> {
+    let mut specs = Vec::new();
+    let has_integrations = !agent.config.mcp_integration_ids.is_empty();
+    if has_integrations && !agent.config.disable_resource_tools {
+        specs.push(texts::retrieve_resource_spec(RETRIEVE_RESOURCE));
+        specs.push(texts::list_resources_spec(LIST_RESOURCES));
+    }
+    if has_integrations {
+        specs.push(texts::retrieve_prompt_spec(RETRIEVE_PROMPT));
+    }
+    if !sources.is_empty() {
+        specs.push(texts::source_query_spec(SOURCE_QUERY, sources));
+    }
+    specs
+}

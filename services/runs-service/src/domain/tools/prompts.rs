@@ -1,0 +1,48 @@
+//! `retrieve_mcp_prompt`: a prompt of an integration, rendered with role
+//! labels.
+
+use std::time::Duration;
+
+use super::{ToolArguments, ToolContext, ToolOutcome};
+use crate::domain::{ports::McpPort, texts};
+
+/// Renders the prompt the model names.
+pub(super) async fn retrieve(
+    mcp: &dyn McpPort,
+    context: &ToolContext,
+    arguments: &ToolArguments,
+    timeout: Duration,
+) -> ToolOutcome {
+    let failed = |message: &str| ToolOutcome::failed(texts::prompt_failed(message));
+    let Some(integration_id) = arguments.text_arg("integrationId") else {
+        return failed("integrationId parameter is required");
+    };
+    let Some(name) = arguments.text_arg("promptName") else {
+        return failed("promptName parameter is required");
+    };
+    if !context
+        .capabilities
+        .iter()
+        .any(|c| c.integration_id == integration_id)
+    {
+        return failed(&format!(
+            "the integration {integration_id} is not available in this conversation"
+        ));
+    }
+    match mcp
+        .get_prompt(
+            &context.caller,
+            integration_id,
+            name,
+            arguments.object_arg("arguments"),
+            &context.thread_id,
+            timeout,
+        )
+        .await
+    {
+        Ok((description, lines)) => {
+            ToolOutcome::succeeded(texts::prompt_rendered(name, &description, &lines))
+        }
+        Err(error) => failed(&error.to_string()),
+    }
+}

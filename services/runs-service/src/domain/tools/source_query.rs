@@ -1,0 +1,45 @@
+//! `source_query`: read-only SQL over the thread's data sources.
+
+use std::sync::Arc;
+
+use super::{ToolArguments, ToolOutcome};
+use crate::domain::{
+    datasource::{DataSources, QueryError},
+    texts,
+};
+
+/// The `source_query` tool.
+#[derive(Clone)]
+pub struct SourceQuery {
+    sources: Arc<dyn DataSources>,
+}
+
+impl std::fmt::Debug for SourceQuery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SourceQuery").finish_non_exhaustive()
+    }
+}
+
+impl SourceQuery {
+    /// The tool over `sources`.
+    pub fn new(sources: Arc<dyn DataSources>) -> Self {
+        Self { sources }
+    }
+
+    /// Runs the query of `arguments` over `thread_id`'s data sources.
+    pub async fn run(&self, thread_id: &str, arguments: &ToolArguments) -> ToolOutcome {
+        let Some(sql) = arguments.text_arg("query") else {
+            return ToolOutcome::failed(texts::query_failed("the query parameter is required"));
+        };
+        match self.sources.query(thread_id, sql).await {
+            Ok(result) => ToolOutcome::succeeded(result.to_text()),
+            Err(QueryError::Engine(message)) => ToolOutcome::failed(texts::query_failed(message)),
+            Err(QueryError::Refused(message)) => ToolOutcome::failed(texts::query_refused(message)),
+            Err(QueryError::Timeout(limit)) => ToolOutcome::failed(texts::query_timed_out(limit)),
+            Err(QueryError::Internal(error)) => {
+                tracing::error!(error = ?error, "data source query failed");
+                ToolOutcome::failed(texts::query_internal_error())
+            }
+        }
+    }
+}

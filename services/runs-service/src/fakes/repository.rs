@@ -1,0 +1,323 @@
+//! [`RunsRepository`] in memory, with the same rules as the SQL one: one
+//! active run per thread, messages numbered per thread, scoped reads.
+
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+
+use crate::domain::{
+    entities::{Agent, Message, Run, RunStatus, Thread},
+    ports::{Cursor, RepositoryError, RunsRepository},
+    run::{HistoryLimits, WindowMeter},
+};
+
+#[derive(Debug, Default)]
+struct State {
+    agents: Vec<Agent>,
+    threads: Vec<Thread>,
+    messages: Vec<Message>,
+    runs: Vec<Run>,
+}
+
+/// Agents, threads, messages and runs in memory.
+#[derive(Debug, Default)]
+pub struct MemoryRepository {
+    state: Mutex<State>,
+}
+
+impl MemoryRepository {
+    fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        let mut state = self
+            .state
+            .lock()
+            .expect("a test never panics holding the lock");
+        f(&mut state)
+    }
+
+    /// Every message of `thread_id`, in order.
+    pub fn messages(&self, thread_id: &str) -> Vec<Message> {
+        self.with(|s| {
+            s.messages
+                .iter()
+                .filter(|m| m.thread_id == thread_id)
+                .cloned()
+                .collect()
+        })
+    }
+
+    /// The stored run `id`.
+    pub fn run(&self, id: &str) -> Option<Run> {
+        self.with(|s| s.runs.iter().find(|r| r.id == id).cloned())
+    }
+}
+
+impl State {
+    fn append(&mut self, thread_id: &str, messages: &[Message]) -> Vec<i64> {
+        let last = self
+            .messages
+            .iter()
+            .filter(|m| m.thread_id == thread_id)
+            .map(|m| m.seq)
+            .max()
+            .unwrap_or(0);
+        (1i64..)
+            .zip(messages)
+            .map(|(offset, message)| {
+                let mut stored = message.clone();
+                stored.seq = last + offset;
+                self.messages.push(stored);
+                last + offset
+            })
+            .collect()
+    }
+
+    fn save_run(&mut self, run: &Run) {
+        if let Some(stored) = self.runs.iter_mut().find(|r| r.id == run.id) {
+            *stored = run.clone();
+        }
+    }
+}
+
+fn active(status: RunStatus) -> bool {
+    matches!(status, RunStatus::Running | RunStatus::RequiresAction)
+}
+
+#[async_trait]
+impl RunsRepository for MemoryRepository {
+    async fn insert_agent(&self, agent: &Agent) -> Result<(), RepositoryError> {
+        self.with(|s| s.agents.push(agent.clone()));
+        Ok(())
+    }
+
+    async fn get_agent(&self, org: &str, id: &str) -> Result<Option<Agent>, RepositoryError> {
+        Ok(self.with(|s| {
+            s.agents
+                .iter()
+                .find(|a| a.org_id == org && a.id == id)
+                .cloned()
+        }))
+    }
+
+    async fn list_agents(
+        &self,
+        org: &str,
+        after: Cursor,
+        limit: u32,
+    ) -> Result<Vec<Agent>, RepositoryError> {
+        Ok(self.with(|s| {
+            let mut agents: Vec<Agent> = s
+                .agents
+                .iter()
+                .filter(|a| a.org_id == org)
+                .filter(|a| {
+                    after
+                        .as_ref()
+                        .is_none_or(|(at, id)| (a.created_at, &a.id) > (*at, id))
+                })
+                .cloned()
+                .collect();
+            agents.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+            agents.truncate(limit as usize);
+            agents
+        }))
+    }
+
+    async fn update_agent(&self, agent: &Agent) -> Result<bool, RepositoryError> {
+        Ok(self.with(|s| {
+            s.agents
+                .iter_mut()
+                .find(|a| a.org_id == agent.org_id && a.id == agent.id)
+                .map(|stored| *stored = agent.clone())
+                .is_some()
+        }))
+    }
+
+    async fn delete_agent(&self, org: &str, id: &str) -> Result<bool, RepositoryError> {
+        Ok(self.with(|s| {
+            let before = s.agents.len();
+            s.agents.retain(|a| !(a.org_id == org && a.id == id));
+            s.agents.len() < before
+        }))
+    }
+
+    async fn insert_thread(&self, thread: &Thread) -> Result<(), RepositoryError> {
+        self.with(|s| s.threads.push(thread.clone()));
+        Ok(())
+    }
+
+    async fn get_thread(
+        &self,
+        org: &str,
+        user: &str,
+        id: &str,
+    ) -> Result<Option<Thread>, RepositoryError> {
+        Ok(self.with(|s| {
+            s.threads
+                .iter()
+                .find(|t| t.org_id == org && t.user_id == user && t.id == id)
+                .cloned()
+        }))
+    }
+
+    async fn get_thread_with_agent(
+        &self,
+        org: &str,
+        user: &str,
+        id: &str,
+    ) -> Result<Option<(Thread, Option<Agent>)>, RepositoryError> {
+        let Some(thread) = self.get_thread(org, user, id).await? else {
+            return Ok(None);
+        };
+        let agent = self.get_agent(org, &thread.agent_id).await?;
+        Ok(Some((thread, agent)))
+    }
+
+    async fn list_threads(
+        &self,
+        org: &str,
+        user: &str,
+        agent: Option<&str>,
+        before: Cursor,
+        limit: u32,
+    ) -> Result<Vec<Thread>, RepositoryError> {
+        Ok(self.with(|s| {
+            let mut threads: Vec<Thread> = s
+                .threads
+                .iter()
+                .filter(|t| t.org_id == org && t.user_id == user)
+                .filter(|t| agent.is_none_or(|agent| t.agent_id == agent))
+                .filter(|t| {
+                    before
+                        .as_ref()
+                        .is_none_or(|(at, id)| (t.created_at, &t.id) < (*at, id))
+                })
+                .cloned()
+                .collect();
+            threads.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
+            threads.truncate(limit as usize);
+            threads
+        }))
+    }
+
+    async fn delete_thread(
+        &self,
+        org: &str,
+        user: &str,
+        id: &str,
+    ) -> Result<bool, RepositoryError> {
+        Ok(self.with(|s| {
+            let before = s.threads.len();
+            s.threads
+                .retain(|t| !(t.org_id == org && t.user_id == user && t.id == id));
+            let deleted = s.threads.len() < before;
+            if deleted {
+                s.messages.retain(|m| m.thread_id != id);
+                s.runs.retain(|r| r.thread_id != id);
+            }
+            deleted
+        }))
+    }
+
+    async fn append_messages(
+        &self,
+        thread_id: &str,
+        messages: &[Message],
+    ) -> Result<Vec<i64>, RepositoryError> {
+        Ok(self.with(|s| s.append(thread_id, messages)))
+    }
+
+    async fn list_messages(
+        &self,
+        thread_id: &str,
+        after_seq: i64,
+        limit: u32,
+    ) -> Result<Vec<Message>, RepositoryError> {
+        Ok(self.with(|s| {
+            s.messages
+                .iter()
+                .filter(|m| m.thread_id == thread_id && m.seq > after_seq)
+                .take(limit as usize)
+                .cloned()
+                .collect()
+        }))
+    }
+
+    async fn recent_messages(
+        &self,
+        thread_id: &str,
+        limits: HistoryLimits,
+    ) -> Result<Vec<Message>, RepositoryError> {
+        let mut meter = WindowMeter::new(limits);
+        let mut newest_first: Vec<Message> = self
+            .messages(thread_id)
+            .into_iter()
+            .rev()
+            .take(limits.max_messages as usize)
+            .take_while(|m| meter.admits(m.size()))
+            .collect();
+        newest_first.reverse();
+        Ok(newest_first)
+    }
+
+    async fn start_run_with(
+        &self,
+        run: &Run,
+        input: &[Message],
+    ) -> Result<Vec<i64>, RepositoryError> {
+        self.with(|s| {
+            if s.runs
+                .iter()
+                .any(|r| r.thread_id == run.thread_id && active(r.status))
+            {
+                return Err(RepositoryError::ThreadBusy);
+            }
+            s.runs.push(run.clone());
+            Ok(s.append(&run.thread_id, input))
+        })
+    }
+
+    async fn update_run_with(
+        &self,
+        run: &Run,
+        messages: &[Message],
+    ) -> Result<Vec<i64>, RepositoryError> {
+        Ok(self.with(|s| {
+            s.save_run(run);
+            s.append(&run.thread_id, messages)
+        }))
+    }
+
+    async fn resume_run(&self, run_id: &str, now: i64) -> Result<bool, RepositoryError> {
+        Ok(self.with(|s| {
+            s.runs
+                .iter_mut()
+                .find(|r| r.id == run_id && r.status == RunStatus::RequiresAction)
+                .map(|r| {
+                    r.status = RunStatus::Running;
+                    r.updated_at = now;
+                })
+                .is_some()
+        }))
+    }
+
+    async fn get_run(&self, thread_id: &str, id: &str) -> Result<Option<Run>, RepositoryError> {
+        Ok(self.run(id).filter(|r| r.thread_id == thread_id))
+    }
+
+    async fn find_run(&self, id: &str) -> Result<Option<Run>, RepositoryError> {
+        Ok(self.run(id))
+    }
+
+    async fn heartbeat(&self, _run_ids: &[String], _now: i64) -> Result<(), RepositoryError> {
+        // Runs in memory never go stale: there is no other process.
+        Ok(())
+    }
+
+    async fn interrupt_stale_runs(
+        &self,
+        _stale_before: i64,
+        _now: i64,
+    ) -> Result<u64, RepositoryError> {
+        Ok(0)
+    }
+}

@@ -1,0 +1,34 @@
+//! [`DataSources`] with none: a thread without data sources, whose imports
+//! are refused.
+
+use async_trait::async_trait;
+
+use crate::domain::datasource::{DataSource, DataSources, ImportError, QueryError, QueryResult};
+
+/// No data sources.
+#[derive(Debug, Default)]
+pub struct NoSources;
+
+#[async_trait]
+impl DataSources for NoSources {
+    async fn import_csv(
+        &self,
+        _thread_id: &str,
+        _name: &str,
+        _origin: &str,
+        _integration_id: Option<&str>,
+        _csv: &[u8],
+    ) -> Result<DataSource, ImportError> {
+        Err(ImportError::Storage(anyhow::anyhow!(
+            "these tests import no data sources"
+        )))
+    }
+
+    async fn list(&self, _thread_id: &str) -> Result<Vec<DataSource>, anyhow::Error> {
+        Ok(Vec::new())
+    }
+
+    async fn query(&self, _thread_id: &str, _sql: &str) -> Result<QueryResult, QueryError> {
+        Err(QueryError::Refused("the thread has no data sources".into()))
+    }
+}

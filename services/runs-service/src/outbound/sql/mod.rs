@@ -1,0 +1,208 @@
+//! Agents, threads, messages and runs in SQL (SQLite or PostgreSQL through
+//! `sqlx::Any`).
+//!
+//! Ids are text, timestamps Unix milliseconds, and structured values (agent
+//! settings, message parts, tool bindings, pending calls) JSON text, so one
+//! set of statements serves both databases. One file per aggregate: agents,
+//! threads, messages and runs.
+
+use anyhow::Context as _;
+use async_trait::async_trait;
+use sqlx::AnyPool;
+
+use crate::domain::{
+    entities::{Agent, Message, Run, Thread},
+    ports::{Cursor, RepositoryError, RunsRepository},
+    run::HistoryLimits,
+};
+
+mod agents;
+mod messages;
+mod runs;
+mod threads;
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
+
+/// runs-service's schema, per database.
+pub const MIGRATIONS: switchboard_db::Migrations = switchboard_db::Migrations {
+    sqlite: &SQLITE_MIGRATIONS,
+    postgres: &POSTGRES_MIGRATIONS,
+};
+
+/// Times an append is tried when racing appends to one thread take its number.
+const APPEND_ATTEMPTS: u32 = 16;
+
+const AGENT_COLUMNS: &str = "id, org_id, name, config_json, created_at, updated_at";
+const THREAD_COLUMNS: &str = "id, org_id, user_id, agent_id, title, created_at, updated_at";
+const MESSAGE_COLUMNS: &str = "id, thread_id, run_id, seq, role, content_json, created_at";
+const RUN_COLUMNS: &str = "id, thread_id, agent_id, status, steps, input_tokens, output_tokens, \
+     error, tool_bindings_json, pending_json, created_at, updated_at";
+
+/// [`RunsRepository`] over a SQL database.
+#[derive(Debug, Clone)]
+pub struct SqlRunsRepository {
+    pool: AnyPool,
+}
+
+impl SqlRunsRepository {
+    /// A repository over `pool`, whose schema [`MIGRATIONS`] created.
+    pub fn new(pool: AnyPool) -> Self {
+        Self { pool }
+    }
+}
+
+/// Wraps a database error with what was being done, so that no `sqlx` type
+/// reaches the domain.
+fn failed(what: &'static str) -> impl FnOnce(sqlx::Error) -> RepositoryError {
+    move |error| RepositoryError::Other(anyhow::Error::new(error).context(what))
+}
+
+/// Like [`failed`], but the one-active-run-per-thread index turns into
+/// [`RepositoryError::ThreadBusy`]: it is the only unique constraint a run
+/// write can break (run ids are fresh UUIDs).
+fn run_write_failed(what: &'static str) -> impl FnOnce(sqlx::Error) -> RepositoryError {
+    move |error| match &error {
+        sqlx::Error::Database(db) if db.is_unique_violation() => RepositoryError::ThreadBusy,
+        _ => RepositoryError::Other(anyhow::Error::new(error).context(what)),
+    }
+}
+
+fn to_json<T: serde::Serialize + ?Sized>(value: &T, what: &'static str) -> anyhow::Result<String> {
+    serde_json::to_string(value).context(what)
+}
+
+#[async_trait]
+impl RunsRepository for SqlRunsRepository {
+    async fn insert_agent(&self, agent: &Agent) -> Result<(), RepositoryError> {
+        agents::insert_agent(self, agent).await
+    }
+
+    async fn get_agent(&self, org: &str, id: &str) -> Result<Option<Agent>, RepositoryError> {
+        agents::get_agent(self, org, id).await
+    }
+
+    async fn list_agents(
+        &self,
+        org: &str,
+        after: Cursor,
+        limit: u32,
+    ) -> Result<Vec<Agent>, RepositoryError> {
+        agents::list_agents(self, org, after, limit).await
+    }
+
+    async fn update_agent(&self, agent: &Agent) -> Result<bool, RepositoryError> {
+        agents::update_agent(self, agent).await
+    }
+
+    async fn delete_agent(&self, org: &str, id: &str) -> Result<bool, RepositoryError> {
+        agents::delete_agent(self, org, id).await
+    }
+
+    async fn insert_thread(&self, thread: &Thread) -> Result<(), RepositoryError> {
+        threads::insert_thread(self, thread).await
+    }
+
+    async fn get_thread(
+        &self,
+        org: &str,
+        user: &str,
+        id: &str,
+    ) -> Result<Option<Thread>, RepositoryError> {
+        threads::get_thread(self, org, user, id).await
+    }
+
+    async fn get_thread_with_agent(
+        &self,
+        org: &str,
+        user: &str,
+        id: &str,
+    ) -> Result<Option<(Thread, Option<Agent>)>, RepositoryError> {
+        threads::get_thread_with_agent(self, org, user, id).await
+    }
+
+    async fn list_threads(
+        &self,
+        org: &str,
+        user: &str,
+        agent: Option<&str>,
+        before: Cursor,
+        limit: u32,
+    ) -> Result<Vec<Thread>, RepositoryError> {
+        threads::list_threads(self, org, user, agent, before, limit).await
+    }
+
+    async fn delete_thread(
+        &self,
+        org: &str,
+        user: &str,
+        id: &str,
+    ) -> Result<bool, RepositoryError> {
+        threads::delete_thread(self, org, user, id).await
+    }
+
+    async fn append_messages(
+        &self,
+        thread_id: &str,
+        messages: &[Message],
+    ) -> Result<Vec<i64>, RepositoryError> {
+        messages::append_messages(self, thread_id, messages).await
+    }
+
+    async fn list_messages(
+        &self,
+        thread_id: &str,
+        after_seq: i64,
+        limit: u32,
+    ) -> Result<Vec<Message>, RepositoryError> {
+        messages::list_messages(self, thread_id, after_seq, limit).await
+    }
+
+    async fn recent_messages(
+        &self,
+        thread_id: &str,
+        limits: HistoryLimits,
+    ) -> Result<Vec<Message>, RepositoryError> {
+        messages::recent_messages(self, thread_id, limits).await
+    }
+
+    async fn start_run_with(
+        &self,
+        run: &Run,
+        input: &[Message],
+    ) -> Result<Vec<i64>, RepositoryError> {
+        runs::start_run_with(self, run, input).await
+    }
+
+    async fn update_run_with(
+        &self,
+        run: &Run,
+        messages: &[Message],
+    ) -> Result<Vec<i64>, RepositoryError> {
+        runs::update_run_with(self, run, messages).await
+    }
+
+    async fn resume_run(&self, run_id: &str, now: i64) -> Result<bool, RepositoryError> {
+        runs::resume_run(self, run_id, now).await
+    }
+
+    async fn get_run(&self, thread_id: &str, id: &str) -> Result<Option<Run>, RepositoryError> {
+        runs::get_run(self, thread_id, id).await
+    }
+
+    async fn find_run(&self, id: &str) -> Result<Option<Run>, RepositoryError> {
+        runs::find_run(self, id).await
+    }
+
+    async fn heartbeat(&self, run_ids: &[String], now: i64) -> Result<(), RepositoryError> {
+        runs::heartbeat(self, run_ids, now).await
+    }
+
+    async fn interrupt_stale_runs(
+        &self,
+        stale_before: i64,
+        now: i64,
+    ) -> Result<u64, RepositoryError> {
+        runs::interrupt_stale_runs(self, stale_before, now).await
+    }
+}

@@ -21,27 +21,8 @@ pub fn print(ctx: &Context, response: &mcp::DiscoverResponse) -> Result<(), CliE
         server.name, server.version, server.protocol_version
     ))?;
 
-    let mut tools = table(&["TOOL", "THE MODEL SEES", "DESCRIPTION"]);
-    for tool in &response.tools {
-        tools.add_row(vec![
-            tool.name.clone(),
-            format!("{slug}__{}", tool.name),
-            short(&tool.description, 70),
-        ]);
-    }
-    section(ctx, "Tools", response.tools.len(), tools)?;
-
-    let mut resources = table(&["URI", "NAME", "MIME TYPE", "DESCRIPTION"]);
-    for r in &response.resources {
-        resources.add_row(vec![
-            r.uri.clone(),
-            r.name.clone(),
-            r.mime_type.clone(),
-            short(&r.description, 50),
-        ]);
-    }
-    section(ctx, "Resources", response.resources.len(), resources)?;
-
+    print_tools(ctx, &slug, &response.tools)?;
+    print_resources(ctx, &response.resources)?;
     let mut templates = table(&["URI TEMPLATE", "NAME", "MIME TYPE", "DESCRIPTION"]);
     for t in &response.resource_templates {
         templates.add_row(vec![
@@ -78,6 +59,31 @@ pub fn print(ctx: &Context, response: &mcp::DiscoverResponse) -> Result<(), CliE
         ]);
     }
     section(ctx, "Prompts", response.prompts.len(), prompts)
+}
+
+fn print_tools(ctx: &Context, slug: &str, tools: &[mcp::Tool]) -> Result<(), CliError> {
+    let mut rows = table(&["TOOL", "THE MODEL SEES", "DESCRIPTION"]);
+    for tool in tools {
+        rows.add_row(vec![
+            tool.name.clone(),
+            format!("{slug}__{}", tool.name),
+            short(&tool.description, 70),
+        ]);
+    }
+    section(ctx, "Tools", tools.len(), rows)
+}
+
+fn print_resources(ctx: &Context, resources: &[mcp::Resource]) -> Result<(), CliError> {
+    let mut rows = table(&["URI", "NAME", "MIME TYPE", "DESCRIPTION"]);
+    for r in resources {
+        rows.add_row(vec![
+            r.uri.clone(),
+            r.name.clone(),
+            r.mime_type.clone(),
+            short(&r.description, 50),
+        ]);
+    }
+    section(ctx, "Resources", resources.len(), rows)
 }
 
 fn section(

@@ -290,11 +290,8 @@ fn duration(value: Option<humantime::Duration>) -> Result<Option<prost_types::Du
         .transpose()
 }
 
-fn create_request(
-    args: CreateArgs,
-    request_id: String,
-) -> Result<mcp::CreateIntegrationRequest, CliError> {
-    let auth = match (args.bearer_token, args.header) {
+fn auth_method(bearer_token: Option<String>, header: Option<KeyValue>) -> Option<Method> {
+    match (bearer_token, header) {
         (Some(token), _) => Some(Method::BearerToken(mcp::BearerTokenAuth {
             token,
             token_set: false,
@@ -305,7 +302,14 @@ fn create_request(
             value_set: false,
         })),
         (None, None) => None,
-    };
+    }
+}
+
+fn create_request(
+    args: CreateArgs,
+    request_id: String,
+) -> Result<mcp::CreateIntegrationRequest, CliError> {
+    let auth = auth_method(args.bearer_token, args.header);
     let custom = |kind| {
         mcp::create_integration_request::Source::Custom(mcp::CustomIntegrationSpec {
             transport: Some(mcp::Transport { kind: Some(kind) }),

@@ -105,6 +105,10 @@ FUZZ_SECONDS ?= 25
 fuzz: ## Build the fuzz targets (fuzz/) and run each for FUZZ_SECONDS; fails on a crash
 	bash scripts/fuzz.sh $(FUZZ_SECONDS)
 
+.PHONY: fuzz-ci
+fuzz-ci: ## CI's short fuzz run: an unoptimized build, 20 s per target
+	bash scripts/fuzz.sh --ci
+
 .PHONY: fuzz-long
 fuzz-long: ## 1,000,000 executions per fuzz target (docs/security.md)
 	bash scripts/fuzz.sh --long 1000000
@@ -159,4 +163,4 @@ size-check: ## No service file over 500 lines, no function outside tests over 60
 lint: fmt-check clippy size-check proto-lint proto-breaking ## All lints
 
 .PHONY: ci
-ci: lint deny test demo-check ## What CI runs: lints, supply-chain checks, the tests on SQLite and PostgreSQL, then the demo
+ci: lint deny test demo-check fuzz-ci ## What CI runs: lints, supply-chain checks, the tests on SQLite and PostgreSQL, the demo, a short fuzz run

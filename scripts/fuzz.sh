@@ -3,6 +3,10 @@
 # finds a crash (a panic, an abort, a timeout or memory past the limit).
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   short run: SECONDS per target (default 25)
+#   scripts/fuzz.sh --ci [SECONDS] [TARGET...]
+#                                           CI's short run: an unoptimized build (a
+#                                           fraction of the release build's time),
+#                                           SECONDS per target (default 20)
 #   scripts/fuzz.sh --long [RUNS] [TARGET...]
 #                                           long run: RUNS executions per target
 #                                           (default 1000000)
@@ -30,12 +34,17 @@ mode=short
 if [ "${1:-}" = "--long" ]; then
   mode=long
   shift
+elif [ "${1:-}" = "--ci" ]; then
+  mode=ci
+  shift
 fi
 amount="${1:-}"
 if [[ "$amount" =~ ^[0-9]+$ ]]; then
   shift
 elif [ "$mode" = long ]; then
   amount=1000000
+elif [ "$mode" = ci ]; then
+  amount=20
 else
   amount=25
 fi
@@ -68,6 +77,11 @@ fi
 # Release builds without debug assertions, as the services run in
 # production; several codegen units keep the build of the SQL engine short.
 build_flags=(-O -s "$sanitizer" --codegen-units "${FUZZ_CODEGEN_UNITS:-16}")
+if [ "$mode" = ci ]; then
+  # Unoptimized (fuzz/Cargo.toml's dev profile keeps production's
+  # assertions): fewer executions per second, a much shorter build.
+  build_flags=(--dev -s "$sanitizer")
+fi
 echo "fuzz: building ${targets[*]}"
 build_start=$SECONDS
 for target in "${targets[@]}"; do

@@ -8,6 +8,7 @@ use switchboard_proto::runs::v1::{self as runs, execute_run_response::Event};
 use switchboard_scripted_model::{ScriptedToolCall, Turn};
 use switchboard_test_support::{TEST_JWT_SECRET, TestDb, authed, grpc::free_port};
 use tonic::Code;
+use tonic_types::StatusExt as _;
 
 use crate::world::{
     Options, admin, create_integration, final_run, tool_messages_sent, tools_offered, world,
@@ -323,6 +324,12 @@ async fn client_tools_pause_the_run_and_their_results_resume_it() {
         .await
         .expect_err("the thread waits for tool results");
     assert_eq!(busy.code(), Code::FailedPrecondition);
+    assert_eq!(
+        busy.get_error_details()
+            .error_info()
+            .map(|info| info.reason.clone()),
+        Some("ERROR_REASON_THREAD_BUSY".to_owned())
+    );
 
     let resumed = w
         .execute(runs::ExecuteRunRequest {
@@ -406,6 +413,12 @@ async fn closing_the_stream_cancels_the_run_and_keeps_what_it_did() {
         .await
         .expect_err("one run at a time");
     assert_eq!(busy.code(), Code::FailedPrecondition);
+    assert_eq!(
+        busy.get_error_details()
+            .error_info()
+            .map(|info| info.reason.clone()),
+        Some("ERROR_REASON_THREAD_BUSY".to_owned())
+    );
 
     drop(stream);
     let deadline = Instant::now() + Duration::from_secs(10);

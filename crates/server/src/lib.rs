@@ -10,6 +10,7 @@ mod config;
 mod deadline;
 pub mod error;
 mod org_limits;
+pub mod paging;
 mod readiness;
 pub mod request_id;
 mod serve;

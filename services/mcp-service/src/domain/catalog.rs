@@ -170,6 +170,17 @@ impl CatalogEntry {
         field: &str,
         secrets: &BTreeMap<String, SecretString>,
     ) -> Result<(TransportInput, AuthInput), Vec<FieldViolation>> {
+        self.check_secrets(field, secrets)?;
+        let secret = |name: &str| secrets.get(name).cloned();
+        Ok((self.transport_input(&secret), self.auth_input(&secret)))
+    }
+
+    /// Refuses unknown secret names and missing required ones.
+    fn check_secrets(
+        &self,
+        field: &str,
+        secrets: &BTreeMap<String, SecretString>,
+    ) -> Result<(), Vec<FieldViolation>> {
         let mut violations = Vec::new();
         for name in secrets.keys() {
             if !self.secrets.iter().any(|s| &s.name == name) {
@@ -187,11 +198,15 @@ impl CatalogEntry {
                 ));
             }
         }
-        if !violations.is_empty() {
-            return Err(violations);
+        if violations.is_empty() {
+            Ok(())
+        } else {
+            Err(violations)
         }
-        let secret = |name: &str| secrets.get(name).cloned();
-        let transport = match &self.transport {
+    }
+
+    fn transport_input(&self, secret: &dyn Fn(&str) -> Option<SecretString>) -> TransportInput {
+        match &self.transport {
             CatalogTransport::StreamableHttp { url } => {
                 TransportInput::StreamableHttp { url: url.clone() }
             }
@@ -209,8 +224,11 @@ impl CatalogEntry {
                     .filter_map(|(var, name)| secret(name).map(|v| (var.clone(), v)))
                     .collect(),
             },
-        };
-        let auth = match &self.auth {
+        }
+    }
+
+    fn auth_input(&self, secret: &dyn Fn(&str) -> Option<SecretString>) -> AuthInput {
+        match &self.auth {
             CatalogAuth::None => AuthInput::None,
             CatalogAuth::BearerToken { secret: name } => AuthInput::BearerToken {
                 token: secret(name),
@@ -235,8 +253,7 @@ impl CatalogEntry {
                 client_secret: secret(client_secret),
                 scopes: scopes.clone(),
             },
-        };
-        Ok((transport, auth))
+        }
     }
 }
 

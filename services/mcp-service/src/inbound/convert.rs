@@ -3,10 +3,9 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
-use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
 use secrecy::SecretString;
 use switchboard_proto::mcp::v1 as pb;
-use switchboard_server::FieldViolation;
+use switchboard_server::{FieldViolation, paging};
 
 use crate::domain::{
     catalog::{CatalogEntry, CatalogTransport},
@@ -44,40 +43,24 @@ impl Violations {
 }
 
 /// Default and largest page sizes of list RPCs.
-const DEFAULT_PAGE_SIZE: u32 = 50;
-const MAX_PAGE_SIZE: u32 = 500;
+pub(crate) use switchboard_server::paging::{page_size, timestamp};
 
-pub(crate) fn page_size(field: &str, requested: i32) -> Result<u32, FieldViolation> {
-    match u32::try_from(requested) {
-        Ok(0) => Ok(DEFAULT_PAGE_SIZE),
-        Ok(n) => Ok(n.min(MAX_PAGE_SIZE)),
-        Err(_) => Err(FieldViolation::new(field, "must not be negative")),
-    }
-}
-
-/// Page tokens are opaque to clients: the position of the last row returned.
+/// The token of the page after the integration at `position`.
 pub(crate) fn encode_page_token(position: Option<(i64, IntegrationId)>) -> String {
-    position.map_or_else(String::new, |(time, id)| {
-        URL_SAFE_NO_PAD.encode(format!("{time}/{id}"))
-    })
+    let position = position.map(|(time, id)| (time, id.to_string()));
+    paging::encode_page_token(position.as_ref().map(|(time, id)| (*time, id.as_str())))
 }
 
+/// The integration a page token names.
 pub(crate) fn decode_page_token(
     field: &str,
     token: &str,
 ) -> Result<Option<(i64, IntegrationId)>, FieldViolation> {
-    if token.is_empty() {
+    let Some((time, id)) = paging::decode_page_token(field, token)? else {
         return Ok(None);
-    }
-    let invalid = || FieldViolation::new(field, "is not a page token this service issued");
-    let text = URL_SAFE_NO_PAD
-        .decode(token)
-        .ok()
-        .and_then(|b| String::from_utf8(b).ok())
-        .ok_or_else(invalid)?;
-    let (time, id) = text.split_once('/').ok_or_else(invalid)?;
-    let time = time.parse().map_err(|_| invalid())?;
-    let id = IntegrationId::parse(field, id).map_err(|_| invalid())?;
+    };
+    let id = IntegrationId::parse(field, &id)
+        .map_err(|_| FieldViolation::new(field, "is not a page token this service issued"))?;
     Ok(Some((time, id)))
 }
 
@@ -181,13 +164,6 @@ pub(crate) fn predefined_secrets(
         .filter(|(_, v)| !v.is_empty())
         .map(|(k, v)| (k, SecretString::from(v)))
         .collect()
-}
-
-fn timestamp(millis: i64) -> prost_types::Timestamp {
-    prost_types::Timestamp {
-        seconds: millis.div_euclid(1000),
-        nanos: i32::try_from(millis.rem_euclid(1000) * 1_000_000).unwrap_or(0),
-    }
 }
 
 fn proto_duration(millis: u64) -> prost_types::Duration {

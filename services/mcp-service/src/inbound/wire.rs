@@ -113,10 +113,9 @@ pub(crate) fn discovery(discovery: &Discovery) -> pb::DiscoverResponse {
             .map(resource_template)
             .collect(),
         prompts: discovery.prompts.iter().map(prompt).collect(),
-        discover_time: Some(prost_types::Timestamp {
-            seconds: discovery.discovered_at.div_euclid(1000),
-            nanos: i32::try_from(discovery.discovered_at.rem_euclid(1000) * 1_000_000).unwrap_or(0),
-        }),
+        discover_time: Some(switchboard_server::paging::timestamp(
+            discovery.discovered_at,
+        )),
         integration: None,
     }
 }

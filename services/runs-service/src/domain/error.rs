@@ -22,6 +22,15 @@ pub enum RunsError {
     /// A limit was reached; the message says which and whether to retry.
     #[error("{0}")]
     ResourceExhausted(String),
+    /// The thread already has a run in progress.
+    #[error("the thread already has an active run")]
+    ThreadBusy,
+    /// An organization quota is used up; retrying does not help.
+    #[error("{0}")]
+    QuotaExceeded(String),
+    /// Every work slot is taken; retrying shortly helps.
+    #[error("{0}")]
+    Busy(String),
     /// Anything unexpected.
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
@@ -43,9 +52,7 @@ impl From<FieldViolation> for RunsError {
 impl From<RepositoryError> for RunsError {
     fn from(error: RepositoryError) -> Self {
         match error {
-            RepositoryError::ThreadBusy => {
-                Self::FailedPrecondition("the thread already has an active run".into())
-            }
+            RepositoryError::ThreadBusy => Self::ThreadBusy,
             RepositoryError::Other(error) => Self::Internal(error),
         }
     }

@@ -317,8 +317,9 @@ impl RunsService {
             .await
             .map_err(|error| match error {
                 ImportError::Storage(error) => RunsError::Internal(error),
-                busy @ (ImportError::Busy(_) | ImportError::OrgQuotaExceeded { .. }) => {
-                    RunsError::ResourceExhausted(busy.to_string())
+                busy @ ImportError::Busy(_) => RunsError::Busy(busy.to_string()),
+                quota @ ImportError::OrgQuotaExceeded { .. } => {
+                    RunsError::QuotaExceeded(quota.to_string())
                 }
                 other => RunsError::invalid("csv", other.to_string()),
             })

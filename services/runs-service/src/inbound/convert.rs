@@ -1,12 +1,11 @@
 //! Conversions between the `switchboard.runs.v1` messages and the domain.
 
-use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
 use switchboard_proto::{
     common::v1::TokenUsage,
     json::{json_to_struct, struct_to_json},
     runs::v1 as pb,
 };
-use switchboard_server::FieldViolation;
+use switchboard_server::{FieldViolation, paging};
 
 use crate::domain::{
     entities::{
@@ -17,35 +16,16 @@ use crate::domain::{
     run::{Envelope, RunEvent, ToolCallStatus, ToolKind},
 };
 
-const DEFAULT_PAGE_SIZE: u32 = 50;
-const MAX_PAGE_SIZE: u32 = 500;
+pub(crate) use switchboard_server::paging::{page_size, timestamp};
 
-pub(crate) fn page_size(field: &str, requested: i32) -> Result<u32, FieldViolation> {
-    match u32::try_from(requested) {
-        Ok(0) => Ok(DEFAULT_PAGE_SIZE),
-        Ok(n) => Ok(n.min(MAX_PAGE_SIZE)),
-        Err(_) => Err(FieldViolation::new(field, "must not be negative")),
-    }
-}
-
+/// The token of the page after `cursor`.
 pub(crate) fn encode_cursor(cursor: Cursor) -> String {
-    cursor.map_or_else(String::new, |(time, id)| {
-        URL_SAFE_NO_PAD.encode(format!("{time}/{id}"))
-    })
+    paging::encode_page_token(cursor.as_ref().map(|(time, id)| (*time, id.as_str())))
 }
 
+/// The cursor a page token names.
 pub(crate) fn decode_cursor(field: &str, token: &str) -> Result<Cursor, FieldViolation> {
-    if token.is_empty() {
-        return Ok(None);
-    }
-    let invalid = || FieldViolation::new(field, "is not a page token this service issued");
-    let text = URL_SAFE_NO_PAD
-        .decode(token)
-        .ok()
-        .and_then(|b| String::from_utf8(b).ok())
-        .ok_or_else(invalid)?;
-    let (time, id) = text.split_once('/').ok_or_else(invalid)?;
-    Ok(Some((time.parse().map_err(|_| invalid())?, id.to_owned())))
+    paging::decode_page_token(field, token)
 }
 
 pub(crate) fn decode_seq(field: &str, token: &str) -> Result<i64, FieldViolation> {
@@ -55,13 +35,6 @@ pub(crate) fn decode_seq(field: &str, token: &str) -> Result<i64, FieldViolation
     token
         .parse()
         .map_err(|_| FieldViolation::new(field, "is not a page token this service issued"))
-}
-
-fn timestamp(millis: i64) -> prost_types::Timestamp {
-    prost_types::Timestamp {
-        seconds: millis.div_euclid(1000),
-        nanos: i32::try_from(millis.rem_euclid(1000) * 1_000_000).unwrap_or(0),
-    }
 }
 
 /// An agent message's settings, as the domain's.

@@ -1,6 +1,8 @@
 //! The one place runs-service's domain errors become gRPC statuses.
 
-use switchboard_server::ApiError;
+use std::time::Duration;
+
+use switchboard_server::{ApiError, Refusal};
 
 use crate::domain::error::RunsError;
 
@@ -12,6 +14,13 @@ impl From<RunsError> for ApiError {
             RunsError::Forbidden(message) => Self::PermissionDenied(message.to_owned()),
             RunsError::FailedPrecondition(message) => Self::FailedPrecondition(message),
             RunsError::ResourceExhausted(message) => Self::ResourceExhausted(message),
+            error @ RunsError::ThreadBusy => Self::refused(Refusal::ThreadBusy, error.to_string()),
+            RunsError::QuotaExceeded(message) => Self::refused(Refusal::QuotaExceeded, message),
+            // Work slots free up as queries and imports end.
+            RunsError::Busy(message) => Self::Busy {
+                message,
+                retry_after: Duration::from_secs(1),
+            },
             RunsError::Internal(error) => Self::Internal(error),
         }
     }

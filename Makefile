@@ -20,6 +20,10 @@ help: ## List the targets
 tools: ## Install buf, the Python gRPC tools and the reference MCP server into .tools/
 	@bash scripts/install-tools.sh
 
+.PHONY: tmux
+tmux: ## Make sure tmux is installed (the CLI's terminal test drives chat in a tmux pane)
+	@bash scripts/ensure-tmux.sh
+
 .PHONY: postgres
 postgres: ## Make sure the test PostgreSQL answers on 127.0.0.1:5432
 	@bash scripts/ensure-postgres.sh
@@ -54,6 +58,14 @@ run: build ## Run both services (embedded SQLite under .data/) and the example M
 	  SWITCHBOARD_MODEL_PROVIDERS='$(SWITCHBOARD_MODEL_PROVIDERS)' \
 	  ./target/debug/runs-service --listen $(RUNS_LISTEN) & \
 	wait
+
+.PHONY: demo
+demo: ## The whole job: both services, the example MCP server and a model; an agent uses them in a conversation through the CLI
+	@bash scripts/demo.sh
+
+.PHONY: demo-check
+demo-check: ## The demo without a terminal, on the scripted model: checks the conversation's transcript, then stops everything
+	@DEMO_NONINTERACTIVE=1 bash scripts/demo.sh
 
 .PHONY: run-mcp
 run-mcp: build ## Run mcp-service alone (embedded SQLite)
@@ -116,7 +128,7 @@ conformance: ## The MCP conformance suite (client side, 2025-11-25 and 2026-07-2
 	bash scripts/conformance.sh
 
 .PHONY: test
-test: tools postgres clients ## Run every test, on SQLite and PostgreSQL
+test: tools postgres tmux clients ## Run every test, on SQLite and PostgreSQL
 	$(CARGO) test --workspace --locked
 
 .PHONY: fmt
@@ -155,4 +167,4 @@ size-check: ## No service file over 500 lines, no function outside tests over 60
 lint: fmt-check clippy size-check proto-lint proto-breaking ## All lints
 
 .PHONY: ci
-ci: lint deny test conformance fuzz-ci ## What CI runs: lints, supply-chain checks, the tests on SQLite and PostgreSQL, the MCP conformance suite, a short fuzz run
+ci: lint deny test conformance demo-check fuzz-ci ## What CI runs: lints, supply-chain checks, the tests on SQLite and PostgreSQL, the MCP conformance suite, the demo, a short fuzz run

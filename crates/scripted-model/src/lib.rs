@@ -139,6 +139,38 @@ impl Looping {
     }
 }
 
+/// A fixed sequence of tool calls, replayed after every user message: the
+/// request holding `n` tool results since the user last spoke gets a call to
+/// `steps[n]`, offered or not; once every step has its result, the model
+/// answers with `answer`, a template as in [`Turn::FromToolResults`] that may
+/// also name `{result:N}`, the Nth tool result since the user spoke (from 1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// The calls, in order, one per model turn.
+    pub steps: Vec<PlanStep>,
+    /// The answer's template.
+    pub answer: String,
+}
+
+/// One call of a [`Plan`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanStep {
+    /// Name of the tool to call.
+    pub tool_name: String,
+    /// Arguments as raw JSON text.
+    pub arguments: String,
+}
+
+impl PlanStep {
+    /// A step calling `tool_name` with `arguments`.
+    pub fn new(tool_name: impl Into<String>, arguments: impl Into<String>) -> Self {
+        Self {
+            tool_name: tool_name.into(),
+            arguments: arguments.into(),
+        }
+    }
+}
+
 /// How replies are shaped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScriptOptions {
@@ -203,6 +235,13 @@ impl ScriptedModel {
     /// free port), as the `scripted-model` binary runs it.
     pub async fn start_looping_on(addr: SocketAddr, rule: Looping) -> anyhow::Result<Self> {
         Self::serve(addr, Behaviour::Looping(rule), ScriptOptions::default()).await
+    }
+
+    /// A server that answers every conversation with the same [`Plan`], on
+    /// a fixed address (port 0 picks a free port), as the `scripted-model`
+    /// binary runs it with `--step`.
+    pub async fn start_plan_on(addr: SocketAddr, plan: Plan) -> anyhow::Result<Self> {
+        Self::serve(addr, Behaviour::Plan(plan), ScriptOptions::default()).await
     }
 
     async fn serve(

@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 
 use clap::Parser;
-use switchboard_scripted_model::{Looping, ScriptedModel};
+use switchboard_scripted_model::{Looping, Plan, PlanStep, ScriptedModel};
 use tracing_subscriber::EnvFilter;
 
 /// Scripted model server for Switchboard's local demo and benchmarks.
@@ -28,6 +28,23 @@ struct Args {
     /// Tool calls, one per model turn, before the model answers.
     #[arg(long, default_value_t = 1)]
     rounds: usize,
+    /// A plan instead of one tool: call these tools in order after every
+    /// user message, one per model turn, offered or not (repeatable).
+    #[arg(long, value_name = "TOOL=JSON", value_parser = parse_step, conflicts_with = "tool")]
+    step: Vec<PlanStep>,
+    /// The plan's answer once every step has its result; `{result:N}` is
+    /// the Nth result, `{last_tool_result}` the last.
+    #[arg(long, default_value = "{last_tool_result}", requires = "step")]
+    answer: String,
+}
+
+fn parse_step(text: &str) -> Result<PlanStep, String> {
+    let (tool, arguments) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected TOOL=JSON, got {text:?}"))?;
+    serde_json::from_str::<serde_json::Value>(arguments)
+        .map_err(|error| format!("the arguments of {tool} are not JSON: {error}"))?;
+    Ok(PlanStep::new(tool, arguments))
 }
 
 #[tokio::main]
@@ -43,11 +60,19 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
 
-    let model = ScriptedModel::start_looping_on(
-        args.listen,
-        Looping::new(args.tool, args.arguments, args.reply).rounds(args.rounds),
-    )
-    .await?;
+    let model = if args.step.is_empty() {
+        ScriptedModel::start_looping_on(
+            args.listen,
+            Looping::new(args.tool, args.arguments, args.reply).rounds(args.rounds),
+        )
+        .await?
+    } else {
+        let plan = Plan {
+            steps: args.step,
+            answer: args.answer,
+        };
+        ScriptedModel::start_plan_on(args.listen, plan).await?
+    };
     tracing::info!(base_url = %model.base_url(), "listening");
     shutdown_signal().await?;
     tracing::info!("shutting down");

@@ -82,12 +82,21 @@ impl RequestView {
     }
 }
 
-/// Fills `{last_tool_result}` and `{tool_results}` in a template.
+/// Fills `{last_tool_result}`, `{tool_results}` and `{result:N}` (the Nth
+/// tool result since the user spoke, from 1) in a template.
 pub(crate) fn render_template(template: &str, view: &RequestView) -> String {
     let last = view.tool_results.last().map(String::as_str).unwrap_or("");
-    template
+    let since_user = view
+        .tool_results
+        .len()
+        .saturating_sub(view.results_since_user);
+    let mut text = template
         .replace("{last_tool_result}", last)
-        .replace("{tool_results}", &view.final_turn_results.join("\n"))
+        .replace("{tool_results}", &view.final_turn_results.join("\n"));
+    for (index, result) in view.tool_results[since_user..].iter().enumerate() {
+        text = text.replace(&format!("{{result:{}}}", index + 1), result);
+    }
+    text
 }
 
 fn blocks(message: &Value) -> impl Iterator<Item = &Value> {
@@ -146,6 +155,10 @@ mod tests {
         assert_eq!(
             render_template("[{last_tool_result}|{tool_results}]", &view),
             "[two|one\ntwo]"
+        );
+        assert_eq!(
+            render_template("{result:1},{result:3},{result:4}", &view),
+            "old,two,{result:4}"
         );
     }
 

@@ -24,8 +24,8 @@ use tokio::{net::TcpListener, task::JoinHandle};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    EXHAUSTED_REPLY, Hostile, Looping, ScriptOptions, ScriptedToolCall, Turn, anthropic, hostile,
-    openai,
+    EXHAUSTED_REPLY, Hostile, Looping, Plan, ScriptOptions, ScriptedToolCall, Turn, anthropic,
+    hostile, openai,
     script::{Api, RequestView, render_template},
 };
 
@@ -36,6 +36,8 @@ pub(crate) enum Behaviour {
     Script(Mutex<VecDeque<Turn>>),
     /// The same rule for every request; see `ScriptedModel::start_looping`.
     Looping(Looping),
+    /// The same calls after every user message; see [`Plan`].
+    Plan(Plan),
 }
 
 /// What the model says in a successful reply.
@@ -140,6 +142,14 @@ impl State {
                     _ => Turn::Text(rule.reply.clone()),
                 }
             }
+            Behaviour::Plan(plan) => match plan.steps.get(view.results_since_user) {
+                Some(step) => Turn::ToolCalls(vec![ScriptedToolCall::new(
+                    format!("call_{seq}"),
+                    step.tool_name.clone(),
+                    step.arguments.clone(),
+                )]),
+                None => Turn::FromToolResults(plan.answer.clone()),
+            },
         }
     }
 

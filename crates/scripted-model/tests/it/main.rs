@@ -5,7 +5,9 @@ mod hostile;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use switchboard_scripted_model::{Looping, ScriptOptions, ScriptedModel, ScriptedToolCall, Turn};
+use switchboard_scripted_model::{
+    Looping, Plan, PlanStep, ScriptOptions, ScriptedModel, ScriptedToolCall, Turn,
+};
 
 fn client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -606,4 +608,68 @@ async fn delay_waits_and_shutdown_cuts_it_short() {
     assert!(started.elapsed() < Duration::from_secs(5));
     let cut = pending.await.expect("joins");
     assert!(cut.is_err() || cut.is_ok_and(|response| response.status() == 503));
+}
+
+#[tokio::test]
+async fn a_plan_calls_its_steps_in_order_after_each_user_message_then_answers() {
+    let plan = Plan {
+        steps: vec![
+            PlanStep::new("list", "{}"),
+            PlanStep::new("query", r#"{"sql":"SELECT 1"}"#),
+        ],
+        answer: "first {result:1}, then {result:2}".into(),
+    };
+    let model = ScriptedModel::start_plan_on("127.0.0.1:0".parse().expect("an address"), plan)
+        .await
+        .expect("starts");
+    let url = format!("{}/chat/completions", model.base_url());
+    let ask = |messages: Value| {
+        let mut request = openai_request(false);
+        request["messages"] = messages;
+        let url = url.clone();
+        async move {
+            let reply: Value = post(&url, &request).await.json().await.expect("json");
+            reply["choices"][0]["message"].clone()
+        }
+    };
+    let user = |text: &str| json!({"role": "user", "content": text});
+    let call = |id: &str| {
+        json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": id, "type": "function", "function": {"name": "x", "arguments": "{}"}}
+        ]})
+    };
+    let result =
+        |id: &str, text: &str| json!({"role": "tool", "tool_call_id": id, "content": text});
+
+    // Steps are called whether or not the request offers them.
+    let first = ask(json!([user("go")])).await;
+    assert_eq!(first["tool_calls"][0]["function"]["name"], "list");
+    let second = ask(json!([user("go"), call("a"), result("a", "two tables")])).await;
+    assert_eq!(second["tool_calls"][0]["function"]["name"], "query");
+    assert_eq!(
+        second["tool_calls"][0]["function"]["arguments"],
+        r#"{"sql":"SELECT 1"}"#
+    );
+    let answer = ask(json!([
+        user("go"),
+        call("a"),
+        result("a", "two tables"),
+        call("b"),
+        result("b", "1 row")
+    ]))
+    .await;
+    assert_eq!(answer["content"], "first two tables, then 1 row");
+
+    // A new user message starts the plan again.
+    let again = ask(json!([
+        user("go"),
+        call("a"),
+        result("a", "two tables"),
+        call("b"),
+        result("b", "1 row"),
+        {"role": "assistant", "content": "first two tables, then 1 row"},
+        user("once more")
+    ]))
+    .await;
+    assert_eq!(again["tool_calls"][0]["function"]["name"], "list");
 }

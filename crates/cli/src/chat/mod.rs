@@ -1,0 +1,135 @@
+//! A conversation with an agent: one run per user message, streamed as it
+//! arrives, paused for client tools and resumed with their results.
+
+mod echo;
+mod lines;
+pub(crate) mod render;
+
+pub use lines::LineReader;
+use switchboard_proto::runs::v1::{
+    self as runs, ClientToolResult, ClientToolResultsInput, ExecuteRunRequest, UserMessageInput,
+    execute_run_request::Input,
+};
+
+use self::render::{End, Renderer};
+use crate::{
+    client::{Clients, RunsClient},
+    error::{CliError, Service},
+    output::Output,
+};
+
+/// One thread's conversation.
+#[derive(Debug)]
+pub struct Session {
+    client: RunsClient,
+    thread_id: String,
+    out: Output,
+    /// The idempotency key of the next user message's run, used once.
+    request_id: String,
+}
+
+impl Session {
+    /// A conversation on `thread_id`.
+    /// The first user message's run carries `request_id` (empty: none).
+    pub fn new(
+        clients: &Clients,
+        thread_id: String,
+        out: Output,
+        request_id: String,
+    ) -> Result<Self, CliError> {
+        Ok(Self {
+            client: clients.runs()?,
+            thread_id,
+            out,
+            request_id,
+        })
+    }
+
+    /// Sends `text`, streams the answer, asks `lines` for the results of
+    /// client tools whenever the run pauses, and returns once the run ends.
+    pub async fn say(&mut self, text: String, lines: &mut LineReader) -> Result<(), CliError> {
+        let mut input = Input::UserMessage(UserMessageInput { text });
+        let mut request_id = std::mem::take(&mut self.request_id);
+        loop {
+            match self.execute(input, std::mem::take(&mut request_id)).await? {
+                End::Completed => return Ok(()),
+                End::Paused { run_id, calls } => {
+                    let results = self.ask_results(&calls, lines).await?;
+                    input = Input::ClientToolResults(ClientToolResultsInput { run_id, results });
+                }
+            }
+        }
+    }
+
+    /// One ExecuteRun: its events rendered until the run ends. Ctrl-C closes
+    /// the stream, which cancels the run.
+    async fn execute(&mut self, input: Input, request_id: String) -> Result<End, CliError> {
+        let request = ExecuteRunRequest {
+            thread_id: self.thread_id.clone(),
+            input: Some(input),
+            request_id,
+        };
+        let failed = CliError::from(Service::Runs);
+        let _quiet = echo::NoControlEcho::new();
+        let mut renderer = Renderer::new(self.out);
+        let mut stream = tokio::select! {
+            response = self.client.execute_run(request) => response.map_err(&failed)?.into_inner(),
+            _ = tokio::signal::ctrl_c() => return Err(CliError::Interrupted),
+        };
+        loop {
+            let event = tokio::select! {
+                event = stream.message() => event.map_err(&failed)?,
+                _ = tokio::signal::ctrl_c() => {
+                    renderer.interrupted()?;
+                    return Err(CliError::Interrupted);
+                }
+            };
+            let Some(event) = event else {
+                return Err(CliError::Failed(
+                    "the run's stream ended before the run did".into(),
+                ));
+            };
+            if let Some(end) = renderer.event(&event)? {
+                return end;
+            }
+        }
+    }
+
+    /// Asks for each client tool call's result: a line of text, or `!text`
+    /// for an error.
+    async fn ask_results(
+        &self,
+        calls: &[runs::ToolCallPart],
+        lines: &mut LineReader,
+    ) -> Result<Vec<ClientToolResult>, CliError> {
+        let mut results = Vec::with_capacity(calls.len());
+        for call in calls {
+            let arguments = render::arguments_text(&call.arguments_json, call.arguments.as_ref());
+            let question = format!(
+                "⏸ the agent asks you to run client tool `{}` with {arguments}\n  type its result (start with ! to report an error):",
+                call.name
+            );
+            if self.out.is_json() {
+                crate::output::to_stderr(question);
+            } else {
+                self.out.line(question)?;
+            }
+            let Some(line) = lines.read("result> ").await? else {
+                return Err(CliError::Failed(format!(
+                    "the run waits for the result of client tool `{}`; none was given",
+                    call.name
+                )));
+            };
+            let (content, is_error) = match line.strip_prefix('!') {
+                Some(error) => (error.trim().to_owned(), true),
+                None => (line.trim().to_owned(), false),
+            };
+            results.push(ClientToolResult {
+                tool_call_id: call.id.clone(),
+                content,
+                is_error,
+            });
+        }
+        Ok(results)
+    }
+}

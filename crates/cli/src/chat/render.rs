@@ -1,0 +1,252 @@
+//! Showing a run's events as they arrive: text as it streams, a spinner per
+//! tool call that becomes its outcome, skipped integrations, the end.
+
+use std::{io::IsTerminal as _, time::Duration};
+
+use console::style;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use switchboard_proto::{
+    json::struct_to_json,
+    runs::v1::{self as runs, RunStatus, ToolCallStatus, ToolKind, execute_run_response::Event},
+};
+
+use crate::{
+    error::CliError,
+    output::{Output, short},
+};
+
+/// How a run ended, when it did not fail.
+#[derive(Debug)]
+pub enum End {
+    /// The model answered.
+    Completed,
+    /// The run waits for the results of these client tool calls.
+    Paused {
+        /// The paused run.
+        run_id: String,
+        /// The calls to answer.
+        calls: Vec<runs::ToolCallPart>,
+    },
+}
+
+/// Renders one run's events.
+///
+/// One spinner stands for every tool call in flight (a turn's calls run
+/// concurrently) and names them; each finished call prints its outcome above
+/// it, and the spinner goes once none is left.
+#[derive(Debug)]
+pub struct Renderer {
+    out: Output,
+    spinners: bool,
+    spinner: Option<ProgressBar>,
+    /// The calls in flight: id and label.
+    running: Vec<(String, String)>,
+    at_line_start: bool,
+    pending: Vec<runs::ToolCallPart>,
+}
+
+impl Renderer {
+    /// A renderer printing to `out`; spinners are drawn on stderr when it is
+    /// a terminal.
+    pub fn new(out: Output) -> Self {
+        Self {
+            out,
+            spinners: !out.is_json() && std::io::stderr().is_terminal(),
+            spinner: None,
+            running: Vec::new(),
+            at_line_start: true,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Shows one event; returns how the run ended once it has.
+    pub fn event(
+        &mut self,
+        event: &runs::ExecuteRunResponse,
+    ) -> Result<Option<Result<End, CliError>>, CliError> {
+        if self.out.is_json() {
+            self.out.proto(event)?;
+        }
+        let Some(kind) = &event.event else {
+            return Ok(None);
+        };
+        match kind {
+            Event::TextDelta(delta) if !self.out.is_json() => {
+                self.out.text(&delta.text)?;
+                if !delta.text.is_empty() {
+                    self.at_line_start = delta.text.ends_with('\n');
+                }
+            }
+            Event::ToolCallStarted(call) => self.tool_started(call)?,
+            Event::ToolCallFinished(call) => self.tool_finished(call)?,
+            Event::IntegrationDiscoveryFailed(failed) => self.note(format!(
+                "{} integration {} is skipped: {}",
+                style("!").yellow().bold(),
+                failed.integration_id,
+                crate::error::one_line(&failed.error)
+            ))?,
+            Event::ClientToolCallsRequired(required) => {
+                self.pending.clone_from(&required.tool_calls);
+            }
+            Event::RunCompleted(completed) => {
+                self.end_line()?;
+                let run = completed.run.clone().unwrap_or_default();
+                return Ok(Some(self.completed(&event.run_id, &run)));
+            }
+            Event::RunFailed(failed) => {
+                self.end_line()?;
+                return Ok(Some(Err(CliError::Failed(format!(
+                    "run {} failed: {}",
+                    event.run_id,
+                    crate::error::one_line(&failed.error)
+                )))));
+            }
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    /// Clears the spinners after Ctrl-C.
+    pub fn interrupted(&mut self) -> Result<(), CliError> {
+        self.running.clear();
+        if let Some(spinner) = self.spinner.take() {
+            spinner.finish_and_clear();
+        }
+        self.end_line()?;
+        if !self.out.is_json() {
+            self.out
+                .line(format!("{} run cancelled", style("■").yellow()))?;
+        }
+        Ok(())
+    }
+
+    fn completed(&mut self, run_id: &str, run: &runs::Run) -> Result<End, CliError> {
+        match RunStatus::try_from(run.status) {
+            Ok(RunStatus::RequiresAction) => Ok(End::Paused {
+                run_id: run_id.to_owned(),
+                calls: std::mem::take(&mut self.pending),
+            }),
+            Ok(RunStatus::MaxSteps) => Err(CliError::Failed(format!(
+                "run {run_id} stopped at its step limit ({} model calls)",
+                run.steps
+            ))),
+            _ => Ok(End::Completed),
+        }
+    }
+
+    fn tool_started(&mut self, call: &runs::ToolCallStarted) -> Result<(), CliError> {
+        if self.out.is_json() {
+            return Ok(());
+        }
+        self.end_line()?;
+        let arguments = arguments_text(&call.arguments_json, call.arguments.as_ref());
+        let label = format!(
+            "{} {} {}",
+            kind_label(call.kind),
+            call.tool_name,
+            short(&arguments, 80)
+        );
+        self.running.push((call.tool_call_id.clone(), label));
+        if self.spinners {
+            let labels = self.running_labels();
+            let spinner = self.spinner.get_or_insert_with(|| {
+                let spinner = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+                    .with_style(
+                        ProgressStyle::with_template("{spinner:.cyan} {msg}")
+                            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                    );
+                spinner.enable_steady_tick(Duration::from_millis(100));
+                spinner
+            });
+            spinner.set_message(labels);
+        }
+        Ok(())
+    }
+
+    fn running_labels(&self) -> String {
+        let labels: Vec<&str> = self.running.iter().map(|(_, l)| l.as_str()).collect();
+        labels.join(" · ")
+    }
+
+    fn tool_finished(&mut self, call: &runs::ToolCallFinished) -> Result<(), CliError> {
+        if self.out.is_json() {
+            return Ok(());
+        }
+        self.running.retain(|(id, _)| *id != call.tool_call_id);
+        if self.running.is_empty() {
+            if let Some(spinner) = self.spinner.take() {
+                spinner.finish_and_clear();
+            }
+        } else if let Some(spinner) = &self.spinner {
+            spinner.set_message(self.running_labels());
+        }
+        let result = short(&call.result, 100);
+        let line = match ToolCallStatus::try_from(call.status) {
+            Ok(ToolCallStatus::Succeeded) => {
+                format!(
+                    "{} {} → {result}",
+                    style("✓").green().bold(),
+                    call.tool_name
+                )
+            }
+            Ok(ToolCallStatus::TimedOut) => {
+                format!(
+                    "{} {} timed out: {result}",
+                    style("✗").red().bold(),
+                    call.tool_name
+                )
+            }
+            Ok(ToolCallStatus::NotFound) => format!(
+                "{} {} does not exist: {result}",
+                style("✗").red().bold(),
+                call.tool_name
+            ),
+            _ => format!(
+                "{} {} failed: {result}",
+                style("✗").red().bold(),
+                call.tool_name
+            ),
+        };
+        self.note(line)
+    }
+
+    /// A line of its own, printed above the spinner.
+    fn note(&mut self, line: String) -> Result<(), CliError> {
+        if self.out.is_json() {
+            return Ok(());
+        }
+        self.end_line()?;
+        let out = self.out;
+        match &self.spinner {
+            Some(spinner) => spinner.suspend(|| out.line(line)),
+            None => out.line(line),
+        }
+    }
+
+    fn end_line(&mut self) -> Result<(), CliError> {
+        if !self.at_line_start && !self.out.is_json() {
+            self.out.line("")?;
+        }
+        self.at_line_start = true;
+        Ok(())
+    }
+}
+
+/// A call's arguments as the model wrote them, else as the service parsed
+/// them.
+pub fn arguments_text(exact: &str, parsed: Option<&prost_types::Struct>) -> String {
+    if exact.is_empty() {
+        parsed.map(struct_to_json).unwrap_or_default().to_string()
+    } else {
+        exact.to_owned()
+    }
+}
+
+fn kind_label(kind: i32) -> &'static str {
+    match ToolKind::try_from(kind) {
+        Ok(ToolKind::Mcp) => "calling MCP tool",
+        Ok(ToolKind::Client) => "client tool",
+        Ok(ToolKind::Builtin) => "running",
+        _ => "calling",
+    }
+}

@@ -1,0 +1,93 @@
+//! gRPC clients of both services, with the bearer token on every call.
+
+use std::time::Duration;
+
+use switchboard_proto::{
+    mcp::v1::mcp_service_client::McpServiceClient, runs::v1::runs_service_client::RunsServiceClient,
+};
+use tonic::{
+    Request, Status,
+    metadata::{Ascii, MetadataValue},
+    service::{Interceptor, interceptor::InterceptedService},
+    transport::{Channel, Endpoint},
+};
+
+use crate::{config::Settings, error::CliError};
+
+/// Largest message accepted from a service (the services' own default cap).
+const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+/// How long opening a connection may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Adds `authorization: Bearer …` to every request.
+#[derive(Debug, Clone)]
+pub struct BearerAuth(MetadataValue<Ascii>);
+
+impl Interceptor for BearerAuth {
+    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
+        request
+            .metadata_mut()
+            .insert("authorization", self.0.clone());
+        Ok(request)
+    }
+}
+
+/// A client of mcp-service.
+pub type McpClient = McpServiceClient<InterceptedService<Channel, BearerAuth>>;
+/// A client of runs-service.
+pub type RunsClient = RunsServiceClient<InterceptedService<Channel, BearerAuth>>;
+
+/// Both clients, connected lazily: a service is dialled at its first call.
+#[derive(Debug, Clone)]
+pub struct Clients {
+    settings: Settings,
+    auth: BearerAuth,
+}
+
+impl Clients {
+    /// Clients for `settings`; fails without a token.
+    pub fn new(settings: Settings) -> Result<Self, CliError> {
+        let token = settings.token.as_deref().ok_or(CliError::NoToken)?;
+        let value = format!("Bearer {token}").parse().map_err(|_| {
+            CliError::Usage("the token holds characters a header cannot carry".into())
+        })?;
+        Ok(Self {
+            settings,
+            auth: BearerAuth(value),
+        })
+    }
+
+    /// A client of mcp-service.
+    pub fn mcp(&self) -> Result<McpClient, CliError> {
+        let channel = channel(&self.settings.mcp_addr)?;
+        Ok(
+            McpServiceClient::with_interceptor(channel, self.auth.clone())
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+        )
+    }
+
+    /// A client of runs-service.
+    pub fn runs(&self) -> Result<RunsClient, CliError> {
+        let channel = channel(&self.settings.runs_addr)?;
+        Ok(
+            RunsServiceClient::with_interceptor(channel, self.auth.clone())
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+        )
+    }
+
+    /// A request carrying the unary deadline.
+    pub fn unary<T>(&self, message: T) -> Request<T> {
+        let mut request = Request::new(message);
+        request.set_timeout(self.settings.timeout);
+        request
+    }
+}
+
+fn channel(addr: &str) -> Result<Channel, CliError> {
+    let endpoint = Endpoint::from_shared(addr.to_owned())
+        .map_err(|error| CliError::Usage(format!("address {addr:?}: {error}")))?
+        .connect_timeout(CONNECT_TIMEOUT);
+    Ok(endpoint.connect_lazy())
+}

@@ -1,0 +1,465 @@
+//! `switchboard integrations`: the catalog, creating, listing, validating,
+//! discovering, enabling and disabling MCP integrations.
+
+use std::collections::BTreeMap;
+
+use clap::{Args, Subcommand};
+use switchboard_proto::mcp::v1::{self as mcp, auth_config::Method, transport::Kind};
+
+use super::Context;
+use crate::{
+    args::{KeyValue, PageArgs},
+    error::{CliError, Service},
+    output::{short, table, time},
+    refs,
+};
+
+/// The integration commands.
+#[derive(Debug, Subcommand)]
+pub enum IntegrationsCommand {
+    /// List the predefined catalog of MCP servers
+    Catalog(PageArgs),
+    /// Create an integration: a custom one (--url or --command) or from the catalog (--catalog)
+    Create(Box<CreateArgs>),
+    /// List the organization's integrations
+    List {
+        /// Paging.
+        #[command(flatten)]
+        page: PageArgs,
+        /// Only enabled integrations.
+        #[arg(long)]
+        enabled_only: bool,
+    },
+    /// Show one integration
+    Show {
+        /// Its id or slug.
+        integration: String,
+    },
+    /// Connect to the integration's server and report what it offers, or why not
+    Validate {
+        /// Its id or slug.
+        integration: String,
+    },
+    /// List the tools, resources, resource templates and prompts of its server
+    Discover {
+        /// Its id or slug.
+        integration: String,
+        /// Ask the server instead of the cache.
+        #[arg(long)]
+        refresh: bool,
+    },
+    /// Enable an integration
+    Enable {
+        /// Its id or slug.
+        integration: String,
+    },
+    /// Disable an integration: runs skip it, calls to it are refused
+    Disable {
+        /// Its id or slug.
+        integration: String,
+    },
+    /// Delete an integration
+    Delete {
+        /// Its id or slug.
+        integration: String,
+    },
+}
+
+/// `integrations create`.
+#[derive(Debug, Args)]
+pub struct CreateArgs {
+    /// Prefix of the tool names the model sees (`{slug}__{tool}`).
+    #[arg(long)]
+    slug: String,
+    /// Display name [default: the slug]
+    #[arg(long)]
+    name: Option<String>,
+    /// Where the server is.
+    #[command(flatten)]
+    source: SourceArgs,
+    /// An argument of the stdio command (repeatable).
+    #[arg(
+        long = "arg",
+        value_name = "ARG",
+        allow_hyphen_values = true,
+        requires = "command"
+    )]
+    args: Vec<String>,
+    /// An environment variable of the stdio command (repeatable).
+    #[arg(long, value_name = "NAME=VALUE", requires = "command")]
+    env: Vec<KeyValue>,
+    /// A secret environment variable of the stdio command (repeatable; never shown again).
+    #[arg(long, value_name = "NAME=VALUE", requires = "command")]
+    secret_env: Vec<KeyValue>,
+    /// A secret a catalog entry needs (repeatable).
+    #[arg(long, value_name = "NAME=VALUE", requires = "catalog")]
+    secret: Vec<KeyValue>,
+    /// Authenticate with `Authorization: Bearer TOKEN`.
+    #[arg(long, value_name = "TOKEN", conflicts_with = "header")]
+    bearer_token: Option<String>,
+    /// Authenticate with a header carrying a secret value.
+    #[arg(long, value_name = "NAME=VALUE")]
+    header: Option<KeyValue>,
+    /// Limit on connecting and the MCP handshake (e.g. 10s).
+    #[arg(long, value_name = "DURATION")]
+    connect_timeout: Option<humantime::Duration>,
+    /// Limit on one call (e.g. 60s).
+    #[arg(long, value_name = "DURATION")]
+    call_timeout: Option<humantime::Duration>,
+    /// Create it disabled.
+    #[arg(long)]
+    disabled: bool,
+}
+
+/// Exactly one origin of the integration.
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+struct SourceArgs {
+    /// A streamable HTTP MCP endpoint.
+    #[arg(long)]
+    url: Option<String>,
+    /// A stdio MCP server: the program (it must be on the service's allow-list).
+    #[arg(long)]
+    command: Option<String>,
+    /// A catalog entry id (see `integrations catalog`).
+    #[arg(long)]
+    catalog: Option<String>,
+}
+
+/// Runs an integration command.
+pub async fn run(ctx: &Context, command: IntegrationsCommand) -> Result<(), CliError> {
+    match command {
+        IntegrationsCommand::Catalog(page) => catalog(ctx, page).await,
+        IntegrationsCommand::Create(args) => {
+            let request = create_request(*args, ctx.request_id.clone())?;
+            let response = ctx
+                .clients
+                .mcp()?
+                .create_integration(ctx.clients.unary(request))
+                .await
+                .map_err(CliError::from(Service::Mcp))?;
+            print_integration(ctx, &response.into_inner().integration.unwrap_or_default())
+        }
+        IntegrationsCommand::List { page, enabled_only } => list(ctx, page, enabled_only).await,
+        IntegrationsCommand::Show { integration } => {
+            let id = refs::integration(&ctx.clients, &integration).await?;
+            let response = ctx
+                .clients
+                .mcp()?
+                .get_integration(ctx.clients.unary(mcp::GetIntegrationRequest { id }))
+                .await
+                .map_err(CliError::from(Service::Mcp))?;
+            print_integration(ctx, &response.into_inner().integration.unwrap_or_default())
+        }
+        IntegrationsCommand::Validate { integration } => validate(ctx, &integration).await,
+        IntegrationsCommand::Discover {
+            integration,
+            refresh,
+        } => discover(ctx, &integration, refresh).await,
+        IntegrationsCommand::Enable { integration } => set_enabled(ctx, &integration, true).await,
+        IntegrationsCommand::Disable { integration } => set_enabled(ctx, &integration, false).await,
+        IntegrationsCommand::Delete { integration } => delete(ctx, &integration).await,
+    }
+}
+
+async fn catalog(ctx: &Context, page: PageArgs) -> Result<(), CliError> {
+    let response = ctx
+        .clients
+        .mcp()?
+        .list_predefined_integrations(ctx.clients.unary(mcp::ListPredefinedIntegrationsRequest {
+            page_size: page.page_size,
+            page_token: page.page_token,
+        }))
+        .await
+        .map_err(CliError::from(Service::Mcp))?
+        .into_inner();
+    ctx.out.either(&response, || print_catalog(ctx, &response))
+}
+
+async fn list(ctx: &Context, page: PageArgs, enabled_only: bool) -> Result<(), CliError> {
+    let response = ctx
+        .clients
+        .mcp()?
+        .list_integrations(ctx.clients.unary(mcp::ListIntegrationsRequest {
+            page_size: page.page_size,
+            page_token: page.page_token,
+            enabled_only,
+        }))
+        .await
+        .map_err(CliError::from(Service::Mcp))?
+        .into_inner();
+    ctx.out.either(&response, || {
+        let mut rows = table(&["ID", "SLUG", "NAME", "ENABLED", "TRANSPORT"]);
+        for i in &response.integrations {
+            rows.add_row(vec![
+                i.id.clone(),
+                i.slug.clone(),
+                i.display_name.clone(),
+                yes_no(i.enabled).into(),
+                transport(i.transport.as_ref()),
+            ]);
+        }
+        ctx.out.line(rows)?;
+        ctx.out.next_page(&response.next_page_token)
+    })
+}
+
+/// Prints what the server reported; a failed connection is exit code 1.
+async fn validate(ctx: &Context, integration: &str) -> Result<(), CliError> {
+    let id = refs::integration(&ctx.clients, integration).await?;
+    let response = ctx
+        .clients
+        .mcp()?
+        .validate_integration(ctx.clients.unary(mcp::ValidateIntegrationRequest { id }))
+        .await
+        .map_err(CliError::from(Service::Mcp))?
+        .into_inner();
+    ctx.out
+        .either(&response, || print_validation(ctx, &response))?;
+    if response.ok {
+        Ok(())
+    } else {
+        Err(CliError::Failed(format!(
+            "validation failed: {}",
+            crate::error::one_line(&response.error)
+        )))
+    }
+}
+
+async fn discover(ctx: &Context, integration: &str, refresh: bool) -> Result<(), CliError> {
+    let integration_id = refs::integration(&ctx.clients, integration).await?;
+    let response = ctx
+        .clients
+        .mcp()?
+        .discover(ctx.clients.unary(mcp::DiscoverRequest {
+            integration_id,
+            bypass_cache: refresh,
+        }))
+        .await
+        .map_err(CliError::from(Service::Mcp))?
+        .into_inner();
+    ctx.out
+        .either(&response, || super::discover_view::print(ctx, &response))
+}
+
+async fn set_enabled(ctx: &Context, integration: &str, enable: bool) -> Result<(), CliError> {
+    let id = refs::integration(&ctx.clients, integration).await?;
+    let mut client = ctx.clients.mcp()?;
+    let changed = if enable {
+        client
+            .enable_integration(ctx.clients.unary(mcp::EnableIntegrationRequest { id }))
+            .await
+            .map(|r| r.into_inner().integration)
+    } else {
+        client
+            .disable_integration(ctx.clients.unary(mcp::DisableIntegrationRequest { id }))
+            .await
+            .map(|r| r.into_inner().integration)
+    };
+    let integration = changed.map_err(CliError::from(Service::Mcp))?;
+    print_integration(ctx, &integration.unwrap_or_default())
+}
+
+async fn delete(ctx: &Context, integration: &str) -> Result<(), CliError> {
+    let id = refs::integration(&ctx.clients, integration).await?;
+    let response = ctx
+        .clients
+        .mcp()?
+        .delete_integration(
+            ctx.clients
+                .unary(mcp::DeleteIntegrationRequest { id: id.clone() }),
+        )
+        .await
+        .map_err(CliError::from(Service::Mcp))?
+        .into_inner();
+    ctx.out.either(&response, || {
+        ctx.out.line(format!("deleted integration {id}"))
+    })
+}
+
+fn map(pairs: Vec<KeyValue>) -> BTreeMap<String, String> {
+    pairs.into_iter().map(|kv| (kv.key, kv.value)).collect()
+}
+
+fn duration(value: Option<humantime::Duration>) -> Result<Option<prost_types::Duration>, CliError> {
+    value
+        .map(|d| {
+            prost_types::Duration::try_from(std::time::Duration::from(d))
+                .map_err(|_| CliError::Usage(format!("{d} is too long")))
+        })
+        .transpose()
+}
+
+fn auth_method(bearer_token: Option<String>, header: Option<KeyValue>) -> Option<Method> {
+    match (bearer_token, header) {
+        (Some(token), _) => Some(Method::BearerToken(mcp::BearerTokenAuth {
+            token,
+            token_set: false,
+        })),
+        (None, Some(header)) => Some(Method::Header(mcp::HeaderAuth {
+            header_name: header.key,
+            value: header.value,
+            value_set: false,
+        })),
+        (None, None) => None,
+    }
+}
+
+fn create_request(
+    args: CreateArgs,
+    request_id: String,
+) -> Result<mcp::CreateIntegrationRequest, CliError> {
+    let auth = auth_method(args.bearer_token, args.header);
+    let custom = |kind| {
+        mcp::create_integration_request::Source::Custom(mcp::CustomIntegrationSpec {
+            transport: Some(mcp::Transport { kind: Some(kind) }),
+            auth: auth.clone().map(|method| mcp::AuthConfig {
+                method: Some(method),
+            }),
+        })
+    };
+    let source = match (args.source.url, args.source.command, args.source.catalog) {
+        (Some(url), _, _) => custom(Kind::StreamableHttp(mcp::StreamableHttpTransport { url })),
+        (None, Some(command), _) => custom(Kind::Stdio(mcp::StdioTransport {
+            command,
+            args: args.args,
+            env: map(args.env),
+            secret_env: map(args.secret_env),
+            secret_env_names: Vec::new(),
+        })),
+        (None, None, Some(catalog_id)) => {
+            if auth.is_some() {
+                return Err(CliError::Usage(
+                    "a catalog entry takes its credentials with --secret NAME=VALUE".into(),
+                ));
+            }
+            mcp::create_integration_request::Source::Predefined(mcp::PredefinedIntegrationSpec {
+                catalog_id,
+                secrets: map(args.secret),
+            })
+        }
+        (None, None, None) => {
+            return Err(CliError::Usage(
+                "name the server with --url, --command or --catalog".into(),
+            ));
+        }
+    };
+    let timeouts = match (args.connect_timeout, args.call_timeout) {
+        (None, None) => None,
+        (connect, call) => Some(mcp::Timeouts {
+            connect: duration(connect)?,
+            call: duration(call)?,
+        }),
+    };
+    Ok(mcp::CreateIntegrationRequest {
+        display_name: args.name.unwrap_or_else(|| args.slug.clone()),
+        slug: args.slug,
+        source: Some(source),
+        timeouts,
+        start_disabled: args.disabled,
+        request_id,
+    })
+}
+
+fn yes_no(value: bool) -> &'static str {
+    if value { "yes" } else { "no" }
+}
+
+fn transport(transport: Option<&mcp::Transport>) -> String {
+    match transport.and_then(|t| t.kind.as_ref()) {
+        Some(Kind::StreamableHttp(http)) => http.url.clone(),
+        Some(Kind::Stdio(stdio)) => format!("stdio: {} {}", stdio.command, stdio.args.join(" ")),
+        None => "-".into(),
+    }
+}
+
+fn auth(auth: Option<&mcp::AuthConfig>) -> String {
+    match auth.and_then(|a| a.method.as_ref()) {
+        None | Some(Method::None(_)) => "none".into(),
+        Some(Method::BearerToken(b)) => format!("bearer token (set: {})", yes_no(b.token_set)),
+        Some(Method::Header(h)) => {
+            format!("header {} (set: {})", h.header_name, yes_no(h.value_set))
+        }
+        Some(Method::OauthClientCredentials(o)) => format!(
+            "OAuth client credentials, client {} at {} (secret set: {})",
+            o.client_id,
+            o.token_url,
+            yes_no(o.client_secret_set)
+        ),
+    }
+}
+
+fn print_integration(ctx: &Context, i: &mcp::Integration) -> Result<(), CliError> {
+    ctx.out.either(i, || {
+        let kind = match mcp::IntegrationKind::try_from(i.kind) {
+            Ok(mcp::IntegrationKind::Predefined) => format!("predefined ({})", i.predefined_id),
+            _ => "custom".into(),
+        };
+        let mut rows = table(&["FIELD", "VALUE"]);
+        for (field, value) in [
+            ("id", i.id.clone()),
+            ("slug", i.slug.clone()),
+            ("name", i.display_name.clone()),
+            ("kind", kind),
+            ("enabled", yes_no(i.enabled).into()),
+            ("transport", transport(i.transport.as_ref())),
+            ("auth", auth(i.auth.as_ref())),
+            ("created", time(i.create_time.as_ref())),
+            ("updated", time(i.update_time.as_ref())),
+        ] {
+            rows.add_row(vec![field.to_owned(), value]);
+        }
+        ctx.out.line(rows)
+    })
+}
+
+fn print_catalog(
+    ctx: &Context,
+    response: &mcp::ListPredefinedIntegrationsResponse,
+) -> Result<(), CliError> {
+    let mut rows = table(&["ID", "NAME", "SLUG", "SECRETS", "DESCRIPTION"]);
+    for entry in &response.integrations {
+        let secrets: Vec<String> = entry
+            .secrets
+            .iter()
+            .map(|s| {
+                if s.required {
+                    s.name.clone()
+                } else {
+                    format!("{} (optional)", s.name)
+                }
+            })
+            .collect();
+        rows.add_row(vec![
+            entry.id.clone(),
+            entry.display_name.clone(),
+            entry.default_slug.clone(),
+            secrets.join(", "),
+            short(&entry.description, 60),
+        ]);
+    }
+    ctx.out.line(rows)?;
+    ctx.out.next_page(&response.next_page_token)
+}
+
+fn print_validation(ctx: &Context, v: &mcp::ValidateIntegrationResponse) -> Result<(), CliError> {
+    if !v.ok {
+        return ctx.out.line(format!("✗ could not connect: {}", v.error));
+    }
+    let server = v.server.clone().unwrap_or_default();
+    let latency = v
+        .latency
+        .and_then(|d| std::time::Duration::try_from(d).ok())
+        .map(|d| format!("{} ms", d.as_millis()))
+        .unwrap_or_else(|| "-".into());
+    ctx.out.line(format!(
+        "✓ {} {} (MCP {}) in {latency}: {} tools, {} resources, {} templates, {} prompts",
+        server.name,
+        server.version,
+        v.protocol_version,
+        v.tool_count,
+        v.resource_count,
+        v.resource_template_count,
+        v.prompt_count
+    ))
+}

@@ -1,0 +1,56 @@
+//! The commands, one module per group.
+
+pub mod agents;
+pub mod chat;
+mod discover_view;
+pub mod integrations;
+pub mod runs;
+pub mod sources;
+pub mod threads;
+
+use clap::CommandFactory as _;
+
+use crate::{
+    args::{Cli, Command},
+    client::Clients,
+    config::Settings,
+    error::CliError,
+    output::Output,
+};
+
+/// What every command works with.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// The services.
+    pub clients: Clients,
+    /// Where results go.
+    pub out: Output,
+    /// The idempotency key of the command's create, import or run; empty
+    /// for none.
+    pub request_id: String,
+}
+
+/// Runs the command line.
+pub async fn run(cli: Cli) -> Result<(), CliError> {
+    if let Command::Completions { shell } = cli.command {
+        let mut command = Cli::command();
+        let mut script = Vec::new();
+        clap_complete::generate(shell, &mut command, "switchboard", &mut script);
+        return Output::new(false).text(&String::from_utf8_lossy(&script));
+    }
+    let settings = Settings::resolve(&cli.connection)?;
+    let ctx = Context {
+        clients: Clients::new(settings)?,
+        out: Output::new(cli.json),
+        request_id: cli.request_id.unwrap_or_default(),
+    };
+    match cli.command {
+        Command::Integrations(command) => integrations::run(&ctx, command).await,
+        Command::Agents(command) => agents::run(&ctx, command).await,
+        Command::Threads(command) => threads::run(&ctx, command).await,
+        Command::Sources(command) => sources::run(&ctx, command).await,
+        Command::Runs(command) => runs::run(&ctx, command).await,
+        Command::Chat(args) => chat::run(&ctx, args).await,
+        Command::Completions { .. } => Ok(()),
+    }
+}

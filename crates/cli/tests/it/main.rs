@@ -1,0 +1,9 @@
+//! The `switchboard` binary against both services on loopback, the example
+//! MCP server and a scripted model, as a user runs it: from a script and in a
+//! real terminal (tmux).
+
+mod chat;
+mod errors;
+mod json;
+mod terminal;
+mod world;

@@ -386,6 +386,15 @@ fn auth(auth: Option<&mcp::AuthConfig>) -> String {
             o.token_url,
             yes_no(o.client_secret_set)
         ),
+        Some(Method::OauthAuthorizationCode(o)) => format!(
+            "OAuth authorization code, each user connects their account (client {}, redirect {})",
+            if o.client_id.is_empty() {
+                "registered on first use"
+            } else {
+                o.client_id.as_str()
+            },
+            o.redirect_uri
+        ),
     }
 }
 

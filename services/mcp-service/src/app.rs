@@ -52,6 +52,67 @@ struct Built {
     services: Services,
 }
 
+/// The MCP gateway: sessions pooled within their limits, discovery cached,
+/// results and listings bounded.
+fn gateway(config: &Config, connector: McpConnector) -> RmcpGateway {
+    RmcpGateway::new(
+        connector,
+        SessionPool::new(PoolLimits {
+            max_sessions: config.max_sessions,
+            max_sessions_per_org: config.max_sessions_per_org,
+            max_stdio_sessions_per_org: config.max_stdio_sessions_per_org,
+            idle_timeout: config.session_idle_timeout,
+        }),
+        DiscoveryCache::new(config.discovery_ttl),
+        GatewayLimits {
+            max_result_bytes: config.max_result_bytes,
+            discovery: DiscoveryLimits {
+                max_pages: config.discovery_max_pages,
+                max_items: config.discovery_max_items,
+                max_bytes: config.discovery_max_bytes,
+            },
+            elicitation: config.elicitation,
+        },
+    )
+}
+
+/// How mcp-service reaches MCP servers: one HTTP client under the address
+/// policy, OAuth for the integrations that use it, and the connect limits.
+fn connector(
+    config: &Config,
+    policy: &Arc<ConfigPolicy>,
+    pool: &sqlx::AnyPool,
+    keys: Arc<KeyRing>,
+) -> anyhow::Result<(McpConnector, AuthorizationCodeFlows)> {
+    // TLS to MCP servers uses ring; the provider is process-wide.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let addresses = Arc::new(policy.addresses.clone());
+    let http = build_client(
+        addresses.clone(),
+        &HttpClientOptions {
+            connect_timeout: config.connect_timeout,
+            max_redirects: 5,
+        },
+    )
+    .context("failed to build the outbound HTTP client")?;
+    let flows = authorization_flows(config, &addresses, http.clone(), pool, keys)?;
+    let tokens = OAuthTokens::new(http.clone(), addresses)
+        .with_max_response_bytes(config.oauth_max_token_response_bytes);
+    let connector = McpConnector::new(
+        http,
+        policy.clone(),
+        tokens,
+        flows.clone(),
+        ConnectDefaults {
+            connect_timeout: config.connect_timeout,
+            call_timeout: config.call_timeout,
+            // Room for the result plus its JSON-RPC envelope.
+            max_message_bytes: config.max_result_bytes.saturating_mul(2),
+        },
+    );
+    Ok((connector, flows))
+}
+
 async fn build(config: &Config) -> anyhow::Result<Built> {
     let authenticator = Arc::new(
         Authenticator::new(&config.common.auth.verifier_config()?)
@@ -72,51 +133,8 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         addresses: config.address_policy()?,
         stdio: config.stdio_allow_list()?,
     });
-    // TLS to MCP servers uses ring; the provider is process-wide.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let addresses = Arc::new(policy.addresses.clone());
-    let http = build_client(
-        addresses.clone(),
-        &HttpClientOptions {
-            connect_timeout: config.connect_timeout,
-            max_redirects: 5,
-        },
-    )
-    .context("failed to build the outbound HTTP client")?;
-    let flows = authorization_flows(config, &addresses, http.clone(), &db.pool, keys.clone())?;
-    let tokens = OAuthTokens::new(http.clone(), addresses)
-        .with_max_response_bytes(config.oauth_max_token_response_bytes);
-    let connector = McpConnector::new(
-        http,
-        policy.clone(),
-        tokens,
-        flows.clone(),
-        ConnectDefaults {
-            connect_timeout: config.connect_timeout,
-            call_timeout: config.call_timeout,
-            // Room for the result plus its JSON-RPC envelope.
-            max_message_bytes: config.max_result_bytes.saturating_mul(2),
-        },
-    );
-    let gateway = Arc::new(RmcpGateway::new(
-        connector,
-        SessionPool::new(PoolLimits {
-            max_sessions: config.max_sessions,
-            max_sessions_per_org: config.max_sessions_per_org,
-            max_stdio_sessions_per_org: config.max_stdio_sessions_per_org,
-            idle_timeout: config.session_idle_timeout,
-        }),
-        DiscoveryCache::new(config.discovery_ttl),
-        GatewayLimits {
-            max_result_bytes: config.max_result_bytes,
-            discovery: DiscoveryLimits {
-                max_pages: config.discovery_max_pages,
-                max_items: config.discovery_max_items,
-                max_bytes: config.discovery_max_bytes,
-            },
-            elicitation: config.elicitation,
-        },
-    ));
+    let (connector, flows) = connector(config, &policy, &db.pool, keys.clone())?;
+    let gateway = Arc::new(gateway(config, connector));
     let repository = Arc::new(SqlIntegrationRepository::new(db.pool.clone(), keys));
     let integrations = IntegrationService::new(
         repository,

@@ -3,6 +3,8 @@
 //! address policy, the stdio allow-list, valid header names, and secrets that
 //! are present where the method needs them.
 
+use std::collections::BTreeMap;
+
 use secrecy::{ExposeSecret, SecretString};
 use switchboard_server::FieldViolation;
 
@@ -117,64 +119,26 @@ impl ConfigPolicy {
                 secret_env,
             } => {
                 let prefix = format!("{field}.stdio");
-                if command.trim().is_empty() {
-                    violations.push(FieldViolation::new(
-                        format!("{prefix}.command"),
-                        "is required",
-                    ));
-                } else if !self.stdio.allows(&command) {
-                    violations.push(FieldViolation::new(
-                        format!("{prefix}.command"),
-                        "is not on the operator's stdio allow-list",
-                    ));
-                }
-                if command.contains('\0') || args.iter().any(|a| a.contains('\0')) {
-                    violations.push(FieldViolation::new(
-                        format!("{prefix}.args"),
-                        "must not contain NUL characters",
-                    ));
-                }
-                for (name, value) in &env {
-                    check_env_name(&format!("{prefix}.env[{name}]"), name, violations);
-                    if value.contains('\0') {
-                        violations.push(FieldViolation::new(
-                            format!("{prefix}.env[{name}]"),
-                            "must not contain NUL characters",
-                        ));
-                    }
-                }
+                check_stdio(
+                    &prefix,
+                    &command,
+                    &args,
+                    &env,
+                    |c| self.stdio.allows(c),
+                    violations,
+                );
                 let previous_secrets = match previous {
                     Some((TransportConfig::Stdio { .. }, _, stored)) => Some(stored),
                     _ => None,
                 };
-                let mut secret_env_names = Vec::new();
-                for (name, value) in secret_env {
-                    let var_field = format!("{prefix}.secret_env[{name}]");
-                    check_env_name(&var_field, &name, violations);
-                    if env.contains_key(&name) {
-                        violations.push(FieldViolation::new(
-                            &var_field,
-                            "is also a non-secret variable",
-                        ));
-                    }
-                    let key = format!("{}{name}", Secrets::ENV_PREFIX);
-                    let value = if value.expose_secret().is_empty() {
-                        previous_secrets.and_then(|s| s.get(&key)).cloned()
-                    } else {
-                        Some(value)
-                    };
-                    match value {
-                        Some(value) if !value.expose_secret().contains('\0') => {
-                            secrets.insert(key, value);
-                            secret_env_names.push(name);
-                        }
-                        Some(_) => violations.push(FieldViolation::new(
-                            var_field,
-                            "must not contain NUL characters",
-                        )),
-                        None => violations.push(FieldViolation::new(var_field, "needs a value")),
-                    }
-                }
+                let secret_env_names = stdio_secrets(
+                    &prefix,
+                    secret_env,
+                    &env,
+                    previous_secrets,
+                    secrets,
+                    violations,
+                );
                 TransportConfig::Stdio {
                     command,
                     args,
@@ -193,21 +157,19 @@ impl ConfigPolicy {
         secrets: &mut Secrets,
         violations: &mut Vec<FieldViolation>,
     ) -> AuthConfig {
-        let previous_auth = previous.map(|(_, auth, stored)| (auth, stored));
         // A secret left out keeps the stored one only when the method is unchanged.
-        let kept = |same_method: bool, name: &str| -> Option<SecretString> {
-            previous_auth
-                .filter(|_| same_method)
-                .and_then(|(_, stored)| stored.get(name).cloned())
+        let same = previous.is_some_and(|(_, old, _)| same_method(old, &input));
+        let kept = |name: &str| -> Option<SecretString> {
+            previous
+                .filter(|_| same)
+                .and_then(|(_, _, stored)| stored.get(name).cloned())
         };
         match input {
             AuthInput::None => AuthConfig::None,
             AuthInput::BearerToken { token } => {
-                let same = matches!(previous_auth, Some((AuthConfig::BearerToken, _)));
-                let token = non_empty(token).or_else(|| kept(same, Secrets::BEARER_TOKEN));
                 require_header_value(
                     &format!("{field}.bearer_token.token"),
-                    token,
+                    non_empty(token).or_else(|| kept(Secrets::BEARER_TOKEN)),
                     Secrets::BEARER_TOKEN,
                     secrets,
                     violations,
@@ -215,32 +177,8 @@ impl ConfigPolicy {
                 AuthConfig::BearerToken
             }
             AuthInput::Header { header_name, value } => {
-                let name_field = format!("{field}.header.header_name");
-                match http::HeaderName::from_bytes(header_name.as_bytes()) {
-                    Ok(name) if RESERVED_HEADERS.contains(&name.as_str()) => violations.push(
-                        FieldViolation::new(name_field, "is reserved by HTTP or the MCP transport"),
-                    ),
-                    Ok(_) => {}
-                    Err(_) => violations.push(FieldViolation::new(
-                        name_field,
-                        "must be a valid HTTP header name",
-                    )),
-                }
-                let same = matches!(
-                    previous_auth,
-                    Some((AuthConfig::Header { header_name: old }, _)) if old.eq_ignore_ascii_case(&header_name)
-                );
-                let value = non_empty(value).or_else(|| kept(same, Secrets::HEADER_VALUE));
-                require_header_value(
-                    &format!("{field}.header.value"),
-                    value,
-                    Secrets::HEADER_VALUE,
-                    secrets,
-                    violations,
-                );
-                AuthConfig::Header {
-                    header_name: header_name.to_ascii_lowercase(),
-                }
+                let value = non_empty(value).or_else(|| kept(Secrets::HEADER_VALUE));
+                header_auth(field, header_name, value, secrets, violations)
             }
             AuthInput::OAuthClientCredentials {
                 token_url,
@@ -248,6 +186,8 @@ impl ConfigPolicy {
                 client_secret,
                 scopes,
             } => {
+                let client_secret =
+                    non_empty(client_secret).or_else(|| kept(Secrets::OAUTH_CLIENT_SECRET));
                 let prefix = format!("{field}.oauth_client_credentials");
                 if let Err(error) = self.addresses.check_url_resolved(&token_url).await {
                     violations.push(FieldViolation::new(
@@ -255,64 +195,213 @@ impl ConfigPolicy {
                         error.to_string(),
                     ));
                 }
-                if client_id.trim().is_empty() {
-                    violations.push(FieldViolation::new(
-                        format!("{prefix}.client_id"),
-                        "is required",
-                    ));
-                }
-                if scopes
-                    .iter()
-                    .any(|s| s.is_empty() || s.chars().any(|c| c.is_whitespace() || c.is_control()))
-                {
-                    violations.push(FieldViolation::new(
-                        format!("{prefix}.scopes"),
-                        "scopes must be non-empty and contain no spaces",
-                    ));
-                }
-                let same = matches!(
-                    previous_auth,
-                    Some((AuthConfig::OAuthClientCredentials { .. }, _))
-                );
-                match non_empty(client_secret).or_else(|| kept(same, Secrets::OAUTH_CLIENT_SECRET))
-                {
-                    Some(secret) => secrets.insert(Secrets::OAUTH_CLIENT_SECRET, secret),
-                    None => violations.push(FieldViolation::new(
-                        format!("{prefix}.client_secret"),
-                        "is required",
-                    )),
-                }
-                AuthConfig::OAuthClientCredentials {
+                client_credentials(
+                    &prefix,
                     token_url,
                     client_id,
+                    client_secret,
                     scopes,
-                }
+                    secrets,
+                    violations,
+                )
             }
             AuthInput::OAuthAuthorizationCode {
                 config,
                 client_secret,
             } => {
+                let client_secret =
+                    non_empty(client_secret).or_else(|| kept(Secrets::OAUTH_CLIENT_SECRET));
                 let prefix = format!("{field}.oauth_authorization_code");
-                violations.extend(check_code_config(&prefix, &config));
-                let same = matches!(
-                    previous_auth,
-                    Some((AuthConfig::OAuthAuthorizationCode(_), _))
-                );
-                if let Some(secret) =
-                    non_empty(client_secret).or_else(|| kept(same, Secrets::OAUTH_CLIENT_SECRET))
-                {
-                    if config.client_id.is_none() {
-                        violations.push(FieldViolation::new(
-                            format!("{prefix}.client_secret"),
-                            "needs the client_id it was issued with",
-                        ));
-                    }
-                    secrets.insert(Secrets::OAUTH_CLIENT_SECRET, secret);
-                }
-                AuthConfig::OAuthAuthorizationCode(config)
+                authorization_code(&prefix, config, client_secret, secrets, violations)
             }
         }
     }
+}
+
+/// Whether `new` keeps `old`'s auth method (a header auth, its header), so
+/// that secrets left out keep their stored values.
+fn same_method(old: &AuthConfig, new: &AuthInput) -> bool {
+    match (old, new) {
+        (AuthConfig::BearerToken, AuthInput::BearerToken { .. })
+        | (AuthConfig::OAuthClientCredentials { .. }, AuthInput::OAuthClientCredentials { .. })
+        | (AuthConfig::OAuthAuthorizationCode(_), AuthInput::OAuthAuthorizationCode { .. }) => true,
+        (AuthConfig::Header { header_name: old }, AuthInput::Header { header_name, .. }) => {
+            old.eq_ignore_ascii_case(header_name)
+        }
+        _ => false,
+    }
+}
+
+/// OAuth authorization code: a valid configuration, and a client secret only
+/// with the client id it was issued with.
+fn authorization_code(
+    prefix: &str,
+    config: OAuthCodeConfig,
+    client_secret: Option<SecretString>,
+    secrets: &mut Secrets,
+    violations: &mut Vec<FieldViolation>,
+) -> AuthConfig {
+    violations.extend(check_code_config(prefix, &config));
+    if let Some(secret) = client_secret {
+        if config.client_id.is_none() {
+            violations.push(FieldViolation::new(
+                format!("{prefix}.client_secret"),
+                "needs the client_id it was issued with",
+            ));
+        }
+        secrets.insert(Secrets::OAUTH_CLIENT_SECRET, secret);
+    }
+    AuthConfig::OAuthAuthorizationCode(config)
+}
+
+/// Header auth: a valid, unreserved header name and its value.
+fn header_auth(
+    field: &str,
+    header_name: String,
+    value: Option<SecretString>,
+    secrets: &mut Secrets,
+    violations: &mut Vec<FieldViolation>,
+) -> AuthConfig {
+    let name_field = format!("{field}.header.header_name");
+    match http::HeaderName::from_bytes(header_name.as_bytes()) {
+        Ok(name) if RESERVED_HEADERS.contains(&name.as_str()) => violations.push(
+            FieldViolation::new(name_field, "is reserved by HTTP or the MCP transport"),
+        ),
+        Ok(_) => {}
+        Err(_) => violations.push(FieldViolation::new(
+            name_field,
+            "must be a valid HTTP header name",
+        )),
+    }
+    require_header_value(
+        &format!("{field}.header.value"),
+        value,
+        Secrets::HEADER_VALUE,
+        secrets,
+        violations,
+    );
+    AuthConfig::Header {
+        header_name: header_name.to_ascii_lowercase(),
+    }
+}
+
+/// OAuth client credentials: a client id, scopes without spaces, and the
+/// client secret (the token URL is checked by the caller).
+fn client_credentials(
+    prefix: &str,
+    token_url: String,
+    client_id: String,
+    client_secret: Option<SecretString>,
+    scopes: Vec<String>,
+    secrets: &mut Secrets,
+    violations: &mut Vec<FieldViolation>,
+) -> AuthConfig {
+    if client_id.trim().is_empty() {
+        violations.push(FieldViolation::new(
+            format!("{prefix}.client_id"),
+            "is required",
+        ));
+    }
+    if scopes
+        .iter()
+        .any(|s| s.is_empty() || s.chars().any(|c| c.is_whitespace() || c.is_control()))
+    {
+        violations.push(FieldViolation::new(
+            format!("{prefix}.scopes"),
+            "scopes must be non-empty and contain no spaces",
+        ));
+    }
+    match client_secret {
+        Some(secret) => secrets.insert(Secrets::OAUTH_CLIENT_SECRET, secret),
+        None => violations.push(FieldViolation::new(
+            format!("{prefix}.client_secret"),
+            "is required",
+        )),
+    }
+    AuthConfig::OAuthClientCredentials {
+        token_url,
+        client_id,
+        scopes,
+    }
+}
+
+/// Refuses a stdio command that is missing or not allowed, and NUL
+/// characters anywhere in the command line or environment.
+fn check_stdio(
+    prefix: &str,
+    command: &str,
+    args: &[String],
+    env: &BTreeMap<String, String>,
+    allowed: impl Fn(&str) -> bool,
+    violations: &mut Vec<FieldViolation>,
+) {
+    if command.trim().is_empty() {
+        violations.push(FieldViolation::new(
+            format!("{prefix}.command"),
+            "is required",
+        ));
+    } else if !allowed(command) {
+        violations.push(FieldViolation::new(
+            format!("{prefix}.command"),
+            "is not on the operator's stdio allow-list",
+        ));
+    }
+    if command.contains('\0') || args.iter().any(|a| a.contains('\0')) {
+        violations.push(FieldViolation::new(
+            format!("{prefix}.args"),
+            "must not contain NUL characters",
+        ));
+    }
+    for (name, value) in env {
+        check_env_name(&format!("{prefix}.env[{name}]"), name, violations);
+        if value.contains('\0') {
+            violations.push(FieldViolation::new(
+                format!("{prefix}.env[{name}]"),
+                "must not contain NUL characters",
+            ));
+        }
+    }
+}
+
+/// The secret environment of a stdio server, sealed into `secrets`: a value
+/// left out keeps the stored one. Returns the variables' names.
+fn stdio_secrets(
+    prefix: &str,
+    secret_env: BTreeMap<String, SecretString>,
+    env: &BTreeMap<String, String>,
+    previous_secrets: Option<&Secrets>,
+    secrets: &mut Secrets,
+    violations: &mut Vec<FieldViolation>,
+) -> Vec<String> {
+    let mut secret_env_names = Vec::new();
+    for (name, value) in secret_env {
+        let var_field = format!("{prefix}.secret_env[{name}]");
+        check_env_name(&var_field, &name, violations);
+        if env.contains_key(&name) {
+            violations.push(FieldViolation::new(
+                &var_field,
+                "is also a non-secret variable",
+            ));
+        }
+        let key = format!("{}{name}", Secrets::ENV_PREFIX);
+        let value = if value.expose_secret().is_empty() {
+            previous_secrets.and_then(|s| s.get(&key)).cloned()
+        } else {
+            Some(value)
+        };
+        match value {
+            Some(value) if !value.expose_secret().contains('\0') => {
+                secrets.insert(key, value);
+                secret_env_names.push(name);
+            }
+            Some(_) => violations.push(FieldViolation::new(
+                var_field,
+                "must not contain NUL characters",
+            )),
+            None => violations.push(FieldViolation::new(var_field, "needs a value")),
+        }
+    }
+    secret_env_names
 }
 
 /// What is wrong with an authorization code configuration.

@@ -1,11 +1,7 @@
 //! The integration use cases: tenancy, roles, and the lifecycle of an
 //! integration from creation to validation.
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-    time::{Duration, Instant},
-};
+use std::{sync::Arc, time::Duration};
 
 use switchboard_auth::Principal;
 use switchboard_db::now_millis;
@@ -20,50 +16,9 @@ use super::{
     resolve::{ConfigPolicy, Resolved},
 };
 
-/// Integrations recently read for calls, so that a conversation's tool calls
-/// do not each read and unseal the integration. Changes made through this
-/// process drop entries at once; other replicas' changes are seen within the
-/// time to live.
-#[derive(Debug, Default)]
-struct UsableCache {
-    ttl: Duration,
-    entries: Mutex<HashMap<(String, IntegrationId), (Instant, Integration)>>,
-}
+mod usable_cache;
 
-impl UsableCache {
-    fn get(&self, org: &OrgId, id: IntegrationId) -> Option<Integration> {
-        let entries = self.entries.lock().ok()?;
-        entries
-            .get(&(org.0.clone(), id))
-            .filter(|(at, _)| at.elapsed() < self.ttl)
-            .map(|(_, integration)| integration.clone())
-    }
-
-    fn put(&self, integration: &Integration) {
-        if self.ttl.is_zero() {
-            return;
-        }
-        if let Ok(mut entries) = self.entries.lock() {
-            // Bounded: stale entries go first, then everything if still large.
-            if entries.len() >= 10_000 {
-                entries.retain(|_, (at, _)| at.elapsed() < self.ttl);
-                if entries.len() >= 10_000 {
-                    entries.clear();
-                }
-            }
-            entries.insert(
-                (integration.org_id.0.clone(), integration.id),
-                (Instant::now(), integration.clone()),
-            );
-        }
-    }
-
-    fn forget(&self, id: IntegrationId) {
-        if let Ok(mut entries) = self.entries.lock() {
-            entries.retain(|(_, cached), _| *cached != id);
-        }
-    }
-}
+use self::usable_cache::UsableCache;
 
 /// Manages the integrations of the caller's organization.
 #[derive(Clone)]
@@ -130,10 +85,7 @@ impl IntegrationService {
 
     /// Caches integrations read for calls for `ttl` (zero turns it off).
     pub fn with_usable_cache(mut self, ttl: Duration) -> Self {
-        self.usable = Arc::new(UsableCache {
-            ttl,
-            entries: Mutex::default(),
-        });
+        self.usable = Arc::new(UsableCache::new(ttl));
         self
     }
 
@@ -142,14 +94,24 @@ impl IntegrationService {
         &self.catalog
     }
 
-    /// Creates an integration in the caller's organization (admins only).
-    pub async fn create(
+    /// What an integration is made from: the caller's own transport and
+    /// auth, or a catalog entry with its secrets. The field names are where
+    /// violations are reported.
+    #[allow(clippy::type_complexity)]
+    fn source(
         &self,
-        caller: &Principal,
-        new: NewIntegration,
-    ) -> Result<Integration, McpError> {
-        require_admin(caller)?;
-        let (kind, transport, auth, transport_field, auth_field) = match new.source {
+        source: Source,
+    ) -> Result<
+        (
+            IntegrationKind,
+            TransportInput,
+            AuthInput,
+            &'static str,
+            &'static str,
+        ),
+        McpError,
+    > {
+        Ok(match source {
             Source::Custom { transport, auth } => (
                 IntegrationKind::Custom,
                 transport,
@@ -175,7 +137,17 @@ impl IntegrationService {
                     "predefined",
                 )
             }
-        };
+        })
+    }
+
+    /// Creates an integration in the caller's organization (admins only).
+    pub async fn create(
+        &self,
+        caller: &Principal,
+        new: NewIntegration,
+    ) -> Result<Integration, McpError> {
+        require_admin(caller)?;
+        let (kind, transport, auth, transport_field, auth_field) = self.source(new.source)?;
         let admitted =
             admission::check(&self.policy, transport_field, &transport, auth_field, &auth);
         let resolved = self

@@ -3,6 +3,7 @@
 mod convert;
 mod error;
 mod grpc;
+mod parse;
 pub(crate) mod wire;
 
 pub(crate) use grpc::McpApi;

@@ -209,6 +209,19 @@ pub async fn learn_tool_schemas(live: &Live, limits: DiscoveryLimits) -> Result<
     .map(drop)
 }
 
+/// The items of `listing` when the server offers that capability; none
+/// (and nothing asked) when it does not.
+async fn offered<T>(
+    offers: bool,
+    listing: impl Future<Output = Result<Vec<T>, ListFailure>>,
+) -> Result<Vec<T>, ListFailure> {
+    if offers {
+        listing.await
+    } else {
+        Ok(Vec::new())
+    }
+}
+
 /// Everything `live`'s server offers, within `limits`.
 pub async fn list_everything(
     live: &Live,
@@ -227,66 +240,43 @@ pub async fn list_everything(
     // The listings are independent: asked at once, discovery takes as long
     // as the slowest of them, not their sum.
     let capabilities = &info.capabilities;
-    let none = || async { Ok::<_, ListFailure>(Vec::new()) };
     let (tools, resources, resource_templates, prompts) = tokio::try_join!(
-        async {
-            match capabilities.tools {
-                Some(_) => {
-                    paged("tools", budget, |page| async move {
-                        session
-                            .list_tools(Some(page))
-                            .await
-                            .map(|result| (result.tools, result.next_cursor, result.ttl_ms))
-                    })
+        offered(
+            capabilities.tools.is_some(),
+            paged("tools", budget, |page| async move {
+                session
+                    .list_tools(Some(page))
                     .await
-                }
-                None => none().await,
-            }
-        },
-        async {
-            match capabilities.resources {
-                Some(_) => {
-                    paged("resources", budget, |page| async move {
-                        session
-                            .list_resources(Some(page))
-                            .await
-                            .map(|result| (result.resources, result.next_cursor, result.ttl_ms))
-                    })
+                    .map(|result| (result.tools, result.next_cursor, result.ttl_ms))
+            }),
+        ),
+        offered(
+            capabilities.resources.is_some(),
+            paged("resources", budget, |page| async move {
+                session
+                    .list_resources(Some(page))
                     .await
-                }
-                None => none().await,
-            }
-        },
-        async {
-            match capabilities.resources {
-                Some(_) => {
-                    paged("resource templates", budget, |page| async move {
-                        session
-                            .list_resource_templates(Some(page))
-                            .await
-                            .map(|result| {
-                                (result.resource_templates, result.next_cursor, result.ttl_ms)
-                            })
-                    })
+                    .map(|result| (result.resources, result.next_cursor, result.ttl_ms))
+            }),
+        ),
+        offered(
+            capabilities.resources.is_some(),
+            paged("resource templates", budget, |page| async move {
+                session
+                    .list_resource_templates(Some(page))
                     .await
-                }
-                None => none().await,
-            }
-        },
-        async {
-            match capabilities.prompts {
-                Some(_) => {
-                    paged("prompts", budget, |page| async move {
-                        session
-                            .list_prompts(Some(page))
-                            .await
-                            .map(|result| (result.prompts, result.next_cursor, result.ttl_ms))
-                    })
+                    .map(|result| (result.resource_templates, result.next_cursor, result.ttl_ms))
+            }),
+        ),
+        offered(
+            capabilities.prompts.is_some(),
+            paged("prompts", budget, |page| async move {
+                session
+                    .list_prompts(Some(page))
                     .await
-                }
-                None => none().await,
-            }
-        },
+                    .map(|result| (result.prompts, result.next_cursor, result.ttl_ms))
+            }),
+        ),
     )?;
     // One order whatever order the server lists in, so that what a model
     // is shown (and a prompt cache keyed on it) does not change between

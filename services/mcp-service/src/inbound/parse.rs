@@ -1,0 +1,126 @@
+//! Requests as the domain's inputs: each field checked, every violation
+//! named.
+
+use serde_json::{Map, Value};
+use switchboard_proto::mcp::v1 as pb;
+use tonic::Status;
+
+use super::{
+    convert::{Violations, auth_input, predefined_secrets, timeouts, transport_input},
+    error::status,
+};
+use crate::domain::{
+    error::McpError,
+    input::{IntegrationPatch, NewIntegration, Source},
+    integration::{DisplayName, Slug},
+};
+
+pub(super) fn parse_new(request: pb::CreateIntegrationRequest) -> Result<NewIntegration, McpError> {
+    let mut violations = Violations::default();
+    let display_name = violations.take(DisplayName::parse("display_name", &request.display_name));
+    let slug = violations.take(Slug::parse("slug", &request.slug));
+    let source = match request.source {
+        None => violations.take(Err(switchboard_server::FieldViolation::new(
+            "source",
+            "either custom or predefined is required",
+        ))),
+        Some(pb::create_integration_request::Source::Custom(custom)) => violations
+            .take(transport_input("custom.transport", custom.transport))
+            .map(|transport| Source::Custom {
+                transport,
+                auth: auth_input(custom.auth),
+            }),
+        Some(pb::create_integration_request::Source::Predefined(predefined)) => {
+            if predefined.catalog_id.is_empty() {
+                violations.take::<()>(Err(switchboard_server::FieldViolation::new(
+                    "predefined.catalog_id",
+                    "is required",
+                )));
+            }
+            Some(Source::Predefined {
+                catalog_id: predefined.catalog_id,
+                secrets: predefined_secrets(predefined.secrets),
+            })
+        }
+    };
+    let timeouts = timeouts("timeouts", request.timeouts.as_ref(), &mut violations);
+    violations.finish()?;
+    match (display_name, slug, source) {
+        (Some(display_name), Some(slug), Some(source)) => Ok(NewIntegration {
+            display_name,
+            slug,
+            source,
+            timeouts,
+            enabled: !request.start_disabled,
+        }),
+        _ => Err(McpError::invalid("", "invalid request")),
+    }
+}
+
+pub(super) fn parse_patch(
+    integration: pb::Integration,
+    mask: Option<prost_types::FieldMask>,
+) -> Result<IntegrationPatch, McpError> {
+    let paths = mask.map(|m| m.paths).unwrap_or_default();
+    if paths.is_empty() {
+        return Err(McpError::invalid(
+            "update_mask",
+            "name at least one field to change",
+        ));
+    }
+    let mut violations = Violations::default();
+    let mut patch = IntegrationPatch::default();
+    for path in paths {
+        match path.as_str() {
+            "display_name" => {
+                patch.display_name = violations.take(DisplayName::parse(
+                    "integration.display_name",
+                    &integration.display_name,
+                ));
+            }
+            "slug" => {
+                patch.slug = violations.take(Slug::parse("integration.slug", &integration.slug));
+            }
+            "transport" => {
+                patch.transport = violations.take(transport_input(
+                    "integration.transport",
+                    integration.transport.clone(),
+                ));
+            }
+            "auth" => patch.auth = Some(auth_input(integration.auth.clone())),
+            "timeouts" => {
+                patch.timeouts = Some(timeouts(
+                    "integration.timeouts",
+                    integration.timeouts.as_ref(),
+                    &mut violations,
+                ));
+            }
+            other => violations.extend(vec![switchboard_server::FieldViolation::new(
+                "update_mask",
+                format!("`{other}` cannot be updated (display_name, slug, transport, auth, timeouts can)"),
+            )]),
+        }
+    }
+    violations.finish()?;
+    Ok(patch)
+}
+
+/// The arguments of an ExecuteTool request: the exact JSON text when the
+/// caller sends it, else the `Struct`.
+pub(super) fn tool_arguments(
+    request: &pb::ExecuteToolRequest,
+) -> Result<Map<String, Value>, Status> {
+    if request.arguments_json.is_empty() {
+        return Ok(request
+            .arguments
+            .as_ref()
+            .map(switchboard_proto::json::struct_to_map)
+            .unwrap_or_default());
+    }
+    serde_json::from_str(&request.arguments_json).map_err(|error| {
+        status(McpError::invalid(
+            "arguments_json",
+            format!("is not a JSON object ({error})"),
+        ))
+    })
+}

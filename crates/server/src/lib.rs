@@ -13,7 +13,7 @@ mod org_limits;
 mod readiness;
 mod serve;
 
-pub use args::{AuthArgs, CommonArgs, TelemetryArgs};
+pub use args::{AuthArgs, CommonArgs, JwksArgs, TelemetryArgs};
 pub use config::ServerArgs;
 pub use deadline::{DeadlineLayer, Deadlines};
 pub use error::{ApiError, FieldViolation};

@@ -189,6 +189,12 @@ pub struct DatabaseArgs {
     /// Largest number of pooled database connections.
     #[arg(long, env = "SWITCHBOARD_DB_MAX_CONNECTIONS", default_value_t = 16)]
     pub db_max_connections: u32,
+    /// Apply the pending migrations, then exit without serving (a
+    /// deployment's migration step). On PostgreSQL concurrent runs wait
+    /// for each other on the migrator's advisory lock, so each migration
+    /// is applied once.
+    #[arg(long, env = "SWITCHBOARD_MIGRATE_ONLY", default_value_t = false)]
+    pub migrate_only: bool,
 }
 
 impl std::fmt::Debug for DatabaseArgs {
@@ -200,6 +206,7 @@ impl std::fmt::Debug for DatabaseArgs {
             )
             .field("data_dir", &self.data_dir)
             .field("db_max_connections", &self.db_max_connections)
+            .field("migrate_only", &self.migrate_only)
             .finish()
     }
 }
@@ -211,7 +218,17 @@ impl DatabaseArgs {
             database_url: Some(url.into()),
             data_dir: ".data".into(),
             db_max_connections: 8,
+            migrate_only: false,
         }
+    }
+
+    /// Applies the pending migrations of the service `name` and closes the
+    /// database.
+    pub async fn migrate(&self, name: &str, migrations: Migrations) -> anyhow::Result<()> {
+        let database = self.open(name, migrations).await?;
+        database.pool.close().await;
+        tracing::info!("migrations applied");
+        Ok(())
     }
 
     /// Opens the configured database for the service `name` and migrates it.

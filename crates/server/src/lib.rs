@@ -20,6 +20,12 @@ pub use error::{ApiError, FieldViolation};
 pub use org_limits::{OrgLimitLayer, OrgLimits};
 pub use serve::{RunningServer, Services, bind_and_serve, serve, shutdown_signal, spawn};
 
+/// The `grpc.health.v1` service name of liveness (Kubernetes liveness
+/// probes): SERVING while the process serves, unlike the server (`""`) and
+/// the API services, which follow the database and turn NOT_SERVING when the
+/// process stops.
+pub const LIVENESS_SERVICE: &str = "liveness";
+
 /// What is left of the caller's deadline, from the `grpc-timeout` header
 /// (`<digits><unit>` with unit H, M, S, m, u or n).
 pub fn grpc_deadline(metadata: &tonic::metadata::MetadataMap) -> Option<std::time::Duration> {

@@ -11,5 +11,5 @@ pub mod domain;
 mod inbound;
 pub mod outbound;
 
-pub use app::{SERVICE_NAME, run, spawn};
+pub use app::{SERVICE_NAME, migrate, run, spawn};
 pub use config::Config;

@@ -128,5 +128,26 @@ proto-breaking: tools ## Check the contracts for breaking changes against main
 .PHONY: lint
 lint: fmt-check clippy proto-lint ## All lints
 
+.PHONY: deploy-tools
+deploy-tools: ## Install helm, crane, kube-score, kubernetes-validate and the chart README generator into .tools/
+	@bash scripts/install-deploy-tools.sh
+
+.PHONY: helm-check
+helm-check: deploy-tools ## Lint and render the chart, validate it (Kubernetes API schemas, kube-score), check invalid values are refused
+	bash scripts/helm-check.sh
+
+.PHONY: helm-docs
+helm-docs: deploy-tools ## Regenerate the chart README's parameters table from values.yaml
+	bash scripts/helm-docs.sh
+
+.PHONY: image
+image: deploy-tools ## Build the images from release binaries as an OCI layout in target/images/oci (no container engine)
+	bash scripts/build-images.sh --release
+
+.PHONY: image-check
+image-check: tools deploy-tools postgres ## Build the images from the tests' debug binaries; start each service from them as the chart deploys it (root)
+	bash scripts/build-images.sh
+	$(TOOLS)/deploy-venv/bin/python scripts/image_check.py
+
 .PHONY: ci
-ci: lint deny test ## What CI runs: lints, supply-chain checks, then the tests on SQLite and PostgreSQL
+ci: lint deny test helm-check image-check ## What CI runs: lints, supply-chain checks, the tests on SQLite and PostgreSQL, the chart and image checks

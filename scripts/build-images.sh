@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds Switchboard's images without a container engine, as one OCI image
-# layout holding three images (`make image`, and `make image-check` for CI):
+# Builds Switchboard's images without a container engine, each as an OCI
+# image layout under target/images/<name> (`make image`, and `make
+# image-check` for CI); `crane push target/images/<name> <registry>/<name>:<tag>`
+# publishes one:
 #   mcp-service   /usr/local/bin/mcp-service and stdio-sandbox
 #   runs-service  /usr/local/bin/runs-service
 #   switchboard   /usr/local/bin/switchboard-token (the CLI)
@@ -104,10 +106,20 @@ image mcp-service /usr/local/bin/mcp-service 50051/tcp mcp-service stdio-sandbox
 image runs-service /usr/local/bin/runs-service 50052/tcp runs-service
 image switchboard /usr/local/bin/switchboard-token "" switchboard-token
 
-rm -rf "$out/oci"
 mkdir -p "$out"
-"$crane" pull --insecure --format oci "${refs[@]}" "$out/oci"
 for ref in "${refs[@]}"; do
-  echo "build-images: $(basename "${ref%%:*}"):$tag $(du -sh "$work/$(basename "${ref%%:*}").tar" | cut -f1) ($profile binaries)"
+  name="${ref##*/}"
+  name="${name%%:*}"
+  rm -rf "${out:?}/$name"
+  "$crane" pull --insecure --format oci --annotate-ref "$ref" "$out/$name"
+  # The layout names the image by its tag, not by the build's registry.
+  python3 - "$out/$name/index.json" "$tag" <<'PY'
+import json, sys
+path, tag = sys.argv[1], sys.argv[2]
+index = json.load(open(path))
+for manifest in index["manifests"]:
+    manifest.setdefault("annotations", {})["org.opencontainers.image.ref.name"] = tag
+json.dump(index, open(path, "w"))
+PY
+  echo "build-images: $out/$name ($tag): $(du -sh "$out/$name" | cut -f1), $(du -h "$work/$name.tar" | cut -f1) unpacked, $profile binaries"
 done
-echo "build-images: OCI layout in $out/oci"

@@ -70,33 +70,31 @@ def render(helm: str, case: Case) -> list[dict]:
     return [d for d in yaml.safe_load_all(out) if d]
 
 
-class Layout:
-    """The images of an OCI image layout, by repository name."""
+class Layouts:
+    """The images built as OCI image layouts, one directory per image name."""
 
     def __init__(self, path: Path):
         self.path = path
-        index = json.loads((path / "index.json").read_text())
-        self.manifests = {}
-        for entry in index["manifests"]:
-            ref = entry.get("annotations", {}).get("org.opencontainers.image.ref.name", "")
-            repository, _, tag = ref.rpartition(":")
-            self.manifests[(repository.rsplit("/", 1)[-1], tag)] = entry["digest"]
-
-    def blob(self, digest: str) -> bytes:
-        algorithm, value = digest.split(":", 1)
-        return (self.path / "blobs" / algorithm / value).read_bytes()
 
     def unpack(self, image: str, into: Path) -> dict:
-        """Extracts the image named by a pod spec's `image` into `into`;
-        returns its config."""
+        """Extracts the image a pod spec names (`<registry>/<name>:<tag>`)
+        into `into`; returns its config."""
         name, _, tag = image.rsplit("/", 1)[-1].partition(":")
-        digest = self.manifests.get((name, tag))
-        if digest is None:
-            raise SystemExit(f"image-check: {image} is not in the layout ({sorted(self.manifests)})")
-        manifest = json.loads(self.blob(digest))
-        config = json.loads(self.blob(manifest["config"]["digest"]))
+        layout = self.path / name
+        index = json.loads((layout / "index.json").read_text())
+        digests = [m["digest"] for m in index["manifests"]
+                   if m.get("annotations", {}).get("org.opencontainers.image.ref.name") == tag]
+        if len(digests) != 1:
+            raise SystemExit(f"image-check: no single image {name}:{tag} in {layout}")
+
+        def blob(digest: str) -> bytes:
+            algorithm, value = digest.split(":", 1)
+            return (layout / "blobs" / algorithm / value).read_bytes()
+
+        manifest = json.loads(blob(digests[0]))
+        config = json.loads(blob(manifest["config"]["digest"]))
         for layer in manifest["layers"]:
-            data = self.blob(layer["digest"])
+            data = blob(layer["digest"])
             if layer["mediaType"].endswith("gzip"):
                 data = gzip.decompress(data)
             with tarfile.open(fileobj=io.BytesIO(data)) as tar:
@@ -228,7 +226,7 @@ def probe(python: str, port: int, service: str) -> str:
     return result.stdout.strip()
 
 
-def check_deployment(deployment: dict, layout: Layout, secrets: dict, configmaps: dict,
+def check_deployment(deployment: dict, layout: Layouts, secrets: dict, configmaps: dict,
                      python: str, work: Path) -> None:
     name = deployment["metadata"]["name"]
     spec = deployment["spec"]["template"]["spec"]
@@ -253,6 +251,7 @@ def check_deployment(deployment: dict, layout: Layout, secrets: dict, configmaps
         try:
             check_probes(name, container, runner, python, log)
             pid = service_pid(runner)
+            check_confinement(name, pid, container)
             os.kill(pid, signal.SIGTERM)
             grace = spec["terminationGracePeriodSeconds"]
             status = runner.wait(timeout=grace)
@@ -264,6 +263,21 @@ def check_deployment(deployment: dict, layout: Layout, secrets: dict, configmaps
             if runner.poll() is None:
                 runner.kill()
                 runner.wait()
+
+
+def check_confinement(name: str, pid: int, container: dict) -> None:
+    """The service runs as the pod's user, without capabilities, on a
+    read-only root."""
+    status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+    uid, gid = str(container["securityContext"]["runAsUser"]), str(container["securityContext"]["runAsGroup"])
+    if set(status["Uid"].split()) != {uid} or set(status["Gid"].split()) != {gid}:
+        raise SystemExit(f"image-check: {name}: runs as uid {status['Uid']}, gid {status['Gid']}")
+    if int(status["CapEff"], 16) or int(status["CapPrm"], 16) or status["Groups"].strip():
+        raise SystemExit(f"image-check: {name}: keeps capabilities or groups: {status}")
+    root = next(line.split() for line in Path(f"/proc/{pid}/mountinfo").read_text().splitlines()
+                if line.split()[4] == "/")
+    if "ro" not in root[5].split(","):
+        raise SystemExit(f"image-check: {name}: the root filesystem is writable: {root}")
 
 
 def check_probes(name: str, container: dict, runner: subprocess.Popen, python: str, log: Path) -> None:
@@ -297,9 +311,14 @@ def cluster_objects(docs: list[dict], case: Case) -> tuple[dict, dict]:
     return secrets, configmaps
 
 
+def psql(admin_url: str, sql: str) -> None:
+    env = dict(os.environ, PGOPTIONS="-c client_min_messages=warning")
+    subprocess.run(["psql", admin_url, "-qc", sql], check=True, env=env)
+
+
 def postgres_database(admin_url: str, name: str) -> str:
-    subprocess.run(["psql", admin_url, "-qc", f"DROP DATABASE IF EXISTS {name}"], check=True)
-    subprocess.run(["psql", admin_url, "-qc", f"CREATE DATABASE {name}"], check=True)
+    psql(admin_url, f"DROP DATABASE IF EXISTS {name}")
+    psql(admin_url, f"CREATE DATABASE {name}")
     return admin_url.rsplit("/", 1)[0] + "/" + name
 
 
@@ -322,7 +341,7 @@ def cases(admin_url: str) -> list[Case]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--layout", default=str(ROOT / "target" / "images" / "oci"))
+    parser.add_argument("--images", default=str(ROOT / "target" / "images"))
     parser.add_argument("--helm", default=str(ROOT / ".tools" / "bin" / "helm"))
     parser.add_argument("--grpc-python", default=str(ROOT / ".tools" / "venv" / "bin" / "python"))
     parser.add_argument("--postgres", default=os.environ.get(
@@ -330,10 +349,11 @@ def main() -> None:
     args = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("image-check: needs root (mount namespaces and chroot)")
-    layout = Layout(Path(args.layout))
+    layout = Layouts(Path(args.images))
     started = time.monotonic()
     checked = 0
-    for case in cases(args.postgres):
+    all_cases = cases(args.postgres)
+    for case in all_cases:
         docs = render(args.helm, case)
         secrets, configmaps = cluster_objects(docs, case)
         for deployment in [d for d in docs if d["kind"] == "Deployment"]:
@@ -341,6 +361,11 @@ def main() -> None:
                 print(f"image-check: {case.name}: {deployment['metadata']['name']}")
                 check_deployment(deployment, layout, secrets, configmaps, args.grpc_python, Path(work))
                 checked += 1
+    for case in all_cases:
+        for secret in case.cluster_secrets.values():
+            url = secret.get("uri", "")
+            if url.startswith("postgres"):
+                psql(args.postgres, f"DROP DATABASE IF EXISTS {url.rsplit('/', 1)[1]}")
     print(f"image-check: {checked} deployments started from their images in {time.monotonic() - started:.0f}s")
     print(f"{checked} passed, 0 failed")
 

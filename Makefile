@@ -140,6 +140,11 @@ helm-check: deploy-tools ## Lint and render the chart, validate it (Kubernetes A
 helm-docs: deploy-tools ## Regenerate the chart README's parameters table from values.yaml
 	bash scripts/helm-docs.sh
 
+.PHONY: helm-apiserver-check
+helm-apiserver-check: deploy-tools ## Build kube-apiserver and etcd (Go modules, long) and check the chart against them: server-side dry run, install, upgrade
+	bash scripts/install-apiserver.sh
+	bash scripts/apiserver-check.sh
+
 .PHONY: image
 image: deploy-tools ## Build the images from release binaries as an OCI layout in target/images/oci (no container engine)
 	bash scripts/build-images.sh --release

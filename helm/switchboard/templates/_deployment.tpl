@@ -41,7 +41,9 @@ spec:
         {{- include "switchboard.labels" $root | nindent 8 }}
         app.kubernetes.io/component: {{ .component }}
       annotations:
-        checksum/inline-secret: {{ include (print $root.Template.BasePath "/secret.yaml") $root | sha256sum }}
+        # The values the chart's own Secret is made from (generated keys are
+        # left out: they are made once and then read back, never changed).
+        checksum/inline-secret: {{ list $v.auth.hs256.value $v.sealingKeys.value $v.database | toJson | sha256sum }}
         checksum/config: {{ include (print $root.Template.BasePath "/configmap.yaml") $root | sha256sum }}
         {{- with $svc.podAnnotations }}
         {{- toYaml . | nindent 8 }}

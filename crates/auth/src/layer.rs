@@ -153,3 +153,24 @@ pub(crate) fn unauthenticated(message: &str) -> Status {
         ),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_keys_are_unavailable_and_bad_tokens_unauthenticated() {
+        let unavailable = refusal(&AuthError::KeysUnavailable);
+        assert_eq!(unavailable.code(), Code::Unavailable);
+        assert_eq!(
+            unavailable
+                .get_error_details()
+                .error_info()
+                .map(|i| i.reason.as_str()),
+            Some(ErrorReason::Unavailable.as_str_name())
+        );
+        for error in [AuthError::Invalid, AuthError::Expired, AuthError::Missing] {
+            assert_eq!(refusal(&error).code(), Code::Unauthenticated, "{error:?}");
+        }
+    }
+}

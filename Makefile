@@ -141,12 +141,12 @@ helm-docs: deploy-tools ## Regenerate the chart README's parameters table from v
 	bash scripts/helm-docs.sh
 
 .PHONY: helm-apiserver-check
-helm-apiserver-check: deploy-tools ## Build kube-apiserver and etcd (Go modules, long) and check the chart against them: server-side dry run, install, upgrade
+helm-apiserver-check: deploy-tools ## kube-apiserver and etcd from Go modules (long); the chart: server-side dry run, install, upgrade
 	bash scripts/install-apiserver.sh
 	bash scripts/apiserver-check.sh
 
 .PHONY: image
-image: deploy-tools ## Build the images from release binaries as an OCI layout in target/images/oci (no container engine)
+image: deploy-tools ## Build the images from release binaries as OCI layouts in target/images/<name> (no container engine)
 	bash scripts/build-images.sh --release
 
 .PHONY: image-check

@@ -57,7 +57,11 @@ package tools
 import _ "k8s.io/kubernetes/cmd/kube-apiserver/app"
 GO
 go mod tidy
-nice -n 10 go build -o "$out/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+minor="${KUBERNETES_VERSION#v1.}"
+minor="${minor%%.*}"
+nice -n 10 go build -o "$out/kube-apiserver" -ldflags "-X k8s.io/component-base/version.gitVersion=$KUBERNETES_VERSION \
+  -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor" \
+  k8s.io/kubernetes/cmd/kube-apiserver
 nice -n 10 go build -o "$out/etcd" ./etcd
 echo "$KUBERNETES_VERSION $ETCD_VERSION" > "$out/.version"
 echo "install-apiserver: kube-apiserver $KUBERNETES_VERSION and etcd $ETCD_VERSION in $out"

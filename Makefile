@@ -166,5 +166,31 @@ size-check: ## No service file over 500 lines, no function outside tests over 60
 .PHONY: lint
 lint: fmt-check clippy size-check proto-lint proto-breaking ## All lints
 
+.PHONY: deploy-tools
+deploy-tools: ## Install helm, crane, kube-score, kubernetes-validate and the chart README generator into .tools/
+	@bash scripts/install-deploy-tools.sh
+
+.PHONY: helm-check
+helm-check: deploy-tools ## Lint and render the chart, validate it (Kubernetes API schemas, kube-score), check invalid values are refused
+	bash scripts/helm-check.sh
+
+.PHONY: helm-docs
+helm-docs: deploy-tools ## Regenerate the chart README's parameters table from values.yaml
+	bash scripts/helm-docs.sh
+
+.PHONY: helm-apiserver-check
+helm-apiserver-check: deploy-tools ## kube-apiserver and etcd from Go modules (long); the chart: server-side dry run, install, upgrade
+	bash scripts/install-apiserver.sh
+	bash scripts/apiserver-check.sh
+
+.PHONY: image
+image: deploy-tools ## Build the images from release binaries as OCI layouts in target/images/<name> (no container engine)
+	bash scripts/build-images.sh --release
+
+.PHONY: image-check
+image-check: tools deploy-tools postgres ## Build the images from the tests' debug binaries; start each service from them as the chart deploys it (root)
+	bash scripts/build-images.sh
+	$(TOOLS)/deploy-venv/bin/python scripts/image_check.py
+
 .PHONY: ci
-ci: lint deny test conformance demo-check fuzz-ci ## What CI runs: lints, supply-chain checks, the tests on SQLite and PostgreSQL, the MCP conformance suite, the demo, a short fuzz run
+ci: lint deny test conformance demo-check helm-check image-check fuzz-ci ## What CI runs: lints, supply-chain checks, the tests on SQLite and PostgreSQL, the MCP conformance suite, the demo, the chart and image checks, a short fuzz run

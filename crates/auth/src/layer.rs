@@ -85,23 +85,25 @@ where
         if PUBLIC_PATH_PREFIXES.iter().any(|p| path.starts_with(p)) {
             return Box::pin(inner.call(request));
         }
-        match authenticate(&self.authenticator, request.headers()) {
-            Ok((principal, token)) => {
-                tracing::Span::current().record("enduser.id", principal.user_id.as_str());
-                request.extensions_mut().insert(principal);
-                request.extensions_mut().insert(token);
-                Box::pin(inner.call(request))
+        let authenticator = self.authenticator.clone();
+        Box::pin(async move {
+            match authenticate(&authenticator, request.headers()).await {
+                Ok((principal, token)) => {
+                    tracing::Span::current().record("enduser.id", principal.user_id.as_str());
+                    request.extensions_mut().insert(principal);
+                    request.extensions_mut().insert(token);
+                    inner.call(request).await
+                }
+                Err(error) => {
+                    tracing::debug!(error = %error, path = %request.uri().path(), "request refused");
+                    Ok(refusal(&error).into_http())
+                }
             }
-            Err(error) => {
-                tracing::debug!(error = %error, path = %request.uri().path(), "request refused");
-                let response = unauthenticated(&error.to_string()).into_http();
-                Box::pin(async move { Ok(response) })
-            }
-        }
+        })
     }
 }
 
-fn authenticate(
+async fn authenticate(
     authenticator: &Authenticator,
     headers: &HeaderMap,
 ) -> Result<(Principal, BearerToken), AuthError> {
@@ -115,11 +117,28 @@ fn authenticate(
         return Err(AuthError::NotBearer);
     }
     let token = token.trim();
-    let principal = authenticator.verify(token)?;
+    let principal = authenticator.authenticate(token).await?;
     Ok((
         principal,
         BearerToken(Arc::new(SecretString::from(token.to_owned()))),
     ))
+}
+
+/// The status a refused call gets: UNAVAILABLE when the identity provider's
+/// keys could not be had (retrying later may succeed), UNAUTHENTICATED else.
+fn refusal(error: &AuthError) -> Status {
+    match error {
+        AuthError::KeysUnavailable => Status::with_error_details(
+            Code::Unavailable,
+            error.to_string(),
+            ErrorDetails::with_error_info(
+                ErrorReason::Unavailable.as_str_name(),
+                ERROR_DOMAIN,
+                HashMap::new(),
+            ),
+        ),
+        _ => unauthenticated(&error.to_string()),
+    }
 }
 
 /// An UNAUTHENTICATED status with an `ErrorInfo` detail.
@@ -133,4 +152,25 @@ pub(crate) fn unauthenticated(message: &str) -> Status {
             HashMap::new(),
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_keys_are_unavailable_and_bad_tokens_unauthenticated() {
+        let unavailable = refusal(&AuthError::KeysUnavailable);
+        assert_eq!(unavailable.code(), Code::Unavailable);
+        assert_eq!(
+            unavailable
+                .get_error_details()
+                .error_info()
+                .map(|i| i.reason.as_str()),
+            Some(ErrorReason::Unavailable.as_str_name())
+        );
+        for error in [AuthError::Invalid, AuthError::Expired, AuthError::Missing] {
+            assert_eq!(refusal(&error).code(), Code::Unauthenticated, "{error:?}");
+        }
+    }
 }

@@ -1,15 +1,20 @@
 //! Authentication of Switchboard callers: JWT bearer tokens carrying the
 //! organization, the user and their roles.
 //!
-//! [`Authenticator`] verifies tokens (HS256 with a shared secret, or RS256 with
-//! a public key), [`AuthLayer`] enforces it on every gRPC call except health
+//! [`Authenticator`] verifies tokens (HS256 with a shared secret, RS256 with
+//! a public key, or the keys an identity provider publishes at a JWKS URL,
+//! fetched, cached and refreshed as it rotates them), [`AuthLayer`] enforces it on every gRPC call except health
 //! and reflection, and [`TokenMinter`] issues tokens for tests and local use.
 
+mod jwks;
 mod layer;
 mod token;
+mod verify;
 
+pub use jsonwebtoken::{Algorithm, EncodingKey};
 pub use layer::{AuthLayer, AuthService, PUBLIC_PATH_PREFIXES};
-pub use token::{AuthError, Authenticator, Claims, JwtKey, TokenMinter, VerifierConfig};
+pub use token::{AuthError, ClaimNames, Claims, JwksConfig, JwtKey, TokenMinter, VerifierConfig};
+pub use verify::Authenticator;
 
 use std::sync::Arc;
 

@@ -195,6 +195,12 @@ pub struct DatabaseArgs {
     /// remembered: a repeat within it returns the first result.
     #[arg(long, env = "SWITCHBOARD_REQUEST_ID_WINDOW", default_value = "24h", value_parser = humantime::parse_duration)]
     pub request_id_window: Duration,
+    /// Apply the pending migrations, then exit without serving (a
+    /// deployment's migration step). On PostgreSQL concurrent runs wait
+    /// for each other on the migrator's advisory lock, so each migration
+    /// is applied once.
+    #[arg(long, env = "SWITCHBOARD_MIGRATE_ONLY", default_value_t = false)]
+    pub migrate_only: bool,
 }
 
 impl std::fmt::Debug for DatabaseArgs {
@@ -207,6 +213,7 @@ impl std::fmt::Debug for DatabaseArgs {
             .field("data_dir", &self.data_dir)
             .field("db_max_connections", &self.db_max_connections)
             .field("request_id_window", &self.request_id_window)
+            .field("migrate_only", &self.migrate_only)
             .finish()
     }
 }
@@ -219,7 +226,17 @@ impl DatabaseArgs {
             data_dir: ".data".into(),
             db_max_connections: 8,
             request_id_window: request_ids::DEFAULT_WINDOW,
+            migrate_only: false,
         }
+    }
+
+    /// Applies the pending migrations of the service `name` and closes the
+    /// database.
+    pub async fn migrate(&self, name: &str, migrations: Migrations) -> anyhow::Result<()> {
+        let database = self.open(name, migrations).await?;
+        database.pool.close().await;
+        tracing::info!("migrations applied");
+        Ok(())
     }
 
     /// Opens the configured database for the service `name` and migrates it.

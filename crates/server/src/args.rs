@@ -1,10 +1,10 @@
 //! Settings every service shares: server, authentication, telemetry, database.
 
-use std::path::PathBuf;
+use std::{path::PathBuf, time::Duration};
 
 use anyhow::{Context as _, bail};
 use secrecy::SecretString;
-use switchboard_auth::{JwtKey, VerifierConfig};
+use switchboard_auth::{ClaimNames, JwksConfig, JwtKey, VerifierConfig};
 use switchboard_db::DatabaseArgs;
 use switchboard_telemetry::{LogFormat, TelemetryConfig};
 
@@ -27,7 +27,8 @@ pub struct CommonArgs {
     pub database: DatabaseArgs,
 }
 
-/// How bearer tokens are verified: an HS256 secret or an RS256 public key.
+/// How bearer tokens are verified: an HS256 secret, an RS256 public key, or
+/// the key set of the cluster's identity provider.
 #[derive(Clone, clap::Args)]
 pub struct AuthArgs {
     /// HS256 secret (at least 16 bytes).
@@ -45,6 +46,51 @@ pub struct AuthArgs {
     /// Required `aud` claim.
     #[arg(long, env = "SWITCHBOARD_JWT_AUDIENCE")]
     pub jwt_audience: Option<String>,
+    /// URL of the identity provider's JSON Web Key Set (RS*, PS*, ES256,
+    /// ES384 or EdDSA keys, chosen by the token's `kid`); requires the
+    /// issuer and audience.
+    #[arg(long, env = "SWITCHBOARD_JWT_JWKS_URL")]
+    pub jwt_jwks_url: Option<String>,
+    /// Claim holding the caller's organization; a dotted name reaches into
+    /// nested objects when no claim has that exact name.
+    #[arg(long, env = "SWITCHBOARD_JWT_ORG_CLAIM", default_value = "org")]
+    pub jwt_org_claim: String,
+    /// Claim holding the caller's roles (a list, or space-separated).
+    #[arg(long, env = "SWITCHBOARD_JWT_ROLES_CLAIM", default_value = "roles")]
+    pub jwt_roles_claim: String,
+    /// Bounds of fetching the key set.
+    #[command(flatten)]
+    pub jwks: JwksArgs,
+}
+
+/// How the identity provider's key set is fetched.
+#[derive(Debug, Clone, clap::Args)]
+pub struct JwksArgs {
+    /// Age after which the key set is fetched again, in the background.
+    #[arg(long, env = "SWITCHBOARD_JWT_JWKS_REFRESH_INTERVAL", default_value = "5m", value_parser = humantime::parse_duration)]
+    pub jwt_jwks_refresh_interval: Duration,
+    /// Shortest time between two fetches, however many tokens name keys
+    /// not yet known.
+    #[arg(long, env = "SWITCHBOARD_JWT_JWKS_MIN_REFRESH_INTERVAL", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub jwt_jwks_min_refresh_interval: Duration,
+    /// Time one fetch may take.
+    #[arg(long, env = "SWITCHBOARD_JWT_JWKS_TIMEOUT", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub jwt_jwks_timeout: Duration,
+    /// Largest key set read, in bytes.
+    #[arg(long, env = "SWITCHBOARD_JWT_JWKS_MAX_BYTES", default_value_t = 256 * 1024)]
+    pub jwt_jwks_max_bytes: usize,
+}
+
+impl Default for JwksArgs {
+    fn default() -> Self {
+        let defaults = JwksConfig::new("");
+        Self {
+            jwt_jwks_refresh_interval: defaults.refresh_interval,
+            jwt_jwks_min_refresh_interval: defaults.min_refresh_interval,
+            jwt_jwks_timeout: defaults.timeout,
+            jwt_jwks_max_bytes: defaults.max_bytes,
+        }
+    }
 }
 
 impl std::fmt::Debug for AuthArgs {
@@ -58,6 +104,10 @@ impl std::fmt::Debug for AuthArgs {
             .field("jwt_public_key_file", &self.jwt_public_key_file)
             .field("jwt_issuer", &self.jwt_issuer)
             .field("jwt_audience", &self.jwt_audience)
+            .field("jwt_jwks_url", &self.jwt_jwks_url)
+            .field("jwt_org_claim", &self.jwt_org_claim)
+            .field("jwt_roles_claim", &self.jwt_roles_claim)
+            .field("jwks", &self.jwks)
             .finish()
     }
 }
@@ -71,6 +121,10 @@ impl AuthArgs {
             jwt_public_key_file: None,
             jwt_issuer: None,
             jwt_audience: None,
+            jwt_jwks_url: None,
+            jwt_org_claim: "org".into(),
+            jwt_roles_claim: "roles".into(),
+            jwks: JwksArgs::default(),
         }
     }
 
@@ -80,27 +134,49 @@ impl AuthArgs {
             &self.jwt_secret,
             &self.jwt_secret_file,
             &self.jwt_public_key_file,
+            &self.jwt_jwks_url,
         ) {
-            (Some(secret), None, None) => JwtKey::Hs256(SecretString::from(secret.clone())),
-            (None, Some(path), None) => {
+            (Some(secret), None, None, None) => JwtKey::Hs256(SecretString::from(secret.clone())),
+            (None, Some(path), None, None) => {
                 let secret = std::fs::read_to_string(path)
                     .with_context(|| format!("failed to read {}", path.display()))?;
                 JwtKey::Hs256(SecretString::from(secret.trim().to_owned()))
             }
-            (None, None, Some(path)) => JwtKey::Rs256PublicKeyPem(
+            (None, None, Some(path), None) => JwtKey::Rs256PublicKeyPem(
                 std::fs::read_to_string(path)
                     .with_context(|| format!("failed to read {}", path.display()))?,
             ),
-            (None, None, None) => bail!(
+            (None, None, None, Some(url)) => {
+                // A cluster's identity provider signs tokens for every
+                // service in it: without both checks a token issued for
+                // another audience (or by another issuer using the same
+                // keys) would be accepted here.
+                if self.jwt_issuer.is_none() || self.jwt_audience.is_none() {
+                    bail!(
+                        "SWITCHBOARD_JWT_JWKS_URL requires SWITCHBOARD_JWT_ISSUER and SWITCHBOARD_JWT_AUDIENCE"
+                    );
+                }
+                JwtKey::Jwks(JwksConfig {
+                    url: url.clone(),
+                    refresh_interval: self.jwks.jwt_jwks_refresh_interval,
+                    min_refresh_interval: self.jwks.jwt_jwks_min_refresh_interval,
+                    timeout: self.jwks.jwt_jwks_timeout,
+                    max_bytes: self.jwks.jwt_jwks_max_bytes,
+                })
+            }
+            (None, None, None, None) => bail!(
                 "no token verification key: set SWITCHBOARD_JWT_SECRET, \
-                 SWITCHBOARD_JWT_SECRET_FILE or SWITCHBOARD_JWT_PUBLIC_KEY_FILE"
+                 SWITCHBOARD_JWT_SECRET_FILE, SWITCHBOARD_JWT_PUBLIC_KEY_FILE or SWITCHBOARD_JWT_JWKS_URL"
             ),
-            _ => bail!("set only one of the JWT secret, secret file or public key file"),
+            _ => bail!("set only one of the JWT secret, secret file, public key file or JWKS URL"),
         };
-        let mut config = VerifierConfig::hs256("");
-        config.key = key;
+        let mut config = VerifierConfig::with_key(key);
         config.issuer = self.jwt_issuer.clone();
         config.audience = self.jwt_audience.clone();
+        config.claims = ClaimNames {
+            org: self.jwt_org_claim.clone(),
+            roles: self.jwt_roles_claim.clone(),
+        };
         Ok(config)
     }
 }
@@ -129,5 +205,52 @@ impl TelemetryArgs {
             log_filter: self.log_filter.clone(),
             otlp_endpoint: self.otlp_endpoint.clone().filter(|e| !e.is_empty()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+
+    #[derive(Debug, clap::Parser)]
+    struct Auth {
+        #[command(flatten)]
+        auth: AuthArgs,
+    }
+
+    #[test]
+    fn a_jwks_url_needs_an_issuer_and_an_audience_and_brings_its_bounds() {
+        let parse = |args: &[&str]| {
+            Auth::try_parse_from([&["test"], args].concat())
+                .expect("parses")
+                .auth
+                .verifier_config()
+        };
+        let url = "--jwt-jwks-url=https://idp.example/jwks";
+        let error = parse(&[url, "--jwt-issuer=https://idp.example"]).expect_err("no audience");
+        assert!(
+            error.to_string().contains("SWITCHBOARD_JWT_AUDIENCE"),
+            "{error}"
+        );
+        let config = parse(&[
+            url,
+            "--jwt-issuer=https://idp.example",
+            "--jwt-audience=switchboard",
+            "--jwt-org-claim=tenant",
+            "--jwt-jwks-max-bytes=1000",
+        ])
+        .expect("complete");
+        assert_eq!(config.claims.org, "tenant");
+        assert_eq!(config.claims.roles, "roles");
+        match config.key {
+            JwtKey::Jwks(jwks) => {
+                assert_eq!(jwks.max_bytes, 1000);
+                assert_eq!(jwks.min_refresh_interval, Duration::from_secs(30));
+            }
+            other => panic!("expected a key set, got {other:?}"),
+        }
+        assert!(parse(&[url, "--jwt-secret=a-secret-of-enough-length"]).is_err());
     }
 }

@@ -15,13 +15,19 @@ mod readiness;
 pub mod request_id;
 mod serve;
 
-pub use args::{AuthArgs, CommonArgs, TelemetryArgs};
+pub use args::{AuthArgs, CommonArgs, JwksArgs, TelemetryArgs};
 pub use config::ServerArgs;
 pub use deadline::{DeadlineLayer, Deadlines};
 pub use error::{ApiError, FieldViolation, Refusal};
 pub use org_limits::{OrgLimitLayer, OrgLimits};
 pub use request_id::{Begun, Idempotency, fingerprint, parse_request_id};
 pub use serve::{RunningServer, Services, bind_and_serve, serve, shutdown_signal, spawn};
+
+/// The `grpc.health.v1` service name of liveness (Kubernetes liveness
+/// probes): SERVING while the process serves, unlike the server (`""`) and
+/// the API services, which follow the database and turn NOT_SERVING when the
+/// process stops.
+pub const LIVENESS_SERVICE: &str = "liveness";
 
 /// What is left of the caller's deadline, from the `grpc-timeout` header
 /// (`<digits><unit>` with unit H, M, S, m, u or n).

@@ -150,6 +150,12 @@ pub async fn serve(
         database,
     } = services;
     let (health, health_service) = tonic_health::server::health_reporter();
+    // Liveness answers SERVING for as long as the process serves at all,
+    // whatever the database or a drain says: a replica whose database is
+    // away must leave the load balancer (readiness), not be restarted.
+    health
+        .set_service_status(crate::LIVENESS_SERVICE, ServingStatus::Serving)
+        .await;
     for name in &names {
         health
             .set_service_status(*name, ServingStatus::Serving)

@@ -278,10 +278,10 @@ pub async fn check_auth_refusals(url: &str, path: &'static str) -> anyhow::Resul
     Ok(())
 }
 
-/// Checks that `url` reports itself and `service` SERVING and lists `service`,
-/// health and reflection by reflection.
+/// Checks that `url` reports itself, its liveness and `service` SERVING and
+/// lists `service`, health and reflection by reflection.
 pub async fn check_health_and_reflection(url: &str, service: &str) -> anyhow::Result<()> {
-    for name in ["", service] {
+    for name in ["", "liveness", service] {
         let status = health_status(url, name).await?;
         if status != ServingStatus::Serving {
             bail!("health of `{name}` is {status:?}");
@@ -296,6 +296,43 @@ pub async fn check_health_and_reflection(url: &str, service: &str) -> anyhow::Re
         if !services.iter().any(|s| s == name) {
             bail!("reflection does not list {name}: {services:?}");
         }
+    }
+    Ok(())
+}
+
+/// Runs the binary at `path` as a deployment's migration step
+/// (`--migrate-only`) against `database_url`, and checks that it exits with
+/// status 0 without serving and that `migrations` migrations are recorded.
+pub async fn check_migrate_only(
+    path: &str,
+    database_url: &str,
+    migrations: i64,
+) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let status = tokio::process::Command::new(path)
+        .current_dir(dir.path())
+        .arg("--migrate-only")
+        .env("DATABASE_URL", database_url)
+        .env("SWITCHBOARD_LOG_FORMAT", "pretty")
+        // No key of any kind: the migration step needs none.
+        .env_remove("SWITCHBOARD_JWT_SECRET")
+        .stdin(Stdio::null())
+        .status();
+    let status = tokio::time::timeout(Duration::from_secs(30), status)
+        .await
+        .context("the migration step did not exit")??;
+    if !status.success() {
+        bail!("the migration step exited with {status}");
+    }
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(database_url).await?;
+    let (applied,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM _sqlx_migrations WHERE success = TRUE")
+            .fetch_one(&pool)
+            .await?;
+    pool.close().await;
+    if applied != migrations {
+        bail!("{applied} migrations recorded, expected {migrations}");
     }
     Ok(())
 }

@@ -197,6 +197,16 @@ fn authorization_flows(
     ))
 }
 
+/// Applies the pending database migrations and returns (the deployment's
+/// migration step, `SWITCHBOARD_MIGRATE_ONLY`).
+pub async fn migrate(config: &Config) -> anyhow::Result<()> {
+    config
+        .common
+        .database
+        .migrate(SERVICE_NAME, MIGRATIONS)
+        .await
+}
+
 /// Runs mcp-service until `shutdown` resolves, then shuts down gracefully.
 pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
     let built = build(&config).await?;

@@ -11,7 +11,7 @@ pub mod domain;
 mod inbound;
 pub mod outbound;
 
-pub use app::{SERVICE_NAME, run, spawn};
+pub use app::{SERVICE_NAME, migrate, run, spawn};
 pub use config::Config;
 
 /// The conversions of MCP results into the gRPC responses, reachable by the

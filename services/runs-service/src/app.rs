@@ -167,6 +167,16 @@ fn keep_runs_alive(repo: Weak<dyn RunsRepository>, active: ActiveRuns, stale_aft
     });
 }
 
+/// Applies the pending database migrations and returns (the deployment's
+/// migration step, `SWITCHBOARD_MIGRATE_ONLY`).
+pub async fn migrate(config: &Config) -> anyhow::Result<()> {
+    config
+        .common
+        .database
+        .migrate(SERVICE_NAME, MIGRATIONS)
+        .await
+}
+
 /// Runs runs-service until `shutdown` resolves, then shuts down gracefully.
 pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
     let built = build(&config).await?;

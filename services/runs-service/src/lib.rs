@@ -13,5 +13,5 @@ mod fakes;
 mod inbound;
 pub mod outbound;
 
-pub use app::{SERVICE_NAME, run, spawn};
+pub use app::{SERVICE_NAME, migrate, run, spawn};
 pub use config::Config;

@@ -1,4 +1,8 @@
-//! The `switchboard-token` binary, as `make run` and `make demo` use it.
+//! Integration tests of switchboard-auth: verification against a real JWKS
+//! server on loopback, and the `switchboard-token` binary as `make run` and
+//! `make demo` use it.
+
+mod jwks;
 
 use std::process::Command;
 

@@ -368,6 +368,13 @@ async fn health_reports_not_serving_while_postgres_is_unreachable_and_serving_ag
 
     proxy.cut();
     wait_status(&server.url(), ServingStatus::NotServing).await;
+    // Liveness does not follow the database: the replica is not restarted.
+    assert_eq!(
+        health_status(&server.url(), switchboard_server::LIVENESS_SERVICE)
+            .await
+            .expect("health answers"),
+        ServingStatus::Serving
+    );
     proxy.restore();
     wait_status(&server.url(), ServingStatus::Serving).await;
     server.stop().await.expect("a clean stop");

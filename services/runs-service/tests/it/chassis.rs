@@ -5,7 +5,10 @@ use switchboard_proto::RUNS_SERVICE_NAME as SERVICE;
 use switchboard_server::RunningServer;
 use switchboard_test_support::{
     DbKind, TEST_JWT_SECRET, TestDb, db_tests,
-    grpc::{check_auth_refusals, check_binary_lifecycle, check_health_and_reflection},
+    grpc::{
+        check_auth_refusals, check_binary_lifecycle, check_health_and_reflection,
+        check_migrate_only,
+    },
 };
 
 async fn start(kind: DbKind) -> (TestDb, RunningServer) {
@@ -36,7 +39,15 @@ async fn calls_without_a_valid_token_are_unauthenticated(kind: DbKind) {
     server.stop().await.expect("a clean stop");
 }
 
+async fn the_migration_step_migrates_and_exits(kind: DbKind) {
+    let db = TestDb::new(kind).await.expect("a test database");
+    check_migrate_only(env!("CARGO_BIN_EXE_runs-service"), &db.url, 4)
+        .await
+        .expect("the migration step");
+}
+
 db_tests!(
+    the_migration_step_migrates_and_exits,
     health_and_reflection_are_served,
     calls_without_a_valid_token_are_unauthenticated,
 );

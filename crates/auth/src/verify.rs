@@ -1,0 +1,372 @@
+//! Token verification: with one static key, or with the key set an identity
+//! provider publishes (see [`crate::jwks`]).
+
+use std::sync::Arc;
+
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use secrecy::ExposeSecret;
+use serde_json::{Map, Value};
+
+use crate::{
+    AuthError, Principal,
+    jwks::JwksKeys,
+    token::{ClaimNames, JwtKey, VerifierConfig},
+};
+
+/// Verifies bearer tokens into [`Principal`]s.
+#[derive(Clone)]
+pub struct Authenticator {
+    keys: Keys,
+    validation: Validation,
+    claims: ClaimNames,
+}
+
+#[derive(Clone)]
+enum Keys {
+    /// One key; its kind fixes the only accepted algorithm.
+    Static {
+        key: DecodingKey,
+        algorithm: Algorithm,
+    },
+    /// An identity provider's keys; each fixes the algorithm of the tokens
+    /// naming it by `kid`.
+    Jwks(Arc<JwksKeys>),
+}
+
+impl std::fmt::Debug for Authenticator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keys = match &self.keys {
+            Keys::Static { algorithm, .. } => format!("{algorithm:?}"),
+            Keys::Jwks(set) => format!("jwks {}", set.url()),
+        };
+        f.debug_struct("Authenticator")
+            .field("keys", &keys)
+            .field("claims", &self.claims)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Authenticator {
+    /// Builds a verifier. Only the algorithm matching the key is accepted, so a
+    /// token signed with another algorithm (or `none`) is refused; with a key
+    /// set, only the asymmetric algorithm its key names.
+    pub fn new(config: &VerifierConfig) -> Result<Self, AuthError> {
+        let keys = match &config.key {
+            JwtKey::Hs256(secret) => {
+                let secret = secret.expose_secret();
+                if secret.len() < 16 {
+                    return Err(AuthError::Key(
+                        "the HS256 secret must be at least 16 bytes".into(),
+                    ));
+                }
+                Keys::Static {
+                    key: DecodingKey::from_secret(secret.as_bytes()),
+                    algorithm: Algorithm::HS256,
+                }
+            }
+            JwtKey::Rs256PublicKeyPem(pem) => Keys::Static {
+                key: DecodingKey::from_rsa_pem(pem.as_bytes())
+                    .map_err(|e| AuthError::Key(e.to_string()))?,
+                algorithm: Algorithm::RS256,
+            },
+            JwtKey::Jwks(jwks) => Keys::Jwks(Arc::new(JwksKeys::new(jwks.clone())?)),
+        };
+        for (name, claim) in [
+            ("organization", &config.claims.org),
+            ("roles", &config.claims.roles),
+        ] {
+            if claim.trim().is_empty() {
+                return Err(AuthError::Key(format!("the {name} claim name is empty")));
+            }
+        }
+        Ok(Self {
+            keys,
+            validation: base_validation(config),
+            claims: config.claims.clone(),
+        })
+    }
+
+    /// Verifies a token and returns who it names, fetching the identity
+    /// provider's keys when the token names one not yet known (at most once
+    /// per minimum refresh interval) and refreshing them in the background
+    /// when they are older than the refresh interval.
+    pub async fn authenticate(&self, token: &str) -> Result<Principal, AuthError> {
+        match &self.keys {
+            Keys::Static { key, algorithm } => self.check(token, key, *algorithm),
+            Keys::Jwks(set) => {
+                let key = set.key(&key_id(token)?).await?;
+                self.check(token, &key.decoding, key.algorithm)
+            }
+        }
+    }
+
+    /// Verifies a token and returns who it names, with the keys held now:
+    /// never fetches, so with a key set a token naming an unknown key is
+    /// refused (and one before the first fetch finds no keys).
+    pub fn verify(&self, token: &str) -> Result<Principal, AuthError> {
+        match &self.keys {
+            Keys::Static { key, algorithm } => self.check(token, key, *algorithm),
+            Keys::Jwks(set) => {
+                let key = set.cached(&key_id(token)?)?;
+                self.check(token, &key.decoding, key.algorithm)
+            }
+        }
+    }
+
+    fn check(
+        &self,
+        token: &str,
+        key: &DecodingKey,
+        algorithm: Algorithm,
+    ) -> Result<Principal, AuthError> {
+        let mut validation = self.validation.clone();
+        validation.algorithms = vec![algorithm];
+        let data = jsonwebtoken::decode::<Map<String, Value>>(token, key, &validation).map_err(
+            |e| match e.kind() {
+                jsonwebtoken::errors::ErrorKind::ExpiredSignature => AuthError::Expired,
+                _ => AuthError::Invalid,
+            },
+        )?;
+        principal_from(&data.claims, &self.claims)
+    }
+}
+
+/// The checks of every token whatever its key: expiry, and the issuer and
+/// audience when configured.
+fn base_validation(config: &VerifierConfig) -> Validation {
+    let mut validation = Validation::new(Algorithm::HS256);
+    validation.leeway = config.leeway.as_secs();
+    // A configured issuer or audience must be present, not only right
+    // when present: the library checks an absent one as passing.
+    let mut required = vec!["exp", "sub"];
+    required.extend(config.issuer.as_ref().map(|_| "iss"));
+    required.extend(config.audience.as_ref().map(|_| "aud"));
+    validation.set_required_spec_claims(&required);
+    match &config.issuer {
+        Some(issuer) => validation.set_issuer(&[issuer]),
+        None => validation.iss = None,
+    }
+    // The library accepts `aud` as a string or a list of strings, and
+    // passes when any of them is the configured audience.
+    match &config.audience {
+        Some(audience) => validation.set_audience(&[audience]),
+        None => validation.validate_aud = false,
+    }
+    validation
+}
+
+/// The `kid` a token's header names; a key set is only searched by it.
+fn key_id(token: &str) -> Result<String, AuthError> {
+    jsonwebtoken::decode_header(token)
+        .ok()
+        .and_then(|header| header.kid)
+        .ok_or(AuthError::Invalid)
+}
+
+/// Who verified claims name: `sub`, and the organization and roles under
+/// their configured names.
+fn principal_from(claims: &Map<String, Value>, names: &ClaimNames) -> Result<Principal, AuthError> {
+    let text = |value: Option<&Value>| {
+        value
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .ok_or(AuthError::Invalid)
+    };
+    let user_id = text(claims.get("sub"))?;
+    let org_id = text(claim(claims, &names.org))?;
+    let roles = match claim(claims, &names.roles) {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(roles)) => roles.split_whitespace().map(str::to_owned).collect(),
+        Some(Value::Array(roles)) => roles
+            .iter()
+            .map(|role| role.as_str().map(str::to_owned).ok_or(AuthError::Invalid))
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(AuthError::Invalid),
+    };
+    Ok(Principal {
+        org_id,
+        user_id,
+        roles,
+    })
+}
+
+/// The claim called `name`; when there is none and the name has dots, the
+/// claim at that path of nested objects (`realm_access.roles`). A claim
+/// whose own name has dots (`https://example.com/org`) is found first.
+fn claim<'a>(claims: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
+    if let Some(value) = claims.get(name) {
+        return Some(value);
+    }
+    let mut parts = name.split('.');
+    let mut value = claims.get(parts.next()?)?;
+    for part in parts {
+        value = value.as_object()?.get(part)?;
+    }
+    Some(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::{Claims, TokenMinter, token::unix_now};
+
+    const SECRET: &str = "a-test-secret-of-enough-length";
+
+    fn authenticator() -> Authenticator {
+        Authenticator::new(&VerifierConfig::hs256(SECRET)).expect("valid config")
+    }
+
+    #[test]
+    fn a_minted_token_verifies_into_its_principal() {
+        let token = TokenMinter::hs256(SECRET)
+            .token("org-1", "user-1", &["admin"])
+            .expect("mints");
+        let principal = authenticator().verify(&token).expect("verifies");
+        assert_eq!(principal.org_id, "org-1");
+        assert_eq!(principal.user_id, "user-1");
+        assert!(principal.is_admin());
+    }
+
+    #[test]
+    fn an_expired_token_is_refused() {
+        let mut claims = Claims::new("org", "user", &[], Duration::ZERO);
+        claims.exp = unix_now() - 3600;
+        let token = TokenMinter::hs256(SECRET).mint(&claims).expect("mints");
+        assert_eq!(authenticator().verify(&token), Err(AuthError::Expired));
+    }
+
+    #[test]
+    fn a_token_signed_with_another_secret_is_refused() {
+        let token = TokenMinter::hs256("another-secret-of-enough-length")
+            .token("org", "user", &[])
+            .expect("mints");
+        assert_eq!(authenticator().verify(&token), Err(AuthError::Invalid));
+    }
+
+    /// Found by the `jwt` fuzz target: a verifier configured with an issuer
+    /// and audience accepted a token that carried neither.
+    #[test]
+    fn a_token_without_the_required_issuer_or_audience_is_refused() {
+        let mut config = VerifierConfig::hs256(SECRET);
+        config.issuer = Some("https://issuer.example".into());
+        config.audience = Some("switchboard".into());
+        let strict = Authenticator::new(&config).expect("valid config");
+        let minter = TokenMinter::hs256(SECRET);
+        let mut claims = Claims::new("org", "user", &[], Duration::from_secs(3600));
+        claims.aud = Some("switchboard".into());
+        let no_issuer = minter.mint(&claims).expect("mints");
+        assert_eq!(strict.verify(&no_issuer), Err(AuthError::Invalid));
+        claims.aud = None;
+        claims.iss = Some("https://issuer.example".into());
+        let no_audience = minter.mint(&claims).expect("mints");
+        assert_eq!(strict.verify(&no_audience), Err(AuthError::Invalid));
+        claims.aud = Some("switchboard".into());
+        let both = minter.mint(&claims).expect("mints");
+        assert!(strict.verify(&both).is_ok());
+    }
+
+    #[test]
+    fn the_audience_may_be_a_string_or_a_list_holding_it() {
+        let mut config = VerifierConfig::hs256(SECRET);
+        config.audience = Some("switchboard".into());
+        let strict = Authenticator::new(&config).expect("valid config");
+        let minter = TokenMinter::hs256(SECRET);
+        let with_audience = |aud: Value| {
+            let token = minter
+                .mint(&json!({"sub": "u", "org": "o", "exp": unix_now() + 600, "aud": aud}))
+                .expect("mints");
+            strict.verify(&token).map(|p| p.user_id)
+        };
+        assert_eq!(with_audience(json!("switchboard")), Ok("u".into()));
+        assert_eq!(
+            with_audience(json!(["other", "switchboard"])),
+            Ok("u".into())
+        );
+        assert_eq!(
+            with_audience(json!(["other", "more"])),
+            Err(AuthError::Invalid)
+        );
+        assert_eq!(with_audience(json!("other")), Err(AuthError::Invalid));
+        assert_eq!(with_audience(json!([])), Err(AuthError::Invalid));
+    }
+
+    #[test]
+    fn organization_and_roles_are_read_under_their_configured_names() {
+        let mut config = VerifierConfig::hs256(SECRET);
+        config.claims = ClaimNames {
+            org: "https://switchboard.dev/tenant".into(),
+            roles: "realm_access.roles".into(),
+        };
+        let custom = Authenticator::new(&config).expect("valid config");
+        let minter = TokenMinter::hs256(SECRET);
+        let token = minter
+            .mint(&json!({
+                "sub": "alice", "exp": unix_now() + 600,
+                "https://switchboard.dev/tenant": "acme",
+                "realm_access": {"roles": ["admin", "viewer"]},
+                "org": "not-this-one", "roles": ["not-these"],
+            }))
+            .expect("mints");
+        let principal = custom.verify(&token).expect("verifies");
+        assert_eq!(principal.org_id, "acme");
+        assert_eq!(principal.roles, ["admin", "viewer"]);
+
+        // Roles as one space-separated string (the `scope` style).
+        config.claims.roles = "scope".into();
+        let scoped = Authenticator::new(&config).expect("valid config");
+        let token = minter
+            .mint(&json!({"sub": "bob", "exp": unix_now() + 600,
+                "https://switchboard.dev/tenant": "acme", "scope": "admin  read"}))
+            .expect("mints");
+        assert_eq!(
+            scoped.verify(&token).expect("verifies").roles,
+            ["admin", "read"]
+        );
+    }
+
+    #[test]
+    fn claims_of_the_wrong_shape_are_refused() {
+        let minter = TokenMinter::hs256(SECRET);
+        for claims in [
+            json!({"sub": "u", "exp": unix_now() + 600}),
+            json!({"sub": "u", "org": 7, "exp": unix_now() + 600}),
+            json!({"sub": 7, "org": "o", "exp": unix_now() + 600}),
+            json!({"sub": "u", "org": "o", "roles": [1], "exp": unix_now() + 600}),
+            json!({"sub": "u", "org": "o", "roles": {"a": 1}, "exp": unix_now() + 600}),
+        ] {
+            let token = minter.mint(&claims).expect("mints");
+            assert_eq!(
+                authenticator().verify(&token),
+                Err(AuthError::Invalid),
+                "{claims}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_short_hs256_secret_or_an_empty_claim_name_is_refused() {
+        assert!(matches!(
+            Authenticator::new(&VerifierConfig::hs256("short")),
+            Err(AuthError::Key(_))
+        ));
+        let mut config = VerifierConfig::hs256(SECRET);
+        config.claims.org = " ".into();
+        assert!(matches!(
+            Authenticator::new(&config),
+            Err(AuthError::Key(_))
+        ));
+    }
+
+    #[test]
+    fn a_token_without_organization_is_refused() {
+        let token = TokenMinter::hs256(SECRET)
+            .token("", "user", &[])
+            .expect("mints");
+        assert_eq!(authenticator().verify(&token), Err(AuthError::Invalid));
+    }
+}

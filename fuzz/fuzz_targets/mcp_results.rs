@@ -122,6 +122,10 @@ fn discovery(value: &Value, typed: bool) -> Discovery {
             .get("discoveredAt")
             .and_then(Value::as_i64)
             .unwrap_or_default(),
+        fresh_for: value
+            .get("ttlMs")
+            .and_then(Value::as_u64)
+            .map(std::time::Duration::from_millis),
     }
 }
 

@@ -28,7 +28,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 CARGO_FUZZ_VERSION="0.13.2"
-ALL_TARGETS=(csv_import sql_gate address_policy jwt mcp_results)
+ALL_TARGETS=(csv_import csv_parse sql_gate address_policy jwt mcp_results)
 
 mode=short
 if [ "${1:-}" = "--long" ]; then
@@ -54,7 +54,7 @@ targets=("$@")
 # Per-target input size, timeout and dictionary.
 max_len() {
   case "$1" in
-    csv_import | mcp_results) echo 8192 ;;
+    csv_import | csv_parse | mcp_results) echo 8192 ;;
     *) echo 1024 ;;
   esac
 }

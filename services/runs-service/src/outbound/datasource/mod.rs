@@ -299,6 +299,13 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
+/// Parses `csv` as an import does, without storing it: the columns and the
+/// number of rows an import of it would give, or why it would be refused.
+/// (The parse-only fuzz target reaches the import's parser through this.)
+pub fn parse_csv(csv: &[u8], limits: &ImportLimits) -> Result<(Vec<Column>, usize), ImportError> {
+    import::parse_csv(csv, limits).map(|parsed| (parsed.columns, parsed.batch.num_rows()))
+}
+
 /// Parses and encodes a CSV off the async workers: both are CPU work.
 async fn parse_and_encode(
     bytes: Vec<u8>,

@@ -28,15 +28,13 @@ pub(super) fn failure(status: Status) -> McpCallError {
             message,
         },
         Code::NotFound => McpCallError::NotFound(message),
-        Code::FailedPrecondition if authorization_required(&status).is_some() => {
-            McpCallError::AuthorizationRequired {
-                url: authorization_required(&status).unwrap_or_default(),
-            }
+        Code::FailedPrecondition => match authorization_required(&status) {
+            Some(url) => McpCallError::AuthorizationRequired { url },
+            None => McpCallError::Refused(message),
+        },
+        Code::PermissionDenied | Code::InvalidArgument | Code::Unauthenticated => {
+            McpCallError::Refused(message)
         }
-        Code::FailedPrecondition
-        | Code::PermissionDenied
-        | Code::InvalidArgument
-        | Code::Unauthenticated => McpCallError::Refused(message),
         _ => McpCallError::Failed(message),
     }
 }

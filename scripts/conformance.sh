@@ -27,16 +27,38 @@ rm -rf "$out"
 mkdir -p "$out"
 
 status=0
+failed=()
+attempt() {
+  local name="$1"; shift
+  # The suite runs scenarios concurrently; its servers listen on loopback.
+  "$node" "$suite" client --command "$client" --output-dir "$out/$name" \
+    --expected-failures "$expected" "$@" >"$out/$name.log" 2>&1
+}
 run() {
   local name="$1"; shift
   echo "== conformance: $name"
-  # The suite runs scenarios concurrently; its servers listen on loopback.
-  if ! "$node" "$suite" client --command "$client" --output-dir "$out/$name" \
-      --expected-failures "$expected" "$@" 2>&1 | tee "$out/$name.log"; then
-    status=1
+  if attempt "$name" "$@"; then
+    sed -n '/=== SUITE SUMMARY ===/,$p' "$out/$name.log"
+    return
   fi
+  # The suite's timing scenarios (SSE retry delays, 30 s per scenario) can
+  # miss on a loaded machine; a second failure of the same set is a failure.
+  echo "conformance: $name failed once; its summary, then a second attempt:"
+  sed -n '/=== SUITE SUMMARY ===/,$p' "$out/$name.log"
+  mv "$out/$name.log" "$out/$name.first-attempt.log"
+  rm -rf "${out:?}/$name"
+  if attempt "$name" "$@"; then
+    sed -n '/=== SUITE SUMMARY ===/,$p' "$out/$name.log"
+    return
+  fi
+  tail -n 200 "$out/$name.log"
+  failed+=("$name")
+  status=1
 }
 
 run requirements-2025-11-25 --requirements 2025-11-25
 run requirements-2026-07-28 --requirements 2026-07-28
+if [ "$status" -ne 0 ]; then
+  echo "conformance: failed twice: ${failed[*]} (logs in $out)" >&2
+fi
 exit "$status"

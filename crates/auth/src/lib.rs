@@ -3,16 +3,14 @@
 //!
 //! [`Authenticator`] verifies tokens (HS256 with a shared secret, RS256 with
 //! a public key, or the keys an identity provider publishes at a JWKS URL,
-//! fetched, cached and refreshed as it rotates them), [`AuthLayer`] enforces it on every gRPC call except health
-//! and reflection, and [`TokenMinter`] issues tokens for tests and local use.
+//! fetched, cached and refreshed as it rotates them), the server chassis enforces it on every gRPC call except
+//! health and reflection, and [`TokenMinter`] issues tokens for tests and local use.
 
 mod jwks;
-mod layer;
 mod token;
 mod verify;
 
 pub use jsonwebtoken::{Algorithm, EncodingKey};
-pub use layer::{AuthLayer, AuthService, PUBLIC_PATH_PREFIXES};
 pub use token::{AuthError, ClaimNames, Claims, JwksConfig, JwtKey, TokenMinter, VerifierConfig};
 pub use verify::Authenticator;
 
@@ -51,15 +49,7 @@ impl Principal {
 #[derive(Debug, Clone)]
 pub struct BearerToken(pub Arc<SecretString>);
 
-/// Returns the principal that [`AuthLayer`] attached to a request.
-pub fn principal<T>(request: &tonic::Request<T>) -> Result<&Principal, tonic::Status> {
-    request
-        .extensions()
-        .get::<Principal>()
-        .ok_or_else(|| layer::unauthenticated("missing credentials"))
-}
-
-/// Returns the caller's bearer token that [`AuthLayer`] attached to a request.
+/// Returns the caller's bearer token that the server's auth layer attached to a request.
 pub fn bearer_token<T>(request: &tonic::Request<T>) -> Option<BearerToken> {
     request.extensions().get::<BearerToken>().cloned()
 }

@@ -6,6 +6,7 @@
 //! drain until a deadline.
 
 mod args;
+mod auth_layer;
 mod config;
 mod deadline;
 pub mod error;
@@ -16,6 +17,7 @@ pub mod request_id;
 mod serve;
 
 pub use args::{AuthArgs, CommonArgs, JwksArgs, TelemetryArgs};
+pub use auth_layer::{AuthLayer, AuthService, PUBLIC_PATH_PREFIXES, principal};
 pub use config::ServerArgs;
 pub use deadline::{DeadlineLayer, Deadlines};
 pub use error::{ApiError, FieldViolation, Refusal};

@@ -57,7 +57,7 @@ struct Shared {
     rate: KeyedLimiter,
 }
 
-/// Enforces [`OrgLimits`] on calls that [`switchboard_auth::AuthLayer`]
+/// Enforces [`OrgLimits`] on calls that [`crate::AuthLayer`]
 /// authenticated; must sit after it.
 #[derive(Debug, Clone)]
 pub struct OrgLimitLayer {

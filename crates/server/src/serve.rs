@@ -6,7 +6,9 @@ use std::{
 };
 
 use anyhow::Context as _;
-use switchboard_auth::{AuthLayer, Authenticator};
+use switchboard_auth::Authenticator;
+
+use crate::AuthLayer;
 use switchboard_db::Database;
 use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
 use tonic::{

@@ -246,7 +246,7 @@ pub async fn call_with_authorization(
 
 /// Checks that the RPC at `path` refuses a missing token, an expired one, one
 /// signed with another secret, an unsigned (`alg: none`) one and a non-bearer
-/// scheme with UNAUTHENTICATED, and lets a valid token through.
+/// scheme with UNAUTHENTICATED (reason `ERROR_REASON_UNAUTHENTICATED`), and lets a valid token through.
 pub async fn check_auth_refusals(url: &str, path: &'static str) -> anyhow::Result<()> {
     let wrong_signature = switchboard_auth::TokenMinter::hs256("another-secret-0123456789abcdef")
         .token("org-a", "user-a", &["admin"])?;
@@ -265,7 +265,17 @@ pub async fn check_auth_refusals(url: &str, path: &'static str) -> anyhow::Resul
     ];
     for (case, authorization) in cases {
         match call_with_authorization(url, path, authorization.as_deref()).await {
-            Err(status) if status.code() == tonic::Code::Unauthenticated => {}
+            Err(status) if status.code() == tonic::Code::Unauthenticated => {
+                use tonic_types::StatusExt as _;
+                let info = status.get_error_details().error_info().cloned();
+                if info
+                    .as_ref()
+                    .map(|i| (i.reason.as_str(), i.domain.as_str()))
+                    != Some(("ERROR_REASON_UNAUTHENTICATED", "switchboard.dev"))
+                {
+                    bail!("{case}: UNAUTHENTICATED without its ErrorInfo: {info:?}");
+                }
+            }
             other => bail!("{case}: expected UNAUTHENTICATED, got {other:?}"),
         }
     }

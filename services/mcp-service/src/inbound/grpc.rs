@@ -2,8 +2,9 @@
 //! proto out.
 
 use serde_json::Value;
-use switchboard_auth::{Principal, principal};
+use switchboard_auth::Principal;
 use switchboard_proto::mcp::v1::{self as pb, mcp_service_server::McpService};
+use switchboard_server::principal;
 use switchboard_server::{Idempotency, fingerprint, parse_request_id};
 use tonic::{Request, Response, Status};
 

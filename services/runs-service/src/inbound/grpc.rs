@@ -1,7 +1,8 @@
 //! The `switchboard.runs.v1.RunsService` handlers.
 
-use switchboard_auth::{Principal, bearer_token, principal};
+use switchboard_auth::{Principal, bearer_token};
 use switchboard_proto::runs::v1::{self as pb, runs_service_server::RunsService as RunsRpc};
+use switchboard_server::principal;
 use switchboard_server::{FieldViolation, Idempotency, fingerprint, parse_request_id};
 use tonic::{Request, Response, Status, codegen::BoxStream};
 

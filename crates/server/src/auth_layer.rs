@@ -1,7 +1,6 @@
 //! The tower layer that authenticates every gRPC call.
 
 use std::{
-    collections::HashMap,
     future::Future,
     pin::Pin,
     sync::Arc,
@@ -10,12 +9,11 @@ use std::{
 
 use http::{HeaderMap, Request, Response};
 use secrecy::SecretString;
-use switchboard_proto::common::v1::ErrorReason;
-use tonic::{Code, Status};
-use tonic_types::{ErrorDetails, StatusExt};
+use switchboard_auth::{AuthError, Authenticator, BearerToken, Principal};
+use tonic::Status;
 use tower::{Layer, Service};
 
-use crate::{AuthError, Authenticator, BearerToken, Principal};
+use crate::ApiError;
 
 /// Paths served without a token: Kubernetes probes and tooling must reach
 /// health and reflection without credentials, and they reveal no tenant data.
@@ -24,9 +22,6 @@ pub const PUBLIC_PATH_PREFIXES: &[&str] = &[
     "/grpc.reflection.v1.ServerReflection/",
     "/grpc.reflection.v1alpha.ServerReflection/",
 ];
-
-/// The `google.rpc.ErrorInfo` domain of Switchboard errors.
-pub(crate) const ERROR_DOMAIN: &str = "switchboard.dev";
 
 /// Authenticates requests and attaches the [`Principal`] and [`BearerToken`]
 /// to their extensions; refuses the rest with UNAUTHENTICATED.
@@ -128,34 +123,26 @@ async fn authenticate(
 /// keys could not be had (retrying later may succeed), UNAUTHENTICATED else.
 fn refusal(error: &AuthError) -> Status {
     match error {
-        AuthError::KeysUnavailable => Status::with_error_details(
-            Code::Unavailable,
-            error.to_string(),
-            ErrorDetails::with_error_info(
-                ErrorReason::Unavailable.as_str_name(),
-                ERROR_DOMAIN,
-                HashMap::new(),
-            ),
-        ),
-        _ => unauthenticated(&error.to_string()),
+        AuthError::KeysUnavailable => ApiError::Unavailable(error.to_string()),
+        _ => ApiError::Unauthenticated(error.to_string()),
     }
+    .into()
 }
 
-/// An UNAUTHENTICATED status with an `ErrorInfo` detail.
-pub(crate) fn unauthenticated(message: &str) -> Status {
-    Status::with_error_details(
-        Code::Unauthenticated,
-        message,
-        ErrorDetails::with_error_info(
-            ErrorReason::Unauthenticated.as_str_name(),
-            ERROR_DOMAIN,
-            HashMap::new(),
-        ),
-    )
+/// Returns the principal that [`AuthLayer`] attached to a request.
+pub fn principal<T>(request: &tonic::Request<T>) -> Result<&Principal, Status> {
+    request
+        .extensions()
+        .get::<Principal>()
+        .ok_or_else(|| ApiError::Unauthenticated("missing credentials".to_owned()).into())
 }
 
 #[cfg(test)]
 mod tests {
+    use switchboard_proto::common::v1::ErrorReason;
+    use tonic::Code;
+    use tonic_types::StatusExt;
+
     use super::*;
 
     #[test]

@@ -20,6 +20,8 @@ pub struct World {
     pub _mcp_db: TestDb,
     pub _runs_db: TestDb,
     pub _mcp: RunningServer,
+    /// mcp-service replicas beyond the first, on the same database.
+    pub mcp_replicas: Vec<RunningServer>,
     pub _runs: RunningServer,
     pub upstream: RunningHttpServer,
     pub model: ScriptedModel,
@@ -46,6 +48,9 @@ pub struct Options {
     pub agent: Box<dyn FnOnce(&mut runs::Agent)>,
     /// Whether the example server lists its `record` tool.
     pub record_tool: bool,
+    /// mcp-service replicas beyond the first; runs-service is given every
+    /// replica's URL.
+    pub mcp_replicas: usize,
 }
 
 impl Default for Options {
@@ -58,6 +63,7 @@ impl Default for Options {
             mcp_url_override: None,
             agent: Box::new(|_| {}),
             record_tool: false,
+            mcp_replicas: 0,
         }
     }
 }
@@ -108,6 +114,21 @@ pub async fn world(options: Options) -> World {
     ))
     .await
     .expect("mcp-service");
+    let mut mcp_replicas = Vec::new();
+    for _ in 0..options.mcp_replicas {
+        let replica = switchboard_mcp_service::spawn(switchboard_mcp_service::Config::for_tests(
+            &mcp_db.url,
+            TEST_JWT_SECRET,
+        ))
+        .await
+        .expect("mcp-service replica");
+        mcp_replicas.push(replica);
+    }
+    let mcp_urls = std::iter::once(&mcp)
+        .chain(&mcp_replicas)
+        .map(RunningServer::url)
+        .collect::<Vec<_>>()
+        .join(",");
     let mut mcp_client = McpServiceClient::connect(mcp.url())
         .await
         .expect("connects");
@@ -129,7 +150,7 @@ pub async fn world(options: Options) -> World {
     let mut config = switchboard_runs_service::Config::for_tests(
         &runs_db.url,
         TEST_JWT_SECRET,
-        options.mcp_url_override.as_deref().unwrap_or(&mcp.url()),
+        options.mcp_url_override.as_deref().unwrap_or(&mcp_urls),
     );
     config.model_providers = format!("scripted={},{}", options.provider_kind, model.base_url());
     config.tool_timeout = Duration::from_secs(20);
@@ -184,6 +205,7 @@ pub async fn world(options: Options) -> World {
         _mcp_db: mcp_db,
         _runs_db: runs_db,
         _mcp: mcp,
+        mcp_replicas,
         _runs: runs,
         upstream,
         model,

@@ -26,7 +26,7 @@ use crate::{
     outbound::{
         datasource::SqlDataSources,
         llm::{ModelRegistry, parse_providers},
-        mcp::GrpcMcp,
+        mcp::{GrpcMcp, McpEndpoints},
         sql::{MIGRATIONS, SqlRunsRepository},
     },
 };
@@ -55,7 +55,13 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     let repo: Arc<dyn RunsRepository> = Arc::new(SqlRunsRepository::new(db.pool.clone()));
     let active = take_over_runs(&repo, config.run_stale_after).await?;
     let (models, known) = model_providers(config)?;
-    let mcp: Arc<dyn McpPort> = Arc::new(GrpcMcp::new(&config.mcp_service_url)?);
+    let endpoints = McpEndpoints::parse(
+        &config.mcp_service_url,
+        config.mcp_service_resolve_interval,
+        config.mcp_service_keepalive,
+    )
+    .context("invalid SWITCHBOARD_MCP_SERVICE_URL")?;
+    let mcp: Arc<dyn McpPort> = Arc::new(GrpcMcp::new(&endpoints).await);
     let settings = &config.data_sources;
     settings.check(config.common.server.max_message_bytes)?;
     let sources: Arc<dyn DataSources> = Arc::new(

@@ -22,13 +22,23 @@ pub struct Config {
     /// Server, auth, telemetry and storage settings.
     #[command(flatten)]
     pub common: CommonArgs,
-    /// gRPC address of mcp-service.
+    /// gRPC address of mcp-service: one `http://host:port` URL or several,
+    /// comma-separated; every address a host name resolves to is a replica
+    /// (a headless Kubernetes Service names them all).
     #[arg(
         long,
         env = "SWITCHBOARD_MCP_SERVICE_URL",
         default_value = "http://127.0.0.1:50051"
     )]
     pub mcp_service_url: String,
+    /// How often mcp-service's host names are resolved again, so replicas
+    /// join and leave; 0 resolves once at start.
+    #[arg(long, env = "SWITCHBOARD_MCP_SERVICE_RESOLVE_INTERVAL", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub mcp_service_resolve_interval: Duration,
+    /// HTTP/2 keepalive ping interval on connections to mcp-service (a
+    /// replica that stops answering is found within about twice this).
+    #[arg(long, env = "SWITCHBOARD_MCP_SERVICE_KEEPALIVE", default_value = "20s", value_parser = humantime::parse_duration)]
+    pub mcp_service_keepalive: Duration,
     /// Model providers agents may use: `name=kind,base_url[,api_key_env=VAR]`
     /// entries separated by `;` (kinds `openai` for any OpenAI-compatible
     /// Chat Completions server, `anthropic`).
@@ -283,6 +293,8 @@ impl Config {
                 database: DatabaseArgs::for_url(database_url),
             },
             mcp_service_url: mcp_service_url.to_owned(),
+            mcp_service_resolve_interval: Duration::from_secs(1),
+            mcp_service_keepalive: Duration::from_secs(20),
             model_providers: String::new(),
             default_max_steps: 10,
             discovery_timeout: Duration::from_secs(5),

@@ -10,7 +10,7 @@ use switchboard_proto::{
     json::map_to_struct,
     mcp::v1::{self as pb, mcp_service_client::McpServiceClient},
 };
-use tonic::{Request, transport::Channel};
+use tonic::{Request, Status, transport::Channel};
 
 pub use self::convert::tool_output;
 use self::convert::{capabilities, content, failure};
@@ -20,6 +20,9 @@ use crate::domain::ports::{
 };
 
 mod convert;
+mod endpoints;
+
+pub use self::endpoints::McpEndpoints;
 
 /// mcp-service's gRPC client.
 #[derive(Debug, Clone)]
@@ -28,19 +31,58 @@ pub struct GrpcMcp {
 }
 
 impl GrpcMcp {
-    /// A client of mcp-service at `url`, connecting on first use (so
+    /// A client of mcp-service's replicas, connecting on first use (so
     /// runs-service starts, and runs go on, while mcp-service is down).
-    pub fn new(url: &str) -> anyhow::Result<Self> {
-        let channel = Channel::from_shared(url.to_owned())?
-            .connect_timeout(Duration::from_secs(5))
-            .tcp_nodelay(true)
-            .connect_lazy();
-        Ok(Self { channel })
+    pub async fn new(endpoints: &McpEndpoints) -> Self {
+        Self {
+            channel: endpoints.connect().await,
+        }
     }
 
-    fn client(&self) -> McpServiceClient<Channel> {
-        McpServiceClient::new(self.channel.clone())
+    /// Sends one call, again on another connection while the call provably
+    /// never left (its connection could not be made): a replica that went
+    /// away costs no call, and no call runs twice.
+    async fn call<M, R, F, Fut>(
+        &self,
+        caller: &Caller,
+        message: M,
+        timeout: Duration,
+        send: F,
+    ) -> Result<R, McpCallError>
+    where
+        M: Clone,
+        F: Fn(McpServiceClient<Channel>, Request<M>) -> Fut,
+        Fut: Future<Output = Result<tonic::Response<R>, Status>>,
+    {
+        let mut attempt = 1;
+        loop {
+            let client = McpServiceClient::new(self.channel.clone());
+            match send(client, request(caller, message.clone(), timeout)).await {
+                Ok(response) => return Ok(response.into_inner()),
+                Err(status) if attempt < CONNECT_ATTEMPTS && never_sent(&status) => {
+                    tracing::debug!(%status, attempt, "mcp-service call not sent; trying another connection");
+                    attempt += 1;
+                }
+                Err(status) => return Err(failure(status)),
+            }
+        }
     }
+}
+
+/// Connections tried for one call before its failure to connect is final.
+const CONNECT_ATTEMPTS: u32 = 3;
+
+/// Whether a failed call provably never reached mcp-service: no connection
+/// could be made for it.
+fn never_sent(status: &Status) -> bool {
+    let mut source = std::error::Error::source(status);
+    while let Some(error) = source {
+        if error.downcast_ref::<tonic::ConnectError>().is_some() {
+            return true;
+        }
+        source = error.source();
+    }
+    false
 }
 
 fn request<T>(caller: &Caller, message: T, timeout: Duration) -> Request<T> {
@@ -64,18 +106,16 @@ impl McpPort for GrpcMcp {
         timeout: Duration,
     ) -> Result<Capabilities, McpCallError> {
         let response = self
-            .client()
-            .discover(request(
+            .call(
                 caller,
                 pb::DiscoverRequest {
                     integration_id: integration_id.to_owned(),
                     bypass_cache: false,
                 },
                 timeout,
-            ))
-            .await
-            .map_err(failure)?
-            .into_inner();
+                |mut client, request| async move { client.discover(request).await },
+            )
+            .await?;
         capabilities(integration_id, response)
     }
 
@@ -89,8 +129,7 @@ impl McpPort for GrpcMcp {
         timeout: Duration,
     ) -> Result<ToolOutput, McpCallError> {
         let response = self
-            .client()
-            .execute_tool(request(
+            .call(
                 caller,
                 pb::ExecuteToolRequest {
                     integration_id: integration_id.to_owned(),
@@ -100,10 +139,9 @@ impl McpPort for GrpcMcp {
                     arguments_json: arguments.to_owned(),
                 },
                 timeout,
-            ))
-            .await
-            .map_err(failure)?
-            .into_inner();
+                |mut client, request| async move { client.execute_tool(request).await },
+            )
+            .await?;
         Ok(tool_output(response))
     }
 
@@ -117,8 +155,7 @@ impl McpPort for GrpcMcp {
         timeout: Duration,
     ) -> Result<ResourceData, McpCallError> {
         let response = self
-            .client()
-            .retrieve_resource(request(
+            .call(
                 caller,
                 pb::RetrieveResourceRequest {
                     integration_id: integration_id.to_owned(),
@@ -127,10 +164,9 @@ impl McpPort for GrpcMcp {
                     session_scope: scope.to_owned(),
                 },
                 timeout,
-            ))
-            .await
-            .map_err(failure)?
-            .into_inner();
+                |mut client, request| async move { client.retrieve_resource(request).await },
+            )
+            .await?;
         let kind = match response.kind() {
             pb::ResourceKind::Csv => ResourceKindOf::Csv,
             pb::ResourceKind::Binary => ResourceKindOf::Binary,
@@ -183,8 +219,7 @@ impl McpPort for GrpcMcp {
             })
             .collect();
         let response = self
-            .client()
-            .get_prompt(request(
+            .call(
                 caller,
                 pb::GetPromptRequest {
                     integration_id: integration_id.to_owned(),
@@ -193,10 +228,9 @@ impl McpPort for GrpcMcp {
                     session_scope: scope.to_owned(),
                 },
                 timeout,
-            ))
-            .await
-            .map_err(failure)?
-            .into_inner();
+                |mut client, request| async move { client.get_prompt(request).await },
+            )
+            .await?;
         let lines = response
             .messages
             .iter()

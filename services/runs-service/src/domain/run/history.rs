@@ -5,6 +5,7 @@ use crate::domain::{
     entities::{Message, Part, Role},
     error::RunsError,
     model::{ChatMessage, ToolCall},
+    texts::INTERRUPTED_CALL,
 };
 
 /// How much of a thread a model request carries.
@@ -83,7 +84,14 @@ pub fn keep_window(history: &mut Vec<Message>, limits: HistoryLimits) -> Result<
 }
 
 /// The messages as the model sees them.
+/// The messages as a model conversation; a tool call the thread holds
+/// without a result (its run ended while it was under way) is answered as
+/// interrupted, so the conversation stays one a model accepts.
 pub fn to_chat(messages: &[Message]) -> Vec<ChatMessage> {
+    answer_interrupted_calls(chat_of(messages))
+}
+
+fn chat_of(messages: &[Message]) -> Vec<ChatMessage> {
     let mut chat = Vec::with_capacity(messages.len());
     for message in messages {
         match message.role {
@@ -140,6 +148,36 @@ pub fn to_chat(messages: &[Message]) -> Vec<ChatMessage> {
         }
     }
     chat
+}
+
+/// After each model turn's results, a result for each of its calls that
+/// has none.
+fn answer_interrupted_calls(chat: Vec<ChatMessage>) -> Vec<ChatMessage> {
+    let mut answered = Vec::with_capacity(chat.len());
+    let mut waiting: Vec<ToolCall> = Vec::new();
+    for message in chat {
+        let is_result = matches!(message, ChatMessage::ToolResult { .. });
+        if !is_result {
+            answer_missing(&mut answered, &mut waiting);
+        }
+        match &message {
+            ChatMessage::Assistant { tool_calls, .. } => waiting.clone_from(tool_calls),
+            ChatMessage::ToolResult { call_id, .. } => waiting.retain(|c| &c.id != call_id),
+            ChatMessage::User { .. } => {}
+        }
+        answered.push(message);
+    }
+    answer_missing(&mut answered, &mut waiting);
+    answered
+}
+
+fn answer_missing(chat: &mut Vec<ChatMessage>, waiting: &mut Vec<ToolCall>) {
+    chat.extend(waiting.drain(..).map(|call| ChatMessage::ToolResult {
+        call_id: call.id,
+        name: call.name,
+        content: INTERRUPTED_CALL.to_owned(),
+        is_error: true,
+    }));
 }
 
 #[cfg(test)]
@@ -239,5 +277,40 @@ mod tests {
         ];
         let error = keep_window(&mut history, limits(100, 100)).expect_err("no start");
         assert!(error.to_string().contains("history limit"), "{error}");
+    }
+
+    #[test]
+    fn a_call_left_without_a_result_reads_as_interrupted() {
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            name: "x__y".into(),
+            arguments: "{}".into(),
+        };
+        let result = |id: &str, content: &str, is_error: bool| ChatMessage::ToolResult {
+            call_id: id.into(),
+            name: "x__y".into(),
+            content: content.into(),
+            is_error,
+        };
+        let chat = vec![
+            ChatMessage::User { text: "hi".into() },
+            ChatMessage::Assistant {
+                text: String::new(),
+                tool_calls: vec![call("a"), call("b")],
+            },
+            result("a", "done", false),
+            ChatMessage::User {
+                text: "again".into(),
+            },
+            ChatMessage::Assistant {
+                text: String::new(),
+                tool_calls: vec![call("c")],
+            },
+        ];
+        let answered = answer_interrupted_calls(chat.clone());
+        let mut expected = chat;
+        expected.insert(3, result("b", INTERRUPTED_CALL, true));
+        expected.push(result("c", INTERRUPTED_CALL, true));
+        assert_eq!(answered, expected);
     }
 }

@@ -280,13 +280,16 @@ impl Running<'_> {
         if turn.calls.is_empty() {
             return self.answered(turn).await;
         }
-        let parts = turn.parts();
+        // The calls are recorded before any of them runs: whatever happens
+        // to this process, the thread holds every call that may have had an
+        // effect (one left without a result reads as interrupted).
+        self.store(vec![(Role::Assistant, turn.parts())]).await?;
         let (client_calls, server_calls): (Vec<_>, Vec<_>) = turn
             .calls
             .into_iter()
             .partition(|c| ToolRouter::kind(&toolset, &c.name) == Some(ToolKind::Client));
         let results = self.run_tools(&toolset, server_calls).await?;
-        self.store_turn(parts, results, client_calls).await
+        self.store_results(results, client_calls).await
     }
 
     /// The tools offered now: assembled again after a CSV import, which
@@ -420,20 +423,18 @@ impl Running<'_> {
         Ok(parts)
     }
 
-    /// Stores the model's tool calls with their results and the run's state,
-    /// in one write: the thread never holds a call that this service ran
-    /// without its result, which no later model request could be sent with.
-    /// Client-side calls wait for theirs in a paused run.
-    async fn store_turn(
+    /// Stores the results of the calls this service ran with the run's
+    /// state, in one write. Client-side calls wait for theirs in a paused
+    /// run.
+    async fn store_results(
         &mut self,
-        calls: Vec<Part>,
         results: Vec<Part>,
         client_calls: Vec<ToolCall>,
     ) -> Result<Step, Stop> {
         let imported = results.iter().any(|part| {
             matches!(part, Part::ToolResult { name, is_error: false, .. } if name == RETRIEVE_RESOURCE)
         });
-        let mut turn = vec![(Role::Assistant, calls)];
+        let mut turn = Vec::new();
         if !results.is_empty() {
             turn.push((Role::Tool, results));
         }

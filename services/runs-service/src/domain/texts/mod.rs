@@ -47,6 +47,10 @@ pub fn mcp_call_failed(error: &McpCallError) -> String {
     }
 }
 
+/// A call the thread records without a result: the run that made it ended
+/// (its process stopped, or it was cancelled) while the call was under way.
+pub const INTERRUPTED_CALL: &str = "MCP tool execution failed: the run was interrupted while this tool call was under way, so its result was lost. The call may or may not have taken effect; check before calling it again.";
+
 /// The model's arguments are not a JSON object.
 pub fn invalid_arguments(error: &str) -> String {
     mcp_tool_failed(&format!("the arguments are not a JSON object ({error})"))

@@ -36,6 +36,10 @@ fn failure_texts_keep_the_reference_wording() {
         "MCP tool execution failed: the user has not connected their account to this integration. Ask them to connect it at https://auth.example/authorize?state=s and then try again"
     );
     assert_eq!(
+        INTERRUPTED_CALL,
+        "MCP tool execution failed: the run was interrupted while this tool call was under way, so its result was lost. The call may or may not have taken effect; check before calling it again."
+    );
+    assert_eq!(
         invalid_arguments("got a string"),
         "MCP tool execution failed: the arguments are not a JSON object (got a string)"
     );

@@ -1,0 +1,235 @@
+//! Two replicas of each service as real processes on one PostgreSQL, the
+//! example MCP server as a process (so it can be killed) and a scripted
+//! model, with an integration and an agent ready.
+
+use std::{
+    path::PathBuf,
+    process::{Child, Stdio},
+    time::Duration,
+};
+
+use switchboard_proto::{
+    mcp::v1::mcp_service_client::McpServiceClient,
+    runs::v1::{self as runs, runs_service_client::RunsServiceClient},
+};
+use switchboard_scripted_model::{Looping, ScriptedModel};
+use switchboard_test_support::{
+    TEST_JWT_SECRET, authed, example_http_server,
+    grpc::{ServiceProcess, free_port, start_binary, wait_serving},
+    http_integration_request, token, workspace_binary,
+};
+use tonic::transport::Channel;
+
+use crate::cluster::Cluster;
+
+/// What each run does: two calls to the example server's `sleep`, then an
+/// answer.
+pub const TOOL: &str = "example__sleep";
+const TOOL_ARGUMENTS: &str = r#"{"ms":1500}"#;
+const ROUNDS: usize = 2;
+
+/// How long a replica's runs live without its heartbeat.
+pub const STALE_AFTER: Duration = Duration::from_secs(3);
+
+/// The whole system under test.
+pub struct Fleet {
+    pub cluster: Cluster,
+    pub mcp: Vec<Option<ServiceProcess>>,
+    pub runs: Vec<Option<ServiceProcess>>,
+    pub upstream: Option<Child>,
+    upstream_port: u16,
+    pub calls_log: PathBuf,
+    _dir: tempfile::TempDir,
+    _model: ScriptedModel,
+    pub token: String,
+    pub agent_id: String,
+}
+
+impl Fleet {
+    pub async fn start() -> anyhow::Result<Self> {
+        let cluster = Cluster::start()?;
+        cluster.create_database("mcp")?;
+        cluster.create_database("runs")?;
+        let dir = tempfile::tempdir()?;
+        let calls_log = dir.path().join("calls.log");
+        let upstream_port = free_port()?;
+        let model = ScriptedModel::start_looping(
+            Looping::new(Some(TOOL.into()), TOOL_ARGUMENTS, "no tools").rounds(ROUNDS),
+        )
+        .await?;
+        let mut fleet = Self {
+            mcp: Vec::new(),
+            runs: Vec::new(),
+            upstream: None,
+            upstream_port,
+            calls_log,
+            _dir: dir,
+            token: token("org-faults", "user-faults", &["admin"]),
+            agent_id: String::new(),
+            cluster,
+            _model: model,
+        };
+        fleet.start_upstream().await?;
+        for _ in 0..2 {
+            let replica = fleet.start_mcp().await?;
+            fleet.mcp.push(Some(replica));
+        }
+        for _ in 0..2 {
+            let replica = fleet.start_runs().await?;
+            fleet.runs.push(Some(replica));
+        }
+        fleet.agent_id = fleet.create_agent().await?;
+        Ok(fleet)
+    }
+
+    /// Starts (or starts again, on the same port) the example MCP server.
+    pub async fn start_upstream(&mut self) -> anyhow::Result<()> {
+        let child = example_http_server(self.upstream_port)
+            .env(
+                switchboard_example_mcp_server::CALL_LOG_ENV,
+                &self.calls_log,
+            )
+            .env("RUST_LOG", "error")
+            .stdout(Stdio::null())
+            .spawn()?;
+        self.upstream = Some(child);
+        let url = format!("127.0.0.1:{}", self.upstream_port);
+        for _ in 0..200 {
+            if tokio::net::TcpStream::connect(&url).await.is_ok() {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        anyhow::bail!("the example MCP server did not listen on {url}")
+    }
+
+    /// Kills the example MCP server as a crash would.
+    pub fn kill_upstream(&mut self) {
+        if let Some(mut child) = self.upstream.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    async fn start_mcp(&self) -> anyhow::Result<ServiceProcess> {
+        let binary = workspace_binary("switchboard-mcp-service", "mcp-service");
+        let url = self.cluster.url("mcp");
+        let process = start_binary(
+            &binary.display().to_string(),
+            self._dir.path(),
+            &[
+                ("DATABASE_URL", url.as_str()),
+                ("SWITCHBOARD_JWT_SECRET", TEST_JWT_SECRET),
+                ("SWITCHBOARD_SECRET_KEYS", SEALING_KEY),
+                ("SWITCHBOARD_OUTBOUND_ALLOW", "127.0.0.0/8"),
+                ("SWITCHBOARD_MCP_CONNECT_TIMEOUT", "2s"),
+                ("SWITCHBOARD_MCP_CALL_TIMEOUT", "20s"),
+                ("SWITCHBOARD_READINESS_INTERVAL", "500ms"),
+                ("SWITCHBOARD_LOG_FORMAT", "pretty"),
+                ("RUST_LOG", "warn"),
+            ],
+        )?;
+        wait_serving(&process.url, "", Duration::from_secs(60)).await?;
+        Ok(process)
+    }
+
+    async fn start_runs(&self) -> anyhow::Result<ServiceProcess> {
+        let binary = workspace_binary("switchboard-runs-service", "runs-service");
+        let url = self.cluster.url("runs");
+        let mcp_urls = self
+            .mcp
+            .iter()
+            .flatten()
+            .map(|p| p.url.clone())
+            .collect::<Vec<_>>()
+            .join(",");
+        let providers = format!("scripted=openai,{}", self._model.base_url());
+        let stale = format!("{}s", STALE_AFTER.as_secs());
+        let process = start_binary(
+            &binary.display().to_string(),
+            self._dir.path(),
+            &[
+                ("DATABASE_URL", url.as_str()),
+                ("SWITCHBOARD_JWT_SECRET", TEST_JWT_SECRET),
+                ("SWITCHBOARD_MCP_SERVICE_URL", mcp_urls.as_str()),
+                ("SWITCHBOARD_MODEL_PROVIDERS", providers.as_str()),
+                ("SWITCHBOARD_RUN_STALE_AFTER", stale.as_str()),
+                ("SWITCHBOARD_TOOL_TIMEOUT", "20s"),
+                ("SWITCHBOARD_READINESS_INTERVAL", "500ms"),
+                ("SWITCHBOARD_LOG_FORMAT", "pretty"),
+                ("RUST_LOG", "warn"),
+            ],
+        )?;
+        wait_serving(&process.url, "", Duration::from_secs(60)).await?;
+        Ok(process)
+    }
+
+    /// A client of runs-service replica `index`.
+    pub async fn runs_client(&self, index: usize) -> anyhow::Result<RunsServiceClient<Channel>> {
+        let replica = self.runs[index]
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("runs-service replica {index} is down"))?;
+        Ok(RunsServiceClient::connect(replica.url.clone()).await?)
+    }
+
+    /// A runs-service replica that is up.
+    pub fn live_runs_replica(&self) -> usize {
+        self.runs
+            .iter()
+            .position(Option::is_some)
+            .expect("a runs-service replica is up")
+    }
+
+    /// Kills replica `index` of `replicas` as a crash would (SIGKILL).
+    pub fn kill(replicas: &mut [Option<ServiceProcess>], index: usize) {
+        replicas[index] = None; // ServiceProcess kills its child when dropped
+    }
+
+    async fn create_agent(&self) -> anyhow::Result<String> {
+        let mcp = self.mcp[0].as_ref().expect("mcp-service is up");
+        let mut mcp_client = McpServiceClient::connect(mcp.url.clone()).await?;
+        let upstream = format!("http://127.0.0.1:{}/mcp", self.upstream_port);
+        let integration = mcp_client
+            .create_integration(authed(
+                http_integration_request("example", &upstream),
+                &self.token,
+            ))
+            .await?
+            .into_inner()
+            .integration
+            .ok_or_else(|| anyhow::anyhow!("no integration"))?;
+        let agent = runs::Agent {
+            name: "faults".into(),
+            instructions: "Sleep when asked.".into(),
+            model: Some(runs::ModelRef {
+                provider: "scripted".into(),
+                model: "test-model".into(),
+            }),
+            mcp_integration_ids: vec![integration.id],
+            ..Default::default()
+        };
+        let mut client = self.runs_client(0).await?;
+        let agent = client
+            .create_agent(authed(
+                runs::CreateAgentRequest {
+                    agent: Some(agent),
+                    ..Default::default()
+                },
+                &self.token,
+            ))
+            .await?
+            .into_inner()
+            .agent
+            .ok_or_else(|| anyhow::anyhow!("no agent"))?;
+        Ok(agent.id)
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        self.kill_upstream();
+    }
+}
+
+/// The key both mcp-service replicas seal credentials with.
+const SEALING_KEY: &str = "faults:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";

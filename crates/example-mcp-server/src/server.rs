@@ -26,6 +26,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    confirm::{self, CONFIRM_TOOL},
     cut::ConnectionCutter,
     data::{self, EMBEDDED_TEXT, EMBEDDED_URI, LOGO_URI, README_URI, SALES_BY_REGION_TEMPLATE},
     stats::Stats,
@@ -501,6 +502,9 @@ impl ServerHandler for ExampleServer {
         let name = request.name.as_ref();
         log_call(name);
         tracing::debug!(tool = name, "tool call");
+        if name == CONFIRM_TOOL {
+            return confirm::call(&request);
+        }
         let arguments = request.arguments;
         let result = match name {
             "echo" => {

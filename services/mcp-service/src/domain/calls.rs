@@ -11,7 +11,7 @@ use super::{
     integration::{Integration, IntegrationId, OrgId},
     ports::{
         AuthorizationAnswer, Authorizations, CallError, Discovery, McpGateway, SessionScope,
-        StartedAuthorization,
+        StartedAuthorization, ToolCall,
     },
     resource::expand_uri,
     service::IntegrationService,
@@ -173,22 +173,17 @@ impl CallService {
         &self,
         caller: &Principal,
         id: IntegrationId,
-        tool: &str,
-        arguments: Map<String, Value>,
+        call: ToolCall,
         session_scope: &str,
         deadline: Option<Duration>,
     ) -> Result<Result<Value, CallError>, McpError> {
         let integration = self.integrations.usable(caller, id).await?;
         let timeout = self.timeout(&integration, deadline);
+        let tool = call.name.clone();
+        let tool = tool.as_str();
         let outcome = self
             .gateway
-            .call_tool(
-                &integration,
-                &scope(caller, session_scope),
-                tool,
-                arguments,
-                timeout,
-            )
+            .call_tool(&integration, &scope(caller, session_scope), call, timeout)
             .await;
         match &outcome {
             // A limit of mcp-service, not the tool's answer: the caller

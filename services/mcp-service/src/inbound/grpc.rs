@@ -13,7 +13,7 @@ use super::{
         proto_integration, proto_validation,
     },
     error::status,
-    parse::{parse_new, parse_patch, tool_arguments},
+    parse::{parse_new, parse_patch, tool_call},
     wire,
 };
 use crate::domain::{
@@ -269,17 +269,10 @@ impl McpService for McpApi {
         if request.tool_name.is_empty() {
             return Err(status(McpError::invalid("tool_name", "is required")));
         }
-        let arguments = tool_arguments(&request)?;
+        let call = tool_call(&request)?;
         let outcome = self
             .calls
-            .execute_tool(
-                &caller,
-                id,
-                &request.tool_name,
-                arguments,
-                &request.session_scope,
-                deadline,
-            )
+            .execute_tool(&caller, id, call, &request.session_scope, deadline)
             .await
             .map_err(status)?;
         Ok(Response::new(wire::tool_result(

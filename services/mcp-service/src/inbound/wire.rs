@@ -201,6 +201,9 @@ pub(crate) fn tool_result(
 }
 
 fn call_result(result: &Value, tool: &str) -> pb::ExecuteToolResponse {
+    if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
+        return input_required(result, tool);
+    }
     let is_error = result
         .get("isError")
         .and_then(Value::as_bool)
@@ -238,6 +241,55 @@ fn call_result(result: &Value, tool: &str) -> pb::ExecuteToolResponse {
             pb::ToolFailureReason::Unspecified.into()
         },
         structured_content_json: structured.map(Value::to_string).unwrap_or_default(),
+        input_required: None,
+    }
+}
+
+/// An `InputRequiredResult` the caller is to answer, as an error result
+/// with its reason: a caller that does not know the reason tells the model
+/// the tool could not finish, with the server's questions in the message.
+fn input_required(result: &Value, tool: &str) -> pb::ExecuteToolResponse {
+    let requests: Vec<pb::InputRequest> = result
+        .get("inputRequests")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(key, request)| pb::InputRequest {
+            key: key.clone(),
+            method: text(request, "method"),
+            params_json: request
+                .get("params")
+                .map(Value::to_string)
+                .unwrap_or_default(),
+        })
+        .collect();
+    let questions: Vec<&str> = result
+        .get("inputRequests")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(_, request)| request.pointer("/params/message")?.as_str())
+        .collect();
+    let error_message = if questions.is_empty() {
+        format!("the tool `{tool}` needs input before it can finish")
+    } else {
+        format!(
+            "the tool `{tool}` needs input before it can finish: {}",
+            questions.join("; ")
+        )
+    };
+    pb::ExecuteToolResponse {
+        is_error: true,
+        error_message,
+        failure_reason: pb::ToolFailureReason::InputRequired.into(),
+        input_required: Some(pb::InputRequired {
+            requests,
+            request_state: result
+                .get("requestState")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        }),
+        ..Default::default()
     }
 }
 

@@ -14,11 +14,7 @@
 use std::{future::Future, sync::Arc, time::Duration};
 
 use async_trait::async_trait;
-use rmcp::{
-    ServiceError,
-    model::{CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams},
-    transport::streamable_http_client::StreamableHttpError,
-};
+use rmcp::{ServiceError, transport::streamable_http_client::StreamableHttpError};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
@@ -31,12 +27,13 @@ use super::{
     },
     elicitation::ElicitationPolicy,
     mcp_client::{McpConnector, client_config},
+    mrtr::{self, Round},
     session_pool::{SessionKey, SessionPool},
     sessions::{DiscoveryCache, Live, SessionHandler},
 };
 use crate::domain::{
     integration::{AuthConfig, Integration, IntegrationId},
-    ports::{CallError, Discovery, McpGateway, ProbeReport, SessionScope},
+    ports::{CallError, Discovery, McpGateway, ProbeReport, SessionScope, ToolCall},
 };
 
 /// Sessions used for discovery, shared by every caller of an organization's
@@ -90,6 +87,30 @@ fn is_per_user(integration: &Integration) -> bool {
 
 fn to_json<T: Serialize>(value: &T) -> Result<Value, CallError> {
     serde_json::to_value(value).map_err(|e| CallError::Transport(format!("unreadable result: {e}")))
+}
+
+/// The wire JSON of a completed request. RetrieveResource and GetPrompt
+/// carry no answers from their caller, so a question the policy leaves to
+/// the caller fails them.
+fn completed<T: Serialize>(round: Round<T>) -> Result<Value, CallError> {
+    match round {
+        Round::Complete(result) => to_json(&result),
+        Round::InputRequired(_) => Err(CallError::Upstream {
+            code: rmcp::model::ErrorCode::INTERNAL_ERROR.0,
+            message: "the server asks for input that only the caller can give, which this \
+                      request cannot carry"
+                .to_owned(),
+        }),
+    }
+}
+
+/// The wire JSON of a request's last round: its result, or the server's
+/// `input_required` for the caller.
+fn round_json<T: Serialize>(round: &Round<T>) -> Result<Value, CallError> {
+    match round {
+        Round::Complete(result) => to_json(result),
+        Round::InputRequired(result) => to_json(result),
+    }
 }
 
 /// What an operation on a session can fail with.
@@ -168,6 +189,12 @@ impl RmcpGateway {
                 message: data.message.into_owned(),
             },
             ServiceError::Timeout { timeout } => CallError::Timeout(timeout),
+            ServiceError::InputRequiredRoundsExceeded { max_rounds } => CallError::Upstream {
+                code: rmcp::model::ErrorCode::INTERNAL_ERROR.0,
+                message: format!(
+                    "the server asked for input {max_rounds} times without completing the request"
+                ),
+            },
             ServiceError::TransportClosed => CallError::Transport(
                 "it closed before the answer arrived; the request may have been carried \
                  out and was not repeated"
@@ -335,24 +362,21 @@ impl McpGateway for RmcpGateway {
         &self,
         integration: &Integration,
         scope: &SessionScope,
-        name: &str,
-        arguments: Map<String, Value>,
+        call: ToolCall,
         timeout: Duration,
     ) -> Result<Value, CallError> {
-        let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
-        let result = self
+        let policy = self.limits.elicitation;
+        let round = self
             .on_session(integration, scope, timeout, |live| {
-                let params = params.clone();
+                let call = call.clone();
                 async move {
-                    live.session
-                        .peer()
-                        .call_tool(params)
+                    mrtr::call_tool(live.session.peer(), policy, call)
                         .await
                         .map_err(OpFailure::from)
                 }
             })
             .await?;
-        self.check_size(to_json(&result)?)
+        self.check_size(round_json(&round)?)
     }
 
     async fn read_resource(
@@ -362,19 +386,15 @@ impl McpGateway for RmcpGateway {
         uri: &str,
         timeout: Duration,
     ) -> Result<Value, CallError> {
-        let result = self
-            .on_session(integration, scope, timeout, |live| {
-                let params = ReadResourceRequestParams::new(uri.to_owned());
-                async move {
-                    live.session
-                        .peer()
-                        .read_resource(params)
-                        .await
-                        .map_err(OpFailure::from)
-                }
+        let policy = self.limits.elicitation;
+        let round = self
+            .on_session(integration, scope, timeout, |live| async move {
+                mrtr::read_resource(live.session.peer(), policy, uri)
+                    .await
+                    .map_err(OpFailure::from)
             })
             .await?;
-        self.check_size(to_json(&result)?)
+        self.check_size(completed(round)?)
     }
 
     async fn get_prompt(
@@ -385,20 +405,16 @@ impl McpGateway for RmcpGateway {
         arguments: Map<String, Value>,
         timeout: Duration,
     ) -> Result<Value, CallError> {
-        let result = self
-            .on_session(integration, scope, timeout, |live| {
-                let mut params = GetPromptRequestParams::new(name.to_owned());
-                params.arguments = Some(arguments.clone());
-                async move {
-                    live.session
-                        .peer()
-                        .get_prompt(params)
-                        .await
-                        .map_err(OpFailure::from)
-                }
+        let policy = self.limits.elicitation;
+        let arguments = &arguments;
+        let round = self
+            .on_session(integration, scope, timeout, |live| async move {
+                mrtr::get_prompt(live.session.peer(), policy, name, arguments)
+                    .await
+                    .map_err(OpFailure::from)
             })
             .await?;
-        self.check_size(to_json(&result)?)
+        self.check_size(completed(round)?)
     }
 
     async fn forget(&self, integration: IntegrationId) {

@@ -6,6 +6,7 @@ pub mod elicitation;
 pub mod gateway;
 pub mod http_client;
 pub mod mcp_client;
+pub mod mrtr;
 pub mod oauth;
 pub mod oauth_code;
 pub mod oauth_http;

@@ -65,6 +65,7 @@ async fn execute(
                 arguments: json_to_struct(&arguments),
                 session_scope: scope.into(),
                 arguments_json: String::new(),
+                ..Default::default()
             },
             &s.token,
         ))
@@ -302,6 +303,7 @@ async fn calls_in_one_scope_share_one_session_and_scopes_do_not(kind: DbKind) {
                 arguments: json_to_struct(&json!({"text": "y"})),
                 session_scope: "thread-3".into(),
                 arguments_json: String::new(),
+                ..Default::default()
             },
             &s.token,
         );
@@ -395,6 +397,7 @@ async fn the_callers_deadline_caps_the_call_timeout() {
             arguments: json_to_struct(&json!({"ms": 20_000})),
             session_scope: String::new(),
             arguments_json: String::new(),
+            ..Default::default()
         },
         &s.token,
     );
@@ -467,6 +470,7 @@ async fn access_is_checked_before_any_call() {
                     arguments: None,
                     session_scope: String::new(),
                     arguments_json: String::new(),
+                    ..Default::default()
                 },
                 &admin("org-b"),
             ))
@@ -590,6 +594,7 @@ async fn a_stdio_server_gets_exactly_its_environment_and_dies_with_its_session()
                 arguments: None,
                 session_scope: String::new(),
                 arguments_json: String::new(),
+                ..Default::default()
             },
             &token,
         ))

@@ -102,6 +102,7 @@ async fn call(
                 arguments: json_to_struct(&arguments),
                 session_scope: "everything".into(),
                 arguments_json: String::new(),
+                ..Default::default()
             },
             &admin("org-a"),
         ))

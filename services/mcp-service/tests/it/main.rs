@@ -11,6 +11,7 @@ mod hostile_oauth;
 mod hostile_sandbox;
 mod hostile_server;
 mod hostile_stdio;
+mod input_required;
 mod integrations;
 mod oauth_users;
 mod protocol;

@@ -98,6 +98,7 @@ impl McpPort for GrpcMcp {
                     arguments: None,
                     session_scope: scope.to_owned(),
                     arguments_json: arguments.to_owned(),
+                    ..Default::default()
                 },
                 timeout,
             ))

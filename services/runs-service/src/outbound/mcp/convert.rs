@@ -110,7 +110,10 @@ fn failure_reason(reason: pb::ToolFailureReason) -> ToolFailure {
         Reason::ConnectionLost => ToolFailure::ConnectionLost,
         Reason::ProtocolError => ToolFailure::Protocol,
         Reason::AuthorizationRequired => ToolFailure::AuthorizationRequired,
-        Reason::Unspecified => ToolFailure::Other,
+        // A server's question for the user: the model reads the error
+        // message, which carries the question, until runs-service answers
+        // input requests itself.
+        Reason::InputRequired | Reason::Unspecified => ToolFailure::Other,
     }
 }
 

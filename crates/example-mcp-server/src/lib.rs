@@ -18,6 +18,7 @@ mod confirm;
 mod cut;
 pub mod data;
 mod http;
+mod listen;
 mod oauth;
 mod server;
 mod stats;

@@ -26,6 +26,7 @@ use super::{
         server_identity,
     },
     elicitation::ElicitationPolicy,
+    listen::ChangeListeners,
     mcp_client::{McpConnector, client_config},
     mrtr::{self, Round},
     session_pool::{SessionKey, SessionPool},
@@ -57,6 +58,7 @@ pub struct RmcpGateway {
     connector: McpConnector,
     pool: SessionPool,
     cache: DiscoveryCache,
+    listeners: ChangeListeners,
     limits: GatewayLimits,
 }
 
@@ -146,6 +148,7 @@ impl RmcpGateway {
             connector,
             pool,
             cache,
+            listeners: ChangeListeners::default(),
             limits,
         }
     }
@@ -344,16 +347,20 @@ impl McpGateway for RmcpGateway {
         }
         let scope = SessionScope::new(if per_user { user } else { "" }, DISCOVERY_SCOPE);
         let limits = self.limits.discovery;
-        let discovery = Arc::new(
-            self.on_session(integration, &scope, timeout, |live| async move {
-                list_everything(&live, limits)
+        let (listed, live) = self
+            .on_session(integration, &scope, timeout, |live| async move {
+                let listed = list_everything(&live, limits)
                     .await
-                    .map_err(OpFailure::from)
+                    .map_err(OpFailure::from)?;
+                Ok((listed, live))
             })
-            .await?,
-        );
+            .await?;
+        let discovery = Arc::new(listed);
         if !per_user {
             self.cache.put(integration, discovery.clone());
+            // A server of 2026-07-28 tells of changes only to a client
+            // that listens for them.
+            self.listeners.ensure(integration.id, &live, &self.cache);
         }
         Ok(discovery)
     }
@@ -418,6 +425,7 @@ impl McpGateway for RmcpGateway {
     }
 
     async fn forget(&self, integration: IntegrationId) {
+        self.listeners.stop(integration);
         self.pool.forget(integration);
         self.cache.invalidate(integration);
     }

@@ -5,6 +5,7 @@ pub mod discovery;
 pub mod elicitation;
 pub mod gateway;
 pub mod http_client;
+pub mod listen;
 pub mod mcp_client;
 pub mod mrtr;
 pub mod oauth;

@@ -1,6 +1,7 @@
 //! Integration tests of mcp-service over real gRPC on loopback.
 
 mod calls;
+mod changes;
 mod chassis;
 mod everything;
 mod exact_json;

@@ -87,6 +87,9 @@ impl CallService {
         let CallError::AuthorizationRequired(challenge) = error else {
             return McpError::Upstream(error);
         };
+        if integration.is_organization_wide() && !caller.is_admin() {
+            return McpError::OrganizationConnectionRequired;
+        }
         match self
             .authorizations
             .start(integration, &caller.user_id, challenge.as_deref())
@@ -106,6 +109,11 @@ impl CallService {
         id: IntegrationId,
     ) -> Result<StartedAuthorization, McpError> {
         let integration = self.integrations.usable(caller, id).await?;
+        if integration.is_organization_wide() && !caller.is_admin() {
+            return Err(McpError::Forbidden(
+                "connecting an integration for the whole organization needs the admin role",
+            ));
+        }
         self.authorizations
             .start(&integration, &caller.user_id, None)
             .await

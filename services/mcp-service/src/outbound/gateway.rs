@@ -33,7 +33,7 @@ use super::{
     sessions::{DiscoveryCache, Live, SessionHandler},
 };
 use crate::domain::{
-    integration::{AuthConfig, Integration, IntegrationId},
+    integration::{Integration, IntegrationId},
     ports::{CallError, Discovery, McpGateway, ProbeReport, SessionScope, ToolCall},
 };
 
@@ -80,11 +80,6 @@ fn never_delivered(error: &ServiceError) -> bool {
     error
         .downcast_ref::<std::io::Error>()
         .is_some_and(|error| error.kind() == std::io::ErrorKind::BrokenPipe)
-}
-
-/// Whether `integration`'s sessions carry each user's own OAuth token.
-fn is_per_user(integration: &Integration) -> bool {
-    matches!(integration.auth, AuthConfig::OAuthAuthorizationCode(_))
 }
 
 fn to_json<T: Serialize>(value: &T) -> Result<Value, CallError> {
@@ -243,7 +238,7 @@ impl RmcpGateway {
                         retried = true;
                     }
                     Err(OpFailure::Service(error)) => {
-                        if is_per_user(integration)
+                        if integration.uses_authorization_code()
                             && let Some(challenge) = error.auth_challenge()
                         {
                             // A refused or revoked token, or too few scopes:
@@ -338,7 +333,7 @@ impl McpGateway for RmcpGateway {
         // A per-user integration's listings may differ per user (they are
         // listed with each user's token): they are not cached, and each user
         // discovers on a session of their own.
-        let per_user = is_per_user(integration);
+        let per_user = integration.is_per_user();
         if !per_user
             && !bypass_cache
             && let Some(cached) = self.cache.get(integration)

@@ -14,6 +14,7 @@ mod hostile_server;
 mod hostile_stdio;
 mod input_required;
 mod integrations;
+mod oauth_organization;
 mod oauth_users;
 mod protocol;
 mod repository;

@@ -40,15 +40,15 @@ pub(super) fn failure(status: Status) -> McpCallError {
 }
 
 /// The authorization URL of an `ERROR_REASON_AUTHORIZATION_REQUIRED`
-/// refusal.
+/// refusal; none when the caller cannot authorize it (an organization-wide
+/// connection only an admin makes), which is an ordinary refusal whose
+/// message says so.
 fn authorization_required(status: &Status) -> Option<String> {
     let info = status.get_details_error_info()?;
-    (info.reason == "ERROR_REASON_AUTHORIZATION_REQUIRED").then(|| {
-        info.metadata
-            .get("authorization_url")
-            .cloned()
-            .unwrap_or_default()
-    })
+    if info.reason != "ERROR_REASON_AUTHORIZATION_REQUIRED" {
+        return None;
+    }
+    info.metadata.get("authorization_url").cloned()
 }
 
 fn schema(value: Option<&prost_types::Struct>) -> Value {

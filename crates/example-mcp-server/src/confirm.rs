@@ -7,7 +7,9 @@
 use rmcp::{
     ErrorData as McpError,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InputRequiredResult,
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+        GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequiredResult,
+        JsonObject, PromptMessage, Role,
     },
 };
 use serde_json::{Value, json};
@@ -16,7 +18,9 @@ use serde_json::{Value, json};
 /// argument before it finishes (an `input_required` result), then reports
 /// the answer: `confirmed <action>`, `not confirmed <action>`, `declined
 /// <action>` or `cancelled <action>`, with the answer itself as its
-/// structured result. Unlisted, so that listings stay as they are.
+/// structured result. An unlisted prompt of the same name does the same,
+/// the verdict its one message. Unlisted, so that listings stay as they
+/// are.
 pub const CONFIRM_TOOL: &str = "confirm";
 
 /// The key of the tool's one input request.
@@ -29,22 +33,18 @@ fn request_state(action: &str) -> String {
     format!("confirm:{action}")
 }
 
-/// One round of the tool.
-pub fn call(request: &CallToolRequestParams) -> Result<CallToolResponse, McpError> {
-    let action = request
-        .arguments
-        .as_ref()
-        .and_then(|arguments| arguments.get("action"))
-        .and_then(Value::as_str)
-        .ok_or_else(|| McpError::invalid_params("invalid arguments: `action` is required", None))?;
-    let Some(answer) = request
-        .input_responses
-        .as_ref()
-        .and_then(|responses| responses.get(CONFIRM_KEY))
-    else {
-        return question(action).map(CallToolResponse::InputRequired);
+/// What the client answered, when it has: `confirmed`, `not confirmed`,
+/// `declined` or `cancelled`, with the answer itself; `None` on the first
+/// round.
+fn verdict(
+    action: &str,
+    responses: Option<&rmcp::model::InputResponses>,
+    state: Option<&str>,
+) -> Result<Option<(&'static str, Value)>, McpError> {
+    let Some(answer) = responses.and_then(|responses| responses.get(CONFIRM_KEY)) else {
+        return Ok(None);
     };
-    if request.request_state.as_deref() != Some(request_state(action).as_str()) {
+    if state != Some(request_state(action).as_str()) {
         return Err(McpError::invalid_params(
             "requestState is missing or was changed",
             None,
@@ -63,10 +63,48 @@ pub fn call(request: &CallToolRequestParams) -> Result<CallToolResponse, McpErro
             ));
         }
     };
+    Ok(Some((verdict, answer.clone())))
+}
+
+fn action_of(arguments: Option<&JsonObject>) -> Result<&str, McpError> {
+    arguments
+        .and_then(|arguments| arguments.get("action"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| McpError::invalid_params("invalid arguments: `action` is required", None))
+}
+
+/// One round of the tool.
+pub fn call(request: &CallToolRequestParams) -> Result<CallToolResponse, McpError> {
+    let action = action_of(request.arguments.as_ref())?;
+    let verdict = verdict(
+        action,
+        request.input_responses.as_ref(),
+        request.request_state.as_deref(),
+    )?;
+    let Some((verdict, answer)) = verdict else {
+        return question(action).map(CallToolResponse::InputRequired);
+    };
     let mut result =
         CallToolResult::success(vec![ContentBlock::text(format!("{verdict} {action}"))]);
     result.structured_content = Some(json!({ "answer": answer }));
     Ok(CallToolResponse::Complete(result))
+}
+
+/// One round of the prompt of the same name, which asks the same question
+/// and renders the answer as its one message.
+pub fn prompt(request: &GetPromptRequestParams) -> Result<GetPromptResponse, McpError> {
+    let action = action_of(request.arguments.as_ref())?;
+    let verdict = verdict(
+        action,
+        request.input_responses.as_ref(),
+        request.request_state.as_deref(),
+    )?;
+    let Some((verdict, _)) = verdict else {
+        return question(action).map(GetPromptResponse::InputRequired);
+    };
+    Ok(GetPromptResponse::Complete(GetPromptResult::new(vec![
+        PromptMessage::new_text(Role::User, format!("{verdict} {action}")),
+    ])))
 }
 
 fn question(action: &str) -> Result<InputRequiredResult, McpError> {

@@ -686,6 +686,9 @@ impl ServerHandler for ExampleServer {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
+        if request.name == CONFIRM_TOOL {
+            return confirm::prompt(&request);
+        }
         if request.name != "summarize" {
             return Err(McpError::invalid_params(
                 format!("unknown prompt: {}", request.name),

@@ -10,8 +10,8 @@ use super::{
     error::McpError,
     integration::{Integration, IntegrationId, OrgId},
     ports::{
-        AuthorizationAnswer, Authorizations, CallError, Discovery, McpGateway, SessionScope,
-        StartedAuthorization, ToolCall,
+        AuthorizationAnswer, Authorizations, CallError, Discovery, InputAnswers, McpGateway,
+        SessionScope, StartedAuthorization, ToolCall,
     },
     resource::expand_uri,
     service::IntegrationService,
@@ -30,6 +30,30 @@ impl std::fmt::Debug for CallService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CallService").finish_non_exhaustive()
     }
+}
+
+/// A resource to read: a URI or URI template, the values of its variables,
+/// and the caller's answers when it resumes a multi-round-trip request.
+#[derive(Debug)]
+pub struct ResourceQuery<'a> {
+    /// The URI or URI template.
+    pub uri: &'a str,
+    /// Values for the template's variables.
+    pub parameters: &'a Map<String, Value>,
+    /// The caller's answers; empty for a new read.
+    pub answers: InputAnswers,
+}
+
+/// A prompt to render: its name, its arguments, and the caller's answers
+/// when it resumes a multi-round-trip request.
+#[derive(Debug)]
+pub struct PromptCall {
+    /// The prompt's name.
+    pub name: String,
+    /// Its arguments.
+    pub arguments: Map<String, Value>,
+    /// The caller's answers; empty for a new rendering.
+    pub answers: InputAnswers,
 }
 
 /// A resource read: the URI after template expansion and the result JSON.
@@ -212,22 +236,23 @@ impl CallService {
         Ok(outcome)
     }
 
-    /// Reads a resource, expanding a URI template with `parameters`.
+    /// Reads a resource, expanding a URI template with its parameters.
     pub async fn read_resource(
         &self,
         caller: &Principal,
         id: IntegrationId,
-        uri: &str,
-        parameters: &Map<String, Value>,
+        query: ResourceQuery<'_>,
         session_scope: &str,
         deadline: Option<Duration>,
     ) -> Result<ResourceRead, McpError> {
-        let uri = expand_uri("parameters", uri, parameters).map_err(McpError::Invalid)?;
+        let uri =
+            expand_uri("parameters", query.uri, query.parameters).map_err(McpError::Invalid)?;
         let integration = self.integrations.usable(caller, id).await?;
         let timeout = self.timeout(&integration, deadline);
+        let scope = scope(caller, session_scope);
         match self
             .gateway
-            .read_resource(&integration, &scope(caller, session_scope), &uri, timeout)
+            .read_resource(&integration, &scope, &uri, query.answers, timeout)
             .await
         {
             Ok(result) => Ok(ResourceRead { uri, result }),
@@ -243,22 +268,21 @@ impl CallService {
         &self,
         caller: &Principal,
         id: IntegrationId,
-        name: &str,
-        arguments: Map<String, Value>,
+        prompt: PromptCall,
         session_scope: &str,
         deadline: Option<Duration>,
     ) -> Result<Value, McpError> {
         let integration = self.integrations.usable(caller, id).await?;
         let timeout = self.timeout(&integration, deadline);
+        let PromptCall {
+            name,
+            arguments,
+            answers,
+        } = prompt;
+        let scope = scope(caller, session_scope);
         match self
             .gateway
-            .get_prompt(
-                &integration,
-                &scope(caller, session_scope),
-                name,
-                arguments,
-                timeout,
-            )
+            .get_prompt(&integration, &scope, &name, arguments, answers, timeout)
             .await
         {
             Ok(prompt) => Ok(prompt),

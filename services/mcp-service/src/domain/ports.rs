@@ -310,21 +310,26 @@ pub trait McpGateway: Send + Sync + 'static {
         call: ToolCall,
         timeout: Duration,
     ) -> Result<serde_json::Value, CallError>;
-    /// Reads a resource; returns the `ReadResourceResult` wire JSON.
+    /// Reads a resource, resuming with `answers` when they are not empty;
+    /// returns the `ReadResourceResult` wire JSON (or, as for a tool call,
+    /// the `InputRequiredResult`).
     async fn read_resource(
         &self,
         integration: &Integration,
         scope: &SessionScope,
         uri: &str,
+        answers: InputAnswers,
         timeout: Duration,
     ) -> Result<serde_json::Value, CallError>;
-    /// Renders a prompt; returns the `GetPromptResult` wire JSON.
+    /// Renders a prompt; returns the `GetPromptResult` wire JSON (or, as
+    /// for a tool call, the `InputRequiredResult`).
     async fn get_prompt(
         &self,
         integration: &Integration,
         scope: &SessionScope,
         name: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
+        answers: InputAnswers,
         timeout: Duration,
     ) -> Result<serde_json::Value, CallError>;
     /// Drops the sessions and cached discovery of an integration that changed

@@ -13,11 +13,11 @@ use super::{
         proto_integration, proto_validation,
     },
     error::status,
-    parse::{parse_new, parse_patch, tool_call},
+    parse::{input_answers, parse_new, parse_patch, tool_call},
     wire,
 };
 use crate::domain::{
-    calls::CallService,
+    calls::{CallService, PromptCall, ResourceQuery},
     error::McpError,
     integration::IntegrationId,
     ports::{AuthorizationAnswer, ListQuery},
@@ -297,16 +297,14 @@ impl McpService for McpApi {
             .as_ref()
             .map(switchboard_proto::json::struct_to_map)
             .unwrap_or_default();
+        let query = ResourceQuery {
+            uri: &request.uri,
+            parameters: &parameters,
+            answers: input_answers(&request.input_responses, request.request_state.as_ref())?,
+        };
         let read = self
             .calls
-            .read_resource(
-                &caller,
-                id,
-                &request.uri,
-                &parameters,
-                &request.session_scope,
-                deadline,
-            )
+            .read_resource(&caller, id, query, &request.session_scope, deadline)
             .await
             .map_err(status)?;
         Ok(Response::new(wire::resource_read(read.uri, &read.result)))
@@ -323,21 +321,18 @@ impl McpService for McpApi {
         if request.name.is_empty() {
             return Err(status(McpError::invalid("name", "is required")));
         }
-        let arguments = request
-            .arguments
-            .into_iter()
-            .map(|(k, v)| (k, Value::String(v)))
-            .collect();
+        let prompt = PromptCall {
+            answers: input_answers(&request.input_responses, request.request_state.as_ref())?,
+            name: request.name,
+            arguments: request
+                .arguments
+                .into_iter()
+                .map(|(k, v)| (k, Value::String(v)))
+                .collect(),
+        };
         let result = self
             .calls
-            .get_prompt(
-                &caller,
-                id,
-                &request.name,
-                arguments,
-                &request.session_scope,
-                deadline,
-            )
+            .get_prompt(&caller, id, prompt, &request.session_scope, deadline)
             .await
             .map_err(status)?;
         Ok(Response::new(wire::prompt_result(&result)))

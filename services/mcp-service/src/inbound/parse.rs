@@ -138,7 +138,7 @@ pub(super) fn tool_call(request: &pb::ExecuteToolRequest) -> Result<ToolCall, St
 
 /// The caller's answers: each a JSON object under a non-empty key. What
 /// they say is the server's to judge.
-fn input_answers(
+pub(super) fn input_answers(
     responses: &std::collections::HashMap<String, String>,
     request_state: Option<&String>,
 ) -> Result<InputAnswers, Status> {

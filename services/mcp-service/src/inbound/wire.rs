@@ -201,7 +201,7 @@ pub(crate) fn tool_result(
 }
 
 fn call_result(result: &Value, tool: &str) -> pb::ExecuteToolResponse {
-    if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
+    if is_input_required(result) {
         return input_required(result, tool);
     }
     let is_error = result
@@ -245,11 +245,14 @@ fn call_result(result: &Value, tool: &str) -> pb::ExecuteToolResponse {
     }
 }
 
-/// An `InputRequiredResult` the caller is to answer, as an error result
-/// with its reason: a caller that does not know the reason tells the model
-/// the tool could not finish, with the server's questions in the message.
-fn input_required(result: &Value, tool: &str) -> pb::ExecuteToolResponse {
-    let requests: Vec<pb::InputRequest> = result
+/// Whether `result` is a server's `InputRequiredResult` for the caller.
+fn is_input_required(result: &Value) -> bool {
+    result.get("resultType").and_then(Value::as_str) == Some("input_required")
+}
+
+/// The server's requests and state of an `InputRequiredResult`.
+fn input_required_of(result: &Value) -> pb::InputRequired {
+    let requests = result
         .get("inputRequests")
         .and_then(Value::as_object)
         .into_iter()
@@ -263,6 +266,19 @@ fn input_required(result: &Value, tool: &str) -> pb::ExecuteToolResponse {
                 .unwrap_or_default(),
         })
         .collect();
+    pb::InputRequired {
+        requests,
+        request_state: result
+            .get("requestState")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    }
+}
+
+/// An `InputRequiredResult` the caller is to answer, as an error result
+/// with its reason: a caller that does not know the reason tells the model
+/// the tool could not finish, with the server's questions in the message.
+fn input_required(result: &Value, tool: &str) -> pb::ExecuteToolResponse {
     let questions: Vec<&str> = result
         .get("inputRequests")
         .and_then(Value::as_object)
@@ -282,13 +298,7 @@ fn input_required(result: &Value, tool: &str) -> pb::ExecuteToolResponse {
         is_error: true,
         error_message,
         failure_reason: pb::ToolFailureReason::InputRequired.into(),
-        input_required: Some(pb::InputRequired {
-            requests,
-            request_state: result
-                .get("requestState")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-        }),
+        input_required: Some(input_required_of(result)),
         ..Default::default()
     }
 }
@@ -308,6 +318,13 @@ fn failure_reason(error: &CallError) -> pb::ToolFailureReason {
 
 /// A `ReadResourceResult` as the RetrieveResource response.
 pub(crate) fn resource_read(uri: String, result: &Value) -> pb::RetrieveResourceResponse {
+    if is_input_required(result) {
+        return pb::RetrieveResourceResponse {
+            uri,
+            input_required: Some(input_required_of(result)),
+            ..Default::default()
+        };
+    }
     let contents: Vec<pb::ResourceContents> = result
         .get("contents")
         .and_then(Value::as_array)
@@ -333,11 +350,18 @@ pub(crate) fn resource_read(uri: String, result: &Value) -> pb::RetrieveResource
         contents,
         kind: kind.into(),
         mime_type,
+        input_required: None,
     }
 }
 
 /// A `GetPromptResult` as the GetPrompt response.
 pub(crate) fn prompt_result(result: &Value) -> pb::GetPromptResponse {
+    if is_input_required(result) {
+        return pb::GetPromptResponse {
+            input_required: Some(input_required_of(result)),
+            ..Default::default()
+        };
+    }
     let messages = result
         .get("messages")
         .and_then(Value::as_array)
@@ -358,5 +382,6 @@ pub(crate) fn prompt_result(result: &Value) -> pb::GetPromptResponse {
     pb::GetPromptResponse {
         description: text(result, "description"),
         messages,
+        input_required: None,
     }
 }

@@ -34,7 +34,7 @@ use super::{
 };
 use crate::domain::{
     integration::{Integration, IntegrationId},
-    ports::{CallError, Discovery, McpGateway, ProbeReport, SessionScope, ToolCall},
+    ports::{CallError, Discovery, InputAnswers, McpGateway, ProbeReport, SessionScope, ToolCall},
 };
 
 /// Sessions used for discovery, shared by every caller of an organization's
@@ -84,21 +84,6 @@ fn never_delivered(error: &ServiceError) -> bool {
 
 fn to_json<T: Serialize>(value: &T) -> Result<Value, CallError> {
     serde_json::to_value(value).map_err(|e| CallError::Transport(format!("unreadable result: {e}")))
-}
-
-/// The wire JSON of a completed request. RetrieveResource and GetPrompt
-/// carry no answers from their caller, so a question the policy leaves to
-/// the caller fails them.
-fn completed<T: Serialize>(round: Round<T>) -> Result<Value, CallError> {
-    match round {
-        Round::Complete(result) => to_json(&result),
-        Round::InputRequired(_) => Err(CallError::Upstream {
-            code: rmcp::model::ErrorCode::INTERNAL_ERROR.0,
-            message: "the server asks for input that only the caller can give, which this \
-                      request cannot carry"
-                .to_owned(),
-        }),
-    }
 }
 
 /// The wire JSON of a request's last round: its result, or the server's
@@ -386,17 +371,19 @@ impl McpGateway for RmcpGateway {
         integration: &Integration,
         scope: &SessionScope,
         uri: &str,
+        answers: InputAnswers,
         timeout: Duration,
     ) -> Result<Value, CallError> {
         let policy = self.limits.elicitation;
+        let answers = &answers;
         let round = self
             .on_session(integration, scope, timeout, |live| async move {
-                mrtr::read_resource(live.session.peer(), policy, uri)
+                mrtr::read_resource(live.session.peer(), policy, uri, answers.clone())
                     .await
                     .map_err(OpFailure::from)
             })
             .await?;
-        self.check_size(completed(round)?)
+        self.check_size(round_json(&round)?)
     }
 
     async fn get_prompt(
@@ -405,18 +392,24 @@ impl McpGateway for RmcpGateway {
         scope: &SessionScope,
         name: &str,
         arguments: Map<String, Value>,
+        answers: InputAnswers,
         timeout: Duration,
     ) -> Result<Value, CallError> {
         let policy = self.limits.elicitation;
-        let arguments = &arguments;
+        let (arguments, answers) = (&arguments, &answers);
         let round = self
             .on_session(integration, scope, timeout, |live| async move {
-                mrtr::get_prompt(live.session.peer(), policy, name, arguments)
-                    .await
-                    .map_err(OpFailure::from)
+                mrtr::get_prompt(
+                    live.session.peer(),
+                    policy,
+                    (name, arguments),
+                    answers.clone(),
+                )
+                .await
+                .map_err(OpFailure::from)
             })
             .await?;
-        self.check_size(completed(round)?)
+        self.check_size(round_json(&round)?)
     }
 
     async fn forget(&self, integration: IntegrationId) {

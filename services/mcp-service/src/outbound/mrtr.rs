@@ -105,13 +105,15 @@ pub async fn call_tool(
     .await
 }
 
-/// A `resources/read` of `uri`.
+/// A `resources/read` of `uri`, resumed with the caller's answers when it
+/// has any.
 pub async fn read_resource(
     peer: &Peer<RoleClient>,
     policy: ElicitationPolicy,
     uri: &str,
+    answers: InputAnswers,
 ) -> Result<Round<ReadResourceResult>, ServiceError> {
-    drive(policy, InputAnswers::default(), |responses, state| {
+    drive(policy, answers, |responses, state| {
         let mut params = ReadResourceRequestParams::new(uri.to_owned());
         params.input_responses = responses;
         params.request_state = state;
@@ -126,14 +128,15 @@ pub async fn read_resource(
     .await
 }
 
-/// A `prompts/get` of `name` with `arguments`.
+/// A `prompts/get` of a prompt (its name and arguments), resumed with the
+/// caller's answers when it has any.
 pub async fn get_prompt(
     peer: &Peer<RoleClient>,
     policy: ElicitationPolicy,
-    name: &str,
-    arguments: &Map<String, Value>,
+    (name, arguments): (&str, &Map<String, Value>),
+    answers: InputAnswers,
 ) -> Result<Round<GetPromptResult>, ServiceError> {
-    drive(policy, InputAnswers::default(), |responses, state| {
+    drive(policy, answers, |responses, state| {
         let mut params = GetPromptRequestParams::new(name.to_owned());
         params.arguments = Some(arguments.clone());
         params.input_responses = responses;

@@ -190,6 +190,7 @@ async fn resources_expand_templates_and_derive_their_kind(kind: DbKind) {
             uri: uri.into(),
             parameters: json_to_struct(&parameters),
             session_scope: String::new(),
+            ..Default::default()
         };
         let token = s.token.clone();
         let mut client = s.h.client.clone();
@@ -245,6 +246,7 @@ async fn prompts_render_with_their_arguments(kind: DbKind) {
                     ]
                     .into(),
                     session_scope: String::new(),
+                    ..Default::default()
                 },
                 &s.token,
             ))

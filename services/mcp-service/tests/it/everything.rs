@@ -185,6 +185,7 @@ async fn exercise(h: &mut Harness, id: &str) {
                 uri: "demo://resource/dynamic/text/{resourceId}".into(),
                 parameters: json_to_struct(&json!({"resourceId": 7})),
                 session_scope: String::new(),
+                ..Default::default()
             },
             &token,
         ))
@@ -202,6 +203,7 @@ async fn exercise(h: &mut Harness, id: &str) {
                 name: "args-prompt".into(),
                 arguments: [("city".to_owned(), "Paris".to_owned())].into(),
                 session_scope: String::new(),
+                ..Default::default()
             },
             &token,
         ))

@@ -162,7 +162,54 @@ async fn the_request_state_travels_unchanged_and_bad_answers_are_refused(kind: D
     );
 }
 
+async fn a_prompt_that_asks_is_answered_by_the_caller_too(kind: DbKind) {
+    let s = setup(kind, ElicitationPolicy::Caller).await;
+    let prompt = |answers: &[(&str, Value)], state: Option<&str>| pb::GetPromptRequest {
+        integration_id: s.id.clone(),
+        name: CONFIRM_TOOL.into(),
+        arguments: [("action".to_owned(), "deploy".to_owned())].into(),
+        input_responses: answers
+            .iter()
+            .map(|(key, answer)| ((*key).to_owned(), answer.to_string()))
+            .collect(),
+        request_state: state.map(str::to_owned),
+        ..Default::default()
+    };
+    let get = |request| {
+        let mut client = s.h.client.clone();
+        let request = req(request, &s.token);
+        async move {
+            client
+                .get_prompt(request)
+                .await
+                .expect("GetPrompt answers")
+                .into_inner()
+        }
+    };
+    let asked = get(prompt(&[], None)).await;
+    assert!(asked.messages.is_empty(), "{asked:?}");
+    let input = asked.input_required.expect("the server's question");
+    assert_eq!(input.requests[0].key, CONFIRM_KEY);
+    let answer = json!({"action": "decline"});
+    let done = get(prompt(
+        &[(CONFIRM_KEY, answer)],
+        input.request_state.as_deref(),
+    ))
+    .await;
+    assert!(done.input_required.is_none(), "{done:?}");
+    let text = match done.messages[0]
+        .content
+        .as_ref()
+        .and_then(|c| c.block.as_ref())
+    {
+        Some(pb::content_block::Block::Text(text)) => text.text.clone(),
+        other => panic!("expected text, got {other:?}"),
+    };
+    assert_eq!(text, "declined deploy");
+}
+
 db_tests!(
+    a_prompt_that_asks_is_answered_by_the_caller_too,
     the_caller_answers_a_servers_question_and_the_call_resumes,
     the_policy_answers_a_servers_question_within_one_call,
     the_request_state_travels_unchanged_and_bad_answers_are_refused,

@@ -126,6 +126,7 @@ impl McpPort for GrpcMcp {
                     uri: uri.to_owned(),
                     parameters: Some(map_to_struct(&parameters)),
                     session_scope: scope.to_owned(),
+                    ..Default::default()
                 },
                 timeout,
             ))
@@ -192,6 +193,7 @@ impl McpPort for GrpcMcp {
                     name: name.to_owned(),
                     arguments,
                     session_scope: scope.to_owned(),
+                    ..Default::default()
                 },
                 timeout,
             ))

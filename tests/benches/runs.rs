@@ -412,6 +412,7 @@ async fn main() {
                     ),
                     session_scope: "bench".into(),
                     arguments_json: String::new(),
+                    ..Default::default()
                 },
                 &admin,
             ))

@@ -6,6 +6,7 @@
 //! the scenario in `MCP_CONFORMANCE_SCENARIO`; `MCP_CONFORMANCE_CONTEXT`
 //! carries scenario data (tool calls to make, pre-registered OAuth clients).
 
+mod inputs;
 mod oauth;
 mod scenarios;
 mod switchboard;
@@ -49,6 +50,7 @@ async fn main() -> anyhow::Result<()> {
         "conformance-client: scenario `{}` at {}",
         scenario.name, scenario.server_url
     );
-    let mut switchboard = switchboard::Switchboard::start().await?;
+    let policy = scenarios::elicitation_policy(&scenario);
+    let mut switchboard = switchboard::Switchboard::start(policy).await?;
     scenarios::run(&mut switchboard, &scenario).await
 }

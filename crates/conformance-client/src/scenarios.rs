@@ -4,8 +4,10 @@
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 
+use switchboard_mcp_service::outbound::elicitation::ElicitationPolicy;
+
 use crate::{
-    Scenario, oauth,
+    Scenario, inputs, oauth,
     switchboard::{Switchboard, input_schema},
 };
 
@@ -24,6 +26,20 @@ enum Plan {
     EchoSchema,
     /// Use every tool, resource and prompt once.
     Everything,
+    /// Call every tool, answering the input requests of those that ask.
+    AnswerInputs,
+}
+
+/// The operator's elicitation policy mcp-service runs with for `scenario`:
+/// multi-round-trip scenarios pass questions to the client, which answers
+/// them as an application would; the others answer with the defaults the
+/// form declares (the policy the elicitation scenarios judge).
+pub fn elicitation_policy(scenario: &Scenario) -> ElicitationPolicy {
+    if plan(scenario) == Plan::AnswerInputs {
+        ElicitationPolicy::Caller
+    } else {
+        ElicitationPolicy::Defaults
+    }
 }
 
 fn plan(scenario: &Scenario) -> Plan {
@@ -38,6 +54,7 @@ fn plan(scenario: &Scenario) -> Plan {
             Plan::CallTool("test_client_elicitation_defaults")
         }
         "http-standard-headers" | "http-invalid-tool-headers" => Plan::Everything,
+        "sep-2322-client-request-state" => Plan::AnswerInputs,
         name if name.starts_with("auth/") => Plan::CallTool("test-tool"),
         _ => Plan::CallFirstTool,
     }
@@ -113,6 +130,18 @@ pub async fn run(switchboard: &mut Switchboard, scenario: &Scenario) -> anyhow::
             }
             for prompt in &discovery.prompts {
                 let _ = switchboard.get_prompt(&id, &prompt.name).await;
+            }
+            Ok(())
+        }
+        Plan::AnswerInputs => {
+            for tool in tools {
+                let response = inputs::call_answering(switchboard, &id, &tool.name, &json!({}))
+                    .await
+                    .with_context(|| format!("{} failed", tool.name))?;
+                eprintln!(
+                    "conformance-client: {} answered (is_error: {}) {}",
+                    tool.name, response.is_error, response.error_message
+                );
             }
             Ok(())
         }

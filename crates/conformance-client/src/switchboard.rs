@@ -27,13 +27,12 @@ pub struct Switchboard {
 impl Switchboard {
     /// Starts mcp-service on a fresh SQLite database, reaching servers on
     /// this machine (where the suite runs its scenario servers).
-    pub async fn start() -> anyhow::Result<Self> {
+    /// `elicitation` is the operator's elicitation policy.
+    pub async fn start(elicitation: ElicitationPolicy) -> anyhow::Result<Self> {
         let db = TestDb::sqlite()?;
         let mut config = Config::for_tests(&db.url, TEST_JWT_SECRET);
         config.outbound_allow = "127.0.0.0/8,::1/128".into();
-        // The operator policy the elicitation scenarios judge: answer with
-        // the defaults the form declares.
-        config.elicitation = ElicitationPolicy::Defaults;
+        config.elicitation = elicitation;
         let server = switchboard_mcp_service::spawn(config)
             .await
             .context("mcp-service did not start")?;
@@ -109,6 +108,27 @@ impl Switchboard {
             integration_id: id.to_owned(),
             tool_name: tool.to_owned(),
             arguments: json_to_struct(arguments),
+            ..Default::default()
+        });
+        Ok(self.client.execute_tool(request).await?.into_inner())
+    }
+
+    /// ExecuteTool resumed with the caller's `answers` (JSON text by key)
+    /// and the server's `request_state`.
+    pub async fn resume_tool(
+        &mut self,
+        id: &str,
+        tool: &str,
+        arguments: &Value,
+        answers: std::collections::HashMap<String, String>,
+        request_state: Option<String>,
+    ) -> Result<pb::ExecuteToolResponse, tonic::Status> {
+        let request = self.req(pb::ExecuteToolRequest {
+            integration_id: id.to_owned(),
+            tool_name: tool.to_owned(),
+            arguments: json_to_struct(arguments),
+            input_responses: answers,
+            request_state,
             ..Default::default()
         });
         Ok(self.client.execute_tool(request).await?.into_inner())

@@ -17,7 +17,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use crate::oauth::{self, OAuthRealm};
 use crate::{
     cut::{ConnectionCutter, CuttableListener},
-    server::ExampleServer,
+    server::{ExampleServer, ToolList},
     stats::Stats,
 };
 
@@ -80,6 +80,7 @@ pub struct RunningHttpServer {
     pub addr: SocketAddr,
     /// Statistics shared by every session of this server.
     pub stats: Arc<Stats>,
+    tool_list: Arc<ToolList>,
     cancel: CancellationToken,
     task: JoinHandle<()>,
     _stop_on_drop: DropGuard,
@@ -89,6 +90,19 @@ impl RunningHttpServer {
     /// URL of the MCP endpoint, e.g. `http://127.0.0.1:8931/mcp`.
     pub fn url(&self) -> String {
         format!("http://{}{MCP_PATH}", self.addr)
+    }
+
+    /// Makes [`crate::EXTRA_TOOL`] visible, as the `add_tool` tool does but
+    /// outside any client's call: only clients listening for changes
+    /// (`subscriptions/listen`) hear of it. Returns whether the list changed.
+    pub async fn add_extra_tool(&self) -> bool {
+        self.tool_list.add_extra().await
+    }
+
+    /// How many `subscriptions/listen` streams clients have opened (a
+    /// closed one counts until the next change finds it closed).
+    pub async fn listening(&self) -> usize {
+        self.tool_list.listening().await
     }
 
     /// Stops accepting connections, closes every session and waits until the
@@ -126,6 +140,7 @@ pub async fn spawn_http(options: HttpServerOptions) -> anyhow::Result<RunningHtt
         .with_record_tool(options.record_tool)
         .with_initialize_only(options.stateful)
         .with_connection_cutter(cutter.clone());
+    let tool_list = prototype.tool_list();
     let cancel = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(options.stateful)
@@ -171,6 +186,7 @@ pub async fn spawn_http(options: HttpServerOptions) -> anyhow::Result<RunningHtt
     Ok(RunningHttpServer {
         addr,
         stats,
+        tool_list,
         _stop_on_drop: cancel.clone().drop_guard(),
         cancel,
         task,

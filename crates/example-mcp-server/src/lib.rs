@@ -14,9 +14,11 @@
 //! Resources: `data://sales.csv`, `docs://readme`, `data://logo.png` and the
 //! template `data://sales/{region}.csv`. Prompt: `summarize`.
 
+mod confirm;
 mod cut;
 pub mod data;
 mod http;
+mod listen;
 mod oauth;
 mod server;
 mod stats;
@@ -26,6 +28,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use rmcp::ServiceExt as _;
 
+pub use confirm::{CONFIRM_KEY, CONFIRM_TOOL};
 pub use http::{HttpServerOptions, MCP_PATH, RunningHttpServer, spawn_http};
 pub use oauth::OAuthRealm;
 pub use server::{

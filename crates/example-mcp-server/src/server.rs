@@ -17,17 +17,19 @@ use rmcp::{
         ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
         PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams,
         ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
-        Role, ServerCapabilities, ServerConfig, Tool,
+        Role, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
     },
-    service::{Peer, RequestContext},
+    service::{Peer, RequestContext, SubscriptionContext},
 };
 use serde::{Deserialize, de::DeserializeOwned};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    confirm::{self, CONFIRM_TOOL},
     cut::ConnectionCutter,
     data::{self, EMBEDDED_TEXT, EMBEDDED_URI, LOGO_URI, README_URI, SALES_BY_REGION_TEMPLATE},
+    listen::Listeners,
     stats::Stats,
 };
 
@@ -65,8 +67,26 @@ pub struct ExampleServer {
 
 /// Tool-list state shared by every session of one server.
 #[derive(Debug, Default)]
-struct ToolList {
+pub(crate) struct ToolList {
     extra_visible: AtomicBool,
+    listeners: Listeners,
+}
+
+impl ToolList {
+    /// Makes [`EXTRA_TOOL`] visible; tells the open listen streams when
+    /// that changed the list. Returns whether it did.
+    pub(crate) async fn add_extra(&self) -> bool {
+        let added = !self.extra_visible.swap(true, Ordering::SeqCst);
+        if added {
+            self.listeners.tools_changed().await;
+        }
+        added
+    }
+
+    /// How many listen streams were opened and not yet found closed.
+    pub(crate) async fn listening(&self) -> usize {
+        self.listeners.count().await
+    }
 }
 
 impl ExampleServer {
@@ -145,6 +165,11 @@ impl ExampleServer {
         &self.stats
     }
 
+    /// The tool list this handler's sessions share.
+    pub(crate) fn tool_list(&self) -> Arc<ToolList> {
+        Arc::clone(&self.tool_list)
+    }
+
     fn visible_tools(&self) -> Vec<Tool> {
         let mut tools = BASE_TOOLS.clone();
         if self.tool_list.extra_visible.load(Ordering::SeqCst) {
@@ -183,14 +208,14 @@ impl ExampleServer {
     }
 
     async fn add_extra_tool(&self, peer: &Peer<RoleServer>) -> CallToolResult {
-        let added = !self.tool_list.extra_visible.swap(true, Ordering::SeqCst);
+        let added = self.tool_list.add_extra().await;
         if !added {
             return CallToolResult::success(vec![ContentBlock::text(format!(
                 "tool {EXTRA_TOOL} was already present"
             ))]);
         }
-        // The notification goes to the calling session: it is the one that
-        // asked for the change and waits to see it.
+        // The notification goes to the calling session too: it is the one
+        // that asked for the change and waits to see it.
         if let Err(error) = peer.notify_tool_list_changed().await {
             tracing::warn!(%error, "failed to send tools/list_changed");
         }
@@ -420,6 +445,20 @@ impl ServerHandler for ExampleServer {
         .with_instructions(SERVER_INSTRUCTIONS)
     }
 
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // The SDK keeps only what the capabilities advertise: tool list changes.
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        self.tool_list.listeners.add(context.sink().clone()).await;
+        context.cancelled().await;
+        Ok(())
+    }
+
     async fn discover(
         &self,
         _context: RequestContext<RoleServer>,
@@ -501,6 +540,9 @@ impl ServerHandler for ExampleServer {
         let name = request.name.as_ref();
         log_call(name);
         tracing::debug!(tool = name, "tool call");
+        if name == CONFIRM_TOOL {
+            return confirm::call(&request);
+        }
         let arguments = request.arguments;
         let result = match name {
             "echo" => {
@@ -644,6 +686,9 @@ impl ServerHandler for ExampleServer {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
+        if request.name == CONFIRM_TOOL {
+            return confirm::prompt(&request);
+        }
         if request.name != "summarize" {
             return Err(McpError::invalid_params(
                 format!("unknown prompt: {}", request.name),

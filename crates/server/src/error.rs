@@ -56,7 +56,8 @@ pub enum ApiError {
     FailedPrecondition(String),
     /// The caller must authorize access first (OAuth): the URL to send the
     /// user's browser to travels in the `ErrorInfo` metadata as
-    /// `authorization_url`.
+    /// `authorization_url` (none when the caller cannot authorize it
+    /// themselves).
     #[error("{message}")]
     AuthorizationRequired {
         /// What needs authorizing.
@@ -248,7 +249,9 @@ impl From<ApiError> for Status {
         let metadata = match &error {
             ApiError::AuthorizationRequired {
                 authorization_url, ..
-            } => HashMap::from([("authorization_url".to_owned(), authorization_url.clone())]),
+            } if !authorization_url.is_empty() => {
+                HashMap::from([("authorization_url".to_owned(), authorization_url.clone())])
+            }
             _ => HashMap::new(),
         };
         let mut details =

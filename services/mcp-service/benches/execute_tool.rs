@@ -186,6 +186,7 @@ async fn main() {
                     arguments: arguments.clone(),
                     session_scope: "bench".into(),
                     arguments_json: String::new(),
+                    ..Default::default()
                 },
                 &admin,
             );
@@ -268,6 +269,7 @@ async fn main() {
                     arguments: arguments.clone(),
                     session_scope: format!("fresh-{n}"),
                     arguments_json: String::new(),
+                    ..Default::default()
                 },
                 &admin,
             );
@@ -319,6 +321,7 @@ async fn main() {
                     arguments: arguments.clone(),
                     session_scope: format!("idle-{i}"),
                     arguments_json: String::new(),
+                    ..Default::default()
                 },
                 &admin,
             ))

@@ -128,6 +128,7 @@ fn call(id: &str, scope: String, token: &str) -> tonic::Request<pb::ExecuteToolR
             arguments: json_to_struct(&json!({"text": "ping"})),
             session_scope: scope,
             arguments_json: String::new(),
+            ..Default::default()
         },
         token,
     )

@@ -387,7 +387,12 @@ fn auth(auth: Option<&mcp::AuthConfig>) -> String {
             yes_no(o.client_secret_set)
         ),
         Some(Method::OauthAuthorizationCode(o)) => format!(
-            "OAuth authorization code, each user connects their account (client {}, redirect {})",
+            "OAuth authorization code, {} (client {}, redirect {})",
+            if o.organization_wide {
+                "an admin connects it for the organization"
+            } else {
+                "each user connects their account"
+            },
             if o.client_id.is_empty() {
                 "registered on first use"
             } else {

@@ -10,8 +10,8 @@ use super::{
     error::McpError,
     integration::{Integration, IntegrationId, OrgId},
     ports::{
-        AuthorizationAnswer, Authorizations, CallError, Discovery, McpGateway, SessionScope,
-        StartedAuthorization,
+        AuthorizationAnswer, Authorizations, CallError, Discovery, InputAnswers, McpGateway,
+        SessionScope, StartedAuthorization, ToolCall,
     },
     resource::expand_uri,
     service::IntegrationService,
@@ -30,6 +30,30 @@ impl std::fmt::Debug for CallService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CallService").finish_non_exhaustive()
     }
+}
+
+/// A resource to read: a URI or URI template, the values of its variables,
+/// and the caller's answers when it resumes a multi-round-trip request.
+#[derive(Debug)]
+pub struct ResourceQuery<'a> {
+    /// The URI or URI template.
+    pub uri: &'a str,
+    /// Values for the template's variables.
+    pub parameters: &'a Map<String, Value>,
+    /// The caller's answers; empty for a new read.
+    pub answers: InputAnswers,
+}
+
+/// A prompt to render: its name, its arguments, and the caller's answers
+/// when it resumes a multi-round-trip request.
+#[derive(Debug)]
+pub struct PromptCall {
+    /// The prompt's name.
+    pub name: String,
+    /// Its arguments.
+    pub arguments: Map<String, Value>,
+    /// The caller's answers; empty for a new rendering.
+    pub answers: InputAnswers,
 }
 
 /// A resource read: the URI after template expansion and the result JSON.
@@ -87,6 +111,9 @@ impl CallService {
         let CallError::AuthorizationRequired(challenge) = error else {
             return McpError::Upstream(error);
         };
+        if integration.is_organization_wide() && !caller.is_admin() {
+            return McpError::OrganizationConnectionRequired;
+        }
         match self
             .authorizations
             .start(integration, &caller.user_id, challenge.as_deref())
@@ -106,6 +133,11 @@ impl CallService {
         id: IntegrationId,
     ) -> Result<StartedAuthorization, McpError> {
         let integration = self.integrations.usable(caller, id).await?;
+        if integration.is_organization_wide() && !caller.is_admin() {
+            return Err(McpError::Forbidden(
+                "connecting an integration for the whole organization needs the admin role",
+            ));
+        }
         self.authorizations
             .start(&integration, &caller.user_id, None)
             .await
@@ -173,22 +205,17 @@ impl CallService {
         &self,
         caller: &Principal,
         id: IntegrationId,
-        tool: &str,
-        arguments: Map<String, Value>,
+        call: ToolCall,
         session_scope: &str,
         deadline: Option<Duration>,
     ) -> Result<Result<Value, CallError>, McpError> {
         let integration = self.integrations.usable(caller, id).await?;
         let timeout = self.timeout(&integration, deadline);
+        let tool = call.name.clone();
+        let tool = tool.as_str();
         let outcome = self
             .gateway
-            .call_tool(
-                &integration,
-                &scope(caller, session_scope),
-                tool,
-                arguments,
-                timeout,
-            )
+            .call_tool(&integration, &scope(caller, session_scope), call, timeout)
             .await;
         match &outcome {
             // A limit of mcp-service, not the tool's answer: the caller
@@ -209,22 +236,23 @@ impl CallService {
         Ok(outcome)
     }
 
-    /// Reads a resource, expanding a URI template with `parameters`.
+    /// Reads a resource, expanding a URI template with its parameters.
     pub async fn read_resource(
         &self,
         caller: &Principal,
         id: IntegrationId,
-        uri: &str,
-        parameters: &Map<String, Value>,
+        query: ResourceQuery<'_>,
         session_scope: &str,
         deadline: Option<Duration>,
     ) -> Result<ResourceRead, McpError> {
-        let uri = expand_uri("parameters", uri, parameters).map_err(McpError::Invalid)?;
+        let uri =
+            expand_uri("parameters", query.uri, query.parameters).map_err(McpError::Invalid)?;
         let integration = self.integrations.usable(caller, id).await?;
         let timeout = self.timeout(&integration, deadline);
+        let scope = scope(caller, session_scope);
         match self
             .gateway
-            .read_resource(&integration, &scope(caller, session_scope), &uri, timeout)
+            .read_resource(&integration, &scope, &uri, query.answers, timeout)
             .await
         {
             Ok(result) => Ok(ResourceRead { uri, result }),
@@ -240,22 +268,21 @@ impl CallService {
         &self,
         caller: &Principal,
         id: IntegrationId,
-        name: &str,
-        arguments: Map<String, Value>,
+        prompt: PromptCall,
         session_scope: &str,
         deadline: Option<Duration>,
     ) -> Result<Value, McpError> {
         let integration = self.integrations.usable(caller, id).await?;
         let timeout = self.timeout(&integration, deadline);
+        let PromptCall {
+            name,
+            arguments,
+            answers,
+        } = prompt;
+        let scope = scope(caller, session_scope);
         match self
             .gateway
-            .get_prompt(
-                &integration,
-                &scope(caller, session_scope),
-                name,
-                arguments,
-                timeout,
-            )
+            .get_prompt(&integration, &scope, &name, arguments, answers, timeout)
             .await
         {
             Ok(prompt) => Ok(prompt),

@@ -31,6 +31,12 @@ pub enum McpError {
         /// Where to send the user's browser.
         authorization_url: String,
     },
+    /// The integration's organization-wide connection is not made yet, and
+    /// only an admin can make it.
+    #[error(
+        "an admin of the organization must connect this integration first (StartAuthorization)"
+    )]
+    OrganizationConnectionRequired,
     /// An authorization could not be started or completed.
     #[error(transparent)]
     Authorization(super::ports::AuthorizationError),

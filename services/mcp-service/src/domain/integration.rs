@@ -173,6 +173,41 @@ pub struct OAuthCodeConfig {
     pub client_metadata_url: Option<String>,
     /// Scopes to ask for; empty asks for those the server names.
     pub scopes: Vec<String>,
+    /// One connection, made by an admin, for every user of the organization.
+    #[serde(default)]
+    pub organization_wide: bool,
+}
+
+/// Whose grant an organization-wide connection is kept under: no user id is
+/// empty (a token's `sub` never is).
+pub const ORGANIZATION_GRANT_USER: &str = "";
+
+impl Integration {
+    /// Whether calls carry a token of the authorization code flow.
+    pub fn uses_authorization_code(&self) -> bool {
+        matches!(self.auth, AuthConfig::OAuthAuthorizationCode(_))
+    }
+
+    /// Whether each user connects their own account (authorization code,
+    /// not organization-wide): their calls carry their own token.
+    pub fn is_per_user(&self) -> bool {
+        matches!(&self.auth, AuthConfig::OAuthAuthorizationCode(c) if !c.organization_wide)
+    }
+
+    /// Whether an admin connects it once for the whole organization.
+    pub fn is_organization_wide(&self) -> bool {
+        matches!(&self.auth, AuthConfig::OAuthAuthorizationCode(c) if c.organization_wide)
+    }
+
+    /// The user whose grant `user`'s calls carry: theirs, or the
+    /// organization's.
+    pub fn grant_user<'a>(&self, user: &'a str) -> &'a str {
+        if self.is_organization_wide() {
+            ORGANIZATION_GRANT_USER
+        } else {
+            user
+        }
+    }
 }
 
 /// Time limits; `None` takes the service default.

@@ -261,6 +261,30 @@ impl SessionScope {
     }
 }
 
+/// A tool call: the tool, its arguments, and the caller's answers when it
+/// resumes a multi-round-trip request.
+#[derive(Debug, Clone, Default)]
+pub struct ToolCall {
+    /// The server's own tool name.
+    pub name: String,
+    /// The arguments, a JSON object.
+    pub arguments: serde_json::Map<String, serde_json::Value>,
+    /// The caller's answers; empty for a new call.
+    pub answers: InputAnswers,
+}
+
+/// The caller's answers to a server's input requests, carried into a call
+/// that resumes a multi-round-trip request (the server answered an earlier
+/// call with `input_required`). Empty for a new call.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct InputAnswers {
+    /// The results (`ElicitResult`, `CreateMessageResult`, `ListRootsResult`
+    /// wire JSON), by the keys the server gave its requests.
+    pub responses: std::collections::BTreeMap<String, serde_json::Value>,
+    /// The server's `requestState`, unchanged.
+    pub request_state: Option<String>,
+}
+
 /// Talks to the MCP servers of integrations on reused sessions.
 #[async_trait]
 pub trait McpGateway: Send + Sync + 'static {
@@ -276,30 +300,36 @@ pub trait McpGateway: Send + Sync + 'static {
         bypass_cache: bool,
         timeout: Duration,
     ) -> Result<Arc<Discovery>, CallError>;
-    /// Calls a tool; returns the `CallToolResult` wire JSON.
+    /// Calls a tool, resuming with `answers` when they are not empty;
+    /// returns the `CallToolResult` wire JSON, or the `InputRequiredResult`
+    /// wire JSON when the server asks for input only the caller can give.
     async fn call_tool(
         &self,
         integration: &Integration,
         scope: &SessionScope,
-        name: &str,
-        arguments: serde_json::Map<String, serde_json::Value>,
+        call: ToolCall,
         timeout: Duration,
     ) -> Result<serde_json::Value, CallError>;
-    /// Reads a resource; returns the `ReadResourceResult` wire JSON.
+    /// Reads a resource, resuming with `answers` when they are not empty;
+    /// returns the `ReadResourceResult` wire JSON (or, as for a tool call,
+    /// the `InputRequiredResult`).
     async fn read_resource(
         &self,
         integration: &Integration,
         scope: &SessionScope,
         uri: &str,
+        answers: InputAnswers,
         timeout: Duration,
     ) -> Result<serde_json::Value, CallError>;
-    /// Renders a prompt; returns the `GetPromptResult` wire JSON.
+    /// Renders a prompt; returns the `GetPromptResult` wire JSON (or, as
+    /// for a tool call, the `InputRequiredResult`).
     async fn get_prompt(
         &self,
         integration: &Integration,
         scope: &SessionScope,
         name: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
+        answers: InputAnswers,
         timeout: Duration,
     ) -> Result<serde_json::Value, CallError>;
     /// Drops the sessions and cached discovery of an integration that changed

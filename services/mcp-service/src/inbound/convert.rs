@@ -160,6 +160,7 @@ pub(crate) fn auth_input(auth: Option<pb::AuthConfig>) -> AuthInput {
                 client_id: Some(o.client_id).filter(|id| !id.is_empty()),
                 client_metadata_url: Some(o.client_metadata_url).filter(|url| !url.is_empty()),
                 scopes: o.scopes,
+                organization_wide: o.organization_wide,
             },
             client_secret: secret(o.client_secret),
         },
@@ -236,6 +237,7 @@ fn proto_auth(auth: &AuthConfig, secrets: &Secrets) -> pb::AuthConfig {
                 client_secret_set: secrets.contains(Secrets::OAUTH_CLIENT_SECRET),
                 client_metadata_url: config.client_metadata_url.clone().unwrap_or_default(),
                 scopes: config.scopes.clone(),
+                organization_wide: config.organization_wide,
             })
         }
     };

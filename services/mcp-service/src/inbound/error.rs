@@ -24,6 +24,10 @@ impl From<McpError> for ApiError {
                 message: AUTHORIZATION_REQUIRED.to_owned(),
                 authorization_url,
             },
+            error @ McpError::OrganizationConnectionRequired => Self::AuthorizationRequired {
+                message: error.to_string(),
+                authorization_url: String::new(),
+            },
             McpError::Authorization(error) => authorization(error),
             McpError::Internal(error) => Self::Internal(error),
         }

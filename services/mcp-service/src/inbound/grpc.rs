@@ -14,11 +14,11 @@ use super::{
         proto_integration, proto_validation,
     },
     error::status,
-    parse::{parse_new, parse_patch, tool_arguments},
+    parse::{input_answers, parse_new, parse_patch, tool_call},
     wire,
 };
 use crate::domain::{
-    calls::CallService,
+    calls::{CallService, PromptCall, ResourceQuery},
     error::McpError,
     integration::IntegrationId,
     ports::{AuthorizationAnswer, ListQuery},
@@ -270,17 +270,10 @@ impl McpService for McpApi {
         if request.tool_name.is_empty() {
             return Err(status(McpError::invalid("tool_name", "is required")));
         }
-        let arguments = tool_arguments(&request)?;
+        let call = tool_call(&request)?;
         let outcome = self
             .calls
-            .execute_tool(
-                &caller,
-                id,
-                &request.tool_name,
-                arguments,
-                &request.session_scope,
-                deadline,
-            )
+            .execute_tool(&caller, id, call, &request.session_scope, deadline)
             .await
             .map_err(status)?;
         Ok(Response::new(wire::tool_result(
@@ -305,16 +298,14 @@ impl McpService for McpApi {
             .as_ref()
             .map(switchboard_proto::json::struct_to_map)
             .unwrap_or_default();
+        let query = ResourceQuery {
+            uri: &request.uri,
+            parameters: &parameters,
+            answers: input_answers(&request.input_responses, request.request_state.as_ref())?,
+        };
         let read = self
             .calls
-            .read_resource(
-                &caller,
-                id,
-                &request.uri,
-                &parameters,
-                &request.session_scope,
-                deadline,
-            )
+            .read_resource(&caller, id, query, &request.session_scope, deadline)
             .await
             .map_err(status)?;
         Ok(Response::new(wire::resource_read(read.uri, &read.result)))
@@ -331,21 +322,18 @@ impl McpService for McpApi {
         if request.name.is_empty() {
             return Err(status(McpError::invalid("name", "is required")));
         }
-        let arguments = request
-            .arguments
-            .into_iter()
-            .map(|(k, v)| (k, Value::String(v)))
-            .collect();
+        let prompt = PromptCall {
+            answers: input_answers(&request.input_responses, request.request_state.as_ref())?,
+            name: request.name,
+            arguments: request
+                .arguments
+                .into_iter()
+                .map(|(k, v)| (k, Value::String(v)))
+                .collect(),
+        };
         let result = self
             .calls
-            .get_prompt(
-                &caller,
-                id,
-                &request.name,
-                arguments,
-                &request.session_scope,
-                deadline,
-            )
+            .get_prompt(&caller, id, prompt, &request.session_scope, deadline)
             .await
             .map_err(status)?;
         Ok(Response::new(wire::prompt_result(&result)))

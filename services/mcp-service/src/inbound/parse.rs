@@ -13,6 +13,7 @@ use crate::domain::{
     error::McpError,
     input::{IntegrationPatch, NewIntegration, Source},
     integration::{DisplayName, Slug},
+    ports::{InputAnswers, ToolCall},
 };
 
 pub(super) fn parse_new(request: pb::CreateIntegrationRequest) -> Result<NewIntegration, McpError> {
@@ -123,4 +124,44 @@ pub(super) fn tool_arguments(
             format!("is not a JSON object ({error})"),
         ))
     })
+}
+
+/// The tool call of an ExecuteTool request, with the caller's answers when
+/// it resumes a multi-round-trip request.
+pub(super) fn tool_call(request: &pb::ExecuteToolRequest) -> Result<ToolCall, Status> {
+    Ok(ToolCall {
+        name: request.tool_name.clone(),
+        arguments: tool_arguments(request)?,
+        answers: input_answers(&request.input_responses, request.request_state.as_ref())?,
+    })
+}
+
+/// The caller's answers: each a JSON object under a non-empty key. What
+/// they say is the server's to judge.
+pub(super) fn input_answers(
+    responses: &std::collections::HashMap<String, String>,
+    request_state: Option<&String>,
+) -> Result<InputAnswers, Status> {
+    let mut answers = InputAnswers {
+        request_state: request_state.cloned(),
+        ..InputAnswers::default()
+    };
+    for (key, response) in responses {
+        if key.is_empty() {
+            return Err(status(McpError::invalid(
+                "input_responses",
+                "has an empty key",
+            )));
+        }
+        let response: Map<String, Value> = serde_json::from_str(response).map_err(|error| {
+            status(McpError::invalid(
+                format!("input_responses[{key}]"),
+                format!("is not a JSON object ({error})"),
+            ))
+        })?;
+        answers
+            .responses
+            .insert(key.clone(), Value::Object(response));
+    }
+    Ok(answers)
 }

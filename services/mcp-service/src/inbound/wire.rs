@@ -201,6 +201,9 @@ pub(crate) fn tool_result(
 }
 
 fn call_result(result: &Value, tool: &str) -> pb::ExecuteToolResponse {
+    if is_input_required(result) {
+        return input_required(result, tool);
+    }
     let is_error = result
         .get("isError")
         .and_then(Value::as_bool)
@@ -238,6 +241,65 @@ fn call_result(result: &Value, tool: &str) -> pb::ExecuteToolResponse {
             pb::ToolFailureReason::Unspecified.into()
         },
         structured_content_json: structured.map(Value::to_string).unwrap_or_default(),
+        input_required: None,
+    }
+}
+
+/// Whether `result` is a server's `InputRequiredResult` for the caller.
+fn is_input_required(result: &Value) -> bool {
+    result.get("resultType").and_then(Value::as_str) == Some("input_required")
+}
+
+/// The server's requests and state of an `InputRequiredResult`.
+fn input_required_of(result: &Value) -> pb::InputRequired {
+    let requests = result
+        .get("inputRequests")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(key, request)| pb::InputRequest {
+            key: key.clone(),
+            method: text(request, "method"),
+            params_json: request
+                .get("params")
+                .map(Value::to_string)
+                .unwrap_or_default(),
+        })
+        .collect();
+    pb::InputRequired {
+        requests,
+        request_state: result
+            .get("requestState")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    }
+}
+
+/// An `InputRequiredResult` the caller is to answer, as an error result
+/// with its reason: a caller that does not know the reason tells the model
+/// the tool could not finish, with the server's questions in the message.
+fn input_required(result: &Value, tool: &str) -> pb::ExecuteToolResponse {
+    let questions: Vec<&str> = result
+        .get("inputRequests")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(_, request)| request.pointer("/params/message")?.as_str())
+        .collect();
+    let error_message = if questions.is_empty() {
+        format!("the tool `{tool}` needs input before it can finish")
+    } else {
+        format!(
+            "the tool `{tool}` needs input before it can finish: {}",
+            questions.join("; ")
+        )
+    };
+    pb::ExecuteToolResponse {
+        is_error: true,
+        error_message,
+        failure_reason: pb::ToolFailureReason::InputRequired.into(),
+        input_required: Some(input_required_of(result)),
+        ..Default::default()
     }
 }
 
@@ -256,6 +318,13 @@ fn failure_reason(error: &CallError) -> pb::ToolFailureReason {
 
 /// A `ReadResourceResult` as the RetrieveResource response.
 pub(crate) fn resource_read(uri: String, result: &Value) -> pb::RetrieveResourceResponse {
+    if is_input_required(result) {
+        return pb::RetrieveResourceResponse {
+            uri,
+            input_required: Some(input_required_of(result)),
+            ..Default::default()
+        };
+    }
     let contents: Vec<pb::ResourceContents> = result
         .get("contents")
         .and_then(Value::as_array)
@@ -281,11 +350,18 @@ pub(crate) fn resource_read(uri: String, result: &Value) -> pb::RetrieveResource
         contents,
         kind: kind.into(),
         mime_type,
+        input_required: None,
     }
 }
 
 /// A `GetPromptResult` as the GetPrompt response.
 pub(crate) fn prompt_result(result: &Value) -> pb::GetPromptResponse {
+    if is_input_required(result) {
+        return pb::GetPromptResponse {
+            input_required: Some(input_required_of(result)),
+            ..Default::default()
+        };
+    }
     let messages = result
         .get("messages")
         .and_then(Value::as_array)
@@ -306,5 +382,6 @@ pub(crate) fn prompt_result(result: &Value) -> pb::GetPromptResponse {
     pb::GetPromptResponse {
         description: text(result, "description"),
         messages,
+        input_required: None,
     }
 }

@@ -1,7 +1,10 @@
 //! How mcp-service answers a server's elicitation (a request for input from
 //! the user in the middle of a call): by the operator's policy. No person is
 //! behind an upstream session while a tool runs, so the answer is either a
-//! decline or the defaults the server's own form declares.
+//! decline or the defaults the server's own form declares, unless the
+//! policy passes it to the caller: a server of 2026-07-28 asks in an
+//! `input_required` result, which the caller can answer with a later call
+//! (see [`super::mrtr`]).
 
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::{Map, Value};
@@ -15,9 +18,20 @@ pub enum ElicitationPolicy {
     /// Accept a form with the defaults its schema declares; decline a form
     /// with a required field that has none, and every URL elicitation.
     Defaults,
+    /// Pass a server's `input_required` elicitations to the caller
+    /// (ExecuteTool answers with `input_required`); an elicitation sent in
+    /// the middle of a call on a session, which cannot wait for the caller,
+    /// is declined.
+    Caller,
 }
 
 impl ElicitationPolicy {
+    /// Whether mcp-service answers elicitations itself rather than passing
+    /// them to the caller.
+    pub fn answers_itself(self) -> bool {
+        self != Self::Caller
+    }
+
     /// The answer to `request` under this policy.
     pub fn answer(self, request: &ElicitRequestParams) -> ElicitResult {
         let content = match (self, request) {
@@ -94,10 +108,12 @@ mod tests {
             serde_json::to_value(answer.content).unwrap(),
             json!({"name": "Ada", "age": 36, "ok": true})
         );
-        assert_eq!(
-            ElicitationPolicy::Decline.answer(&with_defaults).action,
-            ElicitationAction::Decline
-        );
+        for policy in [ElicitationPolicy::Decline, ElicitationPolicy::Caller] {
+            assert_eq!(
+                policy.answer(&with_defaults).action,
+                ElicitationAction::Decline
+            );
+        }
 
         let missing = form(json!({
             "type": "object",

@@ -14,11 +14,7 @@
 use std::{future::Future, sync::Arc, time::Duration};
 
 use async_trait::async_trait;
-use rmcp::{
-    ServiceError,
-    model::{CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams},
-    transport::streamable_http_client::StreamableHttpError,
-};
+use rmcp::{ServiceError, transport::streamable_http_client::StreamableHttpError};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
@@ -30,13 +26,15 @@ use super::{
         server_identity,
     },
     elicitation::ElicitationPolicy,
+    listen::ChangeListeners,
     mcp_client::{McpConnector, client_config},
+    mrtr::{self, Round},
     session_pool::{SessionKey, SessionPool},
     sessions::{DiscoveryCache, Live, SessionHandler},
 };
 use crate::domain::{
-    integration::{AuthConfig, Integration, IntegrationId},
-    ports::{CallError, Discovery, McpGateway, ProbeReport, SessionScope},
+    integration::{Integration, IntegrationId},
+    ports::{CallError, Discovery, InputAnswers, McpGateway, ProbeReport, SessionScope, ToolCall},
 };
 
 /// Sessions used for discovery, shared by every caller of an organization's
@@ -60,6 +58,7 @@ pub struct RmcpGateway {
     connector: McpConnector,
     pool: SessionPool,
     cache: DiscoveryCache,
+    listeners: ChangeListeners,
     limits: GatewayLimits,
 }
 
@@ -83,13 +82,17 @@ fn never_delivered(error: &ServiceError) -> bool {
         .is_some_and(|error| error.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
-/// Whether `integration`'s sessions carry each user's own OAuth token.
-fn is_per_user(integration: &Integration) -> bool {
-    matches!(integration.auth, AuthConfig::OAuthAuthorizationCode(_))
-}
-
 fn to_json<T: Serialize>(value: &T) -> Result<Value, CallError> {
     serde_json::to_value(value).map_err(|e| CallError::Transport(format!("unreadable result: {e}")))
+}
+
+/// The wire JSON of a request's last round: its result, or the server's
+/// `input_required` for the caller.
+fn round_json<T: Serialize>(round: &Round<T>) -> Result<Value, CallError> {
+    match round {
+        Round::Complete(result) => to_json(result),
+        Round::InputRequired(result) => to_json(result),
+    }
 }
 
 /// What an operation on a session can fail with.
@@ -125,6 +128,7 @@ impl RmcpGateway {
             connector,
             pool,
             cache,
+            listeners: ChangeListeners::default(),
             limits,
         }
     }
@@ -168,6 +172,12 @@ impl RmcpGateway {
                 message: data.message.into_owned(),
             },
             ServiceError::Timeout { timeout } => CallError::Timeout(timeout),
+            ServiceError::InputRequiredRoundsExceeded { max_rounds } => CallError::Upstream {
+                code: rmcp::model::ErrorCode::INTERNAL_ERROR.0,
+                message: format!(
+                    "the server asked for input {max_rounds} times without completing the request"
+                ),
+            },
             ServiceError::TransportClosed => CallError::Transport(
                 "it closed before the answer arrived; the request may have been carried \
                  out and was not repeated"
@@ -213,7 +223,7 @@ impl RmcpGateway {
                         retried = true;
                     }
                     Err(OpFailure::Service(error)) => {
-                        if is_per_user(integration)
+                        if integration.uses_authorization_code()
                             && let Some(challenge) = error.auth_challenge()
                         {
                             // A refused or revoked token, or too few scopes:
@@ -308,7 +318,7 @@ impl McpGateway for RmcpGateway {
         // A per-user integration's listings may differ per user (they are
         // listed with each user's token): they are not cached, and each user
         // discovers on a session of their own.
-        let per_user = is_per_user(integration);
+        let per_user = integration.is_per_user();
         if !per_user
             && !bypass_cache
             && let Some(cached) = self.cache.get(integration)
@@ -317,16 +327,20 @@ impl McpGateway for RmcpGateway {
         }
         let scope = SessionScope::new(if per_user { user } else { "" }, DISCOVERY_SCOPE);
         let limits = self.limits.discovery;
-        let discovery = Arc::new(
-            self.on_session(integration, &scope, timeout, |live| async move {
-                list_everything(&live, limits)
+        let (listed, live) = self
+            .on_session(integration, &scope, timeout, |live| async move {
+                let listed = list_everything(&live, limits)
                     .await
-                    .map_err(OpFailure::from)
+                    .map_err(OpFailure::from)?;
+                Ok((listed, live))
             })
-            .await?,
-        );
+            .await?;
+        let discovery = Arc::new(listed);
         if !per_user {
             self.cache.put(integration, discovery.clone());
+            // A server of 2026-07-28 tells of changes only to a client
+            // that listens for them.
+            self.listeners.ensure(integration.id, &live, &self.cache);
         }
         Ok(discovery)
     }
@@ -335,24 +349,21 @@ impl McpGateway for RmcpGateway {
         &self,
         integration: &Integration,
         scope: &SessionScope,
-        name: &str,
-        arguments: Map<String, Value>,
+        call: ToolCall,
         timeout: Duration,
     ) -> Result<Value, CallError> {
-        let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
-        let result = self
+        let policy = self.limits.elicitation;
+        let round = self
             .on_session(integration, scope, timeout, |live| {
-                let params = params.clone();
+                let call = call.clone();
                 async move {
-                    live.session
-                        .peer()
-                        .call_tool(params)
+                    mrtr::call_tool(live.session.peer(), policy, call)
                         .await
                         .map_err(OpFailure::from)
                 }
             })
             .await?;
-        self.check_size(to_json(&result)?)
+        self.check_size(round_json(&round)?)
     }
 
     async fn read_resource(
@@ -360,21 +371,19 @@ impl McpGateway for RmcpGateway {
         integration: &Integration,
         scope: &SessionScope,
         uri: &str,
+        answers: InputAnswers,
         timeout: Duration,
     ) -> Result<Value, CallError> {
-        let result = self
-            .on_session(integration, scope, timeout, |live| {
-                let params = ReadResourceRequestParams::new(uri.to_owned());
-                async move {
-                    live.session
-                        .peer()
-                        .read_resource(params)
-                        .await
-                        .map_err(OpFailure::from)
-                }
+        let policy = self.limits.elicitation;
+        let answers = &answers;
+        let round = self
+            .on_session(integration, scope, timeout, |live| async move {
+                mrtr::read_resource(live.session.peer(), policy, uri, answers.clone())
+                    .await
+                    .map_err(OpFailure::from)
             })
             .await?;
-        self.check_size(to_json(&result)?)
+        self.check_size(round_json(&round)?)
     }
 
     async fn get_prompt(
@@ -383,25 +392,28 @@ impl McpGateway for RmcpGateway {
         scope: &SessionScope,
         name: &str,
         arguments: Map<String, Value>,
+        answers: InputAnswers,
         timeout: Duration,
     ) -> Result<Value, CallError> {
-        let result = self
-            .on_session(integration, scope, timeout, |live| {
-                let mut params = GetPromptRequestParams::new(name.to_owned());
-                params.arguments = Some(arguments.clone());
-                async move {
-                    live.session
-                        .peer()
-                        .get_prompt(params)
-                        .await
-                        .map_err(OpFailure::from)
-                }
+        let policy = self.limits.elicitation;
+        let (arguments, answers) = (&arguments, &answers);
+        let round = self
+            .on_session(integration, scope, timeout, |live| async move {
+                mrtr::get_prompt(
+                    live.session.peer(),
+                    policy,
+                    (name, arguments),
+                    answers.clone(),
+                )
+                .await
+                .map_err(OpFailure::from)
             })
             .await?;
-        self.check_size(to_json(&result)?)
+        self.check_size(round_json(&round)?)
     }
 
     async fn forget(&self, integration: IntegrationId) {
+        self.listeners.stop(integration);
         self.pool.forget(integration);
         self.cache.invalidate(integration);
     }

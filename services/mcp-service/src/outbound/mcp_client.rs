@@ -153,11 +153,15 @@ impl McpConnector {
             .reinit_on_expired_session(true)
             .max_sse_event_size(self.defaults.max_message_bytes);
         let capped = CappedHttpClient::new(self.http.clone());
-        let per_user = matches!(integration.auth, AuthConfig::OAuthAuthorizationCode(_));
-        let connected = if per_user {
-            // The user's token on every request, refreshed as it nears
-            // expiry and once more when the server refuses it.
-            let manager = self.flows.session_manager(integration, user).await?;
+        let code_flow = integration.uses_authorization_code();
+        let connected = if code_flow {
+            // The user's (or the organization's) token on every request,
+            // refreshed as it nears expiry and once more when the server
+            // refuses it.
+            let manager = self
+                .flows
+                .session_manager(integration, integration.grant_user(user))
+                .await?;
             handshake(
                 AuthClient::new(capped, manager),
                 config,
@@ -173,7 +177,7 @@ impl McpConnector {
             handshake(capped, config, handler, integration).await
         };
         connected.map_err(|error| match error.auth_challenge() {
-            Some(challenge) if per_user => {
+            Some(challenge) if code_flow => {
                 CallError::AuthorizationRequired(Some(challenge.to_owned()))
             }
             _ => CallError::Connect(format!("MCP handshake failed: {error}")),

@@ -24,7 +24,8 @@ use super::{
 use crate::domain::{
     address_policy::AddressPolicy,
     integration::{
-        AuthConfig, Integration, IntegrationId, OAuthCodeConfig, OrgId, Secrets, TransportConfig,
+        AuthConfig, Integration, IntegrationId, OAuthCodeConfig, ORGANIZATION_GRANT_USER, OrgId,
+        Secrets, TransportConfig,
     },
     ports::{
         AuthorizationAnswer, AuthorizationError, Authorizations, CallError, StartedAuthorization,
@@ -293,12 +294,17 @@ impl Authorizations for AuthorizationCodeFlows {
             None => self.challenge(url).await?,
         };
         let (mut manager, metadata) = self.manager(url, challenge.as_deref()).await?;
+        // Kept under the user who started it, whoever's grant it makes.
         let key = GrantKey {
             org: integration.org_id.clone(),
             integration: integration.id,
             user: user.to_owned(),
         };
-        let scopes = self.scopes(&manager, config, &key).await?;
+        let grant_key = GrantKey {
+            user: integration.grant_user(user).to_owned(),
+            ..key.clone()
+        };
+        let scopes = self.scopes(&manager, config, &grant_key).await?;
         let client = self
             .client(&mut manager, &metadata, integration, config, &scopes)
             .await?;
@@ -326,6 +332,7 @@ impl Authorizations for AuthorizationCodeFlows {
                 credentials: None,
             },
             state: stored,
+            organization_wide: config.organization_wide,
         };
         self.store.save_pending(&state, &key, &pending).await?;
         Ok(StartedAuthorization {
@@ -340,11 +347,14 @@ impl Authorizations for AuthorizationCodeFlows {
         user: &str,
         answer: AuthorizationAnswer,
     ) -> Result<IntegrationId, AuthorizationError> {
-        let (key, pending) = self
+        let (mut key, pending) = self
             .store
             .take_pending(&answer.state, org, user)
             .await?
             .ok_or(AuthorizationError::UnknownState)?;
+        if pending.organization_wide {
+            key.user = ORGANIZATION_GRANT_USER.to_owned();
+        }
         let mut grant = pending.grant;
         // The same discovery as at the start, so that the token request
         // names the same resource the authorization request did.

@@ -88,6 +88,10 @@ pub struct Pending {
     pub grant: Grant,
     /// The PKCE verifier, `state` and expected issuer.
     pub state: StoredAuthorizationState,
+    /// Whether the grant is the organization's (an admin connecting an
+    /// organization-wide integration) rather than the starting user's.
+    #[serde(default)]
+    pub organization_wide: bool,
 }
 
 /// Grants and pending authorizations over a SQL database.

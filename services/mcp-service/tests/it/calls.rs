@@ -65,6 +65,7 @@ async fn execute(
                 arguments: json_to_struct(&arguments),
                 session_scope: scope.into(),
                 arguments_json: String::new(),
+                ..Default::default()
             },
             &s.token,
         ))
@@ -189,6 +190,7 @@ async fn resources_expand_templates_and_derive_their_kind(kind: DbKind) {
             uri: uri.into(),
             parameters: json_to_struct(&parameters),
             session_scope: String::new(),
+            ..Default::default()
         };
         let token = s.token.clone();
         let mut client = s.h.client.clone();
@@ -244,6 +246,7 @@ async fn prompts_render_with_their_arguments(kind: DbKind) {
                     ]
                     .into(),
                     session_scope: String::new(),
+                    ..Default::default()
                 },
                 &s.token,
             ))
@@ -302,6 +305,7 @@ async fn calls_in_one_scope_share_one_session_and_scopes_do_not(kind: DbKind) {
                 arguments: json_to_struct(&json!({"text": "y"})),
                 session_scope: "thread-3".into(),
                 arguments_json: String::new(),
+                ..Default::default()
             },
             &s.token,
         );
@@ -395,6 +399,7 @@ async fn the_callers_deadline_caps_the_call_timeout() {
             arguments: json_to_struct(&json!({"ms": 20_000})),
             session_scope: String::new(),
             arguments_json: String::new(),
+            ..Default::default()
         },
         &s.token,
     );
@@ -467,6 +472,7 @@ async fn access_is_checked_before_any_call() {
                     arguments: None,
                     session_scope: String::new(),
                     arguments_json: String::new(),
+                    ..Default::default()
                 },
                 &admin("org-b"),
             ))
@@ -590,6 +596,7 @@ async fn a_stdio_server_gets_exactly_its_environment_and_dies_with_its_session()
                 arguments: None,
                 session_scope: String::new(),
                 arguments_json: String::new(),
+                ..Default::default()
             },
             &token,
         ))

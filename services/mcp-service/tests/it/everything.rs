@@ -102,6 +102,7 @@ async fn call(
                 arguments: json_to_struct(&arguments),
                 session_scope: "everything".into(),
                 arguments_json: String::new(),
+                ..Default::default()
             },
             &admin("org-a"),
         ))
@@ -184,6 +185,7 @@ async fn exercise(h: &mut Harness, id: &str) {
                 uri: "demo://resource/dynamic/text/{resourceId}".into(),
                 parameters: json_to_struct(&json!({"resourceId": 7})),
                 session_scope: String::new(),
+                ..Default::default()
             },
             &token,
         ))
@@ -201,6 +203,7 @@ async fn exercise(h: &mut Harness, id: &str) {
                 name: "args-prompt".into(),
                 arguments: [("city".to_owned(), "Paris".to_owned())].into(),
                 session_scope: String::new(),
+                ..Default::default()
             },
             &token,
         ))

@@ -26,6 +26,7 @@ async fn call(
                 arguments: None,
                 session_scope: "t".into(),
                 arguments_json: arguments_json.into(),
+                ..Default::default()
             },
             token,
         ))

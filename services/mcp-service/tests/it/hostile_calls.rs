@@ -47,6 +47,7 @@ async fn execute(
                 arguments: json_to_struct(&arguments),
                 session_scope: scope.into(),
                 arguments_json: String::new(),
+                ..Default::default()
             },
             token,
         ))
@@ -239,6 +240,7 @@ async fn hold_session(
             arguments: json_to_struct(&json!({ "ms": 3_000 })),
             session_scope: scope.into(),
             arguments_json: String::new(),
+            ..Default::default()
         },
         token,
     );
@@ -457,6 +459,7 @@ async fn an_organizations_stdio_servers_are_capped_and_validation_counts() {
             arguments: json_to_struct(&json!({ "ms": 3_000 })),
             session_scope: "busy".into(),
             arguments_json: String::new(),
+            ..Default::default()
         },
         &token,
     );

@@ -124,6 +124,7 @@ fn echo(id: &str, org: &str) -> tonic::Request<pb::ExecuteToolRequest> {
             arguments: json_to_struct(&json!({"text": "hi"})),
             session_scope: String::new(),
             arguments_json: String::new(),
+            ..Default::default()
         },
         &admin(org),
     )

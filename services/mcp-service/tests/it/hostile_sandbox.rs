@@ -63,6 +63,7 @@ async fn a_sandboxed_stdio_server_cannot_read_the_services_environment_or_write_
                 arguments: switchboard_proto::json::json_to_struct(&arguments),
                 session_scope: String::new(),
                 arguments_json: String::new(),
+                ..Default::default()
             },
             &token,
         ))

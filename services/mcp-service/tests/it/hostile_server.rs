@@ -52,6 +52,7 @@ fn execute(
             arguments: json_to_struct(&arguments),
             session_scope: "thread".into(),
             arguments_json: String::new(),
+            ..Default::default()
         },
         token,
     )

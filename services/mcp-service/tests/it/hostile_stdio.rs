@@ -232,6 +232,7 @@ async fn a_stdio_server_sees_none_of_the_services_environment_and_runs_under_lim
                 arguments: None,
                 session_scope: String::new(),
                 arguments_json: String::new(),
+                ..Default::default()
             },
             &token,
         ))

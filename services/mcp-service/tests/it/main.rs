@@ -1,6 +1,7 @@
 //! Integration tests of mcp-service over real gRPC on loopback.
 
 mod calls;
+mod changes;
 mod chassis;
 mod everything;
 mod exact_json;
@@ -11,7 +12,9 @@ mod hostile_oauth;
 mod hostile_sandbox;
 mod hostile_server;
 mod hostile_stdio;
+mod input_required;
 mod integrations;
+mod oauth_organization;
 mod oauth_users;
 mod protocol;
 mod repository;

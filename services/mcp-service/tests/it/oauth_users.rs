@@ -13,9 +13,9 @@ use tonic_types::StatusExt as _;
 
 use crate::support::{Harness, admin, create, http_integration_with_auth, req, start};
 
-const REDIRECT_URI: &str = "https://app.example/oauth/callback";
+pub(crate) const REDIRECT_URI: &str = "https://app.example/oauth/callback";
 
-fn user(name: &str) -> String {
+pub(crate) fn user(name: &str) -> String {
     token("org-a", name, &["member"])
 }
 
@@ -39,7 +39,7 @@ async fn echo(
 }
 
 /// The authorization URL a refused call carries, asserting how it is refused.
-fn authorization_url(status: &tonic::Status) -> String {
+pub(crate) fn authorization_url(status: &tonic::Status) -> String {
     assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
     let details = status.get_error_details();
     let info = details.error_info().expect("an ErrorInfo");
@@ -52,7 +52,7 @@ fn authorization_url(status: &tonic::Status) -> String {
 
 /// What the user's browser does: signs in as `name` at the authorization
 /// server, which redirects to the application with `code` and `state`.
-async fn sign_in(url: &str, name: &str) -> (String, String, String) {
+pub(crate) async fn sign_in(url: &str, name: &str) -> (String, String, String) {
     let browser = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()

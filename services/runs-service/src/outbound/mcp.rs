@@ -137,6 +137,7 @@ impl McpPort for GrpcMcp {
                     arguments: None,
                     session_scope: scope.to_owned(),
                     arguments_json: arguments.to_owned(),
+                    ..Default::default()
                 },
                 timeout,
                 |mut client, request| async move { client.execute_tool(request).await },
@@ -162,6 +163,7 @@ impl McpPort for GrpcMcp {
                     uri: uri.to_owned(),
                     parameters: Some(map_to_struct(&parameters)),
                     session_scope: scope.to_owned(),
+                    ..Default::default()
                 },
                 timeout,
                 |mut client, request| async move { client.retrieve_resource(request).await },
@@ -226,6 +228,7 @@ impl McpPort for GrpcMcp {
                     name: name.to_owned(),
                     arguments,
                     session_scope: scope.to_owned(),
+                    ..Default::default()
                 },
                 timeout,
                 |mut client, request| async move { client.get_prompt(request).await },

@@ -40,15 +40,15 @@ pub(super) fn failure(status: Status) -> McpCallError {
 }
 
 /// The authorization URL of an `ERROR_REASON_AUTHORIZATION_REQUIRED`
-/// refusal.
+/// refusal; none when the caller cannot authorize it (an organization-wide
+/// connection only an admin makes), which is an ordinary refusal whose
+/// message says so.
 fn authorization_required(status: &Status) -> Option<String> {
     let info = status.get_details_error_info()?;
-    (info.reason == "ERROR_REASON_AUTHORIZATION_REQUIRED").then(|| {
-        info.metadata
-            .get("authorization_url")
-            .cloned()
-            .unwrap_or_default()
-    })
+    if info.reason != "ERROR_REASON_AUTHORIZATION_REQUIRED" {
+        return None;
+    }
+    info.metadata.get("authorization_url").cloned()
 }
 
 fn schema(value: Option<&prost_types::Struct>) -> Value {
@@ -110,7 +110,10 @@ fn failure_reason(reason: pb::ToolFailureReason) -> ToolFailure {
         Reason::ConnectionLost => ToolFailure::ConnectionLost,
         Reason::ProtocolError => ToolFailure::Protocol,
         Reason::AuthorizationRequired => ToolFailure::AuthorizationRequired,
-        Reason::Unspecified => ToolFailure::Other,
+        // A server's question for the user: the model reads the error
+        // message, which carries the question, until runs-service answers
+        // input requests itself.
+        Reason::InputRequired | Reason::Unspecified => ToolFailure::Other,
     }
 }
 

@@ -42,6 +42,17 @@ struct Built {
     services: Services,
 }
 
+/// mcp-service's replicas, balanced.
+async fn mcp_service(config: &Config) -> anyhow::Result<Arc<dyn McpPort>> {
+    let endpoints = McpEndpoints::parse(
+        &config.mcp_service_url,
+        config.mcp_service_resolve_interval,
+        config.mcp_service_keepalive,
+    )
+    .context("invalid SWITCHBOARD_MCP_SERVICE_URL")?;
+    Ok(Arc::new(GrpcMcp::new(&endpoints).await))
+}
+
 async fn build(config: &Config) -> anyhow::Result<Built> {
     let authenticator = Arc::new(
         Authenticator::new(&config.common.auth.verifier_config()?)
@@ -55,13 +66,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     let repo: Arc<dyn RunsRepository> = Arc::new(SqlRunsRepository::new(db.pool.clone()));
     let active = take_over_runs(&repo, config.run_stale_after).await?;
     let (models, known) = model_providers(config)?;
-    let endpoints = McpEndpoints::parse(
-        &config.mcp_service_url,
-        config.mcp_service_resolve_interval,
-        config.mcp_service_keepalive,
-    )
-    .context("invalid SWITCHBOARD_MCP_SERVICE_URL")?;
-    let mcp: Arc<dyn McpPort> = Arc::new(GrpcMcp::new(&endpoints).await);
+    let mcp = mcp_service(config).await?;
     let settings = &config.data_sources;
     settings.check(config.common.server.max_message_bytes)?;
     let sources: Arc<dyn DataSources> = Arc::new(

@@ -3,13 +3,13 @@
 use std::{
     future::Future,
     net::SocketAddr,
-    sync::{Arc, Weak},
+    sync::Arc,
     time::Duration,
 };
 
 use anyhow::Context as _;
 use switchboard_auth::Authenticator;
-use switchboard_db::{now_millis, request_ids::RequestIds};
+use switchboard_db::request_ids::RequestIds;
 use switchboard_proto::runs::v1::runs_service_server::RunsServiceServer;
 use switchboard_server::{Idempotency, RunningServer, Services};
 
@@ -18,7 +18,10 @@ use crate::{
     domain::{
         datasource::DataSources,
         ports::{McpPort, RunsRepository},
-        run::{ActiveRuns, Orchestrator, RunPorts, RunSettings},
+        run::{
+            ActiveRuns, LeaseSettings, Orchestrator, RunPorts, RunSettings, WatchSettings,
+            keep_leases,
+        },
         service::RunsService,
         tools::ToolRouter,
     },
@@ -27,12 +30,16 @@ use crate::{
         datasource::SqlDataSources,
         llm::{ModelRegistry, parse_providers},
         mcp::GrpcMcp,
-        sql::{MIGRATIONS, SqlRunsRepository},
+        sql::{MIGRATIONS, Replica, SqlRunsRepository},
     },
 };
 
 /// The name the service reports in telemetry.
 pub const SERVICE_NAME: &str = "runs-service";
+
+/// How long `WatchRun` waits for the last event of a run that ended before
+/// it makes one from the run's state.
+const WATCH_END_GRACE: Duration = Duration::from_secs(5);
 
 const DEFAULT_LISTEN: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 50052);
@@ -52,10 +59,19 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         .database
         .open(SERVICE_NAME, MIGRATIONS)
         .await?;
-    let repo: Arc<dyn RunsRepository> = Arc::new(SqlRunsRepository::new(db.pool.clone()));
-    let active = take_over_runs(&repo, config.run_stale_after).await?;
+    config.replicas.check(config.run_stale_after)?;
+    let replica = Replica::new(config.replicas.name(), config.run_stale_after);
+    tracing::info!(replica = %replica.id, name = ?replica.name, "runs-service replica");
+    let repo: Arc<dyn RunsRepository> =
+        Arc::new(SqlRunsRepository::new(db.pool.clone()).with_replica(replica));
+    let active = take_over_runs(&repo, config).await?;
     let (models, known) = model_providers(config)?;
-    let mcp: Arc<dyn McpPort> = Arc::new(GrpcMcp::new(&config.mcp_service_url)?);
+    let server = &config.common.server;
+    let mcp: Arc<dyn McpPort> = Arc::new(GrpcMcp::new(
+        &config.mcp_service_url,
+        server.http2_keepalive_interval,
+        server.http2_keepalive_timeout,
+    )?);
     let settings = &config.data_sources;
     settings.check(config.common.server.max_message_bytes)?;
     let sources: Arc<dyn DataSources> = Arc::new(
@@ -81,6 +97,11 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
             max_output_tokens: limits.model_max_output_tokens,
             history: limits.history_limits(),
             input: limits.input_limits(),
+            max_stored_events: config.replicas.run_events_max,
+            watch: WatchSettings {
+                poll_every: config.replicas.run_watch_poll_interval,
+                end_grace: WATCH_END_GRACE,
+            },
         },
         active,
     );
@@ -90,7 +111,12 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         db.pool.clone(),
         config.common.database.request_id_window,
     ));
-    let api = RunsServiceServer::new(RunsApi::new(service, orchestrator, idempotency))
+    let api = RunsServiceServer::new(RunsApi::new(
+        service,
+        orchestrator,
+        idempotency,
+        config.replicas.run_stream_heartbeat,
+    ))
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
     Ok(Built {
@@ -99,23 +125,30 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     })
 }
 
-/// Marks the runs of a stopped process as interrupted and starts the
-/// heartbeats of this one's.
+/// Marks the runs of this replica's previous process, and runs whose lease
+/// expired, as interrupted, and starts the heartbeats of this process's.
 async fn take_over_runs(
     repo: &Arc<dyn RunsRepository>,
-    stale_after: Duration,
+    config: &Config,
 ) -> anyhow::Result<ActiveRuns> {
-    let interrupted = repo
-        .interrupt_stale_runs(stale_before(stale_after), now_millis())
-        .await?;
-    if interrupted > 0 {
+    let restarted = repo.interrupt_previous_process_runs().await?;
+    let expired = repo.interrupt_expired_runs().await?;
+    if restarted + expired > 0 {
         tracing::warn!(
-            runs = interrupted,
-            "marked runs of a stopped process as interrupted"
+            restarted,
+            expired,
+            "marked runs of stopped processes as interrupted"
         );
     }
     let active = ActiveRuns::default();
-    keep_runs_alive(Arc::downgrade(repo), active.clone(), stale_after);
+    keep_leases(
+        Arc::downgrade(repo),
+        active.clone(),
+        LeaseSettings {
+            lease: config.run_stale_after,
+            heartbeat_every: config.replicas.run_heartbeat_interval,
+        },
+    );
     Ok(active)
 }
 
@@ -136,35 +169,6 @@ fn model_providers(config: &Config) -> anyhow::Result<(Arc<ModelRegistry>, Vec<S
         Arc::new(ModelRegistry::from_configs(&providers, &http)),
         known,
     ))
-}
-
-fn stale_before(stale_after: Duration) -> i64 {
-    now_millis() - i64::try_from(stale_after.as_millis()).unwrap_or(i64::MAX)
-}
-
-/// Renews the heartbeat of this process's runs, and marks runs whose process
-/// stopped renewing as interrupted, until the service is dropped.
-fn keep_runs_alive(repo: Weak<dyn RunsRepository>, active: ActiveRuns, stale_after: Duration) {
-    let period = (stale_after / 4).max(Duration::from_millis(100));
-    tokio::spawn(async move {
-        let mut ticker = tokio::time::interval(period);
-        loop {
-            ticker.tick().await;
-            let Some(repo) = repo.upgrade() else { break };
-            let now = now_millis();
-            if let Err(error) = repo.heartbeat(&active.ids(), now).await {
-                tracing::warn!(error = %error, "failed to renew run heartbeats");
-            }
-            match repo
-                .interrupt_stale_runs(stale_before(stale_after), now)
-                .await
-            {
-                Ok(0) => {}
-                Ok(runs) => tracing::warn!(runs, "marked runs of a stopped process as interrupted"),
-                Err(error) => tracing::warn!(error = %error, "failed to check for stale runs"),
-            }
-        }
-    });
 }
 
 /// Applies the pending database migrations and returns (the deployment's

@@ -30,10 +30,20 @@ pub struct GrpcMcp {
 impl GrpcMcp {
     /// A client of mcp-service at `url`, connecting on first use (so
     /// runs-service starts, and runs go on, while mcp-service is down).
-    pub fn new(url: &str) -> anyhow::Result<Self> {
+    /// HTTP/2 pings every `keepalive` (answered within `keepalive_timeout`)
+    /// keep a connection that waits on a long tool call from being closed
+    /// as idle by a proxy between the services, and find a dead peer.
+    pub fn new(
+        url: &str,
+        keepalive: Duration,
+        keepalive_timeout: Duration,
+    ) -> anyhow::Result<Self> {
         let channel = Channel::from_shared(url.to_owned())?
             .connect_timeout(Duration::from_secs(5))
             .tcp_nodelay(true)
+            .http2_keep_alive_interval(keepalive)
+            .keep_alive_timeout(keepalive_timeout)
+            .keep_alive_while_idle(true)
             .connect_lazy();
         Ok(Self { channel })
     }

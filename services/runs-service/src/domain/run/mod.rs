@@ -103,4 +103,6 @@ impl Orchestrator {
 }
 
 #[cfg(test)]
+mod manage_tests;
+#[cfg(test)]
 mod tests;

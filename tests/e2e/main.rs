@@ -6,6 +6,7 @@ mod exact_json;
 mod examples;
 mod hostile_resources;
 mod polyglot;
+mod replicas;
 mod request_ids;
 mod resources;
 mod runs;

@@ -1,11 +1,6 @@
 //! Wiring: storage, adapters and the gRPC server.
 
-use std::{
-    future::Future,
-    net::SocketAddr,
-    sync::Arc,
-    time::Duration,
-};
+use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use switchboard_auth::Authenticator;
@@ -82,7 +77,6 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         )
         .with_capacity(settings.capacity()),
     );
-    let limits = &config.model_limits;
     let orchestrator = Orchestrator::new(
         RunPorts {
             repo: repo.clone(),
@@ -90,19 +84,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
             models,
             tools: Arc::new(ToolRouter::new(mcp, sources.clone(), config.tool_timeout)),
         },
-        RunSettings {
-            default_max_steps: config.default_max_steps,
-            discovery_timeout: config.discovery_timeout,
-            max_parallel_tools: config.max_parallel_tools,
-            max_output_tokens: limits.model_max_output_tokens,
-            history: limits.history_limits(),
-            input: limits.input_limits(),
-            max_stored_events: config.replicas.run_events_max,
-            watch: WatchSettings {
-                poll_every: config.replicas.run_watch_poll_interval,
-                end_grace: WATCH_END_GRACE,
-            },
-        },
+        run_settings(config),
         active,
     );
     let service = RunsService::new(repo, known, sources);
@@ -117,12 +99,30 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         idempotency,
         config.replicas.run_stream_heartbeat,
     ))
-        .max_decoding_message_size(max)
-        .max_encoding_message_size(max);
+    .max_decoding_message_size(max)
+    .max_encoding_message_size(max);
     Ok(Built {
         authenticator,
         services: Services::new().with(api).watch_database(db),
     })
+}
+
+/// The limits of runs, from the settings.
+fn run_settings(config: &Config) -> RunSettings {
+    let limits = &config.model_limits;
+    RunSettings {
+        default_max_steps: config.default_max_steps,
+        discovery_timeout: config.discovery_timeout,
+        max_parallel_tools: config.max_parallel_tools,
+        max_output_tokens: limits.model_max_output_tokens,
+        history: limits.history_limits(),
+        input: limits.input_limits(),
+        max_stored_events: config.replicas.run_events_max,
+        watch: WatchSettings {
+            poll_every: config.replicas.run_watch_poll_interval,
+            end_grace: WATCH_END_GRACE,
+        },
+    }
 }
 
 /// Marks the runs of this replica's previous process, and runs whose lease

@@ -414,6 +414,39 @@ mod tests {
     }
 
     #[test]
+    fn the_replica_defaults_match_the_flags_and_a_slow_heartbeat_is_refused() {
+        let config = Config::try_parse_from(["runs-service"]).expect("defaults parse");
+        let defaults = ReplicaArgs::default();
+        let parsed = &config.replicas;
+        assert_eq!(
+            (
+                parsed.run_heartbeat_interval,
+                parsed.run_events_max,
+                parsed.run_stream_heartbeat,
+                parsed.run_watch_poll_interval,
+            ),
+            (
+                defaults.run_heartbeat_interval,
+                defaults.run_events_max,
+                defaults.run_stream_heartbeat,
+                defaults.run_watch_poll_interval,
+            )
+        );
+        parsed
+            .check(config.run_stale_after)
+            .expect("the defaults fit the default lease");
+        let error = parsed
+            .check(Duration::from_secs(10))
+            .expect_err("a 5 s heartbeat cannot keep a 10 s lease");
+        assert!(
+            error
+                .to_string()
+                .contains("SWITCHBOARD_RUN_HEARTBEAT_INTERVAL"),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn data_source_settings_come_from_the_environment() {
         use clap::Parser as _;
         let config = Config::try_parse_from([

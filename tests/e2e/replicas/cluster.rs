@@ -74,8 +74,14 @@ pub async fn cluster(
     let mut mcp_client = McpServiceClient::connect(mcp.url())
         .await
         .expect("connects");
-    let integration_id =
-        create_integration(&mut mcp_client, &token, "example", &upstream.url(), Some(120)).await;
+    let integration_id = create_integration(
+        &mut mcp_client,
+        &token,
+        "example",
+        &upstream.url(),
+        Some(120),
+    )
+    .await;
     let model = ScriptedModel::start(turns).await.expect("scripted model");
     let db = TestDb::new(kind).await.expect("a test database");
     let mut servers = Vec::new();

@@ -35,8 +35,11 @@ async fn a_run_started_on_one_replica_is_cancelled_through_the_other(kind: DbKin
         .run
         .expect("a run");
     assert!(
-        [runs::RunStatus::Running as i32, runs::RunStatus::Cancelled as i32]
-            .contains(&response.status)
+        [
+            runs::RunStatus::Running as i32,
+            runs::RunStatus::Cancelled as i32
+        ]
+        .contains(&response.status)
     );
     let ending = rest(&mut stream).await;
     let last = ending.last().expect("a last event");
@@ -70,8 +73,15 @@ async fn a_detached_run_goes_on_after_its_stream_drops_and_is_watched_to_its_end
         .map(|e| e.sequence)
         .collect();
     let expected: Vec<i64> = (last_seen + 1..last_seen + 1 + numbered.len() as i64).collect();
-    assert_eq!(numbered, expected, "the rest of the stream, in order");
-    assert_eq!(kind_of(watched.last().expect("events")), "run_completed");
+    assert_eq!(
+        numbered, expected,
+        "the rest of the stream, in order: {watched:?}"
+    );
+    assert_eq!(
+        kind_of(watched.last().expect("events")),
+        "run_completed",
+        "{watched:?}"
+    );
     assert!(watched.iter().any(|e| kind_of(e) == "tool_call_finished"));
     let run = c.get_run(&mut b, &id).await;
     assert_eq!(run.status, runs::RunStatus::Completed as i32);
@@ -133,7 +143,11 @@ async fn a_killed_replicas_lease_expires_on_the_database_clock_and_the_thread_ta
     assert_eq!(kind_of(events.last().expect("events")), "run_completed");
     let interrupted = c.get_run(&mut b, &old).await;
     assert_eq!(interrupted.status, runs::RunStatus::Interrupted as i32);
-    assert!(interrupted.error.contains("lease expired"), "{}", interrupted.error);
+    assert!(
+        interrupted.error.contains("lease expired"),
+        "{}",
+        interrupted.error
+    );
 }
 
 async fn a_restarted_replica_frees_the_threads_of_its_previous_process_at_once(kind: DbKind) {
@@ -154,10 +168,17 @@ async fn a_restarted_replica_frees_the_threads_of_its_previous_process_at_once(k
         .execute(&mut a, "again", false)
         .await
         .expect("the thread is free at once");
-    assert_eq!(kind_of(rest(&mut fresh).await.last().expect("events")), "run_completed");
+    assert_eq!(
+        kind_of(rest(&mut fresh).await.last().expect("events")),
+        "run_completed"
+    );
     let interrupted = c.get_run(&mut a, &old).await;
     assert_eq!(interrupted.status, runs::RunStatus::Interrupted as i32);
-    assert!(interrupted.error.contains("restarted"), "{}", interrupted.error);
+    assert!(
+        interrupted.error.contains("restarted"),
+        "{}",
+        interrupted.error
+    );
 }
 
 async fn a_quiet_run_stream_gets_heartbeat_events(kind: DbKind) {
@@ -176,8 +197,12 @@ async fn a_quiet_run_stream_gets_heartbeat_events(kind: DbKind) {
     };
     let quiet = &events[started + 1..finished];
     assert!(!quiet.is_empty(), "{kinds:?}");
-    assert!(quiet.iter().all(|e| kind_of(e) == "heartbeat" && e.sequence == 0));
-    assert_eq!(kinds.last(), Some(&"run_completed"));
+    assert!(
+        quiet
+            .iter()
+            .all(|e| kind_of(e) == "heartbeat" && e.sequence == 0)
+    );
+    assert_eq!(kinds.last(), Some(&"run_completed"), "{events:?}");
     // Heartbeats are not stored: a replay has none.
     let replay = c.watch(&mut a, &run_id(&events), 0).await;
     assert!(replay.iter().all(|e| kind_of(e) != "heartbeat"));

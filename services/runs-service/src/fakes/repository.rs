@@ -351,10 +351,14 @@ impl RunsRepository for MemoryRepository {
             run_ids
                 .iter()
                 .map(|id| {
-                    let state = match s.runs.iter().find(|r| &r.id == id) {
-                        Some(r) if r.status != RunStatus::Running => LeaseState::Lost,
-                        None => LeaseState::Lost,
-                        Some(_) if s.cancel_requested.contains(id) => LeaseState::CancelRequested,
+                    // As in SQL: only another process's end takes a run.
+                    let state = match s.runs.iter().find(|r| &r.id == id).map(|r| r.status) {
+                        None | Some(RunStatus::Interrupted | RunStatus::Cancelled) => {
+                            LeaseState::Lost
+                        }
+                        Some(RunStatus::Running) if s.cancel_requested.contains(id) => {
+                            LeaseState::CancelRequested
+                        }
                         Some(_) => LeaseState::Held,
                     };
                     (id.clone(), state)
@@ -383,9 +387,9 @@ impl RunsRepository for MemoryRepository {
                 .iter()
                 .filter(|r| r.thread_id == thread_id)
                 .filter(|r| {
-                    before
-                        .as_ref()
-                        .is_none_or(|(time, id)| (r.created_at, r.id.as_str()) < (*time, id.as_str()))
+                    before.as_ref().is_none_or(|(time, id)| {
+                        (r.created_at, r.id.as_str()) < (*time, id.as_str())
+                    })
                 })
                 .cloned()
                 .collect();

@@ -422,7 +422,10 @@ impl RunsRpc for RunsApi {
         Ok(Response::new(stream))
     }
 
-    async fn list_runs(&self, request: Request<pb::ListRunsRequest>) -> Reply<pb::ListRunsResponse> {
+    async fn list_runs(
+        &self,
+        request: Request<pb::ListRunsRequest>,
+    ) -> Reply<pb::ListRunsResponse> {
         let caller = run_caller(&request)?;
         manage::list_runs(&self.service, &caller, request.into_inner())
             .await

@@ -84,7 +84,10 @@ async fn leases_expire_on_the_database_clock_whatever_the_replica_clocks_say(kin
     assert!(reason.expect("a reason").contains("lease expired"));
     // The lapsed run's process learns it lost the run at its heartbeat.
     assert_eq!(
-        early.heartbeat(std::slice::from_ref(&lapsed.id)).await.expect("heartbeat"),
+        early
+            .heartbeat(std::slice::from_ref(&lapsed.id))
+            .await
+            .expect("heartbeat"),
         vec![(lapsed.id.clone(), LeaseState::Lost)]
     );
 }
@@ -95,7 +98,9 @@ async fn a_new_run_takes_the_thread_of_a_run_whose_lease_expired_at_once(kind: D
     let dying = replica(&db, None, Duration::from_millis(1)).await;
     let other = replica(&db, None, HOUR).await;
     let busy = thread(&live).await;
-    live.start_run(&run(&busy, now_millis())).await.expect("started");
+    live.start_run(&run(&busy, now_millis()))
+        .await
+        .expect("started");
     assert!(matches!(
         other.start_run(&run(&busy, now_millis())).await,
         Err(RepositoryError::ThreadBusy)
@@ -106,7 +111,10 @@ async fn a_new_run_takes_the_thread_of_a_run_whose_lease_expired_at_once(kind: D
     outlive(Duration::from_millis(1)).await;
     // No sweep ran: the new run itself finds the old lease expired.
     let new = run(&freed, now_millis());
-    other.start_run(&new).await.expect("the thread takes the new run");
+    other
+        .start_run(&new)
+        .await
+        .expect("the thread takes the new run");
     assert_eq!(status(&other, &old.id).await.0, RunStatus::Interrupted);
     assert_eq!(status(&other, &new.id).await.0, RunStatus::Running);
 }
@@ -137,8 +145,23 @@ async fn heartbeats_carry_cancels_and_tell_a_replica_which_runs_it_lost(kind: Db
     );
     // A replica never renews a lease it does not hold.
     assert_eq!(
-        other.heartbeat(std::slice::from_ref(&kept.id)).await.expect("heartbeat"),
+        other
+            .heartbeat(std::slice::from_ref(&kept.id))
+            .await
+            .expect("heartbeat"),
         vec![(kept.id.clone(), LeaseState::Lost)]
+    );
+    // A run its owner ended itself stays its owner's while its task sends
+    // its last events.
+    let mut done = kept.clone();
+    done.status = RunStatus::Completed;
+    owner.update_run(&done).await.expect("completed");
+    assert_eq!(
+        owner
+            .heartbeat(std::slice::from_ref(&kept.id))
+            .await
+            .expect("heartbeat"),
+        vec![(kept.id.clone(), LeaseState::Held)]
     );
     // A paused run has no process: it is cancelled at once.
     let mut paused = run(&thread(&owner).await, now_millis());
@@ -163,13 +186,25 @@ async fn a_restarted_replica_interrupts_the_runs_its_previous_process_left(kind:
     let theirs = run(&thread(&neighbour).await, now_millis());
     neighbour.start_run(&theirs).await.expect("started");
     let after = replica(&db, Some("pod-a"), HOUR).await;
-    assert_eq!(after.interrupt_previous_process_runs().await.expect("swept"), 1);
+    assert_eq!(
+        after
+            .interrupt_previous_process_runs()
+            .await
+            .expect("swept"),
+        1
+    );
     let (left_status, reason) = status(&after, &left.id).await;
     assert_eq!(left_status, RunStatus::Interrupted);
     assert!(reason.expect("a reason").contains("restarted"));
     assert_eq!(status(&after, &theirs.id).await.0, RunStatus::Running);
     let nameless = replica(&db, None, HOUR).await;
-    assert_eq!(nameless.interrupt_previous_process_runs().await.expect("swept"), 0);
+    assert_eq!(
+        nameless
+            .interrupt_previous_process_runs()
+            .await
+            .expect("swept"),
+        0
+    );
 }
 
 async fn run_events_are_stored_once_and_read_from_a_sequence(kind: DbKind) {
@@ -185,7 +220,9 @@ async fn run_events_are_stored_once_and_read_from_a_sequence(kind: DbKind) {
             event: RunEvent::TextDelta(format!("part {sequence}")),
         };
         repo.append_run_event(&event).await.expect("stored");
-        repo.append_run_event(&event).await.expect("a repeat is ignored");
+        repo.append_run_event(&event)
+            .await
+            .expect("a repeat is ignored");
     }
     let from_three = repo.run_events(&r.id, 3, 100).await.expect("read");
     let seen: Vec<(i64, String)> = from_three
@@ -197,7 +234,11 @@ async fn run_events_are_stored_once_and_read_from_a_sequence(kind: DbKind) {
         .collect();
     assert_eq!(
         seen,
-        vec![(3, "part 3".into()), (4, "part 4".into()), (5, "part 5".into())]
+        vec![
+            (3, "part 3".into()),
+            (4, "part 4".into()),
+            (5, "part 5".into())
+        ]
     );
     assert_eq!(repo.run_events(&r.id, 1, 2).await.expect("read").len(), 2);
     assert_eq!(repo.last_run_event(&r.id).await.expect("read"), 5);

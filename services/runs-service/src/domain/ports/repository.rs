@@ -10,12 +10,14 @@ use crate::domain::{
 /// What a heartbeat found of a run this process executes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LeaseState {
-    /// Still this process's, lease renewed.
+    /// Still this process's: lease renewed (or the run ended by this
+    /// process's own write, its task finishing).
     Held,
     /// Still this process's, and `CancelRun` asked for its end.
     CancelRequested,
-    /// No longer this process's to write: it ended elsewhere (interrupted
-    /// after its lease expired, cancelled) or is gone.
+    /// No longer this process's to write: another process ended it
+    /// (interrupted after its lease expired, cancelled) or owns it, or it is
+    /// gone.
     Lost,
 }
 
@@ -182,8 +184,11 @@ pub trait RunsRepository: Send + Sync + 'static {
     /// Asks for a run's end: a paused run, or a running one whose lease
     /// expired, is cancelled at once with `reason`; a running one is flagged
     /// for its owner's next heartbeat. The run as stored after.
-    async fn request_cancel(&self, run_id: &str, reason: &str)
-    -> Result<Option<Run>, RepositoryError>;
+    async fn request_cancel(
+        &self,
+        run_id: &str,
+        reason: &str,
+    ) -> Result<Option<Run>, RepositoryError>;
     /// Stores one event of a run (a repeat of a stored sequence is ignored).
     async fn append_run_event(&self, event: &Envelope) -> Result<(), RepositoryError>;
     /// A run's stored events with `sequence >= from`, in order, at most `limit`.

@@ -125,7 +125,9 @@ pub fn keep_leases(repo: Weak<dyn RunsRepository>, active: ActiveRuns, settings:
                 Err(error) => {
                     tracing::warn!(error = %error, "failed to renew run leases");
                     if renewed.elapsed() >= settings.lease {
-                        tracing::warn!("run leases expired without a heartbeat; stopping this process's runs");
+                        tracing::warn!(
+                            "run leases expired without a heartbeat; stopping this process's runs"
+                        );
                         active.halt_all(Halt::LeaseLost);
                     }
                 }
@@ -133,7 +135,9 @@ pub fn keep_leases(repo: Weak<dyn RunsRepository>, active: ActiveRuns, settings:
             match repo.interrupt_expired_runs().await {
                 Ok(0) => {}
                 Ok(runs) => tracing::warn!(runs, "marked runs whose lease expired as interrupted"),
-                Err(error) => tracing::warn!(error = %error, "failed to check for expired run leases"),
+                Err(error) => {
+                    tracing::warn!(error = %error, "failed to check for expired run leases")
+                }
             }
         }
     });

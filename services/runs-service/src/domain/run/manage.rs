@@ -42,11 +42,6 @@ impl Orchestrator {
             })
             .await;
         }
-        Ok(self
-            .ports
-            .repo
-            .find_run(&run.id)
-            .await?
-            .unwrap_or(stored))
+        Ok(self.ports.repo.find_run(&run.id).await?.unwrap_or(stored))
     }
 }

@@ -17,13 +17,15 @@ use crate::{
 };
 
 /// Starts a run and returns its id with the rest of its stream.
-async fn started(
-    world: &World,
-    detached: bool,
-) -> (String, tokio::sync::mpsc::Receiver<Envelope>) {
+async fn started(world: &World, detached: bool) -> (String, tokio::sync::mpsc::Receiver<Envelope>) {
     let mut rx = world
         .orchestrator
-        .start(caller(), THREAD, RunInput::UserMessage("go".into()), detached)
+        .start(
+            caller(),
+            THREAD,
+            RunInput::UserMessage("go".into()),
+            detached,
+        )
         .await
         .expect("the run starts");
     match rx.recv().await.map(|e| e.event) {
@@ -109,7 +111,10 @@ async fn cancel_run_stops_a_run_of_this_process_at_once() {
         "{last:?}"
     );
     let again = world.orchestrator.cancel(&cancelled).await;
-    assert!(matches!(again, Err(RunsError::FailedPrecondition(_))), "{again:?}");
+    assert!(
+        matches!(again, Err(RunsError::FailedPrecondition(_))),
+        "{again:?}"
+    );
 }
 
 #[tokio::test]

@@ -109,15 +109,28 @@ fn lease_state(
     let status: String = row.try_get("status").map_err(read)?;
     let owner: Option<String> = row.try_get("owner").map_err(read)?;
     let cancel: i64 = row.try_get("cancel_requested").map_err(read)?;
-    Ok(
-        if status != RunStatus::Running.as_str() || owner.as_deref() != Some(&repo.replica.id) {
-            LeaseState::Lost
-        } else if cancel != 0 {
-            LeaseState::CancelRequested
-        } else {
-            LeaseState::Held
-        },
-    )
+    Ok(lease_of(
+        &status,
+        owner.as_deref() == Some(repo.replica.id.as_str()),
+        cancel != 0,
+    ))
+}
+
+/// A run's lease as its owner sees it. Only another process ends a run as
+/// interrupted, or cancels it while it runs; the other ends are the owner's
+/// own, written while its task finishes, and take nothing from it.
+fn lease_of(status: &str, owned: bool, cancel_requested: bool) -> LeaseState {
+    let taken = [
+        RunStatus::Interrupted.as_str(),
+        RunStatus::Cancelled.as_str(),
+    ];
+    if !owned || taken.contains(&status) {
+        LeaseState::Lost
+    } else if cancel_requested && status == RunStatus::Running.as_str() {
+        LeaseState::CancelRequested
+    } else {
+        LeaseState::Held
+    }
 }
 
 pub(super) async fn interrupt_expired_runs(
@@ -155,7 +168,9 @@ pub(super) async fn interrupt_previous_process_runs(
     .bind(repo.replica.id.as_str())
     .execute(&repo.pool)
     .await
-    .map_err(failed("failed to interrupt the runs of this replica's previous process"))?;
+    .map_err(failed(
+        "failed to interrupt the runs of this replica's previous process",
+    ))?;
     Ok(result.rows_affected())
 }
 
@@ -205,8 +220,5 @@ pub(super) async fn list_runs(
     .fetch_all(&repo.pool)
     .await
     .map_err(failed("failed to list runs"))?;
-    Ok(rows
-        .iter()
-        .map(decode_run)
-        .collect::<anyhow::Result<_>>()?)
+    Ok(rows.iter().map(decode_run).collect::<anyhow::Result<_>>()?)
 }

@@ -55,7 +55,11 @@ impl SqlRunsRepository {
     /// A repository over `pool`, whose schema [`MIGRATIONS`] created, for a
     /// nameless replica process with 30-second leases.
     pub fn new(pool: AnyPool) -> Self {
-        let postgres = pool.connect_options().database_url.scheme().starts_with("postgres");
+        let postgres = pool
+            .connect_options()
+            .database_url
+            .scheme()
+            .starts_with("postgres");
         Self {
             pool,
             postgres,

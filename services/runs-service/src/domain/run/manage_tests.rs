@@ -4,7 +4,7 @@
 use std::{sync::Arc, time::Duration};
 
 use super::{
-    tests::{THREAD, World, call, caller, with_integrations},
+    tests::{THREAD, World, call, caller, settings, with_integrations},
     *,
 };
 use crate::{
@@ -193,4 +193,27 @@ async fn watching_an_interrupted_run_ends_with_its_reason() {
         matches!(&events.last().map(|e| &e.event), Some(RunEvent::Failed { error, .. }) if error == "the process running it stopped"),
         "{events:?}"
     );
+}
+
+#[tokio::test]
+async fn past_its_bound_a_run_stores_only_its_last_event() {
+    let (mcp, config, script) = slow_tool_world();
+    let mut world = World::new(mcp, config, script).await;
+    world.orchestrator = Orchestrator::new(
+        world.orchestrator.ports.clone(),
+        RunSettings {
+            max_stored_events: 3,
+            ..settings()
+        },
+        ActiveRuns::default(),
+    );
+    let (run_id, mut rx) = started(&world, false).await;
+    let mut sent = 1;
+    while rx.recv().await.is_some() {
+        sent += 1;
+    }
+    let stored = world.repo.run_events(&run_id, 0, 1000).await.expect("read");
+    let sequences: Vec<i64> = stored.iter().map(|e| e.sequence).collect();
+    assert_eq!(sequences, vec![1, 2, 3, sent]);
+    assert!(stored.last().is_some_and(|e| e.event.is_last()));
 }

@@ -36,7 +36,7 @@ pub(super) fn caller() -> Caller {
     }
 }
 
-fn settings() -> RunSettings {
+pub(super) fn settings() -> RunSettings {
     RunSettings {
         default_max_steps: 10,
         discovery_timeout: Duration::from_secs(5),

@@ -54,11 +54,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         .database
         .open(SERVICE_NAME, MIGRATIONS)
         .await?;
-    config.replicas.check(config.run_stale_after)?;
-    let replica = Replica::new(config.replicas.name(), config.run_stale_after);
-    tracing::info!(replica = %replica.id, name = ?replica.name, "runs-service replica");
-    let repo: Arc<dyn RunsRepository> =
-        Arc::new(SqlRunsRepository::new(db.pool.clone()).with_replica(replica));
+    let repo = repository(config, &db)?;
     let active = take_over_runs(&repo, config).await?;
     let (models, known) = model_providers(config)?;
     let server = &config.common.server;
@@ -105,6 +101,19 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         authenticator,
         services: Services::new().with(api).watch_database(db),
     })
+}
+
+/// Storage, writing runs for this replica process.
+fn repository(
+    config: &Config,
+    db: &switchboard_db::Database,
+) -> anyhow::Result<Arc<dyn RunsRepository>> {
+    config.replicas.check(config.run_stale_after)?;
+    let replica = Replica::new(config.replicas.name(), config.run_stale_after);
+    tracing::info!(replica = %replica.id, name = ?replica.name, "runs-service replica");
+    Ok(Arc::new(
+        SqlRunsRepository::new(db.pool.clone()).with_replica(replica),
+    ))
 }
 
 /// The limits of runs, from the settings.

@@ -116,6 +116,7 @@ async fn a_repeated_run_replays_its_outcome_without_running_again() {
             text: "hello".into(),
         })),
         request_id: "run-key-1".into(),
+        ..Default::default()
     };
     let first = w.execute(request.clone()).await;
     let first_run = first.first().expect("events").run_id.clone();
@@ -181,6 +182,7 @@ async fn a_repeat_of_a_run_still_going_is_told_to_retry_later() {
             text: "hello".into(),
         })),
         request_id: "run-key-2".into(),
+        ..Default::default()
     };
     let mut first = w
         .runs_client

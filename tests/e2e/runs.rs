@@ -482,14 +482,16 @@ async fn runs_left_running_by_a_stopped_process_are_interrupted_at_start() {
             entities::{Run, RunStatus, Thread, Usage},
             ports::RunsRepository,
         },
-        outbound::sql::{MIGRATIONS, SqlRunsRepository},
+        outbound::sql::{MIGRATIONS, Replica, SqlRunsRepository},
     };
     let db = TestDb::sqlite().expect("db");
     let database = switchboard_db::DatabaseArgs::for_url(&db.url)
         .open("runs", MIGRATIONS)
         .await
         .expect("db");
-    let repo = SqlRunsRepository::new(database.pool.clone());
+    // The stopped process's lease ran out long ago.
+    let repo = SqlRunsRepository::new(database.pool.clone())
+        .with_replica(Replica::new(None, Duration::from_millis(1)));
     let thread = Thread {
         id: uuid::Uuid::now_v7().to_string(),
         org_id: "o".into(),
@@ -514,6 +516,7 @@ async fn runs_left_running_by_a_stopped_process_are_interrupted_at_start() {
         updated_at: 1,
     };
     repo.start_run(&run).await.expect("a run left running");
+    tokio::time::sleep(Duration::from_millis(50)).await;
     let server = switchboard_runs_service::spawn(switchboard_runs_service::Config::for_tests(
         &db.url,
         TEST_JWT_SECRET,
@@ -523,5 +526,6 @@ async fn runs_left_running_by_a_stopped_process_are_interrupted_at_start() {
     .expect("starts");
     let stored = repo.find_run(&run.id).await.expect("read").expect("found");
     assert_eq!(stored.status, RunStatus::Interrupted);
+    assert!(stored.error.expect("a reason").contains("lease expired"));
     server.stop().await.expect("stops");
 }

@@ -28,7 +28,7 @@ pub const TOOL: &str = "example__sleep";
 const TOOL_ARGUMENTS: &str = r#"{"ms":1500}"#;
 const ROUNDS: usize = 2;
 
-/// How long a replica's runs live without its heartbeat.
+/// The lease of a run: how long it lives without its replica's heartbeat.
 pub const STALE_AFTER: Duration = Duration::from_secs(3);
 
 /// The whole system under test.
@@ -74,8 +74,8 @@ impl Fleet {
             let replica = fleet.start_mcp().await?;
             fleet.mcp.push(Some(replica));
         }
-        for _ in 0..2 {
-            let replica = fleet.start_runs().await?;
+        for index in 0..2 {
+            let replica = fleet.start_runs(index).await?;
             fleet.runs.push(Some(replica));
         }
         fleet.agent_id = fleet.create_agent().await?;
@@ -133,7 +133,8 @@ impl Fleet {
         Ok(process)
     }
 
-    async fn start_runs(&self) -> anyhow::Result<ServiceProcess> {
+    async fn start_runs(&self, index: usize) -> anyhow::Result<ServiceProcess> {
+        let name = format!("runs-{index}");
         let binary = workspace_binary("switchboard-runs-service", "runs-service");
         let url = self.cluster.url("runs");
         let mcp_urls = self
@@ -154,6 +155,8 @@ impl Fleet {
                 ("SWITCHBOARD_MCP_SERVICE_URL", mcp_urls.as_str()),
                 ("SWITCHBOARD_MODEL_PROVIDERS", providers.as_str()),
                 ("SWITCHBOARD_RUN_STALE_AFTER", stale.as_str()),
+                ("SWITCHBOARD_RUN_HEARTBEAT_INTERVAL", "500ms"),
+                ("SWITCHBOARD_REPLICA_NAME", name.as_str()),
                 ("SWITCHBOARD_TOOL_TIMEOUT", "20s"),
                 ("SWITCHBOARD_READINESS_INTERVAL", "500ms"),
                 ("SWITCHBOARD_LOG_FORMAT", "pretty"),

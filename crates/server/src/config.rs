@@ -52,6 +52,14 @@ pub struct ServerArgs {
     /// Time in-flight calls get to finish after the listener closes.
     #[arg(long, env = "SWITCHBOARD_DRAIN_TIMEOUT", default_value = "20s", value_parser = humantime::parse_duration)]
     pub drain_timeout: Duration,
+    /// How often an HTTP/2 ping is sent on a quiet connection, so that
+    /// proxies and load balancers do not close a long, quiet stream as idle.
+    #[arg(long, env = "SWITCHBOARD_HTTP2_KEEPALIVE_INTERVAL", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub http2_keepalive_interval: Duration,
+    /// How long an HTTP/2 ping may go unanswered before the connection is
+    /// closed as dead.
+    #[arg(long, env = "SWITCHBOARD_HTTP2_KEEPALIVE_TIMEOUT", default_value = "20s", value_parser = humantime::parse_duration)]
+    pub http2_keepalive_timeout: Duration,
 }
 
 impl ServerArgs {
@@ -70,6 +78,8 @@ impl ServerArgs {
             readiness_timeout: Duration::from_secs(2),
             shutdown_delay: Duration::ZERO,
             drain_timeout: Duration::from_secs(2),
+            http2_keepalive_interval: Duration::from_secs(30),
+            http2_keepalive_timeout: Duration::from_secs(20),
         }
     }
 

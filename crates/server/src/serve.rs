@@ -221,6 +221,10 @@ pub async fn serve(
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let server = Server::builder()
+        // HTTP/2 pings keep a quiet stream (a run waiting on a long tool
+        // call) from being closed as idle by a proxy, and find dead peers.
+        .http2_keepalive_interval(Some(args.http2_keepalive_interval))
+        .http2_keepalive_timeout(Some(args.http2_keepalive_timeout))
         .layer(stack)
         .add_routes(routes.routes())
         .serve_with_incoming_shutdown(incoming, async {

@@ -1,15 +1,10 @@
 //! Wiring: storage, adapters and the gRPC server.
 
-use std::{
-    future::Future,
-    net::SocketAddr,
-    sync::{Arc, Weak},
-    time::Duration,
-};
+use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use switchboard_auth::Authenticator;
-use switchboard_db::{now_millis, request_ids::RequestIds};
+use switchboard_db::request_ids::RequestIds;
 use switchboard_proto::runs::v1::runs_service_server::RunsServiceServer;
 use switchboard_server::{Idempotency, RunningServer, Services};
 
@@ -18,7 +13,10 @@ use crate::{
     domain::{
         datasource::DataSources,
         ports::{McpPort, RunsRepository},
-        run::{ActiveRuns, Orchestrator, RunPorts, RunSettings},
+        run::{
+            ActiveRuns, LeaseSettings, Orchestrator, RunPorts, RunSettings, WatchSettings,
+            keep_leases,
+        },
         service::RunsService,
         tools::ToolRouter,
     },
@@ -27,12 +25,16 @@ use crate::{
         datasource::SqlDataSources,
         llm::{ModelRegistry, parse_providers},
         mcp::{GrpcMcp, McpEndpoints},
-        sql::{MIGRATIONS, SqlRunsRepository},
+        sql::{MIGRATIONS, Replica, SqlRunsRepository},
     },
 };
 
 /// The name the service reports in telemetry.
 pub const SERVICE_NAME: &str = "runs-service";
+
+/// How long `WatchRun` waits for the last event of a run that ended before
+/// it makes one from the run's state.
+const WATCH_END_GRACE: Duration = Duration::from_secs(5);
 
 const DEFAULT_LISTEN: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 50052);
@@ -47,7 +49,8 @@ async fn mcp_service(config: &Config) -> anyhow::Result<Arc<dyn McpPort>> {
     let endpoints = McpEndpoints::parse(
         &config.mcp_service_url,
         config.mcp_service_resolve_interval,
-        config.mcp_service_keepalive,
+        config.common.server.http2_keepalive_interval,
+        config.common.server.http2_keepalive_timeout,
     )
     .context("invalid SWITCHBOARD_MCP_SERVICE_URL")?;
     Ok(Arc::new(GrpcMcp::new(&endpoints).await))
@@ -63,8 +66,8 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         .database
         .open(SERVICE_NAME, MIGRATIONS)
         .await?;
-    let repo: Arc<dyn RunsRepository> = Arc::new(SqlRunsRepository::new(db.pool.clone()));
-    let active = take_over_runs(&repo, config.run_stale_after).await?;
+    let repo = repository(config, &db)?;
+    let active = take_over_runs(&repo, config).await?;
     let (models, known) = model_providers(config)?;
     let mcp = mcp_service(config).await?;
     let settings = &config.data_sources;
@@ -77,7 +80,6 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         )
         .with_capacity(settings.capacity()),
     );
-    let limits = &config.model_limits;
     let orchestrator = Orchestrator::new(
         RunPorts {
             repo: repo.clone(),
@@ -85,14 +87,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
             models,
             tools: Arc::new(ToolRouter::new(mcp, sources.clone(), config.tool_timeout)),
         },
-        RunSettings {
-            default_max_steps: config.default_max_steps,
-            discovery_timeout: config.discovery_timeout,
-            max_parallel_tools: config.max_parallel_tools,
-            max_output_tokens: limits.model_max_output_tokens,
-            history: limits.history_limits(),
-            input: limits.input_limits(),
-        },
+        run_settings(config),
         active,
     );
     let service = RunsService::new(repo, known, sources);
@@ -101,32 +96,75 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         db.pool.clone(),
         config.common.database.request_id_window,
     ));
-    let api = RunsServiceServer::new(RunsApi::new(service, orchestrator, idempotency))
-        .max_decoding_message_size(max)
-        .max_encoding_message_size(max);
+    let api = RunsServiceServer::new(RunsApi::new(
+        service,
+        orchestrator,
+        idempotency,
+        config.replicas.run_stream_heartbeat,
+    ))
+    .max_decoding_message_size(max)
+    .max_encoding_message_size(max);
     Ok(Built {
         authenticator,
         services: Services::new().with(api).watch_database(db),
     })
 }
 
-/// Marks the runs of a stopped process as interrupted and starts the
-/// heartbeats of this one's.
+/// Storage, writing runs for this replica process.
+fn repository(
+    config: &Config,
+    db: &switchboard_db::Database,
+) -> anyhow::Result<Arc<dyn RunsRepository>> {
+    config.replicas.check(config.run_stale_after)?;
+    let replica = Replica::new(config.replicas.name(), config.run_stale_after);
+    tracing::info!(replica = %replica.id, name = ?replica.name, "runs-service replica");
+    Ok(Arc::new(
+        SqlRunsRepository::new(db.pool.clone()).with_replica(replica),
+    ))
+}
+
+/// The limits of runs, from the settings.
+fn run_settings(config: &Config) -> RunSettings {
+    let limits = &config.model_limits;
+    RunSettings {
+        default_max_steps: config.default_max_steps,
+        discovery_timeout: config.discovery_timeout,
+        max_parallel_tools: config.max_parallel_tools,
+        max_output_tokens: limits.model_max_output_tokens,
+        history: limits.history_limits(),
+        input: limits.input_limits(),
+        max_stored_events: config.replicas.run_events_max,
+        watch: WatchSettings {
+            poll_every: config.replicas.run_watch_poll_interval,
+            end_grace: WATCH_END_GRACE,
+        },
+    }
+}
+
+/// Marks the runs of this replica's previous process, and runs whose lease
+/// expired, as interrupted, and starts the heartbeats of this process's.
 async fn take_over_runs(
     repo: &Arc<dyn RunsRepository>,
-    stale_after: Duration,
+    config: &Config,
 ) -> anyhow::Result<ActiveRuns> {
-    let interrupted = repo
-        .interrupt_stale_runs(stale_before(stale_after), now_millis())
-        .await?;
-    if interrupted > 0 {
+    let restarted = repo.interrupt_previous_process_runs().await?;
+    let expired = repo.interrupt_expired_runs().await?;
+    if restarted + expired > 0 {
         tracing::warn!(
-            runs = interrupted,
-            "marked runs of a stopped process as interrupted"
+            restarted,
+            expired,
+            "marked runs of stopped processes as interrupted"
         );
     }
     let active = ActiveRuns::default();
-    keep_runs_alive(Arc::downgrade(repo), active.clone(), stale_after);
+    keep_leases(
+        Arc::downgrade(repo),
+        active.clone(),
+        LeaseSettings {
+            lease: config.run_stale_after,
+            heartbeat_every: config.replicas.run_heartbeat_interval,
+        },
+    );
     Ok(active)
 }
 
@@ -147,35 +185,6 @@ fn model_providers(config: &Config) -> anyhow::Result<(Arc<ModelRegistry>, Vec<S
         Arc::new(ModelRegistry::from_configs(&providers, &http)),
         known,
     ))
-}
-
-fn stale_before(stale_after: Duration) -> i64 {
-    now_millis() - i64::try_from(stale_after.as_millis()).unwrap_or(i64::MAX)
-}
-
-/// Renews the heartbeat of this process's runs, and marks runs whose process
-/// stopped renewing as interrupted, until the service is dropped.
-fn keep_runs_alive(repo: Weak<dyn RunsRepository>, active: ActiveRuns, stale_after: Duration) {
-    let period = (stale_after / 4).max(Duration::from_millis(100));
-    tokio::spawn(async move {
-        let mut ticker = tokio::time::interval(period);
-        loop {
-            ticker.tick().await;
-            let Some(repo) = repo.upgrade() else { break };
-            let now = now_millis();
-            if let Err(error) = repo.heartbeat(&active.ids(), now).await {
-                tracing::warn!(error = %error, "failed to renew run heartbeats");
-            }
-            match repo
-                .interrupt_stale_runs(stale_before(stale_after), now)
-                .await
-            {
-                Ok(0) => {}
-                Ok(runs) => tracing::warn!(runs, "marked runs of a stopped process as interrupted"),
-                Err(error) => tracing::warn!(error = %error, "failed to check for stale runs"),
-            }
-        }
-    });
 }
 
 /// Applies the pending database migrations and returns (the deployment's

@@ -35,10 +35,6 @@ pub struct Config {
     /// join and leave; 0 resolves once at start.
     #[arg(long, env = "SWITCHBOARD_MCP_SERVICE_RESOLVE_INTERVAL", default_value = "10s", value_parser = humantime::parse_duration)]
     pub mcp_service_resolve_interval: Duration,
-    /// HTTP/2 keepalive ping interval on connections to mcp-service (a
-    /// replica that stops answering is found within about twice this).
-    #[arg(long, env = "SWITCHBOARD_MCP_SERVICE_KEEPALIVE", default_value = "20s", value_parser = humantime::parse_duration)]
-    pub mcp_service_keepalive: Duration,
     /// Model providers agents may use: `name=kind,base_url[,api_key_env=VAR]`
     /// entries separated by `;` (kinds `openai` for any OpenAI-compatible
     /// Chat Completions server, `anthropic`).
@@ -62,16 +58,83 @@ pub struct Config {
     /// Tool calls of one model turn executed at once.
     #[arg(long, env = "SWITCHBOARD_MAX_PARALLEL_TOOLS", default_value_t = 8)]
     pub max_parallel_tools: usize,
-    /// A running run whose process has not renewed it for this long is
-    /// marked interrupted.
-    #[arg(long, env = "SWITCHBOARD_RUN_STALE_AFTER", default_value = "60s", value_parser = humantime::parse_duration)]
+    /// How long a run's lease lasts past its replica's last heartbeat, on
+    /// the database's clock; a running run whose lease expired is marked
+    /// interrupted, and its thread takes a new run at once.
+    #[arg(long, env = "SWITCHBOARD_RUN_STALE_AFTER", default_value = "30s", value_parser = humantime::parse_duration)]
     pub run_stale_after: Duration,
+    /// Run settings across replicas: heartbeats, names, stored events.
+    #[command(flatten)]
+    pub replicas: ReplicaArgs,
     /// Limits of model calls and of what a run sends and accepts.
     #[command(flatten)]
     pub model_limits: ModelLimitArgs,
     /// Data-source limits: CSV imports and SQL over them.
     #[command(flatten)]
     pub data_sources: DataSourceArgs,
+}
+
+/// How runs are kept across replicas, and how their streams stay alive.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReplicaArgs {
+    /// How often a replica renews the leases of its runs (and looks for
+    /// runs whose lease expired); at most a third of
+    /// SWITCHBOARD_RUN_STALE_AFTER.
+    #[arg(long, env = "SWITCHBOARD_RUN_HEARTBEAT_INTERVAL", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub run_heartbeat_interval: Duration,
+    /// This replica's stable name (a pod name), kept across restarts: at
+    /// start, the runs its previous process left running are marked
+    /// interrupted at once. Unset: the `HOSTNAME` environment variable, when
+    /// set; without either, such runs end when their lease expires.
+    #[arg(long, env = "SWITCHBOARD_REPLICA_NAME")]
+    pub replica_name: Option<String>,
+    /// Events stored per run for `WatchRun` (a run's last event always is).
+    #[arg(long, env = "SWITCHBOARD_RUN_EVENTS_MAX", default_value_t = 10_000)]
+    pub run_events_max: u64,
+    /// A heartbeat event is sent on a run stream that was quiet this long.
+    #[arg(long, env = "SWITCHBOARD_RUN_STREAM_HEARTBEAT", default_value = "15s", value_parser = humantime::parse_duration)]
+    pub run_stream_heartbeat: Duration,
+    /// How often `WatchRun` reads a quiet run's new events from storage.
+    #[arg(long, env = "SWITCHBOARD_RUN_WATCH_POLL_INTERVAL", default_value = "250ms", value_parser = humantime::parse_duration)]
+    pub run_watch_poll_interval: Duration,
+}
+
+impl Default for ReplicaArgs {
+    fn default() -> Self {
+        Self {
+            run_heartbeat_interval: Duration::from_secs(5),
+            replica_name: None,
+            run_events_max: 10_000,
+            run_stream_heartbeat: Duration::from_secs(15),
+            run_watch_poll_interval: Duration::from_millis(250),
+        }
+    }
+}
+
+impl ReplicaArgs {
+    /// Refuses a heartbeat too slow for the lease, and zero intervals.
+    pub fn check(&self, lease: Duration) -> anyhow::Result<()> {
+        ensure!(
+            !self.run_heartbeat_interval.is_zero() && self.run_heartbeat_interval * 3 <= lease,
+            "SWITCHBOARD_RUN_HEARTBEAT_INTERVAL ({:?}) must be above zero and at most a third of \
+             SWITCHBOARD_RUN_STALE_AFTER ({lease:?}), so that a live run's lease never expires \
+             between two heartbeats",
+            self.run_heartbeat_interval
+        );
+        ensure!(
+            !self.run_stream_heartbeat.is_zero() && !self.run_watch_poll_interval.is_zero(),
+            "SWITCHBOARD_RUN_STREAM_HEARTBEAT and SWITCHBOARD_RUN_WATCH_POLL_INTERVAL must be above zero"
+        );
+        Ok(())
+    }
+
+    /// The replica's stable name: the setting, else `HOSTNAME`.
+    pub fn name(&self) -> Option<String> {
+        self.replica_name
+            .clone()
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .filter(|name| !name.is_empty())
+    }
 }
 
 /// Limits of model calls, of the history a run sends, and of the input a
@@ -294,13 +357,18 @@ impl Config {
             },
             mcp_service_url: mcp_service_url.to_owned(),
             mcp_service_resolve_interval: Duration::from_secs(1),
-            mcp_service_keepalive: Duration::from_secs(20),
             model_providers: String::new(),
             default_max_steps: 10,
             discovery_timeout: Duration::from_secs(5),
             tool_timeout: Duration::from_secs(30),
             max_parallel_tools: 8,
-            run_stale_after: Duration::from_secs(60),
+            run_stale_after: Duration::from_secs(30),
+            // Each test server is a replica of its own: several on one
+            // database must not take each other's runs for a restart's.
+            replicas: ReplicaArgs {
+                replica_name: Some(format!("test-{}", uuid::Uuid::new_v4())),
+                ..ReplicaArgs::default()
+            },
             model_limits: ModelLimitArgs::default(),
             data_sources: DataSourceArgs::default(),
         }
@@ -350,6 +418,39 @@ mod tests {
             ..DataSourceArgs::default()
         };
         assert!(greedy.check(16 * 1024 * 1024).is_err());
+    }
+
+    #[test]
+    fn the_replica_defaults_match_the_flags_and_a_slow_heartbeat_is_refused() {
+        let config = Config::try_parse_from(["runs-service"]).expect("defaults parse");
+        let defaults = ReplicaArgs::default();
+        let parsed = &config.replicas;
+        assert_eq!(
+            (
+                parsed.run_heartbeat_interval,
+                parsed.run_events_max,
+                parsed.run_stream_heartbeat,
+                parsed.run_watch_poll_interval,
+            ),
+            (
+                defaults.run_heartbeat_interval,
+                defaults.run_events_max,
+                defaults.run_stream_heartbeat,
+                defaults.run_watch_poll_interval,
+            )
+        );
+        parsed
+            .check(config.run_stale_after)
+            .expect("the defaults fit the default lease");
+        let error = parsed
+            .check(Duration::from_secs(10))
+            .expect_err("a 5 s heartbeat cannot keep a 10 s lease");
+        assert!(
+            error
+                .to_string()
+                .contains("SWITCHBOARD_RUN_HEARTBEAT_INTERVAL"),
+            "{error}"
+        );
     }
 
     #[test]

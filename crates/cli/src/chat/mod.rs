@@ -68,6 +68,8 @@ impl Session {
             thread_id: self.thread_id.clone(),
             input: Some(input),
             request_id,
+            // Ctrl-C ends the chat's run: no one is left to read it.
+            detach_on_disconnect: false,
         };
         let failed = CliError::from(Service::Runs);
         let _quiet = echo::NoControlEcho::new();

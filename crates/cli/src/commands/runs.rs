@@ -1,42 +1,51 @@
-//! `switchboard runs`: a thread's runs, one run, and following a run until
-//! it ends.
-
-use std::time::Duration;
+//! `switchboard runs`: a thread's runs, one run, following a run's events
+//! from any replica, and cancelling a run.
 
 use clap::Subcommand;
 use switchboard_proto::runs::v1::{self as runs, RunStatus};
 
 use super::Context;
 use crate::{
+    args::PageArgs,
+    chat::render::Renderer,
     client::RunsClient,
     error::{CliError, Service},
-    output::{table, time, to_json},
+    output::{table, time},
 };
-
-/// Most message pages read to find a thread's runs (500 messages each).
-const MAX_MESSAGE_PAGES: usize = 20;
 
 /// The run commands.
 #[derive(Debug, Subcommand)]
 pub enum RunsCommand {
-    /// List the runs of a thread, oldest first
+    /// List the runs of a thread, newest first
     List {
         /// The thread id.
-        #[arg(long)]
-        thread: String,
+        #[arg(required_unless_present = "thread_flag")]
+        thread: Option<String>,
+        /// The thread id (the older spelling of the argument).
+        #[arg(long = "thread", hide = true, conflicts_with = "thread")]
+        thread_flag: Option<String>,
+        /// Paging.
+        #[command(flatten)]
+        page: PageArgs,
     },
     /// Show one run
     Show {
         /// The run id.
         run: String,
     },
-    /// Follow a run until it ends, printing each change of state
+    /// Follow a run's events until it ends, from its start or from an event
+    /// on (re-attaching to a run whose stream was lost)
     Watch {
         /// The run id.
         run: String,
-        /// How often to ask.
-        #[arg(long, default_value = "1s")]
-        interval: humantime::Duration,
+        /// The sequence number of the first event to print.
+        #[arg(long = "from", default_value_t = 0)]
+        from: i64,
+    },
+    /// Cancel a running or paused run
+    Cancel {
+        /// The run id.
+        run: String,
     },
 }
 
@@ -44,28 +53,52 @@ pub enum RunsCommand {
 pub async fn run(ctx: &Context, command: RunsCommand) -> Result<(), CliError> {
     let mut client = ctx.clients.runs()?;
     match command {
-        RunsCommand::List { thread } => list(ctx, &mut client, &thread).await,
+        RunsCommand::List {
+            thread,
+            thread_flag,
+            page,
+        } => {
+            let thread = thread.or(thread_flag).unwrap_or_default();
+            list(ctx, &mut client, thread, page).await
+        }
         RunsCommand::Show { run } => {
             let run = get(ctx, &mut client, &run).await?;
             ctx.out.either(&run, || ctx.out.line(summary(&run)))
         }
-        RunsCommand::Watch { run, interval } => {
-            watch(ctx, &mut client, &run, interval.into()).await
+        RunsCommand::Watch { run, from } => watch(ctx, &mut client, run, from).await,
+        RunsCommand::Cancel { run } => {
+            let run = client
+                .cancel_run(ctx.clients.unary(runs::CancelRunRequest { id: run }))
+                .await
+                .map_err(CliError::from(Service::Runs))?
+                .into_inner()
+                .run
+                .unwrap_or_default();
+            ctx.out.either(&run, || ctx.out.line(summary(&run)))
         }
     }
 }
 
-async fn list(ctx: &Context, client: &mut RunsClient, thread: &str) -> Result<(), CliError> {
-    let mut found = Vec::new();
-    for id in run_ids(ctx, client, thread).await? {
-        found.push(get(ctx, client, &id).await?);
-    }
+async fn list(
+    ctx: &Context,
+    client: &mut RunsClient,
+    thread_id: String,
+    page: PageArgs,
+) -> Result<(), CliError> {
+    let page = client
+        .list_runs(ctx.clients.unary(runs::ListRunsRequest {
+            thread_id,
+            page_size: page.page_size,
+            page_token: page.page_token,
+        }))
+        .await
+        .map_err(CliError::from(Service::Runs))?
+        .into_inner();
     if ctx.out.is_json() {
-        let list = found.iter().map(to_json).collect::<Result<Vec<_>, _>>()?;
-        return ctx.out.line(serde_json::json!({ "runs": list }));
+        return ctx.out.proto(&page);
     }
     let mut rows = table(&["ID", "STATUS", "STEPS", "TOKENS IN/OUT", "STARTED", "ERROR"]);
-    for run in &found {
+    for run in &page.runs {
         let usage = run.usage.unwrap_or_default();
         rows.add_row(vec![
             run.id.clone(),
@@ -76,32 +109,37 @@ async fn list(ctx: &Context, client: &mut RunsClient, thread: &str) -> Result<()
             run.error.clone(),
         ]);
     }
-    ctx.out.line(rows)
+    ctx.out.line(rows)?;
+    ctx.out.next_page(&page.next_page_token)
 }
 
-/// Prints the run each time its status or step count changes, until it
-/// is no longer running.
+/// Prints the run's events as `chat` does (with `--json`, one event per
+/// line) until its last; Ctrl-C stops watching, not the run.
 async fn watch(
     ctx: &Context,
     client: &mut RunsClient,
-    run: &str,
-    interval: Duration,
+    id: String,
+    from_sequence: i64,
 ) -> Result<(), CliError> {
-    let mut last = None;
+    let failed = CliError::from(Service::Runs);
+    let mut stream = client
+        .watch_run(runs::WatchRunRequest { id, from_sequence })
+        .await
+        .map_err(&failed)?
+        .into_inner();
+    let mut renderer = Renderer::new(ctx.out);
     loop {
-        let current = get(ctx, client, run).await?;
-        let state = (current.status, current.steps);
-        if last != Some(state) {
-            ctx.out
-                .either(&current, || ctx.out.line(summary(&current)))?;
-            last = Some(state);
-        }
-        if current.status != RunStatus::Running as i32 {
-            return ended(&current);
-        }
-        tokio::select! {
-            () = tokio::time::sleep(interval) => {}
+        let event = tokio::select! {
+            event = stream.message() => event.map_err(&failed)?,
             _ = tokio::signal::ctrl_c() => return Err(CliError::Interrupted),
+        };
+        let Some(event) = event.and_then(|e| e.event) else {
+            return Err(CliError::Failed(
+                "the run's stream ended before the run did".into(),
+            ));
+        };
+        if let Some(end) = renderer.event(&event)? {
+            return end.map(drop);
         }
     }
 }
@@ -114,37 +152,6 @@ async fn get(ctx: &Context, client: &mut RunsClient, id: &str) -> Result<runs::R
         .into_inner()
         .run
         .unwrap_or_default())
-}
-
-/// The ids of the runs that wrote the thread's messages, in order.
-async fn run_ids(
-    ctx: &Context,
-    client: &mut RunsClient,
-    thread: &str,
-) -> Result<Vec<String>, CliError> {
-    let mut ids: Vec<String> = Vec::new();
-    let mut page_token = String::new();
-    for _ in 0..MAX_MESSAGE_PAGES {
-        let page = client
-            .list_messages(ctx.clients.unary(runs::ListMessagesRequest {
-                thread_id: thread.to_owned(),
-                page_size: 500,
-                page_token,
-            }))
-            .await
-            .map_err(CliError::from(Service::Runs))?
-            .into_inner();
-        for message in page.messages {
-            if !message.run_id.is_empty() && !ids.contains(&message.run_id) {
-                ids.push(message.run_id);
-            }
-        }
-        if page.next_page_token.is_empty() {
-            break;
-        }
-        page_token = page.next_page_token;
-    }
-    Ok(ids)
 }
 
 /// The status without its enum prefix, in lower case.
@@ -175,16 +182,4 @@ fn summary(run: &runs::Run) -> String {
         line.push_str(&format!(" — {}", crate::error::one_line(&run.error)));
     }
     line
-}
-
-/// Success when the run completed or waits for client tools.
-fn ended(run: &runs::Run) -> Result<(), CliError> {
-    match RunStatus::try_from(run.status) {
-        Ok(RunStatus::Completed | RunStatus::RequiresAction) => Ok(()),
-        _ => Err(CliError::Failed(format!(
-            "run {} ended {}",
-            run.id,
-            status_name(run.status)
-        ))),
-    }
 }

@@ -104,6 +104,28 @@ async fn every_command_prints_json_that_parses() {
 
     let runs = world.json(&["runs", "list", "--thread", &thread_id]).await;
     assert_eq!(id(&runs["runs"][0]), run_id);
+    let runs = world.json(&["runs", "list", &thread_id]).await;
+    assert_eq!(id(&runs["runs"][0]), run_id);
+
+    // Re-attaching from an event on: the rest of the run's events, one per
+    // line, as chat printed them.
+    let watched = world
+        .ok(&["--json", "runs", "watch", &run_id, "--from", "2"])
+        .await;
+    let replayed: Vec<serde_json::Value> = watched
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("each line is JSON"))
+        .collect();
+    assert_eq!(replayed.len(), events.len() - 1);
+    assert_eq!(replayed[0]["sequence"], 2);
+    assert_eq!(replayed.last(), events.last());
+    let cancel = world.run(&["runs", "cancel", &run_id]).await;
+    assert!(!cancel.status.success(), "an ended run cannot be cancelled");
+    assert!(
+        String::from_utf8_lossy(&cancel.stderr).contains("already ended"),
+        "{}",
+        String::from_utf8_lossy(&cancel.stderr)
+    );
     let run = world.json(&["runs", "show", &run_id]).await;
     assert_eq!(run["steps"], 2);
 

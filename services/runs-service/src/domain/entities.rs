@@ -155,7 +155,7 @@ pub enum Part {
 }
 
 /// A message of a thread.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     /// Id.
     pub id: String,
@@ -202,7 +202,8 @@ impl Message {
 }
 
 /// The state of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     /// In progress.
     Running,
@@ -287,7 +288,7 @@ pub struct PendingCall {
 }
 
 /// Token counts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     /// Prompt tokens.
     pub input_tokens: i64,
@@ -296,7 +297,7 @@ pub struct Usage {
 }
 
 /// One execution of an agent on a thread.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Run {
     /// Id.
     pub id: String,

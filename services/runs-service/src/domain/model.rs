@@ -17,7 +17,7 @@ pub struct ToolSpec {
 }
 
 /// One tool call the model asked for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ToolCall {
     /// Id that the matching [`ChatMessage::ToolResult`] echoes.
     pub id: String,

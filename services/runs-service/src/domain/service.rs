@@ -339,6 +339,26 @@ impl RunsService {
     }
 }
 
+impl RunsService {
+    /// A page of the caller's thread's runs, newest first, with the cursor
+    /// of the next page.
+    pub async fn list_runs(
+        &self,
+        caller: &Principal,
+        thread_id: &str,
+        before: Cursor,
+        limit: u32,
+    ) -> Result<(Vec<Run>, Cursor), RunsError> {
+        self.get_thread(caller, thread_id).await?;
+        let mut runs = self
+            .repo
+            .list_runs(thread_id, before, limit.saturating_add(1))
+            .await?;
+        let next = trim_page(&mut runs, limit, |r| (r.created_at, r.id.clone()));
+        Ok((runs, next))
+    }
+}
+
 fn trim_page<T>(items: &mut Vec<T>, limit: u32, key: impl Fn(&T) -> (i64, String)) -> Cursor {
     if items.len() > limit as usize {
         items.truncate(limit as usize);

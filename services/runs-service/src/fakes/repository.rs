@@ -7,8 +7,8 @@ use async_trait::async_trait;
 
 use crate::domain::{
     entities::{Agent, Message, Run, RunStatus, Thread},
-    ports::{Cursor, RepositoryError, RunsRepository},
-    run::{HistoryLimits, WindowMeter},
+    ports::{Cursor, LeaseState, RepositoryError, RunsRepository},
+    run::{Envelope, HistoryLimits, WindowMeter},
 };
 
 #[derive(Debug, Default)]
@@ -17,6 +17,9 @@ struct State {
     threads: Vec<Thread>,
     messages: Vec<Message>,
     runs: Vec<Run>,
+    /// Runs `CancelRun` asked to end.
+    cancel_requested: Vec<String>,
+    events: Vec<Envelope>,
 }
 
 /// Agents, threads, messages and runs in memory.
@@ -339,16 +342,120 @@ impl RunsRepository for MemoryRepository {
         Ok(self.run(id))
     }
 
-    async fn heartbeat(&self, _run_ids: &[String], _now: i64) -> Result<(), RepositoryError> {
-        // Runs in memory never go stale: there is no other process.
+    async fn heartbeat(
+        &self,
+        run_ids: &[String],
+    ) -> Result<Vec<(String, LeaseState)>, RepositoryError> {
+        // Leases in memory never expire: there is no other process.
+        Ok(self.with(|s| {
+            run_ids
+                .iter()
+                .map(|id| {
+                    // As in SQL: only another process's end takes a run.
+                    let state = match s.runs.iter().find(|r| &r.id == id).map(|r| r.status) {
+                        None | Some(RunStatus::Interrupted | RunStatus::Cancelled) => {
+                            LeaseState::Lost
+                        }
+                        Some(RunStatus::Running) if s.cancel_requested.contains(id) => {
+                            LeaseState::CancelRequested
+                        }
+                        Some(_) => LeaseState::Held,
+                    };
+                    (id.clone(), state)
+                })
+                .collect()
+        }))
+    }
+
+    async fn interrupt_expired_runs(&self) -> Result<u64, RepositoryError> {
+        Ok(0)
+    }
+
+    async fn interrupt_previous_process_runs(&self) -> Result<u64, RepositoryError> {
+        Ok(0)
+    }
+
+    async fn list_runs(
+        &self,
+        thread_id: &str,
+        before: Cursor,
+        limit: u32,
+    ) -> Result<Vec<Run>, RepositoryError> {
+        Ok(self.with(|s| {
+            let mut runs: Vec<Run> = s
+                .runs
+                .iter()
+                .filter(|r| r.thread_id == thread_id)
+                .filter(|r| {
+                    before.as_ref().is_none_or(|(time, id)| {
+                        (r.created_at, r.id.as_str()) < (*time, id.as_str())
+                    })
+                })
+                .cloned()
+                .collect();
+            runs.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
+            runs.truncate(limit as usize);
+            runs
+        }))
+    }
+
+    async fn request_cancel(
+        &self,
+        run_id: &str,
+        reason: &str,
+    ) -> Result<Option<Run>, RepositoryError> {
+        Ok(self.with(|s| {
+            let run = s.runs.iter_mut().find(|r| r.id == run_id)?;
+            match run.status {
+                RunStatus::RequiresAction => {
+                    run.status = RunStatus::Cancelled;
+                    run.error = Some(reason.to_owned());
+                    run.pending.clear();
+                }
+                RunStatus::Running => s.cancel_requested.push(run_id.to_owned()),
+                _ => {}
+            }
+            s.runs.iter().find(|r| r.id == run_id).cloned()
+        }))
+    }
+
+    async fn append_run_event(&self, event: &Envelope) -> Result<(), RepositoryError> {
+        self.with(|s| {
+            let stored = s
+                .events
+                .iter()
+                .any(|e| e.run_id == event.run_id && e.sequence == event.sequence);
+            if !stored {
+                s.events.push(event.clone());
+            }
+        });
         Ok(())
     }
 
-    async fn interrupt_stale_runs(
+    async fn run_events(
         &self,
-        _stale_before: i64,
-        _now: i64,
-    ) -> Result<u64, RepositoryError> {
-        Ok(0)
+        run_id: &str,
+        from: i64,
+        limit: u32,
+    ) -> Result<Vec<Envelope>, RepositoryError> {
+        Ok(self.with(|s| {
+            s.events
+                .iter()
+                .filter(|e| e.run_id == run_id && e.sequence >= from)
+                .take(limit as usize)
+                .cloned()
+                .collect()
+        }))
+    }
+
+    async fn last_run_event(&self, run_id: &str) -> Result<i64, RepositoryError> {
+        Ok(self.with(|s| {
+            s.events
+                .iter()
+                .filter(|e| e.run_id == run_id)
+                .map(|e| e.sequence)
+                .max()
+                .unwrap_or(0)
+        }))
     }
 }

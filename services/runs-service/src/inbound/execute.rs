@@ -16,7 +16,7 @@ use switchboard_server::{
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Status, codegen::BoxStream};
 
-use super::{convert::proto_event, error::status};
+use super::{convert::proto_event, error::status, manage::with_heartbeats};
 use crate::domain::{
     entities::{Run, RunStatus, parse_id},
     error::RunsError,
@@ -41,6 +41,7 @@ fn invalid(violation: FieldViolation) -> Status {
 
 /// The thread and input of a request.
 fn parse(request: pb::ExecuteRunRequest) -> Result<(String, RunInput), Status> {
+    // `detach_on_disconnect` is read by the caller.
     let thread_id = id("thread_id", &request.thread_id)?;
     let input = match request.input {
         None => {
@@ -77,17 +78,19 @@ pub(crate) async fn execute_run(
     idempotency: &Idempotency,
     caller: Caller,
     mut request: pb::ExecuteRunRequest,
+    heartbeat: Duration,
 ) -> Result<BoxStream<pb::ExecuteRunResponse>, Status> {
+    let detached = request.detach_on_disconnect;
     let request_id = std::mem::take(&mut request.request_id);
     let request_id = parse_request_id(&request_id).map_err(invalid)?;
     let fingerprint = fingerprint(&caller.principal.user_id, &request);
     let (thread_id, input) = parse(request)?;
     let Some(request_id) = request_id else {
         let events = orchestrator
-            .start(caller, &thread_id, input)
+            .start(caller, &thread_id, input, detached)
             .await
             .map_err(status)?;
-        return Ok(into_stream(None, events));
+        return Ok(into_stream(None, events, heartbeat));
     };
     let org_id = caller.principal.org_id.clone();
     let key = match idempotency
@@ -101,7 +104,10 @@ pub(crate) async fn execute_run(
         }
         Begun::First(key) => key,
     };
-    let mut events = match orchestrator.start(caller, &thread_id, input).await {
+    let mut events = match orchestrator
+        .start(caller, &thread_id, input, detached)
+        .await
+    {
         Ok(events) => events,
         Err(error) => {
             idempotency.forget(&key).await;
@@ -115,19 +121,20 @@ pub(crate) async fn execute_run(
         Some(envelope) => idempotency.finish(&key, envelope.run_id.as_bytes()).await?,
         None => idempotency.forget(&key).await,
     }
-    Ok(into_stream(first, events))
+    Ok(into_stream(first, events, heartbeat))
 }
 
 fn into_stream(
     first: Option<Envelope>,
     events: tokio::sync::mpsc::Receiver<Envelope>,
+    heartbeat: Duration,
 ) -> BoxStream<pb::ExecuteRunResponse> {
+    let run_id = first.as_ref().map(|e| e.run_id.clone()).unwrap_or_default();
     let rest = ReceiverStream::new(events);
-    Box::pin(
-        stream::iter(first)
-            .chain(rest)
-            .map(|envelope| Ok(proto_event(envelope))),
-    )
+    let events = stream::iter(first)
+        .chain(rest)
+        .map(|envelope| Ok(proto_event(envelope)));
+    with_heartbeats(Box::pin(events), heartbeat, run_id)
 }
 
 /// The events that tell a repeated request where its run stands.

@@ -1,5 +1,7 @@
 //! The `switchboard.runs.v1.RunsService` handlers.
 
+use std::time::Duration;
+
 use switchboard_auth::{Principal, bearer_token};
 use switchboard_proto::runs::v1::{self as pb, runs_service_server::RunsService as RunsRpc};
 use switchboard_server::principal;
@@ -13,6 +15,7 @@ use super::{
     },
     error::status,
     execute::execute_run,
+    manage,
 };
 use crate::domain::{
     entities::parse_id,
@@ -28,6 +31,8 @@ pub(crate) struct RunsApi {
     service: RunsService,
     orchestrator: Orchestrator,
     idempotency: Idempotency,
+    /// A quiet run stream gets a heartbeat event this often.
+    stream_heartbeat: Duration,
 }
 
 impl RunsApi {
@@ -35,13 +40,22 @@ impl RunsApi {
         service: RunsService,
         orchestrator: Orchestrator,
         idempotency: Idempotency,
+        stream_heartbeat: Duration,
     ) -> Self {
         Self {
             service,
             orchestrator,
             idempotency,
+            stream_heartbeat,
         }
     }
+}
+
+fn run_caller<T>(request: &Request<T>) -> Result<Caller, Status> {
+    Ok(Caller {
+        principal: caller(request)?,
+        token: bearer_token(request),
+    })
 }
 
 /// A request's idempotency key, taken out of it, and the fingerprint of the
@@ -396,18 +410,57 @@ impl RunsRpc for RunsApi {
         &self,
         request: Request<pb::ExecuteRunRequest>,
     ) -> Reply<BoxStream<pb::ExecuteRunResponse>> {
-        let caller = Caller {
-            principal: caller(&request)?,
-            token: bearer_token(&request),
-        };
+        let caller = run_caller(&request)?;
         let stream = execute_run(
             &self.orchestrator,
             &self.service,
             &self.idempotency,
             caller,
             request.into_inner(),
+            self.stream_heartbeat,
         )
         .await?;
         Ok(Response::new(stream))
+    }
+
+    async fn list_runs(
+        &self,
+        request: Request<pb::ListRunsRequest>,
+    ) -> Reply<pb::ListRunsResponse> {
+        let caller = run_caller(&request)?;
+        manage::list_runs(&self.service, &caller, request.into_inner())
+            .await
+            .map(Response::new)
+    }
+
+    async fn cancel_run(
+        &self,
+        request: Request<pb::CancelRunRequest>,
+    ) -> Reply<pb::CancelRunResponse> {
+        let caller = run_caller(&request)?;
+        manage::cancel_run(
+            &self.service,
+            &self.orchestrator,
+            &caller,
+            request.into_inner(),
+        )
+        .await
+        .map(Response::new)
+    }
+
+    async fn watch_run(
+        &self,
+        request: Request<pb::WatchRunRequest>,
+    ) -> Reply<BoxStream<pb::WatchRunResponse>> {
+        let caller = run_caller(&request)?;
+        manage::watch_run(
+            &self.service,
+            &self.orchestrator,
+            &caller,
+            request.into_inner(),
+            self.stream_heartbeat,
+        )
+        .await
+        .map(Response::new)
     }
 }

@@ -4,5 +4,6 @@ mod convert;
 mod error;
 mod execute;
 mod grpc;
+mod manage;
 
 pub(crate) use grpc::RunsApi;

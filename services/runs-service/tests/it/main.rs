@@ -5,5 +5,6 @@ mod datasources;
 mod hostile_datasources;
 mod hostile_model;
 mod hostile_server;
+mod leases;
 mod repository;
 mod run_writes;

@@ -736,87 +736,6 @@ async fn run_updates_round_trip_bindings_pending_calls_usage_and_error(kind: DbK
     assert_eq!(repo.find_run(&new_id()).await.expect("read"), None);
 }
 
-async fn only_running_runs_whose_heartbeat_stopped_are_interrupted(kind: DbKind) {
-    let (_db, repo) = repository(kind).await;
-    let started_at = 1000;
-    let mut runs = Vec::new();
-    for _ in 0..4 {
-        let t = stored_thread(&repo, "alice", 100).await;
-        let r = run(&t, started_at);
-        repo.start_run(&r).await.expect("started");
-        runs.push(r);
-    }
-    let [renewed, saved, stale, paused] = &mut runs[..] else {
-        unreachable!("four runs")
-    };
-
-    // One run renews its heartbeat, one is saved while running (which
-    // renews it too), one is silent and one is paused (not running).
-    repo.heartbeat(std::slice::from_ref(&renewed.id), 5000)
-        .await
-        .expect("heartbeat");
-    saved.steps = 1;
-    saved.updated_at = 5000;
-    repo.update_run(saved).await.expect("saved");
-    paused.status = RunStatus::RequiresAction;
-    paused.updated_at = 1500;
-    repo.update_run(paused).await.expect("paused");
-    repo.heartbeat(&[], 9999).await.expect("nothing to renew");
-    // A paused run's heartbeat is not renewed and does not matter.
-    repo.heartbeat(std::slice::from_ref(&paused.id), 5000)
-        .await
-        .expect("heartbeat");
-
-    assert_eq!(
-        repo.interrupt_stale_runs(4000, 6000).await.expect("swept"),
-        1
-    );
-    let interrupted = repo
-        .find_run(&stale.id)
-        .await
-        .expect("read")
-        .expect("found");
-    assert_eq!(interrupted.status, RunStatus::Interrupted);
-    assert_eq!(interrupted.updated_at, 6000);
-    assert_eq!(
-        interrupted.error.as_deref(),
-        Some("the process running it stopped")
-    );
-    for alive in [&*renewed, &*saved] {
-        let loaded = repo
-            .find_run(&alive.id)
-            .await
-            .expect("read")
-            .expect("found");
-        assert_eq!(loaded.status, RunStatus::Running);
-    }
-    assert_eq!(
-        repo.find_run(&paused.id)
-            .await
-            .expect("read")
-            .expect("found")
-            .status,
-        RunStatus::RequiresAction
-    );
-
-    // The interrupted run freed its thread.
-    repo.start_run(&run(
-        &Thread {
-            id: stale.thread_id.clone(),
-            ..thread("org-a", "alice", &stale.agent_id, 100)
-        },
-        7000,
-    ))
-    .await
-    .expect("the thread is free again");
-
-    assert_eq!(
-        repo.interrupt_stale_runs(5001, 8000).await.expect("swept"),
-        2,
-        "the renewed runs go stale in their turn"
-    );
-}
-
 db_tests!(
     agents_round_trip_with_their_configuration_within_their_organization,
     agent_updates_and_deletes_touch_only_the_callers_organization,
@@ -834,5 +753,4 @@ db_tests!(
     a_paused_run_also_blocks_its_thread,
     only_a_paused_run_resumes,
     run_updates_round_trip_bindings_pending_calls_usage_and_error,
-    only_running_runs_whose_heartbeat_stopped_are_interrupted,
 );

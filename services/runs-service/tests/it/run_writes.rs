@@ -2,13 +2,15 @@
 //! (interrupted by another replica's reaper) is never overwritten, and a
 //! paused run resumes together with its client's results, or not at all.
 
+use std::time::Duration;
+
 use switchboard_db::DatabaseArgs;
 use switchboard_runs_service::{
     domain::{
         entities::{Message, Part, Role, Run, RunStatus, Thread, Usage, new_id},
         ports::{RepositoryError, RunsRepository},
     },
-    outbound::sql::{MIGRATIONS, SqlRunsRepository},
+    outbound::sql::{MIGRATIONS, Replica, SqlRunsRepository},
 };
 use switchboard_test_support::{DbKind, TestDb, db_tests};
 
@@ -67,15 +69,13 @@ fn result(run: &Run, content: &str) -> Message {
 
 async fn an_interrupted_run_is_never_overwritten(kind: DbKind) {
     let (_db, repo, thread) = repository(kind).await;
+    // The run's process holds a lease it will not renew.
+    let repo = repo.with_replica(Replica::new(None, Duration::from_millis(1)));
     let mut r = run(&thread);
     repo.start_run(&r).await.expect("started");
-    // Another replica saw the run's heartbeat stale and ended it.
-    assert_eq!(
-        repo.interrupt_stale_runs(i64::MAX, 500)
-            .await
-            .expect("reaped"),
-        1
-    );
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Another replica saw the run's lease expire and ended it.
+    assert_eq!(repo.interrupt_expired_runs().await.expect("reaped"), 1);
 
     r.status = RunStatus::Completed;
     r.steps = 3;

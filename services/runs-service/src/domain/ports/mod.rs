@@ -12,7 +12,7 @@ pub use mcp::{
     McpTool, PromptLine, ResourceData, ResourceKindOf, ToolFailure, ToolOutput,
 };
 pub use model::{ModelProvider, ModelProviders, ModelStream};
-pub use repository::{Cursor, RepositoryError, RunsRepository};
+pub use repository::{Cursor, LeaseState, RepositoryError, RunsRepository};
 
 /// The caller a run acts for: mcp-service is called with their token, so it
 /// enforces the same organization.

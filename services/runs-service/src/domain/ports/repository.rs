@@ -4,8 +4,22 @@ use async_trait::async_trait;
 
 use crate::domain::{
     entities::{Agent, Message, Run, Thread},
-    run::HistoryLimits,
+    run::{Envelope, HistoryLimits},
 };
+
+/// What a heartbeat found of a run this process executes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseState {
+    /// Still this process's: lease renewed (or the run ended by this
+    /// process's own write, its task finishing).
+    Held,
+    /// Still this process's, and `CancelRun` asked for its end.
+    CancelRequested,
+    /// No longer this process's to write: another process ended it
+    /// (interrupted after its lease expired, cancelled) or owns it, or it is
+    /// gone.
+    Lost,
+}
 
 /// Why storage failed.
 #[derive(Debug, thiserror::Error)]
@@ -147,13 +161,43 @@ pub trait RunsRepository: Send + Sync + 'static {
     async fn get_run(&self, thread_id: &str, id: &str) -> Result<Option<Run>, RepositoryError>;
     /// The run `id`, whatever its thread (the caller checks the thread).
     async fn find_run(&self, id: &str) -> Result<Option<Run>, RepositoryError>;
-    /// Renews the heartbeat of running runs.
-    async fn heartbeat(&self, run_ids: &[String], now: i64) -> Result<(), RepositoryError>;
-    /// Marks running runs whose heartbeat is older than `stale_before` as
-    /// interrupted; returns how many.
-    async fn interrupt_stale_runs(
+    /// Renews the leases of this process's running runs, on the database's
+    /// clock, and says for each id what it found.
+    async fn heartbeat(
         &self,
-        stale_before: i64,
-        now: i64,
-    ) -> Result<u64, RepositoryError>;
+        run_ids: &[String],
+    ) -> Result<Vec<(String, LeaseState)>, RepositoryError>;
+    /// Marks running runs whose lease expired (on the database's clock) as
+    /// interrupted; returns how many.
+    async fn interrupt_expired_runs(&self) -> Result<u64, RepositoryError>;
+    /// Marks the running runs of this replica's previous process (same
+    /// replica name, another process) as interrupted; returns how many.
+    /// Nothing when the replica has no name.
+    async fn interrupt_previous_process_runs(&self) -> Result<u64, RepositoryError>;
+    /// A page of a thread's runs, newest first.
+    async fn list_runs(
+        &self,
+        thread_id: &str,
+        before: Cursor,
+        limit: u32,
+    ) -> Result<Vec<Run>, RepositoryError>;
+    /// Asks for a run's end: a paused run, or a running one whose lease
+    /// expired, is cancelled at once with `reason`; a running one is flagged
+    /// for its owner's next heartbeat. The run as stored after.
+    async fn request_cancel(
+        &self,
+        run_id: &str,
+        reason: &str,
+    ) -> Result<Option<Run>, RepositoryError>;
+    /// Stores one event of a run (a repeat of a stored sequence is ignored).
+    async fn append_run_event(&self, event: &Envelope) -> Result<(), RepositoryError>;
+    /// A run's stored events with `sequence >= from`, in order, at most `limit`.
+    async fn run_events(
+        &self,
+        run_id: &str,
+        from: i64,
+        limit: u32,
+    ) -> Result<Vec<Envelope>, RepositoryError>;
+    /// The sequence of a run's last stored event; 0 when none is.
+    async fn last_run_event(&self, run_id: &str) -> Result<i64, RepositoryError>;
 }

@@ -1,16 +1,20 @@
-//! What a run tells its client as it goes: the events, numbered in order.
+//! What a run tells its client as it goes: the events, numbered in order,
+//! streamed to the client that started it and stored for `WatchRun`.
 
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::domain::{
-    entities::{Message, PendingCall, Run, Usage},
+    entities::{Message, PendingCall, Run, RunStatus, Usage},
     error::RunsError,
     model::ToolCall,
-    ports::RepositoryError,
+    ports::{RepositoryError, RunsRepository},
 };
 
 /// What kind of tool a call went to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ToolKind {
     /// An MCP tool.
     Mcp,
@@ -21,7 +25,7 @@ pub enum ToolKind {
 }
 
 /// How a tool call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ToolCallStatus {
     /// It succeeded.
     Succeeded,
@@ -34,7 +38,8 @@ pub enum ToolCallStatus {
 }
 
 /// Something that happened in a run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum RunEvent {
     /// The run started.
     Started(Run),
@@ -87,8 +92,29 @@ pub enum RunEvent {
     },
 }
 
+impl RunEvent {
+    /// Whether the event ends the run's stream.
+    pub fn is_last(&self) -> bool {
+        matches!(self, Self::Completed(_) | Self::Failed { .. })
+    }
+
+    /// The event that tells where a run that ended stands.
+    pub fn ending(run: Run) -> Self {
+        match run.status {
+            RunStatus::Failed | RunStatus::Cancelled | RunStatus::Interrupted => {
+                let error = run
+                    .error
+                    .clone()
+                    .unwrap_or_else(|| format!("the run ended {}", run.status.as_str()));
+                Self::Failed { run, error }
+            }
+            _ => Self::Completed(run),
+        }
+    }
+}
+
 /// An event with its position in the run's stream.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Envelope {
     /// The run.
     pub run_id: String,
@@ -101,12 +127,16 @@ pub struct Envelope {
 /// Why a run's body stopped before its end.
 #[derive(Debug)]
 pub(super) enum Stop {
-    /// The client went away: the run is cancelled.
+    /// The client went away (and did not ask the run to go on without it):
+    /// the run is cancelled.
     Disconnected,
+    /// `CancelRun` asked for the run's end: it is cancelled.
+    Cancelled,
     /// The run failed; recorded on the run and reported.
     Failed(RunsError),
-    /// The run was ended elsewhere (interrupted by a replica that saw it
-    /// stale, or cancelled): this process stops writing it.
+    /// The run was ended elsewhere (interrupted by a replica that saw its
+    /// lease expire, cancelled), or this process lost its lease: this
+    /// process stops writing it.
     Ended,
 }
 
@@ -125,32 +155,84 @@ impl From<RepositoryError> for Stop {
     }
 }
 
-/// Sends a run's events, numbering them.
+/// Sends a run's events, numbering them, and stores them for `WatchRun`.
 pub(super) struct Emitter {
     tx: mpsc::Sender<Envelope>,
     run_id: String,
     sequence: i64,
+    /// Stored events; past `max_stored` only the last one is.
+    stored: u64,
+    max_stored: u64,
+    repo: Arc<dyn RunsRepository>,
+    /// The run goes on when its client leaves.
+    detached: bool,
+    /// Whether the client still reads the stream.
+    live: bool,
+}
+
+/// Where an [`Emitter`] starts.
+pub(super) struct EmitterStart {
+    /// The sequence of the run's last event so far (0 for a new run).
+    pub(super) after: i64,
+    /// Events stored per run at most.
+    pub(super) max_stored: u64,
+    /// Whether the run goes on when its client leaves.
+    pub(super) detached: bool,
 }
 
 impl Emitter {
-    pub(super) fn new(tx: mpsc::Sender<Envelope>, run_id: String) -> Self {
+    pub(super) fn new(
+        tx: mpsc::Sender<Envelope>,
+        run_id: String,
+        repo: Arc<dyn RunsRepository>,
+        start: EmitterStart,
+    ) -> Self {
         Self {
             tx,
             run_id,
-            sequence: 0,
+            sequence: start.after,
+            stored: u64::try_from(start.after).unwrap_or(0),
+            max_stored: start.max_stored,
+            repo,
+            detached: start.detached,
+            live: true,
         }
     }
 
-    /// Sends `event`; [`Stop::Disconnected`] when the client has gone.
+    /// Stores and sends `event`; [`Stop::Disconnected`] when the client has
+    /// gone and the run is not detached.
     pub(super) async fn emit(&mut self, event: RunEvent) -> Result<(), Stop> {
         self.sequence += 1;
-        self.tx
-            .send(Envelope {
-                run_id: self.run_id.clone(),
-                sequence: self.sequence,
-                event,
-            })
-            .await
-            .map_err(|_| Stop::Disconnected)
+        let envelope = Envelope {
+            run_id: self.run_id.clone(),
+            sequence: self.sequence,
+            event,
+        };
+        self.store(&envelope).await;
+        if !self.live {
+            return Ok(());
+        }
+        if self.tx.send(envelope).await.is_err() {
+            if !self.detached {
+                return Err(Stop::Disconnected);
+            }
+            self.live = false;
+        }
+        Ok(())
+    }
+
+    /// Stores `envelope` for watchers, within the run's bound. A failure is
+    /// logged, not fatal: the run's messages are its record, the events a
+    /// replay of how they came.
+    async fn store(&mut self, envelope: &Envelope) {
+        if self.stored >= self.max_stored && !envelope.event.is_last() {
+            return;
+        }
+        match self.repo.append_run_event(envelope).await {
+            Ok(()) => self.stored += 1,
+            Err(error) => {
+                tracing::warn!(run_id = %self.run_id, sequence = envelope.sequence, error = %error, "failed to store a run event");
+            }
+        }
     }
 }

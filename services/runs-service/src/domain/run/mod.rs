@@ -11,20 +11,22 @@
 //! failed run.
 
 mod discovery;
+mod drive;
 mod events;
 mod history;
+mod lease;
+mod manage;
 mod start;
 mod steps;
+mod watch;
 
-use std::{
-    collections::HashSet,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
 pub use events::{Envelope, RunEvent, ToolCallStatus, ToolKind};
 pub use history::{HistoryLimits, WindowMeter, keep_window, to_chat};
+pub use lease::{ActiveRuns, Halt, LeaseSettings, keep_leases};
 pub use start::{ClientResult, RunInput};
+pub use watch::WatchSettings;
 
 use super::{
     input::InputLimits,
@@ -47,32 +49,11 @@ pub struct RunSettings {
     pub history: HistoryLimits,
     /// How large a run's input may be.
     pub input: InputLimits,
-}
-
-/// Ids of the runs this process is executing, for heartbeats.
-#[derive(Debug, Clone, Default)]
-pub struct ActiveRuns(Arc<Mutex<HashSet<String>>>);
-
-impl ActiveRuns {
-    /// The ids, now.
-    pub fn ids(&self) -> Vec<String> {
-        self.0
-            .lock()
-            .map(|s| s.iter().cloned().collect())
-            .unwrap_or_default()
-    }
-
-    fn add(&self, id: &str) {
-        if let Ok(mut set) = self.0.lock() {
-            set.insert(id.to_owned());
-        }
-    }
-
-    fn remove(&self, id: &str) {
-        if let Ok(mut set) = self.0.lock() {
-            set.remove(id);
-        }
-    }
+    /// Events stored per run at most (for `WatchRun`); the run's last event
+    /// always is.
+    pub max_stored_events: u64,
+    /// How `WatchRun` follows a run.
+    pub watch: WatchSettings,
 }
 
 /// The ports a run uses.
@@ -121,5 +102,7 @@ impl Orchestrator {
     }
 }
 
+#[cfg(test)]
+mod manage_tests;
 #[cfg(test)]
 mod tests;

@@ -7,7 +7,7 @@ use std::{collections::HashSet, sync::Arc};
 use switchboard_db::now_millis;
 use tokio::sync::mpsc;
 
-use super::{Envelope, Orchestrator};
+use super::{Envelope, Orchestrator, drive::Launch, events::EmitterStart};
 use crate::domain::{
     entities::{Agent, Message, Part, Role, Run, RunStatus, Thread, Usage, new_id},
     error::RunsError,
@@ -73,12 +73,14 @@ const NOT_PAUSED: &str = "the run is not waiting for client tool results";
 
 impl Orchestrator {
     /// Checks the request, records the run, and starts it on a task. The
-    /// returned stream carries its events; dropping it cancels the run.
+    /// returned stream carries its events; dropping it cancels the run
+    /// unless it is `detached`.
     pub async fn start(
         &self,
         caller: Caller,
         thread_id: &str,
         input: RunInput,
+        detached: bool,
     ) -> Result<mpsc::Receiver<Envelope>, RunsError> {
         // Checked first: input past a limit is refused before anything is
         // read or stored.
@@ -90,6 +92,14 @@ impl Orchestrator {
                 self.resume(&thread, &run_id, &results).await?
             }
         };
+        // A resumed run's events continue its stream's numbering.
+        let after = match self.ports.repo.last_run_event(&run.id).await {
+            Ok(after) => after,
+            Err(error) => {
+                tracing::warn!(run_id = %run.id, error = %error, "failed to read a run's last event");
+                0
+            }
+        };
         let (tx, rx) = mpsc::channel(64);
         let context = RunContext {
             caller,
@@ -99,7 +109,15 @@ impl Orchestrator {
             input,
         };
         let this = self.clone();
-        self.active.add(&run.id);
+        let launch = Launch {
+            events: tx,
+            halt: self.active.add(&run.id),
+            start: EmitterStart {
+                after,
+                max_stored: self.settings.max_stored_events,
+                detached,
+            },
+        };
         // The run's work follows its span (OpenTelemetry GenAI conventions),
         // itself a child of the caller's ExecuteRun span: the calls it makes
         // to mcp-service and to the model carry the caller's trace.
@@ -113,7 +131,7 @@ impl Orchestrator {
             run_id = %run.id,
         );
         tokio::spawn(tracing::Instrument::instrument(
-            async move { this.drive(context, run, tx).await },
+            async move { this.drive(context, run, launch).await },
             span,
         ));
         Ok(rx)

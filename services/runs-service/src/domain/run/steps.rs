@@ -6,10 +6,9 @@ use std::sync::Arc;
 
 use futures::{StreamExt as _, stream};
 use switchboard_db::now_millis;
-use tokio::sync::mpsc;
 
 use super::{
-    Envelope, Orchestrator, RunEvent, ToolKind,
+    Orchestrator, RunEvent, ToolKind,
     events::{Emitter, Stop},
     history::{keep_window, to_chat},
     start::{RunContext, message, numbered},
@@ -19,7 +18,7 @@ use crate::domain::{
     entities::{Agent, Message, Part, PendingCall, Role, Run, RunStatus, Thread, Usage},
     error::RunsError,
     model::{ChatRequest, ModelEvent, ToolCall},
-    ports::{Caller, ModelProvider, RepositoryError},
+    ports::{Caller, ModelProvider},
     tools::{RETRIEVE_RESOURCE, ToolContext, ToolOutcome, ToolRouter, Toolset},
 };
 
@@ -75,30 +74,8 @@ struct Running<'a> {
 }
 
 impl Orchestrator {
-    /// Runs to the end, or until the client disconnects.
-    pub(super) async fn drive(
-        &self,
-        context: RunContext,
-        mut run: Run,
-        tx: mpsc::Sender<Envelope>,
-    ) {
-        let run_id = run.id.clone();
-        let mut emitter = Emitter::new(tx.clone(), run_id.clone());
-        let outcome = tokio::select! {
-            outcome = self.execute(context, &mut run, &mut emitter) => outcome,
-            () = tx.closed() => Err(Stop::Disconnected),
-        };
-        match outcome {
-            Ok(()) => {}
-            Err(Stop::Disconnected) => self.cancelled(&mut run).await,
-            Err(Stop::Failed(error)) => self.failed(&mut run, &mut emitter, error).await,
-            Err(Stop::Ended) => self.ended(&run, &mut emitter).await,
-        }
-        self.active.remove(&run_id);
-    }
-
     /// The run's body.
-    async fn execute(
+    pub(super) async fn execute(
         &self,
         context: RunContext,
         run: &mut Run,
@@ -174,73 +151,6 @@ impl Orchestrator {
             sources,
             offered: None,
         })
-    }
-
-    /// A run whose client went away: dropping its future stopped the model
-    /// stream and the tool calls in flight. A run still running in storage
-    /// is saved as cancelled, with what this task knew of it (steps, usage,
-    /// tools); one whose end was stored before the client left keeps it.
-    async fn cancelled(&self, run: &mut Run) {
-        match self.ports.repo.find_run(&run.id).await {
-            Ok(Some(stored)) if stored.status == RunStatus::Running => {
-                run.status = RunStatus::Cancelled;
-                if let Err(error) = self.save(run).await {
-                    tracing::error!(run_id = %run.id, error = %error, "failed to record a cancelled run");
-                }
-                tracing::info!(run_id = %run.id, "run cancelled: the client disconnected");
-            }
-            Ok(_) => {}
-            Err(error) => {
-                tracing::error!(run_id = %run.id, error = %error, "failed to load a cancelled run")
-            }
-        }
-    }
-
-    /// A run that failed: recorded on the run and reported as `Failed`.
-    async fn failed(&self, run: &mut Run, emitter: &mut Emitter, error: RunsError) {
-        let message = match &error {
-            RunsError::Internal(source) => {
-                tracing::error!(run_id = %run.id, error = ?source, "run failed");
-                "internal error".to_owned()
-            }
-            other => other.to_string(),
-        };
-        run.status = RunStatus::Failed;
-        run.error = Some(message.clone());
-        if let Err(error) = self.save(run).await {
-            tracing::error!(run_id = %run.id, error = %error, "failed to record a failed run");
-        }
-        // The client may have gone meanwhile; nothing is left to tell.
-        let _ = emitter
-            .emit(RunEvent::Failed {
-                run: run.clone(),
-                error: message,
-            })
-            .await;
-    }
-
-    /// A run ended elsewhere while this process drove it: nothing more is
-    /// written; the client is told what storage says.
-    async fn ended(&self, run: &Run, emitter: &mut Emitter) {
-        let stored = match self.ports.repo.find_run(&run.id).await {
-            Ok(Some(stored)) => stored,
-            Ok(None) => run.clone(),
-            Err(error) => {
-                tracing::error!(run_id = %run.id, error = %error, "failed to read an ended run");
-                run.clone()
-            }
-        };
-        tracing::warn!(run_id = %run.id, status = stored.status.as_str(), "the run was ended elsewhere; this process stops writing it");
-        let error = format!(
-            "the run was ended elsewhere ({})",
-            stored.error.as_deref().unwrap_or(stored.status.as_str())
-        );
-        let _ = emitter.emit(RunEvent::Failed { run: stored, error }).await;
-    }
-
-    async fn save(&self, run: &mut Run) -> Result<(), RepositoryError> {
-        run.updated_at = now_millis();
-        self.ports.repo.update_run(run).await
     }
 }
 

@@ -16,16 +16,16 @@ use crate::{
     fakes::{FakeMcp, FakeModels, MemoryRepository, NoSources, ScriptedTurn, ToolBehaviour},
 };
 
-const THREAD: &str = "thread-1";
+pub(super) const THREAD: &str = "thread-1";
 
-struct World {
-    repo: Arc<MemoryRepository>,
-    mcp: Arc<FakeMcp>,
+pub(super) struct World {
+    pub(super) repo: Arc<MemoryRepository>,
+    pub(super) mcp: Arc<FakeMcp>,
     models: FakeModels,
-    orchestrator: Orchestrator,
+    pub(super) orchestrator: Orchestrator,
 }
 
-fn caller() -> Caller {
+pub(super) fn caller() -> Caller {
     Caller {
         principal: Principal {
             org_id: "org".into(),
@@ -36,7 +36,7 @@ fn caller() -> Caller {
     }
 }
 
-fn settings() -> RunSettings {
+pub(super) fn settings() -> RunSettings {
     RunSettings {
         default_max_steps: 10,
         discovery_timeout: Duration::from_secs(5),
@@ -51,15 +51,20 @@ fn settings() -> RunSettings {
             max_client_tool_results: 16,
             max_client_tool_result_bytes: 1 << 16,
         },
+        max_stored_events: 1000,
+        watch: WatchSettings {
+            poll_every: Duration::from_millis(10),
+            end_grace: Duration::from_millis(100),
+        },
     }
 }
 
-fn call(name: &str, arguments: &str) -> (String, String) {
+pub(super) fn call(name: &str, arguments: &str) -> (String, String) {
     (name.to_owned(), arguments.to_owned())
 }
 
 impl World {
-    async fn new(mcp: FakeMcp, config: AgentConfig, script: Vec<ScriptedTurn>) -> Self {
+    pub(super) async fn new(mcp: FakeMcp, config: AgentConfig, script: Vec<ScriptedTurn>) -> Self {
         let repo = Arc::new(MemoryRepository::default());
         let mcp = Arc::new(mcp);
         let models = FakeModels::new(script);
@@ -109,7 +114,7 @@ impl World {
     async fn run(&self, input: RunInput) -> Vec<RunEvent> {
         let mut rx = self
             .orchestrator
-            .start(caller(), THREAD, input)
+            .start(caller(), THREAD, input, false)
             .await
             .expect("the run starts");
         let mut events = Vec::new();
@@ -119,12 +124,12 @@ impl World {
         events
     }
 
-    async fn say(&self, text: &str) -> Vec<RunEvent> {
+    pub(super) async fn say(&self, text: &str) -> Vec<RunEvent> {
         self.run(RunInput::UserMessage(text.into())).await
     }
 }
 
-fn with_integrations(ids: &[&str]) -> AgentConfig {
+pub(super) fn with_integrations(ids: &[&str]) -> AgentConfig {
     AgentConfig {
         mcp_integration_ids: ids.iter().map(|id| (*id).to_owned()).collect(),
         disable_resource_tools: true,
@@ -236,7 +241,7 @@ async fn a_run_whose_client_goes_away_is_cancelled() {
     .await;
     let mut rx = world
         .orchestrator
-        .start(caller(), THREAD, RunInput::UserMessage("hi".into()))
+        .start(caller(), THREAD, RunInput::UserMessage("hi".into()), false)
         .await
         .expect("the run starts");
     let run_id = match rx.recv().await.map(|e| e.event) {
@@ -396,7 +401,7 @@ async fn a_run_ended_elsewhere_is_never_written_again() {
     let world = World::new(mcp, with_integrations(&["i1"]), script).await;
     let mut rx = world
         .orchestrator
-        .start(caller(), THREAD, RunInput::UserMessage("go".into()))
+        .start(caller(), THREAD, RunInput::UserMessage("go".into()), false)
         .await
         .expect("the run starts");
     let mut events = Vec::new();

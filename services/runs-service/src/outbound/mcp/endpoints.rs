@@ -25,13 +25,22 @@ pub struct McpEndpoints {
     pub urls: Vec<Uri>,
     /// How often host names are resolved again; zero resolves once.
     pub resolve_every: Duration,
-    /// The HTTP/2 keepalive ping interval on each connection.
+    /// The HTTP/2 keepalive ping interval on each connection: pings keep a
+    /// connection that waits on a long tool call from being closed as idle
+    /// by a proxy between the services, and find a dead replica.
     pub keepalive: Duration,
+    /// How long a ping may go unanswered before the connection is dropped.
+    pub keepalive_timeout: Duration,
 }
 
 impl McpEndpoints {
     /// Parses a comma-separated list of `http://host:port` URLs.
-    pub fn parse(urls: &str, resolve_every: Duration, keepalive: Duration) -> anyhow::Result<Self> {
+    pub fn parse(
+        urls: &str,
+        resolve_every: Duration,
+        keepalive: Duration,
+        keepalive_timeout: Duration,
+    ) -> anyhow::Result<Self> {
         let urls = urls
             .split(',')
             .map(str::trim)
@@ -45,6 +54,7 @@ impl McpEndpoints {
             urls,
             resolve_every,
             keepalive,
+            keepalive_timeout,
         })
     }
 
@@ -81,7 +91,7 @@ impl McpEndpoints {
             .connect_timeout(Duration::from_secs(5))
             .tcp_nodelay(true)
             .http2_keep_alive_interval(self.keepalive)
-            .keep_alive_timeout(self.keepalive.max(Duration::from_secs(1)))
+            .keep_alive_timeout(self.keepalive_timeout)
             .keep_alive_while_idle(true)
     }
 }
@@ -156,7 +166,14 @@ mod tests {
 
     #[test]
     fn addresses_are_http_urls_with_a_host_and_port() {
-        let parse = |urls| McpEndpoints::parse(urls, Duration::ZERO, Duration::from_secs(30));
+        let parse = |urls| {
+            McpEndpoints::parse(
+                urls,
+                Duration::ZERO,
+                Duration::from_secs(30),
+                Duration::from_secs(20),
+            )
+        };
         let endpoints = parse("http://a:1, http://b.svc:50051,").expect("two URLs");
         assert_eq!(endpoints.urls.len(), 2);
         for bad in ["", " , ", "https://a:1", "http://a", "a:1", "http://:1"] {

@@ -12,14 +12,18 @@ use sqlx::AnyPool;
 
 use crate::domain::{
     entities::{Agent, Message, Run, Thread},
-    ports::{Cursor, RepositoryError, RunsRepository},
-    run::HistoryLimits,
+    ports::{Cursor, LeaseState, RepositoryError, RunsRepository},
+    run::{Envelope, HistoryLimits},
 };
 
 mod agents;
+mod leases;
 mod messages;
+mod run_events;
 mod runs;
 mod threads;
+
+pub use leases::Replica;
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
@@ -43,12 +47,45 @@ const RUN_COLUMNS: &str = "id, thread_id, agent_id, status, steps, input_tokens,
 #[derive(Debug, Clone)]
 pub struct SqlRunsRepository {
     pool: AnyPool,
+    postgres: bool,
+    replica: Replica,
 }
 
 impl SqlRunsRepository {
-    /// A repository over `pool`, whose schema [`MIGRATIONS`] created.
+    /// A repository over `pool`, whose schema [`MIGRATIONS`] created, for a
+    /// nameless replica process with 30-second leases.
     pub fn new(pool: AnyPool) -> Self {
-        Self { pool }
+        let postgres = pool
+            .connect_options()
+            .database_url
+            .scheme()
+            .starts_with("postgres");
+        Self {
+            pool,
+            postgres,
+            replica: Replica::new(None, std::time::Duration::from_secs(30)),
+        }
+    }
+
+    /// The same repository, writing runs for `replica`.
+    #[must_use]
+    pub fn with_replica(self, replica: Replica) -> Self {
+        Self { replica, ..self }
+    }
+
+    /// The replica process it writes runs for.
+    pub fn replica(&self) -> &Replica {
+        &self.replica
+    }
+
+    /// The database's clock in Unix milliseconds, as SQL: leases are
+    /// compared with it, never with a replica's clock.
+    fn db_now(&self) -> &'static str {
+        if self.postgres {
+            "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
+        } else {
+            "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
+        }
     }
 }
 
@@ -202,15 +239,52 @@ impl RunsRepository for SqlRunsRepository {
         runs::find_run(self, id).await
     }
 
-    async fn heartbeat(&self, run_ids: &[String], now: i64) -> Result<(), RepositoryError> {
-        runs::heartbeat(self, run_ids, now).await
+    async fn heartbeat(
+        &self,
+        run_ids: &[String],
+    ) -> Result<Vec<(String, LeaseState)>, RepositoryError> {
+        leases::heartbeat(self, run_ids).await
     }
 
-    async fn interrupt_stale_runs(
+    async fn interrupt_expired_runs(&self) -> Result<u64, RepositoryError> {
+        leases::interrupt_expired_runs(self, None).await
+    }
+
+    async fn interrupt_previous_process_runs(&self) -> Result<u64, RepositoryError> {
+        leases::interrupt_previous_process_runs(self).await
+    }
+
+    async fn list_runs(
         &self,
-        stale_before: i64,
-        now: i64,
-    ) -> Result<u64, RepositoryError> {
-        runs::interrupt_stale_runs(self, stale_before, now).await
+        thread_id: &str,
+        before: Cursor,
+        limit: u32,
+    ) -> Result<Vec<Run>, RepositoryError> {
+        leases::list_runs(self, thread_id, before, limit).await
+    }
+
+    async fn request_cancel(
+        &self,
+        run_id: &str,
+        reason: &str,
+    ) -> Result<Option<Run>, RepositoryError> {
+        leases::request_cancel(self, run_id, reason).await
+    }
+
+    async fn append_run_event(&self, event: &Envelope) -> Result<(), RepositoryError> {
+        run_events::append_run_event(self, event).await
+    }
+
+    async fn run_events(
+        &self,
+        run_id: &str,
+        from: i64,
+        limit: u32,
+    ) -> Result<Vec<Envelope>, RepositoryError> {
+        run_events::run_events(self, run_id, from, limit).await
+    }
+
+    async fn last_run_event(&self, run_id: &str) -> Result<i64, RepositoryError> {
+        run_events::last_run_event(self, run_id).await
     }
 }

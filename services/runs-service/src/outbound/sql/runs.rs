@@ -4,11 +4,8 @@
 use anyhow::Context as _;
 use sqlx::{AnyConnection, Row, any::AnyRow};
 
-use super::{messages::Append, *};
+use super::{leases, messages::Append, *};
 use crate::domain::entities::{Message, PendingCall, Run, RunStatus, ToolBinding, Usage};
-
-/// The error a run records when its process stopped renewing its heartbeat.
-const INTERRUPTED_ERROR: &str = "the process running it stopped";
 
 pub(super) fn decode_run(row: &AnyRow) -> anyhow::Result<Run> {
     let status: String = row.try_get("status")?;
@@ -71,11 +68,19 @@ impl RunWrite {
         }
     }
 
-    async fn on(self, conn: &mut AnyConnection, run: &Run) -> Result<(), RepositoryError> {
+    async fn on(
+        self,
+        repo: &SqlRunsRepository,
+        conn: &mut AnyConnection,
+        run: &Run,
+    ) -> Result<(), RepositoryError> {
         match self {
-            Self::Insert => insert_run(conn, run).await,
+            Self::Insert => insert_run(repo, conn, run).await,
             Self::Update => update_run_row(conn, run, "('running', 'requires_action')").await,
-            Self::Resume => update_run_row(conn, run, "('requires_action')").await,
+            Self::Resume => {
+                update_run_row(conn, run, "('requires_action')").await?;
+                claim(repo, conn, &run.id).await
+            }
         }
     }
 }
@@ -91,13 +96,13 @@ impl SqlRunsRepository {
     ) -> Result<Vec<i64>, RepositoryError> {
         if messages.is_empty() {
             let mut conn = self.pool.acquire().await.map_err(failed(write.what()))?;
-            write.on(&mut conn, run).await?;
+            write.on(self, &mut conn, run).await?;
             return Ok(Vec::new());
         }
         let append = Append::new(&run.thread_id, messages)?;
         for _ in 0..APPEND_ATTEMPTS {
             let mut tx = self.pool.begin().await.map_err(failed(write.what()))?;
-            write.on(&mut tx, run).await?;
+            write.on(self, &mut tx, run).await?;
             if let Some(seqs) = append.on(&mut tx).await? {
                 tx.commit().await.map_err(run_write_failed(write.what()))?;
                 return Ok(seqs);
@@ -107,7 +112,33 @@ impl SqlRunsRepository {
     }
 }
 
-async fn insert_run(conn: &mut AnyConnection, run: &Run) -> Result<(), RepositoryError> {
+/// Makes this process the owner of a run it starts or resumes, with a fresh
+/// lease on the database's clock.
+async fn claim(
+    repo: &SqlRunsRepository,
+    conn: &mut AnyConnection,
+    run_id: &str,
+) -> Result<(), RepositoryError> {
+    let now = repo.db_now();
+    sqlx::query(&format!(
+        "UPDATE runs SET owner = $2, owner_name = $3, lease_expires_at = {now} + $4, \
+         cancel_requested = 0 WHERE id = $1"
+    ))
+    .bind(run_id)
+    .bind(repo.replica.id.as_str())
+    .bind(repo.replica.name.as_deref())
+    .bind(repo.replica.lease_millis())
+    .execute(&mut *conn)
+    .await
+    .map_err(failed("failed to claim a run"))?;
+    Ok(())
+}
+
+async fn insert_run(
+    repo: &SqlRunsRepository,
+    conn: &mut AnyConnection,
+    run: &Run,
+) -> Result<(), RepositoryError> {
     // A new run's heartbeat starts at its creation.
     sqlx::query(&format!(
         "INSERT INTO runs ({RUN_COLUMNS}, heartbeat_at) \
@@ -131,7 +162,7 @@ async fn insert_run(conn: &mut AnyConnection, run: &Run) -> Result<(), Repositor
     .execute(&mut *conn)
     .await
     .map_err(run_write_failed("failed to start a run"))?;
-    Ok(())
+    claim(repo, conn, &run.id).await
 }
 
 /// Saves `run`'s state, compare-and-set: only while its stored status is one
@@ -177,6 +208,10 @@ pub(super) async fn start_run_with(
     run: &Run,
     input: &[Message],
 ) -> Result<Vec<i64>, RepositoryError> {
+    // A run of the thread whose lease expired is provably stopped: it is
+    // interrupted now rather than at the next sweep, so the thread takes
+    // the new run at once.
+    leases::interrupt_expired_runs(repo, Some(&run.thread_id)).await?;
     repo.write_run(run, RunWrite::Insert, input).await
 }
 
@@ -245,49 +280,4 @@ pub(super) async fn find_run(
         .await
         .map_err(failed("failed to read a run"))?;
     Ok(row.as_ref().map(decode_run).transpose()?)
-}
-
-pub(super) async fn heartbeat(
-    repo: &SqlRunsRepository,
-    run_ids: &[String],
-    now: i64,
-) -> Result<(), RepositoryError> {
-    if run_ids.is_empty() {
-        return Ok(());
-    }
-    // $1 is `now`; the ids follow as $2, $3, ….
-    let placeholders = (2..run_ids.len() + 2)
-        .map(|n| format!("${n}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let sql = format!(
-        "UPDATE runs SET heartbeat_at = $1 WHERE status = 'running' AND id IN ({placeholders})"
-    );
-    let mut query = sqlx::query(&sql).bind(now);
-    for id in run_ids {
-        query = query.bind(id.as_str());
-    }
-    query
-        .execute(&repo.pool)
-        .await
-        .map_err(failed("failed to renew run heartbeats"))?;
-    Ok(())
-}
-
-pub(super) async fn interrupt_stale_runs(
-    repo: &SqlRunsRepository,
-    stale_before: i64,
-    now: i64,
-) -> Result<u64, RepositoryError> {
-    let result = sqlx::query(
-        "UPDATE runs SET status = 'interrupted', error = $3, updated_at = $2 \
-         WHERE status = 'running' AND heartbeat_at < $1",
-    )
-    .bind(stale_before)
-    .bind(now)
-    .bind(INTERRUPTED_ERROR)
-    .execute(&repo.pool)
-    .await
-    .map_err(failed("failed to interrupt stale runs"))?;
-    Ok(result.rows_affected())
 }

@@ -1,0 +1,126 @@
+//! Run management: `ListRuns`, `CancelRun`, `WatchRun`, and the heartbeats
+//! that keep a quiet run stream alive.
+
+use std::{pin::Pin, time::Duration};
+
+use futures::{Stream, StreamExt as _, stream};
+use switchboard_proto::runs::v1 as pb;
+use switchboard_server::FieldViolation;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Status, codegen::BoxStream};
+
+use super::{
+    convert::{decode_cursor, encode_cursor, page_size, proto_event, proto_run},
+    error::status,
+};
+use crate::domain::{
+    entities::parse_id, error::RunsError, ports::Caller, run::Orchestrator, service::RunsService,
+};
+
+fn id(field: &str, value: &str) -> Result<String, Status> {
+    parse_id(field, value).map_err(|v| status(v.into()))
+}
+
+fn invalid(violation: FieldViolation) -> Status {
+    status(RunsError::from(violation))
+}
+
+/// `ListRuns`.
+pub(crate) async fn list_runs(
+    service: &RunsService,
+    caller: &Caller,
+    request: pb::ListRunsRequest,
+) -> Result<pb::ListRunsResponse, Status> {
+    let thread_id = id("thread_id", &request.thread_id)?;
+    let limit = page_size("page_size", request.page_size).map_err(invalid)?;
+    let before = decode_cursor("page_token", &request.page_token).map_err(invalid)?;
+    let (runs, next) = service
+        .list_runs(&caller.principal, &thread_id, before, limit)
+        .await
+        .map_err(status)?;
+    Ok(pb::ListRunsResponse {
+        runs: runs.iter().map(proto_run).collect(),
+        next_page_token: encode_cursor(next),
+    })
+}
+
+/// `CancelRun`.
+pub(crate) async fn cancel_run(
+    service: &RunsService,
+    orchestrator: &Orchestrator,
+    caller: &Caller,
+    request: pb::CancelRunRequest,
+) -> Result<pb::CancelRunResponse, Status> {
+    let run_id = id("id", &request.id)?;
+    let run = service
+        .get_run(&caller.principal, &run_id)
+        .await
+        .map_err(status)?;
+    let run = orchestrator.cancel(&run).await.map_err(status)?;
+    Ok(pb::CancelRunResponse {
+        run: Some(proto_run(&run)),
+    })
+}
+
+/// `WatchRun`.
+pub(crate) async fn watch_run(
+    service: &RunsService,
+    orchestrator: &Orchestrator,
+    caller: &Caller,
+    request: pb::WatchRunRequest,
+    heartbeat: Duration,
+) -> Result<BoxStream<pb::WatchRunResponse>, Status> {
+    let run_id = id("id", &request.id)?;
+    if request.from_sequence < 0 {
+        return Err(invalid(FieldViolation::new(
+            "from_sequence",
+            "must not be negative",
+        )));
+    }
+    let run = service
+        .get_run(&caller.principal, &run_id)
+        .await
+        .map_err(status)?;
+    let events = ReceiverStream::new(orchestrator.watch(&run, request.from_sequence))
+        .map(|event| event.map(proto_event).map_err(status));
+    let events = with_heartbeats(Box::pin(events), heartbeat, run_id);
+    Ok(Box::pin(events.map(|event| {
+        event.map(|event| pb::WatchRunResponse { event: Some(event) })
+    })))
+}
+
+type Events = Pin<Box<dyn Stream<Item = Result<pb::ExecuteRunResponse, Status>> + Send>>;
+
+/// `events`, with a heartbeat event whenever nothing was sent for `every`,
+/// so that a proxy's idle timeout does not end a quiet stream (a run
+/// waiting on a long tool call).
+pub(crate) fn with_heartbeats(
+    events: Events,
+    every: Duration,
+    run_id: String,
+) -> BoxStream<pb::ExecuteRunResponse> {
+    Box::pin(stream::unfold(
+        (events, run_id),
+        move |(mut events, mut run_id)| async move {
+            match tokio::time::timeout(every, events.next()).await {
+                Ok(Some(event)) => {
+                    if let Ok(event) = &event {
+                        run_id.clone_from(&event.run_id);
+                    }
+                    Some((event, (events, run_id)))
+                }
+                Ok(None) => None,
+                Err(_) => {
+                    let heartbeat = pb::ExecuteRunResponse {
+                        run_id: run_id.clone(),
+                        sequence: 0,
+                        event: Some(pb::execute_run_response::Event::Heartbeat(
+                            pb::RunHeartbeat {},
+                        )),
+                    };
+                    Some((Ok(heartbeat), (events, run_id)))
+                }
+            }
+        },
+    ))
+}

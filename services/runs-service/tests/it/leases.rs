@@ -1,0 +1,282 @@
+//! Run leases across replicas, on the database's clock: two repositories on
+//! one database stand for two replica processes.
+
+use std::time::Duration;
+
+use switchboard_db::{DatabaseArgs, now_millis};
+use switchboard_runs_service::{
+    domain::{
+        entities::{Run, RunStatus, Thread, Usage, new_id},
+        ports::{LeaseState, RepositoryError, RunsRepository},
+        run::{Envelope, RunEvent},
+    },
+    outbound::sql::{MIGRATIONS, Replica, SqlRunsRepository},
+};
+use switchboard_test_support::{DbKind, TestDb, db_tests};
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+/// A replica process on the test database.
+async fn replica(db: &TestDb, name: Option<&str>, lease: Duration) -> SqlRunsRepository {
+    let database = DatabaseArgs::for_url(&db.url)
+        .open("runs", MIGRATIONS)
+        .await
+        .expect("migrated");
+    SqlRunsRepository::new(database.pool).with_replica(Replica::new(name.map(str::to_owned), lease))
+}
+
+async fn thread(repo: &SqlRunsRepository) -> Thread {
+    let thread = Thread {
+        id: new_id(),
+        org_id: "org".into(),
+        user_id: "alice".into(),
+        agent_id: new_id(),
+        title: String::new(),
+        created_at: 100,
+        updated_at: 100,
+    };
+    repo.insert_thread(&thread).await.expect("thread");
+    thread
+}
+
+/// A run whose replica's clock says `at` (Unix ms).
+fn run(thread: &Thread, at: i64) -> Run {
+    Run {
+        id: new_id(),
+        thread_id: thread.id.clone(),
+        agent_id: thread.agent_id.clone(),
+        status: RunStatus::Running,
+        steps: 0,
+        usage: Usage::default(),
+        error: None,
+        bindings: Vec::new(),
+        pending: Vec::new(),
+        created_at: at,
+        updated_at: at,
+    }
+}
+
+async fn status(repo: &SqlRunsRepository, id: &str) -> (RunStatus, Option<String>) {
+    let run = repo.find_run(id).await.expect("read").expect("found");
+    (run.status, run.error)
+}
+
+/// Waits until the database's clock is past a lease of `lease`.
+async fn outlive(lease: Duration) {
+    tokio::time::sleep(lease + Duration::from_millis(50)).await;
+}
+
+async fn leases_expire_on_the_database_clock_whatever_the_replica_clocks_say(kind: DbKind) {
+    let db = TestDb::new(kind).await.expect("a test database");
+    // A replica whose clock is an hour late holds a long lease; one whose
+    // clock is an hour early holds a short one.
+    let late = replica(&db, None, HOUR).await;
+    let early = replica(&db, None, Duration::from_millis(1)).await;
+    let held = run(&thread(&late).await, now_millis() - 3_600_000);
+    late.start_run(&held).await.expect("started");
+    let lapsed = run(&thread(&early).await, now_millis() + 3_600_000);
+    early.start_run(&lapsed).await.expect("started");
+    outlive(Duration::from_millis(1)).await;
+    assert_eq!(late.interrupt_expired_runs().await.expect("swept"), 1);
+    assert_eq!(status(&late, &held.id).await.0, RunStatus::Running);
+    let (lapsed_status, reason) = status(&late, &lapsed.id).await;
+    assert_eq!(lapsed_status, RunStatus::Interrupted);
+    assert!(reason.expect("a reason").contains("lease expired"));
+    // The lapsed run's process learns it lost the run at its heartbeat.
+    assert_eq!(
+        early
+            .heartbeat(std::slice::from_ref(&lapsed.id))
+            .await
+            .expect("heartbeat"),
+        vec![(lapsed.id.clone(), LeaseState::Lost)]
+    );
+}
+
+async fn a_new_run_takes_the_thread_of_a_run_whose_lease_expired_at_once(kind: DbKind) {
+    let db = TestDb::new(kind).await.expect("a test database");
+    let live = replica(&db, None, HOUR).await;
+    let dying = replica(&db, None, Duration::from_millis(1)).await;
+    let other = replica(&db, None, HOUR).await;
+    let busy = thread(&live).await;
+    live.start_run(&run(&busy, now_millis()))
+        .await
+        .expect("started");
+    assert!(matches!(
+        other.start_run(&run(&busy, now_millis())).await,
+        Err(RepositoryError::ThreadBusy)
+    ));
+    let freed = thread(&dying).await;
+    let old = run(&freed, now_millis());
+    dying.start_run(&old).await.expect("started");
+    outlive(Duration::from_millis(1)).await;
+    // No sweep ran: the new run itself finds the old lease expired.
+    let new = run(&freed, now_millis());
+    other
+        .start_run(&new)
+        .await
+        .expect("the thread takes the new run");
+    assert_eq!(status(&other, &old.id).await.0, RunStatus::Interrupted);
+    assert_eq!(status(&other, &new.id).await.0, RunStatus::Running);
+}
+
+async fn heartbeats_carry_cancels_and_tell_a_replica_which_runs_it_lost(kind: DbKind) {
+    let db = TestDb::new(kind).await.expect("a test database");
+    let owner = replica(&db, None, HOUR).await;
+    let other = replica(&db, None, HOUR).await;
+    let kept = run(&thread(&owner).await, now_millis());
+    let cancelled = run(&thread(&owner).await, now_millis());
+    for r in [&kept, &cancelled] {
+        owner.start_run(r).await.expect("started");
+    }
+    let asked = other
+        .request_cancel(&cancelled.id, "cancelled by CancelRun")
+        .await
+        .expect("requested")
+        .expect("found");
+    assert_eq!(asked.status, RunStatus::Running, "its owner ends it");
+    let ids = [kept.id.clone(), cancelled.id.clone(), new_id()];
+    assert_eq!(
+        owner.heartbeat(&ids).await.expect("heartbeat"),
+        vec![
+            (kept.id.clone(), LeaseState::Held),
+            (cancelled.id.clone(), LeaseState::CancelRequested),
+            (ids[2].clone(), LeaseState::Lost),
+        ]
+    );
+    // A replica never renews a lease it does not hold.
+    assert_eq!(
+        other
+            .heartbeat(std::slice::from_ref(&kept.id))
+            .await
+            .expect("heartbeat"),
+        vec![(kept.id.clone(), LeaseState::Lost)]
+    );
+    // A run its owner ended itself stays its owner's while its task sends
+    // its last events.
+    let mut done = kept.clone();
+    done.status = RunStatus::Completed;
+    owner.update_run(&done).await.expect("completed");
+    assert_eq!(
+        owner
+            .heartbeat(std::slice::from_ref(&kept.id))
+            .await
+            .expect("heartbeat"),
+        vec![(kept.id.clone(), LeaseState::Held)]
+    );
+    // A paused run has no process: it is cancelled at once.
+    let mut paused = run(&thread(&owner).await, now_millis());
+    owner.start_run(&paused).await.expect("started");
+    paused.status = RunStatus::RequiresAction;
+    owner.update_run(&paused).await.expect("paused");
+    let ended = other
+        .request_cancel(&paused.id, "cancelled by CancelRun")
+        .await
+        .expect("cancelled")
+        .expect("found");
+    assert_eq!(ended.status, RunStatus::Cancelled);
+    assert_eq!(ended.error.as_deref(), Some("cancelled by CancelRun"));
+}
+
+async fn a_restarted_replica_interrupts_the_runs_its_previous_process_left(kind: DbKind) {
+    let db = TestDb::new(kind).await.expect("a test database");
+    let before = replica(&db, Some("pod-a"), HOUR).await;
+    let neighbour = replica(&db, Some("pod-b"), HOUR).await;
+    let left = run(&thread(&before).await, now_millis());
+    before.start_run(&left).await.expect("started");
+    let theirs = run(&thread(&neighbour).await, now_millis());
+    neighbour.start_run(&theirs).await.expect("started");
+    let after = replica(&db, Some("pod-a"), HOUR).await;
+    assert_eq!(
+        after
+            .interrupt_previous_process_runs()
+            .await
+            .expect("swept"),
+        1
+    );
+    let (left_status, reason) = status(&after, &left.id).await;
+    assert_eq!(left_status, RunStatus::Interrupted);
+    assert!(reason.expect("a reason").contains("restarted"));
+    assert_eq!(status(&after, &theirs.id).await.0, RunStatus::Running);
+    let nameless = replica(&db, None, HOUR).await;
+    assert_eq!(
+        nameless
+            .interrupt_previous_process_runs()
+            .await
+            .expect("swept"),
+        0
+    );
+}
+
+async fn run_events_are_stored_once_and_read_from_a_sequence(kind: DbKind) {
+    let db = TestDb::new(kind).await.expect("a test database");
+    let repo = replica(&db, None, HOUR).await;
+    let r = run(&thread(&repo).await, now_millis());
+    repo.start_run(&r).await.expect("started");
+    assert_eq!(repo.last_run_event(&r.id).await.expect("read"), 0);
+    for sequence in 1..=5 {
+        let event = Envelope {
+            run_id: r.id.clone(),
+            sequence,
+            event: RunEvent::TextDelta(format!("part {sequence}")),
+        };
+        repo.append_run_event(&event).await.expect("stored");
+        repo.append_run_event(&event)
+            .await
+            .expect("a repeat is ignored");
+    }
+    let from_three = repo.run_events(&r.id, 3, 100).await.expect("read");
+    let seen: Vec<(i64, String)> = from_three
+        .into_iter()
+        .map(|e| match e.event {
+            RunEvent::TextDelta(text) => (e.sequence, text),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            (3, "part 3".into()),
+            (4, "part 4".into()),
+            (5, "part 5".into())
+        ]
+    );
+    assert_eq!(repo.run_events(&r.id, 1, 2).await.expect("read").len(), 2);
+    assert_eq!(repo.last_run_event(&r.id).await.expect("read"), 5);
+}
+
+async fn a_threads_runs_list_newest_first_in_pages(kind: DbKind) {
+    let db = TestDb::new(kind).await.expect("a test database");
+    let repo = replica(&db, None, HOUR).await;
+    let t = thread(&repo).await;
+    let mut ids = Vec::new();
+    for at in [1000, 2000, 3000] {
+        let mut r = run(&t, at);
+        repo.start_run(&r).await.expect("started");
+        r.status = RunStatus::Completed;
+        repo.update_run(&r).await.expect("ended");
+        ids.push(r.id);
+    }
+    let first = repo.list_runs(&t.id, None, 2).await.expect("listed");
+    assert_eq!(
+        first.iter().map(|r| r.id.clone()).collect::<Vec<_>>(),
+        vec![ids[2].clone(), ids[1].clone()]
+    );
+    let last = &first[1];
+    let rest = repo
+        .list_runs(&t.id, Some((last.created_at, last.id.clone())), 2)
+        .await
+        .expect("listed");
+    assert_eq!(
+        rest.iter().map(|r| r.id.clone()).collect::<Vec<_>>(),
+        vec![ids[0].clone()]
+    );
+}
+
+db_tests!(
+    leases_expire_on_the_database_clock_whatever_the_replica_clocks_say,
+    a_new_run_takes_the_thread_of_a_run_whose_lease_expired_at_once,
+    heartbeats_carry_cancels_and_tell_a_replica_which_runs_it_lost,
+    a_restarted_replica_interrupts_the_runs_its_previous_process_left,
+    run_events_are_stored_once_and_read_from_a_sequence,
+    a_threads_runs_list_newest_first_in_pages,
+);

@@ -4,7 +4,7 @@
 
 use std::{
     path::PathBuf,
-    process::{Child, Stdio},
+    process::{Child, Command, Stdio},
     time::Duration,
 };
 
@@ -22,11 +22,26 @@ use tonic::transport::Channel;
 
 use crate::cluster::Cluster;
 
-/// What each run does: two calls to the example server's `sleep`, then an
-/// answer.
+/// The tool every run calls: the example server's `sleep`.
 pub const TOOL: &str = "example__sleep";
-const TOOL_ARGUMENTS: &str = r#"{"ms":1500}"#;
-const ROUNDS: usize = 2;
+
+/// What each run does: `calls` calls to [`TOOL`] of `sleep_ms` each, one per
+/// model turn, then an answer.
+#[derive(Debug, Clone, Copy)]
+pub struct Workload {
+    pub calls: usize,
+    pub sleep_ms: u64,
+}
+
+impl Default for Workload {
+    /// Two 1.5-second calls: long enough for a fault to strike mid-call.
+    fn default() -> Self {
+        Self {
+            calls: 2,
+            sleep_ms: 1500,
+        }
+    }
+}
 
 /// The lease of a run: how long it lives without its replica's heartbeat.
 pub const STALE_AFTER: Duration = Duration::from_secs(3);
@@ -46,7 +61,7 @@ pub struct Fleet {
 }
 
 impl Fleet {
-    pub async fn start() -> anyhow::Result<Self> {
+    pub async fn start(workload: Workload) -> anyhow::Result<Self> {
         let cluster = Cluster::start()?;
         cluster.create_database("mcp")?;
         cluster.create_database("runs")?;
@@ -54,7 +69,12 @@ impl Fleet {
         let calls_log = dir.path().join("calls.log");
         let upstream_port = free_port()?;
         let model = ScriptedModel::start_looping(
-            Looping::new(Some(TOOL.into()), TOOL_ARGUMENTS, "no tools").rounds(ROUNDS),
+            Looping::new(
+                Some(TOOL.into()),
+                format!(r#"{{"ms":{}}}"#, workload.sleep_ms),
+                "no tools",
+            )
+            .rounds(workload.calls),
         )
         .await?;
         let mut fleet = Self {
@@ -71,7 +91,7 @@ impl Fleet {
         };
         fleet.start_upstream().await?;
         for _ in 0..2 {
-            let replica = fleet.start_mcp().await?;
+            let replica = fleet.start_mcp(free_port()?).await?;
             fleet.mcp.push(Some(replica));
         }
         for index in 0..2 {
@@ -111,26 +131,45 @@ impl Fleet {
         }
     }
 
-    async fn start_mcp(&self) -> anyhow::Result<ServiceProcess> {
+    async fn start_mcp(&self, port: u16) -> anyhow::Result<ServiceProcess> {
         let binary = workspace_binary("switchboard-mcp-service", "mcp-service");
-        let url = self.cluster.url("mcp");
-        let process = start_binary(
-            &binary.display().to_string(),
-            self._dir.path(),
-            &[
-                ("DATABASE_URL", url.as_str()),
-                ("SWITCHBOARD_JWT_SECRET", TEST_JWT_SECRET),
-                ("SWITCHBOARD_SECRET_KEYS", SEALING_KEY),
-                ("SWITCHBOARD_OUTBOUND_ALLOW", "127.0.0.0/8"),
-                ("SWITCHBOARD_MCP_CONNECT_TIMEOUT", "2s"),
-                ("SWITCHBOARD_MCP_CALL_TIMEOUT", "20s"),
-                ("SWITCHBOARD_READINESS_INTERVAL", "500ms"),
-                ("SWITCHBOARD_LOG_FORMAT", "pretty"),
-                ("RUST_LOG", "warn"),
-            ],
-        )?;
+        let child = Command::new(binary)
+            .current_dir(self._dir.path())
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .env("DATABASE_URL", self.cluster.url("mcp"))
+            .env("SWITCHBOARD_JWT_SECRET", TEST_JWT_SECRET)
+            .env("SWITCHBOARD_SECRET_KEYS", SEALING_KEY)
+            .env("SWITCHBOARD_OUTBOUND_ALLOW", "127.0.0.0/8")
+            .env("SWITCHBOARD_MCP_CONNECT_TIMEOUT", "2s")
+            .env("SWITCHBOARD_MCP_CALL_TIMEOUT", "20s")
+            .env("SWITCHBOARD_READINESS_INTERVAL", "500ms")
+            .env("SWITCHBOARD_LOG_FORMAT", "pretty")
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()?;
+        let process = ServiceProcess {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        };
         wait_serving(&process.url, "", Duration::from_secs(60)).await?;
         Ok(process)
+    }
+
+    /// Kills mcp-service replica `index` as a crash would and starts it
+    /// again on the same address.
+    #[allow(
+        dead_code,
+        reason = "the soak benchmark's fault; the suite kills for good"
+    )]
+    pub async fn restart_mcp(&mut self, index: usize) -> anyhow::Result<()> {
+        let port = self.mcp[index]
+            .as_ref()
+            .and_then(|p| p.url.rsplit(':').next()?.parse().ok())
+            .ok_or_else(|| anyhow::anyhow!("mcp-service replica {index} is down"))?;
+        Self::kill(&mut self.mcp, index);
+        self.mcp[index] = Some(self.start_mcp(port).await?);
+        Ok(())
     }
 
     async fn start_runs(&self, index: usize) -> anyhow::Result<ServiceProcess> {
@@ -226,6 +265,15 @@ impl Fleet {
             .ok_or_else(|| anyhow::anyhow!("no agent"))?;
         Ok(agent.id)
     }
+}
+
+/// The most memory process `pid` has held (VmHWM), in MiB.
+#[allow(dead_code, reason = "reported by the soak benchmark")]
+pub fn peak_rss_mib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024)
 }
 
 impl Drop for Fleet {

@@ -16,7 +16,7 @@ use futures::StreamExt as _;
 use switchboard_proto::runs::v1::{self as runs, execute_run_response::Event};
 use switchboard_test_support::authed;
 
-use crate::fleet::Fleet;
+use crate::fleet::{Fleet, Workload};
 
 /// Runs in each batch, one per thread, spread over both runs-service
 /// replicas.
@@ -113,7 +113,9 @@ async fn strike(fleet: &mut Fleet, fault: Fault) -> anyhow::Result<()> {
 }
 
 async fn survive(fault: Fault) {
-    let mut fleet = Fleet::start().await.expect("the fleet starts");
+    let mut fleet = Fleet::start(Workload::default())
+        .await
+        .expect("the fleet starts");
     let batch = start_batch(&fleet).await.expect("the runs start");
     // Each run's first tool call is under way.
     tokio::time::sleep(Duration::from_millis(1200)).await;

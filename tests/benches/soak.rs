@@ -1,0 +1,209 @@
+//! The soak benchmark: many concurrent runs, each making several tool calls,
+//! across two replicas of each service on PostgreSQL (the fault suite's
+//! fleet, tests/faults/), with one mcp-service replica killed and started
+//! again in the middle. Reports runs completed and interrupted, p50/p99 run
+//! time, each process's peak RSS, and the messages lost (announced by a
+//! stream, not stored). See BENCHMARKS.md.
+//!
+//! `SOAK_RUNS=500 SOAK_CALLS=5 cargo bench -p switchboard-e2e --bench soak`
+//! (defaults: 500 runs, 5 calls of 200 ms each).
+
+#[allow(dead_code, reason = "shared with the fault suite, which uses all of it")]
+#[path = "../faults/cluster.rs"]
+mod cluster;
+#[allow(dead_code, reason = "shared with the fault suite, which uses all of it")]
+#[path = "../faults/fleet.rs"]
+mod fleet;
+
+use std::{
+    collections::HashSet,
+    time::{Duration, Instant},
+};
+
+use futures::StreamExt as _;
+use switchboard_proto::runs::v1::{self as runs, execute_run_response::Event};
+use switchboard_test_support::authed;
+
+use crate::fleet::{Fleet, Workload, peak_rss_mib};
+
+/// What one run came to.
+struct Outcome {
+    thread_id: String,
+    run_id: String,
+    took: Duration,
+    announced: Vec<String>,
+}
+
+fn setting(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let runs_wanted = setting("SOAK_RUNS", 500);
+    let workload = Workload {
+        calls: setting("SOAK_CALLS", 5),
+        sleep_ms: u64::try_from(setting("SOAK_SLEEP_MS", 200))?,
+    };
+    let mut fleet = Fleet::start(workload).await?;
+    let mut threads = Vec::with_capacity(runs_wanted);
+    for index in 0..runs_wanted {
+        threads.push((index % 2, new_thread(&fleet, index % 2).await?));
+    }
+    eprintln!(
+        "soak: {runs_wanted} runs × {} calls of {} ms",
+        workload.calls, workload.sleep_ms
+    );
+    let start = Instant::now();
+    let mut tasks = Vec::with_capacity(runs_wanted);
+    for (replica, thread_id) in threads {
+        let client = fleet.runs_client(replica).await?;
+        let token = fleet.token.clone();
+        tasks.push(tokio::spawn(run_once(client, token, thread_id)));
+    }
+    // The middle of the batch: every run is under way.
+    let per_run = Duration::from_millis(workload.sleep_ms) * u32::try_from(workload.calls)?;
+    tokio::time::sleep(per_run / 2).await;
+    let restart = Instant::now();
+    fleet.restart_mcp(0).await?;
+    eprintln!(
+        "soak: mcp-service replica 0 killed and serving again in {:?}",
+        restart.elapsed()
+    );
+    let mut outcomes = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        outcomes.push(task.await??);
+    }
+    let wall = start.elapsed();
+    report(&fleet, &outcomes, wall).await
+}
+
+async fn new_thread(fleet: &Fleet, replica: usize) -> anyhow::Result<String> {
+    let mut client = fleet.runs_client(replica).await?;
+    let thread = client
+        .create_thread(authed(
+            runs::CreateThreadRequest {
+                agent_id: fleet.agent_id.clone(),
+                title: "soak".into(),
+                ..Default::default()
+            },
+            &fleet.token,
+        ))
+        .await?
+        .into_inner()
+        .thread
+        .ok_or_else(|| anyhow::anyhow!("no thread"))?;
+    Ok(thread.id)
+}
+
+async fn run_once(
+    mut client: runs::runs_service_client::RunsServiceClient<tonic::transport::Channel>,
+    token: String,
+    thread_id: String,
+) -> anyhow::Result<Outcome> {
+    let request = runs::ExecuteRunRequest {
+        thread_id: thread_id.clone(),
+        input: Some(runs::execute_run_request::Input::UserMessage(
+            runs::UserMessageInput {
+                text: "sleep a few times".into(),
+            },
+        )),
+        ..Default::default()
+    };
+    let start = Instant::now();
+    let mut stream = client
+        .execute_run(authed(request, &token))
+        .await?
+        .into_inner();
+    let mut outcome = Outcome {
+        thread_id,
+        run_id: String::new(),
+        took: Duration::ZERO,
+        announced: Vec::new(),
+    };
+    while let Some(Ok(event)) = stream.next().await {
+        outcome.run_id = event.run_id;
+        if let Some(Event::MessageCreated(created)) = event.event
+            && let Some(message) = created.message
+        {
+            outcome.announced.push(message.id);
+        }
+    }
+    outcome.took = start.elapsed();
+    Ok(outcome)
+}
+
+async fn report(fleet: &Fleet, outcomes: &[Outcome], wall: Duration) -> anyhow::Result<()> {
+    let mut client = fleet.runs_client(0).await?;
+    let (mut completed, mut interrupted, mut other, mut lost) = (0, 0, 0, 0);
+    for outcome in outcomes {
+        let run = client
+            .get_run(authed(
+                runs::GetRunRequest {
+                    id: outcome.run_id.clone(),
+                },
+                &fleet.token,
+            ))
+            .await?
+            .into_inner()
+            .run
+            .ok_or_else(|| anyhow::anyhow!("no run"))?;
+        match run.status() {
+            runs::RunStatus::Completed => completed += 1,
+            runs::RunStatus::Interrupted => interrupted += 1,
+            _ => other += 1,
+        }
+        let stored: HashSet<String> = client
+            .list_messages(authed(
+                runs::ListMessagesRequest {
+                    thread_id: outcome.thread_id.clone(),
+                    page_size: 500,
+                    page_token: String::new(),
+                },
+                &fleet.token,
+            ))
+            .await?
+            .into_inner()
+            .messages
+            .into_iter()
+            .map(|m| m.id)
+            .collect();
+        lost += outcome
+            .announced
+            .iter()
+            .filter(|id| !stored.contains(*id))
+            .count();
+    }
+    let mut times: Vec<Duration> = outcomes.iter().map(|o| o.took).collect();
+    times.sort();
+    let at = |q: f64| {
+        let index = ((times.len() as f64 - 1.0) * q).round() as usize;
+        times.get(index).copied().unwrap_or_default()
+    };
+    println!(
+        "| runs | completed | interrupted | other | p50 run | p99 run | wall | lost messages |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!(
+        "| {} | {completed} | {interrupted} | {other} | {:.2} s | {:.2} s | {:.1} s | {lost} |",
+        outcomes.len(),
+        at(0.5).as_secs_f64(),
+        at(0.99).as_secs_f64(),
+        wall.as_secs_f64()
+    );
+    println!();
+    println!("| process | peak RSS |");
+    println!("| --- | --- |");
+    for (name, replicas) in [("mcp-service", &fleet.mcp), ("runs-service", &fleet.runs)] {
+        for (index, process) in replicas.iter().enumerate() {
+            if let Some(process) = process {
+                let rss = peak_rss_mib(process.child.id()).unwrap_or_default();
+                println!("| {name} {index} | {rss} MiB |");
+            }
+        }
+    }
+    Ok(())
+}

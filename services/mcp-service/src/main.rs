@@ -4,6 +4,13 @@
 use clap::Parser;
 use switchboard_mcp_service::{Config, SERVICE_NAME, migrate, run};
 
+/// mimalloc rather than the system allocator: a call allocates and frees
+/// many small buffers across the runtime's threads (HTTP/2 frames, headers,
+/// JSON), and the system allocator spent about a tenth of a call's CPU on
+/// them under load (BENCHMARKS.md, ExecuteTool under load).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let config = Config::parse();

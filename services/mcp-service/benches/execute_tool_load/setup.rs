@@ -1,0 +1,240 @@
+//! The processes under load and what the calls need: the example MCP server
+//! (streamable HTTP), mcp-service (release binary, SQLite), an HTTP and a
+//! stdio integration of the example server, and a direct MCP session on it.
+
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+
+use anyhow::{Context as _, bail};
+use switchboard_proto::mcp::v1::{self as pb, mcp_service_client::McpServiceClient};
+use switchboard_test_support::{
+    TEST_JWT_SECRET, authed,
+    grpc::{free_port, wait_serving},
+    http_integration_request, token,
+};
+use tonic::transport::Channel;
+
+use crate::load::{DirectSession, connect_http};
+
+/// The MCP protocol version the direct session speaks (the example server's
+/// stateful mode speaks the initialize-era lifecycle).
+pub const PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// A child process killed when dropped.
+#[derive(Debug)]
+pub struct Process(pub Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Everything a benchmark run calls.
+#[derive(Debug)]
+pub struct Setup {
+    /// mcp-service's gRPC URL.
+    pub grpc_url: String,
+    /// A token of the benchmark's organization.
+    pub token: String,
+    /// The integration reaching the example server over streamable HTTP.
+    pub http_integration: String,
+    /// The integration starting the example server over stdio.
+    pub stdio_integration: String,
+    /// The direct MCP session on the example server.
+    pub direct: DirectSession,
+    /// mcp-service's process.
+    pub service: Process,
+    /// The example server's process.
+    pub upstream: Process,
+    _dir: tempfile::TempDir,
+}
+
+/// Starts both processes and creates the integrations.
+pub async fn start() -> anyhow::Result<Setup> {
+    let dir = tempfile::tempdir()?;
+    let example = release_binary("example-mcp-server")?;
+    let upstream_port = free_port()?;
+    let upstream = Process(
+        Command::new(&example)
+            .args(["--transport", "http", "--listen"])
+            .arg(format!("127.0.0.1:{upstream_port}"))
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("starting the example MCP server")?,
+    );
+    let upstream_addr = SocketAddr::from(([127, 0, 0, 1], upstream_port));
+    let (service, grpc_url) = mcp_service(dir.path(), &example).await?;
+    let token = token("bench-org", "bench-user", &["admin"]);
+    let channel = Channel::from_shared(grpc_url.clone())?.connect().await?;
+    let upstream_url = format!("http://{upstream_addr}/mcp");
+    let http_integration = create(
+        &channel,
+        &token,
+        http_integration_request("bench_http", &upstream_url),
+    )
+    .await?;
+    let stdio_integration = create(&channel, &token, stdio_request(&example)).await?;
+    let direct = open_direct_session(upstream_addr).await?;
+    Ok(Setup {
+        grpc_url,
+        token,
+        http_integration,
+        stdio_integration,
+        direct,
+        service,
+        upstream,
+        _dir: dir,
+    })
+}
+
+/// A release binary of the workspace, built by `scripts/bench-execute-tool.sh`
+/// with the features the workspace build gives it (building each package
+/// alone would build its dependencies again with fewer features).
+fn release_binary(name: &str) -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    // target/release/deps/<bench> → target/release/<name>
+    let path = exe
+        .parent()
+        .and_then(Path::parent)
+        .context("the benchmark lives in target/<profile>/deps")?
+        .join(name);
+    if !path.is_file() {
+        bail!(
+            "{} is missing: run scripts/bench-execute-tool.sh",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+/// mcp-service as a release binary, with limits that leave the benchmark's
+/// callers alone (it measures speed, not refusals).
+async fn mcp_service(dir: &Path, example: &Path) -> anyhow::Result<(Process, String)> {
+    let port = free_port()?;
+    let child = Command::new(release_binary("mcp-service")?)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .current_dir(dir)
+        .env_remove("DATABASE_URL")
+        .env("SWITCHBOARD_DATA_DIR", dir.join("data"))
+        .env("SWITCHBOARD_JWT_SECRET", TEST_JWT_SECRET)
+        .env("SWITCHBOARD_DEV_MODE", "true")
+        .env("SWITCHBOARD_OUTBOUND_ALLOW", "127.0.0.1/32")
+        .env(
+            "SWITCHBOARD_STDIO_ALLOW",
+            format!("{} --transport stdio", example.display()),
+        )
+        .env("SWITCHBOARD_ORG_RATE_LIMIT", "100000000")
+        .env("SWITCHBOARD_ORG_RATE_BURST", "100000000")
+        .env("RUST_LOG", "warn")
+        .env("SWITCHBOARD_LOG_FORMAT", "pretty")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("starting mcp-service")?;
+    let url = format!("http://127.0.0.1:{port}");
+    wait_serving(&url, "", Duration::from_secs(30)).await?;
+    Ok((Process(child), url))
+}
+
+fn stdio_request(example: &Path) -> pb::CreateIntegrationRequest {
+    pb::CreateIntegrationRequest {
+        display_name: "bench_stdio".into(),
+        slug: "bench_stdio".into(),
+        source: Some(pb::create_integration_request::Source::Custom(
+            pb::CustomIntegrationSpec {
+                transport: Some(pb::Transport {
+                    kind: Some(pb::transport::Kind::Stdio(pb::StdioTransport {
+                        command: example.display().to_string(),
+                        args: vec!["--transport".into(), "stdio".into()],
+                        ..Default::default()
+                    })),
+                }),
+                auth: None,
+            },
+        )),
+        ..Default::default()
+    }
+}
+
+async fn create(
+    channel: &Channel,
+    token: &str,
+    request: pb::CreateIntegrationRequest,
+) -> anyhow::Result<String> {
+    let created = McpServiceClient::new(channel.clone())
+        .create_integration(authed(request, token))
+        .await?
+        .into_inner();
+    Ok(created.integration.context("no integration")?.id)
+}
+
+/// `initialize` and `notifications/initialized` on the example server: the
+/// session every direct call joins.
+async fn open_direct_session(addr: SocketAddr) -> anyhow::Result<DirectSession> {
+    let mut sender = connect_http(addr).await?;
+    let initialize = serde_json::json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "execute-tool-load", "version": "0"}
+        }
+    });
+    let (status, headers, body) = crate::load::post(
+        &mut sender,
+        addr,
+        None,
+        serde_json::to_vec(&initialize)?.into(),
+    )
+    .await?;
+    if !status.is_success() {
+        bail!(
+            "initialize answered {status}: {}",
+            String::from_utf8_lossy(&body)
+        );
+    }
+    let session_id = headers
+        .get("mcp-session-id")
+        .context("initialize answered without a session id")?
+        .to_str()?
+        .to_owned();
+    let initialized = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let (status, _, _) = crate::load::post(
+        &mut sender,
+        addr,
+        Some(&session_id),
+        serde_json::to_vec(&initialized)?.into(),
+    )
+    .await?;
+    if !status.is_success() {
+        bail!("notifications/initialized answered {status}");
+    }
+    Ok(DirectSession { addr, session_id })
+}
+
+/// The CPU time (user + system) `pid` has used, from `/proc/<pid>/stat`, in
+/// clock ticks of 10 ms (Linux's `USER_HZ` of 100).
+pub fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after `)`.
+    let field = |n: usize| {
+        fields
+            .get(n)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    field(11) + field(12)
+}

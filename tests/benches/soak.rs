@@ -5,18 +5,26 @@
 //! time, each process's peak RSS, and the messages lost (announced by a
 //! stream, not stored). See BENCHMARKS.md.
 //!
-//! `SOAK_RUNS=500 SOAK_CALLS=5 cargo bench -p switchboard-e2e --bench soak`
-//! (defaults: 500 runs, 5 calls of 200 ms each).
+//! `SOAK_RUNS=500 SOAK_CALLS=5 SOAK_SECONDS=180 cargo bench -p switchboard-e2e --bench soak`
+//! (the defaults: 500 concurrent runs, each of 5 calls of 200 ms, started
+//! again on their threads until 180 s have passed; the replica restarts at
+//! half time).
 
-#[allow(dead_code, reason = "shared with the fault suite, which uses all of it")]
+#[allow(
+    dead_code,
+    reason = "shared with the fault suite, which uses all of it"
+)]
 #[path = "../faults/cluster.rs"]
 mod cluster;
-#[allow(dead_code, reason = "shared with the fault suite, which uses all of it")]
+#[allow(
+    dead_code,
+    reason = "shared with the fault suite, which uses all of it"
+)]
 #[path = "../faults/fleet.rs"]
 mod fleet;
 
 use std::{
-    collections::HashSet,
+    collections::{HashMap, HashSet},
     time::{Duration, Instant},
 };
 
@@ -53,8 +61,9 @@ async fn main() -> anyhow::Result<()> {
     for index in 0..runs_wanted {
         threads.push((index % 2, new_thread(&fleet, index % 2).await?));
     }
+    let soak = Duration::from_secs(u64::try_from(setting("SOAK_SECONDS", 180))?);
     eprintln!(
-        "soak: {runs_wanted} runs × {} calls of {} ms",
+        "soak: {runs_wanted} concurrent runs × {} calls of {} ms, again and again for {soak:?}",
         workload.calls, workload.sleep_ms
     );
     let start = Instant::now();
@@ -62,20 +71,24 @@ async fn main() -> anyhow::Result<()> {
     for (replica, thread_id) in threads {
         let client = fleet.runs_client(replica).await?;
         let token = fleet.token.clone();
-        tasks.push(tokio::spawn(run_once(client, token, thread_id)));
+        tasks.push(tokio::spawn(async move {
+            let mut outcomes = Vec::new();
+            while start.elapsed() < soak {
+                outcomes.push(run_once(client.clone(), token.clone(), thread_id.clone()).await?);
+            }
+            anyhow::Ok(outcomes)
+        }));
     }
-    // The middle of the batch: every run is under way.
-    let per_run = Duration::from_millis(workload.sleep_ms) * u32::try_from(workload.calls)?;
-    tokio::time::sleep(per_run / 2).await;
+    tokio::time::sleep(soak / 2).await;
     let restart = Instant::now();
     fleet.restart_mcp(0).await?;
     eprintln!(
         "soak: mcp-service replica 0 killed and serving again in {:?}",
         restart.elapsed()
     );
-    let mut outcomes = Vec::with_capacity(tasks.len());
+    let mut outcomes = Vec::new();
     for task in tasks {
-        outcomes.push(task.await??);
+        outcomes.extend(task.await??);
     }
     let wall = start.elapsed();
     report(&fleet, &outcomes, wall).await
@@ -136,9 +149,38 @@ async fn run_once(
     Ok(outcome)
 }
 
+/// Every message id of a thread, page after page.
+async fn stored_messages(
+    client: &mut runs::runs_service_client::RunsServiceClient<tonic::transport::Channel>,
+    fleet: &Fleet,
+    thread_id: &str,
+) -> anyhow::Result<HashSet<String>> {
+    let mut ids = HashSet::new();
+    let mut page_token = String::new();
+    loop {
+        let page = client
+            .list_messages(authed(
+                runs::ListMessagesRequest {
+                    thread_id: thread_id.to_owned(),
+                    page_size: 500,
+                    page_token,
+                },
+                &fleet.token,
+            ))
+            .await?
+            .into_inner();
+        ids.extend(page.messages.into_iter().map(|m| m.id));
+        if page.next_page_token.is_empty() {
+            return Ok(ids);
+        }
+        page_token = page.next_page_token;
+    }
+}
+
 async fn report(fleet: &Fleet, outcomes: &[Outcome], wall: Duration) -> anyhow::Result<()> {
     let mut client = fleet.runs_client(0).await?;
     let (mut completed, mut interrupted, mut other, mut lost) = (0, 0, 0, 0);
+    let mut stored: HashMap<String, HashSet<String>> = HashMap::new();
     for outcome in outcomes {
         let run = client
             .get_run(authed(
@@ -156,21 +198,11 @@ async fn report(fleet: &Fleet, outcomes: &[Outcome], wall: Duration) -> anyhow::
             runs::RunStatus::Interrupted => interrupted += 1,
             _ => other += 1,
         }
-        let stored: HashSet<String> = client
-            .list_messages(authed(
-                runs::ListMessagesRequest {
-                    thread_id: outcome.thread_id.clone(),
-                    page_size: 500,
-                    page_token: String::new(),
-                },
-                &fleet.token,
-            ))
-            .await?
-            .into_inner()
-            .messages
-            .into_iter()
-            .map(|m| m.id)
-            .collect();
+        if !stored.contains_key(&outcome.thread_id) {
+            let ids = stored_messages(&mut client, fleet, &outcome.thread_id).await?;
+            stored.insert(outcome.thread_id.clone(), ids);
+        }
+        let stored = &stored[&outcome.thread_id];
         lost += outcome
             .announced
             .iter()

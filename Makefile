@@ -77,7 +77,7 @@ run-runs: build ## Run runs-service alone (embedded SQLite)
 	  SWITCHBOARD_MODEL_PROVIDERS='$(SWITCHBOARD_MODEL_PROVIDERS)' ./target/debug/runs-service --listen $(RUNS_LISTEN)
 
 .PHONY: bench
-bench: bench-mcp bench-runs bench-data bench-fairness bench-execute-tool ## Run every benchmark (release builds; see BENCHMARKS.md)
+bench: bench-mcp bench-runs bench-data bench-fairness bench-execute-tool bench-soak ## Run every benchmark (release builds; see BENCHMARKS.md)
 
 .PHONY: bench-mcp
 bench-mcp: ## ExecuteTool through mcp-service vs direct, sessions vs connect-per-call, idle-session RSS
@@ -93,6 +93,12 @@ bench-runs: ## Orchestration overhead per step, 500 concurrent runs, discovery o
 .PHONY: bench-execute-tool
 bench-execute-tool: ## ExecuteTool under load from outside: release mcp-service vs the upstream direct, HTTP and stdio, 1 and 16 callers
 	bash scripts/bench-execute-tool.sh
+
+.PHONY: bench-soak
+bench-soak: postgres ## 500 concurrent runs × 5 tool calls for 3 minutes over two replicas of each service on PostgreSQL, an mcp-service replica restarted at half time
+	$(CARGO) build --release --locked -p switchboard-mcp-service --bin mcp-service -p switchboard-runs-service --bin runs-service \
+	  -p switchboard-example-mcp-server --bin example-mcp-server
+	$(CARGO) bench -p switchboard-e2e --bench soak
 
 .PHONY: bench-fairness
 bench-fairness: ## A quiet organization's ExecuteTool p50/p99 alone and beside one whose MCP server hangs

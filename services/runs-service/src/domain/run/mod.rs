@@ -30,6 +30,7 @@ use super::{
     input::InputLimits,
     ports::{McpPort, ModelProviders, RunsRepository},
     tools::ToolRouter,
+    entities::RunStatus,
 };
 
 /// Limits of runs.
@@ -63,14 +64,18 @@ impl ActiveRuns {
     }
 
     fn add(&self, id: &str) {
-        if let Ok(mut set) = self.0.lock() {
-            set.insert(id.to_owned());
+        if let Ok(mut set) = self.0.lock()
+            && set.insert(id.to_owned())
+        {
+            crate::metrics::run_started();
         }
     }
 
-    fn remove(&self, id: &str) {
-        if let Ok(mut set) = self.0.lock() {
-            set.remove(id);
+    fn remove(&self, id: &str, status: RunStatus) {
+        if let Ok(mut set) = self.0.lock()
+            && set.remove(id)
+        {
+            crate::metrics::run_finished(status.as_str());
         }
     }
 }

@@ -48,7 +48,9 @@ fn instruments() -> &'static Instruments {
             queries: meter
                 .u64_counter("switchboard.datasource.queries")
                 .with_unit("{query}")
-                .with_description("Data-source queries, by outcome (ok, refused, failed, timeout, error)")
+                .with_description(
+                    "Data-source queries, by outcome (ok, refused, failed, timeout, error)",
+                )
                 .build(),
         }
     })
@@ -100,7 +102,8 @@ pub fn model_call(
 /// A data-source query ended with `outcome` (`refused` for a statement the
 /// gate or the slots refused).
 pub fn datasource_query(outcome: &'static str) {
-    instruments()
-        .queries
-        .add(1, &[KeyValue::new("switchboard.datasource.outcome", outcome)]);
+    instruments().queries.add(
+        1,
+        &[KeyValue::new("switchboard.datasource.outcome", outcome)],
+    );
 }

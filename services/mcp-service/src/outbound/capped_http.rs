@@ -20,6 +20,9 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 use sse_stream::{Error as SseError, Sse};
+use tracing::Instrument as _;
+
+use super::upstream_trace::upstream_request;
 
 /// The key in a JSON-RPC error's `data` that marks it as this client's
 /// "result too large" answer.
@@ -101,8 +104,11 @@ impl StreamableHttpClient for CappedHttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let (span, custom_headers) =
+            upstream_request(&message, session_id.as_deref(), custom_headers);
         self.http
             .post_message(uri, message, session_id, auth_header, custom_headers)
+            .instrument(span)
             .await
     }
 
@@ -119,6 +125,8 @@ impl StreamableHttpClient for CappedHttpClient {
             ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
             _ => None,
         };
+        let (span, custom_headers) =
+            upstream_request(&message, session_id.as_deref(), custom_headers);
         let response = self
             .http
             .post_message_with_max_sse_event_size(
@@ -129,6 +137,7 @@ impl StreamableHttpClient for CappedHttpClient {
                 custom_headers,
                 max_sse_event_size,
             )
+            .instrument(span)
             .await;
         match (response, request_id) {
             (Ok(StreamableHttpPostResponse::Sse(events, session)), Some(id)) => Ok(

@@ -33,6 +33,7 @@ use super::{
     mcp_client::{McpConnector, client_config},
     session_pool::{SessionKey, SessionPool},
     sessions::{DiscoveryCache, Live, SessionHandler},
+    telemetry::{Operation, observe, with_trace},
 };
 use crate::domain::{
     integration::{AuthConfig, Integration, IntegrationId},
@@ -289,7 +290,7 @@ impl McpGateway for RmcpGateway {
                 report.resource_template_count = discovery.resource_templates.len();
                 report.prompt_count = discovery.prompts.len();
                 report.server = server_identity(&live);
-                let Live { session, child } = live;
+                let Live { session, child, .. } = live;
                 let _ = session.cancel().await;
                 drop(child);
             }
@@ -317,14 +318,12 @@ impl McpGateway for RmcpGateway {
         }
         let scope = SessionScope::new(if per_user { user } else { "" }, DISCOVERY_SCOPE);
         let limits = self.limits.discovery;
-        let discovery = Arc::new(
-            self.on_session(integration, &scope, timeout, |live| async move {
-                list_everything(&live, limits)
-                    .await
-                    .map_err(OpFailure::from)
-            })
-            .await?,
-        );
+        let listing = self.on_session(integration, &scope, timeout, |live| async move {
+            list_everything(&live, limits)
+                .await
+                .map_err(OpFailure::from)
+        });
+        let discovery = Arc::new(observe(integration, Operation::Discover, None, listing).await?);
         if !per_user {
             self.cache.put(integration, discovery.clone());
         }
@@ -339,20 +338,25 @@ impl McpGateway for RmcpGateway {
         arguments: Map<String, Value>,
         timeout: Duration,
     ) -> Result<Value, CallError> {
-        let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
-        let result = self
-            .on_session(integration, scope, timeout, |live| {
-                let params = params.clone();
-                async move {
-                    live.session
-                        .peer()
-                        .call_tool(params)
-                        .await
-                        .map_err(OpFailure::from)
-                }
-            })
-            .await?;
-        self.check_size(to_json(&result)?)
+        let operation = Operation::CallTool(name);
+        let calling = async {
+            let params =
+                CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.clone());
+            let result = self
+                .on_session(integration, scope, timeout, |live| {
+                    let params = with_trace(params.clone());
+                    async move {
+                        live.session
+                            .peer()
+                            .call_tool(params)
+                            .await
+                            .map_err(OpFailure::from)
+                    }
+                })
+                .await?;
+            self.check_size(to_json(&result)?)
+        };
+        observe(integration, operation, Some(&arguments), calling).await
     }
 
     async fn read_resource(
@@ -362,19 +366,22 @@ impl McpGateway for RmcpGateway {
         uri: &str,
         timeout: Duration,
     ) -> Result<Value, CallError> {
-        let result = self
-            .on_session(integration, scope, timeout, |live| {
-                let params = ReadResourceRequestParams::new(uri.to_owned());
-                async move {
-                    live.session
-                        .peer()
-                        .read_resource(params)
-                        .await
-                        .map_err(OpFailure::from)
-                }
-            })
-            .await?;
-        self.check_size(to_json(&result)?)
+        let reading = async {
+            let result = self
+                .on_session(integration, scope, timeout, |live| {
+                    let params = with_trace(ReadResourceRequestParams::new(uri.to_owned()));
+                    async move {
+                        live.session
+                            .peer()
+                            .read_resource(params)
+                            .await
+                            .map_err(OpFailure::from)
+                    }
+                })
+                .await?;
+            self.check_size(to_json(&result)?)
+        };
+        observe(integration, Operation::ReadResource(uri), None, reading).await
     }
 
     async fn get_prompt(
@@ -385,20 +392,30 @@ impl McpGateway for RmcpGateway {
         arguments: Map<String, Value>,
         timeout: Duration,
     ) -> Result<Value, CallError> {
-        let result = self
-            .on_session(integration, scope, timeout, |live| {
-                let mut params = GetPromptRequestParams::new(name.to_owned());
-                params.arguments = Some(arguments.clone());
-                async move {
-                    live.session
-                        .peer()
-                        .get_prompt(params)
-                        .await
-                        .map_err(OpFailure::from)
-                }
-            })
-            .await?;
-        self.check_size(to_json(&result)?)
+        let rendering = async {
+            let result = self
+                .on_session(integration, scope, timeout, |live| {
+                    let mut params = GetPromptRequestParams::new(name.to_owned());
+                    params.arguments = Some(arguments.clone());
+                    let params = with_trace(params);
+                    async move {
+                        live.session
+                            .peer()
+                            .get_prompt(params)
+                            .await
+                            .map_err(OpFailure::from)
+                    }
+                })
+                .await?;
+            self.check_size(to_json(&result)?)
+        };
+        observe(
+            integration,
+            Operation::GetPrompt(name),
+            Some(&arguments),
+            rendering,
+        )
+        .await
     }
 
     async fn forget(&self, integration: IntegrationId) {

@@ -27,10 +27,10 @@ pub use history::{HistoryLimits, WindowMeter, keep_window, to_chat};
 pub use start::{ClientResult, RunInput};
 
 use super::{
+    entities::RunStatus,
     input::InputLimits,
     ports::{McpPort, ModelProviders, RunsRepository},
     tools::ToolRouter,
-    entities::RunStatus,
 };
 
 /// Limits of runs.

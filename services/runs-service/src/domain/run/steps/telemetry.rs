@@ -41,7 +41,13 @@ impl Running<'_> {
                 Some("model_error")
             }
         };
-        crate::metrics::model_call(&provider, &model, started.elapsed(), Some((input, output)), error_type);
+        crate::metrics::model_call(
+            &provider,
+            &model,
+            started.elapsed(),
+            Some((input, output)),
+            error_type,
+        );
         turn
     }
 }
@@ -68,7 +74,8 @@ pub(super) async fn execute_tool(
     if capture {
         span.record("gen_ai.tool.call.arguments", call.arguments.as_str());
     }
-    let outcome = tracing::Instrument::instrument(router.call(context, toolset, call), span.clone()).await;
+    let outcome =
+        tracing::Instrument::instrument(router.call(context, toolset, call), span.clone()).await;
     if capture {
         span.record("gen_ai.tool.call.result", outcome.text.as_str());
     }

@@ -5,7 +5,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 static CAPTURE_CONTENT: AtomicBool = AtomicBool::new(false);
 
-pub(crate) fn set_capture_content(on: bool) {
+/// Turns content capture on or off from now on (set from the settings at
+/// start; tests turn it on and off between runs).
+pub fn set_capture_content(on: bool) {
     CAPTURE_CONTENT.store(on, Ordering::Relaxed);
 }
 

@@ -23,13 +23,14 @@ use tracing_subscriber::{
     EnvFilter, Layer, fmt::MakeWriter, layer::SubscriberExt, util::SubscriberInitExt,
 };
 
-pub use content::capture_content;
+pub use content::{capture_content, set_capture_content};
 pub use metrics::MetricsEndpoint;
 pub use propagation::{
     context_from_trace_fields, continue_trace, current_trace_fields, extract_context,
     inject_context, inject_current_context, inject_current_headers, record_error,
     trace_context_interceptor,
 };
+pub use traces::detached_span;
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -151,7 +152,7 @@ where
     // Propagation and the tracer run even without export: a service in the
     // middle of someone else's trace passes the context on either way.
     global::set_text_map_propagator(TraceContextPropagator::new());
-    content::set_capture_content(config.capture_content);
+    set_capture_content(config.capture_content);
 
     let filter = EnvFilter::try_new(&config.log_filter)
         .with_context(|| format!("invalid log filter `{}`", config.log_filter))?;

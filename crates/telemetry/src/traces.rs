@@ -25,6 +25,16 @@ pub(crate) fn tracer_provider(
     Ok(builder.build())
 }
 
+/// The target of [`detached_span`].
+const DETACHED_TARGET: &str = "switchboard::detached";
+
+/// A span with no parent, never exported. Work that outlives the call that
+/// started it (a pooled session's task) runs in it, so that it holds no
+/// call's span open: a span stays open while any span inside it does.
+pub fn detached_span() -> tracing::Span {
+    tracing::info_span!(target: DETACHED_TARGET, parent: None, "detached")
+}
+
 /// Spans of the libraries below are not turned into OpenTelemetry spans:
 /// they would be noise in every trace (and the exporter's own gRPC calls
 /// would trace themselves).
@@ -39,6 +49,8 @@ pub(crate) fn not_exported_targets() -> FilterFn<impl Fn(&tracing::Metadata<'_>)
             "opentelemetry",
             "reqwest",
             "sqlx",
+            "rmcp",
+            DETACHED_TARGET,
         ]
         .iter()
         .any(|prefix| {

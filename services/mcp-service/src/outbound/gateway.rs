@@ -22,6 +22,7 @@ use rmcp::{
 use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
+use tracing::Instrument as _;
 
 use super::{
     capped_http::is_too_large,
@@ -145,9 +146,12 @@ impl RmcpGateway {
     }
 
     async fn connect(&self, integration: &Integration, user: &str) -> Result<Live, CallError> {
+        // Outside the caller's span: the session's task lives on in the pool
+        // and would keep the span (and every parent of it) open for as long.
         let live = self
             .connector
             .connect(integration, user, self.handler(integration))
+            .instrument(switchboard_telemetry::detached_span())
             .await?;
         // Without the schemas a call would lack its `Mcp-Param-*` headers,
         // which a server of 2026-07-28 may require: a failure is logged and

@@ -6,7 +6,6 @@
 //! A binary of its own: it installs the process's telemetry (a global
 //! subscriber and OpenTelemetry providers), which other tests must not share.
 
-mod collector;
 mod run;
 #[allow(dead_code)]
 #[path = "../e2e/world.rs"]

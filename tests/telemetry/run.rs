@@ -12,13 +12,13 @@ use serde_json::json;
 use switchboard_proto::{mcp::v1 as mcp, runs::v1 as runs};
 use switchboard_scripted_model::{ScriptedToolCall, Turn};
 use switchboard_telemetry::{LogFormat, TelemetryConfig, TelemetryGuard};
-use switchboard_test_support::authed;
+use switchboard_test_support::{
+    authed,
+    otlp::{Collector, attribute, hex},
+};
 use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
 
-use crate::{
-    collector::{Collector, attribute, hex},
-    world::{Options, World, world},
-};
+use crate::world::{Options, World, world};
 
 const FIRST_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const SECOND_TRACE: &str = "5cf92f3577b34da6a3ce929d0e0e4737";

@@ -1,4 +1,4 @@
-//! An OTLP/gRPC collector inside the test: the trace and metrics services of
+//! An OTLP/gRPC collector inside a test or benchmark: the trace and metrics services of
 //! the OpenTelemetry protocol, keeping what they receive.
 
 use std::{
@@ -34,7 +34,7 @@ struct Received {
 #[derive(Debug, Clone, Default)]
 pub struct Collector {
     received: Arc<Mutex<Received>>,
-    pub addr: Option<SocketAddr>,
+    addr: Option<SocketAddr>,
 }
 
 impl Collector {

@@ -216,3 +216,34 @@ impl<B: Body> Body for ObservedBody<B> {
         self.inner.size_hint()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probes_and_tooling_are_not_traced_and_api_calls_are() {
+        assert!(is_untraced("/grpc.health.v1.Health/Check"));
+        assert!(is_untraced("/grpc.health.v1.Health/Watch"));
+        assert!(is_untraced(
+            "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo"
+        ));
+        assert!(is_untraced(
+            "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
+        ));
+        assert!(!is_untraced("/switchboard.runs.v1.RunsService/ExecuteRun"));
+    }
+
+    #[test]
+    fn the_status_is_read_from_grpc_status_and_only_server_faults_are_errors() {
+        let mut headers = http::HeaderMap::new();
+        assert_eq!(status_of(&headers), None);
+        headers.insert("grpc-status", http::HeaderValue::from_static("14"));
+        assert_eq!(status_of(&headers), Some(Code::Unavailable));
+        headers.insert("grpc-status", http::HeaderValue::from_static("junk"));
+        assert_eq!(status_of(&headers), None);
+        assert!(is_server_error(Code::Internal));
+        assert!(!is_server_error(Code::InvalidArgument));
+        assert!(!is_server_error(Code::Ok));
+    }
+}

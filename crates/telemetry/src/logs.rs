@@ -83,3 +83,65 @@ where
         )
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::{
+        io,
+        sync::{Arc, Mutex},
+    };
+
+    use opentelemetry::trace::{TraceContextExt as _, TracerProvider as _};
+    use opentelemetry_sdk::trace::SdkTracerProvider;
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    use super::*;
+
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl io::Write for Buffer {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0
+                .lock()
+                .expect("not poisoned")
+                .extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn json_lines_inside_a_span_carry_its_trace_and_span_ids() {
+        let buffer = Buffer::default();
+        let writer = buffer.clone();
+        let provider = SdkTracerProvider::builder().build();
+        let subscriber = tracing_subscriber::registry()
+            .with(layer(LogFormat::Json, move || writer.clone()))
+            .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+        let (trace_id, span_id) = tracing::subscriber::with_default(subscriber, || {
+            tracing::info!("outside");
+            let span = tracing::info_span!("work");
+            let _entered = span.enter();
+            tracing::info!(answer = 42, "inside");
+            let context = span.context();
+            let span_context = context.span().span_context().clone();
+            (span_context.trace_id(), span_context.span_id())
+        });
+        let text =
+            String::from_utf8(buffer.0.lock().expect("not poisoned").clone()).expect("utf-8");
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("each line is JSON"))
+            .collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines[0].get("trace_id").is_none(), "{text}");
+        assert_eq!(lines[1]["trace_id"], trace_id.to_string(), "{text}");
+        assert_eq!(lines[1]["span_id"], span_id.to_string(), "{text}");
+        assert_eq!(lines[1]["answer"], 42, "{text}");
+    }
+}

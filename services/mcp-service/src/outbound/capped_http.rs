@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use sse_stream::{Error as SseError, Sse};
 use tracing::Instrument as _;
 
-use super::upstream_trace::upstream_request;
+use super::upstream_trace::{record_failure, upstream_request};
 
 /// The key in a JSON-RPC error's `data` that marks it as this client's
 /// "result too large" answer.
@@ -106,10 +106,13 @@ impl StreamableHttpClient for CappedHttpClient {
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         let (span, custom_headers) =
             upstream_request(&message, session_id.as_deref(), custom_headers);
-        self.http
+        let response = self
+            .http
             .post_message(uri, message, session_id, auth_header, custom_headers)
-            .instrument(span)
-            .await
+            .instrument(span.clone())
+            .await;
+        record_failure(&span, &response);
+        response
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -137,8 +140,9 @@ impl StreamableHttpClient for CappedHttpClient {
                 custom_headers,
                 max_sse_event_size,
             )
-            .instrument(span)
+            .instrument(span.clone())
             .await;
+        record_failure(&span, &response);
         match (response, request_id) {
             (Ok(StreamableHttpPostResponse::Sse(events, session)), Some(id)) => Ok(
                 StreamableHttpPostResponse::Sse(answer_oversize(events, id), session),

@@ -9,7 +9,10 @@
 use std::collections::HashMap;
 
 use http::{HeaderName, HeaderValue};
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, RequestMetaObject, RequestParamsMeta};
+use rmcp::{
+    model::{ClientJsonRpcMessage, ClientRequest, RequestMetaObject, RequestParamsMeta},
+    transport::streamable_http_client::StreamableHttpError,
+};
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
@@ -71,4 +74,21 @@ pub fn upstream_request(
         }
     }
     (span, headers)
+}
+
+/// Marks the request's span failed when it got no answer. The error's own
+/// text is not recorded: it names the URL, which may carry a credential.
+pub fn record_failure<T, E>(span: &Span, response: &Result<T, StreamableHttpError<E>>)
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let Err(error) = response else {
+        return;
+    };
+    let error_type = match error {
+        StreamableHttpError::Client(_) => "transport",
+        StreamableHttpError::ResponseBodyTooLarge { .. } => "too_large",
+        _ => "upstream_error",
+    };
+    switchboard_telemetry::record_error(span, error_type, "the request to the MCP server failed");
 }

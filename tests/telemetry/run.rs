@@ -294,6 +294,13 @@ async fn one_run_is_one_trace_from_the_client_to_the_mcp_server() {
         attribute(tool, "gen_ai.tool.call.arguments").is_some_and(|a| a.contains(CANARY_ARGUMENT)),
         "the arguments are captured"
     );
+    assert!(
+        spans
+            .iter()
+            .any(|s| attribute(s, "gen_ai.output.messages")
+                .is_some_and(|m| m.contains(CANARY_ARGUMENT))),
+        "the model's answers are captured"
+    );
     let secrets = [CANARY_CREDENTIAL, w.token.as_str()];
     assert_nothing_holds(
         &secrets,

@@ -22,7 +22,13 @@ impl Running<'_> {
             gen_ai.request.model = %config.model,
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
+            gen_ai.system_instructions = tracing::field::Empty,
+            gen_ai.output.messages = tracing::field::Empty,
         );
+        let capture = switchboard_telemetry::capture_content();
+        if capture && let Some(system) = &self.system {
+            span.record("gen_ai.system_instructions", system.as_str());
+        }
         let (provider, model) = (config.provider.clone(), config.model.clone());
         let before = self.run.usage;
         let started = std::time::Instant::now();
@@ -33,7 +39,12 @@ impl Running<'_> {
         span.record("gen_ai.usage.input_tokens", input);
         span.record("gen_ai.usage.output_tokens", output);
         let error_type = match &turn {
-            Ok(_) => None,
+            Ok(turn) => {
+                if capture {
+                    span.record("gen_ai.output.messages", output_messages(turn).as_str());
+                }
+                None
+            }
             Err(Stop::Disconnected) => Some("cancelled"),
             Err(Stop::Ended) => Some("ended"),
             Err(Stop::Failed(error)) => {
@@ -50,6 +61,20 @@ impl Running<'_> {
         );
         turn
     }
+}
+
+/// The model's answer as the GenAI conventions' `gen_ai.output.messages`.
+fn output_messages(turn: &Turn) -> String {
+    let mut parts = vec![serde_json::json!({"type": "text", "content": turn.text})];
+    parts.extend(turn.calls.iter().map(|call| {
+        serde_json::json!({
+            "type": "tool_call",
+            "id": call.id,
+            "name": call.name,
+            "arguments": call.arguments,
+        })
+    }));
+    serde_json::json!([{"role": "assistant", "parts": parts}]).to_string()
 }
 
 /// One tool call in its `execute_tool {name}` span. Its arguments and result

@@ -100,6 +100,15 @@ bench-soak: postgres ## 500 concurrent runs × 5 tool calls for 3 minutes over t
 	  -p switchboard-example-mcp-server --bin example-mcp-server
 	$(CARGO) bench -p switchboard-e2e --bench soak
 
+.PHONY: bench-tracing
+bench-tracing: ## ExecuteTool and runs with every span exported to an in-process OTLP collector, and with nothing exported
+	$(CARGO) build --release --locked -p switchboard-mcp-service --bin mcp-service -p switchboard-runs-service --bin runs-service \
+	  -p switchboard-scripted-model --bin scripted-model -p switchboard-example-mcp-server --bin example-mcp-server
+	BENCH_TRACING=local $(CARGO) bench -p switchboard-mcp-service --bench execute_tool
+	BENCH_TRACING=export $(CARGO) bench -p switchboard-mcp-service --bench execute_tool
+	$(CARGO) bench -p switchboard-e2e --bench runs
+	BENCH_TRACING=export $(CARGO) bench -p switchboard-e2e --bench runs
+
 .PHONY: bench-fairness
 bench-fairness: ## A quiet organization's ExecuteTool p50/p99 alone and beside one whose MCP server hangs
 	$(CARGO) build --release --locked -p switchboard-mcp-service --bin mcp-service -p switchboard-example-mcp-server --bin example-mcp-server

@@ -67,6 +67,11 @@ fn start(
         .env("SWITCHBOARD_ORG_RATE_LIMIT", "1000000")
         .env("SWITCHBOARD_ORG_RATE_BURST", "1000000")
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .envs(
+            COLLECTOR
+                .get()
+                .map(|endpoint| ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str())),
+        )
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
@@ -279,9 +284,23 @@ async fn run_on(
     (started.elapsed(), steps)
 }
 
+/// The OTLP endpoint the services export to, with `BENCH_TRACING=export`:
+/// a collector in this process, so that every span of every run (100%
+/// sampling, the default) is exported; without it they export nothing.
+static COLLECTOR: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 #[tokio::main]
 async fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
+    let collector = match std::env::var("BENCH_TRACING").as_deref() {
+        Ok("export") => {
+            let collector = switchboard_test_support::otlp::Collector::start().await;
+            let _ = COLLECTOR.set(collector.endpoint());
+            println!("tracing: every span exported to an in-process collector");
+            Some(collector)
+        }
+        _ => None,
+    };
     let dir = tempfile::tempdir().expect("a temp dir");
     let slow = spawn_http(HttpServerOptions {
         discovery_delay: Duration::from_millis(100),
@@ -540,4 +559,7 @@ async fn main() {
     );
     drop(mcp_process);
     drop(runs_process);
+    if let Some(collector) = collector {
+        println!("spans exported: {}", collector.spans().len());
+    }
 }

@@ -11,7 +11,9 @@ use switchboard_proto::{
 };
 use switchboard_scripted_model::{ScriptedModel, Turn};
 use switchboard_server::RunningServer;
-use switchboard_test_support::{TEST_JWT_SECRET, TestDb, authed, http_integration_request, token};
+use switchboard_test_support::{
+    TEST_JWT_SECRET, TestDb, authed, http_integration_with_auth, token,
+};
 use tonic::transport::Channel;
 
 pub const ORG: &str = "org-e2e";
@@ -51,6 +53,8 @@ pub struct Options {
     /// mcp-service replicas beyond the first; runs-service is given every
     /// replica's URL.
     pub mcp_replicas: usize,
+    /// How mcp-service authenticates to the example server.
+    pub integration_auth: Option<mcp::auth_config::Method>,
 }
 
 impl Default for Options {
@@ -64,6 +68,7 @@ impl Default for Options {
             agent: Box::new(|_| {}),
             record_tool: false,
             mcp_replicas: 0,
+            integration_auth: None,
         }
     }
 }
@@ -79,6 +84,17 @@ pub async fn create_integration(
     url: &str,
     call_timeout_secs: Option<i64>,
 ) -> String {
+    create_integration_with_auth(client, token, slug, url, call_timeout_secs, None).await
+}
+
+pub async fn create_integration_with_auth(
+    client: &mut McpServiceClient<Channel>,
+    token: &str,
+    slug: &str,
+    url: &str,
+    call_timeout_secs: Option<i64>,
+    auth: Option<mcp::auth_config::Method>,
+) -> String {
     let request = mcp::CreateIntegrationRequest {
         timeouts: call_timeout_secs.map(|seconds| mcp::Timeouts {
             connect: Some(prost_types::Duration {
@@ -87,7 +103,7 @@ pub async fn create_integration(
             }),
             call: Some(prost_types::Duration { seconds, nanos: 0 }),
         }),
-        ..http_integration_request(slug, url)
+        ..http_integration_with_auth(slug, url, auth)
     };
     client
         .create_integration(authed(request, token))
@@ -132,12 +148,13 @@ pub async fn world(options: Options) -> World {
     let mut mcp_client = McpServiceClient::connect(mcp.url())
         .await
         .expect("connects");
-    let integration_id = create_integration(
+    let integration_id = create_integration_with_auth(
         &mut mcp_client,
         &token,
         "example",
         &upstream.url(),
         options.call_timeout_secs,
+        options.integration_auth,
     )
     .await;
 

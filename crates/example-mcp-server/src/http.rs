@@ -160,7 +160,9 @@ pub async fn spawn_http(options: HttpServerOptions) -> anyhow::Result<RunningHtt
         Arc::new(sessions),
         config,
     );
-    let mut router = axum::Router::new().nest_service(MCP_PATH, service);
+    let mut router = axum::Router::new().nest_service(MCP_PATH, service).layer(
+        axum::middleware::from_fn_with_state(Arc::clone(&stats), record_traceparent),
+    );
     if let Some(realm) = options.oauth {
         realm.set_base(format!("http://{addr}"));
         router = router
@@ -191,6 +193,23 @@ pub async fn spawn_http(options: HttpServerOptions) -> anyhow::Result<RunningHtt
         cancel,
         task,
     })
+}
+
+/// Notes each request's `traceparent` header, so tests can see the trace
+/// context a client forwarded.
+async fn record_traceparent(
+    axum::extract::State(stats): axum::extract::State<Arc<Stats>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if let Some(traceparent) = request
+        .headers()
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+    {
+        stats.record_traceparent(traceparent);
+    }
+    next.run(request).await
 }
 
 /// Hosts accepted in the `Host` header: loopback names, plus the listening

@@ -1,6 +1,9 @@
 //! Counters shared by every session of one server.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{
+    Mutex,
+    atomic::{AtomicU64, Ordering},
+};
 
 use serde::{Deserialize, Serialize};
 
@@ -18,7 +21,13 @@ pub struct Stats {
     pub listings_in_flight: AtomicU64,
     /// The most listings ever served at once.
     pub listings_peak: AtomicU64,
+    /// The `traceparent` headers of the latest HTTP requests, oldest first
+    /// (at most [`MAX_TRACEPARENTS`]).
+    traceparents: Mutex<Vec<String>>,
 }
+
+/// How many `traceparent` headers [`Stats`] keeps.
+pub const MAX_TRACEPARENTS: usize = 1024;
 
 /// A point-in-time copy of [`Stats`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,6 +54,23 @@ impl Stats {
             tool_calls: self.tool_calls.load(Ordering::Relaxed),
             cancellations: self.cancellations.load(Ordering::Relaxed),
             listings_peak: self.listings_peak.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The `traceparent` headers of the latest HTTP requests, oldest first.
+    pub fn traceparents(&self) -> Vec<String> {
+        self.traceparents
+            .lock()
+            .map(|seen| seen.clone())
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn record_traceparent(&self, traceparent: &str) {
+        if let Ok(mut seen) = self.traceparents.lock() {
+            if seen.len() == MAX_TRACEPARENTS {
+                seen.remove(0);
+            }
+            seen.push(traceparent.to_owned());
         }
     }
 

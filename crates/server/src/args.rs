@@ -194,6 +194,31 @@ pub struct TelemetryArgs {
     /// `--help`: collector URLs can carry credentials).
     #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT", hide_env_values = true)]
     pub otlp_endpoint: Option<String>,
+    /// Address of the Prometheus scrape endpoint (`GET /metrics`), for
+    /// example `0.0.0.0:9464`; off when unset.
+    #[arg(long, env = "SWITCHBOARD_METRICS_ADDR")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
+    /// Record tool arguments, tool results and prompts on spans (they may
+    /// hold personal data); credentials are never recorded.
+    #[arg(
+        long,
+        env = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+        default_value_t = false,
+        action = clap::ArgAction::Set
+    )]
+    pub capture_content: bool,
+}
+
+impl Default for TelemetryArgs {
+    fn default() -> Self {
+        Self {
+            log_format: LogFormat::Json,
+            log_filter: "info".into(),
+            otlp_endpoint: None,
+            metrics_addr: None,
+            capture_content: false,
+        }
+    }
 }
 
 impl TelemetryArgs {
@@ -204,6 +229,8 @@ impl TelemetryArgs {
             log_format: self.log_format,
             log_filter: self.log_filter.clone(),
             otlp_endpoint: self.otlp_endpoint.clone().filter(|e| !e.is_empty()),
+            metrics_addr: self.metrics_addr,
+            capture_content: self.capture_content,
         }
     }
 }

@@ -27,6 +27,7 @@ use tracing::{Level, Span};
 use crate::{
     DeadlineLayer, Deadlines, OrgLimitLayer, OrgLimits, ServerArgs,
     readiness::{self, Watch},
+    rpc_telemetry::{RpcTelemetryLayer, is_untraced},
 };
 
 /// How often the rate limiter forgets organizations whose buckets are full.
@@ -193,6 +194,9 @@ pub async fn serve(
                 .make_span_with(request_span)
                 .on_failure(DefaultOnFailure::new().level(Level::INFO)),
         )
+        // Inside the span: the call's gRPC status on its span and in the
+        // RPC duration histogram, refusals by the layers below included.
+        .layer(RpcTelemetryLayer)
         // Overload becomes UNAVAILABLE, which gRPC clients retry with backoff.
         .map_err(overloaded_as_unavailable)
         // Shed load at once when at the limit: queueing behind slow calls only
@@ -318,6 +322,9 @@ fn overloaded_as_unavailable(error: BoxError) -> BoxError {
 /// The span of one call, named and attributed per the OpenTelemetry RPC
 /// conventions, parented to the caller's trace context.
 fn request_span<B>(request: &http::Request<B>) -> Span {
+    if is_untraced(request.uri().path()) {
+        return Span::none();
+    }
     let path = request.uri().path().trim_start_matches('/');
     let (service, method) = path.split_once('/').unwrap_or((path, ""));
     let span = tracing::info_span!(
@@ -327,6 +334,7 @@ fn request_span<B>(request: &http::Request<B>) -> Span {
         rpc.system = "grpc",
         rpc.service = %service,
         rpc.method = %method,
+        rpc.grpc.status_code = tracing::field::Empty,
         enduser.id = tracing::field::Empty,
     );
     switchboard_telemetry::continue_trace(&span, request.headers());

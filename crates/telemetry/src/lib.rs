@@ -1,29 +1,42 @@
 //! Telemetry shared by Switchboard services: a tracing subscriber writing JSON
-//! or human-readable logs, OpenTelemetry export over OTLP when an endpoint is
-//! configured, and W3C trace-context propagation across gRPC hops, so that one
-//! run is one trace from the client through runs-service and mcp-service.
+//! or human-readable logs (JSON lines carry the trace and span ids), an
+//! OpenTelemetry tracer that always runs so that W3C trace context is carried
+//! across every hop whether or not spans are exported, OTLP export of spans
+//! and metrics when a collector is configured, and a Prometheus scrape
+//! endpoint for the metrics.
 
+mod content;
+mod logs;
+mod metrics;
 mod propagation;
+mod traces;
 
-use std::{io, str::FromStr};
+use std::{io, net::SocketAddr, str::FromStr};
 
 use anyhow::Context as _;
 use opentelemetry::{KeyValue, global, trace::TracerProvider as _};
-use opentelemetry_otlp::{SpanExporter, WithExportConfig};
-use opentelemetry_sdk::{Resource, propagation::TraceContextPropagator, trace::SdkTracerProvider};
+use opentelemetry_sdk::{
+    Resource, metrics::SdkMeterProvider, propagation::TraceContextPropagator,
+    trace::SdkTracerProvider,
+};
 use tracing_subscriber::{
     EnvFilter, Layer, fmt::MakeWriter, layer::SubscriberExt, util::SubscriberInitExt,
 };
 
+pub use content::{capture_content, set_capture_content};
+pub use metrics::MetricsEndpoint;
 pub use propagation::{
-    continue_trace, extract_context, inject_context, inject_current_context,
+    context_from_trace_fields, continue_trace, current_trace_fields, extract_context,
+    inject_context, inject_current_context, inject_current_headers, record_error,
     trace_context_interceptor,
 };
+pub use traces::detached_span;
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LogFormat {
-    /// One JSON object per line, for log collectors.
+    /// One JSON object per line, for log collectors, with the trace and span
+    /// ids of the span the line was written in.
     #[default]
     Json,
     /// Human-readable, for terminals.
@@ -47,29 +60,80 @@ impl FromStr for LogFormat {
 /// What telemetry a service emits.
 #[derive(Debug, Clone)]
 pub struct TelemetryConfig {
-    /// `service.name` of the OpenTelemetry resource.
+    /// `service.name` of the OpenTelemetry resource (`OTEL_SERVICE_NAME`
+    /// wins when set).
     pub service_name: String,
     /// Log line format.
     pub log_format: LogFormat,
     /// Filter directives (`RUST_LOG` syntax), for example `info,sqlx=warn`.
     pub log_filter: String,
-    /// OTLP/gRPC collector endpoint; no spans are exported when unset.
+    /// OTLP/gRPC collector endpoint; no spans or metrics are exported when
+    /// unset (trace context is still propagated).
     pub otlp_endpoint: Option<String>,
+    /// Address of the Prometheus scrape endpoint (`GET /metrics`); none when
+    /// unset.
+    pub metrics_addr: Option<SocketAddr>,
+    /// Whether tool arguments, tool results and prompts are recorded on
+    /// spans. Credentials never are.
+    pub capture_content: bool,
 }
 
-/// Flushes and stops span export when dropped.
+impl TelemetryConfig {
+    /// JSON logs at `info`, nothing exported, no metrics endpoint, no
+    /// content captured.
+    pub fn new(service_name: impl Into<String>) -> Self {
+        Self {
+            service_name: service_name.into(),
+            log_format: LogFormat::Json,
+            log_filter: "info".into(),
+            otlp_endpoint: None,
+            metrics_addr: None,
+            capture_content: false,
+        }
+    }
+}
+
+/// Flushes and stops export, and closes the metrics endpoint, when dropped.
 #[derive(Debug)]
-#[must_use = "dropping the guard stops span export"]
+#[must_use = "dropping the guard stops telemetry export"]
 pub struct TelemetryGuard {
-    provider: Option<SdkTracerProvider>,
+    tracer: Option<SdkTracerProvider>,
+    meter: Option<SdkMeterProvider>,
+    metrics_endpoint: Option<MetricsEndpoint>,
+}
+
+impl TelemetryGuard {
+    /// The address the Prometheus endpoint listens on, when it is on.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_endpoint.as_ref().map(MetricsEndpoint::addr)
+    }
+
+    /// Exports every finished span and the current metrics now.
+    pub fn flush(&self) {
+        if let Some(tracer) = &self.tracer
+            && let Err(error) = tracer.force_flush()
+        {
+            tracing::warn!(error = %error, "failed to flush spans");
+        }
+        if let Some(meter) = &self.meter
+            && let Err(error) = meter.force_flush()
+        {
+            tracing::warn!(error = %error, "failed to flush metrics");
+        }
+    }
 }
 
 impl Drop for TelemetryGuard {
     fn drop(&mut self) {
-        if let Some(provider) = self.provider.take()
+        if let Some(provider) = self.tracer.take()
             && let Err(error) = provider.shutdown()
         {
             eprintln!("failed to flush spans: {error}");
+        }
+        if let Some(provider) = self.meter.take()
+            && let Err(error) = provider.shutdown()
+        {
+            eprintln!("failed to flush metrics: {error}");
         }
     }
 }
@@ -80,62 +144,80 @@ pub fn init(config: &TelemetryConfig) -> anyhow::Result<TelemetryGuard> {
 }
 
 /// Installs the global subscriber writing logs to `writer` (tests capture logs
-/// this way).
+/// this way). With a metrics address, it must run inside a tokio runtime.
 pub fn init_with_writer<W>(config: &TelemetryConfig, writer: W) -> anyhow::Result<TelemetryGuard>
 where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
-    // Propagation works even without export, so that a downstream service
-    // that does export still sees the caller's trace.
+    // Propagation and the tracer run even without export: a service in the
+    // middle of someone else's trace passes the context on either way.
     global::set_text_map_propagator(TraceContextPropagator::new());
+    set_capture_content(config.capture_content);
 
     let filter = EnvFilter::try_new(&config.log_filter)
         .with_context(|| format!("invalid log filter `{}`", config.log_filter))?;
-    let fmt_layer = match config.log_format {
-        LogFormat::Json => tracing_subscriber::fmt::layer()
-            .json()
-            .flatten_event(true)
-            .with_current_span(true)
-            .with_span_list(false)
-            .with_writer(writer)
-            .boxed(),
-        LogFormat::Pretty => tracing_subscriber::fmt::layer().with_writer(writer).boxed(),
+    let resource = resource(&config.service_name);
+    let tracer = traces::tracer_provider(resource.clone(), config.otlp_endpoint.as_deref())?;
+    let otel_layer = tracing_opentelemetry::layer()
+        .with_tracer(tracer.tracer(config.service_name.clone()))
+        .with_filter(traces::not_exported_targets());
+    let (meter, registry) = metrics::meter_provider(
+        resource,
+        config.otlp_endpoint.as_deref(),
+        config.metrics_addr.is_some(),
+    )?;
+    let metrics_endpoint = match (config.metrics_addr, registry) {
+        (Some(addr), Some(registry)) => Some(MetricsEndpoint::spawn(addr, registry)?),
+        _ => None,
     };
-
-    let provider = config
-        .otlp_endpoint
-        .as_deref()
-        .map(|endpoint| tracer_provider(&config.service_name, endpoint))
-        .transpose()?;
-    let otel_layer = provider.as_ref().map(|provider| {
-        tracing_opentelemetry::layer().with_tracer(provider.tracer(config.service_name.clone()))
-    });
 
     tracing_subscriber::registry()
         .with(filter)
-        .with(fmt_layer)
+        .with(logs::layer(config.log_format, writer))
         .with(otel_layer)
         .try_init()
         .context("failed to install the tracing subscriber")?;
-    if let Some(provider) = &provider {
-        global::set_tracer_provider(provider.clone());
-    }
-    Ok(TelemetryGuard { provider })
+    global::set_tracer_provider(tracer.clone());
+    global::set_meter_provider(meter.clone());
+    Ok(TelemetryGuard {
+        tracer: Some(tracer),
+        meter: Some(meter),
+        metrics_endpoint,
+    })
 }
 
-fn tracer_provider(service_name: &str, endpoint: &str) -> anyhow::Result<SdkTracerProvider> {
-    let exporter = SpanExporter::builder()
-        .with_tonic()
-        .with_endpoint(endpoint)
+/// The service's resource: the SDK's and `OTEL_RESOURCE_ATTRIBUTES`, the
+/// service name (unless `OTEL_SERVICE_NAME` names it) and version.
+fn resource(service_name: &str) -> Resource {
+    let mut builder = Resource::builder()
+        .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")));
+    if std::env::var_os("OTEL_SERVICE_NAME").is_none() {
+        builder = builder.with_service_name(service_name.to_owned());
+    }
+    builder.build()
+}
+
+/// The meter Switchboard's instruments are made from. Instruments bind to
+/// the provider installed when they are made: make them after [`init`].
+pub fn meter() -> opentelemetry::metrics::Meter {
+    global::meter("switchboard")
+}
+
+/// Bucket bounds, in seconds, of duration histograms: from a cached lookup
+/// to a long tool call.
+pub const DURATION_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
+];
+
+/// A duration histogram in seconds with [`DURATION_BUCKETS`].
+pub fn duration_histogram(
+    name: &'static str,
+    description: &'static str,
+) -> opentelemetry::metrics::Histogram<f64> {
+    meter()
+        .f64_histogram(name)
+        .with_unit("s")
+        .with_description(description)
+        .with_boundaries(DURATION_BUCKETS.to_vec())
         .build()
-        .context("failed to build the OTLP span exporter")?;
-    Ok(SdkTracerProvider::builder()
-        .with_batch_exporter(exporter)
-        .with_resource(
-            Resource::builder()
-                .with_service_name(service_name.to_owned())
-                .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
-                .build(),
-        )
-        .build())
 }

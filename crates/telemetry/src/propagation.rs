@@ -1,8 +1,12 @@
-//! W3C trace-context propagation over gRPC metadata.
+//! W3C trace-context propagation over gRPC metadata, HTTP headers and MCP
+//! `_meta`, and the error status of spans.
+
+use std::collections::HashMap;
 
 use opentelemetry::{
     Context, global,
     propagation::{Extractor, Injector},
+    trace::Status,
 };
 use tonic::metadata::{MetadataKey, MetadataMap, MetadataValue};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
@@ -14,6 +18,19 @@ impl Injector for MetadataInjector<'_> {
         if let (Ok(key), Ok(value)) = (
             MetadataKey::from_bytes(key.as_bytes()),
             MetadataValue::try_from(value.as_str()),
+        ) {
+            self.0.insert(key, value);
+        }
+    }
+}
+
+struct HeaderInjector<'a>(&'a mut http::HeaderMap);
+
+impl Injector for HeaderInjector<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        if let (Ok(key), Ok(value)) = (
+            http::HeaderName::from_bytes(key.as_bytes()),
+            http::HeaderValue::try_from(value),
         ) {
             self.0.insert(key, value);
         }
@@ -44,6 +61,30 @@ pub fn inject_current_context(metadata: &mut MetadataMap) {
     inject_context(&tracing::Span::current().context(), metadata);
 }
 
+/// Writes the current tracing span's context into outgoing HTTP headers.
+pub fn inject_current_headers(headers: &mut http::HeaderMap) {
+    let context = tracing::Span::current().context();
+    global::get_text_map_propagator(|propagator| {
+        propagator.inject_context(&context, &mut HeaderInjector(headers));
+    });
+}
+
+/// The current tracing span's context as W3C fields (`traceparent` and,
+/// when there is one, `tracestate`), for an MCP request's `_meta`.
+pub fn current_trace_fields() -> HashMap<String, String> {
+    let context = tracing::Span::current().context();
+    let mut fields = HashMap::new();
+    global::get_text_map_propagator(|propagator| {
+        propagator.inject_context(&context, &mut fields);
+    });
+    fields
+}
+
+/// The context W3C fields (`traceparent`, `tracestate`) name.
+pub fn context_from_trace_fields(fields: &HashMap<String, String>) -> Context {
+    global::get_text_map_propagator(|propagator| propagator.extract(fields))
+}
+
 /// Reads the caller's trace context from incoming request headers.
 pub fn extract_context(headers: &http::HeaderMap) -> Context {
     global::get_text_map_propagator(|propagator| propagator.extract(&HeaderExtractor(headers)))
@@ -62,4 +103,11 @@ pub fn continue_trace(span: &tracing::Span, headers: &http::HeaderMap) {
     // Fails only when no OpenTelemetry layer is installed; then there is
     // nothing to continue.
     let _ = span.set_parent(extract_context(headers));
+}
+
+/// Marks `span` failed, with `error.type` (a low-cardinality class of the
+/// failure, per the semantic conventions) and a description.
+pub fn record_error(span: &tracing::Span, error_type: &str, description: &str) {
+    span.set_attribute("error.type", error_type.to_owned());
+    span.set_status(Status::error(description.to_owned()));
 }

@@ -3,6 +3,7 @@
 
 pub mod grpc;
 pub mod logs;
+pub mod otlp;
 
 use std::str::FromStr;
 

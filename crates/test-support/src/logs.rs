@@ -32,10 +32,9 @@ pub fn capture() {
         let buffer = Buffer::default();
         let writer = buffer.clone();
         let config = TelemetryConfig {
-            service_name: "test".into(),
             log_format: LogFormat::Json,
             log_filter: "debug".into(),
-            otlp_endpoint: None,
+            ..TelemetryConfig::new("test")
         };
         // Kept for the life of the process.
         std::mem::forget(

@@ -101,6 +101,11 @@ spec:
             - name: grpc
               containerPort: {{ $svc.port }}
               protocol: TCP
+            {{- if $v.telemetry.metrics.enabled }}
+            - name: metrics
+              containerPort: {{ $v.telemetry.metrics.port }}
+              protocol: TCP
+            {{- end }}
           env:
             {{- include "switchboard.commonEnv" . | nindent 12 }}
             {{- with .env }}

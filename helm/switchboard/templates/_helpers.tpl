@@ -138,6 +138,12 @@ install and read back from the cluster on upgrades.
 - name: OTEL_EXPORTER_OTLP_ENDPOINT
   value: {{ . | quote }}
 {{- end }}
+- name: OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
+  value: {{ $v.telemetry.captureContent | quote }}
+{{- if $v.telemetry.metrics.enabled }}
+- name: SWITCHBOARD_METRICS_ADDR
+  value: {{ printf "0.0.0.0:%d" (int $v.telemetry.metrics.port) | quote }}
+{{- end }}
 - name: SWITCHBOARD_SHUTDOWN_DELAY
   value: {{ printf "%ds" (int $v.shutdown.delaySeconds) | quote }}
 - name: SWITCHBOARD_DRAIN_TIMEOUT

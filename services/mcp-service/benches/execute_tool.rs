@@ -20,8 +20,10 @@ use switchboard_proto::{
     json::json_to_struct,
     mcp::v1::{self as pb, mcp_service_client::McpServiceClient},
 };
+use switchboard_telemetry::{TelemetryConfig, TelemetryGuard};
 use switchboard_test_support::{
-    TEST_JWT_SECRET, TestDb, authed, example_http_server, http_integration_request, token,
+    TEST_JWT_SECRET, TestDb, authed, example_http_server, http_integration_request,
+    otlp::Collector, token,
 };
 use tonic::transport::Channel;
 
@@ -132,9 +134,31 @@ fn report(name: &str, s: &Stats) {
     );
 }
 
+/// Telemetry as `BENCH_TRACING` says: unset, none installed; `local`, the
+/// services' default (spans made and context forwarded, nothing exported);
+/// `export`, every span exported to an OTLP collector in this process.
+async fn install_tracing() -> Option<(TelemetryGuard, Option<Collector>)> {
+    let mode = std::env::var("BENCH_TRACING").ok()?;
+    let collector = match mode.as_str() {
+        "local" => None,
+        "export" => Some(Collector::start().await),
+        other => panic!("BENCH_TRACING is local or export, not {other}"),
+    };
+    let config = TelemetryConfig {
+        log_filter: "warn".into(),
+        otlp_endpoint: collector.as_ref().map(Collector::endpoint),
+        ..TelemetryConfig::new("mcp-service")
+    };
+    println!("tracing: {mode}");
+    let guard = switchboard_telemetry::init_with_writer(&config, std::io::sink)
+        .expect("telemetry installed");
+    Some((guard, collector))
+}
+
 #[tokio::main]
 async fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
+    let tracing = install_tracing().await;
     let port = switchboard_test_support::grpc::free_port().expect("a port");
     let upstream = Upstream(
         example_http_server(port)
@@ -149,6 +173,10 @@ async fn main() {
     let db = TestDb::sqlite().expect("a database");
     let mut config = Config::for_tests(&db.url, TEST_JWT_SECRET);
     config.max_sessions = 5000;
+    // One organization makes every call here, 16 callers at once: its
+    // per-organization rate must not be what is measured.
+    config.common.server.org_rate_limit = std::num::NonZeroU32::MAX;
+    config.common.server.org_rate_burst = std::num::NonZeroU32::MAX;
     config.common.telemetry.log_filter = "warn".into();
     let server = switchboard_mcp_service::spawn(config)
         .await
@@ -339,5 +367,9 @@ async fn main() {
         (after.saturating_sub(before)) as f64 / 1000.0,
         rss_kib(upstream.0.id()) / 1024
     );
+    if let Some((guard, Some(collector))) = &tracing {
+        tokio::task::block_in_place(|| guard.flush());
+        println!("spans exported: {}", collector.spans().len());
+    }
     server.stop().await.expect("stops");
 }

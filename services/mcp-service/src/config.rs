@@ -191,7 +191,7 @@ impl Config {
                 telemetry: TelemetryArgs {
                     log_format: switchboard_telemetry::LogFormat::Pretty,
                     log_filter: "info".into(),
-                    otlp_endpoint: None,
+                    ..TelemetryArgs::default()
                 },
                 database: DatabaseArgs::for_url(database_url),
             },

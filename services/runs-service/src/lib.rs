@@ -11,6 +11,7 @@ pub mod domain;
 #[cfg(test)]
 mod fakes;
 mod inbound;
+pub mod metrics;
 pub mod outbound;
 
 pub use app::{SERVICE_NAME, migrate, run, spawn};

@@ -20,6 +20,9 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 use sse_stream::{Error as SseError, Sse};
+use tracing::Instrument as _;
+
+use super::upstream_trace::{record_failure, upstream_request};
 
 /// The key in a JSON-RPC error's `data` that marks it as this client's
 /// "result too large" answer.
@@ -101,9 +104,15 @@ impl StreamableHttpClient for CappedHttpClient {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        self.http
+        let (span, custom_headers) =
+            upstream_request(&message, session_id.as_deref(), custom_headers);
+        let response = self
+            .http
             .post_message(uri, message, session_id, auth_header, custom_headers)
-            .await
+            .instrument(span.clone())
+            .await;
+        record_failure(&span, &response);
+        response
     }
 
     async fn post_message_with_max_sse_event_size(
@@ -119,6 +128,8 @@ impl StreamableHttpClient for CappedHttpClient {
             ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
             _ => None,
         };
+        let (span, custom_headers) =
+            upstream_request(&message, session_id.as_deref(), custom_headers);
         let response = self
             .http
             .post_message_with_max_sse_event_size(
@@ -129,7 +140,9 @@ impl StreamableHttpClient for CappedHttpClient {
                 custom_headers,
                 max_sse_event_size,
             )
+            .instrument(span.clone())
             .await;
+        record_failure(&span, &response);
         match (response, request_id) {
             (Ok(StreamableHttpPostResponse::Sse(events, session)), Some(id)) => Ok(
                 StreamableHttpPostResponse::Sse(answer_oversize(events, id), session),

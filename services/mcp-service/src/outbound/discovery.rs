@@ -20,7 +20,7 @@ use rmcp::{
 use serde::Serialize;
 use serde_json::Value;
 
-use super::sessions::Live;
+use super::{sessions::Live, telemetry::with_trace};
 use crate::domain::ports::{ByteSize, Discovery, ServerIdentity};
 
 /// Bounds on one discovery.
@@ -155,8 +155,10 @@ where
     let mut all = Vec::new();
     let mut cursor = None;
     for _ in 0..budget.limits.max_pages {
-        let (items, next, ttl_ms) =
-            fetch(PaginatedRequestParams::default().with_cursor(cursor)).await?;
+        let (items, next, ttl_ms) = fetch(with_trace(
+            PaginatedRequestParams::default().with_cursor(cursor),
+        ))
+        .await?;
         budget.fresh_for(ttl_ms);
         all.extend(budget.take(what, items)?);
         match next {

@@ -18,6 +18,7 @@ use rmcp::{ServiceError, transport::streamable_http_client::StreamableHttpError}
 use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
+use tracing::Instrument as _;
 
 use super::{
     capped_http::is_too_large,
@@ -31,6 +32,7 @@ use super::{
     mrtr::{self, Round},
     session_pool::{SessionKey, SessionPool},
     sessions::{DiscoveryCache, Live, SessionHandler},
+    telemetry::{Operation, observe},
 };
 use crate::domain::{
     integration::{Integration, IntegrationId},
@@ -148,9 +150,12 @@ impl RmcpGateway {
     }
 
     async fn connect(&self, integration: &Integration, user: &str) -> Result<Live, CallError> {
+        // Outside the caller's span: the session's task lives on in the pool
+        // and would keep the span (and every parent of it) open for as long.
         let live = self
             .connector
             .connect(integration, user, self.handler(integration))
+            .instrument(switchboard_telemetry::detached_span())
             .await?;
         // Without the schemas a call would lack its `Mcp-Param-*` headers,
         // which a server of 2026-07-28 may require: a failure is logged and
@@ -299,7 +304,7 @@ impl McpGateway for RmcpGateway {
                 report.resource_template_count = discovery.resource_templates.len();
                 report.prompt_count = discovery.prompts.len();
                 report.server = server_identity(&live);
-                let Live { session, child } = live;
+                let Live { session, child, .. } = live;
                 let _ = session.cancel().await;
                 drop(child);
             }
@@ -327,14 +332,13 @@ impl McpGateway for RmcpGateway {
         }
         let scope = SessionScope::new(if per_user { user } else { "" }, DISCOVERY_SCOPE);
         let limits = self.limits.discovery;
-        let (listed, live) = self
-            .on_session(integration, &scope, timeout, |live| async move {
-                let listed = list_everything(&live, limits)
-                    .await
-                    .map_err(OpFailure::from)?;
-                Ok((listed, live))
-            })
-            .await?;
+        let listing = self.on_session(integration, &scope, timeout, |live| async move {
+            let listed = list_everything(&live, limits)
+                .await
+                .map_err(OpFailure::from)?;
+            Ok((listed, live))
+        });
+        let (listed, live) = observe(integration, Operation::Discover, None, listing).await?;
         let discovery = Arc::new(listed);
         if !per_user {
             self.cache.put(integration, discovery.clone());
@@ -353,17 +357,27 @@ impl McpGateway for RmcpGateway {
         timeout: Duration,
     ) -> Result<Value, CallError> {
         let policy = self.limits.elicitation;
-        let round = self
-            .on_session(integration, scope, timeout, |live| {
-                let call = call.clone();
-                async move {
-                    mrtr::call_tool(live.session.peer(), policy, call)
-                        .await
-                        .map_err(OpFailure::from)
-                }
-            })
-            .await?;
-        self.check_size(round_json(&round)?)
+        let (name, arguments) = (call.name.clone(), call.arguments.clone());
+        let calling = async {
+            let round = self
+                .on_session(integration, scope, timeout, |live| {
+                    let call = call.clone();
+                    async move {
+                        mrtr::call_tool(live.session.peer(), policy, call)
+                            .await
+                            .map_err(OpFailure::from)
+                    }
+                })
+                .await?;
+            self.check_size(round_json(&round)?)
+        };
+        observe(
+            integration,
+            Operation::CallTool(&name),
+            Some(&arguments),
+            calling,
+        )
+        .await
     }
 
     async fn read_resource(
@@ -376,14 +390,17 @@ impl McpGateway for RmcpGateway {
     ) -> Result<Value, CallError> {
         let policy = self.limits.elicitation;
         let answers = &answers;
-        let round = self
-            .on_session(integration, scope, timeout, |live| async move {
-                mrtr::read_resource(live.session.peer(), policy, uri, answers.clone())
-                    .await
-                    .map_err(OpFailure::from)
-            })
-            .await?;
-        self.check_size(round_json(&round)?)
+        let reading = async {
+            let round = self
+                .on_session(integration, scope, timeout, |live| async move {
+                    mrtr::read_resource(live.session.peer(), policy, uri, answers.clone())
+                        .await
+                        .map_err(OpFailure::from)
+                })
+                .await?;
+            self.check_size(round_json(&round)?)
+        };
+        observe(integration, Operation::ReadResource(uri), None, reading).await
     }
 
     async fn get_prompt(
@@ -397,19 +414,28 @@ impl McpGateway for RmcpGateway {
     ) -> Result<Value, CallError> {
         let policy = self.limits.elicitation;
         let (arguments, answers) = (&arguments, &answers);
-        let round = self
-            .on_session(integration, scope, timeout, |live| async move {
-                mrtr::get_prompt(
-                    live.session.peer(),
-                    policy,
-                    (name, arguments),
-                    answers.clone(),
-                )
-                .await
-                .map_err(OpFailure::from)
-            })
-            .await?;
-        self.check_size(round_json(&round)?)
+        let rendering = async {
+            let round = self
+                .on_session(integration, scope, timeout, |live| async move {
+                    mrtr::get_prompt(
+                        live.session.peer(),
+                        policy,
+                        (name, arguments),
+                        answers.clone(),
+                    )
+                    .await
+                    .map_err(OpFailure::from)
+                })
+                .await?;
+            self.check_size(round_json(&round)?)
+        };
+        observe(
+            integration,
+            Operation::GetPrompt(name),
+            Some(arguments),
+            rendering,
+        )
+        .await
     }
 
     async fn forget(&self, integration: IntegrationId) {

@@ -28,6 +28,7 @@ use super::{
     sessions::{Live, McpSession, SessionHandler, StdioChild},
     stdio_child,
     stdio_lines::OversizeAnswering,
+    telemetry::SessionOpen,
 };
 use crate::domain::{
     integration::{AuthConfig, Integration, Secrets, TransportConfig},
@@ -122,6 +123,7 @@ impl McpConnector {
                 TransportConfig::StreamableHttp { url } => Ok(Live {
                     session: self.connect_http(integration, url, user, handler).await?,
                     child: None,
+                    open: SessionOpen::new(integration.id),
                 }),
                 TransportConfig::Stdio {
                     command, args, env, ..
@@ -282,6 +284,7 @@ impl McpConnector {
         Ok(Live {
             session,
             child: Some(child),
+            open: SessionOpen::new(integration.id),
         })
     }
 }

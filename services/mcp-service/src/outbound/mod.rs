@@ -18,3 +18,5 @@ pub mod sessions;
 pub mod sql;
 pub mod stdio_child;
 pub mod stdio_lines;
+pub mod telemetry;
+pub mod upstream_trace;

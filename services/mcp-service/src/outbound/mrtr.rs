@@ -25,7 +25,7 @@ use rmcp::{
 };
 use serde_json::{Map, Value};
 
-use super::elicitation::ElicitationPolicy;
+use super::{elicitation::ElicitationPolicy, telemetry::with_trace};
 use crate::domain::ports::{InputAnswers, ToolCall};
 
 /// One answer of the server to a request that may take several rounds.
@@ -87,7 +87,7 @@ pub async fn call_tool(
     policy: ElicitationPolicy,
     call: ToolCall,
 ) -> Result<Round<CallToolResult>, ServiceError> {
-    let params = CallToolRequestParams::new(call.name).with_arguments(call.arguments);
+    let params = with_trace(CallToolRequestParams::new(call.name).with_arguments(call.arguments));
     drive(policy, call.answers, |responses, state| {
         let mut params = params.clone();
         params.input_responses = responses;
@@ -114,7 +114,7 @@ pub async fn read_resource(
     answers: InputAnswers,
 ) -> Result<Round<ReadResourceResult>, ServiceError> {
     drive(policy, answers, |responses, state| {
-        let mut params = ReadResourceRequestParams::new(uri.to_owned());
+        let mut params = with_trace(ReadResourceRequestParams::new(uri.to_owned()));
         params.input_responses = responses;
         params.request_state = state;
         async move {
@@ -139,6 +139,7 @@ pub async fn get_prompt(
     drive(policy, answers, |responses, state| {
         let mut params = GetPromptRequestParams::new(name.to_owned());
         params.arguments = Some(arguments.clone());
+        let mut params = with_trace(params);
         params.input_responses = responses;
         params.request_state = state;
         async move {

@@ -115,6 +115,8 @@ pub struct Live {
     pub session: McpSession,
     /// The stdio process, when the transport is stdio.
     pub child: Option<StdioChild>,
+    /// Counts the session as open while it lives.
+    pub open: super::telemetry::SessionOpen,
 }
 
 /// A cached discovery: the integration version it belongs to, when it was

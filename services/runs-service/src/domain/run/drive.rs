@@ -55,7 +55,7 @@ impl Orchestrator {
             Err(Stop::Failed(error)) => self.failed(&mut run, &mut emitter, error).await,
             Err(Stop::Ended) => self.ended(&run, &mut emitter).await,
         }
-        self.active.remove(&run_id);
+        self.active.remove(&run_id, run.status);
     }
 
     /// A run cancelled by its client's leaving or by `CancelRun`: dropping

@@ -13,7 +13,10 @@ use std::{
 
 use tokio::sync::watch;
 
-use crate::domain::ports::{LeaseState, RunsRepository};
+use crate::domain::{
+    entities::RunStatus,
+    ports::{LeaseState, RunsRepository},
+};
 
 /// Why this process must stop a run it executes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,15 +71,19 @@ impl ActiveRuns {
 
     pub(super) fn add(&self, id: &str) -> watch::Receiver<Option<Halt>> {
         let (tx, rx) = watch::channel(None);
-        if let Ok(mut runs) = self.0.lock() {
-            runs.insert(id.to_owned(), tx);
+        if let Ok(mut runs) = self.0.lock()
+            && runs.insert(id.to_owned(), tx).is_none()
+        {
+            crate::metrics::run_started();
         }
         rx
     }
 
-    pub(super) fn remove(&self, id: &str) {
-        if let Ok(mut runs) = self.0.lock() {
-            runs.remove(id);
+    pub(super) fn remove(&self, id: &str, status: RunStatus) {
+        if let Ok(mut runs) = self.0.lock()
+            && runs.remove(id).is_some()
+        {
+            crate::metrics::run_finished(status.as_str());
         }
     }
 }

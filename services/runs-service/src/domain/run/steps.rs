@@ -7,6 +7,9 @@ use std::sync::Arc;
 use futures::{StreamExt as _, stream};
 use switchboard_db::now_millis;
 
+mod telemetry;
+
+use self::telemetry::execute_tool;
 use super::{
     Orchestrator, RunEvent, ToolKind,
     events::{Emitter, Stop},
@@ -166,25 +169,7 @@ impl Running<'_> {
             return Ok(Step::Done);
         }
         let toolset = self.toolset();
-        let span = tracing::info_span!(
-            "chat",
-            otel.name = %format!("chat {}", self.agent.config.model),
-            gen_ai.operation.name = "chat",
-            gen_ai.provider.name = %self.agent.config.provider,
-            gen_ai.request.model = %self.agent.config.model,
-            gen_ai.usage.input_tokens = tracing::field::Empty,
-            gen_ai.usage.output_tokens = tracing::field::Empty,
-        );
-        let before = self.run.usage;
-        let turn = tracing::Instrument::instrument(self.model_turn(&toolset), span.clone()).await?;
-        span.record(
-            "gen_ai.usage.input_tokens",
-            self.run.usage.input_tokens - before.input_tokens,
-        );
-        span.record(
-            "gen_ai.usage.output_tokens",
-            self.run.usage.output_tokens - before.output_tokens,
-        );
+        let turn = self.chat(&toolset).await?;
         // Saved with the turn.
         self.run.steps += 1;
         if turn.calls.is_empty() {
@@ -298,16 +283,7 @@ impl Running<'_> {
         let context = &self.tools;
         let results: Vec<(ToolCall, ToolOutcome)> = stream::iter(calls)
             .map(|call| async move {
-                let span = tracing::info_span!(
-                    "execute_tool",
-                    otel.name = %format!("execute_tool {}", call.name),
-                    gen_ai.operation.name = "execute_tool",
-                    gen_ai.tool.name = %call.name,
-                    gen_ai.tool.call.id = %call.id,
-                );
-                let outcome =
-                    tracing::Instrument::instrument(router.call(context, toolset, &call), span)
-                        .await;
+                let outcome = execute_tool(router, context, toolset, &call).await;
                 (call, outcome)
             })
             .buffered(self.orchestrator.settings.max_parallel_tools.max(1))

@@ -31,7 +31,15 @@ impl SourceQuery {
         let Some(sql) = arguments.text_arg("query") else {
             return ToolOutcome::failed(texts::query_failed("the query parameter is required"));
         };
-        match self.sources.query(thread_id, sql).await {
+        let result = self.sources.query(thread_id, sql).await;
+        crate::metrics::datasource_query(match &result {
+            Ok(_) => "ok",
+            Err(QueryError::Refused(_)) => "refused",
+            Err(QueryError::Engine(_)) => "failed",
+            Err(QueryError::Timeout(_)) => "timeout",
+            Err(QueryError::Internal(_)) => "error",
+        });
+        match result {
             Ok(result) => ToolOutcome::succeeded(result.to_text()),
             Err(QueryError::Engine(message)) => ToolOutcome::failed(texts::query_failed(message)),
             Err(QueryError::Refused(message)) => ToolOutcome::failed(texts::query_refused(message)),

@@ -94,6 +94,10 @@ impl RequestPhase {
     }
 
     async fn attempt(&self, request: reqwest::RequestBuilder) -> Result<Response, ModelError> {
+        // The model call's span is the parent of whatever the provider traces.
+        let mut trace_headers = http::HeaderMap::new();
+        switchboard_telemetry::inject_current_headers(&mut trace_headers);
+        let request = request.headers(trace_headers);
         let response = match tokio::time::timeout(self.deadline, request.send()).await {
             Err(_elapsed) => return Err(ModelError::Timeout),
             Ok(Err(error)) => return Err(self.transport_error(&error)),

@@ -1,0 +1,147 @@
+//! Log lines: JSON (with the trace and span ids of the span they were
+//! written in, so a log collector can join them to the trace) or
+//! human-readable.
+
+use std::fmt;
+
+use opentelemetry::trace::TraceId;
+use tracing::{Event, Subscriber};
+use tracing_opentelemetry::OtelData;
+use tracing_subscriber::{
+    Layer,
+    fmt::{FmtContext, FormatEvent, FormatFields, MakeWriter, format::Writer},
+    registry::LookupSpan,
+};
+
+use crate::LogFormat;
+
+/// The layer writing log lines in `format` to `writer`.
+pub(crate) fn layer<S, W>(format: LogFormat, writer: W) -> Box<dyn Layer<S> + Send + Sync>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    match format {
+        LogFormat::Json => tracing_subscriber::fmt::layer()
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .map_event_format(WithTraceIds)
+            .with_writer(writer)
+            .boxed(),
+        LogFormat::Pretty => tracing_subscriber::fmt::layer().with_writer(writer).boxed(),
+    }
+}
+
+/// A JSON event format with `trace_id` and `span_id` added to each line
+/// written inside a span.
+struct WithTraceIds<F>(F);
+
+impl<S, N, F> FormatEvent<S, N> for WithTraceIds<F>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+    F: FormatEvent<S, N>,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        let Some((trace_id, span_id)) = current_ids(ctx) else {
+            return self.0.format_event(ctx, writer, event);
+        };
+        let mut line = String::new();
+        self.0.format_event(ctx, Writer::new(&mut line), event)?;
+        // The inner format writes one JSON object and a newline: the ids go
+        // in before its closing brace.
+        match line.trim_end().strip_suffix('}') {
+            Some(open) if open.len() > 1 => writeln!(
+                writer,
+                "{open},\"trace_id\":\"{trace_id}\",\"span_id\":\"{span_id}\"}}"
+            ),
+            _ => writer.write_str(&line),
+        }
+    }
+}
+
+fn current_ids<S, N>(ctx: &FmtContext<'_, S, N>) -> Option<(String, String)>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    let span = ctx.lookup_current()?;
+    let extensions = span.extensions();
+    let data = extensions.get::<OtelData>()?;
+    let trace_id = data.trace_id()?;
+    (trace_id != TraceId::INVALID).then(|| {
+        (
+            trace_id.to_string(),
+            data.span_id().map(|s| s.to_string()).unwrap_or_default(),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{
+        io,
+        sync::{Arc, Mutex},
+    };
+
+    use opentelemetry::trace::{TraceContextExt as _, TracerProvider as _};
+    use opentelemetry_sdk::trace::SdkTracerProvider;
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    use super::*;
+
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl io::Write for Buffer {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0
+                .lock()
+                .expect("not poisoned")
+                .extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn json_lines_inside_a_span_carry_its_trace_and_span_ids() {
+        let buffer = Buffer::default();
+        let writer = buffer.clone();
+        let provider = SdkTracerProvider::builder().build();
+        let subscriber = tracing_subscriber::registry()
+            .with(layer(LogFormat::Json, move || writer.clone()))
+            .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+        let (trace_id, span_id) = tracing::subscriber::with_default(subscriber, || {
+            tracing::info!("outside");
+            let span = tracing::info_span!("work");
+            let _entered = span.enter();
+            tracing::info!(answer = 42, "inside");
+            let context = span.context();
+            let span_context = context.span().span_context().clone();
+            (span_context.trace_id(), span_context.span_id())
+        });
+        let text =
+            String::from_utf8(buffer.0.lock().expect("not poisoned").clone()).expect("utf-8");
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("each line is JSON"))
+            .collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines[0].get("trace_id").is_none(), "{text}");
+        assert_eq!(lines[1]["trace_id"], trace_id.to_string(), "{text}");
+        assert_eq!(lines[1]["span_id"], span_id.to_string(), "{text}");
+        assert_eq!(lines[1]["answer"], 42, "{text}");
+    }
+}

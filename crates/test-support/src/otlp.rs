@@ -1,0 +1,141 @@
+//! An OTLP/gRPC collector inside a test or benchmark: the trace and metrics services of
+//! the OpenTelemetry protocol, keeping what they receive.
+
+use std::{
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+};
+
+use opentelemetry_proto::tonic::{
+    collector::{
+        metrics::v1::{
+            ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+            metrics_service_server::{MetricsService, MetricsServiceServer},
+        },
+        trace::v1::{
+            ExportTraceServiceRequest, ExportTraceServiceResponse,
+            trace_service_server::{TraceService, TraceServiceServer},
+        },
+    },
+    common::v1::{AnyValue, KeyValue, any_value::Value},
+    trace::v1::Span,
+};
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::{Request, Response, Status};
+
+#[derive(Debug, Default)]
+struct Received {
+    traces: Vec<ExportTraceServiceRequest>,
+    metrics: Vec<ExportMetricsServiceRequest>,
+}
+
+/// The collector's store, shared with its services.
+#[derive(Debug, Clone, Default)]
+pub struct Collector {
+    received: Arc<Mutex<Received>>,
+    addr: Option<SocketAddr>,
+}
+
+impl Collector {
+    /// Serves the collector on a loopback port, in the background.
+    pub async fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("binds");
+        let collector = Self {
+            addr: Some(listener.local_addr().expect("an address")),
+            ..Self::default()
+        };
+        let (traces, metrics) = (collector.clone(), collector.clone());
+        tokio::spawn(async move {
+            tonic::transport::Server::builder()
+                .add_service(TraceServiceServer::new(traces))
+                .add_service(MetricsServiceServer::new(metrics))
+                .serve_with_incoming(TcpListenerStream::new(listener))
+                .await
+                .expect("the collector serves");
+        });
+        collector
+    }
+
+    /// The `http://` endpoint exporters are pointed at.
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr.expect("started"))
+    }
+
+    /// Every span received so far.
+    pub fn spans(&self) -> Vec<Span> {
+        let received = self.received.lock().expect("not poisoned");
+        received
+            .traces
+            .iter()
+            .flat_map(|r| &r.resource_spans)
+            .flat_map(|r| &r.scope_spans)
+            .flat_map(|s| s.spans.clone())
+            .collect()
+    }
+
+    /// The names of every metric received so far.
+    pub fn metric_names(&self) -> Vec<String> {
+        let received = self.received.lock().expect("not poisoned");
+        received
+            .metrics
+            .iter()
+            .flat_map(|r| &r.resource_metrics)
+            .flat_map(|r| &r.scope_metrics)
+            .flat_map(|s| s.metrics.iter().map(|m| m.name.clone()))
+            .collect()
+    }
+
+    /// Everything received, as text, to search for what must not be there.
+    pub fn everything(&self) -> String {
+        let received = self.received.lock().expect("not poisoned");
+        format!("{:?}\n{:?}", received.traces, received.metrics)
+    }
+}
+
+#[tonic::async_trait]
+impl TraceService for Collector {
+    async fn export(
+        &self,
+        request: Request<ExportTraceServiceRequest>,
+    ) -> Result<Response<ExportTraceServiceResponse>, Status> {
+        if let Ok(mut received) = self.received.lock() {
+            received.traces.push(request.into_inner());
+        }
+        Ok(Response::new(ExportTraceServiceResponse::default()))
+    }
+}
+
+#[tonic::async_trait]
+impl MetricsService for Collector {
+    async fn export(
+        &self,
+        request: Request<ExportMetricsServiceRequest>,
+    ) -> Result<Response<ExportMetricsServiceResponse>, Status> {
+        if let Ok(mut received) = self.received.lock() {
+            received.metrics.push(request.into_inner());
+        }
+        Ok(Response::new(ExportMetricsServiceResponse::default()))
+    }
+}
+
+/// The value of attribute `key` of `span`, as text.
+pub fn attribute(span: &Span, key: &str) -> Option<String> {
+    span.attributes
+        .iter()
+        .find(|KeyValue { key: k, .. }| k == key)
+        .and_then(|kv| kv.value.as_ref())
+        .and_then(|AnyValue { value }| value.as_ref())
+        .map(|value| match value {
+            Value::StringValue(s) => s.clone(),
+            Value::IntValue(i) => i.to_string(),
+            Value::BoolValue(b) => b.to_string(),
+            Value::DoubleValue(d) => d.to_string(),
+            other => format!("{other:?}"),
+        })
+}
+
+/// Lower-case hex of an id.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

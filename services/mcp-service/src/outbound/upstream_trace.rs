@@ -1,0 +1,94 @@
+//! The span of each HTTP request to an MCP server, and its `traceparent`.
+//!
+//! Requests are sent by the session's transport task, outside the span of
+//! the operation that asked for them; the operation's context travels with
+//! the request in its `_meta` (see [`super::telemetry::with_trace`]), and is
+//! taken from there as the parent of the request's span, whose own context
+//! goes out in the `traceparent` header.
+
+use std::collections::HashMap;
+
+use http::{HeaderName, HeaderValue};
+use rmcp::{
+    model::{ClientJsonRpcMessage, ClientRequest, RequestMetaObject, RequestParamsMeta},
+    transport::streamable_http_client::StreamableHttpError,
+};
+use tracing::Span;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+
+/// The `_meta` of the requests mcp-service sends with a trace context.
+fn meta_of(request: &ClientRequest) -> Option<&RequestMetaObject> {
+    match request {
+        ClientRequest::CallToolRequest(r) => r.params.meta(),
+        ClientRequest::ReadResourceRequest(r) => r.params.meta(),
+        ClientRequest::GetPromptRequest(r) => r.params.meta(),
+        ClientRequest::ListToolsRequest(r) => r.params.as_ref()?.meta(),
+        ClientRequest::ListResourcesRequest(r) => r.params.as_ref()?.meta(),
+        ClientRequest::ListResourceTemplatesRequest(r) => r.params.as_ref()?.meta(),
+        ClientRequest::ListPromptsRequest(r) => r.params.as_ref()?.meta(),
+        _ => None,
+    }
+}
+
+/// The span of sending `message` on session `session_id`, and `headers`
+/// with its `traceparent`; no span for a message that carries no trace
+/// context (handshakes, notifications).
+pub fn upstream_request(
+    message: &ClientJsonRpcMessage,
+    session_id: Option<&str>,
+    mut headers: HashMap<HeaderName, HeaderValue>,
+) -> (Span, HashMap<HeaderName, HeaderValue>) {
+    let ClientJsonRpcMessage::Request(request) = message else {
+        return (Span::none(), headers);
+    };
+    let Some(meta) = meta_of(&request.request) else {
+        return (Span::none(), headers);
+    };
+    let Some(traceparent) = meta.get_traceparent() else {
+        return (Span::none(), headers);
+    };
+    let mut fields = HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
+    if let Some(tracestate) = meta.get_tracestate() {
+        fields.insert("tracestate".to_owned(), tracestate.to_owned());
+    }
+    let method = request.request.method();
+    let span = tracing::info_span!(
+        "mcp.upstream",
+        otel.name = %format!("POST {method}"),
+        otel.kind = "client",
+        http.request.method = "POST",
+        mcp.method.name = %method,
+        mcp.session.id = tracing::field::Empty,
+        jsonrpc.request.id = %request.id,
+    );
+    if let Some(session_id) = session_id {
+        span.record("mcp.session.id", session_id);
+    }
+    // Fails only without an OpenTelemetry layer; then there is no trace.
+    let _ = span.set_parent(switchboard_telemetry::context_from_trace_fields(&fields));
+    let mut trace_headers = http::HeaderMap::new();
+    span.in_scope(|| switchboard_telemetry::inject_current_headers(&mut trace_headers));
+    for (name, value) in trace_headers {
+        if let Some(name) = name {
+            headers.insert(name, value);
+        }
+    }
+    (span, headers)
+}
+
+/// Marks the request's span failed when it got no answer. The error's own
+/// text is not recorded: it names the URL, which may carry a credential.
+pub fn record_failure<T, E>(span: &Span, response: &Result<T, StreamableHttpError<E>>)
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let Err(error) = response else {
+        return;
+    };
+    let error_type = match error {
+        StreamableHttpError::Client(_) => "transport",
+        StreamableHttpError::ResponseBodyTooLarge { .. } => "too_large",
+        _ => "upstream_error",
+    };
+    switchboard_telemetry::record_error(span, error_type, "the request to the MCP server failed");
+}

@@ -1,0 +1,117 @@
+//! The spans of a step's model call and tool calls (OpenTelemetry GenAI
+//! conventions), and their metrics.
+
+use super::{Running, Stop, Turn};
+use crate::domain::run::ToolCallStatus;
+use crate::domain::{
+    model::ToolCall,
+    tools::{ToolContext, ToolOutcome, ToolRouter, Toolset},
+};
+
+impl Running<'_> {
+    /// One model call in its `chat {model}` span (GenAI conventions), with
+    /// its token usage and duration recorded on the span and as metrics.
+    pub(super) async fn chat(&mut self, toolset: &Toolset) -> Result<Turn, Stop> {
+        let config = &self.agent.config;
+        let span = tracing::info_span!(
+            "chat",
+            otel.name = %format!("chat {}", config.model),
+            otel.kind = "client",
+            gen_ai.operation.name = "chat",
+            gen_ai.provider.name = %config.provider,
+            gen_ai.request.model = %config.model,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            gen_ai.system_instructions = tracing::field::Empty,
+            gen_ai.output.messages = tracing::field::Empty,
+        );
+        let capture = switchboard_telemetry::capture_content();
+        if capture && let Some(system) = &self.system {
+            span.record("gen_ai.system_instructions", system.as_str());
+        }
+        let (provider, model) = (config.provider.clone(), config.model.clone());
+        let before = self.run.usage;
+        let started = std::time::Instant::now();
+        let turn = tracing::Instrument::instrument(self.model_turn(toolset), span.clone()).await;
+        let used = |after: i64, before: i64| u64::try_from(after - before).unwrap_or(0);
+        let input = used(self.run.usage.input_tokens, before.input_tokens);
+        let output = used(self.run.usage.output_tokens, before.output_tokens);
+        span.record("gen_ai.usage.input_tokens", input);
+        span.record("gen_ai.usage.output_tokens", output);
+        let error_type = match &turn {
+            Ok(turn) => {
+                if capture {
+                    span.record("gen_ai.output.messages", output_messages(turn).as_str());
+                }
+                None
+            }
+            Err(Stop::Disconnected | Stop::Cancelled) => Some("cancelled"),
+            Err(Stop::Ended) => Some("ended"),
+            Err(Stop::Failed(error)) => {
+                switchboard_telemetry::record_error(&span, "model_error", &error.to_string());
+                Some("model_error")
+            }
+        };
+        crate::metrics::model_call(
+            &provider,
+            &model,
+            started.elapsed(),
+            Some((input, output)),
+            error_type,
+        );
+        turn
+    }
+}
+
+/// The model's answer as the GenAI conventions' `gen_ai.output.messages`.
+fn output_messages(turn: &Turn) -> String {
+    let mut parts = vec![serde_json::json!({"type": "text", "content": turn.text})];
+    parts.extend(turn.calls.iter().map(|call| {
+        serde_json::json!({
+            "type": "tool_call",
+            "id": call.id,
+            "name": call.name,
+            "arguments": call.arguments,
+        })
+    }));
+    serde_json::json!([{"role": "assistant", "parts": parts}]).to_string()
+}
+
+/// One tool call in its `execute_tool {name}` span. Its arguments and result
+/// are recorded only when the operator turned content capture on.
+pub(super) async fn execute_tool(
+    router: &ToolRouter,
+    context: &ToolContext,
+    toolset: &Toolset,
+    call: &ToolCall,
+) -> ToolOutcome {
+    let span = tracing::info_span!(
+        "execute_tool",
+        otel.name = %format!("execute_tool {}", call.name),
+        otel.kind = "internal",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %call.name,
+        gen_ai.tool.call.id = %call.id,
+        gen_ai.tool.call.arguments = tracing::field::Empty,
+        gen_ai.tool.call.result = tracing::field::Empty,
+    );
+    let capture = switchboard_telemetry::capture_content();
+    if capture {
+        span.record("gen_ai.tool.call.arguments", call.arguments.as_str());
+    }
+    let outcome =
+        tracing::Instrument::instrument(router.call(context, toolset, call), span.clone()).await;
+    if capture {
+        span.record("gen_ai.tool.call.result", outcome.text.as_str());
+    }
+    let error_type = match outcome.status {
+        ToolCallStatus::Succeeded => None,
+        ToolCallStatus::Failed => Some("tool_error"),
+        ToolCallStatus::TimedOut => Some("timeout"),
+        ToolCallStatus::NotFound => Some("tool_not_found"),
+    };
+    if let Some(error_type) = error_type {
+        switchboard_telemetry::record_error(&span, error_type, "the tool call failed");
+    }
+    outcome
+}

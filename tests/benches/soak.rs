@@ -55,6 +55,8 @@ async fn main() -> anyhow::Result<()> {
     let workload = Workload {
         calls: setting("SOAK_CALLS", 5),
         sleep_ms: u64::try_from(setting("SOAK_SLEEP_MS", 200))?,
+        // The production default: a loaded replica's heartbeats may lag.
+        lease: Duration::from_secs(30),
     };
     let mut fleet = Fleet::start(workload).await?;
     let mut threads = Vec::with_capacity(runs_wanted);

@@ -31,6 +31,9 @@ pub const TOOL: &str = "example__sleep";
 pub struct Workload {
     pub calls: usize,
     pub sleep_ms: u64,
+    /// The runs' lease (`SWITCHBOARD_RUN_STALE_AFTER`); heartbeats come six
+    /// times as often.
+    pub lease: Duration,
 }
 
 impl Default for Workload {
@@ -39,11 +42,13 @@ impl Default for Workload {
         Self {
             calls: 2,
             sleep_ms: 1500,
+            lease: STALE_AFTER,
         }
     }
 }
 
-/// The lease of a run: how long it lives without its replica's heartbeat.
+/// The suite's lease of a run: how long it lives without its replica's
+/// heartbeat (short, so a killed replica's runs end within the test).
 pub const STALE_AFTER: Duration = Duration::from_secs(3);
 
 /// The whole system under test.
@@ -54,6 +59,7 @@ pub struct Fleet {
     pub upstream: Option<Child>,
     upstream_port: u16,
     pub calls_log: PathBuf,
+    workload: Workload,
     _dir: tempfile::TempDir,
     _model: ScriptedModel,
     pub token: String,
@@ -78,6 +84,7 @@ impl Fleet {
         )
         .await?;
         let mut fleet = Self {
+            workload,
             mcp: Vec::new(),
             runs: Vec::new(),
             upstream: None,
@@ -184,7 +191,8 @@ impl Fleet {
             .collect::<Vec<_>>()
             .join(",");
         let providers = format!("scripted=openai,{}", self._model.base_url());
-        let stale = format!("{}s", STALE_AFTER.as_secs());
+        let stale = format!("{}ms", self.workload.lease.as_millis());
+        let heartbeat = format!("{}ms", (self.workload.lease / 6).as_millis());
         let process = start_binary(
             &binary.display().to_string(),
             self._dir.path(),
@@ -194,7 +202,7 @@ impl Fleet {
                 ("SWITCHBOARD_MCP_SERVICE_URL", mcp_urls.as_str()),
                 ("SWITCHBOARD_MODEL_PROVIDERS", providers.as_str()),
                 ("SWITCHBOARD_RUN_STALE_AFTER", stale.as_str()),
-                ("SWITCHBOARD_RUN_HEARTBEAT_INTERVAL", "500ms"),
+                ("SWITCHBOARD_RUN_HEARTBEAT_INTERVAL", heartbeat.as_str()),
                 ("SWITCHBOARD_REPLICA_NAME", name.as_str()),
                 ("SWITCHBOARD_TOOL_TIMEOUT", "20s"),
                 ("SWITCHBOARD_READINESS_INTERVAL", "500ms"),

@@ -3,15 +3,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use switchboard_server::FieldViolation;
 use uuid::Uuid;
-
-/// Parses a UUID id of request field `field`.
-pub fn parse_id(field: &str, value: &str) -> Result<String, FieldViolation> {
-    Uuid::parse_str(value)
-        .map(|id| id.hyphenated().to_string())
-        .map_err(|_| FieldViolation::new(field, "must be an id (a UUID)"))
-}
 
 /// A new time-ordered id.
 pub fn new_id() -> String {

@@ -11,6 +11,7 @@
 pub mod datasource;
 pub mod entities;
 pub mod error;
+pub mod ids;
 pub mod input;
 pub mod model;
 pub mod ports;

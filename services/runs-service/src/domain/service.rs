@@ -10,6 +10,7 @@ use super::{
     datasource::{DataSource, DataSources, ImportError},
     entities::{Agent, AgentConfig, Message, Run, Thread, new_id},
     error::RunsError,
+    ids::{AgentId, ParsedId as _, RunId, ThreadId},
     ports::{Cursor, RunsRepository},
     tools::valid_tool_name,
 };
@@ -149,7 +150,7 @@ impl RunsService {
     }
 
     /// An agent of the caller's organization.
-    pub async fn get_agent(&self, caller: &Principal, id: &str) -> Result<Agent, RunsError> {
+    pub async fn get_agent(&self, caller: &Principal, id: &AgentId) -> Result<Agent, RunsError> {
         self.repo
             .get_agent(&caller.org_id, id)
             .await?
@@ -175,7 +176,7 @@ impl RunsService {
     pub async fn update_agent(
         &self,
         caller: &Principal,
-        id: &str,
+        id: &AgentId,
         change: impl FnOnce(&Agent) -> Result<AgentInput, RunsError>,
     ) -> Result<Agent, RunsError> {
         require_admin(caller)?;
@@ -192,7 +193,7 @@ impl RunsService {
     }
 
     /// Deletes an agent (admins only).
-    pub async fn delete_agent(&self, caller: &Principal, id: &str) -> Result<(), RunsError> {
+    pub async fn delete_agent(&self, caller: &Principal, id: &AgentId) -> Result<(), RunsError> {
         require_admin(caller)?;
         if self.repo.delete_agent(&caller.org_id, id).await? {
             Ok(())
@@ -205,7 +206,7 @@ impl RunsService {
     pub async fn create_thread(
         &self,
         caller: &Principal,
-        agent_id: &str,
+        agent_id: &AgentId,
         title: String,
     ) -> Result<Thread, RunsError> {
         let agent = self
@@ -232,7 +233,7 @@ impl RunsService {
     }
 
     /// A thread of the caller.
-    pub async fn get_thread(&self, caller: &Principal, id: &str) -> Result<Thread, RunsError> {
+    pub async fn get_thread(&self, caller: &Principal, id: &ThreadId) -> Result<Thread, RunsError> {
         self.repo
             .get_thread(&caller.org_id, &caller.user_id, id)
             .await?
@@ -243,20 +244,26 @@ impl RunsService {
     pub async fn list_threads(
         &self,
         caller: &Principal,
-        agent: Option<&str>,
+        agent: Option<&AgentId>,
         before: Cursor,
         limit: u32,
     ) -> Result<Page<Thread>, RunsError> {
         let mut items = self
             .repo
-            .list_threads(&caller.org_id, &caller.user_id, agent, before, limit + 1)
+            .list_threads(
+                &caller.org_id,
+                &caller.user_id,
+                agent.map(|id| &**id),
+                before,
+                limit + 1,
+            )
             .await?;
         let next = trim_page(&mut items, limit, |t| (t.created_at, t.id.clone()));
         Ok(Page { items, next })
     }
 
     /// Deletes a thread of the caller with everything in it.
-    pub async fn delete_thread(&self, caller: &Principal, id: &str) -> Result<(), RunsError> {
+    pub async fn delete_thread(&self, caller: &Principal, id: &ThreadId) -> Result<(), RunsError> {
         if self
             .repo
             .delete_thread(&caller.org_id, &caller.user_id, id)
@@ -272,7 +279,7 @@ impl RunsService {
     pub async fn list_messages(
         &self,
         caller: &Principal,
-        thread_id: &str,
+        thread_id: &ThreadId,
         after_seq: i64,
         limit: u32,
     ) -> Result<(Vec<Message>, Option<i64>), RunsError> {
@@ -294,7 +301,7 @@ impl RunsService {
     pub async fn list_data_sources(
         &self,
         caller: &Principal,
-        thread_id: &str,
+        thread_id: &ThreadId,
     ) -> Result<Vec<DataSource>, RunsError> {
         let thread = self.get_thread(caller, thread_id).await?;
         Ok(self.sources.list(&thread.id).await?)
@@ -304,7 +311,7 @@ impl RunsService {
     pub async fn import_data_source(
         &self,
         caller: &Principal,
-        thread_id: &str,
+        thread_id: &ThreadId,
         name: &str,
         csv: &[u8],
     ) -> Result<DataSource, RunsError> {
@@ -326,13 +333,15 @@ impl RunsService {
     }
 
     /// A run of one of the caller's threads.
-    pub async fn get_run(&self, caller: &Principal, id: &str) -> Result<Run, RunsError> {
+    pub async fn get_run(&self, caller: &Principal, id: &RunId) -> Result<Run, RunsError> {
         let run = self
             .repo
             .find_run(id)
             .await?
             .ok_or(RunsError::NotFound("run"))?;
-        self.get_thread(caller, &run.thread_id)
+        let thread_id =
+            ThreadId::parse("thread_id", &run.thread_id).map_err(|_| RunsError::NotFound("run"))?;
+        self.get_thread(caller, &thread_id)
             .await
             .map_err(|_| RunsError::NotFound("run"))?;
         Ok(run)
@@ -345,7 +354,7 @@ impl RunsService {
     pub async fn list_runs(
         &self,
         caller: &Principal,
-        thread_id: &str,
+        thread_id: &ThreadId,
         before: Cursor,
         limit: u32,
     ) -> Result<(Vec<Run>, Cursor), RunsError> {

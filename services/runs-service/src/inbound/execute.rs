@@ -16,10 +16,11 @@ use switchboard_server::{
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Status, codegen::BoxStream};
 
-use super::{convert::proto_event, error::status, manage::with_heartbeats};
+use super::{convert::proto_event, error::status, id, manage::with_heartbeats};
 use crate::domain::{
-    entities::{Run, RunStatus, parse_id},
+    entities::{Run, RunStatus},
     error::RunsError,
+    ids::{RunId, ThreadId},
     ports::Caller,
     run::{ClientResult, Envelope, Orchestrator, RunEvent, RunInput},
     service::RunsService,
@@ -31,18 +32,14 @@ const METHOD: &str = "ExecuteRun";
 /// How long a repeat of a run that is still going should wait.
 const RUNNING_RETRY_AFTER: Duration = Duration::from_secs(2);
 
-fn id(field: &str, value: &str) -> Result<String, Status> {
-    parse_id(field, value).map_err(|v| status(v.into()))
-}
-
 fn invalid(violation: FieldViolation) -> Status {
     status(RunsError::from(violation))
 }
 
 /// The thread and input of a request.
-fn parse(request: pb::ExecuteRunRequest) -> Result<(String, RunInput), Status> {
+fn parse(request: pb::ExecuteRunRequest) -> Result<(ThreadId, RunInput), Status> {
     // `detach_on_disconnect` is read by the caller.
-    let thread_id = id("thread_id", &request.thread_id)?;
+    let thread_id: ThreadId = id("thread_id", &request.thread_id)?;
     let input = match request.input {
         None => {
             return Err(invalid(FieldViolation::new(
@@ -55,7 +52,7 @@ fn parse(request: pb::ExecuteRunRequest) -> Result<(String, RunInput), Status> {
         }
         Some(pb::execute_run_request::Input::ClientToolResults(results)) => {
             RunInput::ClientToolResults {
-                run_id: id("client_tool_results.run_id", &results.run_id)?,
+                run_id: id::<RunId>("client_tool_results.run_id", &results.run_id)?.into(),
                 results: results
                     .results
                     .into_iter()
@@ -143,8 +140,10 @@ async fn replay(
     caller: &Caller,
     run_id: &str,
 ) -> Result<BoxStream<pb::ExecuteRunResponse>, Status> {
+    // The id the request's first execution stored.
+    let run_id: RunId = id("run_id", run_id)?;
     let run = service
-        .get_run(&caller.principal, run_id)
+        .get_run(&caller.principal, &run_id)
         .await
         .map_err(status)?;
     let events = replay_events(run).ok_or_else(|| {

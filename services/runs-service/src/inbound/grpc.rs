@@ -15,11 +15,11 @@ use super::{
     },
     error::status,
     execute::execute_run,
-    manage,
+    id, manage,
 };
 use crate::domain::{
-    entities::parse_id,
     error::RunsError,
+    ids::{AgentId, RunId, ThreadId},
     ports::Caller,
     run::Orchestrator,
     service::{AgentInput, RunsService},
@@ -78,10 +78,6 @@ fn caller<T>(request: &Request<T>) -> Result<Principal, Status> {
     principal(request).cloned()
 }
 
-fn id(field: &str, value: &str) -> Result<String, Status> {
-    parse_id(field, value).map_err(|v| status(v.into()))
-}
-
 fn invalid(violation: FieldViolation) -> Status {
     status(RunsError::from(violation))
 }
@@ -129,7 +125,7 @@ impl RunsRpc for RunsApi {
         request: Request<pb::GetAgentRequest>,
     ) -> Reply<pb::GetAgentResponse> {
         let caller = caller(&request)?;
-        let agent_id = id("id", &request.get_ref().id)?;
+        let agent_id: AgentId = id("id", &request.get_ref().id)?;
         let agent = self
             .service
             .get_agent(&caller, &agent_id)
@@ -168,7 +164,7 @@ impl RunsRpc for RunsApi {
         let patch = request
             .agent
             .ok_or_else(|| invalid(FieldViolation::new("agent", "is required")))?;
-        let agent_id = id("agent.id", &patch.id)?;
+        let agent_id: AgentId = id("agent.id", &patch.id)?;
         let paths = request.update_mask.map(|m| m.paths).unwrap_or_default();
         if paths.is_empty() {
             return Err(invalid(FieldViolation::new(
@@ -221,7 +217,7 @@ impl RunsRpc for RunsApi {
         request: Request<pb::DeleteAgentRequest>,
     ) -> Reply<pb::DeleteAgentResponse> {
         let caller = caller(&request)?;
-        let agent_id = id("id", &request.get_ref().id)?;
+        let agent_id: AgentId = id("id", &request.get_ref().id)?;
         self.service
             .delete_agent(&caller, &agent_id)
             .await
@@ -236,7 +232,7 @@ impl RunsRpc for RunsApi {
         let caller = caller(&request)?;
         let mut request = request.into_inner();
         let (request_id, fingerprint) = request_key(&caller, &mut request, |r| &mut r.request_id)?;
-        let agent_id = id("agent_id", &request.agent_id)?;
+        let agent_id: AgentId = id("agent_id", &request.agent_id)?;
         let create = || async {
             let thread = self
                 .service
@@ -264,7 +260,7 @@ impl RunsRpc for RunsApi {
         request: Request<pb::GetThreadRequest>,
     ) -> Reply<pb::GetThreadResponse> {
         let caller = caller(&request)?;
-        let thread_id = id("id", &request.get_ref().id)?;
+        let thread_id: ThreadId = id("id", &request.get_ref().id)?;
         let thread = self
             .service
             .get_thread(&caller, &thread_id)
@@ -286,11 +282,11 @@ impl RunsRpc for RunsApi {
         let agent = if request.agent_id.is_empty() {
             None
         } else {
-            Some(id("agent_id", &request.agent_id)?)
+            Some(id::<AgentId>("agent_id", &request.agent_id)?)
         };
         let page = self
             .service
-            .list_threads(&caller, agent.as_deref(), before, limit)
+            .list_threads(&caller, agent.as_ref(), before, limit)
             .await
             .map_err(status)?;
         Ok(Response::new(pb::ListThreadsResponse {
@@ -304,7 +300,7 @@ impl RunsRpc for RunsApi {
         request: Request<pb::DeleteThreadRequest>,
     ) -> Reply<pb::DeleteThreadResponse> {
         let caller = caller(&request)?;
-        let thread_id = id("id", &request.get_ref().id)?;
+        let thread_id: ThreadId = id("id", &request.get_ref().id)?;
         self.service
             .delete_thread(&caller, &thread_id)
             .await
@@ -318,7 +314,7 @@ impl RunsRpc for RunsApi {
     ) -> Reply<pb::ListMessagesResponse> {
         let caller = caller(&request)?;
         let request = request.into_inner();
-        let thread_id = id("thread_id", &request.thread_id)?;
+        let thread_id: ThreadId = id("thread_id", &request.thread_id)?;
         let limit = page_size("page_size", request.page_size).map_err(invalid)?;
         let after = decode_seq("page_token", &request.page_token).map_err(invalid)?;
         let (messages, next) = self
@@ -338,7 +334,7 @@ impl RunsRpc for RunsApi {
     ) -> Reply<pb::ListDataSourcesResponse> {
         let caller = caller(&request)?;
         let request = request.into_inner();
-        let thread_id = id("thread_id", &request.thread_id)?;
+        let thread_id: ThreadId = id("thread_id", &request.thread_id)?;
         let limit = page_size("page_size", request.page_size).map_err(invalid)? as usize;
         let offset = decode_seq("page_token", &request.page_token).map_err(invalid)?;
         let offset = usize::try_from(offset).unwrap_or(0);
@@ -370,7 +366,7 @@ impl RunsRpc for RunsApi {
         let caller = caller(&request)?;
         let mut request = request.into_inner();
         let (request_id, fingerprint) = request_key(&caller, &mut request, |r| &mut r.request_id)?;
-        let thread_id = id("thread_id", &request.thread_id)?;
+        let thread_id: ThreadId = id("thread_id", &request.thread_id)?;
         let import = || async {
             let source = self
                 .service
@@ -395,7 +391,7 @@ impl RunsRpc for RunsApi {
 
     async fn get_run(&self, request: Request<pb::GetRunRequest>) -> Reply<pb::GetRunResponse> {
         let caller = caller(&request)?;
-        let run_id = id("id", &request.get_ref().id)?;
+        let run_id: RunId = id("id", &request.get_ref().id)?;
         let run = self
             .service
             .get_run(&caller, &run_id)

@@ -12,14 +12,15 @@ use tonic::{Status, codegen::BoxStream};
 use super::{
     convert::{decode_cursor, encode_cursor, page_size, proto_event, proto_run},
     error::status,
+    id,
 };
 use crate::domain::{
-    entities::parse_id, error::RunsError, ports::Caller, run::Orchestrator, service::RunsService,
+    error::RunsError,
+    ids::{RunId, ThreadId},
+    ports::Caller,
+    run::Orchestrator,
+    service::RunsService,
 };
-
-fn id(field: &str, value: &str) -> Result<String, Status> {
-    parse_id(field, value).map_err(|v| status(v.into()))
-}
 
 fn invalid(violation: FieldViolation) -> Status {
     status(RunsError::from(violation))
@@ -31,7 +32,7 @@ pub(crate) async fn list_runs(
     caller: &Caller,
     request: pb::ListRunsRequest,
 ) -> Result<pb::ListRunsResponse, Status> {
-    let thread_id = id("thread_id", &request.thread_id)?;
+    let thread_id: ThreadId = id("thread_id", &request.thread_id)?;
     let limit = page_size("page_size", request.page_size).map_err(invalid)?;
     let before = decode_cursor("page_token", &request.page_token).map_err(invalid)?;
     let (runs, next) = service
@@ -51,7 +52,7 @@ pub(crate) async fn cancel_run(
     caller: &Caller,
     request: pb::CancelRunRequest,
 ) -> Result<pb::CancelRunResponse, Status> {
-    let run_id = id("id", &request.id)?;
+    let run_id: RunId = id("id", &request.id)?;
     let run = service
         .get_run(&caller.principal, &run_id)
         .await
@@ -70,7 +71,7 @@ pub(crate) async fn watch_run(
     request: pb::WatchRunRequest,
     heartbeat: Duration,
 ) -> Result<BoxStream<pb::WatchRunResponse>, Status> {
-    let run_id = id("id", &request.id)?;
+    let run_id: RunId = id("id", &request.id)?;
     if request.from_sequence < 0 {
         return Err(invalid(FieldViolation::new(
             "from_sequence",
@@ -83,7 +84,7 @@ pub(crate) async fn watch_run(
         .map_err(status)?;
     let events = ReceiverStream::new(orchestrator.watch(&run, request.from_sequence))
         .map(|event| event.map(proto_event).map_err(status));
-    let events = with_heartbeats(Box::pin(events), heartbeat, run_id);
+    let events = with_heartbeats(Box::pin(events), heartbeat, run_id.into());
     Ok(Box::pin(events.map(|event| {
         event.map(|event| pb::WatchRunResponse { event: Some(event) })
     })))

@@ -7,3 +7,13 @@ mod grpc;
 mod manage;
 
 pub(crate) use grpc::RunsApi;
+
+use tonic::Status;
+
+use crate::domain::ids::ParsedId;
+
+/// The id in request field `field`, typed; INVALID_ARGUMENT when it is not
+/// one.
+fn id<I: ParsedId>(field: &str, value: &str) -> Result<I, Status> {
+    I::parse(field, value).map_err(|v| error::status(v.into()))
+}

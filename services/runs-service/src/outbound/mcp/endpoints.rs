@@ -8,11 +8,7 @@
 //! drops it. A lookup that fails keeps what the last one found, so trouble
 //! with DNS never empties the set.
 
-use std::{
-    collections::{BTreeMap, BTreeSet},
-    net::SocketAddr,
-    time::Duration,
-};
+use std::{collections::BTreeSet, net::SocketAddr, time::Duration};
 
 use anyhow::{Context as _, bail};
 use tokio::sync::mpsc::Sender;
@@ -65,7 +61,7 @@ impl McpEndpoints {
         let (channel, changes) = Channel::balance_channel(64);
         let mut resolver = Resolver {
             endpoints: self.clone(),
-            found: BTreeMap::new(),
+            found: vec![BTreeSet::new(); self.urls.len()],
             changes,
         };
         resolver.refresh().await;
@@ -113,8 +109,8 @@ fn parse_url(url: &str) -> anyhow::Result<Uri> {
 
 struct Resolver {
     endpoints: McpEndpoints,
-    /// What each URL resolved to last.
-    found: BTreeMap<String, BTreeSet<SocketAddr>>,
+    /// What each URL (by its index in `endpoints.urls`) resolved to last.
+    found: Vec<BTreeSet<SocketAddr>>,
     changes: Sender<Change<SocketAddr, Endpoint>>,
 }
 
@@ -122,30 +118,27 @@ impl Resolver {
     /// Resolves every URL and tells the balancer what changed; false when
     /// the channel is gone.
     async fn refresh(&mut self) -> bool {
-        let before: BTreeSet<SocketAddr> = self.found.values().flatten().copied().collect();
-        for url in &self.endpoints.urls {
+        let before: BTreeSet<SocketAddr> = self.found.iter().flatten().copied().collect();
+        for (url, found) in self.endpoints.urls.iter().zip(&mut self.found) {
             let (host, port) = (url.host().unwrap_or_default(), url.port_u16().unwrap_or(80));
             match tokio::net::lookup_host((host.trim_matches(['[', ']']), port)).await {
-                Ok(addresses) => {
-                    self.found.insert(url.to_string(), addresses.collect());
-                }
+                Ok(addresses) => *found = addresses.collect(),
                 Err(error) => {
                     tracing::warn!(%url, %error, "could not resolve mcp-service; keeping the replicas found before");
                 }
             }
         }
-        let after: BTreeSet<SocketAddr> = self.found.values().flatten().copied().collect();
+        let after: BTreeSet<SocketAddr> = self.found.iter().flatten().copied().collect();
         for gone in before.difference(&after) {
             tracing::info!(address = %gone, "an mcp-service replica left");
             if self.changes.send(Change::Remove(*gone)).await.is_err() {
                 return false;
             }
         }
-        for (url, addresses) in &self.found {
-            let url: Uri = url.parse().expect("a URL parsed before");
+        for (url, addresses) in self.endpoints.urls.iter().zip(&self.found) {
             for new in addresses.difference(&before) {
                 tracing::info!(address = %new, "an mcp-service replica joined");
-                let endpoint = self.endpoints.endpoint(&url, *new);
+                let endpoint = self.endpoints.endpoint(url, *new);
                 if self
                     .changes
                     .send(Change::Insert(*new, endpoint))

@@ -5,6 +5,7 @@ mod config_docs;
 mod exact_json;
 mod examples;
 mod hostile_resources;
+mod input_required;
 mod mcp_replicas;
 mod polyglot;
 mod replicas;

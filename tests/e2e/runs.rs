@@ -342,6 +342,7 @@ async fn client_tools_pause_the_run_and_their_results_resume_it() {
                         content: "Paris".into(),
                         is_error: false,
                     }],
+                    input_answers: Vec::new(),
                 },
             )),
             ..Default::default()

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use switchboard_example_mcp_server::{HttpServerOptions, RunningHttpServer, spawn_http};
+use switchboard_mcp_service::outbound::elicitation::ElicitationPolicy;
 use switchboard_proto::{
     mcp::v1::{self as mcp, mcp_service_client::McpServiceClient},
     runs::v1::{self as runs, runs_service_client::RunsServiceClient},
@@ -55,6 +56,9 @@ pub struct Options {
     pub mcp_replicas: usize,
     /// How mcp-service authenticates to the example server.
     pub integration_auth: Option<mcp::auth_config::Method>,
+    /// Whether the example server speaks 2026-07-28 and lists its `confirm`
+    /// tool, and mcp-service passes its servers' questions to the caller.
+    pub questions_to_caller: bool,
 }
 
 impl Default for Options {
@@ -69,6 +73,7 @@ impl Default for Options {
             record_tool: false,
             mcp_replicas: 0,
             integration_auth: None,
+            questions_to_caller: false,
         }
     }
 }
@@ -119,17 +124,22 @@ pub async fn world(options: Options) -> World {
     let token = admin();
     let upstream = spawn_http(HttpServerOptions {
         record_tool: options.record_tool,
+        confirm_tool: options.questions_to_caller,
+        // Servers ask this way from 2026-07-28 on, whose lifecycle is
+        // stateless.
+        stateful: !options.questions_to_caller,
         ..HttpServerOptions::default()
     })
     .await
     .expect("example server");
     let mcp_db = TestDb::sqlite().expect("db");
-    let mcp = switchboard_mcp_service::spawn(switchboard_mcp_service::Config::for_tests(
-        &mcp_db.url,
-        TEST_JWT_SECRET,
-    ))
-    .await
-    .expect("mcp-service");
+    let mut mcp_config = switchboard_mcp_service::Config::for_tests(&mcp_db.url, TEST_JWT_SECRET);
+    if options.questions_to_caller {
+        mcp_config.elicitation = ElicitationPolicy::Caller;
+    }
+    let mcp = switchboard_mcp_service::spawn(mcp_config)
+        .await
+        .expect("mcp-service");
     let mut mcp_replicas = Vec::new();
     for _ in 0..options.mcp_replicas {
         let replica = switchboard_mcp_service::spawn(switchboard_mcp_service::Config::for_tests(

@@ -9,7 +9,7 @@ use rmcp::{
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
         GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequiredResult,
-        JsonObject, PromptMessage, Role,
+        JsonObject, PromptMessage, Role, Tool,
     },
 };
 use serde_json::{Value, json};
@@ -22,6 +22,23 @@ use serde_json::{Value, json};
 /// the verdict its one message. Unlisted, so that listings stay as they
 /// are.
 pub const CONFIRM_TOOL: &str = "confirm";
+
+/// The tool as listed, when the server lists it
+/// ([`crate::ExampleServer::with_confirm_tool`]).
+pub(crate) fn tool() -> Tool {
+    Tool::new(
+        CONFIRM_TOOL,
+        "Asks the user to confirm an action before it is done, then reports their answer.",
+        std::sync::Arc::new(serde_json::Map::from_iter([
+            ("type".to_owned(), json!("object")),
+            (
+                "properties".to_owned(),
+                json!({"action": {"type": "string", "description": "What to do."}}),
+            ),
+            ("required".to_owned(), json!(["action"])),
+        ])),
+    )
+}
 
 /// The key of the tool's one input request.
 pub const CONFIRM_KEY: &str = "confirm";

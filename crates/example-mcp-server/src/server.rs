@@ -61,6 +61,7 @@ pub struct ExampleServer {
     discovery_delay: Duration,
     endless_tool_pages: bool,
     record_tool: bool,
+    confirm_tool: bool,
     initialize_only: bool,
     cutter: Option<ConnectionCutter>,
 }
@@ -99,6 +100,7 @@ impl ExampleServer {
             discovery_delay: Duration::ZERO,
             endless_tool_pages: false,
             record_tool: false,
+            confirm_tool: false,
             initialize_only: false,
             cutter: None,
         }
@@ -120,6 +122,13 @@ impl ExampleServer {
     /// Lists [`RECORD_TOOL`], which returns the arguments it received.
     pub fn with_record_tool(mut self, listed: bool) -> Self {
         self.record_tool = listed;
+        self
+    }
+
+    /// Lists [`CONFIRM_TOOL`], which asks the client to confirm its action
+    /// before it finishes.
+    pub fn with_confirm_tool(mut self, listed: bool) -> Self {
+        self.confirm_tool = listed;
         self
     }
 
@@ -155,6 +164,7 @@ impl ExampleServer {
             discovery_delay: self.discovery_delay,
             endless_tool_pages: self.endless_tool_pages,
             record_tool: self.record_tool,
+            confirm_tool: self.confirm_tool,
             initialize_only: self.initialize_only,
             cutter: self.cutter.clone(),
         }
@@ -177,6 +187,9 @@ impl ExampleServer {
         }
         if self.record_tool {
             tools.push(RECORD.clone());
+        }
+        if self.confirm_tool {
+            tools.push(confirm::tool());
         }
         tools
     }

@@ -303,6 +303,8 @@ pub fn kind_of(event: &runs::ExecuteRunResponse) -> &'static str {
         Some(E::RunCompleted(_)) => "run_completed",
         Some(E::RunFailed(_)) => "run_failed",
         Some(E::Heartbeat(_)) => "heartbeat",
+        Some(E::ToolInputRequired(_)) => "tool_input_required",
+        Some(E::AuthorizationRequired(_)) => "authorization_required",
         None => "none",
     }
 }

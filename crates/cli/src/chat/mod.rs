@@ -55,7 +55,11 @@ impl Session {
                 End::Completed => return Ok(()),
                 End::Paused { run_id, calls } => {
                     let results = self.ask_results(&calls, lines).await?;
-                    input = Input::ClientToolResults(ClientToolResultsInput { run_id, results });
+                    input = Input::ClientToolResults(ClientToolResultsInput {
+                        run_id,
+                        results,
+                        input_answers: Vec::new(),
+                    });
                 }
             }
         }

@@ -268,7 +268,8 @@ pub struct ToolBinding {
     pub target: ToolTarget,
 }
 
-/// A client tool call a paused run waits for.
+/// A tool call a paused run waits for: a client tool's, or an MCP tool's
+/// whose server asked the caller something ([`PendingCall::input`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingCall {
     /// Call id.
@@ -277,6 +278,50 @@ pub struct PendingCall {
     pub name: String,
     /// Raw JSON arguments.
     pub arguments: String,
+    /// Set for an MCP tool call that waits for the caller's answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<PendingInput>,
+}
+
+/// What an MCP tool call waits for, and what making it again takes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingInput {
+    /// The integration whose server asked.
+    pub integration_id: String,
+    /// The server's own tool name.
+    pub tool: String,
+    /// What the server asked.
+    pub asked: InputRequired,
+}
+
+/// A server's questions before it completes a call (an MCP
+/// `InputRequiredResult`, as mcp-service passes it on).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputRequired {
+    /// The questions, in the server's key order.
+    pub requests: Vec<InputRequest>,
+    /// The server's opaque state, sent back unchanged with the answers.
+    pub request_state: Option<String>,
+}
+
+/// One question of a server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputRequest {
+    /// The server's key; the answer goes under it.
+    pub key: String,
+    /// The MCP method (`elicitation/create`, ...).
+    pub method: String,
+    /// Its `params` as JSON text.
+    pub params_json: String,
+}
+
+/// The caller's answers to a server's questions, with the server's state.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InputAnswers {
+    /// JSON text of each answer, by the question's key.
+    pub responses: BTreeMap<String, String>,
+    /// The state the server gave with its questions.
+    pub request_state: Option<String>,
 }
 
 /// Token counts.
@@ -307,7 +352,7 @@ pub struct Run {
     pub error: Option<String>,
     /// The tool-name map.
     pub bindings: Vec<ToolBinding>,
-    /// Client calls it waits for, when paused.
+    /// Calls it waits for, when paused.
     pub pending: Vec<PendingCall>,
     /// Created, Unix ms.
     pub created_at: i64,

@@ -3,7 +3,10 @@
 
 use switchboard_server::FieldViolation;
 
-use super::{error::RunsError, run::RunInput};
+use super::{
+    error::RunsError,
+    run::{ClientResult, RunInput, ToolAnswers},
+};
 
 /// How large a run's input may be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,31 +34,9 @@ impl InputLimits {
                     ));
                 }
             }
-            RunInput::ClientToolResults { results, .. } => {
-                if results.len() > self.max_client_tool_results {
-                    violations.push(FieldViolation::new(
-                        "client_tool_results.results",
-                        format!("must be at most {} results", self.max_client_tool_results),
-                    ));
-                }
-                violations.extend(
-                    results
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, result)| {
-                            result.content.len() > self.max_client_tool_result_bytes
-                        })
-                        .map(|(i, _)| {
-                            FieldViolation::new(
-                                format!("client_tool_results.results[{i}].content"),
-                                format!(
-                                    "must be at most {} bytes",
-                                    self.max_client_tool_result_bytes
-                                ),
-                            )
-                        }),
-                );
-            }
+            RunInput::ClientToolResults {
+                results, answers, ..
+            } => self.check_results(results, answers, &mut violations),
         }
         if violations.is_empty() {
             Ok(())
@@ -63,4 +44,65 @@ impl InputLimits {
             Err(RunsError::Invalid(violations))
         }
     }
+
+    /// Client tool results and answers share the count limit; each result
+    /// and each answer has the size limit, and an answer must be a JSON
+    /// object (the result the MCP specification defines for its request).
+    fn check_results(
+        &self,
+        results: &[ClientResult],
+        answers: &[ToolAnswers],
+        violations: &mut Vec<FieldViolation>,
+    ) {
+        let count = results.len().saturating_add(
+            answers
+                .iter()
+                .map(|a| a.responses.len().max(1))
+                .sum::<usize>(),
+        );
+        if count > self.max_client_tool_results {
+            let field = if answers.is_empty() {
+                "client_tool_results.results"
+            } else {
+                "client_tool_results"
+            };
+            violations.push(FieldViolation::new(
+                field,
+                format!(
+                    "must hold at most {} results and answers",
+                    self.max_client_tool_results
+                ),
+            ));
+            return;
+        }
+        let too_large = format!(
+            "must be at most {} bytes",
+            self.max_client_tool_result_bytes
+        );
+        for (i, result) in results.iter().enumerate() {
+            if result.content.len() > self.max_client_tool_result_bytes {
+                violations.push(FieldViolation::new(
+                    format!("client_tool_results.results[{i}].content"),
+                    too_large.clone(),
+                ));
+            }
+        }
+        for (i, answer) in answers.iter().enumerate() {
+            for (key, response) in &answer.responses {
+                let field = format!("client_tool_results.input_answers[{i}].responses[{key:?}]");
+                if response.len() > self.max_client_tool_result_bytes {
+                    violations.push(FieldViolation::new(field, too_large.clone()));
+                } else if !is_json_object(response) {
+                    violations.push(FieldViolation::new(field, "must be a JSON object"));
+                }
+            }
+        }
+    }
+}
+
+fn is_json_object(text: &str) -> bool {
+    matches!(
+        serde_json::from_str::<serde_json::Value>(text),
+        Ok(serde_json::Value::Object(_))
+    )
 }

@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use crate::domain::ports::{
-    Caller, Capabilities, Content, McpCallError, McpPort, McpTool, PromptLine, ResourceData,
-    ToolFailure, ToolOutput,
+    Caller, Capabilities, Content, McpCallError, McpPort, McpTool, McpToolRequest, PromptLine,
+    ResourceData, ToolFailure, ToolOutput,
 };
 
 /// What a fake tool does when called.
@@ -87,12 +87,15 @@ impl McpPort for FakeMcp {
     async fn execute_tool(
         &self,
         _caller: &Caller,
-        integration_id: &str,
-        tool: &str,
-        arguments: &str,
-        _scope: &str,
+        call: McpToolRequest<'_>,
         _timeout: Duration,
     ) -> Result<ToolOutput, McpCallError> {
+        let McpToolRequest {
+            integration_id,
+            tool,
+            arguments,
+            ..
+        } = call;
         if let Ok(mut calls) = self.calls.lock() {
             calls.push((integration_id.into(), tool.into(), arguments.into()));
         }

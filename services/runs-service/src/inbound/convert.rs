@@ -9,9 +9,10 @@ use switchboard_server::{FieldViolation, paging};
 
 use crate::domain::{
     entities::{
-        Agent, AgentConfig, ClientTool, Message, Part, PendingCall, Role, Run, RunStatus, Thread,
-        ToolTarget, Usage,
+        Agent, AgentConfig, ClientTool, InputRequest, Message, Part, PendingCall, Role, Run,
+        RunStatus, Thread, ToolTarget, Usage,
     },
+    model::ToolCall,
     ports::Cursor,
     run::{Envelope, RunEvent, ToolCallStatus, ToolKind},
 };
@@ -235,6 +236,7 @@ fn tool_status(status: ToolCallStatus) -> pb::ToolCallStatus {
         ToolCallStatus::Failed => pb::ToolCallStatus::Failed,
         ToolCallStatus::TimedOut => pb::ToolCallStatus::TimedOut,
         ToolCallStatus::NotFound => pb::ToolCallStatus::NotFound,
+        ToolCallStatus::InputRequired => pb::ToolCallStatus::InputRequired,
     }
 }
 
@@ -244,6 +246,38 @@ fn pending_call(call: PendingCall) -> pb::ToolCallPart {
         arguments_json: call.arguments,
         id: call.id,
         name: call.name,
+    }
+}
+
+fn token_usage(call: Usage, total: Usage) -> pb::TokenUsageReported {
+    pb::TokenUsageReported {
+        usage: Some(usage(call)),
+        total: Some(usage(total)),
+    }
+}
+
+fn tool_started(call: ToolCall, kind: ToolKind) -> pb::ToolCallStarted {
+    pb::ToolCallStarted {
+        tool_call_id: call.id,
+        tool_name: call.name,
+        kind: tool_kind(kind).into(),
+        arguments: arguments_struct(&call.arguments),
+        arguments_json: call.arguments,
+    }
+}
+
+fn input_required(id: String, name: String, requests: Vec<InputRequest>) -> pb::ToolInputRequired {
+    pb::ToolInputRequired {
+        tool_call_id: id,
+        tool_name: name,
+        requests: requests
+            .into_iter()
+            .map(|r| pb::ToolInputRequest {
+                key: r.key,
+                method: r.method,
+                params_json: r.params_json,
+            })
+            .collect(),
     }
 }
 
@@ -258,13 +292,7 @@ pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
         RunEvent::MessageCreated(message) => E::MessageCreated(pb::MessageCreated {
             message: Some(proto_message(&message)),
         }),
-        RunEvent::ToolCallStarted { call, kind } => E::ToolCallStarted(pb::ToolCallStarted {
-            tool_call_id: call.id,
-            tool_name: call.name,
-            kind: tool_kind(kind).into(),
-            arguments: arguments_struct(&call.arguments),
-            arguments_json: call.arguments,
-        }),
+        RunEvent::ToolCallStarted { call, kind } => E::ToolCallStarted(tool_started(call, kind)),
         RunEvent::ToolCallFinished {
             id,
             name,
@@ -288,10 +316,19 @@ pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
                 tool_calls: calls.into_iter().map(pending_call).collect(),
             })
         }
-        RunEvent::Usage { call, total } => E::TokenUsage(pb::TokenUsageReported {
-            usage: Some(usage(call)),
-            total: Some(usage(total)),
+        RunEvent::ToolInputRequired { id, name, requests } => {
+            E::ToolInputRequired(input_required(id, name, requests))
+        }
+        RunEvent::AuthorizationRequired {
+            integration_id,
+            url,
+            tool_call_id,
+        } => E::AuthorizationRequired(pb::AuthorizationRequired {
+            integration_id,
+            authorization_url: url,
+            tool_call_id,
         }),
+        RunEvent::Usage { call, total } => E::TokenUsage(token_usage(call, total)),
         RunEvent::Completed(run) => E::RunCompleted(pb::RunCompleted {
             run: Some(proto_run(&run)),
         }),

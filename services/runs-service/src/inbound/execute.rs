@@ -22,7 +22,7 @@ use crate::domain::{
     error::RunsError,
     ids::{RunId, ThreadId},
     ports::Caller,
-    run::{ClientResult, Envelope, Orchestrator, RunEvent, RunInput},
+    run::{ClientResult, Envelope, Orchestrator, RunEvent, RunInput, ToolAnswers},
     service::RunsService,
 };
 
@@ -60,6 +60,14 @@ fn parse(request: pb::ExecuteRunRequest) -> Result<(ThreadId, RunInput), Status>
                         tool_call_id: r.tool_call_id,
                         content: r.content,
                         is_error: r.is_error,
+                    })
+                    .collect(),
+                answers: results
+                    .input_answers
+                    .into_iter()
+                    .map(|a| ToolAnswers {
+                        tool_call_id: a.tool_call_id,
+                        responses: a.responses.into_iter().collect(),
                     })
                     .collect(),
             }

@@ -15,8 +15,8 @@ use tonic::{Request, Status, transport::Channel};
 pub use self::convert::tool_output;
 use self::convert::{capabilities, content, failure};
 use crate::domain::ports::{
-    Caller, Capabilities, Content, McpCallError, McpPort, PromptLine, ResourceData, ResourceKindOf,
-    ToolOutput,
+    Caller, Capabilities, Content, McpCallError, McpPort, McpToolRequest, PromptLine, ResourceData,
+    ResourceKindOf, ToolOutput,
 };
 
 mod convert;
@@ -122,22 +122,21 @@ impl McpPort for GrpcMcp {
     async fn execute_tool(
         &self,
         caller: &Caller,
-        integration_id: &str,
-        tool: &str,
-        arguments: &str,
-        scope: &str,
+        call: McpToolRequest<'_>,
         timeout: Duration,
     ) -> Result<ToolOutput, McpCallError> {
+        let answers = call.answers.cloned().unwrap_or_default();
         let response = self
             .call(
                 caller,
                 pb::ExecuteToolRequest {
-                    integration_id: integration_id.to_owned(),
-                    tool_name: tool.to_owned(),
+                    integration_id: call.integration_id.to_owned(),
+                    tool_name: call.tool.to_owned(),
                     arguments: None,
-                    session_scope: scope.to_owned(),
-                    arguments_json: arguments.to_owned(),
-                    ..Default::default()
+                    session_scope: call.scope.to_owned(),
+                    arguments_json: call.arguments.to_owned(),
+                    input_responses: answers.responses.into_iter().collect(),
+                    request_state: answers.request_state,
                 },
                 timeout,
                 |mut client, request| async move { client.execute_tool(request).await },

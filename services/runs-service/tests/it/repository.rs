@@ -7,8 +7,9 @@ use switchboard_db::DatabaseArgs;
 use switchboard_runs_service::{
     domain::{
         entities::{
-            Agent, AgentConfig, ClientTool, Message, Part, PendingCall, Role, Run, RunStatus,
-            Thread, ToolBinding, ToolTarget, Usage, new_id,
+            Agent, AgentConfig, ClientTool, InputRequest, InputRequired, Message, Part,
+            PendingCall, PendingInput, Role, Run, RunStatus, Thread, ToolBinding, ToolTarget,
+            Usage, new_id,
         },
         ports::{RepositoryError, RunsRepository},
     },
@@ -709,11 +710,31 @@ async fn run_updates_round_trip_bindings_pending_calls_usage_and_error(kind: DbK
         input_tokens: 1234,
         output_tokens: 56,
     };
-    r.pending = vec![PendingCall {
-        id: "call_9".into(),
-        name: "confirm".into(),
-        arguments: r#"{"question":"Proceed?"}"#.into(),
-    }];
+    r.pending = vec![
+        PendingCall {
+            id: "call_9".into(),
+            name: "confirm".into(),
+            arguments: r#"{"question":"Proceed?"}"#.into(),
+            input: None,
+        },
+        PendingCall {
+            id: "call_10".into(),
+            name: "deploys__confirm".into(),
+            arguments: r#"{"action":"deploy"}"#.into(),
+            input: Some(PendingInput {
+                integration_id: "integration-1".into(),
+                tool: "confirm".into(),
+                asked: InputRequired {
+                    requests: vec![InputRequest {
+                        key: "confirm".into(),
+                        method: "elicitation/create".into(),
+                        params_json: r#"{"message":"Deploy?"}"#.into(),
+                    }],
+                    request_state: Some("confirm:deploy".into()),
+                },
+            }),
+        },
+    ];
     r.updated_at = 300;
     repo.update_run(&r).await.expect("paused");
     assert_eq!(

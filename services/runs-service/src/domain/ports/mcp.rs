@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use super::Caller;
+use crate::domain::entities::{InputAnswers, InputRequired};
 
 /// A tool of an MCP server.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,6 +82,9 @@ pub struct ToolOutput {
     pub content: Vec<Content>,
     /// The structured result as exact JSON text, when the tool sent one.
     pub structured: Option<String>,
+    /// What the server asks the caller, when `failure` is
+    /// [`ToolFailure::InputRequired`].
+    pub input_required: Option<InputRequired>,
 }
 
 /// Why a tool call produced an error result (the contract's
@@ -101,6 +105,8 @@ pub enum ToolFailure {
     Protocol,
     /// The server wants the user's authorization (OAuth).
     AuthorizationRequired,
+    /// The server asks the caller something before it completes the call.
+    InputRequired,
     /// A reason this version does not know (a newer mcp-service).
     Other,
 }
@@ -220,6 +226,22 @@ pub struct PromptLine {
     pub content: Content,
 }
 
+/// One call of a server's tool.
+#[derive(Debug, Clone, Copy)]
+pub struct McpToolRequest<'a> {
+    /// The integration.
+    pub integration_id: &'a str,
+    /// The server's own tool name.
+    pub tool: &'a str,
+    /// The exact JSON text of the arguments, an object.
+    pub arguments: &'a str,
+    /// The upstream session's key (the thread).
+    pub scope: &'a str,
+    /// The caller's answers to what the server asked when this call was
+    /// made before; `None` for a new call.
+    pub answers: Option<&'a InputAnswers>,
+}
+
 /// mcp-service, as runs-service uses it.
 #[async_trait]
 pub trait McpPort: Send + Sync + 'static {
@@ -230,15 +252,11 @@ pub trait McpPort: Send + Sync + 'static {
         integration_id: &str,
         timeout: Duration,
     ) -> Result<Capabilities, McpCallError>;
-    /// Calls a tool with `arguments`, the exact JSON text of an object;
-    /// `scope` keys the upstream session (the thread).
+    /// Calls a tool.
     async fn execute_tool(
         &self,
         caller: &Caller,
-        integration_id: &str,
-        tool: &str,
-        arguments: &str,
-        scope: &str,
+        call: McpToolRequest<'_>,
         timeout: Duration,
     ) -> Result<ToolOutput, McpCallError>;
     /// Reads a resource, expanding a template with `parameters`.

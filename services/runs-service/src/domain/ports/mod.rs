@@ -9,7 +9,7 @@ use switchboard_auth::{BearerToken, Principal};
 
 pub use mcp::{
     Capabilities, Content, McpCallError, McpPort, McpPrompt, McpPromptArgument, McpResource,
-    McpTool, PromptLine, ResourceData, ResourceKindOf, ToolFailure, ToolOutput,
+    McpTool, McpToolRequest, PromptLine, ResourceData, ResourceKindOf, ToolFailure, ToolOutput,
 };
 pub use model::{ModelProvider, ModelProviders, ModelStream};
 pub use repository::{Cursor, LeaseState, RepositoryError, RunsRepository};

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::domain::{
-    entities::{Message, PendingCall, Run, RunStatus, Usage},
+    entities::{InputRequest, Message, PendingCall, Run, RunStatus, Usage},
     error::RunsError,
     model::ToolCall,
     ports::{RepositoryError, RunsRepository},
@@ -35,6 +35,9 @@ pub enum ToolCallStatus {
     TimedOut,
     /// The model named an unknown tool.
     NotFound,
+    /// The server asks the caller before it completes the call; the run
+    /// pauses.
+    InputRequired,
 }
 
 /// Something that happened in a run.
@@ -74,6 +77,24 @@ pub enum RunEvent {
     },
     /// The run paused for client tool calls.
     ClientToolCallsRequired(Vec<PendingCall>),
+    /// The run paused: an MCP tool call waits for the caller's answers.
+    ToolInputRequired {
+        /// The call id.
+        id: String,
+        /// The tool name the model used.
+        name: String,
+        /// What the server asks.
+        requests: Vec<InputRequest>,
+    },
+    /// The user must connect an integration (OAuth).
+    AuthorizationRequired {
+        /// The integration.
+        integration_id: String,
+        /// Where the user's browser goes.
+        url: String,
+        /// The tool call that needed it.
+        tool_call_id: String,
+    },
     /// Tokens of one model call and the total.
     Usage {
         /// This call.

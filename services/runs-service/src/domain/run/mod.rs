@@ -25,7 +25,7 @@ use std::{sync::Arc, time::Duration};
 pub use events::{Envelope, RunEvent, ToolCallStatus, ToolKind};
 pub use history::{HistoryLimits, WindowMeter, keep_window, to_chat};
 pub use lease::{ActiveRuns, Halt, LeaseSettings, keep_leases};
-pub use start::{ClientResult, RunInput};
+pub use start::{ClientResult, RunInput, ToolAnswers};
 pub use watch::WatchSettings;
 
 use super::{

@@ -2,15 +2,22 @@
 //! drives it. A run starts from a user message, or resumes a paused run with
 //! the results of its client tool calls.
 
-use std::{collections::HashSet, sync::Arc};
+use std::{
+    collections::{BTreeMap, HashSet},
+    sync::Arc,
+};
 
 use switchboard_db::now_millis;
 use tokio::sync::mpsc;
 
-use super::{Envelope, Orchestrator, drive::Launch, events::EmitterStart};
+use super::{Envelope, Orchestrator, drive::Launch, events::EmitterStart, steps::Resumed};
 use crate::domain::{
-    entities::{Agent, Message, Part, Role, Run, RunStatus, Thread, Usage, new_id},
+    entities::{
+        Agent, InputAnswers, Message, Part, PendingCall, Role, Run, RunStatus, Thread, Usage,
+        new_id,
+    },
     error::RunsError,
+    model::ToolCall,
     ports::{Caller, ModelProvider},
 };
 
@@ -25,17 +32,29 @@ pub struct ClientResult {
     pub is_error: bool,
 }
 
+/// The caller's answers to what one MCP tool call asked.
+#[derive(Debug, Clone)]
+pub struct ToolAnswers {
+    /// The call they answer.
+    pub tool_call_id: String,
+    /// JSON text of each answer, by the server's key.
+    pub responses: BTreeMap<String, String>,
+}
+
 /// What a run starts from.
 #[derive(Debug, Clone)]
 pub enum RunInput {
     /// A new user message.
     UserMessage(String),
-    /// The results of the client tool calls a paused run waits for.
+    /// What a paused run waits for: the results of its client tool calls
+    /// and the answers its MCP tool calls asked for.
     ClientToolResults {
         /// The paused run.
         run_id: String,
-        /// The results.
+        /// The client tools' results.
         results: Vec<ClientResult>,
+        /// The answers.
+        answers: Vec<ToolAnswers>,
     },
 }
 
@@ -47,6 +66,8 @@ pub(super) struct RunContext {
     pub(super) provider: Arc<dyn ModelProvider>,
     /// The stored messages the run starts from.
     pub(super) input: Vec<Message>,
+    /// MCP tool calls to make again with the caller's answers, first.
+    pub(super) resumed: Vec<Resumed>,
 }
 
 /// A new message of `run`'s thread.
@@ -69,7 +90,7 @@ pub(super) fn numbered(messages: &mut [Message], seqs: Vec<i64>) {
     }
 }
 
-const NOT_PAUSED: &str = "the run is not waiting for client tool results";
+const NOT_PAUSED: &str = "the run is not waiting for client tool results or answers";
 
 impl Orchestrator {
     /// Checks the request, records the run, and starts it on a task. The
@@ -86,11 +107,16 @@ impl Orchestrator {
         // read or stored.
         self.settings.input.check(&input)?;
         let (thread, agent, provider) = self.load(&caller, thread_id).await?;
-        let (run, input) = match input {
-            RunInput::UserMessage(text) => self.begin(&thread, &agent, text).await?,
-            RunInput::ClientToolResults { run_id, results } => {
-                self.resume(&thread, &run_id, &results).await?
+        let (run, input, resumed) = match input {
+            RunInput::UserMessage(text) => {
+                let (run, input) = self.begin(&thread, &agent, text).await?;
+                (run, input, Vec::new())
             }
+            RunInput::ClientToolResults {
+                run_id,
+                results,
+                answers,
+            } => self.resume(&thread, &run_id, &results, answers).await?,
         };
         // A resumed run's events continue its stream's numbering.
         let after = match self.ports.repo.last_run_event(&run.id).await {
@@ -107,6 +133,7 @@ impl Orchestrator {
             agent,
             provider,
             input,
+            resumed,
         };
         let this = self.clone();
         let launch = Launch {
@@ -193,13 +220,16 @@ impl Orchestrator {
         Ok((run, input))
     }
 
-    /// A paused run back to running, with the client's results stored.
+    /// A paused run back to running, with the client's results stored;
+    /// the calls that waited for answers are returned with theirs, to be
+    /// made again by the run.
     async fn resume(
         &self,
         thread: &Thread,
         run_id: &str,
         results: &[ClientResult],
-    ) -> Result<(Run, Vec<Message>), RunsError> {
+        answers: Vec<ToolAnswers>,
+    ) -> Result<(Run, Vec<Message>, Vec<Resumed>), RunsError> {
         let mut run = self
             .ports
             .repo
@@ -209,25 +239,16 @@ impl Orchestrator {
         if run.status != RunStatus::RequiresAction {
             return Err(RunsError::FailedPrecondition(NOT_PAUSED.into()));
         }
-        let given: HashSet<&str> = results.iter().map(|r| r.tool_call_id.as_str()).collect();
-        let missing: Vec<_> = run
-            .pending
-            .iter()
-            .filter(|p| !given.contains(p.id.as_str()))
-            .map(|p| p.id.clone())
-            .collect();
-        if !missing.is_empty() {
-            return Err(RunsError::invalid(
-                "client_tool_results.results",
-                format!("results are missing for tool calls {}", missing.join(", ")),
-            ));
-        }
+        let resumed = resumed_calls(&run.pending, results, answers)?;
         let now = now_millis();
         run.status = RunStatus::Running;
         run.updated_at = now;
         let parts = answered(&run, results);
         run.pending.clear();
-        let mut input = vec![message(&run, Role::Tool, parts, now)];
+        let mut input = Vec::new();
+        if !parts.is_empty() {
+            input.push(message(&run, Role::Tool, parts, now));
+        }
         // The move back to running and the results are one write: a crash
         // between them would leave calls without results.
         let seqs = self
@@ -237,7 +258,51 @@ impl Orchestrator {
             .await?
             .ok_or_else(|| RunsError::FailedPrecondition(NOT_PAUSED.into()))?;
         numbered(&mut input, seqs);
-        Ok((run, input))
+        Ok((run, input, resumed))
+    }
+}
+
+/// Matches what the caller sent to what the run waits for: every client
+/// call needs a result, every call whose server asked needs answers.
+fn resumed_calls(
+    pending: &[PendingCall],
+    results: &[ClientResult],
+    mut answers: Vec<ToolAnswers>,
+) -> Result<Vec<Resumed>, RunsError> {
+    let given: HashSet<&str> = results.iter().map(|r| r.tool_call_id.as_str()).collect();
+    let mut missing = Vec::new();
+    let mut resumed = Vec::new();
+    for call in pending {
+        match &call.input {
+            None if !given.contains(call.id.as_str()) => missing.push(call.id.clone()),
+            None => {}
+            Some(input) => match answers.iter().position(|a| a.tool_call_id == call.id) {
+                None => missing.push(call.id.clone()),
+                Some(at) => resumed.push(Resumed {
+                    call: ToolCall {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        arguments: call.arguments.clone(),
+                    },
+                    input: input.clone(),
+                    answers: InputAnswers {
+                        responses: answers.swap_remove(at).responses,
+                        request_state: input.asked.request_state.clone(),
+                    },
+                }),
+            },
+        }
+    }
+    if missing.is_empty() {
+        Ok(resumed)
+    } else {
+        Err(RunsError::invalid(
+            "client_tool_results",
+            format!(
+                "results or answers are missing for tool calls {}",
+                missing.join(", ")
+            ),
+        ))
     }
 }
 
@@ -245,6 +310,7 @@ impl Orchestrator {
 fn answered(run: &Run, results: &[ClientResult]) -> Vec<Part> {
     run.pending
         .iter()
+        .filter(|pending| pending.input.is_none())
         .filter_map(|pending| {
             results
                 .iter()

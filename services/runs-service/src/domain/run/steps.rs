@@ -18,21 +18,43 @@ use super::{
 };
 use crate::domain::{
     datasource::DataSource,
-    entities::{Agent, Message, Part, PendingCall, Role, Run, RunStatus, Thread, Usage},
+    entities::{
+        Agent, InputAnswers, Message, Part, PendingCall, PendingInput, Role, Run, RunStatus,
+        Thread, Usage,
+    },
     error::RunsError,
     model::{ChatRequest, ModelEvent, ToolCall},
     ports::{Caller, ModelProvider},
-    tools::{RETRIEVE_RESOURCE, ToolContext, ToolOutcome, ToolRouter, Toolset},
+    tools::{RETRIEVE_RESOURCE, ToolAction, ToolContext, ToolOutcome, ToolRouter, Toolset},
 };
 
 /// Whether a run goes on after a step.
 #[derive(Debug, PartialEq, Eq)]
-enum Step {
+pub(super) enum Step {
     /// Another model turn follows.
     Continue,
     /// The run ended (answered, paused or out of steps), its end stored and
     /// sent.
     Done,
+}
+
+/// What a step's tool calls came to.
+#[derive(Default)]
+struct Ran {
+    /// Results for the model, in call order.
+    parts: Vec<Part>,
+    /// Calls that wait for the run's caller.
+    waiting: Vec<PendingCall>,
+}
+
+/// An MCP tool call made again with the caller's answers.
+pub(super) struct Resumed {
+    /// The call as the model made it.
+    pub(super) call: ToolCall,
+    /// What its server asked.
+    pub(super) input: PendingInput,
+    /// The caller's answers.
+    pub(super) answers: InputAnswers,
 }
 
 /// What the model said in one turn.
@@ -80,7 +102,7 @@ impl Orchestrator {
     /// The run's body.
     pub(super) async fn execute(
         &self,
-        context: RunContext,
+        mut context: RunContext,
         run: &mut Run,
         emitter: &mut Emitter,
     ) -> Result<(), Stop> {
@@ -90,6 +112,7 @@ impl Orchestrator {
                 .emit(RunEvent::MessageCreated(message.clone()))
                 .await?;
         }
+        let resumed = std::mem::take(&mut context.resumed);
         let RunContext {
             caller,
             thread,
@@ -100,6 +123,9 @@ impl Orchestrator {
         let mut running = self
             .prepare(caller, thread, agent, &**provider, run, emitter)
             .await?;
+        if running.resume_calls(resumed).await? == Step::Done {
+            return Ok(());
+        }
         while running.step().await? == Step::Continue {}
         Ok(())
     }
@@ -183,8 +209,16 @@ impl Running<'_> {
             .calls
             .into_iter()
             .partition(|c| ToolRouter::kind(&toolset, &c.name) == Some(ToolKind::Client));
-        let results = self.run_tools(&toolset, server_calls).await?;
-        self.store_results(results, client_calls).await
+        let mut ran = self.run_tools(&toolset, server_calls).await?;
+        // Client calls wait first, in the order the model made them.
+        let client = client_calls.into_iter().map(|c| PendingCall {
+            id: c.id,
+            name: c.name,
+            arguments: c.arguments,
+            input: None,
+        });
+        ran.waiting.splice(0..0, client);
+        self.store_results(ran).await
     }
 
     /// The tools offered now: assembled again after a CSV import, which
@@ -265,11 +299,7 @@ impl Running<'_> {
 
     /// Runs the calls concurrently (at most the parallel-tools limit at
     /// once); their results come back in call order.
-    async fn run_tools(
-        &mut self,
-        toolset: &Toolset,
-        calls: Vec<ToolCall>,
-    ) -> Result<Vec<Part>, Stop> {
+    async fn run_tools(&mut self, toolset: &Toolset, calls: Vec<ToolCall>) -> Result<Ran, Stop> {
         for call in &calls {
             let kind = ToolRouter::kind(toolset, &call.name).unwrap_or(ToolKind::Mcp);
             self.emitter
@@ -283,13 +313,19 @@ impl Running<'_> {
         let context = &self.tools;
         let results: Vec<(ToolCall, ToolOutcome)> = stream::iter(calls)
             .map(|call| async move {
-                let outcome = execute_tool(router, context, toolset, &call).await;
+                let outcome = execute_tool(&call, router.call(context, toolset, &call)).await;
                 (call, outcome)
             })
             .buffered(self.orchestrator.settings.max_parallel_tools.max(1))
             .collect()
             .await;
-        let mut parts = Vec::with_capacity(results.len());
+        self.finished(results).await
+    }
+
+    /// Tells the client how each call ended, and sorts the outcomes into
+    /// results for the model and calls that wait for the caller's answers.
+    async fn finished(&mut self, results: Vec<(ToolCall, ToolOutcome)>) -> Result<Ran, Stop> {
+        let mut ran = Ran::default();
         for (call, outcome) in results {
             self.emitter
                 .emit(RunEvent::ToolCallFinished {
@@ -299,42 +335,92 @@ impl Running<'_> {
                     result: outcome.text.clone(),
                 })
                 .await?;
-            parts.push(Part::ToolResult {
+            match outcome.action {
+                Some(ToolAction::Input(input)) => {
+                    ran.waiting.push(PendingCall {
+                        id: call.id,
+                        name: call.name,
+                        arguments: call.arguments,
+                        input: Some(*input),
+                    });
+                    continue;
+                }
+                Some(ToolAction::Authorize {
+                    integration_id,
+                    url,
+                }) => {
+                    self.emitter
+                        .emit(RunEvent::AuthorizationRequired {
+                            integration_id,
+                            url,
+                            tool_call_id: call.id.clone(),
+                        })
+                        .await?;
+                }
+                None => {}
+            }
+            ran.parts.push(Part::ToolResult {
                 tool_call_id: call.id,
                 name: call.name,
                 content: outcome.text,
                 is_error: outcome.is_error,
             });
         }
-        Ok(parts)
+        Ok(ran)
+    }
+
+    /// Makes again the MCP tool calls whose servers asked the caller
+    /// something, now with the caller's answers; the run goes on with their
+    /// results, or pauses again for what the servers ask next.
+    pub(super) async fn resume_calls(&mut self, resumed: Vec<Resumed>) -> Result<Step, Stop> {
+        if resumed.is_empty() {
+            return Ok(Step::Continue);
+        }
+        for Resumed { call, .. } in &resumed {
+            self.emitter
+                .emit(RunEvent::ToolCallStarted {
+                    call: call.clone(),
+                    kind: ToolKind::Mcp,
+                })
+                .await?;
+        }
+        let router = &*self.orchestrator.ports.tools;
+        let context = &self.tools;
+        let results: Vec<(ToolCall, ToolOutcome)> = stream::iter(resumed)
+            .map(
+                |Resumed {
+                     call,
+                     input,
+                     answers,
+                 }| async move {
+                    let work = router.resume(context, &call, &input, &answers);
+                    let outcome = execute_tool(&call, work).await;
+                    (call, outcome)
+                },
+            )
+            .buffered(self.orchestrator.settings.max_parallel_tools.max(1))
+            .collect()
+            .await;
+        let ran = self.finished(results).await?;
+        self.store_results(ran).await
     }
 
     /// Stores the results of the calls this service ran with the run's
-    /// state, in one write. Client-side calls wait for theirs in a paused
-    /// run.
-    async fn store_results(
-        &mut self,
-        results: Vec<Part>,
-        client_calls: Vec<ToolCall>,
-    ) -> Result<Step, Stop> {
-        let imported = results.iter().any(|part| {
+    /// state, in one write. Calls waiting for the caller (client tools,
+    /// servers' questions) pause the run.
+    async fn store_results(&mut self, ran: Ran) -> Result<Step, Stop> {
+        let Ran { parts, waiting } = ran;
+        let imported = parts.iter().any(|part| {
             matches!(part, Part::ToolResult { name, is_error: false, .. } if name == RETRIEVE_RESOURCE)
         });
         let mut turn = Vec::new();
-        if !results.is_empty() {
-            turn.push((Role::Tool, results));
+        if !parts.is_empty() {
+            turn.push((Role::Tool, parts));
         }
-        let paused = !client_calls.is_empty();
+        let paused = !waiting.is_empty();
         if paused {
             self.run.status = RunStatus::RequiresAction;
-            self.run.pending = client_calls
-                .into_iter()
-                .map(|c| PendingCall {
-                    id: c.id,
-                    name: c.name,
-                    arguments: c.arguments,
-                })
-                .collect();
+            self.run.pending = waiting;
         }
         self.store(turn).await?;
         if imported {
@@ -349,13 +435,37 @@ impl Running<'_> {
         if !paused {
             return Ok(Step::Continue);
         }
-        self.emitter
-            .emit(RunEvent::ClientToolCallsRequired(self.run.pending.clone()))
-            .await?;
+        self.paused().await?;
+        Ok(Step::Done)
+    }
+
+    /// Tells the client what the paused run waits for, then that it paused.
+    async fn paused(&mut self) -> Result<(), Stop> {
+        let (asking, client): (Vec<_>, Vec<_>) = self
+            .run
+            .pending
+            .iter()
+            .cloned()
+            .partition(|call| call.input.is_some());
+        if !client.is_empty() {
+            self.emitter
+                .emit(RunEvent::ClientToolCallsRequired(client))
+                .await?;
+        }
+        for call in asking {
+            let requests = call.input.map(|i| i.asked.requests).unwrap_or_default();
+            self.emitter
+                .emit(RunEvent::ToolInputRequired {
+                    id: call.id,
+                    name: call.name,
+                    requests,
+                })
+                .await?;
+        }
         self.emitter
             .emit(RunEvent::Completed(self.run.clone()))
             .await?;
-        Ok(Step::Done)
+        Ok(())
     }
 
     /// Stores `messages` with the run's state in one write, guarded by the

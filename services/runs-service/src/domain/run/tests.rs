@@ -215,6 +215,7 @@ async fn a_client_tool_pauses_the_run_and_its_result_resumes_it() {
                 content: "Ada".into(),
                 is_error: false,
             }],
+            answers: Vec::new(),
         })
         .await;
     assert_eq!(ended(&events).status, RunStatus::Completed);

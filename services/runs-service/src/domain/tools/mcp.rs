@@ -2,9 +2,10 @@
 
 use std::time::Duration;
 
-use super::{ToolArguments, ToolContext, ToolOutcome};
+use super::{ToolAction, ToolArguments, ToolContext, ToolOutcome};
 use crate::domain::{
-    ports::{McpCallError, McpPort, ToolFailure},
+    entities::{InputAnswers, PendingInput},
+    ports::{McpCallError, McpPort, McpToolRequest, ToolFailure, ToolOutput},
     run::ToolCallStatus,
     texts,
 };
@@ -14,6 +15,9 @@ pub(super) struct McpToolCall<'a> {
     pub(super) integration_id: &'a str,
     pub(super) tool: &'a str,
     pub(super) arguments: &'a ToolArguments,
+    /// The caller's answers, when the call is made again after the server
+    /// asked something.
+    pub(super) answers: Option<&'a InputAnswers>,
 }
 
 impl McpToolCall<'_> {
@@ -25,43 +29,73 @@ impl McpToolCall<'_> {
         timeout: Duration,
     ) -> ToolOutcome {
         let (integration_id, tool) = (self.integration_id, self.tool);
-        let outcome = mcp
-            .execute_tool(
-                &context.caller,
-                integration_id,
-                tool,
-                self.arguments.text(),
-                &context.thread_id,
-                timeout,
-            )
-            .await;
-        match outcome {
-            Ok(output) => {
-                let (text, is_error) = texts::tool_output(&output);
-                tracing::info!(integration_id, tool, is_error, "MCP tool executed");
-                let status = match output.failure {
-                    None => ToolCallStatus::Succeeded,
-                    Some(ToolFailure::Timeout) => ToolCallStatus::TimedOut,
-                    Some(_) => ToolCallStatus::Failed,
-                };
-                ToolOutcome {
-                    text,
-                    is_error,
-                    status,
-                }
-            }
+        let request = McpToolRequest {
+            integration_id,
+            tool,
+            arguments: self.arguments.text(),
+            scope: &context.thread_id,
+            answers: self.answers,
+        };
+        match mcp.execute_tool(&context.caller, request, timeout).await {
+            Ok(output) => self.returned(output),
             Err(error) => {
                 tracing::warn!(integration_id, tool, error = %error, "MCP tool call failed");
                 let status = match error {
                     McpCallError::Timeout => ToolCallStatus::TimedOut,
                     _ => ToolCallStatus::Failed,
                 };
+                let action = match &error {
+                    McpCallError::AuthorizationRequired { url } => Some(ToolAction::Authorize {
+                        integration_id: integration_id.to_owned(),
+                        url: url.clone(),
+                    }),
+                    _ => None,
+                };
                 ToolOutcome {
                     text: texts::mcp_call_failed(&error),
                     is_error: true,
                     status,
+                    action,
                 }
             }
+        }
+    }
+
+    /// What the server's answer means for the run: a result for the model,
+    /// or questions for the caller.
+    fn returned(&self, mut output: ToolOutput) -> ToolOutcome {
+        let (integration_id, tool) = (self.integration_id, self.tool);
+        if output.failure == Some(ToolFailure::InputRequired)
+            && let Some(asked) = output.input_required.take()
+        {
+            tracing::info!(
+                integration_id,
+                tool,
+                "the MCP server asks the caller before it completes the call"
+            );
+            return ToolOutcome {
+                text: String::new(),
+                is_error: false,
+                status: ToolCallStatus::InputRequired,
+                action: Some(ToolAction::Input(Box::new(PendingInput {
+                    integration_id: integration_id.to_owned(),
+                    tool: tool.to_owned(),
+                    asked,
+                }))),
+            };
+        }
+        let (text, is_error) = texts::tool_output(&output);
+        tracing::info!(integration_id, tool, is_error, "MCP tool executed");
+        let status = match output.failure {
+            None => ToolCallStatus::Succeeded,
+            Some(ToolFailure::Timeout) => ToolCallStatus::TimedOut,
+            Some(_) => ToolCallStatus::Failed,
+        };
+        ToolOutcome {
+            text,
+            is_error,
+            status,
+            action: None,
         }
     }
 }

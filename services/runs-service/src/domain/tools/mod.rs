@@ -19,7 +19,7 @@ pub use toolset::{MAX_TOOL_NAME, Toolset, mcp_tool_name, valid_tool_name};
 
 use super::{
     datasource::{DataSource, DataSources},
-    entities::{Agent, ToolTarget},
+    entities::{Agent, InputAnswers, PendingInput, ToolTarget},
     model::{ToolCall, ToolSpec},
     ports::{Caller, Capabilities, McpPort},
     run::{ToolCallStatus, ToolKind},
@@ -56,6 +56,23 @@ pub struct ToolOutcome {
     pub is_error: bool,
     /// How the call ended, for the client's event.
     pub status: ToolCallStatus,
+    /// What the run's caller is asked to do, if anything.
+    pub action: Option<ToolAction>,
+}
+
+/// What a tool call asks of the run's caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolAction {
+    /// The server asks before it completes the call: the run pauses until
+    /// the caller answers (the model reads nothing yet).
+    Input(Box<PendingInput>),
+    /// The user must connect the integration (OAuth); the model was told.
+    Authorize {
+        /// The integration.
+        integration_id: String,
+        /// Where the user's browser goes.
+        url: String,
+    },
 }
 
 impl ToolOutcome {
@@ -65,6 +82,7 @@ impl ToolOutcome {
             text,
             is_error: false,
             status: ToolCallStatus::Succeeded,
+            action: None,
         }
     }
 
@@ -74,6 +92,7 @@ impl ToolOutcome {
             text,
             is_error: true,
             status: ToolCallStatus::Failed,
+            action: None,
         }
     }
 
@@ -83,6 +102,7 @@ impl ToolOutcome {
             text: texts::tool_not_found(name),
             is_error: true,
             status: ToolCallStatus::NotFound,
+            action: None,
         }
     }
 }
@@ -174,6 +194,7 @@ impl ToolRouter {
                     integration_id,
                     tool: server_tool_name,
                     arguments: &arguments,
+                    answers: None,
                 };
                 tool.run(&*self.mcp, context, self.timeout).await
             }
@@ -182,6 +203,28 @@ impl ToolRouter {
             // them here.
             ToolTarget::Client => ToolOutcome::not_found(&call.name),
         }
+    }
+
+    /// Makes again an MCP tool call whose server asked the caller
+    /// something, with the caller's `answers`.
+    pub async fn resume(
+        &self,
+        context: &ToolContext,
+        call: &ToolCall,
+        pending: &PendingInput,
+        answers: &InputAnswers,
+    ) -> ToolOutcome {
+        let arguments = match ToolArguments::parse(&call.arguments) {
+            Ok(arguments) => arguments,
+            Err(error) => return ToolOutcome::failed(texts::invalid_arguments(&error)),
+        };
+        let tool = mcp::McpToolCall {
+            integration_id: &pending.integration_id,
+            tool: &pending.tool,
+            arguments: &arguments,
+            answers: Some(answers),
+        };
+        tool.run(&*self.mcp, context, self.timeout).await
     }
 
     async fn builtin(

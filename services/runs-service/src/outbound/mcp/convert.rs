@@ -9,9 +9,12 @@ use switchboard_proto::{
 use tonic::{Code, Status};
 use tonic_types::StatusExt as _;
 
-use crate::domain::ports::{
-    Capabilities, Content, McpCallError, McpPrompt, McpPromptArgument, McpResource, McpTool,
-    ToolFailure, ToolOutput,
+use crate::domain::{
+    entities::{InputRequest, InputRequired},
+    ports::{
+        Capabilities, Content, McpCallError, McpPrompt, McpPromptArgument, McpResource, McpTool,
+        ToolFailure, ToolOutput,
+    },
 };
 
 /// mcp-service's status as the domain's error: the one place its codes are
@@ -110,10 +113,8 @@ fn failure_reason(reason: pb::ToolFailureReason) -> ToolFailure {
         Reason::ConnectionLost => ToolFailure::ConnectionLost,
         Reason::ProtocolError => ToolFailure::Protocol,
         Reason::AuthorizationRequired => ToolFailure::AuthorizationRequired,
-        // A server's question for the user: the model reads the error
-        // message, which carries the question, until runs-service answers
-        // input requests itself.
-        Reason::InputRequired | Reason::Unspecified => ToolFailure::Other,
+        Reason::InputRequired => ToolFailure::InputRequired,
+        Reason::Unspecified => ToolFailure::Other,
     }
 }
 
@@ -132,11 +133,24 @@ pub fn tool_output(response: pb::ExecuteToolResponse) -> ToolOutput {
     } else {
         Some(response.structured_content_json)
     };
+    let input_required = response.input_required.map(|asked| InputRequired {
+        requests: asked
+            .requests
+            .into_iter()
+            .map(|r| InputRequest {
+                key: r.key,
+                method: r.method,
+                params_json: r.params_json,
+            })
+            .collect(),
+        request_state: asked.request_state,
+    });
     ToolOutput {
         failure,
         error_message: response.error_message,
         content: response.content.iter().filter_map(content).collect(),
         structured,
+        input_required,
     }
 }
 

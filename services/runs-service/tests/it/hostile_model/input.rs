@@ -66,6 +66,7 @@ async fn too_many_or_oversized_client_tool_results_are_refused(kind: DbKind) {
         Input::ClientToolResults(runs::ClientToolResultsInput {
             run_id: paused.id.clone(),
             results,
+            input_answers: Vec::new(),
         })
     };
     let too_many = bench
@@ -83,6 +84,22 @@ async fn too_many_or_oversized_client_tool_results_are_refused(kind: DbKind) {
     assert_eq!(
         super::bad_fields(&too_large),
         ["client_tool_results.results[0].content"]
+    );
+    let answer = runs::ToolInputAnswers {
+        tool_call_id: "call_ask".into(),
+        responses: [("k".to_owned(), format!("{{\"a\":\"{}\"}}", "y".repeat(101)))].into(),
+    };
+    let oversized_answer = bench
+        .start(Input::ClientToolResults(runs::ClientToolResultsInput {
+            run_id: paused.id.clone(),
+            results: Vec::new(),
+            input_answers: vec![answer],
+        }))
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        super::bad_fields(&oversized_answer),
+        ["client_tool_results.input_answers[0].responses[\"k\"]"]
     );
     assert_eq!(bench.messages().await.len(), stored, "nothing was stored");
     let run = bench.get_run(&paused.id).await;

@@ -5,7 +5,7 @@ use super::{Running, Stop, Turn};
 use crate::domain::run::ToolCallStatus;
 use crate::domain::{
     model::ToolCall,
-    tools::{ToolContext, ToolOutcome, ToolRouter, Toolset},
+    tools::{ToolOutcome, Toolset},
 };
 
 impl Running<'_> {
@@ -80,10 +80,8 @@ fn output_messages(turn: &Turn) -> String {
 /// One tool call in its `execute_tool {name}` span. Its arguments and result
 /// are recorded only when the operator turned content capture on.
 pub(super) async fn execute_tool(
-    router: &ToolRouter,
-    context: &ToolContext,
-    toolset: &Toolset,
     call: &ToolCall,
+    work: impl Future<Output = ToolOutcome>,
 ) -> ToolOutcome {
     let span = tracing::info_span!(
         "execute_tool",
@@ -99,13 +97,12 @@ pub(super) async fn execute_tool(
     if capture {
         span.record("gen_ai.tool.call.arguments", call.arguments.as_str());
     }
-    let outcome =
-        tracing::Instrument::instrument(router.call(context, toolset, call), span.clone()).await;
+    let outcome = tracing::Instrument::instrument(work, span.clone()).await;
     if capture {
         span.record("gen_ai.tool.call.result", outcome.text.as_str());
     }
     let error_type = match outcome.status {
-        ToolCallStatus::Succeeded => None,
+        ToolCallStatus::Succeeded | ToolCallStatus::InputRequired => None,
         ToolCallStatus::Failed => Some("tool_error"),
         ToolCallStatus::TimedOut => Some("timeout"),
         ToolCallStatus::NotFound => Some("tool_not_found"),

@@ -1,6 +1,7 @@
 //! A conversation with an agent: one run per user message, streamed as it
 //! arrives, paused for client tools and resumed with their results.
 
+mod asking;
 mod echo;
 mod lines;
 pub(crate) mod render;
@@ -18,9 +19,13 @@ use crate::{
     output::Output,
 };
 
+/// What the chat tells the agent once the user connected an integration.
+const CONNECTED: &str = "I have connected the integration. Please go on.";
+
 /// One thread's conversation.
 #[derive(Debug)]
 pub struct Session {
+    clients: Clients,
     client: RunsClient,
     thread_id: String,
     out: Output,
@@ -38,6 +43,7 @@ impl Session {
         request_id: String,
     ) -> Result<Self, CliError> {
         Ok(Self {
+            clients: clients.clone(),
             client: clients.runs()?,
             thread_id,
             out,
@@ -46,19 +52,36 @@ impl Session {
     }
 
     /// Sends `text`, streams the answer, asks `lines` for the results of
-    /// client tools whenever the run pauses, and returns once the run ends.
+    /// client tools and the answers to servers' questions whenever the run
+    /// pauses, and returns once the run ends. When the run said an
+    /// integration needs the user's authorization, asks them to connect it
+    /// and, once they did, asks the agent to go on.
     pub async fn say(&mut self, text: String, lines: &mut LineReader) -> Result<(), CliError> {
         let mut input = Input::UserMessage(UserMessageInput { text });
         let mut request_id = std::mem::take(&mut self.request_id);
         loop {
             match self.execute(input, std::mem::take(&mut request_id)).await? {
-                End::Completed => return Ok(()),
-                End::Paused { run_id, calls } => {
+                End::Completed { authorize } => {
+                    if authorize.is_empty()
+                        || !asking::authorize(&self.clients, &authorize, self.out, lines).await?
+                    {
+                        return Ok(());
+                    }
+                    input = Input::UserMessage(UserMessageInput {
+                        text: CONNECTED.to_owned(),
+                    });
+                }
+                End::Paused {
+                    run_id,
+                    calls,
+                    asked,
+                } => {
                     let results = self.ask_results(&calls, lines).await?;
+                    let input_answers = asking::answers(&asked, self.out, lines).await?;
                     input = Input::ClientToolResults(ClientToolResultsInput {
                         run_id,
                         results,
-                        input_answers: Vec::new(),
+                        input_answers,
                     });
                 }
             }

@@ -19,13 +19,18 @@ use crate::{
 #[derive(Debug)]
 pub enum End {
     /// The model answered.
-    Completed,
-    /// The run waits for the results of these client tool calls.
+    Completed {
+        /// Integrations the run said the user must connect.
+        authorize: Vec<runs::AuthorizationRequired>,
+    },
+    /// The run waits for the caller.
     Paused {
         /// The paused run.
         run_id: String,
-        /// The calls to answer.
+        /// The client tool calls to answer.
         calls: Vec<runs::ToolCallPart>,
+        /// The MCP servers' questions to answer.
+        asked: Vec<runs::ToolInputRequired>,
     },
 }
 
@@ -43,6 +48,8 @@ pub struct Renderer {
     running: Vec<(String, String)>,
     at_line_start: bool,
     pending: Vec<runs::ToolCallPart>,
+    asked: Vec<runs::ToolInputRequired>,
+    authorize: Vec<runs::AuthorizationRequired>,
 }
 
 impl Renderer {
@@ -56,6 +63,8 @@ impl Renderer {
             running: Vec::new(),
             at_line_start: true,
             pending: Vec::new(),
+            asked: Vec::new(),
+            authorize: Vec::new(),
         }
     }
 
@@ -87,6 +96,15 @@ impl Renderer {
             ))?,
             Event::ClientToolCallsRequired(required) => {
                 self.pending.clone_from(&required.tool_calls);
+            }
+            Event::ToolInputRequired(asked) => self.asked.push(asked.clone()),
+            Event::AuthorizationRequired(needed) => {
+                self.note(format!(
+                    "{} integration {} needs you to connect your account",
+                    style("🔑").yellow(),
+                    needed.integration_id
+                ))?;
+                self.authorize.push(needed.clone());
             }
             Event::RunCompleted(completed) => {
                 self.end_line()?;
@@ -125,12 +143,15 @@ impl Renderer {
             Ok(RunStatus::RequiresAction) => Ok(End::Paused {
                 run_id: run_id.to_owned(),
                 calls: std::mem::take(&mut self.pending),
+                asked: std::mem::take(&mut self.asked),
             }),
             Ok(RunStatus::MaxSteps) => Err(CliError::Failed(format!(
                 "run {run_id} stopped at its step limit ({} model calls)",
                 run.steps
             ))),
-            _ => Ok(End::Completed),
+            _ => Ok(End::Completed {
+                authorize: std::mem::take(&mut self.authorize),
+            }),
         }
     }
 
@@ -196,6 +217,11 @@ impl Renderer {
                     call.tool_name
                 )
             }
+            Ok(ToolCallStatus::InputRequired) => format!(
+                "{} {} waits for your answer",
+                style("⏸").yellow().bold(),
+                call.tool_name
+            ),
             Ok(ToolCallStatus::NotFound) => format!(
                 "{} {} does not exist: {result}",
                 style("✗").red().bold(),

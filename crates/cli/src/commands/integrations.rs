@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use clap::{Args, Subcommand};
 use switchboard_proto::mcp::v1::{self as mcp, auth_config::Method, transport::Kind};
 
-use super::Context;
+use super::{Context, integration_auth::AuthArgs};
 use crate::{
     args::{KeyValue, PageArgs},
     error::{CliError, Service},
@@ -94,12 +94,9 @@ pub struct CreateArgs {
     /// A secret a catalog entry needs (repeatable).
     #[arg(long, value_name = "NAME=VALUE", requires = "catalog")]
     secret: Vec<KeyValue>,
-    /// Authenticate with `Authorization: Bearer TOKEN`.
-    #[arg(long, value_name = "TOKEN", conflicts_with = "header")]
-    bearer_token: Option<String>,
-    /// Authenticate with a header carrying a secret value.
-    #[arg(long, value_name = "NAME=VALUE")]
-    header: Option<KeyValue>,
+    /// How it authenticates to the server.
+    #[command(flatten)]
+    auth: AuthArgs,
     /// Limit on connecting and the MCP handshake (e.g. 10s).
     #[arg(long, value_name = "DURATION")]
     connect_timeout: Option<humantime::Duration>,
@@ -290,26 +287,11 @@ fn duration(value: Option<humantime::Duration>) -> Result<Option<prost_types::Du
         .transpose()
 }
 
-fn auth_method(bearer_token: Option<String>, header: Option<KeyValue>) -> Option<Method> {
-    match (bearer_token, header) {
-        (Some(token), _) => Some(Method::BearerToken(mcp::BearerTokenAuth {
-            token,
-            token_set: false,
-        })),
-        (None, Some(header)) => Some(Method::Header(mcp::HeaderAuth {
-            header_name: header.key,
-            value: header.value,
-            value_set: false,
-        })),
-        (None, None) => None,
-    }
-}
-
 fn create_request(
     args: CreateArgs,
     request_id: String,
 ) -> Result<mcp::CreateIntegrationRequest, CliError> {
-    let auth = auth_method(args.bearer_token, args.header);
+    let auth = args.auth.method();
     let custom = |kind| {
         mcp::create_integration_request::Source::Custom(mcp::CustomIntegrationSpec {
             transport: Some(mcp::Transport { kind: Some(kind) }),

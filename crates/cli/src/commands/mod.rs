@@ -3,6 +3,7 @@
 pub mod agents;
 pub mod chat;
 mod discover_view;
+mod integration_auth;
 pub mod integrations;
 pub mod runs;
 pub mod sources;

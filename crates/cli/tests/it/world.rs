@@ -3,7 +3,10 @@
 
 use std::{process::Output, time::Duration};
 
-use switchboard_example_mcp_server::{HttpServerOptions, RunningHttpServer, spawn_http};
+use switchboard_example_mcp_server::{
+    HttpServerOptions, OAuthRealm, RunningHttpServer, spawn_http,
+};
+use switchboard_mcp_service::outbound::elicitation::ElicitationPolicy;
 use switchboard_scripted_model::{ScriptedModel, Turn};
 use switchboard_server::RunningServer;
 use switchboard_test_support::{TEST_JWT_SECRET, TestDb, token};
@@ -30,19 +33,41 @@ pub struct World {
     pub home: tempfile::TempDir,
 }
 
+/// How the example server and mcp-service behave.
+#[derive(Debug, Default)]
+pub struct Setup {
+    /// The example server speaks 2026-07-28 and lists its `confirm` tool,
+    /// and mcp-service passes servers' questions to the caller.
+    pub questions_to_caller: bool,
+    /// The example server's MCP endpoint requires tokens of this realm.
+    pub oauth: Option<OAuthRealm>,
+}
+
 impl World {
     /// Starts everything; the model answers `turns` in order.
     pub async fn start(turns: Vec<Turn>) -> Self {
-        let upstream = spawn_http(HttpServerOptions::default())
-            .await
-            .expect("the example server starts");
-        let mcp_db = TestDb::sqlite().expect("a database");
-        let mcp = switchboard_mcp_service::spawn(switchboard_mcp_service::Config::for_tests(
-            &mcp_db.url,
-            TEST_JWT_SECRET,
-        ))
+        Self::start_with(turns, Setup::default()).await
+    }
+
+    /// Starts everything as `setup` says; the model answers `turns` in order.
+    pub async fn start_with(turns: Vec<Turn>, setup: Setup) -> Self {
+        let upstream = spawn_http(HttpServerOptions {
+            stateful: !setup.questions_to_caller,
+            confirm_tool: setup.questions_to_caller,
+            oauth: setup.oauth,
+            ..HttpServerOptions::default()
+        })
         .await
-        .expect("mcp-service starts");
+        .expect("the example server starts");
+        let mcp_db = TestDb::sqlite().expect("a database");
+        let mut mcp_config =
+            switchboard_mcp_service::Config::for_tests(&mcp_db.url, TEST_JWT_SECRET);
+        if setup.questions_to_caller {
+            mcp_config.elicitation = ElicitationPolicy::Caller;
+        }
+        let mcp = switchboard_mcp_service::spawn(mcp_config)
+            .await
+            .expect("mcp-service starts");
         let model = ScriptedModel::start(turns)
             .await
             .expect("the scripted model starts");

@@ -4,57 +4,66 @@
 use super::Orchestrator;
 use crate::domain::{
     entities::Agent,
-    ports::{Caller, Capabilities},
+    ports::{Caller, Capabilities, McpCallError},
     texts,
 };
+
+/// What a run's integrations offer, and which could not be discovered.
+#[derive(Debug, Default)]
+pub(super) struct Discovered {
+    /// What each discovered integration offers.
+    pub(super) capabilities: Vec<Capabilities>,
+    /// The integrations skipped, and why.
+    pub(super) failed: Vec<(String, String)>,
+    /// Of those, the ones the user must connect, with the URL to do it.
+    pub(super) authorize: Vec<(String, String)>,
+}
 
 impl Orchestrator {
     /// Discovers every integration of the agent at once, each with its own
     /// deadline; failures are logged, reported and skipped.
-    pub(super) async fn discover(
-        &self,
-        caller: &Caller,
-        agent: &Agent,
-    ) -> (Vec<Capabilities>, Vec<(String, String)>) {
+    pub(super) async fn discover(&self, caller: &Caller, agent: &Agent) -> Discovered {
         let ids = &agent.config.mcp_integration_ids;
         if ids.is_empty() {
-            return (Vec::new(), Vec::new());
+            return Discovered::default();
         }
         let timeout = self.settings.discovery_timeout;
         let mcp = &*self.ports.mcp;
         let outcomes = futures::future::join_all(ids.iter().map(|id| async move {
             let outcome =
                 match tokio::time::timeout(timeout, mcp.discover(caller, id, timeout)).await {
-                    Ok(outcome) => outcome.map_err(|e| e.to_string()),
-                    Err(_) => Err(format!(
+                    Ok(outcome) => outcome,
+                    Err(_) => Err(McpCallError::Failed(format!(
                         "discovery timed out after {}s",
                         timeout.as_secs_f64()
-                    )),
+                    ))),
                 };
             (id.clone(), outcome)
         }))
         .await;
-        let mut capabilities = Vec::new();
-        let mut failed = Vec::new();
+        let mut found = Discovered::default();
         for (id, outcome) in outcomes {
             match outcome {
-                Ok(found) => {
+                Ok(offered) => {
                     tracing::info!(
                         integration_id = %id,
-                        tools = found.tools.len(),
-                        resources = found.resources.len(),
-                        prompts = found.prompts.len(),
+                        tools = offered.tools.len(),
+                        resources = offered.resources.len(),
+                        prompts = offered.prompts.len(),
                         "integration discovered"
                     );
-                    capabilities.push(found);
+                    found.capabilities.push(offered);
                 }
                 Err(error) => {
                     tracing::warn!(integration_id = %id, error = %error, "integration discovery failed; skipping it");
-                    failed.push((id, error));
+                    if let McpCallError::AuthorizationRequired { url } = &error {
+                        found.authorize.push((id.clone(), url.clone()));
+                    }
+                    found.failed.push((id, error.to_string()));
                 }
             }
         }
-        (capabilities, failed)
+        found
     }
 
     /// The agent's instructions, the guide to its integrations' resources and

@@ -4,28 +4,27 @@
 
 use std::sync::Arc;
 
-use futures::{StreamExt as _, stream};
+use futures::StreamExt as _;
 use switchboard_db::now_millis;
 
 mod telemetry;
+mod tools;
 
-use self::telemetry::execute_tool;
+pub(super) use self::tools::Resumed;
 use super::{
     Orchestrator, RunEvent, ToolKind,
+    discovery::Discovered,
     events::{Emitter, Stop},
     history::{keep_window, to_chat},
     start::{RunContext, message, numbered},
 };
 use crate::domain::{
     datasource::DataSource,
-    entities::{
-        Agent, InputAnswers, Message, Part, PendingCall, PendingInput, Role, Run, RunStatus,
-        Thread, Usage,
-    },
+    entities::{Agent, Message, Part, PendingCall, Role, Run, RunStatus, Thread, Usage},
     error::RunsError,
     model::{ChatRequest, ModelEvent, ToolCall},
     ports::{Caller, ModelProvider},
-    tools::{RETRIEVE_RESOURCE, ToolAction, ToolContext, ToolOutcome, ToolRouter, Toolset},
+    tools::{ToolContext, ToolRouter, Toolset},
 };
 
 /// Whether a run goes on after a step.
@@ -36,25 +35,6 @@ pub(super) enum Step {
     /// The run ended (answered, paused or out of steps), its end stored and
     /// sent.
     Done,
-}
-
-/// What a step's tool calls came to.
-#[derive(Default)]
-struct Ran {
-    /// Results for the model, in call order.
-    parts: Vec<Part>,
-    /// Calls that wait for the run's caller.
-    waiting: Vec<PendingCall>,
-}
-
-/// An MCP tool call made again with the caller's answers.
-pub(super) struct Resumed {
-    /// The call as the model made it.
-    pub(super) call: ToolCall,
-    /// What its server asked.
-    pub(super) input: PendingInput,
-    /// The caller's answers.
-    pub(super) answers: InputAnswers,
 }
 
 /// What the model said in one turn.
@@ -142,7 +122,7 @@ impl Orchestrator {
         run: &'a mut Run,
         emitter: &'a mut Emitter,
     ) -> Result<Running<'a>, Stop> {
-        let (history, (capabilities, failed), sources) = tokio::join!(
+        let (history, discovered, sources) = tokio::join!(
             self.ports
                 .repo
                 .recent_messages(&thread.id, self.settings.history),
@@ -150,11 +130,25 @@ impl Orchestrator {
             self.ports.tools.sources(&thread.id),
         );
         let history = history?;
+        let Discovered {
+            capabilities,
+            failed,
+            authorize,
+        } = discovered;
         for (integration_id, error) in &failed {
             emitter
                 .emit(RunEvent::DiscoveryFailed {
                     integration_id: integration_id.clone(),
                     error: error.clone(),
+                })
+                .await?;
+        }
+        for (integration_id, url) in authorize {
+            emitter
+                .emit(RunEvent::AuthorizationRequired {
+                    integration_id,
+                    url,
+                    tool_call_id: String::new(),
                 })
                 .await?;
         }
@@ -295,177 +289,6 @@ impl Running<'_> {
             .emit(RunEvent::Completed(self.run.clone()))
             .await?;
         Ok(Step::Done)
-    }
-
-    /// Runs the calls concurrently (at most the parallel-tools limit at
-    /// once); their results come back in call order.
-    async fn run_tools(&mut self, toolset: &Toolset, calls: Vec<ToolCall>) -> Result<Ran, Stop> {
-        for call in &calls {
-            let kind = ToolRouter::kind(toolset, &call.name).unwrap_or(ToolKind::Mcp);
-            self.emitter
-                .emit(RunEvent::ToolCallStarted {
-                    call: call.clone(),
-                    kind,
-                })
-                .await?;
-        }
-        let router = &*self.orchestrator.ports.tools;
-        let context = &self.tools;
-        let results: Vec<(ToolCall, ToolOutcome)> = stream::iter(calls)
-            .map(|call| async move {
-                let outcome = execute_tool(&call, router.call(context, toolset, &call)).await;
-                (call, outcome)
-            })
-            .buffered(self.orchestrator.settings.max_parallel_tools.max(1))
-            .collect()
-            .await;
-        self.finished(results).await
-    }
-
-    /// Tells the client how each call ended, and sorts the outcomes into
-    /// results for the model and calls that wait for the caller's answers.
-    async fn finished(&mut self, results: Vec<(ToolCall, ToolOutcome)>) -> Result<Ran, Stop> {
-        let mut ran = Ran::default();
-        for (call, outcome) in results {
-            self.emitter
-                .emit(RunEvent::ToolCallFinished {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    status: outcome.status,
-                    result: outcome.text.clone(),
-                })
-                .await?;
-            match outcome.action {
-                Some(ToolAction::Input(input)) => {
-                    ran.waiting.push(PendingCall {
-                        id: call.id,
-                        name: call.name,
-                        arguments: call.arguments,
-                        input: Some(*input),
-                    });
-                    continue;
-                }
-                Some(ToolAction::Authorize {
-                    integration_id,
-                    url,
-                }) => {
-                    self.emitter
-                        .emit(RunEvent::AuthorizationRequired {
-                            integration_id,
-                            url,
-                            tool_call_id: call.id.clone(),
-                        })
-                        .await?;
-                }
-                None => {}
-            }
-            ran.parts.push(Part::ToolResult {
-                tool_call_id: call.id,
-                name: call.name,
-                content: outcome.text,
-                is_error: outcome.is_error,
-            });
-        }
-        Ok(ran)
-    }
-
-    /// Makes again the MCP tool calls whose servers asked the caller
-    /// something, now with the caller's answers; the run goes on with their
-    /// results, or pauses again for what the servers ask next.
-    pub(super) async fn resume_calls(&mut self, resumed: Vec<Resumed>) -> Result<Step, Stop> {
-        if resumed.is_empty() {
-            return Ok(Step::Continue);
-        }
-        for Resumed { call, .. } in &resumed {
-            self.emitter
-                .emit(RunEvent::ToolCallStarted {
-                    call: call.clone(),
-                    kind: ToolKind::Mcp,
-                })
-                .await?;
-        }
-        let router = &*self.orchestrator.ports.tools;
-        let context = &self.tools;
-        let results: Vec<(ToolCall, ToolOutcome)> = stream::iter(resumed)
-            .map(
-                |Resumed {
-                     call,
-                     input,
-                     answers,
-                 }| async move {
-                    let work = router.resume(context, &call, &input, &answers);
-                    let outcome = execute_tool(&call, work).await;
-                    (call, outcome)
-                },
-            )
-            .buffered(self.orchestrator.settings.max_parallel_tools.max(1))
-            .collect()
-            .await;
-        let ran = self.finished(results).await?;
-        self.store_results(ran).await
-    }
-
-    /// Stores the results of the calls this service ran with the run's
-    /// state, in one write. Calls waiting for the caller (client tools,
-    /// servers' questions) pause the run.
-    async fn store_results(&mut self, ran: Ran) -> Result<Step, Stop> {
-        let Ran { parts, waiting } = ran;
-        let imported = parts.iter().any(|part| {
-            matches!(part, Part::ToolResult { name, is_error: false, .. } if name == RETRIEVE_RESOURCE)
-        });
-        let mut turn = Vec::new();
-        if !parts.is_empty() {
-            turn.push((Role::Tool, parts));
-        }
-        let paused = !waiting.is_empty();
-        if paused {
-            self.run.status = RunStatus::RequiresAction;
-            self.run.pending = waiting;
-        }
-        self.store(turn).await?;
-        if imported {
-            self.sources = self
-                .orchestrator
-                .ports
-                .tools
-                .sources(&self.tools.thread_id)
-                .await;
-            self.offered = None;
-        }
-        if !paused {
-            return Ok(Step::Continue);
-        }
-        self.paused().await?;
-        Ok(Step::Done)
-    }
-
-    /// Tells the client what the paused run waits for, then that it paused.
-    async fn paused(&mut self) -> Result<(), Stop> {
-        let (asking, client): (Vec<_>, Vec<_>) = self
-            .run
-            .pending
-            .iter()
-            .cloned()
-            .partition(|call| call.input.is_some());
-        if !client.is_empty() {
-            self.emitter
-                .emit(RunEvent::ClientToolCallsRequired(client))
-                .await?;
-        }
-        for call in asking {
-            let requests = call.input.map(|i| i.asked.requests).unwrap_or_default();
-            self.emitter
-                .emit(RunEvent::ToolInputRequired {
-                    id: call.id,
-                    name: call.name,
-                    requests,
-                })
-                .await?;
-        }
-        self.emitter
-            .emit(RunEvent::Completed(self.run.clone()))
-            .await?;
-        Ok(())
     }
 
     /// Stores `messages` with the run's state in one write, guarded by the

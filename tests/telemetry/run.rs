@@ -301,6 +301,11 @@ async fn one_run_is_one_trace_from_the_client_to_the_mcp_server() {
                 .is_some_and(|m| m.contains(CANARY_ARGUMENT))),
         "the model's answers are captured"
     );
+    assert!(
+        spans.iter().any(|s| attribute(s, "gen_ai.input.messages")
+            .is_some_and(|m| m.contains(CANARY_ARGUMENT) && m.contains("\"role\":\"tool\""))),
+        "what the model is sent is captured"
+    );
     let secrets = [CANARY_CREDENTIAL, w.token.as_str()];
     assert_nothing_holds(
         &secrets,

@@ -245,6 +245,10 @@ impl Running<'_> {
             tools: Arc::clone(&toolset.specs),
             max_tokens: self.orchestrator.settings.max_output_tokens,
         };
+        if switchboard_telemetry::capture_content() {
+            let input = telemetry::input_messages(&request.messages);
+            tracing::Span::current().record("gen_ai.input.messages", input.as_str());
+        }
         let model_failed = |e| RunsError::FailedPrecondition(format!("the model call failed: {e}"));
         let mut stream = self.provider.stream(request).await.map_err(model_failed)?;
         let mut turn = Turn {

@@ -4,7 +4,7 @@
 use super::{Running, Stop, Turn};
 use crate::domain::run::ToolCallStatus;
 use crate::domain::{
-    model::ToolCall,
+    model::{ChatMessage, ToolCall},
     tools::{ToolOutcome, Toolset},
 };
 
@@ -23,6 +23,7 @@ impl Running<'_> {
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
             gen_ai.system_instructions = tracing::field::Empty,
+            gen_ai.input.messages = tracing::field::Empty,
             gen_ai.output.messages = tracing::field::Empty,
         );
         let capture = switchboard_telemetry::capture_content();
@@ -63,17 +64,42 @@ impl Running<'_> {
     }
 }
 
+/// What a model request carries of the thread, as the GenAI conventions'
+/// `gen_ai.input.messages`.
+pub(super) fn input_messages(messages: &[ChatMessage]) -> String {
+    let message = |message: &ChatMessage| match message {
+        ChatMessage::User { text } => serde_json::json!({
+            "role": "user",
+            "parts": [{"type": "text", "content": text}],
+        }),
+        ChatMessage::Assistant { text, tool_calls } => {
+            let mut parts = vec![serde_json::json!({"type": "text", "content": text})];
+            parts.extend(tool_calls.iter().map(tool_call_part));
+            serde_json::json!({"role": "assistant", "parts": parts})
+        }
+        ChatMessage::ToolResult {
+            call_id, content, ..
+        } => serde_json::json!({
+            "role": "tool",
+            "parts": [{"type": "tool_call_response", "id": call_id, "response": content}],
+        }),
+    };
+    serde_json::Value::Array(messages.iter().map(message).collect()).to_string()
+}
+
+fn tool_call_part(call: &ToolCall) -> serde_json::Value {
+    serde_json::json!({
+        "type": "tool_call",
+        "id": call.id,
+        "name": call.name,
+        "arguments": call.arguments,
+    })
+}
+
 /// The model's answer as the GenAI conventions' `gen_ai.output.messages`.
 fn output_messages(turn: &Turn) -> String {
     let mut parts = vec![serde_json::json!({"type": "text", "content": turn.text})];
-    parts.extend(turn.calls.iter().map(|call| {
-        serde_json::json!({
-            "type": "tool_call",
-            "id": call.id,
-            "name": call.name,
-            "arguments": call.arguments,
-        })
-    }));
+    parts.extend(turn.calls.iter().map(tool_call_part));
     serde_json::json!([{"role": "assistant", "parts": parts}]).to_string()
 }
 

@@ -119,7 +119,14 @@ fn release_binary(name: &str) -> anyhow::Result<PathBuf> {
 /// callers alone (it measures speed, not refusals).
 async fn mcp_service(dir: &Path, example: &Path) -> anyhow::Result<(Process, String)> {
     let port = free_port()?;
-    let child = Command::new(release_binary("mcp-service")?)
+    let mut command = Command::new(release_binary("mcp-service")?);
+    // SWITCHBOARD_BENCH_MCP_WORKERS: mcp-service's runtime threads
+    // (TOKIO_WORKER_THREADS), for comparing runtime sizes; the load
+    // generator and the example server keep theirs.
+    if let Ok(workers) = std::env::var("SWITCHBOARD_BENCH_MCP_WORKERS") {
+        command.env("TOKIO_WORKER_THREADS", workers);
+    }
+    let child = command
         .args(["--listen", &format!("127.0.0.1:{port}")])
         .current_dir(dir)
         .env_remove("DATABASE_URL")

@@ -259,6 +259,7 @@ async fn stats_tool_reports_the_server_counters() {
             tool_calls: 2,
             cancellations: 0,
             listings_peak: 0,
+            task_cancels: 0,
         }
     );
 

@@ -337,3 +337,46 @@ fn comma_list(spec: &str) -> Vec<String> {
         .map(str::to_owned)
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_polling(min_ms: u64, max_ms: u64) -> Config {
+        let mut config = Config::for_tests("sqlite::memory:", "secret");
+        config.task_poll_min = Duration::from_millis(min_ms);
+        config.task_poll_max = Duration::from_millis(max_ms);
+        config
+    }
+
+    #[test]
+    fn the_task_poll_floor_is_at_least_10ms_and_never_above_the_cap() {
+        let at_limits = with_polling(10, 10)
+            .task_polling()
+            .expect("10ms is allowed");
+        assert_eq!(at_limits.min_interval, Duration::from_millis(10));
+        assert_eq!(at_limits.max_interval, Duration::from_millis(10));
+        let below = with_polling(9, 1_000)
+            .task_polling()
+            .expect_err("under 10ms");
+        assert!(below.to_string().contains("SWITCHBOARD_MCP_TASK_POLL_MIN"));
+        let crossed = with_polling(200, 199)
+            .task_polling()
+            .expect_err("cap under floor");
+        assert!(
+            crossed
+                .to_string()
+                .contains("SWITCHBOARD_MCP_TASK_POLL_MAX")
+        );
+    }
+
+    #[test]
+    fn the_task_poll_defaults_are_those_documented() {
+        use clap::Parser as _;
+        let config = Config::try_parse_from(["mcp-service"]).expect("defaults parse");
+        assert_eq!(
+            config.task_polling().expect("valid"),
+            TaskPolling::default()
+        );
+    }
+}

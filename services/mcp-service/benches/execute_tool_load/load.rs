@@ -116,7 +116,11 @@ pub async fn post(
 enum Caller {
     Direct(SendRequest<Full<Bytes>>, DirectSession, Arc<AtomicU64>),
     Echo(HealthClient<Channel>, String),
-    Execute(McpServiceClient<Channel>, Box<pb::ExecuteToolRequest>, String),
+    Execute(
+        McpServiceClient<Channel>,
+        Box<pb::ExecuteToolRequest>,
+        String,
+    ),
 }
 
 impl Caller {

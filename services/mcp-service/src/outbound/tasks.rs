@@ -130,6 +130,12 @@ pub async fn follow(
         answers,
     } = start;
     let mut guard = CancelOnDrop::new(peer, &task_id);
+    // Within the call's span: its polls are part of the `tools/call`.
+    tracing::debug!(
+        task_id,
+        resumed = answers.is_some(),
+        "following the server's task"
+    );
     if let Some(answers) = answers {
         update(peer, &task_id, answers).await?;
     }

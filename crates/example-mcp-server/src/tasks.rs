@@ -21,6 +21,7 @@ use rmcp::{
 use serde_json::Value;
 
 use crate::{
+    MAX_BIG_BYTES,
     confirm::{self, CONFIRM_KEY},
     stats::Stats,
 };
@@ -29,6 +30,9 @@ use crate::{
 /// `ms` milliseconds with `slept <ms>ms`, or stops as `cancelled` when the
 /// client cancels it first.
 pub const TASK_SLEEP_TOOL: &str = "task_sleep";
+/// Name of an unlisted tool that answers as a task, which completes with
+/// one text block of exactly `bytes` bytes (at most [`crate::MAX_BIG_BYTES`]).
+pub const TASK_BIG_TOOL: &str = "task_big";
 /// Name of an unlisted tool that answers as a task, which fails with a
 /// JSON-RPC error carrying its `message` argument.
 pub const TASK_FAIL_TOOL: &str = "task_fail";
@@ -56,7 +60,13 @@ impl std::fmt::Debug for Tasks {
 
 /// Whether `name` is one of the tools that answer as tasks.
 pub(crate) fn is_task_tool(name: &str) -> bool {
-    [TASK_SLEEP_TOOL, TASK_FAIL_TOOL, TASK_CONFIRM_TOOL].contains(&name)
+    [
+        TASK_SLEEP_TOOL,
+        TASK_BIG_TOOL,
+        TASK_FAIL_TOOL,
+        TASK_CONFIRM_TOOL,
+    ]
+    .contains(&name)
 }
 
 impl Tasks {
@@ -94,6 +104,7 @@ impl Tasks {
 /// What a task tool was asked to do.
 enum Work {
     Sleep(u64),
+    Big(usize),
     Fail(String),
     Confirm(String),
 }
@@ -109,6 +120,14 @@ fn work(request: &CallToolRequestParams) -> Result<Work, McpError> {
             .and_then(Value::as_u64)
             .map(Work::Sleep)
             .ok_or_else(|| missing("ms")),
+        TASK_BIG_TOOL => match argument("bytes").and_then(Value::as_u64) {
+            Some(bytes) if bytes <= MAX_BIG_BYTES as u64 => Ok(Work::Big(bytes as usize)),
+            Some(_) => Err(McpError::invalid_params(
+                format!("bytes must be at most {MAX_BIG_BYTES}"),
+                None,
+            )),
+            None => Err(missing("bytes")),
+        },
         TASK_FAIL_TOOL => argument("message")
             .and_then(Value::as_str)
             .map(|message| Work::Fail(message.to_owned()))
@@ -127,6 +146,9 @@ impl Work {
                     }
                     () = context.cancelled() => Err(TaskExit::Cancelled),
                 },
+                Self::Big(bytes) => Ok(CallToolResult::success(vec![ContentBlock::text(
+                    "x".repeat(bytes),
+                )])),
                 Self::Fail(message) => {
                     Err(TaskExit::Error(McpError::internal_error(message, None)))
                 }

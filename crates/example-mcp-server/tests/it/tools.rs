@@ -10,8 +10,8 @@ use rmcp::{
 };
 use serde_json::json;
 use switchboard_example_mcp_server::{
-    EXTRA_TOOL, StatsSnapshot, TASK_CONFIRM_TOOL, TASK_FAIL_TOOL, TASK_SLEEP_TOOL, TOOLS_PAGE_SIZE,
-    data,
+    EXTRA_TOOL, StatsSnapshot, TASK_BIG_TOOL, TASK_CONFIRM_TOOL, TASK_FAIL_TOOL, TASK_SLEEP_TOOL,
+    TOOLS_PAGE_SIZE, data,
 };
 use tokio::sync::Notify;
 
@@ -155,7 +155,12 @@ async fn task_tools_answer_only_a_client_that_declares_tasks() {
     let server = start_server().await;
     let client = connect(&server).await;
 
-    for tool in [TASK_SLEEP_TOOL, TASK_FAIL_TOOL, TASK_CONFIRM_TOOL] {
+    for tool in [
+        TASK_SLEEP_TOOL,
+        TASK_BIG_TOOL,
+        TASK_FAIL_TOOL,
+        TASK_CONFIRM_TOOL,
+    ] {
         let refused = try_call(
             &client,
             tool,

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_example_mcp_server::{
-    CONFIRM_KEY, HttpServerOptions, RunningHttpServer, TASK_CONFIRM_TOOL, TASK_FAIL_TOOL,
-    TASK_SLEEP_TOOL, spawn_http,
+    CONFIRM_KEY, HttpServerOptions, RunningHttpServer, TASK_BIG_TOOL, TASK_CONFIRM_TOOL,
+    TASK_FAIL_TOOL, TASK_SLEEP_TOOL, spawn_http,
 };
 use switchboard_mcp_service::outbound::elicitation::ElicitationPolicy;
 use switchboard_proto::{json::json_to_struct, mcp::v1 as pb};
@@ -112,6 +112,48 @@ async fn a_tasks_result_is_the_calls_result(kind: DbKind) {
         assert_eq!(stats.tool_calls, 1, "the tool was started once");
         assert_eq!(stats.task_cancels, 0, "a task that ended is not cancelled");
     }
+}
+
+async fn a_tasks_result_is_held_to_the_result_size_limit(kind: DbKind) {
+    const LIMIT: usize = 64 * 1024;
+    let upstream = spawn_http(HttpServerOptions {
+        stateful: false,
+        ..HttpServerOptions::default()
+    })
+    .await
+    .expect("upstream");
+    let mut h = start_with(kind, |config| config.max_result_bytes = LIMIT).await;
+    let token = admin("org-a");
+    let id = create(&mut h, &token, http_integration("example", &upstream.url()))
+        .await
+        .id;
+    let s = Setup {
+        h,
+        upstream,
+        token,
+        id,
+    };
+    let small = execute(&s, call(&s, TASK_BIG_TOOL, json!({"bytes": LIMIT / 2}))).await;
+    assert!(!small.is_error, "{}", small.error_message);
+    assert_eq!(text(&small).len(), LIMIT / 2);
+    let large = execute(&s, call(&s, TASK_BIG_TOOL, json!({"bytes": LIMIT + 1}))).await;
+    assert!(large.is_error);
+    assert_eq!(
+        large.failure_reason(),
+        pb::ToolFailureReason::ResultTooLarge,
+        "{}",
+        large.error_message
+    );
+    assert!(
+        large.error_message.contains("larger than 64 KiB"),
+        "{}",
+        large.error_message
+    );
+    assert_eq!(
+        s.upstream.stats.snapshot().tool_calls,
+        2,
+        "each task started once"
+    );
 }
 
 async fn a_failed_task_is_a_tool_error(kind: DbKind) {
@@ -260,6 +302,7 @@ db_tests!(
     a_caller_that_leaves_cancels_the_task,
     a_failed_task_is_a_tool_error,
     a_slow_task_times_out_and_the_server_is_told_to_cancel_it,
+    a_tasks_result_is_held_to_the_result_size_limit,
     a_tasks_question_goes_to_the_caller_who_resumes_the_same_task,
     a_tasks_result_is_the_calls_result,
     task_ids_are_checked_and_one_at_the_limit_reaches_the_server,

@@ -67,23 +67,26 @@ fn verdict(
             None,
         ));
     }
-    let confirmed = answer.pointer("/content/confirmed") == Some(&Value::Bool(true));
-    let verdict = match answer.get("action").and_then(Value::as_str) {
-        Some("accept") if confirmed => "confirmed",
-        Some("accept") => "not confirmed",
-        Some("decline") => "declined",
-        Some("cancel") => "cancelled",
-        _ => {
-            return Err(McpError::invalid_params(
-                "the answer is not an elicitation result",
-                None,
-            ));
-        }
-    };
-    Ok(Some((verdict, answer.clone())))
+    Ok(Some((verdict_of(answer)?, answer.clone())))
 }
 
-fn action_of(arguments: Option<&JsonObject>) -> Result<&str, McpError> {
+/// What an elicitation result says: `confirmed`, `not confirmed`,
+/// `declined` or `cancelled`.
+pub(crate) fn verdict_of(answer: &Value) -> Result<&'static str, McpError> {
+    let confirmed = answer.pointer("/content/confirmed") == Some(&Value::Bool(true));
+    match answer.get("action").and_then(Value::as_str) {
+        Some("accept") if confirmed => Ok("confirmed"),
+        Some("accept") => Ok("not confirmed"),
+        Some("decline") => Ok("declined"),
+        Some("cancel") => Ok("cancelled"),
+        _ => Err(McpError::invalid_params(
+            "the answer is not an elicitation result",
+            None,
+        )),
+    }
+}
+
+pub(crate) fn action_of(arguments: Option<&JsonObject>) -> Result<&str, McpError> {
     arguments
         .and_then(|arguments| arguments.get("action"))
         .and_then(Value::as_str)
@@ -125,8 +128,20 @@ pub fn prompt(request: &GetPromptRequestParams) -> Result<GetPromptResponse, Mcp
 }
 
 fn question(action: &str) -> Result<InputRequiredResult, McpError> {
-    let requests = serde_json::from_value(json!({
-        CONFIRM_KEY: {
+    let requests =
+        serde_json::from_value(json!({ CONFIRM_KEY: elicitation(action) })).map_err(|error| {
+            McpError::internal_error(format!("invalid input request: {error}"), None)
+        })?;
+    Ok(InputRequiredResult::new(
+        Some(requests),
+        Some(request_state(action)),
+    ))
+}
+
+/// The form elicitation asking whether to go ahead with `action`, as an
+/// input request's wire JSON.
+pub(crate) fn elicitation(action: &str) -> Value {
+    json!({
             "method": "elicitation/create",
             "params": {
                 "mode": "form",
@@ -143,11 +158,5 @@ fn question(action: &str) -> Result<InputRequiredResult, McpError> {
                     "required": ["confirmed"]
                 }
             }
-        }
-    }))
-    .map_err(|error| McpError::internal_error(format!("invalid input request: {error}"), None))?;
-    Ok(InputRequiredResult::new(
-        Some(requests),
-        Some(request_state(action)),
-    ))
+    })
 }

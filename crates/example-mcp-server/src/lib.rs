@@ -9,7 +9,9 @@
 //! `counter` (per session), `add_tool` (changes the tool list) and `stats`.
 //! `tools/list` is paginated [`TOOLS_PAGE_SIZE`] tools at a time. Unlisted,
 //! for tests of a failing network: [`DROP_CONNECTION_TOOL`]; listed on request, for
-//! tests of exact JSON: [`RECORD_TOOL`].
+//! tests of exact JSON: [`RECORD_TOOL`]. Unlisted, answering as tasks (the
+//! Tasks extension): [`TASK_SLEEP_TOOL`], [`TASK_BIG_TOOL`],
+//! [`TASK_FAIL_TOOL`] and [`TASK_CONFIRM_TOOL`].
 //!
 //! Resources: `data://sales.csv`, `docs://readme`, `data://logo.png` and the
 //! template `data://sales/{region}.csv`. Prompt: `summarize`.
@@ -22,6 +24,7 @@ mod listen;
 mod oauth;
 mod server;
 mod stats;
+mod tasks;
 
 use std::sync::Arc;
 
@@ -36,6 +39,9 @@ pub use server::{
     SERVER_INSTRUCTIONS, SERVER_NAME, TOOLS_PAGE_SIZE,
 };
 pub use stats::{Stats, StatsSnapshot};
+pub use tasks::{
+    TASK_BIG_TOOL, TASK_CONFIRM_TOOL, TASK_FAIL_TOOL, TASK_POLL_INTERVAL_MS, TASK_SLEEP_TOOL,
+};
 
 /// Serves one MCP session on stdin/stdout until stdin reaches end of file or
 /// the client closes the session.

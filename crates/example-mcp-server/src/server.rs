@@ -11,13 +11,14 @@ use std::{
 use rmcp::{
     ErrorData as McpError, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+        CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
         DiscoverRequestMethod, DiscoverResult, GetPromptRequestParams, GetPromptResponse,
-        GetPromptResult, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
-        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-        PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams,
-        ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
-        Role, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+        GetPromptResult, GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams,
+        InitializeResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
+        ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
+        PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+        Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig,
+        SubscriptionFilter, Tool, UpdateTaskParams,
     },
     service::{Peer, RequestContext, SubscriptionContext},
 };
@@ -31,6 +32,7 @@ use crate::{
     data::{self, EMBEDDED_TEXT, EMBEDDED_URI, LOGO_URI, README_URI, SALES_BY_REGION_TEMPLATE},
     listen::Listeners,
     stats::Stats,
+    tasks::{self, Tasks},
 };
 
 /// Name the server reports in its implementation info.
@@ -64,6 +66,7 @@ pub struct ExampleServer {
     confirm_tool: bool,
     initialize_only: bool,
     cutter: Option<ConnectionCutter>,
+    tasks: Tasks,
 }
 
 /// Tool-list state shared by every session of one server.
@@ -103,6 +106,7 @@ impl ExampleServer {
             confirm_tool: false,
             initialize_only: false,
             cutter: None,
+            tasks: Tasks::default(),
         }
     }
 
@@ -167,6 +171,7 @@ impl ExampleServer {
             confirm_tool: self.confirm_tool,
             initialize_only: self.initialize_only,
             cutter: self.cutter.clone(),
+            tasks: self.tasks.clone(),
         }
     }
 
@@ -452,6 +457,7 @@ impl ServerHandler for ExampleServer {
                 .enable_resources()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
@@ -556,6 +562,9 @@ impl ServerHandler for ExampleServer {
         if name == CONFIRM_TOOL {
             return confirm::call(&request);
         }
+        if tasks::is_task_tool(name) {
+            return self.tasks.call(&request, &context);
+        }
         let arguments = request.arguments;
         let result = match name {
             "echo" => {
@@ -627,6 +636,33 @@ impl ServerHandler for ExampleServer {
             }
         };
         Ok(result.into())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let task = self.tasks.manager().get_task(&request.task_id)?;
+        Ok(GetTaskResult::new(task))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.tasks
+            .manager()
+            .update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        tasks::cancel(&self.tasks, &self.stats, &request.task_id)
     }
 
     async fn list_resources(

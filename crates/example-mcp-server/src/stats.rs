@@ -17,6 +17,8 @@ pub struct Stats {
     pub tool_calls: AtomicU64,
     /// Tool calls that stopped early because the client cancelled them.
     pub cancellations: AtomicU64,
+    /// `tasks/cancel` requests received.
+    pub task_cancels: AtomicU64,
     /// Listings (tools, resources, resource templates, prompts) being served now.
     pub listings_in_flight: AtomicU64,
     /// The most listings ever served at once.
@@ -42,6 +44,9 @@ pub struct StatsSnapshot {
     /// ever served at once.
     #[serde(default)]
     pub listings_peak: u64,
+    /// `tasks/cancel` requests received.
+    #[serde(default)]
+    pub task_cancels: u64,
 }
 
 impl Stats {
@@ -54,6 +59,7 @@ impl Stats {
             tool_calls: self.tool_calls.load(Ordering::Relaxed),
             cancellations: self.cancellations.load(Ordering::Relaxed),
             listings_peak: self.listings_peak.load(Ordering::Relaxed),
+            task_cancels: self.task_cancels.load(Ordering::Relaxed),
         }
     }
 
@@ -86,6 +92,10 @@ impl Stats {
         self.cancellations.fetch_add(1, Ordering::Relaxed);
     }
 
+    pub(crate) fn record_task_cancel(&self) {
+        self.task_cancels.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Counts a listing as served until the returned guard is dropped.
     pub(crate) fn listing(&self) -> ListingGuard<'_> {
         let now = self.listings_in_flight.fetch_add(1, Ordering::Relaxed) + 1;
@@ -115,6 +125,7 @@ mod tests {
         stats.record_tool_call();
         stats.record_tool_call();
         stats.record_cancellation();
+        stats.record_task_cancel();
         {
             let _first = stats.listing();
             let _second = stats.listing();
@@ -127,6 +138,7 @@ mod tests {
                 tool_calls: 2,
                 cancellations: 1,
                 listings_peak: 2,
+                task_cancels: 1,
             }
         );
     }

@@ -28,6 +28,7 @@ use crate::{
         session_pool::{PoolLimits, SessionPool},
         sessions::DiscoveryCache,
         sql::{MIGRATIONS, SqlIntegrationRepository},
+        tasks::TaskPolling,
     },
 };
 
@@ -54,7 +55,7 @@ struct Built {
 
 /// The MCP gateway: sessions pooled within their limits, discovery cached,
 /// results and listings bounded.
-fn gateway(config: &Config, connector: McpConnector) -> RmcpGateway {
+fn gateway(config: &Config, connector: McpConnector, tasks: TaskPolling) -> RmcpGateway {
     RmcpGateway::new(
         connector,
         SessionPool::new(PoolLimits {
@@ -72,6 +73,7 @@ fn gateway(config: &Config, connector: McpConnector) -> RmcpGateway {
                 max_bytes: config.discovery_max_bytes,
             },
             elicitation: config.elicitation,
+            tasks,
         },
     )
 }
@@ -134,7 +136,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         stdio: config.stdio_allow_list()?,
     });
     let (connector, flows) = connector(config, &policy, &db.pool, keys.clone())?;
-    let gateway = Arc::new(gateway(config, connector));
+    let gateway = Arc::new(gateway(config, connector, config.task_polling()?));
     let repository = Arc::new(SqlIntegrationRepository::new(db.pool.clone(), keys));
     let integrations = IntegrationService::new(
         repository,

@@ -12,7 +12,7 @@ use crate::{
         catalog::Catalog,
         stdio_policy::{ChildSettings, Sandbox, StdioAllowList},
     },
-    outbound::{elicitation::ElicitationPolicy, secret_box::KeyRing},
+    outbound::{elicitation::ElicitationPolicy, secret_box::KeyRing, tasks::TaskPolling},
 };
 
 /// Everything mcp-service is configured with.
@@ -157,6 +157,14 @@ pub struct Config {
     /// field has none).
     #[arg(long, env = "SWITCHBOARD_ELICITATION", value_enum, default_value_t = ElicitationPolicy::Decline)]
     pub elicitation: ElicitationPolicy,
+    /// Shortest pause between two polls of a task a server runs a tool call
+    /// as, whatever interval the server suggests (at least 10ms).
+    #[arg(long, env = "SWITCHBOARD_MCP_TASK_POLL_MIN", default_value = "100ms", value_parser = humantime::parse_duration)]
+    pub task_poll_min: Duration,
+    /// Longest pause between two polls of such a task, whatever interval
+    /// the server suggests.
+    #[arg(long, env = "SWITCHBOARD_MCP_TASK_POLL_MAX", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub task_poll_max: Duration,
 }
 
 impl std::fmt::Debug for Config {
@@ -228,7 +236,25 @@ impl Config {
             discovery_max_bytes: 8 * 1024 * 1024,
             oauth_max_token_response_bytes: 64 * 1024,
             elicitation: ElicitationPolicy::Decline,
+            task_poll_min: Duration::from_millis(100),
+            task_poll_max: Duration::from_secs(5),
         }
+    }
+
+    /// How tasks are polled; refuses a floor under 10ms (a server
+    /// suggesting no pause would be polled without rest) or above the cap.
+    pub fn task_polling(&self) -> anyhow::Result<TaskPolling> {
+        const LEAST: Duration = Duration::from_millis(10);
+        if self.task_poll_min < LEAST {
+            bail!("SWITCHBOARD_MCP_TASK_POLL_MIN must be at least {LEAST:?}");
+        }
+        if self.task_poll_max < self.task_poll_min {
+            bail!("SWITCHBOARD_MCP_TASK_POLL_MAX must be at least SWITCHBOARD_MCP_TASK_POLL_MIN");
+        }
+        Ok(TaskPolling {
+            min_interval: self.task_poll_min,
+            max_interval: self.task_poll_max,
+        })
     }
 
     /// The key ring; refuses to go on without keys unless in dev mode.
@@ -310,4 +336,47 @@ fn comma_list(spec: &str) -> Vec<String> {
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_polling(min_ms: u64, max_ms: u64) -> Config {
+        let mut config = Config::for_tests("sqlite::memory:", "secret");
+        config.task_poll_min = Duration::from_millis(min_ms);
+        config.task_poll_max = Duration::from_millis(max_ms);
+        config
+    }
+
+    #[test]
+    fn the_task_poll_floor_is_at_least_10ms_and_never_above_the_cap() {
+        let at_limits = with_polling(10, 10)
+            .task_polling()
+            .expect("10ms is allowed");
+        assert_eq!(at_limits.min_interval, Duration::from_millis(10));
+        assert_eq!(at_limits.max_interval, Duration::from_millis(10));
+        let below = with_polling(9, 1_000)
+            .task_polling()
+            .expect_err("under 10ms");
+        assert!(below.to_string().contains("SWITCHBOARD_MCP_TASK_POLL_MIN"));
+        let crossed = with_polling(200, 199)
+            .task_polling()
+            .expect_err("cap under floor");
+        assert!(
+            crossed
+                .to_string()
+                .contains("SWITCHBOARD_MCP_TASK_POLL_MAX")
+        );
+    }
+
+    #[test]
+    fn the_task_poll_defaults_are_those_documented() {
+        use clap::Parser as _;
+        let config = Config::try_parse_from(["mcp-service"]).expect("defaults parse");
+        assert_eq!(
+            config.task_polling().expect("valid"),
+            TaskPolling::default()
+        );
+    }
 }

@@ -9,7 +9,10 @@ use rmcp::{
     service::{NotificationContext, PeerRequestOptions},
 };
 use serde_json::json;
-use switchboard_example_mcp_server::{EXTRA_TOOL, StatsSnapshot, TOOLS_PAGE_SIZE, data};
+use switchboard_example_mcp_server::{
+    EXTRA_TOOL, StatsSnapshot, TASK_BIG_TOOL, TASK_CONFIRM_TOOL, TASK_FAIL_TOOL, TASK_SLEEP_TOOL,
+    TOOLS_PAGE_SIZE, data,
+};
 use tokio::sync::Notify;
 
 use crate::common::{
@@ -148,6 +151,33 @@ async fn unknown_tools_and_bad_arguments_are_invalid_params_errors() {
 }
 
 #[tokio::test]
+async fn task_tools_answer_only_a_client_that_declares_tasks() {
+    let server = start_server().await;
+    let client = connect(&server).await;
+
+    for tool in [
+        TASK_SLEEP_TOOL,
+        TASK_BIG_TOOL,
+        TASK_FAIL_TOOL,
+        TASK_CONFIRM_TOOL,
+    ] {
+        let refused = try_call(
+            &client,
+            tool,
+            json!({ "ms": 1, "message": "m", "action": "a" }),
+        )
+        .await
+        .expect_err("a client without the tasks extension gets no task");
+        let refused = mcp_error(refused);
+        assert_eq!(refused.code, ErrorCode::INVALID_REQUEST, "{tool}");
+        assert!(refused.message.contains("tasks extension"), "{refused:?}");
+    }
+    assert_eq!(server.stats.snapshot().task_cancels, 0);
+
+    server.shutdown().await;
+}
+
+#[tokio::test]
 async fn sleep_completes_when_not_cancelled() {
     let server = start_server().await;
     let client = connect(&server).await;
@@ -259,6 +289,7 @@ async fn stats_tool_reports_the_server_counters() {
             tool_calls: 2,
             cancellations: 0,
             listings_peak: 0,
+            task_cancels: 0,
         }
     );
 

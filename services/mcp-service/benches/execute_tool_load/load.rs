@@ -116,7 +116,11 @@ pub async fn post(
 enum Caller {
     Direct(SendRequest<Full<Bytes>>, DirectSession, Arc<AtomicU64>),
     Echo(HealthClient<Channel>, String),
-    Execute(McpServiceClient<Channel>, pb::ExecuteToolRequest, String),
+    Execute(
+        McpServiceClient<Channel>,
+        Box<pb::ExecuteToolRequest>,
+        String,
+    ),
 }
 
 impl Caller {
@@ -149,7 +153,7 @@ impl Caller {
         };
         Ok(Caller::Execute(
             McpServiceClient::new(channel),
-            request,
+            Box::new(request),
             setup.token.clone(),
         ))
     }
@@ -181,7 +185,7 @@ impl Caller {
             }
             Caller::Execute(client, request, token) => {
                 let response = client
-                    .execute_tool(authed(request.clone(), token))
+                    .execute_tool(authed((**request).clone(), token))
                     .await?
                     .into_inner();
                 if response.is_error || response.content.is_empty() {

@@ -271,6 +271,10 @@ pub struct ToolCall {
     pub arguments: serde_json::Map<String, serde_json::Value>,
     /// The caller's answers; empty for a new call.
     pub answers: InputAnswers,
+    /// The server's task these answers are for, when the server runs the
+    /// call as a task (the MCP Tasks extension): the call resumes that task
+    /// and never starts the tool again.
+    pub task_id: Option<String>,
 }
 
 /// The caller's answers to a server's input requests, carried into a call
@@ -300,9 +304,13 @@ pub trait McpGateway: Send + Sync + 'static {
         bypass_cache: bool,
         timeout: Duration,
     ) -> Result<Arc<Discovery>, CallError>;
-    /// Calls a tool, resuming with `answers` when they are not empty;
-    /// returns the `CallToolResult` wire JSON, or the `InputRequiredResult`
-    /// wire JSON when the server asks for input only the caller can give.
+    /// Calls a tool, resuming with `answers` when they are not empty (and
+    /// the server's task `call.task_id`, when set); returns the
+    /// `CallToolResult` wire JSON, or the `InputRequiredResult` wire JSON
+    /// when the server asks for input only the caller can give. When a
+    /// task of the server asks, that JSON carries the task's `taskId`
+    /// beside its `inputRequests`. A task the server runs for the call is
+    /// followed to its end within `timeout`, and cancelled past it.
     async fn call_tool(
         &self,
         integration: &Integration,

@@ -133,7 +133,32 @@ pub(super) fn tool_call(request: &pb::ExecuteToolRequest) -> Result<ToolCall, St
         name: request.tool_name.clone(),
         arguments: tool_arguments(request)?,
         answers: input_answers(&request.input_responses, request.request_state.as_ref())?,
+        task_id: task_id(request)?,
     })
+}
+
+/// Longest `task_id` accepted: servers name their tasks with short ids
+/// (UUIDs, say), and the id is sent on in every request about the task.
+pub const MAX_TASK_ID_BYTES: usize = 1024;
+
+/// The task a resumed call answers, when it answers one.
+fn task_id(request: &pb::ExecuteToolRequest) -> Result<Option<String>, Status> {
+    let Some(task_id) = &request.task_id else {
+        return Ok(None);
+    };
+    let problem = if task_id.is_empty() {
+        Some("is empty".to_owned())
+    } else if task_id.len() > MAX_TASK_ID_BYTES {
+        Some(format!("is longer than {MAX_TASK_ID_BYTES} bytes"))
+    } else if request.request_state.is_some() {
+        Some("is never sent with request_state: a task keeps its own state".to_owned())
+    } else {
+        None
+    };
+    match problem {
+        Some(problem) => Err(status(McpError::invalid("task_id", problem))),
+        None => Ok(Some(task_id.clone())),
+    }
 }
 
 /// The caller's answers: each a JSON object under a non-empty key. What

@@ -272,6 +272,10 @@ fn input_required_of(result: &Value) -> pb::InputRequired {
             .get("requestState")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        task_id: result
+            .get("taskId")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
     }
 }
 

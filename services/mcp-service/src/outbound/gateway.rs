@@ -9,7 +9,9 @@
 //! request provably never reached the server: the connection to it could
 //! not be opened, or the stdio server was gone before the request was
 //! written. A stream that breaks after the request left may have run the
-//! tool, so it fails the call instead; a tool must never run twice.
+//! tool, so it fails the call instead; a tool must never run twice. Once
+//! the server has answered with a task ([`super::tasks`]), nothing is made
+//! again: the task is followed, or the call fails.
 
 use std::{future::Future, sync::Arc, time::Duration};
 
@@ -29,9 +31,10 @@ use super::{
     elicitation::ElicitationPolicy,
     listen::ChangeListeners,
     mcp_client::{McpConnector, client_config},
-    mrtr::{self, Round},
+    mrtr::{self, Round, ToolAnswer},
     session_pool::{SessionKey, SessionPool},
     sessions::{DiscoveryCache, Live, SessionHandler},
+    tasks::{self, TaskEnd, TaskPolling, TaskStart},
     telemetry::{Operation, observe},
 };
 use crate::domain::{
@@ -52,6 +55,8 @@ pub struct GatewayLimits {
     pub discovery: DiscoveryLimits,
     /// How servers' elicitations are answered.
     pub elicitation: ElicitationPolicy,
+    /// How often the tasks servers run calls as are polled.
+    pub tasks: TaskPolling,
 }
 
 /// The `rmcp` implementation of [`McpGateway`].
@@ -100,7 +105,46 @@ fn round_json<T: Serialize>(round: &Round<T>) -> Result<Value, CallError> {
 /// What an operation on a session can fail with.
 enum OpFailure {
     Service(ServiceError),
+    /// A failure after the server started the tool (as a task): the
+    /// operation is never made again, whatever the error.
+    Unrepeatable(ServiceError),
     Call(CallError),
+}
+
+/// One tool call on a session: its rounds, then the task the server runs
+/// the tool as, when it does; or the caller's task, resumed.
+async fn tool_call(
+    peer: &rmcp::service::Peer<rmcp::RoleClient>,
+    policy: ElicitationPolicy,
+    polling: (TaskPolling, Duration),
+    call: ToolCall,
+) -> Result<Value, OpFailure> {
+    let start = match call.task_id.clone() {
+        Some(task_id) => TaskStart::resumed(task_id, call.answers.responses.clone()),
+        None => match mrtr::call_tool(peer, policy, call).await? {
+            Round::Complete(ToolAnswer::Result(result)) => return Ok(to_json(&result)?),
+            Round::InputRequired(result) => return Ok(to_json(&result)?),
+            Round::Complete(ToolAnswer::Task(task)) => TaskStart::created(task),
+        },
+    };
+    let ended = tasks::follow(peer, policy, polling, start)
+        .await
+        .map_err(OpFailure::Unrepeatable)?;
+    Ok(match ended {
+        TaskEnd::Complete(result) => to_json(&result)?,
+        // The caller sends the task's id back with the answers.
+        TaskEnd::InputRequired { task_id, requests } => serde_json::json!({
+            "resultType": "input_required",
+            "inputRequests": to_json(&requests)?,
+            "taskId": task_id,
+        }),
+    })
+}
+
+impl From<CallError> for OpFailure {
+    fn from(error: CallError) -> Self {
+        Self::Call(error)
+    }
 }
 
 impl From<ServiceError> for OpFailure {
@@ -227,7 +271,7 @@ impl RmcpGateway {
                         );
                         retried = true;
                     }
-                    Err(OpFailure::Service(error)) => {
+                    Err(OpFailure::Service(error) | OpFailure::Unrepeatable(error)) => {
                         if integration.uses_authorization_code()
                             && let Some(challenge) = error.auth_challenge()
                         {
@@ -356,20 +400,16 @@ impl McpGateway for RmcpGateway {
         call: ToolCall,
         timeout: Duration,
     ) -> Result<Value, CallError> {
-        let policy = self.limits.elicitation;
+        let (policy, polling) = (self.limits.elicitation, (self.limits.tasks, timeout));
         let (name, arguments) = (call.name.clone(), call.arguments.clone());
         let calling = async {
-            let round = self
+            let result = self
                 .on_session(integration, scope, timeout, |live| {
                     let call = call.clone();
-                    async move {
-                        mrtr::call_tool(live.session.peer(), policy, call)
-                            .await
-                            .map_err(OpFailure::from)
-                    }
+                    async move { tool_call(live.session.peer(), policy, polling, call).await }
                 })
                 .await?;
-            self.check_size(round_json(&round)?)
+            self.check_size(result)
         };
         observe(
             integration,

@@ -9,7 +9,7 @@ use rmcp::{
     ClientServiceExt, ServiceExt,
     model::{
         ClientCapabilities, ClientConfig, ElicitationCapability, FormElicitationCapability,
-        Implementation, ProtocolVersion,
+        Implementation, ProtocolVersion, TASKS_EXTENSION_ID,
     },
     service::{ClientInitializeError, ClientLifecycleMode},
     transport::{
@@ -68,11 +68,17 @@ pub fn lifecycle() -> ClientLifecycleMode {
 }
 
 /// How mcp-service introduces itself to MCP servers: it answers form
-/// elicitations (by the operator's policy, see [`super::elicitation`]).
+/// elicitations (by the operator's policy, see [`super::elicitation`]) and
+/// follows the tasks a server runs its calls as (the Tasks extension, see
+/// [`super::tasks`]).
 pub fn client_config() -> ClientConfig {
     let mut capabilities = ClientCapabilities::default();
     capabilities.elicitation =
         Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
+    capabilities
+        .extensions
+        .get_or_insert_with(Default::default)
+        .insert(TASKS_EXTENSION_ID.to_owned(), Default::default());
     ClientConfig::new(
         capabilities,
         Implementation::new("switchboard-mcp-service", env!("CARGO_PKG_VERSION")),

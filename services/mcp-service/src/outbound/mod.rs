@@ -18,5 +18,6 @@ pub mod sessions;
 pub mod sql;
 pub mod stdio_child;
 pub mod stdio_lines;
+pub mod tasks;
 pub mod telemetry;
 pub mod upstream_trace;

@@ -19,7 +19,7 @@ use rmcp::{
         CallToolRequestParams, CallToolResponse, CallToolResult, DEFAULT_MRTR_MAX_ROUNDS,
         GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequest,
         InputRequiredResult, InputResponses, ReadResourceRequestParams, ReadResourceResponse,
-        ReadResourceResult,
+        ReadResourceResult, Task,
     },
     service::Peer,
 };
@@ -81,12 +81,22 @@ where
     })
 }
 
-/// A `tools/call`, resumed with the caller's answers when it has any.
+/// What a server answers a `tools/call` with, in the end.
+#[derive(Debug)]
+pub enum ToolAnswer {
+    /// The tool's result.
+    Result(CallToolResult),
+    /// A task that runs the tool (see [`super::tasks`]).
+    Task(Task),
+}
+
+/// A `tools/call`, resumed with the caller's answers when it has any. A
+/// task the server answers with ends the rounds: it is followed apart.
 pub async fn call_tool(
     peer: &Peer<RoleClient>,
     policy: ElicitationPolicy,
     call: ToolCall,
-) -> Result<Round<CallToolResult>, ServiceError> {
+) -> Result<Round<ToolAnswer>, ServiceError> {
     let params = with_trace(CallToolRequestParams::new(call.name).with_arguments(call.arguments));
     drive(policy, call.answers, |responses, state| {
         let mut params = params.clone();
@@ -94,10 +104,13 @@ pub async fn call_tool(
         params.request_state = state;
         async move {
             match peer.call_tool_once(params).await? {
-                CallToolResponse::Complete(result) => Ok(Round::Complete(result)),
+                CallToolResponse::Complete(result) => {
+                    Ok(Round::Complete(ToolAnswer::Result(result)))
+                }
                 CallToolResponse::InputRequired(result) => Ok(Round::InputRequired(result)),
-                // No tasks capability is declared, so a task is not an
-                // answer to this request.
+                CallToolResponse::Task(created) => {
+                    Ok(Round::Complete(ToolAnswer::Task(created.task)))
+                }
                 _ => Err(ServiceError::UnexpectedResponse),
             }
         }
@@ -155,7 +168,7 @@ pub async fn get_prompt(
 
 /// The policy's answers to every request, or `None` when one of them is
 /// the caller's to answer.
-fn answer_by_policy(
+pub(super) fn answer_by_policy(
     policy: ElicitationPolicy,
     requests: Option<&rmcp::model::InputRequests>,
 ) -> Option<InputResponses> {

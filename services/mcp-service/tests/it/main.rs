@@ -20,4 +20,5 @@ mod protocol;
 mod repository;
 mod secrets;
 mod support;
+mod tasks;
 mod validate;

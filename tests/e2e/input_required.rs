@@ -11,11 +11,17 @@ use tonic::Code;
 use crate::world::{Options, World, final_run, tool_messages_sent, world};
 
 async fn confirming_world() -> World {
+    asking_world("example__confirm").await
+}
+
+/// The model calls `tool` of the example server once, then says what it
+/// returned.
+async fn asking_world(tool: &str) -> World {
     world(Options {
         turns: vec![
             Turn::ToolCalls(vec![ScriptedToolCall::new(
                 "c1",
-                "example__confirm",
+                tool,
                 r#"{"action":"deploy"}"#,
             )]),
             Turn::FromToolResults("The tool said: {last_tool_result}".into()),
@@ -139,4 +145,36 @@ async fn a_declined_question_is_the_tools_answer_to_the_model() {
     let resumed = w.execute(request).await;
     assert_eq!(final_run(&resumed).status(), runs::RunStatus::Completed);
     assert_eq!(tool_messages_sent(&w.model, 1), ["declined deploy"]);
+}
+
+#[tokio::test]
+async fn a_question_from_a_task_is_answered_to_that_task_and_the_tool_runs_once() {
+    let mut w = asking_world("example__task_confirm").await;
+    let events = w.say("Deploy it.").await;
+    let paused = final_run(&events);
+    assert_eq!(
+        paused.status(),
+        runs::RunStatus::RequiresAction,
+        "{events:#?}"
+    );
+    assert_eq!(statuses(&events), [runs::ToolCallStatus::InputRequired]);
+    let mut request = resume(
+        &paused.id,
+        vec![answer(
+            r#"{"action":"accept","content":{"confirmed":true}}"#,
+        )],
+    );
+    request.thread_id = w.thread_id.clone();
+    let resumed = w.execute(request).await;
+    assert_eq!(
+        final_run(&resumed).status(),
+        runs::RunStatus::Completed,
+        "{resumed:#?}"
+    );
+    assert_eq!(tool_messages_sent(&w.model, 1), ["confirmed deploy"]);
+    assert_eq!(
+        w.upstream.stats.snapshot().tool_calls,
+        1,
+        "the answers went to the task; the tool was not called again"
+    );
 }

@@ -23,11 +23,12 @@ use serde_json::{Value, json};
 /// are.
 pub const CONFIRM_TOOL: &str = "confirm";
 
-/// The tool as listed, when the server lists it
-/// ([`crate::ExampleServer::with_confirm_tool`]).
-pub(crate) fn tool() -> Tool {
+/// A tool of that kind as listed, when the server lists them
+/// ([`crate::ExampleServer::with_confirm_tool`]): [`CONFIRM_TOOL`], or
+/// [`crate::TASK_CONFIRM_TOOL`], which asks the same inside a task.
+pub(crate) fn tool(name: &'static str) -> Tool {
     Tool::new(
-        CONFIRM_TOOL,
+        name,
         "Asks the user to confirm an action before it is done, then reports their answer.",
         std::sync::Arc::new(serde_json::Map::from_iter([
             ("type".to_owned(), json!("object")),

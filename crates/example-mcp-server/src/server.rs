@@ -32,7 +32,7 @@ use crate::{
     data::{self, EMBEDDED_TEXT, EMBEDDED_URI, LOGO_URI, README_URI, SALES_BY_REGION_TEMPLATE},
     listen::Listeners,
     stats::Stats,
-    tasks::{self, Tasks},
+    tasks::{self, TASK_CONFIRM_TOOL, Tasks},
 };
 
 /// Name the server reports in its implementation info.
@@ -129,8 +129,8 @@ impl ExampleServer {
         self
     }
 
-    /// Lists [`CONFIRM_TOOL`], which asks the client to confirm its action
-    /// before it finishes.
+    /// Lists [`CONFIRM_TOOL`] and [`TASK_CONFIRM_TOOL`], which ask the
+    /// client to confirm their action before they finish.
     pub fn with_confirm_tool(mut self, listed: bool) -> Self {
         self.confirm_tool = listed;
         self
@@ -194,7 +194,8 @@ impl ExampleServer {
             tools.push(RECORD.clone());
         }
         if self.confirm_tool {
-            tools.push(confirm::tool());
+            tools.push(confirm::tool(CONFIRM_TOOL));
+            tools.push(confirm::tool(TASK_CONFIRM_TOOL));
         }
         tools
     }

@@ -302,6 +302,10 @@ pub struct InputRequired {
     pub requests: Vec<InputRequest>,
     /// The server's opaque state, sent back unchanged with the answers.
     pub request_state: Option<String>,
+    /// The task that asks, when the server runs the call as a task: the
+    /// answers go to it (and the tool is not started again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
 }
 
 /// One question of a server.
@@ -322,6 +326,8 @@ pub struct InputAnswers {
     pub responses: BTreeMap<String, String>,
     /// The state the server gave with its questions.
     pub request_state: Option<String>,
+    /// The task that asked, when a task did.
+    pub task_id: Option<String>,
 }
 
 /// Token counts.

@@ -137,6 +137,7 @@ impl McpPort for GrpcMcp {
                     arguments_json: call.arguments.to_owned(),
                     input_responses: answers.responses.into_iter().collect(),
                     request_state: answers.request_state,
+                    task_id: answers.task_id,
                 },
                 timeout,
                 |mut client, request| async move { client.execute_tool(request).await },

@@ -731,6 +731,7 @@ async fn run_updates_round_trip_bindings_pending_calls_usage_and_error(kind: DbK
                         params_json: r#"{"message":"Deploy?"}"#.into(),
                     }],
                     request_state: Some("confirm:deploy".into()),
+                    task_id: None,
                 },
             }),
         },

@@ -288,6 +288,7 @@ fn resumed_calls(
                     answers: InputAnswers {
                         responses: answers.swap_remove(at).responses,
                         request_state: input.asked.request_state.clone(),
+                        task_id: input.asked.task_id.clone(),
                     },
                 }),
             },

@@ -144,6 +144,7 @@ pub fn tool_output(response: pb::ExecuteToolResponse) -> ToolOutput {
             })
             .collect(),
         request_state: asked.request_state,
+        task_id: asked.task_id,
     });
     ToolOutput {
         failure,

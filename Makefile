@@ -85,9 +85,10 @@ bench-mcp: ## ExecuteTool through mcp-service vs direct, sessions vs connect-per
 	$(CARGO) bench -p switchboard-mcp-service --bench execute_tool
 
 .PHONY: bench-runs
+# The runs benchmark builds the release binaries it starts itself, one
+# package at a time (workspace_binary): built together here, their features
+# would unify differently and the benchmark would build everything again.
 bench-runs: ## Orchestration overhead per step, 500 concurrent runs, discovery of 20 slow integrations
-	$(CARGO) build --release --locked -p switchboard-mcp-service --bin mcp-service -p switchboard-runs-service --bin runs-service \
-	  -p switchboard-scripted-model --bin scripted-model -p switchboard-example-mcp-server --bin example-mcp-server
 	$(CARGO) bench -p switchboard-e2e --bench runs
 
 .PHONY: bench-execute-tool
@@ -102,8 +103,6 @@ bench-soak: postgres ## 500 concurrent runs × 5 tool calls for 3 minutes over t
 
 .PHONY: bench-tracing
 bench-tracing: ## ExecuteTool and runs with every span exported to an in-process OTLP collector, and with nothing exported
-	$(CARGO) build --release --locked -p switchboard-mcp-service --bin mcp-service -p switchboard-runs-service --bin runs-service \
-	  -p switchboard-scripted-model --bin scripted-model -p switchboard-example-mcp-server --bin example-mcp-server
 	BENCH_TRACING=local $(CARGO) bench -p switchboard-mcp-service --bench execute_tool
 	BENCH_TRACING=export $(CARGO) bench -p switchboard-mcp-service --bench execute_tool
 	$(CARGO) bench -p switchboard-e2e --bench runs

@@ -5,8 +5,8 @@
 //! An entry is keyed by the token's exact text, so a token is only ever
 //! answered from its own entry. It is served until the earlier of the
 //! token's `exp` and [`MAX_AGE`] after it was verified: past its expiry a
-//! token is verified again (and refused), and a key the identity provider
-//! withdrew stops being honoured within [`MAX_AGE`]. The map holds at most
+//! token is verified again (and refused). Only tokens of a static key are
+//! remembered (see `Authenticator::check_static`). The map holds at most
 //! [`MAX_ENTRIES`] tokens of at most [`MAX_TOKEN_BYTES`] each.
 
 use std::{

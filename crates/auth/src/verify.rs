@@ -95,11 +95,8 @@ impl Authenticator {
     /// per minimum refresh interval) and refreshing them in the background
     /// when they are older than the refresh interval.
     pub async fn authenticate(&self, token: &str) -> Result<Principal, AuthError> {
-        if let Some(principal) = self.verified.get(token) {
-            return Ok(principal);
-        }
         match &self.keys {
-            Keys::Static { key, algorithm } => self.check(token, key, *algorithm),
+            Keys::Static { key, algorithm } => self.check_static(token, key, *algorithm),
             Keys::Jwks(set) => {
                 let key = set.key(&key_id(token)?).await?;
                 self.check(token, &key.decoding, key.algorithm)
@@ -111,16 +108,36 @@ impl Authenticator {
     /// never fetches, so with a key set a token naming an unknown key is
     /// refused (and one before the first fetch finds no keys).
     pub fn verify(&self, token: &str) -> Result<Principal, AuthError> {
-        if let Some(principal) = self.verified.get(token) {
-            return Ok(principal);
-        }
         match &self.keys {
-            Keys::Static { key, algorithm } => self.check(token, key, *algorithm),
+            Keys::Static { key, algorithm } => self.check_static(token, key, *algorithm),
             Keys::Jwks(set) => {
                 let key = set.cached(&key_id(token)?)?;
                 self.check(token, &key.decoding, key.algorithm)
             }
         }
+    }
+
+    /// With one static key, a token verified lately is answered from
+    /// [`VerifiedTokens`]. Tokens of a key set are verified every time, so
+    /// that each call looks the key up (which is what refreshes the set) and
+    /// a key the provider retired stops verifying as soon as the set is
+    /// fetched again.
+    fn check_static(
+        &self,
+        token: &str,
+        key: &DecodingKey,
+        algorithm: Algorithm,
+    ) -> Result<Principal, AuthError> {
+        if let Some(principal) = self.verified.get(token) {
+            return Ok(principal);
+        }
+        let (principal, claims) = self.check_claims(token, key, algorithm)?;
+        // `exp` is required, so a verified token has one; a fractional one
+        // is cut down, so the entry never outlives the token.
+        if let Some(expires) = claims.get("exp").and_then(Value::as_f64) {
+            self.verified.insert(token, &principal, expires as u64);
+        }
+        Ok(principal)
     }
 
     fn check(
@@ -129,6 +146,16 @@ impl Authenticator {
         key: &DecodingKey,
         algorithm: Algorithm,
     ) -> Result<Principal, AuthError> {
+        self.check_claims(token, key, algorithm)
+            .map(|(principal, _)| principal)
+    }
+
+    fn check_claims(
+        &self,
+        token: &str,
+        key: &DecodingKey,
+        algorithm: Algorithm,
+    ) -> Result<(Principal, Map<String, Value>), AuthError> {
         let mut validation = self.validation.clone();
         validation.algorithms = vec![algorithm];
         let data = jsonwebtoken::decode::<Map<String, Value>>(token, key, &validation).map_err(
@@ -138,12 +165,7 @@ impl Authenticator {
             },
         )?;
         let principal = principal_from(&data.claims, &self.claims)?;
-        // `exp` is required, so a verified token has one; a fractional one
-        // is cut down, so the entry never outlives the token.
-        if let Some(expires) = data.claims.get("exp").and_then(Value::as_f64) {
-            self.verified.insert(token, &principal, expires as u64);
-        }
-        Ok(principal)
+        Ok((principal, data.claims))
     }
 }
 

@@ -6,6 +6,7 @@
 //! fetched, cached and refreshed as it rotates them), the server chassis enforces it on every gRPC call except
 //! health and reflection, and [`TokenMinter`] issues tokens for tests and local use.
 
+mod cache;
 mod jwks;
 mod token;
 mod verify;

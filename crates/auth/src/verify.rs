@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::{
     AuthError, Principal,
+    cache::VerifiedTokens,
     jwks::JwksKeys,
     token::{ClaimNames, JwtKey, VerifierConfig},
 };
@@ -19,6 +20,8 @@ pub struct Authenticator {
     keys: Keys,
     validation: Validation,
     claims: ClaimNames,
+    /// Tokens verified lately, shared by every clone.
+    verified: Arc<VerifiedTokens>,
 }
 
 #[derive(Clone)]
@@ -83,6 +86,7 @@ impl Authenticator {
             keys,
             validation: base_validation(config),
             claims: config.claims.clone(),
+            verified: Arc::default(),
         })
     }
 
@@ -92,7 +96,7 @@ impl Authenticator {
     /// when they are older than the refresh interval.
     pub async fn authenticate(&self, token: &str) -> Result<Principal, AuthError> {
         match &self.keys {
-            Keys::Static { key, algorithm } => self.check(token, key, *algorithm),
+            Keys::Static { key, algorithm } => self.check_static(token, key, *algorithm),
             Keys::Jwks(set) => {
                 let key = set.key(&key_id(token)?).await?;
                 self.check(token, &key.decoding, key.algorithm)
@@ -105,12 +109,35 @@ impl Authenticator {
     /// refused (and one before the first fetch finds no keys).
     pub fn verify(&self, token: &str) -> Result<Principal, AuthError> {
         match &self.keys {
-            Keys::Static { key, algorithm } => self.check(token, key, *algorithm),
+            Keys::Static { key, algorithm } => self.check_static(token, key, *algorithm),
             Keys::Jwks(set) => {
                 let key = set.cached(&key_id(token)?)?;
                 self.check(token, &key.decoding, key.algorithm)
             }
         }
+    }
+
+    /// With one static key, a token verified lately is answered from
+    /// [`VerifiedTokens`]. Tokens of a key set are verified every time, so
+    /// that each call looks the key up (which is what refreshes the set) and
+    /// a key the provider retired stops verifying as soon as the set is
+    /// fetched again.
+    fn check_static(
+        &self,
+        token: &str,
+        key: &DecodingKey,
+        algorithm: Algorithm,
+    ) -> Result<Principal, AuthError> {
+        if let Some(principal) = self.verified.get(token) {
+            return Ok(principal);
+        }
+        let (principal, claims) = self.check_claims(token, key, algorithm)?;
+        // `exp` is required, so a verified token has one; a fractional one
+        // is cut down, so the entry never outlives the token.
+        if let Some(expires) = claims.get("exp").and_then(Value::as_f64) {
+            self.verified.insert(token, &principal, expires as u64);
+        }
+        Ok(principal)
     }
 
     fn check(
@@ -119,6 +146,16 @@ impl Authenticator {
         key: &DecodingKey,
         algorithm: Algorithm,
     ) -> Result<Principal, AuthError> {
+        self.check_claims(token, key, algorithm)
+            .map(|(principal, _)| principal)
+    }
+
+    fn check_claims(
+        &self,
+        token: &str,
+        key: &DecodingKey,
+        algorithm: Algorithm,
+    ) -> Result<(Principal, Map<String, Value>), AuthError> {
         let mut validation = self.validation.clone();
         validation.algorithms = vec![algorithm];
         let data = jsonwebtoken::decode::<Map<String, Value>>(token, key, &validation).map_err(
@@ -127,7 +164,8 @@ impl Authenticator {
                 _ => AuthError::Invalid,
             },
         )?;
-        principal_from(&data.claims, &self.claims)
+        let principal = principal_from(&data.claims, &self.claims)?;
+        Ok((principal, data.claims))
     }
 }
 
@@ -238,6 +276,94 @@ mod tests {
         claims.exp = unix_now() - 3600;
         let token = TokenMinter::hs256(SECRET).mint(&claims).expect("mints");
         assert_eq!(authenticator().verify(&token), Err(AuthError::Expired));
+    }
+
+    #[test]
+    fn an_expired_token_is_refused_even_when_remembered_as_verified() {
+        let auth = authenticator();
+        let mut claims = Claims::new("org", "user", &[], Duration::ZERO);
+        claims.exp = unix_now() - 3600;
+        let token = TokenMinter::hs256(SECRET).mint(&claims).expect("mints");
+        // As if it had been verified while still valid.
+        let principal = Principal {
+            org_id: "org".into(),
+            user_id: "user".into(),
+            roles: Vec::new(),
+        };
+        auth.verified.insert(&token, &principal, claims.exp);
+        assert_eq!(auth.verify(&token), Err(AuthError::Expired));
+        assert_eq!(auth.verified.len(), 0, "the stale entry is dropped");
+    }
+
+    #[test]
+    fn a_remembered_token_is_verified_again_after_the_longest_age() {
+        let auth = authenticator();
+        let minter = TokenMinter::hs256(SECRET);
+        let token = minter.token("org", "user", &[]).expect("mints");
+        auth.verify(&token).expect("verifies");
+        // Its entry claims another user: served while fresh, replaced once
+        // older than the longest age.
+        let other = Principal {
+            org_id: "org".into(),
+            user_id: "someone-else".into(),
+            roles: Vec::new(),
+        };
+        auth.verified.insert(&token, &other, unix_now() + 600);
+        assert_eq!(
+            auth.verify(&token).map(|p| p.user_id),
+            Ok("someone-else".into())
+        );
+        let long_ago = std::time::Instant::now()
+            .checked_sub(crate::cache::MAX_AGE + Duration::from_secs(1))
+            .expect("the clock is past the longest age");
+        auth.verified.age(&token, long_ago, unix_now() + 600);
+        assert_eq!(auth.verify(&token).map(|p| p.user_id), Ok("user".into()));
+    }
+
+    #[test]
+    fn a_token_is_never_answered_from_another_tokens_entry() {
+        let auth = authenticator();
+        let minter = TokenMinter::hs256(SECRET);
+        let alice = minter.token("org-a", "alice", &["admin"]).expect("mints");
+        let bob = minter.token("org-b", "bob", &[]).expect("mints");
+        assert_eq!(auth.verify(&alice).map(|p| p.user_id), Ok("alice".into()));
+        assert_eq!(auth.verify(&bob).map(|p| p.org_id), Ok("org-b".into()));
+        assert_eq!(auth.verify(&alice).map(|p| p.org_id), Ok("org-a".into()));
+        // The same claims under another signature, and the remembered token
+        // with one byte changed, are verified on their own and refused.
+        let forged = TokenMinter::hs256("another-secret-of-enough-length")
+            .token("org-a", "alice", &["admin"])
+            .expect("mints");
+        assert_eq!(auth.verify(&forged), Err(AuthError::Invalid));
+        let signature = alice.rfind('.').expect("a token has three parts") + 1;
+        let first = &alice[signature..=signature];
+        let altered = format!(
+            "{}{}{}",
+            &alice[..signature],
+            if first == "A" { "B" } else { "A" },
+            &alice[signature + 1..]
+        );
+        assert_eq!(auth.verify(&altered), Err(AuthError::Invalid));
+        assert_eq!(auth.verified.len(), 2);
+    }
+
+    #[test]
+    fn remembered_tokens_are_bounded() {
+        let auth = authenticator();
+        let minter = TokenMinter::hs256(SECRET);
+        for user in 0..=crate::cache::MAX_ENTRIES {
+            let token = minter
+                .token("org", &format!("user-{user}"), &[])
+                .expect("mints");
+            auth.verify(&token).expect("verifies");
+            assert!(auth.verified.len() <= crate::cache::MAX_ENTRIES);
+        }
+        let long = minter
+            .token("org", &"u".repeat(crate::cache::MAX_TOKEN_BYTES), &[])
+            .expect("mints");
+        let before = auth.verified.len();
+        assert_eq!(auth.verify(&long).map(|p| p.org_id), Ok("org".into()));
+        assert_eq!(auth.verified.len(), before, "too long to remember");
     }
 
     #[test]

@@ -119,7 +119,13 @@ fn release_binary(name: &str) -> anyhow::Result<PathBuf> {
 /// callers alone (it measures speed, not refusals).
 async fn mcp_service(dir: &Path, example: &Path) -> anyhow::Result<(Process, String)> {
     let port = free_port()?;
-    let mut command = Command::new(release_binary("mcp-service")?);
+    // SWITCHBOARD_BENCH_MCP_BIN: another mcp-service binary (a build kept
+    // from before a change), for comparing two builds round by round.
+    let binary = match std::env::var_os("SWITCHBOARD_BENCH_MCP_BIN") {
+        Some(path) => PathBuf::from(path),
+        None => release_binary("mcp-service")?,
+    };
+    let mut command = Command::new(binary);
     // SWITCHBOARD_BENCH_MCP_WORKERS: mcp-service's runtime threads
     // (TOKIO_WORKER_THREADS), for comparing runtime sizes; the load
     // generator and the example server keep theirs.

@@ -22,7 +22,10 @@ use serde_json::{Value, json};
 use sse_stream::{Error as SseError, Sse};
 use tracing::Instrument as _;
 
-use super::upstream_trace::{record_failure, upstream_request};
+use super::{
+    sse_answer::answer_or_stream,
+    upstream_trace::{record_failure, upstream_request},
+};
 
 /// The key in a JSON-RPC error's `data` that marks it as this client's
 /// "result too large" answer.
@@ -42,6 +45,49 @@ impl CappedHttpClient {
     /// Wraps `http` (built by [`super::http_client::build_client`]).
     pub fn new(http: reqwest::Client) -> Self {
         Self { http }
+    }
+
+    /// A POST, its oversized answer replaced by an error answering it.
+    async fn post_capped(
+        self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>> {
+        let request_id = match &message {
+            ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
+            _ => None,
+        };
+        let (span, custom_headers) =
+            upstream_request(&message, session_id.as_deref(), custom_headers);
+        let response = self
+            .http
+            .post_message_with_max_sse_event_size(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            )
+            .instrument(span.clone())
+            .await;
+        record_failure(&span, &response);
+        match (response, request_id) {
+            (Ok(StreamableHttpPostResponse::Sse(events, session)), Some(id)) => {
+                let events = answer_oversize(events, id.clone());
+                Ok(answer_or_stream(events, session, &id)
+                    .instrument(span)
+                    .await)
+            }
+            (Err(StreamableHttpError::ResponseBodyTooLarge { .. }), Some(id)) => {
+                Ok(StreamableHttpPostResponse::Json(too_large(id), None))
+            }
+            (other, _) => other,
+        }
     }
 }
 
@@ -124,15 +170,8 @@ impl StreamableHttpClient for CappedHttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        let request_id = match &message {
-            ClientJsonRpcMessage::Request(request) => Some(request.id.clone()),
-            _ => None,
-        };
-        let (span, custom_headers) =
-            upstream_request(&message, session_id.as_deref(), custom_headers);
-        let response = self
-            .http
-            .post_message_with_max_sse_event_size(
+        self.clone()
+            .post_capped(
                 uri,
                 message,
                 session_id,
@@ -140,18 +179,7 @@ impl StreamableHttpClient for CappedHttpClient {
                 custom_headers,
                 max_sse_event_size,
             )
-            .instrument(span.clone())
-            .await;
-        record_failure(&span, &response);
-        match (response, request_id) {
-            (Ok(StreamableHttpPostResponse::Sse(events, session)), Some(id)) => Ok(
-                StreamableHttpPostResponse::Sse(answer_oversize(events, id), session),
-            ),
-            (Err(StreamableHttpError::ResponseBodyTooLarge { .. }), Some(id)) => {
-                Ok(StreamableHttpPostResponse::Json(too_large(id), None))
-            }
-            (other, _) => other,
-        }
+            .await
     }
 
     async fn delete_session(

@@ -36,6 +36,11 @@ use crate::domain::{
     resolve::ConfigPolicy,
 };
 
+/// Requests one streamable HTTP session may have awaiting their answer at
+/// once (rmcp's default is 16, which would queue a busy shared session's
+/// calls behind each other).
+const MAX_POSTS_IN_FLIGHT: usize = 1024;
+
 /// Default limits for integrations that set none, and size bounds.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnectDefaults {
@@ -159,7 +164,12 @@ impl McpConnector {
             .map_err(|e| CallError::Connect(e.to_string()))?;
         let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned())
             .reinit_on_expired_session(true)
-            .max_sse_event_size(self.defaults.max_message_bytes);
+            .max_sse_event_size(self.defaults.max_message_bytes)
+            // A request's POST lasts until its answer when the server answers
+            // with JSON (or with an SSE stream holding only the answer, see
+            // `sse_answer`), so this cap is the session's calls in flight; the
+            // server's concurrency limits bound those, not the transport.
+            .max_concurrent_requests(MAX_POSTS_IN_FLIGHT);
         let capped = CappedHttpClient::new(self.http.clone());
         let code_flow = integration.uses_authorization_code();
         let connected = if code_flow {

@@ -16,6 +16,7 @@ pub mod secret_box;
 pub mod session_pool;
 pub mod sessions;
 pub mod sql;
+pub mod sse_answer;
 pub mod stdio_child;
 pub mod stdio_lines;
 pub mod tasks;

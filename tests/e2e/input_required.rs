@@ -32,8 +32,13 @@ async fn asking_world(tool: &str) -> World {
     .await
 }
 
-fn resume(run_id: &str, answers: Vec<runs::ToolInputAnswers>) -> runs::ExecuteRunRequest {
+fn resume(
+    thread_id: &str,
+    run_id: &str,
+    answers: Vec<runs::ToolInputAnswers>,
+) -> runs::ExecuteRunRequest {
     runs::ExecuteRunRequest {
+        thread_id: thread_id.to_owned(),
         input: Some(runs::execute_run_request::Input::ClientToolResults(
             runs::ClientToolResultsInput {
                 run_id: run_id.to_owned(),
@@ -97,30 +102,25 @@ async fn a_servers_question_pauses_the_run_and_the_callers_answer_completes_the_
 
     // Answers that are missing, or not results, are refused and the run
     // still waits.
-    let thread_id = w.thread_id.clone();
-    let refused = |request: runs::ExecuteRunRequest| runs::ExecuteRunRequest {
-        thread_id: thread_id.clone(),
-        ..request
-    };
     let mut client = w.runs_client.clone();
     for request in [
-        resume(&paused.id, Vec::new()),
-        resume(&paused.id, vec![answer("yes")]),
+        resume(&w.thread_id, &paused.id, Vec::new()),
+        resume(&w.thread_id, &paused.id, vec![answer("yes")]),
     ] {
         let error = client
-            .execute_run(switchboard_test_support::authed(refused(request), &w.token))
+            .execute_run(switchboard_test_support::authed(request, &w.token))
             .await
             .expect_err("refused");
         assert_eq!(error.code(), Code::InvalidArgument, "{error:?}");
     }
 
-    let mut request = resume(
+    let request = resume(
+        &w.thread_id,
         &paused.id,
         vec![answer(
             r#"{"action":"accept","content":{"confirmed":true}}"#,
         )],
     );
-    request.thread_id = w.thread_id.clone();
     let resumed = w.execute(request).await;
     let done = final_run(&resumed);
     assert_eq!(done.id, paused.id);
@@ -140,8 +140,11 @@ async fn a_servers_question_pauses_the_run_and_the_callers_answer_completes_the_
 async fn a_declined_question_is_the_tools_answer_to_the_model() {
     let mut w = confirming_world().await;
     let paused = final_run(&w.say("Deploy it.").await);
-    let mut request = resume(&paused.id, vec![answer(r#"{"action":"decline"}"#)]);
-    request.thread_id = w.thread_id.clone();
+    let request = resume(
+        &w.thread_id,
+        &paused.id,
+        vec![answer(r#"{"action":"decline"}"#)],
+    );
     let resumed = w.execute(request).await;
     assert_eq!(final_run(&resumed).status(), runs::RunStatus::Completed);
     assert_eq!(tool_messages_sent(&w.model, 1), ["declined deploy"]);
@@ -158,13 +161,13 @@ async fn a_question_from_a_task_is_answered_to_that_task_and_the_tool_runs_once(
         "{events:#?}"
     );
     assert_eq!(statuses(&events), [runs::ToolCallStatus::InputRequired]);
-    let mut request = resume(
+    let request = resume(
+        &w.thread_id,
         &paused.id,
         vec![answer(
             r#"{"action":"accept","content":{"confirmed":true}}"#,
         )],
     );
-    request.thread_id = w.thread_id.clone();
     let resumed = w.execute(request).await;
     assert_eq!(
         final_run(&resumed).status(),

@@ -45,7 +45,7 @@ pub async fn answers(
 }
 
 /// Shows `line` where the person reads it: stdout, or stderr under `--json`.
-fn say(out: Output, line: String) -> Result<(), CliError> {
+pub(super) fn say(out: Output, line: String) -> Result<(), CliError> {
     if out.is_json() {
         crate::output::to_stderr(line);
         Ok(())

@@ -138,11 +138,7 @@ impl Session {
                 "⏸ the agent asks you to run client tool `{}` with {arguments}\n  type its result (start with ! to report an error):",
                 call.name
             );
-            if self.out.is_json() {
-                crate::output::to_stderr(question);
-            } else {
-                self.out.line(question)?;
-            }
+            asking::say(self.out, question)?;
             let Some(line) = lines.read("result> ").await? else {
                 return Err(CliError::Failed(format!(
                     "the run waits for the result of client tool `{}`; none was given",

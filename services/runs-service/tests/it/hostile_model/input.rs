@@ -85,6 +85,24 @@ async fn too_many_or_oversized_client_tool_results_are_refused(kind: DbKind) {
         super::bad_fields(&too_large),
         ["client_tool_results.results[0].content"]
     );
+    // Answers count with results: three answers are past a limit of two.
+    let too_many_answers = bench
+        .start(Input::ClientToolResults(runs::ClientToolResultsInput {
+            run_id: paused.id.clone(),
+            results: Vec::new(),
+            input_answers: vec![runs::ToolInputAnswers {
+                tool_call_id: "call_ask".into(),
+                responses: ["a", "b", "c"]
+                    .map(|k| (k.to_owned(), "{}".to_owned()))
+                    .into(),
+            }],
+        }))
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        super::bad_fields(&too_many_answers),
+        ["client_tool_results"]
+    );
     let answer = runs::ToolInputAnswers {
         tool_call_id: "call_ask".into(),
         responses: [("k".to_owned(), format!("{{\"a\":\"{}\"}}", "y".repeat(101)))].into(),

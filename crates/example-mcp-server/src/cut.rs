@@ -20,6 +20,8 @@ use tokio::{
     net::{TcpListener, TcpStream},
 };
 
+use crate::stats::Stats;
+
 /// Shuts down every connection open now; later ones are unaffected.
 #[derive(Debug, Clone, Default)]
 pub struct ConnectionCutter {
@@ -62,6 +64,8 @@ impl ConnectionCutter {
 pub struct CuttableListener {
     pub(crate) inner: TcpListener,
     pub(crate) cutter: ConnectionCutter,
+    /// Counts the connections accepted.
+    pub(crate) stats: Arc<Stats>,
 }
 
 impl Listener for CuttableListener {
@@ -77,6 +81,7 @@ impl Listener for CuttableListener {
                     if let Err(error) = stream.set_nodelay(true) {
                         tracing::warn!(%error, "failed to set TCP_NODELAY on an accepted connection");
                     }
+                    self.stats.record_connection();
                     self.cutter.track(stream).map(|io| (io, addr))
                 }
                 Err(error) => Err(error),

@@ -19,6 +19,7 @@ use crate::{
     cut::{ConnectionCutter, CuttableListener},
     server::{ExampleServer, ToolList},
     stats::Stats,
+    tls::{TlsIdentity, TlsListener},
 };
 
 /// Path of the MCP endpoint.
@@ -56,6 +57,10 @@ pub struct HttpServerOptions {
     /// When set, the MCP endpoint requires access tokens of this test
     /// authorization server, served beside it.
     pub oauth: Option<OAuthRealm>,
+    /// Whether to serve `https://` with a certificate made at start-up
+    /// ([`RunningHttpServer::certificate_pem`]), offering HTTP/2 and
+    /// HTTP/1.1.
+    pub tls: bool,
 }
 
 impl Default for HttpServerOptions {
@@ -69,6 +74,7 @@ impl Default for HttpServerOptions {
             record_tool: false,
             confirm_tool: false,
             oauth: None,
+            tls: false,
         }
     }
 }
@@ -83,6 +89,9 @@ pub struct RunningHttpServer {
     pub addr: SocketAddr,
     /// Statistics shared by every session of this server.
     pub stats: Arc<Stats>,
+    /// The server's certificate (PEM) when it serves TLS: the one root a
+    /// client must trust.
+    pub certificate_pem: Option<String>,
     tool_list: Arc<ToolList>,
     cancel: CancellationToken,
     task: JoinHandle<()>,
@@ -92,7 +101,12 @@ pub struct RunningHttpServer {
 impl RunningHttpServer {
     /// URL of the MCP endpoint, e.g. `http://127.0.0.1:8931/mcp`.
     pub fn url(&self) -> String {
-        format!("http://{}{MCP_PATH}", self.addr)
+        let scheme = if self.certificate_pem.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}{MCP_PATH}", self.addr)
     }
 
     /// Makes [`crate::EXTRA_TOOL`] visible, as the `add_tool` tool does but
@@ -125,7 +139,8 @@ impl RunningHttpServer {
     }
 }
 
-/// Starts serving MCP over Streamable HTTP at [`MCP_PATH`] on `options.addr`.
+/// Starts serving MCP over Streamable HTTP at [`MCP_PATH`] on `options.addr`
+/// (over TLS when `options.tls`).
 ///
 /// Accepted connections have `TCP_NODELAY` set: MCP messages are small
 /// request/response exchanges that Nagle's algorithm would otherwise delay.
@@ -165,10 +180,11 @@ pub async fn spawn_http(options: HttpServerOptions) -> anyhow::Result<RunningHtt
         config,
     );
     let mut router = axum::Router::new().nest_service(MCP_PATH, service).layer(
-        axum::middleware::from_fn_with_state(Arc::clone(&stats), record_traceparent),
+        axum::middleware::from_fn_with_state(Arc::clone(&stats), record_request),
     );
     if let Some(realm) = options.oauth {
-        realm.set_base(format!("http://{addr}"));
+        let scheme = if options.tls { "https" } else { "http" };
+        realm.set_base(format!("{scheme}://{addr}"));
         router = router
             .fallback(|| async { axum::http::StatusCode::NOT_FOUND })
             .layer(axum::middleware::from_fn_with_state(realm, oauth::guard));
@@ -177,12 +193,28 @@ pub async fn spawn_http(options: HttpServerOptions) -> anyhow::Result<RunningHtt
     let listener = CuttableListener {
         inner: listener,
         cutter,
+        stats: Arc::clone(&stats),
     };
-    let stopped = cancel.clone();
+    let tls = options.tls.then(TlsIdentity::generate).transpose()?;
+    let certificate_pem = tls.as_ref().map(|tls| tls.certificate_pem.clone());
+    let stopped = cancel.clone().cancelled_owned();
     let task = tokio::spawn(async move {
-        let served = axum::serve(listener, router)
-            .with_graceful_shutdown(stopped.cancelled_owned())
-            .await;
+        let served = match tls {
+            Some(tls) => {
+                let listener = TlsListener {
+                    inner: listener,
+                    acceptor: tls.acceptor,
+                };
+                axum::serve(listener, router)
+                    .with_graceful_shutdown(stopped)
+                    .await
+            }
+            None => {
+                axum::serve(listener, router)
+                    .with_graceful_shutdown(stopped)
+                    .await
+            }
+        };
         if let Err(error) = served {
             tracing::error!(%error, "http server failed");
         }
@@ -192,6 +224,7 @@ pub async fn spawn_http(options: HttpServerOptions) -> anyhow::Result<RunningHtt
     Ok(RunningHttpServer {
         addr,
         stats,
+        certificate_pem,
         tool_list,
         _stop_on_drop: cancel.clone().drop_guard(),
         cancel,
@@ -199,13 +232,14 @@ pub async fn spawn_http(options: HttpServerOptions) -> anyhow::Result<RunningHtt
     })
 }
 
-/// Notes each request's `traceparent` header, so tests can see the trace
-/// context a client forwarded.
-async fn record_traceparent(
+/// Notes each request's HTTP version and `traceparent` header, so tests can
+/// see how a client connected and the trace context it forwarded.
+async fn record_request(
     axum::extract::State(stats): axum::extract::State<Arc<Stats>>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
+    stats.record_http_version(request.version());
     if let Some(traceparent) = request
         .headers()
         .get("traceparent")

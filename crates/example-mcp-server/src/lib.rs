@@ -25,6 +25,7 @@ mod oauth;
 mod server;
 mod stats;
 mod tasks;
+mod tls;
 
 use std::sync::Arc;
 

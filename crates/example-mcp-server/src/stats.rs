@@ -23,6 +23,10 @@ pub struct Stats {
     pub listings_in_flight: AtomicU64,
     /// The most listings ever served at once.
     pub listings_peak: AtomicU64,
+    /// HTTP connections accepted.
+    connections: AtomicU64,
+    /// HTTP requests received over HTTP/2.
+    http2_requests: AtomicU64,
     /// The `traceparent` headers of the latest HTTP requests, oldest first
     /// (at most [`MAX_TRACEPARENTS`]).
     traceparents: Mutex<Vec<String>>,
@@ -77,6 +81,26 @@ impl Stats {
                 seen.remove(0);
             }
             seen.push(traceparent.to_owned());
+        }
+    }
+
+    /// HTTP connections accepted so far.
+    pub fn connections(&self) -> u64 {
+        self.connections.load(Ordering::Relaxed)
+    }
+
+    /// HTTP requests received over HTTP/2 so far.
+    pub fn http2_requests(&self) -> u64 {
+        self.http2_requests.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn record_connection(&self) {
+        self.connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_http_version(&self, version: axum::http::Version) {
+        if version == axum::http::Version::HTTP_2 {
+            self.http2_requests.fetch_add(1, Ordering::Relaxed);
         }
     }
 

@@ -18,7 +18,9 @@ use crate::{
     outbound::{
         discovery::DiscoveryLimits,
         gateway::{GatewayLimits, RmcpGateway},
-        http_client::{HttpClientOptions, build_client, build_client_without_redirects},
+        http_client::{
+            HttpClientOptions, build_client, build_client_without_redirects, read_roots,
+        },
         mcp_client::{ConnectDefaults, McpConnector},
         oauth::OAuthTokens,
         oauth_code::AuthorizationCodeFlows,
@@ -89,15 +91,20 @@ fn connector(
     // TLS to MCP servers uses ring; the provider is process-wide.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let addresses = Arc::new(policy.addresses.clone());
+    let extra_roots = match &config.tls_ca_file {
+        Some(path) => read_roots(path).context("SWITCHBOARD_MCP_TLS_CA_FILE")?,
+        None => Vec::new(),
+    };
     let http = build_client(
         addresses.clone(),
         &HttpClientOptions {
             connect_timeout: config.connect_timeout,
             max_redirects: 5,
+            extra_roots: extra_roots.clone(),
         },
     )
     .context("failed to build the outbound HTTP client")?;
-    let flows = authorization_flows(config, &addresses, http.clone(), pool, keys)?;
+    let flows = authorization_flows(config, &addresses, &extra_roots, http.clone(), pool, keys)?;
     let tokens = OAuthTokens::new(http.clone(), addresses)
         .with_max_response_bytes(config.oauth_max_token_response_bytes);
     let connector = McpConnector::new(
@@ -173,6 +180,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
 fn authorization_flows(
     config: &Config,
     addresses: &Arc<AddressPolicy>,
+    extra_roots: &[reqwest::Certificate],
     http: reqwest::Client,
     pool: &sqlx::AnyPool,
     keys: Arc<KeyRing>,
@@ -182,6 +190,7 @@ fn authorization_flows(
         &HttpClientOptions {
             connect_timeout: config.connect_timeout,
             max_redirects: 0,
+            extra_roots: extra_roots.to_vec(),
         },
     )
     .context("failed to build the outbound HTTP client")?;

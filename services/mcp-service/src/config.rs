@@ -88,6 +88,10 @@ pub struct Config {
     /// Catalog of predefined integrations (TOML); the built-in one when unset.
     #[arg(long, env = "SWITCHBOARD_CATALOG_FILE")]
     pub catalog_file: Option<PathBuf>,
+    /// PEM file of certificate authorities trusted for MCP servers and
+    /// OAuth endpoints besides the system's (a private CA's root).
+    #[arg(long, env = "SWITCHBOARD_MCP_TLS_CA_FILE")]
+    pub tls_ca_file: Option<PathBuf>,
     /// Connection and handshake limit of integrations that set none.
     #[arg(long, env = "SWITCHBOARD_MCP_CONNECT_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
     pub connect_timeout: Duration,
@@ -222,6 +226,7 @@ impl Config {
             stdio_sandbox_read: "/usr,/lib,/lib64,/bin,/sbin,/etc,/opt,/sys,/dev".into(),
             stdio_sandbox_write: String::new(),
             catalog_file: None,
+            tls_ca_file: None,
             connect_timeout: Duration::from_secs(5),
             call_timeout: Duration::from_secs(10),
             max_sessions: 1000,

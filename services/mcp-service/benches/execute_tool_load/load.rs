@@ -124,7 +124,12 @@ enum Caller {
 }
 
 impl Caller {
-    async fn new(setup: &Setup, path: Path, ids: &Arc<AtomicU64>) -> anyhow::Result<Self> {
+    async fn new(
+        setup: &Setup,
+        path: Path,
+        ids: &Arc<AtomicU64>,
+        number: usize,
+    ) -> anyhow::Result<Self> {
         if path == Path::Direct {
             let sender = connect_http(setup.direct.addr).await?;
             return Ok(Caller::Direct(sender, setup.direct.clone(), ids.clone()));
@@ -147,8 +152,9 @@ impl Caller {
             integration_id: integration_id.clone(),
             tool_name: "echo".into(),
             arguments_json: r#"{"text":"ping"}"#.into(),
-            // One upstream session shared by every caller.
-            session_scope: "bench".into(),
+            // One upstream session shared by every caller, unless
+            // SWITCHBOARD_BENCH_SCOPES spreads them over several.
+            session_scope: format!("bench-{}", number % session_scopes()),
             ..Default::default()
         };
         Ok(Caller::Execute(
@@ -197,6 +203,16 @@ impl Caller {
     }
 }
 
+/// Upstream sessions the ExecuteTool callers are spread over
+/// (`SWITCHBOARD_BENCH_SCOPES`, default 1: every caller on one session).
+fn session_scopes() -> usize {
+    std::env::var("SWITCHBOARD_BENCH_SCOPES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(1)
+}
+
 /// `calls` calls on `path` from `callers` callers, each on its own
 /// connection (connected before the clock starts).
 pub async fn drive(
@@ -207,8 +223,8 @@ pub async fn drive(
 ) -> anyhow::Result<Stats> {
     let ids = Arc::new(AtomicU64::new(1_000_000 * (path as u64 + 1)));
     let mut connected = Vec::with_capacity(callers);
-    for _ in 0..callers {
-        connected.push(Caller::new(setup, path, &ids).await?);
+    for number in 0..callers {
+        connected.push(Caller::new(setup, path, &ids, number).await?);
     }
     let per_caller = calls / callers;
     let started = Instant::now();

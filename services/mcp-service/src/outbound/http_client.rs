@@ -42,6 +42,8 @@ pub struct HttpClientOptions {
     pub connect_timeout: Duration,
     /// Redirect hops followed at most; one more is an error. 0 refuses every redirect.
     pub max_redirects: usize,
+    /// Certificate authorities trusted besides the system's.
+    pub extra_roots: Vec<reqwest::Certificate>,
 }
 
 impl Default for HttpClientOptions {
@@ -49,8 +51,19 @@ impl Default for HttpClientOptions {
         Self {
             connect_timeout: Duration::from_secs(10),
             max_redirects: 5,
+            extra_roots: Vec::new(),
         }
     }
+}
+
+/// The certificate authorities of a PEM file (one or more certificates).
+pub fn read_roots(path: &std::path::Path) -> anyhow::Result<Vec<reqwest::Certificate>> {
+    use anyhow::Context as _;
+    let pem = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let roots = reqwest::Certificate::from_pem_bundle(&pem)
+        .with_context(|| format!("reading the certificates of {}", path.display()))?;
+    anyhow::ensure!(!roots.is_empty(), "{} holds no certificate", path.display());
+    Ok(roots)
 }
 
 /// A reqwest resolver that resolves with tokio and refuses a name when any of
@@ -95,6 +108,9 @@ impl Resolve for PolicyResolver {
 /// redirects and refuses any redirect whose target fails `check_url` (scheme
 /// or IP literal) — hostname targets are then checked by the resolver —,
 /// sets TCP_NODELAY, the connect timeout, and no proxy from the environment.
+/// Over TLS it offers HTTP/2 and HTTP/1.1 (ALPN), so a server that speaks
+/// HTTP/2 carries every concurrent request on one connection; plain `http://`
+/// stays HTTP/1.1.
 ///
 /// The workspace builds reqwest with `rustls-no-provider`: a rustls
 /// `CryptoProvider` must be installed process-wide before this is called
@@ -107,6 +123,7 @@ pub fn build_client(
     reqwest::Client::builder()
         .redirect(redirect_policy(Arc::clone(&policy), options.max_redirects))
         .dns_resolver(PolicyResolver::new(policy))
+        .tls_certs_merge(options.extra_roots.iter().cloned())
         .connect_timeout(options.connect_timeout)
         .tcp_nodelay(true)
         .no_proxy()
@@ -123,6 +140,7 @@ pub fn build_client_without_redirects(
     reqwest::Client::builder()
         .redirect(redirect::Policy::none())
         .dns_resolver(PolicyResolver::new(policy))
+        .tls_certs_merge(options.extra_roots.iter().cloned())
         .connect_timeout(options.connect_timeout)
         .tcp_nodelay(true)
         .no_proxy()

@@ -21,4 +21,5 @@ mod repository;
 mod secrets;
 mod support;
 mod tasks;
+mod tls;
 mod validate;

@@ -18,6 +18,7 @@ fn client(allow: &str, max_redirects: usize) -> (Arc<AddressPolicy>, reqwest::Cl
     let options = HttpClientOptions {
         connect_timeout: Duration::from_secs(2),
         max_redirects,
+        ..HttpClientOptions::default()
     };
     let client = build_client(Arc::clone(&policy), &options).expect("client builds");
     (policy, client)

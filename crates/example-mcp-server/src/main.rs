@@ -4,7 +4,9 @@
 //! `--transport http`. Logs go to stderr, since stdout carries MCP in stdio
 //! mode.
 
-use std::{net::SocketAddr, sync::Arc};
+use std::{net::SocketAddr, path::PathBuf, sync::Arc};
+
+use anyhow::Context as _;
 
 use clap::{Parser, ValueEnum};
 use switchboard_example_mcp_server::{HttpServerOptions, Stats, serve_stdio, spawn_http};
@@ -23,6 +25,13 @@ struct Args {
     /// Serve every HTTP request on its own instead of in `initialize` sessions.
     #[arg(long)]
     stateless: bool,
+    /// Serve `https://` (HTTP/2 and HTTP/1.1) with a certificate made at
+    /// start-up for the loopback names, written to `--certificate-out`.
+    #[arg(long, requires = "certificate_out")]
+    tls: bool,
+    /// Where `--tls` writes the server's certificate (PEM), for clients to trust.
+    #[arg(long)]
+    certificate_out: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -55,9 +64,14 @@ async fn main() -> anyhow::Result<()> {
             let server = spawn_http(HttpServerOptions {
                 addr: args.listen,
                 stateful: !args.stateless,
+                tls: args.tls,
                 ..HttpServerOptions::default()
             })
             .await?;
+            if let (Some(path), Some(pem)) = (&args.certificate_out, &server.certificate_pem) {
+                std::fs::write(path, pem)
+                    .with_context(|| format!("writing the certificate to {}", path.display()))?;
+            }
             eprintln!("listening on {}", server.url());
             shutdown_signal().await?;
             tracing::info!("shutting down");

@@ -43,13 +43,22 @@ pub enum Path {
     GrpcEcho,
     /// ExecuteTool through mcp-service, upstream over streamable HTTP.
     ViaHttp,
+    /// ExecuteTool through mcp-service, upstream over streamable HTTP on
+    /// TLS (a second example server, offering HTTP/2 by ALPN).
+    ViaHttps,
     /// ExecuteTool through mcp-service, upstream over stdio.
     ViaStdio,
 }
 
 impl Path {
     /// Every path, in the order each round runs them.
-    pub const ALL: [Path; 4] = [Path::Direct, Path::ViaHttp, Path::GrpcEcho, Path::ViaStdio];
+    pub const ALL: [Path; 5] = [
+        Path::Direct,
+        Path::ViaHttp,
+        Path::GrpcEcho,
+        Path::ViaStdio,
+        Path::ViaHttps,
+    ];
 
     /// Its name in the report.
     pub fn name(self) -> &'static str {
@@ -58,6 +67,7 @@ impl Path {
             Path::GrpcEcho => "gRPC echo (health check)",
             Path::ViaHttp => "mcp-service → streamable HTTP",
             Path::ViaStdio => "mcp-service → stdio",
+            Path::ViaHttps => "mcp-service → streamable HTTPS",
         }
     }
 }
@@ -146,6 +156,7 @@ impl Caller {
                 ));
             }
             Path::ViaStdio => &setup.stdio_integration,
+            Path::ViaHttps => &setup.https_integration,
             _ => &setup.http_integration,
         };
         let request = pb::ExecuteToolRequest {

@@ -1,6 +1,7 @@
 //! The processes under load and what the calls need: the example MCP server
-//! (streamable HTTP), mcp-service (release binary, SQLite), an HTTP and a
-//! stdio integration of the example server, and a direct MCP session on it.
+//! (streamable HTTP, and a second one on TLS), mcp-service (release binary,
+//! SQLite), an HTTP, an HTTPS and a stdio integration of the example server,
+//! and a direct MCP session on it.
 
 use std::{
     net::SocketAddr,
@@ -44,6 +45,8 @@ pub struct Setup {
     pub token: String,
     /// The integration reaching the example server over streamable HTTP.
     pub http_integration: String,
+    /// The integration reaching the TLS example server.
+    pub https_integration: String,
     /// The integration starting the example server over stdio.
     pub stdio_integration: String,
     /// The direct MCP session on the example server.
@@ -52,6 +55,7 @@ pub struct Setup {
     pub service: Process,
     /// The example server's process.
     pub upstream: Process,
+    _tls_upstream: Process,
     _dir: tempfile::TempDir,
 }
 
@@ -60,18 +64,21 @@ pub async fn start() -> anyhow::Result<Setup> {
     let dir = tempfile::tempdir()?;
     let example = release_binary("example-mcp-server")?;
     let upstream_port = free_port()?;
-    let upstream = Process(
-        Command::new(&example)
-            .args(["--transport", "http", "--listen"])
-            .arg(format!("127.0.0.1:{upstream_port}"))
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .context("starting the example MCP server")?,
-    );
+    let upstream = example_http(&example, upstream_port, &[])?;
+    let tls_port = free_port()?;
+    let ca_file = dir.path().join("upstream-ca.pem");
+    let tls_upstream = example_http(
+        &example,
+        tls_port,
+        &[
+            "--tls".as_ref(),
+            "--certificate-out".as_ref(),
+            ca_file.as_os_str(),
+        ],
+    )?;
+    wait_for_file(&ca_file).await?;
     let upstream_addr = SocketAddr::from(([127, 0, 0, 1], upstream_port));
-    let (service, grpc_url) = mcp_service(dir.path(), &example).await?;
+    let (service, grpc_url) = mcp_service(dir.path(), &example, &ca_file).await?;
     let token = token("bench-org", "bench-user", &["admin"]);
     let channel = Channel::from_shared(grpc_url.clone())?.connect().await?;
     let upstream_url = format!("http://{upstream_addr}/mcp");
@@ -81,18 +88,52 @@ pub async fn start() -> anyhow::Result<Setup> {
         http_integration_request("bench_http", &upstream_url),
     )
     .await?;
+    let https_url = format!("https://127.0.0.1:{tls_port}/mcp");
+    let https_integration = create(
+        &channel,
+        &token,
+        http_integration_request("bench_https", &https_url),
+    )
+    .await?;
     let stdio_integration = create(&channel, &token, stdio_request(&example)).await?;
     let direct = open_direct_session(upstream_addr).await?;
     Ok(Setup {
         grpc_url,
         token,
         http_integration,
+        https_integration,
         stdio_integration,
         direct,
         service,
         upstream,
+        _tls_upstream: tls_upstream,
         _dir: dir,
     })
+}
+
+/// The example server over streamable HTTP on `port`, with `extra` arguments.
+fn example_http(example: &Path, port: u16, extra: &[&std::ffi::OsStr]) -> anyhow::Result<Process> {
+    let child = Command::new(example)
+        .args(["--transport", "http", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .args(extra)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("starting the example MCP server")?;
+    Ok(Process(child))
+}
+
+/// Waits until the TLS example server has written its certificate.
+async fn wait_for_file(path: &Path) -> anyhow::Result<()> {
+    for _ in 0..300 {
+        if std::fs::metadata(path).is_ok_and(|m| m.len() > 0) {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("{} was not written", path.display())
 }
 
 /// A release binary of the workspace, built by `scripts/bench-execute-tool.sh`
@@ -117,7 +158,11 @@ fn release_binary(name: &str) -> anyhow::Result<PathBuf> {
 
 /// mcp-service as a release binary, with limits that leave the benchmark's
 /// callers alone (it measures speed, not refusals).
-async fn mcp_service(dir: &Path, example: &Path) -> anyhow::Result<(Process, String)> {
+async fn mcp_service(
+    dir: &Path,
+    example: &Path,
+    ca_file: &Path,
+) -> anyhow::Result<(Process, String)> {
     let port = free_port()?;
     // SWITCHBOARD_BENCH_MCP_BIN: another mcp-service binary (a build kept
     // from before a change), for comparing two builds round by round.
@@ -140,6 +185,9 @@ async fn mcp_service(dir: &Path, example: &Path) -> anyhow::Result<(Process, Str
         .env("SWITCHBOARD_JWT_SECRET", TEST_JWT_SECRET)
         .env("SWITCHBOARD_DEV_MODE", "true")
         .env("SWITCHBOARD_OUTBOUND_ALLOW", "127.0.0.1/32")
+        .env("SWITCHBOARD_MCP_TLS_CA_FILE", ca_file)
+        // The same root for a build from before that setting.
+        .env("SSL_CERT_FILE", ca_file)
         .env(
             "SWITCHBOARD_STDIO_ALLOW",
             format!("{} --transport stdio", example.display()),

@@ -6,6 +6,7 @@
 //! A binary of its own: it installs the process's telemetry (a global
 //! subscriber and OpenTelemetry providers), which other tests must not share.
 
+mod process;
 mod run;
 #[allow(dead_code)]
 #[path = "../e2e/world.rs"]

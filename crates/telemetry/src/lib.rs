@@ -20,7 +20,11 @@ use opentelemetry_sdk::{
     trace::SdkTracerProvider,
 };
 use tracing_subscriber::{
-    EnvFilter, Layer, fmt::MakeWriter, layer::SubscriberExt, util::SubscriberInitExt,
+    EnvFilter, Layer,
+    filter::{FilterExt as _, LevelFilter},
+    fmt::MakeWriter,
+    layer::SubscriberExt,
+    util::SubscriberInitExt,
 };
 
 pub use content::{capture_content, set_capture_content};
@@ -158,9 +162,13 @@ where
         .with_context(|| format!("invalid log filter `{}`", config.log_filter))?;
     let resource = resource(&config.service_name);
     let tracer = traces::tracer_provider(resource.clone(), config.otlp_endpoint.as_deref())?;
+    // The log filter chooses log lines only: traces get every span at
+    // `info` and above whatever it says, so quieting the logs
+    // (`RUST_LOG=warn`) neither stops export nor loses the trace ids of the
+    // lines still written.
     let otel_layer = tracing_opentelemetry::layer()
         .with_tracer(tracer.tracer(config.service_name.clone()))
-        .with_filter(traces::not_exported_targets());
+        .with_filter(traces::not_exported_targets().and(LevelFilter::INFO));
     let (meter, registry) = metrics::meter_provider(
         resource,
         config.otlp_endpoint.as_deref(),
@@ -172,8 +180,7 @@ where
     };
 
     tracing_subscriber::registry()
-        .with(filter)
-        .with(logs::layer(config.log_format, writer))
+        .with(logs::layer(config.log_format, writer).with_filter(filter.or(traces::spans())))
         .with(otel_layer)
         .try_init()
         .context("failed to install the tracing subscriber")?;

@@ -25,6 +25,11 @@ pub(crate) fn tracer_provider(
     Ok(builder.build())
 }
 
+/// Every span at `info` and above (and no event): what traces are made of.
+pub(crate) fn spans() -> FilterFn<impl Fn(&tracing::Metadata<'_>) -> bool> {
+    filter_fn(|metadata| metadata.is_span() && *metadata.level() <= tracing::Level::INFO)
+}
+
 /// The target of [`detached_span`].
 const DETACHED_TARGET: &str = "switchboard::detached";
 

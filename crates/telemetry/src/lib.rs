@@ -158,17 +158,8 @@ where
     global::set_text_map_propagator(TraceContextPropagator::new());
     set_capture_content(config.capture_content);
 
-    let filter = EnvFilter::try_new(&config.log_filter)
-        .with_context(|| format!("invalid log filter `{}`", config.log_filter))?;
     let resource = resource(&config.service_name);
     let tracer = traces::tracer_provider(resource.clone(), config.otlp_endpoint.as_deref())?;
-    // The log filter chooses log lines only: traces get every span at
-    // `info` and above whatever it says, so quieting the logs
-    // (`RUST_LOG=warn`) neither stops export nor loses the trace ids of the
-    // lines still written.
-    let otel_layer = tracing_opentelemetry::layer()
-        .with_tracer(tracer.tracer(config.service_name.clone()))
-        .with_filter(traces::not_exported_targets().and(LevelFilter::INFO));
     let (meter, registry) = metrics::meter_provider(
         resource,
         config.otlp_endpoint.as_deref(),
@@ -178,10 +169,7 @@ where
         (Some(addr), Some(registry)) => Some(MetricsEndpoint::spawn(addr, registry)?),
         _ => None,
     };
-
-    tracing_subscriber::registry()
-        .with(logs::layer(config.log_format, writer).with_filter(filter.or(traces::spans())))
-        .with(otel_layer)
+    subscriber(config, writer, &tracer)?
         .try_init()
         .context("failed to install the tracing subscriber")?;
     global::set_tracer_provider(tracer.clone());
@@ -191,6 +179,28 @@ where
         meter: Some(meter),
         metrics_endpoint,
     })
+}
+
+/// Log lines (as the log filter chooses) and spans (every one at `info`
+/// and above, whatever the log filter says, so quieting the logs with
+/// `RUST_LOG=warn` neither stops traces nor loses the trace ids of the lines
+/// still written).
+fn subscriber<W>(
+    config: &TelemetryConfig,
+    writer: W,
+    tracer: &SdkTracerProvider,
+) -> anyhow::Result<impl tracing::Subscriber + Send + Sync + 'static>
+where
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    let filter = EnvFilter::try_new(&config.log_filter)
+        .with_context(|| format!("invalid log filter `{}`", config.log_filter))?;
+    let otel_layer = tracing_opentelemetry::layer()
+        .with_tracer(tracer.tracer(config.service_name.clone()))
+        .with_filter(traces::not_exported_targets().and(LevelFilter::INFO));
+    Ok(tracing_subscriber::registry()
+        .with(logs::layer(config.log_format, writer).with_filter(filter.or(traces::spans())))
+        .with(otel_layer))
 }
 
 /// The service's resource: the SDK's and `OTEL_RESOURCE_ATTRIBUTES`, the
@@ -228,3 +238,6 @@ pub fn duration_histogram(
         .with_boundaries(DURATION_BUCKETS.to_vec())
         .build()
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,62 @@
+//! The log filter and traces, side by side.
+
+use std::{
+    io,
+    sync::{Arc, Mutex},
+};
+
+use opentelemetry::trace::TraceContextExt as _;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+
+use super::*;
+
+#[derive(Clone, Default)]
+struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+impl io::Write for Buffer {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0
+            .lock()
+            .expect("not poisoned")
+            .extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn quieted_logs_keep_spans_and_the_trace_ids_of_the_lines_written() {
+    let buffer = Buffer::default();
+    let writer = buffer.clone();
+    let config = TelemetryConfig {
+        log_filter: "warn".into(),
+        ..TelemetryConfig::new("test")
+    };
+    let tracer = SdkTracerProvider::builder().build();
+    let subscriber = subscriber(&config, move || writer.clone(), &tracer).expect("built");
+    let trace_id = tracing::subscriber::with_default(subscriber, || {
+        let span = tracing::info_span!("work");
+        let _entered = span.enter();
+        tracing::info!("not written");
+        tracing::warn!("written");
+        span.context().span().span_context().trace_id()
+    });
+
+    assert_ne!(
+        trace_id,
+        opentelemetry::trace::TraceId::INVALID,
+        "the info span is traced under a warn log filter"
+    );
+    let trace_id = trace_id.to_string();
+    let text = String::from_utf8(buffer.0.lock().expect("not poisoned").clone()).expect("utf-8");
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("each line is JSON"))
+        .collect();
+    assert_eq!(lines.len(), 1, "only the warning is written: {text}");
+    assert_eq!(lines[0]["message"], "written", "{text}");
+    assert_eq!(lines[0]["trace_id"], trace_id.as_str(), "{text}");
+}

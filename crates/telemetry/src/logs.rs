@@ -85,7 +85,7 @@ where
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::{
         io,
         sync::{Arc, Mutex},
@@ -98,8 +98,9 @@ mod tests {
 
     use super::*;
 
+    /// A log writer whose lines tests read back.
     #[derive(Clone, Default)]
-    struct Buffer(Arc<Mutex<Vec<u8>>>);
+    pub(crate) struct Buffer(pub(crate) Arc<Mutex<Vec<u8>>>);
 
     impl io::Write for Buffer {
         fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {

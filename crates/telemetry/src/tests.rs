@@ -1,31 +1,10 @@
 //! The log filter and traces, side by side.
 
-use std::{
-    io,
-    sync::{Arc, Mutex},
-};
-
 use opentelemetry::trace::TraceContextExt as _;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::*;
-
-#[derive(Clone, Default)]
-struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-impl io::Write for Buffer {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        self.0
-            .lock()
-            .expect("not poisoned")
-            .extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
+use crate::logs::tests::Buffer;
 
 #[test]
 fn quieted_logs_keep_spans_and_the_trace_ids_of_the_lines_written() {

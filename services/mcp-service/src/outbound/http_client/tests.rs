@@ -296,3 +296,23 @@ async fn redirects_beyond_the_limit_fail() {
     // The original request plus two followed hops.
     assert_eq!(accepted.load(Ordering::SeqCst), 3);
 }
+
+#[test]
+fn a_ca_file_without_a_certificate_is_refused() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let empty = dir.path().join("empty.pem");
+    std::fs::write(&empty, "").expect("written");
+    let error = read_roots(&empty).expect_err("no certificate");
+    assert!(
+        error.to_string().contains("holds no certificate"),
+        "{error:#}"
+    );
+    let garbage = dir.path().join("garbage.pem");
+    std::fs::write(
+        &garbage,
+        "-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n",
+    )
+    .expect("written");
+    assert!(read_roots(&garbage).is_err());
+    assert!(read_roots(&dir.path().join("missing.pem")).is_err());
+}

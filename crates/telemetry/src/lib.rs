@@ -20,10 +20,7 @@ use opentelemetry_sdk::{
     trace::SdkTracerProvider,
 };
 use tracing_subscriber::{
-    EnvFilter, Layer,
-    filter::{FilterExt as _, LevelFilter},
-    fmt::MakeWriter,
-    layer::SubscriberExt,
+    EnvFilter, Layer, filter::FilterExt as _, fmt::MakeWriter, layer::SubscriberExt,
     util::SubscriberInitExt,
 };
 
@@ -184,7 +181,8 @@ where
 /// Log lines (as the log filter chooses) and spans (every one at `info`
 /// and above, whatever the log filter says, so quieting the logs with
 /// `RUST_LOG=warn` neither stops traces nor loses the trace ids of the lines
-/// still written).
+/// still written). The log layer sees only the spans its filter enables: the
+/// fields of the others are never formatted.
 fn subscriber<W>(
     config: &TelemetryConfig,
     writer: W,
@@ -195,11 +193,17 @@ where
 {
     let filter = EnvFilter::try_new(&config.log_filter)
         .with_context(|| format!("invalid log filter `{}`", config.log_filter))?;
+    // Source locations, thread names and busy/idle times would be
+    // attributes of every span, and the last costs two clock reads each time
+    // a task polls inside one; Switchboard's spans are named for what they do.
     let otel_layer = tracing_opentelemetry::layer()
         .with_tracer(tracer.tracer(config.service_name.clone()))
-        .with_filter(traces::not_exported_targets().and(LevelFilter::INFO));
+        .with_location(false)
+        .with_threads(false)
+        .with_tracked_inactivity(false)
+        .with_filter(traces::exported());
     Ok(tracing_subscriber::registry()
-        .with(logs::layer(config.log_format, writer).with_filter(filter.or(traces::spans())))
+        .with(logs::layer(config.log_format, writer).with_filter(filter.or(traces::detached())))
         .with(otel_layer))
 }
 

@@ -4,9 +4,8 @@
 
 use std::fmt;
 
-use opentelemetry::trace::TraceId;
+use opentelemetry::trace::TraceContextExt as _;
 use tracing::{Event, Subscriber};
-use tracing_opentelemetry::OtelData;
 use tracing_subscriber::{
     Layer,
     fmt::{FmtContext, FormatEvent, FormatFields, MakeWriter, format::Writer},
@@ -50,7 +49,7 @@ where
         mut writer: Writer<'_>,
         event: &Event<'_>,
     ) -> fmt::Result {
-        let Some((trace_id, span_id)) = current_ids(ctx) else {
+        let Some((trace_id, span_id)) = current_ids() else {
             return self.0.format_event(ctx, writer, event);
         };
         let mut line = String::new();
@@ -67,19 +66,17 @@ where
     }
 }
 
-fn current_ids<S, N>(ctx: &FmtContext<'_, S, N>) -> Option<(String, String)>
-where
-    S: Subscriber + for<'a> LookupSpan<'a>,
-    N: for<'a> FormatFields<'a> + 'static,
-{
-    let span = ctx.lookup_current()?;
-    let extensions = span.extensions();
-    let data = extensions.get::<OtelData>()?;
-    let trace_id = data.trace_id()?;
-    (trace_id != TraceId::INVALID).then(|| {
+/// The ids of the innermost span being traced that the line is written in:
+/// the OpenTelemetry layer makes a span's context current while the span is
+/// entered, whether or not the log filter shows that span.
+fn current_ids() -> Option<(String, String)> {
+    let context = opentelemetry::Context::current();
+    let span = context.span();
+    let span_context = span.span_context();
+    span_context.is_valid().then(|| {
         (
-            trace_id.to_string(),
-            data.span_id().map(|s| s.to_string()).unwrap_or_default(),
+            span_context.trace_id().to_string(),
+            span_context.span_id().to_string(),
         )
     })
 }

@@ -38,4 +38,52 @@ fn quieted_logs_keep_spans_and_the_trace_ids_of_the_lines_written() {
     assert_eq!(lines.len(), 1, "only the warning is written: {text}");
     assert_eq!(lines[0]["message"], "written", "{text}");
     assert_eq!(lines[0]["trace_id"], trace_id.as_str(), "{text}");
+    assert!(
+        lines[0].get("span").is_none(),
+        "the fields of a span the log filter hides are not written: {text}"
+    );
+}
+
+#[test]
+fn a_line_in_a_library_span_carries_the_ids_of_the_traced_span_around_it() {
+    let buffer = Buffer::default();
+    let writer = buffer.clone();
+    let config = TelemetryConfig {
+        log_filter: "info".into(),
+        ..TelemetryConfig::new("test")
+    };
+    let tracer = SdkTracerProvider::builder().build();
+    let subscriber = subscriber(&config, move || writer.clone(), &tracer).expect("built");
+    let span_id = tracing::subscriber::with_default(subscriber, || {
+        let span = tracing::info_span!("work");
+        let _entered = span.enter();
+        let library = tracing::info_span!(target: "rmcp::service", "serve");
+        let _in_library = library.enter();
+        tracing::warn!("written");
+        span.context().span().span_context().span_id()
+    });
+
+    let text = String::from_utf8(buffer.0.lock().expect("not poisoned").clone()).expect("utf-8");
+    let line: serde_json::Value = serde_json::from_str(text.trim()).expect("one JSON line");
+    assert_eq!(line["span_id"], span_id.to_string(), "{text}");
+    assert_eq!(line["span"]["name"], "serve", "{text}");
+}
+
+#[test]
+fn work_in_a_detached_span_is_outside_the_callers_span_under_quiet_logs() {
+    let config = TelemetryConfig {
+        log_filter: "warn".into(),
+        ..TelemetryConfig::new("test")
+    };
+    let tracer = SdkTracerProvider::builder().build();
+    let subscriber = subscriber(&config, io::sink, &tracer).expect("built");
+    let current = tracing::subscriber::with_default(subscriber, || {
+        let call = tracing::info_span!("call");
+        call.in_scope(|| detached_span().in_scope(tracing::Span::current))
+    });
+    assert_eq!(
+        current.metadata().map(tracing::Metadata::name),
+        Some("detached"),
+        "a task spawned here would hold the caller's span open"
+    );
 }

@@ -25,9 +25,21 @@ pub(crate) fn tracer_provider(
     Ok(builder.build())
 }
 
-/// Every span at `info` and above (and no event): what traces are made of.
-pub(crate) fn spans() -> FilterFn<impl Fn(&tracing::Metadata<'_>) -> bool> {
-    filter_fn(|metadata| metadata.is_span() && *metadata.level() <= tracing::Level::INFO)
+/// What the OpenTelemetry layer sees, but from [`not_exported`] targets:
+/// every span at `info` and above, whatever the log filter says (what traces
+/// are made of), and warnings and errors, which become events of the span
+/// they happen in. Info events are log lines only: each would cost the span
+/// it happens in a copy.
+pub(crate) fn exported() -> FilterFn<impl Fn(&tracing::Metadata<'_>) -> bool> {
+    filter_fn(|metadata| {
+        let level = if metadata.is_span() {
+            tracing::Level::INFO
+        } else {
+            tracing::Level::WARN
+        };
+        *metadata.level() <= level && !not_exported(metadata)
+    })
+    .with_max_level_hint(tracing::Level::INFO)
 }
 
 /// The target of [`detached_span`].
@@ -40,28 +52,33 @@ pub fn detached_span() -> tracing::Span {
     tracing::info_span!(target: DETACHED_TARGET, parent: None, "detached")
 }
 
+/// The [`detached_span`]s, whatever the log filter says: a layer must enable
+/// them for them to exist, and the OpenTelemetry layer does not.
+pub(crate) fn detached() -> FilterFn<impl Fn(&tracing::Metadata<'_>) -> bool> {
+    filter_fn(|metadata| metadata.target() == DETACHED_TARGET)
+        .with_max_level_hint(tracing::Level::INFO)
+}
+
 /// Spans of the libraries below are not turned into OpenTelemetry spans:
 /// they would be noise in every trace (and the exporter's own gRPC calls
 /// would trace themselves).
-pub(crate) fn not_exported_targets() -> FilterFn<impl Fn(&tracing::Metadata<'_>) -> bool> {
-    filter_fn(|metadata| {
-        let target = metadata.target();
-        ![
-            "h2",
-            "hyper",
-            "tonic",
-            "tower",
-            "opentelemetry",
-            "reqwest",
-            "sqlx",
-            "rmcp",
-            DETACHED_TARGET,
-        ]
-        .iter()
-        .any(|prefix| {
-            target
-                .strip_prefix(prefix)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
-        })
+fn not_exported(metadata: &tracing::Metadata<'_>) -> bool {
+    let target = metadata.target();
+    [
+        "h2",
+        "hyper",
+        "tonic",
+        "tower",
+        "opentelemetry",
+        "reqwest",
+        "sqlx",
+        "rmcp",
+        DETACHED_TARGET,
+    ]
+    .iter()
+    .any(|prefix| {
+        target
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
     })
 }

@@ -1,0 +1,207 @@
+//! What one ExecuteTool call pays for tracing in mcp-service, without the
+//! network: the gRPC server span continued from the caller's `traceparent`,
+//! the `tools/call` span, the trace context written into the request's
+//! `_meta`, and the upstream request's span with its `traceparent` header.
+//! Each span is entered and left as often as an async call polls it.
+//!
+//! Runs itself once per mode, side by side, alternating rounds: no
+//! subscriber, the services' default (spans made, nothing exported, logs at
+//! `warn`), and every span exported to an OTLP collector that accepts and
+//! drops them. See BENCHMARKS.md.
+//!
+//! `cargo bench -p switchboard-telemetry --bench call_spans`
+
+use std::{
+    hint::black_box,
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use switchboard_telemetry::{
+    TelemetryConfig, context_from_trace_fields, continue_trace, current_trace_fields,
+    inject_current_headers,
+};
+use tracing::Span;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+
+const CALLS: u32 = 20_000;
+const ROUNDS: usize = 5;
+const MODES: [&str; 3] = ["none", "local", "export"];
+/// How often each span is entered and left: about the polls of a call.
+const POLLS: usize = 4;
+
+fn poll(span: &Span) {
+    for _ in 0..POLLS {
+        let _entered = span.enter();
+    }
+}
+
+/// The tracing work of one call.
+fn call(incoming: &http::HeaderMap) {
+    let server = tracing::info_span!(
+        "grpc.server",
+        otel.name = "switchboard.mcp.v1.McpService/ExecuteTool",
+        otel.kind = "server",
+        rpc.system = "grpc",
+        rpc.service = "switchboard.mcp.v1.McpService",
+        rpc.method = "ExecuteTool",
+        rpc.grpc.status_code = tracing::field::Empty,
+        enduser.id = tracing::field::Empty,
+    );
+    continue_trace(&server, incoming);
+    poll(&server);
+    server.record("enduser.id", "bench-user");
+    let operation = server.in_scope(|| {
+        tracing::info_span!(
+            "mcp.client",
+            otel.name = "tools/call echo",
+            otel.kind = "client",
+            mcp.method.name = "tools/call",
+            gen_ai.operation.name = "execute_tool",
+            switchboard.integration.id = "0191a3c2-7d5e-7f00-8000-000000000001",
+            switchboard.integration.slug = "bench",
+            gen_ai.tool.name = "echo",
+        )
+    });
+    poll(&operation);
+    let meta = operation.in_scope(current_trace_fields);
+    let upstream = tracing::info_span!(
+        "mcp.upstream",
+        otel.name = "POST tools/call",
+        otel.kind = "client",
+        http.request.method = "POST",
+        mcp.method.name = "tools/call",
+        mcp.session.id = "f5a4c1e0b2d34e0e9c1f3a7b6d8e2c41",
+        jsonrpc.request.id = 7,
+    );
+    let _ = upstream.set_parent(context_from_trace_fields(&meta));
+    let mut headers = http::HeaderMap::new();
+    upstream.in_scope(|| inject_current_headers(&mut headers));
+    poll(&upstream);
+    black_box(&headers);
+    drop(upstream);
+    drop(operation);
+    server.record("rpc.grpc.status_code", 0_i64);
+    poll(&server);
+}
+
+/// Nanoseconds per call, best of `ROUNDS` rounds of `CALLS` calls.
+fn measure(mode: &str) {
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let _guard = runtime.enter();
+    let collector = (mode == "export").then(|| runtime.block_on(sink::start()));
+    let telemetry = (mode != "none").then(|| {
+        let config = TelemetryConfig {
+            log_filter: "warn".into(),
+            otlp_endpoint: collector.as_ref().map(|(endpoint, _)| endpoint.clone()),
+            ..TelemetryConfig::new("bench")
+        };
+        switchboard_telemetry::init_with_writer(&config, std::io::sink).expect("installed")
+    });
+    let mut incoming = http::HeaderMap::new();
+    incoming.insert(
+        "traceparent",
+        http::HeaderValue::from_static("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+    );
+    let per_call = (0..ROUNDS)
+        .map(|_| {
+            let started = Instant::now();
+            for _ in 0..CALLS {
+                call(&incoming);
+            }
+            started.elapsed() / CALLS
+        })
+        .min()
+        .unwrap_or(Duration::ZERO);
+    if let Some(telemetry) = telemetry {
+        telemetry.flush();
+    }
+    let exported = collector.map_or(0, |(_, spans)| {
+        spans.load(std::sync::atomic::Ordering::Relaxed)
+    });
+    println!("{mode} {} {exported}", per_call.as_nanos());
+}
+
+fn main() {
+    if let Ok(mode) = std::env::var("CALL_SPANS_MODE") {
+        measure(&mode);
+        return;
+    }
+    let exe = std::env::current_exe().expect("the bench's own path");
+    let mut results: Vec<(&str, Vec<u128>, u64)> =
+        MODES.iter().map(|mode| (*mode, Vec::new(), 0)).collect();
+    for _ in 0..3 {
+        for (mode, times, exported) in &mut results {
+            let output = Command::new(&exe)
+                .env("CALL_SPANS_MODE", *mode)
+                .output()
+                .expect("the bench runs a mode");
+            let line = String::from_utf8_lossy(&output.stdout);
+            let mut fields = line.split_whitespace().skip(1);
+            times.push(fields.next().and_then(|n| n.parse().ok()).unwrap_or(0));
+            *exported += fields.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+        }
+    }
+    println!(
+        "tracing work of one ExecuteTool call (3 spans), best of {ROUNDS} x {CALLS} calls, 3 runs per mode alternating"
+    );
+    let none = results[0].1.iter().min().copied().unwrap_or(0);
+    for (mode, times, exported) in &results {
+        let best = times.iter().min().copied().unwrap_or(0);
+        println!(
+            "{mode:<8} {:>7.2} µs per call (runs: {:?} ns), +{:.2} µs over none, {exported} spans exported",
+            best as f64 / 1e3,
+            times,
+            (best.saturating_sub(none)) as f64 / 1e3,
+        );
+    }
+}
+
+/// An OTLP trace collector that counts the spans it is sent and keeps none.
+mod sink {
+    use std::sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    };
+
+    use opentelemetry_proto::tonic::collector::trace::v1::{
+        ExportTraceServiceRequest, ExportTraceServiceResponse,
+        trace_service_server::{TraceService, TraceServiceServer},
+    };
+
+    struct Sink(Arc<AtomicU64>);
+
+    #[tonic::async_trait]
+    impl TraceService for Sink {
+        async fn export(
+            &self,
+            request: tonic::Request<ExportTraceServiceRequest>,
+        ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+            let spans = request
+                .into_inner()
+                .resource_spans
+                .iter()
+                .flat_map(|r| &r.scope_spans)
+                .map(|s| s.spans.len() as u64)
+                .sum();
+            self.0.fetch_add(spans, Ordering::Relaxed);
+            Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
+        }
+    }
+
+    /// Serves on a free loopback port; the endpoint and the span count.
+    pub(crate) async fn start() -> (String, Arc<AtomicU64>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a port");
+        let endpoint = format!("http://{}", listener.local_addr().expect("bound"));
+        let spans = Arc::new(AtomicU64::new(0));
+        let service = TraceServiceServer::new(Sink(spans.clone()));
+        tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service(service)
+                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+        );
+        (endpoint, spans)
+    }
+}

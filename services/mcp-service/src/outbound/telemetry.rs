@@ -72,40 +72,35 @@ impl Operation<'_> {
         }
     }
 
+    /// The operation's span, every attribute given as it is made: a field
+    /// recorded later costs each layer a second visit.
     fn span(self, integration: &Integration) -> Span {
         let method = self.method();
-        let name = match self {
-            Self::CallTool(target) | Self::GetPrompt(target) => format!("{method} {target}"),
-            Self::ReadResource(_) | Self::Discover => method.to_owned(),
+        let (name, tool, prompt, resource) = match self {
+            Self::CallTool(tool) => (format!("{method} {tool}"), Some(tool), None, None),
+            Self::GetPrompt(prompt) => (format!("{method} {prompt}"), None, Some(prompt), None),
+            // A resource URI may name personal data: content, like arguments.
+            Self::ReadResource(uri) => (
+                method.to_owned(),
+                None,
+                None,
+                switchboard_telemetry::capture_content().then_some(uri),
+            ),
+            Self::Discover => (method.to_owned(), None, None, None),
         };
-        let span = tracing::info_span!(
+        tracing::info_span!(
             "mcp.client",
             otel.name = %name,
             otel.kind = "client",
             mcp.method.name = method,
-            gen_ai.operation.name = tracing::field::Empty,
+            gen_ai.operation.name = tool.map(|_| "execute_tool"),
             switchboard.integration.id = %integration.id,
             switchboard.integration.slug = integration.slug.as_str(),
-            gen_ai.tool.name = tracing::field::Empty,
-            gen_ai.prompt.name = tracing::field::Empty,
-            mcp.resource.uri = tracing::field::Empty,
+            gen_ai.tool.name = tool,
+            gen_ai.prompt.name = prompt,
+            mcp.resource.uri = resource,
             gen_ai.tool.call.arguments = tracing::field::Empty,
-        );
-        match self {
-            Self::CallTool(tool) => {
-                span.record("gen_ai.operation.name", "execute_tool");
-                span.record("gen_ai.tool.name", tool);
-            }
-            Self::GetPrompt(prompt) => {
-                span.record("gen_ai.prompt.name", prompt);
-            }
-            // A resource URI may name personal data: content, like arguments.
-            Self::ReadResource(uri) if switchboard_telemetry::capture_content() => {
-                span.record("mcp.resource.uri", uri);
-            }
-            Self::ReadResource(_) | Self::Discover => {}
-        }
-        span
+        )
     }
 }
 

@@ -58,12 +58,9 @@ pub fn upstream_request(
         otel.kind = "client",
         http.request.method = "POST",
         mcp.method.name = %method,
-        mcp.session.id = tracing::field::Empty,
+        mcp.session.id = session_id,
         jsonrpc.request.id = %request.id,
     );
-    if let Some(session_id) = session_id {
-        span.record("mcp.session.id", session_id);
-    }
     // Fails only without an OpenTelemetry layer; then there is no trace.
     let _ = span.set_parent(switchboard_telemetry::context_from_trace_fields(&fields));
     let mut trace_headers = http::HeaderMap::new();

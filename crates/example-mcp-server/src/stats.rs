@@ -1,8 +1,11 @@
 //! Counters shared by every session of one server.
 
-use std::sync::{
-    Mutex,
-    atomic::{AtomicU64, Ordering},
+use std::{
+    collections::VecDeque,
+    sync::{
+        Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
 };
 
 use serde::{Deserialize, Serialize};
@@ -29,7 +32,7 @@ pub struct Stats {
     http2_requests: AtomicU64,
     /// The `traceparent` headers of the latest HTTP requests, oldest first
     /// (at most [`MAX_TRACEPARENTS`]).
-    traceparents: Mutex<Vec<String>>,
+    traceparents: Mutex<VecDeque<String>>,
 }
 
 /// How many `traceparent` headers [`Stats`] keeps.
@@ -71,16 +74,16 @@ impl Stats {
     pub fn traceparents(&self) -> Vec<String> {
         self.traceparents
             .lock()
-            .map(|seen| seen.clone())
+            .map(|seen| seen.iter().cloned().collect())
             .unwrap_or_default()
     }
 
     pub(crate) fn record_traceparent(&self, traceparent: &str) {
         if let Ok(mut seen) = self.traceparents.lock() {
             if seen.len() == MAX_TRACEPARENTS {
-                seen.remove(0);
+                seen.pop_front();
             }
-            seen.push(traceparent.to_owned());
+            seen.push_back(traceparent.to_owned());
         }
     }
 

@@ -27,7 +27,43 @@ use switchboard_test_support::{
 };
 use tonic::transport::Channel;
 
-const CALLS: usize = 4000;
+/// Calls per row; `BENCH_CALLS` sets another count.
+fn calls() -> usize {
+    std::env::var("BENCH_CALLS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(4000)
+}
+
+/// CPU time this process (the callers and mcp-service) has used so far.
+fn process_cpu() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which ends with `)`): utime and
+    // stime are the 12th and 13th, in clock ticks of 10 ms.
+    let ticks: u64 = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| {
+            rest.split_whitespace()
+                .skip(11)
+                .take(2)
+                .filter_map(|n| n.parse::<u64>().ok())
+                .sum()
+        })
+        .unwrap_or(0);
+    Duration::from_millis(ticks * 10)
+}
+
+/// Runs `row` and prints the CPU time this process spent per call in it.
+async fn with_cpu<T>(name: &str, calls: usize, row: impl Future<Output = T>) -> T {
+    let before = process_cpu();
+    let result = row.await;
+    let spent = process_cpu().saturating_sub(before);
+    println!(
+        "  CPU of callers and mcp-service, {name}: {:.1} µs per call",
+        spent.as_secs_f64() * 1e6 / calls as f64
+    );
+    result
+}
 
 struct Upstream(Child);
 
@@ -247,16 +283,31 @@ async fn main() {
     drive(4, 400, via_service.clone()).await;
     drive(4, 400, direct.clone()).await;
 
+    let calls = calls();
     println!(
-        "ExecuteTool on a fast upstream (echo), {CALLS} calls per row; at 1 caller direct and through mcp-service alternate\n"
+        "ExecuteTool on a fast upstream (echo), {calls} calls per row; at 1 caller direct and through mcp-service alternate\n"
     );
-    let (direct_1, service_1) = interleaved(CALLS, direct.clone(), via_service.clone()).await;
+    let (direct_1, service_1) = interleaved(calls, direct.clone(), via_service.clone()).await;
     report("direct rmcp call, 1 caller", &direct_1);
     report("through mcp-service, 1 caller", &service_1);
-    let direct_16 = drive(16, CALLS, direct.clone()).await;
+    let direct_16 = with_cpu("direct", calls, drive(16, calls, direct.clone())).await;
     report("direct rmcp call, 16 callers", &direct_16);
-    let service_16 = drive(16, CALLS, via_service.clone()).await;
+    let service_16 = with_cpu(
+        "through mcp-service",
+        calls,
+        drive(16, calls, via_service.clone()),
+    )
+    .await;
     report("through mcp-service, 16 callers", &service_16);
+    if std::env::var_os("BENCH_OVERHEAD_ONLY").is_some() {
+        println!(
+            "added p50 at 1 caller: {:.3} ms; throughput at 16 callers: {:.0}% of direct",
+            (service_1.p50.as_secs_f64() - direct_1.p50.as_secs_f64()) * 1e3,
+            service_16.per_second / direct_16.per_second * 100.0
+        );
+        report_exported(tracing.as_ref());
+        return;
+    }
 
     let connect_per_call = {
         let url = url.clone();
@@ -367,9 +418,13 @@ async fn main() {
         (after.saturating_sub(before)) as f64 / 1000.0,
         rss_kib(upstream.0.id()) / 1024
     );
-    if let Some((guard, Some(collector))) = &tracing {
+    report_exported(tracing.as_ref());
+    server.stop().await.expect("stops");
+}
+
+fn report_exported(tracing: Option<&(TelemetryGuard, Option<Collector>)>) {
+    if let Some((guard, Some(collector))) = tracing {
         tokio::task::block_in_place(|| guard.flush());
         println!("spans exported: {}", collector.spans().len());
     }
-    server.stop().await.expect("stops");
 }

@@ -12,7 +12,7 @@ use std::{
 };
 
 use http_body::{Body, Frame};
-use opentelemetry::{KeyValue, metrics::Histogram};
+use opentelemetry::{KeyValue, StringValue, metrics::Histogram};
 use tonic::Code;
 use tower::{BoxError, Layer, Service};
 use tracing::Span;
@@ -74,8 +74,8 @@ impl Call {
             self.started.elapsed().as_secs_f64(),
             &[
                 KeyValue::new("rpc.system", "grpc"),
-                KeyValue::new("rpc.service", self.service.to_string()),
-                KeyValue::new("rpc.method", self.method.to_string()),
+                KeyValue::new("rpc.service", StringValue::from(self.service)),
+                KeyValue::new("rpc.method", StringValue::from(self.method)),
                 KeyValue::new("rpc.grpc.status_code", code_number),
             ],
         );

@@ -1,8 +1,9 @@
 //! What one ExecuteTool call pays for tracing in mcp-service, without the
 //! network: the gRPC server span continued from the caller's `traceparent`,
 //! the `tools/call` span, the trace context written into the request's
-//! `_meta`, and the upstream request's span with its `traceparent` header.
-//! Each span is entered and left as often as an async call polls it.
+//! `_meta`, the upstream request's span with its `traceparent` header, and
+//! the call's two duration histograms. Each span is entered and left as
+//! often as an async call polls it.
 //!
 //! Runs itself once per mode, side by side, alternating rounds: no
 //! subscriber, the services' default (spans made, nothing exported, logs at
@@ -17,9 +18,10 @@ use std::{
     time::{Duration, Instant},
 };
 
+use opentelemetry::{KeyValue, metrics::Histogram};
 use switchboard_telemetry::{
-    TelemetryConfig, context_from_trace_fields, continue_trace, current_trace_fields,
-    inject_current_headers,
+    Extractor, Injector, TelemetryConfig, context_from, continue_trace, duration_histogram,
+    inject_current, inject_span,
 };
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
@@ -37,7 +39,7 @@ fn poll(span: &Span) {
 }
 
 /// The tracing work of one call.
-fn call(incoming: &http::HeaderMap) {
+fn call(incoming: &http::HeaderMap, instruments: &Instruments) {
     let server = tracing::info_span!(
         "grpc.server",
         otel.name = "switchboard.mcp.v1.McpService/ExecuteTool",
@@ -58,13 +60,14 @@ fn call(incoming: &http::HeaderMap) {
             otel.kind = "client",
             mcp.method.name = "tools/call",
             gen_ai.operation.name = "execute_tool",
-            switchboard.integration.id = "0191a3c2-7d5e-7f00-8000-000000000001",
+            switchboard.integration.id = INTEGRATION_ID,
             switchboard.integration.slug = "bench",
             gen_ai.tool.name = "echo",
         )
     });
     poll(&operation);
-    let meta = operation.in_scope(current_trace_fields);
+    let mut meta = Fields::default();
+    operation.in_scope(|| inject_current(&mut meta));
     let upstream = tracing::info_span!(
         "mcp.upstream",
         otel.name = "POST tools/call",
@@ -74,15 +77,63 @@ fn call(incoming: &http::HeaderMap) {
         mcp.session.id = "f5a4c1e0b2d34e0e9c1f3a7b6d8e2c41",
         jsonrpc.request.id = 7,
     );
-    let _ = upstream.set_parent(context_from_trace_fields(&meta));
-    let mut headers = http::HeaderMap::new();
-    upstream.in_scope(|| inject_current_headers(&mut headers));
+    let _ = upstream.set_parent(context_from(&meta));
+    let mut headers = Fields::default();
+    inject_span(&upstream, &mut headers);
     poll(&upstream);
     black_box(&headers);
     drop(upstream);
+    instruments.operation.record(
+        0.000_2,
+        &[
+            KeyValue::new("mcp.method.name", "tools/call"),
+            KeyValue::new("switchboard.integration.id", INTEGRATION_ID.to_owned()),
+            KeyValue::new("gen_ai.tool.name", "echo".to_owned()),
+        ],
+    );
     drop(operation);
     server.record("rpc.grpc.status_code", 0_i64);
     poll(&server);
+    instruments.rpc.record(
+        0.000_3,
+        &[
+            KeyValue::new("rpc.system", "grpc"),
+            KeyValue::new("rpc.service", "switchboard.mcp.v1.McpService".to_owned()),
+            KeyValue::new("rpc.method", "ExecuteTool".to_owned()),
+            KeyValue::new("rpc.grpc.status_code", 0_i64),
+        ],
+    );
+}
+
+const INTEGRATION_ID: &str = "0191a3c2-7d5e-7f00-8000-000000000001";
+
+/// The call's two duration histograms, as the services record them.
+struct Instruments {
+    rpc: Histogram<f64>,
+    operation: Histogram<f64>,
+}
+
+/// W3C fields as a request's `_meta` or headers hold them.
+#[derive(Default)]
+struct Fields(Vec<(String, String)>);
+
+impl Injector for Fields {
+    fn set(&mut self, key: &str, value: String) {
+        self.0.push((key.to_owned(), value));
+    }
+}
+
+impl Extractor for Fields {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.iter().map(|(k, _)| k.as_str()).collect()
+    }
 }
 
 /// Nanoseconds per call, best of `ROUNDS` rounds of `CALLS` calls.
@@ -103,11 +154,15 @@ fn measure(mode: &str) {
         "traceparent",
         http::HeaderValue::from_static("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
     );
+    let instruments = Instruments {
+        rpc: duration_histogram("rpc.server.call.duration", "gRPC calls"),
+        operation: duration_histogram("mcp.client.operation.duration", "MCP operations"),
+    };
     let per_call = (0..ROUNDS)
         .map(|_| {
             let started = Instant::now();
             for _ in 0..CALLS {
-                call(&incoming);
+                call(&incoming, &instruments);
             }
             started.elapsed() / CALLS
         })

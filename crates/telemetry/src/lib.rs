@@ -26,9 +26,10 @@ use tracing_subscriber::{
 
 pub use content::{capture_content, set_capture_content};
 pub use metrics::MetricsEndpoint;
+pub use opentelemetry::propagation::{Extractor, Injector};
 pub use propagation::{
-    context_from_trace_fields, continue_trace, current_trace_fields, extract_context,
-    inject_context, inject_current_context, inject_current_headers, record_error,
+    context_from, continue_trace, extract_context, inject_context, inject_current,
+    inject_current_context, inject_current_headers, inject_span, record_error,
     trace_context_interceptor,
 };
 pub use traces::detached_span;
@@ -196,11 +197,15 @@ where
     // Source locations, thread names and busy/idle times would be
     // attributes of every span, and the last costs two clock reads each time
     // a task polls inside one; Switchboard's spans are named for what they do.
+    // Nothing reads the OpenTelemetry context as "current" (propagation and
+    // log lines take it from the tracing span), so entering a span does not
+    // make its context current: that would cost every poll inside a span.
     let otel_layer = tracing_opentelemetry::layer()
         .with_tracer(tracer.tracer(config.service_name.clone()))
         .with_location(false)
         .with_threads(false)
         .with_tracked_inactivity(false)
+        .with_context_activation(false)
         .with_filter(traces::exported());
     Ok(tracing_subscriber::registry()
         .with(logs::layer(config.log_format, writer).with_filter(filter.or(traces::detached())))

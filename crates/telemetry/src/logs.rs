@@ -2,15 +2,19 @@
 //! written in, so a log collector can join them to the trace) or
 //! human-readable.
 
-use std::fmt;
+use std::{
+    fmt,
+    sync::{Arc, OnceLock},
+};
 
 use opentelemetry::trace::TraceContextExt as _;
-use tracing::{Event, Subscriber};
+use tracing::{Dispatch, Event, Subscriber, dispatcher::WeakDispatch};
 use tracing_subscriber::{
     Layer,
     fmt::{FmtContext, FormatEvent, FormatFields, MakeWriter, format::Writer},
-    registry::LookupSpan,
+    registry::{LookupSpan, Registry, SpanRef},
 };
+use tracing_opentelemetry::OtelData;
 
 use crate::LogFormat;
 
@@ -20,22 +24,42 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
+    let dispatcher = Dispatcher::default();
     match format {
         LogFormat::Json => tracing_subscriber::fmt::layer()
             .json()
             .flatten_event(true)
             .with_current_span(true)
             .with_span_list(false)
-            .map_event_format(WithTraceIds)
+            .map_event_format(|format| WithTraceIds {
+                format,
+                dispatcher: dispatcher.clone(),
+            })
             .with_writer(writer)
+            .and_then(dispatcher)
             .boxed(),
         LogFormat::Pretty => tracing_subscriber::fmt::layer().with_writer(writer).boxed(),
     }
 }
 
+/// The dispatcher the log layer is part of, kept once the subscriber is
+/// made one: the spans the log filter hides are read through it.
+#[derive(Clone, Default)]
+struct Dispatcher(Arc<OnceLock<WeakDispatch>>);
+
+impl<S: Subscriber> Layer<S> for Dispatcher {
+    fn on_register_dispatch(&self, dispatch: &Dispatch) {
+        // A layer is registered with one dispatcher only.
+        let _ = self.0.set(dispatch.downgrade());
+    }
+}
+
 /// A JSON event format with `trace_id` and `span_id` added to each line
-/// written inside a span.
-struct WithTraceIds<F>(F);
+/// written inside a traced span.
+struct WithTraceIds<F> {
+    format: F,
+    dispatcher: Dispatcher,
+}
 
 impl<S, N, F> FormatEvent<S, N> for WithTraceIds<F>
 where
@@ -49,11 +73,17 @@ where
         mut writer: Writer<'_>,
         event: &Event<'_>,
     ) -> fmt::Result {
-        let Some((trace_id, span_id)) = current_ids() else {
-            return self.0.format_event(ctx, writer, event);
+        let ids = self
+            .dispatcher
+            .0
+            .get()
+            .and_then(WeakDispatch::upgrade)
+            .and_then(|dispatch| ids_around(event, &dispatch));
+        let Some((trace_id, span_id)) = ids else {
+            return self.format.format_event(ctx, writer, event);
         };
         let mut line = String::new();
-        self.0.format_event(ctx, Writer::new(&mut line), event)?;
+        self.format.format_event(ctx, Writer::new(&mut line), event)?;
         // The inner format writes one JSON object and a newline: the ids go
         // in before its closing brace.
         match line.trim_end().strip_suffix('}') {
@@ -66,19 +96,37 @@ where
     }
 }
 
-/// The ids of the innermost span being traced that the line is written in:
-/// the OpenTelemetry layer makes a span's context current while the span is
-/// entered, whether or not the log filter shows that span.
-fn current_ids() -> Option<(String, String)> {
-    let context = opentelemetry::Context::current();
+/// The ids of the innermost span being traced around the line: the line's
+/// span or the nearest of its parents the OpenTelemetry layer sees, whether
+/// or not the log filter shows it. Spans are walked in the registry itself,
+/// as the log layer's own view holds only the spans its filter enables.
+fn ids_around(event: &Event<'_>, dispatch: &Dispatch) -> Option<(String, String)> {
+    let registry = dispatch.downcast_ref::<Registry>()?;
+    let current = dispatch.current_span();
+    let id = event.parent().or_else(|| current.id())?;
+    let context = registry
+        .span(id)?
+        .scope()
+        .find_map(|span| traced_context(&span, dispatch))?;
     let span = context.span();
     let span_context = span.span_context();
-    span_context.is_valid().then(|| {
-        (
-            span_context.trace_id().to_string(),
-            span_context.span_id().to_string(),
-        )
-    })
+    Some((
+        span_context.trace_id().to_string(),
+        span_context.span_id().to_string(),
+    ))
+}
+
+/// The trace context of `span` when the OpenTelemetry layer traces it and
+/// its context is valid.
+fn traced_context(
+    span: &SpanRef<'_, Registry>,
+    dispatch: &Dispatch,
+) -> Option<opentelemetry::Context> {
+    let mut extensions = span.extensions_mut();
+    extensions.get_mut::<OtelData>()?;
+    let context = tracing_opentelemetry::get_otel_context(&mut extensions, dispatch)?;
+    let valid = context.span().span_context().is_valid();
+    valid.then_some(context)
 }
 
 #[cfg(test)]

@@ -1,8 +1,6 @@
 //! W3C trace-context propagation over gRPC metadata, HTTP headers and MCP
 //! `_meta`, and the error status of spans.
 
-use std::collections::HashMap;
-
 use opentelemetry::{
     Context, global,
     propagation::{Extractor, Injector},
@@ -63,26 +61,27 @@ pub fn inject_current_context(metadata: &mut MetadataMap) {
 
 /// Writes the current tracing span's context into outgoing HTTP headers.
 pub fn inject_current_headers(headers: &mut http::HeaderMap) {
-    let context = tracing::Span::current().context();
+    inject_current(&mut HeaderInjector(headers));
+}
+
+/// Writes the current tracing span's context (`traceparent` and, when there
+/// is one, `tracestate`) through `injector`: an MCP request's `_meta`, say.
+pub fn inject_current(injector: &mut dyn Injector) {
+    inject_span(&tracing::Span::current(), injector);
+}
+
+/// Writes `span`'s context through `injector`, without entering the span.
+pub fn inject_span(span: &tracing::Span, injector: &mut dyn Injector) {
+    let context = span.context();
     global::get_text_map_propagator(|propagator| {
-        propagator.inject_context(&context, &mut HeaderInjector(headers));
+        propagator.inject_context(&context, injector);
     });
 }
 
-/// The current tracing span's context as W3C fields (`traceparent` and,
-/// when there is one, `tracestate`), for an MCP request's `_meta`.
-pub fn current_trace_fields() -> HashMap<String, String> {
-    let context = tracing::Span::current().context();
-    let mut fields = HashMap::new();
-    global::get_text_map_propagator(|propagator| {
-        propagator.inject_context(&context, &mut fields);
-    });
-    fields
-}
-
-/// The context W3C fields (`traceparent`, `tracestate`) name.
-pub fn context_from_trace_fields(fields: &HashMap<String, String>) -> Context {
-    global::get_text_map_propagator(|propagator| propagator.extract(fields))
+/// The context W3C fields (`traceparent`, `tracestate`) read through
+/// `extractor` name.
+pub fn context_from(extractor: &dyn Extractor) -> Context {
+    global::get_text_map_propagator(|propagator| propagator.extract(extractor))
 }
 
 /// Reads the caller's trace context from incoming request headers.

@@ -70,6 +70,29 @@ fn a_line_in_a_library_span_carries_the_ids_of_the_traced_span_around_it() {
 }
 
 #[test]
+fn a_traced_span_inside_a_library_span_is_the_child_of_the_traced_span_around_it() {
+    let config = TelemetryConfig {
+        log_filter: "warn".into(),
+        ..TelemetryConfig::new("test")
+    };
+    let tracer = SdkTracerProvider::builder().build();
+    let subscriber = subscriber(&config, io::sink, &tracer).expect("built");
+    let (outer, inner) = tracing::subscriber::with_default(subscriber, || {
+        let call = tracing::info_span!("call");
+        let _in_call = call.enter();
+        let library = tracing::info_span!(target: "hyper::client", "send");
+        let _in_library = library.enter();
+        let request = tracing::info_span!("request");
+        (call.context(), request.context())
+    });
+    let outer = outer.span().span_context().clone();
+    let inner = inner.span().span_context().clone();
+    assert!(outer.is_valid() && inner.is_valid());
+    assert_eq!(inner.trace_id(), outer.trace_id(), "one trace");
+    assert_ne!(inner.span_id(), outer.span_id(), "a span of its own");
+}
+
+#[test]
 fn work_in_a_detached_span_is_outside_the_callers_span_under_quiet_logs() {
     let config = TelemetryConfig {
         log_filter: "warn".into(),

@@ -12,6 +12,7 @@ use opentelemetry::{
     metrics::{Counter, Histogram, UpDownCounter},
 };
 use rmcp::model::RequestParamsMeta;
+use switchboard_telemetry::Injector;
 use tracing::{Instrument as _, Span};
 
 use crate::domain::{
@@ -167,14 +168,21 @@ pub async fn observe<T>(
 /// Writes the current span's trace context into a request's `_meta`
 /// (`traceparent`, `tracestate`), where the MCP protocol carries it.
 pub fn with_trace<P: RequestParamsMeta>(mut params: P) -> P {
-    let fields = switchboard_telemetry::current_trace_fields();
-    if let Some(traceparent) = fields.get("traceparent") {
-        params.set_traceparent(traceparent);
-    }
-    if let Some(tracestate) = fields.get("tracestate").filter(|s| !s.is_empty()) {
-        params.set_tracestate(tracestate);
-    }
+    switchboard_telemetry::inject_current(&mut MetaFields(&mut params));
     params
+}
+
+/// A request's `_meta`, as the propagator writes its W3C fields.
+struct MetaFields<'a, P>(&'a mut P);
+
+impl<P: RequestParamsMeta> Injector for MetaFields<'_, P> {
+    fn set(&mut self, key: &str, value: String) {
+        match key {
+            "traceparent" => self.0.set_traceparent(&value),
+            "tracestate" if !value.is_empty() => self.0.set_tracestate(&value),
+            _ => {}
+        }
+    }
 }
 
 /// Counts an upstream session as open until dropped.

@@ -13,6 +13,7 @@ use rmcp::{
     model::{ClientJsonRpcMessage, ClientRequest, RequestMetaObject, RequestParamsMeta},
     transport::streamable_http_client::StreamableHttpError,
 };
+use switchboard_telemetry::{Extractor, Injector};
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
@@ -30,6 +31,33 @@ fn meta_of(request: &ClientRequest) -> Option<&RequestMetaObject> {
     }
 }
 
+/// The W3C fields of a request's `_meta`, as the propagator reads them.
+struct MetaFields<'a>(&'a RequestMetaObject);
+
+impl Extractor for MetaFields<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.0.0.get(key).and_then(serde_json::Value::as_str)
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.0.0.keys().map(String::as_str).collect()
+    }
+}
+
+/// The headers of an HTTP request, as the propagator writes them.
+struct Headers<'a>(&'a mut HashMap<HeaderName, HeaderValue>);
+
+impl Injector for Headers<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(key.as_bytes()),
+            HeaderValue::try_from(value),
+        ) {
+            self.0.insert(name, value);
+        }
+    }
+}
+
 /// The span of sending `message` on session `session_id`, and `headers`
 /// with its `traceparent`; no span for a message that carries no trace
 /// context (handshakes, notifications).
@@ -44,17 +72,13 @@ pub fn upstream_request(
     let Some(meta) = meta_of(&request.request) else {
         return (Span::none(), headers);
     };
-    let Some(traceparent) = meta.get_traceparent() else {
+    if meta.get_traceparent().is_none() {
         return (Span::none(), headers);
-    };
-    let mut fields = HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
-    if let Some(tracestate) = meta.get_tracestate() {
-        fields.insert("tracestate".to_owned(), tracestate.to_owned());
     }
     let method = request.request.method();
     let span = tracing::info_span!(
         "mcp.upstream",
-        otel.name = %format!("POST {method}"),
+        otel.name = %format_args!("POST {method}"),
         otel.kind = "client",
         http.request.method = "POST",
         mcp.method.name = %method,
@@ -62,14 +86,8 @@ pub fn upstream_request(
         jsonrpc.request.id = %request.id,
     );
     // Fails only without an OpenTelemetry layer; then there is no trace.
-    let _ = span.set_parent(switchboard_telemetry::context_from_trace_fields(&fields));
-    let mut trace_headers = http::HeaderMap::new();
-    span.in_scope(|| switchboard_telemetry::inject_current_headers(&mut trace_headers));
-    for (name, value) in trace_headers {
-        if let Some(name) = name {
-            headers.insert(name, value);
-        }
-    }
+    let _ = span.set_parent(switchboard_telemetry::context_from(&MetaFields(meta)));
+    switchboard_telemetry::inject_span(&span, &mut Headers(&mut headers));
     (span, headers)
 }
 

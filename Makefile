@@ -104,8 +104,7 @@ bench-soak: postgres ## 500 concurrent runs × 5 tool calls for 3 minutes over t
 .PHONY: bench-tracing
 bench-tracing: ## ExecuteTool and runs with every span exported to an in-process OTLP collector, and with nothing exported
 	$(CARGO) bench -p switchboard-telemetry --bench call_spans
-	BENCH_TRACING=local $(CARGO) bench -p switchboard-mcp-service --bench execute_tool
-	BENCH_TRACING=export $(CARGO) bench -p switchboard-mcp-service --bench execute_tool
+	bash scripts/bench-tracing.sh
 	$(CARGO) bench -p switchboard-e2e --bench runs
 	BENCH_TRACING=export $(CARGO) bench -p switchboard-e2e --bench runs
 

@@ -9,12 +9,12 @@ use std::{
 
 use opentelemetry::trace::TraceContextExt as _;
 use tracing::{Dispatch, Event, Subscriber, dispatcher::WeakDispatch};
+use tracing_opentelemetry::OtelData;
 use tracing_subscriber::{
     Layer,
     fmt::{FmtContext, FormatEvent, FormatFields, MakeWriter, format::Writer},
     registry::{LookupSpan, Registry, SpanRef},
 };
-use tracing_opentelemetry::OtelData;
 
 use crate::LogFormat;
 
@@ -83,7 +83,8 @@ where
             return self.format.format_event(ctx, writer, event);
         };
         let mut line = String::new();
-        self.format.format_event(ctx, Writer::new(&mut line), event)?;
+        self.format
+            .format_event(ctx, Writer::new(&mut line), event)?;
         // The inner format writes one JSON object and a newline: the ids go
         // in before its closing brace.
         match line.trim_end().strip_suffix('}') {

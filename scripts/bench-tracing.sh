@@ -22,6 +22,9 @@ bench="$(cargo bench -p switchboard-mcp-service --bench execute_tool --no-run 2>
 [ -x "$bench" ] || { echo "bench-tracing: the benchmark did not build" >&2; exit 1; }
 bench="$PWD/$bench"
 
+# The p50 in ms of row $2 of the benchmark's output $1.
+p50() { sed -n "s/^$2 .* p50 *\([0-9.]*\) ms.*/\1/p" <<<"$1"; }
+
 results="$(mktemp)"
 trap 'rm -f "$results"' EXIT
 for round in $(seq "$rounds"); do
@@ -31,9 +34,8 @@ for round in $(seq "$rounds"); do
         else
             BENCH_TRACING="$mode" "$bench" --bench
         fi)"
-        p50() { sed -n "s/^$1 .* p50 *\([0-9.]*\) ms.*/\1/p" <<<"$out"; }
-        direct="$(p50 'direct rmcp call, 1 caller')"
-        through="$(p50 'through mcp-service, 1 caller')"
+        direct="$(p50 "$out" 'direct rmcp call, 1 caller')"
+        through="$(p50 "$out" 'through mcp-service, 1 caller')"
         per_second="$(awk '/^through mcp-service, 16 callers/ { print $(NF-1) }' <<<"$out")"
         cpu="$(awk '/CPU of callers and mcp-service, through/ { print $(NF-3) }' <<<"$out")"
         ratio="$(awk -v a="$through" -v b="$direct" 'BEGIN { printf "%.3f", a / b }')"

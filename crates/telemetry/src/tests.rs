@@ -6,17 +6,26 @@ use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 use super::*;
 use crate::logs::tests::Buffer;
 
-#[test]
-fn quieted_logs_keep_spans_and_the_trace_ids_of_the_lines_written() {
-    let buffer = Buffer::default();
-    let writer = buffer.clone();
+/// The services' subscriber with `log_filter`, writing its lines to `buffer`.
+fn subscriber_writing_to(log_filter: &str, buffer: &Buffer) -> tracing::Dispatch {
     let config = TelemetryConfig {
-        log_filter: "warn".into(),
+        log_filter: log_filter.into(),
         ..TelemetryConfig::new("test")
     };
     let tracer = SdkTracerProvider::builder().build();
-    let subscriber = subscriber(&config, move || writer.clone(), &tracer).expect("built");
-    let trace_id = tracing::subscriber::with_default(subscriber, || {
+    let writer = buffer.clone();
+    tracing::Dispatch::new(subscriber(&config, move || writer.clone(), &tracer).expect("built"))
+}
+
+fn text_of(buffer: &Buffer) -> String {
+    String::from_utf8(buffer.0.lock().expect("not poisoned").clone()).expect("utf-8")
+}
+
+#[test]
+fn quieted_logs_keep_spans_and_the_trace_ids_of_the_lines_written() {
+    let buffer = Buffer::default();
+    let subscriber = subscriber_writing_to("warn", &buffer);
+    let trace_id = tracing::dispatcher::with_default(&subscriber, || {
         let span = tracing::info_span!("work");
         let _entered = span.enter();
         tracing::info!("not written");
@@ -30,7 +39,7 @@ fn quieted_logs_keep_spans_and_the_trace_ids_of_the_lines_written() {
         "the info span is traced under a warn log filter"
     );
     let trace_id = trace_id.to_string();
-    let text = String::from_utf8(buffer.0.lock().expect("not poisoned").clone()).expect("utf-8");
+    let text = text_of(&buffer);
     let lines: Vec<serde_json::Value> = text
         .lines()
         .map(|line| serde_json::from_str(line).expect("each line is JSON"))
@@ -47,14 +56,8 @@ fn quieted_logs_keep_spans_and_the_trace_ids_of_the_lines_written() {
 #[test]
 fn a_line_in_a_library_span_carries_the_ids_of_the_traced_span_around_it() {
     let buffer = Buffer::default();
-    let writer = buffer.clone();
-    let config = TelemetryConfig {
-        log_filter: "info".into(),
-        ..TelemetryConfig::new("test")
-    };
-    let tracer = SdkTracerProvider::builder().build();
-    let subscriber = subscriber(&config, move || writer.clone(), &tracer).expect("built");
-    let span_id = tracing::subscriber::with_default(subscriber, || {
+    let subscriber = subscriber_writing_to("info", &buffer);
+    let span_id = tracing::dispatcher::with_default(&subscriber, || {
         let span = tracing::info_span!("work");
         let _entered = span.enter();
         let library = tracing::info_span!(target: "rmcp::service", "serve");
@@ -63,7 +66,7 @@ fn a_line_in_a_library_span_carries_the_ids_of_the_traced_span_around_it() {
         span.context().span().span_context().span_id()
     });
 
-    let text = String::from_utf8(buffer.0.lock().expect("not poisoned").clone()).expect("utf-8");
+    let text = text_of(&buffer);
     let line: serde_json::Value = serde_json::from_str(text.trim()).expect("one JSON line");
     assert_eq!(line["span_id"], span_id.to_string(), "{text}");
     assert_eq!(line["span"]["name"], "serve", "{text}");
@@ -71,13 +74,8 @@ fn a_line_in_a_library_span_carries_the_ids_of_the_traced_span_around_it() {
 
 #[test]
 fn a_traced_span_inside_a_library_span_is_the_child_of_the_traced_span_around_it() {
-    let config = TelemetryConfig {
-        log_filter: "warn".into(),
-        ..TelemetryConfig::new("test")
-    };
-    let tracer = SdkTracerProvider::builder().build();
-    let subscriber = subscriber(&config, io::sink, &tracer).expect("built");
-    let (outer, inner) = tracing::subscriber::with_default(subscriber, || {
+    let subscriber = subscriber_writing_to("warn", &Buffer::default());
+    let (outer, inner) = tracing::dispatcher::with_default(&subscriber, || {
         let call = tracing::info_span!("call");
         let _in_call = call.enter();
         let library = tracing::info_span!(target: "hyper::client", "send");
@@ -94,13 +92,8 @@ fn a_traced_span_inside_a_library_span_is_the_child_of_the_traced_span_around_it
 
 #[test]
 fn work_in_a_detached_span_is_outside_the_callers_span_under_quiet_logs() {
-    let config = TelemetryConfig {
-        log_filter: "warn".into(),
-        ..TelemetryConfig::new("test")
-    };
-    let tracer = SdkTracerProvider::builder().build();
-    let subscriber = subscriber(&config, io::sink, &tracer).expect("built");
-    let current = tracing::subscriber::with_default(subscriber, || {
+    let subscriber = subscriber_writing_to("warn", &Buffer::default());
+    let current = tracing::dispatcher::with_default(&subscriber, || {
         let call = tracing::info_span!("call");
         call.in_scope(|| detached_span().in_scope(tracing::Span::current))
     });

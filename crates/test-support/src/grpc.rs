@@ -189,7 +189,7 @@ pub async fn check_graceful_stop(
 
 /// Starts the binary at `path` in an empty directory with nothing but a JWT
 /// secret and `env` configured, and checks that it reports `service` SERVING
-/// within a second, lists it by reflection, and stops cleanly on SIGTERM.
+/// and lists it by reflection, and stops cleanly on SIGTERM.
 pub async fn check_binary_lifecycle(
     path: &str,
     service: &str,
@@ -202,7 +202,9 @@ pub async fn check_binary_lifecycle(
     ];
     vars.extend_from_slice(env);
     let mut process = start_binary(path, dir.path(), &vars)?;
-    wait_serving(&process.url, service, Duration::from_secs(1)).await?;
+    // How fast it starts is measured by the load benchmark; here only that it
+    // does, with room for a machine busy with the rest of the suite.
+    wait_serving(&process.url, service, Duration::from_secs(30)).await?;
     let listed = reflected_services(&process.url).await?;
     if !listed.iter().any(|s| s == service) {
         bail!("reflection does not list {service}: {listed:?}");

@@ -77,7 +77,7 @@ run-runs: build ## Run runs-service alone (embedded SQLite)
 	  SWITCHBOARD_MODEL_PROVIDERS='$(SWITCHBOARD_MODEL_PROVIDERS)' ./target/debug/runs-service --listen $(RUNS_LISTEN)
 
 .PHONY: bench
-bench: bench-mcp bench-runs bench-data bench-fairness bench-execute-tool bench-soak ## Run every benchmark (release builds; see BENCHMARKS.md)
+bench: bench-mcp bench-runs bench-data bench-fairness bench-execute-tool bench-mcp-client bench-soak ## Run every benchmark (release builds; see BENCHMARKS.md)
 
 .PHONY: bench-mcp
 bench-mcp: ## ExecuteTool through mcp-service vs direct, sessions vs connect-per-call, idle-session RSS
@@ -107,6 +107,11 @@ bench-tracing: ## ExecuteTool and runs with every span exported to an in-process
 	bash scripts/bench-tracing.sh
 	$(CARGO) bench -p switchboard-e2e --bench runs
 	BENCH_TRACING=export $(CARGO) bench -p switchboard-e2e --bench runs
+
+.PHONY: bench-mcp-client
+bench-mcp-client: ## The MCP client path alone: an rmcp session as mcp-service builds it vs a bare HTTP POST, 1 and 16 callers
+	$(CARGO) build --release --locked -p switchboard-example-mcp-server --bin example-mcp-server
+	$(CARGO) bench -p switchboard-mcp-service --bench mcp_client
 
 .PHONY: bench-fairness
 bench-fairness: ## A quiet organization's ExecuteTool p50/p99 alone and beside one whose MCP server hangs

@@ -202,7 +202,10 @@ async fn mcp_service(
         .context("starting mcp-service")?;
     let url = format!("http://127.0.0.1:{port}");
     let started = wait_serving(&url, "", Duration::from_secs(30)).await?;
-    eprintln!("mcp-service SERVING {} ms after its start", started.as_millis());
+    eprintln!(
+        "mcp-service SERVING {} ms after its start",
+        started.as_millis()
+    );
     Ok((Process(child), url))
 }
 

@@ -373,7 +373,8 @@ async fn a_hanging_tool_times_out_and_the_server_sees_the_cancellation() {
         "{}",
         response.error_message
     );
-    assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
+    // Well before the tool's 20 s, with room for a busy machine.
+    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
     let deadline = Instant::now() + Duration::from_secs(5);
     while s.upstream.stats.snapshot().cancellations == 0 {
         assert!(
@@ -412,7 +413,8 @@ async fn the_callers_deadline_caps_the_call_timeout() {
             .expect("a result before the deadline")
             .into_inner();
     assert!(response.is_error);
-    assert!(started.elapsed() < Duration::from_secs(2));
+    // Well before the tool's 20 s, with room for a busy machine.
+    assert!(started.elapsed() < Duration::from_secs(10));
 }
 
 #[tokio::test]

@@ -498,9 +498,10 @@ async fn invalid_sql_returns_the_engines_words(kind: DbKind) {
 async fn huge_results_are_cut_without_being_materialised(kind: DbKind) {
     let fx = Fixture::new(kind).await;
     let thread = fx.thread().await;
-    let start = Instant::now();
+    // Ten billion rows: materialised, they would not fit in memory or in
+    // the query's time limit, so a cut answer shows they were not.
     let result = fx
-        .query(&thread, "SELECT * FROM generate_series(1, 10000000)")
+        .query(&thread, "SELECT * FROM generate_series(1, 10000000000)")
         .await;
     assert!(result.truncated);
     assert_eq!(result.rows.len(), 5);
@@ -508,11 +509,6 @@ async fn huge_results_are_cut_without_being_materialised(kind: DbKind) {
         result
             .to_text()
             .ends_with("showing first 5 rows; the result was cut")
-    );
-    assert!(
-        start.elapsed() < Duration::from_secs(1),
-        "{:?}",
-        start.elapsed()
     );
 
     // A cross join of ten million rows, cut the same way.
@@ -545,8 +541,10 @@ async fn a_query_running_past_the_time_limit_is_stopped(kind: DbKind) {
         matches!(result, Err(QueryError::Timeout(limit)) if limit == Duration::from_secs(2)),
         "{result:?}"
     );
+    // Unstopped, the cross join would run for hours; the bound leaves room
+    // for a busy machine.
     assert!(
-        elapsed < Duration::from_secs(4),
+        elapsed < Duration::from_secs(15),
         "stopped after {elapsed:?}"
     );
     // The engine is free again.
@@ -604,11 +602,10 @@ async fn a_long_query_leaves_the_callers_runtime_free(kind: DbKind) {
     );
     let (result, (ticks, worst)) = tokio::join!(query, ticker);
     assert!(matches!(result, Err(QueryError::Timeout(_))), "{result:?}");
-    assert!(ticks > 50, "only {ticks} ticks");
-    assert!(
-        worst < Duration::from_millis(200),
-        "a tick waited {worst:?}"
-    );
+    // A runtime held by the query would tick once, after the query's 2 s
+    // limit; the bounds leave room for a busy machine.
+    assert!(ticks > 10, "only {ticks} ticks");
+    assert!(worst < Duration::from_secs(1), "a tick waited {worst:?}");
 }
 
 db_tests!(

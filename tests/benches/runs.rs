@@ -19,7 +19,7 @@ use switchboard_proto::{
     runs::v1::{self as runs, execute_run_response::Event, runs_service_client::RunsServiceClient},
 };
 use switchboard_test_support::{
-    TEST_JWT_SECRET, authed, example_http_server,
+    TEST_JWT_SECRET, authed, cpu_time, example_http_server,
     grpc::{free_port, wait_serving},
     http_integration_request, token, workspace_binary,
 };
@@ -89,23 +89,6 @@ async fn wait_listening(port: u16) {
         assert!(Instant::now() < deadline, "nothing listens on {port}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-}
-
-/// CPU time (user + system) a process has used so far.
-fn cpu_time(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name, which is in parentheses.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map_or("", |(_, rest)| rest)
-        .split_whitespace()
-        .collect();
-    let ticks: u64 = [11, 12]
-        .iter()
-        .filter_map(|i| fields.get(*i).and_then(|v| v.parse::<u64>().ok()))
-        .sum();
-    // Linux reports these in clock ticks of 1/100 s.
-    Duration::from_millis(ticks * 10)
 }
 
 fn percentile(sorted: &[Duration], q: f64) -> Duration {

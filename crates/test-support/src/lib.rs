@@ -256,3 +256,21 @@ pub fn workspace_binary(package: &str, name: &str) -> std::path::PathBuf {
     }
     path
 }
+
+/// CPU time (user + system) process `pid` has used so far, from
+/// `/proc/<pid>/stat` (Linux, in clock ticks of 10 ms); zero when it cannot
+/// be read. `std::process::id()` is this process.
+pub fn cpu_time(pid: u32) -> std::time::Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // utime and stime are the 12th and 13th fields after the command name,
+    // which is in parentheses and may hold spaces.
+    let ticks: u64 = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|n| n.parse::<u64>().ok())
+        .sum();
+    std::time::Duration::from_millis(ticks * 10)
+}

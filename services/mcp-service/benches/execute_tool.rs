@@ -22,7 +22,7 @@ use switchboard_proto::{
 };
 use switchboard_telemetry::{TelemetryConfig, TelemetryGuard};
 use switchboard_test_support::{
-    TEST_JWT_SECRET, TestDb, authed, example_http_server, http_integration_request,
+    TEST_JWT_SECRET, TestDb, authed, cpu_time, example_http_server, http_integration_request,
     otlp::Collector, token,
 };
 use tonic::transport::Channel;
@@ -35,29 +35,11 @@ fn calls() -> usize {
         .unwrap_or(4000)
 }
 
-/// CPU time this process (the callers and mcp-service) has used so far.
-fn process_cpu() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command name (which ends with `)`): utime and
-    // stime are the 12th and 13th, in clock ticks of 10 ms.
-    let ticks: u64 = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| {
-            rest.split_whitespace()
-                .skip(11)
-                .take(2)
-                .filter_map(|n| n.parse::<u64>().ok())
-                .sum()
-        })
-        .unwrap_or(0);
-    Duration::from_millis(ticks * 10)
-}
-
 /// Runs `row` and prints the CPU time this process spent per call in it.
 async fn with_cpu<T>(name: &str, calls: usize, row: impl Future<Output = T>) -> T {
-    let before = process_cpu();
+    let before = cpu_time(std::process::id());
     let result = row.await;
-    let spent = process_cpu().saturating_sub(before);
+    let spent = cpu_time(std::process::id()).saturating_sub(before);
     println!(
         "  CPU of callers and mcp-service, {name}: {:.1} µs per call",
         spent.as_secs_f64() * 1e6 / calls as f64

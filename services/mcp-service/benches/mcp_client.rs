@@ -32,7 +32,7 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 use switchboard_mcp_service::outbound::capped_http::CappedHttpClient;
-use switchboard_test_support::example_http_server;
+use switchboard_test_support::{cpu_time, example_http_server};
 
 const PROTOCOL_VERSION: &str = "2025-11-25";
 const ACCEPT: &str = "application/json, text/event-stream";
@@ -42,22 +42,6 @@ fn setting(name: &str, default: usize) -> usize {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(default)
-}
-
-/// CPU time (user + system) this process has used, in 10 ms clock ticks.
-fn process_cpu() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let ticks: u64 = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| {
-            rest.split_whitespace()
-                .skip(11)
-                .take(2)
-                .filter_map(|n| n.parse::<u64>().ok())
-                .sum()
-        })
-        .unwrap_or(0);
-    Duration::from_millis(ticks * 10)
 }
 
 struct Upstream(Child);
@@ -77,7 +61,7 @@ where
     Fut: Future<Output = ()> + Send,
 {
     let op = Arc::new(op);
-    let (cpu, started) = (process_cpu(), Instant::now());
+    let (cpu, started) = (cpu_time(std::process::id()), Instant::now());
     let workers = (0..callers).map(|_| {
         let op = op.clone();
         tokio::spawn(async move {
@@ -94,7 +78,10 @@ where
     for worker in futures::future::join_all(workers).await {
         latencies.extend(worker.expect("a caller"));
     }
-    let (wall, cpu) = (started.elapsed(), process_cpu().saturating_sub(cpu));
+    let (wall, cpu) = (
+        started.elapsed(),
+        cpu_time(std::process::id()).saturating_sub(cpu),
+    );
     latencies.sort_unstable();
     let n = latencies.len() as f64;
     println!(

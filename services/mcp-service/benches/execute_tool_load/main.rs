@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use load::{Path, drive};
 use report::{Measurement, Round};
+use switchboard_test_support::cpu_time;
 
 /// Rounds, calls per run at 1 caller and at 16, from the environment.
 fn settings() -> (usize, usize, usize) {
@@ -46,17 +47,16 @@ async fn measure(
     calls: usize,
 ) -> anyhow::Result<Measurement> {
     let (service, upstream) = (setup.service.0.id(), setup.upstream.0.id());
-    let before = (setup::cpu_ticks(service), setup::cpu_ticks(upstream));
+    let before = (cpu_time(service), cpu_time(upstream));
     let stats = drive(setup, path, callers, calls).await?;
-    let after = (setup::cpu_ticks(service), setup::cpu_ticks(upstream));
-    // One tick is 10 ms.
-    let per_call = |ticks: u64| Duration::from_millis(ticks * 10) / calls as u32;
+    let after = (cpu_time(service), cpu_time(upstream));
+    let per_call = |spent: Duration| spent / calls as u32;
     Ok(Measurement {
         path,
         callers,
         stats,
-        service_cpu: per_call(after.0 - before.0),
-        upstream_cpu: per_call(after.1 - before.1),
+        service_cpu: per_call(after.0.saturating_sub(before.0)),
+        upstream_cpu: per_call(after.1.saturating_sub(before.1)),
     })
 }
 

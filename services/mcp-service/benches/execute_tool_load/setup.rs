@@ -284,22 +284,3 @@ async fn open_direct_session(addr: SocketAddr) -> anyhow::Result<DirectSession> 
     }
     Ok(DirectSession { addr, session_id })
 }
-
-/// The CPU time (user + system) `pid` has used, from `/proc/<pid>/stat`, in
-/// clock ticks of 10 ms (Linux's `USER_HZ` of 100).
-pub fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after `)`.
-    let field = |n: usize| {
-        fields
-            .get(n)
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    field(11) + field(12)
-}

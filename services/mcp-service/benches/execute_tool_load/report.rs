@@ -32,6 +32,12 @@ fn ms(d: Duration) -> f64 {
 pub fn line(round: usize, m: &Measurement) {
     let cpu = match m.path {
         Path::Direct => format!("upstream CPU {:.3} ms/call", ms(m.upstream_cpu)),
+        // The same upstream process as the direct calls.
+        Path::ViaHttp => format!(
+            "mcp-service CPU {:.3} ms/call, upstream {:.3}",
+            ms(m.service_cpu),
+            ms(m.upstream_cpu)
+        ),
         _ => format!("mcp-service CPU {:.3} ms/call", ms(m.service_cpu)),
     };
     println!(

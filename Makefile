@@ -152,7 +152,7 @@ conformance: ## The MCP conformance suite (client side, 2025-11-25 and 2026-07-2
 
 .PHONY: test
 test: tools postgres tmux clients ## Run every test, on SQLite and PostgreSQL
-	$(CARGO) test --workspace --locked
+	SWITCHBOARD_TEST_BINARIES_BUILT=1 $(CARGO) test --workspace --locked
 
 .PHONY: fmt
 fmt: ## Format the code

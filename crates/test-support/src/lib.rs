@@ -226,11 +226,20 @@ pub fn example_http_server(port: u16) -> std::process::Command {
     command
 }
 
-/// The path of a binary of this workspace, built (or found up to date) by
-/// cargo once per test process, for tests of another package (which cannot
-/// name it with `CARGO_BIN_EXE_*`). Building every time, rather than only
-/// when the file is missing, keeps a test from running a stale binary after
-/// the package changed.
+/// Set by `make test` for its `cargo test --workspace`: that command has
+/// already built every binary of the workspace (each package's integration
+/// tests need its binaries), with the features the whole test build
+/// resolves, so [`workspace_binary`] need not build them again.
+pub const BINARIES_BUILT: &str = "SWITCHBOARD_TEST_BINARIES_BUILT";
+
+/// The path of a binary of this workspace, for tests of another package
+/// (which cannot name it with `CARGO_BIN_EXE_*`). Unless [`BINARIES_BUILT`]
+/// is set and the file is there, cargo builds it (or finds it up to date)
+/// once per test process: building every time, rather than only when the
+/// file is missing, keeps a test from running a stale binary after the
+/// package changed. `make test` sets the variable because a `cargo build`
+/// of one package resolves features of its own and, on a clean tree,
+/// compiles much of the workspace a second time while the tests wait.
 pub fn workspace_binary(package: &str, name: &str) -> std::path::PathBuf {
     static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     let exe = std::env::current_exe().expect("the test binary has a path");
@@ -240,6 +249,9 @@ pub fn workspace_binary(package: &str, name: &str) -> std::path::PathBuf {
         .and_then(std::path::Path::parent)
         .expect("test binaries live in target/<profile>/deps");
     let path = dir.join(name);
+    if std::env::var_os(BINARIES_BUILT).is_some() && path.is_file() {
+        return path;
+    }
     let mut built = BUILT
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);

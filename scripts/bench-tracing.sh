@@ -10,7 +10,8 @@
 # Figures per mode: the p50 through mcp-service divided by the p50 of a
 # direct rmcp call alternated with it (1 caller), calls/s through
 # mcp-service at 16 callers, and the benchmark process's CPU per call of
-# that row (callers and mcp-service; not the upstream). See BENCHMARKS.md.
+# that row (callers and mcp-service; not the upstream, and not the OTLP
+# collector, whose thread's CPU is printed apart). See BENCHMARKS.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,8 +39,9 @@ for round in $(seq "$rounds"); do
         through="$(p50 "$out" 'through mcp-service, 1 caller')"
         per_second="$(awk '/^through mcp-service, 16 callers/ { print $(NF-1) }' <<<"$out")"
         cpu="$(awk '/CPU of callers and mcp-service, through/ { print $(NF-3) }' <<<"$out")"
+        collector="$(awk '/CPU of the OTLP collector, through/ { print $(NF-3) }' <<<"$out")"
         ratio="$(awk -v a="$through" -v b="$direct" 'BEGIN { printf "%.3f", a / b }')"
-        echo "round $round $mode: through/direct p50 $ratio ($through / $direct ms), 16 callers $per_second calls/s, CPU $cpu µs per call"
+        echo "round $round $mode: through/direct p50 $ratio ($through / $direct ms), 16 callers $per_second calls/s, CPU $cpu µs per call${collector:+ (and the collector's $collector)}"
         echo "$mode $ratio $through $per_second $cpu" >>"$results"
     done
 done

@@ -8,7 +8,7 @@
 //! `cargo bench -p switchboard-e2e --bench runs`
 
 use std::{
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
@@ -19,7 +19,9 @@ use switchboard_proto::{
     runs::v1::{self as runs, execute_run_response::Event, runs_service_client::RunsServiceClient},
 };
 use switchboard_test_support::{
-    TEST_JWT_SECRET, authed, cpu_time, example_http_server,
+    TEST_JWT_SECRET, authed,
+    bench::KillOnDrop,
+    cpu_time, example_http_server,
     grpc::{free_port, wait_serving},
     http_integration_request, token, workspace_binary,
 };
@@ -29,15 +31,6 @@ use tonic::transport::Channel;
 const LONG_TOOL_STEPS: usize = 10;
 /// 2-step runs measured; half as many long runs alternate with them.
 const ROUNDS: usize = 200;
-
-struct Service(Child);
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn status_kib(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -53,7 +46,7 @@ fn start(
     package: &str,
     dir: &std::path::Path,
     env: &[(&str, String)],
-) -> (Service, String) {
+) -> (KillOnDrop, String) {
     let port = free_port().expect("a port");
     let child = Command::new(workspace_binary(package, binary))
         .args(["--listen", &format!("127.0.0.1:{port}")])
@@ -76,7 +69,7 @@ fn start(
         .stderr(Stdio::inherit())
         .spawn()
         .expect("the service starts");
-    (Service(child), format!("http://127.0.0.1:{port}"))
+    (KillOnDrop(child), format!("http://127.0.0.1:{port}"))
 }
 
 /// Waits until something accepts connections on `port`.
@@ -170,8 +163,8 @@ async fn new_thread(
 
 /// The scripted model on `port`, calling `example__echo` `rounds` times (one
 /// call per turn) before it answers.
-fn scripted_model(port: u16, rounds: usize) -> Service {
-    Service(
+fn scripted_model(port: u16, rounds: usize) -> KillOnDrop {
+    KillOnDrop(
         Command::new(workspace_binary(
             "switchboard-scripted-model",
             "scripted-model",
@@ -292,7 +285,7 @@ async fn main() {
     .await
     .expect("slow example server");
     let fast_port = free_port().expect("a port");
-    let _fast = Service(
+    let _fast = KillOnDrop(
         example_http_server(fast_port)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())

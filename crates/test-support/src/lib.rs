@@ -1,6 +1,7 @@
 //! Test support for Switchboard: a fresh database per test on SQLite or
 //! PostgreSQL, and tokens signed with the test secret.
 
+pub mod bench;
 pub mod grpc;
 pub mod logs;
 pub mod otlp;
@@ -273,7 +274,23 @@ pub fn workspace_binary(package: &str, name: &str) -> std::path::PathBuf {
 /// `/proc/<pid>/stat` (Linux, in clock ticks of 10 ms); zero when it cannot
 /// be read. `std::process::id()` is this process.
 pub fn cpu_time(pid: u32) -> std::time::Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat_cpu_time(&format!("/proc/{pid}/stat"))
+}
+
+/// CPU time (user + system) thread `tid` of this process has used so far,
+/// as [`cpu_time`] reads a process's.
+pub fn thread_cpu_time(tid: u32) -> std::time::Duration {
+    stat_cpu_time(&format!("/proc/self/task/{tid}/stat"))
+}
+
+/// The id of the calling thread (Linux), from `/proc/thread-self`.
+pub fn current_thread_id() -> Option<u32> {
+    let link = std::fs::read_link("/proc/thread-self").ok()?;
+    link.file_name()?.to_str()?.parse().ok()
+}
+
+fn stat_cpu_time(path: &str) -> std::time::Duration {
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
     // utime and stime are the 12th and 13th fields after the command name,
     // which is in parentheses and may hold spaces.
     let ticks: u64 = stat

@@ -35,6 +35,8 @@ struct Received {
 pub struct Collector {
     received: Arc<Mutex<Received>>,
     addr: Option<SocketAddr>,
+    /// The thread it alone runs on, when started on one of its own.
+    thread: Option<u32>,
 }
 
 impl Collector {
@@ -55,6 +57,37 @@ impl Collector {
                 .expect("the collector serves");
         });
         collector
+    }
+
+    /// Serves the collector on a thread and runtime of its own, so that a
+    /// benchmark can tell the collector's CPU time ([`Self::cpu_time`]) from
+    /// that of the rest of its process.
+    pub fn start_on_own_thread() -> Self {
+        let (started, collector) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("otlp-collector".into())
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("a runtime");
+                runtime.block_on(async move {
+                    let collector = Self {
+                        thread: crate::current_thread_id(),
+                        ..Self::start().await
+                    };
+                    let _ = started.send(collector);
+                    std::future::pending::<()>().await;
+                });
+            })
+            .expect("the collector's thread starts");
+        collector.recv().expect("the collector starts")
+    }
+
+    /// CPU time the collector has used so far; zero unless it was started
+    /// on its own thread.
+    pub fn cpu_time(&self) -> std::time::Duration {
+        self.thread.map(crate::thread_cpu_time).unwrap_or_default()
     }
 
     /// The `http://` endpoint exporters are pointed at.

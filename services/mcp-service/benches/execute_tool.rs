@@ -6,7 +6,6 @@
 
 use std::{
     future::Future,
-    process::{Child, Stdio},
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -22,8 +21,11 @@ use switchboard_proto::{
 };
 use switchboard_telemetry::{TelemetryConfig, TelemetryGuard};
 use switchboard_test_support::{
-    TEST_JWT_SECRET, TestDb, authed, cpu_time, example_http_server, http_integration_request,
-    otlp::Collector, token,
+    TEST_JWT_SECRET, TestDb, authed,
+    bench::{drive_callers, quiet_example_http_server},
+    cpu_time, http_integration_request,
+    otlp::Collector,
+    token,
 };
 use tonic::transport::Channel;
 
@@ -35,25 +37,34 @@ fn calls() -> usize {
         .unwrap_or(4000)
 }
 
-/// Runs `row` and prints the CPU time this process spent per call in it.
-async fn with_cpu<T>(name: &str, calls: usize, row: impl Future<Output = T>) -> T {
-    let before = cpu_time(std::process::id());
+/// Runs `row` and prints the CPU time this process spent per call in it,
+/// less that of the OTLP collector (on a thread of its own) when there is
+/// one, which is printed apart.
+async fn with_cpu<T>(
+    name: &str,
+    calls: usize,
+    collector: Option<&Collector>,
+    row: impl Future<Output = T>,
+) -> T {
+    let collector_cpu = || collector.map(Collector::cpu_time).unwrap_or_default();
+    let (before, collector_before) = (cpu_time(std::process::id()), collector_cpu());
     let result = row.await;
-    let spent = cpu_time(std::process::id()).saturating_sub(before);
+    let collected = collector_cpu().saturating_sub(collector_before);
+    let spent = cpu_time(std::process::id())
+        .saturating_sub(before)
+        .saturating_sub(collected);
+    let per_call = |d: Duration| d.as_secs_f64() * 1e6 / calls as f64;
     println!(
         "  CPU of callers and mcp-service, {name}: {:.1} µs per call",
-        spent.as_secs_f64() * 1e6 / calls as f64
+        per_call(spent)
     );
-    result
-}
-
-struct Upstream(Child);
-
-impl Drop for Upstream {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+    if collector.is_some() {
+        println!(
+            "  CPU of the OTLP collector, {name}: {:.1} µs per call",
+            per_call(collected)
+        );
     }
+    result
 }
 
 /// The benchmark's tool call, as an rmcp client sends it.
@@ -92,31 +103,14 @@ fn stats(mut latencies: Vec<Duration>, wall: Duration) -> Stats {
     }
 }
 
-/// Runs `calls` calls of `op` from `concurrency` callers; per-call latencies.
+/// Runs `calls` calls of `op` from `concurrency` callers.
 async fn drive<F, Fut>(concurrency: usize, calls: usize, op: F) -> Stats
 where
     F: Fn() -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ()> + Send,
 {
-    let op = Arc::new(op);
-    let started = Instant::now();
-    let workers = (0..concurrency).map(|_| {
-        let op = op.clone();
-        tokio::spawn(async move {
-            let mut latencies = Vec::with_capacity(calls / concurrency);
-            for _ in 0..calls / concurrency {
-                let t = Instant::now();
-                op().await;
-                latencies.push(t.elapsed());
-            }
-            latencies
-        })
-    });
-    let mut all = Vec::with_capacity(calls);
-    for worker in futures::future::join_all(workers).await {
-        all.extend(worker.expect("worker"));
-    }
-    stats(all, started.elapsed())
+    let (latencies, wall) = drive_callers(concurrency, calls, op).await;
+    stats(latencies, wall)
 }
 
 /// Runs `calls` calls each of `a` and `b` from one caller, alternating, so
@@ -154,12 +148,13 @@ fn report(name: &str, s: &Stats) {
 
 /// Telemetry as `BENCH_TRACING` says: unset, none installed; `local`, the
 /// services' default (spans made and context forwarded, nothing exported);
-/// `export`, every span exported to an OTLP collector in this process.
+/// `export`, every span exported to an OTLP collector in this process (on a
+/// thread of its own, whose CPU time is counted apart).
 async fn install_tracing() -> Option<(TelemetryGuard, Option<Collector>)> {
     let mode = std::env::var("BENCH_TRACING").ok()?;
     let collector = match mode.as_str() {
         "local" => None,
-        "export" => Some(Collector::start().await),
+        "export" => Some(Collector::start_on_own_thread()),
         other => panic!("BENCH_TRACING is local or export, not {other}"),
     };
     let config = TelemetryConfig {
@@ -178,15 +173,10 @@ async fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let tracing = install_tracing().await;
     let port = switchboard_test_support::grpc::free_port().expect("a port");
-    let upstream = Upstream(
-        example_http_server(port)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the example server starts"),
-    );
+    let upstream = quiet_example_http_server(port)
+        .await
+        .expect("the example server starts");
     let url = format!("http://127.0.0.1:{port}/mcp");
-    tokio::time::sleep(Duration::from_millis(300)).await;
 
     let db = TestDb::sqlite().expect("a database");
     let mut config = Config::for_tests(&db.url, TEST_JWT_SECRET);
@@ -272,11 +262,15 @@ async fn main() {
     let (direct_1, service_1) = interleaved(calls, direct.clone(), via_service.clone()).await;
     report("direct rmcp call, 1 caller", &direct_1);
     report("through mcp-service, 1 caller", &service_1);
-    let direct_16 = with_cpu("direct", calls, drive(16, calls, direct.clone())).await;
+    let collector = tracing
+        .as_ref()
+        .and_then(|(_, collector)| collector.as_ref());
+    let direct_16 = with_cpu("direct", calls, collector, drive(16, calls, direct.clone())).await;
     report("direct rmcp call, 16 callers", &direct_16);
     let service_16 = with_cpu(
         "through mcp-service",
         calls,
+        collector,
         drive(16, calls, via_service.clone()),
     )
     .await;

@@ -10,7 +10,7 @@
 //! `cargo bench -p switchboard-mcp-service --bench fairness`
 
 use std::{
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     sync::{
         Arc,
         atomic::{AtomicBool, AtomicU64, Ordering},
@@ -24,7 +24,8 @@ use switchboard_proto::{
     mcp::v1::{self as pb, mcp_service_client::McpServiceClient},
 };
 use switchboard_test_support::{
-    TEST_JWT_SECRET, authed, example_http_server,
+    TEST_JWT_SECRET, authed,
+    bench::{KillOnDrop, quiet_example_http_server},
     grpc::{free_port, wait_serving},
     http_integration_request, token, workspace_binary,
 };
@@ -42,15 +43,6 @@ const ORG_LIMIT: usize = 64;
 /// The noisy organization's callers: enough to fill the whole server.
 const NOISY_CALLERS: usize = GLOBAL_LIMIT;
 
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 async fn channel(url: &str) -> Channel {
     Channel::from_shared(url.to_owned())
         .expect("a URL")
@@ -61,7 +53,7 @@ async fn channel(url: &str) -> Channel {
 
 /// mcp-service as a release binary with `org_limit` calls in flight per
 /// organization.
-async fn mcp_service(dir: &std::path::Path, org_limit: usize) -> (Process, String) {
+async fn mcp_service(dir: &std::path::Path, org_limit: usize) -> (KillOnDrop, String) {
     let port = free_port().expect("a port");
     let child = Command::new(workspace_binary("switchboard-mcp-service", "mcp-service"))
         .args(["--listen", &format!("127.0.0.1:{port}")])
@@ -93,7 +85,7 @@ async fn mcp_service(dir: &std::path::Path, org_limit: usize) -> (Process, Strin
     wait_serving(&url, "", Duration::from_secs(30))
         .await
         .expect("mcp-service serves");
-    (Process(child), url)
+    (KillOnDrop(child), url)
 }
 
 /// An MCP server that accepts connections and never answers.
@@ -274,15 +266,10 @@ async fn scenario(
 async fn main() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let port = free_port().expect("a port");
-    let _upstream = Process(
-        example_http_server(port)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the example server starts"),
-    );
+    let _upstream = quiet_example_http_server(port)
+        .await
+        .expect("the example server starts");
     let quiet_upstream = format!("http://127.0.0.1:{port}/mcp");
-    tokio::time::sleep(Duration::from_millis(300)).await;
 
     println!(
         "ExecuteTool (echo) of a quiet organization, {CALLS} calls from {QUIET_CALLERS} callers per row;\n\

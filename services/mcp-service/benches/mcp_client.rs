@@ -15,12 +15,10 @@
 
 use std::{
     future::Future,
-    process::{Child, Stdio},
     sync::{
         Arc,
         atomic::{AtomicU64, Ordering},
     },
-    time::{Duration, Instant},
 };
 
 use rmcp::{
@@ -32,7 +30,10 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 use switchboard_mcp_service::outbound::capped_http::CappedHttpClient;
-use switchboard_test_support::{cpu_time, example_http_server};
+use switchboard_test_support::{
+    bench::{drive_callers, quiet_example_http_server},
+    cpu_time,
+};
 
 const PROTOCOL_VERSION: &str = "2025-11-25";
 const ACCEPT: &str = "application/json, text/event-stream";
@@ -44,15 +45,6 @@ fn setting(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-struct Upstream(Child);
-
-impl Drop for Upstream {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// `calls` calls of `op` from `callers` callers: calls/s, p50 and the
 /// process's CPU per call.
 async fn row<F, Fut>(name: &str, callers: usize, calls: usize, op: F)
@@ -60,28 +52,9 @@ where
     F: Fn() -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ()> + Send,
 {
-    let op = Arc::new(op);
-    let (cpu, started) = (cpu_time(std::process::id()), Instant::now());
-    let workers = (0..callers).map(|_| {
-        let op = op.clone();
-        tokio::spawn(async move {
-            let mut latencies = Vec::with_capacity(calls / callers);
-            for _ in 0..calls / callers {
-                let t = Instant::now();
-                op().await;
-                latencies.push(t.elapsed());
-            }
-            latencies
-        })
-    });
-    let mut latencies = Vec::with_capacity(calls);
-    for worker in futures::future::join_all(workers).await {
-        latencies.extend(worker.expect("a caller"));
-    }
-    let (wall, cpu) = (
-        started.elapsed(),
-        cpu_time(std::process::id()).saturating_sub(cpu),
-    );
+    let cpu = cpu_time(std::process::id());
+    let (mut latencies, wall) = drive_callers(callers, calls, op).await;
+    let cpu = cpu_time(std::process::id()).saturating_sub(cpu);
     latencies.sort_unstable();
     let n = latencies.len() as f64;
     println!(
@@ -165,15 +138,10 @@ async fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (rounds, calls) = (setting("BENCH_ROUNDS", 3), setting("BENCH_CALLS", 32_000));
     let port = switchboard_test_support::grpc::free_port().expect("a port");
-    let _upstream = Upstream(
-        example_http_server(port)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the example server starts"),
-    );
+    let _upstream = quiet_example_http_server(port)
+        .await
+        .expect("the example server starts");
     let url = format!("http://127.0.0.1:{port}/mcp");
-    tokio::time::sleep(Duration::from_millis(300)).await;
 
     let http = reqwest::Client::builder()
         .tcp_nodelay(true)

@@ -6,7 +6,7 @@
 use std::{
     net::SocketAddr,
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     time::Duration,
 };
 
@@ -14,6 +14,7 @@ use anyhow::{Context as _, bail};
 use switchboard_proto::mcp::v1::{self as pb, mcp_service_client::McpServiceClient};
 use switchboard_test_support::{
     TEST_JWT_SECRET, authed,
+    bench::KillOnDrop,
     grpc::{free_port, wait_serving},
     http_integration_request, token,
 };
@@ -24,17 +25,6 @@ use crate::load::{DirectSession, connect_http};
 /// The MCP protocol version the direct session speaks (the example server's
 /// stateful mode speaks the initialize-era lifecycle).
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
-
-/// A child process killed when dropped.
-#[derive(Debug)]
-pub struct Process(pub Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Everything a benchmark run calls.
 #[derive(Debug)]
@@ -52,10 +42,10 @@ pub struct Setup {
     /// The direct MCP session on the example server.
     pub direct: DirectSession,
     /// mcp-service's process.
-    pub service: Process,
+    pub service: KillOnDrop,
     /// The example server's process.
-    pub upstream: Process,
-    _tls_upstream: Process,
+    pub upstream: KillOnDrop,
+    _tls_upstream: KillOnDrop,
     _dir: tempfile::TempDir,
 }
 
@@ -112,7 +102,11 @@ pub async fn start() -> anyhow::Result<Setup> {
 }
 
 /// The example server over streamable HTTP on `port`, with `extra` arguments.
-fn example_http(example: &Path, port: u16, extra: &[&std::ffi::OsStr]) -> anyhow::Result<Process> {
+fn example_http(
+    example: &Path,
+    port: u16,
+    extra: &[&std::ffi::OsStr],
+) -> anyhow::Result<KillOnDrop> {
     let child = Command::new(example)
         .args(["--transport", "http", "--listen"])
         .arg(format!("127.0.0.1:{port}"))
@@ -122,7 +116,7 @@ fn example_http(example: &Path, port: u16, extra: &[&std::ffi::OsStr]) -> anyhow
         .stderr(Stdio::inherit())
         .spawn()
         .context("starting the example MCP server")?;
-    Ok(Process(child))
+    Ok(KillOnDrop(child))
 }
 
 /// Waits until the TLS example server has written its certificate.
@@ -162,7 +156,7 @@ async fn mcp_service(
     dir: &Path,
     example: &Path,
     ca_file: &Path,
-) -> anyhow::Result<(Process, String)> {
+) -> anyhow::Result<(KillOnDrop, String)> {
     let port = free_port()?;
     // SWITCHBOARD_BENCH_MCP_BIN: another mcp-service binary (a build kept
     // from before a change), for comparing two builds round by round.
@@ -206,7 +200,7 @@ async fn mcp_service(
         "mcp-service SERVING {} ms after its start",
         started.as_millis()
     );
-    Ok((Process(child), url))
+    Ok((KillOnDrop(child), url))
 }
 
 fn stdio_request(example: &Path) -> pb::CreateIntegrationRequest {

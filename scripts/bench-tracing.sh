@@ -41,7 +41,7 @@ for round in $(seq "$rounds"); do
         cpu="$(awk '/CPU of callers and mcp-service, through/ { print $(NF-3) }' <<<"$out")"
         collector="$(awk '/CPU of the OTLP collector, through/ { print $(NF-3) }' <<<"$out")"
         ratio="$(awk -v a="$through" -v b="$direct" 'BEGIN { printf "%.3f", a / b }')"
-        echo "round $round $mode: through/direct p50 $ratio ($through / $direct ms), 16 callers $per_second calls/s, CPU $cpu µs per call${collector:+ (and the collector's $collector)}"
+        echo "round $round $mode: through/direct p50 $ratio ($through / $direct ms), 16 callers $per_second calls/s, CPU $cpu µs per call${collector:+, the OTLP collector $collector µs}"
         echo "$mode $ratio $through $per_second $cpu" >>"$results"
     done
 done

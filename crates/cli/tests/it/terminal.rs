@@ -48,15 +48,24 @@ impl Tmux {
 
     /// Waits until the screen holds every one of `texts`.
     async fn wait_for(&self, texts: &[&str]) -> String {
+        self.wait_until(&format!("{texts:?}"), |screen| {
+            texts.iter().all(|text| screen.contains(text))
+        })
+        .await
+    }
+
+    /// Waits until `ready` holds for the screen (`what` names it when it
+    /// never does).
+    async fn wait_until(&self, what: &str, ready: impl Fn(&str) -> bool) -> String {
         let deadline = tokio::time::Instant::now() + PATIENCE;
         loop {
             let screen = self.screen().await;
-            if texts.iter().all(|text| screen.contains(text)) {
+            if ready(&screen) {
                 return screen;
             }
             assert!(
                 tokio::time::Instant::now() < deadline,
-                "the screen never showed {texts:?}:\n{screen}"
+                "the screen never showed {what}:\n{screen}"
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -122,19 +131,22 @@ async fn chat_in_a_terminal_streams_tool_progress_and_the_answer() {
     // While the slow tool runs, its spinner names it.
     let during = tmux.wait_for(&["calling MCP tool example__sleep"]).await;
     assert!(during.contains(r#"{"ms":1500}"#), "{during}");
+    // The answer is printed before the prompt comes back: wait for both.
+    let outcome = [
+        "✓ example__sleep → ",
+        "✓ example__add → 42",
+        "The answer is 42, streamed in pieces.",
+    ];
     let after = tmux
-        .wait_for(&[
-            "✓ example__sleep → ",
-            "✓ example__add → 42",
-            "The answer is 42, streamed in pieces.",
-        ])
+        .wait_until("the outcome, then the prompt", |screen| {
+            outcome.iter().all(|text| screen.contains(text)) && screen.trim_end().ends_with("you>")
+        })
         .await;
-    // The spinner gave way to the outcome, and the prompt came back.
+    // The spinner gave way to the outcome.
     assert!(
         !after.contains("calling MCP tool example__sleep"),
         "{after}"
     );
-    assert!(after.trim_end().ends_with("you>"), "{after}");
 
     tmux.run(&["send-keys", "-t", "chat", "bye", "Enter"]).await;
     tmux.wait_for(&["Goodbye from the second run."]).await;

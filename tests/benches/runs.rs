@@ -20,7 +20,7 @@ use switchboard_proto::{
 };
 use switchboard_test_support::{
     TEST_JWT_SECRET, authed,
-    bench::KillOnDrop,
+    bench::{KillOnDrop, wait_for_port},
     cpu_time, example_http_server,
     grpc::{free_port, wait_serving},
     http_integration_request, token, workspace_binary,
@@ -70,18 +70,6 @@ fn start(
         .spawn()
         .expect("the service starts");
     (KillOnDrop(child), format!("http://127.0.0.1:{port}"))
-}
-
-/// Waits until something accepts connections on `port`.
-async fn wait_listening(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .is_err()
-    {
-        assert!(Instant::now() < deadline, "nothing listens on {port}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 fn percentile(sorted: &[Duration], q: f64) -> Duration {
@@ -336,9 +324,9 @@ async fn main() {
         dir.path(),
         &runs_env,
     );
-    wait_listening(fast_port).await;
-    wait_listening(model_port).await;
-    wait_listening(long_port).await;
+    wait_for_port(fast_port).await.expect("listening");
+    wait_for_port(model_port).await.expect("listening");
+    wait_for_port(long_port).await.expect("listening");
     for url in [&mcp_url, &runs_url] {
         wait_serving(url, "", Duration::from_secs(30))
             .await

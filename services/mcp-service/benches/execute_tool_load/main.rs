@@ -9,7 +9,8 @@
 //!
 //! `bash scripts/bench-execute-tool.sh` (`make bench-execute-tool`);
 //! `SWITCHBOARD_BENCH_PROFILE=<dir>` also records a `perf` profile and a
-//! syscall count of mcp-service under load into that directory.
+//! syscall count of mcp-service under load into that directory;
+//! `SWITCHBOARD_BENCH_PIN=1` gives mcp-service a CPU of its own.
 
 mod load;
 mod profile;
@@ -66,9 +67,14 @@ async fn main() -> anyhow::Result<()> {
     let setup = setup::start().await?;
     println!(
         "mcp-service pid {}, example server pid {}; {rounds} rounds, {calls_one} calls at 1 caller, \
-         {calls_many} at 16",
+         {calls_many} at 16{}",
         setup.service.0.id(),
-        setup.upstream.0.id()
+        setup.upstream.0.id(),
+        if setup::pinned() {
+            "; mcp-service and its stdio server on CPU 1, the rest on CPU 0"
+        } else {
+            ""
+        }
     );
     // Warm-up: sessions opened, connections pooled, caches filled.
     for path in Path::ALL {

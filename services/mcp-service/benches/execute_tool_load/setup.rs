@@ -51,6 +51,10 @@ pub struct Setup {
 
 /// Starts both processes and creates the integrations.
 pub async fn start() -> anyhow::Result<Setup> {
+    if pinned() {
+        // Before the example servers start: they inherit this CPU.
+        taskset(&["-a", "-p", "-c", LOAD_CPU, &std::process::id().to_string()])?;
+    }
     let dir = tempfile::tempdir()?;
     let example = release_binary("example-mcp-server")?;
     let upstream_port = free_port()?;
@@ -150,6 +154,29 @@ fn release_binary(name: &str) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
+/// The CPU of the load generator and the HTTP example servers, and the one
+/// of mcp-service (with the stdio server it starts, as in its own pod), when
+/// [`pinned`].
+const LOAD_CPU: &str = "0";
+const SERVICE_CPU: &str = "1";
+
+/// SWITCHBOARD_BENCH_PIN=1: mcp-service on a CPU of its own, so that its
+/// calls/s show what it serves with one core rather than what is left of
+/// two cores shared with the load generator and the upstream.
+pub fn pinned() -> bool {
+    std::env::var("SWITCHBOARD_BENCH_PIN").is_ok_and(|value| value == "1")
+}
+
+fn taskset(args: &[&str]) -> anyhow::Result<()> {
+    let status = Command::new("taskset")
+        .args(args)
+        .stdout(Stdio::null())
+        .status()
+        .context("running taskset (util-linux)")?;
+    anyhow::ensure!(status.success(), "taskset {args:?} failed: {status}");
+    Ok(())
+}
+
 /// mcp-service as a release binary, with limits that leave the benchmark's
 /// callers alone (it measures speed, not refusals).
 async fn mcp_service(
@@ -164,7 +191,13 @@ async fn mcp_service(
         Some(path) => PathBuf::from(path),
         None => release_binary("mcp-service")?,
     };
-    let mut command = Command::new(binary);
+    let mut command = if pinned() {
+        let mut command = Command::new("taskset");
+        command.args(["-c", SERVICE_CPU]).arg(binary);
+        command
+    } else {
+        Command::new(binary)
+    };
     // SWITCHBOARD_BENCH_MCP_WORKERS: mcp-service's runtime threads
     // (TOKIO_WORKER_THREADS), for comparing runtime sizes; the load
     // generator and the example server keep theirs.

@@ -11,7 +11,8 @@
 #                                                   syscall count of mcp-service
 #                                                   under load, into D
 # SWITCHBOARD_BENCH_ROUNDS, SWITCHBOARD_BENCH_CALLS_ONE and
-# SWITCHBOARD_BENCH_CALLS_MANY set the rounds and the calls per run.
+# SWITCHBOARD_BENCH_CALLS_MANY set the rounds and the calls per run;
+# SWITCHBOARD_BENCH_PIN=1 gives mcp-service a CPU of its own (taskset).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -16,6 +16,8 @@
 //! Resources: `data://sales.csv`, `docs://readme`, `data://logo.png` and the
 //! template `data://sales/{region}.csv`. Prompt: `summarize`.
 
+mod calls;
+mod catalog;
 mod confirm;
 mod cut;
 pub mod data;
@@ -32,12 +34,14 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use rmcp::ServiceExt as _;
 
+pub use calls::{CALL_LOG_ENV, MAX_BIG_BYTES};
+pub use catalog::RECORD_TOOL;
 pub use confirm::{CONFIRM_KEY, CONFIRM_TOOL};
 pub use http::{HttpServerOptions, MCP_PATH, RunningHttpServer, spawn_http};
 pub use oauth::OAuthRealm;
 pub use server::{
-    CALL_LOG_ENV, DROP_CONNECTION_TOOL, EXTRA_TOOL, ExampleServer, MAX_BIG_BYTES, RECORD_TOOL,
-    SERVER_INSTRUCTIONS, SERVER_NAME, TOOLS_PAGE_SIZE,
+    DROP_CONNECTION_TOOL, EXTRA_TOOL, ExampleServer, SERVER_INSTRUCTIONS, SERVER_NAME,
+    TOOLS_PAGE_SIZE,
 };
 pub use stats::{Stats, StatsSnapshot};
 pub use tasks::{

@@ -2,7 +2,7 @@
 
 use std::{
     sync::{
-        Arc, LazyLock,
+        Arc,
         atomic::{AtomicBool, AtomicU64, Ordering},
     },
     time::Duration,
@@ -13,23 +13,21 @@ use rmcp::{
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
         DiscoverRequestMethod, DiscoverResult, GetPromptRequestParams, GetPromptResponse,
-        GetPromptResult, GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams,
-        InitializeResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
-        ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
-        PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-        Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig,
-        SubscriptionFilter, Tool, UpdateTaskParams,
+        GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams, InitializeResult,
+        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+        PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+        ReadResourceResult, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+        UpdateTaskParams,
     },
     service::{Peer, RequestContext, SubscriptionContext},
 };
-use serde::{Deserialize, de::DeserializeOwned};
-use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
+    calls::{self, SleepArgs, log_call, parse_args, text_result},
+    catalog::{self, BASE_TOOLS, EXTRA, RECORD, RECORD_TOOL, resources, summarize_prompt},
     confirm::{self, CONFIRM_TOOL},
     cut::ConnectionCutter,
-    data::{self, EMBEDDED_TEXT, EMBEDDED_URI, LOGO_URI, README_URI, SALES_BY_REGION_TEMPLATE},
     listen::Listeners,
     stats::Stats,
     tasks::{self, TASK_CONFIRM_TOOL, Tasks},
@@ -47,9 +45,6 @@ pub const TOOLS_PAGE_SIZE: usize = 3;
 pub const DROP_CONNECTION_TOOL: &str = "drop_connection";
 /// Name of the tool that `add_tool` makes visible.
 pub const EXTRA_TOOL: &str = "extra";
-/// Largest payload the `big` tool produces, so a caller cannot make the server
-/// allocate without bound.
-pub const MAX_BIG_BYTES: usize = 64 * 1024 * 1024;
 
 /// The MCP handler of one session.
 ///
@@ -242,214 +237,6 @@ impl ExampleServer {
     }
 }
 
-/// Environment variable naming a file each tool call is appended to (its
-/// tool name, one line): a record that outlives the process, for tests of
-/// stdio servers that die mid-call.
-pub const CALL_LOG_ENV: &str = "SWITCHBOARD_EXAMPLE_CALL_LOG";
-
-fn log_call(name: &str) {
-    use std::io::Write as _;
-    let Some(path) = std::env::var_os(CALL_LOG_ENV) else {
-        return;
-    };
-    let appended = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .and_then(|mut file| writeln!(file, "{name}"));
-    if let Err(error) = appended {
-        tracing::warn!(%error, "failed to log the tool call");
-    }
-}
-
-#[derive(Deserialize)]
-struct TextArgs {
-    text: String,
-}
-
-#[derive(Deserialize)]
-struct AddArgs {
-    a: f64,
-    b: f64,
-}
-
-#[derive(Deserialize)]
-struct FailArgs {
-    message: String,
-}
-
-#[derive(Deserialize)]
-struct SleepArgs {
-    ms: u64,
-}
-
-#[derive(Deserialize)]
-struct BigArgs {
-    bytes: usize,
-}
-
-fn parse_args<T: DeserializeOwned>(arguments: Option<JsonObject>) -> Result<T, McpError> {
-    serde_json::from_value(Value::Object(arguments.unwrap_or_default()))
-        .map_err(|error| McpError::invalid_params(format!("invalid arguments: {error}"), None))
-}
-
-fn text_result(text: impl Into<String>) -> CallToolResult {
-    CallToolResult::success(vec![ContentBlock::text(text)])
-}
-
-/// A JSON Schema object whose listed properties are all required.
-/// Each property is `(name, JSON type, description)`.
-fn object_schema(properties: &[(&str, &str, &str)]) -> Arc<JsonObject> {
-    let mut props = JsonObject::new();
-    for (name, kind, description) in properties {
-        let mut property = json!({ "type": kind, "description": description });
-        if *kind == "integer"
-            && let Some(property) = property.as_object_mut()
-        {
-            property.insert("minimum".into(), json!(0));
-        }
-        props.insert((*name).to_owned(), property);
-    }
-    let required: Vec<&str> = properties.iter().map(|(name, _, _)| *name).collect();
-    let mut schema = JsonObject::new();
-    schema.insert("type".into(), json!("object"));
-    schema.insert("properties".into(), Value::Object(props));
-    schema.insert("required".into(), json!(required));
-    Arc::new(schema)
-}
-
-static BASE_TOOLS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
-    vec![
-        Tool::new(
-            "echo",
-            "Returns the given text.",
-            object_schema(&[("text", "string", "Text to return")]),
-        ),
-        Tool::new(
-            "add",
-            "Adds two numbers; the sum comes back as text and as structured content.",
-            object_schema(&[
-                ("a", "number", "First addend"),
-                ("b", "number", "Second addend"),
-            ]),
-        )
-        .with_raw_output_schema(object_schema(&[("sum", "number", "a + b")])),
-        Tool::new(
-            "fail",
-            "Returns a tool error carrying the given message.",
-            object_schema(&[("message", "string", "Error message")]),
-        ),
-        Tool::new(
-            "sleep",
-            "Sleeps for the given milliseconds; stops early when the call is cancelled.",
-            object_schema(&[("ms", "integer", "Milliseconds to sleep")]),
-        ),
-        Tool::new(
-            "big",
-            "Returns one text block of exactly the given size in bytes.",
-            object_schema(&[("bytes", "integer", "Size of the text in bytes")]),
-        ),
-        Tool::new(
-            "mixed",
-            "Returns one content block of each kind: text, image, audio, embedded resource and resource link.",
-            object_schema(&[]),
-        ),
-        Tool::new(
-            "counter",
-            "Increments a counter kept per MCP session and returns its new value.",
-            object_schema(&[]),
-        ),
-        Tool::new(
-            "add_tool",
-            "Makes the `extra` tool visible and notifies the client that the tool list changed.",
-            object_schema(&[]),
-        ),
-        Tool::new(
-            "stats",
-            "Returns the server's statistics as JSON.",
-            object_schema(&[]),
-        ),
-        Tool::new(
-            "process",
-            "Returns the server's process id and the names of its environment variables.",
-            object_schema(&[]),
-        ),
-    ]
-});
-
-/// A tool listed only when the server is asked to
-/// ([`ExampleServer::with_record_tool`]): it returns the arguments it
-/// received, exactly, as its structured result and no text, for tests of
-/// JSON that must travel unchanged (64-bit integers, `1.0`).
-pub const RECORD_TOOL: &str = "record";
-
-static RECORD: LazyLock<Tool> = LazyLock::new(|| {
-    Tool::new(
-        RECORD_TOOL,
-        "Returns the arguments it received, exactly, as its structured result (and no text).",
-        Arc::new(serde_json::Map::from_iter([
-            ("type".to_owned(), json!("object")),
-            ("additionalProperties".to_owned(), json!(true)),
-        ])),
-    )
-});
-
-static EXTRA: LazyLock<Tool> = LazyLock::new(|| {
-    Tool::new(
-        EXTRA_TOOL,
-        "A tool that appears once `add_tool` has been called.",
-        object_schema(&[]),
-    )
-});
-
-fn sales_resource() -> Resource {
-    Resource::new(data::SALES_URI, "sales")
-        .with_description("Sales by region and product")
-        .with_mime_type("text/csv")
-}
-
-fn resources() -> Vec<Resource> {
-    vec![
-        sales_resource(),
-        Resource::new(README_URI, "readme")
-            .with_description("What this server offers")
-            .with_mime_type("text/plain"),
-        Resource::new(LOGO_URI, "logo")
-            .with_description("A tiny logo")
-            .with_mime_type("image/png")
-            .with_size(data::PNG_BYTES.len() as u64),
-    ]
-}
-
-fn summarize_prompt() -> Prompt {
-    Prompt::new(
-        "summarize",
-        Some("Asks for a summary of a topic"),
-        Some(vec![
-            PromptArgument::new("topic")
-                .with_description("What to summarize")
-                .with_required(true),
-            PromptArgument::new("style")
-                .with_description("How to write the summary (default: concise)")
-                .with_required(false),
-        ]),
-    )
-}
-
-fn string_argument<'a>(
-    arguments: Option<&'a JsonObject>,
-    name: &str,
-) -> Result<Option<&'a str>, McpError> {
-    match arguments.and_then(|arguments| arguments.get(name)) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(value)) => Ok(Some(value)),
-        Some(_) => Err(McpError::invalid_params(
-            format!("argument {name} must be a string"),
-            None,
-        )),
-    }
-}
-
 impl ServerHandler for ExampleServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
@@ -568,42 +355,15 @@ impl ServerHandler for ExampleServer {
         }
         let arguments = request.arguments;
         let result = match name {
-            "echo" => {
-                let TextArgs { text } = parse_args(arguments)?;
-                text_result(text)
-            }
-            "add" => {
-                let AddArgs { a, b } = parse_args(arguments)?;
-                let sum = a + b;
-                let mut result = text_result(sum.to_string());
-                result.structured_content = Some(json!({ "sum": sum }));
-                result
-            }
-            "fail" => {
-                let FailArgs { message } = parse_args(arguments)?;
-                CallToolResult::error(vec![ContentBlock::text(message)])
-            }
+            "echo" => calls::echo(arguments)?,
+            "add" => calls::add(arguments)?,
+            "fail" => calls::fail(arguments)?,
             "sleep" => {
                 let SleepArgs { ms } = parse_args(arguments)?;
                 self.sleep(ms, context.ct).await
             }
-            "big" => {
-                let BigArgs { bytes } = parse_args(arguments)?;
-                if bytes > MAX_BIG_BYTES {
-                    return Err(McpError::invalid_params(
-                        format!("bytes must be at most {MAX_BIG_BYTES}"),
-                        None,
-                    ));
-                }
-                text_result("x".repeat(bytes))
-            }
-            "mixed" => CallToolResult::success(vec![
-                ContentBlock::text("mixed content"),
-                ContentBlock::image(data::base64(data::PNG_BYTES), "image/png"),
-                ContentBlock::audio(data::base64(data::WAV_BYTES), "audio/wav"),
-                ContentBlock::resource(ResourceContents::text(EMBEDDED_TEXT, EMBEDDED_URI)),
-                ContentBlock::resource_link(sales_resource()),
-            ]),
+            "big" => calls::big(arguments)?,
+            "mixed" => calls::mixed(),
             "counter" => {
                 let value = self.counter.fetch_add(1, Ordering::SeqCst) + 1;
                 text_result(value.to_string())
@@ -611,21 +371,8 @@ impl ServerHandler for ExampleServer {
             "add_tool" => self.add_extra_tool(&context.peer).await,
             DROP_CONNECTION_TOOL => self.drop_connection(context.ct).await,
             "stats" => CallToolResult::success(vec![ContentBlock::json(self.stats.snapshot())?]),
-            RECORD_TOOL if self.record_tool => {
-                let mut result = CallToolResult::success(Vec::new());
-                result.structured_content = Some(json!({ "received": arguments }));
-                result
-            }
-            "process" => {
-                let mut env: Vec<String> = std::env::vars_os()
-                    .map(|(name, _)| name.to_string_lossy().into_owned())
-                    .collect();
-                env.sort();
-                CallToolResult::success(vec![ContentBlock::json(serde_json::json!({
-                    "pid": std::process::id(),
-                    "env": env,
-                }))?])
-            }
+            RECORD_TOOL if self.record_tool => calls::record(arguments),
+            "process" => calls::process()?,
             EXTRA_TOOL if self.tool_list.extra_visible.load(Ordering::SeqCst) => {
                 text_result("extra tool called")
             }
@@ -681,11 +428,9 @@ impl ServerHandler for ExampleServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
         self.slow_listing().await;
-        Ok(ListResourceTemplatesResult::with_all_items(vec![
-            ResourceTemplate::new(SALES_BY_REGION_TEMPLATE, "sales_by_region")
-                .with_description("Sales of one region")
-                .with_mime_type("text/csv"),
-        ]))
+        Ok(ListResourceTemplatesResult::with_all_items(
+            catalog::resource_templates(),
+        ))
     }
 
     async fn read_resource(
@@ -693,32 +438,7 @@ impl ServerHandler for ExampleServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let uri = request.uri;
-        let contents = match uri.as_str() {
-            data::SALES_URI => {
-                ResourceContents::text(data::sales_csv(), &uri).with_mime_type("text/csv")
-            }
-            README_URI => ResourceContents::text(data::README_TEXT, &uri),
-            LOGO_URI => ResourceContents::blob(data::base64(data::PNG_BYTES), &uri)
-                .with_mime_type("image/png"),
-            // Unlisted, for tests: CSV as a blob, and CSV built to amplify.
-            data::SALES_BLOB_URI => {
-                ResourceContents::blob(data::base64(data::sales_csv().as_bytes()), &uri)
-                    .with_mime_type("text/csv")
-            }
-            data::SHORT_ROWS_URI => {
-                ResourceContents::text(data::short_rows_csv(), &uri).with_mime_type("text/csv")
-            }
-            other => match data::region_from_uri(other).and_then(data::sales_csv_for_region) {
-                Some(csv) => ResourceContents::text(csv, &uri).with_mime_type("text/csv"),
-                None => {
-                    return Err(McpError::resource_not_found(
-                        format!("resource not found: {uri}"),
-                        Some(json!({ "uri": uri })),
-                    ));
-                }
-            },
-        };
+        let contents = catalog::read(&request.uri)?;
         Ok(ReadResourceResult::new(vec![contents]).into())
     }
 
@@ -739,21 +459,13 @@ impl ServerHandler for ExampleServer {
         if request.name == CONFIRM_TOOL {
             return confirm::prompt(&request);
         }
-        if request.name != "summarize" {
+        if request.name != catalog::SUMMARIZE_PROMPT {
             return Err(McpError::invalid_params(
                 format!("unknown prompt: {}", request.name),
                 None,
             ));
         }
-        let arguments = request.arguments.as_ref();
-        let topic = string_argument(arguments, "topic")?
-            .ok_or_else(|| McpError::invalid_params("missing required argument: topic", None))?;
-        let style = string_argument(arguments, "style")?.unwrap_or("concise");
-        let result = GetPromptResult::new(vec![
-            PromptMessage::new_text(Role::User, format!("Summarize {topic} in a {style} style.")),
-            PromptMessage::new_text(Role::Assistant, format!("Here is a summary of {topic}:")),
-        ])
-        .with_description(format!("Summary of {topic}"));
+        let result = catalog::summarize(request.arguments.as_ref())?;
         Ok(result.into())
     }
 }
@@ -761,16 +473,6 @@ impl ServerHandler for ExampleServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_catalog_has_ten_tools_with_unique_names() {
-        let mut names: Vec<&str> = BASE_TOOLS.iter().map(|tool| tool.name.as_ref()).collect();
-        assert_eq!(names.len(), 10);
-        names.sort_unstable();
-        names.dedup();
-        assert_eq!(names.len(), 10);
-        assert!(!names.contains(&EXTRA_TOOL));
-    }
 
     #[test]
     fn sessions_share_the_tool_list_but_not_the_counter() {

@@ -12,10 +12,10 @@ use rmcp::{
 };
 use serde_json::{Value, json};
 
-use crate::{
-    data::{self, LOGO_URI, README_URI, SALES_BY_REGION_TEMPLATE},
-    server::EXTRA_TOOL,
-};
+use crate::data::{self, LOGO_URI, README_URI, SALES_BY_REGION_TEMPLATE};
+
+/// Name of the tool that `add_tool` makes visible.
+pub const EXTRA_TOOL: &str = "extra";
 
 /// A JSON Schema object whose listed properties are all required.
 /// Each property is `(name, JSON type, description)`.

@@ -35,13 +35,12 @@ use anyhow::Context as _;
 use rmcp::ServiceExt as _;
 
 pub use calls::{CALL_LOG_ENV, MAX_BIG_BYTES};
-pub use catalog::RECORD_TOOL;
+pub use catalog::{EXTRA_TOOL, RECORD_TOOL};
 pub use confirm::{CONFIRM_KEY, CONFIRM_TOOL};
 pub use http::{HttpServerOptions, MCP_PATH, RunningHttpServer, spawn_http};
 pub use oauth::OAuthRealm;
 pub use server::{
-    DROP_CONNECTION_TOOL, EXTRA_TOOL, ExampleServer, SERVER_INSTRUCTIONS, SERVER_NAME,
-    TOOLS_PAGE_SIZE,
+    DROP_CONNECTION_TOOL, ExampleServer, SERVER_INSTRUCTIONS, SERVER_NAME, TOOLS_PAGE_SIZE,
 };
 pub use stats::{Stats, StatsSnapshot};
 pub use tasks::{

@@ -25,7 +25,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     calls::{self, SleepArgs, log_call, parse_args, text_result},
-    catalog::{self, BASE_TOOLS, EXTRA, RECORD, RECORD_TOOL, resources, summarize_prompt},
+    catalog::{
+        self, BASE_TOOLS, EXTRA, EXTRA_TOOL, RECORD, RECORD_TOOL, resources, summarize_prompt,
+    },
     confirm::{self, CONFIRM_TOOL},
     cut::ConnectionCutter,
     listen::Listeners,
@@ -43,8 +45,6 @@ pub const TOOLS_PAGE_SIZE: usize = 3;
 /// connections once it has the request, and never answers: a network that
 /// fails after the request was delivered. Over stdio it ends the process.
 pub const DROP_CONNECTION_TOOL: &str = "drop_connection";
-/// Name of the tool that `add_tool` makes visible.
-pub const EXTRA_TOOL: &str = "extra";
 
 /// The MCP handler of one session.
 ///

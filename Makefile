@@ -137,7 +137,7 @@ fuzz-long: ## 1,000,000 executions per fuzz target (docs/security.md)
 	bash scripts/fuzz.sh --long 1000000
 
 .PHONY: deny
-deny: ## Supply-chain checks: advisories (when the database can be had), licences, bans, sources (deny.toml)
+deny: ## Supply-chain checks: advisories (RustSec, offline copy in ../shared/rustsec/), licences, bans, sources (deny.toml)
 	bash scripts/deny.sh
 
 .PHONY: clients

@@ -149,4 +149,45 @@ mod tests {
         assert!(ArgPattern::new("dir/**").is_err());
         assert!(ArgPattern::new("[").is_err());
     }
+
+    /// Every string of up to `len` characters over `alphabet`.
+    fn strings(alphabet: &[char], len: usize) -> Vec<String> {
+        let mut all = vec![String::new()];
+        let mut last = vec![String::new()];
+        for _ in 0..len {
+            last = last
+                .iter()
+                .flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}")))
+                .collect();
+            all.extend(last.iter().cloned());
+        }
+        all
+    }
+
+    /// The fuzz target's properties, over every short pattern and argument.
+    #[test]
+    fn no_short_pattern_admits_more_than_it_writes() {
+        let patterns = strings(&['*', '?', '[', ']', '!', '/', '.', '-', '=', 'a'], 3);
+        let args = strings(&['/', '.', '-', '=', 'a', '\n'], 4);
+        for text in &patterns {
+            let Ok(pattern) = ArgPattern::new(text) else {
+                continue;
+            };
+            for arg in args.iter().filter(|arg| pattern.matches(arg)) {
+                assert!(
+                    arg.matches('/').count() <= text.matches('/').count(),
+                    "{text} {arg}"
+                );
+                assert!(
+                    parent_components(arg) <= parent_components(text),
+                    "{text} {arg}"
+                );
+                assert!(
+                    !arg.starts_with('-') || text.starts_with('-'),
+                    "{text} {arg}"
+                );
+                assert!(!arg.contains('\n'), "{text} {arg:?}");
+            }
+        }
+    }
 }

@@ -212,6 +212,18 @@ impl std::fmt::Debug for Config {
     }
 }
 
+/// A home root of its own per service, so that services started by one test
+/// process do not remove each other's homes.
+fn test_home_root() -> String {
+    std::env::temp_dir()
+        .join(format!(
+            "switchboard-stdio-{}",
+            uuid::Uuid::now_v7().simple()
+        ))
+        .display()
+        .to_string()
+}
+
 impl Config {
     /// Settings for tests: loopback ephemeral port, the given database and
     /// HS256 secret, a random sealing key, loopback allowed outbound.
@@ -240,15 +252,7 @@ impl Config {
             stdio_allow: String::new(),
             stdio_allow_file: None,
             stdio_path: "/usr/local/bin:/usr/bin:/bin".into(),
-            // A root of its own per service, so that services started by
-            // one test process do not remove each other's homes.
-            stdio_home_root: std::env::temp_dir()
-                .join(format!(
-                    "switchboard-stdio-{}",
-                    uuid::Uuid::now_v7().simple()
-                ))
-                .display()
-                .to_string(),
+            stdio_home_root: test_home_root(),
             stdio_max_file_bytes: 256 << 20,
             stdio_org_disk_quota_bytes: 1 << 30,
             stdio_org_max_files: 100_000,

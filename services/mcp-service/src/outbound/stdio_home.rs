@@ -176,8 +176,8 @@ impl Inner {
             ))
         } else if usage.entries > self.max_files {
             Some(format!(
-                "more than {} files, the limit is {}",
-                self.max_files, self.max_files
+                "more than {} files and directories",
+                self.max_files
             ))
         } else {
             None

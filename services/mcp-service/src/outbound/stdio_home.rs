@@ -198,20 +198,27 @@ impl Inner {
                 continue;
             };
             tracing::warn!(org_id = %org, usage = %why, "stdio homes over the disk quota: ending the organization's stdio sessions");
-            let children: Vec<SharedChild> = self
+            let ended: Vec<(SharedChild, PathBuf)> = self
                 .lock()
                 .get(&org)
                 .into_iter()
                 .flatten()
-                .filter_map(|t| t.child.as_ref().and_then(Weak::upgrade))
+                .filter_map(|t| {
+                    let child = t.child.as_ref().and_then(Weak::upgrade)?;
+                    Some((child, t.path.clone()))
+                })
                 .collect();
-            for child in children {
+            for (child, path) in ended {
                 let mut child = child
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
                 if let Err(error) = child.start_kill() {
                     tracing::debug!(%error, "stdio server already gone");
                 }
+                drop(child);
+                // The session may stay in the pool until its next call; its
+                // home goes now.
+                remove_home(&path);
             }
         }
     }

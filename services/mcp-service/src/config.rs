@@ -53,9 +53,32 @@ pub struct Config {
         default_value = "/usr/local/bin:/usr/bin:/bin"
     )]
     pub stdio_path: String,
-    /// `HOME` of stdio servers.
-    #[arg(long, env = "SWITCHBOARD_STDIO_HOME", default_value = "/tmp")]
-    pub stdio_home: String,
+    /// Directory in which each stdio session gets a private, empty `HOME`
+    /// (mode 0700, removed when the session closes); owned by this replica,
+    /// leftovers in it are removed at start-up.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_STDIO_HOME_ROOT",
+        default_value = "/tmp/switchboard-stdio"
+    )]
+    pub stdio_home_root: String,
+    /// Largest file a stdio server may write (RLIMIT_FSIZE), in bytes.
+    #[arg(long, env = "SWITCHBOARD_STDIO_MAX_FILE_BYTES", default_value_t = 256 << 20)]
+    pub stdio_max_file_bytes: u64,
+    /// Bytes the homes of one organization's stdio sessions may hold
+    /// together; past it, its sessions end.
+    #[arg(long, env = "SWITCHBOARD_STDIO_ORG_DISK_QUOTA_BYTES", default_value_t = 1 << 30)]
+    pub stdio_org_disk_quota_bytes: u64,
+    /// Files and directories the homes of one organization may hold together.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_STDIO_ORG_MAX_FILES",
+        default_value_t = 100_000
+    )]
+    pub stdio_org_max_files: u64,
+    /// How often the homes are measured against the quota.
+    #[arg(long, env = "SWITCHBOARD_STDIO_DISK_CHECK_INTERVAL", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub stdio_disk_check_interval: Duration,
     /// Most heap and private writable memory of a stdio server (RLIMIT_DATA), in bytes.
     #[arg(long, env = "SWITCHBOARD_STDIO_MAX_DATA_BYTES", default_value_t = 2 << 30)]
     pub stdio_max_data_bytes: u64,
@@ -189,6 +212,18 @@ impl std::fmt::Debug for Config {
     }
 }
 
+/// A home root of its own per service, so that services started by one test
+/// process do not remove each other's homes.
+fn test_home_root() -> String {
+    std::env::temp_dir()
+        .join(format!(
+            "switchboard-stdio-{}",
+            uuid::Uuid::now_v7().simple()
+        ))
+        .display()
+        .to_string()
+}
+
 impl Config {
     /// Settings for tests: loopback ephemeral port, the given database and
     /// HS256 secret, a random sealing key, loopback allowed outbound.
@@ -217,7 +252,11 @@ impl Config {
             stdio_allow: String::new(),
             stdio_allow_file: None,
             stdio_path: "/usr/local/bin:/usr/bin:/bin".into(),
-            stdio_home: "/tmp".into(),
+            stdio_home_root: test_home_root(),
+            stdio_max_file_bytes: 256 << 20,
+            stdio_org_disk_quota_bytes: 1 << 30,
+            stdio_org_max_files: 100_000,
+            stdio_disk_check_interval: Duration::from_secs(10),
             stdio_max_data_bytes: 2 << 30,
             stdio_max_cpu: Duration::from_secs(3600),
             stdio_max_open_files: 256,
@@ -308,9 +347,15 @@ impl Config {
                     .with_context(|| format!("invalid {}", path.display()))?,
             );
         }
-        Ok(list.with_child_settings(ChildSettings {
+        let child = ChildSettings {
             path: self.stdio_path.clone(),
-            home: self.stdio_home.clone(),
+            home_root: self.stdio_home_root.clone(),
+            max_file_bytes: self.stdio_max_file_bytes,
+            org_disk_quota_bytes: self.stdio_org_disk_quota_bytes,
+            org_max_files: self.stdio_org_max_files,
+            disk_check_interval: self
+                .stdio_disk_check_interval
+                .max(Duration::from_millis(50)),
             max_data_bytes: self.stdio_max_data_bytes,
             max_cpu_seconds: self.stdio_max_cpu.as_secs().max(1),
             max_open_files: self.stdio_max_open_files,
@@ -320,7 +365,9 @@ impl Config {
                 read: comma_list(&self.stdio_sandbox_read),
                 write: comma_list(&self.stdio_sandbox_write),
             }),
-        }))
+        };
+        child.check_paths()?;
+        Ok(list.with_child_settings(child))
     }
 
     /// The predefined catalog.

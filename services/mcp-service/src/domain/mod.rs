@@ -12,6 +12,7 @@ pub mod ports;
 pub mod resolve;
 pub mod resource;
 pub mod service;
+pub mod stdio_args;
 pub mod stdio_env;
 pub mod stdio_policy;
 pub mod url_secrets;

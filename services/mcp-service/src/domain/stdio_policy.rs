@@ -7,7 +7,9 @@
 //! `NODE_OPTIONS=--require …` or `LD_PRELOAD=…` each run code of the
 //! admin's choosing. An allow-list entry therefore pins the whole command
 //! line: the program, one glob pattern per argument (the count must match),
-//! and the environment names the integration may set. Entries for the same
+//! and the environment names the integration may set. A pattern's wildcards
+//! match within one path component, never `..` nor an option the pattern
+//! does not name (see [`super::stdio_args`]). Entries for the same
 //! program are alternatives.
 //!
 //! In `SWITCHBOARD_STDIO_ALLOW` entries are comma-separated; in an entry,
@@ -33,16 +35,16 @@
 use std::collections::BTreeSet;
 
 use anyhow::{Context as _, bail};
-use glob::Pattern;
 use serde::Deserialize;
 
+use super::stdio_args::ArgPattern;
 pub use super::stdio_env::refused_env_name;
 
 /// One permitted command line.
 #[derive(Debug, Clone)]
 pub struct StdioProgram {
     command: String,
-    args: Vec<Pattern>,
+    args: Vec<ArgPattern>,
     env: BTreeSet<String>,
 }
 
@@ -54,7 +56,7 @@ impl StdioProgram {
         }
         let args = args
             .iter()
-            .map(|a| Pattern::new(a).with_context(|| format!("invalid argument pattern {a:?}")))
+            .map(|a| ArgPattern::new(a.as_str()))
             .collect::<anyhow::Result<Vec<_>>>()?;
         for name in env {
             if let Some(why) = refused_env_name(name) {
@@ -78,7 +80,7 @@ impl StdioProgram {
     }
 
     fn describe_args(&self) -> String {
-        let args: Vec<&str> = self.args.iter().map(Pattern::as_str).collect();
+        let args: Vec<&str> = self.args.iter().map(ArgPattern::as_str).collect();
         if args.is_empty() {
             "no arguments".to_owned()
         } else {
@@ -122,8 +124,19 @@ pub struct StdioRefusal {
 pub struct ChildSettings {
     /// `PATH` of the child (the service's own is never passed on).
     pub path: String,
-    /// `HOME` of the child.
-    pub home: String,
+    /// The directory each session's private, empty `HOME` is made in (and
+    /// removed from when the session closes). It belongs to one replica:
+    /// leftovers are removed at start-up.
+    pub home_root: String,
+    /// `RLIMIT_FSIZE`: bytes of the largest file a child may write.
+    pub max_file_bytes: u64,
+    /// Bytes all the homes of one organization's live sessions may hold;
+    /// past it, the organization's sessions are ended.
+    pub org_disk_quota_bytes: u64,
+    /// Files and directories all the homes of one organization may hold.
+    pub org_max_files: u64,
+    /// How often the homes are measured against the quota.
+    pub disk_check_interval: std::time::Duration,
     /// `RLIMIT_DATA`: bytes of heap and private writable mappings.
     pub max_data_bytes: u64,
     /// `RLIMIT_CPU`: seconds of CPU time over the child's life.
@@ -145,7 +158,8 @@ pub struct Sandbox {
     /// Paths programs may read and execute below (the program's own
     /// directory is added).
     pub read: Vec<String>,
-    /// Paths programs may write below (`HOME` and `/dev/null` are added).
+    /// Paths programs may write below, never execute (`HOME` and
+    /// `/dev/null` are added).
     pub write: Vec<String>,
 }
 
@@ -153,13 +167,43 @@ impl Default for ChildSettings {
     fn default() -> Self {
         Self {
             path: "/usr/local/bin:/usr/bin:/bin".into(),
-            home: "/tmp".into(),
+            home_root: "/tmp/switchboard-stdio".into(),
+            max_file_bytes: 256 << 20,
+            org_disk_quota_bytes: 1 << 30,
+            org_max_files: 100_000,
+            disk_check_interval: std::time::Duration::from_secs(10),
             max_data_bytes: 2 << 30,
             max_cpu_seconds: 3600,
             max_open_files: 256,
             max_processes: 4096,
             sandbox: None,
         }
+    }
+}
+
+impl ChildSettings {
+    /// Refuses settings under which a child could execute what it writes:
+    /// the home root and the writable paths must not lie below a path the
+    /// sandbox lets programs read and execute.
+    pub fn check_paths(&self) -> anyhow::Result<()> {
+        let Some(sandbox) = &self.sandbox else {
+            return Ok(());
+        };
+        let written = std::iter::once(&self.home_root).chain(&sandbox.write);
+        for path in written {
+            let path = std::path::Path::new(path);
+            if !path.is_absolute() {
+                bail!("stdio sandbox path {} is not absolute", path.display());
+            }
+            if let Some(read) = sandbox.read.iter().find(|r| path.starts_with(r)) {
+                bail!(
+                    "stdio servers may write below {} but it lies below {read}, where they may \
+                     execute: move it out of SWITCHBOARD_STDIO_SANDBOX_READ",
+                    path.display()
+                );
+            }
+        }
+        Ok(())
     }
 }
 

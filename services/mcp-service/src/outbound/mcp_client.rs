@@ -26,7 +26,8 @@ use super::{
     oauth::{Grant, OAuthTokens},
     oauth_code::AuthorizationCodeFlows,
     sessions::{Live, McpSession, SessionHandler, StdioChild},
-    stdio_child,
+    stdio_child::{self, Launch},
+    stdio_home::StdioHomes,
     stdio_lines::OversizeAnswering,
     telemetry::SessionOpen,
 };
@@ -60,6 +61,7 @@ pub struct McpConnector {
     tokens: OAuthTokens,
     flows: AuthorizationCodeFlows,
     defaults: ConnectDefaults,
+    homes: StdioHomes,
 }
 
 /// How a session's lifecycle is chosen: the newest protocol through
@@ -99,12 +101,14 @@ impl McpConnector {
         flows: AuthorizationCodeFlows,
         defaults: ConnectDefaults,
     ) -> Self {
+        let homes = StdioHomes::new(policy.stdio.child_settings());
         Self {
             http,
             policy,
             tokens,
             flows,
             defaults,
+            homes,
         }
     }
 
@@ -276,7 +280,15 @@ impl McpConnector {
             ));
         }
         let settings = self.policy.stdio.child_settings();
-        let mut process = stdio_child::command(command, args, env, &integration.secrets, settings);
+        let home = self.homes.create(&integration.org_id).await?;
+        let launch = Launch {
+            command,
+            args,
+            env,
+            secrets: &integration.secrets,
+            home: &home,
+        };
+        let mut process = stdio_child::command(launch, settings);
         // Its own process group, so closing the session kills whatever the
         // server started too.
         process.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
@@ -288,7 +300,9 @@ impl McpConnector {
         let (Some(stdout), Some(stdin)) = (child.stdout().take(), child.stdin().take()) else {
             return Err(format!("`{command}` started without pipes"));
         };
-        let child = StdioChild(child);
+        let process = Arc::new(std::sync::Mutex::new(child));
+        home.watch(&process);
+        let child = StdioChild { process, home };
         // Bounded lines: a server cannot make us buffer without limit.
         let stdout = OversizeAnswering::new(stdout, self.defaults.max_message_bytes);
         let transport = AsyncRwTransport::new_client(stdout, stdin)

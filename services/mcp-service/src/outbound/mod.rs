@@ -18,6 +18,7 @@ pub mod sessions;
 pub mod sql;
 pub mod sse_answer;
 pub mod stdio_child;
+pub mod stdio_home;
 pub mod stdio_lines;
 pub mod tasks;
 pub mod telemetry;

@@ -89,12 +89,26 @@ impl ClientHandler for SessionHandler {
 /// A live MCP client session.
 pub type McpSession = RunningService<RoleClient, SessionHandler>;
 
-/// A stdio server's process group, killed with the session.
-pub struct StdioChild(pub Box<dyn process_wrap::tokio::ChildWrapper>);
+/// A stdio server's process group, killed with the session, and its
+/// private home, removed after it.
+pub struct StdioChild {
+    /// The process group (shared with the disk quota check, which may end it).
+    pub process: super::stdio_home::SharedChild,
+    /// The session's home; dropped after the kill.
+    pub home: super::stdio_home::PrivateHome,
+}
 
 impl std::fmt::Debug for StdioChild {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("StdioChild").field(&self.0.id()).finish()
+        let pid = self
+            .process
+            .lock()
+            .map(|child| child.id())
+            .unwrap_or_default();
+        f.debug_struct("StdioChild")
+            .field("pid", &pid)
+            .field("home", &self.home)
+            .finish()
     }
 }
 
@@ -102,7 +116,11 @@ impl Drop for StdioChild {
     fn drop(&mut self) {
         // The group leader's id is the group id: this kills the server and
         // anything it started.
-        if let Err(error) = self.0.start_kill() {
+        let mut child = self
+            .process
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Err(error) = child.start_kill() {
             tracing::debug!(error = %error, "stdio server already gone");
         }
     }

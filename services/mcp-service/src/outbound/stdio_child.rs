@@ -2,8 +2,11 @@
 //! permits, an environment holding nothing of the service's, and resource
 //! limits.
 //!
-//! * The environment is cleared; the child gets a fixed `PATH` and `HOME`
-//!   from the operator's settings, then the integration's variables.
+//! * The environment is cleared; the child gets the integration's
+//!   variables, then a fixed `PATH` from the operator's settings, its
+//!   session's private home as `HOME`, `TMPDIR`, XDG directories and working
+//!   directory, and `PYTHONNOUSERSITE=1` (no Python user site, whatever the
+//!   home holds).
 //! * Resource limits are set with `prlimit(2)` on the child's pid right after
 //!   it is started (the workspace forbids `unsafe`, which a `pre_exec` hook
 //!   would need, and a distroless image has no `prlimit` program to wrap the
@@ -20,39 +23,54 @@ use std::collections::BTreeMap;
 use process_wrap::tokio::{ChildWrapper, CommandWrap};
 use secrecy::ExposeSecret as _;
 
+use super::stdio_home::PrivateHome;
 use crate::domain::{
     integration::Secrets,
     stdio_policy::{ChildSettings, Sandbox},
 };
 
-/// The command for `command args`, with a clean environment: `PATH` and
-/// `HOME` from `settings`, then `env` and the secret environment.
-pub fn command(
-    command: &str,
-    args: &[String],
-    env: &BTreeMap<String, String>,
-    secrets: &Secrets,
-    settings: &ChildSettings,
-) -> CommandWrap {
+/// What a stdio server runs as: its command line, its integration's
+/// environment and its session's home.
+#[derive(Debug, Clone, Copy)]
+pub struct Launch<'a> {
+    /// The program.
+    pub command: &'a str,
+    /// Its arguments.
+    pub args: &'a [String],
+    /// The integration's plain environment.
+    pub env: &'a BTreeMap<String, String>,
+    /// The integration's secret environment.
+    pub secrets: &'a Secrets,
+    /// The session's private home.
+    pub home: &'a PrivateHome,
+}
+
+/// The command for `launch`, with a clean environment: the integration's
+/// variables, then the fixed ones (which the allow-list never lets an
+/// integration set).
+pub fn command(launch: Launch<'_>, settings: &ChildSettings) -> CommandWrap {
     let (program, argv) = match &settings.sandbox {
-        None => (command.to_owned(), args.to_vec()),
+        None => (launch.command.to_owned(), launch.args.to_vec()),
         Some(sandbox) => (
             sandbox.launcher.clone(),
-            sandbox_argv(command, args, settings, sandbox),
+            sandbox_argv(launch, settings, sandbox),
         ),
     };
     CommandWrap::with_new(&program, |process| {
         process
             .args(&argv)
             .env_clear()
-            .env("PATH", &settings.path)
-            .env("HOME", &settings.home)
-            .envs(env)
+            .envs(launch.env)
             .envs(
-                secrets
+                launch
+                    .secrets
                     .env()
                     .map(|(name, value)| (name, value.expose_secret())),
             )
+            .env("PATH", &settings.path)
+            .envs(launch.home.env())
+            .env("PYTHONNOUSERSITE", "1")
+            .current_dir(launch.home.path())
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null());
@@ -60,14 +78,11 @@ pub fn command(
 }
 
 /// The launcher's command line: limits, paths, then the program.
-fn sandbox_argv(
-    command: &str,
-    args: &[String],
-    settings: &ChildSettings,
-    sandbox: &Sandbox,
-) -> Vec<String> {
+fn sandbox_argv(launch: Launch<'_>, settings: &ChildSettings, sandbox: &Sandbox) -> Vec<String> {
+    let command = launch.command;
     let mut argv = vec![
         format!("--data-bytes={}", settings.max_data_bytes),
+        format!("--file-bytes={}", settings.max_file_bytes),
         format!("--cpu-seconds={}", settings.max_cpu_seconds),
         format!("--open-files={}", settings.max_open_files),
         format!("--processes={}", settings.max_processes),
@@ -79,13 +94,14 @@ fn sandbox_argv(
     for path in sandbox.read.iter().cloned().chain(program_dir) {
         argv.push(format!("--read={path}"));
     }
-    let fixed = [settings.home.clone(), "/dev/null".to_owned()];
+    let home = launch.home.path().display().to_string();
+    let fixed = [home, "/dev/null".to_owned()];
     for path in sandbox.write.iter().cloned().chain(fixed) {
         argv.push(format!("--write={path}"));
     }
     argv.push("--".to_owned());
     argv.push(command.to_owned());
-    argv.extend(args.iter().cloned());
+    argv.extend(launch.args.iter().cloned());
     argv
 }
 
@@ -118,6 +134,7 @@ fn confine_pid(pid: u32, settings: &ChildSettings) -> Result<(), String> {
         .ok_or("the stdio server has no valid process id")?;
     let limits = [
         (Resource::Data, settings.max_data_bytes, "data"),
+        (Resource::Fsize, settings.max_file_bytes, "file size"),
         (Resource::Cpu, settings.max_cpu_seconds, "cpu"),
         (Resource::Nofile, settings.max_open_files, "open files"),
         (Resource::Nproc, settings.max_processes, "processes"),

@@ -190,9 +190,8 @@ async fn a_changed_stdio_command_line_needs_its_secrets_again(kind: DbKind) {
 
 #[tokio::test]
 async fn a_stdio_server_sees_none_of_the_services_environment_and_runs_under_limits() {
-    let home = tempfile::tempdir().expect("a home");
-    let home_path = home.path().display().to_string();
-    let configured_home = home_path.clone();
+    let root = tempfile::tempdir().expect("a home root");
+    let configured_root = root.path().display().to_string();
     // The file form of the allow-list, as an operator would mount it.
     let mut file = tempfile::NamedTempFile::new().expect("a temp file");
     std::io::Write::write_all(
@@ -208,7 +207,8 @@ async fn a_stdio_server_sees_none_of_the_services_environment_and_runs_under_lim
     let mut h = start_with(DbKind::Sqlite, move |config| {
         config.stdio_allow_file = Some(allow_file);
         config.stdio_path = "/usr/bin:/bin".into();
-        config.stdio_home = configured_home;
+        config.stdio_home_root = configured_root;
+        config.stdio_max_file_bytes = 1 << 20;
         config.stdio_max_open_files = 64;
         config.stdio_max_data_bytes = 1 << 30;
         config.stdio_max_cpu = Duration::from_secs(120);
@@ -253,15 +253,33 @@ async fn a_stdio_server_sees_none_of_the_services_environment_and_runs_under_lim
         .map(|entry| String::from_utf8_lossy(entry).into_owned())
         .collect();
     environ.sort();
+    let home = environ
+        .iter()
+        .find_map(|entry| entry.strip_prefix("HOME="))
+        .expect("a home")
+        .to_owned();
+    assert!(
+        std::path::Path::new(&home).starts_with(root.path()) && home.contains("/home-"),
+        "{home}"
+    );
+    let expected: Vec<String> = [
+        "API_KEY=s3cret".to_owned(),
+        format!("HOME={home}"),
+        "PATH=/usr/bin:/bin".to_owned(),
+        "PLAIN=1".to_owned(),
+        "PYTHONNOUSERSITE=1".to_owned(),
+        format!("TMPDIR={home}/tmp"),
+        format!("XDG_CACHE_HOME={home}/.cache"),
+        format!("XDG_CONFIG_HOME={home}/.config"),
+        format!("XDG_DATA_HOME={home}/.local/share"),
+        format!("XDG_RUNTIME_DIR={home}/run"),
+        format!("XDG_STATE_HOME={home}/.local/state"),
+    ]
+    .into();
     assert_eq!(
-        environ,
-        [
-            "API_KEY=s3cret".to_owned(),
-            format!("HOME={home_path}"),
-            "PATH=/usr/bin:/bin".to_owned(),
-            "PLAIN=1".to_owned(),
-        ],
-        "the integration's environment and a fixed PATH and HOME, nothing of the service's"
+        environ, expected,
+        "the integration's environment, a fixed PATH and a private home, nothing of the \
+         service's"
     );
 
     let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).expect("limits");
@@ -280,6 +298,7 @@ async fn a_stdio_server_sees_none_of_the_services_environment_and_runs_under_lim
     assert_eq!(limit("Max core file size"), ["0", "0"]);
     assert_eq!(limit("Max cpu time"), ["120", "120"]);
     assert_eq!(limit("Max data size"), ["1073741824", "1073741824"]);
+    assert_eq!(limit("Max file size"), ["1048576", "1048576"]);
     assert_eq!(limit("Max processes"), ["2048", "2048"]);
 
     // Children of the same user cannot read the service's /proc files.
@@ -287,6 +306,74 @@ async fn a_stdio_server_sees_none_of_the_services_environment_and_runs_under_lim
         rustix::process::dumpable_behavior().expect("readable"),
         rustix::process::DumpableBehavior::NotDumpable
     );
+}
+
+#[tokio::test]
+async fn stdio_argument_patterns_admit_no_option_parent_or_other_directory() {
+    let server = example_server();
+    let entry = format!(
+        "/usr/bin/python3 *.py, /usr/bin/python3 dir/*.py, {server} --transport stdio --name=*"
+    );
+    let mut h = start_with(DbKind::Sqlite, move |config| config.stdio_allow = entry).await;
+    let python = |arg: &str| {
+        let mut request = stdio_request(&[arg], &[], &[]);
+        if let Some(pb::create_integration_request::Source::Custom(spec)) = &mut request.source
+            && let Some(pb::Transport {
+                kind: Some(pb::transport::Kind::Stdio(stdio)),
+            }) = &mut spec.transport
+        {
+            stdio.command = "/usr/bin/python3".into();
+        }
+        request
+    };
+    for arg in [
+        "-cimport os;os.system('id')#.py",
+        "-mhttp.server#.py",
+        "--help.py",
+        "dir/../../tmp/x.py",
+        "dir/../x.py",
+        "dir/sub/x.py",
+        "/tmp/x.py",
+        "../x.py",
+        "x\n.py",
+    ] {
+        assert_eq!(
+            refused_fields(&mut h, python(arg)).await,
+            ["custom.transport.stdio.args"],
+            "{arg:?}"
+        );
+    }
+    for name in [
+        "--name=../../etc",
+        "--name=a/b",
+        "--name=..",
+        "--name=\u{1b}]52;c;x",
+    ] {
+        assert_eq!(
+            refused_fields(
+                &mut h,
+                stdio_request(&["--transport", "stdio", name], &[], &[])
+            )
+            .await,
+            ["custom.transport.stdio.args"],
+            "{name:?}"
+        );
+    }
+    let status = h
+        .client
+        .create_integration(req(python("-c.py"), &admin("org-a")))
+        .await
+        .expect_err("refused");
+    assert!(
+        status.message().contains("`*.py`") || format!("{status:?}").contains("`*.py`"),
+        "the permitted patterns are named: {status:?}"
+    );
+    create(
+        &mut h,
+        &admin("org-a"),
+        stdio_request(&["--transport", "stdio", "--name=ok"], &[], &[]),
+    )
+    .await;
 }
 
 db_tests!(

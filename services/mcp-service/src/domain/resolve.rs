@@ -14,6 +14,7 @@ use super::{
     address_policy::AddressPolicy,
     input::{AuthInput, TransportInput},
     integration::{AuthConfig, OAuthCodeConfig, Secrets, TransportConfig},
+    oauth_url::check_oauth_url,
 };
 
 pub use super::stdio_policy::StdioAllowList;
@@ -189,7 +190,12 @@ impl ConfigPolicy {
                 let client_secret =
                     non_empty(client_secret).or_else(|| kept(Secrets::OAUTH_CLIENT_SECRET));
                 let prefix = format!("{field}.oauth_client_credentials");
-                if let Err(error) = self.addresses.check_url_resolved(&token_url).await {
+                if let Err(error) = check_oauth_url(&self.addresses, &token_url) {
+                    violations.push(FieldViolation::new(
+                        format!("{prefix}.token_url"),
+                        error.to_string(),
+                    ));
+                } else if let Err(error) = self.addresses.check_url_resolved(&token_url).await {
                     violations.push(FieldViolation::new(
                         format!("{prefix}.token_url"),
                         error.to_string(),
@@ -212,6 +218,7 @@ impl ConfigPolicy {
                 let client_secret =
                     non_empty(client_secret).or_else(|| kept(Secrets::OAUTH_CLIENT_SECRET));
                 let prefix = format!("{field}.oauth_authorization_code");
+                violations.extend(check_code_config(&prefix, &config, &self.addresses));
                 authorization_code(&prefix, config, client_secret, secrets, violations)
             }
         }
@@ -232,8 +239,8 @@ fn same_method(old: &AuthConfig, new: &AuthInput) -> bool {
     }
 }
 
-/// OAuth authorization code: a valid configuration, and a client secret only
-/// with the client id it was issued with.
+/// OAuth authorization code: a client secret only with the client id it was
+/// issued with and the issuer it is bound to.
 fn authorization_code(
     prefix: &str,
     config: OAuthCodeConfig,
@@ -241,12 +248,17 @@ fn authorization_code(
     secrets: &mut Secrets,
     violations: &mut Vec<FieldViolation>,
 ) -> AuthConfig {
-    violations.extend(check_code_config(prefix, &config));
     if let Some(secret) = client_secret {
         if config.client_id.is_none() {
             violations.push(FieldViolation::new(
                 format!("{prefix}.client_secret"),
                 "needs the client_id it was issued with",
+            ));
+        }
+        if config.issuer.is_none() {
+            violations.push(FieldViolation::new(
+                format!("{prefix}.issuer"),
+                "is required with a client secret: the secret is sent to this authorization server only",
             ));
         }
         secrets.insert(Secrets::OAUTH_CLIENT_SECRET, secret);
@@ -404,15 +416,34 @@ fn stdio_secrets(
     secret_env_names
 }
 
-/// What is wrong with an authorization code configuration.
-fn check_code_config(prefix: &str, config: &OAuthCodeConfig) -> Vec<FieldViolation> {
+/// What is wrong with an authorization code configuration: URLs are
+/// `https` (see [`check_oauth_url`]).
+fn check_code_config(
+    prefix: &str,
+    config: &OAuthCodeConfig,
+    addresses: &AddressPolicy,
+) -> Vec<FieldViolation> {
     let mut violations = Vec::new();
-    match Url::parse(&config.redirect_uri) {
-        Ok(url) if matches!(url.scheme(), "http" | "https") && url.fragment().is_none() => {}
-        _ => violations.push(FieldViolation::new(
+    match check_oauth_url(addresses, &config.redirect_uri) {
+        Ok(url) if url.fragment().is_none() => {}
+        Ok(_) => violations.push(FieldViolation::new(
             format!("{prefix}.redirect_uri"),
-            "must be an http or https URL without a fragment",
+            "must have no fragment",
         )),
+        Err(error) => violations.push(FieldViolation::new(
+            format!("{prefix}.redirect_uri"),
+            error.to_string(),
+        )),
+    }
+    if let Some(Err(error)) = config
+        .issuer
+        .as_deref()
+        .map(|issuer| check_oauth_url(addresses, issuer))
+    {
+        violations.push(FieldViolation::new(
+            format!("{prefix}.issuer"),
+            error.to_string(),
+        ));
     }
     if let Some(url) = &config.client_metadata_url
         && !Url::parse(url).is_ok_and(|url| url.scheme() == "https" && url.path() != "/")

@@ -3,8 +3,11 @@
 //! authorization server metadata, dynamic registration, an authorization
 //! endpoint that signs in the user named by its `user` parameter at once
 //! (standing in for a login page), and a token endpoint for authorization
-//! codes (PKCE S256 checked) and refresh tokens. The MCP endpoint then
-//! requires one of its access tokens and records whose it was.
+//! codes (PKCE S256 checked), refresh tokens and client credentials. The
+//! MCP endpoint then requires one of its access tokens and records whose it
+//! was. A test can make it hostile or strict: metadata fields replaced,
+//! refresh tokens rotated (a reused one refused), refreshes held until
+//! several are in flight, short-lived access tokens.
 
 use std::{
     collections::HashMap,
@@ -41,6 +44,13 @@ struct RealmState {
     refresh: HashMap<String, String>,
     issued: Vec<String>,
     calls: Vec<String>,
+    registrations: usize,
+    token_credentials: Vec<String>,
+    metadata: serde_json::Map<String, Value>,
+    rotate_refresh: bool,
+    refused_refreshes: usize,
+    access_lifetime: Option<u64>,
+    refresh_barrier: Option<(Arc<tokio::sync::Barrier>, usize)>,
 }
 
 /// The authorization server's state: issued tokens and whose they are,
@@ -65,6 +75,45 @@ impl OAuthRealm {
     /// Every access and refresh token issued so far.
     pub fn issued_tokens(&self) -> Vec<String> {
         self.state().issued.clone()
+    }
+
+    /// How many clients registered dynamically.
+    pub fn registrations(&self) -> usize {
+        self.state().registrations
+    }
+
+    /// The client credentials (an `Authorization` header or a
+    /// `client_secret` field) each token request carried, in order.
+    pub fn token_credentials(&self) -> Vec<String> {
+        self.state().token_credentials.clone()
+    }
+
+    /// Replaces a field of the authorization server metadata (a hostile
+    /// server naming its own endpoints).
+    pub fn set_metadata(&self, field: &str, value: Value) {
+        self.state().metadata.insert(field.to_owned(), value);
+    }
+
+    /// Rotates refresh tokens: each is good for one refresh, a reused one
+    /// is refused with `invalid_grant`.
+    pub fn rotate_refresh_tokens(&self) {
+        self.state().rotate_refresh = true;
+    }
+
+    /// How many refreshes were refused.
+    pub fn refused_refreshes(&self) -> usize {
+        self.state().refused_refreshes
+    }
+
+    /// Access tokens say they live `seconds`.
+    pub fn set_access_lifetime(&self, seconds: u64) {
+        self.state().access_lifetime = Some(seconds);
+    }
+
+    /// Holds the next `count` refresh requests until all have arrived (at
+    /// most 10 s), so that they race; a refused one is answered 300 ms after.
+    pub fn hold_refreshes(&self, count: usize) {
+        self.state().refresh_barrier = Some((Arc::new(tokio::sync::Barrier::new(count)), count));
     }
 
     /// Revokes `user`'s access and refresh tokens, as a user disconnecting
@@ -93,7 +142,7 @@ impl OAuthRealm {
             "access_token": access,
             "refresh_token": refresh,
             "token_type": "Bearer",
-            "expires_in": 3600,
+            "expires_in": state.access_lifetime.unwrap_or(3600),
         })
     }
 }
@@ -133,9 +182,7 @@ pub(crate) async fn guard(
             json!({"resource": format!("{base}{MCP_PATH}"), "authorization_servers": [base]}),
         ),
         "/.well-known/oauth-authorization-server" | "/.well-known/openid-configuration" => {
-            json_response(
-                StatusCode::OK,
-                json!({
+            let mut metadata = json!({
                     "issuer": base,
                     "authorization_endpoint": format!("{base}/authorize"),
                     "token_endpoint": format!("{base}/token"),
@@ -145,10 +192,14 @@ pub(crate) async fn guard(
                     "code_challenge_methods_supported": ["S256"],
                     "token_endpoint_auth_methods_supported": ["none", "client_secret_post"],
                     "scopes_supported": ["mcp", "offline_access"],
-                }),
-            )
+            });
+            for (field, value) in &realm.state().metadata {
+                metadata[field] = value.clone();
+            }
+            json_response(StatusCode::OK, metadata)
         }
         "/register" => {
+            realm.state().registrations += 1;
             let body = axum::body::to_bytes(request.into_body(), 64 * 1024)
                 .await
                 .unwrap_or_default();
@@ -159,10 +210,18 @@ pub(crate) async fn guard(
         }
         "/authorize" => authorize(&realm, &base, &query),
         "/token" => {
+            let basic = request
+                .headers()
+                .get(header::AUTHORIZATION)
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned);
             let body = axum::body::to_bytes(request.into_body(), 64 * 1024)
                 .await
                 .unwrap_or_default();
-            token(&realm, &form(&body))
+            let form = form(&body);
+            let seen = basic.or_else(|| form.get("client_secret").cloned());
+            realm.state().token_credentials.extend(seen);
+            token(&realm, &form).await
         }
         _ => mcp(&realm, &base, request, next).await,
     }
@@ -201,7 +260,7 @@ fn authorize(realm: &OAuthRealm, base: &str, query: &HashMap<String, String>) ->
     response
 }
 
-fn token(realm: &OAuthRealm, form: &HashMap<String, String>) -> Response {
+async fn token(realm: &OAuthRealm, form: &HashMap<String, String>) -> Response {
     let invalid = || json_response(StatusCode::BAD_REQUEST, json!({"error": "invalid_grant"}));
     let user = match form.get("grant_type").map(String::as_str) {
         Some("authorization_code") => {
@@ -215,15 +274,11 @@ fn token(realm: &OAuthRealm, form: &HashMap<String, String>) -> Response {
             }
             code.user
         }
-        Some("refresh_token") => {
-            let owner = form
-                .get("refresh_token")
-                .and_then(|t| realm.state().refresh.get(t).cloned());
-            match owner {
-                Some(user) => user,
-                None => return invalid(),
-            }
-        }
+        Some("refresh_token") => match refresh(realm, form.get("refresh_token")).await {
+            Some(user) => user,
+            None => return invalid(),
+        },
+        Some("client_credentials") => "client".to_owned(),
         _ => {
             return json_response(
                 StatusCode::BAD_REQUEST,
@@ -232,6 +287,41 @@ fn token(realm: &OAuthRealm, form: &HashMap<String, String>) -> Response {
         }
     };
     json_response(StatusCode::OK, realm.issue(&user))
+}
+
+/// The user a refresh token belongs to, once held with the others racing
+/// it (when asked); rotated away when rotation is on.
+async fn refresh(realm: &OAuthRealm, token: Option<&String>) -> Option<String> {
+    let barrier = {
+        let mut state = realm.state();
+        let barrier = state.refresh_barrier.take();
+        match barrier {
+            Some((barrier, left)) if left > 1 => {
+                state.refresh_barrier = Some((barrier.clone(), left - 1));
+                Some(barrier)
+            }
+            other => other.map(|(barrier, _)| barrier),
+        }
+    };
+    if let Some(barrier) = &barrier {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(10), barrier.wait()).await;
+    }
+    let owner = {
+        let mut state = realm.state();
+        let owner = match token {
+            Some(token) if state.rotate_refresh => state.refresh.remove(token),
+            Some(token) => state.refresh.get(token).cloned(),
+            None => None,
+        };
+        if owner.is_none() {
+            state.refused_refreshes += 1;
+        }
+        owner
+    };
+    if owner.is_none() && barrier.is_some() {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+    owner
 }
 
 async fn mcp(realm: &OAuthRealm, base: &str, request: Request<Body>, next: Next) -> Response {

@@ -205,7 +205,8 @@ fn authorization_flows(
         http,
         addresses.clone(),
         SqlOAuthStore::new(pool.clone(), keys),
-    ))
+    )
+    .with_start_interval(config.oauth_start_interval))
 }
 
 /// Applies the pending database migrations and returns (the deployment's

@@ -178,6 +178,10 @@ pub struct Config {
     /// per-user OAuth also metadata and client registration.
     #[arg(long, env = "SWITCHBOARD_OAUTH_MAX_TOKEN_RESPONSE_BYTES", default_value_t = 64 * 1024)]
     pub oauth_max_token_response_bytes: usize,
+    /// Least time between two new OAuth authorization flows of one user and
+    /// integration; a start within it returns the live flow.
+    #[arg(long, env = "SWITCHBOARD_OAUTH_START_INTERVAL", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub oauth_start_interval: Duration,
     /// How a server's request for the user's input in the middle of a call
     /// (an elicitation) is answered: `decline`, or `defaults` (accept with
     /// the defaults the server's form declares, decline when a required
@@ -279,6 +283,7 @@ impl Config {
             discovery_max_items: 10_000,
             discovery_max_bytes: 8 * 1024 * 1024,
             oauth_max_token_response_bytes: 64 * 1024,
+            oauth_start_interval: Duration::from_secs(10),
             elicitation: ElicitationPolicy::Decline,
             task_poll_min: Duration::from_millis(100),
             task_poll_max: Duration::from_secs(5),

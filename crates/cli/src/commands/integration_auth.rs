@@ -18,14 +18,20 @@ pub struct AuthArgs {
     header: Option<KeyValue>,
     /// Authenticate with OAuth: each user connects their own account and is
     /// sent back to this address with `code` and `state` (`chat` asks for it).
+    /// An `https` URL (plain `http` only on a loopback address the service
+    /// allows); the authorization URLs handed back are `https` too.
     #[arg(long, value_name = "URI")]
     oauth_redirect_uri: Option<String>,
     /// A pre-registered OAuth client id [default: registered by the service].
     #[arg(long, value_name = "ID", requires = "oauth_redirect_uri")]
     oauth_client_id: Option<String>,
     /// The pre-registered OAuth client's secret.
-    #[arg(long, value_name = "SECRET", requires = "oauth_client_id")]
+    #[arg(long, value_name = "SECRET", requires_all = ["oauth_client_id", "oauth_issuer"])]
     oauth_client_secret: Option<String>,
+    /// The authorization server (its `https` issuer URL) the pre-registered
+    /// client belongs to: the secret is sent to that server only.
+    #[arg(long, value_name = "URL", requires = "oauth_client_id")]
+    oauth_issuer: Option<String>,
     /// An OAuth scope to ask for (repeatable) [default: the server's].
     #[arg(long, value_name = "SCOPE", requires = "oauth_redirect_uri")]
     oauth_scope: Vec<String>,
@@ -45,6 +51,7 @@ impl AuthArgs {
                     client_secret: self.oauth_client_secret.unwrap_or_default(),
                     scopes: self.oauth_scope,
                     organization_wide: self.oauth_organization_wide,
+                    issuer: self.oauth_issuer.unwrap_or_default(),
                     ..Default::default()
                 },
             ));

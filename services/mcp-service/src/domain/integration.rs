@@ -168,6 +168,11 @@ pub struct OAuthCodeConfig {
     pub redirect_uri: String,
     /// A pre-registered client id.
     pub client_id: Option<String>,
+    /// The authorization server (its `issuer`) the pre-registered client
+    /// was registered with: its secret is sent to that server only, and
+    /// metadata naming another issuer is refused.
+    #[serde(default)]
+    pub issuer: Option<String>,
     /// The `https` URL of this client's metadata document (used as client id
     /// where the authorization server supports it).
     pub client_metadata_url: Option<String>,

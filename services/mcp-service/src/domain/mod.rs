@@ -8,6 +8,8 @@ pub mod catalog;
 pub mod error;
 pub mod input;
 pub mod integration;
+pub mod oauth_input;
+pub mod oauth_url;
 pub mod ports;
 pub mod resolve;
 pub mod resource;

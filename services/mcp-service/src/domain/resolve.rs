@@ -8,12 +8,11 @@ use std::collections::BTreeMap;
 use secrecy::{ExposeSecret, SecretString};
 use switchboard_server::FieldViolation;
 
-use url::Url;
-
 use super::{
     address_policy::AddressPolicy,
     input::{AuthInput, TransportInput},
-    integration::{AuthConfig, OAuthCodeConfig, Secrets, TransportConfig},
+    integration::{AuthConfig, Secrets, TransportConfig},
+    oauth_input::{authorization_code, check_code_config, check_token_url},
 };
 
 pub use super::stdio_policy::StdioAllowList;
@@ -189,12 +188,7 @@ impl ConfigPolicy {
                 let client_secret =
                     non_empty(client_secret).or_else(|| kept(Secrets::OAUTH_CLIENT_SECRET));
                 let prefix = format!("{field}.oauth_client_credentials");
-                if let Err(error) = self.addresses.check_url_resolved(&token_url).await {
-                    violations.push(FieldViolation::new(
-                        format!("{prefix}.token_url"),
-                        error.to_string(),
-                    ));
-                }
+                check_token_url(&prefix, &token_url, &self.addresses, violations).await;
                 client_credentials(
                     &prefix,
                     token_url,
@@ -212,6 +206,7 @@ impl ConfigPolicy {
                 let client_secret =
                     non_empty(client_secret).or_else(|| kept(Secrets::OAUTH_CLIENT_SECRET));
                 let prefix = format!("{field}.oauth_authorization_code");
+                violations.extend(check_code_config(&prefix, &config, &self.addresses));
                 authorization_code(&prefix, config, client_secret, secrets, violations)
             }
         }
@@ -230,28 +225,6 @@ fn same_method(old: &AuthConfig, new: &AuthInput) -> bool {
         }
         _ => false,
     }
-}
-
-/// OAuth authorization code: a valid configuration, and a client secret only
-/// with the client id it was issued with.
-fn authorization_code(
-    prefix: &str,
-    config: OAuthCodeConfig,
-    client_secret: Option<SecretString>,
-    secrets: &mut Secrets,
-    violations: &mut Vec<FieldViolation>,
-) -> AuthConfig {
-    violations.extend(check_code_config(prefix, &config));
-    if let Some(secret) = client_secret {
-        if config.client_id.is_none() {
-            violations.push(FieldViolation::new(
-                format!("{prefix}.client_secret"),
-                "needs the client_id it was issued with",
-            ));
-        }
-        secrets.insert(Secrets::OAUTH_CLIENT_SECRET, secret);
-    }
-    AuthConfig::OAuthAuthorizationCode(config)
 }
 
 /// Header auth: a valid, unreserved header name and its value.
@@ -402,37 +375,6 @@ fn stdio_secrets(
         }
     }
     secret_env_names
-}
-
-/// What is wrong with an authorization code configuration.
-fn check_code_config(prefix: &str, config: &OAuthCodeConfig) -> Vec<FieldViolation> {
-    let mut violations = Vec::new();
-    match Url::parse(&config.redirect_uri) {
-        Ok(url) if matches!(url.scheme(), "http" | "https") && url.fragment().is_none() => {}
-        _ => violations.push(FieldViolation::new(
-            format!("{prefix}.redirect_uri"),
-            "must be an http or https URL without a fragment",
-        )),
-    }
-    if let Some(url) = &config.client_metadata_url
-        && !Url::parse(url).is_ok_and(|url| url.scheme() == "https" && url.path() != "/")
-    {
-        violations.push(FieldViolation::new(
-            format!("{prefix}.client_metadata_url"),
-            "must be an https URL with a path",
-        ));
-    }
-    if config
-        .scopes
-        .iter()
-        .any(|s| s.is_empty() || s.chars().any(|c| c.is_whitespace() || c.is_control()))
-    {
-        violations.push(FieldViolation::new(
-            format!("{prefix}.scopes"),
-            "scopes must be non-empty and contain no spaces",
-        ));
-    }
-    violations
 }
 
 fn non_empty(secret: Option<SecretString>) -> Option<SecretString> {

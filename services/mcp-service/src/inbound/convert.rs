@@ -158,6 +158,7 @@ pub(crate) fn auth_input(auth: Option<pb::AuthConfig>) -> AuthInput {
             config: OAuthCodeConfig {
                 redirect_uri: o.redirect_uri,
                 client_id: Some(o.client_id).filter(|id| !id.is_empty()),
+                issuer: Some(o.issuer).filter(|issuer| !issuer.is_empty()),
                 client_metadata_url: Some(o.client_metadata_url).filter(|url| !url.is_empty()),
                 scopes: o.scopes,
                 organization_wide: o.organization_wide,
@@ -238,6 +239,7 @@ fn proto_auth(auth: &AuthConfig, secrets: &Secrets) -> pb::AuthConfig {
                 client_metadata_url: config.client_metadata_url.clone().unwrap_or_default(),
                 scopes: config.scopes.clone(),
                 organization_wide: config.organization_wide,
+                issuer: config.issuer.clone().unwrap_or_default(),
             })
         }
     };

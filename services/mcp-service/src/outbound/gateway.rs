@@ -237,8 +237,9 @@ impl RmcpGateway {
     }
 
     /// Runs `op` on the scope's session within `timeout`. When the request
-    /// provably never reached the server, the session is replaced and `op`
-    /// made once more; on timeout the call is dropped, which sends the
+    /// provably never reached the server, or the server refused its
+    /// client-credentials token with a 401 (nothing ran), the session is
+    /// replaced and `op` made once more; on timeout the call is dropped, which sends the
     /// server a cancellation.
     async fn on_session<T, F, Fut>(
         &self,
@@ -262,12 +263,16 @@ impl RmcpGateway {
                 match op(live).await {
                     Ok(value) => return Ok(value),
                     Err(OpFailure::Call(error)) => return Err(error),
-                    Err(OpFailure::Service(error)) if !retried && never_delivered(&error) => {
+                    Err(OpFailure::Service(error))
+                        if !retried
+                            && (never_delivered(&error)
+                                || self.connector.refused_token(integration, &error)) =>
+                    {
                         self.pool.discard(&key, &slot);
                         tracing::info!(
                             integration_id = %integration.id,
                             error = %error,
-                            "MCP request could not be sent; reconnecting"
+                            "MCP request could not be sent or its token was refused; reconnecting"
                         );
                         retried = true;
                     }

@@ -15,7 +15,9 @@ use rmcp::{
     transport::{
         AuthClient, StreamableHttpClientTransport,
         async_rw::AsyncRwTransport,
-        streamable_http_client::{StreamableHttpClient, StreamableHttpClientTransportConfig},
+        streamable_http_client::{
+            AuthRequiredError, StreamableHttpClient, StreamableHttpClientTransportConfig,
+        },
     },
 };
 use secrecy::ExposeSecret;
@@ -192,11 +194,25 @@ impl McpConnector {
             )
             .await
         } else {
-            let config = self
-                .static_auth(integration, config)
-                .await
-                .map_err(CallError::Connect)?;
-            handshake(capped, config, handler, integration).await
+            let attempt = |config| async {
+                let config = self
+                    .static_auth(integration, config)
+                    .await
+                    .map_err(CallError::Connect)?;
+                Ok::<_, CallError>(
+                    handshake(capped.clone(), config, handler.clone(), integration).await,
+                )
+            };
+            match attempt(config.clone()).await? {
+                // A cached token revoked or rotated before its stated expiry:
+                // once more with a fresh one (the handshake did not run).
+                Err(ClientInitializeError::TransportError { error, .. })
+                    if self.refused_token(integration, &error) =>
+                {
+                    attempt(config).await?
+                }
+                result => result,
+            }
         };
         connected.map_err(|error| match error.auth_challenge() {
             Some(challenge) if code_flow => {
@@ -204,6 +220,34 @@ impl McpConnector {
             }
             _ => CallError::Connect(format!("MCP handshake failed: {error}")),
         })
+    }
+
+    /// Whether `error` is the server refusing a client-credentials token
+    /// with a 401, in which case the cached token is forgotten. A 401 means
+    /// the server refused the request before running anything, so it is
+    /// safe to make once more with a fresh token.
+    pub fn refused_token(
+        &self,
+        integration: &Integration,
+        error: &(dyn std::error::Error + 'static),
+    ) -> bool {
+        if !matches!(integration.auth, AuthConfig::OAuthClientCredentials { .. }) {
+            return false;
+        }
+        let mut source = Some(error);
+        let mut refused = false;
+        while let Some(current) = source {
+            if current.is::<AuthRequiredError>() {
+                refused = true;
+                break;
+            }
+            source = current.source();
+        }
+        if refused {
+            tracing::info!(integration_id = %integration.id, "token refused with 401; fetching a new one");
+            self.tokens.invalidate(integration.id);
+        }
+        refused
     }
 
     /// `config` with the integration's fixed credentials.

@@ -17,7 +17,10 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::domain::{address_policy::AddressPolicy, integration::IntegrationId, ports::ByteSize};
+use crate::domain::{
+    address_policy::AddressPolicy, integration::IntegrationId, oauth_url::check_oauth_url,
+    ports::ByteSize,
+};
 
 /// A token is renewed this long before the endpoint says it expires.
 const EXPIRY_MARGIN: Duration = Duration::from_secs(30);
@@ -154,8 +157,11 @@ impl OAuthTokens {
         Ok(token)
     }
 
-    /// Forgets the cached token of an integration (after a 401, say).
-    pub async fn invalidate(&self, integration_id: IntegrationId) {
+    /// Forgets the cached token of an integration: after the MCP server
+    /// refused it with a 401 (revoked or rotated before its stated expiry).
+    /// A fetch in flight under the slot's lock still completes into the old
+    /// slot; the next call takes a new slot and fetches again.
+    pub fn invalidate(&self, integration_id: IntegrationId) {
         self.slots
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -192,9 +198,8 @@ impl OAuthTokens {
     }
 
     async fn fetch(&self, grant: &Grant<'_>) -> Result<(SecretString, Duration), String> {
-        self.policy
-            .check_url(grant.token_url)
-            .map_err(|e| format!("token endpoint refused: {e}"))?;
+        check_oauth_url(&self.policy, grant.token_url)
+            .map_err(|e| format!("token endpoint refused: it {e}"))?;
         let mut form = vec![("grant_type", "client_credentials".to_owned())];
         if !grant.scopes.is_empty() {
             form.push(("scope", grant.scopes.join(" ")));

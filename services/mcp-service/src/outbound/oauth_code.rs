@@ -6,34 +6,36 @@
 //! parameter, `iss` validation, refresh. Every request goes through
 //! [`PolicyOAuthHttp`]; grants are sealed in [`SqlOAuthStore`].
 
-use std::{collections::HashMap, sync::Arc};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use async_trait::async_trait;
 use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationMetadata, CredentialRefreshGuard,
-    CredentialStore, InMemoryCredentialStore, InMemoryStateStore, OAuthClientConfig, StateStore,
-    StoredCredentials,
+    AuthError, AuthorizationManager, AuthorizationMetadata, CredentialStore,
+    InMemoryCredentialStore, InMemoryStateStore, OAuthClientConfig, StateStore,
 };
-use secrecy::ExposeSecret;
 
 use super::{
     http_client::check_request_url,
+    oauth_client::{OAuthClients, failed},
     oauth_http::PolicyOAuthHttp,
-    oauth_store::{ClientRegistration, Grant, GrantKey, Pending, SqlOAuthStore},
+    oauth_refresh::SealedCredentials,
+    oauth_store::{ClientRegistration, Grant, GrantKey, LivePending, Pending, SqlOAuthStore},
 };
 use crate::domain::{
     address_policy::AddressPolicy,
     integration::{
         AuthConfig, Integration, IntegrationId, OAuthCodeConfig, ORGANIZATION_GRANT_USER, OrgId,
-        Secrets, TransportConfig,
+        TransportConfig,
     },
+    oauth_url::check_oauth_url,
     ports::{
         AuthorizationAnswer, AuthorizationError, Authorizations, CallError, StartedAuthorization,
     },
 };
 
-/// How mcp-service names itself when it registers as a client.
-const CLIENT_NAME: &str = "Switchboard";
+/// Least time between two new authorization flows of one user and
+/// integration, by default; a start within it returns the live one.
+pub const DEFAULT_START_INTERVAL: Duration = Duration::from_secs(10);
 
 /// The authorization code flows of every integration and user.
 #[derive(Clone)]
@@ -42,7 +44,9 @@ pub struct AuthorizationCodeFlows {
     probe: reqwest::Client,
     policy: Arc<AddressPolicy>,
     store: SqlOAuthStore,
+    clients: OAuthClients,
     refreshes: RefreshLocks,
+    start_interval: Duration,
 }
 
 /// One lock per user grant, held across a refresh and its save, so that two
@@ -54,22 +58,6 @@ impl std::fmt::Debug for AuthorizationCodeFlows {
         f.debug_struct("AuthorizationCodeFlows")
             .finish_non_exhaustive()
     }
-}
-
-/// The error and its causes, for the admin (never a token: rmcp's errors
-/// name URLs and reasons, and tokens travel in no error).
-fn failed(error: AuthError) -> AuthorizationError {
-    let mut message = error.to_string();
-    let mut source = std::error::Error::source(&error);
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
-    AuthorizationError::Failed(message)
 }
 
 /// The MCP endpoint and flow settings of a per-user integration.
@@ -95,9 +83,17 @@ impl AuthorizationCodeFlows {
             http: Arc::new(http),
             probe,
             policy,
+            clients: OAuthClients::new(store.clone()),
             store,
             refreshes: RefreshLocks::default(),
+            start_interval: DEFAULT_START_INTERVAL,
         }
+    }
+
+    /// Starts at most one new flow per user and integration per `interval`.
+    pub fn with_start_interval(mut self, interval: Duration) -> Self {
+        self.start_interval = interval;
+        self
     }
 
     fn refresh_lock(&self, key: &GrantKey) -> Arc<tokio::sync::Mutex<()>> {
@@ -124,6 +120,7 @@ impl AuthorizationCodeFlows {
             .resolve_metadata_from_challenge(challenge)
             .await
             .map_err(failed)?;
+        check_endpoints(&self.policy, &resolution.metadata)?;
         manager.set_metadata(resolution.metadata.clone());
         Ok((manager, resolution.metadata))
     }
@@ -139,7 +136,7 @@ impl AuthorizationCodeFlows {
             .post(url)
             .header(http::header::ACCEPT, "application/json, text/event-stream")
             .json(&body)
-            .timeout(std::time::Duration::from_secs(30))
+            .timeout(Duration::from_secs(30))
             .send()
             .await
             .map_err(|e| {
@@ -153,48 +150,6 @@ impl AuthorizationCodeFlows {
             .get(http::header::WWW_AUTHENTICATE)
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned))
-    }
-
-    /// The client to authorize with: pre-registered, a client ID metadata
-    /// document where supported, or one registered dynamically.
-    async fn client(
-        &self,
-        manager: &mut AuthorizationManager,
-        metadata: &AuthorizationMetadata,
-        integration: &Integration,
-        config: &OAuthCodeConfig,
-        scopes: &[String],
-    ) -> Result<ClientRegistration, AuthorizationError> {
-        let registration = |client_id: String, client_secret: Option<String>| ClientRegistration {
-            client_id,
-            client_secret,
-            redirect_uri: config.redirect_uri.clone(),
-        };
-        if let Some(client_id) = &config.client_id {
-            let secret = integration
-                .secrets
-                .get(Secrets::OAUTH_CLIENT_SECRET)
-                .map(|s| s.expose_secret().to_owned());
-            return Ok(registration(client_id.clone(), secret));
-        }
-        let metadata_documents = metadata
-            .additional_fields
-            .get("client_id_metadata_document_supported")
-            .and_then(serde_json::Value::as_bool)
-            .unwrap_or(false);
-        if let Some(url) = config
-            .client_metadata_url
-            .as_ref()
-            .filter(|_| metadata_documents)
-        {
-            return Ok(registration(url.clone(), None));
-        }
-        let scope_refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
-        let registered = manager
-            .register_client(CLIENT_NAME, &config.redirect_uri, &scope_refs)
-            .await
-            .map_err(failed)?;
-        Ok(registration(registered.client_id, registered.client_secret))
     }
 
     /// The scopes to ask `key`'s user for: those the server's challenge or
@@ -222,6 +177,93 @@ impl AuthorizationCodeFlows {
         Ok(scopes)
     }
 
+    /// The live authorization of a user to hand out again instead of a
+    /// new one: for the same integration version, and either for the same
+    /// challenge (or none) or started within the start interval (so a
+    /// server varying its challenge starts at most one flow per interval).
+    fn reusable(
+        &self,
+        live: &LivePending,
+        integration: &Integration,
+        challenge: Option<&str>,
+    ) -> Option<StartedAuthorization> {
+        let authorization_url = live.pending.authorization_url.clone()?;
+        if live.pending.grant.integration_version != integration.updated_at {
+            return None;
+        }
+        let interval = i64::try_from(self.start_interval.as_millis()).unwrap_or(i64::MAX);
+        let young = switchboard_db::now_millis().saturating_sub(live.created_at) < interval;
+        let same_challenge =
+            challenge.is_none() || challenge == live.pending.grant.challenge.as_deref();
+        (young || same_challenge).then(|| StartedAuthorization {
+            authorization_url,
+            state: live.state.clone(),
+        })
+    }
+
+    /// A new authorization for `key`'s user: discovery, the client, the
+    /// authorization URL (`https` only) and what completing it needs.
+    async fn new_flow(
+        &self,
+        integration: &Integration,
+        url: &str,
+        config: &OAuthCodeConfig,
+        key: &GrantKey,
+        challenge: Option<&str>,
+    ) -> Result<(StartedAuthorization, Pending), AuthorizationError> {
+        check_oauth_url(&self.policy, &config.redirect_uri)
+            .map_err(|e| AuthorizationError::Failed(format!("the redirect URI {e}")))?;
+        let challenge = match challenge {
+            Some(challenge) => Some(challenge.to_owned()),
+            None => self.challenge(url).await?,
+        };
+        let (mut manager, metadata) = self.manager(url, challenge.as_deref()).await?;
+        let grant_key = GrantKey {
+            user: integration.grant_user(&key.user).to_owned(),
+            ..key.clone()
+        };
+        let scopes = self.scopes(&manager, config, &grant_key).await?;
+        let client = self
+            .clients
+            .client(&mut manager, &metadata, integration, config, &scopes)
+            .await?;
+        let mut client_config = client_config(&client);
+        client_config.scopes = scopes.clone();
+        manager.configure_client(client_config).map_err(failed)?;
+        let states = InMemoryStateStore::new();
+        manager.set_state_store(states.clone());
+        let scope_refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
+        let authorization_url = manager
+            .get_authorization_url(&scope_refs)
+            .await
+            .map_err(failed)?;
+        check_oauth_url(&self.policy, &authorization_url)
+            .map_err(|e| AuthorizationError::Failed(format!("the authorization URL {e}")))?;
+        let state = state_of(&authorization_url)?;
+        let stored = states.load(&state).await.map_err(failed)?.ok_or_else(|| {
+            AuthorizationError::Failed("the authorization state was not kept".into())
+        })?;
+        let pending = Pending {
+            grant: Grant {
+                integration_version: integration.updated_at,
+                resource_url: url.to_owned(),
+                challenge,
+                metadata,
+                client,
+                credentials: None,
+                refresh_rejected: false,
+            },
+            state: stored,
+            organization_wide: config.organization_wide,
+            authorization_url: Some(authorization_url.clone()),
+        };
+        let started = StartedAuthorization {
+            authorization_url,
+            state,
+        };
+        Ok((started, pending))
+    }
+
     /// A manager ready to hand out `key`'s tokens, refreshing them (and
     /// sealing the refreshed ones) as they near expiry.
     pub async fn session_manager(
@@ -243,7 +285,8 @@ impl AuthorizationCodeFlows {
                 CallError::Connect(format!("the stored authorization is unreadable: {e}"))
             })?
             .filter(|grant| {
-                grant.integration_version == integration.updated_at && grant.credentials.is_some()
+                grant.integration_version == integration.updated_at
+                    && grant.usable_credentials().is_some()
             })
             .ok_or(CallError::AuthorizationRequired(None))?;
         let mut manager = AuthorizationManager::new_with_oauth_http_client(url, self.http.clone())
@@ -253,13 +296,63 @@ impl AuthorizationCodeFlows {
         manager
             .configure_client(client_config(&grant.client))
             .map_err(|e| CallError::Connect(e.to_string()))?;
-        manager.set_credential_store(SealedCredentials {
-            store: self.store.clone(),
-            refresh: self.refresh_lock(&key),
-            key,
-        });
+        let refresh = self.refresh_lock(&key);
+        manager.set_credential_store(SealedCredentials::new(self.store.clone(), key, refresh));
+        ready(&manager).await?;
         Ok(manager)
     }
+}
+
+/// Makes sure `manager` holds a usable access token before a session
+/// starts, refreshing it when due. A refresh refused because another
+/// replica refreshed first leaves that replica's tokens in the grant, so
+/// the token is read once more before the user is asked to authorize
+/// again (a grant truly refused reads as none, without a request).
+async fn ready(manager: &AuthorizationManager) -> Result<(), CallError> {
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        match manager.get_access_token().await {
+            Ok(_) => return Ok(()),
+            Err(AuthError::AuthorizationRequired) if attempts < 2 => {}
+            Err(AuthError::AuthorizationRequired) => {
+                return Err(CallError::AuthorizationRequired(None));
+            }
+            Err(error) => {
+                return Err(CallError::Connect(format!(
+                    "the OAuth tokens could not be refreshed: {}",
+                    super::oauth_client::summary(&error.to_string())
+                )));
+            }
+        }
+    }
+}
+
+/// Refuses metadata whose endpoints OAuth may not use (see
+/// [`check_oauth_url`]): before any of them is requested or handed out.
+fn check_endpoints(
+    policy: &AddressPolicy,
+    metadata: &AuthorizationMetadata,
+) -> Result<(), AuthorizationError> {
+    let endpoints = [
+        (
+            "authorization endpoint",
+            Some(&metadata.authorization_endpoint),
+        ),
+        ("token endpoint", Some(&metadata.token_endpoint)),
+        (
+            "registration endpoint",
+            metadata.registration_endpoint.as_ref(),
+        ),
+    ];
+    for (name, url) in endpoints {
+        if let Some(Err(error)) = url.map(|url| check_oauth_url(policy, url)) {
+            return Err(AuthorizationError::Failed(format!(
+                "the authorization server's {name} {error}"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The `state` parameter of an authorization URL.
@@ -289,56 +382,34 @@ impl Authorizations for AuthorizationCodeFlows {
         challenge: Option<&str>,
     ) -> Result<StartedAuthorization, AuthorizationError> {
         let (url, config) = per_user(integration)?;
-        let challenge = match challenge {
-            Some(challenge) => Some(challenge.to_owned()),
-            None => self.challenge(url).await?,
-        };
-        let (mut manager, metadata) = self.manager(url, challenge.as_deref()).await?;
         // Kept under the user who started it, whoever's grant it makes.
         let key = GrantKey {
             org: integration.org_id.clone(),
             integration: integration.id,
             user: user.to_owned(),
         };
-        let grant_key = GrantKey {
-            user: integration.grant_user(user).to_owned(),
-            ..key.clone()
-        };
-        let scopes = self.scopes(&manager, config, &grant_key).await?;
-        let client = self
-            .client(&mut manager, &metadata, integration, config, &scopes)
+        let live = self.store.live_pending(&key).await?;
+        if let Some(started) = live
+            .as_ref()
+            .and_then(|live| self.reusable(live, integration, challenge))
+        {
+            return Ok(started);
+        }
+        let (started, pending) = self
+            .new_flow(integration, url, config, &key, challenge)
             .await?;
-        let mut client_config = client_config(&client);
-        client_config.scopes = scopes.clone();
-        manager.configure_client(client_config).map_err(failed)?;
-        let states = InMemoryStateStore::new();
-        manager.set_state_store(states.clone());
-        let scope_refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
-        let authorization_url = manager
-            .get_authorization_url(&scope_refs)
-            .await
-            .map_err(failed)?;
-        let state = state_of(&authorization_url)?;
-        let stored = states.load(&state).await.map_err(failed)?.ok_or_else(|| {
-            AuthorizationError::Failed("the authorization state was not kept".into())
-        })?;
-        let pending = Pending {
-            grant: Grant {
-                integration_version: integration.updated_at,
-                resource_url: url.to_owned(),
-                challenge,
-                metadata,
-                client,
-                credentials: None,
-            },
-            state: stored,
-            organization_wide: config.organization_wide,
-        };
-        self.store.save_pending(&state, &key, &pending).await?;
-        Ok(StartedAuthorization {
-            authorization_url,
-            state,
-        })
+        let replacing = live.as_ref().map(|live| live.state.as_str());
+        let saved = self
+            .store
+            .save_pending(&started.state, &key, &pending, replacing)
+            .await?;
+        match saved {
+            None => Ok(started),
+            // Another start of this user's recorded its flow first.
+            Some(winner) => self.reusable(&winner, integration, None).ok_or_else(|| {
+                AuthorizationError::Failed("an authorization was started at the same time".into())
+            }),
+        }
     }
 
     async fn complete(
@@ -384,58 +455,5 @@ impl Authorizations for AuthorizationCodeFlows {
         grant.credentials = credentials.load().await.map_err(failed)?;
         self.store.save_grant(&key, &grant).await?;
         Ok(key.integration)
-    }
-}
-
-/// One user's tokens as `rmcp` sees them, kept in their sealed grant.
-struct SealedCredentials {
-    store: SqlOAuthStore,
-    key: GrantKey,
-    refresh: Arc<tokio::sync::Mutex<()>>,
-}
-
-fn storage(error: anyhow::Error) -> AuthError {
-    AuthError::CredentialStoreError(error.to_string())
-}
-
-#[async_trait]
-impl CredentialStore for SealedCredentials {
-    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        let grant = self.store.grant(&self.key).await.map_err(storage)?;
-        Ok(grant.and_then(|grant| grant.credentials))
-    }
-
-    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
-        self.update(Some(credentials)).await
-    }
-
-    async fn clear(&self) -> Result<(), AuthError> {
-        self.update(None).await
-    }
-
-    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
-        let guard = self.refresh.clone().lock_owned().await;
-        Ok(Some(CredentialRefreshGuard::new(guard)))
-    }
-
-    async fn on_refresh_token_rejected(
-        &self,
-        _credentials: &StoredCredentials,
-    ) -> Result<(), AuthError> {
-        // A revoked refresh token: the user must authorize again.
-        self.update(None).await
-    }
-}
-
-impl SealedCredentials {
-    async fn update(&self, credentials: Option<StoredCredentials>) -> Result<(), AuthError> {
-        let Some(mut grant) = self.store.grant(&self.key).await.map_err(storage)? else {
-            return Ok(());
-        };
-        grant.credentials = credentials;
-        self.store
-            .save_grant(&self.key, &grant)
-            .await
-            .map_err(storage)
     }
 }

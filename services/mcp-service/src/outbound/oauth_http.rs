@@ -1,8 +1,8 @@
 //! Every HTTP request of the OAuth authorization code flow (metadata
 //! discovery, registration, token requests) through the outbound address
-//! policy, with a time limit and a bounded body: authorization servers and
-//! the metadata that names them are chosen by tenants, so every byte they
-//! send is treated as hostile.
+//! policy, to `https` URLs only (see [`check_oauth_url`]), with a time limit
+//! and a bounded body: authorization servers and the metadata that names
+//! them are chosen by tenants, so every byte they send is treated as hostile.
 
 use std::{sync::Arc, time::Duration};
 
@@ -11,8 +11,7 @@ use rmcp::transport::auth::{
     OAuthHttpRequest,
 };
 
-use super::http_client::check_request_url;
-use crate::domain::{address_policy::AddressPolicy, ports::ByteSize};
+use crate::domain::{address_policy::AddressPolicy, oauth_url::check_oauth_url, ports::ByteSize};
 
 /// The longest any one OAuth request may take.
 const MAX_REQUEST_TIME: Duration = Duration::from_secs(30);
@@ -64,9 +63,9 @@ impl PolicyOAuthHttp {
             OAuthHttpRedirectPolicy::Stop => &self.stop,
             _ => &self.follow,
         };
-        // IP literals never reach the policy's resolver.
-        if let Err(refusal) = check_request_url(&self.policy, &request.uri().to_string()) {
-            tracing::warn!(error = %refusal, "OAuth request refused by the outbound address policy");
+        // `https` only; IP literals never reach the policy's resolver.
+        if let Err(refusal) = check_oauth_url(&self.policy, &request.uri().to_string()) {
+            tracing::warn!(error = %refusal, "oauth request refused");
             return Err(Box::new(refusal));
         }
         let mut request = reqwest::Request::try_from(request)?;

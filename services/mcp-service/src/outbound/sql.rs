@@ -237,7 +237,7 @@ impl IntegrationRepository for SqlIntegrationRepository {
             .await
             .map_err(write_error)?;
         // Its users' OAuth grants go with it.
-        for table in ["oauth_grants", "oauth_pending"] {
+        for table in ["oauth_grants", "oauth_pending", "oauth_clients"] {
             sqlx::query(&format!(
                 "DELETE FROM {table} WHERE org_id = $1 AND integration_id = $2"
             ))

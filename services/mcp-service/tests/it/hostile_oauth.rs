@@ -220,3 +220,46 @@ async fn a_huge_expires_in_is_clamped_not_a_panic() {
         assert!(!response.is_error, "{}", response.error_message);
     }
 }
+
+#[tokio::test]
+async fn a_refused_client_credentials_token_is_replaced_once() {
+    let realm = switchboard_example_mcp_server::OAuthRealm::default();
+    let mcp = spawn_http(HttpServerOptions {
+        oauth: Some(realm.clone()),
+        ..HttpServerOptions::default()
+    })
+    .await
+    .expect("upstream");
+    let token_url = format!(
+        "{}/token",
+        mcp.url()
+            .trim_end_matches(switchboard_example_mcp_server::MCP_PATH)
+    );
+    let mut h = start_with(switchboard_test_support::DbKind::Sqlite, |_| {}).await;
+    let id = oauth_integration(&mut h, "org-a", &mcp.url(), &token_url, None).await;
+    let first = h
+        .client
+        .execute_tool(echo(&id, "org-a"))
+        .await
+        .expect("answered")
+        .into_inner();
+    assert!(!first.is_error, "{}", first.error_message);
+    // The provider revokes the token long before its stated hour is up.
+    realm.revoke("client");
+    let second = h
+        .client
+        .execute_tool(echo(&id, "org-a"))
+        .await
+        .expect("answered")
+        .into_inner();
+    assert!(!second.is_error, "{}", second.error_message);
+    assert_eq!(
+        realm.token_credentials().len(),
+        2,
+        "one fresh token fetched"
+    );
+    assert_eq!(
+        realm.calls(),
+        ["client", "client"].repeat(realm.calls().len() / 2)
+    );
+}

@@ -9,6 +9,7 @@ mod hostile_authorization;
 mod hostile_calls;
 mod hostile_config;
 mod hostile_oauth;
+mod hostile_oauth_code;
 mod hostile_sandbox;
 mod hostile_server;
 mod hostile_stdio;

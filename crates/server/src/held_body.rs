@@ -84,10 +84,11 @@ mod tests {
         }
     }
 
+    type Polled = Result<Frame<Bytes>, std::convert::Infallible>;
+    type TestBody = http_body_util::StreamBody<futures::stream::Iter<std::vec::IntoIter<Polled>>>;
+
     /// A body of one data frame and trailers, polled by hand.
-    fn body() -> http_body_util::StreamBody<
-        futures::stream::Iter<std::vec::IntoIter<Result<Frame<Bytes>, std::convert::Infallible>>>,
-    > {
+    fn body() -> TestBody {
         let frames = vec![
             Ok(Frame::data(Bytes::from_static(b"event"))),
             Ok(Frame::trailers(http::HeaderMap::new())),

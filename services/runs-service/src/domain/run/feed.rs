@@ -26,8 +26,9 @@ pub(super) const PAGE: u32 = 256;
 #[derive(Debug, Clone)]
 pub(super) enum Item {
     /// The run's next event: stored, or the ending made from the state of
-    /// a run that ended without storing its last event.
-    Event(Envelope),
+    /// a run that ended without storing its last event. Shared: every
+    /// watcher gets the same one.
+    Event(Arc<Envelope>),
     /// The feed stopped on this error.
     Failed(FeedError),
 }
@@ -154,7 +155,7 @@ impl Poll {
                 for envelope in events {
                     next = envelope.sequence + 1;
                     let last = envelope.event.is_last();
-                    let _ = self.tx.send(Item::Event(envelope));
+                    let _ = self.tx.send(Item::Event(Arc::new(envelope)));
                     if last {
                         return Ok(None);
                     }
@@ -171,11 +172,11 @@ impl Poll {
                 // An interrupted run's replica stopped: no last event comes.
                 if run.status == RunStatus::Interrupted || waited_for_end >= self.settings.end_grace
                 {
-                    return Ok(Some(Item::Event(Envelope {
+                    return Ok(Some(Item::Event(Arc::new(Envelope {
                         run_id: self.run_id.clone(),
                         sequence: next,
                         event: RunEvent::ending(run),
-                    })));
+                    }))));
                 }
                 waited_for_end += self.settings.poll_every;
             }

@@ -93,7 +93,9 @@ impl Follow {
                 () = tx.closed() => return Ok(true),
             };
             let done = match item {
-                Ok(Item::Event(envelope)) => self.forward(tx, envelope).await?,
+                Ok(Item::Event(envelope)) => {
+                    self.forward(tx, Arc::unwrap_or_clone(envelope)).await?
+                }
                 Ok(Item::Failed(error)) => return Err(error.into()),
                 // Fell behind the feed: what it missed is stored.
                 Err(broadcast::error::RecvError::Lagged(_)) => self.catch_up(tx, None).await?,

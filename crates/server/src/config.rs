@@ -18,13 +18,14 @@ pub struct ServerArgs {
     /// set, so that no tool call is cut before its own limit.
     #[arg(long, env = "SWITCHBOARD_MAX_REQUEST_TIMEOUT", default_value = "15m", value_parser = humantime::parse_duration)]
     pub max_request_timeout: Duration,
-    /// Calls served at once across all connections; more are refused with
-    /// UNAVAILABLE rather than queued.
+    /// Calls served at once across all connections, a streaming call until
+    /// its stream ends; more are refused with UNAVAILABLE rather than queued.
     #[arg(long, env = "SWITCHBOARD_CONCURRENCY_LIMIT", default_value_t = 1024)]
     pub concurrency_limit: usize,
-    /// Calls one organization may have in flight at once; more are refused
-    /// with RESOURCE_EXHAUSTED, so that one organization's slow upstreams
-    /// cannot take every slot of `concurrency-limit`.
+    /// Calls one organization may have in flight at once, a streaming call
+    /// until its stream ends; more are refused with RESOURCE_EXHAUSTED, so
+    /// that one organization's slow upstreams or open streams cannot take
+    /// every slot of `concurrency-limit`.
     #[arg(long, env = "SWITCHBOARD_ORG_CONCURRENCY_LIMIT", default_value_t = 256)]
     pub org_concurrency_limit: usize,
     /// Calls per second one organization may make on average (token bucket);

@@ -149,6 +149,11 @@ pub enum Refusal {
         /// When its result may be ready.
         retry_after: Duration,
     },
+    /// The organization or the user has as many runs in flight as it may.
+    RunLimit {
+        /// When one of them may have ended.
+        retry_after: Duration,
+    },
 }
 
 impl Refusal {
@@ -195,6 +200,11 @@ impl Refusal {
             Self::RequestInProgress { retry_after } => (
                 Code::Aborted,
                 ErrorReason::RequestInProgress,
+                Some(retry_after),
+            ),
+            Self::RunLimit { retry_after } => (
+                Code::ResourceExhausted,
+                ErrorReason::RunLimit,
                 Some(retry_after),
             ),
         }
@@ -376,6 +386,7 @@ mod tests {
             Refusal::McpResultTooLarge,
             Refusal::RequestIdReused,
             Refusal::RequestInProgress { retry_after: delay },
+            Refusal::RunLimit { retry_after: delay },
         ];
         for refusal in all {
             let (code, reason, _) = refusal.status_parts();

@@ -1,5 +1,9 @@
 //! Limits per organization: calls in flight and calls per second.
 //!
+//! A call is in flight until its response body ends: a streaming call
+//! (ExecuteRun, WatchRun) holds its organization's slot for as long as its
+//! stream is open, however early its handler returned the stream.
+//!
 //! The global concurrency limit protects the process; these protect the
 //! organizations from one another. Without them one organization whose MCP
 //! server hangs fills every slot of the global limit with calls that never
@@ -28,7 +32,7 @@ use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt as _};
 use tower::{Layer, Service};
 
-use crate::error::ERROR_DOMAIN;
+use crate::{error::ERROR_DOMAIN, held_body::HeldBody};
 
 /// The retry delay suggested to a caller at its concurrency limit: calls in
 /// flight end at times nobody knows, and a second neither spins the caller
@@ -115,7 +119,8 @@ pub struct OrgLimitService<S> {
     shared: Arc<Shared>,
 }
 
-/// One call counted against its organization until dropped.
+/// One call counted against its organization until dropped (with the
+/// call's response body, when it is admitted).
 #[derive(Debug)]
 struct Slot {
     shared: Arc<Shared>,
@@ -224,9 +229,8 @@ where
             Ok(slot) => {
                 let call = inner.call(request);
                 Box::pin(async move {
-                    let response = call.await;
-                    drop(slot);
-                    response
+                    let response = call.await?;
+                    Ok(response.map(|body| tonic::body::Body::new(HeldBody::new(body, slot))))
                 })
             }
             Err(status) => {

@@ -18,14 +18,12 @@ use tonic::{
     transport::{Server, server::TcpIncoming},
 };
 use tonic_health::{ServingStatus, server::HealthReporter};
-use tower::{
-    BoxError, Service, ServiceBuilder, limit::GlobalConcurrencyLimitLayer, load_shed::LoadShedLayer,
-};
+use tower::{Service, ServiceBuilder};
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use tracing::{Level, Span};
 
 use crate::{
-    DeadlineLayer, Deadlines, OrgLimitLayer, OrgLimits, ServerArgs,
+    DeadlineLayer, Deadlines, GlobalLimitLayer, OrgLimitLayer, OrgLimits, ServerArgs,
     readiness::{self, Watch},
     rpc_telemetry::{RpcTelemetryLayer, is_untraced},
 };
@@ -197,14 +195,12 @@ pub async fn serve(
         // Inside the span: the call's gRPC status on its span and in the
         // RPC duration histogram, refusals by the layers below included.
         .layer(RpcTelemetryLayer)
-        // Overload becomes UNAVAILABLE, which gRPC clients retry with backoff.
-        .map_err(overloaded_as_unavailable)
-        // Shed load at once when at the limit: queueing behind slow calls only
+        // Bound the calls in flight across all connections (a stream until
+        // it ends), and with them memory and the fan-out to upstream MCP
+        // servers and models; over the limit UNAVAILABLE at once, which gRPC
+        // clients retry with backoff, since queueing behind slow calls only
         // turns overload into timeouts.
-        .layer(LoadShedLayer::new())
-        // Bound the calls in flight across all connections, and with them
-        // memory and the fan-out to upstream MCP servers and models.
-        .layer(GlobalConcurrencyLimitLayer::new(args.concurrency_limit))
+        .layer(GlobalLimitLayer::new(args.concurrency_limit))
         // Authenticate after the global limit: only admitted calls pay for
         // verification, and handlers always find a verified principal.
         .layer(AuthLayer::new(authenticator))
@@ -307,16 +303,6 @@ fn reflection_v1alpha() -> anyhow::Result<
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1alpha()
         .context("failed to build the reflection service")
-}
-
-fn overloaded_as_unavailable(error: BoxError) -> BoxError {
-    if error.is::<tower::load_shed::error::Overloaded>() {
-        Box::new(tonic::Status::unavailable(
-            "server is at its concurrency limit; retry with backoff",
-        ))
-    } else {
-        error
-    }
 }
 
 /// The span of one call, named and attributed per the OpenTelemetry RPC

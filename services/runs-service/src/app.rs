@@ -56,7 +56,11 @@ async fn mcp_service(config: &Config) -> anyhow::Result<Arc<dyn McpPort>> {
     Ok(Arc::new(GrpcMcp::new(&endpoints).await))
 }
 
-async fn build(config: &Config) -> anyhow::Result<Built> {
+/// What storage adapter the service runs on: the SQL repository, or that
+/// repository inside a wrapper (tests that count what is read).
+type WrapRepository = Box<dyn FnOnce(Arc<dyn RunsRepository>) -> Arc<dyn RunsRepository> + Send>;
+
+async fn build(config: &Config, wrap: WrapRepository) -> anyhow::Result<Built> {
     let authenticator = Arc::new(
         Authenticator::new(&config.common.auth.verifier_config()?)
             .context("invalid token verification settings")?,
@@ -66,7 +70,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         .database
         .open(SERVICE_NAME, MIGRATIONS)
         .await?;
-    let repo = repository(config, &db)?;
+    let repo = wrap(repository(config, &db)?);
     let active = take_over_runs(&repo, config).await?;
     let (models, known) = model_providers(config)?;
     let mcp = mcp_service(config).await?;
@@ -87,7 +91,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
             models,
             tools: Arc::new(ToolRouter::new(mcp, sources.clone(), config.tool_timeout)),
         },
-        run_settings(config),
+        run_settings(config)?,
         active,
     );
     let service = RunsService::new(repo, known, sources);
@@ -124,21 +128,23 @@ fn repository(
 }
 
 /// The limits of runs, from the settings.
-fn run_settings(config: &Config) -> RunSettings {
-    let limits = &config.model_limits;
-    RunSettings {
+fn run_settings(config: &Config) -> anyhow::Result<RunSettings> {
+    let model = &config.model_limits;
+    let limits = config.run_limits.run_limits()?;
+    Ok(RunSettings {
         default_max_steps: config.default_max_steps,
         discovery_timeout: config.discovery_timeout,
         max_parallel_tools: config.max_parallel_tools,
-        max_output_tokens: limits.model_max_output_tokens,
-        history: limits.history_limits(),
-        input: limits.input_limits(),
+        max_output_tokens: model.model_max_output_tokens,
+        history: model.history_limits(),
+        input: model.input_limits(),
         max_stored_events: config.replicas.run_events_max,
         watch: WatchSettings {
             poll_every: config.replicas.run_watch_poll_interval,
             end_grace: WATCH_END_GRACE,
         },
-    }
+        limits,
+    })
 }
 
 /// Marks the runs of this replica's previous process, and runs whose lease
@@ -199,7 +205,7 @@ pub async fn migrate(config: &Config) -> anyhow::Result<()> {
 
 /// Runs runs-service until `shutdown` resolves, then shuts down gracefully.
 pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
-    let built = build(&config).await?;
+    let built = build(&config, Box::new(|repo| repo)).await?;
     switchboard_server::bind_and_serve(
         SERVICE_NAME,
         &config.common.server,
@@ -213,6 +219,15 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
 
 /// Starts runs-service on a background task (tests and embedders).
 pub async fn spawn(config: Config) -> anyhow::Result<RunningServer> {
-    let built = build(&config).await?;
+    spawn_wrapped(config, |repo| repo).await
+}
+
+/// [`spawn`] with its repository in `wrap`: tests observe what the service
+/// asks of the real SQL repository.
+pub async fn spawn_wrapped(
+    config: Config,
+    wrap: impl FnOnce(Arc<dyn RunsRepository>) -> Arc<dyn RunsRepository> + Send + 'static,
+) -> anyhow::Result<RunningServer> {
+    let built = build(&config, Box::new(wrap)).await?;
     switchboard_server::spawn(&config.common.server, built.authenticator, built.services).await
 }

@@ -1,5 +1,7 @@
 //! runs-service settings, from flags or environment.
 
+mod run_limits;
+
 use std::time::Duration;
 
 use anyhow::ensure;
@@ -13,6 +15,7 @@ use crate::{
     },
     outbound::llm::{DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, StreamLimits},
 };
+pub use run_limits::RunLimitArgs;
 use switchboard_server::{AuthArgs, CommonArgs, ServerArgs, TelemetryArgs};
 
 /// Everything runs-service is configured with.
@@ -72,6 +75,9 @@ pub struct Config {
     /// Data-source limits: CSV imports and SQL over them.
     #[command(flatten)]
     pub data_sources: DataSourceArgs,
+    /// Runs in flight per organization and per user.
+    #[command(flatten)]
+    pub run_limits: RunLimitArgs,
 }
 
 /// How runs are kept across replicas, and how their streams stay alive.
@@ -371,6 +377,7 @@ impl Config {
             },
             model_limits: ModelLimitArgs::default(),
             data_sources: DataSourceArgs::default(),
+            run_limits: RunLimitArgs::default(),
         }
     }
 }

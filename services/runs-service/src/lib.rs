@@ -18,5 +18,5 @@ mod inbound;
 pub mod metrics;
 pub mod outbound;
 
-pub use app::{SERVICE_NAME, migrate, run, spawn};
+pub use app::{SERVICE_NAME, migrate, run, spawn, spawn_wrapped};
 pub use config::Config;

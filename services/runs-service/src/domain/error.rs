@@ -28,6 +28,10 @@ pub enum RunsError {
     /// An organization quota is used up; retrying does not help.
     #[error("{0}")]
     QuotaExceeded(String),
+    /// The organization or the user has as many runs in flight as it may;
+    /// retrying when one ends helps.
+    #[error("{0}")]
+    RunLimit(String),
     /// Every work slot is taken; retrying shortly helps.
     #[error("{0}")]
     Busy(String),

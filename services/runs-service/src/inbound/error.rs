@@ -6,6 +6,10 @@ use switchboard_server::{ApiError, Refusal};
 
 use crate::domain::error::RunsError;
 
+/// The retry delay suggested at a run limit: runs last seconds to minutes,
+/// so a shorter one only spins the caller.
+const RUN_LIMIT_RETRY_AFTER: Duration = Duration::from_secs(5);
+
 impl From<RunsError> for ApiError {
     fn from(error: RunsError) -> Self {
         match error {
@@ -16,6 +20,12 @@ impl From<RunsError> for ApiError {
             RunsError::ResourceExhausted(message) => Self::ResourceExhausted(message),
             error @ RunsError::ThreadBusy => Self::refused(Refusal::ThreadBusy, error.to_string()),
             RunsError::QuotaExceeded(message) => Self::refused(Refusal::QuotaExceeded, message),
+            RunsError::RunLimit(message) => Self::refused(
+                Refusal::RunLimit {
+                    retry_after: RUN_LIMIT_RETRY_AFTER,
+                },
+                message,
+            ),
             // Work slots free up as queries and imports end.
             RunsError::Busy(message) => Self::Busy {
                 message,

@@ -1,6 +1,7 @@
 //! Integration tests of runs-service over real gRPC on loopback.
 
 mod chassis;
+mod counting;
 mod datasources;
 mod hostile_datasources;
 mod hostile_model;

@@ -10,6 +10,7 @@ use super::{
     events::{Emitter, EmitterStart, Stop},
     lease::{Halt, halted},
     manage::CANCELLED,
+    run_limits::RunPlace,
     start::RunContext,
 };
 use crate::domain::{
@@ -26,6 +27,8 @@ pub(super) struct Launch {
     pub(super) events: mpsc::Sender<Envelope>,
     pub(super) halt: watch::Receiver<Option<Halt>>,
     pub(super) start: EmitterStart,
+    /// The run's place among the runs in flight, held until its task ends.
+    pub(super) place: RunPlace,
 }
 
 impl Orchestrator {
@@ -36,6 +39,7 @@ impl Orchestrator {
             events: tx,
             halt,
             start,
+            place,
         } = launch;
         let run_id = run.id.clone();
         let detached = start.detached;
@@ -56,6 +60,7 @@ impl Orchestrator {
             Err(Stop::Ended) => self.ended(&run, &mut emitter).await,
         }
         self.active.remove(&run_id, run.status);
+        drop(place);
     }
 
     /// A run cancelled by its client's leaving or by `CancelRun`: dropping

@@ -13,9 +13,11 @@
 mod discovery;
 mod drive;
 mod events;
+mod feed;
 mod history;
 mod lease;
 mod manage;
+mod run_limits;
 mod start;
 mod steps;
 mod watch;
@@ -25,6 +27,7 @@ use std::{sync::Arc, time::Duration};
 pub use events::{Envelope, RunEvent, ToolCallStatus, ToolKind};
 pub use history::{HistoryLimits, WindowMeter, keep_window, to_chat};
 pub use lease::{ActiveRuns, Halt, LeaseSettings, keep_leases};
+pub use run_limits::RunLimits;
 pub use start::{ClientResult, RunInput, ToolAnswers};
 pub use watch::WatchSettings;
 
@@ -54,6 +57,8 @@ pub struct RunSettings {
     pub max_stored_events: u64,
     /// How `WatchRun` follows a run.
     pub watch: WatchSettings,
+    /// Runs in flight per organization and per user.
+    pub limits: RunLimits,
 }
 
 /// The ports a run uses.
@@ -81,6 +86,8 @@ pub struct Orchestrator {
     ports: RunPorts,
     settings: RunSettings,
     active: ActiveRuns,
+    counts: run_limits::RunCounts,
+    feeds: feed::Feeds,
 }
 
 impl std::fmt::Debug for Orchestrator {
@@ -95,6 +102,8 @@ impl Orchestrator {
     /// An orchestrator over its ports.
     pub fn new(ports: RunPorts, settings: RunSettings, active: ActiveRuns) -> Self {
         Self {
+            counts: run_limits::RunCounts::new(settings.limits),
+            feeds: feed::Feeds::default(),
             ports,
             settings,
             active,

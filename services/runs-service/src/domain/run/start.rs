@@ -106,6 +106,9 @@ impl Orchestrator {
         // Checked first: input past a limit is refused before anything is
         // read or stored.
         self.settings.input.check(&input)?;
+        // A place is taken before anything is stored, and held by the run's
+        // task to its end, so a refused run leaves nothing behind.
+        let place = self.counts.reserve(&caller)?;
         let (thread, agent, provider) = self.load(&caller, thread_id).await?;
         let (run, input, resumed) = match input {
             RunInput::UserMessage(text) => {
@@ -139,6 +142,7 @@ impl Orchestrator {
         let launch = Launch {
             events: tx,
             halt: self.active.add(&run.id),
+            place,
             start: EmitterStart {
                 after,
                 max_stored: self.settings.max_stored_events,

@@ -56,6 +56,10 @@ pub(super) fn settings() -> RunSettings {
             poll_every: Duration::from_millis(10),
             end_grace: Duration::from_millis(100),
         },
+        limits: RunLimits {
+            per_org: 64,
+            per_user: 16,
+        },
     }
 }
 

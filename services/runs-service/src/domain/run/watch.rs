@@ -1,21 +1,19 @@
 //! `WatchRun`: a run's events from a sequence number, on any replica. The
-//! stored events are read first, then storage is polled for new ones until
-//! the run's last event; a run that ended without one (its replica stopped)
-//! gets an ending made from its stored state.
+//! stored events from the watcher's `from` are read first, then the run's
+//! feed ([`super::feed`]), one storage poll shared by every watcher of the
+//! run on this replica, carries the new ones until the run's last event; a
+//! run that ended without one (its replica stopped) gets an ending made
+//! from its stored state.
 
 use std::{sync::Arc, time::Duration};
 
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 
-use super::{Envelope, Orchestrator, RunEvent};
-use crate::domain::{
-    entities::{Run, RunStatus},
-    error::RunsError,
-    ports::RunsRepository,
+use super::{
+    Envelope, Orchestrator,
+    feed::{Feeds, Item, PAGE},
 };
-
-/// Events read from storage at once.
-const PAGE: u32 = 256;
+use crate::domain::{entities::Run, error::RunsError, ports::RunsRepository};
 
 /// How `WatchRun` follows a run.
 #[derive(Debug, Clone, Copy)]
@@ -34,6 +32,7 @@ impl Orchestrator {
         let (tx, rx) = mpsc::channel(64);
         let follow = Follow {
             repo: Arc::clone(&self.ports.repo),
+            feeds: self.feeds.clone(),
             settings: self.settings.watch,
             run_id: run.id.clone(),
             next: from.max(1),
@@ -45,12 +44,16 @@ impl Orchestrator {
 
 struct Follow {
     repo: Arc<dyn RunsRepository>,
+    feeds: Feeds,
     settings: WatchSettings,
     run_id: String,
     next: i64,
 }
 
 type Watcher = mpsc::Sender<Result<Envelope, RunsError>>;
+
+/// Whether a watcher is done: it got the run's last event, or left.
+type Done = bool;
 
 impl Follow {
     async fn run(mut self, tx: Watcher) {
@@ -60,44 +63,84 @@ impl Follow {
     }
 
     async fn follow(&mut self, tx: &Watcher) -> Result<(), RunsError> {
-        let mut waited_for_end = Duration::ZERO;
+        // A feed that stopped without this watcher's last event (it had
+        // just ended as this watcher joined) is joined again.
         loop {
-            let events = self.repo.run_events(&self.run_id, self.next, PAGE).await?;
-            if !events.is_empty() {
-                waited_for_end = Duration::ZERO;
-                for envelope in events {
-                    self.next = envelope.sequence + 1;
-                    let last = envelope.event.is_last();
-                    if tx.send(Ok(envelope)).await.is_err() || last {
-                        return Ok(());
-                    }
-                }
-                continue;
+            // Subscribed before reading storage: whatever the feed sends
+            // from now on is in the subscription, whatever it sent before
+            // is stored and read below.
+            let mut feed = self
+                .feeds
+                .subscribe(&self.run_id, &self.repo, self.settings);
+            if self.catch_up(tx, None).await? {
+                return Ok(());
             }
-            let Some(run) = self.repo.find_run(&self.run_id).await? else {
-                return Err(RunsError::NotFound("run"));
-            };
-            if run.status != RunStatus::Running {
-                // An interrupted run's replica stopped: no last event comes.
-                if run.status == RunStatus::Interrupted || waited_for_end >= self.settings.end_grace
-                {
-                    let _ = tx.send(Ok(self.ending(run))).await;
-                    return Ok(());
-                }
-                waited_for_end += self.settings.poll_every;
-            }
-            tokio::select! {
-                () = tokio::time::sleep(self.settings.poll_every) => {}
-                () = tx.closed() => return Ok(()),
+            if self.listen(tx, &mut feed).await? {
+                return Ok(());
             }
         }
     }
 
-    fn ending(&self, run: Run) -> Envelope {
-        Envelope {
-            run_id: self.run_id.clone(),
-            sequence: self.next,
-            event: RunEvent::ending(run),
+    /// Forwards the feed until the watcher is done, or the feed stopped.
+    async fn listen(
+        &mut self,
+        tx: &Watcher,
+        feed: &mut broadcast::Receiver<Item>,
+    ) -> Result<Done, RunsError> {
+        loop {
+            let item = tokio::select! {
+                item = feed.recv() => item,
+                () = tx.closed() => return Ok(true),
+            };
+            let done = match item {
+                Ok(Item::Event(envelope)) => {
+                    self.forward(tx, Arc::unwrap_or_clone(envelope)).await?
+                }
+                Ok(Item::Failed(error)) => return Err(error.into()),
+                // Fell behind the feed: what it missed is stored.
+                Err(broadcast::error::RecvError::Lagged(_)) => self.catch_up(tx, None).await?,
+                Err(broadcast::error::RecvError::Closed) => return Ok(false),
+            };
+            if done {
+                return Ok(true);
+            }
         }
+    }
+
+    /// Sends `envelope` of the feed in its place: what this watcher has
+    /// sent already is skipped, what it lacks before it is read first.
+    async fn forward(&mut self, tx: &Watcher, envelope: Envelope) -> Result<Done, RunsError> {
+        if envelope.sequence > self.next && self.catch_up(tx, Some(envelope.sequence)).await? {
+            return Ok(true);
+        }
+        if envelope.sequence < self.next {
+            return Ok(false);
+        }
+        Ok(self.send(tx, envelope).await)
+    }
+
+    /// Sends the stored events from `next` (before `until`, when given)
+    /// until storage has no more.
+    async fn catch_up(&mut self, tx: &Watcher, until: Option<i64>) -> Result<Done, RunsError> {
+        loop {
+            let events = self.repo.run_events(&self.run_id, self.next, PAGE).await?;
+            if events.is_empty() {
+                return Ok(false);
+            }
+            for envelope in events {
+                if until.is_some_and(|until| envelope.sequence >= until) {
+                    return Ok(false);
+                }
+                if self.send(tx, envelope).await {
+                    return Ok(true);
+                }
+            }
+        }
+    }
+
+    async fn send(&mut self, tx: &Watcher, envelope: Envelope) -> Done {
+        self.next = envelope.sequence + 1;
+        let last = envelope.event.is_last();
+        tx.send(Ok(envelope)).await.is_err() || last
     }
 }

@@ -1,0 +1,91 @@
+//! The process's limit of calls in flight, across all connections and
+//! organizations.
+//!
+//! A call holds its permit until its response body ends, not until its
+//! handler returns: a streaming call (ExecuteRun, WatchRun) does its work
+//! while its stream is open, so that is when it costs memory, tasks and
+//! database reads. At the limit a call is refused at once with UNAVAILABLE,
+//! which gRPC clients retry with backoff; queueing behind streams that may
+//! last minutes would only turn overload into timeouts.
+
+use std::{
+    future::Future,
+    pin::Pin,
+    sync::Arc,
+    task::{Context, Poll},
+};
+
+use http::{Request, Response};
+use tokio::sync::Semaphore;
+use tower::{Layer, Service};
+
+use crate::held_body::HeldBody;
+
+/// What a caller refused at the global limit reads.
+const OVERLOADED: &str = "server is at its concurrency limit; retry with backoff";
+
+/// Bounds the calls in flight to `limit`, streams counted until they end.
+#[derive(Debug, Clone)]
+pub struct GlobalLimitLayer {
+    permits: Arc<Semaphore>,
+}
+
+impl GlobalLimitLayer {
+    /// A layer admitting `limit` calls at once.
+    pub fn new(limit: usize) -> Self {
+        Self {
+            permits: Arc::new(Semaphore::new(limit.min(Semaphore::MAX_PERMITS))),
+        }
+    }
+}
+
+impl<S> Layer<S> for GlobalLimitLayer {
+    type Service = GlobalLimitService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        GlobalLimitService {
+            inner,
+            permits: self.permits.clone(),
+        }
+    }
+}
+
+/// The service [`GlobalLimitLayer`] produces.
+#[derive(Debug, Clone)]
+pub struct GlobalLimitService<S> {
+    inner: S,
+    permits: Arc<Semaphore>,
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+impl<S, B> Service<Request<B>> for GlobalLimitService<S>
+where
+    S: Service<Request<B>, Response = Response<tonic::body::Body>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    B: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = BoxFuture<Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        // The clone that was polled ready must serve this call.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let Ok(permit) = self.permits.clone().try_acquire_owned() else {
+            tracing::debug!("call refused at the process's concurrency limit");
+            let response = tonic::Status::unavailable(OVERLOADED).into_http();
+            return Box::pin(async move { Ok(response) });
+        };
+        let call = inner.call(request);
+        Box::pin(async move {
+            let response = call.await?;
+            Ok(response.map(|body| tonic::body::Body::new(HeldBody::new(body, permit))))
+        })
+    }
+}

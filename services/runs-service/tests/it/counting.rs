@@ -1,0 +1,168 @@
+//! The real SQL repository, counting the reads that follow a run's events
+//! (`run_events`, `find_run`, `last_run_event`), per run.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
+
+use async_trait::async_trait;
+use switchboard_runs_service::domain::{
+    entities::{Agent, Message, Run, Thread},
+    ports::{Cursor, LeaseState, RepositoryError, RunsRepository},
+    run::{Envelope, HistoryLimits},
+};
+
+type Result<T> = std::result::Result<T, RepositoryError>;
+
+/// Counts the event reads of each run, and delegates everything.
+pub struct Counting {
+    inner: Arc<dyn RunsRepository>,
+    reads: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+/// The counts a [`Counting`] repository keeps, read by the test.
+#[derive(Clone, Default)]
+pub struct Reads(Arc<Mutex<HashMap<String, usize>>>);
+
+impl Reads {
+    /// Wraps `inner`, counting into these counts.
+    pub fn wrap(&self, inner: Arc<dyn RunsRepository>) -> Arc<dyn RunsRepository> {
+        Arc::new(Counting {
+            inner,
+            reads: self.0.clone(),
+        })
+    }
+
+    /// Event reads of `run_id` so far.
+    pub fn of(&self, run_id: &str) -> usize {
+        self.0
+            .lock()
+            .expect("not poisoned")
+            .get(run_id)
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+impl Counting {
+    fn count(&self, run_id: &str) {
+        *self
+            .reads
+            .lock()
+            .expect("not poisoned")
+            .entry(run_id.to_owned())
+            .or_insert(0) += 1;
+    }
+}
+
+#[async_trait]
+impl RunsRepository for Counting {
+    async fn insert_agent(&self, agent: &Agent) -> Result<()> {
+        self.inner.insert_agent(agent).await
+    }
+    async fn get_agent(&self, org: &str, id: &str) -> Result<Option<Agent>> {
+        self.inner.get_agent(org, id).await
+    }
+    async fn list_agents(&self, org: &str, after: Cursor, limit: u32) -> Result<Vec<Agent>> {
+        self.inner.list_agents(org, after, limit).await
+    }
+    async fn update_agent(&self, agent: &Agent) -> Result<bool> {
+        self.inner.update_agent(agent).await
+    }
+    async fn delete_agent(&self, org: &str, id: &str) -> Result<bool> {
+        self.inner.delete_agent(org, id).await
+    }
+    async fn insert_thread(&self, thread: &Thread) -> Result<()> {
+        self.inner.insert_thread(thread).await
+    }
+    async fn get_thread(&self, org: &str, user: &str, id: &str) -> Result<Option<Thread>> {
+        self.inner.get_thread(org, user, id).await
+    }
+    async fn get_thread_with_agent(
+        &self,
+        org: &str,
+        user: &str,
+        id: &str,
+    ) -> Result<Option<(Thread, Option<Agent>)>> {
+        self.inner.get_thread_with_agent(org, user, id).await
+    }
+    async fn list_threads(
+        &self,
+        org: &str,
+        user: &str,
+        agent: Option<&str>,
+        before: Cursor,
+        limit: u32,
+    ) -> Result<Vec<Thread>> {
+        self.inner
+            .list_threads(org, user, agent, before, limit)
+            .await
+    }
+    async fn delete_thread(&self, org: &str, user: &str, id: &str) -> Result<bool> {
+        self.inner.delete_thread(org, user, id).await
+    }
+    async fn append_messages(&self, thread_id: &str, messages: &[Message]) -> Result<Vec<i64>> {
+        self.inner.append_messages(thread_id, messages).await
+    }
+    async fn list_messages(
+        &self,
+        thread_id: &str,
+        after_seq: i64,
+        limit: u32,
+    ) -> Result<Vec<Message>> {
+        self.inner.list_messages(thread_id, after_seq, limit).await
+    }
+    async fn recent_messages(
+        &self,
+        thread_id: &str,
+        limits: HistoryLimits,
+    ) -> Result<Vec<Message>> {
+        self.inner.recent_messages(thread_id, limits).await
+    }
+    async fn start_run_with(&self, run: &Run, input: &[Message]) -> Result<Vec<i64>> {
+        self.inner.start_run_with(run, input).await
+    }
+    async fn update_run_with(&self, run: &Run, messages: &[Message]) -> Result<Vec<i64>> {
+        self.inner.update_run_with(run, messages).await
+    }
+    async fn resume_run(&self, run_id: &str, now: i64) -> Result<bool> {
+        self.inner.resume_run(run_id, now).await
+    }
+    async fn resume_run_with(&self, run: &Run, messages: &[Message]) -> Result<Option<Vec<i64>>> {
+        self.inner.resume_run_with(run, messages).await
+    }
+    async fn get_run(&self, thread_id: &str, id: &str) -> Result<Option<Run>> {
+        self.inner.get_run(thread_id, id).await
+    }
+    async fn find_run(&self, id: &str) -> Result<Option<Run>> {
+        self.count(id);
+        self.inner.find_run(id).await
+    }
+    async fn heartbeat(&self, run_ids: &[String]) -> Result<Vec<(String, LeaseState)>> {
+        self.inner.heartbeat(run_ids).await
+    }
+    async fn interrupt_expired_runs(&self) -> Result<u64> {
+        self.inner.interrupt_expired_runs().await
+    }
+    async fn interrupt_previous_process_runs(&self) -> Result<u64> {
+        self.inner.interrupt_previous_process_runs().await
+    }
+    async fn list_runs(&self, thread_id: &str, before: Cursor, limit: u32) -> Result<Vec<Run>> {
+        self.inner.list_runs(thread_id, before, limit).await
+    }
+    async fn request_cancel(&self, run_id: &str, reason: &str) -> Result<Option<Run>> {
+        self.inner.request_cancel(run_id, reason).await
+    }
+    async fn append_run_event(&self, event: &Envelope) -> Result<()> {
+        self.inner.append_run_event(event).await
+    }
+    async fn run_events(&self, run_id: &str, from: i64, limit: u32) -> Result<Vec<Envelope>> {
+        self.count(run_id);
+        self.inner.run_events(run_id, from, limit).await
+    }
+    async fn last_run_event(&self, run_id: &str) -> Result<i64> {
+        self.count(run_id);
+        self.inner.last_run_event(run_id).await
+    }
+}

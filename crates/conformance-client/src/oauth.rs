@@ -35,6 +35,8 @@ pub fn auth_config(scenario: &Scenario) -> pb::auth_config::Method {
         redirect_uri: REDIRECT_URI.to_owned(),
         client_id: text("client_id"),
         client_secret: text("client_secret"),
+        // A pre-registered secret goes only to the issuer it was given for.
+        issuer: text("issuer"),
         client_metadata_url: CLIENT_METADATA_URL.to_owned(),
         ..Default::default()
     })

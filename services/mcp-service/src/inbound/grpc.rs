@@ -76,7 +76,7 @@ impl McpService for McpApi {
                 .await
                 .map_err(status)?;
             Ok(pb::CreateIntegrationResponse {
-                integration: Some(proto_integration(&integration)),
+                integration: Some(proto_integration(&integration, &caller)),
             })
         };
         self.idempotency
@@ -99,7 +99,7 @@ impl McpService for McpApi {
         let id = parse_id("id", &request.get_ref().id)?;
         let integration = self.integrations.get(&caller, id).await.map_err(status)?;
         Ok(Response::new(pb::GetIntegrationResponse {
-            integration: Some(proto_integration(&integration)),
+            integration: Some(proto_integration(&integration, &caller)),
         }))
     }
 
@@ -124,7 +124,11 @@ impl McpService for McpApi {
             .await
             .map_err(status)?;
         Ok(Response::new(pb::ListIntegrationsResponse {
-            integrations: page.integrations.iter().map(proto_integration).collect(),
+            integrations: page
+                .integrations
+                .iter()
+                .map(|integration| proto_integration(integration, &caller))
+                .collect(),
             next_page_token: encode_page_token(page.next),
         }))
     }
@@ -146,7 +150,7 @@ impl McpService for McpApi {
             .await
             .map_err(status)?;
         Ok(Response::new(pb::UpdateIntegrationResponse {
-            integration: Some(proto_integration(&integration)),
+            integration: Some(proto_integration(&integration, &caller)),
         }))
     }
 
@@ -175,7 +179,7 @@ impl McpService for McpApi {
             .await
             .map_err(status)?;
         Ok(Response::new(pb::EnableIntegrationResponse {
-            integration: Some(proto_integration(&integration)),
+            integration: Some(proto_integration(&integration, &caller)),
         }))
     }
 
@@ -191,7 +195,7 @@ impl McpService for McpApi {
             .await
             .map_err(status)?;
         Ok(Response::new(pb::DisableIntegrationResponse {
-            integration: Some(proto_integration(&integration)),
+            integration: Some(proto_integration(&integration, &caller)),
         }))
     }
 
@@ -255,7 +259,7 @@ impl McpService for McpApi {
             .await
             .map_err(status)?;
         let mut response = wire::discovery(&discovery);
-        response.integration = Some(proto_integration(&integration));
+        response.integration = Some(proto_integration(&integration, &caller));
         Ok(Response::new(response))
     }
 

@@ -12,6 +12,7 @@ mod hostile_oauth;
 mod hostile_sandbox;
 mod hostile_server;
 mod hostile_stdio;
+mod hostile_tokens;
 mod input_required;
 mod integrations;
 mod oauth_organization;

@@ -122,13 +122,19 @@ wait_for_port runs-service "$RUNS_PORT"
 if [ "$PROVIDER" = scripted ]; then wait_for_port scripted-model "$MODEL_PORT"; fi
 echo "$MODEL_NOTE"
 
-# The CLI reads its addresses and token from this file.
+# The CLI reads its addresses and token from this file. It holds an admin
+# token, so it is created readable by its owner only (umask, not a chmod
+# after the fact: the file is never readable by others, not even briefly).
 TOKEN=$(SWITCHBOARD_JWT_SECRET="$JWT_SECRET" "$BIN/switchboard-token" --org demo-org --user demo-user --role admin)
-cat >"$DIR/cli.toml" <<EOF
+(
+  umask 077
+  rm -f "$DIR/cli.toml"
+  cat >"$DIR/cli.toml" <<EOF
 mcp_addr = "http://127.0.0.1:$MCP_PORT"
 runs_addr = "http://127.0.0.1:$RUNS_PORT"
 token = "$TOKEN"
 EOF
+)
 export SWITCHBOARD_CONFIG=$DIR/cli.toml
 sb() { echo "\$ switchboard $*" >&2; "$BIN/switchboard" "$@"; }
 json_id() { python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])'; }
@@ -149,7 +155,12 @@ TRANSCRIPT=$DIR/transcript.txt
 sb chat --thread "$THREAD" -m "$QUESTION" | tee "$TRANSCRIPT"
 
 if [ "$NONINTERACTIVE" = 1 ]; then
-  say "Checking the transcript"
+  say "Checking the token file and the transcript"
+  mode=$(stat -c %a "$DIR/cli.toml")
+  if [ "$mode" != 600 ]; then
+    echo "demo-check: $DIR/cli.toml holds a token and is mode $mode, not 600" >&2
+    exit 1
+  fi
   for expected in '✓ mcp_list_resources' '✓ retrieve_mcp_resource' 'CSV resource imported' \
     '✓ source_query' '✓ example__add → 285' '185.25' 'together took 285'; do
     if ! grep -qF -- "$expected" "$TRANSCRIPT"; then

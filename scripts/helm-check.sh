@@ -69,6 +69,38 @@ for name in "${renders[@]}"; do
   fi
 done
 
+# Every render restricts egress (no rule open to every address, none to the
+# cluster's private ranges without the operator naming them) and opens the
+# metrics port to the named scrapers only, never to every namespace.
+for name in "${renders[@]}"; do
+  "$venv/bin/python" - "$out/$name.yaml" <<'PY' || fail "the network policies of $name are too open"
+import sys
+import yaml
+
+policies = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d.get("kind") == "NetworkPolicy"]
+problems = [] if policies else ["no NetworkPolicy"]
+for policy in policies:
+    name, spec = policy["metadata"]["name"], policy["spec"]
+    if "Egress" not in spec.get("policyTypes", []):
+        problems.append(f"{name}: egress is not restricted")
+    for rule in spec.get("egress", []):
+        if not rule.get("to") and not rule.get("ports"):
+            problems.append(f"{name}: an egress rule allows everything")
+        for peer in rule.get("to", []):
+            block = peer.get("ipBlock", {})
+            if block.get("cidr") in ("0.0.0.0/0", "::/0") and not block.get("except"):
+                problems.append(f"{name}: egress to every address, the cluster's included")
+    for rule in spec.get("ingress", []):
+        if any(port.get("port") == "metrics" for port in rule.get("ports", [])):
+            peers = rule.get("from", [])
+            if not peers or {"namespaceSelector": {}} in peers:
+                problems.append(f"{name}: the metrics port is open to every namespace")
+for problem in problems:
+    print(f"helm-check: {problem}", file=sys.stderr)
+sys.exit(1 if problems else 0)
+PY
+done
+
 for values in "$chart"/tests/invalid/*.yaml; do
   expected="$(sed -n '1s/^# expect: //p' "$values")"
   [ -n "$expected" ] || { fail "$(basename "$values") names no expected message"; continue; }

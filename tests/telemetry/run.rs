@@ -22,9 +22,12 @@ use crate::world::{Options, World, world};
 
 const FIRST_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const SECOND_TRACE: &str = "5cf92f3577b34da6a3ce929d0e0e4737";
+const THIRD_TRACE: &str = "6df92f3577b34da6a3ce929d0e0e4738";
 const CLIENT_SPAN: &str = "00f067aa0ba902b7";
 const CANARY_CREDENTIAL: &str = "canary-credential-7f3a9c02";
 const CANARY_ARGUMENT: &str = "canary-argument-51be0d77";
+/// An argument the MCP server repeats in its error.
+const CANARY_IN_ERROR: &str = "canary-error-9d21e6f4";
 
 #[derive(Clone, Default)]
 struct Logs(Arc<Mutex<Vec<u8>>>);
@@ -73,6 +76,16 @@ fn turns(integration_id: &str) -> Vec<Turn> {
         Turn::Text("done".into()),
         echo("c4"),
         Turn::Text("done again".into()),
+        Turn::ToolCalls(vec![ScriptedToolCall::new(
+            "c5",
+            "retrieve_mcp_resource",
+            json!({
+                "integrationId": integration_id,
+                "resourceUri": format!("data://sales/{CANARY_IN_ERROR}.csv"),
+            })
+            .to_string(),
+        )]),
+        Turn::Text("not found".into()),
     ]
 }
 
@@ -311,6 +324,28 @@ async fn one_run_is_one_trace_from_the_client_to_the_mcp_server() {
         &secrets,
         &[&collector.everything(), &logs.text(), &scrape(&guard).await],
     );
+
+    // With capture off again, a failure's status holds its type, not the
+    // server's text (which repeats the argument).
+    switchboard_telemetry::set_capture_content(false);
+    run_in_trace(&mut w, THIRD_TRACE).await;
+    let spans = spans_of(&collector, &guard, THIRD_TRACE).await;
+    let failed: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.status.as_ref().is_some_and(|status| status.code == 2))
+        .collect();
+    assert!(
+        failed.iter().any(|s| s.name.starts_with("resources/read")),
+        "the failed read is marked: {failed:?}"
+    );
+    for span in failed {
+        let message = span.status.as_ref().map(|s| s.message.as_str());
+        assert!(
+            !message.unwrap_or_default().contains(CANARY_IN_ERROR),
+            "{}: {message:?}",
+            span.name
+        );
+    }
 }
 
 fn assert_nothing_holds(secrets: &[&str], texts: &[&str]) {

@@ -12,7 +12,10 @@ mod token;
 mod verify;
 
 pub use jsonwebtoken::{Algorithm, EncodingKey};
-pub use token::{AuthError, ClaimNames, Claims, JwksConfig, JwtKey, TokenMinter, VerifierConfig};
+pub use token::{
+    AuthError, ClaimNames, Claims, DEFAULT_AUDIENCE, JwksConfig, JwtKey, TokenMinter,
+    VerifierConfig,
+};
 pub use verify::Authenticator;
 
 use std::sync::Arc;

@@ -6,6 +6,11 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 
+/// The audience Switchboard's services require unless configured otherwise
+/// (`SWITCHBOARD_JWT_AUDIENCE`), and the one `switchboard-token` mints for: a
+/// token issued for another service of the same signer is refused.
+pub const DEFAULT_AUDIENCE: &str = "switchboard";
+
 /// The claims of a Switchboard token.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Claims {
@@ -24,13 +29,15 @@ pub struct Claims {
     /// Issuer, checked when the verifier is configured with one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iss: Option<String>,
-    /// Audience, checked when the verifier is configured with one.
+    /// Audience, checked when the verifier is configured with one (the
+    /// services always are).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aud: Option<String>,
 }
 
 impl Claims {
-    /// Claims for `user` in `org` with `roles`, valid for `ttl` from now.
+    /// Claims for `user` in `org` with `roles`, valid for `ttl` from now, for
+    /// the [`DEFAULT_AUDIENCE`].
     pub fn new(org: &str, user: &str, roles: &[&str], ttl: Duration) -> Self {
         let now = unix_now();
         Self {
@@ -40,7 +47,7 @@ impl Claims {
             exp: now + ttl.as_secs(),
             iat: now,
             iss: None,
-            aud: None,
+            aud: Some(DEFAULT_AUDIENCE.to_owned()),
         }
     }
 }

@@ -64,6 +64,12 @@ pub struct ConnectionArgs {
         value_name = "JWT"
     )]
     pub token: Option<String>,
+    /// Send the token over plaintext HTTP/2 to a host that is not loopback
+    /// (anyone on the path reads it). Without it such an address is refused;
+    /// an address without a scheme means TLS (`https://`) unless it is
+    /// loopback.
+    #[arg(long, env = "SWITCHBOARD_INSECURE_PLAINTEXT", global = true)]
+    pub insecure_plaintext: bool,
     /// Config file [default: ~/.config/switchboard/config.toml, when present]
     #[arg(long, env = "SWITCHBOARD_CONFIG", global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,

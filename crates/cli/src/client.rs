@@ -9,7 +9,7 @@ use tonic::{
     Request, Status,
     metadata::{Ascii, MetadataValue},
     service::{Interceptor, interceptor::InterceptedService},
-    transport::{Channel, Endpoint},
+    transport::{Channel, ClientTlsConfig, Endpoint},
 };
 
 use crate::{config::Settings, error::CliError};
@@ -85,9 +85,16 @@ impl Clients {
     }
 }
 
+/// A lazy channel to `addr`; an `https://` address is verified against the
+/// system's trusted roots.
 fn channel(addr: &str) -> Result<Channel, CliError> {
-    let endpoint = Endpoint::from_shared(addr.to_owned())
+    let mut endpoint = Endpoint::from_shared(addr.to_owned())
         .map_err(|error| CliError::Usage(format!("address {addr:?}: {error}")))?
         .connect_timeout(CONNECT_TIMEOUT);
+    if addr.starts_with("https://") {
+        endpoint = endpoint
+            .tls_config(ClientTlsConfig::new().with_native_roots())
+            .map_err(|error| CliError::Usage(format!("address {addr:?}: {error}")))?;
+    }
     Ok(endpoint.connect_lazy())
 }

@@ -57,7 +57,7 @@ impl Settings {
             (None, None, Some(path)) => Some(read_small(path)?),
             (None, None, None) => None,
         };
-        Ok(Self {
+        let settings = Self {
             mcp_addr: with_scheme(
                 args.mcp_addr
                     .clone()
@@ -74,7 +74,36 @@ impl Settings {
                 .map(|token| token.trim().to_owned())
                 .filter(|token| !token.is_empty()),
             timeout: args.timeout.into(),
-        })
+        };
+        if settings.token.is_some() && !args.insecure_plaintext {
+            for addr in [&settings.mcp_addr, &settings.runs_addr] {
+                refuse_plaintext_off_loopback(addr)?;
+            }
+        }
+        Ok(settings)
+    }
+}
+
+/// A token sent as plaintext leaves the machine readable by anyone on the
+/// path, so `http://` is for loopback only unless `--insecure-plaintext`.
+fn refuse_plaintext_off_loopback(addr: &str) -> Result<(), CliError> {
+    let url = url::Url::parse(addr)
+        .map_err(|error| CliError::Usage(format!("address {addr:?}: {error}")))?;
+    if url.scheme() == "http" && !is_loopback(&url) {
+        return Err(CliError::Usage(format!(
+            "{addr} is plaintext to a host that is not loopback and the token would travel \
+             unencrypted: use https://, or pass --insecure-plaintext to send it anyway"
+        )));
+    }
+    Ok(())
+}
+
+fn is_loopback(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        None => false,
     }
 }
 
@@ -110,12 +139,16 @@ fn read_small(path: &Path) -> Result<String, CliError> {
     std::fs::read_to_string(path).map_err(unreadable)
 }
 
-/// Plain host:port means plaintext HTTP/2.
+/// Plain host:port means TLS, except on loopback (the local demo), where it
+/// means plaintext HTTP/2.
 fn with_scheme(addr: String) -> String {
     if addr.contains("://") {
-        addr
-    } else {
-        format!("http://{addr}")
+        return addr;
+    }
+    let plaintext = format!("http://{addr}");
+    match url::Url::parse(&plaintext) {
+        Ok(url) if is_loopback(&url) => plaintext,
+        _ => format!("https://{addr}"),
     }
 }
 
@@ -128,6 +161,7 @@ mod tests {
             mcp_addr: None,
             runs_addr: Some("127.0.0.1:7".into()),
             token: None,
+            insecure_plaintext: false,
             config,
             timeout: Duration::from_secs(1).into(),
         }
@@ -142,15 +176,50 @@ mod tests {
         std::fs::write(
             &config,
             format!(
-                "mcp_addr = \"http://10.0.0.1:1\"\nruns_addr = \"http://10.0.0.1:2\"\ntoken_file = {:?}\n",
+                "mcp_addr = \"https://10.0.0.1:1\"\nruns_addr = \"https://10.0.0.1:2\"\ntoken_file = {:?}\n",
                 token_file
             ),
         )
         .expect("written");
         let settings = Settings::resolve(&args(Some(config))).expect("resolves");
-        assert_eq!(settings.mcp_addr, "http://10.0.0.1:1");
+        assert_eq!(settings.mcp_addr, "https://10.0.0.1:1");
         assert_eq!(settings.runs_addr, "http://127.0.0.1:7");
         assert_eq!(settings.token.as_deref(), Some("jwt-from-file"));
+    }
+
+    #[test]
+    fn an_address_without_a_scheme_is_tls_unless_loopback() {
+        assert_eq!(with_scheme("10.0.0.1:1".into()), "https://10.0.0.1:1");
+        assert_eq!(
+            with_scheme("switchboard.example.com:443".into()),
+            "https://switchboard.example.com:443"
+        );
+        assert_eq!(with_scheme("127.0.0.1:7".into()), "http://127.0.0.1:7");
+        assert_eq!(with_scheme("[::1]:7".into()), "http://[::1]:7");
+        assert_eq!(with_scheme("localhost:7".into()), "http://localhost:7");
+        assert_eq!(with_scheme("http://10.0.0.1:1".into()), "http://10.0.0.1:1");
+    }
+
+    #[test]
+    fn a_token_is_not_sent_as_plaintext_off_loopback_unless_asked() {
+        let mut args = args(None);
+        args.token = Some("jwt".into());
+        args.mcp_addr = Some("http://10.0.0.1:1".into());
+        let error = Settings::resolve(&args).expect_err("refused");
+        assert_eq!(error.exit_code(), 2);
+        assert!(
+            error.to_string().contains("--insecure-plaintext"),
+            "{error}"
+        );
+        assert!(!error.to_string().contains("jwt"), "{error}");
+
+        args.mcp_addr = Some("http://localhost:1".into());
+        Settings::resolve(&args).expect("loopback plaintext is the demo's default");
+        args.mcp_addr = Some("https://10.0.0.1:1".into());
+        Settings::resolve(&args).expect("TLS");
+        args.mcp_addr = Some("http://10.0.0.1:1".into());
+        args.insecure_plaintext = true;
+        Settings::resolve(&args).expect("asked for");
     }
 
     #[test]

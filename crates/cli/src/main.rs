@@ -10,6 +10,7 @@ mod config;
 mod error;
 mod output;
 mod refs;
+mod terminal_text;
 
 use std::process::ExitCode;
 

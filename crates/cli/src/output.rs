@@ -9,7 +9,10 @@ use comfy_table::{ContentArrangement, Table, presets};
 use prost_reflect::{DescriptorPool, DynamicMessage, SerializeOptions};
 use switchboard_proto::{FILE_DESCRIPTOR_SET, mcp::v1 as mcp, runs::v1 as runs};
 
-use crate::error::CliError;
+use crate::{
+    error::CliError,
+    terminal_text::{for_terminal, json_for_terminal},
+};
 
 /// A message with its fully qualified protobuf name, so that it can be
 /// printed in the protobuf JSON mapping.
@@ -76,24 +79,30 @@ impl Output {
         self.json
     }
 
-    /// One line on stdout.
+    /// One line on stdout, made safe for a terminal.
     pub fn line(self, text: impl std::fmt::Display) -> Result<(), CliError> {
+        let text = text.to_string();
         let mut stdout = io::stdout().lock();
-        writeln!(stdout, "{text}")?;
+        writeln!(stdout, "{}", for_terminal(&text))?;
         Ok(())
     }
 
-    /// Text on stdout without a line break, shown at once.
+    /// Text on stdout without a line break, shown at once, made safe for a
+    /// terminal.
     pub fn text(self, text: &str) -> Result<(), CliError> {
         let mut stdout = io::stdout().lock();
-        stdout.write_all(text.as_bytes())?;
+        stdout.write_all(for_terminal(text).as_bytes())?;
         stdout.flush()?;
         Ok(())
     }
 
-    /// A message as one line of JSON.
+    /// A message as one line of JSON, its value unchanged and its control
+    /// characters escaped.
     pub fn proto<M: Proto>(self, message: &M) -> Result<(), CliError> {
-        self.line(to_json(message)?)
+        let json = to_json(message)?.to_string();
+        let mut stdout = io::stdout().lock();
+        writeln!(stdout, "{}", json_for_terminal(&json))?;
+        Ok(())
     }
 
     /// `message` as JSON when asked for, else what `human` prints.
@@ -122,7 +131,8 @@ impl Output {
 /// A line on stderr (errors, questions beside JSON output). A closed stderr
 /// leaves nothing to tell, so a failed write is dropped.
 pub fn to_stderr(line: impl std::fmt::Display) {
-    let _ = writeln!(io::stderr().lock(), "{line}");
+    let line = line.to_string();
+    let _ = writeln!(io::stderr().lock(), "{}", for_terminal(&line));
 }
 
 /// A table with these column headers.

@@ -43,9 +43,11 @@ pub struct AuthArgs {
     /// Required `iss` claim.
     #[arg(long, env = "SWITCHBOARD_JWT_ISSUER")]
     pub jwt_issuer: Option<String>,
-    /// Required `aud` claim.
-    #[arg(long, env = "SWITCHBOARD_JWT_AUDIENCE")]
-    pub jwt_audience: Option<String>,
+    /// Required `aud` claim. Always checked: a signer (an identity provider,
+    /// a shared secret) that issues tokens for other services too must not
+    /// open this one with them.
+    #[arg(long, env = "SWITCHBOARD_JWT_AUDIENCE", default_value = switchboard_auth::DEFAULT_AUDIENCE)]
+    pub jwt_audience: String,
     /// URL of the identity provider's JSON Web Key Set (RS*, PS*, ES256,
     /// ES384 or EdDSA keys, chosen by the token's `kid`); requires the
     /// issuer and audience.
@@ -120,7 +122,7 @@ impl AuthArgs {
             jwt_secret_file: None,
             jwt_public_key_file: None,
             jwt_issuer: None,
-            jwt_audience: None,
+            jwt_audience: switchboard_auth::DEFAULT_AUDIENCE.to_owned(),
             jwt_jwks_url: None,
             jwt_org_claim: "org".into(),
             jwt_roles_claim: "roles".into(),
@@ -151,10 +153,8 @@ impl AuthArgs {
                 // service in it: without both checks a token issued for
                 // another audience (or by another issuer using the same
                 // keys) would be accepted here.
-                if self.jwt_issuer.is_none() || self.jwt_audience.is_none() {
-                    bail!(
-                        "SWITCHBOARD_JWT_JWKS_URL requires SWITCHBOARD_JWT_ISSUER and SWITCHBOARD_JWT_AUDIENCE"
-                    );
+                if self.jwt_issuer.is_none() {
+                    bail!("SWITCHBOARD_JWT_JWKS_URL requires SWITCHBOARD_JWT_ISSUER");
                 }
                 JwtKey::Jwks(JwksConfig {
                     url: url.clone(),
@@ -170,9 +170,12 @@ impl AuthArgs {
             ),
             _ => bail!("set only one of the JWT secret, secret file, public key file or JWKS URL"),
         };
+        if self.jwt_audience.trim().is_empty() {
+            bail!("SWITCHBOARD_JWT_AUDIENCE must not be empty");
+        }
         let mut config = VerifierConfig::with_key(key);
         config.issuer = self.jwt_issuer.clone();
-        config.audience = self.jwt_audience.clone();
+        config.audience = Some(self.jwt_audience.clone());
         config.claims = ClaimNames {
             org: self.jwt_org_claim.clone(),
             roles: self.jwt_roles_claim.clone(),
@@ -248,7 +251,29 @@ mod tests {
     }
 
     #[test]
-    fn a_jwks_url_needs_an_issuer_and_an_audience_and_brings_its_bounds() {
+    fn an_audience_is_always_required() {
+        let parse = |args: &[&str]| {
+            Auth::try_parse_from([&["test", "--jwt-secret=0123456789abcdef"], args].concat())
+                .expect("parses")
+                .auth
+                .verifier_config()
+        };
+        let config = parse(&[]).expect("the default audience");
+        assert_eq!(
+            config.audience.as_deref(),
+            Some(switchboard_auth::DEFAULT_AUDIENCE)
+        );
+        let config = parse(&["--jwt-audience=billing"]).expect("a chosen audience");
+        assert_eq!(config.audience.as_deref(), Some("billing"));
+        let error = parse(&["--jwt-audience="]).expect_err("an empty audience");
+        assert!(
+            error.to_string().contains("SWITCHBOARD_JWT_AUDIENCE"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_jwks_url_needs_an_issuer_and_brings_its_bounds() {
         let parse = |args: &[&str]| {
             Auth::try_parse_from([&["test"], args].concat())
                 .expect("parses")
@@ -256,9 +281,9 @@ mod tests {
                 .verifier_config()
         };
         let url = "--jwt-jwks-url=https://idp.example/jwks";
-        let error = parse(&[url, "--jwt-issuer=https://idp.example"]).expect_err("no audience");
+        let error = parse(&[url, "--jwt-audience=switchboard"]).expect_err("no issuer");
         assert!(
-            error.to_string().contains("SWITCHBOARD_JWT_AUDIENCE"),
+            error.to_string().contains("SWITCHBOARD_JWT_ISSUER"),
             "{error}"
         );
         let config = parse(&[

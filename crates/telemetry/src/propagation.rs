@@ -105,8 +105,16 @@ pub fn continue_trace(span: &tracing::Span, headers: &http::HeaderMap) {
 }
 
 /// Marks `span` failed, with `error.type` (a low-cardinality class of the
-/// failure, per the semantic conventions) and a description.
+/// failure, per the semantic conventions) and a description. The description
+/// is the failure's own text only with content capture on: a server's or a
+/// model's error text often repeats the arguments it was sent, so without
+/// capture the status says the error type and nothing more.
 pub fn record_error(span: &tracing::Span, error_type: &str, description: &str) {
     span.set_attribute("error.type", error_type.to_owned());
+    let description = if crate::capture_content() {
+        description
+    } else {
+        error_type
+    };
     span.set_status(Status::error(description.to_owned()));
 }

@@ -14,7 +14,7 @@ use crate::{
         address_policy::AddressPolicy, calls::CallService, integration::Timeouts,
         resolve::ConfigPolicy, service::IntegrationService,
     },
-    inbound::McpApi,
+    inbound::{McpApi, ResumeSeal},
     outbound::{
         discovery::DiscoveryLimits,
         gateway::{GatewayLimits, RmcpGateway},
@@ -144,6 +144,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     });
     let (connector, flows) = connector(config, &policy, &db.pool, keys.clone())?;
     let gateway = Arc::new(gateway(config, connector, config.task_polling()?));
+    let resume = ResumeSeal::new(keys.clone(), config.resume_ttl);
     let repository = Arc::new(SqlIntegrationRepository::new(db.pool.clone(), keys));
     let integrations = IntegrationService::new(
         repository,
@@ -163,7 +164,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         db.pool.clone(),
         config.common.database.request_id_window,
     ));
-    let api = McpServiceServer::new(McpApi::new(integrations, calls, idempotency))
+    let api = McpServiceServer::new(McpApi::new(integrations, calls, idempotency, resume))
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
     Ok(Built {

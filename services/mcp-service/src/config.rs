@@ -136,6 +136,10 @@ pub struct Config {
     /// changes through another replica take effect within this time.
     #[arg(long, env = "SWITCHBOARD_INTEGRATION_CACHE_TTL", default_value = "2s", value_parser = humantime::parse_duration)]
     pub integration_cache_ttl: Duration,
+    /// How long a server's `request_state` or `task_id`, sealed to the
+    /// caller and call that received it, may be sent back to resume it.
+    #[arg(long, env = "SWITCHBOARD_MCP_RESUME_TTL", default_value = "24h", value_parser = humantime::parse_duration)]
+    pub resume_ttl: Duration,
     /// Largest tool, resource or prompt result passed on, in bytes.
     #[arg(long, env = "SWITCHBOARD_MCP_MAX_RESULT_BYTES", default_value_t = 4 * 1024 * 1024)]
     pub max_result_bytes: usize,
@@ -276,6 +280,7 @@ impl Config {
             session_idle_timeout: Duration::from_secs(300),
             discovery_ttl: Duration::from_secs(300),
             integration_cache_ttl: Duration::from_secs(2),
+            resume_ttl: Duration::from_secs(24 * 3600),
             max_result_bytes: 4 * 1024 * 1024,
             max_sessions_per_org: 200,
             max_stdio_sessions_per_org: 20,

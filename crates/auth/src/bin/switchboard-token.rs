@@ -22,6 +22,9 @@ struct Args {
     /// Roles (repeatable).
     #[arg(long = "role", default_values_t = ["admin".to_owned()])]
     roles: Vec<String>,
+    /// Audience (`aud`); the services require theirs (`SWITCHBOARD_JWT_AUDIENCE`).
+    #[arg(long, default_value = switchboard_auth::DEFAULT_AUDIENCE)]
+    audience: String,
     /// Lifetime in seconds.
     #[arg(long, default_value_t = 86_400)]
     ttl_secs: u64,
@@ -30,12 +33,13 @@ struct Args {
 fn main() {
     let args = Args::parse();
     let roles: Vec<&str> = args.roles.iter().map(String::as_str).collect();
-    let claims = Claims::new(
+    let mut claims = Claims::new(
         &args.org,
         &args.user,
         &roles,
         Duration::from_secs(args.ttl_secs),
     );
+    claims.aud = Some(args.audience);
     match TokenMinter::hs256(&args.secret).mint(&claims) {
         Ok(token) => println!("{token}"),
         Err(error) => {

@@ -26,7 +26,7 @@ impl LineReader {
         let mut editor = self.editor.take().ok_or_else(|| {
             CliError::Failed("the line editor was lost by an earlier failure".into())
         })?;
-        let prompt = prompt.to_owned();
+        let prompt = crate::terminal_text::for_terminal(prompt).into_owned();
         // The editor blocks on the terminal; it runs on a blocking thread
         // and comes back with the line.
         let (mut editor, line) = tokio::task::spawn_blocking(move || {

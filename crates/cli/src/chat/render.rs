@@ -13,6 +13,7 @@ use switchboard_proto::{
 use crate::{
     error::CliError,
     output::{Output, short},
+    terminal_text::for_terminal,
 };
 
 /// How a run ended, when it did not fail.
@@ -179,7 +180,7 @@ impl Renderer {
                 spinner.enable_steady_tick(Duration::from_millis(100));
                 spinner
             });
-            spinner.set_message(labels);
+            spinner.set_message(for_terminal(&labels).into_owned());
         }
         Ok(())
     }
@@ -199,7 +200,7 @@ impl Renderer {
                 spinner.finish_and_clear();
             }
         } else if let Some(spinner) = &self.spinner {
-            spinner.set_message(self.running_labels());
+            spinner.set_message(for_terminal(&self.running_labels()).into_owned());
         }
         let result = short(&call.result, 100);
         let line = match ToolCallStatus::try_from(call.status) {

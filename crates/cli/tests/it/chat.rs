@@ -142,3 +142,50 @@ async fn chat_exits_1_when_the_run_fails_or_waits_for_input_it_never_gets() {
         "{stderr}"
     );
 }
+
+/// The model's text and an MCP server's error text carry terminal escape
+/// sequences (an OSC 52 clipboard write, a disguised OSC 8 link, a cursor
+/// move) and a carriage return faking a prompt: the CLI shows them as
+/// visible escapes and obeys none, in text and in JSON.
+#[tokio::test]
+async fn chat_prints_no_terminal_control_from_the_model_or_a_server() {
+    const HOSTILE: &str = "fine\u{1b}]52;c;cm0gLXJmIH4=\u{7}\u{1b}]8;;https://evil.example\u{1b}\\docs\u{1b}]8;;\u{1b}\\\u{1b}[1A\u{1b}[2K\ryou> \u{9b}0m\u{202e}";
+    // One script per run: the text run, then the JSON run.
+    let turns = (0..2).flat_map(|_| {
+        [
+            Turn::ToolCalls(vec![ScriptedToolCall::new(
+                "c1",
+                "example__fail",
+                serde_json::json!({ "message": HOSTILE }).to_string(),
+            )]),
+            Turn::Text(HOSTILE.into()),
+        ]
+    });
+    let world = World::start(turns.collect()).await;
+    let (_, agent_id) = world.agent(&[]).await;
+    for json in [false, true] {
+        let mut args: Vec<&str> = vec!["chat", agent_id.as_str(), "-m", "go"];
+        if json {
+            args.push("--json");
+        }
+        let output = world.run(&args).await;
+        let (stdout, stderr) = text(&output);
+        assert!(output.status.success(), "{stdout}{stderr}");
+        for printed in [&stdout, &stderr] {
+            let obeyed: Vec<char> = printed
+                .chars()
+                .filter(|c| matches!(c, '\u{1b}' | '\u{7}' | '\r' | '\u{9b}' | '\u{202e}'))
+                .collect();
+            assert!(obeyed.is_empty(), "{obeyed:?} in {printed:?}");
+        }
+        if json {
+            for line in stdout.lines() {
+                serde_json::from_str::<serde_json::Value>(line).expect("each line is JSON");
+            }
+            assert!(stdout.contains("\\u001b]52;c;"), "{stdout}");
+        } else {
+            assert!(stdout.contains("fine\\u{1b}]52;c;"), "{stdout}");
+            assert!(stdout.contains("\\u{d}you> "), "{stdout}");
+        }
+    }
+}

@@ -320,13 +320,18 @@ impl IntegrationService {
 
     /// Connects to an integration's server and reports what it offers. The
     /// stored URL is checked against the address policy again, since DNS may
-    /// have changed since it was saved.
+    /// have changed since it was saved. A disabled integration is contacted
+    /// only for an admin (who checks it before enabling it again): for a
+    /// member it is refused like every other use, so its credentials stay home.
     pub async fn validate(
         &self,
         caller: &Principal,
         id: IntegrationId,
     ) -> Result<ProbeReport, McpError> {
         let integration = self.get(caller, id).await?;
+        if !integration.enabled && !caller.is_admin() {
+            return Err(McpError::Disabled(id));
+        }
         let report = self.gateway.probe(&integration).await;
         match &report.error {
             None => {

@@ -76,6 +76,18 @@ pub fn credentials_in(url: &Url) -> Option<String> {
     ))
 }
 
+/// What a member of the organization is shown of a URL an admin entered: its
+/// origin (`https://host:port`). A path (`/v1/<key>/mcp`) or a query name no
+/// list knows (`subscription-key`, `x-functions-key`) can hold a credential,
+/// and names cannot be checked into safety; admins, who entered the URL, see
+/// all of it. A URL that does not parse shows as empty.
+pub fn shown_to_members(url: &str) -> String {
+    match Url::parse(url).map(|url| url.origin()) {
+        Ok(origin @ url::Origin::Tuple(..)) => origin.ascii_serialization(),
+        _ => String::new(),
+    }
+}
+
 /// Whether a query parameter name is one that carries credentials.
 pub fn is_secret_name(name: &str) -> bool {
     let normalized: String = name
@@ -142,6 +154,25 @@ mod tests {
     #[test]
     fn secrets_in_the_fragment_are_refused_too() {
         assert!(refusal("https://mcp.example.com/mcp#access_token=hunter2").is_some());
+    }
+
+    #[test]
+    fn members_see_only_the_origin() {
+        for (url, shown) in [
+            (
+                "https://mcp.example.com/v1/sk-hunter2/mcp?subscription-key=hunter2#x",
+                "https://mcp.example.com",
+            ),
+            (
+                "http://127.0.0.1:8080/api?x-functions-key=hunter2",
+                "http://127.0.0.1:8080",
+            ),
+            ("https://mcp.example.com:443/mcp", "https://mcp.example.com"),
+            ("not a url", ""),
+            ("data:text/plain,hunter2", ""),
+        ] {
+            assert_eq!(shown_to_members(url), shown, "{url}");
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use std::{collections::BTreeMap, time::Duration};
 
 use secrecy::SecretString;
+use switchboard_auth::Principal;
 use switchboard_proto::mcp::v1 as pb;
 use switchboard_server::{FieldViolation, paging};
 
@@ -16,6 +17,7 @@ use crate::domain::{
         Timeouts, TransportConfig,
     },
     ports::ProbeReport,
+    url_secrets,
 };
 
 /// Collects field violations while parsing a request.
@@ -248,8 +250,33 @@ fn proto_auth(auth: &AuthConfig, secrets: &Secrets) -> pb::AuthConfig {
     }
 }
 
-/// An integration as returned to callers: secret values cleared.
-pub(crate) fn proto_integration(integration: &Integration) -> pb::Integration {
+/// An integration as returned to `caller`: secret values cleared, and for a
+/// member every URL cut to its origin (see `url_secrets::shown_to_members`).
+pub(crate) fn proto_integration(integration: &Integration, caller: &Principal) -> pb::Integration {
+    let mut shown = proto_integration_in_full(integration);
+    if !caller.is_admin() {
+        cut_urls_to_origin(&mut shown);
+    }
+    shown
+}
+
+/// What a member sees of the URLs an admin entered: the origin only, since a
+/// path or query may hold a credential no name check can recognise.
+fn cut_urls_to_origin(integration: &mut pb::Integration) {
+    use pb::{auth_config::Method, transport::Kind};
+    if let Some(Kind::StreamableHttp(http)) =
+        integration.transport.as_mut().and_then(|t| t.kind.as_mut())
+    {
+        http.url = url_secrets::shown_to_members(&http.url);
+    }
+    if let Some(Method::OauthClientCredentials(oauth)) =
+        integration.auth.as_mut().and_then(|a| a.method.as_mut())
+    {
+        oauth.token_url = url_secrets::shown_to_members(&oauth.token_url);
+    }
+}
+
+fn proto_integration_in_full(integration: &Integration) -> pb::Integration {
     let (kind, predefined_id) = match &integration.kind {
         IntegrationKind::Custom => (pb::IntegrationKind::Custom, String::new()),
         IntegrationKind::Predefined(id) => (pb::IntegrationKind::Predefined, id.clone()),

@@ -15,6 +15,7 @@ use super::{
     },
     error::status,
     parse::{input_answers, parse_new, parse_patch, tool_call},
+    resume::{Binding, Field, Operation, ResumeSeal},
     wire,
 };
 use crate::domain::{
@@ -31,6 +32,7 @@ pub(crate) struct McpApi {
     integrations: IntegrationService,
     calls: CallService,
     idempotency: Idempotency,
+    resume: ResumeSeal,
 }
 
 impl McpApi {
@@ -38,11 +40,13 @@ impl McpApi {
         integrations: IntegrationService,
         calls: CallService,
         idempotency: Idempotency,
+        resume: ResumeSeal,
     ) -> Self {
         Self {
             integrations,
             calls,
             idempotency,
+            resume,
         }
     }
 }
@@ -76,7 +80,7 @@ impl McpService for McpApi {
                 .await
                 .map_err(status)?;
             Ok(pb::CreateIntegrationResponse {
-                integration: Some(proto_integration(&integration)),
+                integration: Some(proto_integration(&integration, &caller)),
             })
         };
         self.idempotency
@@ -99,7 +103,7 @@ impl McpService for McpApi {
         let id = parse_id("id", &request.get_ref().id)?;
         let integration = self.integrations.get(&caller, id).await.map_err(status)?;
         Ok(Response::new(pb::GetIntegrationResponse {
-            integration: Some(proto_integration(&integration)),
+            integration: Some(proto_integration(&integration, &caller)),
         }))
     }
 
@@ -124,7 +128,11 @@ impl McpService for McpApi {
             .await
             .map_err(status)?;
         Ok(Response::new(pb::ListIntegrationsResponse {
-            integrations: page.integrations.iter().map(proto_integration).collect(),
+            integrations: page
+                .integrations
+                .iter()
+                .map(|integration| proto_integration(integration, &caller))
+                .collect(),
             next_page_token: encode_page_token(page.next),
         }))
     }
@@ -146,7 +154,7 @@ impl McpService for McpApi {
             .await
             .map_err(status)?;
         Ok(Response::new(pb::UpdateIntegrationResponse {
-            integration: Some(proto_integration(&integration)),
+            integration: Some(proto_integration(&integration, &caller)),
         }))
     }
 
@@ -175,7 +183,7 @@ impl McpService for McpApi {
             .await
             .map_err(status)?;
         Ok(Response::new(pb::EnableIntegrationResponse {
-            integration: Some(proto_integration(&integration)),
+            integration: Some(proto_integration(&integration, &caller)),
         }))
     }
 
@@ -191,7 +199,7 @@ impl McpService for McpApi {
             .await
             .map_err(status)?;
         Ok(Response::new(pb::DisableIntegrationResponse {
-            integration: Some(proto_integration(&integration)),
+            integration: Some(proto_integration(&integration, &caller)),
         }))
     }
 
@@ -255,7 +263,7 @@ impl McpService for McpApi {
             .await
             .map_err(status)?;
         let mut response = wire::discovery(&discovery);
-        response.integration = Some(proto_integration(&integration));
+        response.integration = Some(proto_integration(&integration, &caller));
         Ok(Response::new(response))
     }
 
@@ -265,21 +273,28 @@ impl McpService for McpApi {
     ) -> Reply<pb::ExecuteToolResponse> {
         let caller = caller(&request)?;
         let deadline = switchboard_server::grpc_deadline(request.metadata());
-        let request = request.into_inner();
+        let mut request = request.into_inner();
         let id = parse_id("integration_id", &request.integration_id)?;
         if request.tool_name.is_empty() {
             return Err(status(McpError::invalid("tool_name", "is required")));
         }
+        self.resume.open_tool_request(&caller, id, &mut request)?;
         let call = tool_call(&request)?;
         let outcome = self
             .calls
             .execute_tool(&caller, id, call, &request.session_scope, deadline)
             .await
             .map_err(status)?;
-        Ok(Response::new(wire::tool_result(
-            outcome,
-            &request.tool_name,
-        )))
+        let mut response = wire::tool_result(outcome, &request.tool_name);
+        let binding = Binding {
+            caller: &caller,
+            integration: id,
+            scope: &request.session_scope,
+            operation: Operation::Tool(&request.tool_name),
+        };
+        self.resume
+            .seal_input_required(response.input_required.as_mut(), &binding)?;
+        Ok(Response::new(response))
     }
 
     async fn retrieve_resource(
@@ -298,17 +313,31 @@ impl McpService for McpApi {
             .as_ref()
             .map(switchboard_proto::json::struct_to_map)
             .unwrap_or_default();
+        let binding = Binding {
+            caller: &caller,
+            integration: id,
+            scope: &request.session_scope,
+            operation: Operation::Resource(&request.uri),
+        };
+        let state = self.resume.open(
+            Field::RequestState,
+            request.request_state.as_ref(),
+            &binding,
+        )?;
         let query = ResourceQuery {
             uri: &request.uri,
             parameters: &parameters,
-            answers: input_answers(&request.input_responses, request.request_state.as_ref())?,
+            answers: input_answers(&request.input_responses, state.as_ref())?,
         };
         let read = self
             .calls
             .read_resource(&caller, id, query, &request.session_scope, deadline)
             .await
             .map_err(status)?;
-        Ok(Response::new(wire::resource_read(read.uri, &read.result)))
+        let mut response = wire::resource_read(read.uri, &read.result);
+        self.resume
+            .seal_input_required(response.input_required.as_mut(), &binding)?;
+        Ok(Response::new(response))
     }
 
     async fn get_prompt(
@@ -322,8 +351,20 @@ impl McpService for McpApi {
         if request.name.is_empty() {
             return Err(status(McpError::invalid("name", "is required")));
         }
+        let name = request.name.clone();
+        let binding = Binding {
+            caller: &caller,
+            integration: id,
+            scope: &request.session_scope,
+            operation: Operation::Prompt(&name),
+        };
+        let state = self.resume.open(
+            Field::RequestState,
+            request.request_state.as_ref(),
+            &binding,
+        )?;
         let prompt = PromptCall {
-            answers: input_answers(&request.input_responses, request.request_state.as_ref())?,
+            answers: input_answers(&request.input_responses, state.as_ref())?,
             name: request.name,
             arguments: request
                 .arguments
@@ -336,7 +377,10 @@ impl McpService for McpApi {
             .get_prompt(&caller, id, prompt, &request.session_scope, deadline)
             .await
             .map_err(status)?;
-        Ok(Response::new(wire::prompt_result(&result)))
+        let mut response = wire::prompt_result(&result);
+        self.resume
+            .seal_input_required(response.input_required.as_mut(), &binding)?;
+        Ok(Response::new(response))
     }
 
     async fn start_authorization(

@@ -4,6 +4,8 @@ mod convert;
 mod error;
 mod grpc;
 mod parse;
+mod resume;
 pub(crate) mod wire;
 
 pub(crate) use grpc::McpApi;
+pub(crate) use resume::ResumeSeal;

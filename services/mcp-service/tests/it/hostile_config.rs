@@ -14,8 +14,8 @@ use tonic::Code;
 use tonic_types::StatusExt as _;
 
 use crate::support::{
-    Harness, admin, bad_fields, create, http_integration, http_integration_with_auth, req, start,
-    validate,
+    Harness, admin, bad_fields, create, http_integration, http_integration_with_auth, member, req,
+    start, validate,
 };
 
 const URL: &str = "http://127.0.0.1:9/mcp";
@@ -312,8 +312,61 @@ async fn credentials_in_urls_are_refused_naming_the_field(kind: DbKind) {
     assert_eq!(status.code(), Code::InvalidArgument);
 }
 
+/// A credential no name check recognises (in the path, or in a query name
+/// such as `subscription-key`) is never shown to members: they see the
+/// origin of each URL only, while the admin who entered it sees it whole.
+async fn members_see_only_the_origin_of_an_integrations_urls(kind: DbKind) {
+    let mut h = start(kind).await;
+    let secret_url =
+        "http://127.0.0.1:9/v1/sk-hunter2/mcp?subscription-key=hunter2&x-functions-key=hunter2";
+    let token_url = "http://127.0.0.1:9/oauth/hunter2/token?access_key=hunter2";
+    let created = create(
+        &mut h,
+        &admin("org-a"),
+        http_integration_with_auth("keyed", secret_url, Some(oauth(token_url, "s"))),
+    )
+    .await;
+    let full = get(&mut h, &created.id).await;
+    assert_eq!(url_of(&full), secret_url, "the admin sees the whole URL");
+
+    let as_member = h
+        .client
+        .get_integration(req(
+            pb::GetIntegrationRequest {
+                id: created.id.clone(),
+            },
+            &member("org-a"),
+        ))
+        .await
+        .expect("found")
+        .into_inner()
+        .integration
+        .expect("an integration");
+    let listed = h
+        .client
+        .list_integrations(req(
+            pb::ListIntegrationsRequest::default(),
+            &member("org-a"),
+        ))
+        .await
+        .expect("listed")
+        .into_inner()
+        .integrations;
+    for shown in [&as_member, &listed[0]] {
+        assert_eq!(url_of(shown), "http://127.0.0.1:9");
+        assert!(!format!("{shown:?}").contains("hunter2"), "{shown:?}");
+        match shown.auth.as_ref().and_then(|a| a.method.as_ref()) {
+            Some(Method::OauthClientCredentials(oauth)) => {
+                assert_eq!(oauth.token_url, "http://127.0.0.1:9");
+            }
+            other => panic!("expected client credentials, got {other:?}"),
+        }
+    }
+}
+
 db_tests!(
     a_changed_destination_without_reentered_secrets_is_invalid_argument,
     a_redirect_to_another_origin_carries_no_credential,
     credentials_in_urls_are_refused_naming_the_field,
+    members_see_only_the_origin_of_an_integrations_urls,
 );

@@ -12,11 +12,13 @@ use switchboard_proto::{json::json_to_struct, mcp::v1 as pb};
 use switchboard_test_support::{DbKind, db_tests};
 use tonic::Code;
 
-use crate::support::{Harness, admin, bad_fields, create, http_integration, req, start_with};
+use crate::support::{
+    Harness, admin, bad_fields, create, http_integration, member, req, start_with,
+};
 
 struct Setup {
     h: Harness,
-    _upstream: RunningHttpServer,
+    upstream: RunningHttpServer,
     token: String,
     id: String,
 }
@@ -37,7 +39,7 @@ async fn setup(kind: DbKind, policy: ElicitationPolicy) -> Setup {
         .id;
     Setup {
         h,
-        _upstream: upstream,
+        upstream,
         token,
         id,
     }
@@ -126,25 +128,56 @@ async fn the_policy_answers_a_servers_question_within_one_call(kind: DbKind) {
     }
 }
 
-async fn the_request_state_travels_unchanged_and_bad_answers_are_refused(kind: DbKind) {
+/// A `request_state` resumes only the call it was handed out for: another
+/// user of the organization, another tool, or a state the service never
+/// handed out is refused with INVALID_ARGUMENT and never reaches the server.
+async fn a_request_state_resumes_only_the_call_it_was_handed_to(kind: DbKind) {
     let s = setup(kind, ElicitationPolicy::Caller).await;
     let answer = json!({"action": "accept", "content": {"confirmed": true}});
-    // The server sees exactly what the caller sent: another state is not
-    // its own, and it says so.
-    let changed = execute(
-        &s,
-        confirm(&s, &[(CONFIRM_KEY, answer)], Some("confirm:something-else")),
-    )
-    .await;
-    assert!(changed.is_error);
-    assert_eq!(
-        changed.failure_reason(),
-        pb::ToolFailureReason::ProtocolError
-    );
+    let asked = execute(&s, confirm(&s, &[], None)).await;
+    let state = asked
+        .input_required
+        .and_then(|input| input.request_state)
+        .expect("the server's state");
     assert!(
-        changed.error_message.contains("requestState"),
-        "{changed:?}"
+        !state.contains("confirm:"),
+        "the server's value is sealed: {state}"
     );
+    let calls = s.upstream.stats.snapshot().tool_calls;
+
+    let another_user = member("org-a");
+    let mut other_tool = confirm(&s, &[(CONFIRM_KEY, answer.clone())], Some(&state));
+    other_tool.tool_name = "echo".into();
+    for (request, token) in [
+        (
+            confirm(&s, &[(CONFIRM_KEY, answer.clone())], Some(&state)),
+            another_user.as_str(),
+        ),
+        (other_tool, s.token.as_str()),
+        (
+            confirm(
+                &s,
+                &[(CONFIRM_KEY, answer.clone())],
+                Some("confirm:something-else"),
+            ),
+            s.token.as_str(),
+        ),
+    ] {
+        let refused =
+            s.h.client
+                .clone()
+                .execute_tool(req(request, token))
+                .await
+                .expect_err("not this call's state");
+        assert_eq!(bad_fields(&refused), vec!["request_state".to_owned()]);
+    }
+    assert_eq!(
+        s.upstream.stats.snapshot().tool_calls,
+        calls,
+        "no refused resume reached the server"
+    );
+    let done = execute(&s, confirm(&s, &[(CONFIRM_KEY, answer)], Some(&state))).await;
+    assert!(!done.is_error, "the receiver still resumes it: {done:?}");
 
     let mut bad = confirm(&s, &[], None);
     bad.input_responses
@@ -212,5 +245,5 @@ db_tests!(
     a_prompt_that_asks_is_answered_by_the_caller_too,
     the_caller_answers_a_servers_question_and_the_call_resumes,
     the_policy_answers_a_servers_question_within_one_call,
-    the_request_state_travels_unchanged_and_bad_answers_are_refused,
+    a_request_state_resumes_only_the_call_it_was_handed_to,
 );

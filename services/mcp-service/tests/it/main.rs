@@ -13,6 +13,7 @@ mod hostile_oauth_code;
 mod hostile_sandbox;
 mod hostile_server;
 mod hostile_stdio;
+mod hostile_tokens;
 mod input_required;
 mod integrations;
 mod oauth_organization;

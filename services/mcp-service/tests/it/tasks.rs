@@ -261,7 +261,7 @@ async fn the_policy_answers_a_tasks_question_within_one_call(kind: DbKind) {
     }
 }
 
-async fn task_ids_are_checked_and_one_at_the_limit_reaches_the_server(kind: DbKind) {
+async fn task_ids_not_handed_out_for_the_call_are_refused_before_the_server(kind: DbKind) {
     const MAX_TASK_ID_BYTES: usize = 1024;
     let s = setup(kind, ElicitationPolicy::Caller, false, None).await;
     let with_task = |task_id: String, state: Option<&str>| {
@@ -270,9 +270,12 @@ async fn task_ids_are_checked_and_one_at_the_limit_reaches_the_server(kind: DbKi
         request.request_state = state.map(str::to_owned);
         request
     };
+    // A task id this service did not hand out for this call (a guessed or
+    // another user's one) is refused before the server, whatever its size.
     for bad in [
         with_task(String::new(), None),
         with_task("t".repeat(MAX_TASK_ID_BYTES + 1), None),
+        with_task("t".repeat(MAX_TASK_ID_BYTES), None),
         with_task("t".into(), Some("state")),
     ] {
         let refused =
@@ -283,14 +286,6 @@ async fn task_ids_are_checked_and_one_at_the_limit_reaches_the_server(kind: DbKi
                 .expect_err("refused");
         assert_eq!(bad_fields(&refused), vec!["task_id".to_owned()]);
     }
-    // Accepted, and the server answers it knows no such task.
-    let unknown = execute(&s, with_task("t".repeat(MAX_TASK_ID_BYTES), None)).await;
-    assert!(unknown.is_error);
-    assert_eq!(
-        unknown.failure_reason(),
-        pb::ToolFailureReason::ProtocolError,
-        "{unknown:?}"
-    );
     assert_eq!(
         s.upstream.stats.snapshot().tool_calls,
         0,
@@ -305,6 +300,6 @@ db_tests!(
     a_tasks_result_is_held_to_the_result_size_limit,
     a_tasks_question_goes_to_the_caller_who_resumes_the_same_task,
     a_tasks_result_is_the_calls_result,
-    task_ids_are_checked_and_one_at_the_limit_reaches_the_server,
+    task_ids_not_handed_out_for_the_call_are_refused_before_the_server,
     the_policy_answers_a_tasks_question_within_one_call,
 );

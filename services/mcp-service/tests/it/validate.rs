@@ -7,7 +7,7 @@ use switchboard_example_mcp_server::{HttpServerOptions, spawn_http};
 use switchboard_proto::mcp::v1 as pb;
 use switchboard_test_support::{DbKind, db_tests, workspace_binary};
 
-use crate::support::{self, Harness, admin, create, http_integration, start, start_with};
+use crate::support::{self, Harness, admin, create, http_integration, member, start, start_with};
 
 async fn validate(h: &mut Harness, id: &str) -> pb::ValidateIntegrationResponse {
     support::validate(h, &admin("org-a"), id).await
@@ -113,9 +113,57 @@ async fn validation_starts_an_allow_listed_stdio_server(kind: DbKind) {
     assert_eq!(report.tool_count, 10);
 }
 
+/// A disabled integration is not contacted for a member: its credentials
+/// stay home, and the member learns why. An admin may still check it before
+/// enabling it again.
+async fn a_member_cannot_validate_a_disabled_integration(kind: DbKind) {
+    let upstream = spawn_http(HttpServerOptions::default())
+        .await
+        .expect("upstream");
+    let mut h = start(kind).await;
+    let id = create(
+        &mut h,
+        &admin("org-a"),
+        http_integration("example", &upstream.url()),
+    )
+    .await
+    .id;
+    h.client
+        .disable_integration(support::req(
+            pb::DisableIntegrationRequest { id: id.clone() },
+            &admin("org-a"),
+        ))
+        .await
+        .expect("disabled");
+    let before = upstream.stats.snapshot().sessions;
+    let refused = h
+        .client
+        .validate_integration(support::req(
+            pb::ValidateIntegrationRequest { id: id.clone() },
+            &member("org-a"),
+        ))
+        .await
+        .expect_err("a member cannot validate a disabled integration");
+    assert_eq!(
+        refused.code(),
+        tonic::Code::FailedPrecondition,
+        "{refused:?}"
+    );
+    assert!(refused.message().contains("disabled"), "{refused:?}");
+    assert_eq!(
+        upstream.stats.snapshot().sessions,
+        before,
+        "the server was not contacted"
+    );
+    let report = validate(&mut h, &id).await;
+    assert!(report.ok, "an admin may check it: {}", report.error);
+    upstream.shutdown().await;
+}
+
 db_tests!(
     validation_reports_the_servers_name_and_capability_counts,
     validation_explains_a_closed_port,
     validation_gives_up_at_the_connect_timeout,
     validation_starts_an_allow_listed_stdio_server,
+    a_member_cannot_validate_a_disabled_integration,
 );

@@ -4,6 +4,7 @@ mod chassis;
 mod datasources;
 mod hostile_datasources;
 mod hostile_model;
+mod hostile_queries;
 mod hostile_server;
 mod leases;
 mod repository;

@@ -237,6 +237,8 @@ async fn a_query_past_its_time_has_ended_before_its_slot_is_given_back(kind: DbK
     let fx = Fixture::new(kind, ImportLimits::default(), quick, capacity).await;
     let thread = fx.thread("org-a").await;
     fx.import(&thread, "t", &numbers_csv(4)).await;
+    let other = fx.thread("org-b").await;
+    fx.import(&other, "t", &numbers_csv(4)).await;
     let slow = "SELECT sum(value % 7) FROM generate_series(1, 1000000000000)";
     let query = {
         let sources = Arc::clone(&fx.sources);
@@ -252,6 +254,13 @@ async fn a_query_past_its_time_has_ended_before_its_slot_is_given_back(kind: DbK
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let pid = worker.expect("the query runs in a process of its own");
+    // Meanwhile, another organization's query runs.
+    let result = fx
+        .sources
+        .query(&other, "SELECT count(*) FROM t")
+        .await
+        .expect("another organization's query runs meanwhile");
+    assert_eq!(result.rows, [["4"]]);
     let error = query.await.expect("joined").expect_err("past its time");
     assert!(matches!(error, QueryError::Timeout(_)), "{error:?}");
     assert!(

@@ -357,15 +357,20 @@ impl Bounded {
                         .saturating_add((rep / 2).saturating_mul(s))
                 })
             }
+            Growth::Encode | Growth::Cast | Growth::Format => self.check_encoding(args),
+        }
+    }
+
+    /// The functions whose output follows from one argument or the type.
+    fn check_encoding(&self, args: &ScalarFunctionArgs) -> Result<()> {
+        let bytes = |i: usize| args.args.get(i).map_or(Sizes::One(None), Sizes::bytes);
+        let (name, limits) = (self.inner.name(), self.limits);
+        match self.growth {
             Growth::Encode => {
                 let s = bytes(0);
                 check_output(name, args, limits, |r| {
                     s.at(r).saturating_mul(2).saturating_add(4)
                 })
-            }
-            Growth::Cast => {
-                let width = fixed_width(args.return_field.data_type());
-                check_output(name, args, limits, |_| width)
             }
             Growth::Format => {
                 let format = bytes(1);
@@ -375,6 +380,10 @@ impl Bounded {
                         .saturating_mul(FORMAT_EXPANSION)
                         .saturating_add(FORMAT_BASE)
                 })
+            }
+            _ => {
+                let width = fixed_width(args.return_field.data_type());
+                check_output(name, args, limits, |_| width)
             }
         }
     }

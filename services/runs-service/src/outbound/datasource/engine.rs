@@ -31,6 +31,7 @@ use datafusion::{
         object_store::ObjectStoreRegistry,
         runtime_env::{RuntimeEnv, RuntimeEnvBuilder},
     },
+    logical_expr::LogicalPlan,
     object_store::ObjectStore,
     physical_plan::{ExecutionPlan, coop::CooperativeExec, execute_stream},
     prelude::{SQLOptions, SessionConfig, SessionContext},
@@ -87,24 +88,7 @@ async fn plan_and_collect(
 ) -> Result<QueryResult, QueryError> {
     let ctx = session(schema, runtime, partitions).map_err(QueryError::Internal)?;
     let engine = |e: DataFusionError| QueryError::Engine(e.strip_backtrace());
-    let plan = ctx
-        .state()
-        .statement_to_plan(statement)
-        .await
-        .map_err(engine)?;
-    SQLOptions::new()
-        .with_allow_ddl(false)
-        .with_allow_dml(false)
-        .with_allow_statements(false)
-        .verify_plan(&plan)
-        .map_err(|e| QueryError::Refused(e.strip_backtrace()))?;
-    allowlist::check_plan(&plan)?;
-    // Before anything is evaluated, constant folding included.
-    let value_limits = ValueLimits {
-        per_value: limits.max_value_bytes as u64,
-        per_call: limits.call_bytes() as u64,
-    };
-    let plan = bounded::bound_plan(plan, value_limits).map_err(engine)?;
+    let plan = checked_plan(&ctx, statement, limits).await?;
     // One row more than shown tells whether the result was cut; the limit
     // also lets the engine sort with a bounded top-k instead of everything.
     let frame = ctx
@@ -148,6 +132,34 @@ async fn plan_and_collect(
     // Dropping the stream stops whatever the engine still had running.
     drop(stream);
     Ok(collector.result)
+}
+
+/// The plan of `statement`, refused when it is not read-only or calls a
+/// function off the list, with its growing functions bounded.
+async fn checked_plan(
+    ctx: &SessionContext,
+    statement: DfStatement,
+    limits: &QueryLimits,
+) -> Result<LogicalPlan, QueryError> {
+    let engine = |e: DataFusionError| QueryError::Engine(e.strip_backtrace());
+    let plan = ctx
+        .state()
+        .statement_to_plan(statement)
+        .await
+        .map_err(engine)?;
+    SQLOptions::new()
+        .with_allow_ddl(false)
+        .with_allow_dml(false)
+        .with_allow_statements(false)
+        .verify_plan(&plan)
+        .map_err(|e| QueryError::Refused(e.strip_backtrace()))?;
+    allowlist::check_plan(&plan)?;
+    // Before anything is evaluated, constant folding included.
+    let value_limits = ValueLimits {
+        per_value: limits.max_value_bytes as u64,
+        per_call: limits.call_bytes() as u64,
+    };
+    bounded::bound_plan(plan, value_limits).map_err(engine)
 }
 
 /// `plan` with every operator's output passing through [`CooperativeExec`].

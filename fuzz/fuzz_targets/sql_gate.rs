@@ -40,7 +40,8 @@ static FIXTURE: LazyLock<Fixture> = LazyLock::new(|| {
     let runtime = switchboard_fuzz::runtime();
     let sources = runtime.block_on(async {
         let pool = switchboard_fuzz::database().await;
-        let sources = SqlDataSources::new(pool, switchboard_fuzz::import_limits(), query_limits());
+        let sources = SqlDataSources::new(pool, switchboard_fuzz::import_limits(), query_limits())
+            .with_queries_in_process();
         for (name, csv) in [("sales.csv", SALES), ("regions.csv", REGIONS)] {
             sources
                 .import_csv(THREAD_ID, name, name, None, csv.as_bytes())

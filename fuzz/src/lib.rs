@@ -93,7 +93,9 @@ pub fn query_limits() -> QueryLimits {
 /// A data-source store over `pool` that keeps no decoded table between
 /// queries, so that every query decodes the stored bytes again.
 pub fn uncached_sources(pool: AnyPool) -> SqlDataSources {
-    SqlDataSources::new(pool, import_limits(), query_limits()).with_cache_bytes(0)
+    SqlDataSources::new(pool, import_limits(), query_limits())
+        .with_queries_in_process()
+        .with_cache_bytes(0)
 }
 
 /// Whether `name` is a plain SQL identifier as the import promises: lowercase

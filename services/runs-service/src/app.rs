@@ -76,14 +76,16 @@ async fn build(config: &Config, wrap: WrapRepository) -> anyhow::Result<Built> {
     let mcp = mcp_service(config).await?;
     let settings = &config.data_sources;
     settings.check(config.common.server.max_message_bytes)?;
-    let sources: Arc<dyn DataSources> = Arc::new(
-        SqlDataSources::new(
-            db.pool.clone(),
-            settings.import_limits(),
-            settings.query_limits(),
-        )
-        .with_capacity(settings.capacity()),
-    );
+    let mut sources = SqlDataSources::new(
+        db.pool.clone(),
+        settings.import_limits(),
+        settings.query_limits(),
+    )
+    .with_capacity(settings.capacity());
+    if let Some(worker) = &settings.query_worker {
+        sources = sources.with_query_worker(worker.clone());
+    }
+    let sources: Arc<dyn DataSources> = Arc::new(sources);
     let orchestrator = Orchestrator::new(
         RunPorts {
             repo: repo.clone(),

@@ -273,6 +273,17 @@ pub struct DataSourceArgs {
     /// Largest value a string function of a query may build, in bytes.
     #[arg(long = "data-source-query-max-value-bytes", env = "SWITCHBOARD_DATA_SOURCE_QUERY_MAX_VALUE_BYTES", default_value_t = QueryLimits::default().max_value_bytes)]
     pub query_max_value_bytes: usize,
+    /// Memory ceiling of the process one query runs in, in bytes (above
+    /// `SWITCHBOARD_DATA_SOURCE_QUERY_MEMORY_BYTES`).
+    #[arg(long = "data-source-query-max-memory-bytes", env = "SWITCHBOARD_DATA_SOURCE_QUERY_MAX_MEMORY_BYTES", default_value_t = QueryLimits::default().process_memory_bytes)]
+    pub query_max_memory_bytes: usize,
+    /// The runs-service binary that runs queries (`query-worker`); by
+    /// default the running one.
+    #[arg(
+        long = "data-source-query-worker",
+        env = "SWITCHBOARD_DATA_SOURCE_QUERY_WORKER"
+    )]
+    pub query_worker: Option<std::path::PathBuf>,
 }
 
 impl Default for DataSourceArgs {
@@ -292,6 +303,8 @@ impl Default for DataSourceArgs {
             org_bytes: capacity.org_bytes,
             query_max_result_bytes: query.max_result_bytes,
             query_max_value_bytes: query.max_value_bytes,
+            query_max_memory_bytes: query.process_memory_bytes,
+            query_worker: None,
         }
     }
 }
@@ -313,6 +326,13 @@ impl DataSourceArgs {
             self.concurrent_work_per_org,
             self.concurrent_work
         );
+        ensure!(
+            self.query_max_memory_bytes > self.query_memory_bytes,
+            "SWITCHBOARD_DATA_SOURCE_QUERY_MAX_MEMORY_BYTES ({}) must be above \
+             SWITCHBOARD_DATA_SOURCE_QUERY_MEMORY_BYTES ({}): the query's process holds its engine's memory and more",
+            self.query_max_memory_bytes,
+            self.query_memory_bytes
+        );
         Ok(())
     }
 
@@ -331,6 +351,7 @@ impl DataSourceArgs {
             memory_bytes: self.query_memory_bytes,
             max_result_bytes: self.query_max_result_bytes,
             max_value_bytes: self.query_max_value_bytes,
+            process_memory_bytes: self.query_max_memory_bytes,
             ..QueryLimits::default()
         }
     }

@@ -1,11 +1,33 @@
 //! runs-service binary: configuration, telemetry, then [`switchboard_runs_service::run`]
 //! (or [`switchboard_runs_service::migrate`] alone).
+//!
+//! `runs-service query-worker <thread>` (hidden) runs one data-source query
+//! that the service hands it on stdin, in a process of its own.
+
+use std::process::ExitCode;
 
 use clap::Parser;
-use switchboard_runs_service::{Config, SERVICE_NAME, migrate, run};
+use switchboard_runs_service::{
+    Config, SERVICE_NAME, migrate,
+    outbound::datasource::{WORKER_SUBCOMMAND, run_query_worker},
+    run,
+};
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<ExitCode> {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|arg| arg == WORKER_SUBCOMMAND)
+    {
+        return Ok(run_query_worker());
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(serve())
+        .map(|()| ExitCode::SUCCESS)
+}
+
+async fn serve() -> anyhow::Result<()> {
     let config = Config::parse();
     let _telemetry = switchboard_telemetry::init(&config.common.telemetry.config(SERVICE_NAME))?;
     if config.common.database.migrate_only {

@@ -148,6 +148,12 @@ pub struct QueryLimits {
     /// `||`, …) may build; a bigger one fails the query before it is built.
     /// One call over a batch may build at most [`Self::call_bytes`].
     pub max_value_bytes: usize,
+    /// The memory ceiling of the process a query runs in (its data
+    /// segment: heap, anonymous mappings, thread stacks): everything the
+    /// query holds, [`Self::memory_bytes`] and the values expressions build
+    /// included. A query that would pass it ends with an error, and the
+    /// process is killed, not the service.
+    pub process_memory_bytes: usize,
 }
 
 impl QueryLimits {
@@ -168,6 +174,7 @@ impl Default for QueryLimits {
             max_cell_chars: 200,
             max_result_bytes: 64 * 1024,
             max_value_bytes: 1024 * 1024,
+            process_memory_bytes: 512 * 1024 * 1024,
         }
     }
 }

@@ -22,7 +22,7 @@ use switchboard_runs_service::{
 use switchboard_test_support::{DbKind, TestDb, db_tests};
 
 /// A table with enough rows that a four-way cross join has millions.
-fn numbers_csv(rows: usize) -> String {
+pub(crate) fn numbers_csv(rows: usize) -> String {
     let mut csv = String::from("n,name\n");
     for i in 0..rows {
         csv.push_str(&format!("{i},name {i}\n"));
@@ -38,15 +38,15 @@ fn query_limits() -> QueryLimits {
     }
 }
 
-struct Fixture {
+pub(crate) struct Fixture {
     _db: TestDb,
     pool: sqlx::AnyPool,
     repo: SqlRunsRepository,
-    sources: Arc<SqlDataSources>,
+    pub(crate) sources: Arc<SqlDataSources>,
 }
 
 impl Fixture {
-    async fn new(
+    pub(crate) async fn new(
         kind: DbKind,
         import: ImportLimits,
         query: QueryLimits,
@@ -79,7 +79,7 @@ impl Fixture {
     }
 
     /// A new stored thread of `org`.
-    async fn thread(&self, org: &str) -> String {
+    pub(crate) async fn thread(&self, org: &str) -> String {
         let thread = Thread {
             id: new_id(),
             org_id: org.into(),
@@ -96,7 +96,7 @@ impl Fixture {
         thread.id
     }
 
-    async fn import(&self, thread: &str, name: &str, csv: &str) {
+    pub(crate) async fn import(&self, thread: &str, name: &str, csv: &str) {
         self.sources
             .import_csv(thread, name, "client", None, csv.as_bytes())
             .await
@@ -104,13 +104,13 @@ impl Fixture {
     }
 
     /// The model-facing `source_query` tool over these data sources.
-    fn source_query(&self) -> SourceQuery {
+    pub(crate) fn source_query(&self) -> SourceQuery {
         let sources: Arc<dyn DataSources> = self.sources.clone();
         SourceQuery::new(sources)
     }
 }
 
-fn arguments(sql: &str) -> ToolArguments {
+pub(crate) fn arguments(sql: &str) -> ToolArguments {
     ToolArguments::parse(&json!({ "query": sql }).to_string()).expect("a JSON object")
 }
 

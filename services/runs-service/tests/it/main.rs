@@ -5,6 +5,7 @@ mod counting;
 mod datasources;
 mod hostile_datasources;
 mod hostile_model;
+mod hostile_queries;
 mod hostile_server;
 mod leases;
 mod repository;

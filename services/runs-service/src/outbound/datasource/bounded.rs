@@ -9,8 +9,10 @@
 //! anything is evaluated (constant folding included), by a wrapper that works
 //! out an upper bound of its output from the lengths of its arguments and
 //! fails the query when one value or one call over a batch would pass the
-//! limit. Functions left out build at most a small constant multiple of their
-//! input and cannot be chained into growth (`upper`, `translate`, …).
+//! limit. `to_char` is bounded by its format: each directive writes a few
+//! dozen bytes at most. The other functions on the list (`allowlist.rs`)
+//! build at most a small constant multiple of their input and cannot be
+//! chained into growth (`upper`, `translate`, …).
 
 use std::{any::Any, sync::Arc};
 
@@ -69,7 +71,17 @@ enum Growth {
     /// `arrow_cast`: a fixed-width target type costs its width per row, even
     /// for NULLs.
     Cast,
+    /// `to_char(value, format)`: every two bytes of the format (a directive
+    /// such as `%c` or `%+`) write at most [`FORMAT_EXPANSION`] bytes.
+    Format,
 }
+
+/// Most bytes one byte of a `to_char` format writes: `%+` (two bytes)
+/// writes a 32-byte timestamp with fraction and offset.
+const FORMAT_EXPANSION: u64 = 16;
+
+/// Bytes `to_char` writes beyond its format (a default rendering).
+const FORMAT_BASE: u64 = 64;
 
 impl Growth {
     fn of(name: &str) -> Option<Self> {
@@ -83,6 +95,7 @@ impl Growth {
             "overlay" => Self::Overlay,
             "encode" => Self::Encode,
             "arrow_cast" | "arrow_try_cast" => Self::Cast,
+            "to_char" => Self::Format,
             _ => return None,
         })
     }
@@ -344,13 +357,31 @@ impl Bounded {
                         .saturating_add((rep / 2).saturating_mul(s))
                 })
             }
+            Growth::Encode | Growth::Cast | Growth::Format => self.check_encoding(args),
+        }
+    }
+
+    /// The functions whose output follows from one argument or the type.
+    fn check_encoding(&self, args: &ScalarFunctionArgs) -> Result<()> {
+        let bytes = |i: usize| args.args.get(i).map_or(Sizes::One(None), Sizes::bytes);
+        let (name, limits) = (self.inner.name(), self.limits);
+        match self.growth {
             Growth::Encode => {
                 let s = bytes(0);
                 check_output(name, args, limits, |r| {
                     s.at(r).saturating_mul(2).saturating_add(4)
                 })
             }
-            Growth::Cast => {
+            Growth::Format => {
+                let format = bytes(1);
+                check_output(name, args, limits, |r| {
+                    format
+                        .at(r)
+                        .saturating_mul(FORMAT_EXPANSION)
+                        .saturating_add(FORMAT_BASE)
+                })
+            }
+            _ => {
                 let width = fixed_width(args.return_field.data_type());
                 check_output(name, args, limits, |_| width)
             }

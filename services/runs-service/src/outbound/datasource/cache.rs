@@ -1,44 +1,11 @@
-//! Decoded tables kept in memory, least recently used evicted first, so that
-//! repeated queries over a thread's tables don't decode them again.
+//! Stored tables kept in memory, least recently used evicted first, so that
+//! repeated queries over a thread's tables don't read them from the database
+//! again. A table is kept as stored (Parquet bytes, several times smaller
+//! than decoded); the query's worker process decodes it.
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-};
+use std::{collections::HashMap, sync::Mutex};
 
-use datafusion::arrow::{datatypes::SchemaRef, record_batch::RecordBatch};
-
-/// A decoded table, ready to be scanned.
-#[derive(Debug)]
-pub(super) struct LoadedTable {
-    /// Its schema.
-    pub schema: SchemaRef,
-    /// Its rows, spread over partitions that are scanned in parallel.
-    pub partitions: Vec<Vec<RecordBatch>>,
-    /// The memory its arrays take.
-    pub bytes: usize,
-}
-
-impl LoadedTable {
-    /// Spreads `batches` round-robin over `partitions` partitions.
-    pub fn new(
-        schema: SchemaRef,
-        batches: Vec<RecordBatch>,
-        partitions: usize,
-        bytes: usize,
-    ) -> Self {
-        let mut spread = vec![Vec::new(); partitions.max(1)];
-        let count = spread.len();
-        for (i, batch) in batches.into_iter().enumerate() {
-            spread[i % count].push(batch);
-        }
-        Self {
-            schema,
-            partitions: spread,
-            bytes,
-        }
-    }
-}
+use bytes::Bytes;
 
 /// Tables by data source id, bounded by the bytes they take. Stored tables
 /// never change, so an entry stays valid until evicted.
@@ -50,7 +17,7 @@ pub(super) struct TableCache {
 
 #[derive(Debug, Default)]
 struct Entries {
-    tables: HashMap<String, (Arc<LoadedTable>, u64)>,
+    tables: HashMap<String, (Bytes, u64)>,
     bytes: usize,
     clock: u64,
 }
@@ -73,28 +40,28 @@ impl TableCache {
     }
 
     /// The table `id`, marked as just used.
-    pub fn get(&self, id: &str) -> Option<Arc<LoadedTable>> {
+    pub fn get(&self, id: &str) -> Option<Bytes> {
         let mut entries = self.entries();
         entries.clock += 1;
         let now = entries.clock;
         entries.tables.get_mut(id).map(|(table, used)| {
             *used = now;
-            Arc::clone(table)
+            table.clone()
         })
     }
 
     /// Keeps `table` as `id`, evicting the least recently used tables to
     /// stay within capacity. A table larger than the whole cache isn't kept.
-    pub fn insert(&self, id: &str, table: Arc<LoadedTable>) {
-        if table.bytes > self.capacity {
+    pub fn insert(&self, id: &str, table: Bytes) {
+        if table.len() > self.capacity {
             return;
         }
         let mut entries = self.entries();
         entries.clock += 1;
         let now = entries.clock;
-        let bytes = table.bytes;
+        let bytes = table.len();
         if let Some((old, _)) = entries.tables.insert(id.to_owned(), (table, now)) {
-            entries.bytes -= old.bytes;
+            entries.bytes -= old.len();
         }
         entries.bytes += bytes;
         while entries.bytes > self.capacity {
@@ -107,7 +74,7 @@ impl TableCache {
                 break;
             };
             if let Some((evicted, _)) = entries.tables.remove(&oldest) {
-                entries.bytes -= evicted.bytes;
+                entries.bytes -= evicted.len();
             }
         }
     }
@@ -121,19 +88,10 @@ impl TableCache {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use datafusion::arrow::datatypes::Schema;
-
     use super::*;
 
-    fn table(bytes: usize) -> Arc<LoadedTable> {
-        Arc::new(LoadedTable::new(
-            Arc::new(Schema::empty()),
-            Vec::new(),
-            1,
-            bytes,
-        ))
+    fn table(bytes: usize) -> Bytes {
+        Bytes::from(vec![0; bytes])
     }
 
     #[test]

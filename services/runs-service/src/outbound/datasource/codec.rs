@@ -32,12 +32,38 @@ pub(super) fn encode(batch: &RecordBatch) -> anyhow::Result<Vec<u8>> {
         .context("failed to finish encoding a table")
 }
 
+/// A decoded table, ready to be scanned.
+#[derive(Debug)]
+pub(super) struct LoadedTable {
+    pub schema: SchemaRef,
+    /// Its rows, spread over partitions that are scanned in parallel.
+    pub partitions: Vec<Vec<RecordBatch>>,
+    /// The memory its arrays take.
+    pub bytes: usize,
+}
+
+/// Decodes stored bytes into a table of `partitions` partitions.
+pub(super) fn load(content: Bytes, partitions: usize) -> anyhow::Result<LoadedTable> {
+    let (schema, batches) = decode(content)?;
+    let bytes = batches.iter().map(RecordBatch::get_array_memory_size).sum();
+    let mut spread = vec![Vec::new(); partitions.max(1)];
+    let count = spread.len();
+    for (i, batch) in batches.into_iter().enumerate() {
+        spread[i % count].push(batch);
+    }
+    Ok(LoadedTable {
+        schema,
+        partitions: spread,
+        bytes,
+    })
+}
+
 /// Decodes stored bytes into their schema and batches of [`BATCH_ROWS`]
 /// rows. The schema comes from the file's metadata, so a table without rows
 /// (no batches) keeps its columns.
-pub(super) fn decode(content: Vec<u8>) -> anyhow::Result<(SchemaRef, Vec<RecordBatch>)> {
-    let builder = ParquetRecordBatchReaderBuilder::try_new(Bytes::from(content))
-        .context("stored table is not valid")?;
+pub(super) fn decode(content: Bytes) -> anyhow::Result<(SchemaRef, Vec<RecordBatch>)> {
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(content).context("stored table is not valid")?;
     let schema = Arc::clone(builder.schema());
     let reader = builder
         .with_batch_size(BATCH_ROWS)

@@ -1,10 +1,13 @@
-//! Read-only SQL over one thread's tables with DataFusion.
+//! Read-only SQL over one thread's tables with DataFusion, in the query's
+//! worker process (`worker.rs`).
 //!
-//! Each query gets a fresh session whose catalog holds only the thread's
-//! tables (loaded when the query names them), no object stores (so no file or
-//! URL can be read), no spill files, and a memory pool of its own. The text
-//! has passed the gate (`gate.rs`); the plan is checked again for DDL, DML and
-//! statements, and its growing functions are bounded, before anything runs.
+//! Each query gets a fresh session whose catalog holds only the tables the
+//! query names (decoded when the planner asks for them), no object stores
+//! (so no file or URL can be read), no spill files, and a memory pool of its
+//! own. The text passes the gate (`gate.rs`) and the function list
+//! (`allowlist.rs`); the plan is checked again for DDL, DML, statements and
+//! unlisted functions, and its growing functions are bounded, before
+//! anything runs.
 
 use std::{
     any::Any,
@@ -13,6 +16,7 @@ use std::{
 };
 
 use async_trait::async_trait;
+use bytes::Bytes;
 use datafusion::{
     arrow::{
         record_batch::RecordBatch,
@@ -27,43 +31,44 @@ use datafusion::{
         object_store::ObjectStoreRegistry,
         runtime_env::{RuntimeEnv, RuntimeEnvBuilder},
     },
+    logical_expr::LogicalPlan,
     object_store::ObjectStore,
     physical_plan::{ExecutionPlan, coop::CooperativeExec, execute_stream},
     prelude::{SQLOptions, SessionConfig, SessionContext},
     sql::parser::Statement as DfStatement,
 };
 use futures::StreamExt as _;
-use tokio::runtime::Handle;
 use url::Url;
 
 use super::{
-    LoadedTable, Store,
+    allowlist,
     bounded::{self, ValueLimits},
+    codec::{self, LoadedTable},
+    gate,
 };
 use crate::domain::datasource::{QueryError, QueryLimits, QueryResult, rendered_line_bytes};
 
-/// Plans and runs `statement` over `tables` (table name → data source id).
-pub(super) async fn run(
-    store: Arc<Store>,
-    io: Handle,
-    tables: HashMap<String, String>,
-    statement: DfStatement,
+/// Plans and runs `sql` over `tables` (table name → stored bytes).
+pub(super) async fn execute(
+    tables: HashMap<String, Bytes>,
+    sql: &str,
     limits: QueryLimits,
     partitions: usize,
 ) -> Result<QueryResult, QueryError> {
+    let statement = gate::check_statement(sql)?;
+    allowlist::check_statement(&statement)?;
     let failure = Arc::new(Mutex::new(None));
     let runtime = query_runtime(&limits).map_err(QueryError::Internal)?;
     let schema = Arc::new(ThreadSchema {
-        store,
-        io,
         tables,
         partitions,
         failure: Arc::clone(&failure),
         pool: Arc::clone(&runtime.memory_pool),
+        decoded: Mutex::new(HashMap::new()),
         reservations: Mutex::new(HashMap::new()),
     });
     let outcome = plan_and_collect(schema, runtime, statement, &limits, partitions).await;
-    // A table that failed to load surfaces as an engine error; it is ours.
+    // A table that failed to decode surfaces as an engine error; it is ours.
     let load_failure = failure
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -83,23 +88,7 @@ async fn plan_and_collect(
 ) -> Result<QueryResult, QueryError> {
     let ctx = session(schema, runtime, partitions).map_err(QueryError::Internal)?;
     let engine = |e: DataFusionError| QueryError::Engine(e.strip_backtrace());
-    let plan = ctx
-        .state()
-        .statement_to_plan(statement)
-        .await
-        .map_err(engine)?;
-    SQLOptions::new()
-        .with_allow_ddl(false)
-        .with_allow_dml(false)
-        .with_allow_statements(false)
-        .verify_plan(&plan)
-        .map_err(|e| QueryError::Refused(e.strip_backtrace()))?;
-    // Before anything is evaluated, constant folding included.
-    let value_limits = ValueLimits {
-        per_value: limits.max_value_bytes as u64,
-        per_call: limits.call_bytes() as u64,
-    };
-    let plan = bounded::bound_plan(plan, value_limits).map_err(engine)?;
+    let plan = checked_plan(&ctx, statement, limits).await?;
     // One row more than shown tells whether the result was cut; the limit
     // also lets the engine sort with a bounded top-k instead of everything.
     let frame = ctx
@@ -143,6 +132,34 @@ async fn plan_and_collect(
     // Dropping the stream stops whatever the engine still had running.
     drop(stream);
     Ok(collector.result)
+}
+
+/// The plan of `statement`, refused when it is not read-only or calls a
+/// function off the list, with its growing functions bounded.
+async fn checked_plan(
+    ctx: &SessionContext,
+    statement: DfStatement,
+    limits: &QueryLimits,
+) -> Result<LogicalPlan, QueryError> {
+    let engine = |e: DataFusionError| QueryError::Engine(e.strip_backtrace());
+    let plan = ctx
+        .state()
+        .statement_to_plan(statement)
+        .await
+        .map_err(engine)?;
+    SQLOptions::new()
+        .with_allow_ddl(false)
+        .with_allow_dml(false)
+        .with_allow_statements(false)
+        .verify_plan(&plan)
+        .map_err(|e| QueryError::Refused(e.strip_backtrace()))?;
+    allowlist::check_plan(&plan)?;
+    // Before anything is evaluated, constant folding included.
+    let value_limits = ValueLimits {
+        per_value: limits.max_value_bytes as u64,
+        per_call: limits.call_bytes() as u64,
+    };
+    bounded::bound_plan(plan, value_limits).map_err(engine)
 }
 
 /// `plan` with every operator's output passing through [`CooperativeExec`].
@@ -250,6 +267,7 @@ fn session(
     // Refused in the text already when at the top; this catches nested ones.
     config.options_mut().execution.enable_recursive_ctes = false;
     let ctx = SessionContext::new_with_config_rt(config, runtime);
+    allowlist::restrict_table_functions(&ctx);
     let catalog = MemoryCatalogProvider::new();
     catalog.register_schema("public", schema)?;
     ctx.register_catalog("datafusion", Arc::new(catalog));
@@ -276,19 +294,18 @@ impl ObjectStoreRegistry for NoObjectStores {
     }
 }
 
-/// One thread's tables, loaded when a query names them.
+/// The tables a query names, decoded when the planner asks for them.
 #[derive(Debug)]
 struct ThreadSchema {
-    store: Arc<Store>,
-    /// The runtime that reads the database.
-    io: Handle,
-    /// Table name → data source id.
-    tables: HashMap<String, String>,
+    /// Table name → stored bytes.
+    tables: HashMap<String, Bytes>,
     partitions: usize,
-    /// Why loading a table failed, if it did.
+    /// Why decoding a table failed, if it did.
     failure: Arc<Mutex<Option<anyhow::Error>>>,
     /// The query's memory pool, which counts the decoded tables it reads.
     pool: Arc<dyn MemoryPool>,
+    /// Tables decoded so far, so that a self-join decodes once.
+    decoded: Mutex<HashMap<String, Arc<LoadedTable>>>,
     /// What each table read counts in `pool`, until the query ends.
     reservations: Mutex<HashMap<String, MemoryReservation>>,
 }
@@ -313,6 +330,20 @@ impl ThreadSchema {
         reservations.insert(name.to_owned(), reservation);
         Ok(())
     }
+
+    /// The decoded table `name`, from this query's earlier decode or now.
+    fn decode(&self, name: &str, content: &Bytes) -> anyhow::Result<Arc<LoadedTable>> {
+        let mut decoded = self
+            .decoded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(table) = decoded.get(name) {
+            return Ok(Arc::clone(table));
+        }
+        let table = Arc::new(codec::load(content.clone(), self.partitions)?);
+        decoded.insert(name.to_owned(), Arc::clone(&table));
+        Ok(table)
+    }
 }
 
 #[async_trait]
@@ -322,10 +353,10 @@ impl SchemaProvider for ThreadSchema {
     }
 
     async fn table(&self, name: &str) -> datafusion::error::Result<Option<Arc<dyn TableProvider>>> {
-        let Some(id) = self.tables.get(name) else {
+        let Some(content) = self.tables.get(name) else {
             return Ok(None);
         };
-        let loaded: Arc<LoadedTable> = match self.store.load(id, self.partitions, &self.io).await {
+        let loaded = match self.decode(name, content) {
             Ok(loaded) => loaded,
             Err(error) => {
                 let message = format!("{error:#}");

@@ -3,36 +3,40 @@
 //!
 //! An imported CSV is stored as one row of `data_sources`: its metadata and
 //! the whole table as Parquet bytes, so that any replica can serve it and it
-//! survives restarts. Decoded tables are kept in a bounded in-memory cache.
-//! Queries run on a runtime of their own, so that a heavy query never holds
-//! the threads that serve requests; database reads stay on the caller's
-//! runtime, which owns the pool's connections.
+//! survives restarts. Stored tables are kept in a bounded in-memory cache.
+//! Each query runs in a worker process of its own (`worker.rs`), which is
+//! killed when its time is up, so that no query holds the service's threads
+//! or memory past its answer.
 //!
 //! Memory: the cache holds at most [`Capacity::cache_bytes`]; each running
-//! query at most [`QueryLimits::memory_bytes`], the decoded tables it reads
-//! counted in; imports and queries share [`Capacity::concurrent_work`] slots,
-//! at most [`Capacity::concurrent_work_per_org`] per organization.
+//! query's process at most [`QueryLimits::process_memory_bytes`], of which
+//! the engine's pool counts [`QueryLimits::memory_bytes`] (the decoded
+//! tables it reads counted in); imports and queries share
+//! [`Capacity::concurrent_work`] slots, at most
+//! [`Capacity::concurrent_work_per_org`] per organization.
 
+pub mod allowlist;
 mod bounded;
 mod cache;
+mod child;
 mod codec;
 mod concat;
 mod engine;
 mod gate;
 mod import;
+mod protocol;
 mod slots;
+mod worker;
 
-use std::{
-    collections::{HashMap, HashSet},
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+pub use child::run_query_worker;
+pub use worker::WORKER_SUBCOMMAND;
+
+use std::{collections::HashSet, path::PathBuf, sync::Arc};
 
 use anyhow::Context as _;
 use async_trait::async_trait;
-use datafusion::arrow::record_batch::RecordBatch;
+use bytes::Bytes;
 use sqlx::{AnyPool, Row, any::AnyRow};
-use tokio::{runtime::Handle, task::JoinHandle};
 
 use crate::domain::{
     datasource::{
@@ -41,11 +45,9 @@ use crate::domain::{
     },
     entities::new_id,
 };
-use cache::{LoadedTable, TableCache};
-use slots::{SlotError, Slots};
-
-/// Stack of a query thread.
-const QUERY_THREAD_STACK_BYTES: usize = 16 * 1024 * 1024;
+use cache::TableCache;
+use slots::{Slot, SlotError, Slots};
+use worker::QueryWorker;
 
 /// Tries at a unique table name when concurrent imports pick the same one.
 const NAME_ATTEMPTS: usize = 8;
@@ -64,7 +66,18 @@ pub struct SqlDataSources {
     slots: Slots,
     /// The most CSV bytes one organization's data sources may hold.
     org_bytes: u64,
-    runtime: Mutex<Option<Arc<QueryRuntime>>>,
+    runner: Runner,
+}
+
+/// Where queries run.
+#[derive(Debug, Clone)]
+enum Runner {
+    /// Each in a worker process of its own.
+    Worker(QueryWorker),
+    /// No worker program was found; says why.
+    Missing(String),
+    /// In this process: no memory ceiling, no kill.
+    InProcess,
 }
 
 impl SqlDataSources {
@@ -83,7 +96,27 @@ impl SqlDataSources {
             partitions: std::thread::available_parallelism().map_or(2, usize::from),
             slots: Slots::new(capacity.concurrent_work, capacity.concurrent_work_per_org),
             org_bytes: capacity.org_bytes,
-            runtime: Mutex::new(None),
+            runner: QueryWorker::beside_current()
+                .map_or_else(|e| Runner::Missing(format!("{e:#}")), Runner::Worker),
+        }
+    }
+
+    /// The same, running each query in a process of the runs-service binary
+    /// `program` (by default the running one, or one next to it).
+    pub fn with_query_worker(self, program: PathBuf) -> Self {
+        Self {
+            runner: Runner::Worker(QueryWorker::new(program)),
+            ..self
+        }
+    }
+
+    /// The same, running queries in this process, without a memory ceiling
+    /// and without a kill when their time is up: for fuzzing, where the
+    /// fuzzer's own limits take their place. Never for a service.
+    pub fn with_queries_in_process(self) -> Self {
+        Self {
+            runner: Runner::InProcess,
+            ..self
         }
     }
 
@@ -149,29 +182,6 @@ impl SqlDataSources {
         self
     }
 
-    /// The runtime queries run on, started on first use.
-    fn runtime(&self) -> anyhow::Result<Arc<QueryRuntime>> {
-        let mut slot = self
-            .runtime
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(runtime) = slot.as_ref() {
-            return Ok(Arc::clone(runtime));
-        }
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(self.partitions)
-            .thread_name("data-source-queries")
-            // Planning walks expression trees recursively; the operator
-            // limit bounds their depth, this leaves room for it in any build.
-            .thread_stack_size(QUERY_THREAD_STACK_BYTES)
-            .enable_time()
-            .build()
-            .context("failed to start the query runtime")?;
-        let runtime = Arc::new(QueryRuntime(Some(runtime)));
-        *slot = Some(Arc::clone(&runtime));
-        Ok(runtime)
-    }
-
     async fn insert(
         &self,
         source: &DataSource,
@@ -229,73 +239,22 @@ struct Store {
 }
 
 impl Store {
-    /// The decoded table of data source `id`, from the cache or the database
-    /// (read on `io`, the runtime that owns the pool's connections).
-    async fn load(
-        &self,
-        id: &str,
-        partitions: usize,
-        io: &Handle,
-    ) -> anyhow::Result<Arc<LoadedTable>> {
-        if let Some(table) = self.cache.get(id) {
-            return Ok(table);
+    /// The stored bytes of data source `id`, from the cache or the database.
+    async fn load(&self, id: &str) -> anyhow::Result<Bytes> {
+        if let Some(content) = self.cache.get(id) {
+            return Ok(content);
         }
-        let pool = self.pool.clone();
-        let owned_id = id.to_owned();
-        let content: Vec<u8> = io
-            .spawn(async move {
-                sqlx::query("SELECT content FROM data_sources WHERE id = $1")
-                    .bind(owned_id)
-                    .fetch_optional(&pool)
-                    .await
-                    .context("failed to read a data source")?
-                    .context("the data source was deleted")?
-                    .try_get("content")
-                    .context("failed to read a data source")
-            })
+        let content: Vec<u8> = sqlx::query("SELECT content FROM data_sources WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
             .await
-            .context("reading a data source stopped")??;
-        let table = tokio::task::spawn_blocking(move || -> anyhow::Result<LoadedTable> {
-            let (schema, batches) = codec::decode(content)?;
-            let bytes = batches.iter().map(RecordBatch::get_array_memory_size).sum();
-            Ok(LoadedTable::new(schema, batches, partitions, bytes))
-        })
-        .await
-        .context("decoding a table stopped")??;
-        let table = Arc::new(table);
-        self.cache.insert(id, Arc::clone(&table));
-        Ok(table)
-    }
-}
-
-/// A tokio runtime for queries, shut down without waiting when dropped (it may
-/// be dropped inside another runtime, where waiting is not allowed).
-#[derive(Debug)]
-struct QueryRuntime(Option<tokio::runtime::Runtime>);
-
-impl QueryRuntime {
-    fn handle(&self) -> anyhow::Result<&Handle> {
-        self.0
-            .as_ref()
-            .map(tokio::runtime::Runtime::handle)
-            .context("the query runtime has stopped")
-    }
-}
-
-impl Drop for QueryRuntime {
-    fn drop(&mut self) {
-        if let Some(runtime) = self.0.take() {
-            runtime.shutdown_background();
-        }
-    }
-}
-
-/// Aborts the task when the caller stops waiting for it.
-struct AbortOnDrop<T>(JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
+            .context("failed to read a data source")?
+            .context("the data source was deleted")?
+            .try_get("content")
+            .context("failed to read a data source")?;
+        let content = Bytes::from(content);
+        self.cache.insert(id, content.clone());
+        Ok(content)
     }
 }
 
@@ -318,27 +277,6 @@ async fn parse_and_encode(
     })
     .await
     .map_err(|e| ImportError::Storage(anyhow::Error::new(e).context("the import stopped")))?
-}
-
-impl SqlDataSources {
-    /// Keeps a just-imported table in the cache, in query-sized batches.
-    fn cache_imported(&self, source_id: &str, batch: &RecordBatch) {
-        let row_count = batch.num_rows();
-        let bytes = batch.get_array_memory_size();
-        let batches = (0..row_count)
-            .step_by(codec::BATCH_ROWS)
-            .map(|start| batch.slice(start, codec::BATCH_ROWS.min(row_count - start)))
-            .collect();
-        self.store.cache.insert(
-            source_id,
-            Arc::new(LoadedTable::new(
-                batch.schema(),
-                batches,
-                self.partitions,
-                bytes,
-            )),
-        );
-    }
 }
 
 fn decode_source(row: &AnyRow) -> anyhow::Result<DataSource> {
@@ -407,13 +345,14 @@ impl DataSources for SqlDataSources {
             .map_err(ImportError::Storage)?;
 
         // The model usually queries a table right after importing it.
-        self.cache_imported(&source.id, &parsed.batch);
+        let stored_bytes = content.len();
+        self.store.cache.insert(&source.id, Bytes::from(content));
         tracing::info!(
             thread_id,
             table = %source.table_name,
             rows = row_count,
             csv_bytes = csv.len(),
-            stored_bytes = content.len(),
+            stored_bytes,
             "data source imported"
         );
         Ok(source)
@@ -435,6 +374,7 @@ impl DataSources for SqlDataSources {
 
     async fn query(&self, thread_id: &str, sql: &str) -> Result<QueryResult, QueryError> {
         let statement = gate::check_statement(sql)?;
+        let named = allowlist::check_statement(&statement)?;
         let limits = self.limits;
         // A thread that no longer exists has no tables; the engine says so.
         let org = self
@@ -442,49 +382,95 @@ impl DataSources for SqlDataSources {
             .await
             .map_err(QueryError::Internal)?
             .unwrap_or_else(|| thread_id.to_owned());
-        let _slot = self
+        let slot = self
             .slots
             .acquire(&org, limits.timeout)
             .await
             .map_err(|e: SlotError| QueryError::Refused(e.message("query")))?;
-        let tables: HashMap<String, String> =
-            sqlx::query("SELECT id, table_name FROM data_sources WHERE thread_id = $1")
-                .bind(thread_id)
-                .fetch_all(&self.store.pool)
-                .await
-                .context("failed to read the thread's data sources")
-                .map_err(QueryError::Internal)?
-                .iter()
-                .map(|row| Ok((row.try_get("table_name")?, row.try_get("id")?)))
-                .collect::<Result<_, sqlx::Error>>()
-                .map_err(|e| QueryError::Internal(e.into()))?;
-
-        let io = Handle::try_current()
-            .context("queries run inside a tokio runtime")
+        let tables = self
+            .named_tables(thread_id, &named)
+            .await
             .map_err(QueryError::Internal)?;
-        let runtime = self.runtime().map_err(QueryError::Internal)?;
-        let store = Arc::clone(&self.store);
-        let partitions = self.partitions;
-        let task = runtime
-            .handle()
-            .map_err(QueryError::Internal)?
-            .spawn(async move {
+        match &self.runner {
+            Runner::Worker(worker) => {
+                let request = protocol::Request {
+                    sql: sql.to_owned(),
+                    limits: (&limits).into(),
+                    partitions: self.partitions,
+                    tables: tables
+                        .iter()
+                        .map(|(name, content)| protocol::TableHeader {
+                            name: name.clone(),
+                            bytes: content.len(),
+                        })
+                        .collect(),
+                };
+                let contents = tables.into_iter().map(|(_, content)| content).collect();
+                run_in_worker(worker.clone(), thread_id, request, contents, limits, slot).await
+            }
+            Runner::Missing(why) => Err(QueryError::Internal(anyhow::anyhow!(why.clone()))),
+            Runner::InProcess => {
+                let tables = tables.into_iter().collect();
                 tokio::time::timeout(
                     limits.timeout,
-                    engine::run(store, io, tables, statement, limits, partitions),
+                    engine::execute(tables, sql, limits, self.partitions),
                 )
                 .await
                 .unwrap_or(Err(QueryError::Timeout(limits.timeout)))
-            });
-        let mut task = AbortOnDrop(task);
-        // The query's own timer normally ends it; this one answers even if a
-        // step of the engine were to hold its thread past the limit.
-        match tokio::time::timeout(limits.timeout + Duration::from_secs(1), &mut task.0).await {
-            Ok(Ok(result)) => result,
-            Ok(Err(join)) => Err(QueryError::Internal(
-                anyhow::Error::new(join).context("the query task failed"),
-            )),
-            Err(_) => Err(QueryError::Timeout(limits.timeout)),
+            }
         }
     }
+}
+
+impl SqlDataSources {
+    /// The stored bytes of the thread's tables whose names `named` holds
+    /// (lowercase): the only ones the query can read.
+    async fn named_tables(
+        &self,
+        thread_id: &str,
+        named: &HashSet<String>,
+    ) -> anyhow::Result<Vec<(String, Bytes)>> {
+        let rows = sqlx::query("SELECT id, table_name FROM data_sources WHERE thread_id = $1")
+            .bind(thread_id)
+            .fetch_all(&self.store.pool)
+            .await
+            .context("failed to read the thread's data sources")?;
+        let mut tables = Vec::new();
+        for row in &rows {
+            let name: String = row.try_get("table_name")?;
+            if named.contains(&name.to_lowercase()) {
+                let id: String = row.try_get("id")?;
+                tables.push((name, self.store.load(&id).await?));
+            }
+        }
+        Ok(tables)
+    }
+}
+
+/// Runs the query in `worker` on a task of its own that holds `slot` until
+/// the worker process has ended, also when the caller stops waiting (which
+/// kills the process).
+async fn run_in_worker(
+    worker: QueryWorker,
+    thread_id: &str,
+    request: protocol::Request,
+    contents: Vec<Bytes>,
+    limits: QueryLimits,
+    slot: Slot,
+) -> Result<QueryResult, QueryError> {
+    let (mut answer, outcome) = tokio::sync::oneshot::channel();
+    let label = thread_id.to_owned();
+    tokio::spawn(async move {
+        let result = worker
+            .run(&label, &request, &contents, &limits, answer.closed())
+            .await;
+        // Given back only now: the worker has ended and been reaped.
+        drop(slot);
+        let _ = answer.send(result);
+    });
+    outcome.await.unwrap_or_else(|_| {
+        Err(QueryError::Internal(anyhow::anyhow!(
+            "the query's task stopped"
+        )))
+    })
 }

@@ -1,0 +1,166 @@
+//! What the service and a query's worker process say to each other.
+//!
+//! The service writes one request to the worker's stdin: a JSON line (the
+//! SQL, the limits, the names and sizes of the tables it names), then each
+//! table's stored bytes in that order. The worker writes one JSON response
+//! to stdout and exits.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::datasource::{QueryError, QueryLimits, QueryResult};
+
+/// Longest request line a worker reads: the SQL (at most 64 KiB) and the
+/// table names.
+pub(super) const MAX_HEADER_BYTES: usize = 1024 * 1024;
+
+/// Longest message a worker sends for a failed query; the engine's words
+/// can quote the whole query.
+pub(super) const MAX_MESSAGE_BYTES: usize = 16 * 1024;
+
+/// One query for a worker.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct Request {
+    pub sql: String,
+    pub limits: Limits,
+    /// Parallelism of the query.
+    pub partitions: usize,
+    /// The tables whose bytes follow, in order.
+    pub tables: Vec<TableHeader>,
+}
+
+/// A table whose stored bytes follow the request line.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct TableHeader {
+    pub name: String,
+    pub bytes: usize,
+}
+
+/// [`QueryLimits`] on the wire.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub(super) struct Limits {
+    pub timeout_ms: u64,
+    pub memory_bytes: usize,
+    pub max_rows: usize,
+    pub max_cell_chars: usize,
+    pub max_result_bytes: usize,
+    pub max_value_bytes: usize,
+    pub process_memory_bytes: usize,
+}
+
+impl From<&QueryLimits> for Limits {
+    fn from(limits: &QueryLimits) -> Self {
+        Self {
+            timeout_ms: u64::try_from(limits.timeout.as_millis()).unwrap_or(u64::MAX),
+            memory_bytes: limits.memory_bytes,
+            max_rows: limits.max_rows,
+            max_cell_chars: limits.max_cell_chars,
+            max_result_bytes: limits.max_result_bytes,
+            max_value_bytes: limits.max_value_bytes,
+            process_memory_bytes: limits.process_memory_bytes,
+        }
+    }
+}
+
+impl From<Limits> for QueryLimits {
+    fn from(limits: Limits) -> Self {
+        Self {
+            timeout: Duration::from_millis(limits.timeout_ms),
+            memory_bytes: limits.memory_bytes,
+            max_rows: limits.max_rows,
+            max_cell_chars: limits.max_cell_chars,
+            max_result_bytes: limits.max_result_bytes,
+            max_value_bytes: limits.max_value_bytes,
+            process_memory_bytes: limits.process_memory_bytes,
+        }
+    }
+}
+
+/// A worker's answer.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub(super) enum Response {
+    Rows {
+        columns: Vec<String>,
+        rows: Vec<Vec<String>>,
+        truncated: bool,
+    },
+    Refused {
+        message: String,
+    },
+    Engine {
+        message: String,
+    },
+    Timeout,
+    Internal {
+        message: String,
+    },
+}
+
+impl From<Result<QueryResult, QueryError>> for Response {
+    fn from(outcome: Result<QueryResult, QueryError>) -> Self {
+        match outcome {
+            Ok(result) => Self::Rows {
+                columns: result.columns,
+                rows: result.rows,
+                truncated: result.truncated,
+            },
+            Err(QueryError::Refused(message)) => Self::Refused {
+                message: cut(message),
+            },
+            Err(QueryError::Engine(message)) => Self::Engine {
+                message: cut(message),
+            },
+            Err(QueryError::Timeout(_)) => Self::Timeout,
+            Err(QueryError::Internal(error)) => Self::Internal {
+                message: cut(format!("{error:#}")),
+            },
+        }
+    }
+}
+
+impl Response {
+    /// The query's outcome, as the adapter returns it.
+    pub fn into_outcome(self, limits: &QueryLimits) -> Result<QueryResult, QueryError> {
+        match self {
+            Self::Rows {
+                columns,
+                rows,
+                truncated,
+            } => Ok(QueryResult {
+                columns,
+                rows,
+                truncated,
+            }),
+            Self::Refused { message } => Err(QueryError::Refused(message)),
+            Self::Engine { message } => Err(QueryError::Engine(message)),
+            Self::Timeout => Err(QueryError::Timeout(limits.timeout)),
+            Self::Internal { message } => Err(QueryError::Internal(anyhow::anyhow!(message))),
+        }
+    }
+}
+
+/// `message` cut to [`MAX_MESSAGE_BYTES`] on a character boundary.
+fn cut(mut message: String) -> String {
+    if message.len() > MAX_MESSAGE_BYTES {
+        let mut at = MAX_MESSAGE_BYTES;
+        while !message.is_char_boundary(at) {
+            at -= 1;
+        }
+        message.truncate(at);
+        message.push('…');
+    }
+    message
+}
+
+/// The most bytes a worker's response can take: the rendered result
+/// escaped as JSON (at most six bytes per byte), a message, and framing.
+pub(super) fn max_response_bytes(limits: &QueryLimits) -> usize {
+    limits
+        .max_result_bytes
+        .saturating_add(MAX_MESSAGE_BYTES)
+        .saturating_mul(6)
+        .saturating_add(limits.max_rows.saturating_mul(8))
+        .saturating_add(4096)
+}

@@ -115,6 +115,7 @@ fn connector(
         ConnectDefaults {
             connect_timeout: config.connect_timeout,
             call_timeout: config.call_timeout,
+            standalone_stream_wait: config.standalone_stream_wait,
             // Room for the result plus its JSON-RPC envelope.
             max_message_bytes: config.max_result_bytes.saturating_mul(2),
         },

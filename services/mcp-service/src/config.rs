@@ -98,6 +98,11 @@ pub struct Config {
     /// Per-call limit of integrations that set none.
     #[arg(long, env = "SWITCHBOARD_MCP_CALL_TIMEOUT", default_value = "60s", value_parser = humantime::parse_duration)]
     pub call_timeout: Duration,
+    /// Longest wait, on opening a streamable HTTP session of a server of the
+    /// initialize era, for the server to answer the session's standalone GET
+    /// stream before the session is used (within the connect limit).
+    #[arg(long, env = "SWITCHBOARD_MCP_STANDALONE_STREAM_WAIT", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub standalone_stream_wait: Duration,
     /// Most upstream MCP sessions kept open; beyond it the least recently
     /// used is closed.
     #[arg(long, env = "SWITCHBOARD_MCP_MAX_SESSIONS", default_value_t = 10_000)]
@@ -229,6 +234,7 @@ impl Config {
             tls_ca_file: None,
             connect_timeout: Duration::from_secs(5),
             call_timeout: Duration::from_secs(10),
+            standalone_stream_wait: Duration::from_secs(5),
             max_sessions: 1000,
             session_idle_timeout: Duration::from_secs(300),
             discovery_ttl: Duration::from_secs(300),

@@ -26,6 +26,7 @@ use super::{
     oauth::{Grant, OAuthTokens},
     oauth_code::AuthorizationCodeFlows,
     sessions::{Live, McpSession, SessionHandler, StdioChild},
+    standalone_stream::{StandaloneStream, Waited},
     stdio_child,
     stdio_lines::OversizeAnswering,
     telemetry::SessionOpen,
@@ -48,6 +49,9 @@ pub struct ConnectDefaults {
     pub connect_timeout: Duration,
     /// Per-call limit.
     pub call_timeout: Duration,
+    /// Longest wait for the server to answer a new session's standalone
+    /// stream (see [`super::standalone_stream`]).
+    pub standalone_stream_wait: Duration,
     /// Longest message accepted from a server (an SSE event or a stdio line).
     pub max_message_bytes: usize,
 }
@@ -118,7 +122,11 @@ impl McpConnector {
         )
     }
 
-    /// Connects and completes the MCP handshake within the connect timeout.
+    /// Connects and completes the MCP handshake within the connect timeout;
+    /// a streamable HTTP session of the initialize era is returned once the
+    /// server has answered its standalone stream, or after at most
+    /// `standalone_stream_wait` within what is left of that timeout (see
+    /// [`super::standalone_stream`]).
     /// Errors are sentences for admins and models; they never carry secrets.
     /// `user` is whom the session acts for: a per-user (OAuth) integration's
     /// session carries their token.
@@ -129,26 +137,46 @@ impl McpConnector {
         handler: SessionHandler,
     ) -> Result<Live, CallError> {
         let (connect_timeout, _) = self.timeouts(integration);
+        let started = tokio::time::Instant::now();
         let connecting = async {
             match &integration.transport {
-                TransportConfig::StreamableHttp { url } => Ok(Live {
-                    session: self.connect_http(integration, url, user, handler).await?,
-                    child: None,
-                    open: SessionOpen::new(integration.id),
-                }),
+                TransportConfig::StreamableHttp { url } => {
+                    let (session, standalone) =
+                        self.connect_http(integration, url, user, handler).await?;
+                    let live = Live {
+                        session,
+                        child: None,
+                        open: SessionOpen::new(integration.id),
+                    };
+                    Ok((live, Some(standalone)))
+                }
                 TransportConfig::Stdio {
                     command, args, env, ..
                 } => self
                     .connect_stdio(integration, command, args, env, handler)
                     .await
+                    .map(|live| (live, None))
                     .map_err(CallError::Connect),
             }
         };
-        tokio::time::timeout(connect_timeout, connecting)
+        let (live, standalone) = tokio::time::timeout(connect_timeout, connecting)
             .await
             .map_err(|_| {
                 CallError::Connect(format!("connecting timed out after {connect_timeout:?}"))
-            })?
+            })??;
+        if let Some(standalone) = standalone {
+            // Within what is left of the connect limit.
+            let left = connect_timeout.saturating_sub(started.elapsed());
+            let wait = self.defaults.standalone_stream_wait.min(left);
+            if standalone.wait(wait).await == Waited::TimedOut {
+                tracing::warn!(
+                    integration_id = %integration.id,
+                    waited_ms = wait.as_millis(),
+                    "the server did not answer the session's standalone stream; using the session without it"
+                );
+            }
+        }
+        Ok(live)
     }
 
     async fn connect_http(
@@ -157,7 +185,7 @@ impl McpConnector {
         url: &str,
         user: &str,
         handler: SessionHandler,
-    ) -> Result<McpSession, CallError> {
+    ) -> Result<(McpSession, StandaloneStream), CallError> {
         // IP literals never reach the resolver, so they are checked here; host
         // names are checked by the client's resolver on the address it dials.
         check_request_url(&self.policy.addresses, url)
@@ -170,7 +198,8 @@ impl McpConnector {
             // `sse_answer`), so this cap is the session's calls in flight; the
             // server's concurrency limits bound those, not the transport.
             .max_concurrent_requests(MAX_POSTS_IN_FLIGHT);
-        let capped = CappedHttpClient::new(self.http.clone());
+        let standalone = StandaloneStream::default();
+        let capped = CappedHttpClient::new(self.http.clone(), standalone.clone());
         let code_flow = integration.uses_authorization_code();
         let connected = if code_flow {
             // The user's (or the organization's) token on every request,
@@ -194,12 +223,13 @@ impl McpConnector {
                 .map_err(CallError::Connect)?;
             handshake(capped, config, handler, integration).await
         };
-        connected.map_err(|error| match error.auth_challenge() {
+        let session = connected.map_err(|error| match error.auth_challenge() {
             Some(challenge) if code_flow => {
                 CallError::AuthorizationRequired(Some(challenge.to_owned()))
             }
             _ => CallError::Connect(format!("MCP handshake failed: {error}")),
-        })
+        })?;
+        Ok((session, standalone))
     }
 
     /// `config` with the integration's fixed credentials.

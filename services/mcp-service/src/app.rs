@@ -101,6 +101,7 @@ fn connector(
             connect_timeout: config.connect_timeout,
             max_redirects: 5,
             extra_roots: extra_roots.clone(),
+            pool_idle_timeout: config.pool_idle_timeout,
         },
     )
     .context("failed to build the outbound HTTP client")?;
@@ -192,6 +193,7 @@ fn authorization_flows(
             connect_timeout: config.connect_timeout,
             max_redirects: 0,
             extra_roots: extra_roots.to_vec(),
+            pool_idle_timeout: config.pool_idle_timeout,
         },
     )
     .context("failed to build the outbound HTTP client")?;

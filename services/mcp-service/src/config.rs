@@ -95,6 +95,12 @@ pub struct Config {
     /// Connection and handshake limit of integrations that set none.
     #[arg(long, env = "SWITCHBOARD_MCP_CONNECT_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
     pub connect_timeout: Duration,
+    /// How long an idle connection to an MCP server or OAuth endpoint is
+    /// kept for reuse; below the idle timeout of the servers (5 s for Node
+    /// and uvicorn), so a request never goes out on a connection the server
+    /// is closing.
+    #[arg(long, env = "SWITCHBOARD_MCP_POOL_IDLE_TIMEOUT", default_value = "4s", value_parser = humantime::parse_duration)]
+    pub pool_idle_timeout: Duration,
     /// Per-call limit of integrations that set none.
     #[arg(long, env = "SWITCHBOARD_MCP_CALL_TIMEOUT", default_value = "60s", value_parser = humantime::parse_duration)]
     pub call_timeout: Duration,
@@ -233,6 +239,7 @@ impl Config {
             catalog_file: None,
             tls_ca_file: None,
             connect_timeout: Duration::from_secs(5),
+            pool_idle_timeout: Duration::from_secs(4),
             call_timeout: Duration::from_secs(10),
             standalone_stream_wait: Duration::from_secs(5),
             max_sessions: 1000,

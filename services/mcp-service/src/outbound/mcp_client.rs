@@ -8,8 +8,8 @@ use process_wrap::tokio::{KillOnDrop, ProcessGroup};
 use rmcp::{
     ClientServiceExt, ServiceExt,
     model::{
-        ClientCapabilities, ClientConfig, ElicitationCapability, FormElicitationCapability,
-        Implementation, ProtocolVersion, TASKS_EXTENSION_ID,
+        ClientCapabilities, ClientConfig, ElicitationCapability, ErrorCode,
+        FormElicitationCapability, Implementation, ProtocolVersion, TASKS_EXTENSION_ID,
     },
     service::{ClientInitializeError, ClientLifecycleMode},
     transport::{
@@ -66,15 +66,18 @@ pub struct McpConnector {
     defaults: ConnectDefaults,
 }
 
-/// How a session's lifecycle is chosen: the newest protocol through
-/// `server/discover`, falling back to the initialize handshake at the newest
-/// initialize-era version when the server is of an earlier era.
+/// The lifecycle a session is opened with first: the newest protocol
+/// through `server/discover`. A server of an earlier era is then reached
+/// with the initialize handshake (see [`handshake`]).
 pub fn lifecycle() -> ClientLifecycleMode {
-    ClientLifecycleMode::Auto {
+    ClientLifecycleMode::Discover {
         preferred_versions: vec![ProtocolVersion::LATEST],
-        legacy_version: Some(ProtocolVersion::V_2025_11_25),
     }
 }
+
+/// The protocol version of the initialize handshake with a server of an
+/// earlier era: the newest of the initialize era.
+const LEGACY_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 
 /// How mcp-service introduces itself to MCP servers: it answers form
 /// elicitations (by the operator's policy, see [`super::elicitation`]) and
@@ -338,7 +341,17 @@ impl McpConnector {
 /// Opens a session over `client`, the lifecycle chosen per server as the
 /// specification says: `server/discover` first (the stateless protocol of
 /// 2026-07-28, headers and `_meta` on every request), the initialize
-/// handshake when the server answers as a server of an earlier version.
+/// handshake, on a fresh connection, when the server answers as a server of
+/// an earlier version.
+///
+/// rmcp's own `Auto` lifecycle also falls back when `server/discover` is not
+/// answered within a fixed 10 s, and does so on the same transport: on a
+/// busy machine a modern server answering later had its late discover
+/// answer read as the answer to the initialize that followed, and the
+/// session failed ("conflict initialized response id"). A server of any era
+/// answers `server/discover` (a server of an earlier era with an error, as
+/// JSON-RPC requires), so the probe here waits for that answer, within the
+/// connect limit.
 async fn handshake<C>(
     client: C,
     config: StreamableHttpClientTransportConfig,
@@ -348,21 +361,27 @@ async fn handshake<C>(
 where
     C: StreamableHttpClient + Clone + Send + Sync + 'static,
 {
-    let connect = |lifecycle| {
+    let connect = |handler: SessionHandler, lifecycle| {
         let transport = StreamableHttpClientTransport::with_client(client.clone(), config.clone());
-        handler.clone().serve_with_lifecycle(transport, lifecycle)
+        handler.serve_with_lifecycle(transport, lifecycle)
     };
-    match connect(lifecycle()).await {
+    let earlier_era = match connect(handler.clone(), lifecycle()).await {
         // Some servers of an earlier version answer `server/discover` with
-        // an empty result instead of an error: they are reached with the
-        // initialize handshake on a fresh connection.
+        // an empty result instead of an error.
         Err(ClientInitializeError::ExpectedInitResult(_)) => {
-            tracing::debug!(
-                integration_id = %integration.id,
-                "server/discover answered without a discover result; using initialize"
-            );
-            connect(ClientLifecycleMode::Initialize).await
+            "server/discover answered without a discover result"
         }
-        result => result,
-    }
+        // A JSON-RPC error that is not one of 2026-07-28's own refusals:
+        // the server is of an earlier era (as rmcp classifies it).
+        Err(ClientInitializeError::JsonRpcError(error))
+            if error.code != ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+                && error.code != ErrorCode::HEADER_MISMATCH =>
+        {
+            "server/discover refused"
+        }
+        result => return result,
+    };
+    tracing::debug!(integration_id = %integration.id, reason = earlier_era, "using initialize");
+    let handler = handler.with_protocol_version(LEGACY_VERSION);
+    connect(handler, ClientLifecycleMode::Initialize).await
 }

@@ -306,3 +306,65 @@ async fn read_request(stream: &mut TcpStream) -> Option<Request> {
         body,
     })
 }
+
+/// A TCP proxy to the HTTP server at `url` that holds back the answer to
+/// every request carrying `server/discover` for `delay`; returns its URL.
+pub async fn delaying_discover_proxy(url: &str, delay: Duration) -> String {
+    let target = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .expect("a host")
+        .to_owned();
+    let path = url
+        .trim_start_matches("http://")
+        .trim_start_matches(&target)
+        .to_owned();
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let proxy = format!("http://{}{path}", listener.local_addr().expect("bound"));
+    tokio::spawn(async move {
+        while let Ok((inbound, _)) = listener.accept().await {
+            let Ok(outbound) = TcpStream::connect(&target).await else {
+                continue;
+            };
+            tokio::spawn(pipe(inbound, outbound, delay));
+        }
+    });
+    proxy
+}
+
+async fn pipe(inbound: TcpStream, outbound: TcpStream, delay: Duration) {
+    let held = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (mut from_client, mut to_server) = (inbound, outbound);
+    let (mut client_read, mut client_write) = from_client.split();
+    let (mut server_read, mut server_write) = to_server.split();
+    let upstream = async {
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = client_read.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            if buf[..n].windows(15).any(|w| w == b"server/discover") {
+                held.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+            if server_write.write_all(&buf[..n]).await.is_err() {
+                break;
+            }
+        }
+    };
+    let downstream = async {
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = server_read.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            if held.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                tokio::time::sleep(delay).await;
+            }
+            if client_write.write_all(&buf[..n]).await.is_err() {
+                break;
+            }
+        }
+    };
+    tokio::join!(upstream, downstream);
+}

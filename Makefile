@@ -150,6 +150,10 @@ clients: tools ## Generate the Python, TypeScript and Go clients of proto/ into 
 conformance: ## The MCP conformance suite (client side, 2025-11-25 and 2026-07-28) against mcp-service
 	bash scripts/conformance.sh
 
+.PHONY: conformance-under-load
+conformance-under-load: ## The conformance suite 5 times in a row with every core kept busy; fails if any run fails (not in ci)
+	bash scripts/conformance-under-load.sh
+
 .PHONY: test
 test: tools postgres tmux clients ## Run every test, on SQLite and PostgreSQL
 	SWITCHBOARD_TEST_BINARIES_BUILT=1 $(CARGO) test --workspace --locked

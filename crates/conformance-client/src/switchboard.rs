@@ -33,6 +33,12 @@ impl Switchboard {
         let mut config = Config::for_tests(&db.url, TEST_JWT_SECRET);
         config.outbound_allow = "127.0.0.0/8,::1/128".into();
         config.elicitation = elicitation;
+        // The suite starts every scenario at once, each a process running
+        // its own mcp-service, so a loaded machine answers slowly: the
+        // limits are those of a deployment, kept under the suite's 30 s per
+        // scenario, not the tight ones of the tests.
+        config.connect_timeout = std::time::Duration::from_secs(20);
+        config.call_timeout = std::time::Duration::from_secs(25);
         let server = switchboard_mcp_service::spawn(config)
             .await
             .context("mcp-service did not start")?;

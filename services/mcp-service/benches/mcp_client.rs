@@ -29,7 +29,9 @@ use rmcp::{
     },
 };
 use serde_json::{Value, json};
-use switchboard_mcp_service::outbound::capped_http::CappedHttpClient;
+use switchboard_mcp_service::outbound::{
+    capped_http::CappedHttpClient, standalone_stream::StandaloneStream,
+};
 use switchboard_test_support::{
     bench::{drive_callers, quiet_example_http_server},
     cpu_time,
@@ -128,8 +130,10 @@ async fn rmcp_session(
         .reinit_on_expired_session(true)
         .max_sse_event_size(4 << 20)
         .max_concurrent_requests(1024);
-    let transport =
-        StreamableHttpClientTransport::with_client(CappedHttpClient::new(http.clone()), config);
+    let transport = StreamableHttpClientTransport::with_client(
+        CappedHttpClient::new(http.clone(), StandaloneStream::default()),
+        config,
+    );
     ().serve(transport).await.expect("an rmcp session")
 }
 

@@ -101,6 +101,7 @@ fn connector(
             connect_timeout: config.connect_timeout,
             max_redirects: 5,
             extra_roots: extra_roots.clone(),
+            pool_idle_timeout: config.pool_idle_timeout,
         },
     )
     .context("failed to build the outbound HTTP client")?;
@@ -115,6 +116,7 @@ fn connector(
         ConnectDefaults {
             connect_timeout: config.connect_timeout,
             call_timeout: config.call_timeout,
+            standalone_stream_wait: config.standalone_stream_wait,
             // Room for the result plus its JSON-RPC envelope.
             max_message_bytes: config.max_result_bytes.saturating_mul(2),
         },
@@ -192,6 +194,7 @@ fn authorization_flows(
             connect_timeout: config.connect_timeout,
             max_redirects: 0,
             extra_roots: extra_roots.to_vec(),
+            pool_idle_timeout: config.pool_idle_timeout,
         },
     )
     .context("failed to build the outbound HTTP client")?;

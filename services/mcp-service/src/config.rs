@@ -118,9 +118,20 @@ pub struct Config {
     /// Connection and handshake limit of integrations that set none.
     #[arg(long, env = "SWITCHBOARD_MCP_CONNECT_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
     pub connect_timeout: Duration,
+    /// How long an idle connection to an MCP server or OAuth endpoint is
+    /// kept for reuse; below the idle timeout of the servers (5 s for Node
+    /// and uvicorn), so a request never goes out on a connection the server
+    /// is closing.
+    #[arg(long, env = "SWITCHBOARD_MCP_POOL_IDLE_TIMEOUT", default_value = "4s", value_parser = humantime::parse_duration)]
+    pub pool_idle_timeout: Duration,
     /// Per-call limit of integrations that set none.
     #[arg(long, env = "SWITCHBOARD_MCP_CALL_TIMEOUT", default_value = "60s", value_parser = humantime::parse_duration)]
     pub call_timeout: Duration,
+    /// Longest wait, on opening a streamable HTTP session of a server of the
+    /// initialize era, for the server to answer the session's standalone GET
+    /// stream before the session is used (within the connect limit).
+    #[arg(long, env = "SWITCHBOARD_MCP_STANDALONE_STREAM_WAIT", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub standalone_stream_wait: Duration,
     /// Most upstream MCP sessions kept open; beyond it the least recently
     /// used is closed.
     #[arg(long, env = "SWITCHBOARD_MCP_MAX_SESSIONS", default_value_t = 10_000)]
@@ -275,7 +286,9 @@ impl Config {
             catalog_file: None,
             tls_ca_file: None,
             connect_timeout: Duration::from_secs(5),
+            pool_idle_timeout: Duration::from_secs(4),
             call_timeout: Duration::from_secs(10),
+            standalone_stream_wait: Duration::from_secs(5),
             max_sessions: 1000,
             session_idle_timeout: Duration::from_secs(300),
             discovery_ttl: Duration::from_secs(300),

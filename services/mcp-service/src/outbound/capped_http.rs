@@ -7,6 +7,10 @@
 //! large to accept is instead answered here, as a JSON-RPC error for the
 //! request it belongs to, so the call says what happened, the session stays
 //! open, and nothing is ever retried because of it.
+//!
+//! It also tells the session's [`StandaloneStream`] when an initialize was
+//! answered with a session id and when the standalone GET was answered, so
+//! that the session is used only once the server can reach it there.
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -24,6 +28,7 @@ use tracing::Instrument as _;
 
 use super::{
     sse_answer::answer_or_stream,
+    standalone_stream::{StandaloneStream, is_initialize},
     upstream_trace::{record_failure, upstream_request},
 };
 
@@ -39,12 +44,14 @@ const SSE_EVENT_TOO_LARGE: &str = "SSE event exceeded the maximum size";
 #[derive(Debug, Clone)]
 pub struct CappedHttpClient {
     http: reqwest::Client,
+    standalone: StandaloneStream,
 }
 
 impl CappedHttpClient {
-    /// Wraps `http` (built by [`super::http_client::build_client`]).
-    pub fn new(http: reqwest::Client) -> Self {
-        Self { http }
+    /// Wraps `http` (built by [`super::http_client::build_client`]) for
+    /// one session, whose standalone stream `standalone` follows.
+    pub fn new(http: reqwest::Client, standalone: StandaloneStream) -> Self {
+        Self { http, standalone }
     }
 
     /// A POST, its oversized answer replaced by an error answering it.
@@ -63,6 +70,7 @@ impl CappedHttpClient {
         };
         let (span, custom_headers) =
             upstream_request(&message, session_id.as_deref(), custom_headers);
+        let initialize = is_initialize(&message);
         let response = self
             .http
             .post_message_with_max_sse_event_size(
@@ -76,6 +84,13 @@ impl CappedHttpClient {
             .instrument(span.clone())
             .await;
         record_failure(&span, &response);
+        if let Ok(
+            StreamableHttpPostResponse::Json(_, session)
+            | StreamableHttpPostResponse::Sse(_, session),
+        ) = &response
+        {
+            self.standalone.initialized(initialize, session.as_deref());
+        }
         match (response, request_id) {
             (Ok(StreamableHttpPostResponse::Sse(events, session)), Some(id)) => {
                 let events = answer_oversize(events, id.clone());
@@ -203,6 +218,9 @@ impl StreamableHttpClient for CappedHttpClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<stream::BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>>
     {
+        let _opening = self
+            .standalone
+            .opening(session_id.as_deref(), last_event_id.as_deref());
         self.http
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await
@@ -218,6 +236,9 @@ impl StreamableHttpClient for CappedHttpClient {
         max_sse_event_size: usize,
     ) -> Result<stream::BoxStream<'static, Result<Sse, SseError>>, StreamableHttpError<Self::Error>>
     {
+        let _opening = self
+            .standalone
+            .opening(session_id.as_deref(), last_event_id.as_deref());
         self.http
             .get_stream_with_max_sse_event_size(
                 uri,

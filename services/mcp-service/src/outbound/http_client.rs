@@ -44,6 +44,12 @@ pub struct HttpClientOptions {
     pub max_redirects: usize,
     /// Certificate authorities trusted besides the system's.
     pub extra_roots: Vec<reqwest::Certificate>,
+    /// An idle pooled connection is not used again after this long. Below
+    /// the 5 s after which Node's and uvicorn's HTTP servers close an idle
+    /// connection by default: a request sent on a connection the server is
+    /// closing at that moment fails ("connection reset", "error sending
+    /// request"), and one that may have reached the server is not repeated.
+    pub pool_idle_timeout: Duration,
 }
 
 impl Default for HttpClientOptions {
@@ -52,6 +58,7 @@ impl Default for HttpClientOptions {
             connect_timeout: Duration::from_secs(10),
             max_redirects: 5,
             extra_roots: Vec::new(),
+            pool_idle_timeout: Duration::from_secs(4),
         }
     }
 }
@@ -125,6 +132,7 @@ pub fn build_client(
         .dns_resolver(PolicyResolver::new(policy))
         .tls_certs_merge(options.extra_roots.iter().cloned())
         .connect_timeout(options.connect_timeout)
+        .pool_idle_timeout(options.pool_idle_timeout)
         .tcp_nodelay(true)
         .no_proxy()
         .referer(false)
@@ -142,6 +150,7 @@ pub fn build_client_without_redirects(
         .dns_resolver(PolicyResolver::new(policy))
         .tls_certs_merge(options.extra_roots.iter().cloned())
         .connect_timeout(options.connect_timeout)
+        .pool_idle_timeout(options.pool_idle_timeout)
         .tcp_nodelay(true)
         .no_proxy()
         .referer(false)

@@ -8,8 +8,8 @@ use process_wrap::tokio::{KillOnDrop, ProcessGroup};
 use rmcp::{
     ClientServiceExt, ServiceExt,
     model::{
-        ClientCapabilities, ClientConfig, ElicitationCapability, FormElicitationCapability,
-        Implementation, ProtocolVersion, TASKS_EXTENSION_ID,
+        ClientCapabilities, ClientConfig, ElicitationCapability, ErrorCode,
+        FormElicitationCapability, Implementation, ProtocolVersion, TASKS_EXTENSION_ID,
     },
     service::{ClientInitializeError, ClientLifecycleMode},
     transport::{
@@ -28,6 +28,7 @@ use super::{
     oauth::{Grant, OAuthTokens},
     oauth_code::AuthorizationCodeFlows,
     sessions::{Live, McpSession, SessionHandler, StdioChild},
+    standalone_stream::{StandaloneStream, Waited},
     stdio_child::{self, Launch},
     stdio_home::StdioHomes,
     stdio_lines::OversizeAnswering,
@@ -51,6 +52,9 @@ pub struct ConnectDefaults {
     pub connect_timeout: Duration,
     /// Per-call limit.
     pub call_timeout: Duration,
+    /// Longest wait for the server to answer a new session's standalone
+    /// stream (see [`super::standalone_stream`]).
+    pub standalone_stream_wait: Duration,
     /// Longest message accepted from a server (an SSE event or a stdio line).
     pub max_message_bytes: usize,
 }
@@ -66,15 +70,18 @@ pub struct McpConnector {
     homes: StdioHomes,
 }
 
-/// How a session's lifecycle is chosen: the newest protocol through
-/// `server/discover`, falling back to the initialize handshake at the newest
-/// initialize-era version when the server is of an earlier era.
+/// The lifecycle a session is opened with first: the newest protocol
+/// through `server/discover`. A server of an earlier era is then reached
+/// with the initialize handshake (see [`handshake`]).
 pub fn lifecycle() -> ClientLifecycleMode {
-    ClientLifecycleMode::Auto {
+    ClientLifecycleMode::Discover {
         preferred_versions: vec![ProtocolVersion::LATEST],
-        legacy_version: Some(ProtocolVersion::V_2025_11_25),
     }
 }
+
+/// The protocol version of the initialize handshake with a server of an
+/// earlier era: the newest of the initialize era.
+const LEGACY_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 
 /// How mcp-service introduces itself to MCP servers: it answers form
 /// elicitations (by the operator's policy, see [`super::elicitation`]) and
@@ -124,7 +131,11 @@ impl McpConnector {
         )
     }
 
-    /// Connects and completes the MCP handshake within the connect timeout.
+    /// Connects and completes the MCP handshake within the connect timeout;
+    /// a streamable HTTP session of the initialize era is returned once the
+    /// server has answered its standalone stream, or after at most
+    /// `standalone_stream_wait` within what is left of that timeout (see
+    /// [`super::standalone_stream`]).
     /// Errors are sentences for admins and models; they never carry secrets.
     /// `user` is whom the session acts for: a per-user (OAuth) integration's
     /// session carries their token.
@@ -135,26 +146,46 @@ impl McpConnector {
         handler: SessionHandler,
     ) -> Result<Live, CallError> {
         let (connect_timeout, _) = self.timeouts(integration);
+        let started = tokio::time::Instant::now();
         let connecting = async {
             match &integration.transport {
-                TransportConfig::StreamableHttp { url } => Ok(Live {
-                    session: self.connect_http(integration, url, user, handler).await?,
-                    child: None,
-                    open: SessionOpen::new(integration.id),
-                }),
+                TransportConfig::StreamableHttp { url } => {
+                    let (session, standalone) =
+                        self.connect_http(integration, url, user, handler).await?;
+                    let live = Live {
+                        session,
+                        child: None,
+                        open: SessionOpen::new(integration.id),
+                    };
+                    Ok((live, Some(standalone)))
+                }
                 TransportConfig::Stdio {
                     command, args, env, ..
                 } => self
                     .connect_stdio(integration, command, args, env, handler)
                     .await
+                    .map(|live| (live, None))
                     .map_err(CallError::Connect),
             }
         };
-        tokio::time::timeout(connect_timeout, connecting)
+        let (live, standalone) = tokio::time::timeout(connect_timeout, connecting)
             .await
             .map_err(|_| {
                 CallError::Connect(format!("connecting timed out after {connect_timeout:?}"))
-            })?
+            })??;
+        if let Some(standalone) = standalone {
+            // Within what is left of the connect limit.
+            let left = connect_timeout.saturating_sub(started.elapsed());
+            let wait = self.defaults.standalone_stream_wait.min(left);
+            if standalone.wait(wait).await == Waited::TimedOut {
+                tracing::warn!(
+                    integration_id = %integration.id,
+                    waited_ms = wait.as_millis(),
+                    "the server did not answer the session's standalone stream; using the session without it"
+                );
+            }
+        }
+        Ok(live)
     }
 
     async fn connect_http(
@@ -163,7 +194,7 @@ impl McpConnector {
         url: &str,
         user: &str,
         handler: SessionHandler,
-    ) -> Result<McpSession, CallError> {
+    ) -> Result<(McpSession, StandaloneStream), CallError> {
         // IP literals never reach the resolver, so they are checked here; host
         // names are checked by the client's resolver on the address it dials.
         check_request_url(&self.policy.addresses, url)
@@ -176,7 +207,8 @@ impl McpConnector {
             // `sse_answer`), so this cap is the session's calls in flight; the
             // server's concurrency limits bound those, not the transport.
             .max_concurrent_requests(MAX_POSTS_IN_FLIGHT);
-        let capped = CappedHttpClient::new(self.http.clone());
+        let standalone = StandaloneStream::default();
+        let capped = CappedHttpClient::new(self.http.clone(), standalone.clone());
         let code_flow = integration.uses_authorization_code();
         let connected = if code_flow {
             // The user's (or the organization's) token on every request,
@@ -214,12 +246,13 @@ impl McpConnector {
                 result => result,
             }
         };
-        connected.map_err(|error| match error.auth_challenge() {
+        let session = connected.map_err(|error| match error.auth_challenge() {
             Some(challenge) if code_flow => {
                 CallError::AuthorizationRequired(Some(challenge.to_owned()))
             }
             _ => CallError::Connect(format!("MCP handshake failed: {error}")),
-        })
+        })?;
+        Ok((session, standalone))
     }
 
     /// Whether `error` is the server refusing a client-credentials token
@@ -366,7 +399,17 @@ impl McpConnector {
 /// Opens a session over `client`, the lifecycle chosen per server as the
 /// specification says: `server/discover` first (the stateless protocol of
 /// 2026-07-28, headers and `_meta` on every request), the initialize
-/// handshake when the server answers as a server of an earlier version.
+/// handshake, on a fresh connection, when the server answers as a server of
+/// an earlier version.
+///
+/// rmcp's own `Auto` lifecycle also falls back when `server/discover` is not
+/// answered within a fixed 10 s, and does so on the same transport: on a
+/// busy machine a modern server answering later had its late discover
+/// answer read as the answer to the initialize that followed, and the
+/// session failed ("conflict initialized response id"). A server of any era
+/// answers `server/discover` (a server of an earlier era with an error, as
+/// JSON-RPC requires), so the probe here waits for that answer, within the
+/// connect limit.
 async fn handshake<C>(
     client: C,
     config: StreamableHttpClientTransportConfig,
@@ -376,21 +419,27 @@ async fn handshake<C>(
 where
     C: StreamableHttpClient + Clone + Send + Sync + 'static,
 {
-    let connect = |lifecycle| {
+    let connect = |handler: SessionHandler, lifecycle| {
         let transport = StreamableHttpClientTransport::with_client(client.clone(), config.clone());
-        handler.clone().serve_with_lifecycle(transport, lifecycle)
+        handler.serve_with_lifecycle(transport, lifecycle)
     };
-    match connect(lifecycle()).await {
+    let earlier_era = match connect(handler.clone(), lifecycle()).await {
         // Some servers of an earlier version answer `server/discover` with
-        // an empty result instead of an error: they are reached with the
-        // initialize handshake on a fresh connection.
+        // an empty result instead of an error.
         Err(ClientInitializeError::ExpectedInitResult(_)) => {
-            tracing::debug!(
-                integration_id = %integration.id,
-                "server/discover answered without a discover result; using initialize"
-            );
-            connect(ClientLifecycleMode::Initialize).await
+            "server/discover answered without a discover result"
         }
-        result => result,
-    }
+        // A JSON-RPC error that is not one of 2026-07-28's own refusals:
+        // the server is of an earlier era (as rmcp classifies it).
+        Err(ClientInitializeError::JsonRpcError(error))
+            if error.code != ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+                && error.code != ErrorCode::HEADER_MISMATCH =>
+        {
+            "server/discover refused"
+        }
+        result => return result,
+    };
+    tracing::debug!(integration_id = %integration.id, reason = earlier_era, "using initialize");
+    let handler = handler.with_protocol_version(LEGACY_VERSION);
+    connect(handler, ClientLifecycleMode::Initialize).await
 }

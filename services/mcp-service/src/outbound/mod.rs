@@ -19,6 +19,7 @@ pub mod session_pool;
 pub mod sessions;
 pub mod sql;
 pub mod sse_answer;
+pub mod standalone_stream;
 pub mod stdio_child;
 pub mod stdio_home;
 pub mod stdio_lines;

@@ -52,6 +52,13 @@ impl SessionHandler {
         }
     }
 
+    /// This handler, introducing itself at `version` in an initialize
+    /// handshake.
+    pub fn with_protocol_version(mut self, version: rmcp::model::ProtocolVersion) -> Self {
+        self.config = self.config.with_protocol_version(version);
+        self
+    }
+
     fn list_changed(&self, what: &'static str) {
         tracing::debug!(integration_id = %self.integration, what, "server list changed");
         self.cache.invalidate(self.integration);

@@ -316,3 +316,91 @@ fn a_ca_file_without_a_certificate_is_refused() {
     assert!(read_roots(&garbage).is_err());
     assert!(read_roots(&dir.path().join("missing.pem")).is_err());
 }
+
+/// A keep-alive server that closes a connection idle for `idle` when the
+/// next request arrives on it, unanswered (as a server closing it at that
+/// moment does); returns its port and a count of connections accepted.
+async fn serve_closing_idle(idle: Duration) -> (u16, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&accepted);
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            counter.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut answered = None::<tokio::time::Instant>;
+                let mut buf = [0u8; 1024];
+                let mut request = Vec::new();
+                loop {
+                    match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                    if !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                        continue;
+                    }
+                    request.clear();
+                    if answered.is_some_and(|at| at.elapsed() >= idle) {
+                        return;
+                    }
+                    let body = "ok";
+                    let response = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if stream.write_all(response.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    answered = Some(tokio::time::Instant::now());
+                }
+            });
+        }
+    });
+    (port, accepted)
+}
+
+#[tokio::test]
+async fn a_connection_idle_past_the_pool_limit_is_not_used_again() {
+    install_crypto_provider();
+    let server_idle = Duration::from_millis(600);
+    let (port, accepted) = serve_closing_idle(server_idle).await;
+    let policy = Arc::new(AddressPolicy::parse_allow_list("127.0.0.0/8").expect("allow-list"));
+    let options = HttpClientOptions {
+        pool_idle_timeout: Duration::from_millis(300),
+        ..HttpClientOptions::default()
+    };
+    let client = build_client(policy, &options).expect("client builds");
+    let url = format!("http://127.0.0.1:{port}/");
+    assert_eq!(get(&client, &url).await.expect("first").status(), 200);
+    // Reused while fresh.
+    assert_eq!(get(&client, &url).await.expect("second").status(), 200);
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    // Idle past both limits: a new connection, not the one being closed.
+    tokio::time::sleep(server_idle + Duration::from_millis(300)).await;
+    let response = get(&client, &url)
+        .await
+        .expect("not sent on the connection the server closes");
+    assert_eq!(response.status(), 200);
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+}
+
+/// Documents why the pool limit exists: with reqwest's own (90 s), the
+/// request goes out on the connection the server is closing, and fails.
+#[tokio::test]
+async fn a_connection_kept_past_the_servers_idle_limit_fails_the_request() {
+    install_crypto_provider();
+    let server_idle = Duration::from_millis(300);
+    let (port, accepted) = serve_closing_idle(server_idle).await;
+    let policy = Arc::new(AddressPolicy::parse_allow_list("127.0.0.0/8").expect("allow-list"));
+    let options = HttpClientOptions {
+        pool_idle_timeout: Duration::from_secs(90),
+        ..HttpClientOptions::default()
+    };
+    let client = build_client(policy, &options).expect("client builds");
+    let url = format!("http://127.0.0.1:{port}/");
+    assert_eq!(get(&client, &url).await.expect("first").status(), 200);
+    tokio::time::sleep(server_idle + Duration::from_millis(300)).await;
+    assert!(get(&client, &url).await.is_err());
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+}

@@ -17,8 +17,9 @@ use switchboard_test_support::{
     TEST_JWT_SECRET,
     grpc::{ServiceProcess, free_port, start_binary, wait_serving},
 };
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tonic::codegen::Service as _;
-use tonic::transport::Channel;
+use tonic::{codegen::http, transport::Channel};
 
 use crate::support::{admin, http_integration, member, req};
 
@@ -40,7 +41,7 @@ const PEAK_RSS_LIMIT_BYTES: u64 = 512 * 1024 * 1024;
 /// globally), serving metrics on a port of its own.
 struct Service {
     process: ServiceProcess,
-    metrics_url: String,
+    metrics_addr: String,
     client: McpServiceClient<Channel>,
     _dir: tempfile::TempDir,
 }
@@ -71,7 +72,7 @@ async fn start_service() -> Service {
         .max_encoding_message_size(usize::MAX)
         .max_decoding_message_size(usize::MAX);
     Service {
-        metrics_url: format!("http://{metrics_addr}/metrics"),
+        metrics_addr,
         process,
         client,
         _dir: dir,
@@ -79,13 +80,24 @@ async fn start_service() -> Service {
 }
 
 impl Service {
+    /// The body of `GET /metrics`, as Prometheus asks for it.
     async fn scrape(&self) -> String {
-        reqwest::get(&self.metrics_url)
+        let mut stream = tokio::net::TcpStream::connect(&self.metrics_addr)
             .await
-            .expect("the metrics endpoint answers")
-            .text()
+            .expect("the metrics endpoint accepts");
+        stream
+            .write_all(b"GET /metrics HTTP/1.0\r\nHost: metrics\r\n\r\n")
             .await
-            .expect("a body")
+            .expect("the request is sent");
+        let mut answer = Vec::new();
+        stream
+            .read_to_end(&mut answer)
+            .await
+            .expect("the answer is read");
+        let answer = String::from_utf8(answer).expect("UTF-8");
+        let (head, body) = answer.split_once("\r\n\r\n").expect("a head and a body");
+        assert!(head.starts_with("HTTP/1.0 200"), "{head}");
+        body.to_owned()
     }
 
     /// The process's peak resident memory (`VmHWM`), in bytes.
@@ -218,7 +230,7 @@ async fn huge_and_many_tool_names_stay_out_of_the_metrics_and_listed_ones_stay_i
 /// A gRPC request to `path` with no token, as any client reaching the port
 /// can send; returns its `grpc-status`.
 async fn unauthenticated_call(channel: &mut Channel, url: &str, path: &str) -> Option<String> {
-    let request = tonic::codegen::http::Request::builder()
+    let request = http::Request::builder()
         .method("POST")
         .uri(format!("{url}{path}"))
         .header("content-type", "application/grpc")

@@ -6,7 +6,7 @@ use anyhow::{Context as _, bail};
 use secrecy::SecretString;
 use switchboard_auth::{ClaimNames, JwksConfig, JwtKey, VerifierConfig};
 use switchboard_db::DatabaseArgs;
-use switchboard_telemetry::{LogFormat, TelemetryConfig};
+use switchboard_telemetry::{LogFormat, MetricsLimits, TelemetryConfig};
 
 use crate::ServerArgs;
 
@@ -210,6 +210,14 @@ pub struct TelemetryArgs {
         action = clap::ArgAction::Set
     )]
     pub capture_content: bool,
+    /// Series one metric instrument keeps (distinct label sets); further
+    /// ones are added to its overflow series.
+    #[arg(long, env = "SWITCHBOARD_METRICS_MAX_SERIES", default_value_t = MetricsLimits::default().max_series, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub metrics_max_series: usize,
+    /// Largest answer of a metrics scrape, in bytes; metric families past it
+    /// are left out.
+    #[arg(long, env = "SWITCHBOARD_METRICS_MAX_SCRAPE_BYTES", default_value_t = MetricsLimits::default().max_scrape_bytes)]
+    pub metrics_max_scrape_bytes: usize,
 }
 
 impl Default for TelemetryArgs {
@@ -220,6 +228,8 @@ impl Default for TelemetryArgs {
             otlp_endpoint: None,
             metrics_addr: None,
             capture_content: false,
+            metrics_max_series: MetricsLimits::default().max_series,
+            metrics_max_scrape_bytes: MetricsLimits::default().max_scrape_bytes,
         }
     }
 }
@@ -234,6 +244,10 @@ impl TelemetryArgs {
             otlp_endpoint: self.otlp_endpoint.clone().filter(|e| !e.is_empty()),
             metrics_addr: self.metrics_addr,
             capture_content: self.capture_content,
+            metrics_limits: MetricsLimits {
+                max_series: self.metrics_max_series,
+                max_scrape_bytes: self.metrics_max_scrape_bytes,
+            },
         }
     }
 }

@@ -16,6 +16,7 @@ mod org_limits;
 pub mod paging;
 mod readiness;
 pub mod request_id;
+mod rpc_methods;
 mod rpc_telemetry;
 mod serve;
 

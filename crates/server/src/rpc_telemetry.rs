@@ -1,12 +1,15 @@
 //! The outcome of each call, once its gRPC status is known (response headers
 //! of a trailers-only answer, or the trailers): `rpc.grpc.status_code` and
 //! the error status on the call's span, and the `rpc.server.call.duration`
-//! histogram per method and status code.
+//! histogram per method and status code. Only calls of a method a service
+//! serves are measured, under that method's own labels: a caller's path
+//! never becomes a label, and paths nothing serves (answered UNIMPLEMENTED
+//! or UNAUTHENTICATED) add no series however many there are.
 
 use std::{
     future::Future,
     pin::Pin,
-    sync::{Arc, OnceLock},
+    sync::OnceLock,
     task::{Context, Poll},
     time::Instant,
 };
@@ -16,6 +19,8 @@ use opentelemetry::{KeyValue, StringValue, metrics::Histogram};
 use tonic::Code;
 use tower::{BoxError, Layer, Service};
 use tracing::Span;
+
+use crate::rpc_methods::{RpcMethod, RpcMethods};
 
 /// Methods whose calls are neither traced nor measured: probes and tooling,
 /// many times more frequent than API calls and of no interest in a trace.
@@ -34,28 +39,40 @@ fn duration() -> &'static Histogram<f64> {
 }
 
 /// Observes the status of every call (see the module's documentation).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RpcTelemetryLayer;
+#[derive(Debug, Clone)]
+pub(crate) struct RpcTelemetryLayer {
+    methods: RpcMethods,
+}
+
+impl RpcTelemetryLayer {
+    /// Measures the calls of `methods`.
+    pub(crate) fn new(methods: RpcMethods) -> Self {
+        Self { methods }
+    }
+}
 
 impl<S> Layer<S> for RpcTelemetryLayer {
     type Service = RpcTelemetry<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        RpcTelemetry { inner }
+        RpcTelemetry {
+            inner,
+            methods: self.methods.clone(),
+        }
     }
 }
 
 /// The service of [`RpcTelemetryLayer`].
 #[derive(Debug, Clone)]
-pub struct RpcTelemetry<S> {
+pub(crate) struct RpcTelemetry<S> {
     inner: S,
+    methods: RpcMethods,
 }
 
 /// One call being observed: its span and method, and when it started.
 struct Call {
     span: Span,
-    service: Arc<str>,
-    method: Arc<str>,
+    method: RpcMethod,
     started: Instant,
 }
 
@@ -74,8 +91,8 @@ impl Call {
             self.started.elapsed().as_secs_f64(),
             &[
                 KeyValue::new("rpc.system", "grpc"),
-                KeyValue::new("rpc.service", StringValue::from(self.service)),
-                KeyValue::new("rpc.method", StringValue::from(self.method)),
+                KeyValue::new("rpc.service", StringValue::from(self.method.service)),
+                KeyValue::new("rpc.method", StringValue::from(self.method.method)),
                 KeyValue::new("rpc.grpc.status_code", code_number),
             ],
         );
@@ -118,17 +135,10 @@ where
 
     fn call(&mut self, request: http::Request<ReqBody>) -> Self::Future {
         let path = request.uri().path();
-        let call = (!is_untraced(path)).then(|| {
-            let (service, method) = path
-                .trim_start_matches('/')
-                .split_once('/')
-                .unwrap_or((path, ""));
-            Call {
-                span: Span::current(),
-                service: service.into(),
-                method: method.into(),
-                started: Instant::now(),
-            }
+        let call = self.methods.serves(path).then(|| Call {
+            span: Span::current(),
+            method: self.methods.get(path).clone(),
+            started: Instant::now(),
         });
         let future = self.inner.call(request);
         Box::pin(async move {

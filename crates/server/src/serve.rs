@@ -25,6 +25,7 @@ use tracing::{Level, Span};
 use crate::{
     DeadlineLayer, Deadlines, GlobalLimitLayer, OrgLimitLayer, OrgLimits, ServerArgs,
     readiness::{self, Watch},
+    rpc_methods::RpcMethods,
     rpc_telemetry::{RpcTelemetryLayer, is_untraced},
 };
 
@@ -184,17 +185,20 @@ pub async fn serve(
         }),
     ]);
 
+    // Span names and metric labels come from the methods served, never
+    // from the path a caller sent.
+    let methods = RpcMethods::of(&names)?;
     let stack = ServiceBuilder::new()
         // Trace first, so every call (refused ones too) gets a span that
         // continues the caller's W3C trace.
         .layer(
             TraceLayer::new_for_grpc()
-                .make_span_with(request_span)
+                .make_span_with(request_span(methods.clone()))
                 .on_failure(DefaultOnFailure::new().level(Level::INFO)),
         )
         // Inside the span: the call's gRPC status on its span and in the
         // RPC duration histogram, refusals by the layers below included.
-        .layer(RpcTelemetryLayer)
+        .layer(RpcTelemetryLayer::new(methods))
         // Bound the calls in flight across all connections (a stream until
         // it ends), and with them memory and the fan-out to upstream MCP
         // servers and models; over the limit UNAVAILABLE at once, which gRPC
@@ -306,25 +310,28 @@ fn reflection_v1alpha() -> anyhow::Result<
 }
 
 /// The span of one call, named and attributed per the OpenTelemetry RPC
-/// conventions, parented to the caller's trace context.
-fn request_span<B>(request: &http::Request<B>) -> Span {
-    if is_untraced(request.uri().path()) {
-        return Span::none();
+/// conventions (a path no service serves is `_other`), parented to the
+/// caller's trace context.
+fn request_span<B>(methods: RpcMethods) -> impl Fn(&http::Request<B>) -> Span + Clone {
+    move |request| {
+        let path = request.uri().path();
+        if is_untraced(path) {
+            return Span::none();
+        }
+        let method = methods.get(path);
+        let span = tracing::info_span!(
+            "grpc.server",
+            otel.name = %method.name,
+            otel.kind = "server",
+            rpc.system = "grpc",
+            rpc.service = %method.service,
+            rpc.method = %method.method,
+            rpc.grpc.status_code = tracing::field::Empty,
+            enduser.id = tracing::field::Empty,
+        );
+        switchboard_telemetry::continue_trace(&span, request.headers());
+        span
     }
-    let path = request.uri().path().trim_start_matches('/');
-    let (service, method) = path.split_once('/').unwrap_or((path, ""));
-    let span = tracing::info_span!(
-        "grpc.server",
-        otel.name = %path,
-        otel.kind = "server",
-        rpc.system = "grpc",
-        rpc.service = %service,
-        rpc.method = %method,
-        rpc.grpc.status_code = tracing::field::Empty,
-        enduser.id = tracing::field::Empty,
-    );
-    switchboard_telemetry::continue_trace(&span, request.headers());
-    span
 }
 
 /// Resolves on SIGTERM or SIGINT.

@@ -25,7 +25,9 @@ use tracing_subscriber::{
 };
 
 pub use content::{capture_content, set_capture_content};
-pub use metrics::MetricsEndpoint;
+pub use metrics::{
+    DURATION_BUCKETS, MetricsEndpoint, MetricsLimits, OTHER, TOKEN_BUCKETS, max_series,
+};
 pub use opentelemetry::propagation::{Extractor, Injector};
 pub use propagation::{
     context_from, continue_trace, extract_context, inject_context, inject_current,
@@ -78,6 +80,8 @@ pub struct TelemetryConfig {
     /// Whether tool arguments, tool results and prompts are recorded on
     /// spans. Credentials never are.
     pub capture_content: bool,
+    /// Series per instrument, and bytes per scrape.
+    pub metrics_limits: MetricsLimits,
 }
 
 impl TelemetryConfig {
@@ -91,6 +95,7 @@ impl TelemetryConfig {
             otlp_endpoint: None,
             metrics_addr: None,
             capture_content: false,
+            metrics_limits: MetricsLimits::default(),
         }
     }
 }
@@ -162,9 +167,14 @@ where
         resource,
         config.otlp_endpoint.as_deref(),
         config.metrics_addr.is_some(),
+        config.metrics_limits,
     )?;
     let metrics_endpoint = match (config.metrics_addr, registry) {
-        (Some(addr), Some(registry)) => Some(MetricsEndpoint::spawn(addr, registry)?),
+        (Some(addr), Some(registry)) => Some(MetricsEndpoint::spawn(
+            addr,
+            registry,
+            config.metrics_limits.max_scrape_bytes,
+        )?),
         _ => None,
     };
     subscriber(config, writer, &tracer)?
@@ -228,12 +238,6 @@ fn resource(service_name: &str) -> Resource {
 pub fn meter() -> opentelemetry::metrics::Meter {
     global::meter("switchboard")
 }
-
-/// Bucket bounds, in seconds, of duration histograms: from a cached lookup
-/// to a long tool call.
-pub const DURATION_BUCKETS: &[f64] = &[
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
-];
 
 /// A duration histogram in seconds with [`DURATION_BUCKETS`].
 pub fn duration_histogram(

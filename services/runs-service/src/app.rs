@@ -73,6 +73,7 @@ async fn build(config: &Config, wrap: WrapRepository) -> anyhow::Result<Built> {
     let repo = wrap(repository(config, &db)?);
     let active = take_over_runs(&repo, config).await?;
     let (models, known) = model_providers(config)?;
+    crate::metrics::name_only(&known, config.metrics_models.split(','));
     let mcp = mcp_service(config).await?;
     let settings = &config.data_sources;
     settings.check(config.common.server.max_message_bytes)?;

@@ -49,6 +49,10 @@ pub struct Config {
         hide_env_values = true
     )]
     pub model_providers: String,
+    /// Model ids that metrics name (comma-separated); other models are
+    /// `_other`, since an agent's model is text its admin chose.
+    #[arg(long, env = "SWITCHBOARD_METRICS_MODELS", default_value = "")]
+    pub metrics_models: String,
     /// Model calls per run for agents that set no limit.
     #[arg(long, env = "SWITCHBOARD_DEFAULT_MAX_STEPS", default_value_t = 10)]
     pub default_max_steps: u32,
@@ -385,6 +389,7 @@ impl Config {
             mcp_service_url: mcp_service_url.to_owned(),
             mcp_service_resolve_interval: Duration::from_secs(1),
             model_providers: String::new(),
+            metrics_models: String::new(),
             default_max_steps: 10,
             discovery_timeout: Duration::from_secs(5),
             tool_timeout: Duration::from_secs(30),

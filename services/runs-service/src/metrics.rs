@@ -1,8 +1,20 @@
 //! runs-service's metrics (OpenTelemetry metrics API; names and units per the
 //! GenAI semantic conventions where they define one, `switchboard.*`
 //! otherwise). Instruments are made on first use, after telemetry is set up.
+//!
+//! Every label value is one of a set fixed by the code or the operator: a
+//! provider is named only if it is configured, a model only if the operator
+//! listed it (`SWITCHBOARD_METRICS_MODELS`); anything else is `_other`. An
+//! agent's model is text its organization's admin chose, up to a whole
+//! message.
 
-use std::{sync::OnceLock, time::Duration};
+use std::{
+    collections::HashSet,
+    sync::{OnceLock, RwLock},
+    time::Duration,
+};
+
+use switchboard_telemetry::OTHER;
 
 use opentelemetry::{
     KeyValue,
@@ -36,10 +48,7 @@ fn instruments() -> &'static Instruments {
                 .u64_histogram("gen_ai.client.token.usage")
                 .with_unit("{token}")
                 .with_description("Tokens used per model call, by token type")
-                .with_boundaries(vec![
-                    1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0,
-                    1048576.0,
-                ])
+                .with_boundaries(switchboard_telemetry::TOKEN_BUCKETS.to_vec())
                 .build(),
             operation_duration: switchboard_telemetry::duration_histogram(
                 "gen_ai.client.operation.duration",
@@ -54,6 +63,42 @@ fn instruments() -> &'static Instruments {
                 .build(),
         }
     })
+}
+
+/// The providers and models that may be label values.
+#[derive(Debug, Default)]
+struct Named {
+    providers: HashSet<String>,
+    models: HashSet<String>,
+}
+
+fn named() -> &'static RwLock<Named> {
+    static NAMED: OnceLock<RwLock<Named>> = OnceLock::new();
+    NAMED.get_or_init(RwLock::default)
+}
+
+/// Names `providers` (the configured ones) and `models` (the operator's
+/// list) in metrics from now on; any other is `_other`.
+pub fn name_only<'a>(providers: &[String], models: impl Iterator<Item = &'a str>) {
+    if let Ok(mut named) = named().write() {
+        named.providers = providers.iter().cloned().collect();
+        named.models = models
+            .map(str::trim)
+            .filter(|model| !model.is_empty())
+            .map(str::to_owned)
+            .collect();
+    }
+}
+
+/// The provider's and the model's label values.
+fn labels_of(provider: &str, model: &str) -> (String, String) {
+    let pick = |set: &HashSet<String>, value: &str| {
+        set.get(value).cloned().unwrap_or_else(|| OTHER.to_owned())
+    };
+    match named().read() {
+        Ok(named) => (pick(&named.providers, provider), pick(&named.models, model)),
+        Err(_) => (OTHER.to_owned(), OTHER.to_owned()),
+    }
 }
 
 /// A run began.
@@ -79,10 +124,11 @@ pub fn model_call(
     error_type: Option<&'static str>,
 ) {
     let instruments = instruments();
+    let (provider, model) = labels_of(provider, model);
     let mut attributes = vec![
         KeyValue::new("gen_ai.operation.name", "chat"),
-        KeyValue::new("gen_ai.provider.name", provider.to_owned()),
-        KeyValue::new("gen_ai.request.model", model.to_owned()),
+        KeyValue::new("gen_ai.provider.name", provider),
+        KeyValue::new("gen_ai.request.model", model),
     ];
     if let Some((input, output)) = tokens {
         for (kind, count) in [("input", input), ("output", output)] {
@@ -106,4 +152,25 @@ pub fn datasource_query(outcome: &'static str) {
         1,
         &[KeyValue::new("switchboard.datasource.outcome", outcome)],
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_configured_providers_and_listed_models_are_label_values() {
+        name_only(&["scripted".to_owned()], " gpt-x , ,claude-y".split(','));
+        assert_eq!(
+            labels_of("scripted", "gpt-x"),
+            ("scripted".to_owned(), "gpt-x".to_owned())
+        );
+        assert_eq!(labels_of("scripted", "claude-y").1, "claude-y");
+        let huge = "m".repeat(1 << 20);
+        assert_eq!(
+            labels_of("gone", &huge),
+            (OTHER.to_owned(), OTHER.to_owned())
+        );
+        assert_eq!(labels_of("scripted", "").1, OTHER);
+    }
 }

@@ -31,6 +31,7 @@ use super::{
     elicitation::ElicitationPolicy,
     listen::ChangeListeners,
     mcp_client::{McpConnector, client_config},
+    metric_labels,
     mrtr::{self, Round, ToolAnswer},
     session_pool::{SessionKey, SessionPool},
     sessions::{DiscoveryCache, Live, SessionHandler},
@@ -388,6 +389,7 @@ impl McpGateway for RmcpGateway {
             Ok((listed, live))
         });
         let (listed, live) = observe(integration, Operation::Discover, None, listing).await?;
+        metric_labels::remember(integration.id, &listed);
         let discovery = Arc::new(listed);
         if !per_user {
             self.cache.put(integration, discovery.clone());
@@ -487,5 +489,6 @@ impl McpGateway for RmcpGateway {
         self.listeners.stop(integration);
         self.pool.forget(integration);
         self.cache.invalidate(integration);
+        metric_labels::forget(integration);
     }
 }

@@ -7,6 +7,7 @@ pub mod gateway;
 pub mod http_client;
 pub mod listen;
 pub mod mcp_client;
+pub mod metric_labels;
 pub mod mrtr;
 pub mod oauth;
 pub mod oauth_client;

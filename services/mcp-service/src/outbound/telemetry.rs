@@ -3,18 +3,20 @@
 //! operation (`tools/call {tool}`, `resources/read`, `prompts/get {prompt}`,
 //! discovery per integration), the W3C context of that span in each
 //! request's `_meta` (the transport copies it into the `traceparent` header
-//! of the HTTP request), and the operation's duration and outcome.
+//! of the HTTP request), and the operation's duration and outcome. A tool
+//! is a label only when its server listed it ([`metric_labels`]).
 
 use std::{future::Future, sync::OnceLock, time::Instant};
 
 use opentelemetry::{
-    KeyValue,
+    KeyValue, StringValue,
     metrics::{Counter, Histogram, UpDownCounter},
 };
 use rmcp::model::RequestParamsMeta;
 use switchboard_telemetry::Injector;
 use tracing::{Instrument as _, Span};
 
+use super::metric_labels;
 use crate::domain::{
     integration::{Integration, IntegrationId},
     ports::CallError,
@@ -74,12 +76,24 @@ impl Operation<'_> {
     }
 
     /// The operation's span, every attribute given as it is made: a field
-    /// recorded later costs each layer a second visit.
+    /// recorded later costs each layer a second visit. Its name carries a
+    /// tool or prompt only when the server listed it (else `_other`), and
+    /// its attributes at most the first bytes of the name a caller sent.
     fn span(self, integration: &Integration) -> Span {
         let method = self.method();
         let (name, tool, prompt, resource) = match self {
-            Self::CallTool(tool) => (format!("{method} {tool}"), Some(tool), None, None),
-            Self::GetPrompt(prompt) => (format!("{method} {prompt}"), None, Some(prompt), None),
+            Self::CallTool(tool) => (
+                format!("{method} {}", metric_labels::tool(integration.id, tool)),
+                Some(bounded(tool)),
+                None,
+                None,
+            ),
+            Self::GetPrompt(prompt) => (
+                format!("{method} {}", metric_labels::prompt(integration.id, prompt)),
+                None,
+                Some(bounded(prompt)),
+                None,
+            ),
             // A resource URI may name personal data: content, like arguments.
             Self::ReadResource(uri) => (
                 method.to_owned(),
@@ -103,6 +117,16 @@ impl Operation<'_> {
             gen_ai.tool.call.arguments = tracing::field::Empty,
         )
     }
+}
+
+/// At most the first [`metric_labels::MAX_LABEL_BYTES`] of `name` (on a
+/// character boundary): what a span may carry of a name a caller chose.
+fn bounded(name: &str) -> &str {
+    let mut end = name.len().min(metric_labels::MAX_LABEL_BYTES);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
 }
 
 /// A low-cardinality class of a failure, for `error.type`.
@@ -143,7 +167,8 @@ pub async fn observe<T>(
         KeyValue::new("switchboard.integration.id", integration.id.to_string()),
     ];
     if let Operation::CallTool(tool) = operation {
-        attributes.push(KeyValue::new("gen_ai.tool.name", tool.to_owned()));
+        let label = metric_labels::tool(integration.id, tool);
+        attributes.push(KeyValue::new("gen_ai.tool.name", StringValue::from(label)));
     }
     if let Err(error) = &outcome {
         let error_type = error_type(error);

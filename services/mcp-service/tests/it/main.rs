@@ -8,6 +8,7 @@ mod exact_json;
 mod hostile_authorization;
 mod hostile_calls;
 mod hostile_config;
+mod hostile_metrics;
 mod hostile_oauth;
 mod hostile_oauth_code;
 mod hostile_sandbox;

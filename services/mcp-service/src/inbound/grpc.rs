@@ -14,7 +14,10 @@ use super::{
         proto_integration, proto_validation,
     },
     error::status,
-    parse::{input_answers, parse_new, parse_patch, tool_call},
+    parse::{
+        MAX_NAME_BYTES, MAX_SESSION_SCOPE_BYTES, MAX_URI_BYTES, bounded_text, input_answers,
+        parse_new, parse_patch, tool_call,
+    },
     resume::{Binding, Field, Operation, ResumeSeal},
     wire,
 };
@@ -275,9 +278,13 @@ impl McpService for McpApi {
         let deadline = switchboard_server::grpc_deadline(request.metadata());
         let mut request = request.into_inner();
         let id = parse_id("integration_id", &request.integration_id)?;
-        if request.tool_name.is_empty() {
-            return Err(status(McpError::invalid("tool_name", "is required")));
-        }
+        bounded_text("tool_name", &request.tool_name, MAX_NAME_BYTES, true)?;
+        bounded_text(
+            "session_scope",
+            &request.session_scope,
+            MAX_SESSION_SCOPE_BYTES,
+            false,
+        )?;
         self.resume.open_tool_request(&caller, id, &mut request)?;
         let call = tool_call(&request)?;
         let outcome = self
@@ -305,9 +312,13 @@ impl McpService for McpApi {
         let deadline = switchboard_server::grpc_deadline(request.metadata());
         let request = request.into_inner();
         let id = parse_id("integration_id", &request.integration_id)?;
-        if request.uri.is_empty() {
-            return Err(status(McpError::invalid("uri", "is required")));
-        }
+        bounded_text("uri", &request.uri, MAX_URI_BYTES, true)?;
+        bounded_text(
+            "session_scope",
+            &request.session_scope,
+            MAX_SESSION_SCOPE_BYTES,
+            false,
+        )?;
         let parameters = request
             .parameters
             .as_ref()
@@ -348,9 +359,13 @@ impl McpService for McpApi {
         let deadline = switchboard_server::grpc_deadline(request.metadata());
         let request = request.into_inner();
         let id = parse_id("integration_id", &request.integration_id)?;
-        if request.name.is_empty() {
-            return Err(status(McpError::invalid("name", "is required")));
-        }
+        bounded_text("name", &request.name, MAX_NAME_BYTES, true)?;
+        bounded_text(
+            "session_scope",
+            &request.session_scope,
+            MAX_SESSION_SCOPE_BYTES,
+            false,
+        )?;
         let name = request.name.clone();
         let binding = Binding {
             caller: &caller,

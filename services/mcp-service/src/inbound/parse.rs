@@ -137,6 +137,39 @@ pub(super) fn tool_call(request: &pb::ExecuteToolRequest) -> Result<ToolCall, St
     })
 }
 
+/// Longest tool or prompt name accepted. Servers name their tools in at
+/// most 128 characters (the MCP specification's limit); the bound leaves room
+/// for servers that do not follow it while keeping a caller's text out of
+/// log lines, spans and session keys at any size it likes.
+pub const MAX_NAME_BYTES: usize = 1024;
+
+/// Longest resource URI accepted.
+pub const MAX_URI_BYTES: usize = 8 * 1024;
+
+/// Longest `session_scope` accepted: it is part of the key of an upstream
+/// session, held as long as the session lives (a thread id is 36 bytes).
+pub const MAX_SESSION_SCOPE_BYTES: usize = 1024;
+
+/// Checks a caller's text that names something: present when `required`,
+/// and at most `max` bytes.
+pub(super) fn bounded_text(
+    field: &str,
+    value: &str,
+    max: usize,
+    required: bool,
+) -> Result<(), Status> {
+    if required && value.is_empty() {
+        return Err(status(McpError::invalid(field, "is required")));
+    }
+    if value.len() > max {
+        return Err(status(McpError::invalid(
+            field,
+            format!("is longer than {max} bytes"),
+        )));
+    }
+    Ok(())
+}
+
 /// Longest `task_id` accepted: servers name their tasks with short ids
 /// (UUIDs, say), and the id is sent on in every request about the task.
 pub const MAX_TASK_ID_BYTES: usize = 1024;

@@ -1,0 +1,140 @@
+//! Settings of data sources: what they may hold, use and run at once.
+
+use anyhow::ensure;
+
+use crate::domain::datasource::{Capacity, ImportLimits, QueryLimits};
+
+/// What data sources may hold, use and run at once.
+///
+/// Memory adds up as: `cache_bytes` (decoded tables kept between queries)
+/// plus `concurrent_work × query_memory_bytes` (each running query or
+/// import, the decoded tables a query reads counted in). With the defaults:
+/// 512 MiB + 4 × 256 MiB = 1.5 GiB; leave room for the rest of the service
+/// when setting a pod's memory limit.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DataSourceArgs {
+    /// Largest CSV imported, in bytes; must be below
+    /// `SWITCHBOARD_MAX_MESSAGE_BYTES`, which every CSV crosses (as an
+    /// `ImportDataSource` request or an MCP resource read through
+    /// mcp-service).
+    #[arg(long = "data-source-max-csv-bytes", env = "SWITCHBOARD_DATA_SOURCE_MAX_CSV_BYTES", default_value_t = ImportLimits::DEFAULT_MAX_BYTES)]
+    pub max_csv_bytes: usize,
+    /// Most cells (rows × columns, short rows counted in full) of one CSV.
+    #[arg(long = "data-source-max-cells", env = "SWITCHBOARD_DATA_SOURCE_MAX_CELLS", default_value_t = ImportLimits::default().max_cells)]
+    pub max_cells: usize,
+    /// Memory for decoded tables kept between queries, in bytes.
+    #[arg(long = "data-source-cache-bytes", env = "SWITCHBOARD_DATA_SOURCE_CACHE_BYTES", default_value_t = Capacity::default().cache_bytes)]
+    pub cache_bytes: usize,
+    /// Memory one query may use (joins, sorts, groups and the tables it
+    /// reads), in bytes.
+    #[arg(long = "data-source-query-memory-bytes", env = "SWITCHBOARD_DATA_SOURCE_QUERY_MEMORY_BYTES", default_value_t = QueryLimits::default().memory_bytes)]
+    pub query_memory_bytes: usize,
+    /// Queries and imports running at once in the process.
+    #[arg(long = "data-source-concurrent-work", env = "SWITCHBOARD_DATA_SOURCE_CONCURRENT_WORK", default_value_t = Capacity::default().concurrent_work)]
+    pub concurrent_work: usize,
+    /// Queries and imports one organization may run at once; below
+    /// `SWITCHBOARD_DATA_SOURCE_CONCURRENT_WORK`.
+    #[arg(long = "data-source-concurrent-work-per-org", env = "SWITCHBOARD_DATA_SOURCE_CONCURRENT_WORK_PER_ORG", default_value_t = Capacity::default().concurrent_work_per_org)]
+    pub concurrent_work_per_org: usize,
+    /// CSV bytes all data sources of one organization may hold.
+    #[arg(long = "data-source-org-bytes", env = "SWITCHBOARD_DATA_SOURCE_ORG_BYTES", default_value_t = Capacity::default().org_bytes)]
+    pub org_bytes: u64,
+    /// Most bytes of a query's rendered result.
+    #[arg(long = "data-source-query-max-result-bytes", env = "SWITCHBOARD_DATA_SOURCE_QUERY_MAX_RESULT_BYTES", default_value_t = QueryLimits::default().max_result_bytes)]
+    pub query_max_result_bytes: usize,
+    /// Largest value a string function of a query may build, in bytes.
+    #[arg(long = "data-source-query-max-value-bytes", env = "SWITCHBOARD_DATA_SOURCE_QUERY_MAX_VALUE_BYTES", default_value_t = QueryLimits::default().max_value_bytes)]
+    pub query_max_value_bytes: usize,
+    /// Memory ceiling of the process one query runs in, in bytes (above
+    /// `SWITCHBOARD_DATA_SOURCE_QUERY_MEMORY_BYTES`).
+    #[arg(long = "data-source-query-max-memory-bytes", env = "SWITCHBOARD_DATA_SOURCE_QUERY_MAX_MEMORY_BYTES", default_value_t = QueryLimits::default().process_memory_bytes)]
+    pub query_max_memory_bytes: usize,
+    /// The runs-service binary that runs queries (`query-worker`); by
+    /// default the running one.
+    #[arg(
+        long = "data-source-query-worker",
+        env = "SWITCHBOARD_DATA_SOURCE_QUERY_WORKER"
+    )]
+    pub query_worker: Option<std::path::PathBuf>,
+}
+
+impl Default for DataSourceArgs {
+    fn default() -> Self {
+        let (import, query, capacity) = (
+            ImportLimits::default(),
+            QueryLimits::default(),
+            Capacity::default(),
+        );
+        Self {
+            max_csv_bytes: import.max_bytes,
+            max_cells: import.max_cells,
+            cache_bytes: capacity.cache_bytes,
+            query_memory_bytes: query.memory_bytes,
+            concurrent_work: capacity.concurrent_work,
+            concurrent_work_per_org: capacity.concurrent_work_per_org,
+            org_bytes: capacity.org_bytes,
+            query_max_result_bytes: query.max_result_bytes,
+            query_max_value_bytes: query.max_value_bytes,
+            query_max_memory_bytes: query.process_memory_bytes,
+            query_worker: None,
+        }
+    }
+}
+
+impl DataSourceArgs {
+    /// Refuses settings that contradict each other or the server's.
+    pub fn check(&self, max_message_bytes: usize) -> anyhow::Result<()> {
+        ensure!(
+            self.max_csv_bytes < max_message_bytes,
+            "SWITCHBOARD_DATA_SOURCE_MAX_CSV_BYTES ({}) must be below SWITCHBOARD_MAX_MESSAGE_BYTES \
+             ({max_message_bytes}): a larger CSV could never arrive",
+            self.max_csv_bytes
+        );
+        ensure!(
+            self.concurrent_work_per_org >= 1
+                && self.concurrent_work_per_org < self.concurrent_work.max(2),
+            "SWITCHBOARD_DATA_SOURCE_CONCURRENT_WORK_PER_ORG ({}) must be at least 1 and below \
+             SWITCHBOARD_DATA_SOURCE_CONCURRENT_WORK ({}), so that one organization never holds every slot",
+            self.concurrent_work_per_org,
+            self.concurrent_work
+        );
+        ensure!(
+            self.query_max_memory_bytes > self.query_memory_bytes,
+            "SWITCHBOARD_DATA_SOURCE_QUERY_MAX_MEMORY_BYTES ({}) must be above \
+             SWITCHBOARD_DATA_SOURCE_QUERY_MEMORY_BYTES ({}): the query's process holds its engine's memory and more",
+            self.query_max_memory_bytes,
+            self.query_memory_bytes
+        );
+        Ok(())
+    }
+
+    /// The import limits.
+    pub fn import_limits(&self) -> ImportLimits {
+        ImportLimits {
+            max_bytes: self.max_csv_bytes,
+            max_cells: self.max_cells,
+            ..ImportLimits::default()
+        }
+    }
+
+    /// The limits of one query.
+    pub fn query_limits(&self) -> QueryLimits {
+        QueryLimits {
+            memory_bytes: self.query_memory_bytes,
+            max_result_bytes: self.query_max_result_bytes,
+            max_value_bytes: self.query_max_value_bytes,
+            process_memory_bytes: self.query_max_memory_bytes,
+            ..QueryLimits::default()
+        }
+    }
+
+    /// What all data sources may hold and run at once.
+    pub fn capacity(&self) -> Capacity {
+        Capacity {
+            cache_bytes: self.cache_bytes,
+            concurrent_work: self.concurrent_work,
+            concurrent_work_per_org: self.concurrent_work_per_org,
+            org_bytes: self.org_bytes,
+        }
+    }
+}

@@ -612,8 +612,20 @@ async fn a_stdio_server_gets_exactly_its_environment_and_dies_with_its_session()
     let process: serde_json::Value = serde_json::from_str(&text.text).expect("json");
     assert_eq!(
         process["env"],
-        json!(["API_KEY", "HOME", "PATH", "PLAIN"]),
-        "exactly the integration's environment, with a fixed PATH and HOME"
+        json!([
+            "API_KEY",
+            "HOME",
+            "PATH",
+            "PLAIN",
+            "PYTHONNOUSERSITE",
+            "TMPDIR",
+            "XDG_CACHE_HOME",
+            "XDG_CONFIG_HOME",
+            "XDG_DATA_HOME",
+            "XDG_RUNTIME_DIR",
+            "XDG_STATE_HOME"
+        ]),
+        "exactly the integration's environment, with a fixed PATH and a private home"
     );
     let pid = process["pid"].as_u64().expect("a pid");
 

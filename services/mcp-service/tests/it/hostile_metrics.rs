@@ -182,6 +182,13 @@ async fn huge_and_many_tool_names_stay_out_of_the_metrics_and_listed_ones_stay_i
         let huge = format!("{}", char::from(b'a' + i)).repeat(HUGE_NAME_BYTES);
         let answer = service.client.execute_tool(execute(&id, &huge)).await;
         assert!(
+            matches!(&answer, Err(status) if status.code() == tonic::Code::InvalidArgument),
+            "a name past its bound is refused where it enters: {answer:?}"
+        );
+        // At the bound the name reaches the server, which does not list it.
+        let at_bound = format!("{}", char::from(b'a' + i)).repeat(1024);
+        let answer = service.client.execute_tool(execute(&id, &at_bound)).await;
+        assert!(
             answer.is_ok(),
             "an unknown tool is the model's to read: {answer:?}"
         );

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the MCP conformance suite (client side) against mcp-service, through
-# the conformance client in crates/conformance-client:
+# the conformance client in conformance/client:
 #   - every scenario 2025-11-25 requires, at that revision's wire version;
 #   - every scenario 2026-07-28 requires, at that revision's wire version;
 # Each set also runs the extension scenarios (client credentials,

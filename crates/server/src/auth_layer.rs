@@ -1,19 +1,17 @@
 //! The tower layer that authenticates every gRPC call.
 
-use std::{
-    future::Future,
-    pin::Pin,
-    sync::Arc,
-    task::{Context, Poll},
-};
+use std::sync::Arc;
 
 use http::{HeaderMap, Request, Response};
 use secrecy::SecretString;
 use switchboard_auth::{AuthError, Authenticator, BearerToken, Principal};
-use tonic::Status;
+use tonic::{Status, body::Body};
 use tower::{Layer, Service};
 
-use crate::ApiError;
+use crate::{
+    ApiError,
+    gate::{BoxFuture, Gate, Gated},
+};
 
 /// Paths served without a token: Kubernetes probes and tooling must reach
 /// health and reflection without credentials, and they reveal no tenant data.
@@ -38,44 +36,24 @@ impl AuthLayer {
 }
 
 impl<S> Layer<S> for AuthLayer {
-    type Service = AuthService<S>;
+    type Service = Gated<S, Self>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        AuthService {
-            inner,
-            authenticator: self.authenticator.clone(),
-        }
+        Gated::new(inner, self.clone())
     }
 }
 
-/// The service [`AuthLayer`] produces.
-#[derive(Debug, Clone)]
-pub struct AuthService<S> {
-    inner: S,
-    authenticator: Arc<Authenticator>,
-}
-
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
-
-impl<S, B> Service<Request<B>> for AuthService<S>
-where
-    S: Service<Request<B>, Response = Response<tonic::body::Body>> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    B: Send + 'static,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = BoxFuture<Result<Self::Response, Self::Error>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut request: Request<B>) -> Self::Future {
-        // The clone that was polled ready must serve this call.
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
-
+impl Gate for AuthLayer {
+    fn call<S, B>(
+        &self,
+        mut inner: S,
+        mut request: Request<B>,
+    ) -> BoxFuture<Result<Response<Body>, S::Error>>
+    where
+        S: Service<Request<B>, Response = Response<Body>> + Send + 'static,
+        S::Future: Send + 'static,
+        B: Send + 'static,
+    {
         let path = request.uri().path();
         if PUBLIC_PATH_PREFIXES.iter().any(|p| path.starts_with(p)) {
             return Box::pin(inner.call(request));

@@ -10,20 +10,20 @@
 
 use std::{
     collections::{HashMap, HashSet},
-    future::Future,
-    pin::Pin,
     sync::Arc,
-    task::{Context, Poll},
     time::Duration,
 };
 
 use http::{Request, Response};
 use switchboard_proto::common::v1::ErrorReason;
-use tonic::{Code, Status};
+use tonic::{Code, Status, body::Body};
 use tonic_types::{ErrorDetails, StatusExt as _};
 use tower::{Layer, Service};
 
-use crate::error::ERROR_DOMAIN;
+use crate::{
+    error::ERROR_DOMAIN,
+    gate::{BoxFuture, Gate, Gated},
+};
 
 /// How long calls may take.
 #[derive(Debug, Clone)]
@@ -64,42 +64,24 @@ impl DeadlineLayer {
 }
 
 impl<S> Layer<S> for DeadlineLayer {
-    type Service = DeadlineService<S>;
+    type Service = Gated<S, Self>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        DeadlineService {
-            inner,
-            deadlines: self.deadlines.clone(),
-        }
+        Gated::new(inner, self.clone())
     }
 }
 
-/// The service [`DeadlineLayer`] produces.
-#[derive(Debug, Clone)]
-pub struct DeadlineService<S> {
-    inner: S,
-    deadlines: Arc<Deadlines>,
-}
-
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
-
-impl<S, B> Service<Request<B>> for DeadlineService<S>
-where
-    S: Service<Request<B>, Response = Response<tonic::body::Body>> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    B: Send + 'static,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = BoxFuture<Result<Self::Response, Self::Error>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<B>) -> Self::Future {
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
+impl Gate for DeadlineLayer {
+    fn call<S, B>(
+        &self,
+        mut inner: S,
+        request: Request<B>,
+    ) -> BoxFuture<Result<Response<Body>, S::Error>>
+    where
+        S: Service<Request<B>, Response = Response<Body>> + Send + 'static,
+        S::Future: Send + 'static,
+        B: Send + 'static,
+    {
         let deadline = self.deadlines.of(request.uri().path(), request.headers());
         let call = inner.call(request);
         Box::pin(async move {

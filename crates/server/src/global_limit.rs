@@ -8,18 +8,17 @@
 //! which gRPC clients retry with backoff; queueing behind streams that may
 //! last minutes would only turn overload into timeouts.
 
-use std::{
-    future::Future,
-    pin::Pin,
-    sync::Arc,
-    task::{Context, Poll},
-};
+use std::sync::Arc;
 
 use http::{Request, Response};
 use tokio::sync::Semaphore;
+use tonic::body::Body;
 use tower::{Layer, Service};
 
-use crate::held_body::HeldBody;
+use crate::{
+    gate::{BoxFuture, Gate, Gated},
+    held_body::HeldBody,
+};
 
 /// What a caller refused at the global limit reads.
 const OVERLOADED: &str = "server is at its concurrency limit; retry with backoff";
@@ -40,43 +39,24 @@ impl GlobalLimitLayer {
 }
 
 impl<S> Layer<S> for GlobalLimitLayer {
-    type Service = GlobalLimitService<S>;
+    type Service = Gated<S, Self>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        GlobalLimitService {
-            inner,
-            permits: self.permits.clone(),
-        }
+        Gated::new(inner, self.clone())
     }
 }
 
-/// The service [`GlobalLimitLayer`] produces.
-#[derive(Debug, Clone)]
-pub struct GlobalLimitService<S> {
-    inner: S,
-    permits: Arc<Semaphore>,
-}
-
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
-
-impl<S, B> Service<Request<B>> for GlobalLimitService<S>
-where
-    S: Service<Request<B>, Response = Response<tonic::body::Body>> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    B: Send + 'static,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = BoxFuture<Result<Self::Response, Self::Error>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<B>) -> Self::Future {
-        // The clone that was polled ready must serve this call.
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
+impl Gate for GlobalLimitLayer {
+    fn call<S, B>(
+        &self,
+        mut inner: S,
+        request: Request<B>,
+    ) -> BoxFuture<Result<Response<Body>, S::Error>>
+    where
+        S: Service<Request<B>, Response = Response<Body>> + Send + 'static,
+        S::Future: Send + 'static,
+        B: Send + 'static,
+    {
         let Ok(permit) = self.permits.clone().try_acquire_owned() else {
             tracing::debug!("call refused at the process's concurrency limit");
             let response = tonic::Status::unavailable(OVERLOADED).into_http();
@@ -85,7 +65,7 @@ where
         let call = inner.call(request);
         Box::pin(async move {
             let response = call.await?;
-            Ok(response.map(|body| tonic::body::Body::new(HeldBody::new(body, permit))))
+            Ok(response.map(|body| Body::new(HeldBody::new(body, permit))))
         })
     }
 }

@@ -12,11 +12,8 @@
 
 use std::{
     collections::HashMap,
-    future::Future,
     num::NonZeroU32,
-    pin::Pin,
     sync::{Arc, Mutex},
-    task::{Context, Poll},
     time::Duration,
 };
 
@@ -28,11 +25,15 @@ use governor::{
 use http::{Request, Response};
 use switchboard_auth::Principal;
 use switchboard_proto::common::v1::ErrorReason;
-use tonic::{Code, Status};
+use tonic::{Code, Status, body::Body};
 use tonic_types::{ErrorDetails, StatusExt as _};
 use tower::{Layer, Service};
 
-use crate::{error::ERROR_DOMAIN, held_body::HeldBody};
+use crate::{
+    error::ERROR_DOMAIN,
+    gate::{BoxFuture, Gate, Gated},
+    held_body::HeldBody,
+};
 
 /// The retry delay suggested to a caller at its concurrency limit: calls in
 /// flight end at times nobody knows, and a second neither spins the caller
@@ -102,21 +103,11 @@ impl OrgLimitLayer {
 }
 
 impl<S> Layer<S> for OrgLimitLayer {
-    type Service = OrgLimitService<S>;
+    type Service = Gated<S, Self>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        OrgLimitService {
-            inner,
-            shared: self.shared.clone(),
-        }
+        Gated::new(inner, self.clone())
     }
-}
-
-/// The service [`OrgLimitLayer`] produces.
-#[derive(Debug, Clone)]
-pub struct OrgLimitService<S> {
-    inner: S,
-    shared: Arc<Shared>,
 }
 
 /// One call counted against its organization until dropped (with the
@@ -197,26 +188,17 @@ fn refusal(reason: ErrorReason, message: String, limit: String, retry: Duration)
     Status::with_error_details(Code::ResourceExhausted, message, details)
 }
 
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
-
-impl<S, B> Service<Request<B>> for OrgLimitService<S>
-where
-    S: Service<Request<B>, Response = Response<tonic::body::Body>> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    B: Send + 'static,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = BoxFuture<Result<Self::Response, Self::Error>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<B>) -> Self::Future {
-        // The clone that was polled ready must serve this call.
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
+impl Gate for OrgLimitLayer {
+    fn call<S, B>(
+        &self,
+        mut inner: S,
+        request: Request<B>,
+    ) -> BoxFuture<Result<Response<Body>, S::Error>>
+    where
+        S: Service<Request<B>, Response = Response<Body>> + Send + 'static,
+        S::Future: Send + 'static,
+        B: Send + 'static,
+    {
         let Some(org) = request
             .extensions()
             .get::<Principal>()
@@ -230,7 +212,7 @@ where
                 let call = inner.call(request);
                 Box::pin(async move {
                     let response = call.await?;
-                    Ok(response.map(|body| tonic::body::Body::new(HeldBody::new(body, slot))))
+                    Ok(response.map(|body| Body::new(HeldBody::new(body, slot))))
                 })
             }
             Err(status) => {

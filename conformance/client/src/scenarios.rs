@@ -3,6 +3,7 @@
 
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
+use switchboard_proto::mcp::v1 as pb;
 
 use switchboard_mcp_service::outbound::elicitation::ElicitationPolicy;
 
@@ -69,17 +70,7 @@ pub async fn run(switchboard: &mut Switchboard, scenario: &Scenario) -> anyhow::
     let id = switchboard
         .create_integration(&scenario.server_url, auth)
         .await?;
-    let mut discovery = None;
-    for _ in 0..oauth::MAX_AUTHORIZATIONS {
-        match switchboard.discover(&id).await {
-            Ok(found) => {
-                discovery = Some(found);
-                break;
-            }
-            Err(status) => oauth::authorize_or_fail(switchboard, "Discover", status).await?,
-        }
-    }
-    let discovery = discovery.context("Discover kept asking for authorization")?;
+    let discovery = discover(switchboard, &id).await?;
     let tools = &discovery.tools;
     eprintln!(
         "conformance-client: {} tools, {} resources, {} prompts",
@@ -121,31 +112,54 @@ pub async fn run(switchboard: &mut Switchboard, scenario: &Scenario) -> anyhow::
             .await
         }
         Plan::Everything => {
-            for tool in tools {
-                // A refusal is an answer too: what is judged is the request.
-                let _ = switchboard.execute_tool(&id, &tool.name, &json!({})).await;
-            }
-            for resource in &discovery.resources {
-                let _ = switchboard.retrieve_resource(&id, &resource.uri).await;
-            }
-            for prompt in &discovery.prompts {
-                let _ = switchboard.get_prompt(&id, &prompt.name).await;
-            }
+            use_everything(switchboard, &id, &discovery).await;
             Ok(())
         }
-        Plan::AnswerInputs => {
-            for tool in tools {
-                let response = inputs::call_answering(switchboard, &id, &tool.name, &json!({}))
-                    .await
-                    .with_context(|| format!("{} failed", tool.name))?;
-                eprintln!(
-                    "conformance-client: {} answered (is_error: {}) {}",
-                    tool.name, response.is_error, response.error_message
-                );
-            }
-            Ok(())
+        Plan::AnswerInputs => answer_inputs(switchboard, &id, tools).await,
+    }
+}
+
+/// Discovers integration `id`, authorizing as often as the server asks.
+async fn discover(switchboard: &mut Switchboard, id: &str) -> anyhow::Result<pb::DiscoverResponse> {
+    for _ in 0..oauth::MAX_AUTHORIZATIONS {
+        match switchboard.discover(id).await {
+            Ok(found) => return Ok(found),
+            Err(status) => oauth::authorize_or_fail(switchboard, "Discover", status).await?,
         }
     }
+    bail!("Discover kept asking for authorization")
+}
+
+/// Calls every tool, reads every resource and gets every prompt once.
+async fn use_everything(switchboard: &mut Switchboard, id: &str, discovery: &pb::DiscoverResponse) {
+    for tool in &discovery.tools {
+        // A refusal is an answer too: what is judged is the request.
+        let _ = switchboard.execute_tool(id, &tool.name, &json!({})).await;
+    }
+    for resource in &discovery.resources {
+        let _ = switchboard.retrieve_resource(id, &resource.uri).await;
+    }
+    for prompt in &discovery.prompts {
+        let _ = switchboard.get_prompt(id, &prompt.name).await;
+    }
+}
+
+/// Calls every tool, answering the input requests of those that ask.
+async fn answer_inputs(
+    switchboard: &mut Switchboard,
+    id: &str,
+    tools: &[pb::Tool],
+) -> anyhow::Result<()> {
+    for tool in tools {
+        let response = inputs::call_answering(switchboard, id, &tool.name, &json!({}))
+            .await
+            .with_context(|| format!("{} failed", tool.name))?;
+        eprintln!(
+            "conformance-client: {} answered (is_error: {}) {}",
+            tool.name, response.is_error, response.error_message
+        );
+    }
+    Ok(())
 }
 
 async fn call(

@@ -79,6 +79,29 @@ impl RequestIds {
     /// Claims `key` for a request with `fingerprint`, or says who holds it.
     pub async fn claim(&self, key: &RequestKey, fingerprint: &str) -> anyhow::Result<Claim> {
         let now = now_millis();
+        self.clear_expired(key, now).await?;
+        let inserted = sqlx::query(
+            "INSERT INTO request_ids (org_id, method, request_id, fingerprint, response, created_at) \
+             VALUES ($1, $2, $3, $4, NULL, $5) ON CONFLICT DO NOTHING",
+        )
+        .bind(&key.org_id)
+        .bind(key.method)
+        .bind(&key.request_id)
+        .bind(fingerprint)
+        .bind(now)
+        .execute(&self.pool)
+        .await
+        .context("failed to claim a request id")?;
+        if inserted.rows_affected() == 1 {
+            return Ok(Claim::First);
+        }
+        self.holder(key, fingerprint).await
+    }
+
+    /// Removes expired keys (all of them now and then, `key` every time) and
+    /// `key` when the request that claimed it left it pending too long, so
+    /// that only a live claim can stand in the way of this one.
+    async fn clear_expired(&self, key: &RequestKey, now: i64) -> anyhow::Result<()> {
         let expired_before = now.saturating_sub(millis(self.window));
         if self
             .claims
@@ -104,21 +127,11 @@ impl RequestIds {
         .execute(&self.pool)
         .await
         .context("failed to clear an expired request id")?;
-        let inserted = sqlx::query(
-            "INSERT INTO request_ids (org_id, method, request_id, fingerprint, response, created_at) \
-             VALUES ($1, $2, $3, $4, NULL, $5) ON CONFLICT DO NOTHING",
-        )
-        .bind(&key.org_id)
-        .bind(key.method)
-        .bind(&key.request_id)
-        .bind(fingerprint)
-        .bind(now)
-        .execute(&self.pool)
-        .await
-        .context("failed to claim a request id")?;
-        if inserted.rows_affected() == 1 {
-            return Ok(Claim::First);
-        }
+        Ok(())
+    }
+
+    /// What a request with `fingerprint` finds when another claimed `key` first.
+    async fn holder(&self, key: &RequestKey, fingerprint: &str) -> anyhow::Result<Claim> {
         let row = sqlx::query(
             "SELECT fingerprint, response FROM request_ids \
              WHERE org_id = $1 AND method = $2 AND request_id = $3",

@@ -151,22 +151,7 @@ pub async fn serve(
         self_limited,
         database,
     } = services;
-    let (health, health_service) = tonic_health::server::health_reporter();
-    // Liveness answers SERVING for as long as the process serves at all,
-    // whatever the database or a drain says: a replica whose database is
-    // away must leave the load balancer (readiness), not be restarted.
-    health
-        .set_service_status(crate::LIVENESS_SERVICE, ServingStatus::Serving)
-        .await;
-    for name in &names {
-        health
-            .set_service_status(*name, ServingStatus::Serving)
-            .await;
-    }
-    routes
-        .add_service(health_service)
-        .add_service(reflection_v1()?)
-        .add_service(reflection_v1alpha()?);
+    let health = report_serving(&mut routes, &names).await?;
 
     let org_limits = OrgLimitLayer::new(OrgLimits {
         concurrency: args.org_concurrency_limit,
@@ -185,9 +170,76 @@ pub async fn serve(
         }),
     ]);
 
-    // Span names and metric labels come from the methods served, never
-    // from the path a caller sent.
-    let methods = RpcMethods::of(&names)?;
+    let middleware = Middleware {
+        // Span names and metric labels come from the methods served, never
+        // from the path a caller sent.
+        methods: RpcMethods::of(&names)?,
+        authenticator,
+        org_limits,
+        self_limited,
+    };
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let server = grpc_server(args, middleware, routes, listener, stop_rx);
+    tokio::pin!(server);
+
+    tokio::select! {
+        result = &mut server => return result.context("gRPC server failed"),
+        () = shutdown => {}
+    }
+
+    // The database watch must not report SERVING again from here on.
+    drop(background);
+    drain(args, &health, &names, stop_tx, server).await
+}
+
+/// Reports liveness and every service SERVING, and adds health and
+/// reflection to `routes`.
+async fn report_serving(
+    routes: &mut RoutesBuilder,
+    names: &[&'static str],
+) -> anyhow::Result<HealthReporter> {
+    let (health, health_service) = tonic_health::server::health_reporter();
+    // Liveness answers SERVING for as long as the process serves at all,
+    // whatever the database or a drain says: a replica whose database is
+    // away must leave the load balancer (readiness), not be restarted.
+    health
+        .set_service_status(crate::LIVENESS_SERVICE, ServingStatus::Serving)
+        .await;
+    for name in names {
+        health
+            .set_service_status(*name, ServingStatus::Serving)
+            .await;
+    }
+    routes
+        .add_service(health_service)
+        .add_service(reflection_v1()?)
+        .add_service(reflection_v1alpha()?);
+    Ok(health)
+}
+
+/// What the middleware stack holds besides the server's settings.
+struct Middleware {
+    methods: RpcMethods,
+    authenticator: Arc<Authenticator>,
+    org_limits: OrgLimitLayer,
+    self_limited: HashSet<String>,
+}
+
+/// The gRPC server: `routes` behind the middleware stack, on `listener`,
+/// until `stop` fires.
+fn grpc_server(
+    args: &ServerArgs,
+    middleware: Middleware,
+    routes: RoutesBuilder,
+    listener: TcpListener,
+    stop: oneshot::Receiver<()>,
+) -> impl Future<Output = Result<(), tonic::transport::Error>> {
+    let Middleware {
+        methods,
+        authenticator,
+        org_limits,
+        self_limited,
+    } = middleware;
     let stack = ServiceBuilder::new()
         // Trace first, so every call (refused ones too) gets a span that
         // continues the caller's W3C trace.
@@ -223,8 +275,7 @@ pub async fn serve(
         .into_inner();
 
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
-    let (stop_tx, stop_rx) = oneshot::channel::<()>();
-    let server = Server::builder()
+    Server::builder()
         // HTTP/2 pings keep a quiet stream (a run waiting on a long tool
         // call) from being closed as idle by a proxy, and find dead peers.
         .http2_keepalive_interval(Some(args.http2_keepalive_interval))
@@ -232,18 +283,8 @@ pub async fn serve(
         .layer(stack)
         .add_routes(routes.routes())
         .serve_with_incoming_shutdown(incoming, async {
-            let _ = stop_rx.await;
-        });
-    tokio::pin!(server);
-
-    tokio::select! {
-        result = &mut server => return result.context("gRPC server failed"),
-        () = shutdown => {}
-    }
-
-    // The database watch must not report SERVING again from here on.
-    drop(background);
-    drain(args, &health, &names, stop_tx, server).await
+            let _ = stop.await;
+        })
 }
 
 /// The graceful end: NOT_SERVING, then after `shutdown_delay` the listener

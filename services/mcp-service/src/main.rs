@@ -1,6 +1,10 @@
 //! mcp-service binary: configuration, telemetry, then [`switchboard_mcp_service::run`]
 //! (or [`switchboard_mcp_service::migrate`] alone).
 
+// No function past 60 lines (clippy.toml) outside unit tests; `make clippy`
+// enforces it with the other lints.
+#![cfg_attr(not(test), deny(clippy::too_many_lines))]
+
 use clap::Parser;
 use switchboard_mcp_service::{Config, SERVICE_NAME, migrate, run};
 

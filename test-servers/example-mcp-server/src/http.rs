@@ -161,19 +161,7 @@ pub async fn spawn_http(options: HttpServerOptions) -> anyhow::Result<RunningHtt
         .with_connection_cutter(cutter.clone());
     let tool_list = prototype.tool_list();
     let cancel = CancellationToken::new();
-    let config = StreamableHttpServerConfig::default()
-        .with_legacy_session_mode(options.stateful)
-        .with_cancellation_token(cancel.child_token())
-        .with_allowed_hosts(allowed_hosts(addr));
-    let config = if options.resumable {
-        config
-    } else {
-        config.with_sse_retry(None)
-    };
-    let mut sessions = LocalSessionManager::default();
-    if !options.resumable {
-        sessions.session_config.sse_retry = None;
-    }
+    let (config, sessions) = session_config(&options, &cancel, addr);
     let service = StreamableHttpService::new(
         move || Ok(prototype.new_session()),
         Arc::new(sessions),
@@ -197,28 +185,7 @@ pub async fn spawn_http(options: HttpServerOptions) -> anyhow::Result<RunningHtt
     };
     let tls = options.tls.then(TlsIdentity::generate).transpose()?;
     let certificate_pem = tls.as_ref().map(|tls| tls.certificate_pem.clone());
-    let stopped = cancel.clone().cancelled_owned();
-    let task = tokio::spawn(async move {
-        let served = match tls {
-            Some(tls) => {
-                let listener = TlsListener {
-                    inner: listener,
-                    acceptor: tls.acceptor,
-                };
-                axum::serve(listener, router)
-                    .with_graceful_shutdown(stopped)
-                    .await
-            }
-            None => {
-                axum::serve(listener, router)
-                    .with_graceful_shutdown(stopped)
-                    .await
-            }
-        };
-        if let Err(error) = served {
-            tracing::error!(%error, "http server failed");
-        }
-    });
+    let task = tokio::spawn(serve(listener, router, tls, cancel.clone()));
     tracing::info!(%addr, stateful = options.stateful, "serving mcp over http");
 
     Ok(RunningHttpServer {
@@ -230,6 +197,58 @@ pub async fn spawn_http(options: HttpServerOptions) -> anyhow::Result<RunningHtt
         cancel,
         task,
     })
+}
+
+/// The MCP endpoint's settings: sessions or none, resumable streams or not,
+/// and the hosts it answers to.
+fn session_config(
+    options: &HttpServerOptions,
+    cancel: &CancellationToken,
+    addr: SocketAddr,
+) -> (StreamableHttpServerConfig, LocalSessionManager) {
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(options.stateful)
+        .with_cancellation_token(cancel.child_token())
+        .with_allowed_hosts(allowed_hosts(addr));
+    let config = if options.resumable {
+        config
+    } else {
+        config.with_sse_retry(None)
+    };
+    let mut sessions = LocalSessionManager::default();
+    if !options.resumable {
+        sessions.session_config.sse_retry = None;
+    }
+    (config, sessions)
+}
+
+/// Serves `router` on `listener` (over TLS with `tls`) until `cancel`.
+async fn serve(
+    listener: CuttableListener,
+    router: axum::Router,
+    tls: Option<TlsIdentity>,
+    cancel: CancellationToken,
+) {
+    let stopped = cancel.cancelled_owned();
+    let served = match tls {
+        Some(tls) => {
+            let listener = TlsListener {
+                inner: listener,
+                acceptor: tls.acceptor,
+            };
+            axum::serve(listener, router)
+                .with_graceful_shutdown(stopped)
+                .await
+        }
+        None => {
+            axum::serve(listener, router)
+                .with_graceful_shutdown(stopped)
+                .await
+        }
+    };
+    if let Err(error) = served {
+        tracing::error!(%error, "http server failed");
+    }
 }
 
 /// Notes each request's HTTP version and `traceparent` header, so tests can

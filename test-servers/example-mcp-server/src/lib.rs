@@ -16,6 +16,10 @@
 //! Resources: `data://sales.csv`, `docs://readme`, `data://logo.png` and the
 //! template `data://sales/{region}.csv`. Prompt: `summarize`.
 
+// No function past 60 lines (clippy.toml) outside unit tests; `make clippy`
+// enforces it with the other lints.
+#![cfg_attr(not(test), deny(clippy::too_many_lines))]
+
 mod calls;
 mod catalog;
 mod confirm;

@@ -4,6 +4,10 @@
 //! `--transport http`. Logs go to stderr, since stdout carries MCP in stdio
 //! mode.
 
+// No function past 60 lines (clippy.toml) outside unit tests; `make clippy`
+// enforces it with the other lints.
+#![cfg_attr(not(test), deny(clippy::too_many_lines))]
+
 use std::{net::SocketAddr, path::PathBuf, sync::Arc};
 
 use anyhow::Context as _;

@@ -65,25 +65,48 @@ fn complete(answer: &Answer, shape: &Shape) -> Response {
     json_response(StatusCode::OK, body.to_string())
 }
 
+/// The event that opens every Messages stream.
+fn message_start(shape: &Shape) -> Value {
+    let (input_tokens, _) = shape.options.usage;
+    json!({"type": "message_start", "message": {
+        "id": id(shape),
+        "type": "message",
+        "role": "assistant",
+        "model": shape.model,
+        "content": [],
+        "stop_reason": null,
+        "stop_sequence": null,
+        "usage": {"input_tokens": input_tokens, "output_tokens": 1},
+    }})
+}
+
 fn stream(answer: &Answer, shape: &Shape) -> Response {
-    let (input_tokens, output_tokens) = shape.options.usage;
+    let (_, output_tokens) = shape.options.usage;
     let mut events = vec![
-        (
-            "message_start",
-            json!({"type": "message_start", "message": {
-                "id": id(shape),
-                "type": "message",
-                "role": "assistant",
-                "model": shape.model,
-                "content": [],
-                "stop_reason": null,
-                "stop_sequence": null,
-                "usage": {"input_tokens": input_tokens, "output_tokens": 1},
-            }}),
-        ),
+        ("message_start", message_start(shape)),
         // The real API interleaves pings; clients must skip them.
         ("ping", json!({"type": "ping"})),
     ];
+    events.extend(content_blocks(answer, shape));
+    events.push((
+        "message_delta",
+        json!({
+            "type": "message_delta",
+            "delta": {"stop_reason": stop_reason(answer), "stop_sequence": null},
+            "usage": {"output_tokens": output_tokens},
+        }),
+    ));
+    events.push(("message_stop", json!({"type": "message_stop"})));
+
+    let events = events.into_iter().map(|(name, data)| {
+        Ok::<_, Infallible>(Event::default().event(name).data(data.to_string()))
+    });
+    Sse::new(futures::stream::iter(events)).into_response()
+}
+
+/// The content blocks of `answer`: start, deltas of `chunk_size`, stop.
+fn content_blocks(answer: &Answer, shape: &Shape) -> Vec<(&'static str, Value)> {
+    let mut events = Vec::new();
     let delta = |index: usize, delta: Value| {
         (
             "content_block_delta",
@@ -125,20 +148,7 @@ fn stream(answer: &Answer, shape: &Shape) -> Response {
             }
         }
     }
-    events.push((
-        "message_delta",
-        json!({
-            "type": "message_delta",
-            "delta": {"stop_reason": stop_reason(answer), "stop_sequence": null},
-            "usage": {"output_tokens": output_tokens},
-        }),
-    ));
-    events.push(("message_stop", json!({"type": "message_stop"})));
-
-    let events = events.into_iter().map(|(name, data)| {
-        Ok::<_, Infallible>(Event::default().event(name).data(data.to_string()))
-    });
-    Sse::new(futures::stream::iter(events)).into_response()
+    events
 }
 
 /// The events of a hostile reply as a Messages stream.
@@ -157,18 +167,9 @@ pub(crate) fn hostile(hostile: &Hostile, shape: &Shape) -> Plan {
             json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
         )
     };
-    let (input_tokens, output_tokens) = shape.options.usage;
+    let (_, output_tokens) = shape.options.usage;
     let mut plan = Plan {
-        head: vec![event(json!({"type": "message_start", "message": {
-            "id": id(shape),
-            "type": "message",
-            "role": "assistant",
-            "model": shape.model,
-            "content": [],
-            "stop_reason": null,
-            "stop_sequence": null,
-            "usage": {"input_tokens": input_tokens, "output_tokens": 1},
-        }}))],
+        head: vec![event(message_start(shape))],
         ..Plan::default()
     };
     match hostile {

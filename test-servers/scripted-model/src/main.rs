@@ -2,6 +2,10 @@
 //! fixed address that answers every request with the same rule (see
 //! [`ScriptedModel::start_looping`]). Logs go to stderr.
 
+// No function past 60 lines (clippy.toml) outside unit tests; `make clippy`
+// enforces it with the other lints.
+#![cfg_attr(not(test), deny(clippy::too_many_lines))]
+
 use std::net::SocketAddr;
 
 use clap::Parser;

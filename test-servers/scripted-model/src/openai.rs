@@ -66,6 +66,18 @@ fn complete(answer: &Answer, shape: &Shape) -> Response {
     json_response(StatusCode::OK, body.to_string())
 }
 
+/// The last chunk of a stream whose request asked for usage.
+fn usage_chunk(id: &str, created: u64, shape: &Shape) -> Value {
+    json!({
+        "id": id,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": shape.model,
+        "choices": [],
+        "usage": usage(shape),
+    })
+}
+
 fn stream(answer: &Answer, shape: &Shape) -> Response {
     let id = id(shape);
     let created = unix_now();
@@ -115,14 +127,7 @@ fn stream(answer: &Answer, shape: &Shape) -> Response {
     };
     chunks_out.push(chunk(json!({}), Some(finish_reason)));
     if shape.include_usage {
-        chunks_out.push(json!({
-            "id": id,
-            "object": "chat.completion.chunk",
-            "created": created,
-            "model": shape.model,
-            "choices": [],
-            "usage": usage(shape),
-        }));
+        chunks_out.push(usage_chunk(&id, created, shape));
     }
 
     let events = chunks_out

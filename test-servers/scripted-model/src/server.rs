@@ -235,16 +235,19 @@ async fn messages(
     handle(&state, Api::Anthropic, headers, &body).await
 }
 
+/// What a provider answers to a body that is not JSON.
+fn invalid_json(api: Api, error: &serde_json::Error) -> Response {
+    tracing::warn!(%error, api = api.name(), "request body is not json");
+    let body = serde_json::json!({
+        "error": {"type": "invalid_request_error", "message": format!("invalid json: {error}")}
+    });
+    json_response(StatusCode::BAD_REQUEST, body.to_string())
+}
+
 async fn handle(state: &State, api: Api, headers: HeaderMap, body: &[u8]) -> Response {
     let request: Value = match serde_json::from_slice(body) {
         Ok(request) => request,
-        Err(error) => {
-            tracing::warn!(%error, api = api.name(), "request body is not json");
-            let body = serde_json::json!({
-                "error": {"type": "invalid_request_error", "message": format!("invalid json: {error}")}
-            });
-            return json_response(StatusCode::BAD_REQUEST, body.to_string());
-        }
+        Err(error) => return invalid_json(api, &error),
     };
     let view = RequestView::of(api, &request);
     let stream = request.get("stream").and_then(Value::as_bool) == Some(true);

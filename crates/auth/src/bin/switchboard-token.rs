@@ -2,6 +2,10 @@
 //!
 //! `switchboard-token --org acme --user alice --role admin`
 
+// No function past 60 lines (clippy.toml) outside unit tests; `make clippy`
+// enforces it with the other lints.
+#![cfg_attr(not(test), deny(clippy::too_many_lines))]
+
 use std::time::Duration;
 
 use clap::Parser;

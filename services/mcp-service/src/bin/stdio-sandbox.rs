@@ -25,6 +25,10 @@
 //!    user namespace;
 //! 4. `exec` of the program with the environment it was given.
 
+// No function past 60 lines (clippy.toml) outside unit tests; `make clippy`
+// enforces it with the other lints.
+#![cfg_attr(not(test), deny(clippy::too_many_lines))]
+
 use std::{
     collections::BTreeMap, os::unix::process::CommandExt as _, path::PathBuf, process::ExitCode,
 };

@@ -187,7 +187,7 @@ proto-release: tools ## Record today's contracts as the released baseline of pro
 	cd proto && $(BUF) build --exclude-source-info -o '$(CURDIR)/$(RELEASED_CONTRACTS)'
 
 .PHONY: size-check
-size-check: ## No service file over 500 lines, no function outside tests over 60
+size-check: ## No source file of a crate over 500 lines, no function outside tests over 60
 	bash scripts/size-check.sh
 
 .PHONY: lint

@@ -48,9 +48,17 @@ fn authorization(error: AuthorizationError) -> ApiError {
     }
 }
 
-/// A domain error as a gRPC status.
+/// What `?` turns a domain error into in a handler: the status of the one
+/// mapping above.
+impl From<McpError> for tonic::Status {
+    fn from(error: McpError) -> Self {
+        ApiError::from(error).into()
+    }
+}
+
+/// A domain error as a gRPC status, where `?` does not apply.
 pub(crate) fn status(error: McpError) -> tonic::Status {
-    ApiError::from(error).into()
+    error.into()
 }
 
 /// JSON-RPC "invalid params" and "resource not found" (MCP) codes.

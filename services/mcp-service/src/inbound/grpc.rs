@@ -75,13 +75,9 @@ impl McpService for McpApi {
         let request_id = std::mem::take(&mut request.request_id);
         let request_id = parse_request_id(&request_id).map_err(|v| status(v.into()))?;
         let fingerprint = fingerprint(&caller.user_id, &request);
-        let new = parse_new(request).map_err(status)?;
+        let new = parse_new(request)?;
         let create = || async {
-            let integration = self
-                .integrations
-                .create(&caller, new)
-                .await
-                .map_err(status)?;
+            let integration = self.integrations.create(&caller, new).await?;
             Ok(pb::CreateIntegrationResponse {
                 integration: Some(proto_integration(&integration, &caller)),
             })
@@ -104,7 +100,7 @@ impl McpService for McpApi {
     ) -> Reply<pb::GetIntegrationResponse> {
         let caller = caller(&request)?;
         let id = parse_id("id", &request.get_ref().id)?;
-        let integration = self.integrations.get(&caller, id).await.map_err(status)?;
+        let integration = self.integrations.get(&caller, id).await?;
         Ok(Response::new(pb::GetIntegrationResponse {
             integration: Some(proto_integration(&integration, &caller)),
         }))
@@ -119,17 +115,13 @@ impl McpService for McpApi {
         let mut violations = Violations::default();
         let limit = violations.take(page_size("page_size", request.page_size));
         let after = violations.take(decode_page_token("page_token", &request.page_token));
-        violations.finish().map_err(status)?;
+        violations.finish()?;
         let query = ListQuery {
             after: after.flatten(),
             limit: limit.unwrap_or_default(),
             enabled_only: request.enabled_only,
         };
-        let page = self
-            .integrations
-            .list(&caller, query)
-            .await
-            .map_err(status)?;
+        let page = self.integrations.list(&caller, query).await?;
         Ok(Response::new(pb::ListIntegrationsResponse {
             integrations: page
                 .integrations
@@ -150,12 +142,8 @@ impl McpService for McpApi {
             .integration
             .ok_or_else(|| status(McpError::invalid("integration", "is required")))?;
         let id = parse_id("integration.id", &integration.id)?;
-        let patch = parse_patch(integration, request.update_mask).map_err(status)?;
-        let integration = self
-            .integrations
-            .update(&caller, id, patch)
-            .await
-            .map_err(status)?;
+        let patch = parse_patch(integration, request.update_mask)?;
+        let integration = self.integrations.update(&caller, id, patch).await?;
         Ok(Response::new(pb::UpdateIntegrationResponse {
             integration: Some(proto_integration(&integration, &caller)),
         }))
@@ -167,10 +155,7 @@ impl McpService for McpApi {
     ) -> Reply<pb::DeleteIntegrationResponse> {
         let caller = caller(&request)?;
         let id = parse_id("id", &request.get_ref().id)?;
-        self.integrations
-            .delete(&caller, id)
-            .await
-            .map_err(status)?;
+        self.integrations.delete(&caller, id).await?;
         Ok(Response::new(pb::DeleteIntegrationResponse {}))
     }
 
@@ -180,11 +165,7 @@ impl McpService for McpApi {
     ) -> Reply<pb::EnableIntegrationResponse> {
         let caller = caller(&request)?;
         let id = parse_id("id", &request.get_ref().id)?;
-        let integration = self
-            .integrations
-            .set_enabled(&caller, id, true)
-            .await
-            .map_err(status)?;
+        let integration = self.integrations.set_enabled(&caller, id, true).await?;
         Ok(Response::new(pb::EnableIntegrationResponse {
             integration: Some(proto_integration(&integration, &caller)),
         }))
@@ -196,11 +177,7 @@ impl McpService for McpApi {
     ) -> Reply<pb::DisableIntegrationResponse> {
         let caller = caller(&request)?;
         let id = parse_id("id", &request.get_ref().id)?;
-        let integration = self
-            .integrations
-            .set_enabled(&caller, id, false)
-            .await
-            .map_err(status)?;
+        let integration = self.integrations.set_enabled(&caller, id, false).await?;
         Ok(Response::new(pb::DisableIntegrationResponse {
             integration: Some(proto_integration(&integration, &caller)),
         }))
@@ -212,11 +189,7 @@ impl McpService for McpApi {
     ) -> Reply<pb::ValidateIntegrationResponse> {
         let caller = caller(&request)?;
         let id = parse_id("id", &request.get_ref().id)?;
-        let report = self
-            .integrations
-            .validate(&caller, id)
-            .await
-            .map_err(status)?;
+        let report = self.integrations.validate(&caller, id).await?;
         Ok(Response::new(proto_validation(report)))
     }
 
@@ -238,7 +211,7 @@ impl McpService for McpApi {
                 )
             }))
         };
-        violations.finish().map_err(status)?;
+        violations.finish()?;
         let (limit, offset) = (
             limit.unwrap_or_default() as usize,
             offset.unwrap_or_default(),
@@ -263,8 +236,7 @@ impl McpService for McpApi {
         let (integration, discovery) = self
             .calls
             .discover(&caller, id, request.get_ref().bypass_cache, deadline)
-            .await
-            .map_err(status)?;
+            .await?;
         let mut response = wire::discovery(&discovery);
         response.integration = Some(proto_integration(&integration, &caller));
         Ok(Response::new(response))
@@ -290,8 +262,7 @@ impl McpService for McpApi {
         let outcome = self
             .calls
             .execute_tool(&caller, id, call, &request.session_scope, deadline)
-            .await
-            .map_err(status)?;
+            .await?;
         let mut response = wire::tool_result(outcome, &request.tool_name);
         let binding = Binding {
             caller: &caller,
@@ -343,8 +314,7 @@ impl McpService for McpApi {
         let read = self
             .calls
             .read_resource(&caller, id, query, &request.session_scope, deadline)
-            .await
-            .map_err(status)?;
+            .await?;
         let mut response = wire::resource_read(read.uri, &read.result);
         self.resume
             .seal_input_required(response.input_required.as_mut(), &binding)?;
@@ -390,8 +360,7 @@ impl McpService for McpApi {
         let result = self
             .calls
             .get_prompt(&caller, id, prompt, &request.session_scope, deadline)
-            .await
-            .map_err(status)?;
+            .await?;
         let mut response = wire::prompt_result(&result);
         self.resume
             .seal_input_required(response.input_required.as_mut(), &binding)?;
@@ -404,11 +373,7 @@ impl McpService for McpApi {
     ) -> Reply<pb::StartAuthorizationResponse> {
         let caller = caller(&request)?;
         let id = parse_id("integration_id", &request.get_ref().integration_id)?;
-        let started = self
-            .calls
-            .start_authorization(&caller, id)
-            .await
-            .map_err(status)?;
+        let started = self.calls.start_authorization(&caller, id).await?;
         Ok(Response::new(pb::StartAuthorizationResponse {
             authorization_url: started.authorization_url,
             state: started.state,
@@ -438,11 +403,7 @@ impl McpService for McpApi {
             code: request.code,
             issuer: Some(request.iss).filter(|iss| !iss.is_empty()),
         };
-        let id = self
-            .calls
-            .complete_authorization(&caller, answer)
-            .await
-            .map_err(status)?;
+        let id = self.calls.complete_authorization(&caller, answer).await?;
         Ok(Response::new(pb::CompleteAuthorizationResponse {
             integration_id: id.to_string(),
         }))

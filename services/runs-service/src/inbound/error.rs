@@ -36,9 +36,17 @@ impl From<RunsError> for ApiError {
     }
 }
 
-/// A domain error as a gRPC status.
+/// What `?` turns a domain error into in a handler: the status of the one
+/// mapping above.
+impl From<RunsError> for tonic::Status {
+    fn from(error: RunsError) -> Self {
+        ApiError::from(error).into()
+    }
+}
+
+/// A domain error as a gRPC status, where `?` does not apply.
 pub(crate) fn status(error: RunsError) -> tonic::Status {
-    ApiError::from(error).into()
+    error.into()
 }
 
 #[cfg(test)]

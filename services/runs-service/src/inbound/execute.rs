@@ -93,8 +93,7 @@ pub(crate) async fn execute_run(
     let Some(request_id) = request_id else {
         let events = orchestrator
             .start(caller, &thread_id, input, detached)
-            .await
-            .map_err(status)?;
+            .await?;
         return Ok(into_stream(None, events, heartbeat));
     };
     let org_id = caller.principal.org_id.clone();
@@ -150,10 +149,7 @@ async fn replay(
 ) -> Result<BoxStream<pb::ExecuteRunResponse>, Status> {
     // The id the request's first execution stored.
     let run_id: RunId = id("run_id", run_id)?;
-    let run = service
-        .get_run(&caller.principal, &run_id)
-        .await
-        .map_err(status)?;
+    let run = service.get_run(&caller.principal, &run_id).await?;
     let events = replay_events(run).ok_or_else(|| {
         Status::from(ApiError::refused(
             Refusal::RequestInProgress {

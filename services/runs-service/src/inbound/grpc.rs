@@ -99,11 +99,7 @@ impl RunsRpc for RunsApi {
             config: agent_config(&agent),
         };
         let create = || async {
-            let agent = self
-                .service
-                .create_agent(&caller, input)
-                .await
-                .map_err(status)?;
+            let agent = self.service.create_agent(&caller, input).await?;
             Ok(pb::CreateAgentResponse {
                 agent: Some(proto_agent(&agent)),
             })
@@ -126,11 +122,7 @@ impl RunsRpc for RunsApi {
     ) -> Reply<pb::GetAgentResponse> {
         let caller = caller(&request)?;
         let agent_id: AgentId = id("id", &request.get_ref().id)?;
-        let agent = self
-            .service
-            .get_agent(&caller, &agent_id)
-            .await
-            .map_err(status)?;
+        let agent = self.service.get_agent(&caller, &agent_id).await?;
         Ok(Response::new(pb::GetAgentResponse {
             agent: Some(proto_agent(&agent)),
         }))
@@ -144,11 +136,7 @@ impl RunsRpc for RunsApi {
         let request = request.into_inner();
         let limit = page_size("page_size", request.page_size).map_err(invalid)?;
         let after = decode_cursor("page_token", &request.page_token).map_err(invalid)?;
-        let page = self
-            .service
-            .list_agents(&caller, after, limit)
-            .await
-            .map_err(status)?;
+        let page = self.service.list_agents(&caller, after, limit).await?;
         Ok(Response::new(pb::ListAgentsResponse {
             agents: page.items.iter().map(proto_agent).collect(),
             next_page_token: encode_cursor(page.next),
@@ -205,8 +193,7 @@ impl RunsRpc for RunsApi {
                 }
                 Ok(AgentInput { name, config })
             })
-            .await
-            .map_err(status)?;
+            .await?;
         Ok(Response::new(pb::UpdateAgentResponse {
             agent: Some(proto_agent(&agent)),
         }))
@@ -218,10 +205,7 @@ impl RunsRpc for RunsApi {
     ) -> Reply<pb::DeleteAgentResponse> {
         let caller = caller(&request)?;
         let agent_id: AgentId = id("id", &request.get_ref().id)?;
-        self.service
-            .delete_agent(&caller, &agent_id)
-            .await
-            .map_err(status)?;
+        self.service.delete_agent(&caller, &agent_id).await?;
         Ok(Response::new(pb::DeleteAgentResponse {}))
     }
 
@@ -237,8 +221,7 @@ impl RunsRpc for RunsApi {
             let thread = self
                 .service
                 .create_thread(&caller, &agent_id, request.title)
-                .await
-                .map_err(status)?;
+                .await?;
             Ok(pb::CreateThreadResponse {
                 thread: Some(proto_thread(&thread)),
             })
@@ -261,11 +244,7 @@ impl RunsRpc for RunsApi {
     ) -> Reply<pb::GetThreadResponse> {
         let caller = caller(&request)?;
         let thread_id: ThreadId = id("id", &request.get_ref().id)?;
-        let thread = self
-            .service
-            .get_thread(&caller, &thread_id)
-            .await
-            .map_err(status)?;
+        let thread = self.service.get_thread(&caller, &thread_id).await?;
         Ok(Response::new(pb::GetThreadResponse {
             thread: Some(proto_thread(&thread)),
         }))
@@ -287,8 +266,7 @@ impl RunsRpc for RunsApi {
         let page = self
             .service
             .list_threads(&caller, agent.as_ref(), before, limit)
-            .await
-            .map_err(status)?;
+            .await?;
         Ok(Response::new(pb::ListThreadsResponse {
             threads: page.items.iter().map(proto_thread).collect(),
             next_page_token: encode_cursor(page.next),
@@ -301,10 +279,7 @@ impl RunsRpc for RunsApi {
     ) -> Reply<pb::DeleteThreadResponse> {
         let caller = caller(&request)?;
         let thread_id: ThreadId = id("id", &request.get_ref().id)?;
-        self.service
-            .delete_thread(&caller, &thread_id)
-            .await
-            .map_err(status)?;
+        self.service.delete_thread(&caller, &thread_id).await?;
         Ok(Response::new(pb::DeleteThreadResponse {}))
     }
 
@@ -320,8 +295,7 @@ impl RunsRpc for RunsApi {
         let (messages, next) = self
             .service
             .list_messages(&caller, &thread_id, after, limit)
-            .await
-            .map_err(status)?;
+            .await?;
         Ok(Response::new(pb::ListMessagesResponse {
             messages: messages.iter().map(proto_message).collect(),
             next_page_token: next.map(|seq| seq.to_string()).unwrap_or_default(),
@@ -338,11 +312,7 @@ impl RunsRpc for RunsApi {
         let limit = page_size("page_size", request.page_size).map_err(invalid)? as usize;
         let offset = decode_seq("page_token", &request.page_token).map_err(invalid)?;
         let offset = usize::try_from(offset).unwrap_or(0);
-        let sources = self
-            .service
-            .list_data_sources(&caller, &thread_id)
-            .await
-            .map_err(status)?;
+        let sources = self.service.list_data_sources(&caller, &thread_id).await?;
         let next = offset + limit;
         Ok(Response::new(pb::ListDataSourcesResponse {
             data_sources: sources
@@ -371,8 +341,7 @@ impl RunsRpc for RunsApi {
             let source = self
                 .service
                 .import_data_source(&caller, &thread_id, &request.name, &request.csv)
-                .await
-                .map_err(status)?;
+                .await?;
             Ok(pb::ImportDataSourceResponse {
                 data_source: Some(proto_data_source(&source)),
             })
@@ -392,11 +361,7 @@ impl RunsRpc for RunsApi {
     async fn get_run(&self, request: Request<pb::GetRunRequest>) -> Reply<pb::GetRunResponse> {
         let caller = caller(&request)?;
         let run_id: RunId = id("id", &request.get_ref().id)?;
-        let run = self
-            .service
-            .get_run(&caller, &run_id)
-            .await
-            .map_err(status)?;
+        let run = self.service.get_run(&caller, &run_id).await?;
         Ok(Response::new(pb::GetRunResponse {
             run: Some(proto_run(&run)),
         }))

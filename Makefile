@@ -190,8 +190,12 @@ proto-release: tools ## Record today's contracts as the released baseline of pro
 size-check: ## No source file of a crate over 500 lines, no function outside tests over 60
 	bash scripts/size-check.sh
 
+.PHONY: deps-check
+deps-check: ## The import rules: no circle in a service's domain/, no port importing a use case, nothing outside a service importing its outbound/
+	python3 scripts/import-graph.py
+
 .PHONY: lint
-lint: fmt-check clippy size-check proto-lint proto-breaking ## All lints
+lint: fmt-check clippy size-check deps-check proto-lint proto-breaking ## All lints
 
 .PHONY: deploy-tools
 deploy-tools: ## Install helm, crane, kube-score, kubernetes-validate and the chart README generator into .tools/

@@ -222,15 +222,6 @@ impl TokenMinter {
         self
     }
 
-    /// A minter signing with an RSA private key in PEM form (RS256).
-    pub fn rs256(private_key_pem: &str) -> Result<Self, AuthError> {
-        Ok(Self::new(
-            Algorithm::RS256,
-            EncodingKey::from_rsa_pem(private_key_pem.as_bytes())
-                .map_err(|e| AuthError::Key(e.to_string()))?,
-        ))
-    }
-
     /// Signs `claims` ([`Claims`], or any JSON object an identity provider
     /// would issue).
     pub fn mint(&self, claims: &impl Serialize) -> Result<String, AuthError> {

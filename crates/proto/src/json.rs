@@ -53,11 +53,6 @@ pub fn struct_to_json(s: &Struct) -> serde_json::Value {
 /// that hold the JSON.
 pub const MAX_STRUCT_DEPTH: usize = 24;
 
-/// Converts JSON into a protobuf `Value`.
-pub fn json_to_value(json: &serde_json::Value) -> Value {
-    value_at(json, 0)
-}
-
 fn value_at(json: &serde_json::Value, depth: usize) -> Value {
     let kind = match json {
         serde_json::Value::Null => Kind::NullValue(0),

@@ -36,7 +36,6 @@ pub use opentelemetry::propagation::{Extractor, Injector};
 pub use propagation::{
     context_from, continue_trace, extract_context, inject_context, inject_current,
     inject_current_context, inject_current_headers, inject_span, record_error,
-    trace_context_interceptor,
 };
 pub use traces::detached_span;
 

@@ -89,14 +89,6 @@ pub fn extract_context(headers: &http::HeaderMap) -> Context {
     global::get_text_map_propagator(|propagator| propagator.extract(&HeaderExtractor(headers)))
 }
 
-/// A tonic client interceptor that propagates the current trace context.
-pub fn trace_context_interceptor(
-    mut request: tonic::Request<()>,
-) -> Result<tonic::Request<()>, tonic::Status> {
-    inject_current_context(request.metadata_mut());
-    Ok(request)
-}
-
 /// Makes the caller's trace (from incoming request headers) the parent of `span`.
 pub fn continue_trace(span: &tracing::Span, headers: &http::HeaderMap) {
     // Fails only when no OpenTelemetry layer is installed; then there is

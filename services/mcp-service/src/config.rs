@@ -12,7 +12,10 @@ use crate::{
         catalog::Catalog,
         stdio_policy::{ChildSettings, Sandbox, StdioAllowList},
     },
-    outbound::{elicitation::ElicitationPolicy, secret_box::KeyRing, tasks::TaskPolling},
+    outbound::{
+        mcp::{elicitation::ElicitationPolicy, tasks::TaskPolling},
+        storage::secret_box::KeyRing,
+    },
 };
 
 /// Everything mcp-service is configured with.

@@ -12,7 +12,7 @@
 //! (v4-mapped, v4-compatible, NAT64, 6to4) are judged by that IPv4 address.
 //!
 //! [`AddressPolicy::check_url`] never resolves names; the HTTP client checks
-//! the resolved addresses at connect time (see `outbound::http_client`), and
+//! the resolved addresses at connect time (see `outbound::http`), and
 //! [`AddressPolicy::check_url_resolved`] does both for a one-off check (for
 //! example when an admin saves an integration).
 

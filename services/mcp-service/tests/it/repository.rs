@@ -14,7 +14,7 @@ use switchboard_mcp_service::{
         },
         ports::{IntegrationRepository, ListQuery, RepositoryError},
     },
-    outbound::{
+    outbound::storage::{
         secret_box::KeyRing,
         sql::{MIGRATIONS, SqlIntegrationRepository},
     },

@@ -10,7 +10,7 @@
 //! not be opened, or the stdio server was gone before the request was
 //! written. A stream that breaks after the request left may have run the
 //! tool, so it fails the call instead; a tool must never run twice. Once
-//! the server has answered with a task ([`super::tasks`]), nothing is made
+//! the server has answered with a task ([`crate::outbound::mcp::tasks`]), nothing is made
 //! again: the task is followed, or the call fails.
 
 use std::{future::Future, sync::Arc, time::Duration};
@@ -22,25 +22,25 @@ use serde_json::{Map, Value};
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
-use super::{
-    capped_http::is_too_large,
-    discovery::{
-        ByteCounter, DiscoveryLimits, ListFailure, learn_tool_schemas, list_everything,
-        server_identity,
-    },
-    elicitation::ElicitationPolicy,
-    listen::ChangeListeners,
-    mcp_client::{McpConnector, client_config},
-    metric_labels,
-    mrtr::{self, Round, ToolAnswer},
-    session_pool::{SessionKey, SessionPool},
-    sessions::{DiscoveryCache, Live, SessionHandler},
-    tasks::{self, TaskEnd, TaskPolling, TaskStart},
-    telemetry::{Operation, observe},
-};
 use crate::domain::{
     integration::{Integration, IntegrationId},
     ports::{CallError, Discovery, InputAnswers, McpGateway, ProbeReport, SessionScope, ToolCall},
+};
+use crate::outbound::{
+    mcp::connect::{McpConnector, client_config},
+    mcp::discovery::{
+        ByteCounter, DiscoveryLimits, ListFailure, learn_tool_schemas, list_everything,
+        server_identity,
+    },
+    mcp::elicitation::ElicitationPolicy,
+    mcp::input_required::{self, Round, ToolAnswer},
+    mcp::listen::ChangeListeners,
+    mcp::session_pool::{SessionKey, SessionPool},
+    mcp::sessions::{DiscoveryCache, Live, SessionHandler},
+    mcp::tasks::{self, TaskEnd, TaskPolling, TaskStart},
+    mcp::transport::streamable_http::capped::is_too_large,
+    telemetry::metric_labels,
+    telemetry::{Operation, observe},
 };
 
 /// Sessions used for discovery, shared by every caller of an organization's
@@ -122,7 +122,7 @@ async fn tool_call(
 ) -> Result<Value, OpFailure> {
     let start = match call.task_id.clone() {
         Some(task_id) => TaskStart::resumed(task_id, call.answers.responses.clone()),
-        None => match mrtr::call_tool(peer, policy, call).await? {
+        None => match input_required::call_tool(peer, policy, call).await? {
             Round::Complete(ToolAnswer::Result(result)) => return Ok(to_json(&result)?),
             Round::InputRequired(result) => return Ok(to_json(&result)?),
             Round::Complete(ToolAnswer::Task(task)) => TaskStart::created(task),
@@ -440,7 +440,7 @@ impl McpGateway for RmcpGateway {
         let reading = async {
             let round = self
                 .on_session(integration, scope, timeout, |live| async move {
-                    mrtr::read_resource(live.session.peer(), policy, uri, answers.clone())
+                    input_required::read_resource(live.session.peer(), policy, uri, answers.clone())
                         .await
                         .map_err(OpFailure::from)
                 })
@@ -464,7 +464,7 @@ impl McpGateway for RmcpGateway {
         let rendering = async {
             let round = self
                 .on_session(integration, scope, timeout, |live| async move {
-                    mrtr::get_prompt(
+                    input_required::get_prompt(
                         live.session.peer(),
                         policy,
                         (name, arguments),

@@ -22,22 +22,22 @@ use rmcp::{
 };
 use secrecy::ExposeSecret;
 
-use super::{
-    capped_http::CappedHttpClient,
-    http_client::check_request_url,
-    oauth::{Grant, OAuthTokens},
-    oauth_code::AuthorizationCodeFlows,
-    sessions::{Live, McpSession, SessionHandler, StdioChild},
-    standalone_stream::{StandaloneStream, Waited},
-    stdio_child::{self, Launch},
-    stdio_home::StdioHomes,
-    stdio_lines::OversizeAnswering,
-    telemetry::SessionOpen,
-};
 use crate::domain::{
     integration::{AuthConfig, Integration, Secrets, TransportConfig},
     ports::CallError,
     resolve::ConfigPolicy,
+};
+use crate::outbound::{
+    http::check_request_url,
+    mcp::sessions::{Live, McpSession, SessionHandler, StdioChild},
+    mcp::transport::stdio::child::{self, Launch},
+    mcp::transport::stdio::home::StdioHomes,
+    mcp::transport::stdio::lines::OversizeAnswering,
+    mcp::transport::streamable_http::capped::CappedHttpClient,
+    mcp::transport::streamable_http::standalone_stream::{StandaloneStream, Waited},
+    oauth::authorization_code::AuthorizationCodeFlows,
+    oauth::client_credentials::{Grant, OAuthTokens},
+    telemetry::SessionOpen,
 };
 
 /// Requests one streamable HTTP session may have awaiting their answer at
@@ -53,7 +53,7 @@ pub struct ConnectDefaults {
     /// Per-call limit.
     pub call_timeout: Duration,
     /// Longest wait for the server to answer a new session's standalone
-    /// stream (see [`super::standalone_stream`]).
+    /// stream (see [`crate::outbound::mcp::transport::streamable_http::standalone_stream`]).
     pub standalone_stream_wait: Duration,
     /// Longest message accepted from a server (an SSE event or a stdio line).
     pub max_message_bytes: usize,
@@ -84,9 +84,9 @@ pub fn lifecycle() -> ClientLifecycleMode {
 const LEGACY_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 
 /// How mcp-service introduces itself to MCP servers: it answers form
-/// elicitations (by the operator's policy, see [`super::elicitation`]) and
+/// elicitations (by the operator's policy, see [`crate::outbound::mcp::elicitation`]) and
 /// follows the tasks a server runs its calls as (the Tasks extension, see
-/// [`super::tasks`]).
+/// [`crate::outbound::mcp::tasks`]).
 pub fn client_config() -> ClientConfig {
     let mut capabilities = ClientCapabilities::default();
     capabilities.elicitation =
@@ -102,7 +102,7 @@ pub fn client_config() -> ClientConfig {
 }
 
 impl McpConnector {
-    /// A connector dialling with `http` (built by [`super::http_client::build_client`]).
+    /// A connector dialling with `http` (built by [`crate::outbound::http::build_client`]).
     pub fn new(
         http: reqwest::Client,
         policy: Arc<ConfigPolicy>,
@@ -135,7 +135,7 @@ impl McpConnector {
     /// a streamable HTTP session of the initialize era is returned once the
     /// server has answered its standalone stream, or after at most
     /// `standalone_stream_wait` within what is left of that timeout (see
-    /// [`super::standalone_stream`]).
+    /// [`crate::outbound::mcp::transport::streamable_http::standalone_stream`]).
     /// Errors are sentences for admins and models; they never carry secrets.
     /// `user` is whom the session acts for: a per-user (OAuth) integration's
     /// session carries their token.
@@ -365,15 +365,15 @@ impl McpConnector {
             secrets: &integration.secrets,
             home: &home,
         };
-        let mut process = stdio_child::command(launch, settings);
+        let mut process = child::command(launch, settings);
         // Its own process group, so closing the session kills whatever the
         // server started too.
         process.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
-        stdio_child::protect_service();
+        child::protect_service();
         let mut child = process
             .spawn()
             .map_err(|e| format!("failed to start `{command}`: {e}"))?;
-        stdio_child::confine(&*child, settings)?;
+        child::confine(&*child, settings)?;
         let (Some(stdout), Some(stdin)) = (child.stdout().take(), child.stdin().take()) else {
             return Err(format!("`{command}` started without pipes"));
         };

@@ -20,8 +20,8 @@ use rmcp::{
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{sessions::Live, telemetry::with_trace};
 use crate::domain::ports::{ByteSize, Discovery, ServerIdentity};
+use crate::outbound::{mcp::sessions::Live, telemetry::with_trace};
 
 /// Bounds on one discovery.
 #[derive(Debug, Clone, Copy)]

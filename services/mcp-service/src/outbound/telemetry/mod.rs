@@ -6,6 +6,8 @@
 //! of the HTTP request), and the operation's duration and outcome. A tool
 //! is a label only when its server listed it ([`metric_labels`]).
 
+pub mod metric_labels;
+
 use std::{future::Future, sync::OnceLock, time::Instant};
 
 use opentelemetry::{
@@ -16,7 +18,6 @@ use rmcp::model::RequestParamsMeta;
 use switchboard_telemetry::Injector;
 use tracing::{Instrument as _, Span};
 
-use super::metric_labels;
 use crate::domain::{
     integration::{Integration, IntegrationId},
     ports::CallError,

@@ -6,7 +6,7 @@
 //! passes every byte on unchanged and watches line lengths: after a line
 //! over the bound that is a response, it adds one short line, the JSON-RPC
 //! error "too large" for that response's id (the marked error of
-//! [`super::capped_http`]), so the call ends at once with the right message.
+//! [`crate::outbound::mcp::transport::streamable_http::capped`]), so the call ends at once with the right message.
 //! Only the first and last bytes of a line are kept, to find its id: rmcp
 //! servers write the id first, the TypeScript SDK writes it last.
 
@@ -19,7 +19,7 @@ use std::{
 
 use tokio::io::{AsyncRead, ReadBuf};
 
-use super::capped_http::TOO_LARGE_MARKER;
+use crate::outbound::mcp::transport::streamable_http::capped::TOO_LARGE_MARKER;
 
 /// Bytes kept from each end of a line to find its id.
 const KEPT: usize = 256;

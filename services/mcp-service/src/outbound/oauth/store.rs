@@ -9,8 +9,8 @@ use rmcp::transport::auth::{AuthorizationMetadata, StoredAuthorizationState, Sto
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use sqlx::{AnyPool, Row};
 
-use super::secret_box::{KeyRing, Sealed};
 use crate::domain::integration::{IntegrationId, OrgId};
+use crate::outbound::storage::secret_box::{KeyRing, Sealed};
 
 /// How long a started authorization may be completed.
 pub const PENDING_LIFETIME_MILLIS: i64 = 10 * 60 * 1000;

@@ -8,7 +8,6 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use sqlx::{AnyPool, Row, any::AnyRow};
 
-use super::secret_box::{KeyRing, Sealed};
 use crate::domain::{
     integration::{
         AuthConfig, DisplayName, Integration, IntegrationId, IntegrationKind, OrgId, Secrets, Slug,
@@ -16,6 +15,7 @@ use crate::domain::{
     },
     ports::{IntegrationRepository, ListQuery, RepositoryError},
 };
+use crate::outbound::storage::secret_box::{KeyRing, Sealed};
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");

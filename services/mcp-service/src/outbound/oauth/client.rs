@@ -14,11 +14,11 @@ use std::sync::Arc;
 use rmcp::transport::auth::{AuthError, AuthorizationManager, AuthorizationMetadata};
 use secrecy::ExposeSecret;
 
-use super::oauth_store::{ClientRegistration, SqlOAuthStore, StoredClient};
 use crate::domain::{
     integration::{Integration, IntegrationId, OAuthCodeConfig, Secrets},
     ports::AuthorizationError,
 };
+use crate::outbound::oauth::store::{ClientRegistration, SqlOAuthStore, StoredClient};
 
 /// How mcp-service names itself when it registers as a client.
 const CLIENT_NAME: &str = "Switchboard";

@@ -1,4 +1,4 @@
-//! Unit tests of `http_client`.
+//! Unit tests of the outbound HTTP client.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 

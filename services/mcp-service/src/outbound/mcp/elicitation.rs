@@ -4,7 +4,7 @@
 //! decline or the defaults the server's own form declares, unless the
 //! policy passes it to the caller: a server of 2026-07-28 asks in an
 //! `input_required` result, which the caller can answer with a later call
-//! (see [`super::mrtr`]).
+//! (see [`crate::outbound::mcp::input_required`]).
 
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::{Map, Value};

@@ -14,13 +14,6 @@ use rmcp::transport::auth::{
     InMemoryCredentialStore, InMemoryStateStore, OAuthClientConfig, StateStore,
 };
 
-use super::{
-    http_client::check_request_url,
-    oauth_client::{OAuthClients, failed},
-    oauth_http::PolicyOAuthHttp,
-    oauth_refresh::SealedCredentials,
-    oauth_store::{ClientRegistration, Grant, GrantKey, LivePending, Pending, SqlOAuthStore},
-};
 use crate::domain::{
     address_policy::AddressPolicy,
     integration::{
@@ -31,6 +24,13 @@ use crate::domain::{
     ports::{
         AuthorizationAnswer, AuthorizationError, Authorizations, CallError, StartedAuthorization,
     },
+};
+use crate::outbound::{
+    http::check_request_url,
+    oauth::client::{OAuthClients, failed},
+    oauth::http::PolicyOAuthHttp,
+    oauth::refresh::SealedCredentials,
+    oauth::store::{ClientRegistration, Grant, GrantKey, LivePending, Pending, SqlOAuthStore},
 };
 
 /// Least time between two new authorization flows of one user and
@@ -321,7 +321,7 @@ async fn ready(manager: &AuthorizationManager) -> Result<(), CallError> {
             Err(error) => {
                 return Err(CallError::Connect(format!(
                     "the OAuth tokens could not be refreshed: {}",
-                    super::oauth_client::summary(&error.to_string())
+                    crate::outbound::oauth::client::summary(&error.to_string())
                 )));
             }
         }

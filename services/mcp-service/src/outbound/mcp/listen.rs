@@ -6,7 +6,7 @@
 //! the stream ends (from then on a change would go unheard).
 //!
 //! Servers of earlier versions send the notifications on their session;
-//! [`super::sessions::SessionHandler`] hears those.
+//! [`crate::outbound::mcp::sessions::SessionHandler`] hears those.
 
 use std::{
     collections::HashMap,
@@ -20,8 +20,8 @@ use rmcp::{
 };
 use tokio::task::JoinHandle;
 
-use super::sessions::{DiscoveryCache, Live};
 use crate::domain::integration::IntegrationId;
+use crate::outbound::mcp::sessions::{DiscoveryCache, Live};
 
 /// One listen stream per integration at most, each a task.
 #[derive(Debug, Clone, Default)]

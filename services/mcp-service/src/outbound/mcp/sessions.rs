@@ -3,7 +3,7 @@
 //! What a live session is made of: the client handler receiving the
 //! server's notifications, the stdio child that lives as long as the
 //! session, and the discovery cache the notifications invalidate. The pool
-//! of sessions is in [`super::session_pool`].
+//! of sessions is in [`crate::outbound::mcp::session_pool`].
 
 use std::{
     collections::HashMap,
@@ -17,7 +17,7 @@ use rmcp::{
     service::{NotificationContext, RequestContext, RunningService},
 };
 
-use super::elicitation::ElicitationPolicy;
+use crate::outbound::mcp::elicitation::ElicitationPolicy;
 
 use crate::domain::{
     integration::{Integration, IntegrationId},
@@ -100,9 +100,9 @@ pub type McpSession = RunningService<RoleClient, SessionHandler>;
 /// private home, removed after it.
 pub struct StdioChild {
     /// The process group (shared with the disk quota check, which may end it).
-    pub process: super::stdio_home::SharedChild,
+    pub process: crate::outbound::mcp::transport::stdio::home::SharedChild,
     /// The session's home; dropped after the kill.
-    pub home: super::stdio_home::PrivateHome,
+    pub home: crate::outbound::mcp::transport::stdio::home::PrivateHome,
 }
 
 impl std::fmt::Debug for StdioChild {
@@ -141,7 +141,7 @@ pub struct Live {
     /// The stdio process, when the transport is stdio.
     pub child: Option<StdioChild>,
     /// Counts the session as open while it lives.
-    pub open: super::telemetry::SessionOpen,
+    pub open: crate::outbound::telemetry::SessionOpen,
 }
 
 /// A cached discovery: the integration version it belongs to, when it was

@@ -20,7 +20,7 @@ use rmcp::transport::auth::{
 };
 use secrecy::{ExposeSecret as _, SecretString};
 
-use super::oauth_store::{Grant, GrantKey, SqlOAuthStore};
+use crate::outbound::oauth::store::{Grant, GrantKey, SqlOAuthStore};
 
 /// How often a conflicting write is read again and retried before giving up.
 const MAX_WRITE_ATTEMPTS: usize = 4;

@@ -27,7 +27,10 @@ use rmcp::{
 };
 use serde_json::Value;
 
-use super::{elicitation::ElicitationPolicy, mrtr::answer_by_policy, telemetry::with_trace};
+use crate::outbound::{
+    mcp::elicitation::ElicitationPolicy, mcp::input_required::answer_by_policy,
+    telemetry::with_trace,
+};
 
 /// How often a task is polled: the server's suggested interval, within
 /// these bounds.

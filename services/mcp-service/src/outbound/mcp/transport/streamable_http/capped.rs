@@ -26,10 +26,10 @@ use serde_json::{Value, json};
 use sse_stream::{Error as SseError, Sse};
 use tracing::Instrument as _;
 
-use super::{
-    sse_answer::answer_or_stream,
-    standalone_stream::{StandaloneStream, is_initialize},
-    upstream_trace::{record_failure, upstream_request},
+use crate::outbound::{
+    mcp::transport::streamable_http::sse_answer::answer_or_stream,
+    mcp::transport::streamable_http::standalone_stream::{StandaloneStream, is_initialize},
+    mcp::upstream_trace::{record_failure, upstream_request},
 };
 
 /// The key in a JSON-RPC error's `data` that marks it as this client's
@@ -48,7 +48,7 @@ pub struct CappedHttpClient {
 }
 
 impl CappedHttpClient {
-    /// Wraps `http` (built by [`super::http_client::build_client`]) for
+    /// Wraps `http` (built by [`crate::outbound::http::build_client`]) for
     /// one session, whose standalone stream `standalone` follows.
     pub fn new(http: reqwest::Client, standalone: StandaloneStream) -> Self {
         Self { http, standalone }

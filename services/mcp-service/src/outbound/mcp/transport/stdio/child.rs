@@ -23,11 +23,11 @@ use std::collections::BTreeMap;
 use process_wrap::tokio::{ChildWrapper, CommandWrap};
 use secrecy::ExposeSecret as _;
 
-use super::stdio_home::PrivateHome;
 use crate::domain::{
     integration::Secrets,
     stdio_policy::{ChildSettings, Sandbox},
 };
+use crate::outbound::mcp::transport::stdio::home::PrivateHome;
 
 /// What a stdio server runs as: its command line, its integration's
 /// environment and its session's home.

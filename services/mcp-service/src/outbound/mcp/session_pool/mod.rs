@@ -29,11 +29,11 @@ use std::{
 use hashlink::LruCache;
 use tokio::sync::OnceCell;
 
-use super::sessions::Live;
 use crate::domain::{
     integration::{Integration, IntegrationId, OrgId, TransportConfig},
     ports::{CallError, SessionScope},
 };
+use crate::outbound::mcp::sessions::Live;
 
 /// How many of an organization's least recently used sessions are looked at
 /// for an idle one to close; a bound, so admitting stays O(1) per organization.

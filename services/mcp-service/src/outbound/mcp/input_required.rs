@@ -25,8 +25,8 @@ use rmcp::{
 };
 use serde_json::{Map, Value};
 
-use super::{elicitation::ElicitationPolicy, telemetry::with_trace};
 use crate::domain::ports::{InputAnswers, ToolCall};
+use crate::outbound::{mcp::elicitation::ElicitationPolicy, telemetry::with_trace};
 
 /// One answer of the server to a request that may take several rounds.
 #[derive(Debug)]
@@ -86,7 +86,7 @@ where
 pub enum ToolAnswer {
     /// The tool's result.
     Result(CallToolResult),
-    /// A task that runs the tool (see [`super::tasks`]).
+    /// A task that runs the tool (see [`crate::outbound::mcp::tasks`]).
     Task(Task),
 }
 

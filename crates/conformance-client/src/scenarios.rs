@@ -4,7 +4,7 @@
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 
-use switchboard_mcp_service::outbound::mcp::elicitation::ElicitationPolicy;
+use switchboard_mcp_service::ElicitationPolicy;
 
 use crate::{
     Scenario, inputs, oauth,

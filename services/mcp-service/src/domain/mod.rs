@@ -5,6 +5,7 @@ pub mod address_policy;
 pub mod admission;
 pub mod calls;
 pub mod catalog;
+pub mod elicitation;
 pub mod error;
 pub mod input;
 pub mod integration;

@@ -23,6 +23,7 @@ use tokio::time::Instant;
 use tracing::Instrument as _;
 
 use crate::domain::{
+    elicitation::ElicitationPolicy,
     integration::{Integration, IntegrationId},
     ports::{CallError, Discovery, InputAnswers, McpGateway, ProbeReport, SessionScope, ToolCall},
 };
@@ -32,7 +33,6 @@ use crate::outbound::{
         ByteCounter, DiscoveryLimits, ListFailure, learn_tool_schemas, list_everything,
         server_identity,
     },
-    mcp::elicitation::ElicitationPolicy,
     mcp::input_required::{self, Round, ToolAnswer},
     mcp::listen::ChangeListeners,
     mcp::session_pool::{SessionKey, SessionPool},

@@ -26,7 +26,10 @@ use rmcp::{
 use serde_json::{Map, Value};
 
 use crate::domain::ports::{InputAnswers, ToolCall};
-use crate::outbound::{mcp::elicitation::ElicitationPolicy, telemetry::with_trace};
+use crate::{
+    domain::elicitation::ElicitationPolicy,
+    outbound::{mcp::elicitation, telemetry::with_trace},
+};
 
 /// One answer of the server to a request that may take several rounds.
 #[derive(Debug)]
@@ -180,7 +183,7 @@ pub(super) fn answer_by_policy(
         if !policy.answers_itself() {
             return None;
         }
-        let answer = policy.answer(&elicitation.params);
+        let answer = elicitation::answer(policy, &elicitation.params);
         tracing::debug!(key, action = ?answer.action, "input request answered by policy");
         answers.insert(key.clone(), serde_json::to_value(answer).ok()?);
     }

@@ -17,7 +17,7 @@ use rmcp::{
     service::{NotificationContext, RequestContext, RunningService},
 };
 
-use crate::outbound::mcp::elicitation::ElicitationPolicy;
+use crate::{domain::elicitation::ElicitationPolicy, outbound::mcp::elicitation};
 
 use crate::domain::{
     integration::{Integration, IntegrationId},
@@ -75,7 +75,7 @@ impl ClientHandler for SessionHandler {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let answer = self.elicitation.answer(&request);
+        let answer = elicitation::answer(self.elicitation, &request);
         tracing::debug!(integration_id = %self.integration, action = ?answer.action, "elicitation answered by policy");
         Ok(answer)
     }

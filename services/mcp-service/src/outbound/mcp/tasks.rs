@@ -27,9 +27,9 @@ use rmcp::{
 };
 use serde_json::Value;
 
-use crate::outbound::{
-    mcp::elicitation::ElicitationPolicy, mcp::input_required::answer_by_policy,
-    telemetry::with_trace,
+use crate::{
+    domain::elicitation::ElicitationPolicy,
+    outbound::{mcp::input_required::answer_by_policy, telemetry::with_trace},
 };
 
 /// How often a task is polled: the server's suggested interval, within

@@ -18,4 +18,5 @@ pub mod service;
 pub mod stdio_args;
 pub mod stdio_env;
 pub mod stdio_policy;
+pub mod transport;
 pub mod url_secrets;

@@ -10,10 +10,11 @@ use super::{
     admission,
     catalog::Catalog,
     error::McpError,
-    input::{AuthInput, IntegrationPatch, NewIntegration, Source, TransportInput},
+    input::{AuthInput, IntegrationPatch, NewIntegration, Source},
     integration::{Integration, IntegrationId, IntegrationKind, OrgId},
     ports::{IntegrationRepository, ListQuery, McpGateway, ProbeReport, RepositoryError},
     resolve::{ConfigPolicy, Resolved},
+    transport::TransportInput,
 };
 
 mod usable_cache;
@@ -420,25 +421,15 @@ fn merge_violations(
 /// The stored transport as input, so that changing only the auth re-checks
 /// and keeps the transport (secret values carried over by the resolver).
 fn stored_transport_input(integration: &Integration) -> TransportInput {
-    use super::integration::TransportConfig;
-    match &integration.transport {
-        TransportConfig::StreamableHttp { url } => {
-            TransportInput::StreamableHttp { url: url.clone() }
-        }
-        TransportConfig::Stdio {
-            command,
-            args,
-            env,
-            secret_env_names,
-        } => TransportInput::Stdio {
-            command: command.clone(),
-            args: args.clone(),
-            env: env.clone(),
-            secret_env: secret_env_names
-                .iter()
-                .map(|name| (name.clone(), secrecy::SecretString::from(String::new())))
-                .collect(),
-        },
+    let transport = integration.transport.clone();
+    let secret_env = transport
+        .secret_env_names()
+        .iter()
+        .map(|name| (name.clone(), secrecy::SecretString::from(String::new())))
+        .collect();
+    TransportInput {
+        transport,
+        secret_env,
     }
 }
 

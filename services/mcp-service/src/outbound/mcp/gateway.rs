@@ -38,7 +38,7 @@ use crate::outbound::{
     mcp::session_pool::{SessionKey, SessionPool},
     mcp::sessions::{DiscoveryCache, Live, SessionHandler},
     mcp::tasks::{self, TaskEnd, TaskPolling, TaskStart},
-    mcp::transport::streamable_http::capped::is_too_large,
+    mcp::transport::is_too_large,
     telemetry::metric_labels,
     telemetry::{Operation, observe},
 };

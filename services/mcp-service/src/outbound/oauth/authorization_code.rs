@@ -18,7 +18,6 @@ use crate::domain::{
     address_policy::AddressPolicy,
     integration::{
         AuthConfig, Integration, IntegrationId, OAuthCodeConfig, ORGANIZATION_GRANT_USER, OrgId,
-        TransportConfig,
     },
     oauth_url::check_oauth_url,
     ports::{
@@ -62,10 +61,8 @@ impl std::fmt::Debug for AuthorizationCodeFlows {
 
 /// The MCP endpoint and flow settings of a per-user integration.
 fn per_user(integration: &Integration) -> Result<(&str, &OAuthCodeConfig), AuthorizationError> {
-    match (&integration.transport, &integration.auth) {
-        (TransportConfig::StreamableHttp { url }, AuthConfig::OAuthAuthorizationCode(config)) => {
-            Ok((url, config))
-        }
+    match (integration.transport.url(), &integration.auth) {
+        (Some(url), AuthConfig::OAuthAuthorizationCode(config)) => Ok((url, config)),
         _ => Err(AuthorizationError::NotPerUser),
     }
 }

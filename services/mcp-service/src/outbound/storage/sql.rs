@@ -11,9 +11,10 @@ use sqlx::{AnyPool, Row, any::AnyRow};
 use crate::domain::{
     integration::{
         AuthConfig, DisplayName, Integration, IntegrationId, IntegrationKind, OrgId, Secrets, Slug,
-        Timeouts, TransportConfig,
+        Timeouts,
     },
     ports::{IntegrationRepository, ListQuery, RepositoryError},
+    transport::Transport,
 };
 use crate::outbound::storage::secret_box::{KeyRing, Sealed};
 
@@ -29,7 +30,7 @@ pub const MIGRATIONS: switchboard_db::Migrations = switchboard_db::Migrations {
 /// The non-secret configuration, stored as JSON.
 #[derive(Serialize, Deserialize)]
 struct StoredConfig {
-    transport: TransportConfig,
+    transport: Transport,
     auth: AuthConfig,
     timeouts: Timeouts,
 }

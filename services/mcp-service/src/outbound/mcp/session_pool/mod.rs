@@ -30,7 +30,7 @@ use hashlink::LruCache;
 use tokio::sync::OnceCell;
 
 use crate::domain::{
-    integration::{Integration, IntegrationId, OrgId, TransportConfig},
+    integration::{Integration, IntegrationId, OrgId},
     ports::{CallError, SessionScope},
 };
 use crate::outbound::mcp::sessions::Live;
@@ -57,17 +57,12 @@ impl SessionKey {
     pub fn new(integration: &Integration, scope: &SessionScope) -> Self {
         Self {
             org: integration.org_id.clone(),
-            stdio: is_stdio(integration),
+            stdio: integration.transport.runs_a_process(),
             integration: integration.id,
             version: integration.updated_at,
             scope: scope.clone(),
         }
     }
-}
-
-/// Whether `integration`'s sessions are processes.
-pub fn is_stdio(integration: &Integration) -> bool {
-    matches!(integration.transport, TransportConfig::Stdio { .. })
 }
 
 /// One pooled session: connected once, shared by every caller of its key.
@@ -353,7 +348,7 @@ impl SessionPool {
     /// within the same limits as pooled ones.
     pub fn reserve(&self, integration: &Integration) -> Result<Reservation, CallError> {
         let org = &integration.org_id;
-        let stdio = is_stdio(integration);
+        let stdio = integration.transport.runs_a_process();
         let mut slots = self.inner.slots();
         slots.admit(org, stdio, &self.inner.limits)?;
         slots.update(org, |org| {

@@ -19,7 +19,7 @@ use std::{
 
 use tokio::io::{AsyncRead, ReadBuf};
 
-use crate::outbound::mcp::transport::streamable_http::capped::TOO_LARGE_MARKER;
+use super::super::TOO_LARGE_MARKER;
 
 /// Bytes kept from each end of a line to find its id.
 const KEPT: usize = 256;

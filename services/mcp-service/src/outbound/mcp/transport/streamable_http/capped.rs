@@ -22,19 +22,18 @@ use rmcp::{
         StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
     },
 };
-use serde_json::{Value, json};
+use serde_json::json;
 use sse_stream::{Error as SseError, Sse};
 use tracing::Instrument as _;
 
-use crate::outbound::{
-    mcp::transport::streamable_http::sse_answer::answer_or_stream,
-    mcp::transport::streamable_http::standalone_stream::{StandaloneStream, is_initialize},
-    mcp::upstream_trace::{record_failure, upstream_request},
+use super::{
+    sse_answer::answer_or_stream,
+    standalone_stream::{StandaloneStream, is_initialize},
 };
-
-/// The key in a JSON-RPC error's `data` that marks it as this client's
-/// "result too large" answer.
-pub const TOO_LARGE_MARKER: &str = "switchboardResultTooLarge";
+use crate::outbound::mcp::{
+    transport::TOO_LARGE_MARKER,
+    upstream_trace::{record_failure, upstream_request},
+};
 
 /// What rmcp's SSE reader says when an event crosses the size bound (its
 /// error type is private, its message is not).
@@ -104,15 +103,6 @@ impl CappedHttpClient {
             (other, _) => other,
         }
     }
-}
-
-/// Whether a JSON-RPC error is this client's "result too large" answer.
-pub fn is_too_large(error: &ErrorData) -> bool {
-    error
-        .data
-        .as_ref()
-        .and_then(|data| data.get(TOO_LARGE_MARKER))
-        .is_some_and(|marker| marker == &Value::Bool(true))
 }
 
 fn too_large(id: RequestId) -> ServerJsonRpcMessage {

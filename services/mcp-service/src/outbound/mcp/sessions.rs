@@ -1,9 +1,7 @@
-//! The pool of live upstream MCP sessions.
-//!
-//! What a live session is made of: the client handler receiving the
-//! server's notifications, the stdio child that lives as long as the
-//! session, and the discovery cache the notifications invalidate. The pool
-//! of sessions is in [`crate::outbound::mcp::session_pool`].
+//! What one live upstream MCP session is made of: the client handler
+//! receiving the server's notifications, the stdio child that lives as long
+//! as the session, and the discovery cache the notifications invalidate.
+//! Which sessions are kept, and for whom, is [`super::session_pool`]'s job.
 
 use std::{
     collections::HashMap,

@@ -1,4 +1,5 @@
-//! The pool of live upstream MCP sessions.
+//! Which live upstream MCP sessions are kept, for whom, and which is closed
+//! to make room.
 //!
 //! A session is bound to an integration's configuration (its `updated_at`
 //! version, so new credentials never reuse an old session), to its
@@ -10,7 +11,8 @@
 //! organization holds at most `max_sessions_per_org` sessions, of which at
 //! most `max_stdio_sessions_per_org` stdio ones (each is a process): a new
 //! scope beyond either closes the organization's own least recently used
-//! idle session (of that kind), and is refused when all of them are in use. The whole pool holds at most `max_sessions`: beyond it, the least
+//! idle session (of that kind), and is refused when all of them are in use.
+//! The whole pool holds at most `max_sessions`: beyond it, the least
 //! recently used idle session of the organization holding the most sessions
 //! is closed, so a busy organization never pushes out a quieter one's.
 //! Each organization's sessions are an LRU list, and organizations are

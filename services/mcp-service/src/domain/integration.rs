@@ -256,11 +256,6 @@ impl Secrets {
         self.0.contains_key(name)
     }
 
-    /// Removes the secret called `name`.
-    pub fn remove(&mut self, name: &str) {
-        self.0.remove(name);
-    }
-
     /// The names of the stored secrets.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.0.keys().map(String::as_str)

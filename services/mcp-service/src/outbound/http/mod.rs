@@ -24,7 +24,7 @@
 //!   behalf, past the policy), no `Referer` is sent, TCP_NODELAY is set.
 //!
 //! A refusal surfaces as a [`reqwest::Error`] whose source chain holds the
-//! [`PolicyError`]; [`policy_error`] finds it (to report it to the admin).
+//! [`PolicyError`].
 
 use std::error::Error as StdError;
 use std::sync::Arc;
@@ -166,18 +166,6 @@ pub fn build_client_without_redirects(
 /// checked by the client itself.)
 pub fn check_request_url(policy: &AddressPolicy, url: &str) -> Result<(), PolicyError> {
     policy.check_url(url).map(|_| ())
-}
-
-/// The policy refusal behind a failed request, if that is why it failed.
-pub fn policy_error(err: &reqwest::Error) -> Option<&PolicyError> {
-    let mut source: Option<&(dyn StdError + 'static)> = Some(err);
-    while let Some(current) = source {
-        if let Some(refusal) = current.downcast_ref::<PolicyError>() {
-            return Some(refusal);
-        }
-        source = current.source();
-    }
-    None
 }
 
 /// The error a redirect chain longer than `max_redirects` ends with.

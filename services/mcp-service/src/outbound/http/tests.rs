@@ -7,6 +7,18 @@ use tokio::net::TcpListener;
 
 use super::*;
 
+/// The policy refusal behind a failed request, if that is why it failed.
+pub fn policy_error(err: &reqwest::Error) -> Option<&PolicyError> {
+    let mut source: Option<&(dyn StdError + 'static)> = Some(err);
+    while let Some(current) = source {
+        if let Some(refusal) = current.downcast_ref::<PolicyError>() {
+            return Some(refusal);
+        }
+        source = current.source();
+    }
+    None
+}
+
 fn install_crypto_provider() {
     // Already installed by another test: fine.
     let _ = rustls::crypto::ring::default_provider().install_default();

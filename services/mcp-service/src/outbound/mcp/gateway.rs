@@ -180,11 +180,6 @@ impl RmcpGateway {
         }
     }
 
-    /// Sessions opened so far.
-    pub fn sessions_opened(&self) -> u64 {
-        self.pool.opened()
-    }
-
     fn handler(&self, integration: &Integration) -> SessionHandler {
         SessionHandler::new(
             client_config(),

@@ -237,7 +237,6 @@ struct PoolInner {
     slots: Mutex<Slots>,
     limits: PoolLimits,
     epoch: Instant,
-    opened: AtomicU64,
 }
 
 impl PoolInner {
@@ -314,7 +313,6 @@ impl SessionPool {
             slots: Mutex::default(),
             limits,
             epoch: Instant::now(),
-            opened: AtomicU64::new(0),
         });
         let weak: Weak<PoolInner> = Arc::downgrade(&inner);
         let period = (limits.idle_timeout / 4).max(Duration::from_millis(250));
@@ -329,21 +327,6 @@ impl SessionPool {
             }
         });
         Self { inner }
-    }
-
-    /// Sessions opened since the pool started.
-    pub fn opened(&self) -> u64 {
-        self.inner.opened.load(Ordering::Relaxed)
-    }
-
-    /// Sessions (and probes) held now.
-    pub fn len(&self) -> usize {
-        self.inner.slots().total
-    }
-
-    /// Whether no session is open.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// Holds room for one unpooled session of `integration` (a probe),
@@ -400,7 +383,6 @@ impl SessionPool {
                 .live
                 .get_or_try_init(|| async {
                     let live = connect().await?;
-                    self.inner.opened.fetch_add(1, Ordering::Relaxed);
                     Ok::<_, CallError>(Arc::new(live))
                 })
                 .await

@@ -93,7 +93,6 @@ fn idle_sessions_close_from_the_least_recently_used_end() {
             ..LIMITS
         },
         epoch: Instant::now() - Duration::from_secs(10),
-        opened: AtomicU64::new(0),
     };
     let (old, fresh) = (key("org", "old", false), key("org", "fresh", false));
     {

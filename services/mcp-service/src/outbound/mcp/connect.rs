@@ -36,7 +36,7 @@ pub struct ConnectDefaults {
     /// Per-call limit.
     pub call_timeout: Duration,
     /// Longest wait for the server to answer a new session's standalone
-    /// stream (see [`crate::outbound::mcp::transport::streamable_http::standalone_stream`]).
+    /// stream (see [`super::transport::streamable_http::standalone_stream`]).
     pub standalone_stream_wait: Duration,
     /// Longest message accepted from a server (an SSE event or a stdio line).
     pub max_message_bytes: usize,
@@ -64,7 +64,7 @@ pub fn lifecycle() -> ClientLifecycleMode {
 }
 
 /// How mcp-service introduces itself to MCP servers: it answers form
-/// elicitations (by the operator's policy, see [`crate::outbound::mcp::elicitation`]) and
+/// elicitations (by the operator's policy, see [`super::elicitation`]) and
 /// follows the tasks a server runs its calls as (the Tasks extension, see
 /// [`crate::outbound::mcp::tasks`]).
 pub fn client_config() -> ClientConfig {
@@ -82,7 +82,8 @@ pub fn client_config() -> ClientConfig {
 }
 
 impl McpConnector {
-    /// A connector dialling with `http` (built by [`crate::outbound::http::build_client`]).
+    /// A connector dialling with `http` (built by
+    /// [`crate::outbound::http::build_client`]).
     pub fn new(
         http: reqwest::Client,
         policy: Arc<ConfigPolicy>,
@@ -115,7 +116,7 @@ impl McpConnector {
     /// a streamable HTTP session of the initialize era is returned once the
     /// server has answered its standalone stream, or after at most
     /// `standalone_stream_wait` within what is left of that timeout (see
-    /// [`crate::outbound::mcp::transport::streamable_http::standalone_stream`]).
+    /// [`super::transport::streamable_http::standalone_stream`]).
     /// Errors are sentences for admins and models; they never carry secrets.
     /// `user` is whom the session acts for: a per-user (OAuth) integration's
     /// session carries their token.

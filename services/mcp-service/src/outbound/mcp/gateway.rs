@@ -10,7 +10,7 @@
 //! not be opened, or the stdio server was gone before the request was
 //! written. A stream that breaks after the request left may have run the
 //! tool, so it fails the call instead; a tool must never run twice. Once
-//! the server has answered with a task ([`crate::outbound::mcp::tasks`]), nothing is made
+//! the server has answered with a task ([`super::tasks`]), nothing is made
 //! again: the task is followed, or the call fails.
 
 use std::{future::Future, sync::Arc, time::Duration};

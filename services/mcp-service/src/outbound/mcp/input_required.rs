@@ -89,7 +89,7 @@ where
 pub enum ToolAnswer {
     /// The tool's result.
     Result(CallToolResult),
-    /// A task that runs the tool (see [`crate::outbound::mcp::tasks`]).
+    /// A task that runs the tool (see [`super::tasks`]).
     Task(Task),
 }
 

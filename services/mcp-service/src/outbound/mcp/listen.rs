@@ -6,7 +6,7 @@
 //! the stream ends (from then on a change would go unheard).
 //!
 //! Servers of earlier versions send the notifications on their session;
-//! [`crate::outbound::mcp::sessions::SessionHandler`] hears those.
+//! [`super::sessions::SessionHandler`] hears those.
 
 use std::{
     collections::HashMap,

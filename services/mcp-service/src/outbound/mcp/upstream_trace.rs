@@ -2,7 +2,8 @@
 //!
 //! Requests are sent by the session's transport task, outside the span of
 //! the operation that asked for them; the operation's context travels with
-//! the request in its `_meta` (see [`crate::outbound::telemetry::with_trace`]), and is
+//! the request in its `_meta` (see
+//! [`crate::outbound::telemetry::with_trace`]), and is
 //! taken from there as the parent of the request's span, whose own context
 //! goes out in the `traceparent` header.
 

@@ -6,7 +6,8 @@
 //! passes every byte on unchanged and watches line lengths: after a line
 //! over the bound that is a response, it adds one short line, the JSON-RPC
 //! error "too large" for that response's id (the marked error of
-//! [`crate::outbound::mcp::transport::streamable_http::capped`]), so the call ends at once with the right message.
+//! [`super::super::streamable_http::capped`]), so the call ends at once with
+//! the right message.
 //! Only the first and last bytes of a line are kept, to find its id: rmcp
 //! servers write the id first, the TypeScript SDK writes it last.
 

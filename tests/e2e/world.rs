@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use switchboard_example_mcp_server::{HttpServerOptions, RunningHttpServer, spawn_http};
-use switchboard_mcp_service::outbound::elicitation::ElicitationPolicy;
+use switchboard_mcp_service::ElicitationPolicy;
 use switchboard_proto::{
     mcp::v1::{self as mcp, mcp_service_client::McpServiceClient},
     runs::v1::{self as runs, runs_service_client::RunsServiceClient},

@@ -6,7 +6,7 @@ use std::{process::Output, time::Duration};
 use switchboard_example_mcp_server::{
     HttpServerOptions, OAuthRealm, RunningHttpServer, spawn_http,
 };
-use switchboard_mcp_service::outbound::elicitation::ElicitationPolicy;
+use switchboard_mcp_service::ElicitationPolicy;
 use switchboard_scripted_model::{ScriptedModel, Turn};
 use switchboard_server::RunningServer;
 use switchboard_test_support::{TEST_JWT_SECRET, TestDb, token};

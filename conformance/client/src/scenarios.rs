@@ -5,7 +5,7 @@ use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 use switchboard_proto::mcp::v1 as pb;
 
-use switchboard_mcp_service::outbound::elicitation::ElicitationPolicy;
+use switchboard_mcp_service::ElicitationPolicy;
 
 use crate::{
     Scenario, inputs, oauth,

@@ -2,7 +2,7 @@
 
 use anyhow::Context as _;
 use serde_json::Value;
-use switchboard_mcp_service::{Config, outbound::elicitation::ElicitationPolicy};
+use switchboard_mcp_service::{Config, ElicitationPolicy};
 use switchboard_proto::{
     json::{json_to_struct, struct_to_json},
     mcp::v1::{self as pb, mcp_service_client::McpServiceClient},

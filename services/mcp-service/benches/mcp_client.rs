@@ -29,8 +29,8 @@ use rmcp::{
     },
 };
 use serde_json::{Value, json};
-use switchboard_mcp_service::outbound::{
-    capped_http::CappedHttpClient, standalone_stream::StandaloneStream,
+use switchboard_mcp_service::outbound::mcp::transport::streamable_http::{
+    capped::CappedHttpClient, standalone_stream::StandaloneStream,
 };
 use switchboard_test_support::{
     bench::{drive_callers, quiet_example_http_server},

@@ -16,21 +16,23 @@ use crate::{
     },
     inbound::{McpApi, ResumeSeal},
     outbound::{
-        discovery::DiscoveryLimits,
-        gateway::{GatewayLimits, RmcpGateway},
-        http_client::{
-            HttpClientOptions, build_client, build_client_without_redirects, read_roots,
+        http::{HttpClientOptions, build_client, build_client_without_redirects, read_roots},
+        mcp::{
+            connect::{ConnectDefaults, McpConnector},
+            discovery::DiscoveryLimits,
+            gateway::{GatewayLimits, RmcpGateway},
+            session_pool::{PoolLimits, SessionPool},
+            sessions::DiscoveryCache,
+            tasks::TaskPolling,
         },
-        mcp_client::{ConnectDefaults, McpConnector},
-        oauth::OAuthTokens,
-        oauth_code::AuthorizationCodeFlows,
-        oauth_http::PolicyOAuthHttp,
-        oauth_store::SqlOAuthStore,
-        secret_box::KeyRing,
-        session_pool::{PoolLimits, SessionPool},
-        sessions::DiscoveryCache,
-        sql::{MIGRATIONS, SqlIntegrationRepository},
-        tasks::TaskPolling,
+        oauth::{
+            authorization_code::AuthorizationCodeFlows, client_credentials::OAuthTokens,
+            http::PolicyOAuthHttp, store::SqlOAuthStore,
+        },
+        storage::{
+            secret_box::KeyRing,
+            sql::{MIGRATIONS, SqlIntegrationRepository},
+        },
     },
 };
 

@@ -10,9 +10,10 @@ use crate::{
     domain::{
         address_policy::AddressPolicy,
         catalog::Catalog,
+        elicitation::ElicitationPolicy,
         stdio_policy::{ChildSettings, Sandbox, StdioAllowList},
     },
-    outbound::{elicitation::ElicitationPolicy, secret_box::KeyRing, tasks::TaskPolling},
+    outbound::{mcp::tasks::TaskPolling, storage::secret_box::KeyRing},
 };
 
 /// Everything mcp-service is configured with.

@@ -17,6 +17,7 @@ pub mod outbound;
 
 pub use app::{SERVICE_NAME, migrate, run, spawn};
 pub use config::Config;
+pub use domain::elicitation::ElicitationPolicy;
 
 /// The conversions of MCP results into the gRPC responses, reachable by the
 /// fuzz targets (`fuzz/`); not an API of the service.

@@ -15,9 +15,10 @@ use switchboard_server::FieldViolation;
 use url::Url;
 
 use super::{
-    input::{AuthInput, TransportInput},
-    integration::{AuthConfig, Secrets, TransportConfig},
+    input::AuthInput,
+    integration::{AuthConfig, Secrets},
     resolve::ConfigPolicy,
+    transport::{Stdio, Transport, TransportInput},
     url_secrets,
 };
 
@@ -44,8 +45,11 @@ pub fn check(
             violations.push(FieldViolation::new(field, why));
         }
     };
-    if let TransportInput::StreamableHttp { url } = transport {
-        check_url(format!("{transport_field}.streamable_http.url"), url);
+    if let Some(url) = transport.transport.url() {
+        check_url(
+            format!("{transport_field}.{}.url", transport.transport.field_name()),
+            url,
+        );
     }
     if let AuthInput::OAuthClientCredentials { token_url, .. } = auth {
         check_url(
@@ -53,18 +57,15 @@ pub fn check(
             token_url,
         );
     }
-    if let TransportInput::Stdio {
-        command,
-        args,
-        env,
-        secret_env,
-    } = transport
+    if let Transport::Stdio(Stdio {
+        command, args, env, ..
+    }) = &transport.transport
     {
         let refusals = policy.stdio.check(
             command,
             args,
             env.keys().map(String::as_str),
-            secret_env.keys().map(String::as_str),
+            transport.secret_env.keys().map(String::as_str),
         );
         violations.extend(
             refusals
@@ -82,19 +83,9 @@ pub fn check(
 /// endpoint or its whole stdio command line and environment, and the origin
 /// of its OAuth token endpoint. A credential is bound to the destination it
 /// was entered for.
-pub fn destinations(transport: &TransportConfig, auth: &AuthConfig) -> BTreeSet<String> {
+pub fn destinations(transport: &Transport, auth: &AuthConfig) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    match transport {
-        TransportConfig::StreamableHttp { url } => {
-            out.insert(format!("mcp {}", origin(url)));
-        }
-        TransportConfig::Stdio {
-            command, args, env, ..
-        } => {
-            // Any argument or variable may tell the program where to connect.
-            out.insert(format!("stdio {command:?} {args:?} {env:?}"));
-        }
-    }
+    out.insert(transport.destination(origin));
     if let AuthConfig::OAuthClientCredentials { token_url, .. } = auth {
         out.insert(format!("token {}", origin(token_url)));
     }
@@ -118,10 +109,8 @@ pub fn entered_secrets(transport: &TransportInput, auth: &AuthInput) -> BTreeSet
             out.insert(name);
         }
     };
-    if let TransportInput::Stdio { secret_env, .. } = transport {
-        for (name, value) in secret_env {
-            note(format!("{}{name}", Secrets::ENV_PREFIX), Some(value));
-        }
+    for (name, value) in &transport.secret_env {
+        note(format!("{}{name}", Secrets::ENV_PREFIX), Some(value));
     }
     match auth {
         AuthInput::None => {}
@@ -174,9 +163,10 @@ pub fn carried_to_new_destination(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::transport::StreamableHttp;
 
-    fn http(url: &str) -> TransportConfig {
-        TransportConfig::StreamableHttp { url: url.into() }
+    fn http(url: &str) -> Transport {
+        Transport::StreamableHttp(StreamableHttp { url: url.into() })
     }
 
     #[test]

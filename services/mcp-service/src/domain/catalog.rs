@@ -8,7 +8,10 @@ use secrecy::SecretString;
 use serde::Deserialize;
 use switchboard_server::FieldViolation;
 
-use super::input::{AuthInput, TransportInput};
+use super::{
+    input::AuthInput,
+    transport::{Transport, TransportInput},
+};
 
 /// The catalog shipped with the service.
 pub const BUILTIN_CATALOG: &str = include_str!("../../catalog/predefined.toml");
@@ -41,29 +44,26 @@ pub struct CatalogEntry {
     pub secrets: Vec<CatalogSecret>,
 }
 
-/// A transport of a catalog entry; secret values are named, not given.
+/// A transport of a catalog entry: the integration's [`Transport`], its
+/// secret environment naming the catalog secrets that give the values.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum CatalogTransport {
-    /// Streamable HTTP.
-    StreamableHttp {
-        /// The endpoint.
-        url: String,
-    },
-    /// A child process.
-    Stdio {
-        /// The program.
-        command: String,
-        /// Its arguments.
-        #[serde(default)]
-        args: Vec<String>,
-        /// Non-secret environment.
-        #[serde(default)]
-        env: BTreeMap<String, String>,
-        /// Environment variable → the secret whose value it takes.
-        #[serde(default)]
-        secret_env: BTreeMap<String, String>,
-    },
+pub struct CatalogTransport {
+    /// How the server is reached.
+    #[serde(flatten)]
+    pub transport: Transport,
+    /// Environment variable → the secret whose value it takes.
+    #[serde(default)]
+    pub secret_env: BTreeMap<String, String>,
+}
+
+impl CatalogTransport {
+    /// The transport as callers are shown it: the secret environment by
+    /// variable name.
+    pub fn shown(&self) -> Transport {
+        self.transport
+            .clone()
+            .with_secret_env_names(self.secret_env.keys().cloned().collect())
+    }
 }
 
 /// An authentication method of a catalog entry, naming its secrets.
@@ -156,9 +156,7 @@ impl CatalogEntry {
                 ..
             } => vec![client_id_secret, client_secret],
         };
-        if let CatalogTransport::Stdio { secret_env, .. } = &self.transport {
-            names.extend(secret_env.values().map(String::as_str));
-        }
+        names.extend(self.transport.secret_env.values().map(String::as_str));
         names
     }
 
@@ -206,24 +204,20 @@ impl CatalogEntry {
     }
 
     fn transport_input(&self, secret: &dyn Fn(&str) -> Option<SecretString>) -> TransportInput {
-        match &self.transport {
-            CatalogTransport::StreamableHttp { url } => {
-                TransportInput::StreamableHttp { url: url.clone() }
-            }
-            CatalogTransport::Stdio {
-                command,
-                args,
-                env,
-                secret_env,
-            } => TransportInput::Stdio {
-                command: command.clone(),
-                args: args.clone(),
-                env: env.clone(),
-                secret_env: secret_env
-                    .iter()
-                    .filter_map(|(var, name)| secret(name).map(|v| (var.clone(), v)))
-                    .collect(),
-            },
+        let secret_env: BTreeMap<String, SecretString> = self
+            .transport
+            .secret_env
+            .iter()
+            .filter_map(|(var, name)| secret(name).map(|v| (var.clone(), v)))
+            .collect();
+        let transport = self
+            .transport
+            .transport
+            .clone()
+            .with_secret_env_names(secret_env.keys().cloned().collect());
+        TransportInput {
+            transport,
+            secret_env,
         }
     }
 
@@ -265,6 +259,38 @@ mod tests {
     fn the_builtin_catalog_parses_and_declares_every_secret_it_uses() {
         let catalog = Catalog::parse(BUILTIN_CATALOG).expect("valid");
         assert!(catalog.get("github").is_some());
+    }
+
+    #[test]
+    fn a_stdio_entry_gives_its_secret_environment_by_the_names_supplied() {
+        use crate::domain::transport::Stdio;
+
+        let catalog = Catalog::builtin();
+        let example = catalog
+            .integrations
+            .iter()
+            .find(|e| e.transport.secret_env.contains_key("EXAMPLE_API_KEY"))
+            .expect("the example stdio entry");
+        let Transport::Stdio(shown) = example.transport.shown() else {
+            panic!("a stdio entry");
+        };
+        assert_eq!(shown.command, "example-mcp-server");
+        assert_eq!(shown.args, ["--transport", "stdio"]);
+        assert_eq!(shown.secret_env_names, ["EXAMPLE_API_KEY"]);
+
+        let secrets = BTreeMap::from([("api_key".to_owned(), SecretString::from("k"))]);
+        let (input, _) = example.materialize("s", &secrets).expect("valid");
+        let Transport::Stdio(Stdio {
+            secret_env_names, ..
+        }) = &input.transport
+        else {
+            panic!("a stdio entry");
+        };
+        assert_eq!(secret_env_names, &["EXAMPLE_API_KEY"]);
+        assert_eq!(
+            input.secret_env.keys().collect::<Vec<_>>(),
+            ["EXAMPLE_API_KEY"]
+        );
     }
 
     #[test]

@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 use switchboard_server::FieldViolation;
 use uuid::Uuid;
 
+use super::transport::Transport;
+
 /// An integration's id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct IntegrationId(Uuid);
@@ -105,29 +107,6 @@ pub enum IntegrationKind {
     Custom,
     /// Made from the predefined catalog entry with this id.
     Predefined(String),
-}
-
-/// How the MCP server is reached. Secret environment values live in
-/// [`Secrets`]; only their names are here.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum TransportConfig {
-    /// Streamable HTTP.
-    StreamableHttp {
-        /// The MCP endpoint.
-        url: String,
-    },
-    /// A child process speaking MCP on stdin/stdout.
-    Stdio {
-        /// The allow-listed program.
-        command: String,
-        /// Its argv after the program.
-        args: Vec<String>,
-        /// Non-secret environment.
-        env: BTreeMap<String, String>,
-        /// Names of the secret environment variables.
-        secret_env_names: Vec<String>,
-    },
 }
 
 /// How requests to the server are authenticated. Secret values live in
@@ -277,11 +256,6 @@ impl Secrets {
         self.0.contains_key(name)
     }
 
-    /// Removes the secret called `name`.
-    pub fn remove(&mut self, name: &str) {
-        self.0.remove(name);
-    }
-
     /// The names of the stored secrets.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.0.keys().map(String::as_str)
@@ -335,7 +309,7 @@ pub struct Integration {
     /// Custom or predefined.
     pub kind: IntegrationKind,
     /// How the server is reached.
-    pub transport: TransportConfig,
+    pub transport: Transport,
     /// How requests are authenticated.
     pub auth: AuthConfig,
     /// Whether it can be discovered and called.

@@ -10,9 +10,10 @@ use switchboard_server::FieldViolation;
 
 use super::{
     address_policy::AddressPolicy,
-    input::{AuthInput, TransportInput},
-    integration::{AuthConfig, Secrets, TransportConfig},
+    input::AuthInput,
+    integration::{AuthConfig, Secrets},
     oauth_input::{authorization_code, check_code_config, check_token_url},
+    transport::{Stdio, Transport, TransportInput},
 };
 
 pub use super::stdio_policy::StdioAllowList;
@@ -49,7 +50,7 @@ pub struct ConfigPolicy {
 #[derive(Debug)]
 pub struct Resolved {
     /// Transport.
-    pub transport: TransportConfig,
+    pub transport: Transport,
     /// Auth method.
     pub auth: AuthConfig,
     /// Credentials.
@@ -66,7 +67,7 @@ impl ConfigPolicy {
         transport: TransportInput,
         auth_field: &str,
         auth: AuthInput,
-        previous: Option<(&TransportConfig, &AuthConfig, &Secrets)>,
+        previous: Option<(&Transport, &AuthConfig, &Secrets)>,
     ) -> Result<Resolved, Vec<FieldViolation>> {
         let mut violations = Vec::new();
         let mut secrets = Secrets::default();
@@ -97,62 +98,59 @@ impl ConfigPolicy {
         &self,
         field: &str,
         input: TransportInput,
-        previous: Option<(&TransportConfig, &AuthConfig, &Secrets)>,
+        previous: Option<(&Transport, &AuthConfig, &Secrets)>,
         secrets: &mut Secrets,
         violations: &mut Vec<FieldViolation>,
-    ) -> TransportConfig {
-        match input {
-            TransportInput::StreamableHttp { url } => {
-                let url_field = format!("{field}.streamable_http.url");
-                if url.trim().is_empty() {
-                    violations.push(FieldViolation::new(url_field, "is required"));
-                } else if let Err(error) = self.addresses.check_url_resolved(&url).await {
-                    violations.push(FieldViolation::new(url_field, error.to_string()));
-                }
-                TransportConfig::StreamableHttp { url }
+    ) -> Transport {
+        let TransportInput {
+            mut transport,
+            secret_env,
+        } = input;
+        let prefix = format!("{field}.{}", transport.field_name());
+        if let Some(url) = transport.url() {
+            let url_field = format!("{prefix}.url");
+            if url.trim().is_empty() {
+                violations.push(FieldViolation::new(url_field, "is required"));
+            } else if let Err(error) = self.addresses.check_url_resolved(url).await {
+                violations.push(FieldViolation::new(url_field, error.to_string()));
             }
-            TransportInput::Stdio {
+        }
+        if let Transport::Stdio(Stdio {
+            command,
+            args,
+            env,
+            secret_env_names,
+        }) = &mut transport
+        {
+            check_stdio(
+                &prefix,
                 command,
                 args,
                 env,
+                |c| self.stdio.allows(c),
+                violations,
+            );
+            let previous_secrets = match previous {
+                Some((Transport::Stdio(_), _, stored)) => Some(stored),
+                _ => None,
+            };
+            *secret_env_names = stdio_secrets(
+                &prefix,
                 secret_env,
-            } => {
-                let prefix = format!("{field}.stdio");
-                check_stdio(
-                    &prefix,
-                    &command,
-                    &args,
-                    &env,
-                    |c| self.stdio.allows(c),
-                    violations,
-                );
-                let previous_secrets = match previous {
-                    Some((TransportConfig::Stdio { .. }, _, stored)) => Some(stored),
-                    _ => None,
-                };
-                let secret_env_names = stdio_secrets(
-                    &prefix,
-                    secret_env,
-                    &env,
-                    previous_secrets,
-                    secrets,
-                    violations,
-                );
-                TransportConfig::Stdio {
-                    command,
-                    args,
-                    env,
-                    secret_env_names,
-                }
-            }
+                env,
+                previous_secrets,
+                secrets,
+                violations,
+            );
         }
+        transport
     }
 
     async fn resolve_auth(
         &self,
         field: &str,
         input: AuthInput,
-        previous: Option<(&TransportConfig, &AuthConfig, &Secrets)>,
+        previous: Option<(&Transport, &AuthConfig, &Secrets)>,
         secrets: &mut Secrets,
         violations: &mut Vec<FieldViolation>,
     ) -> AuthConfig {

@@ -9,14 +9,14 @@ use switchboard_proto::mcp::v1 as pb;
 use switchboard_server::{FieldViolation, paging};
 
 use crate::domain::{
-    catalog::{CatalogEntry, CatalogTransport},
+    catalog::CatalogEntry,
     error::McpError,
-    input::{AuthInput, TransportInput},
+    input::AuthInput,
     integration::{
-        AuthConfig, Integration, IntegrationId, IntegrationKind, OAuthCodeConfig, Secrets,
-        Timeouts, TransportConfig,
+        AuthConfig, Integration, IntegrationId, IntegrationKind, OAuthCodeConfig, Secrets, Timeouts,
     },
     ports::ProbeReport,
+    transport::{Stdio, StreamableHttp, Transport, TransportInput},
     url_secrets,
 };
 
@@ -123,19 +123,19 @@ pub(crate) fn transport_input(
 ) -> Result<TransportInput, FieldViolation> {
     match transport.and_then(|t| t.kind) {
         None => Err(FieldViolation::new(field, "is required")),
-        Some(pb::transport::Kind::StreamableHttp(http)) => {
-            Ok(TransportInput::StreamableHttp { url: http.url })
-        }
-        Some(pb::transport::Kind::Stdio(stdio)) => Ok(TransportInput::Stdio {
-            command: stdio.command,
-            args: stdio.args,
-            env: stdio.env.into_iter().collect(),
-            secret_env: stdio
+        Some(pb::transport::Kind::StreamableHttp(http)) => Ok(TransportInput::new(
+            Transport::StreamableHttp(StreamableHttp { url: http.url }),
+        )),
+        Some(pb::transport::Kind::Stdio(stdio)) => Ok(TransportInput::stdio(
+            stdio.command,
+            stdio.args,
+            stdio.env.into_iter().collect(),
+            stdio
                 .secret_env
                 .into_iter()
                 .map(|(k, v)| (k, SecretString::from(v)))
                 .collect(),
-        }),
+        )),
     }
 }
 
@@ -187,17 +187,17 @@ fn proto_duration(millis: u64) -> prost_types::Duration {
     }
 }
 
-fn proto_transport(transport: &TransportConfig) -> pb::Transport {
+fn proto_transport(transport: &Transport) -> pb::Transport {
     let kind = match transport {
-        TransportConfig::StreamableHttp { url } => {
+        Transport::StreamableHttp(StreamableHttp { url }) => {
             pb::transport::Kind::StreamableHttp(pb::StreamableHttpTransport { url: url.clone() })
         }
-        TransportConfig::Stdio {
+        Transport::Stdio(Stdio {
             command,
             args,
             env,
             secret_env_names,
-        } => pb::transport::Kind::Stdio(pb::StdioTransport {
+        }) => pb::transport::Kind::Stdio(pb::StdioTransport {
             command: command.clone(),
             args: args.clone(),
             env: env.clone().into_iter().collect(),
@@ -302,22 +302,7 @@ fn proto_integration_in_full(integration: &Integration) -> pb::Integration {
 
 /// A catalog entry as listed to callers.
 pub(crate) fn proto_catalog_entry(entry: &CatalogEntry) -> pb::PredefinedIntegration {
-    let transport = match &entry.transport {
-        CatalogTransport::StreamableHttp { url } => {
-            TransportConfig::StreamableHttp { url: url.clone() }
-        }
-        CatalogTransport::Stdio {
-            command,
-            args,
-            env,
-            secret_env,
-        } => TransportConfig::Stdio {
-            command: command.clone(),
-            args: args.clone(),
-            env: env.clone(),
-            secret_env_names: secret_env.keys().cloned().collect(),
-        },
-    };
+    let transport = entry.transport.shown();
     pb::PredefinedIntegration {
         id: entry.id.clone(),
         display_name: entry.display_name.clone(),

@@ -1,29 +1,8 @@
-//! Adapters: SQL storage, secret sealing, outbound HTTP and the MCP client.
+//! Adapters, one room per family: the MCP client with its sessions and
+//! transports, OAuth, the outbound HTTP client, storage and telemetry.
 
-pub mod capped_http;
-pub mod discovery;
-pub mod elicitation;
-pub mod gateway;
-pub mod http_client;
-pub mod listen;
-pub mod mcp_client;
-pub mod metric_labels;
-pub mod mrtr;
+pub mod http;
+pub mod mcp;
 pub mod oauth;
-pub mod oauth_client;
-pub mod oauth_code;
-pub mod oauth_http;
-pub mod oauth_refresh;
-pub mod oauth_store;
-pub mod secret_box;
-pub mod session_pool;
-pub mod sessions;
-pub mod sql;
-pub mod sse_answer;
-pub mod standalone_stream;
-pub mod stdio_child;
-pub mod stdio_home;
-pub mod stdio_lines;
-pub mod tasks;
+pub mod storage;
 pub mod telemetry;
-pub mod upstream_trace;

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use switchboard_example_mcp_server::{
     CONFIRM_KEY, CONFIRM_TOOL, HttpServerOptions, RunningHttpServer, spawn_http,
 };
-use switchboard_mcp_service::outbound::elicitation::ElicitationPolicy;
+use switchboard_mcp_service::ElicitationPolicy;
 use switchboard_proto::{json::json_to_struct, mcp::v1 as pb};
 use switchboard_test_support::{DbKind, db_tests};
 use tonic::Code;

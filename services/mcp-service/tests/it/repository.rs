@@ -10,11 +10,12 @@ use switchboard_mcp_service::{
     domain::{
         integration::{
             AuthConfig, DisplayName, Integration, IntegrationId, IntegrationKind, OrgId, Secrets,
-            Slug, Timeouts, TransportConfig,
+            Slug, Timeouts,
         },
         ports::{IntegrationRepository, ListQuery, RepositoryError},
+        transport::{StreamableHttp, Transport},
     },
-    outbound::{
+    outbound::storage::{
         secret_box::KeyRing,
         sql::{MIGRATIONS, SqlIntegrationRepository},
     },
@@ -48,9 +49,9 @@ fn integration(org: &str, slug: &str, created_at: i64) -> Integration {
         display_name: DisplayName::parse("n", "Name").expect("valid"),
         slug: Slug::parse("s", slug).expect("valid"),
         kind: IntegrationKind::Predefined("github".into()),
-        transport: TransportConfig::StreamableHttp {
+        transport: Transport::StreamableHttp(StreamableHttp {
             url: "https://mcp.example.com/mcp".into(),
-        },
+        }),
         auth: AuthConfig::BearerToken,
         enabled: true,
         timeouts: Timeouts {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use switchboard_example_mcp_server::{HttpServerOptions, spawn_http};
-use switchboard_mcp_service::outbound::elicitation::ElicitationPolicy;
+use switchboard_mcp_service::ElicitationPolicy;
 use switchboard_proto::{
     json::json_to_struct,
     mcp::v1::{self as pb, content_block::Block},

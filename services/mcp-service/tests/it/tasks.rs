@@ -12,7 +12,7 @@ use switchboard_example_mcp_server::{
     CONFIRM_KEY, HttpServerOptions, RunningHttpServer, TASK_BIG_TOOL, TASK_CONFIRM_TOOL,
     TASK_FAIL_TOOL, TASK_SLEEP_TOOL, spawn_http,
 };
-use switchboard_mcp_service::outbound::elicitation::ElicitationPolicy;
+use switchboard_mcp_service::ElicitationPolicy;
 use switchboard_proto::{json::json_to_struct, mcp::v1 as pb};
 use switchboard_test_support::{DbKind, db_tests};
 use tokio::time::Instant;

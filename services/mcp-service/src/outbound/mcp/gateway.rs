@@ -1,0 +1,489 @@
+//! [`McpGateway`] over `rmcp`: calls on pooled sessions, discovery through a
+//! cache, results handed back as MCP wire JSON.
+//!
+//! Results cross into the domain as the protocol's JSON rather than as rmcp's
+//! structs: the wire format is the stable contract, rmcp's types change
+//! between releases.
+//!
+//! A call is made once. It is made again (on a new session) only when the
+//! request provably never reached the server: the connection to it could
+//! not be opened, or the stdio server was gone before the request was
+//! written. A stream that breaks after the request left may have run the
+//! tool, so it fails the call instead; a tool must never run twice. Once
+//! the server has answered with a task ([`super::tasks`]), nothing is made
+//! again: the task is followed, or the call fails.
+
+use std::{future::Future, sync::Arc, time::Duration};
+
+use async_trait::async_trait;
+use rmcp::{ServiceError, transport::streamable_http_client::StreamableHttpError};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+use tracing::Instrument as _;
+
+use crate::domain::{
+    elicitation::ElicitationPolicy,
+    integration::{Integration, IntegrationId},
+    ports::{CallError, Discovery, InputAnswers, McpGateway, ProbeReport, SessionScope, ToolCall},
+};
+use crate::outbound::{
+    mcp::connect::{McpConnector, client_config},
+    mcp::discovery::{
+        ByteCounter, DiscoveryLimits, ListFailure, learn_tool_schemas, list_everything,
+        server_identity,
+    },
+    mcp::input_required::{self, Round, ToolAnswer},
+    mcp::listen::ChangeListeners,
+    mcp::session_pool::{SessionKey, SessionPool},
+    mcp::sessions::{DiscoveryCache, Live, SessionHandler},
+    mcp::tasks::{self, TaskEnd, TaskPolling, TaskStart},
+    mcp::transport::is_too_large,
+    telemetry::metric_labels,
+    telemetry::{Operation, observe},
+};
+
+/// Sessions used for discovery, shared by every caller of an organization's
+/// integration: listing capabilities carries no conversation state.
+const DISCOVERY_SCOPE: &str = "discovery";
+
+/// Result and listing bounds of a gateway.
+#[derive(Debug, Clone, Copy)]
+pub struct GatewayLimits {
+    /// Largest tool, resource or prompt result passed on, in bytes (as JSON).
+    pub max_result_bytes: usize,
+    /// Bounds on one discovery.
+    pub discovery: DiscoveryLimits,
+    /// How servers' elicitations are answered.
+    pub elicitation: ElicitationPolicy,
+    /// How often the tasks servers run calls as are polled.
+    pub tasks: TaskPolling,
+}
+
+/// The `rmcp` implementation of [`McpGateway`].
+#[derive(Debug, Clone)]
+pub struct RmcpGateway {
+    connector: McpConnector,
+    pool: SessionPool,
+    cache: DiscoveryCache,
+    listeners: ChangeListeners,
+    limits: GatewayLimits,
+}
+
+/// Whether `error` proves the request never reached the server, so that
+/// making it again cannot run anything twice: the connection could not be
+/// opened (HTTP), or the stdio server had closed its input before the
+/// request was written. A closed stream, a reset or a timeout may all come
+/// after the server got the request, so they are not retried.
+fn never_delivered(error: &ServiceError) -> bool {
+    let ServiceError::TransportSend(error) = error else {
+        return false;
+    };
+    let error = error.error.as_ref();
+    if let Some(StreamableHttpError::Client(error)) =
+        error.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+    {
+        return error.is_connect();
+    }
+    error
+        .downcast_ref::<std::io::Error>()
+        .is_some_and(|error| error.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+fn to_json<T: Serialize>(value: &T) -> Result<Value, CallError> {
+    serde_json::to_value(value).map_err(|e| CallError::Transport(format!("unreadable result: {e}")))
+}
+
+/// The wire JSON of a request's last round: its result, or the server's
+/// `input_required` for the caller.
+fn round_json<T: Serialize>(round: &Round<T>) -> Result<Value, CallError> {
+    match round {
+        Round::Complete(result) => to_json(result),
+        Round::InputRequired(result) => to_json(result),
+    }
+}
+
+/// What an operation on a session can fail with.
+enum OpFailure {
+    Service(ServiceError),
+    /// A failure after the server started the tool (as a task): the
+    /// operation is never made again, whatever the error.
+    Unrepeatable(ServiceError),
+    Call(CallError),
+}
+
+/// One tool call on a session: its rounds, then the task the server runs
+/// the tool as, when it does; or the caller's task, resumed.
+async fn tool_call(
+    peer: &rmcp::service::Peer<rmcp::RoleClient>,
+    policy: ElicitationPolicy,
+    polling: (TaskPolling, Duration),
+    call: ToolCall,
+) -> Result<Value, OpFailure> {
+    let start = match call.task_id.clone() {
+        Some(task_id) => TaskStart::resumed(task_id, call.answers.responses.clone()),
+        None => match input_required::call_tool(peer, policy, call).await? {
+            Round::Complete(ToolAnswer::Result(result)) => return Ok(to_json(&result)?),
+            Round::InputRequired(result) => return Ok(to_json(&result)?),
+            Round::Complete(ToolAnswer::Task(task)) => TaskStart::created(task),
+        },
+    };
+    let ended = tasks::follow(peer, policy, polling, start)
+        .await
+        .map_err(OpFailure::Unrepeatable)?;
+    Ok(match ended {
+        TaskEnd::Complete(result) => to_json(&result)?,
+        // The caller sends the task's id back with the answers.
+        TaskEnd::InputRequired { task_id, requests } => serde_json::json!({
+            "resultType": "input_required",
+            "inputRequests": to_json(&requests)?,
+            "taskId": task_id,
+        }),
+    })
+}
+
+impl From<CallError> for OpFailure {
+    fn from(error: CallError) -> Self {
+        Self::Call(error)
+    }
+}
+
+impl From<ServiceError> for OpFailure {
+    fn from(error: ServiceError) -> Self {
+        Self::Service(error)
+    }
+}
+
+impl From<ListFailure> for OpFailure {
+    fn from(failure: ListFailure) -> Self {
+        match failure {
+            ListFailure::Service(error) => Self::Service(error),
+            ListFailure::Limit(message) => Self::Call(CallError::ListingTooLong(message)),
+        }
+    }
+}
+
+impl RmcpGateway {
+    /// A gateway opening sessions with `connector` into `pool`.
+    pub fn new(
+        connector: McpConnector,
+        pool: SessionPool,
+        cache: DiscoveryCache,
+        limits: GatewayLimits,
+    ) -> Self {
+        Self {
+            connector,
+            pool,
+            cache,
+            listeners: ChangeListeners::default(),
+            limits,
+        }
+    }
+
+    fn handler(&self, integration: &Integration) -> SessionHandler {
+        SessionHandler::new(
+            client_config(),
+            integration.id,
+            self.cache.clone(),
+            self.limits.elicitation,
+        )
+    }
+
+    async fn connect(&self, integration: &Integration, user: &str) -> Result<Live, CallError> {
+        // Outside the caller's span: the session's task lives on in the pool
+        // and would keep the span (and every parent of it) open for as long.
+        let live = self
+            .connector
+            .connect(integration, user, self.handler(integration))
+            .instrument(switchboard_telemetry::detached_span())
+            .await?;
+        // Without the schemas a call would lack its `Mcp-Param-*` headers,
+        // which a server of 2026-07-28 may require: a failure is logged and
+        // the session used as it is.
+        if let Err(error) = learn_tool_schemas(&live, self.limits.discovery).await {
+            tracing::debug!(integration_id = %integration.id, error = %error, "listing tools for their schemas failed");
+        }
+        Ok(live)
+    }
+
+    /// A session failure as the domain's error.
+    fn upstream(&self, error: ServiceError) -> CallError {
+        match error {
+            ServiceError::McpError(data) if is_too_large(&data) => CallError::TooLarge {
+                limit: self.limits.max_result_bytes,
+            },
+            ServiceError::McpError(data) => CallError::Upstream {
+                code: data.code.0,
+                message: data.message.into_owned(),
+            },
+            ServiceError::Timeout { timeout } => CallError::Timeout(timeout),
+            ServiceError::InputRequiredRoundsExceeded { max_rounds } => CallError::Upstream {
+                code: rmcp::model::ErrorCode::INTERNAL_ERROR.0,
+                message: format!(
+                    "the server asked for input {max_rounds} times without completing the request"
+                ),
+            },
+            ServiceError::TransportClosed => CallError::Transport(
+                "it closed before the answer arrived; the request may have been carried \
+                 out and was not repeated"
+                    .to_owned(),
+            ),
+            other => CallError::Transport(other.to_string()),
+        }
+    }
+
+    /// Runs `op` on the scope's session within `timeout`. When the request
+    /// provably never reached the server, or the server refused its
+    /// client-credentials token with a 401 (nothing ran), the session is
+    /// replaced and `op` made once more; on timeout the call is dropped, which sends the
+    /// server a cancellation.
+    async fn on_session<T, F, Fut>(
+        &self,
+        integration: &Integration,
+        scope: &SessionScope,
+        timeout: Duration,
+        op: F,
+    ) -> Result<T, CallError>
+    where
+        F: Fn(Arc<Live>) -> Fut,
+        Fut: Future<Output = Result<T, OpFailure>>,
+    {
+        let key = SessionKey::new(integration, scope);
+        let attempts = async {
+            let mut retried = false;
+            loop {
+                let (slot, live) = self
+                    .pool
+                    .get(&key, || self.connect(integration, &scope.user))
+                    .await?;
+                match op(live).await {
+                    Ok(value) => return Ok(value),
+                    Err(OpFailure::Call(error)) => return Err(error),
+                    Err(OpFailure::Service(error))
+                        if !retried
+                            && (never_delivered(&error)
+                                || self.connector.refused_token(integration, &error)) =>
+                    {
+                        self.pool.discard(&key, &slot);
+                        tracing::info!(
+                            integration_id = %integration.id,
+                            error = %error,
+                            "MCP request could not be sent or its token was refused; reconnecting"
+                        );
+                        retried = true;
+                    }
+                    Err(OpFailure::Service(error) | OpFailure::Unrepeatable(error)) => {
+                        if integration.uses_authorization_code()
+                            && let Some(challenge) = error.auth_challenge()
+                        {
+                            // A refused or revoked token, or too few scopes:
+                            // the session is of no more use.
+                            self.pool.discard(&key, &slot);
+                            return Err(CallError::AuthorizationRequired(Some(
+                                challenge.to_owned(),
+                            )));
+                        }
+                        return Err(self.upstream(error));
+                    }
+                }
+            }
+        };
+        tokio::time::timeout(timeout, attempts)
+            .await
+            .map_err(|_| CallError::Timeout(timeout))?
+    }
+
+    fn check_size(&self, value: Value) -> Result<Value, CallError> {
+        // Counted as it is written out, without holding the encoded copy.
+        let mut counter = ByteCounter(0);
+        let size = serde_json::to_writer(&mut counter, &value).map_or(usize::MAX, |()| counter.0);
+        if size > self.limits.max_result_bytes {
+            Err(CallError::TooLarge {
+                limit: self.limits.max_result_bytes,
+            })
+        } else {
+            Ok(value)
+        }
+    }
+}
+
+#[async_trait]
+impl McpGateway for RmcpGateway {
+    async fn probe(&self, integration: &Integration) -> ProbeReport {
+        let started = Instant::now();
+        let mut report = ProbeReport::default();
+        // A probe is a session (a process, for stdio) like any other: it
+        // counts against the organization's share while it runs.
+        let _room = match self.pool.reserve(integration) {
+            Ok(room) => room,
+            Err(error) => {
+                report.error = Some(error.to_string());
+                return report;
+            }
+        };
+        let (_, call_timeout) = self.connector.timeouts(integration);
+        // A per-user integration is checked with nobody's token: its server
+        // answering that it needs authorization shows it is reachable.
+        match self.connect(integration, "").await {
+            Err(error) => report.error = Some(error.to_string()),
+            Ok(live) => {
+                let mut discovery = Discovery::default();
+                match tokio::time::timeout(
+                    call_timeout,
+                    list_everything(&live, self.limits.discovery),
+                )
+                .await
+                {
+                    Err(_) => {
+                        report.error = Some(format!(
+                            "listing capabilities timed out after {call_timeout:?}"
+                        ));
+                    }
+                    Ok(Err(error)) => {
+                        report.error = Some(format!("listing capabilities failed: {error}"))
+                    }
+                    Ok(Ok(listed)) => discovery = listed,
+                }
+                report.tool_count = discovery.tools.len();
+                report.resource_count = discovery.resources.len();
+                report.resource_template_count = discovery.resource_templates.len();
+                report.prompt_count = discovery.prompts.len();
+                report.server = server_identity(&live);
+                let Live { session, child, .. } = live;
+                let _ = session.cancel().await;
+                drop(child);
+            }
+        }
+        report.latency = started.elapsed();
+        report
+    }
+
+    async fn discover(
+        &self,
+        integration: &Integration,
+        user: &str,
+        bypass_cache: bool,
+        timeout: Duration,
+    ) -> Result<Arc<Discovery>, CallError> {
+        // A per-user integration's listings may differ per user (they are
+        // listed with each user's token): they are not cached, and each user
+        // discovers on a session of their own.
+        let per_user = integration.is_per_user();
+        if !per_user
+            && !bypass_cache
+            && let Some(cached) = self.cache.get(integration)
+        {
+            return Ok(cached);
+        }
+        let scope = SessionScope::new(if per_user { user } else { "" }, DISCOVERY_SCOPE);
+        let limits = self.limits.discovery;
+        let listing = self.on_session(integration, &scope, timeout, |live| async move {
+            let listed = list_everything(&live, limits)
+                .await
+                .map_err(OpFailure::from)?;
+            Ok((listed, live))
+        });
+        let (listed, live) = observe(integration, Operation::Discover, None, listing).await?;
+        metric_labels::remember(integration.id, &listed);
+        let discovery = Arc::new(listed);
+        if !per_user {
+            self.cache.put(integration, discovery.clone());
+            // A server of 2026-07-28 tells of changes only to a client
+            // that listens for them.
+            self.listeners.ensure(integration.id, &live, &self.cache);
+        }
+        Ok(discovery)
+    }
+
+    async fn call_tool(
+        &self,
+        integration: &Integration,
+        scope: &SessionScope,
+        call: ToolCall,
+        timeout: Duration,
+    ) -> Result<Value, CallError> {
+        let (policy, polling) = (self.limits.elicitation, (self.limits.tasks, timeout));
+        let (name, arguments) = (call.name.clone(), call.arguments.clone());
+        let calling = async {
+            let result = self
+                .on_session(integration, scope, timeout, |live| {
+                    let call = call.clone();
+                    async move { tool_call(live.session.peer(), policy, polling, call).await }
+                })
+                .await?;
+            self.check_size(result)
+        };
+        observe(
+            integration,
+            Operation::CallTool(&name),
+            Some(&arguments),
+            calling,
+        )
+        .await
+    }
+
+    async fn read_resource(
+        &self,
+        integration: &Integration,
+        scope: &SessionScope,
+        uri: &str,
+        answers: InputAnswers,
+        timeout: Duration,
+    ) -> Result<Value, CallError> {
+        let policy = self.limits.elicitation;
+        let answers = &answers;
+        let reading = async {
+            let round = self
+                .on_session(integration, scope, timeout, |live| async move {
+                    input_required::read_resource(live.session.peer(), policy, uri, answers.clone())
+                        .await
+                        .map_err(OpFailure::from)
+                })
+                .await?;
+            self.check_size(round_json(&round)?)
+        };
+        observe(integration, Operation::ReadResource(uri), None, reading).await
+    }
+
+    async fn get_prompt(
+        &self,
+        integration: &Integration,
+        scope: &SessionScope,
+        name: &str,
+        arguments: Map<String, Value>,
+        answers: InputAnswers,
+        timeout: Duration,
+    ) -> Result<Value, CallError> {
+        let policy = self.limits.elicitation;
+        let (arguments, answers) = (&arguments, &answers);
+        let rendering = async {
+            let round = self
+                .on_session(integration, scope, timeout, |live| async move {
+                    input_required::get_prompt(
+                        live.session.peer(),
+                        policy,
+                        (name, arguments),
+                        answers.clone(),
+                    )
+                    .await
+                    .map_err(OpFailure::from)
+                })
+                .await?;
+            self.check_size(round_json(&round)?)
+        };
+        observe(
+            integration,
+            Operation::GetPrompt(name),
+            Some(arguments),
+            rendering,
+        )
+        .await
+    }
+
+    async fn forget(&self, integration: IntegrationId) {
+        self.listeners.stop(integration);
+        self.pool.forget(integration);
+        self.cache.invalidate(integration);
+        metric_labels::forget(integration);
+    }
+}

@@ -1,0 +1,15 @@
+//! The MCP client: connecting through a transport, the sessions and their
+//! pool, discovery, calls (with tasks and input rounds), and hearing of
+//! changes.
+
+pub mod connect;
+pub mod discovery;
+pub mod elicitation;
+pub mod gateway;
+pub mod input_required;
+pub mod listen;
+pub mod session_pool;
+pub mod sessions;
+pub mod tasks;
+pub mod transport;
+pub mod upstream_trace;

@@ -1,0 +1,199 @@
+//! What one live upstream MCP session is made of: the client handler
+//! receiving the server's notifications, the stdio child that lives as long
+//! as the session, and the discovery cache the notifications invalidate.
+//! Which sessions are kept, and for whom, is [`super::session_pool`]'s job.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use rmcp::{
+    ClientHandler, ErrorData, RoleClient,
+    model::{ClientConfig, ElicitRequestParams, ElicitResult},
+    service::{NotificationContext, RequestContext, RunningService},
+};
+
+use crate::{domain::elicitation::ElicitationPolicy, outbound::mcp::elicitation};
+
+use crate::domain::{
+    integration::{Integration, IntegrationId},
+    ports::Discovery,
+};
+
+/// Receives the server's notifications and requests for one session: a
+/// `list_changed` drops the integration's cached discovery, an elicitation
+/// is answered by the operator's policy.
+#[derive(Debug, Clone)]
+pub struct SessionHandler {
+    config: ClientConfig,
+    integration: IntegrationId,
+    cache: DiscoveryCache,
+    elicitation: ElicitationPolicy,
+}
+
+impl SessionHandler {
+    /// A handler announcing `config`, invalidating `integration` in `cache`,
+    /// answering elicitations by `elicitation`.
+    pub fn new(
+        config: ClientConfig,
+        integration: IntegrationId,
+        cache: DiscoveryCache,
+        elicitation: ElicitationPolicy,
+    ) -> Self {
+        Self {
+            config,
+            integration,
+            cache,
+            elicitation,
+        }
+    }
+
+    /// This handler, introducing itself at `version` in an initialize
+    /// handshake.
+    pub fn with_protocol_version(mut self, version: rmcp::model::ProtocolVersion) -> Self {
+        self.config = self.config.with_protocol_version(version);
+        self
+    }
+
+    fn list_changed(&self, what: &'static str) {
+        tracing::debug!(integration_id = %self.integration, what, "server list changed");
+        self.cache.invalidate(self.integration);
+    }
+}
+
+impl ClientHandler for SessionHandler {
+    fn get_info(&self) -> ClientConfig {
+        self.config.clone()
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let answer = elicitation::answer(self.elicitation, &request);
+        tracing::debug!(integration_id = %self.integration, action = ?answer.action, "elicitation answered by policy");
+        Ok(answer)
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.list_changed("tools");
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.list_changed("resources");
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.list_changed("prompts");
+    }
+}
+
+/// A live MCP client session.
+pub type McpSession = RunningService<RoleClient, SessionHandler>;
+
+/// A stdio server's process group, killed with the session, and its
+/// private home, removed after it.
+pub struct StdioChild {
+    /// The process group (shared with the disk quota check, which may end it).
+    pub process: crate::outbound::mcp::transport::stdio::home::SharedChild,
+    /// The session's home; dropped after the kill.
+    pub home: crate::outbound::mcp::transport::stdio::home::PrivateHome,
+}
+
+impl std::fmt::Debug for StdioChild {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let pid = self
+            .process
+            .lock()
+            .map(|child| child.id())
+            .unwrap_or_default();
+        f.debug_struct("StdioChild")
+            .field("pid", &pid)
+            .field("home", &self.home)
+            .finish()
+    }
+}
+
+impl Drop for StdioChild {
+    fn drop(&mut self) {
+        // The group leader's id is the group id: this kills the server and
+        // anything it started.
+        let mut child = self
+            .process
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Err(error) = child.start_kill() {
+            tracing::debug!(error = %error, "stdio server already gone");
+        }
+    }
+}
+
+/// An open session and what must live as long as it.
+#[derive(Debug)]
+pub struct Live {
+    /// The session.
+    pub session: McpSession,
+    /// The stdio process, when the transport is stdio.
+    pub child: Option<StdioChild>,
+    /// Counts the session as open while it lives.
+    pub open: crate::outbound::telemetry::SessionOpen,
+}
+
+/// A cached discovery: the integration version it belongs to, when it was
+/// made, and what was found.
+type CacheEntry = (i64, Instant, Arc<Discovery>);
+
+/// Cached discovery results, by integration.
+#[derive(Debug, Clone)]
+pub struct DiscoveryCache {
+    entries: Arc<Mutex<HashMap<IntegrationId, CacheEntry>>>,
+    ttl: Duration,
+}
+
+impl DiscoveryCache {
+    /// A cache whose entries live `ttl`.
+    pub fn new(ttl: Duration) -> Self {
+        Self {
+            entries: Arc::default(),
+            ttl,
+        }
+    }
+
+    /// The fresh entry of `integration` at its current version: younger
+    /// than the cache's lifetime and than the freshness the server stated
+    /// (`ttlMs`; 0 means it is not kept at all).
+    ///
+    /// Entries are per integration, and every call of an integration
+    /// carries the one credential its configuration holds, so a result the
+    /// server marks `private` is never served for another credential.
+    pub fn get(&self, integration: &Integration) -> Option<Arc<Discovery>> {
+        let entries = self.entries.lock().ok()?;
+        entries
+            .get(&integration.id)
+            .filter(|(version, at, discovery)| {
+                let ttl = discovery.fresh_for.map_or(self.ttl, |f| f.min(self.ttl));
+                *version == integration.updated_at && at.elapsed() < ttl
+            })
+            .map(|(_, _, discovery)| discovery.clone())
+    }
+
+    /// Stores a discovery of `integration`.
+    pub fn put(&self, integration: &Integration, discovery: Arc<Discovery>) {
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.insert(
+                integration.id,
+                (integration.updated_at, Instant::now(), discovery),
+            );
+        }
+    }
+
+    /// Drops the entry of `integration`.
+    pub fn invalidate(&self, integration: IntegrationId) {
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.remove(&integration);
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! The streamable HTTP transport: rmcp's client with bounded answers, SSE
+//! answers read as plain JSON, and the standalone stream awaited.
+
+pub mod capped;
+pub mod sse_answer;
+pub mod standalone_stream;
+
+use std::collections::HashMap;
+
+use rmcp::{
+    ClientServiceExt,
+    model::{ErrorCode, ProtocolVersion},
+    service::{ClientInitializeError, ClientLifecycleMode},
+    transport::{
+        AuthClient, StreamableHttpClientTransport,
+        streamable_http_client::{StreamableHttpClient, StreamableHttpClientTransportConfig},
+    },
+};
+use secrecy::ExposeSecret;
+
+use self::{capped::CappedHttpClient, standalone_stream::StandaloneStream};
+use crate::{
+    domain::{
+        integration::{AuthConfig, Integration, Secrets},
+        ports::CallError,
+    },
+    outbound::{
+        http::check_request_url,
+        mcp::{
+            connect::{McpConnector, lifecycle},
+            sessions::{McpSession, SessionHandler},
+        },
+        oauth::client_credentials::Grant,
+    },
+};
+
+/// Requests one streamable HTTP session may have awaiting their answer at
+/// once (rmcp's default is 16, which would queue a busy shared session's
+/// calls behind each other).
+const MAX_POSTS_IN_FLIGHT: usize = 1024;
+
+/// The protocol version of the initialize handshake with a server of an
+/// earlier era: the newest of the initialize era.
+const LEGACY_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+
+/// Opens a streamable HTTP session to `url` with the integration's
+/// credentials (`user`'s token for a per-user integration), and the
+/// session's standalone stream to await.
+pub(super) async fn open(
+    connector: &McpConnector,
+    integration: &Integration,
+    url: &str,
+    user: &str,
+    handler: SessionHandler,
+) -> Result<(McpSession, StandaloneStream), CallError> {
+    // IP literals never reach the resolver, so they are checked here; host
+    // names are checked by the client's resolver on the address it dials.
+    check_request_url(&connector.policy.addresses, url)
+        .map_err(|e| CallError::Connect(e.to_string()))?;
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned())
+        .reinit_on_expired_session(true)
+        .max_sse_event_size(connector.defaults.max_message_bytes)
+        // A request's POST lasts until its answer when the server answers
+        // with JSON (or with an SSE stream holding only the answer, see
+        // `sse_answer`), so this cap is the session's calls in flight; the
+        // server's concurrency limits bound those, not the transport.
+        .max_concurrent_requests(MAX_POSTS_IN_FLIGHT);
+    let standalone = StandaloneStream::default();
+    let capped = CappedHttpClient::new(connector.http.clone(), standalone.clone());
+    let code_flow = integration.uses_authorization_code();
+    let connected = if code_flow {
+        // The user's (or the organization's) token on every request,
+        // refreshed as it nears expiry and once more when the server
+        // refuses it.
+        let manager = connector
+            .flows
+            .session_manager(integration, integration.grant_user(user))
+            .await?;
+        handshake(
+            AuthClient::new(capped, manager),
+            config,
+            handler,
+            integration,
+        )
+        .await
+    } else {
+        let attempt = |config| async {
+            let config = static_auth(connector, integration, config)
+                .await
+                .map_err(CallError::Connect)?;
+            Ok::<_, CallError>(
+                handshake(capped.clone(), config, handler.clone(), integration).await,
+            )
+        };
+        match attempt(config.clone()).await? {
+            // A cached token revoked or rotated before its stated expiry:
+            // once more with a fresh one (the handshake did not run).
+            Err(ClientInitializeError::TransportError { error, .. })
+                if connector.refused_token(integration, &error) =>
+            {
+                attempt(config).await?
+            }
+            result => result,
+        }
+    };
+    let session = connected.map_err(|error| match error.auth_challenge() {
+        Some(challenge) if code_flow => {
+            CallError::AuthorizationRequired(Some(challenge.to_owned()))
+        }
+        _ => CallError::Connect(format!("MCP handshake failed: {error}")),
+    })?;
+    Ok((session, standalone))
+}
+
+/// `config` with the integration's fixed credentials.
+async fn static_auth(
+    connector: &McpConnector,
+    integration: &Integration,
+    mut config: StreamableHttpClientTransportConfig,
+) -> Result<StreamableHttpClientTransportConfig, String> {
+    match &integration.auth {
+        AuthConfig::None | AuthConfig::OAuthAuthorizationCode(_) => {}
+        AuthConfig::BearerToken => {
+            let token = integration
+                .secrets
+                .get(Secrets::BEARER_TOKEN)
+                .ok_or("the bearer token is not set")?;
+            config = config.auth_header(token.expose_secret().to_owned());
+        }
+        AuthConfig::Header { header_name } => {
+            let value = integration
+                .secrets
+                .get(Secrets::HEADER_VALUE)
+                .ok_or("the header value is not set")?;
+            let name = http::HeaderName::from_bytes(header_name.as_bytes())
+                .map_err(|_| "the stored header name is invalid")?;
+            let mut value = http::HeaderValue::from_str(value.expose_secret())
+                .map_err(|_| "the stored header value is invalid")?;
+            value.set_sensitive(true);
+            config = config.custom_headers(HashMap::from([(name, value)]));
+        }
+        AuthConfig::OAuthClientCredentials {
+            token_url,
+            client_id,
+            scopes,
+        } => {
+            let client_secret = integration
+                .secrets
+                .get(Secrets::OAUTH_CLIENT_SECRET)
+                .ok_or("the OAuth client secret is not set")?;
+            let token = connector
+                .tokens
+                .token(&Grant {
+                    integration_id: integration.id,
+                    token_url,
+                    client_id,
+                    client_secret,
+                    scopes,
+                })
+                .await?;
+            config = config.auth_header(token.expose_secret().to_owned());
+        }
+    }
+    Ok(config)
+}
+
+/// Opens a session over `client`, the lifecycle chosen per server as the
+/// specification says: `server/discover` first (the stateless protocol of
+/// 2026-07-28, headers and `_meta` on every request), the initialize
+/// handshake, on a fresh connection, when the server answers as a server of
+/// an earlier version.
+///
+/// rmcp's own `Auto` lifecycle also falls back when `server/discover` is not
+/// answered within a fixed 10 s, and does so on the same transport: on a
+/// busy machine a modern server answering later had its late discover
+/// answer read as the answer to the initialize that followed, and the
+/// session failed ("conflict initialized response id"). A server of any era
+/// answers `server/discover` (a server of an earlier era with an error, as
+/// JSON-RPC requires), so the probe here waits for that answer, within the
+/// connect limit.
+async fn handshake<C>(
+    client: C,
+    config: StreamableHttpClientTransportConfig,
+    handler: SessionHandler,
+    integration: &Integration,
+) -> Result<McpSession, ClientInitializeError>
+where
+    C: StreamableHttpClient + Clone + Send + Sync + 'static,
+{
+    let connect = |handler: SessionHandler, lifecycle| {
+        let transport = StreamableHttpClientTransport::with_client(client.clone(), config.clone());
+        handler.serve_with_lifecycle(transport, lifecycle)
+    };
+    let earlier_era = match connect(handler.clone(), lifecycle()).await {
+        // Some servers of an earlier version answer `server/discover` with
+        // an empty result instead of an error.
+        Err(ClientInitializeError::ExpectedInitResult(_)) => {
+            "server/discover answered without a discover result"
+        }
+        // A JSON-RPC error that is not one of 2026-07-28's own refusals:
+        // the server is of an earlier era (as rmcp classifies it).
+        Err(ClientInitializeError::JsonRpcError(error))
+            if error.code != ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+                && error.code != ErrorCode::HEADER_MISMATCH =>
+        {
+            "server/discover refused"
+        }
+        result => return result,
+    };
+    tracing::debug!(integration_id = %integration.id, reason = earlier_era, "using initialize");
+    let handler = handler.with_protocol_version(LEGACY_VERSION);
+    connect(handler, ClientLifecycleMode::Initialize).await
+}

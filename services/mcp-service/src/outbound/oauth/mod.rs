@@ -1,0 +1,10 @@
+//! OAuth for integrations: client-credentials tokens, and the per-user
+//! authorization code flow with its clients, HTTP, sealed storage and
+//! refresh.
+
+pub mod authorization_code;
+pub mod client;
+pub mod client_credentials;
+pub mod http;
+pub mod refresh;
+pub mod store;

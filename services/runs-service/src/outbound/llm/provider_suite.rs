@@ -1,24 +1,31 @@
 //! What every model provider adapter must do, run over each of them against
 //! the scripted model speaking that provider's protocol: text and tool calls
 //! streamed back complete, retries, errors that never show the key, time
-//! limits. What only one provider does stays in that adapter's `tests.rs`;
+//! limits, and what is sent (the request body, compared with a reviewed file
+//! in `snapshots/`, so that a change of what a provider receives shows in
+//! review). What only one provider does stays in that adapter's `tests.rs`;
 //! the limits on what a provider streams back are tested over both adapters
 //! in `tests/it/hostile_model/`.
 //!
-//! A new provider adds an arm to each `match` of [`Adapter`] and a module to
-//! `provider_suite!`.
+//! A new provider adds an arm to each `match` of [`Adapter`], a module to
+//! `provider_suite!` and its snapshot (written with [`UPDATE_SNAPSHOTS`] set,
+//! then reviewed).
 
 use std::{
+    path::PathBuf,
     sync::Arc,
     time::{Duration, Instant},
 };
 
 use futures::StreamExt as _;
+use serde_json::Value;
 use switchboard_scripted_model::{ScriptedModel, ScriptedToolCall, Turn};
 
 use super::{
     Anthropic, OpenAiCompatible, ProviderConfig, ProviderKind, build_provider,
-    test_support::{API_KEY, collect, config, http, quick_retries, simple_request, text_of},
+    test_support::{
+        API_KEY, collect, config, http, quick_retries, simple_request, text_of, tool_round_request,
+    },
 };
 use crate::domain::{
     model::{FinishReason, ModelError, ModelEvent, TokenUsage, ToolCall},
@@ -90,6 +97,18 @@ impl Adapter {
             }
         }
     }
+
+    /// The reviewed file holding the request body this adapter sends for
+    /// [`tool_round_request`].
+    fn snapshot(self) -> PathBuf {
+        let name = match self {
+            Self::OpenAi => "openai_request_with_tools.json",
+            Self::Anthropic => "anthropic_request_with_tools.json",
+        };
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("src/outbound/llm/snapshots")
+            .join(name)
+    }
 }
 
 /// Defines `mod openai` and `mod anthropic`, each with one `#[tokio::test]`
@@ -120,6 +139,7 @@ provider_suite!(
     streamed_text_reassembles_with_usage_and_finish,
     parallel_tool_calls_arrive_complete_and_in_order,
     invalid_tool_arguments_are_passed_through_raw,
+    the_request_body_is_the_reviewed_snapshot,
     no_api_key_sends_no_key,
     rate_limit_with_retry_after_is_retried_after_waiting,
     server_errors_exhaust_the_retries,
@@ -224,6 +244,24 @@ async fn invalid_tool_arguments_are_passed_through_raw(adapter: Adapter) {
         }))),
         "{events:?}"
     );
+    model.shutdown().await;
+}
+
+async fn the_request_body_is_the_reviewed_snapshot(adapter: Adapter) {
+    let model = ScriptedModel::start(vec![Turn::Text("ok".into())])
+        .await
+        .expect("starts");
+    let _ = collect(
+        adapter
+            .against(&model)
+            .stream(tool_round_request())
+            .await
+            .expect("stream starts"),
+    )
+    .await;
+    let requests = model.requests();
+    assert_eq!(requests.len(), 1);
+    assert_matches_snapshot(&adapter.snapshot(), &requests[0]);
     model.shutdown().await;
 }
 
@@ -391,4 +429,45 @@ async fn connection_refused_is_retried_then_a_connect_error(adapter: Adapter) {
         .expect("nothing listens");
     assert!(matches!(error, ModelError::Connect(_)), "{error:?}");
     assert!(!error.to_string().contains(API_KEY));
+}
+
+/// Set to write the snapshots anew from what the adapters send (then review
+/// the files' diff before committing them).
+const UPDATE_SNAPSHOTS: &str = "SWITCHBOARD_UPDATE_SNAPSHOTS";
+
+/// Compares `body`, pretty-printed with its keys sorted, with the reviewed
+/// file at `path`; with [`UPDATE_SNAPSHOTS`] set, writes the file instead.
+fn assert_matches_snapshot(path: &std::path::Path, body: &Value) {
+    let sent = format!("{:#}\n", sorted(body));
+    if std::env::var_os(UPDATE_SNAPSHOTS).is_some() {
+        std::fs::write(path, &sent).expect("the snapshot is written");
+        return;
+    }
+    let reviewed = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        reviewed == sent,
+        "the request body is not the reviewed one in {}\n--- reviewed\n{reviewed}\n--- sent\n{sent}\n\
+         if the change is meant, run the test again with {UPDATE_SNAPSHOTS}=1 and commit the file",
+        path.display()
+    );
+}
+
+/// `value` with every object's keys in order, whatever order a map keeps
+/// (serde_json's `preserve_order` keeps insertion order), so that a snapshot
+/// is the same in every build.
+fn sorted(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<_> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(key, value)| (key.clone(), sorted(value)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
 }

@@ -258,6 +258,10 @@ impl RunsRepository for MemoryRepository {
         thread_id: &str,
         messages: &[Message],
     ) -> Result<Vec<i64>, RepositoryError> {
+        // As in SQL: nothing to append is no write, whatever the thread.
+        if messages.is_empty() {
+            return Ok(Vec::new());
+        }
         self.with(|s| s.append(thread_id, messages))
     }
 

@@ -177,6 +177,68 @@ macro_rules! db_tests {
     };
 }
 
+/// Where a port's conformance suite runs: on each database, and on the
+/// in-memory fake that stands in for them in unit tests, so that the fake
+/// cannot drift from the rules the databases keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Store {
+    /// A fresh database of this kind.
+    Db(DbKind),
+    /// The port's in-memory fake.
+    Memory,
+}
+
+/// Defines `mod sqlite`, `mod postgres` and `mod memory` for a port's suite:
+/// each test named under `every_store` runs on all three (an
+/// `async fn(Store)`), each named under `databases_only` on the two
+/// databases (an `async fn(DbKind)`). A rule the fake cannot keep (several
+/// processes on one database, its clock) is listed under `databases_only`
+/// with a comment saying why, so that no test leaves the fake silently.
+#[macro_export]
+macro_rules! store_tests {
+    (
+        every_store: [$($name:ident),* $(,)?],
+        databases_only: [$($db_only:ident),* $(,)?] $(,)?
+    ) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name($crate::Store::Db($crate::DbKind::Sqlite)).await;
+                }
+            )*
+            $(
+                #[tokio::test]
+                async fn $db_only() {
+                    super::$db_only($crate::DbKind::Sqlite).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name($crate::Store::Db($crate::DbKind::Postgres)).await;
+                }
+            )*
+            $(
+                #[tokio::test]
+                async fn $db_only() {
+                    super::$db_only($crate::DbKind::Postgres).await;
+                }
+            )*
+        }
+        mod memory {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name($crate::Store::Memory).await;
+                }
+            )*
+        }
+    };
+}
+
 /// A request for a custom integration reaching `url` over streamable HTTP,
 /// named by its slug, with no auth and the default timeouts.
 pub fn http_integration_request(

@@ -12,8 +12,11 @@
 mod app;
 mod config;
 pub mod domain;
-#[cfg(test)]
-mod fakes;
+/// In-memory versions of the ports: the run loop's unit tests use them, and
+/// `tests/it` holds the fake repository to the repository suite the SQL one
+/// passes (feature `fakes`, which only the tests turn on).
+#[cfg(any(test, feature = "fakes"))]
+pub mod fakes;
 mod inbound;
 pub mod metrics;
 pub mod outbound;

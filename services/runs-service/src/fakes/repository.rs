@@ -1,5 +1,6 @@
 //! [`RunsRepository`] in memory, with the same rules as the SQL one: one
-//! active run per thread, messages numbered per thread, scoped reads.
+//! active run per thread, messages numbered per thread, scoped reads. The
+//! repository suite in `tests/it` holds it to them.
 
 use std::sync::Mutex;
 
@@ -65,7 +66,22 @@ impl MemoryRepository {
 }
 
 impl State {
-    fn append(&mut self, thread_id: &str, messages: &[Message]) -> Vec<i64> {
+    /// As in SQL: a message needs its thread (a foreign key), and storing
+    /// one marks its thread active (a trigger).
+    fn append(
+        &mut self,
+        thread_id: &str,
+        messages: &[Message],
+    ) -> Result<Vec<i64>, RepositoryError> {
+        let Some(thread) = self.threads.iter_mut().find(|t| t.id == thread_id) else {
+            return Err(anyhow::anyhow!(
+                "failed to append messages: thread {thread_id} does not exist"
+            )
+            .into());
+        };
+        if let Some(last) = messages.last() {
+            thread.updated_at = last.created_at;
+        }
         let last = self
             .messages
             .iter()
@@ -73,7 +89,7 @@ impl State {
             .map(|m| m.seq)
             .max()
             .unwrap_or(0);
-        (1i64..)
+        Ok((1i64..)
             .zip(messages)
             .map(|(offset, message)| {
                 let mut stored = message.clone();
@@ -81,7 +97,7 @@ impl State {
                 self.messages.push(stored);
                 last + offset
             })
-            .collect()
+            .collect())
     }
 
     fn save_run(&mut self, run: &Run) {
@@ -223,9 +239,15 @@ impl RunsRepository for MemoryRepository {
             s.threads
                 .retain(|t| !(t.org_id == org && t.user_id == user && t.id == id));
             let deleted = s.threads.len() < before;
+            // As in SQL: a thread's messages, runs and their events go
+            // with it.
             if deleted {
                 s.messages.retain(|m| m.thread_id != id);
-                s.runs.retain(|r| r.thread_id != id);
+                let (gone, kept) = std::mem::take(&mut s.runs)
+                    .into_iter()
+                    .partition::<Vec<Run>, _>(|r| r.thread_id == id);
+                s.runs = kept;
+                s.events.retain(|e| gone.iter().all(|r| r.id != e.run_id));
             }
             deleted
         }))
@@ -236,7 +258,11 @@ impl RunsRepository for MemoryRepository {
         thread_id: &str,
         messages: &[Message],
     ) -> Result<Vec<i64>, RepositoryError> {
-        Ok(self.with(|s| s.append(thread_id, messages)))
+        // As in SQL: nothing to append is no write, whatever the thread.
+        if messages.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.with(|s| s.append(thread_id, messages))
     }
 
     async fn list_messages(
@@ -284,8 +310,11 @@ impl RunsRepository for MemoryRepository {
             {
                 return Err(RepositoryError::ThreadBusy);
             }
+            // As in SQL: the run and its input are stored together or not at
+            // all, and a run needs its thread.
+            let seqs = s.append(&run.thread_id, input)?;
             s.runs.push(run.clone());
-            Ok(s.append(&run.thread_id, input))
+            Ok(seqs)
         })
     }
 
@@ -299,8 +328,9 @@ impl RunsRepository for MemoryRepository {
             if !s.runs.iter().any(|r| r.id == run.id && active(r.status)) {
                 return Err(RepositoryError::RunEnded);
             }
+            let seqs = s.append(&run.thread_id, messages)?;
             s.save_run(run);
-            Ok(s.append(&run.thread_id, messages))
+            Ok(seqs)
         })
     }
 
@@ -322,16 +352,18 @@ impl RunsRepository for MemoryRepository {
         run: &Run,
         messages: &[Message],
     ) -> Result<Option<Vec<i64>>, RepositoryError> {
-        Ok(self.with(|s| {
+        self.with(|s| {
             let paused = s
                 .runs
                 .iter()
                 .any(|r| r.id == run.id && r.status == RunStatus::RequiresAction);
-            paused.then(|| {
-                s.save_run(run);
-                s.append(&run.thread_id, messages)
-            })
-        }))
+            if !paused {
+                return Ok(None);
+            }
+            let seqs = s.append(&run.thread_id, messages)?;
+            s.save_run(run);
+            Ok(Some(seqs))
+        })
     }
 
     async fn get_run(&self, thread_id: &str, id: &str) -> Result<Option<Run>, RepositoryError> {

@@ -6,13 +6,15 @@ use std::time::Duration;
 use switchboard_db::{DatabaseArgs, now_millis};
 use switchboard_runs_service::{
     domain::{
-        entities::{Run, RunStatus, Thread, Usage, new_id},
+        entities::{PendingCall, Run, RunStatus, Thread, Usage, new_id},
         ports::{LeaseState, RepositoryError, RunsRepository},
         run::{Envelope, RunEvent},
     },
     outbound::sql::{MIGRATIONS, Replica, SqlRunsRepository},
 };
-use switchboard_test_support::{DbKind, TestDb, db_tests};
+use switchboard_test_support::{DbKind, Store, TestDb, store_tests};
+
+use crate::stores::runs_repository;
 
 const HOUR: Duration = Duration::from_secs(3600);
 
@@ -25,7 +27,7 @@ async fn replica(db: &TestDb, name: Option<&str>, lease: Duration) -> SqlRunsRep
     SqlRunsRepository::new(database.pool).with_replica(Replica::new(name.map(str::to_owned), lease))
 }
 
-async fn thread(repo: &SqlRunsRepository) -> Thread {
+async fn thread(repo: &dyn RunsRepository) -> Thread {
     let thread = Thread {
         id: new_id(),
         org_id: "org".into(),
@@ -177,6 +179,64 @@ async fn heartbeats_carry_cancels_and_tell_a_replica_which_runs_it_lost(kind: Db
     assert_eq!(ended.error.as_deref(), Some("cancelled by CancelRun"));
 }
 
+async fn a_cancel_reaches_a_running_run_at_its_next_heartbeat(store: Store) {
+    let (_db, repo) = runs_repository(store).await;
+    let kept = run(&thread(&*repo).await, now_millis());
+    let cancelled = run(&thread(&*repo).await, now_millis());
+    for r in [&kept, &cancelled] {
+        repo.start_run(r).await.expect("started");
+    }
+    let asked = repo
+        .request_cancel(&cancelled.id, "cancelled by CancelRun")
+        .await
+        .expect("requested")
+        .expect("found");
+    assert_eq!(asked.status, RunStatus::Running, "its task ends it");
+    let ids = [kept.id.clone(), cancelled.id.clone(), new_id()];
+    assert_eq!(
+        repo.heartbeat(&ids).await.expect("heartbeat"),
+        vec![
+            (kept.id.clone(), LeaseState::Held),
+            (cancelled.id.clone(), LeaseState::CancelRequested),
+            (ids[2].clone(), LeaseState::Lost),
+        ]
+    );
+    let mut done = kept.clone();
+    done.status = RunStatus::Completed;
+    repo.update_run(&done).await.expect("completed");
+    assert_eq!(
+        repo.heartbeat(std::slice::from_ref(&kept.id))
+            .await
+            .expect("heartbeat"),
+        vec![(kept.id.clone(), LeaseState::Held)],
+        "a run its own task ended is not lost"
+    );
+    let mut paused = run(&thread(&*repo).await, now_millis());
+    repo.start_run(&paused).await.expect("started");
+    paused.status = RunStatus::RequiresAction;
+    paused.pending = vec![PendingCall {
+        id: "call_1".into(),
+        name: "confirm".into(),
+        arguments: "{}".into(),
+        input: None,
+    }];
+    repo.update_run(&paused).await.expect("paused");
+    let ended = repo
+        .request_cancel(&paused.id, "cancelled by CancelRun")
+        .await
+        .expect("cancelled")
+        .expect("found");
+    assert_eq!(ended.status, RunStatus::Cancelled);
+    assert_eq!(ended.error.as_deref(), Some("cancelled by CancelRun"));
+    assert!(ended.pending.is_empty(), "its calls are no longer awaited");
+    assert_eq!(
+        repo.request_cancel(&new_id(), "cancelled by CancelRun")
+            .await
+            .expect("asked"),
+        None
+    );
+}
+
 async fn a_restarted_replica_interrupts_the_runs_its_previous_process_left(kind: DbKind) {
     let db = TestDb::new(kind).await.expect("a test database");
     let before = replica(&db, Some("pod-a"), HOUR).await;
@@ -207,10 +267,9 @@ async fn a_restarted_replica_interrupts_the_runs_its_previous_process_left(kind:
     );
 }
 
-async fn run_events_are_stored_once_and_read_from_a_sequence(kind: DbKind) {
-    let db = TestDb::new(kind).await.expect("a test database");
-    let repo = replica(&db, None, HOUR).await;
-    let r = run(&thread(&repo).await, now_millis());
+async fn run_events_are_stored_once_and_read_from_a_sequence(store: Store) {
+    let (_db, repo) = runs_repository(store).await;
+    let r = run(&thread(&*repo).await, now_millis());
     repo.start_run(&r).await.expect("started");
     assert_eq!(repo.last_run_event(&r.id).await.expect("read"), 0);
     for sequence in 1..=5 {
@@ -244,10 +303,9 @@ async fn run_events_are_stored_once_and_read_from_a_sequence(kind: DbKind) {
     assert_eq!(repo.last_run_event(&r.id).await.expect("read"), 5);
 }
 
-async fn a_threads_runs_list_newest_first_in_pages(kind: DbKind) {
-    let db = TestDb::new(kind).await.expect("a test database");
-    let repo = replica(&db, None, HOUR).await;
-    let t = thread(&repo).await;
+async fn a_threads_runs_list_newest_first_in_pages(store: Store) {
+    let (_db, repo) = runs_repository(store).await;
+    let t = thread(&*repo).await;
     let mut ids = Vec::new();
     for at in [1000, 2000, 3000] {
         let mut r = run(&t, at);
@@ -272,11 +330,20 @@ async fn a_threads_runs_list_newest_first_in_pages(kind: DbKind) {
     );
 }
 
-db_tests!(
-    leases_expire_on_the_database_clock_whatever_the_replica_clocks_say,
-    a_new_run_takes_the_thread_of_a_run_whose_lease_expired_at_once,
-    heartbeats_carry_cancels_and_tell_a_replica_which_runs_it_lost,
-    a_restarted_replica_interrupts_the_runs_its_previous_process_left,
-    run_events_are_stored_once_and_read_from_a_sequence,
-    a_threads_runs_list_newest_first_in_pages,
+store_tests!(
+    every_store: [
+        a_cancel_reaches_a_running_run_at_its_next_heartbeat,
+        run_events_are_stored_once_and_read_from_a_sequence,
+        a_threads_runs_list_newest_first_in_pages,
+    ],
+    // Leases are a rule between processes on one database and its clock
+    // (two repositories on one database stand for two replicas); the fake
+    // is one process whose leases never expire and whose instances share
+    // nothing, so these rules hold on the databases only.
+    databases_only: [
+        leases_expire_on_the_database_clock_whatever_the_replica_clocks_say,
+        a_new_run_takes_the_thread_of_a_run_whose_lease_expired_at_once,
+        heartbeats_carry_cancels_and_tell_a_replica_which_runs_it_lost,
+        a_restarted_replica_interrupts_the_runs_its_previous_process_left,
+    ],
 );

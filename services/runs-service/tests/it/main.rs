@@ -10,3 +10,4 @@ mod hostile_server;
 mod leases;
 mod repository;
 mod run_writes;
+mod stores;

@@ -1,30 +1,18 @@
 //! The conformance suite of the runs repository port, run against every
-//! adapter (SQLite and PostgreSQL).
+//! implementation (SQLite, PostgreSQL and the in-memory fake).
 
 use std::collections::BTreeMap;
 
-use switchboard_db::DatabaseArgs;
-use switchboard_runs_service::{
-    domain::{
-        entities::{
-            Agent, AgentConfig, ClientTool, InputRequest, InputRequired, Message, Part,
-            PendingCall, PendingInput, Role, Run, RunStatus, Thread, ToolBinding, ToolTarget,
-            Usage, new_id,
-        },
-        ports::{RepositoryError, RunsRepository},
+use switchboard_runs_service::domain::{
+    entities::{
+        Agent, AgentConfig, ClientTool, InputRequest, InputRequired, Message, Part, PendingCall,
+        PendingInput, Role, Run, RunStatus, Thread, ToolBinding, ToolTarget, Usage, new_id,
     },
-    outbound::sql::{MIGRATIONS, SqlRunsRepository},
+    ports::{RepositoryError, RunsRepository},
 };
-use switchboard_test_support::{DbKind, TestDb, db_tests};
+use switchboard_test_support::{Store, store_tests};
 
-async fn repository(kind: DbKind) -> (TestDb, SqlRunsRepository) {
-    let db = TestDb::new(kind).await.expect("a test database");
-    let database = DatabaseArgs::for_url(&db.url)
-        .open("runs", MIGRATIONS)
-        .await
-        .expect("migrated");
-    (db, SqlRunsRepository::new(database.pool))
-}
+use crate::stores::runs_repository as repository;
 
 fn agent(org: &str, name: &str, created_at: i64) -> Agent {
     Agent {
@@ -95,14 +83,14 @@ fn run(thread: &Thread, created_at: i64) -> Run {
 }
 
 /// A stored thread of `user` in `org-a`.
-async fn stored_thread(repo: &SqlRunsRepository, user: &str, created_at: i64) -> Thread {
+async fn stored_thread(repo: &dyn RunsRepository, user: &str, created_at: i64) -> Thread {
     let stored = thread("org-a", user, &new_id(), created_at);
     repo.insert_thread(&stored).await.expect("thread inserted");
     stored
 }
 
-async fn agents_round_trip_with_their_configuration_within_their_organization(kind: DbKind) {
-    let (_db, repo) = repository(kind).await;
+async fn agents_round_trip_with_their_configuration_within_their_organization(store: Store) {
+    let (_db, repo) = repository(store).await;
     let original = agent("org-a", "Helper", 1000);
     repo.insert_agent(&original).await.expect("inserted");
 
@@ -118,8 +106,8 @@ async fn agents_round_trip_with_their_configuration_within_their_organization(ki
     );
 }
 
-async fn agent_updates_and_deletes_touch_only_the_callers_organization(kind: DbKind) {
-    let (_db, repo) = repository(kind).await;
+async fn agent_updates_and_deletes_touch_only_the_callers_organization(store: Store) {
+    let (_db, repo) = repository(store).await;
     let mut original = agent("org-a", "Helper", 1000);
     repo.insert_agent(&original).await.expect("inserted");
 
@@ -160,8 +148,8 @@ async fn agent_updates_and_deletes_touch_only_the_callers_organization(kind: DbK
     assert!(!repo.update_agent(&original).await.expect("update"));
 }
 
-async fn agents_list_oldest_first_in_pages_within_one_organization(kind: DbKind) {
-    let (_db, repo) = repository(kind).await;
+async fn agents_list_oldest_first_in_pages_within_one_organization(store: Store) {
+    let (_db, repo) = repository(store).await;
     let mut expected = Vec::new();
     // Pairs share a creation time, so the id breaks ties.
     for (i, created_at) in [200, 100, 100, 200, 300].into_iter().enumerate() {
@@ -192,8 +180,8 @@ async fn agents_list_oldest_first_in_pages_within_one_organization(kind: DbKind)
     );
 }
 
-async fn threads_round_trip_only_for_their_user_and_organization(kind: DbKind) {
-    let (_db, repo) = repository(kind).await;
+async fn threads_round_trip_only_for_their_user_and_organization(store: Store) {
+    let (_db, repo) = repository(store).await;
     let original = thread("org-a", "alice", &new_id(), 1000);
     repo.insert_thread(&original).await.expect("inserted");
 
@@ -236,8 +224,8 @@ async fn threads_round_trip_only_for_their_user_and_organization(kind: DbKind) {
     );
 }
 
-async fn threads_list_newest_first_in_pages_optionally_of_one_agent(kind: DbKind) {
-    let (_db, repo) = repository(kind).await;
+async fn threads_list_newest_first_in_pages_optionally_of_one_agent(store: Store) {
+    let (_db, repo) = repository(store).await;
     let (agent_x, agent_y) = (new_id(), new_id());
     let mut expected = Vec::new();
     for (i, created_at) in [100, 300, 200, 300, 100, 400].into_iter().enumerate() {
@@ -280,10 +268,10 @@ async fn threads_list_newest_first_in_pages_optionally_of_one_agent(kind: DbKind
     assert!(list_all(Some(&new_id())).await.is_empty());
 }
 
-async fn deleting_a_thread_removes_its_messages_and_runs(kind: DbKind) {
-    let (_db, repo) = repository(kind).await;
-    let doomed = stored_thread(&repo, "alice", 100).await;
-    let kept = stored_thread(&repo, "alice", 200).await;
+async fn deleting_a_thread_removes_its_messages_and_runs(store: Store) {
+    let (_db, repo) = repository(store).await;
+    let doomed = stored_thread(&*repo, "alice", 100).await;
+    let kept = stored_thread(&*repo, "alice", 200).await;
     for t in [&doomed, &kept] {
         repo.append_message(&message(&t.id, Role::User, text("hi"), 300))
             .await
@@ -332,10 +320,10 @@ async fn deleting_a_thread_removes_its_messages_and_runs(kind: DbKind) {
     );
 }
 
-async fn messages_get_consecutive_seqs_and_list_after_a_seq(kind: DbKind) {
-    let (_db, repo) = repository(kind).await;
-    let t = stored_thread(&repo, "alice", 100).await;
-    let other = stored_thread(&repo, "alice", 100).await;
+async fn messages_get_consecutive_seqs_and_list_after_a_seq(store: Store) {
+    let (_db, repo) = repository(store).await;
+    let t = stored_thread(&*repo, "alice", 100).await;
+    let other = stored_thread(&*repo, "alice", 100).await;
     let mut appended = Vec::new();
     for (i, at) in [1000, 1001, 1002, 1003].into_iter().enumerate() {
         let mut m = message(&t.id, Role::User, text(&format!("message {i}")), at);
@@ -378,9 +366,9 @@ async fn messages_get_consecutive_seqs_and_list_after_a_seq(kind: DbKind) {
     assert_eq!(touched.created_at, 100);
 }
 
-async fn concurrent_appends_to_one_thread_get_distinct_seqs(kind: DbKind) {
-    let (_db, repo) = repository(kind).await;
-    let t = stored_thread(&repo, "alice", 100).await;
+async fn concurrent_appends_to_one_thread_get_distinct_seqs(store: Store) {
+    let (_db, repo) = repository(store).await;
+    let t = stored_thread(&*repo, "alice", 100).await;
     let appends = (0..8).map(|i| {
         let m = message(&t.id, Role::User, text(&format!("message {i}")), 1000 + i);
         let repo = &repo;
@@ -395,9 +383,9 @@ async fn concurrent_appends_to_one_thread_get_distinct_seqs(kind: DbKind) {
     assert_eq!(seqs, (1..=8).collect::<Vec<i64>>());
 }
 
-async fn messages_appended_together_are_numbered_in_order(kind: DbKind) {
-    let (_db, repo) = repository(kind).await;
-    let t = stored_thread(&repo, "alice", 100).await;
+async fn messages_appended_together_are_numbered_in_order(store: Store) {
+    let (_db, repo) = repository(store).await;
+    let t = stored_thread(&*repo, "alice", 100).await;
     let mut first = message(&t.id, Role::User, text("first"), 1000);
     first.seq = repo.append_message(&first).await.expect("appended");
     let mut batch: Vec<Message> = ["a", "b", "c"]
@@ -430,7 +418,7 @@ async fn messages_appended_together_are_numbered_in_order(kind: DbKind) {
     );
 
     // Batches racing on one thread each get consecutive numbers.
-    let other = stored_thread(&repo, "alice", 100).await;
+    let other = stored_thread(&*repo, "alice", 100).await;
     let batches = (0..6).map(|i| {
         let pair = vec![
             message(
@@ -461,8 +449,8 @@ async fn messages_appended_together_are_numbered_in_order(kind: DbKind) {
     assert_eq!(seqs.concat(), (1..=12).collect::<Vec<i64>>());
 }
 
-async fn a_thread_is_read_with_its_agent(kind: DbKind) {
-    let (_db, repo) = repository(kind).await;
+async fn a_thread_is_read_with_its_agent(store: Store) {
+    let (_db, repo) = repository(store).await;
     let helper = agent("org-a", "Helper", 50);
     repo.insert_agent(&helper).await.expect("agent");
     let t = thread("org-a", "alice", &helper.id, 100);
@@ -497,9 +485,9 @@ async fn a_thread_is_read_with_its_agent(kind: DbKind) {
     );
 }
 
-async fn message_parts_and_run_ids_round_trip(kind: DbKind) {
-    let (_db, repo) = repository(kind).await;
-    let t = stored_thread(&repo, "alice", 100).await;
+async fn message_parts_and_run_ids_round_trip(store: Store) {
+    let (_db, repo) = repository(store).await;
+    let t = stored_thread(&*repo, "alice", 100).await;
     let r = run(&t, 150);
     repo.start_run(&r).await.expect("started");
 
@@ -544,10 +532,10 @@ async fn message_parts_and_run_ids_round_trip(kind: DbKind) {
     );
 }
 
-async fn a_thread_runs_one_run_at_a_time(kind: DbKind) {
-    let (_db, repo) = repository(kind).await;
-    let t = stored_thread(&repo, "alice", 100).await;
-    let other = stored_thread(&repo, "alice", 100).await;
+async fn a_thread_runs_one_run_at_a_time(store: Store) {
+    let (_db, repo) = repository(store).await;
+    let t = stored_thread(&*repo, "alice", 100).await;
+    let other = stored_thread(&*repo, "alice", 100).await;
     let mut first = run(&t, 200);
     repo.start_run(&first).await.expect("started");
     assert!(matches!(
@@ -571,9 +559,9 @@ async fn a_thread_runs_one_run_at_a_time(kind: DbKind) {
     );
 }
 
-async fn a_run_is_stored_with_its_input_and_ends_with_its_answer(kind: DbKind) {
-    let (_db, repo) = repository(kind).await;
-    let t = stored_thread(&repo, "alice", 100).await;
+async fn a_run_is_stored_with_its_input_and_ends_with_its_answer(store: Store) {
+    let (_db, repo) = repository(store).await;
+    let t = stored_thread(&*repo, "alice", 100).await;
     let mut first = run(&t, 200);
     let mut question = message(&t.id, Role::User, text("question"), 200);
     question.run_id = Some(first.id.clone());
@@ -628,9 +616,9 @@ async fn a_run_is_stored_with_its_input_and_ends_with_its_answer(kind: DbKind) {
     assert_eq!(repo.list_messages(&t.id, 2, 10).await.expect("list"), []);
 }
 
-async fn a_paused_run_also_blocks_its_thread(kind: DbKind) {
-    let (_db, repo) = repository(kind).await;
-    let t = stored_thread(&repo, "alice", 100).await;
+async fn a_paused_run_also_blocks_its_thread(store: Store) {
+    let (_db, repo) = repository(store).await;
+    let t = stored_thread(&*repo, "alice", 100).await;
     let mut paused = run(&t, 200);
     paused.status = RunStatus::RequiresAction;
     repo.start_run(&paused).await.expect("started");
@@ -647,9 +635,9 @@ async fn a_paused_run_also_blocks_its_thread(kind: DbKind) {
         .expect("a cancelled run no longer blocks");
 }
 
-async fn only_a_paused_run_resumes(kind: DbKind) {
-    let (_db, repo) = repository(kind).await;
-    let t = stored_thread(&repo, "alice", 100).await;
+async fn only_a_paused_run_resumes(store: Store) {
+    let (_db, repo) = repository(store).await;
+    let t = stored_thread(&*repo, "alice", 100).await;
     let mut r = run(&t, 200);
     repo.start_run(&r).await.expect("started");
     assert!(
@@ -676,10 +664,10 @@ async fn only_a_paused_run_resumes(kind: DbKind) {
     assert!(!repo.resume_run(&new_id(), 700).await.expect("resume"));
 }
 
-async fn run_updates_round_trip_bindings_pending_calls_usage_and_error(kind: DbKind) {
-    let (_db, repo) = repository(kind).await;
-    let t = stored_thread(&repo, "alice", 100).await;
-    let other = stored_thread(&repo, "alice", 100).await;
+async fn run_updates_round_trip_bindings_pending_calls_usage_and_error(store: Store) {
+    let (_db, repo) = repository(store).await;
+    let t = stored_thread(&*repo, "alice", 100).await;
+    let other = stored_thread(&*repo, "alice", 100).await;
     let mut r = run(&t, 200);
     r.bindings = vec![
         ToolBinding {
@@ -758,7 +746,8 @@ async fn run_updates_round_trip_bindings_pending_calls_usage_and_error(kind: DbK
     assert_eq!(repo.find_run(&new_id()).await.expect("read"), None);
 }
 
-db_tests!(
+store_tests!(
+    every_store: [
     agents_round_trip_with_their_configuration_within_their_organization,
     agent_updates_and_deletes_touch_only_the_callers_organization,
     agents_list_oldest_first_in_pages_within_one_organization,
@@ -775,4 +764,6 @@ db_tests!(
     a_paused_run_also_blocks_its_thread,
     only_a_paused_run_resumes,
     run_updates_round_trip_bindings_pending_calls_usage_and_error,
+    ],
+    databases_only: [],
 );

@@ -53,7 +53,7 @@ impl Anthropic {
     }
 
     #[cfg(test)]
-    fn with_retry_policy(mut self, retry: RetryPolicy) -> Self {
+    pub(super) fn with_retry_policy(mut self, retry: RetryPolicy) -> Self {
         self.phase.retry = retry;
         self
     }

@@ -253,6 +253,9 @@ fn parse_data<T: serde::de::DeserializeOwned>(data: &str) -> Result<T, ModelErro
 }
 
 #[cfg(test)]
+mod provider_suite;
+
+#[cfg(test)]
 pub(crate) mod test_support {
     //! Shared by the adapters' tests.
 

@@ -52,7 +52,7 @@ impl OpenAiCompatible {
     }
 
     #[cfg(test)]
-    fn with_retry_policy(mut self, retry: RetryPolicy) -> Self {
+    pub(super) fn with_retry_policy(mut self, retry: RetryPolicy) -> Self {
         self.phase.retry = retry;
         self
     }

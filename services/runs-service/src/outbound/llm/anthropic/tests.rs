@@ -1,16 +1,15 @@
-//! Unit tests of `anthropic`.
+//! What only the Anthropic adapter does: its request's shape (tool results
+//! merged, a history opening with the user), its overload status and its
+//! stream's format. What every adapter does is in `../provider_suite.rs`.
 
-use std::time::{Duration, Instant};
-
-use futures::StreamExt as _;
-use switchboard_scripted_model::{ScriptedModel, ScriptedToolCall, Turn};
+use switchboard_scripted_model::{ScriptedModel, Turn};
 
 use super::*;
-use crate::domain::model::{FinishReason, ModelEvent, TokenUsage, ToolCall};
+use crate::domain::model::ToolCall;
 use crate::outbound::llm::{
-    ProviderKind, build_provider,
+    ProviderKind,
     test_support::{
-        API_KEY, collect, config, echo_tool, http, quick_retries, simple_request, text_of,
+        API_KEY, collect, config, echo_tool, http, quick_retries, simple_request,
         tool_round_request,
     },
 };
@@ -19,85 +18,6 @@ use crate::outbound::llm::{
 fn provider(model: &ScriptedModel) -> Anthropic {
     Anthropic::new(&config(ProviderKind::Anthropic, model.base_url()), http())
         .with_retry_policy(quick_retries(2))
-}
-
-#[tokio::test]
-async fn streamed_text_reassembles_with_usage_and_finish() {
-    let text = "Claude streams text_delta events.";
-    let model = ScriptedModel::start(vec![Turn::Text(text.into())])
-        .await
-        .expect("starts");
-    let events = collect(
-        provider(&model)
-            .stream(simple_request())
-            .await
-            .expect("stream starts"),
-    )
-    .await;
-    assert_eq!(text_of(&events), text);
-    assert!(
-        events
-            .iter()
-            .filter(|event| matches!(event, Ok(ModelEvent::TextDelta(_))))
-            .count()
-            > 1
-    );
-    assert_eq!(
-        events[events.len() - 2..],
-        [
-            Ok(ModelEvent::Usage(TokenUsage {
-                input_tokens: 10,
-                output_tokens: 5
-            })),
-            Ok(ModelEvent::Finished {
-                reason: FinishReason::Stop
-            }),
-        ]
-    );
-    model.shutdown().await;
-}
-
-#[tokio::test]
-async fn parallel_tool_uses_arrive_complete_and_in_order() {
-    let model = ScriptedModel::start(vec![Turn::ToolCalls(vec![
-        ScriptedToolCall::new("toolu_a", "search", r#"{"query":"streams in rust"}"#),
-        ScriptedToolCall::new("toolu_b", "fetch", r#"{"url":"http://example.test/page"}"#),
-    ])])
-    .await
-    .expect("starts");
-    let events: Vec<ModelEvent> = collect(
-        provider(&model)
-            .stream(simple_request())
-            .await
-            .expect("stream starts"),
-    )
-    .await
-    .into_iter()
-    .map(|event| event.expect("no errors"))
-    .collect();
-    assert_eq!(
-        events,
-        vec![
-            ModelEvent::ToolCall(ToolCall {
-                id: "toolu_a".into(),
-                name: "search".into(),
-                arguments: r#"{"query":"streams in rust"}"#.into(),
-            }),
-            ModelEvent::ToolCall(ToolCall {
-                id: "toolu_b".into(),
-                name: "fetch".into(),
-                arguments: r#"{"url":"http://example.test/page"}"#.into(),
-            }),
-            ModelEvent::Usage(TokenUsage {
-                input_tokens: 10,
-                output_tokens: 5
-            }),
-            ModelEvent::Finished {
-                reason: FinishReason::ToolCalls
-            },
-        ]
-    );
-    model.shutdown().await;
 }
 
 #[tokio::test]
@@ -181,33 +101,6 @@ fn a_history_opening_with_a_model_turn_gets_a_user_note_first() {
 }
 
 #[tokio::test]
-async fn rate_limit_with_retry_after_is_retried_after_waiting() {
-    let model = ScriptedModel::start(vec![
-        Turn::Error {
-            status: 429,
-            body: r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#
-                .into(),
-            retry_after: Some(1),
-        },
-        Turn::Text("after the wait".into()),
-    ])
-    .await
-    .expect("starts");
-    let started = Instant::now();
-    let events = collect(
-        provider(&model)
-            .stream(simple_request())
-            .await
-            .expect("the retry succeeds"),
-    )
-    .await;
-    assert!(started.elapsed() >= Duration::from_secs(1));
-    assert_eq!(text_of(&events), "after the wait");
-    assert_eq!(model.requests().len(), 2);
-    model.shutdown().await;
-}
-
-#[tokio::test]
 async fn overload_exhausts_the_retries() {
     let failure = Turn::Error {
         status: 529,
@@ -228,30 +121,6 @@ async fn overload_exhausts_the_retries() {
         "{error:?}"
     );
     assert_eq!(model.requests().len(), 3);
-    model.shutdown().await;
-}
-
-#[tokio::test]
-async fn the_key_never_shows_in_errors() {
-    let model = ScriptedModel::start(vec![Turn::Error {
-        status: 401,
-        body: format!("invalid x-api-key {API_KEY}"),
-        retry_after: None,
-    }])
-    .await
-    .expect("starts");
-    let provider = build_provider(&config(ProviderKind::Anthropic, model.base_url()), http());
-    let error = provider
-        .stream(simple_request())
-        .await
-        .err()
-        .expect("unauthorized");
-    assert!(matches!(error, ModelError::Http { status: 401, .. }));
-    assert!(!error.to_string().contains(API_KEY), "{error}");
-    assert!(
-        !format!("{provider:?}").contains(API_KEY),
-        "debug hides the key"
-    );
     model.shutdown().await;
 }
 
@@ -301,25 +170,5 @@ async fn error_event_mid_stream_ends_the_stream() {
             body: "overloaded_error: Overloaded".into()
         })]
     );
-    model.shutdown().await;
-}
-
-#[tokio::test]
-async fn dropping_the_stream_midway_stops_reading() {
-    let model = ScriptedModel::start(vec![
-        Turn::Text("a long answer ".repeat(200)),
-        Turn::Text("next".into()),
-    ])
-    .await
-    .expect("starts");
-    let provider = provider(&model);
-    let mut stream = provider.stream(simple_request()).await.expect("starts");
-    assert!(matches!(
-        stream.next().await,
-        Some(Ok(ModelEvent::TextDelta(_)))
-    ));
-    drop(stream);
-    let events = collect(provider.stream(simple_request()).await.expect("starts")).await;
-    assert_eq!(text_of(&events), "next");
     model.shutdown().await;
 }

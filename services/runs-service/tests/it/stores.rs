@@ -1,0 +1,26 @@
+//! The runs repository a suite runs on: a fresh SQLite or PostgreSQL
+//! database, or the in-memory fake the run loop's unit tests use.
+
+use switchboard_db::DatabaseArgs;
+use switchboard_runs_service::{
+    domain::ports::RunsRepository,
+    fakes::MemoryRepository,
+    outbound::sql::{MIGRATIONS, SqlRunsRepository},
+};
+use switchboard_test_support::{Store, TestDb};
+
+/// The repository of `store`, with the database it lives in (none for the
+/// fake), removed when dropped.
+pub async fn runs_repository(store: Store) -> (Option<TestDb>, Box<dyn RunsRepository>) {
+    match store {
+        Store::Db(kind) => {
+            let db = TestDb::new(kind).await.expect("a test database");
+            let database = DatabaseArgs::for_url(&db.url)
+                .open("runs", MIGRATIONS)
+                .await
+                .expect("migrated");
+            (Some(db), Box::new(SqlRunsRepository::new(database.pool)))
+        }
+        Store::Memory => (None, Box::new(MemoryRepository::default())),
+    }
+}

@@ -6,16 +6,17 @@ use switchboard_db::now_millis;
 use tokio::sync::{mpsc, watch};
 
 use super::{
-    Envelope, Orchestrator, RunEvent,
-    events::{Emitter, EmitterStart, Stop},
+    Orchestrator,
+    context::RunContext,
+    emitter::{Emitter, EmitterStart, Stop},
     lease::{Halt, halted},
     manage::CANCELLED,
     run_limits::RunPlace,
-    start::RunContext,
 };
 use crate::domain::{
     entities::{Run, RunStatus},
     error::RunsError,
+    events::{Envelope, RunEvent},
     ports::RepositoryError,
 };
 

@@ -11,6 +11,8 @@ use crate::{
     domain::{
         entities::{AgentConfig, Run, RunStatus},
         error::RunsError,
+        events::{Envelope, RunEvent},
+        input::RunInput,
         ports::RunsRepository,
     },
     fakes::{FakeMcp, ScriptedTurn, ToolBehaviour},

@@ -10,9 +10,10 @@
 //! event is sent; whatever a tool does becomes text for the model, never a
 //! failed run.
 
+mod context;
 mod discovery;
 mod drive;
-mod events;
+mod emitter;
 mod feed;
 mod history;
 mod lease;
@@ -24,14 +25,13 @@ mod watch;
 
 use std::{sync::Arc, time::Duration};
 
-pub use events::{Envelope, RunEvent, ToolCallStatus, ToolKind};
-pub use history::{HistoryLimits, WindowMeter, keep_window, to_chat};
+pub use feed::WatchSettings;
+pub use history::{keep_window, to_chat};
 pub use lease::{ActiveRuns, Halt, LeaseSettings, keep_leases};
 pub use run_limits::RunLimits;
-pub use start::{ClientResult, RunInput, ToolAnswers};
-pub use watch::WatchSettings;
 
 use super::{
+    history::HistoryLimits,
     input::InputLimits,
     ports::{McpPort, ModelProviders, RunsRepository},
     tools::ToolRouter,

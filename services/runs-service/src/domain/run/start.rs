@@ -2,93 +2,28 @@
 //! drives it. A run starts from a user message, or resumes a paused run with
 //! the results of its client tool calls.
 
-use std::{
-    collections::{BTreeMap, HashSet},
-    sync::Arc,
-};
+use std::{collections::HashSet, sync::Arc};
 
 use switchboard_db::now_millis;
 use tokio::sync::mpsc;
 
-use super::{Envelope, Orchestrator, drive::Launch, events::EmitterStart, steps::Resumed};
+use super::{
+    Orchestrator,
+    context::{Resumed, RunContext, message, numbered},
+    drive::Launch,
+    emitter::EmitterStart,
+};
 use crate::domain::{
     entities::{
         Agent, InputAnswers, Message, Part, PendingCall, Role, Run, RunStatus, Thread, Usage,
         new_id,
     },
     error::RunsError,
+    events::Envelope,
+    input::{ClientResult, RunInput, ToolAnswers},
     model::ToolCall,
     ports::{Caller, ModelProvider},
 };
-
-/// The result of one client-side tool call.
-#[derive(Debug, Clone)]
-pub struct ClientResult {
-    /// The call it answers.
-    pub tool_call_id: String,
-    /// Text for the model.
-    pub content: String,
-    /// Whether the tool failed.
-    pub is_error: bool,
-}
-
-/// The caller's answers to what one MCP tool call asked.
-#[derive(Debug, Clone)]
-pub struct ToolAnswers {
-    /// The call they answer.
-    pub tool_call_id: String,
-    /// JSON text of each answer, by the server's key.
-    pub responses: BTreeMap<String, String>,
-}
-
-/// What a run starts from.
-#[derive(Debug, Clone)]
-pub enum RunInput {
-    /// A new user message.
-    UserMessage(String),
-    /// What a paused run waits for: the results of its client tool calls
-    /// and the answers its MCP tool calls asked for.
-    ClientToolResults {
-        /// The paused run.
-        run_id: String,
-        /// The client tools' results.
-        results: Vec<ClientResult>,
-        /// The answers.
-        answers: Vec<ToolAnswers>,
-    },
-}
-
-/// Everything a started run needs.
-pub(super) struct RunContext {
-    pub(super) caller: Caller,
-    pub(super) thread: Thread,
-    pub(super) agent: Agent,
-    pub(super) provider: Arc<dyn ModelProvider>,
-    /// The stored messages the run starts from.
-    pub(super) input: Vec<Message>,
-    /// MCP tool calls to make again with the caller's answers, first.
-    pub(super) resumed: Vec<Resumed>,
-}
-
-/// A new message of `run`'s thread.
-pub(super) fn message(run: &Run, role: Role, parts: Vec<Part>, created_at: i64) -> Message {
-    Message {
-        id: new_id(),
-        thread_id: run.thread_id.clone(),
-        run_id: Some(run.id.clone()),
-        seq: 0,
-        role,
-        parts,
-        created_at,
-    }
-}
-
-/// Gives `messages` their stored `seq`s.
-pub(super) fn numbered(messages: &mut [Message], seqs: Vec<i64>) {
-    for (message, seq) in messages.iter_mut().zip(seqs) {
-        message.seq = seq;
-    }
-}
 
 const NOT_PAUSED: &str = "the run is not waiting for client tool results or answers";
 

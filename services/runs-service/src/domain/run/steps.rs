@@ -10,18 +10,18 @@ use switchboard_db::now_millis;
 mod telemetry;
 mod tools;
 
-pub(super) use self::tools::Resumed;
 use super::{
-    Orchestrator, RunEvent, ToolKind,
+    Orchestrator,
+    context::{RunContext, message, numbered},
     discovery::Discovered,
-    events::{Emitter, Stop},
+    emitter::{Emitter, Stop},
     history::{keep_window, to_chat},
-    start::{RunContext, message, numbered},
 };
 use crate::domain::{
     datasource::DataSource,
     entities::{Agent, Message, Part, PendingCall, Role, Run, RunStatus, Thread, Usage},
     error::RunsError,
+    events::{RunEvent, ToolKind},
     model::{ChatRequest, ModelEvent, ToolCall},
     ports::{Caller, ModelProvider},
     tools::{ToolContext, ToolRouter, Toolset},

@@ -10,8 +10,9 @@ use crate::{
     domain::{
         entities::Run,
         entities::{Agent, AgentConfig, ClientTool, Part, Role, RunStatus, Thread},
+        events::{RunEvent, ToolCallStatus},
+        input::{ClientResult, RunInput},
         ports::Caller,
-        run::ToolCallStatus,
     },
     fakes::{FakeMcp, FakeModels, MemoryRepository, NoSources, ScriptedTurn, ToolBehaviour},
 };

@@ -5,25 +5,15 @@
 //! run that ended without one (its replica stopped) gets an ending made
 //! from its stored state.
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use tokio::sync::{broadcast, mpsc};
 
 use super::{
-    Envelope, Orchestrator,
-    feed::{Feeds, Item, PAGE},
+    Orchestrator,
+    feed::{Feeds, Item, PAGE, WatchSettings},
 };
-use crate::domain::{entities::Run, error::RunsError, ports::RunsRepository};
-
-/// How `WatchRun` follows a run.
-#[derive(Debug, Clone, Copy)]
-pub struct WatchSettings {
-    /// How often storage is read for new events of a quiet run.
-    pub poll_every: Duration,
-    /// How long a run that ended may take to store its last event before
-    /// the watcher is sent an ending made from the run's state.
-    pub end_grace: Duration,
-}
+use crate::domain::{entities::Run, error::RunsError, events::Envelope, ports::RunsRepository};
 
 impl Orchestrator {
     /// The events of `run` (which the caller may see) with `sequence >=

@@ -5,8 +5,8 @@ use std::time::Duration;
 use super::{ToolAction, ToolArguments, ToolContext, ToolOutcome};
 use crate::domain::{
     entities::{InputAnswers, PendingInput},
+    events::ToolCallStatus,
     ports::{McpCallError, McpPort, McpToolRequest, ToolFailure, ToolOutput},
-    run::ToolCallStatus,
     texts,
 };
 

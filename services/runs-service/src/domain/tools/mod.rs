@@ -20,9 +20,9 @@ pub use toolset::{MAX_TOOL_NAME, Toolset, mcp_tool_name, valid_tool_name};
 use super::{
     datasource::{DataSource, DataSources},
     entities::{Agent, InputAnswers, PendingInput, ToolTarget},
+    events::{ToolCallStatus, ToolKind},
     model::{ToolCall, ToolSpec},
     ports::{Caller, Capabilities, McpPort},
-    run::{ToolCallStatus, ToolKind},
     texts,
 };
 

@@ -7,9 +7,10 @@ use futures::{StreamExt as _, stream};
 
 use super::{Running, Step, telemetry::execute_tool};
 use crate::domain::{
-    entities::{InputAnswers, Part, PendingCall, PendingInput, Role, RunStatus},
+    entities::{Part, PendingCall, Role, RunStatus},
+    events::{RunEvent, ToolKind},
     model::ToolCall,
-    run::{RunEvent, ToolKind, events::Stop},
+    run::{context::Resumed, emitter::Stop},
     tools::{RETRIEVE_RESOURCE, ToolAction, ToolOutcome, ToolRouter, Toolset},
 };
 
@@ -20,16 +21,6 @@ pub(super) struct Ran {
     pub(super) parts: Vec<Part>,
     /// Calls that wait for the run's caller.
     pub(super) waiting: Vec<PendingCall>,
-}
-
-/// An MCP tool call made again with the caller's answers.
-pub(in crate::domain::run) struct Resumed {
-    /// The call as the model made it.
-    pub(in crate::domain::run) call: ToolCall,
-    /// What its server asked.
-    pub(in crate::domain::run) input: PendingInput,
-    /// The caller's answers.
-    pub(in crate::domain::run) answers: InputAnswers,
 }
 
 impl Running<'_> {

@@ -2,7 +2,10 @@
 
 use std::time::Duration;
 
-use super::{ToolAction, ToolArguments, ToolContext, ToolOutcome};
+use super::{
+    ToolArguments,
+    outcome::{ToolAction, ToolContext, ToolOutcome},
+};
 use crate::domain::{
     entities::{InputAnswers, PendingInput},
     events::ToolCallStatus,

@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
-use super::{ToolArguments, ToolContext, ToolOutcome};
+use super::{
+    ToolArguments,
+    outcome::{ToolContext, ToolOutcome},
+};
 use crate::domain::{ports::McpPort, texts};
 
 /// Renders the prompt the model names.

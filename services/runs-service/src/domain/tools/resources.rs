@@ -4,7 +4,10 @@
 
 use std::time::Duration;
 
-use super::{ToolArguments, ToolContext, ToolOutcome};
+use super::{
+    ToolArguments,
+    outcome::{ToolContext, ToolOutcome},
+};
 use crate::domain::{
     datasource::DataSources,
     ports::{McpPort, ResourceData, ResourceKindOf},

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::{ToolArguments, ToolOutcome};
+use super::{ToolArguments, outcome::ToolOutcome};
 use crate::domain::{
     datasource::{DataSources, QueryError},
     texts,

@@ -59,6 +59,7 @@ impl McpToolCall<'_> {
                     is_error: true,
                     status,
                     action,
+                    sources_changed: false,
                 }
             }
         }
@@ -85,6 +86,7 @@ impl McpToolCall<'_> {
                     tool: tool.to_owned(),
                     asked,
                 }))),
+                sources_changed: false,
             };
         }
         let (text, is_error) = texts::tool_output(&output);
@@ -99,6 +101,7 @@ impl McpToolCall<'_> {
             is_error,
             status,
             action: None,
+            sources_changed: false,
         }
     }
 }

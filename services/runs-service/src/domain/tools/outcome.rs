@@ -33,6 +33,9 @@ pub struct ToolOutcome {
     pub status: ToolCallStatus,
     /// What the run's caller is asked to do, if anything.
     pub action: Option<ToolAction>,
+    /// Whether the call changed the thread's data sources (a CSV import):
+    /// the run reads them again and offers the tools that follow.
+    pub sources_changed: bool,
 }
 
 /// What a tool call asks of the run's caller.
@@ -58,6 +61,15 @@ impl ToolOutcome {
             is_error: false,
             status: ToolCallStatus::Succeeded,
             action: None,
+            sources_changed: false,
+        }
+    }
+
+    /// The same outcome, saying that the thread's data sources changed.
+    pub fn changing_sources(self) -> Self {
+        Self {
+            sources_changed: true,
+            ..self
         }
     }
 
@@ -68,6 +80,7 @@ impl ToolOutcome {
             is_error: true,
             status: ToolCallStatus::Failed,
             action: None,
+            sources_changed: false,
         }
     }
 
@@ -78,6 +91,7 @@ impl ToolOutcome {
             is_error: true,
             status: ToolCallStatus::NotFound,
             action: None,
+            sources_changed: false,
         }
     }
 }

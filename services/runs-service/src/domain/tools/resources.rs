@@ -138,7 +138,8 @@ async fn deliver(
                 )
                 .await
             {
-                Ok(source) => ToolOutcome::succeeded(texts::csv_imported(&resource.uri, &source)),
+                Ok(source) => ToolOutcome::succeeded(texts::csv_imported(&resource.uri, &source))
+                    .changing_sources(),
                 Err(error) => failed(error),
             }
         }

@@ -11,7 +11,7 @@ use crate::domain::{
     events::{RunEvent, ToolKind},
     model::ToolCall,
     run::{context::Resumed, emitter::Stop},
-    tools::{RETRIEVE_RESOURCE, ToolAction, ToolOutcome, ToolRouter, Toolset},
+    tools::{ToolAction, ToolOutcome, ToolRouter, Toolset},
 };
 
 /// What a step's tool calls came to.
@@ -21,6 +21,8 @@ pub(super) struct Ran {
     pub(super) parts: Vec<Part>,
     /// Calls that wait for the run's caller.
     pub(super) waiting: Vec<PendingCall>,
+    /// Whether a call changed the thread's data sources.
+    pub(super) sources_changed: bool,
 }
 
 impl Running<'_> {
@@ -66,6 +68,7 @@ impl Running<'_> {
                     result: outcome.text.clone(),
                 })
                 .await?;
+            ran.sources_changed |= outcome.sources_changed;
             match outcome.action {
                 Some(ToolAction::Input(input)) => {
                     ran.waiting.push(PendingCall {
@@ -140,10 +143,11 @@ impl Running<'_> {
     /// state, in one write. Calls waiting for the caller (client tools,
     /// servers' questions) pause the run.
     pub(super) async fn store_results(&mut self, ran: Ran) -> Result<Step, Stop> {
-        let Ran { parts, waiting } = ran;
-        let imported = parts.iter().any(|part| {
-            matches!(part, Part::ToolResult { name, is_error: false, .. } if name == RETRIEVE_RESOURCE)
-        });
+        let Ran {
+            parts,
+            waiting,
+            sources_changed,
+        } = ran;
         let mut turn = Vec::new();
         if !parts.is_empty() {
             turn.push((Role::Tool, parts));
@@ -154,7 +158,7 @@ impl Running<'_> {
             self.run.pending = waiting;
         }
         self.store(turn).await?;
-        if imported {
+        if sources_changed {
             self.sources = self
                 .orchestrator
                 .ports

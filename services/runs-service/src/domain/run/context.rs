@@ -3,10 +3,12 @@
 
 use std::sync::Arc;
 
+use switchboard_db::now_millis;
+
 use crate::domain::{
     entities::{Agent, InputAnswers, Message, Part, PendingInput, Role, Run, Thread, new_id},
     model::ToolCall,
-    ports::{Caller, ModelProvider},
+    ports::{Caller, ModelProvider, RepositoryError, RunsRepository},
 };
 
 /// Everything a started run needs.
@@ -49,4 +51,10 @@ pub(super) struct Resumed {
     pub(super) input: PendingInput,
     /// The caller's answers.
     pub(super) answers: InputAnswers,
+}
+
+/// Saves `run`'s state, stamped now.
+pub(super) async fn save(repo: &dyn RunsRepository, run: &mut Run) -> Result<(), RepositoryError> {
+    run.updated_at = now_millis();
+    repo.update_run(run).await
 }

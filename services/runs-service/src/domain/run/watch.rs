@@ -9,21 +9,27 @@ use std::sync::Arc;
 
 use tokio::sync::{broadcast, mpsc};
 
-use super::{
-    Orchestrator,
-    feed::{Feeds, Item, PAGE, WatchSettings},
-};
+use super::feed::{Feeds, Item, PAGE, WatchSettings};
 use crate::domain::{entities::Run, error::RunsError, events::Envelope, ports::RunsRepository};
 
-impl Orchestrator {
+/// Follows runs for `WatchRun`: storage, and the feeds shared by the
+/// watchers of each run on this replica.
+#[derive(Clone)]
+pub(super) struct RunWatcher {
+    pub(super) repo: Arc<dyn RunsRepository>,
+    pub(super) feeds: Feeds,
+    pub(super) settings: WatchSettings,
+}
+
+impl RunWatcher {
     /// The events of `run` (which the caller may see) with `sequence >=
     /// from`, then the new ones until its last event.
     pub fn watch(&self, run: &Run, from: i64) -> mpsc::Receiver<Result<Envelope, RunsError>> {
         let (tx, rx) = mpsc::channel(64);
         let follow = Follow {
-            repo: Arc::clone(&self.ports.repo),
+            repo: Arc::clone(&self.repo),
             feeds: self.feeds.clone(),
-            settings: self.settings.watch,
+            settings: self.settings,
             run_id: run.id.clone(),
             next: from.max(1),
         };

@@ -42,22 +42,25 @@ impl Running<'_> {
                 })
                 .await?;
         }
-        let router = &*self.orchestrator.ports.tools;
+        let router = &*self.steps.tools;
         let context = &self.tools;
         let results: Vec<(ToolCall, ToolOutcome)> = stream::iter(calls)
             .map(|call| async move {
                 let outcome = execute_tool(&call, router.call(context, toolset, &call)).await;
                 (call, outcome)
             })
-            .buffered(self.orchestrator.settings.max_parallel_tools.max(1))
+            .buffered(self.steps.settings.max_parallel_tools.max(1))
             .collect()
             .await;
-        self.finished(results).await
+        self.report_outcomes(results).await
     }
 
     /// Tells the client how each call ended, and sorts the outcomes into
     /// results for the model and calls that wait for the caller's answers.
-    async fn finished(&mut self, results: Vec<(ToolCall, ToolOutcome)>) -> Result<Ran, Stop> {
+    async fn report_outcomes(
+        &mut self,
+        results: Vec<(ToolCall, ToolOutcome)>,
+    ) -> Result<Ran, Stop> {
         let mut ran = Ran::default();
         for (call, outcome) in results {
             self.emitter
@@ -118,7 +121,7 @@ impl Running<'_> {
                 })
                 .await?;
         }
-        let router = &*self.orchestrator.ports.tools;
+        let router = &*self.steps.tools;
         let context = &self.tools;
         let results: Vec<(ToolCall, ToolOutcome)> = stream::iter(resumed)
             .map(
@@ -132,10 +135,10 @@ impl Running<'_> {
                     (call, outcome)
                 },
             )
-            .buffered(self.orchestrator.settings.max_parallel_tools.max(1))
+            .buffered(self.steps.settings.max_parallel_tools.max(1))
             .collect()
             .await;
-        let ran = self.finished(results).await?;
+        let ran = self.report_outcomes(results).await?;
         self.store_results(ran).await
     }
 
@@ -159,23 +162,18 @@ impl Running<'_> {
         }
         self.store(turn).await?;
         if sources_changed {
-            self.sources = self
-                .orchestrator
-                .ports
-                .tools
-                .sources(&self.tools.thread_id)
-                .await;
+            self.sources = self.steps.tools.sources(&self.tools.thread_id).await;
             self.offered = None;
         }
         if !paused {
             return Ok(Step::Continue);
         }
-        self.paused().await?;
+        self.record_pause().await?;
         Ok(Step::Done)
     }
 
     /// Tells the client what the paused run waits for, then that it paused.
-    async fn paused(&mut self) -> Result<(), Stop> {
+    async fn record_pause(&mut self) -> Result<(), Stop> {
         let (asking, client): (Vec<_>, Vec<_>) = self
             .run
             .pending

@@ -8,7 +8,7 @@ service's `src/` (and such paths written inline in code, or through a child
 module; unit tests are left out) and checks three rules:
 
 (a) no circle between the modules of `src/domain`: a module is a file or a
-    directory at depth domain/X/Y (`domain/run/steps.rs` and everything under
+    directory at depth domain/X/Y (`domain/run/steps/mod.rs` and everything under
     `domain/run/steps/` are one module, `domain/run/mod.rs` is `domain/run`);
 (b) no port (`domain/ports.rs` or `domain/ports/*`) imports a use case: a
     domain module that itself imports a port is one (what a port names must

@@ -47,7 +47,6 @@ use std::{sync::Arc, time::Duration};
 use tokio::sync::mpsc;
 
 pub use feed::WatchSettings;
-pub use history::{keep_window, to_chat};
 pub use lease::{ActiveRuns, Halt, LeaseSettings, keep_leases};
 pub use run_limits::RunLimits;
 

@@ -17,7 +17,7 @@ use std::{sync::Arc, time::Duration};
 pub use arguments::ToolArguments;
 pub use outcome::{ToolAction, ToolContext, ToolOutcome};
 pub use source_query::SourceQuery;
-pub use toolset::{MAX_TOOL_NAME, Toolset, mcp_tool_name, valid_tool_name};
+pub use toolset::{MAX_TOOL_NAME, Toolset, valid_tool_name};
 
 use super::{
     datasource::{DataSource, DataSources},
@@ -28,14 +28,11 @@ use super::{
     texts,
 };
 
-/// Built-in tool names.
-pub const RETRIEVE_RESOURCE: &str = "retrieve_mcp_resource";
-/// Built-in tool names.
-pub const LIST_RESOURCES: &str = "mcp_list_resources";
-/// Built-in tool names.
-pub const RETRIEVE_PROMPT: &str = "retrieve_mcp_prompt";
-/// Built-in tool names.
-pub const SOURCE_QUERY: &str = "source_query";
+// The names the model calls the built-in tools by.
+const RETRIEVE_RESOURCE: &str = "retrieve_mcp_resource";
+const LIST_RESOURCES: &str = "mcp_list_resources";
+const RETRIEVE_PROMPT: &str = "retrieve_mcp_prompt";
+const SOURCE_QUERY: &str = "source_query";
 
 /// Routes a run's tool calls to what runs them.
 pub struct ToolRouter {

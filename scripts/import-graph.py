@@ -4,11 +4,11 @@
 Usage: scripts/import-graph.py [services/<name> ...]   (default: every service)
 
 Reads the `use crate::...`, `use super::...` and `use self::...` lines of a
-service's `src/` (and `crate::`/`super::` paths written inline in code; unit
-tests are left out) and checks three rules:
+service's `src/` (and such paths written inline in code, or through a child
+module; unit tests are left out) and checks three rules:
 
 (a) no circle between the modules of `src/domain`: a module is a file or a
-    directory at depth domain/X/Y (`domain/run/steps.rs` and everything under
+    directory at depth domain/X/Y (`domain/run/steps/mod.rs` and everything under
     `domain/run/steps/` are one module, `domain/run/mod.rs` is `domain/run`);
 (b) no port (`domain/ports.rs` or `domain/ports/*`) imports a use case: a
     domain module that itself imports a port is one (what a port names must
@@ -35,7 +35,7 @@ DEPTH = 3  # domain/X/Y
 OUTSIDE_ROOMS = ("crates", "cli", "test-servers", "conformance")
 
 USE_RE = re.compile(r"^\s*(pub(?:\([^)]*\))?\s+)?use\s+([^;]+);", re.M | re.S)
-INLINE_RE = re.compile(r"\b((?:crate|super|self)(?:::(?:[A-Za-z_][A-Za-z0-9_]*|\*))+)")
+INLINE_RE = re.compile(r"(?<![\w:])((?:[a-z_][a-z0-9_]*)(?:::(?:[A-Za-z_][A-Za-z0-9_]*|\*))+)")
 CFG_TEST_MOD_RE = re.compile(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{")
 CFG_TEST_MOD_DECL_RE = re.compile(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;")
 

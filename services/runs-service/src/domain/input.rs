@@ -1,12 +1,48 @@
-//! The limits of what a run accepts from its client, checked before
-//! anything is stored.
+//! What a run starts from, and the limits of what it accepts from its
+//! client, checked before anything is stored.
+
+use std::collections::BTreeMap;
 
 use switchboard_server::FieldViolation;
 
-use super::{
-    error::RunsError,
-    run::{ClientResult, RunInput, ToolAnswers},
-};
+use super::error::RunsError;
+
+/// The result of one client-side tool call.
+#[derive(Debug, Clone)]
+pub struct ClientResult {
+    /// The call it answers.
+    pub tool_call_id: String,
+    /// Text for the model.
+    pub content: String,
+    /// Whether the tool failed.
+    pub is_error: bool,
+}
+
+/// The caller's answers to what one MCP tool call asked.
+#[derive(Debug, Clone)]
+pub struct ToolAnswers {
+    /// The call they answer.
+    pub tool_call_id: String,
+    /// JSON text of each answer, by the server's key.
+    pub responses: BTreeMap<String, String>,
+}
+
+/// What a run starts from.
+#[derive(Debug, Clone)]
+pub enum RunInput {
+    /// A new user message.
+    UserMessage(String),
+    /// What a paused run waits for: the results of its client tool calls
+    /// and the answers its MCP tool calls asked for.
+    ClientToolResults {
+        /// The paused run.
+        run_id: String,
+        /// The client tools' results.
+        results: Vec<ClientResult>,
+        /// The answers.
+        answers: Vec<ToolAnswers>,
+    },
+}
 
 /// How large a run's input may be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,6 +11,8 @@
 pub mod datasource;
 pub mod entities;
 pub mod error;
+pub mod events;
+pub mod history;
 pub mod ids;
 pub mod input;
 pub mod model;

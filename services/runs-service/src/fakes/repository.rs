@@ -8,8 +8,9 @@ use async_trait::async_trait;
 
 use crate::domain::{
     entities::{Agent, Message, Run, RunStatus, Thread},
+    events::Envelope,
+    history::{HistoryLimits, WindowMeter},
     ports::{Cursor, LeaseState, RepositoryError, RunsRepository},
-    run::{Envelope, HistoryLimits, WindowMeter},
 };
 
 #[derive(Debug, Default)]

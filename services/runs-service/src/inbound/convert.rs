@@ -12,9 +12,9 @@ use crate::domain::{
         Agent, AgentConfig, ClientTool, InputRequest, Message, Part, PendingCall, Role, Run,
         RunStatus, Thread, ToolTarget, Usage,
     },
+    events::{Envelope, RunEvent, ToolCallStatus, ToolKind},
     model::ToolCall,
     ports::Cursor,
-    run::{Envelope, RunEvent, ToolCallStatus, ToolKind},
 };
 
 pub(crate) use switchboard_server::paging::{page_size, timestamp};

@@ -20,9 +20,11 @@ use super::{convert::proto_event, error::status, id, manage::with_heartbeats};
 use crate::domain::{
     entities::{Run, RunStatus},
     error::RunsError,
+    events::{Envelope, RunEvent},
     ids::{RunId, ThreadId},
+    input::{ClientResult, RunInput, ToolAnswers},
     ports::Caller,
-    run::{ClientResult, Envelope, Orchestrator, RunEvent, RunInput, ToolAnswers},
+    run::Orchestrator,
     service::RunsService,
 };
 

@@ -9,8 +9,9 @@ use std::{
 use async_trait::async_trait;
 use switchboard_runs_service::domain::{
     entities::{Agent, Message, Run, Thread},
+    events::Envelope,
+    history::HistoryLimits,
     ports::{Cursor, LeaseState, RepositoryError, RunsRepository},
-    run::{Envelope, HistoryLimits},
 };
 
 type Result<T> = std::result::Result<T, RepositoryError>;

@@ -7,8 +7,8 @@ use switchboard_db::{DatabaseArgs, now_millis};
 use switchboard_runs_service::{
     domain::{
         entities::{PendingCall, Run, RunStatus, Thread, Usage, new_id},
+        events::{Envelope, RunEvent},
         ports::{LeaseState, RepositoryError, RunsRepository},
-        run::{Envelope, RunEvent},
     },
     outbound::sql::{MIGRATIONS, Replica, SqlRunsRepository},
 };

@@ -4,7 +4,8 @@ use async_trait::async_trait;
 
 use crate::domain::{
     entities::{Agent, Message, Run, Thread},
-    run::{Envelope, HistoryLimits},
+    events::Envelope,
+    history::HistoryLimits,
 };
 
 /// What a heartbeat found of a run this process executes.

@@ -1,12 +1,21 @@
 //! What a run's integrations offer, found once per run and concurrently, and
 //! the system prompt built from it.
 
-use super::Orchestrator;
+use std::{sync::Arc, time::Duration};
+
 use crate::domain::{
     entities::Agent,
-    ports::{Caller, Capabilities, McpCallError},
+    ports::{Caller, Capabilities, McpCallError, McpPort},
     texts,
 };
+
+/// Discovers what a run's integrations offer: mcp-service, and the time
+/// each integration's discovery may take.
+#[derive(Clone)]
+pub(super) struct Discovery {
+    pub(super) mcp: Arc<dyn McpPort>,
+    pub(super) timeout: Duration,
+}
 
 /// What a run's integrations offer, and which could not be discovered.
 #[derive(Debug, Default)]
@@ -19,7 +28,7 @@ pub(super) struct Discovered {
     pub(super) authorize: Vec<(String, String)>,
 }
 
-impl Orchestrator {
+impl Discovery {
     /// Discovers every integration of the agent at once, each with its own
     /// deadline; failures are logged, reported and skipped.
     pub(super) async fn discover(&self, caller: &Caller, agent: &Agent) -> Discovered {
@@ -27,8 +36,8 @@ impl Orchestrator {
         if ids.is_empty() {
             return Discovered::default();
         }
-        let timeout = self.settings.discovery_timeout;
-        let mcp = &*self.ports.mcp;
+        let timeout = self.timeout;
+        let mcp = &*self.mcp;
         let outcomes = futures::future::join_all(ids.iter().map(|id| async move {
             let outcome =
                 match tokio::time::timeout(timeout, mcp.discover(caller, id, timeout)).await {
@@ -65,27 +74,27 @@ impl Orchestrator {
         }
         found
     }
+}
 
-    /// The agent's instructions, the guide to its integrations' resources and
-    /// prompts, and a note naming the integrations that failed.
-    pub(super) fn system_prompt(
-        agent: &Agent,
-        capabilities: &[Capabilities],
-        failed: &[(String, String)],
-    ) -> Option<String> {
-        let mut sections = Vec::new();
-        if !agent.config.instructions.trim().is_empty() {
-            sections.push(agent.config.instructions.clone());
-        }
-        if !agent.config.mcp_integration_ids.is_empty()
-            && let Some(guide) =
-                texts::resource_guide(capabilities, !agent.config.disable_resource_tools)
-        {
-            sections.push(guide);
-        }
-        if let Some(note) = texts::integrations_unavailable(failed) {
-            sections.push(note);
-        }
-        (!sections.is_empty()).then(|| sections.join("\n\n"))
+/// The agent's instructions, the guide to its integrations' resources and
+/// prompts, and a note naming the integrations that failed.
+pub(super) fn system_prompt(
+    agent: &Agent,
+    capabilities: &[Capabilities],
+    failed: &[(String, String)],
+) -> Option<String> {
+    let mut sections = Vec::new();
+    if !agent.config.instructions.trim().is_empty() {
+        sections.push(agent.config.instructions.clone());
     }
+    if !agent.config.mcp_integration_ids.is_empty()
+        && let Some(guide) =
+            texts::resource_guide(capabilities, !agent.config.disable_resource_tools)
+    {
+        sections.push(guide);
+    }
+    if let Some(note) = texts::integrations_unavailable(failed) {
+        sections.push(note);
+    }
+    (!sections.is_empty()).then(|| sections.join("\n\n"))
 }

@@ -2,21 +2,23 @@
 //! stops before its end (the client left, `CancelRun`, a failure, or the
 //! run ended elsewhere).
 
-use switchboard_db::now_millis;
+use std::sync::Arc;
+
 use tokio::sync::{mpsc, watch};
 
 use super::{
-    Envelope, Orchestrator, RunEvent,
-    events::{Emitter, EmitterStart, Stop},
-    lease::{Halt, halted},
+    context::{RunContext, save},
+    emitter::{Emitter, EmitterStart, Stop},
+    lease::{ActiveRuns, Halt, halted},
     manage::CANCELLED,
     run_limits::RunPlace,
-    start::RunContext,
+    steps::StepLoop,
 };
 use crate::domain::{
     entities::{Run, RunStatus},
     error::RunsError,
-    ports::RepositoryError,
+    events::{Envelope, RunEvent},
+    ports::{RepositoryError, RunsRepository},
 };
 
 /// The error a run cancelled by its client's leaving records.
@@ -31,7 +33,16 @@ pub(super) struct Launch {
     pub(super) place: RunPlace,
 }
 
-impl Orchestrator {
+/// A run's task: storage, this process's runs in flight (which the task
+/// joins and leaves), and the step loop it drives.
+#[derive(Clone)]
+pub(super) struct RunTask {
+    pub(super) repo: Arc<dyn RunsRepository>,
+    pub(super) active: ActiveRuns,
+    pub(super) steps: StepLoop,
+}
+
+impl RunTask {
     /// Runs to the end, or until the client disconnects (unless the run is
     /// detached), `CancelRun` stops it, or this process loses its lease.
     pub(super) async fn drive(&self, context: RunContext, mut run: Run, launch: Launch) {
@@ -43,9 +54,9 @@ impl Orchestrator {
         } = launch;
         let run_id = run.id.clone();
         let detached = start.detached;
-        let mut emitter = Emitter::new(tx.clone(), run_id.clone(), self.ports.repo.clone(), start);
+        let mut emitter = Emitter::new(tx.clone(), run_id.clone(), self.repo.clone(), start);
         let outcome = tokio::select! {
-            outcome = self.execute(context, &mut run, &mut emitter) => outcome,
+            outcome = self.steps.execute(context, &mut run, &mut emitter) => outcome,
             () = tx.closed(), if !detached => Err(Stop::Disconnected),
             why = halted(halt) => Err(match why {
                 Halt::Cancelled => Stop::Cancelled,
@@ -54,10 +65,13 @@ impl Orchestrator {
         };
         match outcome {
             Ok(()) => {}
-            Err(Stop::Disconnected) => self.cancelled(&mut run, &mut emitter, DISCONNECTED).await,
-            Err(Stop::Cancelled) => self.cancelled(&mut run, &mut emitter, CANCELLED).await,
-            Err(Stop::Failed(error)) => self.failed(&mut run, &mut emitter, error).await,
-            Err(Stop::Ended) => self.ended(&run, &mut emitter).await,
+            Err(Stop::Disconnected) => {
+                self.record_cancel(&mut run, &mut emitter, DISCONNECTED)
+                    .await;
+            }
+            Err(Stop::Cancelled) => self.record_cancel(&mut run, &mut emitter, CANCELLED).await,
+            Err(Stop::Failed(error)) => self.record_failure(&mut run, &mut emitter, error).await,
+            Err(Stop::Ended) => self.report_ended_elsewhere(&run, &mut emitter).await,
         }
         self.active.remove(&run_id, run.status);
         drop(place);
@@ -68,17 +82,19 @@ impl Orchestrator {
     /// run still running in storage is saved as cancelled, with what this
     /// task knew of it (steps, usage, tools); one whose end was stored
     /// before keeps it. Watchers are told.
-    async fn cancelled(&self, run: &mut Run, emitter: &mut Emitter, reason: &str) {
-        match self.ports.repo.find_run(&run.id).await {
+    async fn record_cancel(&self, run: &mut Run, emitter: &mut Emitter, reason: &str) {
+        match self.repo.find_run(&run.id).await {
             Ok(Some(stored)) if stored.status == RunStatus::Running => {
                 run.status = RunStatus::Cancelled;
                 run.error = Some(reason.to_owned());
-                match self.save(run).await {
+                match save(&*self.repo, run).await {
                     Ok(()) => {
                         tracing::info!(run_id = %run.id, reason, "run cancelled");
                         let _ = emitter.emit(RunEvent::ending(run.clone())).await;
                     }
-                    Err(RepositoryError::RunEnded) => self.ended(run, emitter).await,
+                    Err(RepositoryError::RunEnded) => {
+                        self.report_ended_elsewhere(run, emitter).await
+                    }
                     Err(error) => {
                         tracing::error!(run_id = %run.id, error = %error, "failed to record a cancelled run");
                     }
@@ -92,7 +108,7 @@ impl Orchestrator {
     }
 
     /// A run that failed: recorded on the run and reported as `Failed`.
-    async fn failed(&self, run: &mut Run, emitter: &mut Emitter, error: RunsError) {
+    async fn record_failure(&self, run: &mut Run, emitter: &mut Emitter, error: RunsError) {
         let message = match &error {
             RunsError::Internal(source) => {
                 tracing::error!(run_id = %run.id, error = ?source, "run failed");
@@ -102,7 +118,7 @@ impl Orchestrator {
         };
         run.status = RunStatus::Failed;
         run.error = Some(message.clone());
-        if let Err(error) = self.save(run).await {
+        if let Err(error) = save(&*self.repo, run).await {
             tracing::error!(run_id = %run.id, error = %error, "failed to record a failed run");
         }
         // The client may have gone meanwhile; nothing is left to tell.
@@ -117,8 +133,8 @@ impl Orchestrator {
     /// A run ended elsewhere while this process drove it, or this process
     /// lost its lease: nothing more is written to the run; the client is
     /// told what storage says.
-    async fn ended(&self, run: &Run, emitter: &mut Emitter) {
-        let stored = match self.ports.repo.find_run(&run.id).await {
+    async fn report_ended_elsewhere(&self, run: &Run, emitter: &mut Emitter) {
+        let stored = match self.repo.find_run(&run.id).await {
             Ok(Some(stored)) => stored,
             Ok(None) => run.clone(),
             Err(error) => {
@@ -132,10 +148,5 @@ impl Orchestrator {
             stored.error.as_deref().unwrap_or(stored.status.as_str())
         );
         let _ = emitter.emit(RunEvent::Failed { run: stored, error }).await;
-    }
-
-    pub(super) async fn save(&self, run: &mut Run) -> Result<(), RepositoryError> {
-        run.updated_at = now_millis();
-        self.ports.repo.update_run(run).await
     }
 }

@@ -16,8 +16,22 @@ use std::{
 
 use tokio::sync::broadcast;
 
-use super::{Envelope, RunEvent, WatchSettings};
-use crate::domain::{entities::RunStatus, error::RunsError, ports::RunsRepository};
+use crate::domain::{
+    entities::RunStatus,
+    error::RunsError,
+    events::{Envelope, RunEvent},
+    ports::RunsRepository,
+};
+
+/// How `WatchRun` follows a run.
+#[derive(Debug, Clone, Copy)]
+pub struct WatchSettings {
+    /// How often storage is read for new events of a quiet run.
+    pub poll_every: Duration,
+    /// How long a run that ended may take to store its last event before
+    /// the watcher is sent an ending made from the run's state.
+    pub end_grace: Duration,
+}
 
 /// Events read from storage at once.
 pub(super) const PAGE: u32 = 256;

@@ -1,11 +1,12 @@
 //! Run management from any replica: `CancelRun`.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
-use super::{Halt, Orchestrator};
+use super::lease::{ActiveRuns, Halt};
 use crate::domain::{
     entities::{Run, RunStatus},
     error::RunsError,
+    ports::RunsRepository,
 };
 
 /// The error a run cancelled by `CancelRun` records.
@@ -14,7 +15,15 @@ pub(super) const CANCELLED: &str = "cancelled by CancelRun";
 /// How long `CancelRun` waits for a run of this process to record its end.
 const LOCAL_STOP_WAIT: Duration = Duration::from_secs(5);
 
-impl Orchestrator {
+/// Cancels runs: storage, where the request reaches a run of another
+/// replica, and this process's runs, which it stops at once.
+#[derive(Clone)]
+pub(super) struct RunCanceller {
+    pub(super) repo: Arc<dyn RunsRepository>,
+    pub(super) active: ActiveRuns,
+}
+
+impl RunCanceller {
     /// Asks for the end of `run` (which the caller may see): a paused run,
     /// or one whose replica stopped, is cancelled at once; a running one is
     /// stopped by its replica: here at once, elsewhere at its next
@@ -27,7 +36,6 @@ impl Orchestrator {
             )));
         }
         let stored = self
-            .ports
             .repo
             .request_cancel(&run.id, CANCELLED)
             .await?
@@ -42,6 +50,6 @@ impl Orchestrator {
             })
             .await;
         }
-        Ok(self.ports.repo.find_run(&run.id).await?.unwrap_or(stored))
+        Ok(self.repo.find_run(&run.id).await?.unwrap_or(stored))
     }
 }

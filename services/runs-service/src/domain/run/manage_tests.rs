@@ -11,13 +11,15 @@ use crate::{
     domain::{
         entities::{AgentConfig, Run, RunStatus},
         error::RunsError,
+        events::{Envelope, RunEvent},
+        input::RunInput,
         ports::RunsRepository,
     },
     fakes::{FakeMcp, ScriptedTurn, ToolBehaviour},
 };
 
 /// Starts a run and returns its id with the rest of its stream.
-async fn started(world: &World, detached: bool) -> (String, tokio::sync::mpsc::Receiver<Envelope>) {
+async fn started(world: &World, detached: bool) -> (String, mpsc::Receiver<Envelope>) {
     let mut rx = world
         .orchestrator
         .start(
@@ -135,7 +137,7 @@ async fn a_cancel_requested_elsewhere_reaches_the_run_through_its_heartbeat() {
     let repo: Arc<dyn RunsRepository> = world.repo.clone();
     keep_leases(
         Arc::downgrade(&repo),
-        world.orchestrator.active.clone(),
+        world.active.clone(),
         LeaseSettings {
             lease: Duration::from_secs(30),
             heartbeat_every: Duration::from_millis(10),
@@ -159,7 +161,7 @@ async fn a_run_whose_lease_was_lost_stops_even_while_it_writes_nothing() {
     let repo: Arc<dyn RunsRepository> = world.repo.clone();
     keep_leases(
         Arc::downgrade(&repo),
-        world.orchestrator.active.clone(),
+        world.active.clone(),
         LeaseSettings {
             lease: Duration::from_secs(30),
             heartbeat_every: Duration::from_millis(10),
@@ -173,7 +175,7 @@ async fn a_run_whose_lease_was_lost_stops_even_while_it_writes_nothing() {
         matches!(&last, Some(RunEvent::Failed { run, .. }) if run.status == RunStatus::Interrupted),
         "{last:?}"
     );
-    assert!(world.orchestrator.active.ids().is_empty());
+    assert!(world.active.ids().is_empty());
 }
 
 #[tokio::test]
@@ -200,7 +202,7 @@ async fn past_its_bound_a_run_stores_only_its_last_event() {
     let (mcp, config, script) = slow_tool_world();
     let mut world = World::new(mcp, config, script).await;
     world.orchestrator = Orchestrator::new(
-        world.orchestrator.ports.clone(),
+        world.ports.clone(),
         RunSettings {
             max_stored_events: 3,
             ..settings()

@@ -1,18 +1,38 @@
-//! `ExecuteRun`: the loop that lets a model use the MCP tools of its agent.
+//! `ExecuteRun`, `WatchRun` and `CancelRun`: the loop that lets a model use
+//! the MCP tools of its agent, and the management of runs in flight.
 //!
-//! A run discovers the agent's integrations once and concurrently
-//! ([`discovery`]), offers the model their tools, runs the model's tool calls
-//! concurrently with results in call order ([`steps`]), and loops until the
-//! model answers without tool calls, a client-side tool is called (the run
-//! pauses) or the step limit is reached. Starting and resuming are in
-//! [`start`], what the client is told in [`events`], what a model request
-//! carries of the thread in [`history`]. Every message is stored before its
-//! event is sent; whatever a tool does becomes text for the model, never a
-//! failed run.
+//! One type per job, each holding only the ports it uses:
+//!
+//! | job | type | file | uses |
+//! |---|---|---|---|
+//! | start a run, or resume a paused one | `RunStarter` | [`start`] | storage, model providers, the limits of input and of runs in flight |
+//! | a run's task from start to end, and what it records when stopped early | `RunTask` | [`drive`] | storage, the runs in flight |
+//! | the step loop: model turns and their tool calls | `StepLoop` | [`steps`] | storage, the tool router, discovery |
+//! | what the agent's integrations offer, once per run | `Discovery` | [`discovery`] | mcp-service |
+//! | follow a run's events (`WatchRun`) | `RunWatcher` | [`watch`], [`feed`] | storage |
+//! | cancel a run (`CancelRun`) | `RunCanceller` | [`manage`] | storage, the runs in flight |
+//!
+//! What they share sits below them: a started run's context in
+//! [`context`], how events are sent in [`emitter`]; the vocabulary that
+//! storage and the client's adapters share with them (events, inputs,
+//! history limits) is in the domain itself.
+//!
+//! [`Orchestrator`] is a thin façade over the jobs for wiring: the gRPC
+//! adapter holds one value and calls `start`, `watch` and `cancel` on it, so
+//! the adapter does not change when a job's ports do, and `app.rs` builds
+//! the jobs from one set of ports and settings.
+//!
+//! A run discovers the agent's integrations once and concurrently, offers
+//! the model their tools, runs the model's tool calls concurrently with
+//! results in call order, and loops until the model answers without tool
+//! calls, a client-side tool is called (the run pauses) or the step limit
+//! is reached. Every message is stored before its event is sent; whatever a
+//! tool does becomes text for the model, never a failed run.
 
+mod context;
 mod discovery;
 mod drive;
-mod events;
+mod emitter;
 mod feed;
 mod history;
 mod lease;
@@ -24,16 +44,19 @@ mod watch;
 
 use std::{sync::Arc, time::Duration};
 
-pub use events::{Envelope, RunEvent, ToolCallStatus, ToolKind};
-pub use history::{HistoryLimits, WindowMeter, keep_window, to_chat};
+use tokio::sync::mpsc;
+
+pub use feed::WatchSettings;
 pub use lease::{ActiveRuns, Halt, LeaseSettings, keep_leases};
 pub use run_limits::RunLimits;
-pub use start::{ClientResult, RunInput, ToolAnswers};
-pub use watch::WatchSettings;
 
 use super::{
-    input::InputLimits,
-    ports::{McpPort, ModelProviders, RunsRepository},
+    entities::Run,
+    error::RunsError,
+    events::Envelope,
+    history::HistoryLimits,
+    input::{InputLimits, RunInput},
+    ports::{Caller, McpPort, ModelProviders, RunsRepository},
     tools::ToolRouter,
 };
 
@@ -80,34 +103,91 @@ impl std::fmt::Debug for RunPorts {
     }
 }
 
-/// Runs agents.
+/// Runs agents: the façade over the jobs of runs (see the module's
+/// documentation).
 #[derive(Clone)]
 pub struct Orchestrator {
-    ports: RunPorts,
-    settings: RunSettings,
-    active: ActiveRuns,
-    counts: run_limits::RunCounts,
-    feeds: feed::Feeds,
+    starter: start::RunStarter,
+    watcher: watch::RunWatcher,
+    canceller: manage::RunCanceller,
 }
 
 impl std::fmt::Debug for Orchestrator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Orchestrator")
-            .field("settings", &self.settings)
-            .finish_non_exhaustive()
+        f.debug_struct("Orchestrator").finish_non_exhaustive()
     }
 }
 
 impl Orchestrator {
-    /// An orchestrator over its ports.
+    /// The jobs of runs over one set of ports and settings.
     pub fn new(ports: RunPorts, settings: RunSettings, active: ActiveRuns) -> Self {
+        let RunPorts {
+            repo,
+            mcp,
+            models,
+            tools,
+        } = ports;
+        let steps = steps::StepLoop {
+            repo: Arc::clone(&repo),
+            tools,
+            discovery: discovery::Discovery {
+                mcp,
+                timeout: settings.discovery_timeout,
+            },
+            settings: steps::StepSettings {
+                default_max_steps: settings.default_max_steps,
+                max_parallel_tools: settings.max_parallel_tools,
+                max_output_tokens: settings.max_output_tokens,
+                history: settings.history,
+            },
+        };
+        let task = drive::RunTask {
+            repo: Arc::clone(&repo),
+            active: active.clone(),
+            steps,
+        };
         Self {
-            counts: run_limits::RunCounts::new(settings.limits),
-            feeds: feed::Feeds::default(),
-            ports,
-            settings,
-            active,
+            starter: start::RunStarter {
+                repo: Arc::clone(&repo),
+                models,
+                input: settings.input,
+                max_stored_events: settings.max_stored_events,
+                counts: run_limits::RunCounts::new(settings.limits),
+                active: active.clone(),
+                task,
+            },
+            watcher: watch::RunWatcher {
+                repo: Arc::clone(&repo),
+                feeds: feed::Feeds::default(),
+                settings: settings.watch,
+            },
+            canceller: manage::RunCanceller { repo, active },
         }
+    }
+
+    /// Checks the request, records the run, and starts it on a task. The
+    /// returned stream carries its events; dropping it cancels the run
+    /// unless it is `detached`.
+    pub async fn start(
+        &self,
+        caller: Caller,
+        thread_id: &str,
+        input: RunInput,
+        detached: bool,
+    ) -> Result<mpsc::Receiver<Envelope>, RunsError> {
+        self.starter.start(caller, thread_id, input, detached).await
+    }
+
+    /// The events of `run` (which the caller may see) with `sequence >=
+    /// from`, then the new ones until its last event.
+    pub fn watch(&self, run: &Run, from: i64) -> mpsc::Receiver<Result<Envelope, RunsError>> {
+        self.watcher.watch(run, from)
+    }
+
+    /// Asks for the end of `run` (which the caller may see); see
+    /// `RunCanceller::cancel`. Returns the run as stored after.
+    pub async fn cancel(&self, run: &Run) -> Result<Run, RunsError> {
+        self.canceller.cancel(run).await
     }
 }
 

@@ -2,97 +2,48 @@
 //! drives it. A run starts from a user message, or resumes a paused run with
 //! the results of its client tool calls.
 
-use std::{
-    collections::{BTreeMap, HashSet},
-    sync::Arc,
-};
+use std::{collections::HashSet, sync::Arc};
 
 use switchboard_db::now_millis;
 use tokio::sync::mpsc;
 
-use super::{Envelope, Orchestrator, drive::Launch, events::EmitterStart, steps::Resumed};
+use super::{
+    context::{Resumed, RunContext, message, numbered},
+    drive::{Launch, RunTask},
+    emitter::EmitterStart,
+    lease::ActiveRuns,
+    run_limits::RunCounts,
+};
 use crate::domain::{
     entities::{
         Agent, InputAnswers, Message, Part, PendingCall, Role, Run, RunStatus, Thread, Usage,
         new_id,
     },
     error::RunsError,
+    events::Envelope,
+    input::{ClientResult, InputLimits, RunInput, ToolAnswers},
     model::ToolCall,
-    ports::{Caller, ModelProvider},
+    ports::{Caller, ModelProvider, ModelProviders, RunsRepository},
 };
-
-/// The result of one client-side tool call.
-#[derive(Debug, Clone)]
-pub struct ClientResult {
-    /// The call it answers.
-    pub tool_call_id: String,
-    /// Text for the model.
-    pub content: String,
-    /// Whether the tool failed.
-    pub is_error: bool,
-}
-
-/// The caller's answers to what one MCP tool call asked.
-#[derive(Debug, Clone)]
-pub struct ToolAnswers {
-    /// The call they answer.
-    pub tool_call_id: String,
-    /// JSON text of each answer, by the server's key.
-    pub responses: BTreeMap<String, String>,
-}
-
-/// What a run starts from.
-#[derive(Debug, Clone)]
-pub enum RunInput {
-    /// A new user message.
-    UserMessage(String),
-    /// What a paused run waits for: the results of its client tool calls
-    /// and the answers its MCP tool calls asked for.
-    ClientToolResults {
-        /// The paused run.
-        run_id: String,
-        /// The client tools' results.
-        results: Vec<ClientResult>,
-        /// The answers.
-        answers: Vec<ToolAnswers>,
-    },
-}
-
-/// Everything a started run needs.
-pub(super) struct RunContext {
-    pub(super) caller: Caller,
-    pub(super) thread: Thread,
-    pub(super) agent: Agent,
-    pub(super) provider: Arc<dyn ModelProvider>,
-    /// The stored messages the run starts from.
-    pub(super) input: Vec<Message>,
-    /// MCP tool calls to make again with the caller's answers, first.
-    pub(super) resumed: Vec<Resumed>,
-}
-
-/// A new message of `run`'s thread.
-pub(super) fn message(run: &Run, role: Role, parts: Vec<Part>, created_at: i64) -> Message {
-    Message {
-        id: new_id(),
-        thread_id: run.thread_id.clone(),
-        run_id: Some(run.id.clone()),
-        seq: 0,
-        role,
-        parts,
-        created_at,
-    }
-}
-
-/// Gives `messages` their stored `seq`s.
-pub(super) fn numbered(messages: &mut [Message], seqs: Vec<i64>) {
-    for (message, seq) in messages.iter_mut().zip(seqs) {
-        message.seq = seq;
-    }
-}
 
 const NOT_PAUSED: &str = "the run is not waiting for client tool results or answers";
 
-impl Orchestrator {
+/// Starts and resumes runs: storage, the model providers, the limits of a
+/// run's input and of the runs in flight, and the task each run is driven
+/// by.
+#[derive(Clone)]
+pub(super) struct RunStarter {
+    pub(super) repo: Arc<dyn RunsRepository>,
+    pub(super) models: Arc<dyn ModelProviders>,
+    pub(super) input: InputLimits,
+    /// Events stored per run at most.
+    pub(super) max_stored_events: u64,
+    pub(super) counts: RunCounts,
+    pub(super) active: ActiveRuns,
+    pub(super) task: RunTask,
+}
+
+impl RunStarter {
     /// Checks the request, records the run, and starts it on a task. The
     /// returned stream carries its events; dropping it cancels the run
     /// unless it is `detached`.
@@ -105,7 +56,7 @@ impl Orchestrator {
     ) -> Result<mpsc::Receiver<Envelope>, RunsError> {
         // Checked first: input past a limit is refused before anything is
         // read or stored.
-        self.settings.input.check(&input)?;
+        self.input.check(&input)?;
         // A place is taken before anything is stored, and held by the run's
         // task to its end, so a refused run leaves nothing behind.
         let place = self.counts.reserve(&caller)?;
@@ -122,7 +73,7 @@ impl Orchestrator {
             } => self.resume(&thread, &run_id, &results, answers).await?,
         };
         // A resumed run's events continue its stream's numbering.
-        let after = match self.ports.repo.last_run_event(&run.id).await {
+        let after = match self.repo.last_run_event(&run.id).await {
             Ok(after) => after,
             Err(error) => {
                 tracing::warn!(run_id = %run.id, error = %error, "failed to read a run's last event");
@@ -138,14 +89,14 @@ impl Orchestrator {
             input,
             resumed,
         };
-        let this = self.clone();
+        let task = self.task.clone();
         let launch = Launch {
             events: tx,
             halt: self.active.add(&run.id),
             place,
             start: EmitterStart {
                 after,
-                max_stored: self.settings.max_stored_events,
+                max_stored: self.max_stored_events,
                 detached,
             },
         };
@@ -162,7 +113,7 @@ impl Orchestrator {
             run_id = %run.id,
         );
         tokio::spawn(tracing::Instrument::instrument(
-            async move { this.drive(context, run, launch).await },
+            async move { task.drive(context, run, launch).await },
             span,
         ));
         Ok(rx)
@@ -176,7 +127,6 @@ impl Orchestrator {
     ) -> Result<(Thread, Agent, Arc<dyn ModelProvider>), RunsError> {
         let principal = &caller.principal;
         let (thread, agent) = self
-            .ports
             .repo
             .get_thread_with_agent(&principal.org_id, &principal.user_id, thread_id)
             .await?
@@ -185,7 +135,6 @@ impl Orchestrator {
             RunsError::FailedPrecondition("the thread's agent was deleted".into())
         })?;
         let provider = self
-            .ports
             .models
             .provider(&agent.config.provider)
             .ok_or_else(|| {
@@ -219,7 +168,7 @@ impl Orchestrator {
             updated_at: now,
         };
         let mut input = vec![message(&run, Role::User, vec![Part::Text { text }], now)];
-        let seqs = self.ports.repo.start_run_with(&run, &input).await?;
+        let seqs = self.repo.start_run_with(&run, &input).await?;
         numbered(&mut input, seqs);
         Ok((run, input))
     }
@@ -235,7 +184,6 @@ impl Orchestrator {
         answers: Vec<ToolAnswers>,
     ) -> Result<(Run, Vec<Message>, Vec<Resumed>), RunsError> {
         let mut run = self
-            .ports
             .repo
             .get_run(&thread.id, run_id)
             .await?
@@ -256,7 +204,6 @@ impl Orchestrator {
         // The move back to running and the results are one write: a crash
         // between them would leave calls without results.
         let seqs = self
-            .ports
             .repo
             .resume_run_with(&run, &input)
             .await?

@@ -10,8 +10,9 @@ use crate::{
     domain::{
         entities::Run,
         entities::{Agent, AgentConfig, ClientTool, Part, Role, RunStatus, Thread},
+        events::{RunEvent, ToolCallStatus},
+        input::{ClientResult, RunInput},
         ports::Caller,
-        run::ToolCallStatus,
     },
     fakes::{FakeMcp, FakeModels, MemoryRepository, NoSources, ScriptedTurn, ToolBehaviour},
 };
@@ -23,6 +24,9 @@ pub(super) struct World {
     pub(super) mcp: Arc<FakeMcp>,
     models: FakeModels,
     pub(super) orchestrator: Orchestrator,
+    /// The ports and the runs in flight the orchestrator was built with.
+    pub(super) ports: RunPorts,
+    pub(super) active: ActiveRuns,
 }
 
 pub(super) fn caller() -> Caller {
@@ -105,12 +109,15 @@ impl World {
                 Duration::from_secs(5),
             )),
         };
-        let orchestrator = Orchestrator::new(ports, settings(), ActiveRuns::default());
+        let active = ActiveRuns::default();
+        let orchestrator = Orchestrator::new(ports.clone(), settings(), active.clone());
         Self {
             repo,
             mcp,
             models,
             orchestrator,
+            ports,
+            active,
         }
     }
 

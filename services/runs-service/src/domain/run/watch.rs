@@ -5,35 +5,31 @@
 //! run that ended without one (its replica stopped) gets an ending made
 //! from its stored state.
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use tokio::sync::{broadcast, mpsc};
 
-use super::{
-    Envelope, Orchestrator,
-    feed::{Feeds, Item, PAGE},
-};
-use crate::domain::{entities::Run, error::RunsError, ports::RunsRepository};
+use super::feed::{Feeds, Item, PAGE, WatchSettings};
+use crate::domain::{entities::Run, error::RunsError, events::Envelope, ports::RunsRepository};
 
-/// How `WatchRun` follows a run.
-#[derive(Debug, Clone, Copy)]
-pub struct WatchSettings {
-    /// How often storage is read for new events of a quiet run.
-    pub poll_every: Duration,
-    /// How long a run that ended may take to store its last event before
-    /// the watcher is sent an ending made from the run's state.
-    pub end_grace: Duration,
+/// Follows runs for `WatchRun`: storage, and the feeds shared by the
+/// watchers of each run on this replica.
+#[derive(Clone)]
+pub(super) struct RunWatcher {
+    pub(super) repo: Arc<dyn RunsRepository>,
+    pub(super) feeds: Feeds,
+    pub(super) settings: WatchSettings,
 }
 
-impl Orchestrator {
+impl RunWatcher {
     /// The events of `run` (which the caller may see) with `sequence >=
     /// from`, then the new ones until its last event.
     pub fn watch(&self, run: &Run, from: i64) -> mpsc::Receiver<Result<Envelope, RunsError>> {
         let (tx, rx) = mpsc::channel(64);
         let follow = Follow {
-            repo: Arc::clone(&self.ports.repo),
+            repo: Arc::clone(&self.repo),
             feeds: self.feeds.clone(),
-            settings: self.settings.watch,
+            settings: self.settings,
             run_id: run.id.clone(),
             next: from.max(1),
         };

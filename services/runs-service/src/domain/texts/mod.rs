@@ -3,6 +3,7 @@
 //! follows the original system's, which prompts and evaluations were written
 //! against; each text is asserted by a test here.
 
+mod arguments;
 mod content;
 mod results;
 mod specs;
@@ -10,6 +11,9 @@ mod system;
 #[cfg(test)]
 mod tests;
 
+pub use arguments::{
+    QUERY_REQUIRED, integration_unavailable, no_resource_named, not_an_object, parameter_required,
+};
 pub use content::{render_content, tool_output};
 pub use results::{
     binary_resource, csv_imported, list_resources, prompt_failed, prompt_rendered, query_failed,

@@ -237,3 +237,28 @@ fn built_in_tools_are_offered_with_their_parameters() {
     let spec = source_query_spec("source_query", &[]);
     assert_eq!(spec.parameters["required"], serde_json::json!(["query"]));
 }
+
+#[test]
+fn argument_texts_keep_their_wording() {
+    assert_eq!(
+        resource_failed(parameter_required("integrationId")),
+        "Resource retrieval failed: integrationId parameter is required"
+    );
+    assert_eq!(
+        prompt_failed(integration_unavailable("i9")),
+        "Prompt retrieval failed: the integration i9 is not available in this conversation"
+    );
+    assert_eq!(
+        no_resource_named("orders"),
+        "no resource is named orders; use mcp_list_resources to see the available resources"
+    );
+    assert_eq!(
+        query_failed(QUERY_REQUIRED),
+        "Query failed: the query parameter is required"
+    );
+    assert_eq!(
+        invalid_arguments(&not_an_object(&serde_json::json!([1]))),
+        "MCP tool execution failed: the arguments are not a JSON object (got an array)"
+    );
+    assert_eq!(not_an_object(&serde_json::Value::Null), "got null");
+}

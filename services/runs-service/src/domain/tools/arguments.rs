@@ -4,6 +4,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::domain::texts;
+
 /// Arguments that are a JSON object.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolArguments {
@@ -26,7 +28,7 @@ impl ToolArguments {
                 text: raw.to_owned(),
                 object,
             }),
-            Ok(other) => Err(format!("got {}", json_kind(&other))),
+            Ok(other) => Err(texts::not_an_object(&other)),
             Err(error) => Err(error.to_string()),
         }
     }
@@ -51,17 +53,6 @@ impl ToolArguments {
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default()
-    }
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

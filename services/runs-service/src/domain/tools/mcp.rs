@@ -2,11 +2,14 @@
 
 use std::time::Duration;
 
-use super::{ToolAction, ToolArguments, ToolContext, ToolOutcome};
+use super::{
+    ToolArguments,
+    outcome::{ToolAction, ToolContext, ToolOutcome},
+};
 use crate::domain::{
     entities::{InputAnswers, PendingInput},
+    events::ToolCallStatus,
     ports::{McpCallError, McpPort, McpToolRequest, ToolFailure, ToolOutput},
-    run::ToolCallStatus,
     texts,
 };
 
@@ -56,6 +59,7 @@ impl McpToolCall<'_> {
                     is_error: true,
                     status,
                     action,
+                    sources_changed: false,
                 }
             }
         }
@@ -82,6 +86,7 @@ impl McpToolCall<'_> {
                     tool: tool.to_owned(),
                     asked,
                 }))),
+                sources_changed: false,
             };
         }
         let (text, is_error) = texts::tool_output(&output);
@@ -96,6 +101,7 @@ impl McpToolCall<'_> {
             is_error,
             status,
             action: None,
+            sources_changed: false,
         }
     }
 }

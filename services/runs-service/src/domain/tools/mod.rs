@@ -6,6 +6,7 @@
 
 mod arguments;
 mod mcp;
+mod outcome;
 mod prompts;
 mod resources;
 mod source_query;
@@ -14,98 +15,24 @@ mod toolset;
 use std::{sync::Arc, time::Duration};
 
 pub use arguments::ToolArguments;
+pub use outcome::{ToolAction, ToolContext, ToolOutcome};
 pub use source_query::SourceQuery;
-pub use toolset::{MAX_TOOL_NAME, Toolset, mcp_tool_name, valid_tool_name};
+pub use toolset::{MAX_TOOL_NAME, Toolset, valid_tool_name};
 
 use super::{
     datasource::{DataSource, DataSources},
     entities::{Agent, InputAnswers, PendingInput, ToolTarget},
+    events::ToolKind,
     model::{ToolCall, ToolSpec},
-    ports::{Caller, Capabilities, McpPort},
-    run::{ToolCallStatus, ToolKind},
+    ports::{Capabilities, McpPort},
     texts,
 };
 
-/// Built-in tool names.
-pub const RETRIEVE_RESOURCE: &str = "retrieve_mcp_resource";
-/// Built-in tool names.
-pub const LIST_RESOURCES: &str = "mcp_list_resources";
-/// Built-in tool names.
-pub const RETRIEVE_PROMPT: &str = "retrieve_mcp_prompt";
-/// Built-in tool names.
-pub const SOURCE_QUERY: &str = "source_query";
-
-/// What a tool call may use: who the run acts for, its thread, and what the
-/// agent's integrations offer.
-#[derive(Debug, Clone)]
-pub struct ToolContext {
-    /// The caller the run acts for.
-    pub caller: Caller,
-    /// The run's thread (the upstream session scope, the data sources' owner).
-    pub thread_id: String,
-    /// What the agent's integrations offer.
-    pub capabilities: Arc<Vec<Capabilities>>,
-}
-
-/// How a tool call ended, as the model and the client see it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolOutcome {
-    /// What the model reads.
-    pub text: String,
-    /// Whether the model is told the call failed.
-    pub is_error: bool,
-    /// How the call ended, for the client's event.
-    pub status: ToolCallStatus,
-    /// What the run's caller is asked to do, if anything.
-    pub action: Option<ToolAction>,
-}
-
-/// What a tool call asks of the run's caller.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ToolAction {
-    /// The server asks before it completes the call: the run pauses until
-    /// the caller answers (the model reads nothing yet).
-    Input(Box<PendingInput>),
-    /// The user must connect the integration (OAuth); the model was told.
-    Authorize {
-        /// The integration.
-        integration_id: String,
-        /// Where the user's browser goes.
-        url: String,
-    },
-}
-
-impl ToolOutcome {
-    /// The call succeeded.
-    pub fn succeeded(text: String) -> Self {
-        Self {
-            text,
-            is_error: false,
-            status: ToolCallStatus::Succeeded,
-            action: None,
-        }
-    }
-
-    /// The call failed.
-    pub fn failed(text: String) -> Self {
-        Self {
-            text,
-            is_error: true,
-            status: ToolCallStatus::Failed,
-            action: None,
-        }
-    }
-
-    /// The model named a tool it was not offered.
-    fn not_found(name: &str) -> Self {
-        Self {
-            text: texts::tool_not_found(name),
-            is_error: true,
-            status: ToolCallStatus::NotFound,
-            action: None,
-        }
-    }
-}
+// The names the model calls the built-in tools by.
+const RETRIEVE_RESOURCE: &str = "retrieve_mcp_resource";
+const LIST_RESOURCES: &str = "mcp_list_resources";
+const RETRIEVE_PROMPT: &str = "retrieve_mcp_prompt";
+const SOURCE_QUERY: &str = "source_query";
 
 /// Routes a run's tool calls to what runs them.
 pub struct ToolRouter {

@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
-use super::{ToolArguments, ToolContext, ToolOutcome};
+use super::{
+    ToolArguments,
+    outcome::{ToolContext, ToolOutcome},
+};
 use crate::domain::{ports::McpPort, texts};
 
 /// Renders the prompt the model names.
@@ -15,19 +18,17 @@ pub(super) async fn retrieve(
 ) -> ToolOutcome {
     let failed = |message: &str| ToolOutcome::failed(texts::prompt_failed(message));
     let Some(integration_id) = arguments.text_arg("integrationId") else {
-        return failed("integrationId parameter is required");
+        return failed(&texts::parameter_required("integrationId"));
     };
     let Some(name) = arguments.text_arg("promptName") else {
-        return failed("promptName parameter is required");
+        return failed(&texts::parameter_required("promptName"));
     };
     if !context
         .capabilities
         .iter()
         .any(|c| c.integration_id == integration_id)
     {
-        return failed(&format!(
-            "the integration {integration_id} is not available in this conversation"
-        ));
+        return failed(&texts::integration_unavailable(integration_id));
     }
     match mcp
         .get_prompt(

@@ -4,7 +4,10 @@
 
 use std::time::Duration;
 
-use super::{ToolArguments, ToolContext, ToolOutcome};
+use super::{
+    ToolArguments,
+    outcome::{ToolContext, ToolOutcome},
+};
 use crate::domain::{
     datasource::DataSources,
     ports::{McpPort, ResourceData, ResourceKindOf},
@@ -43,10 +46,7 @@ pub(super) async fn retrieve(
         .iter()
         .any(|c| c.integration_id == wanted.integration_id)
     {
-        return failed(format!(
-            "the integration {} is not available in this conversation",
-            wanted.integration_id
-        ));
+        return failed(texts::integration_unavailable(&wanted.integration_id));
     }
     tracing::info!(integration_id = %wanted.integration_id, uri = %wanted.uri, "retrieving an MCP resource");
     match mcp
@@ -87,13 +87,9 @@ fn locate(context: &ToolContext, arguments: &ToolArguments) -> Result<Wanted, To
                         name: Some(r.name.clone()),
                     })
             })
-            .ok_or_else(|| {
-                failed(format!(
-                    "no resource is named {wanted}; use mcp_list_resources to see the available resources"
-                ))
-            }),
-        (None, _, _) => Err(failed("integrationId parameter is required")),
-        (Some(_), None, None) => Err(failed("resourceUri parameter is required")),
+            .ok_or_else(|| failed(texts::no_resource_named(wanted))),
+        (None, _, _) => Err(failed(texts::parameter_required("integrationId"))),
+        (Some(_), None, None) => Err(failed(texts::parameter_required("resourceUri"))),
         (Some(integration_id), Some(uri), _) => Ok(Wanted {
             integration_id: integration_id.to_owned(),
             uri: uri.to_owned(),
@@ -135,7 +131,8 @@ async fn deliver(
                 )
                 .await
             {
-                Ok(source) => ToolOutcome::succeeded(texts::csv_imported(&resource.uri, &source)),
+                Ok(source) => ToolOutcome::succeeded(texts::csv_imported(&resource.uri, &source))
+                    .changing_sources(),
                 Err(error) => failed(error),
             }
         }

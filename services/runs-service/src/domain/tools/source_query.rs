@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::{ToolArguments, ToolOutcome};
+use super::{ToolArguments, outcome::ToolOutcome};
 use crate::domain::{
     datasource::{DataSources, QueryError},
     texts,
@@ -29,7 +29,7 @@ impl SourceQuery {
     /// Runs the query of `arguments` over `thread_id`'s data sources.
     pub async fn run(&self, thread_id: &str, arguments: &ToolArguments) -> ToolOutcome {
         let Some(sql) = arguments.text_arg("query") else {
-            return ToolOutcome::failed(texts::query_failed("the query parameter is required"));
+            return ToolOutcome::failed(texts::query_failed(texts::QUERY_REQUIRED));
         };
         let result = self.sources.query(thread_id, sql).await;
         crate::metrics::datasource_query(match &result {

@@ -9,7 +9,7 @@ use sqlx::{AnyConnection, Row, any::AnyRow};
 use super::*;
 use crate::domain::{
     entities::{Message, Role},
-    run::WindowMeter,
+    history::WindowMeter,
 };
 
 pub(super) fn decode_message(row: &AnyRow) -> anyhow::Result<Message> {

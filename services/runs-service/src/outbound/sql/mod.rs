@@ -12,8 +12,9 @@ use sqlx::AnyPool;
 
 use crate::domain::{
     entities::{Agent, Message, Run, Thread},
+    events::Envelope,
+    history::HistoryLimits,
     ports::{Cursor, LeaseState, RepositoryError, RunsRepository},
-    run::{Envelope, HistoryLimits},
 };
 
 mod agents;

@@ -4,7 +4,7 @@ use anyhow::Context as _;
 use sqlx::Row as _;
 
 use super::*;
-use crate::domain::run::Envelope;
+use crate::domain::events::Envelope;
 
 pub(super) async fn append_run_event(
     repo: &SqlRunsRepository,

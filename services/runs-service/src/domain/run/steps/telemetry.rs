@@ -2,8 +2,8 @@
 //! conventions), and their metrics.
 
 use super::{Running, Stop, Turn};
-use crate::domain::run::ToolCallStatus;
 use crate::domain::{
+    events::ToolCallStatus,
     model::{ChatMessage, ToolCall},
     tools::{ToolOutcome, Toolset},
 };

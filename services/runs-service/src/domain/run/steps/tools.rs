@@ -7,10 +7,11 @@ use futures::{StreamExt as _, stream};
 
 use super::{Running, Step, telemetry::execute_tool};
 use crate::domain::{
-    entities::{InputAnswers, Part, PendingCall, PendingInput, Role, RunStatus},
+    entities::{Part, PendingCall, Role, RunStatus},
+    events::{RunEvent, ToolKind},
     model::ToolCall,
-    run::{RunEvent, ToolKind, events::Stop},
-    tools::{RETRIEVE_RESOURCE, ToolAction, ToolOutcome, ToolRouter, Toolset},
+    run::{context::Resumed, emitter::Stop},
+    tools::{ToolAction, ToolOutcome, ToolRouter, Toolset},
 };
 
 /// What a step's tool calls came to.
@@ -20,16 +21,8 @@ pub(super) struct Ran {
     pub(super) parts: Vec<Part>,
     /// Calls that wait for the run's caller.
     pub(super) waiting: Vec<PendingCall>,
-}
-
-/// An MCP tool call made again with the caller's answers.
-pub(in crate::domain::run) struct Resumed {
-    /// The call as the model made it.
-    pub(in crate::domain::run) call: ToolCall,
-    /// What its server asked.
-    pub(in crate::domain::run) input: PendingInput,
-    /// The caller's answers.
-    pub(in crate::domain::run) answers: InputAnswers,
+    /// Whether a call changed the thread's data sources.
+    pub(super) sources_changed: bool,
 }
 
 impl Running<'_> {
@@ -49,22 +42,25 @@ impl Running<'_> {
                 })
                 .await?;
         }
-        let router = &*self.orchestrator.ports.tools;
+        let router = &*self.steps.tools;
         let context = &self.tools;
         let results: Vec<(ToolCall, ToolOutcome)> = stream::iter(calls)
             .map(|call| async move {
                 let outcome = execute_tool(&call, router.call(context, toolset, &call)).await;
                 (call, outcome)
             })
-            .buffered(self.orchestrator.settings.max_parallel_tools.max(1))
+            .buffered(self.steps.settings.max_parallel_tools.max(1))
             .collect()
             .await;
-        self.finished(results).await
+        self.report_outcomes(results).await
     }
 
     /// Tells the client how each call ended, and sorts the outcomes into
     /// results for the model and calls that wait for the caller's answers.
-    async fn finished(&mut self, results: Vec<(ToolCall, ToolOutcome)>) -> Result<Ran, Stop> {
+    async fn report_outcomes(
+        &mut self,
+        results: Vec<(ToolCall, ToolOutcome)>,
+    ) -> Result<Ran, Stop> {
         let mut ran = Ran::default();
         for (call, outcome) in results {
             self.emitter
@@ -75,6 +71,7 @@ impl Running<'_> {
                     result: outcome.text.clone(),
                 })
                 .await?;
+            ran.sources_changed |= outcome.sources_changed;
             match outcome.action {
                 Some(ToolAction::Input(input)) => {
                     ran.waiting.push(PendingCall {
@@ -124,7 +121,7 @@ impl Running<'_> {
                 })
                 .await?;
         }
-        let router = &*self.orchestrator.ports.tools;
+        let router = &*self.steps.tools;
         let context = &self.tools;
         let results: Vec<(ToolCall, ToolOutcome)> = stream::iter(resumed)
             .map(
@@ -138,10 +135,10 @@ impl Running<'_> {
                     (call, outcome)
                 },
             )
-            .buffered(self.orchestrator.settings.max_parallel_tools.max(1))
+            .buffered(self.steps.settings.max_parallel_tools.max(1))
             .collect()
             .await;
-        let ran = self.finished(results).await?;
+        let ran = self.report_outcomes(results).await?;
         self.store_results(ran).await
     }
 
@@ -149,10 +146,11 @@ impl Running<'_> {
     /// state, in one write. Calls waiting for the caller (client tools,
     /// servers' questions) pause the run.
     pub(super) async fn store_results(&mut self, ran: Ran) -> Result<Step, Stop> {
-        let Ran { parts, waiting } = ran;
-        let imported = parts.iter().any(|part| {
-            matches!(part, Part::ToolResult { name, is_error: false, .. } if name == RETRIEVE_RESOURCE)
-        });
+        let Ran {
+            parts,
+            waiting,
+            sources_changed,
+        } = ran;
         let mut turn = Vec::new();
         if !parts.is_empty() {
             turn.push((Role::Tool, parts));
@@ -163,24 +161,19 @@ impl Running<'_> {
             self.run.pending = waiting;
         }
         self.store(turn).await?;
-        if imported {
-            self.sources = self
-                .orchestrator
-                .ports
-                .tools
-                .sources(&self.tools.thread_id)
-                .await;
+        if sources_changed {
+            self.sources = self.steps.tools.sources(&self.tools.thread_id).await;
             self.offered = None;
         }
         if !paused {
             return Ok(Step::Continue);
         }
-        self.paused().await?;
+        self.record_pause().await?;
         Ok(Step::Done)
     }
 
     /// Tells the client what the paused run waits for, then that it paused.
-    async fn paused(&mut self) -> Result<(), Stop> {
+    async fn record_pause(&mut self) -> Result<(), Stop> {
         let (asking, client): (Vec<_>, Vec<_>) = self
             .run
             .pending

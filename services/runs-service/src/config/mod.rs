@@ -9,7 +9,7 @@ use anyhow::ensure;
 use switchboard_db::DatabaseArgs;
 
 use crate::{
-    domain::{input::InputLimits, run::HistoryLimits},
+    domain::{history::HistoryLimits, input::InputLimits},
     outbound::llm::{DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, StreamLimits},
 };
 pub use data_sources::DataSourceArgs;

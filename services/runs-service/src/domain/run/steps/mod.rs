@@ -10,22 +10,45 @@ use switchboard_db::now_millis;
 mod telemetry;
 mod tools;
 
-pub(super) use self::tools::Resumed;
 use super::{
-    Orchestrator, RunEvent, ToolKind,
-    discovery::Discovered,
-    events::{Emitter, Stop},
+    context::{RunContext, message, numbered, save},
+    discovery::{Discovered, Discovery, system_prompt},
+    emitter::{Emitter, Stop},
     history::{keep_window, to_chat},
-    start::{RunContext, message, numbered},
 };
 use crate::domain::{
     datasource::DataSource,
     entities::{Agent, Message, Part, PendingCall, Role, Run, RunStatus, Thread, Usage},
     error::RunsError,
+    events::{RunEvent, ToolKind},
+    history::HistoryLimits,
     model::{ChatRequest, ModelEvent, ToolCall},
-    ports::{Caller, ModelProvider},
+    ports::{Caller, ModelProvider, RunsRepository},
     tools::{ToolContext, ToolRouter, Toolset},
 };
+
+/// The limits of a run's steps.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct StepSettings {
+    /// Model calls per run when the agent sets none.
+    pub(super) default_max_steps: u32,
+    /// Tool calls of one turn run at once.
+    pub(super) max_parallel_tools: usize,
+    /// Output-token limit sent with every model request.
+    pub(super) max_output_tokens: u32,
+    /// How much of the thread a model request carries.
+    pub(super) history: HistoryLimits,
+}
+
+/// The step loop of every run: storage, the router of tool calls, the
+/// discovery of integrations, and the limits of steps.
+#[derive(Clone)]
+pub(super) struct StepLoop {
+    pub(super) repo: Arc<dyn RunsRepository>,
+    pub(super) tools: Arc<ToolRouter>,
+    pub(super) discovery: Discovery,
+    pub(super) settings: StepSettings,
+}
 
 /// Whether a run goes on after a step.
 #[derive(Debug, PartialEq, Eq)]
@@ -61,7 +84,7 @@ impl Turn {
 
 /// A run between its steps.
 struct Running<'a> {
-    orchestrator: &'a Orchestrator,
+    steps: &'a StepLoop,
     run: &'a mut Run,
     emitter: &'a mut Emitter,
     agent: &'a Agent,
@@ -78,7 +101,7 @@ struct Running<'a> {
     offered: Option<Arc<Toolset>>,
 }
 
-impl Orchestrator {
+impl StepLoop {
     /// The run's body.
     pub(super) async fn execute(
         &self,
@@ -123,11 +146,9 @@ impl Orchestrator {
         emitter: &'a mut Emitter,
     ) -> Result<Running<'a>, Stop> {
         let (history, discovered, sources) = tokio::join!(
-            self.ports
-                .repo
-                .recent_messages(&thread.id, self.settings.history),
-            self.discover(caller, agent),
-            self.ports.tools.sources(&thread.id),
+            self.repo.recent_messages(&thread.id, self.settings.history),
+            self.discovery.discover(caller, agent),
+            self.tools.sources(&thread.id),
         );
         let history = history?;
         let Discovered {
@@ -152,13 +173,13 @@ impl Orchestrator {
                 })
                 .await?;
         }
-        let system = Self::system_prompt(agent, &capabilities, &failed);
+        let system = system_prompt(agent, &capabilities, &failed);
         let max_steps = match agent.config.max_steps {
             0 => self.settings.default_max_steps,
             n => n,
         };
         Ok(Running {
-            orchestrator: self,
+            steps: self,
             run,
             emitter,
             agent,
@@ -182,7 +203,7 @@ impl Running<'_> {
     async fn step(&mut self) -> Result<Step, Stop> {
         if self.run.steps >= i64::from(self.max_steps) {
             self.run.status = RunStatus::MaxSteps;
-            self.orchestrator.save(self.run).await?;
+            save(&*self.steps.repo, self.run).await?;
             self.emitter
                 .emit(RunEvent::Completed(self.run.clone()))
                 .await?;
@@ -193,7 +214,7 @@ impl Running<'_> {
         // Saved with the turn.
         self.run.steps += 1;
         if turn.calls.is_empty() {
-            return self.answered(turn).await;
+            return self.record_answer(turn).await;
         }
         // The calls are recorded before any of them runs: whatever happens
         // to this process, the thread holds every call that may have had an
@@ -221,7 +242,7 @@ impl Running<'_> {
         if let Some(toolset) = &self.offered {
             return Arc::clone(toolset);
         }
-        let toolset = Arc::new(self.orchestrator.ports.tools.toolset(
+        let toolset = Arc::new(self.steps.tools.toolset(
             self.agent,
             &self.sources,
             &self.tools.capabilities,
@@ -237,13 +258,13 @@ impl Running<'_> {
     async fn model_turn(&mut self, toolset: &Toolset) -> Result<Turn, Stop> {
         // The history grows with every step; only its newest part is sent,
         // and kept.
-        keep_window(&mut self.history, self.orchestrator.settings.history)?;
+        keep_window(&mut self.history, self.steps.settings.history)?;
         let request = ChatRequest {
             model: self.agent.config.model.clone(),
             system: self.system.clone(),
             messages: to_chat(&self.history),
             tools: Arc::clone(&toolset.specs),
-            max_tokens: self.orchestrator.settings.max_output_tokens,
+            max_tokens: self.steps.settings.max_output_tokens,
         };
         if switchboard_telemetry::capture_content() {
             let input = telemetry::input_messages(&request.messages);
@@ -280,7 +301,7 @@ impl Running<'_> {
 
     /// The model answered without tool calls: the answer and the run's end
     /// are saved together.
-    async fn answered(&mut self, turn: Turn) -> Result<Step, Stop> {
+    async fn record_answer(&mut self, turn: Turn) -> Result<Step, Stop> {
         self.run.status = RunStatus::Completed;
         let parts = turn.parts();
         let answer = if parts.is_empty() {
@@ -305,12 +326,7 @@ impl Running<'_> {
             .map(|(role, parts)| message(self.run, role, parts, created_at))
             .collect();
         self.run.updated_at = created_at;
-        let seqs = self
-            .orchestrator
-            .ports
-            .repo
-            .update_run_with(self.run, &messages)
-            .await?;
+        let seqs = self.steps.repo.update_run_with(self.run, &messages).await?;
         numbered(&mut messages, seqs);
         self.history.extend(messages.iter().cloned());
         for message in messages {

@@ -1,0 +1,60 @@
+//! What the jobs of a run share: what a started run needs, the calls it
+//! makes again on resume, and how its messages are made and numbered.
+
+use std::sync::Arc;
+
+use switchboard_db::now_millis;
+
+use crate::domain::{
+    entities::{Agent, InputAnswers, Message, Part, PendingInput, Role, Run, Thread, new_id},
+    model::ToolCall,
+    ports::{Caller, ModelProvider, RepositoryError, RunsRepository},
+};
+
+/// Everything a started run needs.
+pub(super) struct RunContext {
+    pub(super) caller: Caller,
+    pub(super) thread: Thread,
+    pub(super) agent: Agent,
+    pub(super) provider: Arc<dyn ModelProvider>,
+    /// The stored messages the run starts from.
+    pub(super) input: Vec<Message>,
+    /// MCP tool calls to make again with the caller's answers, first.
+    pub(super) resumed: Vec<Resumed>,
+}
+
+/// A new message of `run`'s thread.
+pub(super) fn message(run: &Run, role: Role, parts: Vec<Part>, created_at: i64) -> Message {
+    Message {
+        id: new_id(),
+        thread_id: run.thread_id.clone(),
+        run_id: Some(run.id.clone()),
+        seq: 0,
+        role,
+        parts,
+        created_at,
+    }
+}
+
+/// Gives `messages` their stored `seq`s.
+pub(super) fn numbered(messages: &mut [Message], seqs: Vec<i64>) {
+    for (message, seq) in messages.iter_mut().zip(seqs) {
+        message.seq = seq;
+    }
+}
+
+/// An MCP tool call made again with the caller's answers.
+pub(super) struct Resumed {
+    /// The call as the model made it.
+    pub(super) call: ToolCall,
+    /// What its server asked.
+    pub(super) input: PendingInput,
+    /// The caller's answers.
+    pub(super) answers: InputAnswers,
+}
+
+/// Saves `run`'s state, stamped now.
+pub(super) async fn save(repo: &dyn RunsRepository, run: &mut Run) -> Result<(), RepositoryError> {
+    run.updated_at = now_millis();
+    repo.update_run(run).await
+}

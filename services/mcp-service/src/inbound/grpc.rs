@@ -345,7 +345,7 @@ impl McpService for McpApi {
             .read_resource(&caller, id, query, &request.session_scope, deadline)
             .await
             .map_err(status)?;
-        let mut response = wire::resource_read(read.uri, &read.result);
+        let mut response = wire::resource_read(read);
         self.resume
             .seal_input_required(response.input_required.as_mut(), &binding)?;
         Ok(Response::new(response))

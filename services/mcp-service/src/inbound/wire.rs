@@ -7,7 +7,7 @@ use switchboard_proto::{json::map_to_struct, mcp::v1 as pb};
 
 use crate::domain::{
     ports::{CallError, Discovery},
-    resource::{ResourceKind, resource_kind},
+    resource::{ResourceKind, ResourceRead},
 };
 
 fn text(value: &Value, key: &str) -> String {
@@ -320,8 +320,10 @@ fn failure_reason(error: &CallError) -> pb::ToolFailureReason {
     }
 }
 
-/// A `ReadResourceResult` as the RetrieveResource response.
-pub(crate) fn resource_read(uri: String, result: &Value) -> pb::RetrieveResourceResponse {
+/// A read resource as the RetrieveResource response.
+pub(crate) fn resource_read(read: ResourceRead) -> pb::RetrieveResourceResponse {
+    let ResourceRead { uri, result, kind } = read;
+    let result = &result;
     if is_input_required(result) {
         return pb::RetrieveResourceResponse {
             uri,
@@ -334,17 +336,11 @@ pub(crate) fn resource_read(uri: String, result: &Value) -> pb::RetrieveResource
         .and_then(Value::as_array)
         .map(|items| items.iter().map(resource_contents).collect())
         .unwrap_or_default();
-    let first = contents.first();
-    let mime_type = first.map(|c| c.mime_type.clone()).unwrap_or_default();
-    let is_text =
-        first.is_none_or(|c| matches!(c.content, Some(pb::resource_contents::Content::Text(_))));
-    let kind = match resource_kind(
-        &uri,
-        Some(&mime_type)
-            .filter(|m| !m.is_empty())
-            .map(String::as_str),
-        is_text,
-    ) {
+    let mime_type = contents
+        .first()
+        .map(|c| c.mime_type.clone())
+        .unwrap_or_default();
+    let kind = match kind {
         ResourceKind::Csv => pb::ResourceKind::Csv,
         ResourceKind::Text => pb::ResourceKind::Text,
         ResourceKind::Binary => pb::ResourceKind::Binary,

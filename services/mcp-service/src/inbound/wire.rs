@@ -174,7 +174,8 @@ fn content_blocks(value: &Value, key: &str) -> Vec<pb::ContentBlock> {
 }
 
 /// A `CallToolResult` as the ExecuteTool response; a failed call as an error
-/// result the model can read, with its typed reason.
+/// result with its typed reason and the facts a caller words it from (a
+/// timeout's limit), its description in `error_message` for people.
 pub(crate) fn tool_result(
     outcome: Result<Value, CallError>,
     tool: &str,
@@ -183,20 +184,32 @@ pub(crate) fn tool_result(
         Ok(result) => call_result(&result, tool),
         Err(error) => {
             let reason = failure_reason(&error);
-            let error_message = match error {
-                CallError::Timeout(limit) => format!(
-                    "the tool `{tool}` did not answer within {}s and was cancelled",
-                    limit.as_secs_f64()
+            let (error_message, timeout) = match error {
+                CallError::Timeout(limit) => (
+                    format!(
+                        "the tool `{tool}` did not answer within {}s and was cancelled",
+                        limit.as_secs_f64()
+                    ),
+                    Some(duration(limit)),
                 ),
-                other => other.to_string(),
+                other => (other.to_string(), None),
             };
             pb::ExecuteToolResponse {
                 is_error: true,
                 error_message,
                 failure_reason: reason.into(),
+                timeout,
                 ..Default::default()
             }
         }
+    }
+}
+
+/// A time limit as the contract's `Duration`, exactly (whole nanoseconds).
+fn duration(limit: std::time::Duration) -> prost_types::Duration {
+    prost_types::Duration {
+        seconds: i64::try_from(limit.as_secs()).unwrap_or(i64::MAX),
+        nanos: i32::try_from(limit.subsec_nanos()).unwrap_or(0),
     }
 }
 
@@ -242,6 +255,7 @@ fn call_result(result: &Value, tool: &str) -> pb::ExecuteToolResponse {
         },
         structured_content_json: structured.map(Value::to_string).unwrap_or_default(),
         input_required: None,
+        timeout: None,
     }
 }
 

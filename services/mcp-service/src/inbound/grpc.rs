@@ -1,7 +1,6 @@
 //! The `switchboard.mcp.v1.McpService` handlers: proto in, domain call,
 //! proto out.
 
-use serde_json::Value;
 use switchboard_auth::Principal;
 use switchboard_proto::mcp::v1::{self as pb, mcp_service_server::McpService};
 use switchboard_server::principal;
@@ -15,8 +14,8 @@ use super::{
     },
     error::status,
     parse::{
-        MAX_NAME_BYTES, MAX_SESSION_SCOPE_BYTES, MAX_URI_BYTES, bounded_text, input_answers,
-        parse_new, parse_patch, tool_call,
+        input_answers, parse_id, parse_new, parse_patch, prompt_arguments, prompt_target,
+        resource_target, tool_call, tool_target,
     },
     resume::{Binding, Field, Operation, ResumeSeal},
     wire,
@@ -24,7 +23,6 @@ use super::{
 use crate::domain::{
     calls::{CallService, PromptCall, ResourceQuery},
     error::McpError,
-    integration::IntegrationId,
     ports::{AuthorizationAnswer, ListQuery},
     service::IntegrationService,
 };
@@ -58,10 +56,6 @@ type Reply<T> = Result<Response<T>, Status>;
 
 fn caller<T>(request: &Request<T>) -> Result<Principal, Status> {
     principal(request).cloned()
-}
-
-fn parse_id(field: &str, id: &str) -> Result<IntegrationId, Status> {
-    IntegrationId::parse(field, id).map_err(|v| status(v.into()))
 }
 
 #[tonic::async_trait]
@@ -277,14 +271,7 @@ impl McpService for McpApi {
         let caller = caller(&request)?;
         let deadline = switchboard_server::grpc_deadline(request.metadata());
         let mut request = request.into_inner();
-        let id = parse_id("integration_id", &request.integration_id)?;
-        bounded_text("tool_name", &request.tool_name, MAX_NAME_BYTES, true)?;
-        bounded_text(
-            "session_scope",
-            &request.session_scope,
-            MAX_SESSION_SCOPE_BYTES,
-            false,
-        )?;
+        let id = tool_target(&request)?;
         self.resume.open_tool_request(&caller, id, &mut request)?;
         let call = tool_call(&request)?;
         let outcome = self
@@ -311,19 +298,7 @@ impl McpService for McpApi {
         let caller = caller(&request)?;
         let deadline = switchboard_server::grpc_deadline(request.metadata());
         let request = request.into_inner();
-        let id = parse_id("integration_id", &request.integration_id)?;
-        bounded_text("uri", &request.uri, MAX_URI_BYTES, true)?;
-        bounded_text(
-            "session_scope",
-            &request.session_scope,
-            MAX_SESSION_SCOPE_BYTES,
-            false,
-        )?;
-        let parameters = request
-            .parameters
-            .as_ref()
-            .map(switchboard_proto::json::struct_to_map)
-            .unwrap_or_default();
+        let (id, parameters) = resource_target(&request)?;
         let binding = Binding {
             caller: &caller,
             integration: id,
@@ -358,14 +333,8 @@ impl McpService for McpApi {
         let caller = caller(&request)?;
         let deadline = switchboard_server::grpc_deadline(request.metadata());
         let request = request.into_inner();
-        let id = parse_id("integration_id", &request.integration_id)?;
-        bounded_text("name", &request.name, MAX_NAME_BYTES, true)?;
-        bounded_text(
-            "session_scope",
-            &request.session_scope,
-            MAX_SESSION_SCOPE_BYTES,
-            false,
-        )?;
+        let id = prompt_target(&request)?;
+        let arguments = prompt_arguments(&request)?;
         let name = request.name.clone();
         let binding = Binding {
             caller: &caller,
@@ -381,11 +350,7 @@ impl McpService for McpApi {
         let prompt = PromptCall {
             answers: input_answers(&request.input_responses, state.as_ref())?,
             name: request.name,
-            arguments: request
-                .arguments
-                .into_iter()
-                .map(|(k, v)| (k, Value::String(v)))
-                .collect(),
+            arguments,
         };
         let result = self
             .calls

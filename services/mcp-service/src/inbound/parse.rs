@@ -12,9 +12,14 @@ use super::{
 use crate::domain::{
     error::McpError,
     input::{IntegrationPatch, NewIntegration, Source},
-    integration::{DisplayName, Slug},
+    integration::{DisplayName, IntegrationId, Slug},
     ports::{InputAnswers, ToolCall},
 };
+
+/// An integration id a request names in `field`.
+pub(super) fn parse_id(field: &str, id: &str) -> Result<IntegrationId, Status> {
+    IntegrationId::parse(field, id).map_err(|v| status(v.into()))
+}
 
 pub(super) fn parse_new(request: pb::CreateIntegrationRequest) -> Result<NewIntegration, McpError> {
     let mut violations = Violations::default();
@@ -106,24 +111,109 @@ pub(super) fn parse_patch(
     Ok(patch)
 }
 
+/// The integration an ExecuteTool request calls, after its tool name and
+/// session scope are checked.
+pub(super) fn tool_target(request: &pb::ExecuteToolRequest) -> Result<IntegrationId, Status> {
+    let id = parse_id("integration_id", &request.integration_id)?;
+    bounded_text("tool_name", &request.tool_name, MAX_NAME_BYTES, true)?;
+    bounded_text(
+        "session_scope",
+        &request.session_scope,
+        MAX_SESSION_SCOPE_BYTES,
+        false,
+    )?;
+    Ok(id)
+}
+
+/// The integration a RetrieveResource request reads from and the values of
+/// its template's variables, after its URI and session scope are checked.
+pub(super) fn resource_target(
+    request: &pb::RetrieveResourceRequest,
+) -> Result<(IntegrationId, Map<String, Value>), Status> {
+    let id = parse_id("integration_id", &request.integration_id)?;
+    bounded_text("uri", &request.uri, MAX_URI_BYTES, true)?;
+    bounded_text(
+        "session_scope",
+        &request.session_scope,
+        MAX_SESSION_SCOPE_BYTES,
+        false,
+    )?;
+    #[allow(deprecated)] // still honoured for callers that only know it
+    let parameters = request.parameters.as_ref();
+    let parameters = json_object("parameters_json", &request.parameters_json, parameters)?;
+    Ok((id, parameters))
+}
+
+/// The integration a GetPrompt request renders from, after its name and
+/// session scope are checked.
+pub(super) fn prompt_target(request: &pb::GetPromptRequest) -> Result<IntegrationId, Status> {
+    let id = parse_id("integration_id", &request.integration_id)?;
+    bounded_text("name", &request.name, MAX_NAME_BYTES, true)?;
+    bounded_text(
+        "session_scope",
+        &request.session_scope,
+        MAX_SESSION_SCOPE_BYTES,
+        false,
+    )?;
+    Ok(id)
+}
+
+/// The arguments of a GetPrompt request as the strings MCP prompts take:
+/// from `arguments_json` when the caller sends it (a string as it is, any
+/// other value as its exact JSON text), else from the `arguments` map.
+pub(super) fn prompt_arguments(
+    request: &pb::GetPromptRequest,
+) -> Result<Map<String, Value>, Status> {
+    if request.arguments_json.is_empty() {
+        return Ok(request
+            .arguments
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect());
+    }
+    let arguments = json_object("arguments_json", &request.arguments_json, None)?;
+    Ok(arguments
+        .into_iter()
+        .map(|(k, v)| {
+            let v = match v {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            (k, Value::String(v))
+        })
+        .collect())
+}
+
+/// A JSON object a request carries: the exact JSON text in `field` when the
+/// caller sends it, else the `Struct` of an older caller.
+fn json_object(
+    field: &str,
+    json: &str,
+    fallback: Option<&prost_types::Struct>,
+) -> Result<Map<String, Value>, Status> {
+    if json.is_empty() {
+        return Ok(fallback
+            .map(switchboard_proto::json::struct_to_map)
+            .unwrap_or_default());
+    }
+    serde_json::from_str(json).map_err(|error| {
+        status(McpError::invalid(
+            field,
+            format!("is not a JSON object ({error})"),
+        ))
+    })
+}
+
 /// The arguments of an ExecuteTool request: the exact JSON text when the
 /// caller sends it, else the `Struct`.
 pub(super) fn tool_arguments(
     request: &pb::ExecuteToolRequest,
 ) -> Result<Map<String, Value>, Status> {
-    if request.arguments_json.is_empty() {
-        return Ok(request
-            .arguments
-            .as_ref()
-            .map(switchboard_proto::json::struct_to_map)
-            .unwrap_or_default());
-    }
-    serde_json::from_str(&request.arguments_json).map_err(|error| {
-        status(McpError::invalid(
-            "arguments_json",
-            format!("is not a JSON object ({error})"),
-        ))
-    })
+    json_object(
+        "arguments_json",
+        &request.arguments_json,
+        request.arguments.as_ref(),
+    )
 }
 
 /// The tool call of an ExecuteTool request, with the caller's answers when
@@ -152,7 +242,7 @@ pub const MAX_SESSION_SCOPE_BYTES: usize = 1024;
 
 /// Checks a caller's text that names something: present when `required`,
 /// and at most `max` bytes.
-pub(super) fn bounded_text(
+fn bounded_text(
     field: &str,
     value: &str,
     max: usize,

@@ -63,7 +63,7 @@ impl GrpcMcp {
                     tracing::debug!(%status, attempt, "mcp-service call not sent; trying another connection");
                     attempt += 1;
                 }
-                Err(status) => return Err(failure(status)),
+                Err(status) => return Err(failure(&status)),
             }
         }
     }

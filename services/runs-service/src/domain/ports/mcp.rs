@@ -85,6 +85,10 @@ pub struct ToolOutput {
     /// What the server asks the caller, when `failure` is
     /// [`ToolFailure::InputRequired`].
     pub input_required: Option<InputRequired>,
+    /// The time limit the tool did not answer within, when `failure` is
+    /// [`ToolFailure::Timeout`]: the model's text is worded from it here,
+    /// not taken from mcp-service's description.
+    pub timeout: Option<Duration>,
 }
 
 /// Why a tool call produced an error result (the contract's

@@ -10,7 +10,7 @@ mod system;
 #[cfg(test)]
 mod tests;
 
-pub use content::{render_content, tool_output};
+pub use content::{render_content, tool_output, tool_timed_out};
 pub use results::{
     binary_resource, csv_imported, list_resources, prompt_failed, prompt_rendered, query_failed,
     query_internal_error, query_refused, query_timed_out, resource_failed, text_resource,

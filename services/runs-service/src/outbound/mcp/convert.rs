@@ -151,6 +151,9 @@ pub fn tool_output(response: pb::ExecuteToolResponse) -> ToolOutput {
         content: response.content.iter().filter_map(content).collect(),
         structured,
         input_required,
+        timeout: response
+            .timeout
+            .and_then(|limit| std::time::Duration::try_from(limit).ok()),
     }
 }
 

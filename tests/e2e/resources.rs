@@ -258,10 +258,7 @@ async fn a_64_bit_integer_in_resource_parameters_and_prompt_arguments_arrives_ex
     final_run(&w.say("exact").await);
     // The server knows no such region and names the URI it expanded.
     let read = &tool_messages_sent(&w.model, 1)[0];
-    assert!(
-        read.contains("data://sales/9007199254740993.csv"),
-        "{read}"
-    );
+    assert!(read.contains("data://sales/9007199254740993.csv"), "{read}");
     assert_eq!(
         tool_messages_sent(&w.model, 2)[1],
         "Prompt: summarize\nDescription: Summary of 9007199254740993\n\n1. User: Summarize 9007199254740993 in a concise style.\n2. Assistant: Here is a summary of 9007199254740993:"

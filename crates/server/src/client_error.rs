@@ -354,7 +354,8 @@ mod tests {
         );
         let foreign = Status::with_error_details(Code::FailedPrecondition, "no", details);
         assert_eq!(ClientError::from(&foreign).kind, ErrorKind::Unexplained);
-        let details = ErrorDetails::with_error_info("ERROR_REASON_NEWER", ERROR_DOMAIN, HashMap::new());
+        let details =
+            ErrorDetails::with_error_info("ERROR_REASON_NEWER", ERROR_DOMAIN, HashMap::new());
         let newer = Status::with_error_details(Code::Aborted, "new", details);
         assert_eq!(ClientError::from(&newer).kind, ErrorKind::Unexplained);
     }

@@ -48,10 +48,8 @@ impl ResourceRead {
             .and_then(|item| item.get("mimeType"))
             .and_then(serde_json::Value::as_str)
             .filter(|mime| !mime.is_empty());
-        let is_text = first.is_none_or(|item| {
-            item.get("text")
-                .is_some_and(serde_json::Value::is_string)
-        });
+        let is_text =
+            first.is_none_or(|item| item.get("text").is_some_and(serde_json::Value::is_string));
         let kind = resource_kind(&uri, mime_type, is_text);
         Self { uri, result, kind }
     }
@@ -203,10 +201,12 @@ mod tests {
 
     #[test]
     fn a_read_takes_its_kind_from_its_first_contents_item() {
-        let kind = |uri: &str, result: serde_json::Value| ResourceRead::new(uri.into(), result).kind;
+        let kind =
+            |uri: &str, result: serde_json::Value| ResourceRead::new(uri.into(), result).kind;
         let blob = json!({"contents": [{"uri": "x://a", "blob": "AAE=", "mimeType": "image/png"}]});
         assert_eq!(kind("x://a", blob), ResourceKind::Binary);
-        let csv_blob = json!({"contents": [{"uri": "x://a", "blob": "YQ==", "mimeType": "text/csv"}]});
+        let csv_blob =
+            json!({"contents": [{"uri": "x://a", "blob": "YQ==", "mimeType": "text/csv"}]});
         assert_eq!(kind("x://a", csv_blob), ResourceKind::Csv);
         let text = json!({"contents": [{"uri": "x://a", "text": "hi", "mimeType": ""}]});
         assert_eq!(kind("x://a", text), ResourceKind::Text);

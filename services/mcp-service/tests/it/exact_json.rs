@@ -185,7 +185,10 @@ async fn resource_parameters_and_prompt_arguments_as_json_reach_the_server_exact
         .await
         .expect("rendered")
         .into_inner();
-    let first = rendered.messages[0].content.as_ref().and_then(|c| c.block.as_ref());
+    let first = rendered.messages[0]
+        .content
+        .as_ref()
+        .and_then(|c| c.block.as_ref());
     let Some(pb::content_block::Block::Text(text)) = first else {
         panic!("a text message: {rendered:?}");
     };

@@ -8,22 +8,17 @@ use switchboard_server::{Idempotency, fingerprint, parse_request_id};
 use tonic::{Request, Response, Status};
 
 use super::{
-    convert::{
-        Violations, decode_page_token, encode_page_token, page_size, proto_catalog_entry,
-        proto_integration, proto_validation,
-    },
+    convert::{encode_page_token, proto_catalog_entry, proto_integration, proto_validation},
     error::status,
     parse::{
-        input_answers, parse_id, parse_new, parse_patch, prompt_arguments, prompt_target,
-        resource_target, tool_call, tool_target,
+        authorization_answer, catalog_page, input_answers, list_query, parse_id, parse_new,
+        parse_update, prompt_arguments, prompt_target, resource_target, tool_call, tool_target,
     },
     resume::{Binding, Field, Operation, ResumeSeal},
     wire,
 };
 use crate::domain::{
     calls::{CallService, PromptCall, ResourceQuery},
-    error::McpError,
-    ports::{AuthorizationAnswer, ListQuery},
     service::IntegrationService,
 };
 
@@ -109,16 +104,7 @@ impl McpService for McpApi {
         request: Request<pb::ListIntegrationsRequest>,
     ) -> Reply<pb::ListIntegrationsResponse> {
         let caller = caller(&request)?;
-        let request = request.into_inner();
-        let mut violations = Violations::default();
-        let limit = violations.take(page_size("page_size", request.page_size));
-        let after = violations.take(decode_page_token("page_token", &request.page_token));
-        violations.finish().map_err(status)?;
-        let query = ListQuery {
-            after: after.flatten(),
-            limit: limit.unwrap_or_default(),
-            enabled_only: request.enabled_only,
-        };
+        let query = list_query(request.get_ref()).map_err(status)?;
         let page = self
             .integrations
             .list(&caller, query)
@@ -139,12 +125,7 @@ impl McpService for McpApi {
         request: Request<pb::UpdateIntegrationRequest>,
     ) -> Reply<pb::UpdateIntegrationResponse> {
         let caller = caller(&request)?;
-        let request = request.into_inner();
-        let integration = request
-            .integration
-            .ok_or_else(|| status(McpError::invalid("integration", "is required")))?;
-        let id = parse_id("integration.id", &integration.id)?;
-        let patch = parse_patch(integration, request.update_mask).map_err(status)?;
+        let (id, patch) = parse_update(request.into_inner())?;
         let integration = self
             .integrations
             .update(&caller, id, patch)
@@ -219,24 +200,7 @@ impl McpService for McpApi {
         request: Request<pb::ListPredefinedIntegrationsRequest>,
     ) -> Reply<pb::ListPredefinedIntegrationsResponse> {
         let _caller = caller(&request)?;
-        let request = request.into_inner();
-        let mut violations = Violations::default();
-        let limit = violations.take(page_size("page_size", request.page_size));
-        let offset = if request.page_token.is_empty() {
-            Some(0)
-        } else {
-            violations.take(request.page_token.parse::<usize>().map_err(|_| {
-                switchboard_server::FieldViolation::new(
-                    "page_token",
-                    "is not a page token this service issued",
-                )
-            }))
-        };
-        violations.finish().map_err(status)?;
-        let (limit, offset) = (
-            limit.unwrap_or_default() as usize,
-            offset.unwrap_or_default(),
-        );
+        let (limit, offset) = catalog_page(request.get_ref()).map_err(status)?;
         let entries = &self.integrations.catalog().integrations;
         let page: Vec<_> = entries.iter().skip(offset).take(limit).collect();
         let next = offset + page.len();
@@ -385,24 +349,7 @@ impl McpService for McpApi {
         request: Request<pb::CompleteAuthorizationRequest>,
     ) -> Reply<pb::CompleteAuthorizationResponse> {
         let caller = caller(&request)?;
-        let request = request.into_inner();
-        let mut violations = Vec::new();
-        for (field, value) in [("state", &request.state), ("code", &request.code)] {
-            if value.is_empty() {
-                violations.push(switchboard_server::FieldViolation::new(
-                    field,
-                    "is required",
-                ));
-            }
-        }
-        if !violations.is_empty() {
-            return Err(status(McpError::Invalid(violations)));
-        }
-        let answer = AuthorizationAnswer {
-            state: request.state,
-            code: request.code,
-            issuer: Some(request.iss).filter(|iss| !iss.is_empty()),
-        };
+        let answer = authorization_answer(request.into_inner()).map_err(status)?;
         let id = self
             .calls
             .complete_authorization(&caller, answer)

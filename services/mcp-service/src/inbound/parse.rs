@@ -1,19 +1,24 @@
-//! Requests as the domain's inputs: each field checked, every violation
-//! named.
+//! Requests as the domain's inputs: every part of a request is checked and
+//! parsed here (ids, names within their bounds, pages, exact JSON), every
+//! violation named, so that a handler only calls the domain.
 
 use serde_json::{Map, Value};
 use switchboard_proto::mcp::v1 as pb;
+use switchboard_server::FieldViolation;
 use tonic::Status;
 
 use super::{
-    convert::{Violations, auth_input, predefined_secrets, timeouts, transport_input},
+    convert::{
+        Violations, auth_input, decode_page_token, page_size, predefined_secrets, timeouts,
+        transport_input,
+    },
     error::status,
 };
 use crate::domain::{
     error::McpError,
     input::{IntegrationPatch, NewIntegration, Source},
     integration::{DisplayName, IntegrationId, Slug},
-    ports::{InputAnswers, ToolCall},
+    ports::{AuthorizationAnswer, InputAnswers, ListQuery, ToolCall},
 };
 
 /// An integration id a request names in `field`.
@@ -26,7 +31,7 @@ pub(super) fn parse_new(request: pb::CreateIntegrationRequest) -> Result<NewInte
     let display_name = violations.take(DisplayName::parse("display_name", &request.display_name));
     let slug = violations.take(Slug::parse("slug", &request.slug));
     let source = match request.source {
-        None => violations.take(Err(switchboard_server::FieldViolation::new(
+        None => violations.take(Err(FieldViolation::new(
             "source",
             "either custom or predefined is required",
         ))),
@@ -38,7 +43,7 @@ pub(super) fn parse_new(request: pb::CreateIntegrationRequest) -> Result<NewInte
             }),
         Some(pb::create_integration_request::Source::Predefined(predefined)) => {
             if predefined.catalog_id.is_empty() {
-                violations.take::<()>(Err(switchboard_server::FieldViolation::new(
+                violations.take::<()>(Err(FieldViolation::new(
                     "predefined.catalog_id",
                     "is required",
                 )));
@@ -63,7 +68,74 @@ pub(super) fn parse_new(request: pb::CreateIntegrationRequest) -> Result<NewInte
     }
 }
 
-pub(super) fn parse_patch(
+/// The integration an UpdateIntegration request names and the change it asks.
+pub(super) fn parse_update(
+    request: pb::UpdateIntegrationRequest,
+) -> Result<(IntegrationId, IntegrationPatch), Status> {
+    let integration = request
+        .integration
+        .ok_or_else(|| status(McpError::invalid("integration", "is required")))?;
+    let id = parse_id("integration.id", &integration.id)?;
+    let patch = parse_patch(integration, request.update_mask).map_err(status)?;
+    Ok((id, patch))
+}
+
+/// The page a ListIntegrations request asks for.
+pub(super) fn list_query(request: &pb::ListIntegrationsRequest) -> Result<ListQuery, McpError> {
+    let mut violations = Violations::default();
+    let limit = violations.take(page_size("page_size", request.page_size));
+    let after = violations.take(decode_page_token("page_token", &request.page_token));
+    violations.finish()?;
+    Ok(ListQuery {
+        after: after.flatten(),
+        limit: limit.unwrap_or_default(),
+        enabled_only: request.enabled_only,
+    })
+}
+
+/// The page of the catalog a ListPredefinedIntegrations request asks for:
+/// how many entries, from which one.
+pub(super) fn catalog_page(
+    request: &pb::ListPredefinedIntegrationsRequest,
+) -> Result<(usize, usize), McpError> {
+    let mut violations = Violations::default();
+    let limit = violations.take(page_size("page_size", request.page_size));
+    let offset = if request.page_token.is_empty() {
+        Some(0)
+    } else {
+        violations.take(request.page_token.parse::<usize>().map_err(|_| {
+            FieldViolation::new("page_token", "is not a page token this service issued")
+        }))
+    };
+    violations.finish()?;
+    Ok((
+        limit.unwrap_or_default() as usize,
+        offset.unwrap_or_default(),
+    ))
+}
+
+/// The answer a CompleteAuthorization request carries: `state` and `code`
+/// are required.
+pub(super) fn authorization_answer(
+    request: pb::CompleteAuthorizationRequest,
+) -> Result<AuthorizationAnswer, McpError> {
+    let mut violations = Vec::new();
+    for (field, value) in [("state", &request.state), ("code", &request.code)] {
+        if value.is_empty() {
+            violations.push(FieldViolation::new(field, "is required"));
+        }
+    }
+    if !violations.is_empty() {
+        return Err(McpError::Invalid(violations));
+    }
+    Ok(AuthorizationAnswer {
+        state: request.state,
+        code: request.code,
+        issuer: Some(request.iss).filter(|iss| !iss.is_empty()),
+    })
+}
+
+fn parse_patch(
     integration: pb::Integration,
     mask: Option<prost_types::FieldMask>,
 ) -> Result<IntegrationPatch, McpError> {
@@ -101,7 +173,7 @@ pub(super) fn parse_patch(
                     &mut violations,
                 ));
             }
-            other => violations.extend(vec![switchboard_server::FieldViolation::new(
+            other => violations.extend(vec![FieldViolation::new(
                 "update_mask",
                 format!("`{other}` cannot be updated (display_name, slug, transport, auth, timeouts can)"),
             )]),
@@ -242,12 +314,7 @@ pub const MAX_SESSION_SCOPE_BYTES: usize = 1024;
 
 /// Checks a caller's text that names something: present when `required`,
 /// and at most `max` bytes.
-fn bounded_text(
-    field: &str,
-    value: &str,
-    max: usize,
-    required: bool,
-) -> Result<(), Status> {
+fn bounded_text(field: &str, value: &str, max: usize, required: bool) -> Result<(), Status> {
     if required && value.is_empty() {
         return Err(status(McpError::invalid(field, "is required")));
     }

@@ -57,7 +57,7 @@ fuzz_target!(|data: &[u8]| {
                 return;
             };
             let response = hop(wire::tool_result(Ok(result), "fuzz_tool"), bound);
-            let (text, _) = texts::tool_output(&tool_output(response));
+            let (text, _) = texts::tool_output("fuzz_tool", &tool_output(response));
             assert!(text.len() <= bound, "{} bytes of text", text.len());
         }
         1 => {

@@ -242,6 +242,30 @@ async fn prompts_are_rendered_with_role_labels() {
 }
 
 #[tokio::test]
+async fn a_64_bit_integer_in_resource_parameters_and_prompt_arguments_arrives_exactly() {
+    let big = 9_007_199_254_740_993_u64; // 2^53 + 1: a double would round it
+    let mut w = script(vec![
+        (
+            "retrieve_mcp_resource",
+            serde_json::json!({"integrationId": "$INTEGRATION", "resourceUri": "data://sales/{region}.csv", "parameters": {"region": big}}),
+        ),
+        (
+            "retrieve_mcp_prompt",
+            serde_json::json!({"integrationId": "$INTEGRATION", "promptName": "summarize", "arguments": {"topic": big}}),
+        ),
+    ])
+    .await;
+    final_run(&w.say("exact").await);
+    // The server knows no such region and names the URI it expanded.
+    let read = &tool_messages_sent(&w.model, 1)[0];
+    assert!(read.contains("data://sales/9007199254740993.csv"), "{read}");
+    assert_eq!(
+        tool_messages_sent(&w.model, 2)[1],
+        "Prompt: summarize\nDescription: Summary of 9007199254740993\n\n1. User: Summarize 9007199254740993 in a concise style.\n2. Assistant: Here is a summary of 9007199254740993:"
+    );
+}
+
+#[tokio::test]
 async fn clients_import_csv_bytes_and_list_them() {
     let mut w = script(vec![]).await;
     let imported = w

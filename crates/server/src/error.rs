@@ -5,6 +5,10 @@
 //! for invalid input, a `google.rpc.BadRequest` naming the fields. A
 //! [`Refusal`] names what happened more precisely than its gRPC code, and
 //! carries a `google.rpc.RetryInfo` where trying again helps.
+//!
+//! The way back, a status as the typed error its client acts on, is
+//! [`crate::client_error`]; [`Refusal::from_status_parts`] here is the
+//! inverse of [`Refusal::status_parts`], kept beside it.
 
 use std::{collections::HashMap, time::Duration};
 
@@ -208,6 +212,39 @@ impl Refusal {
                 Some(retry_after),
             ),
         }
+    }
+}
+
+impl Refusal {
+    /// The refusal a status's code, reason and retry delay encode: the
+    /// inverse of [`Refusal::status_parts`], so that a client reads exactly
+    /// what the server meant. `None` for a reason no refusal carries. A
+    /// delay missing where the refusal has one reads as zero.
+    pub fn from_status_parts(
+        code: Code,
+        reason: ErrorReason,
+        retry_after: Option<Duration>,
+    ) -> Option<Self> {
+        let retry_after = retry_after.unwrap_or_default();
+        Some(match reason {
+            ErrorReason::IntegrationDisabled => Self::IntegrationDisabled,
+            ErrorReason::ThreadBusy => Self::ThreadBusy,
+            ErrorReason::AuthorizationRequired => Self::AuthorizationRequired,
+            ErrorReason::QuotaExceeded => Self::QuotaExceeded,
+            ErrorReason::SessionLimit => Self::SessionLimit { retry_after },
+            ErrorReason::McpServerUnreachable => Self::McpServerUnreachable { retry_after },
+            ErrorReason::McpServerTimeout => Self::McpServerTimeout,
+            ErrorReason::McpServerError => match code {
+                Code::InvalidArgument => Self::McpServerInvalidParams,
+                Code::NotFound => Self::McpServerResourceNotFound,
+                _ => Self::McpServerRejected,
+            },
+            ErrorReason::McpResultTooLarge => Self::McpResultTooLarge,
+            ErrorReason::RequestIdReused => Self::RequestIdReused,
+            ErrorReason::RequestInProgress => Self::RequestInProgress { retry_after },
+            ErrorReason::RunLimit => Self::RunLimit { retry_after },
+            _ => return None,
+        })
     }
 }
 

@@ -11,6 +11,7 @@
 
 mod args;
 mod auth_layer;
+pub mod client_error;
 mod config;
 mod deadline;
 pub mod error;
@@ -27,6 +28,7 @@ mod serve;
 
 pub use args::{AuthArgs, CommonArgs, JwksArgs, TelemetryArgs};
 pub use auth_layer::{AuthLayer, PUBLIC_PATH_PREFIXES, principal};
+pub use client_error::{ClientError, ErrorKind};
 pub use config::ServerArgs;
 pub use deadline::{DeadlineLayer, Deadlines};
 pub use error::{ApiError, FieldViolation, Refusal};

@@ -33,9 +33,11 @@ pub mod wire {
         crate::inbound::wire::tool_result(outcome, tool)
     }
 
-    /// A `ReadResourceResult` as the RetrieveResource response.
+    /// A `ReadResourceResult` as the RetrieveResource response, its kind
+    /// decided as the domain decides it.
     pub fn resource_read(uri: String, result: &Value) -> pb::RetrieveResourceResponse {
-        crate::inbound::wire::resource_read(uri, result)
+        let read = crate::domain::resource::ResourceRead::new(uri, result.clone());
+        crate::inbound::wire::resource_read(read)
     }
 
     /// A `GetPromptResult` as the GetPrompt response.

@@ -13,7 +13,7 @@ use super::{
         AuthorizationAnswer, Authorizations, CallError, Discovery, InputAnswers, McpGateway,
         SessionScope, StartedAuthorization, ToolCall,
     },
-    resource::expand_uri,
+    resource::{ResourceRead, expand_uri},
     service::IntegrationService,
 };
 
@@ -54,15 +54,6 @@ pub struct PromptCall {
     pub arguments: Map<String, Value>,
     /// The caller's answers; empty for a new rendering.
     pub answers: InputAnswers,
-}
-
-/// A resource read: the URI after template expansion and the result JSON.
-#[derive(Debug)]
-pub struct ResourceRead {
-    /// The URI that was read.
-    pub uri: String,
-    /// The `ReadResourceResult` wire JSON.
-    pub result: Value,
 }
 
 /// The session scope of a call: the caller's own unless they name one, and
@@ -255,7 +246,7 @@ impl CallService {
             .read_resource(&integration, &scope, &uri, query.answers, timeout)
             .await
         {
-            Ok(result) => Ok(ResourceRead { uri, result }),
+            Ok(result) => Ok(ResourceRead::new(uri, result)),
             Err(error) => {
                 tracing::info!(integration_id = %id, error = %error, "resource read failed");
                 Err(self.refused(caller, &integration, error).await)

@@ -1,5 +1,5 @@
 //! Resource URIs: RFC 6570 template expansion with caller parameters, and the
-//! kind of a read resource (CSV, text, binary).
+//! kind of a read resource (CSV, text, binary), decided once when it is read.
 
 use iri_string::{
     spec::UriSpec,
@@ -20,6 +20,39 @@ pub enum ResourceKind {
     Text,
     /// Binary.
     Binary,
+}
+
+/// A resource read: the URI after template expansion, the result JSON, and
+/// what the resource holds, decided here once so that every caller reads the
+/// same kind.
+#[derive(Debug)]
+pub struct ResourceRead {
+    /// The URI that was read.
+    pub uri: String,
+    /// The `ReadResourceResult` wire JSON.
+    pub result: serde_json::Value,
+    /// What the resource holds, from its first contents item.
+    pub kind: ResourceKind,
+}
+
+impl ResourceRead {
+    /// The read of `uri` that returned `result`, its kind decided from the
+    /// first contents item's MIME type and whether it is text (no contents
+    /// at all count as text).
+    pub fn new(uri: String, result: serde_json::Value) -> Self {
+        let first = result
+            .get("contents")
+            .and_then(serde_json::Value::as_array)
+            .and_then(|items| items.first());
+        let mime_type = first
+            .and_then(|item| item.get("mimeType"))
+            .and_then(serde_json::Value::as_str)
+            .filter(|mime| !mime.is_empty());
+        let is_text =
+            first.is_none_or(|item| item.get("text").is_some_and(serde_json::Value::is_string));
+        let kind = resource_kind(&uri, mime_type, is_text);
+        Self { uri, result, kind }
+    }
 }
 
 /// The kind of a resource read from `uri` with `mime_type`, whose contents
@@ -164,6 +197,21 @@ mod tests {
     fn plain_uris_are_left_alone() {
         let uri = expand_uri("parameters", "docs://readme", &Map::new());
         assert_eq!(uri.as_deref().ok(), Some("docs://readme"));
+    }
+
+    #[test]
+    fn a_read_takes_its_kind_from_its_first_contents_item() {
+        let kind =
+            |uri: &str, result: serde_json::Value| ResourceRead::new(uri.into(), result).kind;
+        let blob = json!({"contents": [{"uri": "x://a", "blob": "AAE=", "mimeType": "image/png"}]});
+        assert_eq!(kind("x://a", blob), ResourceKind::Binary);
+        let csv_blob =
+            json!({"contents": [{"uri": "x://a", "blob": "YQ==", "mimeType": "text/csv"}]});
+        assert_eq!(kind("x://a", csv_blob), ResourceKind::Csv);
+        let text = json!({"contents": [{"uri": "x://a", "text": "hi", "mimeType": ""}]});
+        assert_eq!(kind("x://a", text), ResourceKind::Text);
+        assert_eq!(kind("x://a.csv", json!({})), ResourceKind::Csv);
+        assert_eq!(kind("x://a", json!({"contents": []})), ResourceKind::Text);
     }
 
     #[test]

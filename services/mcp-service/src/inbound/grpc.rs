@@ -1,7 +1,6 @@
 //! The `switchboard.mcp.v1.McpService` handlers: proto in, domain call,
 //! proto out.
 
-use serde_json::Value;
 use switchboard_auth::Principal;
 use switchboard_proto::mcp::v1::{self as pb, mcp_service_server::McpService};
 use switchboard_server::principal;
@@ -9,23 +8,17 @@ use switchboard_server::{Idempotency, fingerprint, parse_request_id};
 use tonic::{Request, Response, Status};
 
 use super::{
-    convert::{
-        Violations, decode_page_token, encode_page_token, page_size, proto_catalog_entry,
-        proto_integration, proto_validation,
-    },
+    convert::{encode_page_token, proto_catalog_entry, proto_integration, proto_validation},
     error::status,
     parse::{
-        MAX_NAME_BYTES, MAX_SESSION_SCOPE_BYTES, MAX_URI_BYTES, bounded_text, input_answers,
-        parse_new, parse_patch, tool_call,
+        authorization_answer, catalog_page, input_answers, list_query, parse_id, parse_new,
+        parse_update, prompt_arguments, prompt_target, resource_target, tool_call, tool_target,
     },
     resume::{Binding, Field, Operation, ResumeSeal},
     wire,
 };
 use crate::domain::{
     calls::{CallService, PromptCall, ResourceQuery},
-    error::McpError,
-    integration::IntegrationId,
-    ports::{AuthorizationAnswer, ListQuery},
     service::IntegrationService,
 };
 
@@ -58,10 +51,6 @@ type Reply<T> = Result<Response<T>, Status>;
 
 fn caller<T>(request: &Request<T>) -> Result<Principal, Status> {
     principal(request).cloned()
-}
-
-fn parse_id(field: &str, id: &str) -> Result<IntegrationId, Status> {
-    IntegrationId::parse(field, id).map_err(|v| status(v.into()))
 }
 
 #[tonic::async_trait]
@@ -111,17 +100,11 @@ impl McpService for McpApi {
         request: Request<pb::ListIntegrationsRequest>,
     ) -> Reply<pb::ListIntegrationsResponse> {
         let caller = caller(&request)?;
-        let request = request.into_inner();
-        let mut violations = Violations::default();
-        let limit = violations.take(page_size("page_size", request.page_size));
-        let after = violations.take(decode_page_token("page_token", &request.page_token));
-        violations.finish()?;
-        let query = ListQuery {
-            after: after.flatten(),
-            limit: limit.unwrap_or_default(),
-            enabled_only: request.enabled_only,
-        };
-        let page = self.integrations.list(&caller, query).await?;
+        let query = list_query(request.get_ref())?;
+        let page = self
+            .integrations
+            .list(&caller, query)
+            .await?;
         Ok(Response::new(pb::ListIntegrationsResponse {
             integrations: page
                 .integrations
@@ -137,13 +120,11 @@ impl McpService for McpApi {
         request: Request<pb::UpdateIntegrationRequest>,
     ) -> Reply<pb::UpdateIntegrationResponse> {
         let caller = caller(&request)?;
-        let request = request.into_inner();
-        let integration = request
-            .integration
-            .ok_or_else(|| status(McpError::invalid("integration", "is required")))?;
-        let id = parse_id("integration.id", &integration.id)?;
-        let patch = parse_patch(integration, request.update_mask)?;
-        let integration = self.integrations.update(&caller, id, patch).await?;
+        let (id, patch) = parse_update(request.into_inner())?;
+        let integration = self
+            .integrations
+            .update(&caller, id, patch)
+            .await?;
         Ok(Response::new(pb::UpdateIntegrationResponse {
             integration: Some(proto_integration(&integration, &caller)),
         }))
@@ -198,24 +179,7 @@ impl McpService for McpApi {
         request: Request<pb::ListPredefinedIntegrationsRequest>,
     ) -> Reply<pb::ListPredefinedIntegrationsResponse> {
         let _caller = caller(&request)?;
-        let request = request.into_inner();
-        let mut violations = Violations::default();
-        let limit = violations.take(page_size("page_size", request.page_size));
-        let offset = if request.page_token.is_empty() {
-            Some(0)
-        } else {
-            violations.take(request.page_token.parse::<usize>().map_err(|_| {
-                switchboard_server::FieldViolation::new(
-                    "page_token",
-                    "is not a page token this service issued",
-                )
-            }))
-        };
-        violations.finish()?;
-        let (limit, offset) = (
-            limit.unwrap_or_default() as usize,
-            offset.unwrap_or_default(),
-        );
+        let (limit, offset) = catalog_page(request.get_ref())?;
         let entries = &self.integrations.catalog().integrations;
         let page: Vec<_> = entries.iter().skip(offset).take(limit).collect();
         let next = offset + page.len();
@@ -249,14 +213,7 @@ impl McpService for McpApi {
         let caller = caller(&request)?;
         let deadline = switchboard_server::grpc_deadline(request.metadata());
         let mut request = request.into_inner();
-        let id = parse_id("integration_id", &request.integration_id)?;
-        bounded_text("tool_name", &request.tool_name, MAX_NAME_BYTES, true)?;
-        bounded_text(
-            "session_scope",
-            &request.session_scope,
-            MAX_SESSION_SCOPE_BYTES,
-            false,
-        )?;
+        let id = tool_target(&request)?;
         self.resume.open_tool_request(&caller, id, &mut request)?;
         let call = tool_call(&request)?;
         let outcome = self
@@ -282,19 +239,7 @@ impl McpService for McpApi {
         let caller = caller(&request)?;
         let deadline = switchboard_server::grpc_deadline(request.metadata());
         let request = request.into_inner();
-        let id = parse_id("integration_id", &request.integration_id)?;
-        bounded_text("uri", &request.uri, MAX_URI_BYTES, true)?;
-        bounded_text(
-            "session_scope",
-            &request.session_scope,
-            MAX_SESSION_SCOPE_BYTES,
-            false,
-        )?;
-        let parameters = request
-            .parameters
-            .as_ref()
-            .map(switchboard_proto::json::struct_to_map)
-            .unwrap_or_default();
+        let (id, parameters) = resource_target(&request)?;
         let binding = Binding {
             caller: &caller,
             integration: id,
@@ -315,7 +260,7 @@ impl McpService for McpApi {
             .calls
             .read_resource(&caller, id, query, &request.session_scope, deadline)
             .await?;
-        let mut response = wire::resource_read(read.uri, &read.result);
+        let mut response = wire::resource_read(read);
         self.resume
             .seal_input_required(response.input_required.as_mut(), &binding)?;
         Ok(Response::new(response))
@@ -328,14 +273,8 @@ impl McpService for McpApi {
         let caller = caller(&request)?;
         let deadline = switchboard_server::grpc_deadline(request.metadata());
         let request = request.into_inner();
-        let id = parse_id("integration_id", &request.integration_id)?;
-        bounded_text("name", &request.name, MAX_NAME_BYTES, true)?;
-        bounded_text(
-            "session_scope",
-            &request.session_scope,
-            MAX_SESSION_SCOPE_BYTES,
-            false,
-        )?;
+        let id = prompt_target(&request)?;
+        let arguments = prompt_arguments(&request)?;
         let name = request.name.clone();
         let binding = Binding {
             caller: &caller,
@@ -351,11 +290,7 @@ impl McpService for McpApi {
         let prompt = PromptCall {
             answers: input_answers(&request.input_responses, state.as_ref())?,
             name: request.name,
-            arguments: request
-                .arguments
-                .into_iter()
-                .map(|(k, v)| (k, Value::String(v)))
-                .collect(),
+            arguments,
         };
         let result = self
             .calls
@@ -385,25 +320,11 @@ impl McpService for McpApi {
         request: Request<pb::CompleteAuthorizationRequest>,
     ) -> Reply<pb::CompleteAuthorizationResponse> {
         let caller = caller(&request)?;
-        let request = request.into_inner();
-        let mut violations = Vec::new();
-        for (field, value) in [("state", &request.state), ("code", &request.code)] {
-            if value.is_empty() {
-                violations.push(switchboard_server::FieldViolation::new(
-                    field,
-                    "is required",
-                ));
-            }
-        }
-        if !violations.is_empty() {
-            return Err(status(McpError::Invalid(violations)));
-        }
-        let answer = AuthorizationAnswer {
-            state: request.state,
-            code: request.code,
-            issuer: Some(request.iss).filter(|iss| !iss.is_empty()),
-        };
-        let id = self.calls.complete_authorization(&caller, answer).await?;
+        let answer = authorization_answer(request.into_inner())?;
+        let id = self
+            .calls
+            .complete_authorization(&caller, answer)
+            .await?;
         Ok(Response::new(pb::CompleteAuthorizationResponse {
             integration_id: id.to_string(),
         }))

@@ -1,27 +1,37 @@
-//! Requests as the domain's inputs: each field checked, every violation
-//! named.
+//! Requests as the domain's inputs: every part of a request is checked and
+//! parsed here (ids, names within their bounds, pages, exact JSON), every
+//! violation named, so that a handler only calls the domain.
 
 use serde_json::{Map, Value};
 use switchboard_proto::mcp::v1 as pb;
+use switchboard_server::FieldViolation;
 use tonic::Status;
 
 use super::{
-    convert::{Violations, auth_input, predefined_secrets, timeouts, transport_input},
+    convert::{
+        Violations, auth_input, decode_page_token, page_size, predefined_secrets, timeouts,
+        transport_input,
+    },
     error::status,
 };
 use crate::domain::{
     error::McpError,
     input::{IntegrationPatch, NewIntegration, Source},
-    integration::{DisplayName, Slug},
-    ports::{InputAnswers, ToolCall},
+    integration::{DisplayName, IntegrationId, Slug},
+    ports::{AuthorizationAnswer, InputAnswers, ListQuery, ToolCall},
 };
+
+/// An integration id a request names in `field`.
+pub(super) fn parse_id(field: &str, id: &str) -> Result<IntegrationId, Status> {
+    IntegrationId::parse(field, id).map_err(|v| status(v.into()))
+}
 
 pub(super) fn parse_new(request: pb::CreateIntegrationRequest) -> Result<NewIntegration, McpError> {
     let mut violations = Violations::default();
     let display_name = violations.take(DisplayName::parse("display_name", &request.display_name));
     let slug = violations.take(Slug::parse("slug", &request.slug));
     let source = match request.source {
-        None => violations.take(Err(switchboard_server::FieldViolation::new(
+        None => violations.take(Err(FieldViolation::new(
             "source",
             "either custom or predefined is required",
         ))),
@@ -33,7 +43,7 @@ pub(super) fn parse_new(request: pb::CreateIntegrationRequest) -> Result<NewInte
             }),
         Some(pb::create_integration_request::Source::Predefined(predefined)) => {
             if predefined.catalog_id.is_empty() {
-                violations.take::<()>(Err(switchboard_server::FieldViolation::new(
+                violations.take::<()>(Err(FieldViolation::new(
                     "predefined.catalog_id",
                     "is required",
                 )));
@@ -58,7 +68,74 @@ pub(super) fn parse_new(request: pb::CreateIntegrationRequest) -> Result<NewInte
     }
 }
 
-pub(super) fn parse_patch(
+/// The integration an UpdateIntegration request names and the change it asks.
+pub(super) fn parse_update(
+    request: pb::UpdateIntegrationRequest,
+) -> Result<(IntegrationId, IntegrationPatch), Status> {
+    let integration = request
+        .integration
+        .ok_or_else(|| status(McpError::invalid("integration", "is required")))?;
+    let id = parse_id("integration.id", &integration.id)?;
+    let patch = parse_patch(integration, request.update_mask).map_err(status)?;
+    Ok((id, patch))
+}
+
+/// The page a ListIntegrations request asks for.
+pub(super) fn list_query(request: &pb::ListIntegrationsRequest) -> Result<ListQuery, McpError> {
+    let mut violations = Violations::default();
+    let limit = violations.take(page_size("page_size", request.page_size));
+    let after = violations.take(decode_page_token("page_token", &request.page_token));
+    violations.finish()?;
+    Ok(ListQuery {
+        after: after.flatten(),
+        limit: limit.unwrap_or_default(),
+        enabled_only: request.enabled_only,
+    })
+}
+
+/// The page of the catalog a ListPredefinedIntegrations request asks for:
+/// how many entries, from which one.
+pub(super) fn catalog_page(
+    request: &pb::ListPredefinedIntegrationsRequest,
+) -> Result<(usize, usize), McpError> {
+    let mut violations = Violations::default();
+    let limit = violations.take(page_size("page_size", request.page_size));
+    let offset = if request.page_token.is_empty() {
+        Some(0)
+    } else {
+        violations.take(request.page_token.parse::<usize>().map_err(|_| {
+            FieldViolation::new("page_token", "is not a page token this service issued")
+        }))
+    };
+    violations.finish()?;
+    Ok((
+        limit.unwrap_or_default() as usize,
+        offset.unwrap_or_default(),
+    ))
+}
+
+/// The answer a CompleteAuthorization request carries: `state` and `code`
+/// are required.
+pub(super) fn authorization_answer(
+    request: pb::CompleteAuthorizationRequest,
+) -> Result<AuthorizationAnswer, McpError> {
+    let mut violations = Vec::new();
+    for (field, value) in [("state", &request.state), ("code", &request.code)] {
+        if value.is_empty() {
+            violations.push(FieldViolation::new(field, "is required"));
+        }
+    }
+    if !violations.is_empty() {
+        return Err(McpError::Invalid(violations));
+    }
+    Ok(AuthorizationAnswer {
+        state: request.state,
+        code: request.code,
+        issuer: Some(request.iss).filter(|iss| !iss.is_empty()),
+    })
+}
+
+fn parse_patch(
     integration: pb::Integration,
     mask: Option<prost_types::FieldMask>,
 ) -> Result<IntegrationPatch, McpError> {
@@ -96,7 +173,7 @@ pub(super) fn parse_patch(
                     &mut violations,
                 ));
             }
-            other => violations.extend(vec![switchboard_server::FieldViolation::new(
+            other => violations.extend(vec![FieldViolation::new(
                 "update_mask",
                 format!("`{other}` cannot be updated (display_name, slug, transport, auth, timeouts can)"),
             )]),
@@ -106,24 +183,109 @@ pub(super) fn parse_patch(
     Ok(patch)
 }
 
+/// The integration an ExecuteTool request calls, after its tool name and
+/// session scope are checked.
+pub(super) fn tool_target(request: &pb::ExecuteToolRequest) -> Result<IntegrationId, Status> {
+    let id = parse_id("integration_id", &request.integration_id)?;
+    bounded_text("tool_name", &request.tool_name, MAX_NAME_BYTES, true)?;
+    bounded_text(
+        "session_scope",
+        &request.session_scope,
+        MAX_SESSION_SCOPE_BYTES,
+        false,
+    )?;
+    Ok(id)
+}
+
+/// The integration a RetrieveResource request reads from and the values of
+/// its template's variables, after its URI and session scope are checked.
+pub(super) fn resource_target(
+    request: &pb::RetrieveResourceRequest,
+) -> Result<(IntegrationId, Map<String, Value>), Status> {
+    let id = parse_id("integration_id", &request.integration_id)?;
+    bounded_text("uri", &request.uri, MAX_URI_BYTES, true)?;
+    bounded_text(
+        "session_scope",
+        &request.session_scope,
+        MAX_SESSION_SCOPE_BYTES,
+        false,
+    )?;
+    #[allow(deprecated)] // still honoured for callers that only know it
+    let parameters = request.parameters.as_ref();
+    let parameters = json_object("parameters_json", &request.parameters_json, parameters)?;
+    Ok((id, parameters))
+}
+
+/// The integration a GetPrompt request renders from, after its name and
+/// session scope are checked.
+pub(super) fn prompt_target(request: &pb::GetPromptRequest) -> Result<IntegrationId, Status> {
+    let id = parse_id("integration_id", &request.integration_id)?;
+    bounded_text("name", &request.name, MAX_NAME_BYTES, true)?;
+    bounded_text(
+        "session_scope",
+        &request.session_scope,
+        MAX_SESSION_SCOPE_BYTES,
+        false,
+    )?;
+    Ok(id)
+}
+
+/// The arguments of a GetPrompt request as the strings MCP prompts take:
+/// from `arguments_json` when the caller sends it (a string as it is, any
+/// other value as its exact JSON text), else from the `arguments` map.
+pub(super) fn prompt_arguments(
+    request: &pb::GetPromptRequest,
+) -> Result<Map<String, Value>, Status> {
+    if request.arguments_json.is_empty() {
+        return Ok(request
+            .arguments
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect());
+    }
+    let arguments = json_object("arguments_json", &request.arguments_json, None)?;
+    Ok(arguments
+        .into_iter()
+        .map(|(k, v)| {
+            let v = match v {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            (k, Value::String(v))
+        })
+        .collect())
+}
+
+/// A JSON object a request carries: the exact JSON text in `field` when the
+/// caller sends it, else the `Struct` of an older caller.
+fn json_object(
+    field: &str,
+    json: &str,
+    fallback: Option<&prost_types::Struct>,
+) -> Result<Map<String, Value>, Status> {
+    if json.is_empty() {
+        return Ok(fallback
+            .map(switchboard_proto::json::struct_to_map)
+            .unwrap_or_default());
+    }
+    serde_json::from_str(json).map_err(|error| {
+        status(McpError::invalid(
+            field,
+            format!("is not a JSON object ({error})"),
+        ))
+    })
+}
+
 /// The arguments of an ExecuteTool request: the exact JSON text when the
 /// caller sends it, else the `Struct`.
 pub(super) fn tool_arguments(
     request: &pb::ExecuteToolRequest,
 ) -> Result<Map<String, Value>, Status> {
-    if request.arguments_json.is_empty() {
-        return Ok(request
-            .arguments
-            .as_ref()
-            .map(switchboard_proto::json::struct_to_map)
-            .unwrap_or_default());
-    }
-    serde_json::from_str(&request.arguments_json).map_err(|error| {
-        status(McpError::invalid(
-            "arguments_json",
-            format!("is not a JSON object ({error})"),
-        ))
-    })
+    json_object(
+        "arguments_json",
+        &request.arguments_json,
+        request.arguments.as_ref(),
+    )
 }
 
 /// The tool call of an ExecuteTool request, with the caller's answers when
@@ -152,12 +314,7 @@ pub const MAX_SESSION_SCOPE_BYTES: usize = 1024;
 
 /// Checks a caller's text that names something: present when `required`,
 /// and at most `max` bytes.
-pub(super) fn bounded_text(
-    field: &str,
-    value: &str,
-    max: usize,
-    required: bool,
-) -> Result<(), Status> {
+fn bounded_text(field: &str, value: &str, max: usize, required: bool) -> Result<(), Status> {
     if required && value.is_empty() {
         return Err(status(McpError::invalid(field, "is required")));
     }

@@ -7,7 +7,7 @@ use switchboard_proto::{json::map_to_struct, mcp::v1 as pb};
 
 use crate::domain::{
     ports::{CallError, Discovery},
-    resource::{ResourceKind, resource_kind},
+    resource::{ResourceKind, ResourceRead},
 };
 
 fn text(value: &Value, key: &str) -> String {
@@ -174,7 +174,8 @@ fn content_blocks(value: &Value, key: &str) -> Vec<pb::ContentBlock> {
 }
 
 /// A `CallToolResult` as the ExecuteTool response; a failed call as an error
-/// result the model can read, with its typed reason.
+/// result with its typed reason and the facts a caller words it from (a
+/// timeout's limit), its description in `error_message` for people.
 pub(crate) fn tool_result(
     outcome: Result<Value, CallError>,
     tool: &str,
@@ -183,20 +184,32 @@ pub(crate) fn tool_result(
         Ok(result) => call_result(&result, tool),
         Err(error) => {
             let reason = failure_reason(&error);
-            let error_message = match error {
-                CallError::Timeout(limit) => format!(
-                    "the tool `{tool}` did not answer within {}s and was cancelled",
-                    limit.as_secs_f64()
+            let (error_message, timeout) = match error {
+                CallError::Timeout(limit) => (
+                    format!(
+                        "the tool `{tool}` did not answer within {}s and was cancelled",
+                        limit.as_secs_f64()
+                    ),
+                    Some(duration(limit)),
                 ),
-                other => other.to_string(),
+                other => (other.to_string(), None),
             };
             pb::ExecuteToolResponse {
                 is_error: true,
                 error_message,
                 failure_reason: reason.into(),
+                timeout,
                 ..Default::default()
             }
         }
+    }
+}
+
+/// A time limit as the contract's `Duration`, exactly (whole nanoseconds).
+fn duration(limit: std::time::Duration) -> prost_types::Duration {
+    prost_types::Duration {
+        seconds: i64::try_from(limit.as_secs()).unwrap_or(i64::MAX),
+        nanos: i32::try_from(limit.subsec_nanos()).unwrap_or(0),
     }
 }
 
@@ -242,6 +255,7 @@ fn call_result(result: &Value, tool: &str) -> pb::ExecuteToolResponse {
         },
         structured_content_json: structured.map(Value::to_string).unwrap_or_default(),
         input_required: None,
+        timeout: None,
     }
 }
 
@@ -320,8 +334,10 @@ fn failure_reason(error: &CallError) -> pb::ToolFailureReason {
     }
 }
 
-/// A `ReadResourceResult` as the RetrieveResource response.
-pub(crate) fn resource_read(uri: String, result: &Value) -> pb::RetrieveResourceResponse {
+/// A read resource as the RetrieveResource response.
+pub(crate) fn resource_read(read: ResourceRead) -> pb::RetrieveResourceResponse {
+    let ResourceRead { uri, result, kind } = read;
+    let result = &result;
     if is_input_required(result) {
         return pb::RetrieveResourceResponse {
             uri,
@@ -334,17 +350,11 @@ pub(crate) fn resource_read(uri: String, result: &Value) -> pb::RetrieveResource
         .and_then(Value::as_array)
         .map(|items| items.iter().map(resource_contents).collect())
         .unwrap_or_default();
-    let first = contents.first();
-    let mime_type = first.map(|c| c.mime_type.clone()).unwrap_or_default();
-    let is_text =
-        first.is_none_or(|c| matches!(c.content, Some(pb::resource_contents::Content::Text(_))));
-    let kind = match resource_kind(
-        &uri,
-        Some(&mime_type)
-            .filter(|m| !m.is_empty())
-            .map(String::as_str),
-        is_text,
-    ) {
+    let mime_type = contents
+        .first()
+        .map(|c| c.mime_type.clone())
+        .unwrap_or_default();
+    let kind = match kind {
         ResourceKind::Csv => pb::ResourceKind::Csv,
         ResourceKind::Text => pb::ResourceKind::Text,
         ResourceKind::Binary => pb::ResourceKind::Binary,

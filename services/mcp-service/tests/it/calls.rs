@@ -182,6 +182,9 @@ async fn tools_succeed_fail_and_keep_their_content_typed(kind: DbKind) {
     );
 }
 
+// Reads through the deprecated `parameters` Struct, which older callers
+// still send.
+#[allow(deprecated)]
 async fn resources_expand_templates_and_derive_their_kind(kind: DbKind) {
     let s = setup(kind).await;
     let read = |uri: &str, parameters: serde_json::Value| {

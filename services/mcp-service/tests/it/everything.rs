@@ -122,6 +122,9 @@ fn first_text(response: &pb::ExecuteToolResponse) -> String {
         .unwrap_or_default()
 }
 
+// Reads through the deprecated `parameters` Struct, which older callers
+// still send.
+#[allow(deprecated)]
 async fn exercise(h: &mut Harness, id: &str) {
     let token = admin("org-a");
     let discovered = h

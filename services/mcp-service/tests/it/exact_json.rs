@@ -1,6 +1,7 @@
 //! ExecuteTool's exact JSON: arguments sent as JSON text reach the server
 //! unchanged, the structured result comes back as exact JSON text, and every
-//! failure names its typed reason.
+//! failure names its typed reason. Resource parameters and prompt arguments
+//! sent as JSON text reach the server exactly too.
 
 use std::time::Duration;
 
@@ -98,11 +99,18 @@ async fn every_failure_names_its_reason() {
         reason(tool_error.expect("answered")),
         pb::ToolFailureReason::ToolError
     );
-    let timeout = call(&mut h, &token, &id, "sleep", r#"{"ms":10000}"#).await;
+    let timeout = call(&mut h, &token, &id, "sleep", r#"{"ms":10000}"#)
+        .await
+        .expect("answered");
+    // The limit travels as a fact, for the caller to word.
     assert_eq!(
-        reason(timeout.expect("answered")),
-        pb::ToolFailureReason::Timeout
+        timeout.timeout,
+        Some(prost_types::Duration {
+            seconds: 1,
+            nanos: 0
+        })
     );
+    assert_eq!(reason(timeout), pb::ToolFailureReason::Timeout);
     let too_large = call(&mut h, &token, &id, "big", r#"{"bytes":5000000}"#).await;
     assert_eq!(
         reason(too_large.expect("answered")),
@@ -124,4 +132,71 @@ async fn every_failure_names_its_reason() {
         ),
         "{reason:?}"
     );
+}
+
+#[tokio::test]
+async fn resource_parameters_and_prompt_arguments_as_json_reach_the_server_exactly() {
+    let upstream = spawn_http(HttpServerOptions::default())
+        .await
+        .expect("upstream");
+    let mut h = start(DbKind::Sqlite).await;
+    let token = admin("org-a");
+    let id = create(&mut h, &token, http_integration("example", &upstream.url()))
+        .await
+        .id;
+    let read = |parameters_json: &str| pb::RetrieveResourceRequest {
+        integration_id: id.clone(),
+        uri: "data://sales/{region}.csv".into(),
+        parameters_json: parameters_json.into(),
+        ..Default::default()
+    };
+    // The server knows no such region and names the URI it was asked for.
+    let status = h
+        .client
+        .retrieve_resource(req(read(r#"{"region": 9007199254740993}"#), &token))
+        .await
+        .expect_err("no such region");
+    assert_eq!(status.code(), Code::NotFound);
+    assert!(
+        status
+            .message()
+            .contains("data://sales/9007199254740993.csv"),
+        "{status:?}"
+    );
+    let status = h
+        .client
+        .retrieve_resource(req(read("[1]"), &token))
+        .await
+        .expect_err("not an object");
+    assert_eq!(bad_fields(&status), ["parameters_json"]);
+
+    let prompt = |arguments_json: &str| pb::GetPromptRequest {
+        integration_id: id.clone(),
+        name: "summarize".into(),
+        arguments_json: arguments_json.into(),
+        ..Default::default()
+    };
+    let rendered = h
+        .client
+        .get_prompt(req(
+            prompt(r#"{"topic": 9007199254740993, "style": "short"}"#),
+            &token,
+        ))
+        .await
+        .expect("rendered")
+        .into_inner();
+    let first = rendered.messages[0]
+        .content
+        .as_ref()
+        .and_then(|c| c.block.as_ref());
+    let Some(pb::content_block::Block::Text(text)) = first else {
+        panic!("a text message: {rendered:?}");
+    };
+    assert_eq!(text.text, "Summarize 9007199254740993 in a short style.");
+    let status = h
+        .client
+        .get_prompt(req(prompt("1"), &token))
+        .await
+        .expect_err("not an object");
+    assert_eq!(bad_fields(&status), ["arguments_json"]);
 }

@@ -4,11 +4,11 @@
 use std::{collections::HashMap, sync::Mutex, time::Duration};
 
 use async_trait::async_trait;
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 use crate::domain::ports::{
-    Caller, Capabilities, Content, McpCallError, McpPort, McpTool, McpToolRequest, PromptLine,
-    ResourceData, ToolFailure, ToolOutput,
+    Caller, Capabilities, Content, McpCallError, McpPort, McpPromptRequest, McpResourceRequest,
+    McpTool, McpToolRequest, PromptLine, ResourceData, ToolFailure, ToolOutput,
 };
 
 /// What a fake tool does when called.
@@ -128,24 +128,18 @@ impl McpPort for FakeMcp {
     async fn retrieve_resource(
         &self,
         _caller: &Caller,
-        _integration_id: &str,
-        uri: &str,
-        _parameters: Map<String, Value>,
-        _scope: &str,
+        read: McpResourceRequest<'_>,
         _timeout: Duration,
     ) -> Result<ResourceData, McpCallError> {
-        Err(McpCallError::NotFound(format!("no resource {uri}")))
+        Err(McpCallError::NotFound(format!("no resource {}", read.uri)))
     }
 
     async fn get_prompt(
         &self,
         _caller: &Caller,
-        _integration_id: &str,
-        name: &str,
-        _arguments: Map<String, Value>,
-        _scope: &str,
+        prompt: McpPromptRequest<'_>,
         _timeout: Duration,
     ) -> Result<(String, Vec<PromptLine>), McpCallError> {
-        Err(McpCallError::NotFound(format!("no prompt {name}")))
+        Err(McpCallError::NotFound(format!("no prompt {}", prompt.name)))
     }
 }

@@ -5,18 +5,14 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use secrecy::ExposeSecret as _;
-use serde_json::{Map, Value};
-use switchboard_proto::{
-    json::map_to_struct,
-    mcp::v1::{self as pb, mcp_service_client::McpServiceClient},
-};
+use switchboard_proto::mcp::v1::{self as pb, mcp_service_client::McpServiceClient};
 use tonic::{Request, Status, transport::Channel};
 
 pub use self::convert::tool_output;
 use self::convert::{capabilities, content, failure};
 use crate::domain::ports::{
-    Caller, Capabilities, Content, McpCallError, McpPort, McpToolRequest, PromptLine, ResourceData,
-    ResourceKindOf, ToolOutput,
+    Caller, Capabilities, Content, McpCallError, McpPort, McpPromptRequest, McpResourceRequest,
+    McpToolRequest, PromptLine, ResourceData, ResourceKindOf, ToolOutput,
 };
 
 mod convert;
@@ -63,7 +59,7 @@ impl GrpcMcp {
                     tracing::debug!(%status, attempt, "mcp-service call not sent; trying another connection");
                     attempt += 1;
                 }
-                Err(status) => return Err(failure(status)),
+                Err(status) => return Err(failure(&status)),
             }
         }
     }
@@ -149,20 +145,17 @@ impl McpPort for GrpcMcp {
     async fn retrieve_resource(
         &self,
         caller: &Caller,
-        integration_id: &str,
-        uri: &str,
-        parameters: Map<String, Value>,
-        scope: &str,
+        read: McpResourceRequest<'_>,
         timeout: Duration,
     ) -> Result<ResourceData, McpCallError> {
         let response = self
             .call(
                 caller,
                 pb::RetrieveResourceRequest {
-                    integration_id: integration_id.to_owned(),
-                    uri: uri.to_owned(),
-                    parameters: Some(map_to_struct(&parameters)),
-                    session_scope: scope.to_owned(),
+                    integration_id: read.integration_id.to_owned(),
+                    uri: read.uri.to_owned(),
+                    parameters_json: serde_json::Value::from(read.parameters.clone()).to_string(),
+                    session_scope: read.scope.to_owned(),
                     ..Default::default()
                 },
                 timeout,
@@ -204,30 +197,17 @@ impl McpPort for GrpcMcp {
     async fn get_prompt(
         &self,
         caller: &Caller,
-        integration_id: &str,
-        name: &str,
-        arguments: Map<String, Value>,
-        scope: &str,
+        prompt: McpPromptRequest<'_>,
         timeout: Duration,
     ) -> Result<(String, Vec<PromptLine>), McpCallError> {
-        let arguments = arguments
-            .into_iter()
-            .map(|(k, v)| {
-                let v = match v {
-                    Value::String(s) => s,
-                    other => other.to_string(),
-                };
-                (k, v)
-            })
-            .collect();
         let response = self
             .call(
                 caller,
                 pb::GetPromptRequest {
-                    integration_id: integration_id.to_owned(),
-                    name: name.to_owned(),
-                    arguments,
-                    session_scope: scope.to_owned(),
+                    integration_id: prompt.integration_id.to_owned(),
+                    name: prompt.name.to_owned(),
+                    arguments_json: serde_json::Value::from(prompt.arguments.clone()).to_string(),
+                    session_scope: prompt.scope.to_owned(),
                     ..Default::default()
                 },
                 timeout,

@@ -85,6 +85,10 @@ pub struct ToolOutput {
     /// What the server asks the caller, when `failure` is
     /// [`ToolFailure::InputRequired`].
     pub input_required: Option<InputRequired>,
+    /// The time limit the tool did not answer within, when `failure` is
+    /// [`ToolFailure::Timeout`]: the model's text is worded from it here,
+    /// not taken from mcp-service's description.
+    pub timeout: Option<Duration>,
 }
 
 /// Why a tool call produced an error result (the contract's
@@ -242,6 +246,33 @@ pub struct McpToolRequest<'a> {
     pub answers: Option<&'a InputAnswers>,
 }
 
+/// One read of a server's resource.
+#[derive(Debug, Clone, Copy)]
+pub struct McpResourceRequest<'a> {
+    /// The integration.
+    pub integration_id: &'a str,
+    /// The resource URI or RFC 6570 URI template.
+    pub uri: &'a str,
+    /// Values for the template's variables, sent as exact JSON.
+    pub parameters: &'a Map<String, Value>,
+    /// The upstream session's key (the thread).
+    pub scope: &'a str,
+}
+
+/// One rendering of a server's prompt.
+#[derive(Debug, Clone, Copy)]
+pub struct McpPromptRequest<'a> {
+    /// The integration.
+    pub integration_id: &'a str,
+    /// The prompt's name.
+    pub name: &'a str,
+    /// Its arguments as the model gave them, sent as exact JSON (mcp-service
+    /// turns each into the string MCP prompts take).
+    pub arguments: &'a Map<String, Value>,
+    /// The upstream session's key (the thread).
+    pub scope: &'a str,
+}
+
 /// mcp-service, as runs-service uses it.
 #[async_trait]
 pub trait McpPort: Send + Sync + 'static {
@@ -259,24 +290,18 @@ pub trait McpPort: Send + Sync + 'static {
         call: McpToolRequest<'_>,
         timeout: Duration,
     ) -> Result<ToolOutput, McpCallError>;
-    /// Reads a resource, expanding a template with `parameters`.
+    /// Reads a resource, expanding a template with its parameters.
     async fn retrieve_resource(
         &self,
         caller: &Caller,
-        integration_id: &str,
-        uri: &str,
-        parameters: Map<String, Value>,
-        scope: &str,
+        read: McpResourceRequest<'_>,
         timeout: Duration,
     ) -> Result<ResourceData, McpCallError>;
     /// Renders a prompt.
     async fn get_prompt(
         &self,
         caller: &Caller,
-        integration_id: &str,
-        name: &str,
-        arguments: Map<String, Value>,
-        scope: &str,
+        prompt: McpPromptRequest<'_>,
         timeout: Duration,
     ) -> Result<(String, Vec<PromptLine>), McpCallError>;
 }

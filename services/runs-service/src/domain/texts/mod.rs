@@ -14,7 +14,7 @@ mod tests;
 pub use arguments::{
     QUERY_REQUIRED, integration_unavailable, no_resource_named, not_an_object, parameter_required,
 };
-pub use content::{render_content, tool_output};
+pub use content::{render_content, tool_output, tool_timed_out};
 pub use results::{
     binary_resource, csv_imported, list_resources, prompt_failed, prompt_rendered, query_failed,
     query_internal_error, query_refused, query_timed_out, resource_failed, text_resource,

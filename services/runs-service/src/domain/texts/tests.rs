@@ -53,7 +53,7 @@ fn a_tool_result_is_its_text_and_otherwise_described() {
         ..ToolOutput::default()
     };
     assert_eq!(
-        tool_output(&failed),
+        tool_output("deploy", &failed),
         ("MCP tool execution failed: boom".to_owned(), true)
     );
     let blocks = ToolOutput {
@@ -88,7 +88,7 @@ fn a_tool_result_is_its_text_and_otherwise_described() {
         ..ToolOutput::default()
     };
     assert_eq!(
-        tool_output(&blocks).0,
+        tool_output("deploy", &blocks).0,
         "hello\n[image: image/png, 3 bytes]\n[audio: audio/wav, 4 bytes]\n[resource file:///a.txt]\ninside\n[resource file:///b.bin: application/octet-stream, 9 bytes]\n[resource link: file:///c (c)]"
     );
     let structured = ToolOutput {
@@ -96,12 +96,39 @@ fn a_tool_result_is_its_text_and_otherwise_described() {
         ..ToolOutput::default()
     };
     assert_eq!(
-        tool_output(&structured).0,
+        tool_output("deploy", &structured).0,
         r#"{"id":9007199254740993,"ratio":1.0}"#
     );
     assert_eq!(
-        tool_output(&ToolOutput::default()),
+        tool_output("deploy", &ToolOutput::default()),
         ("The tool returned no content.".to_owned(), false)
+    );
+}
+
+#[test]
+fn a_timeout_is_worded_from_its_limit() {
+    let timed_out = |limit: Option<Duration>| ToolOutput {
+        failure: Some(ToolFailure::Timeout),
+        error_message: "mcp-service's description".into(),
+        timeout: limit,
+        ..ToolOutput::default()
+    };
+    assert_eq!(
+        tool_output("sleep", &timed_out(Some(Duration::from_secs(1)))),
+        (
+            "MCP tool execution failed: the tool `sleep` did not answer within 1s and was cancelled"
+                .to_owned(),
+            true
+        )
+    );
+    assert_eq!(
+        tool_output("sleep", &timed_out(Some(Duration::from_millis(2500)))).0,
+        "MCP tool execution failed: the tool `sleep` did not answer within 2.5s and was cancelled"
+    );
+    // An mcp-service that sends no limit is quoted.
+    assert_eq!(
+        tool_output("sleep", &timed_out(None)).0,
+        "MCP tool execution failed: mcp-service's description"
     );
 }
 

@@ -89,7 +89,7 @@ impl McpToolCall<'_> {
                 sources_changed: false,
             };
         }
-        let (text, is_error) = texts::tool_output(&output);
+        let (text, is_error) = texts::tool_output(tool, &output);
         tracing::info!(integration_id, tool, is_error, "MCP tool executed");
         let status = match output.failure {
             None => ToolCallStatus::Succeeded,

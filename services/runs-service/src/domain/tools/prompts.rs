@@ -7,7 +7,10 @@ use super::{
     ToolArguments,
     outcome::{ToolContext, ToolOutcome},
 };
-use crate::domain::{ports::McpPort, texts};
+use crate::domain::{
+    ports::{McpPort, McpPromptRequest},
+    texts,
+};
 
 /// Renders the prompt the model names.
 pub(super) async fn retrieve(
@@ -30,17 +33,13 @@ pub(super) async fn retrieve(
     {
         return failed(&texts::integration_unavailable(integration_id));
     }
-    match mcp
-        .get_prompt(
-            &context.caller,
-            integration_id,
-            name,
-            arguments.object_arg("arguments"),
-            &context.thread_id,
-            timeout,
-        )
-        .await
-    {
+    let prompt = McpPromptRequest {
+        integration_id,
+        name,
+        arguments: &arguments.object_arg("arguments"),
+        scope: &context.thread_id,
+    };
+    match mcp.get_prompt(&context.caller, prompt, timeout).await {
         Ok((description, lines)) => {
             ToolOutcome::succeeded(texts::prompt_rendered(name, &description, &lines))
         }

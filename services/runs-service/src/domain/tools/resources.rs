@@ -10,7 +10,7 @@ use super::{
 };
 use crate::domain::{
     datasource::DataSources,
-    ports::{McpPort, ResourceData, ResourceKindOf},
+    ports::{McpPort, McpResourceRequest, ResourceData, ResourceKindOf},
     texts,
 };
 
@@ -49,17 +49,13 @@ pub(super) async fn retrieve(
         return failed(texts::integration_unavailable(&wanted.integration_id));
     }
     tracing::info!(integration_id = %wanted.integration_id, uri = %wanted.uri, "retrieving an MCP resource");
-    match mcp
-        .retrieve_resource(
-            &context.caller,
-            &wanted.integration_id,
-            &wanted.uri,
-            arguments.object_arg("parameters"),
-            &context.thread_id,
-            timeout,
-        )
-        .await
-    {
+    let read = McpResourceRequest {
+        integration_id: &wanted.integration_id,
+        uri: &wanted.uri,
+        parameters: &arguments.object_arg("parameters"),
+        scope: &context.thread_id,
+    };
+    match mcp.retrieve_resource(&context.caller, read, timeout).await {
         Ok(resource) => deliver(sources, context, &wanted, resource).await,
         Err(error) => failed(error),
     }

@@ -6,8 +6,8 @@ use switchboard_proto::{
     json::struct_to_json,
     mcp::v1::{self as pb, content_block::Block},
 };
+use switchboard_server::{ClientError, ErrorKind};
 use tonic::{Code, Status};
-use tonic_types::StatusExt as _;
 
 use crate::domain::{
     entities::{InputRequest, InputRequired},
@@ -18,40 +18,39 @@ use crate::domain::{
 };
 
 /// mcp-service's status as the domain's error: the one place its codes are
-/// read.
-pub(super) fn failure(status: Status) -> McpCallError {
-    let message = status.message().to_owned();
-    match status.code() {
-        Code::DeadlineExceeded | Code::Cancelled => McpCallError::Timeout,
-        Code::Unavailable => McpCallError::Unavailable(message),
-        Code::ResourceExhausted => McpCallError::Exhausted {
-            retry_after: status
-                .get_details_retry_info()
-                .and_then(|retry| retry.retry_delay),
+/// read, through the decoder that mirrors how the server encoded them.
+pub(super) fn failure(status: &Status) -> McpCallError {
+    let ClientError {
+        code,
+        kind,
+        message,
+    } = ClientError::from(status);
+    match (code, kind) {
+        (Code::DeadlineExceeded | Code::Cancelled, _) => McpCallError::Timeout,
+        (Code::Unavailable, _) => McpCallError::Unavailable(message),
+        (Code::ResourceExhausted, kind) => McpCallError::Exhausted {
+            retry_after: kind.retry_after(),
             message,
         },
-        Code::NotFound => McpCallError::NotFound(message),
-        Code::FailedPrecondition => match authorization_required(&status) {
-            Some(url) => McpCallError::AuthorizationRequired { url },
-            None => McpCallError::Refused(message),
-        },
-        Code::PermissionDenied | Code::InvalidArgument | Code::Unauthenticated => {
-            McpCallError::Refused(message)
-        }
+        (Code::NotFound, _) => McpCallError::NotFound(message),
+        // Without a URL the caller cannot authorize it (an
+        // organization-wide connection only an admin makes): an ordinary
+        // refusal whose message says so.
+        (
+            Code::FailedPrecondition,
+            ErrorKind::AuthorizationRequired {
+                authorization_url: Some(url),
+            },
+        ) => McpCallError::AuthorizationRequired { url },
+        (
+            Code::FailedPrecondition
+            | Code::PermissionDenied
+            | Code::InvalidArgument
+            | Code::Unauthenticated,
+            _,
+        ) => McpCallError::Refused(message),
         _ => McpCallError::Failed(message),
     }
-}
-
-/// The authorization URL of an `ERROR_REASON_AUTHORIZATION_REQUIRED`
-/// refusal; none when the caller cannot authorize it (an organization-wide
-/// connection only an admin makes), which is an ordinary refusal whose
-/// message says so.
-fn authorization_required(status: &Status) -> Option<String> {
-    let info = status.get_details_error_info()?;
-    if info.reason != "ERROR_REASON_AUTHORIZATION_REQUIRED" {
-        return None;
-    }
-    info.metadata.get("authorization_url").cloned()
 }
 
 fn schema(value: Option<&prost_types::Struct>) -> Value {
@@ -152,6 +151,9 @@ pub fn tool_output(response: pb::ExecuteToolResponse) -> ToolOutput {
         content: response.content.iter().filter_map(content).collect(),
         structured,
         input_required,
+        timeout: response
+            .timeout
+            .and_then(|limit| std::time::Duration::try_from(limit).ok()),
     }
 }
 

@@ -18,6 +18,7 @@ use switchboard_runs_service::{
         datasource::{DataSources, ImportLimits, QueryLimits},
         entities::{Thread, new_id},
         ports::RunsRepository,
+        texts,
     },
     outbound::{
         datasource::SqlDataSources,
@@ -198,7 +199,7 @@ async fn main() -> anyhow::Result<()> {
     println!(
         "data sources: {ROWS} rows, {csv_bytes} bytes of CSV, {stored} bytes stored (Parquet)"
     );
-    println!("{}", result.to_text());
+    println!("{}", texts::query_table(&result));
     println!();
     let duck = duckdb(&csv_path);
     let (duck_import, duck_query, duck_rss) = match &duck {

@@ -207,7 +207,8 @@ impl Default for Capacity {
     }
 }
 
-/// The rows a query returned, rendered as text.
+/// The rows a query returned, rendered as text; `texts::query_table` lays
+/// them out for the model.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct QueryResult {
     /// The result's column names.
@@ -220,71 +221,23 @@ pub struct QueryResult {
     pub truncated: bool,
 }
 
-impl QueryResult {
-    /// A compact text table for the model (header, rows, then "N rows" or
-    /// "showing first N rows; the result was cut").
-    ///
-    /// Cells are separated by ` | `; a `|`, backslash or line break inside a
-    /// cell is escaped so that every row stays on one line.
-    pub fn to_text(&self) -> String {
-        let mut out = String::new();
-        push_line(&mut out, &self.columns);
-        for row in &self.rows {
-            push_line(&mut out, row);
-        }
-        let n = self.rows.len();
-        if self.truncated {
-            out.push_str(&format!("showing first {n} rows; the result was cut"));
-        } else if n == 1 {
-            out.push_str("1 row");
-        } else {
-            out.push_str(&format!("{n} rows"));
-        }
-        out
-    }
+/// Why no slot for a query or an import was given; the caller may retry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Busy {
+    /// The organization already runs its share of queries and imports.
+    OrgBusy {
+        /// Its share.
+        limit: usize,
+    },
+    /// No slot of the process came free within the wait.
+    Timeout(Duration),
 }
 
-/// The bytes `cells` take as one line of [`QueryResult::to_text`], escapes
-/// and line break included.
-pub fn rendered_line_bytes(cells: &[String]) -> usize {
-    let separators = 3 * cells.len().saturating_sub(1);
-    cells
-        .iter()
-        .map(|cell| {
-            cell.len()
-                + cell
-                    .bytes()
-                    .filter(|b| matches!(b, b'|' | b'\\' | b'\n' | b'\r'))
-                    .count()
-        })
-        .sum::<usize>()
-        + separators
-        + 1
-}
-
-fn push_line(out: &mut String, cells: &[String]) {
-    for (i, cell) in cells.iter().enumerate() {
-        if i > 0 {
-            out.push_str(" | ");
-        }
-        for c in cell.chars() {
-            match c {
-                '|' => out.push_str("\\|"),
-                '\\' => out.push_str("\\\\"),
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                c => out.push(c),
-            }
-        }
-    }
-    out.push('\n');
-}
-
-/// Why an import was refused or failed.
+/// Why an import was refused or failed: the facts, each with its numbers;
+/// `texts::import_failed` (also its `Display`) says them in words.
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
     /// The file is larger than [`ImportLimits::max_bytes`].
-    #[error("the CSV is {actual} bytes; the limit is {limit} bytes")]
     TooLarge {
         /// The limit.
         limit: usize,
@@ -292,7 +245,6 @@ pub enum ImportError {
         actual: usize,
     },
     /// More data rows than [`ImportLimits::max_rows`].
-    #[error("the CSV has {actual} data rows; the limit is {limit} rows")]
     TooManyRows {
         /// The limit.
         limit: usize,
@@ -300,7 +252,6 @@ pub enum ImportError {
         actual: usize,
     },
     /// More columns than [`ImportLimits::max_columns`].
-    #[error("the CSV has {actual} columns; the limit is {limit} columns")]
     TooManyColumns {
         /// The limit.
         limit: usize,
@@ -309,11 +260,6 @@ pub enum ImportError {
     },
     /// More cells (rows × columns, short rows padded) than
     /// [`ImportLimits::max_cells`]; found while reading, at `line`.
-    #[error(
-        "the CSV has {columns} columns and more than {rows} data rows (line {line}), \
-         more than {limit} cells (rows × columns, short rows counted in full); \
-         import fewer rows or fewer columns"
-    )]
     TooManyCells {
         /// The limit.
         limit: usize,
@@ -326,10 +272,6 @@ pub enum ImportError {
     },
     /// The organization's data sources would hold more than
     /// [`Capacity::org_bytes`].
-    #[error(
-        "the organization's data sources hold {used} bytes; this CSV of {size} bytes \
-         would pass the limit of {limit} bytes; delete threads with data sources you no longer need"
-    )]
     OrgQuotaExceeded {
         /// The limit.
         limit: u64,
@@ -340,12 +282,8 @@ pub enum ImportError {
     },
     /// The organization, or the process, runs as many queries and imports as
     /// it may; the import may be retried shortly.
-    #[error("{0}")]
-    Busy(String),
+    Busy(Busy),
     /// A field larger than [`ImportLimits::max_field_bytes`].
-    #[error(
-        "line {line}, column {column}: a field is {actual} bytes; the limit is {limit} bytes per field"
-    )]
     FieldTooLarge {
         /// The line the row starts on (1-based).
         line: u64,
@@ -357,10 +295,6 @@ pub enum ImportError {
         actual: usize,
     },
     /// A row has more non-empty fields than the header names.
-    #[error(
-        "line {line} has {actual} fields but the header names {expected} columns; \
-         add names to the header for the extra fields"
-    )]
     ExtraFields {
         /// The line the row starts on (1-based).
         line: u64,
@@ -370,45 +304,101 @@ pub enum ImportError {
         actual: usize,
     },
     /// The bytes are not valid UTF-8.
-    #[error("line {line} is not valid UTF-8 text")]
     InvalidUtf8 {
         /// The line (1-based).
         line: u64,
     },
     /// The bytes are not CSV.
-    #[error("line {line} is not valid CSV: {message}")]
     InvalidCsv {
         /// The line (1-based).
         line: u64,
-        /// What is wrong.
+        /// What the CSV reader found wrong, in its words.
         message: String,
     },
     /// The first row names no column.
-    #[error("the first line must name the columns, but every name in it is blank")]
     NoHeader,
     /// There is nothing in the file.
-    #[error("the CSV is empty")]
     Empty,
     /// Storing the table failed.
-    #[error("failed to store the data source")]
     Storage(#[source] anyhow::Error),
 }
 
-/// Why a query returned no result.
+/// Why a query was refused before it ran (or before its rows were sent):
+/// the facts, each with its numbers; `texts` says them in words. It crosses
+/// to the service from a query's worker process, hence serde.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Refusal {
+    /// The text is longer than the gate accepts.
+    TooLong {
+        /// The text's size in bytes.
+        bytes: usize,
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// The text holds this many statements, not exactly one.
+    StatementCount(usize),
+    /// The text parsed to no statement.
+    NoStatement,
+    /// A statement that is not a read-only query, named by its leading
+    /// keywords (`DROP TABLE`, `COPY`, `SELECT … INTO`) or `a data change`.
+    NotReadOnly(String),
+    /// `WITH RECURSIVE`, which can grow without end.
+    Recursive,
+    /// More tokens than the planner handles in time.
+    TooManyTokens {
+        /// The text's tokens.
+        count: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A longer chain of operators than the planner handles safely.
+    TooManyOperators {
+        /// The text's operators.
+        count: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A function off the list of those data-source queries may call.
+    FunctionNotAvailable(String),
+    /// A table function whose arguments are calls or subqueries, which would
+    /// be evaluated before any bound is in place.
+    NonConstantArguments(String),
+    /// The result's column names alone pass [`QueryLimits::max_result_bytes`].
+    HeaderTooLarge {
+        /// The result's columns.
+        columns: usize,
+        /// The bytes the header line takes.
+        bytes: usize,
+        /// The limit for a whole result.
+        limit: usize,
+    },
+    /// The engine's plan check refused the statement; its own words.
+    NotAllowed(String),
+    /// No slot for the query; it may be retried shortly.
+    Busy(Busy),
+    /// The thread has no data sources to query.
+    NoDataSources,
+}
+
+/// Why a query returned no result; `texts` (also its `Display`) says it in
+/// words.
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {
-    /// The text is not a single read-only query; says why.
-    #[error("query refused: {0}")]
-    Refused(String),
+    /// The text is not a single read-only query, or may not run now.
+    Refused(Refusal),
     /// The engine rejected or failed the query; its own words, so that the
     /// model can fix its SQL.
-    #[error("{0}")]
     Engine(String),
+    /// The query's process passed [`QueryLimits::process_memory_bytes`] and
+    /// was stopped.
+    OutOfMemory {
+        /// The limit in bytes.
+        limit_bytes: usize,
+    },
     /// The query ran out of time and was stopped.
-    #[error("the query was stopped after {0:?}; simplify it or filter earlier")]
     Timeout(Duration),
     /// Loading the thread's tables or running the engine failed.
-    #[error("the query failed")]
     Internal(#[source] anyhow::Error),
 }
 
@@ -433,35 +423,4 @@ pub trait DataSources: Send + Sync + 'static {
 
     /// Runs one read-only SQL query over the thread's data sources.
     async fn query(&self, thread_id: &str, sql: &str) -> Result<QueryResult, QueryError>;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_text_table_escapes_cells_and_says_how_many_rows() {
-        let result = QueryResult {
-            columns: vec!["a".into(), "b".into()],
-            rows: vec![vec!["x|y".into(), "line\nbreak".into()]],
-            truncated: false,
-        };
-        assert_eq!(result.to_text(), "a | b\nx\\|y | line\\nbreak\n1 row");
-        let cut = QueryResult {
-            truncated: true,
-            ..result
-        };
-        assert!(
-            cut.to_text()
-                .ends_with("showing first 1 rows; the result was cut")
-        );
-    }
-
-    #[test]
-    fn rendered_line_bytes_match_the_text_table() {
-        let cells = vec!["x|y".to_owned(), "a\\b\nc".to_owned(), "é".to_owned()];
-        let mut line = String::new();
-        push_line(&mut line, &cells);
-        assert_eq!(rendered_line_bytes(&cells), line.len());
-    }
 }

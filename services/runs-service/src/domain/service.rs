@@ -12,6 +12,7 @@ use super::{
     error::RunsError,
     ids::{AgentId, ParsedId as _, RunId, ThreadId},
     ports::{Cursor, RunsRepository},
+    texts,
     tools::valid_tool_name,
 };
 
@@ -324,11 +325,11 @@ impl RunsService {
             .await
             .map_err(|error| match error {
                 ImportError::Storage(error) => RunsError::Internal(error),
-                busy @ ImportError::Busy(_) => RunsError::Busy(busy.to_string()),
+                busy @ ImportError::Busy(_) => RunsError::Busy(texts::import_failed(&busy)),
                 quota @ ImportError::OrgQuotaExceeded { .. } => {
-                    RunsError::QuotaExceeded(quota.to_string())
+                    RunsError::QuotaExceeded(texts::import_failed(&quota))
                 }
-                other => RunsError::invalid("csv", other.to_string()),
+                other => RunsError::invalid("csv", texts::import_failed(&other)),
             })
     }
 

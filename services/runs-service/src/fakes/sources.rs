@@ -3,7 +3,9 @@
 
 use async_trait::async_trait;
 
-use crate::domain::datasource::{DataSource, DataSources, ImportError, QueryError, QueryResult};
+use crate::domain::datasource::{
+    DataSource, DataSources, ImportError, QueryError, QueryResult, Refusal,
+};
 
 /// No data sources.
 #[derive(Debug, Default)]
@@ -29,6 +31,6 @@ impl DataSources for NoSources {
     }
 
     async fn query(&self, _thread_id: &str, _sql: &str) -> Result<QueryResult, QueryError> {
-        Err(QueryError::Refused("the thread has no data sources".into()))
+        Err(QueryError::Refused(Refusal::NoDataSources))
     }
 }

@@ -12,6 +12,7 @@ use switchboard_runs_service::{
         },
         entities::{Thread, new_id},
         ports::RunsRepository,
+        texts,
     },
     outbound::{
         datasource::SqlDataSources,
@@ -175,7 +176,7 @@ async fn imports_list_query_and_survive_a_restart(kind: DbKind) {
     assert_eq!(result.columns, ["region", "revenue", "n"]);
     assert!(!result.truncated);
     assert_eq!(
-        result.to_text(),
+        texts::query_table(&result),
         "region | revenue | n\neast | NULL | 1\nnorth | 9.0 | 2\nsouth | 11.25 | 1\n3 rows"
     );
     assert_eq!(
@@ -192,12 +193,8 @@ async fn imports_list_query_and_survive_a_restart(kind: DbKind) {
     let restarted = SqlDataSources::new(fx.pool.clone(), import, query);
     assert_eq!(restarted.list(&thread).await.expect("listed"), [imported]);
     assert_eq!(
-        restarted
-            .query(&thread, sql)
-            .await
-            .expect("queried")
-            .to_text(),
-        result.to_text()
+        texts::query_table(&restarted.query(&thread, sql).await.expect("queried")),
+        texts::query_table(&result)
     );
 }
 
@@ -323,11 +320,7 @@ async fn csv_edge_cases_parse_as_documented(kind: DbKind) {
             ["Roe", "3", "y", "z", "b"],
         ]
     );
-    assert!(
-        result
-            .to_text()
-            .contains("Smith, J | 1 | x | two\\nlines | a\n")
-    );
+    assert!(texts::query_table(&result).contains("Smith, J | 1 | x | two\\nlines | a\n"));
 
     // Leading zeros keep codes as text; large cells are cut for the model.
     let codes = fx
@@ -348,7 +341,7 @@ async fn csv_edge_cases_parse_as_documented(kind: DbKind) {
     let empty = fx.import(&thread, "empty", "a,b\n").await;
     assert_eq!(empty.row_count, 0);
     assert_eq!(
-        fx.query(&thread, "SELECT * FROM empty").await.to_text(),
+        texts::query_table(&fx.query(&thread, "SELECT * FROM empty").await),
         "a | b\n0 rows"
     );
 }
@@ -442,7 +435,7 @@ async fn only_single_read_only_queries_run_and_the_table_stays_intact(kind: DbKi
     ];
     for sql in &refused {
         match fx.sources.query(&thread, sql).await {
-            Err(QueryError::Refused(why)) => assert!(!why.is_empty()),
+            Err(QueryError::Refused(why)) => assert!(!texts::query_refusal(&why).is_empty()),
             other => panic!("{sql}: expected a refusal, got {other:?}"),
         }
     }
@@ -505,11 +498,7 @@ async fn huge_results_are_cut_without_being_materialised(kind: DbKind) {
         .await;
     assert!(result.truncated);
     assert_eq!(result.rows.len(), 5);
-    assert!(
-        result
-            .to_text()
-            .ends_with("showing first 5 rows; the result was cut")
-    );
+    assert!(texts::query_table(&result).ends_with("showing first 5 rows; the result was cut"));
 
     // A cross join of ten million rows, cut the same way.
     fx.import(&thread, "k", &format!("v\n{}", "1\n".repeat(100)))

@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use super::*;
 use crate::domain::{
-    datasource::{Column, ColumnType, DataSource},
+    datasource::{
+        Busy, Column, ColumnType, DataSource, ImportError, QueryError, QueryResult, Refusal,
+    },
     ports::{
         Capabilities, Content, McpCallError, McpPrompt, McpPromptArgument, McpResource, PromptLine,
         ToolFailure, ToolOutput,
@@ -288,4 +290,211 @@ fn argument_texts_keep_their_wording() {
         "MCP tool execution failed: the arguments are not a JSON object (got an array)"
     );
     assert_eq!(not_an_object(&serde_json::Value::Null), "got null");
+}
+
+#[test]
+fn the_query_table_escapes_cells_and_says_how_many_rows() {
+    let result = QueryResult {
+        columns: vec!["a".into(), "b".into()],
+        rows: vec![vec!["x|y".into(), "line\nbreak".into()]],
+        truncated: false,
+    };
+    assert_eq!(query_table(&result), "a | b\nx\\|y | line\\nbreak\n1 row");
+    let none = QueryResult {
+        rows: Vec::new(),
+        ..result.clone()
+    };
+    assert_eq!(query_table(&none), "a | b\n0 rows");
+    let cut = QueryResult {
+        truncated: true,
+        ..result
+    };
+    assert_eq!(
+        query_table(&cut),
+        "a | b\nx\\|y | line\\nbreak\nshowing first 1 rows; the result was cut"
+    );
+}
+
+#[test]
+fn rendered_line_bytes_match_the_query_table() {
+    let cells = vec!["x|y".to_owned(), "a\\b\nc".to_owned(), "é".to_owned()];
+    let table = query_table(&QueryResult {
+        columns: cells.clone(),
+        rows: Vec::new(),
+        truncated: false,
+    });
+    assert_eq!(rendered_line_bytes(&cells), table.len() - "0 rows".len());
+}
+
+#[test]
+fn import_failures_keep_their_wording() {
+    let cases = [
+        (
+            ImportError::TooLarge {
+                limit: 10,
+                actual: 11,
+            },
+            "the CSV is 11 bytes; the limit is 10 bytes",
+        ),
+        (
+            ImportError::TooManyRows {
+                limit: 2,
+                actual: 3,
+            },
+            "the CSV has 3 data rows; the limit is 2 rows",
+        ),
+        (
+            ImportError::TooManyColumns {
+                limit: 2,
+                actual: 3,
+            },
+            "the CSV has 3 columns; the limit is 2 columns",
+        ),
+        (
+            ImportError::TooManyCells {
+                limit: 100,
+                columns: 10,
+                rows: 10,
+                line: 12,
+            },
+            "the CSV has 10 columns and more than 10 data rows (line 12), more than 100 cells (rows × columns, short rows counted in full); import fewer rows or fewer columns",
+        ),
+        (
+            ImportError::OrgQuotaExceeded {
+                limit: 100,
+                used: 90,
+                size: 20,
+            },
+            "the organization's data sources hold 90 bytes; this CSV of 20 bytes would pass the limit of 100 bytes; delete threads with data sources you no longer need",
+        ),
+        (
+            ImportError::Busy(Busy::OrgBusy { limit: 2 }),
+            "your organization already runs 2 data-source queries or imports at once, its limit; retry this import when one of them has finished",
+        ),
+        (
+            ImportError::Busy(Busy::Timeout(Duration::from_millis(1500))),
+            "every data-source slot stayed busy for 1.5s; retry this import in a few seconds",
+        ),
+        (
+            ImportError::FieldTooLarge {
+                line: 3,
+                column: 2,
+                limit: 8,
+                actual: 9,
+            },
+            "line 3, column 2: a field is 9 bytes; the limit is 8 bytes per field",
+        ),
+        (
+            ImportError::ExtraFields {
+                line: 3,
+                expected: 2,
+                actual: 3,
+            },
+            "line 3 has 3 fields but the header names 2 columns; add names to the header for the extra fields",
+        ),
+        (
+            ImportError::InvalidUtf8 { line: 4 },
+            "line 4 is not valid UTF-8 text",
+        ),
+        (
+            ImportError::InvalidCsv {
+                line: 5,
+                message: "unequal lengths".into(),
+            },
+            "line 5 is not valid CSV: unequal lengths",
+        ),
+        (
+            ImportError::NoHeader,
+            "the first line must name the columns, but every name in it is blank",
+        ),
+        (ImportError::Empty, "the CSV is empty"),
+        (
+            ImportError::Storage(anyhow::anyhow!("disk full")),
+            "failed to store the data source",
+        ),
+    ];
+    for (error, expected) in cases {
+        assert_eq!(import_failed(&error), expected);
+        assert_eq!(error.to_string(), expected);
+    }
+}
+
+#[test]
+fn query_refusals_keep_their_wording() {
+    let cases = [
+        (
+            Refusal::TooLong {
+                bytes: 65537,
+                limit: 65536,
+            },
+            "the query is 65537 bytes; the limit is 65536 bytes",
+        ),
+        (
+            Refusal::StatementCount(2),
+            "send exactly one SELECT statement; this text has 2",
+        ),
+        (Refusal::NoStatement, "the text has no statement"),
+        (
+            Refusal::NotReadOnly("DROP TABLE".into()),
+            "only a read-only query (SELECT, or WITH … SELECT) may run, not DROP TABLE",
+        ),
+        (
+            Refusal::Recursive,
+            "recursive queries (WITH RECURSIVE) are not allowed; use joins, window functions or generate_series instead",
+        ),
+        (
+            Refusal::TooManyTokens {
+                count: 4001,
+                limit: 4000,
+            },
+            "the query has 4001 tokens; the limit is 4000; filter with a condition instead of listing values",
+        ),
+        (
+            Refusal::TooManyOperators {
+                count: 129,
+                limit: 128,
+            },
+            "the query has 129 operators; the limit is 128; use IN (…) for long lists of values",
+        ),
+        (
+            Refusal::FunctionNotAvailable("read_csv".into()),
+            "the function `read_csv` is not available in data-source queries; use common SQL functions (aggregates, window functions, string, number and date functions, casts)",
+        ),
+        (
+            Refusal::NonConstantArguments("generate_series".into()),
+            "the arguments of `generate_series` must be constants (numbers, dates, intervals), not function calls or subqueries",
+        ),
+        (
+            Refusal::HeaderTooLarge {
+                columns: 300,
+                bytes: 70000,
+                limit: 65536,
+            },
+            "the result's 300 column names alone take 70000 bytes; the limit is 65536 bytes for a whole result; select fewer columns",
+        ),
+        (
+            Refusal::NotAllowed("DDL not supported: CreateView".into()),
+            "DDL not supported: CreateView",
+        ),
+        (
+            Refusal::Busy(Busy::OrgBusy { limit: 2 }),
+            "your organization already runs 2 data-source queries or imports at once, its limit; retry this query when one of them has finished",
+        ),
+        (
+            Refusal::Busy(Busy::Timeout(Duration::from_secs(10))),
+            "every data-source slot stayed busy for 10s; retry this query in a few seconds",
+        ),
+        (Refusal::NoDataSources, "the thread has no data sources"),
+    ];
+    for (refusal, expected) in cases {
+        assert_eq!(query_refusal(&refusal), expected);
+        assert_eq!(
+            QueryError::Refused(refusal).to_string(),
+            format!("query refused: {expected}")
+        );
+    }
+    assert_eq!(
+        query_out_of_memory(512 * 1024 * 1024),
+        "the query needed more than the 512 MiB of memory a query may use and was stopped; filter or aggregate earlier, or build smaller values"
+    );
 }

@@ -129,7 +129,7 @@ async fn deliver(
             {
                 Ok(source) => ToolOutcome::succeeded(texts::csv_imported(&resource.uri, &source))
                     .changing_sources(),
-                Err(error) => failed(error),
+                Err(error) => failed(texts::import_failed(&error)),
             }
         }
         ResourceKindOf::Text => ToolOutcome::succeeded(texts::text_resource(

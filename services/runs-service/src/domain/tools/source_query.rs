@@ -35,14 +35,19 @@ impl SourceQuery {
         crate::metrics::datasource_query(match &result {
             Ok(_) => "ok",
             Err(QueryError::Refused(_)) => "refused",
-            Err(QueryError::Engine(_)) => "failed",
+            Err(QueryError::Engine(_) | QueryError::OutOfMemory { .. }) => "failed",
             Err(QueryError::Timeout(_)) => "timeout",
             Err(QueryError::Internal(_)) => "error",
         });
         match result {
-            Ok(result) => ToolOutcome::succeeded(result.to_text()),
+            Ok(result) => ToolOutcome::succeeded(texts::query_table(&result)),
             Err(QueryError::Engine(message)) => ToolOutcome::failed(texts::query_failed(message)),
-            Err(QueryError::Refused(message)) => ToolOutcome::failed(texts::query_refused(message)),
+            Err(QueryError::OutOfMemory { limit_bytes }) => {
+                ToolOutcome::failed(texts::query_failed(texts::query_out_of_memory(limit_bytes)))
+            }
+            Err(QueryError::Refused(refusal)) => {
+                ToolOutcome::failed(texts::query_refused(texts::query_refusal(&refusal)))
+            }
             Err(QueryError::Timeout(limit)) => ToolOutcome::failed(texts::query_timed_out(limit)),
             Err(QueryError::Internal(error)) => {
                 tracing::error!(error = ?error, "data source query failed");

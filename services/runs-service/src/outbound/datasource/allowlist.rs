@@ -32,7 +32,7 @@ use datafusion::{
     },
 };
 
-use crate::domain::datasource::QueryError;
+use crate::domain::datasource::{QueryError, Refusal};
 
 /// Scalar functions, by canonical name. Each builds a value at most a small
 /// constant multiple of its inputs, or is bounded in `bounded.rs`.
@@ -244,10 +244,7 @@ static CALLABLE: LazyLock<HashSet<String>> = LazyLock::new(|| {
 });
 
 fn not_available(name: &str) -> QueryError {
-    QueryError::Refused(format!(
-        "the function `{name}` is not available in data-source queries; use common SQL \
-         functions (aggregates, window functions, string, number and date functions, casts)"
-    ))
+    QueryError::Refused(Refusal::FunctionNotAvailable(name.to_owned()))
 }
 
 /// What a query text names: the relations it reads (lowercase), once every
@@ -312,9 +309,8 @@ impl ast::Visitor for Names {
             .is_break()
         });
         if called {
-            return ControlFlow::Break(QueryError::Refused(format!(
-                "the arguments of `{name}` must be constants (numbers, dates, intervals), \
-                 not function calls or subqueries"
+            return ControlFlow::Break(QueryError::Refused(Refusal::NonConstantArguments(
+                name.to_string(),
             )));
         }
         ControlFlow::Continue(())

@@ -46,7 +46,10 @@ use super::{
     codec::{self, LoadedTable},
     gate,
 };
-use crate::domain::datasource::{QueryError, QueryLimits, QueryResult, rendered_line_bytes};
+use crate::domain::{
+    datasource::{QueryError, QueryLimits, QueryResult, Refusal},
+    texts::rendered_line_bytes,
+};
 
 /// Plans and runs `sql` over `tables` (table name → stored bytes).
 pub(super) async fn execute(
@@ -107,12 +110,11 @@ async fn plan_and_collect(
         .collect();
     let header_bytes = rendered_line_bytes(&columns);
     if header_bytes > limits.max_result_bytes {
-        return Err(QueryError::Refused(format!(
-            "the result's {} column names alone take {header_bytes} bytes; the limit is {} bytes \
-             for a whole result; select fewer columns",
-            columns.len(),
-            limits.max_result_bytes
-        )));
+        return Err(QueryError::Refused(Refusal::HeaderTooLarge {
+            columns: columns.len(),
+            bytes: header_bytes,
+            limit: limits.max_result_bytes,
+        }));
     }
     let mut collector = Collector {
         result: QueryResult {
@@ -152,7 +154,7 @@ async fn checked_plan(
         .with_allow_dml(false)
         .with_allow_statements(false)
         .verify_plan(&plan)
-        .map_err(|e| QueryError::Refused(e.strip_backtrace()))?;
+        .map_err(|e| QueryError::Refused(Refusal::NotAllowed(e.strip_backtrace())))?;
     allowlist::check_plan(&plan)?;
     // Before anything is evaluated, constant folding included.
     let value_limits = ValueLimits {

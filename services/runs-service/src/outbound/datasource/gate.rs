@@ -6,7 +6,7 @@ use datafusion::sql::{
     sqlparser::ast,
 };
 
-use crate::domain::datasource::QueryError;
+use crate::domain::datasource::{QueryError, Refusal};
 
 /// Longest SQL text accepted; a model's query is far shorter.
 const MAX_SQL_BYTES: usize = 64 * 1024;
@@ -15,28 +15,23 @@ const MAX_SQL_BYTES: usize = 64 * 1024;
 /// everything else before any table is read.
 pub(super) fn check_statement(sql: &str) -> Result<DfStatement, QueryError> {
     if sql.len() > MAX_SQL_BYTES {
-        return Err(QueryError::Refused(format!(
-            "the query is {} bytes; the limit is {MAX_SQL_BYTES} bytes",
-            sql.len()
-        )));
+        return Err(QueryError::Refused(Refusal::TooLong {
+            bytes: sql.len(),
+            limit: MAX_SQL_BYTES,
+        }));
     }
     check_operators(sql)?;
     let mut statements =
         DFParser::parse_sql(sql).map_err(|e| QueryError::Engine(e.strip_backtrace()))?;
     if statements.len() != 1 {
-        return Err(QueryError::Refused(format!(
-            "send exactly one SELECT statement; this text has {}",
-            statements.len()
+        return Err(QueryError::Refused(Refusal::StatementCount(
+            statements.len(),
         )));
     }
     let statement = statements
         .pop_front()
-        .ok_or_else(|| QueryError::Refused("the text has no statement".to_owned()))?;
-    let refused = |what: &str| {
-        QueryError::Refused(format!(
-            "only a read-only query (SELECT, or WITH … SELECT) may run, not {what}"
-        ))
-    };
+        .ok_or(QueryError::Refused(Refusal::NoStatement))?;
+    let refused = |what: &str| QueryError::Refused(Refusal::NotReadOnly(what.to_owned()));
     match &statement {
         DfStatement::Statement(inner) => match inner.as_ref() {
             ast::Statement::Query(query) => {
@@ -44,11 +39,7 @@ pub(super) fn check_statement(sql: &str) -> Result<DfStatement, QueryError> {
                     // A recursive query can grow without end, each step
                     // outside the memory pool; the session also disables
                     // them wherever they are nested.
-                    return Err(QueryError::Refused(
-                        "recursive queries (WITH RECURSIVE) are not allowed; \
-                         use joins, window functions or generate_series instead"
-                            .to_owned(),
-                    ));
+                    return Err(QueryError::Refused(Refusal::Recursive));
                 }
                 if let ast::SetExpr::Select(select) = query.body.as_ref()
                     && select.into.is_some()
@@ -105,17 +96,17 @@ fn check_operators(sql: &str) -> Result<(), QueryError> {
         .filter(|token| !matches!(token, Token::Whitespace(_)))
         .count();
     if words > MAX_TOKENS {
-        return Err(QueryError::Refused(format!(
-            "the query has {words} tokens; the limit is {MAX_TOKENS}; \
-             filter with a condition instead of listing values"
-        )));
+        return Err(QueryError::Refused(Refusal::TooManyTokens {
+            count: words,
+            limit: MAX_TOKENS,
+        }));
     }
     let operators = tokens.iter().filter(|token| is_operator(token)).count();
     if operators > MAX_OPERATORS {
-        return Err(QueryError::Refused(format!(
-            "the query has {operators} operators; the limit is {MAX_OPERATORS}; \
-             use IN (…) for long lists of values"
-        )));
+        return Err(QueryError::Refused(Refusal::TooManyOperators {
+            count: operators,
+            limit: MAX_OPERATORS,
+        }));
     }
     Ok(())
 }
@@ -198,7 +189,7 @@ mod tests {
 
     fn refusal(sql: &str) -> String {
         match check_statement(sql) {
-            Err(QueryError::Refused(why)) => why,
+            Err(QueryError::Refused(why)) => crate::domain::texts::query_refusal(&why),
             other => panic!("{sql}: expected a refusal, got {other:?}"),
         }
     }

@@ -41,12 +41,12 @@ use sqlx::{AnyPool, Row, any::AnyRow};
 use crate::domain::{
     datasource::{
         Capacity, Column, DataSource, DataSources, ImportError, ImportLimits, QueryError,
-        QueryLimits, QueryResult,
+        QueryLimits, QueryResult, Refusal,
     },
     entities::new_id,
 };
 use cache::TableCache;
-use slots::{Slot, SlotError, Slots};
+use slots::{Slot, Slots};
 use worker::QueryWorker;
 
 /// Tries at a unique table name when concurrent imports pick the same one.
@@ -323,7 +323,7 @@ impl DataSources for SqlDataSources {
             .slots
             .acquire(&org, self.limits.timeout)
             .await
-            .map_err(|e| ImportError::Busy(e.message("import")))?;
+            .map_err(ImportError::Busy)?;
         self.check_org_quota(&org, csv.len()).await?;
         let (parsed, content) = parse_and_encode(csv.to_vec(), self.import).await?;
 
@@ -386,7 +386,7 @@ impl DataSources for SqlDataSources {
             .slots
             .acquire(&org, limits.timeout)
             .await
-            .map_err(|e: SlotError| QueryError::Refused(e.message("query")))?;
+            .map_err(|busy| QueryError::Refused(Refusal::Busy(busy)))?;
         let tables = self
             .named_tables(thread_id, &named)
             .await

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::datasource::{QueryError, QueryLimits, QueryResult};
+use crate::domain::datasource::{QueryError, QueryLimits, QueryResult, Refusal};
 
 /// Longest request line a worker reads: the SQL (at most 64 KiB) and the
 /// table names.
@@ -87,10 +87,13 @@ pub(super) enum Response {
         truncated: bool,
     },
     Refused {
-        message: String,
+        refusal: Refusal,
     },
     Engine {
         message: String,
+    },
+    OutOfMemory {
+        limit_bytes: usize,
     },
     Timeout,
     Internal {
@@ -106,12 +109,13 @@ impl From<Result<QueryResult, QueryError>> for Response {
                 rows: result.rows,
                 truncated: result.truncated,
             },
-            Err(QueryError::Refused(message)) => Self::Refused {
-                message: cut(message),
+            Err(QueryError::Refused(refusal)) => Self::Refused {
+                refusal: cut_refusal(refusal),
             },
             Err(QueryError::Engine(message)) => Self::Engine {
                 message: cut(message),
             },
+            Err(QueryError::OutOfMemory { limit_bytes }) => Self::OutOfMemory { limit_bytes },
             Err(QueryError::Timeout(_)) => Self::Timeout,
             Err(QueryError::Internal(error)) => Self::Internal {
                 message: cut(format!("{error:#}")),
@@ -133,11 +137,24 @@ impl Response {
                 rows,
                 truncated,
             }),
-            Self::Refused { message } => Err(QueryError::Refused(message)),
+            Self::Refused { refusal } => Err(QueryError::Refused(refusal)),
             Self::Engine { message } => Err(QueryError::Engine(message)),
+            Self::OutOfMemory { limit_bytes } => Err(QueryError::OutOfMemory { limit_bytes }),
             Self::Timeout => Err(QueryError::Timeout(limits.timeout)),
             Self::Internal { message } => Err(QueryError::Internal(anyhow::anyhow!(message))),
         }
+    }
+}
+
+/// `refusal` with the words it quotes (a name, the engine's message) cut to
+/// [`MAX_MESSAGE_BYTES`].
+fn cut_refusal(refusal: Refusal) -> Refusal {
+    match refusal {
+        Refusal::NotReadOnly(what) => Refusal::NotReadOnly(cut(what)),
+        Refusal::FunctionNotAvailable(name) => Refusal::FunctionNotAvailable(cut(name)),
+        Refusal::NonConstantArguments(name) => Refusal::NonConstantArguments(cut(name)),
+        Refusal::NotAllowed(message) => Refusal::NotAllowed(cut(message)),
+        other => other,
     }
 }
 

@@ -15,33 +15,7 @@ use std::{
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// Why no slot was given.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum SlotError {
-    /// The organization already holds its share.
-    OrgBusy {
-        /// Its share.
-        limit: usize,
-    },
-    /// No slot of the process came free within the wait.
-    Timeout(Duration),
-}
-
-impl SlotError {
-    /// A sentence for the caller, with when to retry.
-    pub fn message(&self, what: &str) -> String {
-        match self {
-            Self::OrgBusy { limit } => format!(
-                "your organization already runs {limit} data-source queries or imports at once, \
-                 its limit; retry this {what} when one of them has finished"
-            ),
-            Self::Timeout(wait) => format!(
-                "every data-source slot stayed busy for {}s; retry this {what} in a few seconds",
-                wait.as_secs_f64()
-            ),
-        }
-    }
-}
+use crate::domain::datasource::Busy;
 
 /// The process's slots and what each organization holds.
 #[derive(Debug)]
@@ -96,12 +70,12 @@ impl Slots {
     }
 
     /// A slot for `org`, waiting at most `wait` for one of the process.
-    pub async fn acquire(&self, org: &str, wait: Duration) -> Result<Slot, SlotError> {
+    pub async fn acquire(&self, org: &str, wait: Duration) -> Result<Slot, Busy> {
         let share = {
             let mut held = lock(&self.held);
             let count = held.entry(org.to_owned()).or_default();
             if *count >= self.per_org {
-                return Err(SlotError::OrgBusy {
+                return Err(Busy::OrgBusy {
                     limit: self.per_org,
                 });
             }
@@ -113,9 +87,9 @@ impl Slots {
         };
         let permit = tokio::time::timeout(wait, Arc::clone(&self.total).acquire_owned())
             .await
-            .map_err(|_| SlotError::Timeout(wait))?
+            .map_err(|_| Busy::Timeout(wait))?
             // The semaphore is never closed.
-            .map_err(|_| SlotError::Timeout(wait))?;
+            .map_err(|_| Busy::Timeout(wait))?;
         Ok(Slot {
             _total: permit,
             _org: share,
@@ -135,7 +109,7 @@ mod tests {
         let _a2 = slots.acquire("a", wait).await.expect("a's second");
         assert_eq!(
             slots.acquire("a", wait).await.err(),
-            Some(SlotError::OrgBusy { limit: 2 })
+            Some(Busy::OrgBusy { limit: 2 })
         );
         let _b1 = slots
             .acquire("b", wait)
@@ -143,7 +117,7 @@ mod tests {
             .expect("b gets the slot a cannot take");
         assert_eq!(
             slots.acquire("b", wait).await.err(),
-            Some(SlotError::Timeout(wait)),
+            Some(Busy::Timeout(wait)),
             "the process is full"
         );
         drop(a1);

@@ -182,11 +182,9 @@ fn outcome(
             .into_outcome(limits);
     }
     if ran_out_of_memory(stderr) {
-        return Err(QueryError::Engine(format!(
-            "the query needed more than the {} MiB of memory a query may use and was stopped; \
-             filter or aggregate earlier, or build smaller values",
-            limits.process_memory_bytes / (1024 * 1024)
-        )));
+        return Err(QueryError::OutOfMemory {
+            limit_bytes: limits.process_memory_bytes,
+        });
     }
     tracing::warn!(
         status = %status,

@@ -36,7 +36,7 @@ pub(super) async fn retrieve(
             integration_id,
             name,
             arguments.object_arg("arguments"),
-            &context.thread_id,
+            &context.thread_id.to_string(),
             timeout,
         )
         .await

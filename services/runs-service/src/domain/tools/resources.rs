@@ -55,7 +55,7 @@ pub(super) async fn retrieve(
             &wanted.integration_id,
             &wanted.uri,
             arguments.object_arg("parameters"),
-            &context.thread_id,
+            &context.thread_id.to_string(),
             timeout,
         )
         .await
@@ -123,7 +123,7 @@ async fn deliver(
             );
             match sources
                 .import_csv(
-                    &context.thread_id,
+                    &context.thread_id.to_string(),
                     &name,
                     &resource.uri,
                     Some(&wanted.integration_id),

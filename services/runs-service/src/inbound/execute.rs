@@ -54,7 +54,7 @@ fn parse(request: pb::ExecuteRunRequest) -> Result<(ThreadId, RunInput), Status>
         }
         Some(pb::execute_run_request::Input::ClientToolResults(results)) => {
             RunInput::ClientToolResults {
-                run_id: id::<RunId>("client_tool_results.run_id", &results.run_id)?.into(),
+                run_id: id::<RunId>("client_tool_results.run_id", &results.run_id)?,
                 results: results
                     .results
                     .into_iter()
@@ -194,7 +194,7 @@ fn replay_events(run: Run) -> Option<Vec<pb::ExecuteRunResponse>> {
             .zip(1..)
             .map(|(event, sequence)| {
                 proto_event(Envelope {
-                    run_id: run.id.clone(),
+                    run_id: run.id,
                     sequence,
                     event,
                 })

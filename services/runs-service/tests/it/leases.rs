@@ -91,7 +91,7 @@ async fn leases_expire_on_the_database_clock_whatever_the_replica_clocks_say(kin
             .heartbeat(std::slice::from_ref(&lapsed.id))
             .await
             .expect("heartbeat"),
-        vec![(lapsed.id.clone(), LeaseState::Lost)]
+        vec![(lapsed.id, LeaseState::Lost)]
     );
 }
 
@@ -141,9 +141,9 @@ async fn heartbeats_carry_cancels_and_tell_a_replica_which_runs_it_lost(kind: Db
     assert_eq!(
         owner.heartbeat(&ids).await.expect("heartbeat"),
         vec![
-            (kept.id.clone(), LeaseState::Held),
-            (cancelled.id.clone(), LeaseState::CancelRequested),
-            (ids[2].clone(), LeaseState::Lost),
+            (kept.id, LeaseState::Held),
+            (cancelled.id, LeaseState::CancelRequested),
+            (ids[2], LeaseState::Lost),
         ]
     );
     // A replica never renews a lease it does not hold.
@@ -152,7 +152,7 @@ async fn heartbeats_carry_cancels_and_tell_a_replica_which_runs_it_lost(kind: Db
             .heartbeat(std::slice::from_ref(&kept.id))
             .await
             .expect("heartbeat"),
-        vec![(kept.id.clone(), LeaseState::Lost)]
+        vec![(kept.id, LeaseState::Lost)]
     );
     // A run its owner ended itself stays its owner's while its task sends
     // its last events.
@@ -164,7 +164,7 @@ async fn heartbeats_carry_cancels_and_tell_a_replica_which_runs_it_lost(kind: Db
             .heartbeat(std::slice::from_ref(&kept.id))
             .await
             .expect("heartbeat"),
-        vec![(kept.id.clone(), LeaseState::Held)]
+        vec![(kept.id, LeaseState::Held)]
     );
     // A paused run has no process: it is cancelled at once.
     let mut paused = run(&thread(&owner).await, now_millis());
@@ -197,9 +197,9 @@ async fn a_cancel_reaches_a_running_run_at_its_next_heartbeat(store: Store) {
     assert_eq!(
         repo.heartbeat(&ids).await.expect("heartbeat"),
         vec![
-            (kept.id.clone(), LeaseState::Held),
-            (cancelled.id.clone(), LeaseState::CancelRequested),
-            (ids[2].clone(), LeaseState::Lost),
+            (kept.id, LeaseState::Held),
+            (cancelled.id, LeaseState::CancelRequested),
+            (ids[2], LeaseState::Lost),
         ]
     );
     let mut done = kept.clone();
@@ -209,7 +209,7 @@ async fn a_cancel_reaches_a_running_run_at_its_next_heartbeat(store: Store) {
         repo.heartbeat(std::slice::from_ref(&kept.id))
             .await
             .expect("heartbeat"),
-        vec![(kept.id.clone(), LeaseState::Held)],
+        vec![(kept.id, LeaseState::Held)],
         "a run its own task ended is not lost"
     );
     let mut paused = run(&thread(&*repo).await, now_millis());
@@ -317,18 +317,15 @@ async fn a_threads_runs_list_newest_first_in_pages(store: Store) {
     }
     let first = repo.list_runs(t.id, None, 2).await.expect("listed");
     assert_eq!(
-        first.iter().map(|r| r.id.clone()).collect::<Vec<_>>(),
-        vec![ids[2].clone(), ids[1].clone()]
+        first.iter().map(|r| r.id).collect::<Vec<_>>(),
+        vec![ids[2], ids[1]]
     );
     let last = &first[1];
     let rest = repo
         .list_runs(t.id, Some((last.created_at, last.id.to_string())), 2)
         .await
         .expect("listed");
-    assert_eq!(
-        rest.iter().map(|r| r.id.clone()).collect::<Vec<_>>(),
-        vec![ids[0].clone()]
-    );
+    assert_eq!(rest.iter().map(|r| r.id).collect::<Vec<_>>(), vec![ids[0]]);
 }
 
 store_tests!(

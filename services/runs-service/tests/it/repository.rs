@@ -161,7 +161,7 @@ async fn agents_list_oldest_first_in_pages_within_one_organization(store: Store)
     repo.insert_agent(&agent("org-b", "other", 50))
         .await
         .expect("other org");
-    expected.sort_by(|a, b| (a.created_at, a.id).cmp(&(b.created_at, b.id)));
+    expected.sort_by_key(|a| (a.created_at, a.id));
 
     let mut listed = Vec::new();
     let mut cursor = None;
@@ -241,7 +241,7 @@ async fn threads_list_newest_first_in_pages_optionally_of_one_agent(store: Store
     repo.insert_thread(&thread("org-b", "alice", agent_x, 500))
         .await
         .expect("other org");
-    expected.sort_by(|a, b| (b.created_at, b.id).cmp(&(a.created_at, a.id)));
+    expected.sort_by_key(|t| std::cmp::Reverse((t.created_at, t.id)));
 
     let list_all = async |agent: Option<AgentId>| {
         let mut listed = Vec::new();
@@ -430,7 +430,7 @@ async fn messages_appended_together_are_numbered_in_order(store: Store) {
             ),
             message(other.id, Role::Tool, text(&format!("result {i}")), 2000 + i),
         ];
-        let (repo, thread_id) = (&repo, other.id.clone());
+        let (repo, thread_id) = (&repo, other.id);
         async move { repo.append_messages(thread_id, &pair).await }
     });
     let mut seqs = futures::future::join_all(batches)
@@ -502,7 +502,7 @@ async fn message_parts_and_run_ids_round_trip(store: Store) {
         ],
         200,
     );
-    assistant.run_id = Some(r.id.clone());
+    assistant.run_id = Some(r.id);
     let mut tool = message(
         t.id,
         Role::Tool,
@@ -514,7 +514,7 @@ async fn message_parts_and_run_ids_round_trip(store: Store) {
         }],
         201,
     );
-    tool.run_id = Some(r.id.clone());
+    tool.run_id = Some(r.id);
     let seqs = repo
         .append_messages(t.id, &[assistant.clone(), tool.clone()])
         .await
@@ -560,7 +560,7 @@ async fn a_run_is_stored_with_its_input_and_ends_with_its_answer(store: Store) {
     let t = stored_thread(&*repo, "alice", 100).await;
     let mut first = run(&t, 200);
     let mut question = message(t.id, Role::User, text("question"), 200);
-    question.run_id = Some(first.id.clone());
+    question.run_id = Some(first.id);
     assert_eq!(
         repo.start_run_with(&first, std::slice::from_ref(&question))
             .await
@@ -582,7 +582,7 @@ async fn a_run_is_stored_with_its_input_and_ends_with_its_answer(store: Store) {
     first.steps = 1;
     first.updated_at = 300;
     let mut answer = message(t.id, Role::Assistant, text("answer"), 300);
-    answer.run_id = Some(first.id.clone());
+    answer.run_id = Some(first.id);
     assert_eq!(
         repo.update_run_with(&first, std::slice::from_ref(&answer))
             .await

@@ -84,7 +84,7 @@ pub(super) async fn get_thread_with_agent(
         .map_err(failed("failed to read a thread's agent"))?
     {
         Some(config_json) => Some(Agent {
-            id: thread.agent_id.clone(),
+            id: thread.agent_id,
             org_id: thread.org_id.clone(),
             name: row
                 .try_get("agent_name")

@@ -11,6 +11,7 @@ use switchboard_runs_service::{
     domain::{
         datasource::{ImportLimits, QueryLimits},
         entities::Thread,
+        ids::AgentId,
         ports::RunsRepository as _,
     },
     outbound::{
@@ -20,7 +21,7 @@ use switchboard_runs_service::{
 };
 
 /// The thread every fuzzed import and query belongs to.
-pub const THREAD_ID: &str = "fuzz-thread";
+pub const THREAD_ID: &str = "00000000-0000-7000-8000-0000000f0220";
 
 /// A runtime like the service's: several workers, timers on.
 pub fn runtime() -> tokio::runtime::Runtime {
@@ -62,10 +63,12 @@ pub async fn database() -> AnyPool {
         .expect("runs-service's migrations apply (a set-up invariant)");
     SqlRunsRepository::new(pool.clone())
         .insert_thread(&Thread {
-            id: THREAD_ID.to_owned(),
+            id: THREAD_ID
+                .parse()
+                .expect("THREAD_ID is a UUID (a set-up invariant)"),
             org_id: "fuzz-org".to_owned(),
             user_id: "fuzz-user".to_owned(),
-            agent_id: "fuzz-agent".to_owned(),
+            agent_id: AgentId::new(),
             title: "fuzz".to_owned(),
             created_at: 0,
             updated_at: 0,

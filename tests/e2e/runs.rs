@@ -481,6 +481,7 @@ async fn runs_left_running_by_a_stopped_process_are_interrupted_at_start() {
     use switchboard_runs_service::{
         domain::{
             entities::{Run, RunStatus, Thread, Usage},
+            ids::{AgentId, RunId, ThreadId},
             ports::RunsRepository,
         },
         outbound::sql::{MIGRATIONS, Replica, SqlRunsRepository},
@@ -494,19 +495,19 @@ async fn runs_left_running_by_a_stopped_process_are_interrupted_at_start() {
     let repo = SqlRunsRepository::new(database.pool.clone())
         .with_replica(Replica::new(None, Duration::from_millis(1)));
     let thread = Thread {
-        id: uuid::Uuid::now_v7().to_string(),
+        id: ThreadId::new(),
         org_id: "o".into(),
         user_id: "u".into(),
-        agent_id: uuid::Uuid::now_v7().to_string(),
+        agent_id: AgentId::new(),
         title: String::new(),
         created_at: 1,
         updated_at: 1,
     };
     repo.insert_thread(&thread).await.expect("thread");
     let run = Run {
-        id: uuid::Uuid::now_v7().to_string(),
-        thread_id: thread.id.clone(),
-        agent_id: thread.agent_id.clone(),
+        id: RunId::new(),
+        thread_id: thread.id,
+        agent_id: thread.agent_id,
         status: RunStatus::Running,
         steps: 1,
         usage: Usage::default(),
@@ -525,7 +526,7 @@ async fn runs_left_running_by_a_stopped_process_are_interrupted_at_start() {
     ))
     .await
     .expect("starts");
-    let stored = repo.find_run(&run.id).await.expect("read").expect("found");
+    let stored = repo.find_run(run.id).await.expect("read").expect("found");
     assert_eq!(stored.status, RunStatus::Interrupted);
     assert!(stored.error.expect("a reason").contains("lease expired"));
     server.stop().await.expect("stops");

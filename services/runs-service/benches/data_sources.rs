@@ -16,7 +16,8 @@ use switchboard_db::DatabaseArgs;
 use switchboard_runs_service::{
     domain::{
         datasource::{DataSources, ImportLimits, QueryLimits},
-        entities::{Thread, new_id},
+        entities::Thread,
+        ids::{AgentId, ThreadId},
         ports::RunsRepository,
         texts,
     },
@@ -149,10 +150,10 @@ async fn main() -> anyhow::Result<()> {
         .await?
         .pool;
     let thread = Thread {
-        id: new_id(),
+        id: ThreadId::new(),
         org_id: "bench".into(),
         user_id: "bench".into(),
-        agent_id: new_id(),
+        agent_id: AgentId::new(),
         title: "bench".into(),
         created_at: 0,
         updated_at: 0,
@@ -160,6 +161,7 @@ async fn main() -> anyhow::Result<()> {
     SqlRunsRepository::new(pool.clone())
         .insert_thread(&thread)
         .await?;
+    let thread_id = thread.id.to_string();
     let sources = SqlDataSources::new(
         pool.clone(),
         ImportLimits::default(),
@@ -168,7 +170,7 @@ async fn main() -> anyhow::Result<()> {
 
     let start = Instant::now();
     let source = sources
-        .import_csv(&thread.id, "sales", "bench", None, &csv)
+        .import_csv(&thread_id, "sales", "bench", None, &csv)
         .await?;
     let import = start.elapsed();
     drop(csv);
@@ -184,13 +186,13 @@ async fn main() -> anyhow::Result<()> {
         QueryLimits::default(),
     );
     let start = Instant::now();
-    let result = cold_sources.query(&thread.id, QUERY).await?;
+    let result = cold_sources.query(&thread_id, QUERY).await?;
     let cold = start.elapsed();
 
     let mut warm = Duration::MAX;
     for _ in 0..QUERY_RUNS {
         let start = Instant::now();
-        let again = sources.query(&thread.id, QUERY).await?;
+        let again = sources.query(&thread_id, QUERY).await?;
         warm = warm.min(start.elapsed());
         assert_eq!(again, result);
     }

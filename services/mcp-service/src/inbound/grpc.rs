@@ -101,10 +101,7 @@ impl McpService for McpApi {
     ) -> Reply<pb::ListIntegrationsResponse> {
         let caller = caller(&request)?;
         let query = list_query(request.get_ref())?;
-        let page = self
-            .integrations
-            .list(&caller, query)
-            .await?;
+        let page = self.integrations.list(&caller, query).await?;
         Ok(Response::new(pb::ListIntegrationsResponse {
             integrations: page
                 .integrations
@@ -121,10 +118,7 @@ impl McpService for McpApi {
     ) -> Reply<pb::UpdateIntegrationResponse> {
         let caller = caller(&request)?;
         let (id, patch) = parse_update(request.into_inner())?;
-        let integration = self
-            .integrations
-            .update(&caller, id, patch)
-            .await?;
+        let integration = self.integrations.update(&caller, id, patch).await?;
         Ok(Response::new(pb::UpdateIntegrationResponse {
             integration: Some(proto_integration(&integration, &caller)),
         }))
@@ -321,10 +315,7 @@ impl McpService for McpApi {
     ) -> Reply<pb::CompleteAuthorizationResponse> {
         let caller = caller(&request)?;
         let answer = authorization_answer(request.into_inner())?;
-        let id = self
-            .calls
-            .complete_authorization(&caller, answer)
-            .await?;
+        let id = self.calls.complete_authorization(&caller, answer).await?;
         Ok(Response::new(pb::CompleteAuthorizationResponse {
             integration_id: id.to_string(),
         }))

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use super::ids::{AgentId, MessageId, RunId, ThreadId};
+
 /// A new time-ordered id.
 pub fn new_id() -> String {
     Uuid::now_v7().hyphenated().to_string()
@@ -50,7 +52,7 @@ pub struct AgentConfig {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Agent {
     /// Id.
-    pub id: String,
+    pub id: AgentId,
     /// Owning organization.
     pub org_id: String,
     /// Name.
@@ -67,13 +69,13 @@ pub struct Agent {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Thread {
     /// Id.
-    pub id: String,
+    pub id: ThreadId,
     /// Owning organization.
     pub org_id: String,
     /// Owning user.
     pub user_id: String,
     /// The agent.
-    pub agent_id: String,
+    pub agent_id: AgentId,
     /// Title.
     pub title: String,
     /// Created, Unix ms.
@@ -150,11 +152,11 @@ pub enum Part {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     /// Id.
-    pub id: String,
+    pub id: MessageId,
     /// Thread.
-    pub thread_id: String,
+    pub thread_id: ThreadId,
     /// Run that produced it, if any.
-    pub run_id: Option<String>,
+    pub run_id: Option<RunId>,
     /// Position in the thread.
     pub seq: i64,
     /// Author.
@@ -343,11 +345,11 @@ pub struct Usage {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Run {
     /// Id.
-    pub id: String,
+    pub id: RunId,
     /// Thread.
-    pub thread_id: String,
+    pub thread_id: ThreadId,
     /// Agent.
-    pub agent_id: String,
+    pub agent_id: AgentId,
     /// State.
     pub status: RunStatus,
     /// Model calls made.

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     entities::{InputRequest, Message, PendingCall, Run, RunStatus, Usage},
+    ids::RunId,
     model::ToolCall,
 };
 
@@ -135,7 +136,7 @@ impl RunEvent {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Envelope {
     /// The run.
-    pub run_id: String,
+    pub run_id: RunId,
     /// Position, from 1.
     pub sequence: i64,
     /// The event.

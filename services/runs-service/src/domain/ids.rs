@@ -1,8 +1,10 @@
-//! The ids of agents, threads and runs: UUIDs, parsed once at the inbound
-//! boundary so that the domain's signatures say which id they take.
+//! The ids of agents, threads, messages and runs: UUIDs, parsed once at the
+//! inbound boundary so that the domain's signatures say which id they take.
+//! Stored and serialized as their hyphenated lowercase text.
 
-use std::{fmt, ops::Deref};
+use std::{fmt, str::FromStr};
 
+use serde::{Deserialize, Serialize};
 use switchboard_server::FieldViolation;
 use uuid::Uuid;
 
@@ -15,51 +17,83 @@ pub trait ParsedId: Sized {
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident, $what:literal) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub struct $name(String);
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(into = "String", try_from = "String")]
+        pub struct $name(Uuid);
+
+        // No `Default`: a default id would be a fresh one, and an
+        // `unwrap_or_default()` would then invent an id where none was.
+        #[allow(clippy::new_without_default)]
+        impl $name {
+            /// A new, time-ordered id.
+            pub fn new() -> Self {
+                Self(Uuid::now_v7())
+            }
+
+            /// A fixed id, for tests that name their rows.
+            #[cfg(test)]
+            #[allow(dead_code, reason = "not every id's tests name fixed rows")]
+            pub(crate) const fn fixed(value: u128) -> Self {
+                Self(Uuid::from_u128(value))
+            }
+        }
 
         impl ParsedId for $name {
             fn parse(field: &str, value: &str) -> Result<Self, FieldViolation> {
-                Uuid::parse_str(value)
-                    .map(|id| Self(id.hyphenated().to_string()))
+                value
+                    .parse()
                     .map_err(|_| FieldViolation::new(field, concat!("must be ", $what, " id (a UUID)")))
             }
         }
 
-        impl Deref for $name {
-            type Target = str;
+        /// Reads a stored id; any spelling of a UUID.
+        impl FromStr for $name {
+            type Err = uuid::Error;
 
-            fn deref(&self) -> &str {
-                &self.0
+            fn from_str(value: &str) -> Result<Self, Self::Err> {
+                Uuid::parse_str(value).map(Self)
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = uuid::Error;
+
+            fn try_from(value: String) -> Result<Self, Self::Error> {
+                value.parse()
             }
         }
 
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                self.0.fmt(f)
+                self.0.hyphenated().fmt(f)
             }
         }
 
         impl From<$name> for String {
             fn from(id: $name) -> Self {
-                id.0
+                id.to_string()
             }
         }
     };
 }
 
 id_type!(
-    /// An agent's id.
+    /// Names an agent within its organization.
     AgentId,
     "an agent"
 );
 id_type!(
-    /// A thread's id.
+    /// Names a thread; every message and run belongs to one.
     ThreadId,
     "a thread"
 );
 id_type!(
-    /// A run's id.
+    /// Names a message of a thread.
+    MessageId,
+    "a message"
+);
+id_type!(
+    /// Names a run; its events and lease are keyed by it.
     RunId,
     "a run"
 );
@@ -72,9 +106,20 @@ mod tests {
     fn ids_are_uuids_in_one_spelling() {
         let id =
             ThreadId::parse("thread_id", "0192F0C4-7A3B-7C3D-8E4F-0123456789AB").expect("a UUID");
-        assert_eq!(&*id, "0192f0c4-7a3b-7c3d-8e4f-0123456789ab");
+        assert_eq!(id.to_string(), "0192f0c4-7a3b-7c3d-8e4f-0123456789ab");
         let refused = RunId::parse("id", "run-1").expect_err("not a UUID");
         assert_eq!(refused.field, "id");
         assert_eq!(refused.description, "must be a run id (a UUID)");
+    }
+
+    #[test]
+    fn ids_serialize_as_their_stored_text() {
+        let id: RunId = "0192f0c4-7a3b-7c3d-8e4f-0123456789ab"
+            .parse()
+            .expect("a UUID");
+        let json = serde_json::to_string(&id).expect("serializable");
+        assert_eq!(json, "\"0192f0c4-7a3b-7c3d-8e4f-0123456789ab\"");
+        assert_eq!(serde_json::from_str::<RunId>(&json).expect("readable"), id);
+        assert!(serde_json::from_str::<RunId>("\"run-1\"").is_err());
     }
 }

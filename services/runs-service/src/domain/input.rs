@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use switchboard_server::FieldViolation;
 
-use super::error::RunsError;
+use super::{error::RunsError, ids::RunId};
 
 /// The result of one client-side tool call.
 #[derive(Debug, Clone)]
@@ -36,7 +36,7 @@ pub enum RunInput {
     /// and the answers its MCP tool calls asked for.
     ClientToolResults {
         /// The paused run.
-        run_id: String,
+        run_id: RunId,
         /// The client tools' results.
         results: Vec<ClientResult>,
         /// The answers.

@@ -8,9 +8,9 @@ use switchboard_server::FieldViolation;
 
 use super::{
     datasource::{DataSource, DataSources, ImportError},
-    entities::{Agent, AgentConfig, Message, Run, Thread, new_id},
+    entities::{Agent, AgentConfig, Message, Run, Thread},
     error::RunsError,
-    ids::{AgentId, ParsedId as _, RunId, ThreadId},
+    ids::{AgentId, RunId, ThreadId},
     ports::{Cursor, RunsRepository},
     texts,
     tools::valid_tool_name,
@@ -138,7 +138,7 @@ impl RunsService {
         self.validate("agent", &input)?;
         let now = now_millis();
         let agent = Agent {
-            id: new_id(),
+            id: AgentId::new(),
             org_id: caller.org_id.clone(),
             name: input.name,
             config: input.config,
@@ -151,7 +151,7 @@ impl RunsService {
     }
 
     /// An agent of the caller's organization.
-    pub async fn get_agent(&self, caller: &Principal, id: &AgentId) -> Result<Agent, RunsError> {
+    pub async fn get_agent(&self, caller: &Principal, id: AgentId) -> Result<Agent, RunsError> {
         self.repo
             .get_agent(&caller.org_id, id)
             .await?
@@ -169,7 +169,7 @@ impl RunsService {
             .repo
             .list_agents(&caller.org_id, after, limit + 1)
             .await?;
-        let next = trim_page(&mut items, limit, |a| (a.created_at, a.id.clone()));
+        let next = trim_page(&mut items, limit, |a| (a.created_at, a.id.to_string()));
         Ok(Page { items, next })
     }
 
@@ -177,7 +177,7 @@ impl RunsService {
     pub async fn update_agent(
         &self,
         caller: &Principal,
-        id: &AgentId,
+        id: AgentId,
         change: impl FnOnce(&Agent) -> Result<AgentInput, RunsError>,
     ) -> Result<Agent, RunsError> {
         require_admin(caller)?;
@@ -194,7 +194,7 @@ impl RunsService {
     }
 
     /// Deletes an agent (admins only).
-    pub async fn delete_agent(&self, caller: &Principal, id: &AgentId) -> Result<(), RunsError> {
+    pub async fn delete_agent(&self, caller: &Principal, id: AgentId) -> Result<(), RunsError> {
         require_admin(caller)?;
         if self.repo.delete_agent(&caller.org_id, id).await? {
             Ok(())
@@ -207,7 +207,7 @@ impl RunsService {
     pub async fn create_thread(
         &self,
         caller: &Principal,
-        agent_id: &AgentId,
+        agent_id: AgentId,
         title: String,
     ) -> Result<Thread, RunsError> {
         let agent = self
@@ -221,7 +221,7 @@ impl RunsService {
             })?;
         let now = now_millis();
         let thread = Thread {
-            id: new_id(),
+            id: ThreadId::new(),
             org_id: caller.org_id.clone(),
             user_id: caller.user_id.clone(),
             agent_id: agent.id,
@@ -234,7 +234,7 @@ impl RunsService {
     }
 
     /// A thread of the caller.
-    pub async fn get_thread(&self, caller: &Principal, id: &ThreadId) -> Result<Thread, RunsError> {
+    pub async fn get_thread(&self, caller: &Principal, id: ThreadId) -> Result<Thread, RunsError> {
         self.repo
             .get_thread(&caller.org_id, &caller.user_id, id)
             .await?
@@ -245,26 +245,20 @@ impl RunsService {
     pub async fn list_threads(
         &self,
         caller: &Principal,
-        agent: Option<&AgentId>,
+        agent: Option<AgentId>,
         before: Cursor,
         limit: u32,
     ) -> Result<Page<Thread>, RunsError> {
         let mut items = self
             .repo
-            .list_threads(
-                &caller.org_id,
-                &caller.user_id,
-                agent.map(|id| &**id),
-                before,
-                limit + 1,
-            )
+            .list_threads(&caller.org_id, &caller.user_id, agent, before, limit + 1)
             .await?;
-        let next = trim_page(&mut items, limit, |t| (t.created_at, t.id.clone()));
+        let next = trim_page(&mut items, limit, |t| (t.created_at, t.id.to_string()));
         Ok(Page { items, next })
     }
 
     /// Deletes a thread of the caller with everything in it.
-    pub async fn delete_thread(&self, caller: &Principal, id: &ThreadId) -> Result<(), RunsError> {
+    pub async fn delete_thread(&self, caller: &Principal, id: ThreadId) -> Result<(), RunsError> {
         if self
             .repo
             .delete_thread(&caller.org_id, &caller.user_id, id)
@@ -280,14 +274,14 @@ impl RunsService {
     pub async fn list_messages(
         &self,
         caller: &Principal,
-        thread_id: &ThreadId,
+        thread_id: ThreadId,
         after_seq: i64,
         limit: u32,
     ) -> Result<(Vec<Message>, Option<i64>), RunsError> {
         let thread = self.get_thread(caller, thread_id).await?;
         let mut messages = self
             .repo
-            .list_messages(&thread.id, after_seq, limit + 1)
+            .list_messages(thread.id, after_seq, limit + 1)
             .await?;
         let next = if messages.len() > limit as usize {
             messages.truncate(limit as usize);
@@ -302,17 +296,17 @@ impl RunsService {
     pub async fn list_data_sources(
         &self,
         caller: &Principal,
-        thread_id: &ThreadId,
+        thread_id: ThreadId,
     ) -> Result<Vec<DataSource>, RunsError> {
         let thread = self.get_thread(caller, thread_id).await?;
-        Ok(self.sources.list(&thread.id).await?)
+        Ok(self.sources.list(&thread.id.to_string()).await?)
     }
 
     /// Imports CSV bytes as a data source of one of the caller's threads.
     pub async fn import_data_source(
         &self,
         caller: &Principal,
-        thread_id: &ThreadId,
+        thread_id: ThreadId,
         name: &str,
         csv: &[u8],
     ) -> Result<DataSource, RunsError> {
@@ -321,7 +315,7 @@ impl RunsService {
         }
         let thread = self.get_thread(caller, thread_id).await?;
         self.sources
-            .import_csv(&thread.id, name, name, None, csv)
+            .import_csv(&thread.id.to_string(), name, name, None, csv)
             .await
             .map_err(|error| match error {
                 ImportError::Storage(error) => RunsError::Internal(error),
@@ -334,15 +328,13 @@ impl RunsService {
     }
 
     /// A run of one of the caller's threads.
-    pub async fn get_run(&self, caller: &Principal, id: &RunId) -> Result<Run, RunsError> {
+    pub async fn get_run(&self, caller: &Principal, id: RunId) -> Result<Run, RunsError> {
         let run = self
             .repo
             .find_run(id)
             .await?
             .ok_or(RunsError::NotFound("run"))?;
-        let thread_id =
-            ThreadId::parse("thread_id", &run.thread_id).map_err(|_| RunsError::NotFound("run"))?;
-        self.get_thread(caller, &thread_id)
+        self.get_thread(caller, run.thread_id)
             .await
             .map_err(|_| RunsError::NotFound("run"))?;
         Ok(run)
@@ -355,7 +347,7 @@ impl RunsService {
     pub async fn list_runs(
         &self,
         caller: &Principal,
-        thread_id: &ThreadId,
+        thread_id: ThreadId,
         before: Cursor,
         limit: u32,
     ) -> Result<(Vec<Run>, Cursor), RunsError> {
@@ -364,7 +356,7 @@ impl RunsService {
             .repo
             .list_runs(thread_id, before, limit.saturating_add(1))
             .await?;
-        let next = trim_page(&mut runs, limit, |r| (r.created_at, r.id.clone()));
+        let next = trim_page(&mut runs, limit, |r| (r.created_at, r.id.to_string()));
         Ok((runs, next))
     }
 }

@@ -10,6 +10,7 @@ use crate::domain::{
     entities::{Agent, Message, Run, RunStatus, Thread},
     events::Envelope,
     history::{HistoryLimits, WindowMeter},
+    ids::{AgentId, RunId, ThreadId},
     ports::{Cursor, LeaseState, RepositoryError, RunsRepository},
 };
 
@@ -20,7 +21,7 @@ struct State {
     messages: Vec<Message>,
     runs: Vec<Run>,
     /// Runs `CancelRun` asked to end.
-    cancel_requested: Vec<String>,
+    cancel_requested: Vec<RunId>,
     events: Vec<Envelope>,
 }
 
@@ -40,7 +41,7 @@ impl MemoryRepository {
     }
 
     /// Every message of `thread_id`, in order.
-    pub fn messages(&self, thread_id: &str) -> Vec<Message> {
+    pub fn messages(&self, thread_id: ThreadId) -> Vec<Message> {
         self.with(|s| {
             s.messages
                 .iter()
@@ -51,7 +52,7 @@ impl MemoryRepository {
     }
 
     /// Ends the stored run `id` as another replica would (its reaper, say).
-    pub fn end_elsewhere(&self, id: &str, status: RunStatus) {
+    pub fn end_elsewhere(&self, id: RunId, status: RunStatus) {
         self.with(|s| {
             if let Some(run) = s.runs.iter_mut().find(|r| r.id == id) {
                 run.status = status;
@@ -61,7 +62,7 @@ impl MemoryRepository {
     }
 
     /// The stored run `id`.
-    pub fn run(&self, id: &str) -> Option<Run> {
+    pub fn run(&self, id: RunId) -> Option<Run> {
         self.with(|s| s.runs.iter().find(|r| r.id == id).cloned())
     }
 }
@@ -71,7 +72,7 @@ impl State {
     /// one marks its thread active (a trigger).
     fn append(
         &mut self,
-        thread_id: &str,
+        thread_id: ThreadId,
         messages: &[Message],
     ) -> Result<Vec<i64>, RepositoryError> {
         let Some(thread) = self.threads.iter_mut().find(|t| t.id == thread_id) else {
@@ -119,7 +120,7 @@ impl RunsRepository for MemoryRepository {
         Ok(())
     }
 
-    async fn get_agent(&self, org: &str, id: &str) -> Result<Option<Agent>, RepositoryError> {
+    async fn get_agent(&self, org: &str, id: AgentId) -> Result<Option<Agent>, RepositoryError> {
         Ok(self.with(|s| {
             s.agents
                 .iter()
@@ -142,7 +143,7 @@ impl RunsRepository for MemoryRepository {
                 .filter(|a| {
                     after
                         .as_ref()
-                        .is_none_or(|(at, id)| (a.created_at, &a.id) > (*at, id))
+                        .is_none_or(|(at, id)| (a.created_at, a.id.to_string()) > (*at, id.clone()))
                 })
                 .cloned()
                 .collect();
@@ -162,7 +163,7 @@ impl RunsRepository for MemoryRepository {
         }))
     }
 
-    async fn delete_agent(&self, org: &str, id: &str) -> Result<bool, RepositoryError> {
+    async fn delete_agent(&self, org: &str, id: AgentId) -> Result<bool, RepositoryError> {
         Ok(self.with(|s| {
             let before = s.agents.len();
             s.agents.retain(|a| !(a.org_id == org && a.id == id));
@@ -179,7 +180,7 @@ impl RunsRepository for MemoryRepository {
         &self,
         org: &str,
         user: &str,
-        id: &str,
+        id: ThreadId,
     ) -> Result<Option<Thread>, RepositoryError> {
         Ok(self.with(|s| {
             s.threads
@@ -193,12 +194,12 @@ impl RunsRepository for MemoryRepository {
         &self,
         org: &str,
         user: &str,
-        id: &str,
+        id: ThreadId,
     ) -> Result<Option<(Thread, Option<Agent>)>, RepositoryError> {
         let Some(thread) = self.get_thread(org, user, id).await? else {
             return Ok(None);
         };
-        let agent = self.get_agent(org, &thread.agent_id).await?;
+        let agent = self.get_agent(org, thread.agent_id).await?;
         Ok(Some((thread, agent)))
     }
 
@@ -206,7 +207,7 @@ impl RunsRepository for MemoryRepository {
         &self,
         org: &str,
         user: &str,
-        agent: Option<&str>,
+        agent: Option<AgentId>,
         before: Cursor,
         limit: u32,
     ) -> Result<Vec<Thread>, RepositoryError> {
@@ -219,7 +220,7 @@ impl RunsRepository for MemoryRepository {
                 .filter(|t| {
                     before
                         .as_ref()
-                        .is_none_or(|(at, id)| (t.created_at, &t.id) < (*at, id))
+                        .is_none_or(|(at, id)| (t.created_at, t.id.to_string()) < (*at, id.clone()))
                 })
                 .cloned()
                 .collect();
@@ -233,7 +234,7 @@ impl RunsRepository for MemoryRepository {
         &self,
         org: &str,
         user: &str,
-        id: &str,
+        id: ThreadId,
     ) -> Result<bool, RepositoryError> {
         Ok(self.with(|s| {
             let before = s.threads.len();
@@ -256,7 +257,7 @@ impl RunsRepository for MemoryRepository {
 
     async fn append_messages(
         &self,
-        thread_id: &str,
+        thread_id: ThreadId,
         messages: &[Message],
     ) -> Result<Vec<i64>, RepositoryError> {
         // As in SQL: nothing to append is no write, whatever the thread.
@@ -268,7 +269,7 @@ impl RunsRepository for MemoryRepository {
 
     async fn list_messages(
         &self,
-        thread_id: &str,
+        thread_id: ThreadId,
         after_seq: i64,
         limit: u32,
     ) -> Result<Vec<Message>, RepositoryError> {
@@ -284,7 +285,7 @@ impl RunsRepository for MemoryRepository {
 
     async fn recent_messages(
         &self,
-        thread_id: &str,
+        thread_id: ThreadId,
         limits: HistoryLimits,
     ) -> Result<Vec<Message>, RepositoryError> {
         let mut meter = WindowMeter::new(limits);
@@ -313,7 +314,7 @@ impl RunsRepository for MemoryRepository {
             }
             // As in SQL: the run and its input are stored together or not at
             // all, and a run needs its thread.
-            let seqs = s.append(&run.thread_id, input)?;
+            let seqs = s.append(run.thread_id, input)?;
             s.runs.push(run.clone());
             Ok(seqs)
         })
@@ -329,13 +330,13 @@ impl RunsRepository for MemoryRepository {
             if !s.runs.iter().any(|r| r.id == run.id && active(r.status)) {
                 return Err(RepositoryError::RunEnded);
             }
-            let seqs = s.append(&run.thread_id, messages)?;
+            let seqs = s.append(run.thread_id, messages)?;
             s.save_run(run);
             Ok(seqs)
         })
     }
 
-    async fn resume_run(&self, run_id: &str, now: i64) -> Result<bool, RepositoryError> {
+    async fn resume_run(&self, run_id: RunId, now: i64) -> Result<bool, RepositoryError> {
         Ok(self.with(|s| {
             s.runs
                 .iter_mut()
@@ -361,31 +362,35 @@ impl RunsRepository for MemoryRepository {
             if !paused {
                 return Ok(None);
             }
-            let seqs = s.append(&run.thread_id, messages)?;
+            let seqs = s.append(run.thread_id, messages)?;
             s.save_run(run);
             Ok(Some(seqs))
         })
     }
 
-    async fn get_run(&self, thread_id: &str, id: &str) -> Result<Option<Run>, RepositoryError> {
+    async fn get_run(
+        &self,
+        thread_id: ThreadId,
+        id: RunId,
+    ) -> Result<Option<Run>, RepositoryError> {
         Ok(self.run(id).filter(|r| r.thread_id == thread_id))
     }
 
-    async fn find_run(&self, id: &str) -> Result<Option<Run>, RepositoryError> {
+    async fn find_run(&self, id: RunId) -> Result<Option<Run>, RepositoryError> {
         Ok(self.run(id))
     }
 
     async fn heartbeat(
         &self,
-        run_ids: &[String],
-    ) -> Result<Vec<(String, LeaseState)>, RepositoryError> {
+        run_ids: &[RunId],
+    ) -> Result<Vec<(RunId, LeaseState)>, RepositoryError> {
         // Leases in memory never expire: there is no other process.
         Ok(self.with(|s| {
             run_ids
                 .iter()
                 .map(|id| {
                     // As in SQL: only another process's end takes a run.
-                    let state = match s.runs.iter().find(|r| &r.id == id).map(|r| r.status) {
+                    let state = match s.runs.iter().find(|r| r.id == *id).map(|r| r.status) {
                         None | Some(RunStatus::Interrupted | RunStatus::Cancelled) => {
                             LeaseState::Lost
                         }
@@ -394,7 +399,7 @@ impl RunsRepository for MemoryRepository {
                         }
                         Some(_) => LeaseState::Held,
                     };
-                    (id.clone(), state)
+                    (*id, state)
                 })
                 .collect()
         }))
@@ -410,7 +415,7 @@ impl RunsRepository for MemoryRepository {
 
     async fn list_runs(
         &self,
-        thread_id: &str,
+        thread_id: ThreadId,
         before: Cursor,
         limit: u32,
     ) -> Result<Vec<Run>, RepositoryError> {
@@ -421,7 +426,7 @@ impl RunsRepository for MemoryRepository {
                 .filter(|r| r.thread_id == thread_id)
                 .filter(|r| {
                     before.as_ref().is_none_or(|(time, id)| {
-                        (r.created_at, r.id.as_str()) < (*time, id.as_str())
+                        (r.created_at, r.id.to_string()) < (*time, id.clone())
                     })
                 })
                 .cloned()
@@ -434,7 +439,7 @@ impl RunsRepository for MemoryRepository {
 
     async fn request_cancel(
         &self,
-        run_id: &str,
+        run_id: RunId,
         reason: &str,
     ) -> Result<Option<Run>, RepositoryError> {
         Ok(self.with(|s| {
@@ -445,7 +450,7 @@ impl RunsRepository for MemoryRepository {
                     run.error = Some(reason.to_owned());
                     run.pending.clear();
                 }
-                RunStatus::Running => s.cancel_requested.push(run_id.to_owned()),
+                RunStatus::Running => s.cancel_requested.push(run_id),
                 _ => {}
             }
             s.runs.iter().find(|r| r.id == run_id).cloned()
@@ -467,7 +472,7 @@ impl RunsRepository for MemoryRepository {
 
     async fn run_events(
         &self,
-        run_id: &str,
+        run_id: RunId,
         from: i64,
         limit: u32,
     ) -> Result<Vec<Envelope>, RepositoryError> {
@@ -481,7 +486,7 @@ impl RunsRepository for MemoryRepository {
         }))
     }
 
-    async fn last_run_event(&self, run_id: &str) -> Result<i64, RepositoryError> {
+    async fn last_run_event(&self, run_id: RunId) -> Result<i64, RepositoryError> {
         Ok(self.with(|s| {
             s.events
                 .iter()

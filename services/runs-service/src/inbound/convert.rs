@@ -71,7 +71,7 @@ pub(crate) fn agent_config(agent: &pb::Agent) -> AgentConfig {
 pub(crate) fn proto_agent(agent: &Agent) -> pb::Agent {
     let config = &agent.config;
     pb::Agent {
-        id: agent.id.clone(),
+        id: agent.id.to_string(),
         organization_id: agent.org_id.clone(),
         name: agent.name.clone(),
         instructions: config.instructions.clone(),
@@ -106,10 +106,10 @@ pub(crate) fn proto_agent(agent: &Agent) -> pb::Agent {
 
 pub(crate) fn proto_thread(thread: &Thread) -> pb::Thread {
     pb::Thread {
-        id: thread.id.clone(),
+        id: thread.id.to_string(),
         organization_id: thread.org_id.clone(),
         user_id: thread.user_id.clone(),
-        agent_id: thread.agent_id.clone(),
+        agent_id: thread.agent_id.to_string(),
         title: thread.title.clone(),
         create_time: Some(timestamp(thread.created_at)),
         update_time: Some(timestamp(thread.updated_at)),
@@ -153,9 +153,9 @@ fn proto_part(part: &Part) -> pb::ContentPart {
 
 pub(crate) fn proto_message(message: &Message) -> pb::Message {
     pb::Message {
-        id: message.id.clone(),
-        thread_id: message.thread_id.clone(),
-        run_id: message.run_id.clone().unwrap_or_default(),
+        id: message.id.to_string(),
+        thread_id: message.thread_id.to_string(),
+        run_id: message.run_id.map(String::from).unwrap_or_default(),
         role: match message.role {
             Role::User => pb::MessageRole::User,
             Role::Assistant => pb::MessageRole::Assistant,
@@ -177,9 +177,9 @@ fn usage(usage: Usage) -> TokenUsage {
 
 pub(crate) fn proto_run(run: &Run) -> pb::Run {
     pb::Run {
-        id: run.id.clone(),
-        thread_id: run.thread_id.clone(),
-        agent_id: run.agent_id.clone(),
+        id: run.id.to_string(),
+        thread_id: run.thread_id.to_string(),
+        agent_id: run.agent_id.to_string(),
         status: match run.status {
             RunStatus::Running => pb::RunStatus::Running,
             RunStatus::Completed => pb::RunStatus::Completed,
@@ -338,7 +338,7 @@ pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
         }),
     };
     pb::ExecuteRunResponse {
-        run_id: envelope.run_id,
+        run_id: envelope.run_id.to_string(),
         sequence: envelope.sequence,
         event: Some(event),
     }

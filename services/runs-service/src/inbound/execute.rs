@@ -54,7 +54,7 @@ fn parse(request: pb::ExecuteRunRequest) -> Result<(ThreadId, RunInput), Status>
         }
         Some(pb::execute_run_request::Input::ClientToolResults(results)) => {
             RunInput::ClientToolResults {
-                run_id: id::<RunId>("client_tool_results.run_id", &results.run_id)?.into(),
+                run_id: id::<RunId>("client_tool_results.run_id", &results.run_id)?,
                 results: results
                     .results
                     .into_iter()
@@ -94,7 +94,7 @@ pub(crate) async fn execute_run(
     let (thread_id, input) = parse(request)?;
     let Some(request_id) = request_id else {
         let events = orchestrator
-            .start(caller, &thread_id, input, detached)
+            .start(caller, thread_id, input, detached)
             .await?;
         return Ok(into_stream(None, events, heartbeat));
     };
@@ -110,10 +110,7 @@ pub(crate) async fn execute_run(
         }
         Begun::First(key) => key,
     };
-    let mut events = match orchestrator
-        .start(caller, &thread_id, input, detached)
-        .await
-    {
+    let mut events = match orchestrator.start(caller, thread_id, input, detached).await {
         Ok(events) => events,
         Err(error) => {
             idempotency.forget(&key).await;
@@ -124,7 +121,11 @@ pub(crate) async fn execute_run(
     // so a repeat from now on finds this run.
     let first = events.recv().await;
     match &first {
-        Some(envelope) => idempotency.finish(&key, envelope.run_id.as_bytes()).await?,
+        Some(envelope) => {
+            idempotency
+                .finish(&key, envelope.run_id.to_string().as_bytes())
+                .await?
+        }
         None => idempotency.forget(&key).await,
     }
     Ok(into_stream(first, events, heartbeat))
@@ -135,7 +136,10 @@ fn into_stream(
     events: tokio::sync::mpsc::Receiver<Envelope>,
     heartbeat: Duration,
 ) -> BoxStream<pb::ExecuteRunResponse> {
-    let run_id = first.as_ref().map(|e| e.run_id.clone()).unwrap_or_default();
+    let run_id = first
+        .as_ref()
+        .map(|e| e.run_id.to_string())
+        .unwrap_or_default();
     let rest = ReceiverStream::new(events);
     let events = stream::iter(first)
         .chain(rest)
@@ -151,7 +155,7 @@ async fn replay(
 ) -> Result<BoxStream<pb::ExecuteRunResponse>, Status> {
     // The id the request's first execution stored.
     let run_id: RunId = id("run_id", run_id)?;
-    let run = service.get_run(&caller.principal, &run_id).await?;
+    let run = service.get_run(&caller.principal, run_id).await?;
     let events = replay_events(run).ok_or_else(|| {
         Status::from(ApiError::refused(
             Refusal::RequestInProgress {
@@ -190,7 +194,7 @@ fn replay_events(run: Run) -> Option<Vec<pb::ExecuteRunResponse>> {
             .zip(1..)
             .map(|(event, sequence)| {
                 proto_event(Envelope {
-                    run_id: run.id.clone(),
+                    run_id: run.id,
                     sequence,
                     event,
                 })

@@ -122,7 +122,7 @@ impl RunsRpc for RunsApi {
     ) -> Reply<pb::GetAgentResponse> {
         let caller = caller(&request)?;
         let agent_id: AgentId = id("id", &request.get_ref().id)?;
-        let agent = self.service.get_agent(&caller, &agent_id).await?;
+        let agent = self.service.get_agent(&caller, agent_id).await?;
         Ok(Response::new(pb::GetAgentResponse {
             agent: Some(proto_agent(&agent)),
         }))
@@ -162,7 +162,7 @@ impl RunsRpc for RunsApi {
         }
         let agent = self
             .service
-            .update_agent(&caller, &agent_id, |current| {
+            .update_agent(&caller, agent_id, |current| {
                 let mut name = current.name.clone();
                 let mut config = current.config.clone();
                 let new = agent_config(&patch);
@@ -205,7 +205,7 @@ impl RunsRpc for RunsApi {
     ) -> Reply<pb::DeleteAgentResponse> {
         let caller = caller(&request)?;
         let agent_id: AgentId = id("id", &request.get_ref().id)?;
-        self.service.delete_agent(&caller, &agent_id).await?;
+        self.service.delete_agent(&caller, agent_id).await?;
         Ok(Response::new(pb::DeleteAgentResponse {}))
     }
 
@@ -220,7 +220,7 @@ impl RunsRpc for RunsApi {
         let create = || async {
             let thread = self
                 .service
-                .create_thread(&caller, &agent_id, request.title)
+                .create_thread(&caller, agent_id, request.title)
                 .await?;
             Ok(pb::CreateThreadResponse {
                 thread: Some(proto_thread(&thread)),
@@ -244,7 +244,7 @@ impl RunsRpc for RunsApi {
     ) -> Reply<pb::GetThreadResponse> {
         let caller = caller(&request)?;
         let thread_id: ThreadId = id("id", &request.get_ref().id)?;
-        let thread = self.service.get_thread(&caller, &thread_id).await?;
+        let thread = self.service.get_thread(&caller, thread_id).await?;
         Ok(Response::new(pb::GetThreadResponse {
             thread: Some(proto_thread(&thread)),
         }))
@@ -265,7 +265,7 @@ impl RunsRpc for RunsApi {
         };
         let page = self
             .service
-            .list_threads(&caller, agent.as_ref(), before, limit)
+            .list_threads(&caller, agent, before, limit)
             .await?;
         Ok(Response::new(pb::ListThreadsResponse {
             threads: page.items.iter().map(proto_thread).collect(),
@@ -279,7 +279,7 @@ impl RunsRpc for RunsApi {
     ) -> Reply<pb::DeleteThreadResponse> {
         let caller = caller(&request)?;
         let thread_id: ThreadId = id("id", &request.get_ref().id)?;
-        self.service.delete_thread(&caller, &thread_id).await?;
+        self.service.delete_thread(&caller, thread_id).await?;
         Ok(Response::new(pb::DeleteThreadResponse {}))
     }
 
@@ -294,7 +294,7 @@ impl RunsRpc for RunsApi {
         let after = decode_seq("page_token", &request.page_token).map_err(invalid)?;
         let (messages, next) = self
             .service
-            .list_messages(&caller, &thread_id, after, limit)
+            .list_messages(&caller, thread_id, after, limit)
             .await?;
         Ok(Response::new(pb::ListMessagesResponse {
             messages: messages.iter().map(proto_message).collect(),
@@ -312,7 +312,7 @@ impl RunsRpc for RunsApi {
         let limit = page_size("page_size", request.page_size).map_err(invalid)? as usize;
         let offset = decode_seq("page_token", &request.page_token).map_err(invalid)?;
         let offset = usize::try_from(offset).unwrap_or(0);
-        let sources = self.service.list_data_sources(&caller, &thread_id).await?;
+        let sources = self.service.list_data_sources(&caller, thread_id).await?;
         let next = offset + limit;
         Ok(Response::new(pb::ListDataSourcesResponse {
             data_sources: sources
@@ -340,7 +340,7 @@ impl RunsRpc for RunsApi {
         let import = || async {
             let source = self
                 .service
-                .import_data_source(&caller, &thread_id, &request.name, &request.csv)
+                .import_data_source(&caller, thread_id, &request.name, &request.csv)
                 .await?;
             Ok(pb::ImportDataSourceResponse {
                 data_source: Some(proto_data_source(&source)),
@@ -361,7 +361,7 @@ impl RunsRpc for RunsApi {
     async fn get_run(&self, request: Request<pb::GetRunRequest>) -> Reply<pb::GetRunResponse> {
         let caller = caller(&request)?;
         let run_id: RunId = id("id", &request.get_ref().id)?;
-        let run = self.service.get_run(&caller, &run_id).await?;
+        let run = self.service.get_run(&caller, run_id).await?;
         Ok(Response::new(pb::GetRunResponse {
             run: Some(proto_run(&run)),
         }))

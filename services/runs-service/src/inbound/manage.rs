@@ -36,7 +36,7 @@ pub(crate) async fn list_runs(
     let limit = page_size("page_size", request.page_size).map_err(invalid)?;
     let before = decode_cursor("page_token", &request.page_token).map_err(invalid)?;
     let (runs, next) = service
-        .list_runs(&caller.principal, &thread_id, before, limit)
+        .list_runs(&caller.principal, thread_id, before, limit)
         .await?;
     Ok(pb::ListRunsResponse {
         runs: runs.iter().map(proto_run).collect(),
@@ -52,7 +52,7 @@ pub(crate) async fn cancel_run(
     request: pb::CancelRunRequest,
 ) -> Result<pb::CancelRunResponse, Status> {
     let run_id: RunId = id("id", &request.id)?;
-    let run = service.get_run(&caller.principal, &run_id).await?;
+    let run = service.get_run(&caller.principal, run_id).await?;
     let run = orchestrator.cancel(&run).await?;
     Ok(pb::CancelRunResponse {
         run: Some(proto_run(&run)),
@@ -74,7 +74,7 @@ pub(crate) async fn watch_run(
             "must not be negative",
         )));
     }
-    let run = service.get_run(&caller.principal, &run_id).await?;
+    let run = service.get_run(&caller.principal, run_id).await?;
     let events = ReceiverStream::new(orchestrator.watch(&run, request.from_sequence))
         .map(|event| event.map(proto_event).map_err(status));
     let events = with_heartbeats(Box::pin(events), heartbeat, run_id.into());

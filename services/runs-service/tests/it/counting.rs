@@ -11,6 +11,7 @@ use switchboard_runs_service::domain::{
     entities::{Agent, Message, Run, Thread},
     events::Envelope,
     history::HistoryLimits,
+    ids::{AgentId, RunId, ThreadId},
     ports::{Cursor, LeaseState, RepositoryError, RunsRepository},
 };
 
@@ -47,12 +48,12 @@ impl Reads {
 }
 
 impl Counting {
-    fn count(&self, run_id: &str) {
+    fn count(&self, run_id: RunId) {
         *self
             .reads
             .lock()
             .expect("not poisoned")
-            .entry(run_id.to_owned())
+            .entry(run_id.to_string())
             .or_insert(0) += 1;
     }
 }
@@ -62,7 +63,7 @@ impl RunsRepository for Counting {
     async fn insert_agent(&self, agent: &Agent) -> Result<()> {
         self.inner.insert_agent(agent).await
     }
-    async fn get_agent(&self, org: &str, id: &str) -> Result<Option<Agent>> {
+    async fn get_agent(&self, org: &str, id: AgentId) -> Result<Option<Agent>> {
         self.inner.get_agent(org, id).await
     }
     async fn list_agents(&self, org: &str, after: Cursor, limit: u32) -> Result<Vec<Agent>> {
@@ -71,20 +72,20 @@ impl RunsRepository for Counting {
     async fn update_agent(&self, agent: &Agent) -> Result<bool> {
         self.inner.update_agent(agent).await
     }
-    async fn delete_agent(&self, org: &str, id: &str) -> Result<bool> {
+    async fn delete_agent(&self, org: &str, id: AgentId) -> Result<bool> {
         self.inner.delete_agent(org, id).await
     }
     async fn insert_thread(&self, thread: &Thread) -> Result<()> {
         self.inner.insert_thread(thread).await
     }
-    async fn get_thread(&self, org: &str, user: &str, id: &str) -> Result<Option<Thread>> {
+    async fn get_thread(&self, org: &str, user: &str, id: ThreadId) -> Result<Option<Thread>> {
         self.inner.get_thread(org, user, id).await
     }
     async fn get_thread_with_agent(
         &self,
         org: &str,
         user: &str,
-        id: &str,
+        id: ThreadId,
     ) -> Result<Option<(Thread, Option<Agent>)>> {
         self.inner.get_thread_with_agent(org, user, id).await
     }
@@ -92,7 +93,7 @@ impl RunsRepository for Counting {
         &self,
         org: &str,
         user: &str,
-        agent: Option<&str>,
+        agent: Option<AgentId>,
         before: Cursor,
         limit: u32,
     ) -> Result<Vec<Thread>> {
@@ -100,15 +101,15 @@ impl RunsRepository for Counting {
             .list_threads(org, user, agent, before, limit)
             .await
     }
-    async fn delete_thread(&self, org: &str, user: &str, id: &str) -> Result<bool> {
+    async fn delete_thread(&self, org: &str, user: &str, id: ThreadId) -> Result<bool> {
         self.inner.delete_thread(org, user, id).await
     }
-    async fn append_messages(&self, thread_id: &str, messages: &[Message]) -> Result<Vec<i64>> {
+    async fn append_messages(&self, thread_id: ThreadId, messages: &[Message]) -> Result<Vec<i64>> {
         self.inner.append_messages(thread_id, messages).await
     }
     async fn list_messages(
         &self,
-        thread_id: &str,
+        thread_id: ThreadId,
         after_seq: i64,
         limit: u32,
     ) -> Result<Vec<Message>> {
@@ -116,7 +117,7 @@ impl RunsRepository for Counting {
     }
     async fn recent_messages(
         &self,
-        thread_id: &str,
+        thread_id: ThreadId,
         limits: HistoryLimits,
     ) -> Result<Vec<Message>> {
         self.inner.recent_messages(thread_id, limits).await
@@ -127,20 +128,20 @@ impl RunsRepository for Counting {
     async fn update_run_with(&self, run: &Run, messages: &[Message]) -> Result<Vec<i64>> {
         self.inner.update_run_with(run, messages).await
     }
-    async fn resume_run(&self, run_id: &str, now: i64) -> Result<bool> {
+    async fn resume_run(&self, run_id: RunId, now: i64) -> Result<bool> {
         self.inner.resume_run(run_id, now).await
     }
     async fn resume_run_with(&self, run: &Run, messages: &[Message]) -> Result<Option<Vec<i64>>> {
         self.inner.resume_run_with(run, messages).await
     }
-    async fn get_run(&self, thread_id: &str, id: &str) -> Result<Option<Run>> {
+    async fn get_run(&self, thread_id: ThreadId, id: RunId) -> Result<Option<Run>> {
         self.inner.get_run(thread_id, id).await
     }
-    async fn find_run(&self, id: &str) -> Result<Option<Run>> {
+    async fn find_run(&self, id: RunId) -> Result<Option<Run>> {
         self.count(id);
         self.inner.find_run(id).await
     }
-    async fn heartbeat(&self, run_ids: &[String]) -> Result<Vec<(String, LeaseState)>> {
+    async fn heartbeat(&self, run_ids: &[RunId]) -> Result<Vec<(RunId, LeaseState)>> {
         self.inner.heartbeat(run_ids).await
     }
     async fn interrupt_expired_runs(&self) -> Result<u64> {
@@ -149,20 +150,20 @@ impl RunsRepository for Counting {
     async fn interrupt_previous_process_runs(&self) -> Result<u64> {
         self.inner.interrupt_previous_process_runs().await
     }
-    async fn list_runs(&self, thread_id: &str, before: Cursor, limit: u32) -> Result<Vec<Run>> {
+    async fn list_runs(&self, thread_id: ThreadId, before: Cursor, limit: u32) -> Result<Vec<Run>> {
         self.inner.list_runs(thread_id, before, limit).await
     }
-    async fn request_cancel(&self, run_id: &str, reason: &str) -> Result<Option<Run>> {
+    async fn request_cancel(&self, run_id: RunId, reason: &str) -> Result<Option<Run>> {
         self.inner.request_cancel(run_id, reason).await
     }
     async fn append_run_event(&self, event: &Envelope) -> Result<()> {
         self.inner.append_run_event(event).await
     }
-    async fn run_events(&self, run_id: &str, from: i64, limit: u32) -> Result<Vec<Envelope>> {
+    async fn run_events(&self, run_id: RunId, from: i64, limit: u32) -> Result<Vec<Envelope>> {
         self.count(run_id);
         self.inner.run_events(run_id, from, limit).await
     }
-    async fn last_run_event(&self, run_id: &str) -> Result<i64> {
+    async fn last_run_event(&self, run_id: RunId) -> Result<i64> {
         self.count(run_id);
         self.inner.last_run_event(run_id).await
     }

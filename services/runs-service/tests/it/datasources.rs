@@ -11,6 +11,7 @@ use switchboard_runs_service::{
             QueryLimits, QueryResult,
         },
         entities::{Thread, new_id},
+        ids::{AgentId, ThreadId},
         ports::RunsRepository,
         texts,
     },
@@ -73,10 +74,10 @@ impl Fixture {
     /// A new stored thread's id.
     async fn thread(&self) -> String {
         let thread = Thread {
-            id: new_id(),
+            id: ThreadId::new(),
             org_id: "org-a".into(),
             user_id: "alice".into(),
-            agent_id: new_id(),
+            agent_id: AgentId::new(),
             title: "Data".into(),
             created_at: 1000,
             updated_at: 1000,
@@ -85,7 +86,7 @@ impl Fixture {
             .insert_thread(&thread)
             .await
             .expect("thread stored");
-        thread.id
+        thread.id.to_string()
     }
 
     async fn import(&self, thread: &str, name: &str, csv: &str) -> DataSource {
@@ -278,7 +279,11 @@ async fn deleting_a_thread_deletes_its_data_sources(kind: DbKind) {
     assert_eq!(source.integration_id.as_deref(), Some(integration.as_str()));
     assert!(
         fx.repo
-            .delete_thread("org-a", "alice", &thread)
+            .delete_thread(
+                "org-a",
+                "alice",
+                thread.parse::<ThreadId>().expect("a thread id")
+            )
             .await
             .expect("deleted")
     );

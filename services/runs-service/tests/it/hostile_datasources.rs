@@ -10,7 +10,8 @@ use switchboard_db::DatabaseArgs;
 use switchboard_runs_service::{
     domain::{
         datasource::{Capacity, DataSources, ImportError, ImportLimits, QueryError, QueryLimits},
-        entities::{Thread, new_id},
+        entities::Thread,
+        ids::{AgentId, ThreadId},
         ports::RunsRepository,
         texts,
         tools::{SourceQuery, ToolArguments, ToolOutcome},
@@ -82,10 +83,10 @@ impl Fixture {
     /// A new stored thread of `org`.
     pub(crate) async fn thread(&self, org: &str) -> String {
         let thread = Thread {
-            id: new_id(),
+            id: ThreadId::new(),
             org_id: org.into(),
             user_id: "mallory".into(),
-            agent_id: new_id(),
+            agent_id: AgentId::new(),
             title: "Data".into(),
             created_at: 1000,
             updated_at: 1000,
@@ -94,7 +95,7 @@ impl Fixture {
             .insert_thread(&thread)
             .await
             .expect("thread stored");
-        thread.id
+        thread.id.to_string()
     }
 
     pub(crate) async fn import(&self, thread: &str, name: &str, csv: &str) {
@@ -214,7 +215,12 @@ async fn no_source_query_ends_the_process(kind: DbKind) {
     fx.import(&thread, "t", &numbers_csv(40)).await;
     let query = fx.source_query();
     for sql in hostile_corpus() {
-        let ToolOutcome { text, is_error, .. } = query.run(&thread, &arguments(&sql)).await;
+        let ToolOutcome { text, is_error, .. } = query
+            .run(
+                thread.parse::<ThreadId>().expect("a thread id"),
+                &arguments(&sql),
+            )
+            .await;
         let shown: String = sql.chars().take(120).collect();
         // Huge IN lists and chains may legitimately answer; everything that
         // would build past the limits must be refused or fail.
@@ -233,7 +239,10 @@ async fn no_source_query_ends_the_process(kind: DbKind) {
     }
     // The process, and the thread's table, are still there.
     let ToolOutcome { text, is_error, .. } = query
-        .run(&thread, &arguments("SELECT count(*) AS rows FROM t"))
+        .run(
+            thread.parse::<ThreadId>().expect("a thread id"),
+            &arguments("SELECT count(*) AS rows FROM t"),
+        )
         .await;
     assert!(!is_error, "{text}");
     assert!(text.starts_with("rows\n40\n"), "{text}");
@@ -249,7 +258,12 @@ async fn growing_functions_are_refused_with_the_limit_named(kind: DbKind) {
         "SELECT length(lpad('x', 1000000000000))",
         "SELECT length(repeat(name, 300000) || repeat(name, 300000)) FROM t",
     ] {
-        let ToolOutcome { text, is_error, .. } = query.run(&thread, &arguments(sql)).await;
+        let ToolOutcome { text, is_error, .. } = query
+            .run(
+                thread.parse::<ThreadId>().expect("a thread id"),
+                &arguments(sql),
+            )
+            .await;
         assert!(is_error, "{sql}: {text}");
         assert!(
             text.starts_with("Query failed: ") && text.contains("bytes per value"),
@@ -259,7 +273,7 @@ async fn growing_functions_are_refused_with_the_limit_named(kind: DbKind) {
     // Within the limit, the same functions work.
     let ToolOutcome { text, is_error, .. } = query
         .run(
-            &thread,
+            thread.parse::<ThreadId>().expect("a thread id"),
             &arguments("SELECT length(repeat('ab', 1000) || lpad('x', 10)) AS n"),
         )
         .await;
@@ -423,7 +437,11 @@ async fn an_organization_past_its_data_source_bytes_is_refused(kind: DbKind) {
     // Deleting a thread frees its bytes.
     assert!(
         fx.repo
-            .delete_thread("org-a", "mallory", &first)
+            .delete_thread(
+                "org-a",
+                "mallory",
+                first.parse::<ThreadId>().expect("a thread id")
+            )
             .await
             .expect("deleted")
     );

@@ -13,6 +13,7 @@ use std::{
 
 use switchboard_runs_service::domain::{
     datasource::{Capacity, DataSources as _, ImportLimits, QueryError, QueryLimits},
+    ids::ThreadId,
     texts,
     tools::ToolOutcome,
 };
@@ -125,7 +126,10 @@ async fn the_to_char_bomb_ends_with_a_clear_error_and_others_keep_querying(kind:
     // The model reads the reason.
     let ToolOutcome { text, is_error, .. } = fx
         .source_query()
-        .run(&attacker, &arguments(TO_CHAR_BOMB))
+        .run(
+            attacker.parse::<ThreadId>().expect("a thread id"),
+            &arguments(TO_CHAR_BOMB),
+        )
         .await;
     assert!(
         is_error && text.starts_with("Query failed: ") && text.contains("to_char"),
@@ -165,8 +169,13 @@ async fn functions_off_the_list_are_refused_by_name(kind: DbKind) {
             matches!(&error, QueryError::Refused(why) if texts::query_refusal(why).contains(&format!("`{function}`"))),
             "{sql}: {error:?}"
         );
-        let ToolOutcome { text, is_error, .. } =
-            fx.source_query().run(&thread, &arguments(sql)).await;
+        let ToolOutcome { text, is_error, .. } = fx
+            .source_query()
+            .run(
+                thread.parse::<ThreadId>().expect("a thread id"),
+                &arguments(sql),
+            )
+            .await;
         assert!(is_error && text.starts_with("Query refused: "), "{text}");
     }
     // What analytics needs stays on the list.

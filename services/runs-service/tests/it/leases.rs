@@ -6,8 +6,9 @@ use std::time::Duration;
 use switchboard_db::{DatabaseArgs, now_millis};
 use switchboard_runs_service::{
     domain::{
-        entities::{PendingCall, Run, RunStatus, Thread, Usage, new_id},
+        entities::{PendingCall, Run, RunStatus, Thread, Usage},
         events::{Envelope, RunEvent},
+        ids::{AgentId, RunId, ThreadId},
         ports::{LeaseState, RepositoryError, RunsRepository},
     },
     outbound::sql::{MIGRATIONS, Replica, SqlRunsRepository},
@@ -29,10 +30,10 @@ async fn replica(db: &TestDb, name: Option<&str>, lease: Duration) -> SqlRunsRep
 
 async fn thread(repo: &dyn RunsRepository) -> Thread {
     let thread = Thread {
-        id: new_id(),
+        id: ThreadId::new(),
         org_id: "org".into(),
         user_id: "alice".into(),
-        agent_id: new_id(),
+        agent_id: AgentId::new(),
         title: String::new(),
         created_at: 100,
         updated_at: 100,
@@ -44,9 +45,9 @@ async fn thread(repo: &dyn RunsRepository) -> Thread {
 /// A run whose replica's clock says `at` (Unix ms).
 fn run(thread: &Thread, at: i64) -> Run {
     Run {
-        id: new_id(),
-        thread_id: thread.id.clone(),
-        agent_id: thread.agent_id.clone(),
+        id: RunId::new(),
+        thread_id: thread.id,
+        agent_id: thread.agent_id,
         status: RunStatus::Running,
         steps: 0,
         usage: Usage::default(),
@@ -58,7 +59,7 @@ fn run(thread: &Thread, at: i64) -> Run {
     }
 }
 
-async fn status(repo: &SqlRunsRepository, id: &str) -> (RunStatus, Option<String>) {
+async fn status(repo: &SqlRunsRepository, id: RunId) -> (RunStatus, Option<String>) {
     let run = repo.find_run(id).await.expect("read").expect("found");
     (run.status, run.error)
 }
@@ -80,8 +81,8 @@ async fn leases_expire_on_the_database_clock_whatever_the_replica_clocks_say(kin
     early.start_run(&lapsed).await.expect("started");
     outlive(Duration::from_millis(1)).await;
     assert_eq!(late.interrupt_expired_runs().await.expect("swept"), 1);
-    assert_eq!(status(&late, &held.id).await.0, RunStatus::Running);
-    let (lapsed_status, reason) = status(&late, &lapsed.id).await;
+    assert_eq!(status(&late, held.id).await.0, RunStatus::Running);
+    let (lapsed_status, reason) = status(&late, lapsed.id).await;
     assert_eq!(lapsed_status, RunStatus::Interrupted);
     assert!(reason.expect("a reason").contains("lease expired"));
     // The lapsed run's process learns it lost the run at its heartbeat.
@@ -90,7 +91,7 @@ async fn leases_expire_on_the_database_clock_whatever_the_replica_clocks_say(kin
             .heartbeat(std::slice::from_ref(&lapsed.id))
             .await
             .expect("heartbeat"),
-        vec![(lapsed.id.clone(), LeaseState::Lost)]
+        vec![(lapsed.id, LeaseState::Lost)]
     );
 }
 
@@ -117,8 +118,8 @@ async fn a_new_run_takes_the_thread_of_a_run_whose_lease_expired_at_once(kind: D
         .start_run(&new)
         .await
         .expect("the thread takes the new run");
-    assert_eq!(status(&other, &old.id).await.0, RunStatus::Interrupted);
-    assert_eq!(status(&other, &new.id).await.0, RunStatus::Running);
+    assert_eq!(status(&other, old.id).await.0, RunStatus::Interrupted);
+    assert_eq!(status(&other, new.id).await.0, RunStatus::Running);
 }
 
 async fn heartbeats_carry_cancels_and_tell_a_replica_which_runs_it_lost(kind: DbKind) {
@@ -131,18 +132,18 @@ async fn heartbeats_carry_cancels_and_tell_a_replica_which_runs_it_lost(kind: Db
         owner.start_run(r).await.expect("started");
     }
     let asked = other
-        .request_cancel(&cancelled.id, "cancelled by CancelRun")
+        .request_cancel(cancelled.id, "cancelled by CancelRun")
         .await
         .expect("requested")
         .expect("found");
     assert_eq!(asked.status, RunStatus::Running, "its owner ends it");
-    let ids = [kept.id.clone(), cancelled.id.clone(), new_id()];
+    let ids = [kept.id, cancelled.id, RunId::new()];
     assert_eq!(
         owner.heartbeat(&ids).await.expect("heartbeat"),
         vec![
-            (kept.id.clone(), LeaseState::Held),
-            (cancelled.id.clone(), LeaseState::CancelRequested),
-            (ids[2].clone(), LeaseState::Lost),
+            (kept.id, LeaseState::Held),
+            (cancelled.id, LeaseState::CancelRequested),
+            (ids[2], LeaseState::Lost),
         ]
     );
     // A replica never renews a lease it does not hold.
@@ -151,7 +152,7 @@ async fn heartbeats_carry_cancels_and_tell_a_replica_which_runs_it_lost(kind: Db
             .heartbeat(std::slice::from_ref(&kept.id))
             .await
             .expect("heartbeat"),
-        vec![(kept.id.clone(), LeaseState::Lost)]
+        vec![(kept.id, LeaseState::Lost)]
     );
     // A run its owner ended itself stays its owner's while its task sends
     // its last events.
@@ -163,7 +164,7 @@ async fn heartbeats_carry_cancels_and_tell_a_replica_which_runs_it_lost(kind: Db
             .heartbeat(std::slice::from_ref(&kept.id))
             .await
             .expect("heartbeat"),
-        vec![(kept.id.clone(), LeaseState::Held)]
+        vec![(kept.id, LeaseState::Held)]
     );
     // A paused run has no process: it is cancelled at once.
     let mut paused = run(&thread(&owner).await, now_millis());
@@ -171,7 +172,7 @@ async fn heartbeats_carry_cancels_and_tell_a_replica_which_runs_it_lost(kind: Db
     paused.status = RunStatus::RequiresAction;
     owner.update_run(&paused).await.expect("paused");
     let ended = other
-        .request_cancel(&paused.id, "cancelled by CancelRun")
+        .request_cancel(paused.id, "cancelled by CancelRun")
         .await
         .expect("cancelled")
         .expect("found");
@@ -187,18 +188,18 @@ async fn a_cancel_reaches_a_running_run_at_its_next_heartbeat(store: Store) {
         repo.start_run(r).await.expect("started");
     }
     let asked = repo
-        .request_cancel(&cancelled.id, "cancelled by CancelRun")
+        .request_cancel(cancelled.id, "cancelled by CancelRun")
         .await
         .expect("requested")
         .expect("found");
     assert_eq!(asked.status, RunStatus::Running, "its task ends it");
-    let ids = [kept.id.clone(), cancelled.id.clone(), new_id()];
+    let ids = [kept.id, cancelled.id, RunId::new()];
     assert_eq!(
         repo.heartbeat(&ids).await.expect("heartbeat"),
         vec![
-            (kept.id.clone(), LeaseState::Held),
-            (cancelled.id.clone(), LeaseState::CancelRequested),
-            (ids[2].clone(), LeaseState::Lost),
+            (kept.id, LeaseState::Held),
+            (cancelled.id, LeaseState::CancelRequested),
+            (ids[2], LeaseState::Lost),
         ]
     );
     let mut done = kept.clone();
@@ -208,7 +209,7 @@ async fn a_cancel_reaches_a_running_run_at_its_next_heartbeat(store: Store) {
         repo.heartbeat(std::slice::from_ref(&kept.id))
             .await
             .expect("heartbeat"),
-        vec![(kept.id.clone(), LeaseState::Held)],
+        vec![(kept.id, LeaseState::Held)],
         "a run its own task ended is not lost"
     );
     let mut paused = run(&thread(&*repo).await, now_millis());
@@ -222,7 +223,7 @@ async fn a_cancel_reaches_a_running_run_at_its_next_heartbeat(store: Store) {
     }];
     repo.update_run(&paused).await.expect("paused");
     let ended = repo
-        .request_cancel(&paused.id, "cancelled by CancelRun")
+        .request_cancel(paused.id, "cancelled by CancelRun")
         .await
         .expect("cancelled")
         .expect("found");
@@ -230,7 +231,7 @@ async fn a_cancel_reaches_a_running_run_at_its_next_heartbeat(store: Store) {
     assert_eq!(ended.error.as_deref(), Some("cancelled by CancelRun"));
     assert!(ended.pending.is_empty(), "its calls are no longer awaited");
     assert_eq!(
-        repo.request_cancel(&new_id(), "cancelled by CancelRun")
+        repo.request_cancel(RunId::new(), "cancelled by CancelRun")
             .await
             .expect("asked"),
         None
@@ -253,10 +254,10 @@ async fn a_restarted_replica_interrupts_the_runs_its_previous_process_left(kind:
             .expect("swept"),
         1
     );
-    let (left_status, reason) = status(&after, &left.id).await;
+    let (left_status, reason) = status(&after, left.id).await;
     assert_eq!(left_status, RunStatus::Interrupted);
     assert!(reason.expect("a reason").contains("restarted"));
-    assert_eq!(status(&after, &theirs.id).await.0, RunStatus::Running);
+    assert_eq!(status(&after, theirs.id).await.0, RunStatus::Running);
     let nameless = replica(&db, None, HOUR).await;
     assert_eq!(
         nameless
@@ -271,10 +272,10 @@ async fn run_events_are_stored_once_and_read_from_a_sequence(store: Store) {
     let (_db, repo) = runs_repository(store).await;
     let r = run(&thread(&*repo).await, now_millis());
     repo.start_run(&r).await.expect("started");
-    assert_eq!(repo.last_run_event(&r.id).await.expect("read"), 0);
+    assert_eq!(repo.last_run_event(r.id).await.expect("read"), 0);
     for sequence in 1..=5 {
         let event = Envelope {
-            run_id: r.id.clone(),
+            run_id: r.id,
             sequence,
             event: RunEvent::TextDelta(format!("part {sequence}")),
         };
@@ -283,7 +284,7 @@ async fn run_events_are_stored_once_and_read_from_a_sequence(store: Store) {
             .await
             .expect("a repeat is ignored");
     }
-    let from_three = repo.run_events(&r.id, 3, 100).await.expect("read");
+    let from_three = repo.run_events(r.id, 3, 100).await.expect("read");
     let seen: Vec<(i64, String)> = from_three
         .into_iter()
         .map(|e| match e.event {
@@ -299,8 +300,8 @@ async fn run_events_are_stored_once_and_read_from_a_sequence(store: Store) {
             (5, "part 5".into())
         ]
     );
-    assert_eq!(repo.run_events(&r.id, 1, 2).await.expect("read").len(), 2);
-    assert_eq!(repo.last_run_event(&r.id).await.expect("read"), 5);
+    assert_eq!(repo.run_events(r.id, 1, 2).await.expect("read").len(), 2);
+    assert_eq!(repo.last_run_event(r.id).await.expect("read"), 5);
 }
 
 async fn a_threads_runs_list_newest_first_in_pages(store: Store) {
@@ -314,20 +315,17 @@ async fn a_threads_runs_list_newest_first_in_pages(store: Store) {
         repo.update_run(&r).await.expect("ended");
         ids.push(r.id);
     }
-    let first = repo.list_runs(&t.id, None, 2).await.expect("listed");
+    let first = repo.list_runs(t.id, None, 2).await.expect("listed");
     assert_eq!(
-        first.iter().map(|r| r.id.clone()).collect::<Vec<_>>(),
-        vec![ids[2].clone(), ids[1].clone()]
+        first.iter().map(|r| r.id).collect::<Vec<_>>(),
+        vec![ids[2], ids[1]]
     );
     let last = &first[1];
     let rest = repo
-        .list_runs(&t.id, Some((last.created_at, last.id.clone())), 2)
+        .list_runs(t.id, Some((last.created_at, last.id.to_string())), 2)
         .await
         .expect("listed");
-    assert_eq!(
-        rest.iter().map(|r| r.id.clone()).collect::<Vec<_>>(),
-        vec![ids[0].clone()]
-    );
+    assert_eq!(rest.iter().map(|r| r.id).collect::<Vec<_>>(), vec![ids[0]]);
 }
 
 store_tests!(

@@ -8,6 +8,7 @@ use switchboard_runs_service::domain::{
         Agent, AgentConfig, ClientTool, InputRequest, InputRequired, Message, Part, PendingCall,
         PendingInput, Role, Run, RunStatus, Thread, ToolBinding, ToolTarget, Usage, new_id,
     },
+    ids::{AgentId, MessageId, RunId, ThreadId},
     ports::{RepositoryError, RunsRepository},
 };
 use switchboard_test_support::{Store, store_tests};
@@ -16,7 +17,7 @@ use crate::stores::runs_repository as repository;
 
 fn agent(org: &str, name: &str, created_at: i64) -> Agent {
     Agent {
-        id: new_id(),
+        id: AgentId::new(),
         org_id: org.into(),
         name: name.into(),
         config: AgentConfig {
@@ -38,22 +39,22 @@ fn agent(org: &str, name: &str, created_at: i64) -> Agent {
     }
 }
 
-fn thread(org: &str, user: &str, agent_id: &str, created_at: i64) -> Thread {
+fn thread(org: &str, user: &str, agent_id: AgentId, created_at: i64) -> Thread {
     Thread {
-        id: new_id(),
+        id: ThreadId::new(),
         org_id: org.into(),
         user_id: user.into(),
-        agent_id: agent_id.into(),
+        agent_id,
         title: "A conversation".into(),
         created_at,
         updated_at: created_at,
     }
 }
 
-fn message(thread_id: &str, role: Role, parts: Vec<Part>, created_at: i64) -> Message {
+fn message(thread_id: ThreadId, role: Role, parts: Vec<Part>, created_at: i64) -> Message {
     Message {
-        id: new_id(),
-        thread_id: thread_id.into(),
+        id: MessageId::new(),
+        thread_id,
         run_id: None,
         seq: 0,
         role,
@@ -68,9 +69,9 @@ fn text(text: &str) -> Vec<Part> {
 
 fn run(thread: &Thread, created_at: i64) -> Run {
     Run {
-        id: new_id(),
-        thread_id: thread.id.clone(),
-        agent_id: thread.agent_id.clone(),
+        id: RunId::new(),
+        thread_id: thread.id,
+        agent_id: thread.agent_id,
         status: RunStatus::Running,
         steps: 0,
         usage: Usage::default(),
@@ -84,7 +85,7 @@ fn run(thread: &Thread, created_at: i64) -> Run {
 
 /// A stored thread of `user` in `org-a`.
 async fn stored_thread(repo: &dyn RunsRepository, user: &str, created_at: i64) -> Thread {
-    let stored = thread("org-a", user, &new_id(), created_at);
+    let stored = thread("org-a", user, AgentId::new(), created_at);
     repo.insert_thread(&stored).await.expect("thread inserted");
     stored
 }
@@ -94,14 +95,14 @@ async fn agents_round_trip_with_their_configuration_within_their_organization(st
     let original = agent("org-a", "Helper", 1000);
     repo.insert_agent(&original).await.expect("inserted");
 
-    let loaded = repo.get_agent("org-a", &original.id).await.expect("read");
+    let loaded = repo.get_agent("org-a", original.id).await.expect("read");
     assert_eq!(loaded, Some(original.clone()));
     assert_eq!(
-        repo.get_agent("org-b", &original.id).await.expect("read"),
+        repo.get_agent("org-b", original.id).await.expect("read"),
         None
     );
     assert_eq!(
-        repo.get_agent("org-a", &new_id()).await.expect("read"),
+        repo.get_agent("org-a", AgentId::new()).await.expect("read"),
         None
     );
 }
@@ -117,7 +118,7 @@ async fn agent_updates_and_deletes_touch_only_the_callers_organization(store: St
     assert!(!repo.update_agent(&foreign).await.expect("update"));
     assert!(
         !repo
-            .delete_agent("org-b", &original.id)
+            .delete_agent("org-b", original.id)
             .await
             .expect("delete")
     );
@@ -127,21 +128,21 @@ async fn agent_updates_and_deletes_touch_only_the_callers_organization(store: St
     original.config.client_tools.clear();
     original.updated_at = 2000;
     assert!(repo.update_agent(&original).await.expect("update"));
-    let loaded = repo.get_agent("org-a", &original.id).await.expect("read");
+    let loaded = repo.get_agent("org-a", original.id).await.expect("read");
     assert_eq!(loaded, Some(original.clone()));
 
     assert!(
-        repo.delete_agent("org-a", &original.id)
+        repo.delete_agent("org-a", original.id)
             .await
             .expect("delete")
     );
     assert_eq!(
-        repo.get_agent("org-a", &original.id).await.expect("read"),
+        repo.get_agent("org-a", original.id).await.expect("read"),
         None
     );
     assert!(
         !repo
-            .delete_agent("org-a", &original.id)
+            .delete_agent("org-a", original.id)
             .await
             .expect("delete")
     );
@@ -160,7 +161,7 @@ async fn agents_list_oldest_first_in_pages_within_one_organization(store: Store)
     repo.insert_agent(&agent("org-b", "other", 50))
         .await
         .expect("other org");
-    expected.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    expected.sort_by_key(|a| (a.created_at, a.id));
 
     let mut listed = Vec::new();
     let mut cursor = None;
@@ -168,7 +169,7 @@ async fn agents_list_oldest_first_in_pages_within_one_organization(store: Store)
         let page = repo.list_agents("org-a", cursor, 2).await.expect("page");
         assert!(page.len() <= 2);
         let Some(last) = page.last() else { break };
-        cursor = Some((last.created_at, last.id.clone()));
+        cursor = Some((last.created_at, last.id.to_string()));
         listed.extend(page);
     }
     assert_eq!(listed, expected);
@@ -182,23 +183,23 @@ async fn agents_list_oldest_first_in_pages_within_one_organization(store: Store)
 
 async fn threads_round_trip_only_for_their_user_and_organization(store: Store) {
     let (_db, repo) = repository(store).await;
-    let original = thread("org-a", "alice", &new_id(), 1000);
+    let original = thread("org-a", "alice", AgentId::new(), 1000);
     repo.insert_thread(&original).await.expect("inserted");
 
     let loaded = repo
-        .get_thread("org-a", "alice", &original.id)
+        .get_thread("org-a", "alice", original.id)
         .await
         .expect("read");
     assert_eq!(loaded, Some(original.clone()));
     assert_eq!(
-        repo.get_thread("org-a", "bob", &original.id)
+        repo.get_thread("org-a", "bob", original.id)
             .await
             .expect("read"),
         None,
         "another user's thread is invisible"
     );
     assert_eq!(
-        repo.get_thread("org-b", "alice", &original.id)
+        repo.get_thread("org-b", "alice", original.id)
             .await
             .expect("read"),
         None,
@@ -206,18 +207,18 @@ async fn threads_round_trip_only_for_their_user_and_organization(store: Store) {
     );
     assert!(
         !repo
-            .delete_thread("org-a", "bob", &original.id)
+            .delete_thread("org-a", "bob", original.id)
             .await
             .expect("delete")
     );
     assert!(
         !repo
-            .delete_thread("org-b", "alice", &original.id)
+            .delete_thread("org-b", "alice", original.id)
             .await
             .expect("delete")
     );
     assert!(
-        repo.get_thread("org-a", "alice", &original.id)
+        repo.get_thread("org-a", "alice", original.id)
             .await
             .expect("read")
             .is_some()
@@ -226,23 +227,23 @@ async fn threads_round_trip_only_for_their_user_and_organization(store: Store) {
 
 async fn threads_list_newest_first_in_pages_optionally_of_one_agent(store: Store) {
     let (_db, repo) = repository(store).await;
-    let (agent_x, agent_y) = (new_id(), new_id());
+    let (agent_x, agent_y) = (AgentId::new(), AgentId::new());
     let mut expected = Vec::new();
     for (i, created_at) in [100, 300, 200, 300, 100, 400].into_iter().enumerate() {
-        let agent_id = if i % 2 == 0 { &agent_x } else { &agent_y };
+        let agent_id = if i % 2 == 0 { agent_x } else { agent_y };
         let item = thread("org-a", "alice", agent_id, created_at);
         repo.insert_thread(&item).await.expect("inserted");
         expected.push(item);
     }
-    repo.insert_thread(&thread("org-a", "bob", &agent_x, 500))
+    repo.insert_thread(&thread("org-a", "bob", agent_x, 500))
         .await
         .expect("other user");
-    repo.insert_thread(&thread("org-b", "alice", &agent_x, 500))
+    repo.insert_thread(&thread("org-b", "alice", agent_x, 500))
         .await
         .expect("other org");
-    expected.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
+    expected.sort_by_key(|t| std::cmp::Reverse((t.created_at, t.id)));
 
-    let list_all = async |agent: Option<&str>| {
+    let list_all = async |agent: Option<AgentId>| {
         let mut listed = Vec::new();
         let mut cursor = None;
         loop {
@@ -252,7 +253,7 @@ async fn threads_list_newest_first_in_pages_optionally_of_one_agent(store: Store
                 .expect("page");
             assert!(page.len() <= 2);
             let Some(last) = page.last() else { break };
-            cursor = Some((last.created_at, last.id.clone()));
+            cursor = Some((last.created_at, last.id.to_string()));
             listed.extend(page);
         }
         listed
@@ -264,8 +265,8 @@ async fn threads_list_newest_first_in_pages_optionally_of_one_agent(store: Store
         .cloned()
         .collect();
     assert_eq!(of_x.len(), 3);
-    assert_eq!(list_all(Some(&agent_x)).await, of_x);
-    assert!(list_all(Some(&new_id())).await.is_empty());
+    assert_eq!(list_all(Some(agent_x)).await, of_x);
+    assert!(list_all(Some(AgentId::new())).await.is_empty());
 }
 
 async fn deleting_a_thread_removes_its_messages_and_runs(store: Store) {
@@ -273,7 +274,7 @@ async fn deleting_a_thread_removes_its_messages_and_runs(store: Store) {
     let doomed = stored_thread(&*repo, "alice", 100).await;
     let kept = stored_thread(&*repo, "alice", 200).await;
     for t in [&doomed, &kept] {
-        repo.append_message(&message(&t.id, Role::User, text("hi"), 300))
+        repo.append_message(&message(t.id, Role::User, text("hi"), 300))
             .await
             .expect("appended");
     }
@@ -283,39 +284,39 @@ async fn deleting_a_thread_removes_its_messages_and_runs(store: Store) {
     repo.start_run(&kept_run).await.expect("started");
 
     assert!(
-        repo.delete_thread("org-a", "alice", &doomed.id)
+        repo.delete_thread("org-a", "alice", doomed.id)
             .await
             .expect("delete")
     );
     assert_eq!(
-        repo.get_thread("org-a", "alice", &doomed.id)
+        repo.get_thread("org-a", "alice", doomed.id)
             .await
             .expect("read"),
         None
     );
     assert!(
-        repo.list_messages(&doomed.id, 0, 10)
+        repo.list_messages(doomed.id, 0, 10)
             .await
             .expect("list")
             .is_empty()
     );
-    assert_eq!(repo.find_run(&doomed_run.id).await.expect("read"), None);
+    assert_eq!(repo.find_run(doomed_run.id).await.expect("read"), None);
     assert!(
         !repo
-            .delete_thread("org-a", "alice", &doomed.id)
+            .delete_thread("org-a", "alice", doomed.id)
             .await
             .expect("delete")
     );
 
     assert_eq!(
-        repo.list_messages(&kept.id, 0, 10)
+        repo.list_messages(kept.id, 0, 10)
             .await
             .expect("list")
             .len(),
         1
     );
     assert_eq!(
-        repo.find_run(&kept_run.id).await.expect("read"),
+        repo.find_run(kept_run.id).await.expect("read"),
         Some(kept_run)
     );
 }
@@ -326,7 +327,7 @@ async fn messages_get_consecutive_seqs_and_list_after_a_seq(store: Store) {
     let other = stored_thread(&*repo, "alice", 100).await;
     let mut appended = Vec::new();
     for (i, at) in [1000, 1001, 1002, 1003].into_iter().enumerate() {
-        let mut m = message(&t.id, Role::User, text(&format!("message {i}")), at);
+        let mut m = message(t.id, Role::User, text(&format!("message {i}")), at);
         m.seq = repo.append_message(&m).await.expect("appended");
         appended.push(m);
     }
@@ -335,7 +336,7 @@ async fn messages_get_consecutive_seqs_and_list_after_a_seq(store: Store) {
         [1, 2, 3, 4]
     );
     assert_eq!(
-        repo.append_message(&message(&other.id, Role::User, text("elsewhere"), 1004))
+        repo.append_message(&message(other.id, Role::User, text("elsewhere"), 1004))
             .await
             .expect("appended"),
         1,
@@ -343,22 +344,22 @@ async fn messages_get_consecutive_seqs_and_list_after_a_seq(store: Store) {
     );
 
     assert_eq!(
-        repo.list_messages(&t.id, 0, 100).await.expect("list"),
+        repo.list_messages(t.id, 0, 100).await.expect("list"),
         appended
     );
     assert_eq!(
-        repo.list_messages(&t.id, 1, 2).await.expect("list"),
+        repo.list_messages(t.id, 1, 2).await.expect("list"),
         appended[1..3]
     );
     assert!(
-        repo.list_messages(&t.id, 4, 10)
+        repo.list_messages(t.id, 4, 10)
             .await
             .expect("list")
             .is_empty()
     );
 
     let touched = repo
-        .get_thread("org-a", "alice", &t.id)
+        .get_thread("org-a", "alice", t.id)
         .await
         .expect("read")
         .expect("found");
@@ -370,7 +371,7 @@ async fn concurrent_appends_to_one_thread_get_distinct_seqs(store: Store) {
     let (_db, repo) = repository(store).await;
     let t = stored_thread(&*repo, "alice", 100).await;
     let appends = (0..8).map(|i| {
-        let m = message(&t.id, Role::User, text(&format!("message {i}")), 1000 + i);
+        let m = message(t.id, Role::User, text(&format!("message {i}")), 1000 + i);
         let repo = &repo;
         async move { repo.append_message(&m).await }
     });
@@ -386,13 +387,13 @@ async fn concurrent_appends_to_one_thread_get_distinct_seqs(store: Store) {
 async fn messages_appended_together_are_numbered_in_order(store: Store) {
     let (_db, repo) = repository(store).await;
     let t = stored_thread(&*repo, "alice", 100).await;
-    let mut first = message(&t.id, Role::User, text("first"), 1000);
+    let mut first = message(t.id, Role::User, text("first"), 1000);
     first.seq = repo.append_message(&first).await.expect("appended");
     let mut batch: Vec<Message> = ["a", "b", "c"]
         .into_iter()
-        .map(|word| message(&t.id, Role::User, text(word), 1001))
+        .map(|word| message(t.id, Role::User, text(word), 1001))
         .collect();
-    let seqs = repo.append_messages(&t.id, &batch).await.expect("appended");
+    let seqs = repo.append_messages(t.id, &batch).await.expect("appended");
     assert_eq!(seqs, [2, 3, 4]);
     for (message, seq) in batch.iter_mut().zip(seqs) {
         message.seq = seq;
@@ -400,18 +401,18 @@ async fn messages_appended_together_are_numbered_in_order(store: Store) {
     let mut expected = vec![first];
     expected.extend(batch);
     assert_eq!(
-        repo.list_messages(&t.id, 0, 10).await.expect("list"),
+        repo.list_messages(t.id, 0, 10).await.expect("list"),
         expected
     );
     assert!(
-        repo.append_messages(&t.id, &[])
+        repo.append_messages(t.id, &[])
             .await
             .expect("nothing to append")
             .is_empty()
     );
-    let missing = new_id();
+    let missing = ThreadId::new();
     assert!(
-        repo.append_messages(&missing, &[message(&missing, Role::User, text("x"), 1)])
+        repo.append_messages(missing, &[message(missing, Role::User, text("x"), 1)])
             .await
             .is_err(),
         "a message needs its thread"
@@ -422,20 +423,15 @@ async fn messages_appended_together_are_numbered_in_order(store: Store) {
     let batches = (0..6).map(|i| {
         let pair = vec![
             message(
-                &other.id,
+                other.id,
                 Role::Assistant,
                 text(&format!("call {i}")),
                 2000 + i,
             ),
-            message(
-                &other.id,
-                Role::Tool,
-                text(&format!("result {i}")),
-                2000 + i,
-            ),
+            message(other.id, Role::Tool, text(&format!("result {i}")), 2000 + i),
         ];
-        let (repo, thread_id) = (&repo, other.id.clone());
-        async move { repo.append_messages(&thread_id, &pair).await }
+        let (repo, thread_id) = (&repo, other.id);
+        async move { repo.append_messages(thread_id, &pair).await }
     });
     let mut seqs = futures::future::join_all(batches)
         .await
@@ -453,18 +449,18 @@ async fn a_thread_is_read_with_its_agent(store: Store) {
     let (_db, repo) = repository(store).await;
     let helper = agent("org-a", "Helper", 50);
     repo.insert_agent(&helper).await.expect("agent");
-    let t = thread("org-a", "alice", &helper.id, 100);
+    let t = thread("org-a", "alice", helper.id, 100);
     repo.insert_thread(&t).await.expect("thread");
 
     assert_eq!(
-        repo.get_thread_with_agent("org-a", "alice", &t.id)
+        repo.get_thread_with_agent("org-a", "alice", t.id)
             .await
             .expect("read"),
         Some((t.clone(), Some(helper.clone())))
     );
     for (org, user) in [("org-a", "bob"), ("org-b", "alice")] {
         assert_eq!(
-            repo.get_thread_with_agent(org, user, &t.id)
+            repo.get_thread_with_agent(org, user, t.id)
                 .await
                 .expect("read"),
             None,
@@ -472,12 +468,12 @@ async fn a_thread_is_read_with_its_agent(store: Store) {
         );
     }
     assert!(
-        repo.delete_agent("org-a", &helper.id)
+        repo.delete_agent("org-a", helper.id)
             .await
             .expect("deleted")
     );
     assert_eq!(
-        repo.get_thread_with_agent("org-a", "alice", &t.id)
+        repo.get_thread_with_agent("org-a", "alice", t.id)
             .await
             .expect("read"),
         Some((t, None)),
@@ -492,7 +488,7 @@ async fn message_parts_and_run_ids_round_trip(store: Store) {
     repo.start_run(&r).await.expect("started");
 
     let mut assistant = message(
-        &t.id,
+        t.id,
         Role::Assistant,
         vec![
             Part::Text {
@@ -506,9 +502,9 @@ async fn message_parts_and_run_ids_round_trip(store: Store) {
         ],
         200,
     );
-    assistant.run_id = Some(r.id.clone());
+    assistant.run_id = Some(r.id);
     let mut tool = message(
-        &t.id,
+        t.id,
         Role::Tool,
         vec![Part::ToolResult {
             tool_call_id: "call_1".into(),
@@ -518,16 +514,16 @@ async fn message_parts_and_run_ids_round_trip(store: Store) {
         }],
         201,
     );
-    tool.run_id = Some(r.id.clone());
+    tool.run_id = Some(r.id);
     let seqs = repo
-        .append_messages(&t.id, &[assistant.clone(), tool.clone()])
+        .append_messages(t.id, &[assistant.clone(), tool.clone()])
         .await
         .expect("appended");
     assert_eq!(seqs, [1, 2]);
     (assistant.seq, tool.seq) = (seqs[0], seqs[1]);
 
     assert_eq!(
-        repo.list_messages(&t.id, 0, 10).await.expect("list"),
+        repo.list_messages(t.id, 0, 10).await.expect("list"),
         vec![assistant, tool]
     );
 }
@@ -554,7 +550,7 @@ async fn a_thread_runs_one_run_at_a_time(store: Store) {
         .await
         .expect("a finished run no longer blocks");
     assert_eq!(
-        repo.get_run(&t.id, &first.id).await.expect("read"),
+        repo.get_run(t.id, first.id).await.expect("read"),
         Some(first)
     );
 }
@@ -563,8 +559,8 @@ async fn a_run_is_stored_with_its_input_and_ends_with_its_answer(store: Store) {
     let (_db, repo) = repository(store).await;
     let t = stored_thread(&*repo, "alice", 100).await;
     let mut first = run(&t, 200);
-    let mut question = message(&t.id, Role::User, text("question"), 200);
-    question.run_id = Some(first.id.clone());
+    let mut question = message(t.id, Role::User, text("question"), 200);
+    question.run_id = Some(first.id);
     assert_eq!(
         repo.start_run_with(&first, std::slice::from_ref(&question))
             .await
@@ -576,17 +572,17 @@ async fn a_run_is_stored_with_its_input_and_ends_with_its_answer(store: Store) {
     // A run refused on a busy thread stores none of its input.
     let refused = run(&t, 201);
     assert!(matches!(
-        repo.start_run_with(&refused, &[message(&t.id, Role::User, text("again"), 201)])
+        repo.start_run_with(&refused, &[message(t.id, Role::User, text("again"), 201)])
             .await,
         Err(RepositoryError::ThreadBusy)
     ));
-    assert_eq!(repo.find_run(&refused.id).await.expect("read"), None);
+    assert_eq!(repo.find_run(refused.id).await.expect("read"), None);
 
     first.status = RunStatus::Completed;
     first.steps = 1;
     first.updated_at = 300;
-    let mut answer = message(&t.id, Role::Assistant, text("answer"), 300);
-    answer.run_id = Some(first.id.clone());
+    let mut answer = message(t.id, Role::Assistant, text("answer"), 300);
+    answer.run_id = Some(first.id);
     assert_eq!(
         repo.update_run_with(&first, std::slice::from_ref(&answer))
             .await
@@ -595,25 +591,22 @@ async fn a_run_is_stored_with_its_input_and_ends_with_its_answer(store: Store) {
     );
     answer.seq = 2;
     assert_eq!(
-        repo.list_messages(&t.id, 0, 10).await.expect("list"),
+        repo.list_messages(t.id, 0, 10).await.expect("list"),
         [question, answer]
     );
     assert_eq!(
-        repo.get_run(&t.id, &first.id).await.expect("read"),
+        repo.get_run(t.id, first.id).await.expect("read"),
         Some(first)
     );
 
     // Saving a run that does not exist stores none of the messages.
     let ghost = run(&t, 400);
     assert!(
-        repo.update_run_with(
-            &ghost,
-            &[message(&t.id, Role::Assistant, text("lost"), 400)]
-        )
-        .await
-        .is_err()
+        repo.update_run_with(&ghost, &[message(t.id, Role::Assistant, text("lost"), 400)])
+            .await
+            .is_err()
     );
-    assert_eq!(repo.list_messages(&t.id, 2, 10).await.expect("list"), []);
+    assert_eq!(repo.list_messages(t.id, 2, 10).await.expect("list"), []);
 }
 
 async fn a_paused_run_also_blocks_its_thread(store: Store) {
@@ -641,27 +634,27 @@ async fn only_a_paused_run_resumes(store: Store) {
     let mut r = run(&t, 200);
     repo.start_run(&r).await.expect("started");
     assert!(
-        !repo.resume_run(&r.id, 250).await.expect("resume"),
+        !repo.resume_run(r.id, 250).await.expect("resume"),
         "a running run is not paused"
     );
 
     r.status = RunStatus::RequiresAction;
     r.updated_at = 300;
     repo.update_run(&r).await.expect("paused");
-    assert!(repo.resume_run(&r.id, 400).await.expect("resume"));
-    let resumed = repo.find_run(&r.id).await.expect("read").expect("found");
+    assert!(repo.resume_run(r.id, 400).await.expect("resume"));
+    let resumed = repo.find_run(r.id).await.expect("read").expect("found");
     assert_eq!(resumed.status, RunStatus::Running);
     assert_eq!(resumed.updated_at, 400);
     assert!(
-        !repo.resume_run(&r.id, 500).await.expect("resume"),
+        !repo.resume_run(r.id, 500).await.expect("resume"),
         "resuming twice fails the second time"
     );
 
     r.status = RunStatus::Completed;
     r.updated_at = 600;
     repo.update_run(&r).await.expect("completed");
-    assert!(!repo.resume_run(&r.id, 700).await.expect("resume"));
-    assert!(!repo.resume_run(&new_id(), 700).await.expect("resume"));
+    assert!(!repo.resume_run(r.id, 700).await.expect("resume"));
+    assert!(!repo.resume_run(RunId::new(), 700).await.expect("resume"));
 }
 
 async fn run_updates_round_trip_bindings_pending_calls_usage_and_error(store: Store) {
@@ -688,7 +681,7 @@ async fn run_updates_round_trip_bindings_pending_calls_usage_and_error(store: St
     ];
     repo.start_run(&r).await.expect("started");
     assert_eq!(
-        repo.get_run(&t.id, &r.id).await.expect("read"),
+        repo.get_run(t.id, r.id).await.expect("read"),
         Some(r.clone())
     );
 
@@ -727,7 +720,7 @@ async fn run_updates_round_trip_bindings_pending_calls_usage_and_error(store: St
     r.updated_at = 300;
     repo.update_run(&r).await.expect("paused");
     assert_eq!(
-        repo.get_run(&t.id, &r.id).await.expect("read"),
+        repo.get_run(t.id, r.id).await.expect("read"),
         Some(r.clone())
     );
 
@@ -736,14 +729,14 @@ async fn run_updates_round_trip_bindings_pending_calls_usage_and_error(store: St
     r.error = Some("the model refused".into());
     r.updated_at = 400;
     repo.update_run(&r).await.expect("failed");
-    assert_eq!(repo.find_run(&r.id).await.expect("read"), Some(r.clone()));
+    assert_eq!(repo.find_run(r.id).await.expect("read"), Some(r.clone()));
 
     assert_eq!(
-        repo.get_run(&other.id, &r.id).await.expect("read"),
+        repo.get_run(other.id, r.id).await.expect("read"),
         None,
         "a run is found only through its own thread"
     );
-    assert_eq!(repo.find_run(&new_id()).await.expect("read"), None);
+    assert_eq!(repo.find_run(RunId::new()).await.expect("read"), None);
 }
 
 store_tests!(

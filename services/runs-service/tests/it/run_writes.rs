@@ -7,7 +7,8 @@ use std::time::Duration;
 use switchboard_db::DatabaseArgs;
 use switchboard_runs_service::{
     domain::{
-        entities::{Message, Part, Role, Run, RunStatus, Thread, Usage, new_id},
+        entities::{Message, Part, Role, Run, RunStatus, Thread, Usage},
+        ids::{AgentId, MessageId, RunId, ThreadId},
         ports::{RepositoryError, RunsRepository},
     },
     outbound::sql::{MIGRATIONS, Replica, SqlRunsRepository},
@@ -30,10 +31,10 @@ async fn repository(kind: DbKind) -> (TestDb, SqlRunsRepository, Thread) {
 
 async fn stored_thread(repo: &dyn RunsRepository) -> Thread {
     let thread = Thread {
-        id: new_id(),
+        id: ThreadId::new(),
         org_id: "org".into(),
         user_id: "alice".into(),
-        agent_id: new_id(),
+        agent_id: AgentId::new(),
         title: String::new(),
         created_at: 100,
         updated_at: 100,
@@ -44,9 +45,9 @@ async fn stored_thread(repo: &dyn RunsRepository) -> Thread {
 
 fn run(thread: &Thread) -> Run {
     Run {
-        id: new_id(),
-        thread_id: thread.id.clone(),
-        agent_id: thread.agent_id.clone(),
+        id: RunId::new(),
+        thread_id: thread.id,
+        agent_id: thread.agent_id,
         status: RunStatus::Running,
         steps: 0,
         usage: Usage::default(),
@@ -60,9 +61,9 @@ fn run(thread: &Thread) -> Run {
 
 fn result(run: &Run, content: &str) -> Message {
     Message {
-        id: new_id(),
-        thread_id: run.thread_id.clone(),
-        run_id: Some(run.id.clone()),
+        id: MessageId::new(),
+        thread_id: run.thread_id,
+        run_id: Some(run.id),
         seq: 0,
         role: Role::Tool,
         parts: vec![Part::ToolResult {
@@ -92,11 +93,11 @@ async fn an_interrupted_run_is_never_overwritten(kind: DbKind) {
         repo.update_run_with(&r, std::slice::from_ref(&late)).await,
         Err(RepositoryError::RunEnded)
     ));
-    let stored = repo.find_run(&r.id).await.expect("read").expect("found");
+    let stored = repo.find_run(r.id).await.expect("read").expect("found");
     assert_eq!(stored.status, RunStatus::Interrupted);
     assert_eq!(stored.steps, 0);
     assert!(
-        repo.list_messages(&thread.id, 0, 10)
+        repo.list_messages(thread.id, 0, 10)
             .await
             .expect("read")
             .is_empty(),
@@ -120,7 +121,7 @@ async fn a_paused_run_resumes_with_its_results_in_one_write(store: Store) {
         .await
         .expect("resumed");
     assert_eq!(seqs, Some(vec![1]));
-    let stored = repo.find_run(&r.id).await.expect("read").expect("found");
+    let stored = repo.find_run(r.id).await.expect("read").expect("found");
     assert_eq!(stored.status, RunStatus::Running);
 
     // A second resume (another replica, a retried request) writes nothing.
@@ -130,7 +131,7 @@ async fn a_paused_run_resumes_with_its_results_in_one_write(store: Store) {
             .expect("answered"),
         None
     );
-    let messages = repo.list_messages(&thread.id, 0, 10).await.expect("read");
+    let messages = repo.list_messages(thread.id, 0, 10).await.expect("read");
     assert_eq!(messages.len(), 1, "{messages:?}");
 }
 

@@ -6,6 +6,7 @@ use crate::domain::{
     entities::{Agent, Message, Run, Thread},
     events::Envelope,
     history::HistoryLimits,
+    ids::{AgentId, RunId, ThreadId},
 };
 
 /// What a heartbeat found of a run this process executes.
@@ -48,7 +49,7 @@ pub trait RunsRepository: Send + Sync + 'static {
     /// Stores a new agent.
     async fn insert_agent(&self, agent: &Agent) -> Result<(), RepositoryError>;
     /// The agent `id` of `org`.
-    async fn get_agent(&self, org: &str, id: &str) -> Result<Option<Agent>, RepositoryError>;
+    async fn get_agent(&self, org: &str, id: AgentId) -> Result<Option<Agent>, RepositoryError>;
     /// A page of `org`'s agents, oldest first.
     async fn list_agents(
         &self,
@@ -59,7 +60,7 @@ pub trait RunsRepository: Send + Sync + 'static {
     /// Replaces an agent; false when it does not exist in its organization.
     async fn update_agent(&self, agent: &Agent) -> Result<bool, RepositoryError>;
     /// Deletes an agent; false when it does not exist.
-    async fn delete_agent(&self, org: &str, id: &str) -> Result<bool, RepositoryError>;
+    async fn delete_agent(&self, org: &str, id: AgentId) -> Result<bool, RepositoryError>;
 
     /// Stores a new thread.
     async fn insert_thread(&self, thread: &Thread) -> Result<(), RepositoryError>;
@@ -68,7 +69,7 @@ pub trait RunsRepository: Send + Sync + 'static {
         &self,
         org: &str,
         user: &str,
-        id: &str,
+        id: ThreadId,
     ) -> Result<Option<Thread>, RepositoryError>;
     /// The thread `id` of `user` in `org` with its agent (`None` when the
     /// agent was deleted), in one read.
@@ -76,32 +77,36 @@ pub trait RunsRepository: Send + Sync + 'static {
         &self,
         org: &str,
         user: &str,
-        id: &str,
+        id: ThreadId,
     ) -> Result<Option<(Thread, Option<Agent>)>, RepositoryError>;
     /// A page of `user`'s threads in `org`, newest first, optionally of one agent.
     async fn list_threads(
         &self,
         org: &str,
         user: &str,
-        agent: Option<&str>,
+        agent: Option<AgentId>,
         before: Cursor,
         limit: u32,
     ) -> Result<Vec<Thread>, RepositoryError>;
     /// Deletes a thread with its messages and runs; false when it does not exist.
-    async fn delete_thread(&self, org: &str, user: &str, id: &str)
-    -> Result<bool, RepositoryError>;
+    async fn delete_thread(
+        &self,
+        org: &str,
+        user: &str,
+        id: ThreadId,
+    ) -> Result<bool, RepositoryError>;
 
     /// Appends messages to `thread_id` in one write, numbered in order after
     /// its last one; their stored `seq`s are returned, in order.
     async fn append_messages(
         &self,
-        thread_id: &str,
+        thread_id: ThreadId,
         messages: &[Message],
     ) -> Result<Vec<i64>, RepositoryError>;
     /// Appends one message to its thread; its stored `seq` is returned.
     async fn append_message(&self, message: &Message) -> Result<i64, RepositoryError> {
         let seqs = self
-            .append_messages(&message.thread_id, std::slice::from_ref(message))
+            .append_messages(message.thread_id, std::slice::from_ref(message))
             .await?;
         seqs.first()
             .copied()
@@ -110,7 +115,7 @@ pub trait RunsRepository: Send + Sync + 'static {
     /// Messages of a thread with `seq` greater than `after_seq`, in order.
     async fn list_messages(
         &self,
-        thread_id: &str,
+        thread_id: ThreadId,
         after_seq: i64,
         limit: u32,
     ) -> Result<Vec<Message>, RepositoryError>;
@@ -121,7 +126,7 @@ pub trait RunsRepository: Send + Sync + 'static {
     /// never read whole.
     async fn recent_messages(
         &self,
-        thread_id: &str,
+        thread_id: ThreadId,
         limits: HistoryLimits,
     ) -> Result<Vec<Message>, RepositoryError>;
 
@@ -149,7 +154,7 @@ pub trait RunsRepository: Send + Sync + 'static {
         self.update_run_with(run, &[]).await.map(drop)
     }
     /// Moves a paused run back to running; false when it was not paused.
-    async fn resume_run(&self, run_id: &str, now: i64) -> Result<bool, RepositoryError>;
+    async fn resume_run(&self, run_id: RunId, now: i64) -> Result<bool, RepositoryError>;
     /// Saves a paused run as `run` (running again) with `messages` (the
     /// client's results) appended, in one transaction; `None`, and nothing
     /// written, when it was no longer paused.
@@ -159,15 +164,16 @@ pub trait RunsRepository: Send + Sync + 'static {
         messages: &[Message],
     ) -> Result<Option<Vec<i64>>, RepositoryError>;
     /// The run `id` of `thread_id`.
-    async fn get_run(&self, thread_id: &str, id: &str) -> Result<Option<Run>, RepositoryError>;
+    async fn get_run(&self, thread_id: ThreadId, id: RunId)
+    -> Result<Option<Run>, RepositoryError>;
     /// The run `id`, whatever its thread (the caller checks the thread).
-    async fn find_run(&self, id: &str) -> Result<Option<Run>, RepositoryError>;
+    async fn find_run(&self, id: RunId) -> Result<Option<Run>, RepositoryError>;
     /// Renews the leases of this process's running runs, on the database's
     /// clock, and says for each id what it found.
     async fn heartbeat(
         &self,
-        run_ids: &[String],
-    ) -> Result<Vec<(String, LeaseState)>, RepositoryError>;
+        run_ids: &[RunId],
+    ) -> Result<Vec<(RunId, LeaseState)>, RepositoryError>;
     /// Marks running runs whose lease expired (on the database's clock) as
     /// interrupted; returns how many.
     async fn interrupt_expired_runs(&self) -> Result<u64, RepositoryError>;
@@ -178,7 +184,7 @@ pub trait RunsRepository: Send + Sync + 'static {
     /// A page of a thread's runs, newest first.
     async fn list_runs(
         &self,
-        thread_id: &str,
+        thread_id: ThreadId,
         before: Cursor,
         limit: u32,
     ) -> Result<Vec<Run>, RepositoryError>;
@@ -187,7 +193,7 @@ pub trait RunsRepository: Send + Sync + 'static {
     /// for its owner's next heartbeat. The run as stored after.
     async fn request_cancel(
         &self,
-        run_id: &str,
+        run_id: RunId,
         reason: &str,
     ) -> Result<Option<Run>, RepositoryError>;
     /// Stores one event of a run (a repeat of a stored sequence is ignored).
@@ -195,10 +201,10 @@ pub trait RunsRepository: Send + Sync + 'static {
     /// A run's stored events with `sequence >= from`, in order, at most `limit`.
     async fn run_events(
         &self,
-        run_id: &str,
+        run_id: RunId,
         from: i64,
         limit: u32,
     ) -> Result<Vec<Envelope>, RepositoryError>;
     /// The sequence of a run's last stored event; 0 when none is.
-    async fn last_run_event(&self, run_id: &str) -> Result<i64, RepositoryError>;
+    async fn last_run_event(&self, run_id: RunId) -> Result<i64, RepositoryError>;
 }

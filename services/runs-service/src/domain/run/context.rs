@@ -6,7 +6,8 @@ use std::sync::Arc;
 use switchboard_db::now_millis;
 
 use crate::domain::{
-    entities::{Agent, InputAnswers, Message, Part, PendingInput, Role, Run, Thread, new_id},
+    entities::{Agent, InputAnswers, Message, Part, PendingInput, Role, Run, Thread},
+    ids::MessageId,
     model::ToolCall,
     ports::{Caller, ModelProvider, RepositoryError, RunsRepository},
 };
@@ -26,9 +27,9 @@ pub(super) struct RunContext {
 /// A new message of `run`'s thread.
 pub(super) fn message(run: &Run, role: Role, parts: Vec<Part>, created_at: i64) -> Message {
     Message {
-        id: new_id(),
-        thread_id: run.thread_id.clone(),
-        run_id: Some(run.id.clone()),
+        id: MessageId::new(),
+        thread_id: run.thread_id,
+        run_id: Some(run.id),
         seq: 0,
         role,
         parts,

@@ -52,9 +52,9 @@ impl RunTask {
             start,
             place,
         } = launch;
-        let run_id = run.id.clone();
+        let run_id = run.id;
         let detached = start.detached;
-        let mut emitter = Emitter::new(tx.clone(), run_id.clone(), self.repo.clone(), start);
+        let mut emitter = Emitter::new(tx.clone(), run_id, self.repo.clone(), start);
         let outcome = tokio::select! {
             outcome = self.steps.execute(context, &mut run, &mut emitter) => outcome,
             () = tx.closed(), if !detached => Err(Stop::Disconnected),
@@ -73,7 +73,7 @@ impl RunTask {
             Err(Stop::Failed(error)) => self.record_failure(&mut run, &mut emitter, error).await,
             Err(Stop::Ended) => self.report_ended_elsewhere(&run, &mut emitter).await,
         }
-        self.active.remove(&run_id, run.status);
+        self.active.remove(run_id, run.status);
         drop(place);
     }
 
@@ -83,7 +83,7 @@ impl RunTask {
     /// task knew of it (steps, usage, tools); one whose end was stored
     /// before keeps it. Watchers are told.
     async fn record_cancel(&self, run: &mut Run, emitter: &mut Emitter, reason: &str) {
-        match self.repo.find_run(&run.id).await {
+        match self.repo.find_run(run.id).await {
             Ok(Some(stored)) if stored.status == RunStatus::Running => {
                 run.status = RunStatus::Cancelled;
                 run.error = Some(reason.to_owned());
@@ -134,7 +134,7 @@ impl RunTask {
     /// lost its lease: nothing more is written to the run; the client is
     /// told what storage says.
     async fn report_ended_elsewhere(&self, run: &Run, emitter: &mut Emitter) {
-        let stored = match self.repo.find_run(&run.id).await {
+        let stored = match self.repo.find_run(run.id).await {
             Ok(Some(stored)) => stored,
             Ok(None) => run.clone(),
             Err(error) => {

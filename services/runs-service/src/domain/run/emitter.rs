@@ -9,6 +9,7 @@ use tokio::sync::mpsc;
 use crate::domain::{
     error::RunsError,
     events::{Envelope, RunEvent},
+    ids::RunId,
     ports::{RepositoryError, RunsRepository},
 };
 
@@ -46,7 +47,7 @@ impl From<RepositoryError> for Stop {
 /// Sends a run's events, numbering them, and stores them for `WatchRun`.
 pub(super) struct Emitter {
     tx: mpsc::Sender<Envelope>,
-    run_id: String,
+    run_id: RunId,
     sequence: i64,
     /// Stored events; past `max_stored` only the last one is.
     stored: u64,
@@ -71,7 +72,7 @@ pub(super) struct EmitterStart {
 impl Emitter {
     pub(super) fn new(
         tx: mpsc::Sender<Envelope>,
-        run_id: String,
+        run_id: RunId,
         repo: Arc<dyn RunsRepository>,
         start: EmitterStart,
     ) -> Self {
@@ -92,7 +93,7 @@ impl Emitter {
     pub(super) async fn emit(&mut self, event: RunEvent) -> Result<(), Stop> {
         self.sequence += 1;
         let envelope = Envelope {
-            run_id: self.run_id.clone(),
+            run_id: self.run_id,
             sequence: self.sequence,
             event,
         };

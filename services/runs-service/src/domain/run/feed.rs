@@ -20,6 +20,7 @@ use crate::domain::{
     entities::RunStatus,
     error::RunsError,
     events::{Envelope, RunEvent},
+    ids::RunId,
     ports::RunsRepository,
 };
 
@@ -67,7 +68,7 @@ impl From<FeedError> for RunsError {
     }
 }
 
-type Senders = HashMap<String, broadcast::Sender<Item>>;
+type Senders = HashMap<RunId, broadcast::Sender<Item>>;
 
 /// The feeds of the runs being watched on this replica, by run id. Only
 /// watchers allowed to see a run (checked before they subscribe) reach its
@@ -84,22 +85,22 @@ impl Feeds {
     /// A subscription to `run_id`'s feed, started if the run has none.
     pub(super) fn subscribe(
         &self,
-        run_id: &str,
+        run_id: RunId,
         repo: &Arc<dyn RunsRepository>,
         settings: WatchSettings,
     ) -> broadcast::Receiver<Item> {
         let mut feeds = lock(&self.0);
-        if let Some(feed) = feeds.get(run_id) {
+        if let Some(feed) = feeds.get(&run_id) {
             return feed.subscribe();
         }
         // Events past the capacity are read from storage by the watchers
         // that fell behind, so a slow watcher never holds the feed back.
         let (tx, rx) = broadcast::channel(PAGE as usize);
-        feeds.insert(run_id.to_owned(), tx.clone());
+        feeds.insert(run_id, tx.clone());
         let poll = Poll {
             repo: Arc::clone(repo),
             settings,
-            run_id: run_id.to_owned(),
+            run_id,
             feeds: self.clone(),
             tx,
         };
@@ -112,7 +113,7 @@ impl Feeds {
 struct Poll {
     repo: Arc<dyn RunsRepository>,
     settings: WatchSettings,
-    run_id: String,
+    run_id: RunId,
     feeds: Feeds,
     tx: broadcast::Sender<Item>,
 }
@@ -150,7 +151,7 @@ impl Poll {
         };
         let mut next = self
             .repo
-            .last_run_event(&self.run_id)
+            .last_run_event(self.run_id)
             .await
             .map_err(storage)?
             + 1;
@@ -161,7 +162,7 @@ impl Poll {
             }
             let events = self
                 .repo
-                .run_events(&self.run_id, next, PAGE)
+                .run_events(self.run_id, next, PAGE)
                 .await
                 .map_err(storage)?;
             if !events.is_empty() {
@@ -178,7 +179,7 @@ impl Poll {
             }
             let run = self
                 .repo
-                .find_run(&self.run_id)
+                .find_run(self.run_id)
                 .await
                 .map_err(storage)?
                 .ok_or(FeedError::Gone)?;
@@ -187,7 +188,7 @@ impl Poll {
                 if run.status == RunStatus::Interrupted || waited_for_end >= self.settings.end_grace
                 {
                     return Ok(Some(Item::Event(Arc::new(Envelope {
-                        run_id: self.run_id.clone(),
+                        run_id: self.run_id,
                         sequence: next,
                         event: RunEvent::ending(run),
                     }))));

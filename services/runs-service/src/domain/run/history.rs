@@ -142,6 +142,7 @@ fn answer_missing(chat: &mut Vec<ChatMessage>, waiting: &mut Vec<ToolCall>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::ids::{MessageId, ThreadId};
 
     fn message(seq: i64, role: Role, size: usize) -> Message {
         let filler = "x".repeat(size);
@@ -160,8 +161,8 @@ mod tests {
             },
         };
         Message {
-            id: seq.to_string(),
-            thread_id: "t".into(),
+            id: MessageId::new(),
+            thread_id: ThreadId::fixed(1),
             run_id: None,
             seq,
             role,

@@ -15,6 +15,7 @@ use tokio::sync::watch;
 
 use crate::domain::{
     entities::RunStatus,
+    ids::RunId,
     ports::{LeaseState, RunsRepository},
 };
 
@@ -29,23 +30,23 @@ pub enum Halt {
 
 /// The runs this process is executing, with the signal that stops each.
 #[derive(Debug, Clone, Default)]
-pub struct ActiveRuns(Arc<Mutex<HashMap<String, watch::Sender<Option<Halt>>>>>);
+pub struct ActiveRuns(Arc<Mutex<HashMap<RunId, watch::Sender<Option<Halt>>>>>);
 
 impl ActiveRuns {
     /// The ids, now.
-    pub fn ids(&self) -> Vec<String> {
+    pub fn ids(&self) -> Vec<RunId> {
         self.0
             .lock()
-            .map(|runs| runs.keys().cloned().collect())
+            .map(|runs| runs.keys().copied().collect())
             .unwrap_or_default()
     }
 
     /// Stops the run `id` if this process executes it; false otherwise.
-    pub fn halt(&self, id: &str, why: Halt) -> bool {
+    pub fn halt(&self, id: RunId, why: Halt) -> bool {
         let Ok(runs) = self.0.lock() else {
             return false;
         };
-        runs.get(id).is_some_and(|halt| {
+        runs.get(&id).is_some_and(|halt| {
             halt.send_replace(Some(why));
             true
         })
@@ -53,9 +54,9 @@ impl ActiveRuns {
 
     /// Stops the run `id` if this process executes it, and returns a
     /// signal whose sender is dropped when the run's task ends.
-    pub(super) fn halt_watch(&self, id: &str, why: Halt) -> Option<watch::Receiver<Option<Halt>>> {
+    pub(super) fn halt_watch(&self, id: RunId, why: Halt) -> Option<watch::Receiver<Option<Halt>>> {
         let runs = self.0.lock().ok()?;
-        let halt = runs.get(id)?;
+        let halt = runs.get(&id)?;
         halt.send_replace(Some(why));
         let mut stopped = halt.subscribe();
         stopped.borrow_and_update();
@@ -65,23 +66,23 @@ impl ActiveRuns {
     /// Stops every run of this process.
     fn halt_all(&self, why: Halt) {
         for id in self.ids() {
-            self.halt(&id, why);
+            self.halt(id, why);
         }
     }
 
-    pub(super) fn add(&self, id: &str) -> watch::Receiver<Option<Halt>> {
+    pub(super) fn add(&self, id: RunId) -> watch::Receiver<Option<Halt>> {
         let (tx, rx) = watch::channel(None);
         if let Ok(mut runs) = self.0.lock()
-            && runs.insert(id.to_owned(), tx).is_none()
+            && runs.insert(id, tx).is_none()
         {
             crate::metrics::run_started();
         }
         rx
     }
 
-    pub(super) fn remove(&self, id: &str, status: RunStatus) {
+    pub(super) fn remove(&self, id: RunId, status: RunStatus) {
         if let Ok(mut runs) = self.0.lock()
-            && runs.remove(id).is_some()
+            && runs.remove(&id).is_some()
         {
             crate::metrics::run_finished(status.as_str());
         }
@@ -151,16 +152,16 @@ pub fn keep_leases(repo: Weak<dyn RunsRepository>, active: ActiveRuns, settings:
 }
 
 /// Stops the runs a heartbeat found cancelled or lost.
-fn apply(active: &ActiveRuns, states: Vec<(String, LeaseState)>) {
+fn apply(active: &ActiveRuns, states: Vec<(RunId, LeaseState)>) {
     for (id, state) in states {
         match state {
             LeaseState::Held => {}
             LeaseState::CancelRequested => {
-                active.halt(&id, Halt::Cancelled);
+                active.halt(id, Halt::Cancelled);
             }
             LeaseState::Lost => {
                 tracing::warn!(run_id = %id, "this process lost the run's lease; it stops writing it");
-                active.halt(&id, Halt::LeaseLost);
+                active.halt(id, Halt::LeaseLost);
             }
         }
     }

@@ -37,19 +37,19 @@ impl RunCanceller {
         }
         let stored = self
             .repo
-            .request_cancel(&run.id, CANCELLED)
+            .request_cancel(run.id, CANCELLED)
             .await?
             .ok_or(RunsError::NotFound("run"))?;
         if stored.status != RunStatus::Running {
             return Ok(stored);
         }
-        if let Some(mut stopped) = self.active.halt_watch(&run.id, Halt::Cancelled) {
+        if let Some(mut stopped) = self.active.halt_watch(run.id, Halt::Cancelled) {
             // The task drops its signal when it has recorded its end.
             let _ = tokio::time::timeout(LOCAL_STOP_WAIT, async {
                 while stopped.changed().await.is_ok() {}
             })
             .await;
         }
-        Ok(self.repo.find_run(&run.id).await?.unwrap_or(stored))
+        Ok(self.repo.find_run(run.id).await?.unwrap_or(stored))
     }
 }

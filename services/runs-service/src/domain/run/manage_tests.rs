@@ -12,6 +12,7 @@ use crate::{
         entities::{AgentConfig, Run, RunStatus},
         error::RunsError,
         events::{Envelope, RunEvent},
+        ids::RunId,
         input::RunInput,
         ports::RunsRepository,
     },
@@ -19,7 +20,7 @@ use crate::{
 };
 
 /// Starts a run and returns its id with the rest of its stream.
-async fn started(world: &World, detached: bool) -> (String, mpsc::Receiver<Envelope>) {
+async fn started(world: &World, detached: bool) -> (RunId, mpsc::Receiver<Envelope>) {
     let mut rx = world
         .orchestrator
         .start(
@@ -37,7 +38,7 @@ async fn started(world: &World, detached: bool) -> (String, mpsc::Receiver<Envel
 }
 
 /// Waits for the run's task to record an end.
-async fn ended(world: &World, run_id: &str) -> Run {
+async fn ended(world: &World, run_id: RunId) -> Run {
     loop {
         let run = world.repo.run(run_id).expect("stored");
         if run.status != RunStatus::Running {
@@ -75,7 +76,7 @@ async fn a_detached_run_goes_on_when_its_client_leaves_and_can_be_watched_to_its
     let world = World::new(mcp, config, script).await;
     let (run_id, rx) = started(&world, true).await;
     drop(rx);
-    let run = ended(&world, &run_id).await;
+    let run = ended(&world, run_id).await;
     assert_eq!(run.status, RunStatus::Completed);
     let events = watched(&world, &run, 0).await;
     let sequences: Vec<i64> = events.iter().map(|e| e.sequence).collect();
@@ -100,7 +101,7 @@ async fn cancel_run_stops_a_run_of_this_process_at_once() {
     )
     .await;
     let (run_id, mut rx) = started(&world, false).await;
-    let run = world.repo.run(&run_id).expect("stored");
+    let run = world.repo.run(run_id).expect("stored");
     let cancelled = world.orchestrator.cancel(&run).await.expect("cancelled");
     assert_eq!(cancelled.status, RunStatus::Cancelled);
     assert_eq!(cancelled.error.as_deref(), Some("cancelled by CancelRun"));
@@ -131,7 +132,7 @@ async fn a_cancel_requested_elsewhere_reaches_the_run_through_its_heartbeat() {
     // Another replica's CancelRun: only the flag in storage.
     world
         .repo
-        .request_cancel(&run_id, "cancelled by CancelRun")
+        .request_cancel(run_id, "cancelled by CancelRun")
         .await
         .expect("requested");
     let repo: Arc<dyn RunsRepository> = world.repo.clone();
@@ -143,7 +144,7 @@ async fn a_cancel_requested_elsewhere_reaches_the_run_through_its_heartbeat() {
             heartbeat_every: Duration::from_millis(10),
         },
     );
-    let run = ended(&world, &run_id).await;
+    let run = ended(&world, run_id).await;
     assert_eq!(run.status, RunStatus::Cancelled);
 }
 
@@ -157,7 +158,7 @@ async fn a_run_whose_lease_was_lost_stops_even_while_it_writes_nothing() {
     .await;
     let (run_id, mut rx) = started(&world, false).await;
     // Another replica saw the lease expire and interrupted the run.
-    world.repo.end_elsewhere(&run_id, RunStatus::Interrupted);
+    world.repo.end_elsewhere(run_id, RunStatus::Interrupted);
     let repo: Arc<dyn RunsRepository> = world.repo.clone();
     keep_leases(
         Arc::downgrade(&repo),
@@ -187,8 +188,8 @@ async fn watching_an_interrupted_run_ends_with_its_reason() {
     )
     .await;
     let (run_id, _rx) = started(&world, false).await;
-    world.repo.end_elsewhere(&run_id, RunStatus::Interrupted);
-    let run = world.repo.run(&run_id).expect("stored");
+    world.repo.end_elsewhere(run_id, RunStatus::Interrupted);
+    let run = world.repo.run(run_id).expect("stored");
     let events = watched(&world, &run, 1).await;
     assert!(matches!(events[0].event, RunEvent::Started(_)));
     assert!(
@@ -214,7 +215,7 @@ async fn past_its_bound_a_run_stores_only_its_last_event() {
     while rx.recv().await.is_some() {
         sent += 1;
     }
-    let stored = world.repo.run_events(&run_id, 0, 1000).await.expect("read");
+    let stored = world.repo.run_events(run_id, 0, 1000).await.expect("read");
     let sequences: Vec<i64> = stored.iter().map(|e| e.sequence).collect();
     assert_eq!(sequences, vec![1, 2, 3, sent]);
     assert!(stored.last().is_some_and(|e| e.event.is_last()));

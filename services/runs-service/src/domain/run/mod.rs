@@ -55,6 +55,7 @@ use super::{
     error::RunsError,
     events::Envelope,
     history::HistoryLimits,
+    ids::ThreadId,
     input::{InputLimits, RunInput},
     ports::{Caller, McpPort, ModelProviders, RunsRepository},
     tools::ToolRouter,
@@ -171,7 +172,7 @@ impl Orchestrator {
     pub async fn start(
         &self,
         caller: Caller,
-        thread_id: &str,
+        thread_id: ThreadId,
         input: RunInput,
         detached: bool,
     ) -> Result<mpsc::Receiver<Envelope>, RunsError> {

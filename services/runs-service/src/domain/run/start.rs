@@ -17,10 +17,10 @@ use super::{
 use crate::domain::{
     entities::{
         Agent, InputAnswers, Message, Part, PendingCall, Role, Run, RunStatus, Thread, Usage,
-        new_id,
     },
     error::RunsError,
     events::Envelope,
+    ids::{RunId, ThreadId},
     input::{ClientResult, InputLimits, RunInput, ToolAnswers},
     model::ToolCall,
     ports::{Caller, ModelProvider, ModelProviders, RunsRepository},
@@ -50,7 +50,7 @@ impl RunStarter {
     pub async fn start(
         &self,
         caller: Caller,
-        thread_id: &str,
+        thread_id: ThreadId,
         input: RunInput,
         detached: bool,
     ) -> Result<mpsc::Receiver<Envelope>, RunsError> {
@@ -70,10 +70,10 @@ impl RunStarter {
                 run_id,
                 results,
                 answers,
-            } => self.resume(&thread, &run_id, &results, answers).await?,
+            } => self.resume(&thread, run_id, &results, answers).await?,
         };
         // A resumed run's events continue its stream's numbering.
-        let after = match self.repo.last_run_event(&run.id).await {
+        let after = match self.repo.last_run_event(run.id).await {
             Ok(after) => after,
             Err(error) => {
                 tracing::warn!(run_id = %run.id, error = %error, "failed to read a run's last event");
@@ -92,7 +92,7 @@ impl RunStarter {
         let task = self.task.clone();
         let launch = Launch {
             events: tx,
-            halt: self.active.add(&run.id),
+            halt: self.active.add(run.id),
             place,
             start: EmitterStart {
                 after,
@@ -123,7 +123,7 @@ impl RunStarter {
     async fn load(
         &self,
         caller: &Caller,
-        thread_id: &str,
+        thread_id: ThreadId,
     ) -> Result<(Thread, Agent, Arc<dyn ModelProvider>), RunsError> {
         let principal = &caller.principal;
         let (thread, agent) = self
@@ -155,9 +155,9 @@ impl RunStarter {
     ) -> Result<(Run, Vec<Message>), RunsError> {
         let now = now_millis();
         let run = Run {
-            id: new_id(),
-            thread_id: thread.id.clone(),
-            agent_id: agent.id.clone(),
+            id: RunId::new(),
+            thread_id: thread.id,
+            agent_id: agent.id,
             status: RunStatus::Running,
             steps: 0,
             usage: Usage::default(),
@@ -179,13 +179,13 @@ impl RunStarter {
     async fn resume(
         &self,
         thread: &Thread,
-        run_id: &str,
+        run_id: RunId,
         results: &[ClientResult],
         answers: Vec<ToolAnswers>,
     ) -> Result<(Run, Vec<Message>, Vec<Resumed>), RunsError> {
         let mut run = self
             .repo
-            .get_run(&thread.id, run_id)
+            .get_run(thread.id, run_id)
             .await?
             .ok_or(RunsError::NotFound("run"))?;
         if run.status != RunStatus::RequiresAction {

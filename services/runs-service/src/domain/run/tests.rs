@@ -11,13 +11,14 @@ use crate::{
         entities::Run,
         entities::{Agent, AgentConfig, ClientTool, Part, Role, RunStatus, Thread},
         events::{RunEvent, ToolCallStatus},
+        ids::{AgentId, ThreadId},
         input::{ClientResult, RunInput},
         ports::Caller,
     },
     fakes::{FakeMcp, FakeModels, MemoryRepository, NoSources, ScriptedTurn, ToolBehaviour},
 };
 
-pub(super) const THREAD: &str = "thread-1";
+pub(super) const THREAD: ThreadId = ThreadId::fixed(1);
 
 pub(super) struct World {
     pub(super) repo: Arc<MemoryRepository>,
@@ -77,7 +78,7 @@ impl World {
         let mcp = Arc::new(mcp);
         let models = FakeModels::new(script);
         let agent = Agent {
-            id: "agent-1".into(),
+            id: AgentId::fixed(1),
             org_id: "org".into(),
             name: "agent".into(),
             config: AgentConfig {
@@ -89,10 +90,10 @@ impl World {
             updated_at: 0,
         };
         let thread = Thread {
-            id: THREAD.into(),
+            id: THREAD,
             org_id: "org".into(),
             user_id: "user".into(),
-            agent_id: agent.id.clone(),
+            agent_id: agent.id,
             title: String::new(),
             created_at: 0,
             updated_at: 0,
@@ -220,7 +221,7 @@ async fn a_client_tool_pauses_the_run_and_its_result_resumes_it() {
 
     let events = world
         .run(RunInput::ClientToolResults {
-            run_id: paused.id.clone(),
+            run_id: paused.id,
             results: vec![ClientResult {
                 tool_call_id: pending[0].id.clone(),
                 content: "Ada".into(),
@@ -238,7 +239,7 @@ async fn a_client_tool_pauses_the_run_and_its_result_resumes_it() {
         "{:?}",
         last.messages
     );
-    let stored = world.repo.run(&paused.id).expect("stored");
+    let stored = world.repo.run(paused.id).expect("stored");
     assert_eq!(stored.status, RunStatus::Completed);
     assert!(stored.pending.is_empty());
 }
@@ -263,7 +264,7 @@ async fn a_run_whose_client_goes_away_is_cancelled() {
     drop(rx);
     let mut status = RunStatus::Running;
     for _ in 0..500 {
-        status = world.repo.run(&run_id).expect("stored").status;
+        status = world.repo.run(run_id).expect("stored").status;
         if status != RunStatus::Running {
             break;
         }
@@ -420,8 +421,8 @@ async fn a_run_ended_elsewhere_is_never_written_again() {
     while let Some(envelope) = rx.recv().await {
         if let RunEvent::ToolCallStarted { .. } = &envelope.event {
             // While the tool runs, another replica's reaper interrupts it.
-            let run_id = envelope.run_id.clone();
-            world.repo.end_elsewhere(&run_id, RunStatus::Interrupted);
+            let run_id = envelope.run_id;
+            world.repo.end_elsewhere(run_id, RunStatus::Interrupted);
         }
         events.push(envelope.event);
     }
@@ -430,7 +431,7 @@ async fn a_run_ended_elsewhere_is_never_written_again() {
     };
     assert_eq!(run.status, RunStatus::Interrupted);
     assert!(error.contains("ended elsewhere"), "{error}");
-    let stored = world.repo.run(&run.id).expect("stored");
+    let stored = world.repo.run(run.id).expect("stored");
     assert_eq!(stored.status, RunStatus::Interrupted);
     // The late result was not stored after the run changed hands.
     assert!(

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc};
 
 use super::feed::{Feeds, Item, PAGE, WatchSettings};
-use crate::domain::{entities::Run, error::RunsError, events::Envelope, ports::RunsRepository};
+use crate::domain::{
+    entities::Run, error::RunsError, events::Envelope, ids::RunId, ports::RunsRepository,
+};
 
 /// Follows runs for `WatchRun`: storage, and the feeds shared by the
 /// watchers of each run on this replica.
@@ -30,7 +32,7 @@ impl RunWatcher {
             repo: Arc::clone(&self.repo),
             feeds: self.feeds.clone(),
             settings: self.settings,
-            run_id: run.id.clone(),
+            run_id: run.id,
             next: from.max(1),
         };
         tokio::spawn(follow.run(tx));
@@ -42,7 +44,7 @@ struct Follow {
     repo: Arc<dyn RunsRepository>,
     feeds: Feeds,
     settings: WatchSettings,
-    run_id: String,
+    run_id: RunId,
     next: i64,
 }
 
@@ -65,9 +67,7 @@ impl Follow {
             // Subscribed before reading storage: whatever the feed sends
             // from now on is in the subscription, whatever it sent before
             // is stored and read below.
-            let mut feed = self
-                .feeds
-                .subscribe(&self.run_id, &self.repo, self.settings);
+            let mut feed = self.feeds.subscribe(self.run_id, &self.repo, self.settings);
             if self.catch_up(tx, None).await? {
                 return Ok(());
             }
@@ -119,7 +119,7 @@ impl Follow {
     /// until storage has no more.
     async fn catch_up(&mut self, tx: &Watcher, until: Option<i64>) -> Result<Done, RunsError> {
         loop {
-            let events = self.repo.run_events(&self.run_id, self.next, PAGE).await?;
+            let events = self.repo.run_events(self.run_id, self.next, PAGE).await?;
             if events.is_empty() {
                 return Ok(false);
             }

@@ -32,11 +32,12 @@ impl McpToolCall<'_> {
         timeout: Duration,
     ) -> ToolOutcome {
         let (integration_id, tool) = (self.integration_id, self.tool);
+        let scope = context.thread_id.to_string();
         let request = McpToolRequest {
             integration_id,
             tool,
             arguments: self.arguments.text(),
-            scope: &context.thread_id,
+            scope: &scope,
             answers: self.answers,
         };
         match mcp.execute_tool(&context.caller, request, timeout).await {

@@ -23,6 +23,7 @@ use super::{
     datasource::{DataSource, DataSources},
     entities::{Agent, InputAnswers, PendingInput, ToolTarget},
     events::ToolKind,
+    ids::ThreadId,
     model::{ToolCall, ToolSpec},
     ports::{Capabilities, McpPort},
     texts,
@@ -63,9 +64,9 @@ impl ToolRouter {
     }
 
     /// The thread's data sources (none when they cannot be read).
-    pub async fn sources(&self, thread_id: &str) -> Vec<DataSource> {
-        self.sources.list(thread_id).await.unwrap_or_else(|error| {
-            tracing::warn!(thread_id, error = %error, "failed to list data sources");
+    pub async fn sources(&self, thread_id: ThreadId) -> Vec<DataSource> {
+        self.sources.list(&thread_id.to_string()).await.unwrap_or_else(|error| {
+            tracing::warn!(thread_id = %thread_id, error = %error, "failed to list data sources");
             Vec::new()
         })
     }
@@ -167,7 +168,7 @@ impl ToolRouter {
             }
             LIST_RESOURCES => ToolOutcome::succeeded(texts::list_resources(&context.capabilities)),
             RETRIEVE_PROMPT => prompts::retrieve(mcp, context, arguments, self.timeout).await,
-            SOURCE_QUERY => self.query.run(&context.thread_id, arguments).await,
+            SOURCE_QUERY => self.query.run(context.thread_id, arguments).await,
             other => ToolOutcome::not_found(other),
         }
     }

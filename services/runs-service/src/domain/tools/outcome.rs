@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::domain::{
     entities::PendingInput,
     events::ToolCallStatus,
+    ids::ThreadId,
     ports::{Caller, Capabilities},
     texts,
 };
@@ -17,7 +18,7 @@ pub struct ToolContext {
     /// The caller the run acts for.
     pub caller: Caller,
     /// The run's thread (the upstream session scope, the data sources' owner).
-    pub thread_id: String,
+    pub thread_id: ThreadId,
     /// What the agent's integrations offer.
     pub capabilities: Arc<Vec<Capabilities>>,
 }

@@ -33,11 +33,12 @@ pub(super) async fn retrieve(
     {
         return failed(&texts::integration_unavailable(integration_id));
     }
+    let scope = context.thread_id.to_string();
     let prompt = McpPromptRequest {
         integration_id,
         name,
         arguments: &arguments.object_arg("arguments"),
-        scope: &context.thread_id,
+        scope: &scope,
     };
     match mcp.get_prompt(&context.caller, prompt, timeout).await {
         Ok((description, lines)) => {

@@ -49,11 +49,12 @@ pub(super) async fn retrieve(
         return failed(texts::integration_unavailable(&wanted.integration_id));
     }
     tracing::info!(integration_id = %wanted.integration_id, uri = %wanted.uri, "retrieving an MCP resource");
+    let scope = context.thread_id.to_string();
     let read = McpResourceRequest {
         integration_id: &wanted.integration_id,
         uri: &wanted.uri,
         parameters: &arguments.object_arg("parameters"),
-        scope: &context.thread_id,
+        scope: &scope,
     };
     match mcp.retrieve_resource(&context.caller, read, timeout).await {
         Ok(resource) => deliver(sources, context, &wanted, resource).await,
@@ -119,7 +120,7 @@ async fn deliver(
             );
             match sources
                 .import_csv(
-                    &context.thread_id,
+                    &context.thread_id.to_string(),
                     &name,
                     &resource.uri,
                     Some(&wanted.integration_id),

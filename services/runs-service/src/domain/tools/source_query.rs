@@ -5,6 +5,7 @@ use std::sync::Arc;
 use super::{ToolArguments, outcome::ToolOutcome};
 use crate::domain::{
     datasource::{DataSources, QueryError},
+    ids::ThreadId,
     texts,
 };
 
@@ -27,11 +28,11 @@ impl SourceQuery {
     }
 
     /// Runs the query of `arguments` over `thread_id`'s data sources.
-    pub async fn run(&self, thread_id: &str, arguments: &ToolArguments) -> ToolOutcome {
+    pub async fn run(&self, thread_id: ThreadId, arguments: &ToolArguments) -> ToolOutcome {
         let Some(sql) = arguments.text_arg("query") else {
             return ToolOutcome::failed(texts::query_failed(texts::QUERY_REQUIRED));
         };
-        let result = self.sources.query(thread_id, sql).await;
+        let result = self.sources.query(&thread_id.to_string(), sql).await;
         crate::metrics::datasource_query(match &result {
             Ok(_) => "ok",
             Err(QueryError::Refused(_)) => "refused",

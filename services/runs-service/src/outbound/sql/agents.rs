@@ -9,7 +9,7 @@ use crate::domain::entities::Agent;
 pub(super) fn decode_agent(row: &AnyRow) -> anyhow::Result<Agent> {
     let config_json: String = row.try_get("config_json")?;
     Ok(Agent {
-        id: row.try_get("id")?,
+        id: stored_id(row, "id")?,
         org_id: row.try_get("org_id")?,
         name: row.try_get("name")?,
         config: serde_json::from_str(&config_json)
@@ -26,7 +26,7 @@ pub(super) async fn insert_agent(
     sqlx::query(&format!(
         "INSERT INTO agents ({AGENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)"
     ))
-    .bind(agent.id.as_str())
+    .bind(agent.id.to_string())
     .bind(agent.org_id.as_str())
     .bind(agent.name.as_str())
     .bind(to_json(
@@ -44,13 +44,13 @@ pub(super) async fn insert_agent(
 pub(super) async fn get_agent(
     repo: &SqlRunsRepository,
     org: &str,
-    id: &str,
+    id: AgentId,
 ) -> Result<Option<Agent>, RepositoryError> {
     let row = sqlx::query(&format!(
         "SELECT {AGENT_COLUMNS} FROM agents WHERE org_id = $1 AND id = $2"
     ))
     .bind(org)
-    .bind(id)
+    .bind(id.to_string())
     .fetch_optional(&repo.pool)
     .await
     .map_err(failed("failed to read an agent"))?;
@@ -92,7 +92,7 @@ pub(super) async fn update_agent(
          WHERE org_id = $1 AND id = $2",
     )
     .bind(agent.org_id.as_str())
-    .bind(agent.id.as_str())
+    .bind(agent.id.to_string())
     .bind(agent.name.as_str())
     .bind(to_json(
         &agent.config,
@@ -108,11 +108,11 @@ pub(super) async fn update_agent(
 pub(super) async fn delete_agent(
     repo: &SqlRunsRepository,
     org: &str,
-    id: &str,
+    id: AgentId,
 ) -> Result<bool, RepositoryError> {
     let result = sqlx::query("DELETE FROM agents WHERE org_id = $1 AND id = $2")
         .bind(org)
-        .bind(id)
+        .bind(id.to_string())
         .execute(&repo.pool)
         .await
         .map_err(failed("failed to delete an agent"))?;

@@ -53,8 +53,8 @@ fn placeholders(skip: usize, count: usize) -> String {
 
 pub(super) async fn heartbeat(
     repo: &SqlRunsRepository,
-    run_ids: &[String],
-) -> Result<Vec<(String, LeaseState)>, RepositoryError> {
+    run_ids: &[RunId],
+) -> Result<Vec<(RunId, LeaseState)>, RepositoryError> {
     if run_ids.is_empty() {
         return Ok(Vec::new());
     }
@@ -70,7 +70,7 @@ pub(super) async fn heartbeat(
         .bind(repo.replica.lease_millis())
         .bind(repo.replica.id.as_str());
     for id in run_ids {
-        query = query.bind(id.as_str());
+        query = query.bind(id.to_string());
     }
     query
         .execute(&repo.pool)
@@ -82,7 +82,7 @@ pub(super) async fn heartbeat(
     );
     let mut query = sqlx::query(&read);
     for id in run_ids {
-        query = query.bind(id.as_str());
+        query = query.bind(id.to_string());
     }
     let rows = query
         .fetch_all(&repo.pool)
@@ -90,17 +90,18 @@ pub(super) async fn heartbeat(
         .map_err(failed("failed to read run leases"))?;
     let mut states = Vec::with_capacity(run_ids.len());
     for id in run_ids {
-        let row = rows
-            .iter()
-            .find(|row| row.try_get::<String, _>("id").is_ok_and(|r| &r == id));
-        states.push((id.clone(), lease_state(repo, row)?));
+        let row = rows.iter().find(|row| {
+            row.try_get::<String, _>("id")
+                .is_ok_and(|r| r == id.to_string())
+        });
+        states.push((*id, lease_state(repo, row)?));
     }
     Ok(states)
 }
 
 fn lease_state(
     repo: &SqlRunsRepository,
-    row: Option<&sqlx::any::AnyRow>,
+    row: Option<&AnyRow>,
 ) -> Result<LeaseState, RepositoryError> {
     let Some(row) = row else {
         return Ok(LeaseState::Lost);
@@ -135,7 +136,7 @@ fn lease_of(status: &str, owned: bool, cancel_requested: bool) -> LeaseState {
 
 pub(super) async fn interrupt_expired_runs(
     repo: &SqlRunsRepository,
-    thread_id: Option<&str>,
+    thread_id: Option<ThreadId>,
 ) -> Result<u64, RepositoryError> {
     let now = repo.db_now();
     let result = sqlx::query(&format!(
@@ -145,7 +146,7 @@ pub(super) async fn interrupt_expired_runs(
     ))
     .bind(LEASE_EXPIRED)
     .bind(switchboard_db::now_millis())
-    .bind(thread_id.unwrap_or_default())
+    .bind(thread_id.map(|id| id.to_string()).unwrap_or_default())
     .execute(&repo.pool)
     .await
     .map_err(failed("failed to interrupt runs whose lease expired"))?;
@@ -176,7 +177,7 @@ pub(super) async fn interrupt_previous_process_runs(
 
 pub(super) async fn request_cancel(
     repo: &SqlRunsRepository,
-    run_id: &str,
+    run_id: RunId,
     reason: &str,
 ) -> Result<Option<Run>, RepositoryError> {
     let now = repo.db_now();
@@ -187,14 +188,14 @@ pub(super) async fn request_cancel(
          WHERE id = $1 AND (status = 'requires_action' \
            OR (status = 'running' AND lease_expires_at < {now}))"
     ))
-    .bind(run_id)
+    .bind(run_id.to_string())
     .bind(reason)
     .bind(switchboard_db::now_millis())
     .execute(&repo.pool)
     .await
     .map_err(run_write_failed("failed to cancel a run"))?;
     sqlx::query("UPDATE runs SET cancel_requested = 1 WHERE id = $1 AND status = 'running'")
-        .bind(run_id)
+        .bind(run_id.to_string())
         .execute(&repo.pool)
         .await
         .map_err(failed("failed to request a run's cancellation"))?;
@@ -203,7 +204,7 @@ pub(super) async fn request_cancel(
 
 pub(super) async fn list_runs(
     repo: &SqlRunsRepository,
-    thread_id: &str,
+    thread_id: ThreadId,
     before: Cursor,
     limit: u32,
 ) -> Result<Vec<Run>, RepositoryError> {
@@ -213,7 +214,7 @@ pub(super) async fn list_runs(
            AND (created_at < $2 OR (created_at = $2 AND ($3 = '' OR id < $3))) \
          ORDER BY created_at DESC, id DESC LIMIT $4"
     ))
-    .bind(thread_id)
+    .bind(thread_id.to_string())
     .bind(before_time)
     .bind(before_id)
     .bind(i64::from(limit))

@@ -16,9 +16,9 @@ pub(super) fn decode_message(row: &AnyRow) -> anyhow::Result<Message> {
     let role: String = row.try_get("role")?;
     let content_json: String = row.try_get("content_json")?;
     Ok(Message {
-        id: row.try_get("id")?,
-        thread_id: row.try_get("thread_id")?,
-        run_id: row.try_get("run_id")?,
+        id: stored_id(row, "id")?,
+        thread_id: stored_id(row, "thread_id")?,
+        run_id: stored_optional_id(row, "run_id")?,
         seq: row.try_get("seq")?,
         role: Role::parse(&role)
             .with_context(|| format!("stored message role {role:?} is not valid"))?,
@@ -33,14 +33,14 @@ pub(super) fn decode_message(row: &AnyRow) -> anyhow::Result<Message> {
 /// thread active. Two appends racing on one thread can pick the same
 /// numbers: the loser breaks UNIQUE (thread_id, seq) and numbers again.
 pub(super) struct Append<'a> {
-    thread_id: &'a str,
+    thread_id: ThreadId,
     messages: &'a [Message],
     contents: Vec<String>,
     sql: String,
 }
 
 impl<'a> Append<'a> {
-    pub(super) fn new(thread_id: &'a str, messages: &'a [Message]) -> anyhow::Result<Self> {
+    pub(super) fn new(thread_id: ThreadId, messages: &'a [Message]) -> anyhow::Result<Self> {
         let contents = messages
             .iter()
             .map(|m| to_json(&m.parts, "failed to encode a message's parts"))
@@ -81,11 +81,11 @@ impl<'a> Append<'a> {
         &self,
         conn: &mut AnyConnection,
     ) -> Result<Option<Vec<i64>>, RepositoryError> {
-        let mut query = sqlx::query(&self.sql).bind(self.thread_id);
+        let mut query = sqlx::query(&self.sql).bind(self.thread_id.to_string());
         for (message, content) in self.messages.iter().zip(&self.contents) {
             query = query
-                .bind(message.id.as_str())
-                .bind(message.run_id.as_deref())
+                .bind(message.id.to_string())
+                .bind(message.run_id.map(|id| id.to_string()))
                 .bind(message.role.as_str())
                 .bind(content.as_str())
                 .bind(message.created_at);
@@ -115,7 +115,7 @@ impl<'a> Append<'a> {
         self.messages
             .iter()
             .map(|m| {
-                stored.get(&m.id).copied().ok_or_else(|| {
+                stored.get(&m.id.to_string()).copied().ok_or_else(|| {
                     anyhow::anyhow!("failed to append messages: {} was not stored", m.id).into()
                 })
             })
@@ -134,7 +134,7 @@ impl<'a> Append<'a> {
 
 pub(super) async fn append_messages(
     repo: &SqlRunsRepository,
-    thread_id: &str,
+    thread_id: ThreadId,
     messages: &[Message],
 ) -> Result<Vec<i64>, RepositoryError> {
     if messages.is_empty() {
@@ -156,7 +156,7 @@ pub(super) async fn append_messages(
 
 pub(super) async fn list_messages(
     repo: &SqlRunsRepository,
-    thread_id: &str,
+    thread_id: ThreadId,
     after_seq: i64,
     limit: u32,
 ) -> Result<Vec<Message>, RepositoryError> {
@@ -164,7 +164,7 @@ pub(super) async fn list_messages(
         "SELECT {MESSAGE_COLUMNS} FROM messages \
          WHERE thread_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
     ))
-    .bind(thread_id)
+    .bind(thread_id.to_string())
     .bind(after_seq)
     .bind(i64::from(limit))
     .fetch_all(&repo.pool)
@@ -178,7 +178,7 @@ pub(super) async fn list_messages(
 
 pub(super) async fn recent_messages(
     repo: &SqlRunsRepository,
-    thread_id: &str,
+    thread_id: ThreadId,
     limits: HistoryLimits,
 ) -> Result<Vec<Message>, RepositoryError> {
     let sql = format!(
@@ -186,7 +186,7 @@ pub(super) async fn recent_messages(
          WHERE thread_id = $1 ORDER BY seq DESC LIMIT $2"
     );
     let mut rows = sqlx::query(&sql)
-        .bind(thread_id)
+        .bind(thread_id.to_string())
         .bind(i64::from(limits.max_messages))
         .fetch(&repo.pool);
     let mut meter = WindowMeter::new(limits);

@@ -8,12 +8,15 @@
 
 use anyhow::Context as _;
 use async_trait::async_trait;
-use sqlx::AnyPool;
+use std::str::FromStr;
+
+use sqlx::{AnyPool, Row as _, any::AnyRow};
 
 use crate::domain::{
     entities::{Agent, Message, Run, Thread},
     events::Envelope,
     history::HistoryLimits,
+    ids::{AgentId, RunId, ThreadId},
     ports::{Cursor, LeaseState, RepositoryError, RunsRepository},
 };
 
@@ -106,6 +109,26 @@ fn run_write_failed(what: &'static str) -> impl FnOnce(sqlx::Error) -> Repositor
     }
 }
 
+/// Reads an id column: ids are stored as text and read back as their type.
+fn stored_id<T: FromStr<Err = uuid::Error>>(row: &AnyRow, column: &str) -> anyhow::Result<T> {
+    let text: String = row.try_get(column)?;
+    text.parse()
+        .with_context(|| format!("stored {column} {text:?} is not a UUID"))
+}
+
+/// Reads an id column that may be NULL; see [`stored_id`].
+fn stored_optional_id<T: FromStr<Err = uuid::Error>>(
+    row: &AnyRow,
+    column: &str,
+) -> anyhow::Result<Option<T>> {
+    let text: Option<String> = row.try_get(column)?;
+    text.map(|text| {
+        text.parse()
+            .with_context(|| format!("stored {column} {text:?} is not a UUID"))
+    })
+    .transpose()
+}
+
 fn to_json<T: serde::Serialize + ?Sized>(value: &T, what: &'static str) -> anyhow::Result<String> {
     serde_json::to_string(value).context(what)
 }
@@ -116,7 +139,7 @@ impl RunsRepository for SqlRunsRepository {
         agents::insert_agent(self, agent).await
     }
 
-    async fn get_agent(&self, org: &str, id: &str) -> Result<Option<Agent>, RepositoryError> {
+    async fn get_agent(&self, org: &str, id: AgentId) -> Result<Option<Agent>, RepositoryError> {
         agents::get_agent(self, org, id).await
     }
 
@@ -133,7 +156,7 @@ impl RunsRepository for SqlRunsRepository {
         agents::update_agent(self, agent).await
     }
 
-    async fn delete_agent(&self, org: &str, id: &str) -> Result<bool, RepositoryError> {
+    async fn delete_agent(&self, org: &str, id: AgentId) -> Result<bool, RepositoryError> {
         agents::delete_agent(self, org, id).await
     }
 
@@ -145,7 +168,7 @@ impl RunsRepository for SqlRunsRepository {
         &self,
         org: &str,
         user: &str,
-        id: &str,
+        id: ThreadId,
     ) -> Result<Option<Thread>, RepositoryError> {
         threads::get_thread(self, org, user, id).await
     }
@@ -154,7 +177,7 @@ impl RunsRepository for SqlRunsRepository {
         &self,
         org: &str,
         user: &str,
-        id: &str,
+        id: ThreadId,
     ) -> Result<Option<(Thread, Option<Agent>)>, RepositoryError> {
         threads::get_thread_with_agent(self, org, user, id).await
     }
@@ -163,7 +186,7 @@ impl RunsRepository for SqlRunsRepository {
         &self,
         org: &str,
         user: &str,
-        agent: Option<&str>,
+        agent: Option<AgentId>,
         before: Cursor,
         limit: u32,
     ) -> Result<Vec<Thread>, RepositoryError> {
@@ -174,14 +197,14 @@ impl RunsRepository for SqlRunsRepository {
         &self,
         org: &str,
         user: &str,
-        id: &str,
+        id: ThreadId,
     ) -> Result<bool, RepositoryError> {
         threads::delete_thread(self, org, user, id).await
     }
 
     async fn append_messages(
         &self,
-        thread_id: &str,
+        thread_id: ThreadId,
         messages: &[Message],
     ) -> Result<Vec<i64>, RepositoryError> {
         messages::append_messages(self, thread_id, messages).await
@@ -189,7 +212,7 @@ impl RunsRepository for SqlRunsRepository {
 
     async fn list_messages(
         &self,
-        thread_id: &str,
+        thread_id: ThreadId,
         after_seq: i64,
         limit: u32,
     ) -> Result<Vec<Message>, RepositoryError> {
@@ -198,7 +221,7 @@ impl RunsRepository for SqlRunsRepository {
 
     async fn recent_messages(
         &self,
-        thread_id: &str,
+        thread_id: ThreadId,
         limits: HistoryLimits,
     ) -> Result<Vec<Message>, RepositoryError> {
         messages::recent_messages(self, thread_id, limits).await
@@ -228,22 +251,26 @@ impl RunsRepository for SqlRunsRepository {
         runs::resume_run_with(self, run, messages).await
     }
 
-    async fn resume_run(&self, run_id: &str, now: i64) -> Result<bool, RepositoryError> {
+    async fn resume_run(&self, run_id: RunId, now: i64) -> Result<bool, RepositoryError> {
         runs::resume_run(self, run_id, now).await
     }
 
-    async fn get_run(&self, thread_id: &str, id: &str) -> Result<Option<Run>, RepositoryError> {
+    async fn get_run(
+        &self,
+        thread_id: ThreadId,
+        id: RunId,
+    ) -> Result<Option<Run>, RepositoryError> {
         runs::get_run(self, thread_id, id).await
     }
 
-    async fn find_run(&self, id: &str) -> Result<Option<Run>, RepositoryError> {
+    async fn find_run(&self, id: RunId) -> Result<Option<Run>, RepositoryError> {
         runs::find_run(self, id).await
     }
 
     async fn heartbeat(
         &self,
-        run_ids: &[String],
-    ) -> Result<Vec<(String, LeaseState)>, RepositoryError> {
+        run_ids: &[RunId],
+    ) -> Result<Vec<(RunId, LeaseState)>, RepositoryError> {
         leases::heartbeat(self, run_ids).await
     }
 
@@ -257,7 +284,7 @@ impl RunsRepository for SqlRunsRepository {
 
     async fn list_runs(
         &self,
-        thread_id: &str,
+        thread_id: ThreadId,
         before: Cursor,
         limit: u32,
     ) -> Result<Vec<Run>, RepositoryError> {
@@ -266,7 +293,7 @@ impl RunsRepository for SqlRunsRepository {
 
     async fn request_cancel(
         &self,
-        run_id: &str,
+        run_id: RunId,
         reason: &str,
     ) -> Result<Option<Run>, RepositoryError> {
         leases::request_cancel(self, run_id, reason).await
@@ -278,14 +305,14 @@ impl RunsRepository for SqlRunsRepository {
 
     async fn run_events(
         &self,
-        run_id: &str,
+        run_id: RunId,
         from: i64,
         limit: u32,
     ) -> Result<Vec<Envelope>, RepositoryError> {
         run_events::run_events(self, run_id, from, limit).await
     }
 
-    async fn last_run_event(&self, run_id: &str) -> Result<i64, RepositoryError> {
+    async fn last_run_event(&self, run_id: RunId) -> Result<i64, RepositoryError> {
         run_events::last_run_event(self, run_id).await
     }
 }

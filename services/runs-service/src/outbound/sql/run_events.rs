@@ -15,7 +15,7 @@ pub(super) async fn append_run_event(
         "INSERT INTO run_events (run_id, seq, event_json) VALUES ($1, $2, $3) \
          ON CONFLICT (run_id, seq) DO NOTHING",
     )
-    .bind(event.run_id.as_str())
+    .bind(event.run_id.to_string())
     .bind(event.sequence)
     .bind(json)
     .execute(&repo.pool)
@@ -26,7 +26,7 @@ pub(super) async fn append_run_event(
 
 pub(super) async fn run_events(
     repo: &SqlRunsRepository,
-    run_id: &str,
+    run_id: RunId,
     from: i64,
     limit: u32,
 ) -> Result<Vec<Envelope>, RepositoryError> {
@@ -34,7 +34,7 @@ pub(super) async fn run_events(
         "SELECT event_json FROM run_events WHERE run_id = $1 AND seq >= $2 \
          ORDER BY seq LIMIT $3",
     )
-    .bind(run_id)
+    .bind(run_id.to_string())
     .bind(from)
     .bind(i64::from(limit))
     .fetch_all(&repo.pool)
@@ -52,10 +52,10 @@ pub(super) async fn run_events(
 
 pub(super) async fn last_run_event(
     repo: &SqlRunsRepository,
-    run_id: &str,
+    run_id: RunId,
 ) -> Result<i64, RepositoryError> {
     let row = sqlx::query("SELECT MAX(seq) AS last FROM run_events WHERE run_id = $1")
-        .bind(run_id)
+        .bind(run_id.to_string())
         .fetch_one(&repo.pool)
         .await
         .map_err(failed("failed to read a run's last event"))?;

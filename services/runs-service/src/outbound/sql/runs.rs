@@ -20,9 +20,9 @@ pub(super) fn decode_run(row: &AnyRow) -> anyhow::Result<Run> {
         None => Vec::new(),
     };
     Ok(Run {
-        id: row.try_get("id")?,
-        thread_id: row.try_get("thread_id")?,
-        agent_id: row.try_get("agent_id")?,
+        id: stored_id(row, "id")?,
+        thread_id: stored_id(row, "thread_id")?,
+        agent_id: stored_id(row, "agent_id")?,
         status: RunStatus::parse(&status)
             .with_context(|| format!("stored run status {status:?} is not valid"))?,
         steps: row.try_get("steps")?,
@@ -79,7 +79,7 @@ impl RunWrite {
             Self::Update => update_run_row(conn, run, "('running', 'requires_action')").await,
             Self::Resume => {
                 update_run_row(conn, run, "('requires_action')").await?;
-                claim(repo, conn, &run.id).await
+                claim(repo, conn, run.id).await
             }
         }
     }
@@ -99,7 +99,7 @@ impl SqlRunsRepository {
             write.on(self, &mut conn, run).await?;
             return Ok(Vec::new());
         }
-        let append = Append::new(&run.thread_id, messages)?;
+        let append = Append::new(run.thread_id, messages)?;
         for _ in 0..APPEND_ATTEMPTS {
             let mut tx = self.pool.begin().await.map_err(failed(write.what()))?;
             write.on(self, &mut tx, run).await?;
@@ -117,14 +117,14 @@ impl SqlRunsRepository {
 async fn claim(
     repo: &SqlRunsRepository,
     conn: &mut AnyConnection,
-    run_id: &str,
+    run_id: RunId,
 ) -> Result<(), RepositoryError> {
     let now = repo.db_now();
     sqlx::query(&format!(
         "UPDATE runs SET owner = $2, owner_name = $3, lease_expires_at = {now} + $4, \
          cancel_requested = 0 WHERE id = $1"
     ))
-    .bind(run_id)
+    .bind(run_id.to_string())
     .bind(repo.replica.id.as_str())
     .bind(repo.replica.name.as_deref())
     .bind(repo.replica.lease_millis())
@@ -144,9 +144,9 @@ async fn insert_run(
         "INSERT INTO runs ({RUN_COLUMNS}, heartbeat_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $11)"
     ))
-    .bind(run.id.as_str())
-    .bind(run.thread_id.as_str())
-    .bind(run.agent_id.as_str())
+    .bind(run.id.to_string())
+    .bind(run.thread_id.to_string())
+    .bind(run.agent_id.to_string())
     .bind(run.status.as_str())
     .bind(run.steps)
     .bind(run.usage.input_tokens)
@@ -162,7 +162,7 @@ async fn insert_run(
     .execute(&mut *conn)
     .await
     .map_err(run_write_failed("failed to start a run"))?;
-    claim(repo, conn, &run.id).await
+    claim(repo, conn, run.id).await
 }
 
 /// Saves `run`'s state, compare-and-set: only while its stored status is one
@@ -181,7 +181,7 @@ async fn update_run_row(
          heartbeat_at = CASE WHEN $10 = 1 THEN $9 ELSE heartbeat_at END \
          WHERE id = $1 AND status IN {expected}"
     ))
-    .bind(run.id.as_str())
+    .bind(run.id.to_string())
     .bind(run.status.as_str())
     .bind(run.steps)
     .bind(run.usage.input_tokens)
@@ -211,7 +211,7 @@ pub(super) async fn start_run_with(
     // A run of the thread whose lease expired is provably stopped: it is
     // interrupted now rather than at the next sweep, so the thread takes
     // the new run at once.
-    leases::interrupt_expired_runs(repo, Some(&run.thread_id)).await?;
+    leases::interrupt_expired_runs(repo, Some(run.thread_id)).await?;
     repo.write_run(run, RunWrite::Insert, input).await
 }
 
@@ -237,7 +237,7 @@ pub(super) async fn resume_run_with(
 
 pub(super) async fn resume_run(
     repo: &SqlRunsRepository,
-    run_id: &str,
+    run_id: RunId,
     now: i64,
 ) -> Result<bool, RepositoryError> {
     // The status condition makes the move atomic: of two concurrent
@@ -246,7 +246,7 @@ pub(super) async fn resume_run(
         "UPDATE runs SET status = 'running', updated_at = $2, heartbeat_at = $2 \
          WHERE id = $1 AND status = 'requires_action'",
     )
-    .bind(run_id)
+    .bind(run_id.to_string())
     .bind(now)
     .execute(&repo.pool)
     .await
@@ -256,14 +256,14 @@ pub(super) async fn resume_run(
 
 pub(super) async fn get_run(
     repo: &SqlRunsRepository,
-    thread_id: &str,
-    id: &str,
+    thread_id: ThreadId,
+    id: RunId,
 ) -> Result<Option<Run>, RepositoryError> {
     let row = sqlx::query(&format!(
         "SELECT {RUN_COLUMNS} FROM runs WHERE thread_id = $1 AND id = $2"
     ))
-    .bind(thread_id)
-    .bind(id)
+    .bind(thread_id.to_string())
+    .bind(id.to_string())
     .fetch_optional(&repo.pool)
     .await
     .map_err(failed("failed to read a run"))?;
@@ -272,10 +272,10 @@ pub(super) async fn get_run(
 
 pub(super) async fn find_run(
     repo: &SqlRunsRepository,
-    id: &str,
+    id: RunId,
 ) -> Result<Option<Run>, RepositoryError> {
     let row = sqlx::query(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = $1"))
-        .bind(id)
+        .bind(id.to_string())
         .fetch_optional(&repo.pool)
         .await
         .map_err(failed("failed to read a run"))?;

@@ -8,10 +8,10 @@ use crate::domain::entities::{Agent, Thread};
 
 pub(super) fn decode_thread(row: &AnyRow) -> anyhow::Result<Thread> {
     Ok(Thread {
-        id: row.try_get("id")?,
+        id: stored_id(row, "id")?,
         org_id: row.try_get("org_id")?,
         user_id: row.try_get("user_id")?,
-        agent_id: row.try_get("agent_id")?,
+        agent_id: stored_id(row, "agent_id")?,
         title: row.try_get("title")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
@@ -25,10 +25,10 @@ pub(super) async fn insert_thread(
     sqlx::query(&format!(
         "INSERT INTO threads ({THREAD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)"
     ))
-    .bind(thread.id.as_str())
+    .bind(thread.id.to_string())
     .bind(thread.org_id.as_str())
     .bind(thread.user_id.as_str())
-    .bind(thread.agent_id.as_str())
+    .bind(thread.agent_id.to_string())
     .bind(thread.title.as_str())
     .bind(thread.created_at)
     .bind(thread.updated_at)
@@ -42,14 +42,14 @@ pub(super) async fn get_thread(
     repo: &SqlRunsRepository,
     org: &str,
     user: &str,
-    id: &str,
+    id: ThreadId,
 ) -> Result<Option<Thread>, RepositoryError> {
     let row = sqlx::query(&format!(
         "SELECT {THREAD_COLUMNS} FROM threads WHERE org_id = $1 AND user_id = $2 AND id = $3"
     ))
     .bind(org)
     .bind(user)
-    .bind(id)
+    .bind(id.to_string())
     .fetch_optional(&repo.pool)
     .await
     .map_err(failed("failed to read a thread"))?;
@@ -60,7 +60,7 @@ pub(super) async fn get_thread_with_agent(
     repo: &SqlRunsRepository,
     org: &str,
     user: &str,
-    id: &str,
+    id: ThreadId,
 ) -> Result<Option<(Thread, Option<Agent>)>, RepositoryError> {
     let row = sqlx::query(
         "SELECT t.id, t.org_id, t.user_id, t.agent_id, t.title, t.created_at, t.updated_at, \
@@ -71,7 +71,7 @@ pub(super) async fn get_thread_with_agent(
     )
     .bind(org)
     .bind(user)
-    .bind(id)
+    .bind(id.to_string())
     .fetch_optional(&repo.pool)
     .await
     .map_err(failed("failed to read a thread"))?;
@@ -84,7 +84,7 @@ pub(super) async fn get_thread_with_agent(
         .map_err(failed("failed to read a thread's agent"))?
     {
         Some(config_json) => Some(Agent {
-            id: thread.agent_id.clone(),
+            id: thread.agent_id,
             org_id: thread.org_id.clone(),
             name: row
                 .try_get("agent_name")
@@ -107,7 +107,7 @@ pub(super) async fn list_threads(
     repo: &SqlRunsRepository,
     org: &str,
     user: &str,
-    agent: Option<&str>,
+    agent: Option<AgentId>,
     before: Cursor,
     limit: u32,
 ) -> Result<Vec<Thread>, RepositoryError> {
@@ -123,7 +123,7 @@ pub(super) async fn list_threads(
     ))
     .bind(org)
     .bind(user)
-    .bind(agent.unwrap_or_default())
+    .bind(agent.map(|id| id.to_string()).unwrap_or_default())
     .bind(before_time)
     .bind(before_id)
     .bind(i64::from(limit))
@@ -140,7 +140,7 @@ pub(super) async fn delete_thread(
     repo: &SqlRunsRepository,
     org: &str,
     user: &str,
-    id: &str,
+    id: ThreadId,
 ) -> Result<bool, RepositoryError> {
     // The foreign keys cascade, but deleting the children explicitly
     // does not depend on the database enforcing them.
@@ -156,7 +156,7 @@ pub(super) async fn delete_thread(
         ))
         .bind(org)
         .bind(user)
-        .bind(id)
+        .bind(id.to_string())
         .execute(&mut *tx)
         .await
         .map_err(failed("failed to delete a thread's messages and runs"))?;
@@ -164,7 +164,7 @@ pub(super) async fn delete_thread(
     let result = sqlx::query("DELETE FROM threads WHERE org_id = $1 AND user_id = $2 AND id = $3")
         .bind(org)
         .bind(user)
-        .bind(id)
+        .bind(id.to_string())
         .execute(&mut *tx)
         .await
         .map_err(failed("failed to delete a thread"))?;

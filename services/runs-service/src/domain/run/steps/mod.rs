@@ -146,9 +146,9 @@ impl StepLoop {
         emitter: &'a mut Emitter,
     ) -> Result<Running<'a>, Stop> {
         let (history, discovered, sources) = tokio::join!(
-            self.repo.recent_messages(&thread.id, self.settings.history),
+            self.repo.recent_messages(thread.id, self.settings.history),
             self.discovery.discover(caller, agent),
-            self.tools.sources(&thread.id),
+            self.tools.sources(thread.id),
         );
         let history = history?;
         let Discovered {
@@ -187,7 +187,7 @@ impl StepLoop {
             history,
             tools: ToolContext {
                 caller: caller.clone(),
-                thread_id: thread.id.clone(),
+                thread_id: thread.id,
                 capabilities: Arc::new(capabilities),
             },
             system,

@@ -162,7 +162,7 @@ impl Running<'_> {
         }
         self.store(turn).await?;
         if sources_changed {
-            self.sources = self.steps.tools.sources(&self.tools.thread_id).await;
+            self.sources = self.steps.tools.sources(self.tools.thread_id).await;
             self.offered = None;
         }
         if !paused {

@@ -186,11 +186,25 @@ fn parse_patch(
 /// The integration an ExecuteTool request calls, after its tool name and
 /// session scope are checked.
 pub(super) fn tool_target(request: &pb::ExecuteToolRequest) -> Result<IntegrationId, Status> {
-    let id = parse_id("integration_id", &request.integration_id)?;
-    bounded_text("tool_name", &request.tool_name, MAX_NAME_BYTES, true)?;
+    call_target(
+        &request.integration_id,
+        ("tool_name", &request.tool_name, MAX_NAME_BYTES),
+        &request.session_scope,
+    )
+}
+
+/// The integration a call goes to, after what it names (a tool, a prompt, a
+/// URI) and its session scope are checked against their bounds.
+fn call_target(
+    integration_id: &str,
+    (field, named, max_bytes): (&str, &str, usize),
+    session_scope: &str,
+) -> Result<IntegrationId, Status> {
+    let id = parse_id("integration_id", integration_id)?;
+    bounded_text(field, named, max_bytes, true)?;
     bounded_text(
         "session_scope",
-        &request.session_scope,
+        session_scope,
         MAX_SESSION_SCOPE_BYTES,
         false,
     )?;
@@ -202,13 +216,10 @@ pub(super) fn tool_target(request: &pb::ExecuteToolRequest) -> Result<Integratio
 pub(super) fn resource_target(
     request: &pb::RetrieveResourceRequest,
 ) -> Result<(IntegrationId, Map<String, Value>), Status> {
-    let id = parse_id("integration_id", &request.integration_id)?;
-    bounded_text("uri", &request.uri, MAX_URI_BYTES, true)?;
-    bounded_text(
-        "session_scope",
+    let id = call_target(
+        &request.integration_id,
+        ("uri", &request.uri, MAX_URI_BYTES),
         &request.session_scope,
-        MAX_SESSION_SCOPE_BYTES,
-        false,
     )?;
     #[allow(deprecated)] // still honoured for callers that only know it
     let parameters = request.parameters.as_ref();
@@ -219,15 +230,11 @@ pub(super) fn resource_target(
 /// The integration a GetPrompt request renders from, after its name and
 /// session scope are checked.
 pub(super) fn prompt_target(request: &pb::GetPromptRequest) -> Result<IntegrationId, Status> {
-    let id = parse_id("integration_id", &request.integration_id)?;
-    bounded_text("name", &request.name, MAX_NAME_BYTES, true)?;
-    bounded_text(
-        "session_scope",
+    call_target(
+        &request.integration_id,
+        ("name", &request.name, MAX_NAME_BYTES),
         &request.session_scope,
-        MAX_SESSION_SCOPE_BYTES,
-        false,
-    )?;
-    Ok(id)
+    )
 }
 
 /// The arguments of a GetPrompt request as the strings MCP prompts take:

@@ -10,6 +10,9 @@ const PROTO_ROOT: &str = "../../proto";
 const FILES: &[&str] = &[
     "switchboard/common/v1/common.proto",
     "switchboard/mcp/v1/mcp.proto",
+    "switchboard/mcp/v1/policy.proto",
+    "switchboard/mcp/v1/audit.proto",
+    "switchboard/mcp/v1/approvals.proto",
     "switchboard/runs/v1/runs.proto",
 ];
 

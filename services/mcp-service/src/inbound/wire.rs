@@ -256,6 +256,7 @@ fn call_result(result: &Value, tool: &str) -> pb::ExecuteToolResponse {
         structured_content_json: structured.map(Value::to_string).unwrap_or_default(),
         input_required: None,
         timeout: None,
+        approval: None,
     }
 }
 

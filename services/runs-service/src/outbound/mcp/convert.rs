@@ -113,7 +113,9 @@ fn failure_reason(reason: pb::ToolFailureReason) -> ToolFailure {
         Reason::ProtocolError => ToolFailure::Protocol,
         Reason::AuthorizationRequired => ToolFailure::AuthorizationRequired,
         Reason::InputRequired => ToolFailure::InputRequired,
-        Reason::Unspecified => ToolFailure::Other,
+        Reason::Unspecified | Reason::ApprovalRequired | Reason::ApprovalDenied => {
+            ToolFailure::Other
+        }
     }
 }
 

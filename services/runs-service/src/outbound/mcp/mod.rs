@@ -134,6 +134,7 @@ impl McpPort for GrpcMcp {
                     input_responses: answers.responses.into_iter().collect(),
                     request_state: answers.request_state,
                     task_id: answers.task_id,
+                    approval_id: None,
                 },
                 timeout,
                 |mut client, request| async move { client.execute_tool(request).await },

@@ -40,6 +40,10 @@ pub enum McpError {
     /// An authorization could not be started or completed.
     #[error(transparent)]
     Authorization(super::ports::AuthorizationError),
+    /// A policy rule gates the call behind an approval, and the call
+    /// carries none.
+    #[error("the call needs an approval: {}", .0.reason)]
+    ApprovalRequired(Box<super::policy::Gate>),
     /// Anything unexpected (storage, crypto).
     #[error(transparent)]
     Internal(#[from] anyhow::Error),

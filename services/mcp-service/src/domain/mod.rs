@@ -11,6 +11,7 @@ pub mod input;
 pub mod integration;
 pub mod oauth_input;
 pub mod oauth_url;
+pub mod policy;
 pub mod ports;
 pub mod resolve;
 pub mod resource;

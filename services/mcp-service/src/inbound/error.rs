@@ -29,6 +29,7 @@ impl From<McpError> for ApiError {
                 authorization_url: String::new(),
             },
             McpError::Authorization(error) => authorization(error),
+            error @ McpError::ApprovalRequired(_) => Self::FailedPrecondition(error.to_string()),
             McpError::Internal(error) => Self::Internal(error),
         }
     }

@@ -94,10 +94,11 @@ fn a_protocol_error_is_the_server_s_message_or_the_bound_it_passed() {
         text(
             ToolFailure::Protocol,
             FailureFacts::ListingBound {
-                detail: "the tool listing is larger than 2 KiB".into()
+                detail: "discovery stopped: the server's listings are larger than 2 KiB (at tools)"
+                    .into()
             }
         ),
-        "MCP tool execution failed: the tool listing is larger than 2 KiB"
+        "MCP tool execution failed: discovery stopped: the server's listings are larger than 2 KiB (at tools)"
     );
 }
 

@@ -108,6 +108,37 @@ async fn a_run_calls_a_prefixed_mcp_tool_and_answers_with_its_result() {
 }
 
 #[tokio::test]
+async fn an_oversized_result_and_a_server_error_reach_the_model_worded_by_runs_service() {
+    let mut w = world(Options {
+        turns: vec![
+            Turn::ToolCalls(vec![
+                call("c1", "example__big", r#"{"bytes":5000000}"#),
+                call("c2", "example__big", r#"{"bytes":99999999999}"#),
+            ]),
+            Turn::Text("Too much.".into()),
+        ],
+        ..Options::default()
+    })
+    .await;
+    let events = w.say("fetch it all").await;
+    assert_eq!(final_run(&events).status(), runs::RunStatus::Completed);
+    // Worded from the facts mcp-service sends (the limit in bytes, the
+    // server's JSON-RPC message), as mcp-service once worded them.
+    assert_eq!(
+        tool_messages_sent(&w.model, 1),
+        [
+            "MCP tool execution failed: the result is larger than 4 MiB",
+            "MCP tool execution failed: bytes must be at most 67108864",
+        ]
+    );
+    let statuses: Vec<_> = finished(&events).into_iter().map(|(_, s, _)| s).collect();
+    assert_eq!(
+        statuses,
+        [runs::ToolCallStatus::Failed, runs::ToolCallStatus::Failed]
+    );
+}
+
+#[tokio::test]
 async fn two_parallel_tool_calls_come_back_in_call_order() {
     let mut w = world(Options {
         turns: vec![

@@ -11,6 +11,7 @@
 
 mod args;
 mod auth_layer;
+mod byte_size;
 pub mod client_error;
 mod config;
 mod deadline;
@@ -28,6 +29,7 @@ mod serve;
 
 pub use args::{AuthArgs, CommonArgs, JwksArgs, TelemetryArgs};
 pub use auth_layer::{AuthLayer, PUBLIC_PATH_PREFIXES, principal};
+pub use byte_size::ByteSize;
 pub use client_error::{ClientError, ErrorKind};
 pub use config::ServerArgs;
 pub use deadline::{DeadlineLayer, Deadlines};

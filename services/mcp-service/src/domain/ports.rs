@@ -4,6 +4,9 @@
 use std::{sync::Arc, time::Duration};
 
 use async_trait::async_trait;
+// Limits in messages are spelled as runs-service spells them when it words
+// a failure from the same number.
+pub use switchboard_server::ByteSize;
 
 use super::integration::{Integration, IntegrationId, OrgId};
 
@@ -221,22 +224,6 @@ pub enum CallError {
         /// When trying again may succeed.
         retry_after: Duration,
     },
-}
-
-/// A byte count as people write it: `4 MiB`, `512 KiB`, `1000 bytes`.
-#[derive(Debug, Clone, Copy)]
-pub struct ByteSize(pub usize);
-
-impl std::fmt::Display for ByteSize {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        const KIB: usize = 1024;
-        const MIB: usize = 1024 * KIB;
-        match self.0 {
-            n if n >= MIB && n % MIB == 0 => write!(f, "{} MiB", n / MIB),
-            n if n >= KIB && n % KIB == 0 => write!(f, "{} KiB", n / KIB),
-            n => write!(f, "{n} bytes"),
-        }
-    }
 }
 
 /// The upstream session a call belongs to: calls with the same scope share one

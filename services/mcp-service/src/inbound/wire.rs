@@ -174,34 +174,63 @@ fn content_blocks(value: &Value, key: &str) -> Vec<pb::ContentBlock> {
 }
 
 /// A `CallToolResult` as the ExecuteTool response; a failed call as an error
-/// result with its typed reason and the facts a caller words it from (a
-/// timeout's limit), its description in `error_message` for people.
+/// result with its typed reason and the facts a caller words it from.
 pub(crate) fn tool_result(
     outcome: Result<Value, CallError>,
     tool: &str,
 ) -> pb::ExecuteToolResponse {
     match outcome {
         Ok(result) => call_result(&result, tool),
-        Err(error) => {
-            let reason = failure_reason(&error);
-            let (error_message, timeout) = match error {
-                CallError::Timeout(limit) => (
-                    format!(
-                        "the tool `{tool}` did not answer within {}s and was cancelled",
-                        limit.as_secs_f64()
-                    ),
-                    Some(duration(limit)),
-                ),
-                other => (other.to_string(), None),
-            };
-            pb::ExecuteToolResponse {
-                is_error: true,
-                error_message,
-                failure_reason: reason.into(),
-                timeout,
-                ..Default::default()
-            }
+        Err(error) => failed_call(error, tool),
+    }
+}
+
+/// A call that produced no result: its reason, its facts, and its
+/// description in `error_message` for people and for callers older than the
+/// facts.
+fn failed_call(error: CallError, tool: &str) -> pb::ExecuteToolResponse {
+    let error_message = match &error {
+        CallError::Timeout(limit) => format!(
+            "the tool `{tool}` did not answer within {}s and was cancelled",
+            limit.as_secs_f64()
+        ),
+        other => other.to_string(),
+    };
+    let mut response = pb::ExecuteToolResponse {
+        is_error: true,
+        error_message,
+        failure_reason: failure_reason(&error).into(),
+        ..Default::default()
+    };
+    add_facts(&mut response, error);
+    response
+}
+
+/// The facts of a failure, each in the field its reason documents: numbers
+/// as numbers, and the words of the layer below as it wrote them, never
+/// wrapped in a sentence of mcp-service's.
+fn add_facts(response: &mut pb::ExecuteToolResponse, error: CallError) {
+    match error {
+        CallError::Timeout(limit) => response.timeout = Some(duration(limit)),
+        CallError::TooLarge { limit } => {
+            response.result_limit_bytes = u64::try_from(limit).ok();
         }
+        CallError::Connect(detail)
+        | CallError::Transport(detail)
+        | CallError::ListingTooLong(detail) => response.detail = Some(detail),
+        CallError::Upstream { code, message } => {
+            response.jsonrpc_error = Some(pb::JsonRpcError { code, message });
+        }
+        CallError::Exhausted {
+            message,
+            retry_after,
+        } => {
+            response.detail = Some(message);
+            response.retry_after = Some(duration(retry_after));
+        }
+        // The server's challenge is mcp-service's to act on, not a caller's
+        // to word.
+        CallError::AuthorizationRequired(_) => {}
     }
 }
 
@@ -257,6 +286,10 @@ fn call_result(result: &Value, tool: &str) -> pb::ExecuteToolResponse {
         input_required: None,
         timeout: None,
         approval: None,
+        result_limit_bytes: None,
+        detail: None,
+        jsonrpc_error: None,
+        retry_after: None,
     }
 }
 
@@ -326,7 +359,8 @@ fn input_required(result: &Value, tool: &str) -> pb::ExecuteToolResponse {
 fn failure_reason(error: &CallError) -> pb::ToolFailureReason {
     use pb::ToolFailureReason as Reason;
     match error {
-        CallError::Connect(_) | CallError::Exhausted { .. } => Reason::ServerUnreachable,
+        CallError::Connect(_) => Reason::ServerUnreachable,
+        CallError::Exhausted { .. } => Reason::LimitReached,
         CallError::Transport(_) => Reason::ConnectionLost,
         CallError::Timeout(_) => Reason::Timeout,
         CallError::TooLarge { .. } => Reason::ResultTooLarge,

@@ -116,26 +116,45 @@ async fn every_failure_names_its_reason() {
         })
     );
     assert_eq!(reason(timeout), pb::ToolFailureReason::Timeout);
-    let too_large = call(&mut h, &token, &roomy, "big", r#"{"bytes":5000000}"#).await;
+    let too_large = call(&mut h, &token, &roomy, "big", r#"{"bytes":5000000}"#)
+        .await
+        .expect("answered");
+    // The limit travels as a number, in bytes (the default 4 MiB).
+    assert_eq!(too_large.result_limit_bytes, Some(4 * 1024 * 1024));
+    assert_eq!(reason(too_large), pb::ToolFailureReason::ResultTooLarge);
+    let unknown = call(&mut h, &token, &id, "teleport", "{}")
+        .await
+        .expect("answered");
+    // The server's JSON-RPC error as it sent it; the description is its
+    // message, as before.
     assert_eq!(
-        reason(too_large.expect("answered")),
-        pb::ToolFailureReason::ResultTooLarge
+        unknown.jsonrpc_error,
+        Some(pb::JsonRpcError {
+            code: -32602,
+            message: "unknown tool: teleport".into()
+        })
     );
-    let unknown = call(&mut h, &token, &id, "teleport", "{}").await;
-    assert_eq!(
-        reason(unknown.expect("answered")),
-        pb::ToolFailureReason::ProtocolError
-    );
+    assert_eq!(unknown.error_message, "unknown tool: teleport");
+    assert_eq!(unknown.detail, None);
+    assert_eq!(reason(unknown), pb::ToolFailureReason::ProtocolError);
     upstream.shutdown().await;
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let unreachable = call(&mut h, &token, &id, "echo", r#"{"text":"x"}"#).await;
-    let reason = reason(unreachable.expect("answered"));
-    assert!(
-        matches!(
-            reason,
-            pb::ToolFailureReason::ServerUnreachable | pb::ToolFailureReason::ConnectionLost
-        ),
-        "{reason:?}"
+    let unreachable = call(&mut h, &token, &id, "echo", r#"{"text":"x"}"#)
+        .await
+        .expect("answered");
+    // The connection's words travel bare; the description wraps them.
+    let detail = unreachable.detail.clone().expect("the connection's words");
+    assert!(!detail.is_empty());
+    let reason = reason(unreachable.clone());
+    let described = match reason {
+        pb::ToolFailureReason::ServerUnreachable => "could not connect to the MCP server",
+        pb::ToolFailureReason::ConnectionLost => "the connection to the MCP server failed",
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(unreachable.error_message, format!("{described}: {detail}"));
+    assert_eq!(
+        (unreachable.jsonrpc_error, unreachable.retry_after),
+        (None, None)
     );
 }
 

@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use serde_json::json;
 
 use crate::domain::ports::{
-    Caller, Capabilities, Content, McpCallError, McpPort, McpPromptRequest, McpResourceRequest,
-    McpTool, McpToolRequest, PromptLine, ResourceData, ToolFailure, ToolOutput,
+    Caller, Capabilities, Content, FailureFacts, McpCallError, McpPort, McpPromptRequest,
+    McpResourceRequest, McpTool, McpToolRequest, PromptLine, ResourceData, ToolFailure, ToolOutput,
 };
 
 /// What a fake tool does when called.
@@ -18,8 +18,13 @@ pub enum ToolBehaviour {
     Answer(String, Duration),
     /// Reports this error (an error result).
     Fail(String),
-    /// Answers that it timed out, as mcp-service does.
+    /// Answers that it timed out, as mcp-service does: with the call's
+    /// time limit.
     TimeOut,
+    /// Produces no result, as mcp-service reports it: the reason these
+    /// facts belong to, the facts, and a description of the fake's own,
+    /// which the model's text must not need.
+    Break(FailureFacts),
 }
 
 /// A fake mcp-service.
@@ -88,7 +93,7 @@ impl McpPort for FakeMcp {
         &self,
         _caller: &Caller,
         call: McpToolRequest<'_>,
-        _timeout: Duration,
+        timeout: Duration,
     ) -> Result<ToolOutput, McpCallError> {
         let McpToolRequest {
             integration_id,
@@ -120,6 +125,13 @@ impl McpPort for FakeMcp {
             ToolBehaviour::TimeOut => ToolOutput {
                 failure: Some(ToolFailure::Timeout),
                 error_message: format!("the tool `{tool}` did not answer in time"),
+                facts: Some(FailureFacts::Timeout(timeout)),
+                ..ToolOutput::default()
+            },
+            ToolBehaviour::Break(facts) => ToolOutput {
+                failure: Some(reason_of(&facts)),
+                error_message: format!("the fake mcp-service's description of {facts:?}"),
+                facts: Some(facts),
                 ..ToolOutput::default()
             },
         })
@@ -141,5 +153,17 @@ impl McpPort for FakeMcp {
         _timeout: Duration,
     ) -> Result<(String, Vec<PromptLine>), McpCallError> {
         Err(McpCallError::NotFound(format!("no prompt {}", prompt.name)))
+    }
+}
+
+/// The reason mcp-service sends the facts with.
+fn reason_of(facts: &FailureFacts) -> ToolFailure {
+    match facts {
+        FailureFacts::Timeout(_) => ToolFailure::Timeout,
+        FailureFacts::TooLarge { .. } => ToolFailure::TooLarge,
+        FailureFacts::Unreachable { .. } => ToolFailure::Unreachable,
+        FailureFacts::ConnectionLost { .. } => ToolFailure::ConnectionLost,
+        FailureFacts::JsonRpc { .. } | FailureFacts::ListingBound { .. } => ToolFailure::Protocol,
+        FailureFacts::LimitReached { .. } => ToolFailure::LimitReached,
     }
 }

@@ -76,7 +76,9 @@ pub struct Capabilities {
 pub struct ToolOutput {
     /// Why the call failed; `None` when it succeeded.
     pub failure: Option<ToolFailure>,
-    /// mcp-service's words for the failure, meant for the model.
+    /// mcp-service's description of the failure: what the model reads only
+    /// when `facts` are absent (an older mcp-service, an unknown reason), and
+    /// the tool's own words for [`ToolFailure::ToolError`].
     pub error_message: String,
     /// The content, as the server sent it.
     pub content: Vec<Content>,
@@ -85,10 +87,54 @@ pub struct ToolOutput {
     /// What the server asks the caller, when `failure` is
     /// [`ToolFailure::InputRequired`].
     pub input_required: Option<InputRequired>,
-    /// The time limit the tool did not answer within, when `failure` is
-    /// [`ToolFailure::Timeout`]: the model's text is worded from it here,
-    /// not taken from mcp-service's description.
-    pub timeout: Option<Duration>,
+    /// What mcp-service reported beside the reason of `failure`: the model's
+    /// text is worded from these here (`texts::tool_output`), not taken
+    /// from mcp-service's description.
+    pub facts: Option<FailureFacts>,
+}
+
+/// The facts of a failed tool call, one variant per reason that has some:
+/// numbers as numbers, the words of the layer below mcp-service as it wrote
+/// them. Each variant comes only with its own [`ToolFailure`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FailureFacts {
+    /// The time limit the tool did not answer within.
+    Timeout(Duration),
+    /// The largest result mcp-service accepts, in bytes.
+    TooLarge {
+        /// The limit.
+        limit_bytes: usize,
+    },
+    /// What the connection or the MCP handshake reported; the call was not
+    /// delivered.
+    Unreachable {
+        /// The connection's words.
+        detail: String,
+    },
+    /// What the connection reported when it broke during the call.
+    ConnectionLost {
+        /// The connection's words.
+        detail: String,
+    },
+    /// The JSON-RPC error the server answered with.
+    JsonRpc {
+        /// Its code.
+        code: i32,
+        /// The server's message.
+        message: String,
+    },
+    /// A listing went past a bound of mcp-service.
+    ListingBound {
+        /// Which bound.
+        detail: String,
+    },
+    /// A limit of mcp-service itself was reached; nothing reached the server.
+    LimitReached {
+        /// Which limit.
+        detail: String,
+        /// When trying again may succeed.
+        retry_after: Duration,
+    },
 }
 
 /// Why a tool call produced an error result (the contract's
@@ -111,6 +157,8 @@ pub enum ToolFailure {
     AuthorizationRequired,
     /// The server asks the caller something before it completes the call.
     InputRequired,
+    /// A limit of mcp-service itself was reached; trying later may work.
+    LimitReached,
     /// A reason this version does not know (a newer mcp-service).
     Other,
 }

@@ -8,9 +8,9 @@ mod repository;
 use switchboard_auth::{BearerToken, Principal};
 
 pub use mcp::{
-    Capabilities, Content, McpCallError, McpPort, McpPrompt, McpPromptArgument, McpPromptRequest,
-    McpResource, McpResourceRequest, McpTool, McpToolRequest, PromptLine, ResourceData,
-    ResourceKindOf, ToolFailure, ToolOutput,
+    Capabilities, Content, FailureFacts, McpCallError, McpPort, McpPrompt, McpPromptArgument,
+    McpPromptRequest, McpResource, McpResourceRequest, McpTool, McpToolRequest, PromptLine,
+    ResourceData, ResourceKindOf, ToolFailure, ToolOutput,
 };
 pub use model::{ModelProvider, ModelProviders, ModelStream};
 pub use repository::{Cursor, LeaseState, RepositoryError, RunsRepository};

@@ -373,6 +373,47 @@ async fn a_timed_out_tool_is_told_by_its_typed_reason() {
 }
 
 #[tokio::test]
+async fn a_failed_call_is_worded_from_the_facts_mcp_service_sends() {
+    use crate::domain::ports::FailureFacts;
+    let mcp = FakeMcp::default()
+        .tool("i1", "sleep", ToolBehaviour::TimeOut)
+        .tool(
+            "i1",
+            "down",
+            ToolBehaviour::Break(FailureFacts::Unreachable {
+                detail: "connection refused".into(),
+            }),
+        )
+        .tool(
+            "i1",
+            "big",
+            ToolBehaviour::Break(FailureFacts::TooLarge {
+                limit_bytes: 4 * 1024 * 1024,
+            }),
+        );
+    let script = vec![ScriptedTurn::Call(vec![
+        call("i1__sleep", "{}"),
+        call("i1__down", "{}"),
+        call("i1__big", "{}"),
+    ])];
+    let world = World::new(mcp, with_integrations(&["i1"]), script).await;
+    let events = world.say("go").await;
+    let texts: Vec<_> = finished(&events).into_iter().map(|o| o.2).collect();
+    assert!(
+        texts[0].starts_with("MCP tool execution failed: the tool `sleep` did not answer within "),
+        "{}",
+        texts[0]
+    );
+    assert_eq!(
+        texts[1..],
+        [
+            "MCP tool execution failed: could not connect to the MCP server: connection refused",
+            "MCP tool execution failed: the result is larger than 4 MiB",
+        ]
+    );
+}
+
+#[tokio::test]
 async fn arguments_reach_the_tool_as_the_model_wrote_them() {
     let mcp = FakeMcp::default().tool(
         "i1",

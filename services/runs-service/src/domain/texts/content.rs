@@ -2,10 +2,8 @@
 //! model reads it: text as is, everything else described, binary content
 //! never inlined.
 
-use std::time::Duration;
-
-use super::mcp_tool_failed;
-use crate::domain::ports::{Content, ToolFailure, ToolOutput};
+use super::{failures::tool_failure, mcp_tool_failed};
+use crate::domain::ports::{Content, ToolOutput};
 
 /// One block of content as text.
 pub fn render_content(content: &Content) -> String {
@@ -29,25 +27,17 @@ pub fn render_content(content: &Content) -> String {
     }
 }
 
-/// The tool `tool` did not answer within `limit`, and mcp-service cancelled
-/// the call.
-pub fn tool_timed_out(tool: &str, limit: Duration) -> String {
-    format!(
-        "the tool `{tool}` did not answer within {}s and was cancelled",
-        limit.as_secs_f64()
-    )
-}
-
 /// The result of the tool `tool` as the model reads it, and whether it is an
 /// error: the blocks joined by lines, and the structured result as its exact
-/// JSON when no text carries it. A timeout is worded here from its limit;
-/// other failures carry the tool's or mcp-service's own words.
+/// JSON when no text carries it. A failure is worded from its facts; the
+/// tool's own error carries its words, and mcp-service's description is
+/// quoted only when no facts came with the reason.
 pub fn tool_output(tool: &str, output: &ToolOutput) -> (String, bool) {
-    if output.failure.is_some() {
-        let message = match (output.failure, output.timeout) {
-            (Some(ToolFailure::Timeout), Some(limit)) => tool_timed_out(tool, limit),
-            _ if output.error_message.is_empty() => rendered(output),
-            _ => output.error_message.clone(),
+    if let Some(failure) = output.failure {
+        let message = match tool_failure(tool, failure, output.facts.as_ref()) {
+            Some(worded) => worded,
+            None if output.error_message.is_empty() => rendered(output),
+            None => output.error_message.clone(),
         };
         return (mcp_tool_failed(&message), true);
     }

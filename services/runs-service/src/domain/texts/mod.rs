@@ -6,6 +6,9 @@
 mod arguments;
 mod content;
 mod data_sources;
+#[cfg(test)]
+mod failure_tests;
+mod failures;
 mod results;
 mod specs;
 mod system;
@@ -15,10 +18,11 @@ mod tests;
 pub use arguments::{
     QUERY_REQUIRED, integration_unavailable, no_resource_named, not_an_object, parameter_required,
 };
-pub use content::{render_content, tool_output, tool_timed_out};
+pub use content::{render_content, tool_output};
 pub use data_sources::{
     import_failed, query_out_of_memory, query_refusal, query_table, rendered_line_bytes,
 };
+pub use failures::tool_timed_out;
 pub use results::{
     binary_resource, csv_imported, list_resources, prompt_failed, prompt_rendered, query_failed,
     query_internal_error, query_refused, query_timed_out, resource_failed, text_resource,

@@ -8,8 +8,8 @@ use crate::domain::{
         Busy, Column, ColumnType, DataSource, ImportError, QueryError, QueryResult, Refusal,
     },
     ports::{
-        Capabilities, Content, McpCallError, McpPrompt, McpPromptArgument, McpResource, PromptLine,
-        ToolFailure, ToolOutput,
+        Capabilities, Content, FailureFacts, McpCallError, McpPrompt, McpPromptArgument,
+        McpResource, PromptLine, ToolFailure, ToolOutput,
     },
 };
 
@@ -112,7 +112,7 @@ fn a_timeout_is_worded_from_its_limit() {
     let timed_out = |limit: Option<Duration>| ToolOutput {
         failure: Some(ToolFailure::Timeout),
         error_message: "mcp-service's description".into(),
-        timeout: limit,
+        facts: limit.map(FailureFacts::Timeout),
         ..ToolOutput::default()
     };
     assert_eq!(

@@ -12,8 +12,8 @@ use tonic::{Code, Status};
 use crate::domain::{
     entities::{InputRequest, InputRequired},
     ports::{
-        Capabilities, Content, McpCallError, McpPrompt, McpPromptArgument, McpResource, McpTool,
-        ToolFailure, ToolOutput,
+        Capabilities, Content, FailureFacts, McpCallError, McpPrompt, McpPromptArgument,
+        McpResource, McpTool, ToolFailure, ToolOutput,
     },
 };
 
@@ -113,19 +113,57 @@ fn failure_reason(reason: pb::ToolFailureReason) -> ToolFailure {
         Reason::ProtocolError => ToolFailure::Protocol,
         Reason::AuthorizationRequired => ToolFailure::AuthorizationRequired,
         Reason::InputRequired => ToolFailure::InputRequired,
+        Reason::LimitReached => ToolFailure::LimitReached,
         Reason::Unspecified | Reason::ApprovalRequired | Reason::ApprovalDenied => {
             ToolFailure::Other
         }
     }
 }
 
+/// The facts that come with `failure`, each read only from the field its
+/// reason documents; `None` when the reason has none or mcp-service sent
+/// none (an older one), and then the model reads its description.
+fn failure_facts(
+    failure: ToolFailure,
+    response: &mut pb::ExecuteToolResponse,
+) -> Option<FailureFacts> {
+    let duration = |limit: prost_types::Duration| std::time::Duration::try_from(limit).ok();
+    Some(match failure {
+        ToolFailure::Timeout => FailureFacts::Timeout(duration(response.timeout?)?),
+        ToolFailure::TooLarge => FailureFacts::TooLarge {
+            limit_bytes: usize::try_from(response.result_limit_bytes?).ok()?,
+        },
+        ToolFailure::Unreachable => FailureFacts::Unreachable {
+            detail: response.detail.take()?,
+        },
+        ToolFailure::ConnectionLost => FailureFacts::ConnectionLost {
+            detail: response.detail.take()?,
+        },
+        ToolFailure::Protocol => match response.jsonrpc_error.take() {
+            Some(pb::JsonRpcError { code, message }) => FailureFacts::JsonRpc { code, message },
+            None => FailureFacts::ListingBound {
+                detail: response.detail.take()?,
+            },
+        },
+        ToolFailure::LimitReached => FailureFacts::LimitReached {
+            retry_after: duration(response.retry_after?)?,
+            detail: response.detail.take()?,
+        },
+        ToolFailure::ToolError
+        | ToolFailure::AuthorizationRequired
+        | ToolFailure::InputRequired
+        | ToolFailure::Other => return None,
+    })
+}
+
 /// An ExecuteTool response as the domain's tool output: the structured
 /// result in its exact JSON when mcp-service sends it (the `Struct` only from
-/// an older one).
-pub fn tool_output(response: pb::ExecuteToolResponse) -> ToolOutput {
+/// an older one), and a failure's facts beside its reason.
+pub fn tool_output(mut response: pb::ExecuteToolResponse) -> ToolOutput {
     let failure = response
         .is_error
         .then(|| failure_reason(response.failure_reason()));
+    let facts = failure.and_then(|failure| failure_facts(failure, &mut response));
     let structured = if response.structured_content_json.is_empty() {
         response
             .structured_content
@@ -153,9 +191,7 @@ pub fn tool_output(response: pb::ExecuteToolResponse) -> ToolOutput {
         content: response.content.iter().filter_map(content).collect(),
         structured,
         input_required,
-        timeout: response
-            .timeout
-            .and_then(|limit| std::time::Duration::try_from(limit).ok()),
+        facts,
     }
 }
 
@@ -219,4 +255,179 @@ pub(super) fn capabilities(
             .collect(),
         prompts: response.prompts.into_iter().map(prompt).collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn failed(reason: pb::ToolFailureReason) -> pb::ExecuteToolResponse {
+        pb::ExecuteToolResponse {
+            is_error: true,
+            error_message: "mcp-service's description".into(),
+            failure_reason: reason.into(),
+            ..Default::default()
+        }
+    }
+
+    fn seconds(seconds: i64, nanos: i32) -> Option<prost_types::Duration> {
+        Some(prost_types::Duration { seconds, nanos })
+    }
+
+    #[test]
+    fn each_reason_brings_the_facts_of_its_own_fields() {
+        use pb::ToolFailureReason as Reason;
+        let cases = [
+            (
+                pb::ExecuteToolResponse {
+                    timeout: seconds(2, 500_000_000),
+                    ..failed(Reason::Timeout)
+                },
+                FailureFacts::Timeout(Duration::from_millis(2500)),
+            ),
+            (
+                pb::ExecuteToolResponse {
+                    result_limit_bytes: Some(4096),
+                    ..failed(Reason::ResultTooLarge)
+                },
+                FailureFacts::TooLarge { limit_bytes: 4096 },
+            ),
+            (
+                pb::ExecuteToolResponse {
+                    detail: Some("refused".into()),
+                    ..failed(Reason::ServerUnreachable)
+                },
+                FailureFacts::Unreachable {
+                    detail: "refused".into(),
+                },
+            ),
+            (
+                pb::ExecuteToolResponse {
+                    detail: Some("reset".into()),
+                    ..failed(Reason::ConnectionLost)
+                },
+                FailureFacts::ConnectionLost {
+                    detail: "reset".into(),
+                },
+            ),
+            (
+                pb::ExecuteToolResponse {
+                    jsonrpc_error: Some(pb::JsonRpcError {
+                        code: -32602,
+                        message: "bad".into(),
+                    }),
+                    ..failed(Reason::ProtocolError)
+                },
+                FailureFacts::JsonRpc {
+                    code: -32602,
+                    message: "bad".into(),
+                },
+            ),
+            (
+                pb::ExecuteToolResponse {
+                    detail: Some("too many pages".into()),
+                    ..failed(Reason::ProtocolError)
+                },
+                FailureFacts::ListingBound {
+                    detail: "too many pages".into(),
+                },
+            ),
+            (
+                pb::ExecuteToolResponse {
+                    detail: Some("sessions in use".into()),
+                    retry_after: seconds(1, 0),
+                    ..failed(Reason::LimitReached)
+                },
+                FailureFacts::LimitReached {
+                    detail: "sessions in use".into(),
+                    retry_after: Duration::from_secs(1),
+                },
+            ),
+        ];
+        for (response, facts) in cases {
+            let output = tool_output(response);
+            assert_eq!(output.facts, Some(facts));
+            assert_eq!(output.error_message, "mcp-service's description");
+        }
+    }
+
+    #[test]
+    fn an_older_mcp_service_sends_no_facts_and_is_quoted() {
+        use pb::ToolFailureReason as Reason;
+        for reason in [
+            Reason::Timeout,
+            Reason::ResultTooLarge,
+            Reason::ServerUnreachable,
+            Reason::ConnectionLost,
+            Reason::ProtocolError,
+            Reason::LimitReached,
+        ] {
+            let output = tool_output(failed(reason));
+            assert_eq!(output.facts, None, "{reason:?}");
+            assert_eq!(output.error_message, "mcp-service's description");
+        }
+    }
+
+    #[test]
+    fn facts_are_read_only_for_their_own_reason() {
+        let everything = |reason: pb::ToolFailureReason| pb::ExecuteToolResponse {
+            timeout: seconds(1, 0),
+            result_limit_bytes: Some(1),
+            detail: Some("words".into()),
+            jsonrpc_error: Some(pb::JsonRpcError {
+                code: 1,
+                message: "m".into(),
+            }),
+            retry_after: seconds(1, 0),
+            ..failed(reason)
+        };
+        let output = tool_output(everything(pb::ToolFailureReason::ToolError));
+        assert_eq!(output.failure, Some(ToolFailure::ToolError));
+        assert_eq!(output.facts, None);
+        // A reason this version does not know: its description is all it has.
+        let mut unknown = everything(pb::ToolFailureReason::Unspecified);
+        unknown.failure_reason = 99;
+        let output = tool_output(unknown);
+        assert_eq!(output.failure, Some(ToolFailure::Other));
+        assert_eq!(output.facts, None);
+        // Facts of a call that did not fail are not read.
+        let mut succeeded = everything(pb::ToolFailureReason::Timeout);
+        succeeded.is_error = false;
+        assert_eq!(tool_output(succeeded).facts, None);
+    }
+
+    #[test]
+    fn facts_that_cannot_be_numbers_here_are_dropped() {
+        use pb::ToolFailureReason as Reason;
+        // A negative duration is no limit and no delay.
+        let timeout = pb::ExecuteToolResponse {
+            timeout: seconds(-1, 0),
+            ..failed(Reason::Timeout)
+        };
+        assert_eq!(tool_output(timeout).facts, None);
+        let limit = pb::ExecuteToolResponse {
+            detail: Some("busy".into()),
+            retry_after: seconds(0, -5),
+            ..failed(Reason::LimitReached)
+        };
+        assert_eq!(tool_output(limit).facts, None);
+        // A limit without its words, or words without their delay.
+        let no_detail = pb::ExecuteToolResponse {
+            retry_after: seconds(1, 0),
+            ..failed(Reason::LimitReached)
+        };
+        assert_eq!(tool_output(no_detail).facts, None);
+        let huge = pb::ExecuteToolResponse {
+            result_limit_bytes: Some(u64::MAX),
+            ..failed(Reason::ResultTooLarge)
+        };
+        assert_eq!(
+            tool_output(huge).facts,
+            usize::try_from(u64::MAX)
+                .ok()
+                .map(|limit_bytes| FailureFacts::TooLarge { limit_bytes })
+        );
+    }
 }

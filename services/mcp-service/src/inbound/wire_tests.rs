@@ -1,0 +1,142 @@
+//! A failed call as the ExecuteTool response: each reason with its facts in
+//! the fields it documents, and the description callers older than the
+//! facts read, as it always was.
+
+use std::time::Duration;
+
+use switchboard_proto::mcp::v1 as pb;
+
+use super::wire::tool_result;
+use crate::domain::ports::CallError;
+
+fn failed(error: CallError) -> pb::ExecuteToolResponse {
+    let response = tool_result(Err(error), "deploy");
+    assert!(response.is_error);
+    assert_eq!(response.content, []);
+    response
+}
+
+fn seconds(seconds: i64, nanos: i32) -> Option<prost_types::Duration> {
+    Some(prost_types::Duration { seconds, nanos })
+}
+
+#[test]
+fn each_failure_sends_its_reason_its_facts_and_the_same_description() {
+    use pb::ToolFailureReason as Reason;
+    let bare = pb::ExecuteToolResponse::default();
+    let cases = [
+        (
+            CallError::Timeout(Duration::from_millis(2500)),
+            Reason::Timeout,
+            "the tool `deploy` did not answer within 2.5s and was cancelled",
+            pb::ExecuteToolResponse {
+                timeout: seconds(2, 500_000_000),
+                ..bare.clone()
+            },
+        ),
+        (
+            CallError::TooLarge { limit: 65_536 },
+            Reason::ResultTooLarge,
+            "the result is larger than 64 KiB",
+            pb::ExecuteToolResponse {
+                result_limit_bytes: Some(65_536),
+                ..bare.clone()
+            },
+        ),
+        (
+            CallError::Connect("connection refused".into()),
+            Reason::ServerUnreachable,
+            "could not connect to the MCP server: connection refused",
+            pb::ExecuteToolResponse {
+                detail: Some("connection refused".into()),
+                ..bare.clone()
+            },
+        ),
+        (
+            CallError::Transport("stream closed".into()),
+            Reason::ConnectionLost,
+            "the connection to the MCP server failed: stream closed",
+            pb::ExecuteToolResponse {
+                detail: Some("stream closed".into()),
+                ..bare.clone()
+            },
+        ),
+        (
+            CallError::Upstream {
+                code: -32601,
+                message: "no such method".into(),
+            },
+            Reason::ProtocolError,
+            "no such method",
+            pb::ExecuteToolResponse {
+                jsonrpc_error: Some(pb::JsonRpcError {
+                    code: -32601,
+                    message: "no such method".into(),
+                }),
+                ..bare.clone()
+            },
+        ),
+        (
+            CallError::ListingTooLong("the server lists more than 10 items".into()),
+            Reason::ProtocolError,
+            "the server lists more than 10 items",
+            pb::ExecuteToolResponse {
+                detail: Some("the server lists more than 10 items".into()),
+                ..bare.clone()
+            },
+        ),
+        (
+            CallError::Exhausted {
+                message: "all sessions are in use".into(),
+                retry_after: Duration::from_millis(1500),
+            },
+            Reason::LimitReached,
+            "all sessions are in use; retry in 1s",
+            pb::ExecuteToolResponse {
+                detail: Some("all sessions are in use".into()),
+                retry_after: seconds(1, 500_000_000),
+                ..bare.clone()
+            },
+        ),
+        (
+            CallError::AuthorizationRequired(Some("Bearer realm=\"x\"".into())),
+            Reason::AuthorizationRequired,
+            "the integration needs your authorization",
+            bare.clone(),
+        ),
+    ];
+    for (error, reason, description, facts) in cases {
+        let response = failed(error);
+        assert_eq!(response.failure_reason(), reason);
+        assert_eq!(response.error_message, description);
+        let only_facts = pb::ExecuteToolResponse {
+            timeout: response.timeout,
+            result_limit_bytes: response.result_limit_bytes,
+            detail: response.detail,
+            jsonrpc_error: response.jsonrpc_error,
+            retry_after: response.retry_after,
+            ..bare.clone()
+        };
+        assert_eq!(only_facts, facts, "{reason:?}");
+    }
+}
+
+#[test]
+fn a_result_carries_no_failure_facts() {
+    let answered = tool_result(
+        Ok(serde_json::json!({"content": [{"type": "text", "text": "no"}], "isError": true})),
+        "deploy",
+    );
+    assert_eq!(answered.failure_reason(), pb::ToolFailureReason::ToolError);
+    assert_eq!(answered.error_message, "no");
+    assert_eq!(
+        (
+            answered.timeout,
+            answered.result_limit_bytes,
+            answered.detail,
+            answered.jsonrpc_error,
+            answered.retry_after
+        ),
+        (None, None, None, None, None)
+    );
+}

@@ -3,6 +3,7 @@
 
 pub mod address_policy;
 pub mod admission;
+pub mod approvals;
 pub mod calls;
 pub mod catalog;
 pub mod elicitation;

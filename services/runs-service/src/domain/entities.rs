@@ -384,3 +384,34 @@ pub struct Run {
     /// Updated, Unix ms.
     pub updated_at: i64,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_tool_filters_keyed_by_no_integration_id_are_left_out() {
+        let stored = r#"{"instructions": "", "provider": "p", "model": "m",
+            "mcp_integration_ids": ["0192F0C4-7A3B-7C3D-8E4F-0123456789AB"],
+            "tool_filters": {"github": ["search"], "0192F0C4-7A3B-7C3D-8E4F-0123456789AB": ["push"]}}"#;
+        let config: AgentConfig = serde_json::from_str(stored).expect("readable");
+        let id: IntegrationId = "0192f0c4-7a3b-7c3d-8e4f-0123456789ab"
+            .parse()
+            .expect("a UUID");
+        assert_eq!(config.mcp_integration_ids, [id]);
+        assert_eq!(
+            config.tool_filters,
+            BTreeMap::from([(id, vec!["push".to_owned()])])
+        );
+        let written = serde_json::to_value(&config).expect("writable");
+        assert_eq!(
+            written["tool_filters"],
+            serde_json::json!({"0192f0c4-7a3b-7c3d-8e4f-0123456789ab": ["push"]})
+        );
+        let junk = r#"{"instructions": "", "provider": "p", "model": "m", "mcp_integration_ids": ["github"]}"#;
+        assert!(
+            serde_json::from_str::<AgentConfig>(junk).is_err(),
+            "an agent's integrations were always checked to be UUIDs"
+        );
+    }
+}

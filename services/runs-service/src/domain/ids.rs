@@ -139,6 +139,19 @@ mod tests {
     }
 
     #[test]
+    fn integration_and_data_source_ids_are_refused_by_field_when_not_uuids() {
+        let refused =
+            IntegrationId::parse("agent.mcp_integration_ids[0]", "github").expect_err("not a UUID");
+        assert_eq!(refused.field, "agent.mcp_integration_ids[0]");
+        assert_eq!(refused.description, "must be an integration id (a UUID)");
+        let refused = DataSourceId::parse("id", "sales").expect_err("not a UUID");
+        assert_eq!(refused.description, "must be a data source id (a UUID)");
+        let id = IntegrationId::parse("id", "{0192F0C4-7A3B-7C3D-8E4F-0123456789AB}")
+            .expect("a braced UUID");
+        assert_eq!(id.to_string(), "0192f0c4-7a3b-7c3d-8e4f-0123456789ab");
+    }
+
+    #[test]
     fn ids_serialize_as_their_stored_text() {
         let id: RunId = "0192f0c4-7a3b-7c3d-8e4f-0123456789ab"
             .parse()

@@ -11,9 +11,8 @@ use sha2::{Digest as _, Sha256};
 use crate::domain::{
     ids::IntegrationId,
     ports::{
-        Caller, Capabilities, Content, McpCallError, McpPort, McpPromptRequest,
-        McpResourceRequest, McpTool, McpToolRequest, PromptLine, ResourceData, ToolFailure,
-        ToolOutput,
+        Caller, Capabilities, Content, McpCallError, McpPort, McpPromptRequest, McpResourceRequest,
+        McpTool, McpToolRequest, PromptLine, ResourceData, ToolFailure, ToolOutput,
     },
 };
 

@@ -322,10 +322,7 @@ pub(crate) fn proto_data_source(source: &crate::domain::datasource::DataSource) 
         thread_id: source.thread_id.to_string(),
         table_name: source.table_name.clone(),
         origin: source.origin.clone(),
-        integration_id: source
-            .integration_id
-            .map(String::from)
-            .unwrap_or_default(),
+        integration_id: source.integration_id.map(String::from).unwrap_or_default(),
         columns: source
             .columns
             .iter()

@@ -11,8 +11,8 @@ use tonic::{Request, Response, Status, codegen::BoxStream};
 use super::{
     agent_settings::AgentSettings,
     convert::{
-        decode_cursor, decode_seq, encode_cursor, page_size, proto_agent,
-        proto_data_source, proto_message, proto_run, proto_thread,
+        decode_cursor, decode_seq, encode_cursor, page_size, proto_agent, proto_data_source,
+        proto_message, proto_run, proto_thread,
     },
     error::status,
     execute::execute_run,

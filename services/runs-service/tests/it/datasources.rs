@@ -284,11 +284,7 @@ async fn deleting_a_thread_deletes_its_data_sources(kind: DbKind) {
     );
     assert!(
         fx.repo
-            .delete_thread(
-                "org-a",
-                "alice",
-                thread
-            )
+            .delete_thread("org-a", "alice", thread)
             .await
             .expect("deleted")
     );

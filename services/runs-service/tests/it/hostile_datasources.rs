@@ -215,12 +215,7 @@ async fn no_source_query_ends_the_process(kind: DbKind) {
     fx.import(thread, "t", &numbers_csv(40)).await;
     let query = fx.source_query();
     for sql in hostile_corpus() {
-        let ToolOutcome { text, is_error, .. } = query
-            .run(
-                thread,
-                &arguments(&sql),
-            )
-            .await;
+        let ToolOutcome { text, is_error, .. } = query.run(thread, &arguments(&sql)).await;
         let shown: String = sql.chars().take(120).collect();
         // Huge IN lists and chains may legitimately answer; everything that
         // would build past the limits must be refused or fail.
@@ -239,10 +234,7 @@ async fn no_source_query_ends_the_process(kind: DbKind) {
     }
     // The process, and the thread's table, are still there.
     let ToolOutcome { text, is_error, .. } = query
-        .run(
-            thread,
-            &arguments("SELECT count(*) AS rows FROM t"),
-        )
+        .run(thread, &arguments("SELECT count(*) AS rows FROM t"))
         .await;
     assert!(!is_error, "{text}");
     assert!(text.starts_with("rows\n40\n"), "{text}");
@@ -258,12 +250,7 @@ async fn growing_functions_are_refused_with_the_limit_named(kind: DbKind) {
         "SELECT length(lpad('x', 1000000000000))",
         "SELECT length(repeat(name, 300000) || repeat(name, 300000)) FROM t",
     ] {
-        let ToolOutcome { text, is_error, .. } = query
-            .run(
-                thread,
-                &arguments(sql),
-            )
-            .await;
+        let ToolOutcome { text, is_error, .. } = query.run(thread, &arguments(sql)).await;
         assert!(is_error, "{sql}: {text}");
         assert!(
             text.starts_with("Query failed: ") && text.contains("bytes per value"),
@@ -437,11 +424,7 @@ async fn an_organization_past_its_data_source_bytes_is_refused(kind: DbKind) {
     // Deleting a thread frees its bytes.
     assert!(
         fx.repo
-            .delete_thread(
-                "org-a",
-                "mallory",
-                first
-            )
+            .delete_thread("org-a", "mallory", first)
             .await
             .expect("deleted")
     );

@@ -127,10 +127,7 @@ async fn the_to_char_bomb_ends_with_a_clear_error_and_others_keep_querying(kind:
     // The model reads the reason.
     let ToolOutcome { text, is_error, .. } = fx
         .source_query()
-        .run(
-            attacker,
-            &arguments(TO_CHAR_BOMB),
-        )
+        .run(attacker, &arguments(TO_CHAR_BOMB))
         .await;
     assert!(
         is_error && text.starts_with("Query failed: ") && text.contains("to_char"),
@@ -170,13 +167,8 @@ async fn functions_off_the_list_are_refused_by_name(kind: DbKind) {
             matches!(&error, QueryError::Refused(why) if texts::query_refusal(why).contains(&format!("`{function}`"))),
             "{sql}: {error:?}"
         );
-        let ToolOutcome { text, is_error, .. } = fx
-            .source_query()
-            .run(
-                thread,
-                &arguments(sql),
-            )
-            .await;
+        let ToolOutcome { text, is_error, .. } =
+            fx.source_query().run(thread, &arguments(sql)).await;
         assert!(is_error && text.starts_with("Query refused: "), "{text}");
     }
     // What analytics needs stays on the list.

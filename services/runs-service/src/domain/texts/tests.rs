@@ -4,10 +4,10 @@ use std::time::Duration;
 
 use super::*;
 use crate::domain::{
-    ids::{DataSourceId, IntegrationId, ThreadId},
     datasource::{
         Busy, Column, ColumnType, DataSource, ImportError, QueryError, QueryResult, Refusal,
     },
+    ids::{DataSourceId, IntegrationId, ThreadId},
     ports::{
         Capabilities, Content, McpCallError, McpPrompt, McpPromptArgument, McpResource, PromptLine,
         ToolFailure, ToolOutput,

@@ -10,6 +10,8 @@ mod outcome;
 mod prompts;
 mod resources;
 mod source_query;
+#[cfg(test)]
+mod tests;
 mod toolset;
 
 use std::{sync::Arc, time::Duration};

@@ -13,8 +13,8 @@ use self::convert::{capabilities, content, failure};
 use crate::domain::{
     ids::IntegrationId,
     ports::{
-        Caller, Capabilities, Content, McpCallError, McpPort, McpPromptRequest,
-        McpResourceRequest, McpToolRequest, PromptLine, ResourceData, ResourceKindOf, ToolOutput,
+        Caller, Capabilities, Content, McpCallError, McpPort, McpPromptRequest, McpResourceRequest,
+        McpToolRequest, PromptLine, ResourceData, ResourceKindOf, ToolOutput,
     },
 };
 

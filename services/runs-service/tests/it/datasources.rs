@@ -246,7 +246,7 @@ async fn concurrent_imports_of_one_name_get_distinct_tables(kind: DbKind) {
     let thread = fx.thread().await;
     let imports = (0..4).map(|i| {
         let csv = format!("n\n{i}\n");
-        let (sources, thread) = (&fx.sources, thread.clone());
+        let (sources, thread) = (&fx.sources, thread);
         async move {
             sources
                 .import_csv(thread, "same", "client", None, csv.as_bytes())

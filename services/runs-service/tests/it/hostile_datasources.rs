@@ -354,7 +354,7 @@ async fn one_organization_cannot_hold_every_query_slot(kind: DbKind) {
     let hogs: Vec<_> = (0..2)
         .map(|_| {
             let sources = Arc::clone(&fx.sources);
-            let thread = noisy.clone();
+            let thread = noisy;
             // Refused while the probe below holds a slot: try again.
             tokio::spawn(async move {
                 loop {

@@ -84,7 +84,7 @@ async fn the_to_char_bomb_ends_with_a_clear_error_and_others_keep_querying(kind:
     let bombs: Vec<_> = (0..2)
         .map(|_| {
             let sources = Arc::clone(&fx.sources);
-            let thread = attacker.clone();
+            let thread = attacker;
             tokio::spawn(async move { sources.query(thread, TO_CHAR_BOMB).await })
         })
         .collect();
@@ -245,7 +245,6 @@ async fn a_query_past_its_time_has_ended_before_its_slot_is_given_back(kind: DbK
     let slow = "SELECT sum(value % 7) FROM generate_series(1, 1000000000000)";
     let query = {
         let sources = Arc::clone(&fx.sources);
-        let thread = thread.clone();
         tokio::spawn(async move { sources.query(thread, slow).await })
     };
     let mut worker = None;
@@ -281,7 +280,6 @@ async fn a_query_past_its_time_has_ended_before_its_slot_is_given_back(kind: DbK
     // A caller that stops waiting takes the query's process with it.
     let query = {
         let sources = Arc::clone(&fx.sources);
-        let thread = thread.clone();
         tokio::spawn(async move { sources.query(thread, slow).await })
     };
     let mut worker = None;

@@ -51,3 +51,39 @@ async fn a_csv_resource_of_short_rows_is_refused_at_the_cell_limit() {
         "{refused}"
     );
 }
+
+#[tokio::test]
+async fn the_models_integration_id_is_read_in_any_spelling_and_quoted_when_it_names_none() {
+    let mut w = world(Options {
+        turns_for: Some(Box::new(|integration_id: &str| {
+            let read = |named: &str| {
+                serde_json::json!({"integrationId": named, "resourceUri": "data://sales.csv"})
+                    .to_string()
+            };
+            vec![
+                Turn::ToolCalls(vec![
+                    ScriptedToolCall::new(
+                        "c0",
+                        "retrieve_mcp_resource",
+                        read(&integration_id.to_uppercase()),
+                    ),
+                    ScriptedToolCall::new("c1", "retrieve_mcp_resource", read("sales/../../x")),
+                ]),
+                Turn::FromToolResults("Answer: {last_tool_result}".into()),
+            ]
+        })),
+        ..Options::default()
+    })
+    .await;
+    let events = w.say("Import the sales").await;
+    assert_eq!(final_run(&events).status(), runs::RunStatus::Completed);
+    let results = tool_messages_sent(&w.model, 1);
+    assert!(
+        results[0].starts_with("CSV resource imported as data source: data://sales.csv"),
+        "{results:?}"
+    );
+    assert_eq!(
+        results[1],
+        "Resource retrieval failed: the integration sales/../../x is not available in this conversation"
+    );
+}

@@ -161,7 +161,7 @@ async fn main() -> anyhow::Result<()> {
     SqlRunsRepository::new(pool.clone())
         .insert_thread(&thread)
         .await?;
-    let thread_id = thread.id.to_string();
+    let thread_id = thread.id;
     let sources = SqlDataSources::new(
         pool.clone(),
         ImportLimits::default(),
@@ -170,12 +170,12 @@ async fn main() -> anyhow::Result<()> {
 
     let start = Instant::now();
     let source = sources
-        .import_csv(&thread_id, "sales", "bench", None, &csv)
+        .import_csv(thread_id, "sales", "bench", None, &csv)
         .await?;
     let import = start.elapsed();
     drop(csv);
     let stored: i64 = sqlx::query_scalar("SELECT LENGTH(content) FROM data_sources WHERE id = $1")
-        .bind(&source.id)
+        .bind(source.id.to_string())
         .fetch_one(&pool)
         .await?;
 
@@ -186,13 +186,13 @@ async fn main() -> anyhow::Result<()> {
         QueryLimits::default(),
     );
     let start = Instant::now();
-    let result = cold_sources.query(&thread_id, QUERY).await?;
+    let result = cold_sources.query(thread_id, QUERY).await?;
     let cold = start.elapsed();
 
     let mut warm = Duration::MAX;
     for _ in 0..QUERY_RUNS {
         let start = Instant::now();
-        let again = sources.query(&thread_id, QUERY).await?;
+        let again = sources.query(thread_id, QUERY).await?;
         warm = warm.min(start.elapsed());
         assert_eq!(again, result);
     }

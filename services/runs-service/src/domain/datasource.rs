@@ -6,6 +6,8 @@ use std::{fmt, time::Duration};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use super::ids::{DataSourceId, IntegrationId, ThreadId};
+
 /// The type a column's values were inferred to have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -57,15 +59,15 @@ pub struct Column {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DataSource {
     /// The data source's id.
-    pub id: String,
+    pub id: DataSourceId,
     /// The thread it belongs to; only that thread's queries see it.
-    pub thread_id: String,
+    pub thread_id: ThreadId,
     /// The name queries use, unique within the thread.
     pub table_name: String,
     /// Where it came from: an MCP resource URI or the client's name for it.
     pub origin: String,
     /// The MCP integration it was read from, if any.
-    pub integration_id: Option<String>,
+    pub integration_id: Option<IntegrationId>,
     /// Its columns, in the file's order.
     pub columns: Vec<Column>,
     /// How many data rows it has.
@@ -411,16 +413,16 @@ pub trait DataSources: Send + Sync + 'static {
     /// the file.
     async fn import_csv(
         &self,
-        thread_id: &str,
+        thread_id: ThreadId,
         name: &str,
         origin: &str,
-        integration_id: Option<&str>,
+        integration_id: Option<IntegrationId>,
         csv: &[u8],
     ) -> Result<DataSource, ImportError>;
 
     /// The thread's data sources, oldest first.
-    async fn list(&self, thread_id: &str) -> Result<Vec<DataSource>, anyhow::Error>;
+    async fn list(&self, thread_id: ThreadId) -> Result<Vec<DataSource>, anyhow::Error>;
 
     /// Runs one read-only SQL query over the thread's data sources.
-    async fn query(&self, thread_id: &str, sql: &str) -> Result<QueryResult, QueryError>;
+    async fn query(&self, thread_id: ThreadId, sql: &str) -> Result<QueryResult, QueryError>;
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::ids::{AgentId, MessageId, RunId, ThreadId};
+use super::ids::{AgentId, IntegrationId, MessageId, RunId, ThreadId};
 
 /// A new time-ordered id.
 pub fn new_id() -> String {
@@ -33,10 +33,10 @@ pub struct AgentConfig {
     /// The provider's model id.
     pub model: String,
     /// Integrations whose capabilities the agent uses, in order.
-    pub mcp_integration_ids: Vec<String>,
+    pub mcp_integration_ids: Vec<IntegrationId>,
     /// Per-integration allow-lists of server tool names.
-    #[serde(default)]
-    pub tool_filters: BTreeMap<String, Vec<String>>,
+    #[serde(default, deserialize_with = "stored_tool_filters")]
+    pub tool_filters: BTreeMap<IntegrationId, Vec<String>>,
     /// Tools executed by the caller.
     #[serde(default)]
     pub client_tools: Vec<ClientTool>,
@@ -46,6 +46,23 @@ pub struct AgentConfig {
     /// Hide the synthetic resource tools.
     #[serde(default)]
     pub disable_resource_tools: bool,
+}
+
+/// Reads stored allow-lists, leaving out those keyed by something that is
+/// not a UUID: agents stored before filters were checked may hold one, and
+/// it never applied (every integration id is a UUID), so the agent reads as
+/// it behaved.
+fn stored_tool_filters<'de, D>(
+    deserializer: D,
+) -> Result<BTreeMap<IntegrationId, Vec<String>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let stored = BTreeMap::<String, Vec<String>>::deserialize(deserializer)?;
+    Ok(stored
+        .into_iter()
+        .filter_map(|(id, tools)| Some((id.parse().ok()?, tools)))
+        .collect())
 }
 
 /// An agent.
@@ -251,7 +268,7 @@ pub enum ToolTarget {
     /// A tool of an MCP integration.
     Mcp {
         /// The integration.
-        integration_id: String,
+        integration_id: IntegrationId,
         /// The server's own tool name.
         server_tool_name: String,
     },
@@ -289,7 +306,7 @@ pub struct PendingCall {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingInput {
     /// The integration whose server asked.
-    pub integration_id: String,
+    pub integration_id: IntegrationId,
     /// The server's own tool name.
     pub tool: String,
     /// What the server asked.
@@ -366,4 +383,35 @@ pub struct Run {
     pub created_at: i64,
     /// Updated, Unix ms.
     pub updated_at: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_tool_filters_keyed_by_no_integration_id_are_left_out() {
+        let stored = r#"{"instructions": "", "provider": "p", "model": "m",
+            "mcp_integration_ids": ["0192F0C4-7A3B-7C3D-8E4F-0123456789AB"],
+            "tool_filters": {"github": ["search"], "0192F0C4-7A3B-7C3D-8E4F-0123456789AB": ["push"]}}"#;
+        let config: AgentConfig = serde_json::from_str(stored).expect("readable");
+        let id: IntegrationId = "0192f0c4-7a3b-7c3d-8e4f-0123456789ab"
+            .parse()
+            .expect("a UUID");
+        assert_eq!(config.mcp_integration_ids, [id]);
+        assert_eq!(
+            config.tool_filters,
+            BTreeMap::from([(id, vec!["push".to_owned()])])
+        );
+        let written = serde_json::to_value(&config).expect("writable");
+        assert_eq!(
+            written["tool_filters"],
+            serde_json::json!({"0192f0c4-7a3b-7c3d-8e4f-0123456789ab": ["push"]})
+        );
+        let junk = r#"{"instructions": "", "provider": "p", "model": "m", "mcp_integration_ids": ["github"]}"#;
+        assert!(
+            serde_json::from_str::<AgentConfig>(junk).is_err(),
+            "an agent's integrations were always checked to be UUIDs"
+        );
+    }
 }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     entities::{InputRequest, Message, PendingCall, Run, RunStatus, Usage},
-    ids::RunId,
+    ids::{IntegrationId, RunId},
     model::ToolCall,
 };
 
@@ -69,7 +69,7 @@ pub enum RunEvent {
     /// An integration was skipped.
     DiscoveryFailed {
         /// Its id.
-        integration_id: String,
+        integration_id: IntegrationId,
         /// Why.
         error: String,
     },
@@ -87,7 +87,7 @@ pub enum RunEvent {
     /// The user must connect an integration (OAuth).
     AuthorizationRequired {
         /// The integration.
-        integration_id: String,
+        integration_id: IntegrationId,
         /// Where the user's browser goes.
         url: String,
         /// The tool call that needed it.

@@ -1,6 +1,7 @@
-//! The ids of agents, threads, messages and runs: UUIDs, parsed once at the
-//! inbound boundary so that the domain's signatures say which id they take.
-//! Stored and serialized as their hyphenated lowercase text.
+//! The ids of agents, threads, messages, runs and data sources, and of
+//! mcp-service's integrations: UUIDs, parsed once where they enter (a
+//! request, a model's arguments) so that the domain's signatures say which
+//! id they take. Stored and serialized as their hyphenated lowercase text.
 
 use std::{fmt, str::FromStr};
 
@@ -15,11 +16,9 @@ pub trait ParsedId: Sized {
 }
 
 macro_rules! id_type {
-    ($(#[$doc:meta])* $name:ident, $what:literal) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-        #[serde(into = "String", try_from = "String")]
-        pub struct $name(Uuid);
+    // An id runs-service makes for what it creates.
+    ($(#[$doc:meta])* minted $name:ident, $what:literal) => {
+        id_type!($(#[$doc])* $name, $what);
 
         // No `Default`: a default id would be a fresh one, and an
         // `unwrap_or_default()` would then invent an id where none was.
@@ -29,7 +28,15 @@ macro_rules! id_type {
             pub fn new() -> Self {
                 Self(Uuid::now_v7())
             }
+        }
+    };
+    ($(#[$doc:meta])* $name:ident, $what:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(into = "String", try_from = "String")]
+        pub struct $name(Uuid);
 
+        impl $name {
             /// A fixed id, for tests that name their rows.
             #[cfg(test)]
             #[allow(dead_code, reason = "not every id's tests name fixed rows")]
@@ -79,24 +86,43 @@ macro_rules! id_type {
 
 id_type!(
     /// Names an agent within its organization.
-    AgentId,
+    minted AgentId,
     "an agent"
 );
 id_type!(
     /// Names a thread; every message and run belongs to one.
-    ThreadId,
+    minted ThreadId,
     "a thread"
 );
 id_type!(
     /// Names a message of a thread.
-    MessageId,
+    minted MessageId,
     "a message"
 );
 id_type!(
     /// Names a run; its events and lease are keyed by it.
-    RunId,
+    minted RunId,
     "a run"
 );
+id_type!(
+    /// Names a data source (a table imported into a thread).
+    minted DataSourceId,
+    "a data source"
+);
+id_type!(
+    /// Names an integration of mcp-service, which makes these ids:
+    /// runs-service only reads them (from its callers, from a model's
+    /// arguments) and never makes one up, hence no `new`.
+    IntegrationId,
+    "an integration"
+);
+
+impl From<Uuid> for IntegrationId {
+    /// An integration id mcp-service made (tests take theirs from it).
+    fn from(id: Uuid) -> Self {
+        Self(id)
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -110,6 +136,19 @@ mod tests {
         let refused = RunId::parse("id", "run-1").expect_err("not a UUID");
         assert_eq!(refused.field, "id");
         assert_eq!(refused.description, "must be a run id (a UUID)");
+    }
+
+    #[test]
+    fn integration_and_data_source_ids_are_refused_by_field_when_not_uuids() {
+        let refused =
+            IntegrationId::parse("agent.mcp_integration_ids[0]", "github").expect_err("not a UUID");
+        assert_eq!(refused.field, "agent.mcp_integration_ids[0]");
+        assert_eq!(refused.description, "must be an integration id (a UUID)");
+        let refused = DataSourceId::parse("id", "sales").expect_err("not a UUID");
+        assert_eq!(refused.description, "must be a data source id (a UUID)");
+        let id = IntegrationId::parse("id", "{0192F0C4-7A3B-7C3D-8E4F-0123456789AB}")
+            .expect("a braced UUID");
+        assert_eq!(id.to_string(), "0192f0c4-7a3b-7c3d-8e4f-0123456789ab");
     }
 
     #[test]

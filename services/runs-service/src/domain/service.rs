@@ -93,14 +93,6 @@ impl RunsService {
                 "is required",
             ));
         }
-        for (i, id) in input.config.mcp_integration_ids.iter().enumerate() {
-            if uuid::Uuid::parse_str(id).is_err() {
-                violations.push(FieldViolation::new(
-                    format!("{field}.mcp_integration_ids[{i}]"),
-                    "must be an integration id (a UUID)",
-                ));
-            }
-        }
         let mut names = std::collections::HashSet::new();
         for (i, tool) in input.config.client_tools.iter().enumerate() {
             if !valid_tool_name(&tool.name) {
@@ -299,7 +291,7 @@ impl RunsService {
         thread_id: ThreadId,
     ) -> Result<Vec<DataSource>, RunsError> {
         let thread = self.get_thread(caller, thread_id).await?;
-        Ok(self.sources.list(&thread.id.to_string()).await?)
+        Ok(self.sources.list(thread.id).await?)
     }
 
     /// Imports CSV bytes as a data source of one of the caller's threads.
@@ -315,7 +307,7 @@ impl RunsService {
         }
         let thread = self.get_thread(caller, thread_id).await?;
         self.sources
-            .import_csv(&thread.id.to_string(), name, name, None, csv)
+            .import_csv(thread.id, name, name, None, csv)
             .await
             .map_err(|error| match error {
                 ImportError::Storage(error) => RunsError::Internal(error),

@@ -1,14 +1,20 @@
 //! [`McpPort`] in memory: integrations with tools that answer, fail, time
 //! out or take a while, and a record of the calls in the order they came.
+//! Tests name an integration by its slug; [`FakeMcp::id`] is its id.
 
 use std::{collections::HashMap, sync::Mutex, time::Duration};
 
 use async_trait::async_trait;
 use serde_json::json;
+use sha2::{Digest as _, Sha256};
 
-use crate::domain::ports::{
-    Caller, Capabilities, Content, FailureFacts, McpCallError, McpPort, McpPromptRequest,
-    McpResourceRequest, McpTool, McpToolRequest, PromptLine, ResourceData, ToolFailure, ToolOutput,
+use crate::domain::{
+    ids::IntegrationId,
+    ports::{
+        Caller, Capabilities, Content, FailureFacts, McpCallError, McpPort, McpPromptRequest,
+        McpResourceRequest, McpTool, McpToolRequest, PromptLine, ResourceData, ToolFailure,
+        ToolOutput,
+    },
 };
 
 /// What a fake tool does when called.
@@ -30,29 +36,44 @@ pub enum ToolBehaviour {
 /// A fake mcp-service.
 #[derive(Debug, Default)]
 pub struct FakeMcp {
-    tools: HashMap<(String, String), ToolBehaviour>,
-    unreachable: HashMap<String, String>,
-    calls: Mutex<Vec<(String, String, String)>>,
+    slugs: HashMap<IntegrationId, String>,
+    tools: HashMap<(IntegrationId, String), ToolBehaviour>,
+    unreachable: HashMap<IntegrationId, String>,
+    calls: Mutex<Vec<(IntegrationId, String, String)>>,
 }
 
 impl FakeMcp {
-    /// Adds `tool` to integration `integration_id`.
-    pub fn tool(mut self, integration_id: &str, tool: &str, behaviour: ToolBehaviour) -> Self {
-        self.tools
-            .insert((integration_id.to_owned(), tool.to_owned()), behaviour);
+    /// The id of the integration with `slug`: the same for the same slug.
+    pub fn id(slug: &str) -> IntegrationId {
+        let digest = Sha256::digest(slug.as_bytes());
+        let mut bytes = [0; 16];
+        bytes.copy_from_slice(&digest[..16]);
+        uuid::Uuid::from_bytes(bytes).into()
+    }
+
+    /// Adds `tool` to the integration with `slug`.
+    pub fn tool(mut self, slug: &str, tool: &str, behaviour: ToolBehaviour) -> Self {
+        let id = self.named(slug);
+        self.tools.insert((id, tool.to_owned()), behaviour);
         self
     }
 
-    /// Makes `integration_id`'s discovery fail with `error`.
-    pub fn unreachable(mut self, integration_id: &str, error: &str) -> Self {
-        self.unreachable
-            .insert(integration_id.to_owned(), error.to_owned());
+    /// Makes the discovery of the integration with `slug` fail with `error`.
+    pub fn unreachable(mut self, slug: &str, error: &str) -> Self {
+        let id = self.named(slug);
+        self.unreachable.insert(id, error.to_owned());
         self
+    }
+
+    fn named(&mut self, slug: &str) -> IntegrationId {
+        let id = Self::id(slug);
+        self.slugs.insert(id, slug.to_owned());
+        id
     }
 
     /// The calls made so far: integration, tool and arguments, in the order
     /// they started.
-    pub fn calls(&self) -> Vec<(String, String, String)> {
+    pub fn calls(&self) -> Vec<(IntegrationId, String, String)> {
         self.calls.lock().map(|c| c.clone()).unwrap_or_default()
     }
 }
@@ -62,16 +83,16 @@ impl McpPort for FakeMcp {
     async fn discover(
         &self,
         _caller: &Caller,
-        integration_id: &str,
+        integration_id: IntegrationId,
         _timeout: Duration,
     ) -> Result<Capabilities, McpCallError> {
-        if let Some(error) = self.unreachable.get(integration_id) {
+        if let Some(error) = self.unreachable.get(&integration_id) {
             return Err(McpCallError::Unavailable(error.clone()));
         }
         let mut tools: Vec<McpTool> = self
             .tools
             .keys()
-            .filter(|(integration, _)| integration == integration_id)
+            .filter(|(integration, _)| *integration == integration_id)
             .map(|(_, name)| McpTool {
                 name: name.clone(),
                 description: format!("the {name} tool"),
@@ -80,8 +101,12 @@ impl McpPort for FakeMcp {
             .collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(Capabilities {
-            integration_id: integration_id.to_owned(),
-            slug: integration_id.to_owned(),
+            integration_id,
+            slug: self
+                .slugs
+                .get(&integration_id)
+                .cloned()
+                .unwrap_or_else(|| integration_id.to_string()),
             tools,
             resources: Vec::new(),
             resource_templates: Vec::new(),
@@ -102,11 +127,11 @@ impl McpPort for FakeMcp {
             ..
         } = call;
         if let Ok(mut calls) = self.calls.lock() {
-            calls.push((integration_id.into(), tool.into(), arguments.into()));
+            calls.push((integration_id, tool.into(), arguments.into()));
         }
         let behaviour = self
             .tools
-            .get(&(integration_id.to_owned(), tool.to_owned()))
+            .get(&(integration_id, tool.to_owned()))
             .cloned()
             .ok_or_else(|| McpCallError::Failed(format!("no tool {tool}")))?;
         Ok(match behaviour {

@@ -3,8 +3,9 @@
 
 use async_trait::async_trait;
 
-use crate::domain::datasource::{
-    DataSource, DataSources, ImportError, QueryError, QueryResult, Refusal,
+use crate::domain::{
+    datasource::{DataSource, DataSources, ImportError, QueryError, QueryResult, Refusal},
+    ids::{IntegrationId, ThreadId},
 };
 
 /// No data sources.
@@ -15,10 +16,10 @@ pub struct NoSources;
 impl DataSources for NoSources {
     async fn import_csv(
         &self,
-        _thread_id: &str,
+        _thread_id: ThreadId,
         _name: &str,
         _origin: &str,
-        _integration_id: Option<&str>,
+        _integration_id: Option<IntegrationId>,
         _csv: &[u8],
     ) -> Result<DataSource, ImportError> {
         Err(ImportError::Storage(anyhow::anyhow!(
@@ -26,11 +27,11 @@ impl DataSources for NoSources {
         )))
     }
 
-    async fn list(&self, _thread_id: &str) -> Result<Vec<DataSource>, anyhow::Error> {
+    async fn list(&self, _thread_id: ThreadId) -> Result<Vec<DataSource>, anyhow::Error> {
         Ok(Vec::new())
     }
 
-    async fn query(&self, _thread_id: &str, _sql: &str) -> Result<QueryResult, QueryError> {
+    async fn query(&self, _thread_id: ThreadId, _sql: &str) -> Result<QueryResult, QueryError> {
         Err(QueryError::Refused(Refusal::NoDataSources))
     }
 }

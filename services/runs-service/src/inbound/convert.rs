@@ -1,16 +1,12 @@
 //! Conversions between the `switchboard.runs.v1` messages and the domain.
 
-use switchboard_proto::{
-    common::v1::TokenUsage,
-    json::{json_to_struct, struct_to_json},
-    runs::v1 as pb,
-};
+use switchboard_proto::{common::v1::TokenUsage, json::json_to_struct, runs::v1 as pb};
 use switchboard_server::{FieldViolation, paging};
 
 use crate::domain::{
     entities::{
-        Agent, AgentConfig, ClientTool, InputRequest, Message, Part, PendingCall, Role, Run,
-        RunStatus, Thread, ToolTarget, Usage,
+        Agent, InputRequest, Message, Part, PendingCall, Role, Run, RunStatus, Thread, ToolTarget,
+        Usage,
     },
     events::{Envelope, RunEvent, ToolCallStatus, ToolKind},
     model::ToolCall,
@@ -38,36 +34,6 @@ pub(crate) fn decode_seq(field: &str, token: &str) -> Result<i64, FieldViolation
         .map_err(|_| FieldViolation::new(field, "is not a page token this service issued"))
 }
 
-/// An agent message's settings, as the domain's.
-pub(crate) fn agent_config(agent: &pb::Agent) -> AgentConfig {
-    let model = agent.model.clone().unwrap_or_default();
-    AgentConfig {
-        instructions: agent.instructions.clone(),
-        provider: model.provider,
-        model: model.model,
-        mcp_integration_ids: agent.mcp_integration_ids.clone(),
-        tool_filters: agent
-            .tool_filters
-            .iter()
-            .map(|f| (f.integration_id.clone(), f.allowed_tools.clone()))
-            .collect(),
-        client_tools: agent
-            .client_tools
-            .iter()
-            .map(|t| ClientTool {
-                name: t.name.clone(),
-                description: t.description.clone(),
-                parameters: t.parameters_schema.as_ref().map_or_else(
-                    || serde_json::json!({"type": "object", "properties": {}}),
-                    struct_to_json,
-                ),
-            })
-            .collect(),
-        max_steps: u32::try_from(agent.max_steps).unwrap_or(0),
-        disable_resource_tools: agent.disable_resource_tools,
-    }
-}
-
 pub(crate) fn proto_agent(agent: &Agent) -> pb::Agent {
     let config = &agent.config;
     pb::Agent {
@@ -79,12 +45,16 @@ pub(crate) fn proto_agent(agent: &Agent) -> pb::Agent {
             provider: config.provider.clone(),
             model: config.model.clone(),
         }),
-        mcp_integration_ids: config.mcp_integration_ids.clone(),
+        mcp_integration_ids: config
+            .mcp_integration_ids
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
         tool_filters: config
             .tool_filters
             .iter()
             .map(|(id, tools)| pb::IntegrationToolFilter {
-                integration_id: id.clone(),
+                integration_id: id.to_string(),
                 allowed_tools: tools.clone(),
             })
             .collect(),
@@ -203,7 +173,7 @@ pub(crate) fn proto_run(run: &Run) -> pb::Run {
                         server_tool_name,
                     } => (
                         pb::ToolKind::Mcp,
-                        integration_id.clone(),
+                        integration_id.to_string(),
                         server_tool_name.clone(),
                     ),
                     ToolTarget::Client => (pb::ToolKind::Client, String::new(), String::new()),
@@ -308,7 +278,7 @@ pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
             integration_id,
             error,
         } => E::IntegrationDiscoveryFailed(pb::IntegrationDiscoveryFailed {
-            integration_id,
+            integration_id: integration_id.to_string(),
             error,
         }),
         RunEvent::ClientToolCallsRequired(calls) => {
@@ -324,7 +294,7 @@ pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
             url,
             tool_call_id,
         } => E::AuthorizationRequired(pb::AuthorizationRequired {
-            integration_id,
+            integration_id: integration_id.to_string(),
             authorization_url: url,
             tool_call_id,
         }),
@@ -348,11 +318,11 @@ pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
 pub(crate) fn proto_data_source(source: &crate::domain::datasource::DataSource) -> pb::DataSource {
     use crate::domain::datasource::ColumnType;
     pb::DataSource {
-        id: source.id.clone(),
-        thread_id: source.thread_id.clone(),
+        id: source.id.to_string(),
+        thread_id: source.thread_id.to_string(),
         table_name: source.table_name.clone(),
         origin: source.origin.clone(),
-        integration_id: source.integration_id.clone().unwrap_or_default(),
+        integration_id: source.integration_id.map(String::from).unwrap_or_default(),
         columns: source
             .columns
             .iter()

@@ -9,9 +9,10 @@ use switchboard_server::{FieldViolation, Idempotency, fingerprint, parse_request
 use tonic::{Request, Response, Status, codegen::BoxStream};
 
 use super::{
+    agent_settings::AgentSettings,
     convert::{
-        agent_config, decode_cursor, decode_seq, encode_cursor, page_size, proto_agent,
-        proto_data_source, proto_message, proto_run, proto_thread,
+        decode_cursor, decode_seq, encode_cursor, page_size, proto_agent, proto_data_source,
+        proto_message, proto_run, proto_thread,
     },
     error::status,
     execute::execute_run,
@@ -96,7 +97,7 @@ impl RunsRpc for RunsApi {
             .ok_or_else(|| invalid(FieldViolation::new("agent", "is required")))?;
         let input = AgentInput {
             name: agent.name.clone(),
-            config: agent_config(&agent),
+            config: AgentSettings::parse(&agent).all().map_err(status)?,
         };
         let create = || async {
             let agent = self.service.create_agent(&caller, input).await?;
@@ -165,7 +166,7 @@ impl RunsRpc for RunsApi {
             .update_agent(&caller, agent_id, |current| {
                 let mut name = current.name.clone();
                 let mut config = current.config.clone();
-                let new = agent_config(&patch);
+                let new = AgentSettings::parse(&patch).masked(&paths)?;
                 for path in &paths {
                     match path.as_str() {
                         "name" => name = patch.name.clone(),

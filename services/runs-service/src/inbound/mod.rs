@@ -1,5 +1,6 @@
 //! gRPC handlers: proto in, domain calls, proto out.
 
+mod agent_settings;
 mod convert;
 mod error;
 mod execute;

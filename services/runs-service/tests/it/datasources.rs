@@ -11,7 +11,7 @@ use switchboard_runs_service::{
             QueryLimits, QueryResult,
         },
         entities::{Thread, new_id},
-        ids::{AgentId, ThreadId},
+        ids::{AgentId, IntegrationId, ThreadId},
         ports::RunsRepository,
         texts,
     },
@@ -72,7 +72,7 @@ impl Fixture {
     }
 
     /// A new stored thread's id.
-    async fn thread(&self) -> String {
+    async fn thread(&self) -> ThreadId {
         let thread = Thread {
             id: ThreadId::new(),
             org_id: "org-a".into(),
@@ -86,10 +86,10 @@ impl Fixture {
             .insert_thread(&thread)
             .await
             .expect("thread stored");
-        thread.id.to_string()
+        thread.id
     }
 
-    async fn import(&self, thread: &str, name: &str, csv: &str) -> DataSource {
+    async fn import(&self, thread: ThreadId, name: &str, csv: &str) -> DataSource {
         self.sources
             .import_csv(thread, name, "client", None, csv.as_bytes())
             .await
@@ -100,7 +100,7 @@ impl Fixture {
         let thread = self.thread().await;
         match self
             .sources
-            .import_csv(&thread, "bad", "client", None, csv)
+            .import_csv(thread, "bad", "client", None, csv)
             .await
         {
             Err(error) => error,
@@ -108,7 +108,7 @@ impl Fixture {
         }
     }
 
-    async fn query(&self, thread: &str, sql: &str) -> QueryResult {
+    async fn query(&self, thread: ThreadId, sql: &str) -> QueryResult {
         self.sources
             .query(thread, sql)
             .await
@@ -116,7 +116,7 @@ impl Fixture {
     }
 
     /// The rows of `sql`, each row's cells joined by commas.
-    async fn rows(&self, thread: &str, sql: &str) -> Vec<String> {
+    async fn rows(&self, thread: ThreadId, sql: &str) -> Vec<String> {
         self.query(thread, sql)
             .await
             .rows
@@ -145,7 +145,7 @@ fn types(source: &DataSource) -> Vec<(&str, ColumnType)> {
 async fn imports_list_query_and_survive_a_restart(kind: DbKind) {
     let fx = Fixture::new(kind).await;
     let thread = fx.thread().await;
-    let imported = fx.import(&thread, "Sales.csv", SALES).await;
+    let imported = fx.import(thread, "Sales.csv", SALES).await;
     assert_eq!(imported.table_name, "sales");
     assert_eq!(imported.row_count, 4);
     assert_eq!(imported.size_bytes, SALES.len() as i64);
@@ -167,13 +167,13 @@ async fn imports_list_query_and_survive_a_restart(kind: DbKind) {
          shipped BOOLEAN, at TIMESTAMP"
     );
     assert_eq!(
-        fx.sources.list(&thread).await.expect("listed"),
+        fx.sources.list(thread).await.expect("listed"),
         std::slice::from_ref(&imported)
     );
 
     let sql = "SELECT region, SUM(units * price) AS revenue, COUNT(*) AS n FROM sales \
                GROUP BY region ORDER BY region";
-    let result = fx.query(&thread, sql).await;
+    let result = fx.query(thread, sql).await;
     assert_eq!(result.columns, ["region", "revenue", "n"]);
     assert!(!result.truncated);
     assert_eq!(
@@ -182,7 +182,7 @@ async fn imports_list_query_and_survive_a_restart(kind: DbKind) {
     );
     assert_eq!(
         fx.rows(
-            &thread,
+            thread,
             "SELECT day, at FROM sales WHERE shipped AND at >= '2024-01-02' ORDER BY at"
         )
         .await,
@@ -192,9 +192,9 @@ async fn imports_list_query_and_survive_a_restart(kind: DbKind) {
     // A new adapter over the same database: the table was stored, not cached.
     let (import, query) = test_limits();
     let restarted = SqlDataSources::new(fx.pool.clone(), import, query);
-    assert_eq!(restarted.list(&thread).await.expect("listed"), [imported]);
+    assert_eq!(restarted.list(thread).await.expect("listed"), [imported]);
     assert_eq!(
-        texts::query_table(&restarted.query(&thread, sql).await.expect("queried")),
+        texts::query_table(&restarted.query(thread, sql).await.expect("queried")),
         texts::query_table(&result)
     );
 }
@@ -202,13 +202,13 @@ async fn imports_list_query_and_survive_a_restart(kind: DbKind) {
 async fn tables_are_decoded_again_when_the_cache_holds_nothing(kind: DbKind) {
     let fx = Fixture::new(kind).await;
     let thread = fx.thread().await;
-    fx.import(&thread, "sales", SALES).await;
+    fx.import(thread, "sales", SALES).await;
     let (import, query) = test_limits();
     let uncached = SqlDataSources::new(fx.pool.clone(), import, query).with_cache_bytes(0);
     for _ in 0..2 {
         assert_eq!(
             uncached
-                .query(&thread, "SELECT COUNT(*) FROM sales")
+                .query(thread, "SELECT COUNT(*) FROM sales")
                 .await
                 .expect("queried")
                 .rows,
@@ -220,25 +220,25 @@ async fn tables_are_decoded_again_when_the_cache_holds_nothing(kind: DbKind) {
 async fn table_names_are_unique_per_thread_and_listed_oldest_first(kind: DbKind) {
     let fx = Fixture::new(kind).await;
     let (a, b) = (fx.thread().await, fx.thread().await);
-    let first = fx.import(&a, "sales.csv", "x\n1\n").await;
-    let second = fx.import(&a, "Sales", "x\n2\n").await;
-    let third = fx.import(&a, "dataset://q3/orders", "x\n3\n").await;
-    let elsewhere = fx.import(&b, "sales.csv", "x\n4\n").await;
+    let first = fx.import(a, "sales.csv", "x\n1\n").await;
+    let second = fx.import(a, "Sales", "x\n2\n").await;
+    let third = fx.import(a, "dataset://q3/orders", "x\n3\n").await;
+    let elsewhere = fx.import(b, "sales.csv", "x\n4\n").await;
     assert_eq!(
         [&first, &second, &third, &elsewhere].map(|s| s.table_name.as_str()),
         ["sales", "sales_2", "dataset_q3_orders", "sales"]
     );
-    let listed = fx.sources.list(&a).await.expect("listed");
+    let listed = fx.sources.list(a).await.expect("listed");
     assert_eq!(listed, [first, second, third]);
     assert_eq!(
         fx.rows(
-            &a,
+            a,
             "SELECT x FROM sales UNION ALL SELECT x FROM sales_2 ORDER BY x"
         )
         .await,
         ["1", "2"]
     );
-    assert_eq!(fx.rows(&b, "SELECT x FROM sales").await, ["4"]);
+    assert_eq!(fx.rows(b, "SELECT x FROM sales").await, ["4"]);
 }
 
 async fn concurrent_imports_of_one_name_get_distinct_tables(kind: DbKind) {
@@ -246,10 +246,10 @@ async fn concurrent_imports_of_one_name_get_distinct_tables(kind: DbKind) {
     let thread = fx.thread().await;
     let imports = (0..4).map(|i| {
         let csv = format!("n\n{i}\n");
-        let (sources, thread) = (&fx.sources, thread.clone());
+        let (sources, thread) = (&fx.sources, thread);
         async move {
             sources
-                .import_csv(&thread, "same", "client", None, csv.as_bytes())
+                .import_csv(thread, "same", "client", None, csv.as_bytes())
                 .await
                 .expect("imported")
                 .table_name
@@ -263,33 +263,34 @@ async fn concurrent_imports_of_one_name_get_distinct_tables(kind: DbKind) {
 async fn deleting_a_thread_deletes_its_data_sources(kind: DbKind) {
     let fx = Fixture::new(kind).await;
     let thread = fx.thread().await;
-    let integration = new_id();
+    let integration = IntegrationId::from(uuid::Uuid::now_v7());
     let source = fx
         .sources
         .import_csv(
-            &thread,
+            thread,
             "sales",
             "dataset://sales",
-            Some(&integration),
+            Some(integration),
             SALES.as_bytes(),
         )
         .await
         .expect("imported");
     assert_eq!(source.origin, "dataset://sales");
-    assert_eq!(source.integration_id.as_deref(), Some(integration.as_str()));
+    assert_eq!(source.integration_id, Some(integration));
+    assert_eq!(
+        fx.sources.list(thread).await.expect("listed"),
+        [source],
+        "the data source reads back with its ids"
+    );
     assert!(
         fx.repo
-            .delete_thread(
-                "org-a",
-                "alice",
-                thread.parse::<ThreadId>().expect("a thread id")
-            )
+            .delete_thread("org-a", "alice", thread)
             .await
             .expect("deleted")
     );
-    assert!(fx.sources.list(&thread).await.expect("listed").is_empty());
+    assert!(fx.sources.list(thread).await.expect("listed").is_empty());
     assert!(matches!(
-        fx.sources.query(&thread, "SELECT * FROM sales").await,
+        fx.sources.query(thread, "SELECT * FROM sales").await,
         Err(QueryError::Engine(e)) if e.contains("not found")
     ));
 }
@@ -301,7 +302,7 @@ async fn csv_edge_cases_parse_as_documented(kind: DbKind) {
                \"Smith, J\",1,x,\"two\nlines\",a\n\
                Doe,2\n\
                Roe,3,y,z,b,,\n";
-    let source = fx.import(&thread, "edge cases", csv).await;
+    let source = fx.import(thread, "edge cases", csv).await;
     assert_eq!(source.table_name, "edge_cases");
     assert_eq!(
         types(&source),
@@ -315,7 +316,7 @@ async fn csv_edge_cases_parse_as_documented(kind: DbKind) {
     );
     assert_eq!(source.row_count, 3);
     let result = fx
-        .query(&thread, "SELECT * FROM edge_cases ORDER BY name_2")
+        .query(thread, "SELECT * FROM edge_cases ORDER BY name_2")
         .await;
     assert_eq!(
         result.rows,
@@ -330,23 +331,23 @@ async fn csv_edge_cases_parse_as_documented(kind: DbKind) {
     // Leading zeros keep codes as text; large cells are cut for the model.
     let codes = fx
         .import(
-            &thread,
+            thread,
             "codes",
             "zip,blurb\n00501,abcdefghijklmnopqrstuvwxyz\n10001,short\n",
         )
         .await;
     assert_eq!(codes.columns[0].column_type, ColumnType::Text);
     assert_eq!(
-        fx.rows(&thread, "SELECT zip, blurb FROM codes ORDER BY zip")
+        fx.rows(thread, "SELECT zip, blurb FROM codes ORDER BY zip")
             .await,
         ["00501,abcdefghijklmnopqrst…", "10001,short"]
     );
 
     // Only a header: a table with no rows.
-    let empty = fx.import(&thread, "empty", "a,b\n").await;
+    let empty = fx.import(thread, "empty", "a,b\n").await;
     assert_eq!(empty.row_count, 0);
     assert_eq!(
-        texts::query_table(&fx.query(&thread, "SELECT * FROM empty").await),
+        texts::query_table(&fx.query(thread, "SELECT * FROM empty").await),
         "a | b\n0 rows"
     );
 }
@@ -405,7 +406,7 @@ async fn an_import_into_an_unknown_thread_fails_in_storage(kind: DbKind) {
     let fx = Fixture::new(kind).await;
     let error = fx
         .sources
-        .import_csv(&new_id(), "sales", "client", None, SALES.as_bytes())
+        .import_csv(ThreadId::new(), "sales", "client", None, SALES.as_bytes())
         .await
         .expect_err("no such thread");
     assert!(matches!(error, ImportError::Storage(_)), "{error:?}");
@@ -415,9 +416,9 @@ async fn only_single_read_only_queries_run_and_the_table_stays_intact(kind: DbKi
     let fx = Fixture::new(kind).await;
     let thread = fx.thread().await;
     let other = fx.thread().await;
-    fx.import(&thread, "sales", SALES).await;
-    fx.import(&other, "secrets", "secret\nhunter2\n").await;
-    let before = fx.sources.list(&thread).await.expect("listed");
+    fx.import(thread, "sales", SALES).await;
+    fx.import(other, "secrets", "secret\nhunter2\n").await;
+    let before = fx.sources.list(thread).await.expect("listed");
     let copy_target = std::env::temp_dir().join(format!("sb-copy-{}.csv", new_id()));
 
     let refused = [
@@ -439,7 +440,7 @@ async fn only_single_read_only_queries_run_and_the_table_stays_intact(kind: DbKi
         String::new(),
     ];
     for sql in &refused {
-        match fx.sources.query(&thread, sql).await {
+        match fx.sources.query(thread, sql).await {
             Err(QueryError::Refused(why)) => assert!(!texts::query_refusal(&why).is_empty()),
             other => panic!("{sql}: expected a refusal, got {other:?}"),
         }
@@ -453,7 +454,7 @@ async fn only_single_read_only_queries_run_and_the_table_stays_intact(kind: DbKi
         "SELECT * FROM datafusion.public.secrets",
         "SELECT * FROM information_schema.tables",
     ] {
-        match fx.sources.query(&thread, sql).await {
+        match fx.sources.query(thread, sql).await {
             Err(QueryError::Engine(message)) => {
                 assert!(message.contains("not found"), "{sql}: {message}");
             }
@@ -462,14 +463,14 @@ async fn only_single_read_only_queries_run_and_the_table_stays_intact(kind: DbKi
     }
 
     assert!(!copy_target.exists(), "COPY wrote a file");
-    assert_eq!(fx.sources.list(&thread).await.expect("listed"), before);
+    assert_eq!(fx.sources.list(thread).await.expect("listed"), before);
     assert_eq!(
-        fx.rows(&thread, "SELECT COUNT(*), SUM(units) FROM sales")
+        fx.rows(thread, "SELECT COUNT(*), SUM(units) FROM sales")
             .await,
         ["4,10"]
     );
     assert_eq!(
-        fx.rows(&other, "SELECT secret FROM secrets").await,
+        fx.rows(other, "SELECT secret FROM secrets").await,
         ["hunter2"]
     );
 }
@@ -477,14 +478,14 @@ async fn only_single_read_only_queries_run_and_the_table_stays_intact(kind: DbKi
 async fn invalid_sql_returns_the_engines_words(kind: DbKind) {
     let fx = Fixture::new(kind).await;
     let thread = fx.thread().await;
-    fx.import(&thread, "sales", SALES).await;
+    fx.import(thread, "sales", SALES).await;
     for (sql, expected) in [
         ("SELEC region FROM sales", "SELEC"),
         ("SELECT nope FROM sales", "nope"),
         ("SELECT region FROM sales GROUP BY", "Expected"),
         ("SELECT units + region FROM sales", "Cannot coerce"),
     ] {
-        match fx.sources.query(&thread, sql).await {
+        match fx.sources.query(thread, sql).await {
             Err(QueryError::Engine(message)) => {
                 assert!(message.contains(expected), "{sql}: {message}");
             }
@@ -499,18 +500,18 @@ async fn huge_results_are_cut_without_being_materialised(kind: DbKind) {
     // Ten billion rows: materialised, they would not fit in memory or in
     // the query's time limit, so a cut answer shows they were not.
     let result = fx
-        .query(&thread, "SELECT * FROM generate_series(1, 10000000000)")
+        .query(thread, "SELECT * FROM generate_series(1, 10000000000)")
         .await;
     assert!(result.truncated);
     assert_eq!(result.rows.len(), 5);
     assert!(texts::query_table(&result).ends_with("showing first 5 rows; the result was cut"));
 
     // A cross join of ten million rows, cut the same way.
-    fx.import(&thread, "k", &format!("v\n{}", "1\n".repeat(100)))
+    fx.import(thread, "k", &format!("v\n{}", "1\n".repeat(100)))
         .await;
     let crossed = fx
         .query(
-            &thread,
+            thread,
             "SELECT * FROM k a, k b, k c, generate_series(1, 10) g",
         )
         .await;
@@ -525,7 +526,7 @@ async fn a_query_running_past_the_time_limit_is_stopped(kind: DbKind) {
     let result = fx
         .sources
         .query(
-            &thread,
+            thread,
             "SELECT COUNT(*) FROM generate_series(1, 1000000) a \
              CROSS JOIN generate_series(1, 1000000) b",
         )
@@ -542,7 +543,7 @@ async fn a_query_running_past_the_time_limit_is_stopped(kind: DbKind) {
         "stopped after {elapsed:?}"
     );
     // The engine is free again.
-    assert_eq!(fx.rows(&thread, "SELECT 1 + 1").await, ["2"]);
+    assert_eq!(fx.rows(thread, "SELECT 1 + 1").await, ["2"]);
 }
 
 async fn a_query_over_the_memory_limit_fails_with_the_engines_words(kind: DbKind) {
@@ -559,7 +560,7 @@ async fn a_query_over_the_memory_limit_fails_with_the_engines_words(kind: DbKind
     );
     let result = small
         .query(
-            &thread,
+            thread,
             "SELECT value, COUNT(*) FROM generate_series(1, 300000) GROUP BY value \
              ORDER BY 2 DESC, 1",
         )
@@ -590,7 +591,7 @@ async fn a_long_query_leaves_the_callers_runtime_free(kind: DbKind) {
         (ticks, worst)
     };
     let query = fx.sources.query(
-        &thread,
+        thread,
         "SELECT COUNT(*) FROM generate_series(1, 1000000) a \
          CROSS JOIN generate_series(1, 1000000) b",
     );

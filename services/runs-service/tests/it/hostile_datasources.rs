@@ -81,7 +81,7 @@ impl Fixture {
     }
 
     /// A new stored thread of `org`.
-    pub(crate) async fn thread(&self, org: &str) -> String {
+    pub(crate) async fn thread(&self, org: &str) -> ThreadId {
         let thread = Thread {
             id: ThreadId::new(),
             org_id: org.into(),
@@ -95,10 +95,10 @@ impl Fixture {
             .insert_thread(&thread)
             .await
             .expect("thread stored");
-        thread.id.to_string()
+        thread.id
     }
 
-    pub(crate) async fn import(&self, thread: &str, name: &str, csv: &str) {
+    pub(crate) async fn import(&self, thread: ThreadId, name: &str, csv: &str) {
         self.sources
             .import_csv(thread, name, "client", None, csv.as_bytes())
             .await
@@ -212,15 +212,10 @@ fn hostile_corpus() -> Vec<String> {
 async fn no_source_query_ends_the_process(kind: DbKind) {
     let fx = Fixture::with_defaults(kind).await;
     let thread = fx.thread("org-a").await;
-    fx.import(&thread, "t", &numbers_csv(40)).await;
+    fx.import(thread, "t", &numbers_csv(40)).await;
     let query = fx.source_query();
     for sql in hostile_corpus() {
-        let ToolOutcome { text, is_error, .. } = query
-            .run(
-                thread.parse::<ThreadId>().expect("a thread id"),
-                &arguments(&sql),
-            )
-            .await;
+        let ToolOutcome { text, is_error, .. } = query.run(thread, &arguments(&sql)).await;
         let shown: String = sql.chars().take(120).collect();
         // Huge IN lists and chains may legitimately answer; everything that
         // would build past the limits must be refused or fail.
@@ -239,10 +234,7 @@ async fn no_source_query_ends_the_process(kind: DbKind) {
     }
     // The process, and the thread's table, are still there.
     let ToolOutcome { text, is_error, .. } = query
-        .run(
-            thread.parse::<ThreadId>().expect("a thread id"),
-            &arguments("SELECT count(*) AS rows FROM t"),
-        )
+        .run(thread, &arguments("SELECT count(*) AS rows FROM t"))
         .await;
     assert!(!is_error, "{text}");
     assert!(text.starts_with("rows\n40\n"), "{text}");
@@ -251,19 +243,14 @@ async fn no_source_query_ends_the_process(kind: DbKind) {
 async fn growing_functions_are_refused_with_the_limit_named(kind: DbKind) {
     let fx = Fixture::with_defaults(kind).await;
     let thread = fx.thread("org-a").await;
-    fx.import(&thread, "t", &numbers_csv(4)).await;
+    fx.import(thread, "t", &numbers_csv(4)).await;
     let query = fx.source_query();
     for sql in [
         "SELECT length(repeat(arrow_cast('x', 'LargeUtf8'), 1000000000000)) FROM t",
         "SELECT length(lpad('x', 1000000000000))",
         "SELECT length(repeat(name, 300000) || repeat(name, 300000)) FROM t",
     ] {
-        let ToolOutcome { text, is_error, .. } = query
-            .run(
-                thread.parse::<ThreadId>().expect("a thread id"),
-                &arguments(sql),
-            )
-            .await;
+        let ToolOutcome { text, is_error, .. } = query.run(thread, &arguments(sql)).await;
         assert!(is_error, "{sql}: {text}");
         assert!(
             text.starts_with("Query failed: ") && text.contains("bytes per value"),
@@ -273,7 +260,7 @@ async fn growing_functions_are_refused_with_the_limit_named(kind: DbKind) {
     // Within the limit, the same functions work.
     let ToolOutcome { text, is_error, .. } = query
         .run(
-            thread.parse::<ThreadId>().expect("a thread id"),
+            thread,
             &arguments("SELECT length(repeat('ab', 1000) || lpad('x', 10)) AS n"),
         )
         .await;
@@ -284,11 +271,11 @@ async fn growing_functions_are_refused_with_the_limit_named(kind: DbKind) {
 async fn recursive_queries_are_refused(kind: DbKind) {
     let fx = Fixture::with_defaults(kind).await;
     let thread = fx.thread("org-a").await;
-    fx.import(&thread, "t", &numbers_csv(4)).await;
+    fx.import(thread, "t", &numbers_csv(4)).await;
     let error = fx
         .sources
         .query(
-            &thread,
+            thread,
             "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT n FROM r",
         )
         .await
@@ -315,10 +302,10 @@ async fn a_wide_result_is_cut_at_the_byte_limit(kind: DbKind) {
         csv.push_str(&vec!["x".repeat(150); 20].join(","));
         csv.push('\n');
     }
-    fx.import(&thread, "wide", &csv).await;
+    fx.import(thread, "wide", &csv).await;
     let result = fx
         .sources
-        .query(&thread, "SELECT * FROM wide a, wide b")
+        .query(thread, "SELECT * FROM wide a, wide b")
         .await
         .expect("a result");
     assert!(result.truncated, "the result was cut");
@@ -337,7 +324,7 @@ async fn a_wide_result_is_cut_at_the_byte_limit(kind: DbKind) {
         .join(", ");
     let error = fx
         .sources
-        .query(&thread, &format!("SELECT {long_names} FROM wide LIMIT 1"))
+        .query(thread, &format!("SELECT {long_names} FROM wide LIMIT 1"))
         .await
         .expect_err("too many columns");
     assert!(
@@ -359,19 +346,19 @@ async fn one_organization_cannot_hold_every_query_slot(kind: DbKind) {
     let fx = Fixture::new(kind, ImportLimits::default(), query, capacity).await;
     let noisy = fx.thread("org-noisy").await;
     let quiet = fx.thread("org-quiet").await;
-    fx.import(&noisy, "t", &numbers_csv(4)).await;
-    fx.import(&quiet, "t", &numbers_csv(4)).await;
+    fx.import(noisy, "t", &numbers_csv(4)).await;
+    fx.import(quiet, "t", &numbers_csv(4)).await;
     // Two queries that run until their time limit hold the noisy
     // organization's share.
     let slow = "SELECT sum(value % 7) FROM generate_series(1, 1000000000000)";
     let hogs: Vec<_> = (0..2)
         .map(|_| {
             let sources = Arc::clone(&fx.sources);
-            let thread = noisy.clone();
+            let thread = noisy;
             // Refused while the probe below holds a slot: try again.
             tokio::spawn(async move {
                 loop {
-                    match sources.query(&thread, slow).await {
+                    match sources.query(thread, slow).await {
                         Err(QueryError::Refused(_)) => {
                             tokio::time::sleep(Duration::from_millis(10)).await;
                         }
@@ -385,7 +372,7 @@ async fn one_organization_cannot_hold_every_query_slot(kind: DbKind) {
     // the model can act on, once the two are running.
     let mut refusal = None;
     for _ in 0..200 {
-        match fx.sources.query(&noisy, "SELECT 1").await {
+        match fx.sources.query(noisy, "SELECT 1").await {
             Err(QueryError::Refused(why)) => {
                 refusal = Some(texts::query_refusal(&why));
                 break;
@@ -401,7 +388,7 @@ async fn one_organization_cannot_hold_every_query_slot(kind: DbKind) {
     // Another organization still gets the slot the noisy one cannot take.
     let result = fx
         .sources
-        .query(&quiet, "SELECT count(*) FROM t")
+        .query(quiet, "SELECT count(*) FROM t")
         .await
         .expect("the quiet organization's query runs");
     assert_eq!(result.rows, vec![vec!["4".to_owned()]]);
@@ -419,11 +406,11 @@ async fn an_organization_past_its_data_source_bytes_is_refused(kind: DbKind) {
     let fx = Fixture::new(kind, ImportLimits::default(), query_limits(), capacity).await;
     let first = fx.thread("org-a").await;
     let second = fx.thread("org-a").await;
-    fx.import(&first, "one", &csv).await;
-    fx.import(&second, "two", &csv).await;
+    fx.import(first, "one", &csv).await;
+    fx.import(second, "two", &csv).await;
     let error = fx
         .sources
-        .import_csv(&second, "three", "client", None, csv.as_bytes())
+        .import_csv(second, "three", "client", None, csv.as_bytes())
         .await
         .expect_err("past the organization's bytes");
     assert!(
@@ -433,19 +420,15 @@ async fn an_organization_past_its_data_source_bytes_is_refused(kind: DbKind) {
     assert!(error.to_string().contains("delete threads"), "{error}");
     // Other organizations are not affected.
     let other = fx.thread("org-b").await;
-    fx.import(&other, "one", &csv).await;
+    fx.import(other, "one", &csv).await;
     // Deleting a thread frees its bytes.
     assert!(
         fx.repo
-            .delete_thread(
-                "org-a",
-                "mallory",
-                first.parse::<ThreadId>().expect("a thread id")
-            )
+            .delete_thread("org-a", "mallory", first)
             .await
             .expect("deleted")
     );
-    fx.import(&second, "three", &csv).await;
+    fx.import(second, "three", &csv).await;
 }
 
 async fn a_csv_of_short_rows_is_refused_while_reading(kind: DbKind) {
@@ -465,7 +448,7 @@ async fn a_csv_of_short_rows_is_refused_while_reading(kind: DbKind) {
     }
     let error = fx
         .sources
-        .import_csv(&thread, "wide", "client", None, &csv)
+        .import_csv(thread, "wide", "client", None, &csv)
         .await
         .expect_err("too many padded cells");
     let limit = ImportLimits::default().max_cells;
@@ -484,7 +467,7 @@ async fn a_csv_of_short_rows_is_refused_while_reading(kind: DbKind) {
         other => panic!("expected a cell limit, got {other:?}"),
     }
     assert!(error.to_string().contains("cells"), "{error}");
-    assert!(fx.sources.list(&thread).await.expect("listed").is_empty());
+    assert!(fx.sources.list(thread).await.expect("listed").is_empty());
 }
 
 async fn a_query_counts_the_tables_it_reads_in_its_memory(kind: DbKind) {
@@ -494,10 +477,10 @@ async fn a_query_counts_the_tables_it_reads_in_its_memory(kind: DbKind) {
     };
     let fx = Fixture::new(kind, ImportLimits::default(), query, Capacity::default()).await;
     let thread = fx.thread("org-a").await;
-    fx.import(&thread, "big", &numbers_csv(50_000)).await;
+    fx.import(thread, "big", &numbers_csv(50_000)).await;
     let error = fx
         .sources
-        .query(&thread, "SELECT count(*) FROM big")
+        .query(thread, "SELECT count(*) FROM big")
         .await
         .expect_err("the decoded table is larger than the query's memory");
     assert!(
@@ -523,11 +506,11 @@ async fn a_csv_with_a_header_and_no_rows_stays_queryable_from_storage(kind: DbKi
     )
     .await;
     let thread = fx.thread("org-a").await;
-    fx.import(&thread, "empty", "name,amount\n").await;
+    fx.import(thread, "empty", "name,amount\n").await;
     let result = fx
         .sources
         .query(
-            &thread,
+            thread,
             "SELECT COUNT(*) AS total, COUNT(name) AS names FROM empty",
         )
         .await

@@ -51,7 +51,8 @@ fn peak_rss_bytes() -> usize {
 }
 
 /// The child process of this one that runs a query for `thread`.
-fn worker_of(thread: &str) -> Option<u32> {
+fn worker_of(thread: ThreadId) -> Option<u32> {
+    let thread = thread.to_string();
     let tasks = std::fs::read_dir("/proc/self/task").ok()?;
     tasks
         .flatten()
@@ -64,7 +65,7 @@ fn worker_of(thread: &str) -> Option<u32> {
         })
         .find(|pid| {
             std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(thread))
+                .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(&thread))
         })
 }
 
@@ -77,14 +78,14 @@ async fn the_to_char_bomb_ends_with_a_clear_error_and_others_keep_querying(kind:
     let fx = Fixture::new(kind, ImportLimits::default(), limits(), Capacity::default()).await;
     let attacker = fx.thread("org-attacker").await;
     let other = fx.thread("org-other").await;
-    fx.import(&other, "t", &numbers_csv(4)).await;
+    fx.import(other, "t", &numbers_csv(4)).await;
     let started = Instant::now();
     // Two at once: the attacker's whole share.
     let bombs: Vec<_> = (0..2)
         .map(|_| {
             let sources = Arc::clone(&fx.sources);
-            let thread = attacker.clone();
-            tokio::spawn(async move { sources.query(&thread, TO_CHAR_BOMB).await })
+            let thread = attacker;
+            tokio::spawn(async move { sources.query(thread, TO_CHAR_BOMB).await })
         })
         .collect();
     for bomb in bombs {
@@ -106,7 +107,7 @@ async fn the_to_char_bomb_ends_with_a_clear_error_and_others_keep_querying(kind:
     ] {
         let error = fx
             .sources
-            .query(&other, sql)
+            .query(other, sql)
             .await
             .expect_err("the variant fails");
         assert!(
@@ -118,7 +119,7 @@ async fn the_to_char_bomb_ends_with_a_clear_error_and_others_keep_querying(kind:
     for _ in 0..3 {
         let result = fx
             .sources
-            .query(&other, "SELECT count(*) FROM t")
+            .query(other, "SELECT count(*) FROM t")
             .await
             .expect("another organization's query runs");
         assert_eq!(result.rows, [["4"]]);
@@ -126,10 +127,7 @@ async fn the_to_char_bomb_ends_with_a_clear_error_and_others_keep_querying(kind:
     // The model reads the reason.
     let ToolOutcome { text, is_error, .. } = fx
         .source_query()
-        .run(
-            attacker.parse::<ThreadId>().expect("a thread id"),
-            &arguments(TO_CHAR_BOMB),
-        )
+        .run(attacker, &arguments(TO_CHAR_BOMB))
         .await;
     assert!(
         is_error && text.starts_with("Query failed: ") && text.contains("to_char"),
@@ -145,7 +143,7 @@ async fn the_to_char_bomb_ends_with_a_clear_error_and_others_keep_querying(kind:
 async fn functions_off_the_list_are_refused_by_name(kind: DbKind) {
     let fx = Fixture::new(kind, ImportLimits::default(), limits(), Capacity::default()).await;
     let thread = fx.thread("org-a").await;
-    fx.import(&thread, "t", &numbers_csv(4)).await;
+    fx.import(thread, "t", &numbers_csv(4)).await;
     for (sql, function) in [
         // Quadratic time in one call.
         (
@@ -164,18 +162,13 @@ async fn functions_off_the_list_are_refused_by_name(kind: DbKind) {
         // Made by the planner from syntax, so found in the plan.
         ("SELECT {'a': name} FROM t", "named_struct"),
     ] {
-        let error = fx.sources.query(&thread, sql).await.expect_err(sql);
+        let error = fx.sources.query(thread, sql).await.expect_err(sql);
         assert!(
             matches!(&error, QueryError::Refused(why) if texts::query_refusal(why).contains(&format!("`{function}`"))),
             "{sql}: {error:?}"
         );
-        let ToolOutcome { text, is_error, .. } = fx
-            .source_query()
-            .run(
-                thread.parse::<ThreadId>().expect("a thread id"),
-                &arguments(sql),
-            )
-            .await;
+        let ToolOutcome { text, is_error, .. } =
+            fx.source_query().run(thread, &arguments(sql)).await;
         assert!(is_error && text.starts_with("Query refused: "), "{text}");
     }
     // What analytics needs stays on the list.
@@ -191,7 +184,7 @@ async fn functions_off_the_list_are_refused_by_name(kind: DbKind) {
         "SELECT string_agg(name, ','), count(DISTINCT name), approx_distinct(name) FROM t",
         "SELECT count(*) FROM generate_series(1, 10) g, t WHERE t.n IN (1, 2) AND name LIKE 'name%'",
     ] {
-        if let Err(error) = fx.sources.query(&thread, sql).await {
+        if let Err(error) = fx.sources.query(thread, sql).await {
             panic!("{sql}: {error:?}");
         }
     }
@@ -209,11 +202,11 @@ async fn a_query_that_would_grow_past_the_memory_ceiling_ends_with_a_clear_error
     let fx = Fixture::new(kind, ImportLimits::default(), loose, Capacity::default()).await;
     let thread = fx.thread("org-a").await;
     let other = fx.thread("org-b").await;
-    fx.import(&other, "t", &numbers_csv(4)).await;
+    fx.import(other, "t", &numbers_csv(4)).await;
     let started = Instant::now();
     let error = fx
         .sources
-        .query(&thread, "SELECT length(repeat('x', 700000000)) AS n")
+        .query(thread, "SELECT length(repeat('x', 700000000)) AS n")
         .await
         .expect_err("700 MB past a 512 MiB ceiling");
     assert!(
@@ -228,7 +221,7 @@ async fn a_query_that_would_grow_past_the_memory_ceiling_ends_with_a_clear_error
     );
     let result = fx
         .sources
-        .query(&other, "SELECT count(*) FROM t")
+        .query(other, "SELECT count(*) FROM t")
         .await
         .expect("the next query runs");
     assert_eq!(result.rows, [["4"]]);
@@ -246,18 +239,17 @@ async fn a_query_past_its_time_has_ended_before_its_slot_is_given_back(kind: DbK
     };
     let fx = Fixture::new(kind, ImportLimits::default(), quick, capacity).await;
     let thread = fx.thread("org-a").await;
-    fx.import(&thread, "t", &numbers_csv(4)).await;
+    fx.import(thread, "t", &numbers_csv(4)).await;
     let other = fx.thread("org-b").await;
-    fx.import(&other, "t", &numbers_csv(4)).await;
+    fx.import(other, "t", &numbers_csv(4)).await;
     let slow = "SELECT sum(value % 7) FROM generate_series(1, 1000000000000)";
     let query = {
         let sources = Arc::clone(&fx.sources);
-        let thread = thread.clone();
-        tokio::spawn(async move { sources.query(&thread, slow).await })
+        tokio::spawn(async move { sources.query(thread, slow).await })
     };
     let mut worker = None;
     for _ in 0..200 {
-        worker = worker_of(&thread);
+        worker = worker_of(thread);
         if worker.is_some() {
             break;
         }
@@ -267,7 +259,7 @@ async fn a_query_past_its_time_has_ended_before_its_slot_is_given_back(kind: DbK
     // Meanwhile, another organization's query runs.
     let result = fx
         .sources
-        .query(&other, "SELECT count(*) FROM t")
+        .query(other, "SELECT count(*) FROM t")
         .await
         .expect("another organization's query runs meanwhile");
     assert_eq!(result.rows, [["4"]]);
@@ -280,7 +272,7 @@ async fn a_query_past_its_time_has_ended_before_its_slot_is_given_back(kind: DbK
     // The organization's one slot is free again.
     let result = fx
         .sources
-        .query(&thread, "SELECT count(*) FROM t")
+        .query(thread, "SELECT count(*) FROM t")
         .await
         .expect("the slot is free");
     assert_eq!(result.rows, [["4"]]);
@@ -288,12 +280,11 @@ async fn a_query_past_its_time_has_ended_before_its_slot_is_given_back(kind: DbK
     // A caller that stops waiting takes the query's process with it.
     let query = {
         let sources = Arc::clone(&fx.sources);
-        let thread = thread.clone();
-        tokio::spawn(async move { sources.query(&thread, slow).await })
+        tokio::spawn(async move { sources.query(thread, slow).await })
     };
     let mut worker = None;
     for _ in 0..200 {
-        worker = worker_of(&thread);
+        worker = worker_of(thread);
         if worker.is_some() {
             break;
         }

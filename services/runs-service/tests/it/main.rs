@@ -1,5 +1,6 @@
 //! Integration tests of runs-service over real gRPC on loopback.
 
+mod agent_settings;
 mod chassis;
 mod counting;
 mod datasources;

@@ -6,16 +6,22 @@ use std::collections::BTreeMap;
 use switchboard_runs_service::domain::{
     entities::{
         Agent, AgentConfig, ClientTool, InputRequest, InputRequired, Message, Part, PendingCall,
-        PendingInput, Role, Run, RunStatus, Thread, ToolBinding, ToolTarget, Usage, new_id,
+        PendingInput, Role, Run, RunStatus, Thread, ToolBinding, ToolTarget, Usage,
     },
-    ids::{AgentId, MessageId, RunId, ThreadId},
+    ids::{AgentId, IntegrationId, MessageId, RunId, ThreadId},
     ports::{RepositoryError, RunsRepository},
 };
 use switchboard_test_support::{Store, store_tests};
 
 use crate::stores::runs_repository as repository;
 
+/// An integration id, as mcp-service makes them.
+fn integration_id() -> IntegrationId {
+    uuid::Uuid::now_v7().into()
+}
+
 fn agent(org: &str, name: &str, created_at: i64) -> Agent {
+    let integrations = vec![integration_id(), integration_id()];
     Agent {
         id: AgentId::new(),
         org_id: org.into(),
@@ -24,8 +30,8 @@ fn agent(org: &str, name: &str, created_at: i64) -> Agent {
             instructions: "Be brief.".into(),
             provider: "openai".into(),
             model: "gpt-test".into(),
-            mcp_integration_ids: vec![new_id(), new_id()],
-            tool_filters: BTreeMap::from([("github".into(), vec!["search".into()])]),
+            tool_filters: BTreeMap::from([(integrations[0], vec!["search".into()])]),
+            mcp_integration_ids: integrations,
             client_tools: vec![ClientTool {
                 name: "confirm".into(),
                 description: "Asks the user".into(),
@@ -666,7 +672,7 @@ async fn run_updates_round_trip_bindings_pending_calls_usage_and_error(store: St
         ToolBinding {
             name: "github__search".into(),
             target: ToolTarget::Mcp {
-                integration_id: new_id(),
+                integration_id: integration_id(),
                 server_tool_name: "search".into(),
             },
         },
@@ -703,7 +709,7 @@ async fn run_updates_round_trip_bindings_pending_calls_usage_and_error(store: St
             name: "deploys__confirm".into(),
             arguments: r#"{"action":"deploy"}"#.into(),
             input: Some(PendingInput {
-                integration_id: "integration-1".into(),
+                integration_id: integration_id(),
                 tool: "confirm".into(),
                 asked: InputRequired {
                     requests: vec![InputRequest {

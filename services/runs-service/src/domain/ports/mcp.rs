@@ -6,7 +6,10 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 
 use super::Caller;
-use crate::domain::entities::{InputAnswers, InputRequired};
+use crate::domain::{
+    entities::{InputAnswers, InputRequired},
+    ids::IntegrationId,
+};
 
 /// A tool of an MCP server.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,7 +61,7 @@ pub struct McpPrompt {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Capabilities {
     /// The integration id.
-    pub integration_id: String,
+    pub integration_id: IntegrationId,
     /// Its slug, the tool-name prefix.
     pub slug: String,
     /// Its tools.
@@ -282,7 +285,7 @@ pub struct PromptLine {
 #[derive(Debug, Clone, Copy)]
 pub struct McpToolRequest<'a> {
     /// The integration.
-    pub integration_id: &'a str,
+    pub integration_id: IntegrationId,
     /// The server's own tool name.
     pub tool: &'a str,
     /// The exact JSON text of the arguments, an object.
@@ -298,7 +301,7 @@ pub struct McpToolRequest<'a> {
 #[derive(Debug, Clone, Copy)]
 pub struct McpResourceRequest<'a> {
     /// The integration.
-    pub integration_id: &'a str,
+    pub integration_id: IntegrationId,
     /// The resource URI or RFC 6570 URI template.
     pub uri: &'a str,
     /// Values for the template's variables, sent as exact JSON.
@@ -311,7 +314,7 @@ pub struct McpResourceRequest<'a> {
 #[derive(Debug, Clone, Copy)]
 pub struct McpPromptRequest<'a> {
     /// The integration.
-    pub integration_id: &'a str,
+    pub integration_id: IntegrationId,
     /// The prompt's name.
     pub name: &'a str,
     /// Its arguments as the model gave them, sent as exact JSON (mcp-service
@@ -328,7 +331,7 @@ pub trait McpPort: Send + Sync + 'static {
     async fn discover(
         &self,
         caller: &Caller,
-        integration_id: &str,
+        integration_id: IntegrationId,
         timeout: Duration,
     ) -> Result<Capabilities, McpCallError>;
     /// Calls a tool.

@@ -5,6 +5,7 @@ use std::{sync::Arc, time::Duration};
 
 use crate::domain::{
     entities::Agent,
+    ids::IntegrationId,
     ports::{Caller, Capabilities, McpCallError, McpPort},
     texts,
 };
@@ -23,9 +24,9 @@ pub(super) struct Discovered {
     /// What each discovered integration offers.
     pub(super) capabilities: Vec<Capabilities>,
     /// The integrations skipped, and why.
-    pub(super) failed: Vec<(String, String)>,
+    pub(super) failed: Vec<(IntegrationId, String)>,
     /// Of those, the ones the user must connect, with the URL to do it.
-    pub(super) authorize: Vec<(String, String)>,
+    pub(super) authorize: Vec<(IntegrationId, String)>,
 }
 
 impl Discovery {
@@ -38,7 +39,7 @@ impl Discovery {
         }
         let timeout = self.timeout;
         let mcp = &*self.mcp;
-        let outcomes = futures::future::join_all(ids.iter().map(|id| async move {
+        let outcomes = futures::future::join_all(ids.iter().map(|&id| async move {
             let outcome =
                 match tokio::time::timeout(timeout, mcp.discover(caller, id, timeout)).await {
                     Ok(outcome) => outcome,
@@ -47,7 +48,7 @@ impl Discovery {
                         timeout.as_secs_f64()
                     ))),
                 };
-            (id.clone(), outcome)
+            (id, outcome)
         }))
         .await;
         let mut found = Discovered::default();
@@ -66,7 +67,7 @@ impl Discovery {
                 Err(error) => {
                     tracing::warn!(integration_id = %id, error = %error, "integration discovery failed; skipping it");
                     if let McpCallError::AuthorizationRequired { url } = &error {
-                        found.authorize.push((id.clone(), url.clone()));
+                        found.authorize.push((id, url.clone()));
                     }
                     found.failed.push((id, error.to_string()));
                 }
@@ -81,7 +82,7 @@ impl Discovery {
 pub(super) fn system_prompt(
     agent: &Agent,
     capabilities: &[Capabilities],
-    failed: &[(String, String)],
+    failed: &[(IntegrationId, String)],
 ) -> Option<String> {
     let mut sections = Vec::new();
     if !agent.config.instructions.trim().is_empty() {

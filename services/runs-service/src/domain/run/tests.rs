@@ -141,9 +141,10 @@ impl World {
     }
 }
 
-pub(super) fn with_integrations(ids: &[&str]) -> AgentConfig {
+/// An agent using the fake's integrations with `slugs`.
+pub(super) fn with_integrations(slugs: &[&str]) -> AgentConfig {
     AgentConfig {
-        mcp_integration_ids: ids.iter().map(|id| (*id).to_owned()).collect(),
+        mcp_integration_ids: slugs.iter().map(|slug| FakeMcp::id(slug)).collect(),
         disable_resource_tools: true,
         ..AgentConfig::default()
     }
@@ -331,14 +332,17 @@ async fn a_failing_integration_is_reported_and_the_others_still_work() {
     let events = world.say("go").await;
     assert!(events.iter().any(|e| matches!(
         e,
-        RunEvent::DiscoveryFailed { integration_id, .. } if integration_id == "bad"
+        RunEvent::DiscoveryFailed { integration_id, .. } if *integration_id == FakeMcp::id("bad")
     )));
     let system = world.models.requests()[0]
         .system
         .clone()
         .unwrap_or_default();
     assert!(
-        system.contains("bad (mcp-service is unavailable (connection refused))"),
+        system.contains(&format!(
+            "{} (mcp-service is unavailable (connection refused))",
+            FakeMcp::id("bad")
+        )),
         "{system}"
     );
     let outcomes = finished(&events);

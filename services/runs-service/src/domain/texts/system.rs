@@ -3,13 +3,16 @@
 
 use std::fmt::Write as _;
 
-use crate::domain::ports::{Capabilities, McpPrompt, McpResource};
+use crate::domain::{
+    ids::IntegrationId,
+    ports::{Capabilities, McpPrompt, McpResource},
+};
 
 /// Most resources, templates and prompts listed in the system prompt.
 const LIST_CAP: usize = 50;
 
 /// The one-line note telling the model an integration is unavailable.
-pub fn integrations_unavailable(failed: &[(String, String)]) -> Option<String> {
+pub fn integrations_unavailable(failed: &[(IntegrationId, String)]) -> Option<String> {
     if failed.is_empty() {
         return None;
     }

@@ -7,6 +7,7 @@ use crate::domain::{
     datasource::{
         Busy, Column, ColumnType, DataSource, ImportError, QueryError, QueryResult, Refusal,
     },
+    ids::{DataSourceId, IntegrationId, ThreadId},
     ports::{
         Capabilities, Content, FailureFacts, McpCallError, McpPrompt, McpPromptArgument,
         McpResource, PromptLine, ToolFailure, ToolOutput,
@@ -142,7 +143,7 @@ fn integration() -> Capabilities {
         mime_type: "text/csv".into(),
     };
     Capabilities {
-        integration_id: "i1".into(),
+        integration_id: IntegrationId::fixed(1),
         slug: "shop".into(),
         tools: vec![],
         resources: vec![resource("data://sales", "sales")],
@@ -171,13 +172,13 @@ fn the_resource_guide_lists_resources_templates_and_prompts() {
          4. CSV resources become data sources you can query with the \"source_query\" tool.\n\
          \n\
          Available resources:\n\
-         1. sales - the sales\n   URI: data://sales\n   Integration: i1\n   Type: text/csv\n\
+         1. sales - the sales\n   URI: data://sales\n   Integration: 00000000-0000-0000-0000-000000000001\n   Type: text/csv\n\
          \n\
          Resource templates (fill the {placeholders} with \"parameters\"):\n\
-         1. sales by year - the sales by year\n   URI template: data://sales/{year}\n   Integration: i1\n\
+         1. sales by year - the sales by year\n   URI template: data://sales/{year}\n   Integration: 00000000-0000-0000-0000-000000000001\n\
          \n\
          Available prompts (use the \"retrieve_mcp_prompt\" tool):\n\
-         1. review - reviews (integration i1; arguments: code (required))"
+         1. review - reviews (integration 00000000-0000-0000-0000-000000000001; arguments: code (required))"
     );
     let prompts_only = resource_guide(&[integration()], false).expect("a guide");
     assert!(
@@ -185,9 +186,9 @@ fn the_resource_guide_lists_resources_templates_and_prompts() {
         "{prompts_only}"
     );
     assert_eq!(
-        integrations_unavailable(&[("i2".into(), "refused".into())]).as_deref(),
+        integrations_unavailable(&[(IntegrationId::fixed(2), "refused".into())]).as_deref(),
         Some(
-            "Note: these MCP integrations could not be reached for this conversation and their tools are unavailable: i2 (refused)."
+            "Note: these MCP integrations could not be reached for this conversation and their tools are unavailable: 00000000-0000-0000-0000-000000000002 (refused)."
         )
     );
     assert_eq!(integrations_unavailable(&[]), None);
@@ -198,8 +199,8 @@ fn built_in_tool_results_read_as_the_reference_wrote_them() {
     assert_eq!(
         list_resources(&[integration()]),
         "Found 2 available resources:\n\
-         - sales (integrationId: i1, uri: data://sales, mimeType: text/csv): the sales\n\
-         - sales by year (integrationId: i1, uri template: data://sales/{year}, mimeType: text/csv): the sales by year\n"
+         - sales (integrationId: 00000000-0000-0000-0000-000000000001, uri: data://sales, mimeType: text/csv): the sales\n\
+         - sales by year (integrationId: 00000000-0000-0000-0000-000000000001, uri template: data://sales/{year}, mimeType: text/csv): the sales by year\n"
     );
     assert_eq!(list_resources(&[]), "No MCP resources are available.");
     let source = DataSource {
@@ -209,8 +210,8 @@ fn built_in_tool_results_read_as_the_reference_wrote_them() {
         }],
         row_count: 3,
         table_name: "sales".into(),
-        id: "ds".into(),
-        thread_id: "t".into(),
+        id: DataSourceId::fixed(1),
+        thread_id: ThreadId::fixed(1),
         origin: "data://sales".into(),
         integration_id: None,
         size_bytes: 10,

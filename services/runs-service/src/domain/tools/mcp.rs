@@ -9,13 +9,14 @@ use super::{
 use crate::domain::{
     entities::{InputAnswers, PendingInput},
     events::ToolCallStatus,
+    ids::IntegrationId,
     ports::{McpCallError, McpPort, McpToolRequest, ToolFailure, ToolOutput},
     texts,
 };
 
 /// One call of a server's tool.
 pub(super) struct McpToolCall<'a> {
-    pub(super) integration_id: &'a str,
+    pub(super) integration_id: IntegrationId,
     pub(super) tool: &'a str,
     pub(super) arguments: &'a ToolArguments,
     /// The caller's answers, when the call is made again after the server
@@ -43,14 +44,14 @@ impl McpToolCall<'_> {
         match mcp.execute_tool(&context.caller, request, timeout).await {
             Ok(output) => self.returned(output),
             Err(error) => {
-                tracing::warn!(integration_id, tool, error = %error, "MCP tool call failed");
+                tracing::warn!(%integration_id, tool, error = %error, "MCP tool call failed");
                 let status = match error {
                     McpCallError::Timeout => ToolCallStatus::TimedOut,
                     _ => ToolCallStatus::Failed,
                 };
                 let action = match &error {
                     McpCallError::AuthorizationRequired { url } => Some(ToolAction::Authorize {
-                        integration_id: integration_id.to_owned(),
+                        integration_id,
                         url: url.clone(),
                     }),
                     _ => None,
@@ -74,7 +75,7 @@ impl McpToolCall<'_> {
             && let Some(asked) = output.input_required.take()
         {
             tracing::info!(
-                integration_id,
+                %integration_id,
                 tool,
                 "the MCP server asks the caller before it completes the call"
             );
@@ -83,7 +84,7 @@ impl McpToolCall<'_> {
                 is_error: false,
                 status: ToolCallStatus::InputRequired,
                 action: Some(ToolAction::Input(Box::new(PendingInput {
-                    integration_id: integration_id.to_owned(),
+                    integration_id,
                     tool: tool.to_owned(),
                     asked,
                 }))),
@@ -91,7 +92,7 @@ impl McpToolCall<'_> {
             };
         }
         let (text, is_error) = texts::tool_output(tool, &output);
-        tracing::info!(integration_id, tool, is_error, "MCP tool executed");
+        tracing::info!(%integration_id, tool, is_error, "MCP tool executed");
         let status = match output.failure {
             None => ToolCallStatus::Succeeded,
             Some(ToolFailure::Timeout) => ToolCallStatus::TimedOut,

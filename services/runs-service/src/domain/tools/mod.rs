@@ -10,6 +10,8 @@ mod outcome;
 mod prompts;
 mod resources;
 mod source_query;
+#[cfg(test)]
+mod tests;
 mod toolset;
 
 use std::{sync::Arc, time::Duration};
@@ -65,7 +67,7 @@ impl ToolRouter {
 
     /// The thread's data sources (none when they cannot be read).
     pub async fn sources(&self, thread_id: ThreadId) -> Vec<DataSource> {
-        self.sources.list(&thread_id.to_string()).await.unwrap_or_else(|error| {
+        self.sources.list(thread_id).await.unwrap_or_else(|error| {
             tracing::warn!(thread_id = %thread_id, error = %error, "failed to list data sources");
             Vec::new()
         })
@@ -119,7 +121,7 @@ impl ToolRouter {
                 server_tool_name,
             } => {
                 let tool = mcp::McpToolCall {
-                    integration_id,
+                    integration_id: *integration_id,
                     tool: server_tool_name,
                     arguments: &arguments,
                     answers: None,
@@ -147,7 +149,7 @@ impl ToolRouter {
             Err(error) => return ToolOutcome::failed(texts::invalid_arguments(&error)),
         };
         let tool = mcp::McpToolCall {
-            integration_id: &pending.integration_id,
+            integration_id: pending.integration_id,
             tool: &pending.tool,
             arguments: &arguments,
             answers: Some(answers),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::domain::{
     entities::PendingInput,
     events::ToolCallStatus,
-    ids::ThreadId,
+    ids::{IntegrationId, ThreadId},
     ports::{Caller, Capabilities},
     texts,
 };
@@ -21,6 +21,16 @@ pub struct ToolContext {
     pub thread_id: ThreadId,
     /// What the agent's integrations offer.
     pub capabilities: Arc<Vec<Capabilities>>,
+}
+
+impl ToolContext {
+    /// The run's integration whose id a model wrote as `named`: `None` when
+    /// the text is not an integration id (the model's text is parsed here,
+    /// where it enters) or names none of the run's integrations.
+    pub fn integration(&self, named: &str) -> Option<&Capabilities> {
+        let id: IntegrationId = named.parse().ok()?;
+        self.capabilities.iter().find(|c| c.integration_id == id)
+    }
 }
 
 /// How a tool call ended, as the model and the client see it.
@@ -48,7 +58,7 @@ pub enum ToolAction {
     /// The user must connect the integration (OAuth); the model was told.
     Authorize {
         /// The integration.
-        integration_id: String,
+        integration_id: IntegrationId,
         /// Where the user's browser goes.
         url: String,
     },

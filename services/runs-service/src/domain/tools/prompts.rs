@@ -20,22 +20,18 @@ pub(super) async fn retrieve(
     timeout: Duration,
 ) -> ToolOutcome {
     let failed = |message: &str| ToolOutcome::failed(texts::prompt_failed(message));
-    let Some(integration_id) = arguments.text_arg("integrationId") else {
+    let Some(named) = arguments.text_arg("integrationId") else {
         return failed(&texts::parameter_required("integrationId"));
     };
     let Some(name) = arguments.text_arg("promptName") else {
         return failed(&texts::parameter_required("promptName"));
     };
-    if !context
-        .capabilities
-        .iter()
-        .any(|c| c.integration_id == integration_id)
-    {
-        return failed(&texts::integration_unavailable(integration_id));
-    }
+    let Some(integration) = context.integration(named) else {
+        return failed(&texts::integration_unavailable(named));
+    };
     let scope = context.thread_id.to_string();
     let prompt = McpPromptRequest {
-        integration_id,
+        integration_id: integration.integration_id,
         name,
         arguments: &arguments.object_arg("arguments"),
         scope: &scope,

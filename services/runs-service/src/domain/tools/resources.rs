@@ -10,6 +10,7 @@ use super::{
 };
 use crate::domain::{
     datasource::DataSources,
+    ids::IntegrationId,
     ports::{McpPort, McpResourceRequest, ResourceData, ResourceKindOf},
     texts,
 };
@@ -20,7 +21,7 @@ const TEXT_RESOURCE_CAP: usize = 50_000;
 /// The resource a call names: its integration, its URI (or template) and its
 /// discovered name, when known.
 struct Wanted {
-    integration_id: String,
+    integration_id: IntegrationId,
     uri: String,
     name: Option<String>,
 }
@@ -41,17 +42,10 @@ pub(super) async fn retrieve(
         Ok(wanted) => wanted,
         Err(outcome) => return outcome,
     };
-    if !context
-        .capabilities
-        .iter()
-        .any(|c| c.integration_id == wanted.integration_id)
-    {
-        return failed(texts::integration_unavailable(&wanted.integration_id));
-    }
     tracing::info!(integration_id = %wanted.integration_id, uri = %wanted.uri, "retrieving an MCP resource");
     let scope = context.thread_id.to_string();
     let read = McpResourceRequest {
-        integration_id: &wanted.integration_id,
+        integration_id: wanted.integration_id,
         uri: &wanted.uri,
         parameters: &arguments.object_arg("parameters"),
         scope: &scope,
@@ -63,7 +57,7 @@ pub(super) async fn retrieve(
 }
 
 /// Which resource the arguments name: by name among the discovered ones, or
-/// by integration and URI.
+/// by one of the run's integrations and a URI.
 fn locate(context: &ToolContext, arguments: &ToolArguments) -> Result<Wanted, ToolOutcome> {
     match (
         arguments.text_arg("integrationId"),
@@ -79,7 +73,7 @@ fn locate(context: &ToolContext, arguments: &ToolArguments) -> Result<Wanted, To
                     .chain(&c.resource_templates)
                     .find(|r| r.name == wanted)
                     .map(|r| Wanted {
-                        integration_id: c.integration_id.clone(),
+                        integration_id: c.integration_id,
                         uri: r.uri.clone(),
                         name: Some(r.name.clone()),
                     })
@@ -87,17 +81,21 @@ fn locate(context: &ToolContext, arguments: &ToolArguments) -> Result<Wanted, To
             .ok_or_else(|| failed(texts::no_resource_named(wanted))),
         (None, _, _) => Err(failed(texts::parameter_required("integrationId"))),
         (Some(_), None, None) => Err(failed(texts::parameter_required("resourceUri"))),
-        (Some(integration_id), Some(uri), _) => Ok(Wanted {
-            integration_id: integration_id.to_owned(),
-            uri: uri.to_owned(),
-            name: context
-                .capabilities
-                .iter()
-                .filter(|c| c.integration_id == integration_id)
-                .flat_map(|c| c.resources.iter().chain(&c.resource_templates))
-                .find(|r| r.uri == uri)
-                .map(|r| r.name.clone()),
-        }),
+        (Some(named), Some(uri), _) => {
+            let integration = context
+                .integration(named)
+                .ok_or_else(|| failed(texts::integration_unavailable(named)))?;
+            Ok(Wanted {
+                integration_id: integration.integration_id,
+                uri: uri.to_owned(),
+                name: integration
+                    .resources
+                    .iter()
+                    .chain(&integration.resource_templates)
+                    .find(|r| r.uri == uri)
+                    .map(|r| r.name.clone()),
+            })
+        }
     }
 }
 
@@ -120,10 +118,10 @@ async fn deliver(
             );
             match sources
                 .import_csv(
-                    &context.thread_id.to_string(),
+                    context.thread_id,
                     &name,
                     &resource.uri,
-                    Some(&wanted.integration_id),
+                    Some(wanted.integration_id),
                     &csv,
                 )
                 .await

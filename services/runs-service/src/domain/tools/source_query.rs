@@ -32,7 +32,7 @@ impl SourceQuery {
         let Some(sql) = arguments.text_arg("query") else {
             return ToolOutcome::failed(texts::query_failed(texts::QUERY_REQUIRED));
         };
-        let result = self.sources.query(&thread_id.to_string(), sql).await;
+        let result = self.sources.query(thread_id, sql).await;
         crate::metrics::datasource_query(match &result {
             Ok(_) => "ok",
             Err(QueryError::Refused(_)) => "refused",

@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 
 use crate::domain::{
     entities::{ClientTool, ToolBinding, ToolTarget},
+    ids::IntegrationId,
     model::ToolSpec,
     ports::Capabilities,
 };
@@ -65,7 +66,7 @@ fn hashed(base: &str, seed: &str) -> String {
 /// `slug`, unique among `taken`.
 pub fn mcp_tool_name(
     slug: &str,
-    integration_id: &str,
+    integration_id: IntegrationId,
     tool: &str,
     taken: &HashSet<String>,
 ) -> String {
@@ -104,7 +105,7 @@ pub fn assemble(
     builtins: Vec<ToolSpec>,
     client_tools: &[ClientTool],
     capabilities: &[Capabilities],
-    filters: &BTreeMap<String, Vec<String>>,
+    filters: &BTreeMap<IntegrationId, Vec<String>>,
 ) -> Toolset {
     let mut specs = Vec::new();
     let mut bindings = Vec::new();
@@ -139,7 +140,7 @@ pub fn assemble(
             }
             let name = mcp_tool_name(
                 &integration.slug,
-                &integration.integration_id,
+                integration.integration_id,
                 &tool.name,
                 &taken,
             );
@@ -147,7 +148,7 @@ pub fn assemble(
             bindings.push(ToolBinding {
                 name: name.clone(),
                 target: ToolTarget::Mcp {
-                    integration_id: integration.integration_id.clone(),
+                    integration_id: integration.integration_id,
                     server_tool_name: tool.name.clone(),
                 },
             });
@@ -171,9 +172,9 @@ mod tests {
     use super::*;
     use crate::domain::ports::McpTool;
 
-    fn integration(id: &str, slug: &str, tools: &[&str]) -> Capabilities {
+    fn integration(id: u128, slug: &str, tools: &[&str]) -> Capabilities {
         Capabilities {
-            integration_id: id.into(),
+            integration_id: IntegrationId::fixed(id),
             slug: slug.into(),
             tools: tools
                 .iter()
@@ -194,7 +195,7 @@ mod tests {
         let toolset = assemble(
             vec![],
             &[],
-            &[integration("i1", "github", &["create issue", "list.repos"])],
+            &[integration(1, "github", &["create issue", "list.repos"])],
             &BTreeMap::new(),
         );
         let names: Vec<_> = toolset.bindings.iter().map(|b| b.name.as_str()).collect();
@@ -209,8 +210,8 @@ mod tests {
     fn long_names_from_two_integrations_sharing_a_prefix_stay_distinct_and_stable() {
         let long = "a_very_long_tool_name_that_goes_on_and_on_beyond_the_limit_of_providers";
         let caps = [
-            integration("i1", "analytics", &[long]),
-            integration("i2", "analytics2", &[long]),
+            integration(1, "analytics", &[long]),
+            integration(2, "analytics2", &[long]),
         ];
         let first = assemble(vec![], &[], &caps, &BTreeMap::new());
         let again = assemble(vec![], &[], &caps, &BTreeMap::new());
@@ -240,7 +241,7 @@ mod tests {
         let toolset = assemble(
             vec![],
             &[client],
-            &[integration("i1", "github", &["search"])],
+            &[integration(1, "github", &["search"])],
             &BTreeMap::new(),
         );
         assert_eq!(toolset.bindings[0].target, ToolTarget::Client);
@@ -250,13 +251,13 @@ mod tests {
 
     #[test]
     fn allow_lists_filter_an_integrations_tools() {
-        let filters = BTreeMap::from([("i1".to_owned(), vec!["b".to_owned()])]);
+        let filters = BTreeMap::from([(IntegrationId::fixed(1), vec!["b".to_owned()])]);
         let toolset = assemble(
             vec![],
             &[],
             &[
-                integration("i1", "x", &["a", "b"]),
-                integration("i2", "y", &["a"]),
+                integration(1, "x", &["a", "b"]),
+                integration(2, "y", &["a"]),
             ],
             &filters,
         );

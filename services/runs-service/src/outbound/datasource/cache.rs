@@ -7,6 +7,8 @@ use std::{collections::HashMap, sync::Mutex};
 
 use bytes::Bytes;
 
+use crate::domain::ids::DataSourceId;
+
 /// Tables by data source id, bounded by the bytes they take. Stored tables
 /// never change, so an entry stays valid until evicted.
 #[derive(Debug)]
@@ -17,7 +19,7 @@ pub(super) struct TableCache {
 
 #[derive(Debug, Default)]
 struct Entries {
-    tables: HashMap<String, (Bytes, u64)>,
+    tables: HashMap<DataSourceId, (Bytes, u64)>,
     bytes: usize,
     clock: u64,
 }
@@ -40,11 +42,11 @@ impl TableCache {
     }
 
     /// The table `id`, marked as just used.
-    pub fn get(&self, id: &str) -> Option<Bytes> {
+    pub fn get(&self, id: DataSourceId) -> Option<Bytes> {
         let mut entries = self.entries();
         entries.clock += 1;
         let now = entries.clock;
-        entries.tables.get_mut(id).map(|(table, used)| {
+        entries.tables.get_mut(&id).map(|(table, used)| {
             *used = now;
             table.clone()
         })
@@ -52,7 +54,7 @@ impl TableCache {
 
     /// Keeps `table` as `id`, evicting the least recently used tables to
     /// stay within capacity. A table larger than the whole cache isn't kept.
-    pub fn insert(&self, id: &str, table: Bytes) {
+    pub fn insert(&self, id: DataSourceId, table: Bytes) {
         if table.len() > self.capacity {
             return;
         }
@@ -60,7 +62,7 @@ impl TableCache {
         entries.clock += 1;
         let now = entries.clock;
         let bytes = table.len();
-        if let Some((old, _)) = entries.tables.insert(id.to_owned(), (table, now)) {
+        if let Some((old, _)) = entries.tables.insert(id, (table, now)) {
             entries.bytes -= old.len();
         }
         entries.bytes += bytes;
@@ -69,7 +71,7 @@ impl TableCache {
                 .tables
                 .iter()
                 .min_by_key(|(_, (_, used))| *used)
-                .map(|(id, _)| id.clone())
+                .map(|(id, _)| *id)
             else {
                 break;
             };
@@ -96,16 +98,17 @@ mod tests {
 
     #[test]
     fn the_least_recently_used_tables_go_first() {
+        let [a, b, c, huge] = [1, 2, 3, 4].map(DataSourceId::fixed);
         let cache = TableCache::new(100);
-        cache.insert("a", table(40));
-        cache.insert("b", table(40));
-        assert!(cache.get("a").is_some());
-        cache.insert("c", table(40));
-        assert!(cache.get("b").is_none(), "b was the least recently used");
-        assert!(cache.get("a").is_some() && cache.get("c").is_some());
+        cache.insert(a, table(40));
+        cache.insert(b, table(40));
+        assert!(cache.get(a).is_some());
+        cache.insert(c, table(40));
+        assert!(cache.get(b).is_none(), "b was the least recently used");
+        assert!(cache.get(a).is_some() && cache.get(c).is_some());
         assert_eq!(cache.bytes(), 80);
-        cache.insert("huge", table(101));
-        assert!(cache.get("huge").is_none());
+        cache.insert(huge, table(101));
+        assert!(cache.get(huge).is_none());
         assert_eq!(cache.bytes(), 80);
     }
 }

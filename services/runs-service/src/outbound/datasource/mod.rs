@@ -43,8 +43,9 @@ use crate::domain::{
         Capacity, Column, DataSource, DataSources, ImportError, ImportLimits, QueryError,
         QueryLimits, QueryResult, Refusal,
     },
-    entities::new_id,
+    ids::{DataSourceId, IntegrationId, ThreadId},
 };
+use crate::outbound::sql::{stored_id, stored_optional_id};
 use cache::TableCache;
 use slots::{Slot, Slots};
 use worker::QueryWorker;
@@ -130,9 +131,9 @@ impl SqlDataSources {
     }
 
     /// The organization of `thread_id`, if the thread exists.
-    async fn org_of(&self, thread_id: &str) -> anyhow::Result<Option<String>> {
+    async fn org_of(&self, thread_id: ThreadId) -> anyhow::Result<Option<String>> {
         sqlx::query("SELECT org_id FROM threads WHERE id = $1")
-            .bind(thread_id)
+            .bind(thread_id.to_string())
             .fetch_optional(&self.store.pool)
             .await
             .context("failed to read the thread's organization")?
@@ -193,7 +194,7 @@ impl SqlDataSources {
         for _ in 0..NAME_ATTEMPTS {
             let taken: HashSet<String> =
                 sqlx::query("SELECT table_name FROM data_sources WHERE thread_id = $1")
-                    .bind(source.thread_id.as_str())
+                    .bind(source.thread_id.to_string())
                     .fetch_all(&self.store.pool)
                     .await
                     .context("failed to read the thread's table names")?
@@ -206,11 +207,11 @@ impl SqlDataSources {
                  columns_json, row_count, size_bytes, content, created_at) \
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
             )
-            .bind(source.id.as_str())
-            .bind(source.thread_id.as_str())
+            .bind(source.id.to_string())
+            .bind(source.thread_id.to_string())
             .bind(table_name.as_str())
             .bind(source.origin.as_str())
-            .bind(source.integration_id.as_deref())
+            .bind(source.integration_id.map(String::from))
             .bind(columns_json.as_str())
             .bind(source.row_count)
             .bind(source.size_bytes)
@@ -240,12 +241,12 @@ struct Store {
 
 impl Store {
     /// The stored bytes of data source `id`, from the cache or the database.
-    async fn load(&self, id: &str) -> anyhow::Result<Bytes> {
+    async fn load(&self, id: DataSourceId) -> anyhow::Result<Bytes> {
         if let Some(content) = self.cache.get(id) {
             return Ok(content);
         }
         let content: Vec<u8> = sqlx::query("SELECT content FROM data_sources WHERE id = $1")
-            .bind(id)
+            .bind(id.to_string())
             .fetch_optional(&self.pool)
             .await
             .context("failed to read a data source")?
@@ -284,11 +285,11 @@ fn decode_source(row: &AnyRow) -> anyhow::Result<DataSource> {
     let columns: Vec<Column> =
         serde_json::from_str(&columns_json).context("stored columns are not valid")?;
     Ok(DataSource {
-        id: row.try_get("id")?,
-        thread_id: row.try_get("thread_id")?,
+        id: stored_id(row, "id")?,
+        thread_id: stored_id(row, "thread_id")?,
         table_name: row.try_get("table_name")?,
         origin: row.try_get("origin")?,
-        integration_id: row.try_get("integration_id")?,
+        integration_id: stored_optional_id(row, "integration_id")?,
         columns,
         row_count: row.try_get("row_count")?,
         size_bytes: row.try_get("size_bytes")?,
@@ -300,10 +301,10 @@ fn decode_source(row: &AnyRow) -> anyhow::Result<DataSource> {
 impl DataSources for SqlDataSources {
     async fn import_csv(
         &self,
-        thread_id: &str,
+        thread_id: ThreadId,
         name: &str,
         origin: &str,
-        integration_id: Option<&str>,
+        integration_id: Option<IntegrationId>,
         csv: &[u8],
     ) -> Result<DataSource, ImportError> {
         // Refused before the bytes are copied.
@@ -329,11 +330,11 @@ impl DataSources for SqlDataSources {
 
         let row_count = parsed.batch.num_rows();
         let mut source = DataSource {
-            id: new_id(),
-            thread_id: thread_id.to_owned(),
+            id: DataSourceId::new(),
+            thread_id,
             table_name: String::new(),
             origin: origin.to_owned(),
-            integration_id: integration_id.map(str::to_owned),
+            integration_id,
             columns: parsed.columns,
             row_count: i64::try_from(row_count).unwrap_or(i64::MAX),
             size_bytes: i64::try_from(csv.len()).unwrap_or(i64::MAX),
@@ -346,9 +347,9 @@ impl DataSources for SqlDataSources {
 
         // The model usually queries a table right after importing it.
         let stored_bytes = content.len();
-        self.store.cache.insert(&source.id, Bytes::from(content));
+        self.store.cache.insert(source.id, Bytes::from(content));
         tracing::info!(
-            thread_id,
+            %thread_id,
             table = %source.table_name,
             rows = row_count,
             csv_bytes = csv.len(),
@@ -358,12 +359,12 @@ impl DataSources for SqlDataSources {
         Ok(source)
     }
 
-    async fn list(&self, thread_id: &str) -> Result<Vec<DataSource>, anyhow::Error> {
+    async fn list(&self, thread_id: ThreadId) -> Result<Vec<DataSource>, anyhow::Error> {
         sqlx::query(&format!(
             "SELECT {METADATA_COLUMNS} FROM data_sources WHERE thread_id = $1 \
              ORDER BY created_at, id"
         ))
-        .bind(thread_id)
+        .bind(thread_id.to_string())
         .fetch_all(&self.store.pool)
         .await
         .context("failed to list data sources")?
@@ -372,7 +373,7 @@ impl DataSources for SqlDataSources {
         .collect()
     }
 
-    async fn query(&self, thread_id: &str, sql: &str) -> Result<QueryResult, QueryError> {
+    async fn query(&self, thread_id: ThreadId, sql: &str) -> Result<QueryResult, QueryError> {
         let statement = gate::check_statement(sql)?;
         let named = allowlist::check_statement(&statement)?;
         let limits = self.limits;
@@ -381,7 +382,7 @@ impl DataSources for SqlDataSources {
             .org_of(thread_id)
             .await
             .map_err(QueryError::Internal)?
-            .unwrap_or_else(|| thread_id.to_owned());
+            .unwrap_or_else(|| thread_id.to_string());
         let slot = self
             .slots
             .acquire(&org, limits.timeout)
@@ -427,11 +428,11 @@ impl SqlDataSources {
     /// (lowercase): the only ones the query can read.
     async fn named_tables(
         &self,
-        thread_id: &str,
+        thread_id: ThreadId,
         named: &HashSet<String>,
     ) -> anyhow::Result<Vec<(String, Bytes)>> {
         let rows = sqlx::query("SELECT id, table_name FROM data_sources WHERE thread_id = $1")
-            .bind(thread_id)
+            .bind(thread_id.to_string())
             .fetch_all(&self.store.pool)
             .await
             .context("failed to read the thread's data sources")?;
@@ -439,8 +440,7 @@ impl SqlDataSources {
         for row in &rows {
             let name: String = row.try_get("table_name")?;
             if named.contains(&name.to_lowercase()) {
-                let id: String = row.try_get("id")?;
-                tables.push((name, self.store.load(&id).await?));
+                tables.push((name, self.store.load(stored_id(row, "id")?).await?));
             }
         }
         Ok(tables)
@@ -452,14 +452,14 @@ impl SqlDataSources {
 /// kills the process).
 async fn run_in_worker(
     worker: QueryWorker,
-    thread_id: &str,
+    thread_id: ThreadId,
     request: protocol::Request,
     contents: Vec<Bytes>,
     limits: QueryLimits,
     slot: Slot,
 ) -> Result<QueryResult, QueryError> {
     let (mut answer, outcome) = tokio::sync::oneshot::channel();
-    let label = thread_id.to_owned();
+    let label = thread_id.to_string();
     tokio::spawn(async move {
         let result = worker
             .run(&label, &request, &contents, &limits, answer.closed())

@@ -11,6 +11,7 @@ use tonic::{Code, Status};
 
 use crate::domain::{
     entities::{InputRequest, InputRequired},
+    ids::IntegrationId,
     ports::{
         Capabilities, Content, FailureFacts, McpCallError, McpPrompt, McpPromptArgument,
         McpResource, McpTool, ToolFailure, ToolOutput,
@@ -222,7 +223,7 @@ fn prompt(prompt: pb::Prompt) -> McpPrompt {
 
 /// A Discover response as what the integration offers.
 pub(super) fn capabilities(
-    integration_id: &str,
+    integration_id: IntegrationId,
     response: pb::DiscoverResponse,
 ) -> Result<Capabilities, McpCallError> {
     let slug = response
@@ -232,7 +233,7 @@ pub(super) fn capabilities(
         .filter(|s| !s.is_empty())
         .ok_or_else(|| McpCallError::Failed("mcp-service did not name the integration".into()))?;
     Ok(Capabilities {
-        integration_id: integration_id.to_owned(),
+        integration_id,
         slug,
         tools: response
             .tools

@@ -10,9 +10,12 @@ use tonic::{Request, Status, transport::Channel};
 
 pub use self::convert::tool_output;
 use self::convert::{capabilities, content, failure};
-use crate::domain::ports::{
-    Caller, Capabilities, Content, McpCallError, McpPort, McpPromptRequest, McpResourceRequest,
-    McpToolRequest, PromptLine, ResourceData, ResourceKindOf, ToolOutput,
+use crate::domain::{
+    ids::IntegrationId,
+    ports::{
+        Caller, Capabilities, Content, McpCallError, McpPort, McpPromptRequest, McpResourceRequest,
+        McpToolRequest, PromptLine, ResourceData, ResourceKindOf, ToolOutput,
+    },
 };
 
 mod convert;
@@ -98,14 +101,14 @@ impl McpPort for GrpcMcp {
     async fn discover(
         &self,
         caller: &Caller,
-        integration_id: &str,
+        integration_id: IntegrationId,
         timeout: Duration,
     ) -> Result<Capabilities, McpCallError> {
         let response = self
             .call(
                 caller,
                 pb::DiscoverRequest {
-                    integration_id: integration_id.to_owned(),
+                    integration_id: integration_id.to_string(),
                     bypass_cache: false,
                 },
                 timeout,
@@ -126,7 +129,7 @@ impl McpPort for GrpcMcp {
             .call(
                 caller,
                 pb::ExecuteToolRequest {
-                    integration_id: call.integration_id.to_owned(),
+                    integration_id: call.integration_id.to_string(),
                     tool_name: call.tool.to_owned(),
                     arguments: None,
                     session_scope: call.scope.to_owned(),
@@ -153,7 +156,7 @@ impl McpPort for GrpcMcp {
             .call(
                 caller,
                 pb::RetrieveResourceRequest {
-                    integration_id: read.integration_id.to_owned(),
+                    integration_id: read.integration_id.to_string(),
                     uri: read.uri.to_owned(),
                     parameters_json: serde_json::Value::from(read.parameters.clone()).to_string(),
                     session_scope: read.scope.to_owned(),
@@ -205,7 +208,7 @@ impl McpPort for GrpcMcp {
             .call(
                 caller,
                 pb::GetPromptRequest {
-                    integration_id: prompt.integration_id.to_owned(),
+                    integration_id: prompt.integration_id.to_string(),
                     name: prompt.name.to_owned(),
                     arguments_json: serde_json::Value::from(prompt.arguments.clone()).to_string(),
                     session_scope: prompt.scope.to_owned(),

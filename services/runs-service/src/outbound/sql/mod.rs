@@ -110,14 +110,17 @@ fn run_write_failed(what: &'static str) -> impl FnOnce(sqlx::Error) -> Repositor
 }
 
 /// Reads an id column: ids are stored as text and read back as their type.
-fn stored_id<T: FromStr<Err = uuid::Error>>(row: &AnyRow, column: &str) -> anyhow::Result<T> {
+pub(crate) fn stored_id<T: FromStr<Err = uuid::Error>>(
+    row: &AnyRow,
+    column: &str,
+) -> anyhow::Result<T> {
     let text: String = row.try_get(column)?;
     text.parse()
         .with_context(|| format!("stored {column} {text:?} is not a UUID"))
 }
 
 /// Reads an id column that may be NULL; see [`stored_id`].
-fn stored_optional_id<T: FromStr<Err = uuid::Error>>(
+pub(crate) fn stored_optional_id<T: FromStr<Err = uuid::Error>>(
     row: &AnyRow,
     column: &str,
 ) -> anyhow::Result<Option<T>> {

@@ -156,10 +156,10 @@ impl StepLoop {
             failed,
             authorize,
         } = discovered;
-        for (integration_id, error) in &failed {
+        for &(integration_id, ref error) in &failed {
             emitter
                 .emit(RunEvent::DiscoveryFailed {
-                    integration_id: integration_id.clone(),
+                    integration_id,
                     error: error.clone(),
                 })
                 .await?;

@@ -1,0 +1,100 @@
+//! An agent message's settings as the domain's, with the integration ids in
+//! them parsed: each invalid one is named by its field.
+
+use std::collections::BTreeMap;
+
+use switchboard_proto::{json::struct_to_json, runs::v1 as pb};
+use switchboard_server::FieldViolation;
+
+use crate::domain::{
+    entities::{AgentConfig, ClientTool},
+    error::RunsError,
+    ids::{IntegrationId, ParsedId},
+};
+
+/// An agent message's settings and what of them is not valid.
+#[derive(Debug)]
+pub(crate) struct AgentSettings {
+    config: AgentConfig,
+    /// Each invalid field, with the update-mask path it belongs to, so that
+    /// an update is refused only for the fields it changes.
+    invalid: Vec<(&'static str, FieldViolation)>,
+}
+
+impl AgentSettings {
+    /// Reads the settings of `agent`, the message of request field `agent`.
+    pub(crate) fn parse(agent: &pb::Agent) -> Self {
+        let mut invalid = Vec::new();
+        let mcp_integration_ids = agent
+            .mcp_integration_ids
+            .iter()
+            .enumerate()
+            .filter_map(|(i, id)| {
+                let field = format!("agent.mcp_integration_ids[{i}]");
+                IntegrationId::parse(&field, id)
+                    .map_err(|v| invalid.push(("mcp_integration_ids", v)))
+                    .ok()
+            })
+            .collect();
+        let tool_filters = agent
+            .tool_filters
+            .iter()
+            .enumerate()
+            .filter_map(|(i, filter)| {
+                let field = format!("agent.tool_filters[{i}].integration_id");
+                IntegrationId::parse(&field, &filter.integration_id)
+                    .map(|id| (id, filter.allowed_tools.clone()))
+                    .map_err(|v| invalid.push(("tool_filters", v)))
+                    .ok()
+            })
+            .collect::<BTreeMap<_, _>>();
+        let model = agent.model.clone().unwrap_or_default();
+        let config = AgentConfig {
+            instructions: agent.instructions.clone(),
+            provider: model.provider,
+            model: model.model,
+            mcp_integration_ids,
+            tool_filters,
+            client_tools: agent.client_tools.iter().map(client_tool).collect(),
+            max_steps: u32::try_from(agent.max_steps).unwrap_or(0),
+            disable_resource_tools: agent.disable_resource_tools,
+        };
+        Self { config, invalid }
+    }
+
+    /// The settings of a new agent: every field must be valid.
+    pub(crate) fn all(self) -> Result<AgentConfig, RunsError> {
+        self.valid(|_| true)
+    }
+
+    /// The settings of an update that changes the fields `paths` names:
+    /// those must be valid, the others are not read.
+    pub(crate) fn masked(self, paths: &[String]) -> Result<AgentConfig, RunsError> {
+        self.valid(|path| paths.iter().any(|p| p == path))
+    }
+
+    fn valid(self, read: impl Fn(&str) -> bool) -> Result<AgentConfig, RunsError> {
+        let violations: Vec<FieldViolation> = self
+            .invalid
+            .into_iter()
+            .filter(|(path, _)| read(path))
+            .map(|(_, violation)| violation)
+            .collect();
+        if violations.is_empty() {
+            Ok(self.config)
+        } else {
+            Err(RunsError::Invalid(violations))
+        }
+    }
+}
+
+fn client_tool(tool: &pb::ClientTool) -> ClientTool {
+    ClientTool {
+        name: tool.name.clone(),
+        description: tool.description.clone(),
+        parameters: tool.parameters_schema.as_ref().map_or_else(
+            || serde_json::json!({"type": "object", "properties": {}}),
+            struct_to_json,
+        ),
+    }
+}

@@ -1,0 +1,190 @@
+//! An agent's integrations over real gRPC, on both databases: integration
+//! ids (the agent's list and its tool filters) are UUIDs, refused by field
+//! otherwise, read back in one spelling, and an update reads only the fields
+//! its mask names.
+
+use prost_types::FieldMask;
+use switchboard_proto::runs::v1::{self as runs, runs_service_client::RunsServiceClient};
+use switchboard_server::RunningServer;
+use switchboard_test_support::{DbKind, TEST_JWT_SECRET, TestDb, authed, db_tests, token};
+use tonic::transport::Channel;
+
+use crate::hostile_model::bad_fields;
+
+const INTEGRATION: &str = "0192F0C4-7A3B-7C3D-8E4F-0123456789AB";
+const OTHER: &str = "0192f0c4-7a3b-7c3d-8e4f-0123456789ac";
+
+struct Service {
+    _db: TestDb,
+    _server: RunningServer,
+    client: RunsServiceClient<Channel>,
+}
+
+impl Service {
+    async fn start(kind: DbKind) -> Self {
+        let db = TestDb::new(kind).await.expect("a test database");
+        let mut config = switchboard_runs_service::Config::for_tests(
+            &db.url,
+            TEST_JWT_SECRET,
+            "http://127.0.0.1:1",
+        );
+        // Never called: these tests start no run.
+        config.model_providers = "scripted=openai,http://127.0.0.1:1".into();
+        let server = switchboard_runs_service::spawn(config)
+            .await
+            .expect("runs-service starts");
+        let client = RunsServiceClient::connect(server.url())
+            .await
+            .expect("connects");
+        Self {
+            _db: db,
+            _server: server,
+            client,
+        }
+    }
+
+    async fn create(&mut self, agent: runs::Agent) -> Result<runs::Agent, tonic::Status> {
+        let request = runs::CreateAgentRequest {
+            agent: Some(agent),
+            ..Default::default()
+        };
+        self.client
+            .create_agent(authed(request, &admin()))
+            .await
+            .map(|response| response.into_inner().agent.expect("an agent"))
+    }
+
+    async fn update(
+        &mut self,
+        agent: runs::Agent,
+        paths: &[&str],
+    ) -> Result<runs::Agent, tonic::Status> {
+        let request = runs::UpdateAgentRequest {
+            agent: Some(agent),
+            update_mask: Some(FieldMask {
+                paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+            }),
+        };
+        self.client
+            .update_agent(authed(request, &admin()))
+            .await
+            .map(|response| response.into_inner().agent.expect("an agent"))
+    }
+}
+
+fn admin() -> String {
+    token("org-settings", "admin", &["admin"])
+}
+
+fn filter(integration_id: &str, tools: &[&str]) -> runs::IntegrationToolFilter {
+    runs::IntegrationToolFilter {
+        integration_id: integration_id.into(),
+        allowed_tools: tools.iter().map(|t| (*t).to_owned()).collect(),
+    }
+}
+
+fn agent(integrations: &[&str], filters: Vec<runs::IntegrationToolFilter>) -> runs::Agent {
+    runs::Agent {
+        name: "settings".into(),
+        model: Some(runs::ModelRef {
+            provider: "scripted".into(),
+            model: "test-model".into(),
+        }),
+        mcp_integration_ids: integrations.iter().map(|i| (*i).to_owned()).collect(),
+        tool_filters: filters,
+        ..Default::default()
+    }
+}
+
+async fn integration_ids_that_are_not_uuids_are_refused_by_field(kind: DbKind) {
+    let mut service = Service::start(kind).await;
+    let refused = service
+        .create(agent(
+            &[INTEGRATION, "github"],
+            vec![filter(OTHER, &["search"]), filter("github", &["search"])],
+        ))
+        .await
+        .expect_err("not integration ids");
+    assert_eq!(
+        bad_fields(&refused),
+        [
+            "agent.mcp_integration_ids[1]",
+            "agent.tool_filters[1].integration_id"
+        ]
+    );
+}
+
+async fn an_agents_integrations_read_back_in_one_spelling(kind: DbKind) {
+    let mut service = Service::start(kind).await;
+    let created = service
+        .create(agent(
+            &[INTEGRATION],
+            vec![filter(INTEGRATION, &["search"])],
+        ))
+        .await
+        .expect("created");
+    let lowercase = INTEGRATION.to_lowercase();
+    assert_eq!(created.mcp_integration_ids, [lowercase.as_str()]);
+    assert_eq!(created.tool_filters, [filter(&lowercase, &["search"])]);
+    let read = service
+        .client
+        .get_agent(authed(
+            runs::GetAgentRequest {
+                id: created.id.clone(),
+            },
+            &admin(),
+        ))
+        .await
+        .expect("read")
+        .into_inner()
+        .agent
+        .expect("an agent");
+    assert_eq!(read, created);
+}
+
+async fn an_update_reads_only_the_fields_its_mask_names(kind: DbKind) {
+    let mut service = Service::start(kind).await;
+    let created = service
+        .create(agent(
+            &[INTEGRATION],
+            vec![filter(INTEGRATION, &["search"])],
+        ))
+        .await
+        .expect("created");
+    let mut patch = agent(&["not-an-id"], vec![filter("github", &["push"])]);
+    patch.id = created.id.clone();
+    patch.name = "renamed".into();
+
+    let renamed = service
+        .update(patch.clone(), &["name"])
+        .await
+        .expect("the mask names only the name");
+    assert_eq!(renamed.name, "renamed");
+    assert_eq!(renamed.mcp_integration_ids, created.mcp_integration_ids);
+    assert_eq!(renamed.tool_filters, created.tool_filters);
+
+    let refused = service
+        .update(patch.clone(), &["name", "tool_filters"])
+        .await
+        .expect_err("the mask names the filters");
+    assert_eq!(
+        bad_fields(&refused),
+        ["agent.tool_filters[0].integration_id"]
+    );
+
+    patch.mcp_integration_ids = vec![OTHER.into()];
+    patch.tool_filters = vec![filter(OTHER, &["push"])];
+    let updated = service
+        .update(patch, &["mcp_integration_ids", "tool_filters"])
+        .await
+        .expect("valid ids");
+    assert_eq!(updated.mcp_integration_ids, [OTHER]);
+    assert_eq!(updated.tool_filters, [filter(OTHER, &["push"])]);
+    assert_eq!(updated.name, "renamed");
+}
+
+db_tests!(
+    integration_ids_that_are_not_uuids_are_refused_by_field,
+    an_agents_integrations_read_back_in_one_spelling,
+    an_update_reads_only_the_fields_its_mask_names,
+);

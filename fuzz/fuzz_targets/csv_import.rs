@@ -16,7 +16,7 @@
 use std::{collections::HashSet, sync::LazyLock};
 
 use libfuzzer_sys::fuzz_target;
-use switchboard_fuzz::{THREAD_ID, import_limits, is_plain_identifier};
+use switchboard_fuzz::{import_limits, is_plain_identifier, thread_id};
 use switchboard_runs_service::{
     domain::datasource::{DataSources as _, ImportError},
     outbound::datasource::SqlDataSources,
@@ -54,7 +54,7 @@ async fn check(fx: &Fixture, name: &str, csv: &[u8]) {
     let limits = import_limits();
     let source = match fx
         .sources
-        .import_csv(THREAD_ID, name, "fuzz.csv", None, csv)
+        .import_csv(thread_id(), name, "fuzz.csv", None, csv)
         .await
     {
         Ok(source) => source,
@@ -86,7 +86,7 @@ async fn check(fx: &Fixture, name: &str, csv: &[u8]) {
     );
     let result = fx
         .sources
-        .query(THREAD_ID, &sql)
+        .query(thread_id(), &sql)
         .await
         .unwrap_or_else(|e| panic!("{sql}: {e:?} for {source:?}"));
     assert_eq!(
@@ -97,7 +97,7 @@ async fn check(fx: &Fixture, name: &str, csv: &[u8]) {
 
     // Each import adds a row; keep the database small.
     sqlx::query("DELETE FROM data_sources WHERE id = $1")
-        .bind(source.id.as_str())
+        .bind(source.id.to_string())
         .execute(&fx.pool)
         .await
         .expect("the imported row is deleted (a set-up invariant)");

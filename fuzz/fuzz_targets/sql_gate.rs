@@ -15,7 +15,7 @@ use std::sync::{
 };
 
 use libfuzzer_sys::fuzz_target;
-use switchboard_fuzz::{THREAD_ID, query_limits};
+use switchboard_fuzz::{query_limits, thread_id};
 use switchboard_runs_service::{
     domain::{
         datasource::{DataSources as _, QueryError},
@@ -47,7 +47,7 @@ static FIXTURE: LazyLock<Fixture> = LazyLock::new(|| {
             .with_queries_in_process();
         for (name, csv) in [("sales.csv", SALES), ("regions.csv", REGIONS)] {
             sources
-                .import_csv(THREAD_ID, name, name, None, csv.as_bytes())
+                .import_csv(thread_id(), name, name, None, csv.as_bytes())
                 .await
                 .expect("the fixture tables import (a set-up invariant)");
         }
@@ -68,7 +68,7 @@ fuzz_target!(|data: &[u8]| {
 
 async fn check(fx: &Fixture, sql: &str) {
     let limits = query_limits();
-    match fx.sources.query(THREAD_ID, sql).await {
+    match fx.sources.query(thread_id(), sql).await {
         Ok(result) => {
             assert!(result.rows.len() <= limits.max_rows, "{sql}");
             for row in &result.rows {
@@ -93,13 +93,13 @@ async fn check(fx: &Fixture, sql: &str) {
     if RUNS.fetch_add(1, Ordering::Relaxed) % 1024 == 0 {
         let count = fx
             .sources
-            .query(THREAD_ID, "SELECT COUNT(*) FROM sales")
+            .query(thread_id(), "SELECT COUNT(*) FROM sales")
             .await
             .expect("the fixture table answers (a set-up invariant)");
         assert_eq!(count.rows, vec![vec![SALES_ROWS.to_owned()]], "after {sql}");
         let tables = fx
             .sources
-            .list(THREAD_ID)
+            .list(thread_id())
             .await
             .expect("the fixture tables list (a set-up invariant)");
         assert_eq!(tables.len(), 2, "after {sql}");

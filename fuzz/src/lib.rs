@@ -11,7 +11,7 @@ use switchboard_runs_service::{
     domain::{
         datasource::{ImportLimits, QueryLimits},
         entities::Thread,
-        ids::AgentId,
+        ids::{AgentId, ThreadId},
         ports::RunsRepository as _,
     },
     outbound::{
@@ -22,6 +22,13 @@ use switchboard_runs_service::{
 
 /// The thread every fuzzed import and query belongs to.
 pub const THREAD_ID: &str = "00000000-0000-7000-8000-0000000f0220";
+
+/// [`THREAD_ID`] as runs-service's thread id.
+pub fn thread_id() -> ThreadId {
+    THREAD_ID
+        .parse()
+        .expect("THREAD_ID is a UUID (a set-up invariant)")
+}
 
 /// A runtime like the service's: several workers, timers on.
 pub fn runtime() -> tokio::runtime::Runtime {
@@ -63,9 +70,7 @@ pub async fn database() -> AnyPool {
         .expect("runs-service's migrations apply (a set-up invariant)");
     SqlRunsRepository::new(pool.clone())
         .insert_thread(&Thread {
-            id: THREAD_ID
-                .parse()
-                .expect("THREAD_ID is a UUID (a set-up invariant)"),
+            id: thread_id(),
             org_id: "fuzz-org".to_owned(),
             user_id: "fuzz-user".to_owned(),
             agent_id: AgentId::new(),

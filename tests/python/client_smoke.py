@@ -18,11 +18,16 @@ import grpc_tools
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_tools import protoc
 
-PROTOS = [
-    "switchboard/common/v1/common.proto",
-    "switchboard/mcp/v1/mcp.proto",
-    "switchboard/runs/v1/runs.proto",
-]
+
+def protos(proto_dir: str) -> list[str]:
+    """Every contract file, so that a new one is never left out."""
+    root = os.path.join(proto_dir, "switchboard")
+    return sorted(
+        os.path.relpath(os.path.join(folder, name), proto_dir)
+        for folder, _, names in os.walk(root)
+        for name in names
+        if name.endswith(".proto")
+    )
 
 
 def generate(proto_dir: str, out_dir: str) -> None:
@@ -33,7 +38,7 @@ def generate(proto_dir: str, out_dir: str) -> None:
         f"-I{well_known}",
         f"--python_out={out_dir}",
         f"--grpc_python_out={out_dir}",
-        *PROTOS,
+        *protos(proto_dir),
     ]
     if protoc.main(args) != 0:
         raise SystemExit("protoc failed to generate the Python client")

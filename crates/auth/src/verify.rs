@@ -11,7 +11,7 @@ use crate::{
     AuthError, Principal,
     cache::VerifiedTokens,
     jwks::JwksKeys,
-    token::{ClaimNames, JwtKey, VerifierConfig},
+    token::{ClaimLimits, ClaimNames, JwtKey, VerifierConfig},
 };
 
 /// Verifies bearer tokens into [`Principal`]s.
@@ -20,6 +20,7 @@ pub struct Authenticator {
     keys: Keys,
     validation: Validation,
     claims: ClaimNames,
+    limits: ClaimLimits,
     /// Tokens verified lately, shared by every clone.
     verified: Arc<VerifiedTokens>,
 }
@@ -77,6 +78,8 @@ impl Authenticator {
         for (name, claim) in [
             ("organization", &config.claims.org),
             ("roles", &config.claims.roles),
+            ("groups", &config.claims.groups),
+            ("teams", &config.claims.teams),
         ] {
             if claim.trim().is_empty() {
                 return Err(AuthError::Key(format!("the {name} claim name is empty")));
@@ -86,6 +89,7 @@ impl Authenticator {
             keys,
             validation: base_validation(config),
             claims: config.claims.clone(),
+            limits: config.claim_limits,
             verified: Arc::default(),
         })
     }
@@ -164,7 +168,7 @@ impl Authenticator {
                 _ => AuthError::Invalid,
             },
         )?;
-        let principal = principal_from(&data.claims, &self.claims)?;
+        let principal = principal_from(&data.claims, &self.claims, self.limits)?;
         Ok((principal, data.claims))
     }
 }
@@ -201,9 +205,13 @@ fn key_id(token: &str) -> Result<String, AuthError> {
         .ok_or(AuthError::Invalid)
 }
 
-/// Who verified claims name: `sub`, and the organization and roles under
-/// their configured names.
-fn principal_from(claims: &Map<String, Value>, names: &ClaimNames) -> Result<Principal, AuthError> {
+/// Who verified claims name: `sub`, the organization, roles, groups and
+/// teams under their configured names, and the calling service.
+fn principal_from(
+    claims: &Map<String, Value>,
+    names: &ClaimNames,
+    limits: ClaimLimits,
+) -> Result<Principal, AuthError> {
     let text = |value: Option<&Value>| {
         value
             .and_then(Value::as_str)
@@ -213,20 +221,43 @@ fn principal_from(claims: &Map<String, Value>, names: &ClaimNames) -> Result<Pri
     };
     let user_id = text(claims.get("sub"))?;
     let org_id = text(claim(claims, &names.org))?;
-    let roles = match claim(claims, &names.roles) {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::String(roles)) => roles.split_whitespace().map(str::to_owned).collect(),
-        Some(Value::Array(roles)) => roles
-            .iter()
-            .map(|role| role.as_str().map(str::to_owned).ok_or(AuthError::Invalid))
-            .collect::<Result<_, _>>()?,
-        Some(_) => return Err(AuthError::Invalid),
-    };
+    let list = |name: &str| string_list(claim(claims, name), limits);
+    let service = ["azp", "client_id"]
+        .into_iter()
+        .find_map(|name| claims.get(name).and_then(Value::as_str))
+        .unwrap_or_default();
+    if service.len() > limits.max_value_bytes {
+        return Err(AuthError::Invalid);
+    }
     Ok(Principal {
         org_id,
         user_id,
-        roles,
+        roles: list(&names.roles)?,
+        groups: list(&names.groups)?,
+        teams: list(&names.teams)?,
+        service: service.to_owned(),
     })
+}
+
+/// A claim holding a list of strings, or one string of space-separated
+/// values; absent or null is empty. Past `limits` the token is refused.
+fn string_list(value: Option<&Value>, limits: ClaimLimits) -> Result<Vec<String>, AuthError> {
+    let values: Vec<String> = match value {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(values)) => values
+            .split_whitespace()
+            .take(limits.max_values.saturating_add(1))
+            .map(str::to_owned)
+            .collect(),
+        Some(Value::Array(values)) if values.len() <= limits.max_values => values
+            .iter()
+            .map(|value| value.as_str().map(str::to_owned).ok_or(AuthError::Invalid))
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(AuthError::Invalid),
+    };
+    let within = values.len() <= limits.max_values
+        && values.iter().all(|v| v.len() <= limits.max_value_bytes);
+    if within { Ok(values) } else { Err(AuthError::Invalid) }
 }
 
 /// The claim called `name`; when there is none and the name has dots, the
@@ -285,11 +316,7 @@ mod tests {
         claims.exp = unix_now() - 3600;
         let token = TokenMinter::hs256(SECRET).mint(&claims).expect("mints");
         // As if it had been verified while still valid.
-        let principal = Principal {
-            org_id: "org".into(),
-            user_id: "user".into(),
-            roles: Vec::new(),
-        };
+        let principal = Principal::new("org", "user", Vec::new());
         auth.verified.insert(&token, &principal, claims.exp);
         assert_eq!(auth.verify(&token), Err(AuthError::Expired));
         assert_eq!(auth.verified.len(), 0, "the stale entry is dropped");
@@ -303,11 +330,7 @@ mod tests {
         auth.verify(&token).expect("verifies");
         // Its entry claims another user: served while fresh, replaced once
         // older than the longest age.
-        let other = Principal {
-            org_id: "org".into(),
-            user_id: "someone-else".into(),
-            roles: Vec::new(),
-        };
+        let other = Principal::new("org", "someone-else", Vec::new());
         auth.verified.insert(&token, &other, unix_now() + 600);
         assert_eq!(
             auth.verify(&token).map(|p| p.user_id),
@@ -427,6 +450,7 @@ mod tests {
         config.claims = ClaimNames {
             org: "https://switchboard.dev/tenant".into(),
             roles: "realm_access.roles".into(),
+            ..ClaimNames::default()
         };
         let custom = Authenticator::new(&config).expect("valid config");
         let minter = TokenMinter::hs256(SECRET);
@@ -472,6 +496,58 @@ mod tests {
                 "{claims}"
             );
         }
+    }
+
+    #[test]
+    fn groups_teams_and_the_calling_service_are_read_for_policies() {
+        let minter = TokenMinter::hs256(SECRET);
+        let token = minter
+            .mint(&json!({"sub": "u", "org": "o", "exp": unix_now() + 600,
+                "groups": ["eng", "oncall"], "teams": "payments search",
+                "azp": "billing-service", "client_id": "not-this-one"}))
+            .expect("mints");
+        let principal = authenticator().verify(&token).expect("verifies");
+        assert_eq!(principal.groups, ["eng", "oncall"]);
+        assert_eq!(principal.teams, ["payments", "search"]);
+        assert_eq!(principal.service, "billing-service");
+        let token = minter
+            .mint(&json!({"sub": "u", "org": "o", "exp": unix_now() + 600, "client_id": "cli"}))
+            .expect("mints");
+        assert_eq!(authenticator().verify(&token).expect("verifies").service, "cli");
+        let token = minter.token("o", "u", &[]).expect("mints");
+        let bare = authenticator().verify(&token).expect("verifies");
+        assert!(bare.groups.is_empty() && bare.teams.is_empty() && bare.service.is_empty());
+    }
+
+    #[test]
+    fn lists_at_their_bounds_verify_and_past_them_are_refused() {
+        let limits = ClaimLimits::default();
+        let minter = TokenMinter::hs256(SECRET);
+        let verify = |claim: &str, value: Value| {
+            let mut claims = json!({"sub": "u", "org": "o", "exp": unix_now() + 600});
+            claims[claim] = value;
+            authenticator().verify(&minter.mint(&claims).expect("mints"))
+        };
+        let names = |n: usize| (0..n).map(|i| format!("g{i}")).collect::<Vec<_>>();
+        let long = "x".repeat(limits.max_value_bytes);
+        for claim in ["roles", "groups", "teams"] {
+            assert!(verify(claim, json!(names(limits.max_values))).is_ok());
+            assert!(verify(claim, json!(names(limits.max_values).join(" "))).is_ok());
+            assert!(verify(claim, json!([long.clone()])).is_ok());
+            for over in [
+                json!(names(limits.max_values + 1)),
+                json!(names(limits.max_values + 1).join(" ")),
+                json!([format!("{long}x")]),
+                json!(format!("{long}x")),
+            ] {
+                assert_eq!(verify(claim, over), Err(AuthError::Invalid), "{claim}");
+            }
+        }
+        assert!(verify("azp", json!(long.clone())).is_ok());
+        assert_eq!(
+            verify("azp", json!(format!("{long}x"))),
+            Err(AuthError::Invalid)
+        );
     }
 
     #[test]

@@ -32,11 +32,7 @@ pub(super) struct World {
 
 pub(super) fn caller() -> Caller {
     Caller {
-        principal: Principal {
-            org_id: "org".into(),
-            user_id: "user".into(),
-            roles: vec![],
-        },
+        principal: Principal::new("org", "user", vec![]),
         token: None,
     }
 }

@@ -7,6 +7,7 @@ use switchboard_db::DatabaseArgs;
 use switchboard_server::{AuthArgs, CommonArgs, ServerArgs, TelemetryArgs};
 
 use crate::{
+    domain::policy::model::PolicyLimits,
     domain::{
         address_policy::AddressPolicy,
         catalog::Catalog,
@@ -148,6 +149,17 @@ pub struct Config {
     /// changes through another replica take effect within this time.
     #[arg(long, env = "SWITCHBOARD_INTEGRATION_CACHE_TTL", default_value = "2s", value_parser = humantime::parse_duration)]
     pub integration_cache_ttl: Duration,
+    /// How long an organization's compiled policies are reused by later
+    /// calls; a policy change through another replica takes effect within
+    /// this time (through this one, at once).
+    #[arg(long, env = "SWITCHBOARD_POLICY_CACHE_TTL", default_value = "2s", value_parser = humantime::parse_duration)]
+    pub policy_cache_ttl: Duration,
+    /// Most rules one policy may hold.
+    #[arg(long, env = "SWITCHBOARD_POLICY_MAX_RULES", default_value_t = PolicyLimits::default().max_rules_per_policy)]
+    pub policy_max_rules: usize,
+    /// Most policies one organization may hold.
+    #[arg(long, env = "SWITCHBOARD_POLICY_MAX_POLICIES", default_value_t = PolicyLimits::default().max_policies_per_org)]
+    pub policy_max_policies: usize,
     /// How long a server's `request_state` or `task_id`, sealed to the
     /// caller and call that received it, may be sent back to resume it.
     #[arg(long, env = "SWITCHBOARD_MCP_RESUME_TTL", default_value = "24h", value_parser = humantime::parse_duration)]
@@ -245,6 +257,14 @@ fn test_home_root() -> String {
 }
 
 impl Config {
+    /// The bounds of each organization's policies.
+    pub fn policy_limits(&self) -> PolicyLimits {
+        PolicyLimits {
+            max_rules_per_policy: self.policy_max_rules,
+            max_policies_per_org: self.policy_max_policies,
+        }
+    }
+
     /// Settings for tests: loopback ephemeral port, the given database and
     /// HS256 secret, a random sealing key, loopback allowed outbound.
     pub fn for_tests(database_url: &str, jwt_secret: &str) -> Self {
@@ -294,6 +314,9 @@ impl Config {
             session_idle_timeout: Duration::from_secs(300),
             discovery_ttl: Duration::from_secs(300),
             integration_cache_ttl: Duration::from_secs(2),
+            policy_cache_ttl: Duration::from_secs(2),
+            policy_max_rules: PolicyLimits::default().max_rules_per_policy,
+            policy_max_policies: PolicyLimits::default().max_policies_per_org,
             resume_ttl: Duration::from_secs(24 * 3600),
             max_result_bytes: 4 * 1024 * 1024,
             max_sessions_per_org: 200,

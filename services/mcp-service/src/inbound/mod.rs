@@ -4,8 +4,10 @@ mod convert;
 mod error;
 mod grpc;
 mod parse;
+mod policy;
 mod resume;
 pub(crate) mod wire;
 
 pub(crate) use grpc::McpApi;
+pub(crate) use policy::PolicyApi;
 pub(crate) use resume::ResumeSeal;

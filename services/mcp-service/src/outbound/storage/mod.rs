@@ -2,4 +2,5 @@
 //! that seals secrets before they reach the database.
 
 pub mod secret_box;
+pub mod policies;
 pub mod sql;

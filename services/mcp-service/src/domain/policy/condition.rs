@@ -3,7 +3,10 @@
 
 use std::{panic::AssertUnwindSafe, sync::Arc};
 
-use cel::{Context, Env, ExecutionError, Program, Value};
+use cel::{
+    Context, Env, ExecutionError, IdedExpr, Program, Value,
+    common::ast::{EntryExpr, Expr, MapExpr, StructExpr},
+};
 
 use super::facts::CallFacts;
 
@@ -45,6 +48,103 @@ impl ConditionError {
     }
 }
 
+/// The deepest expression tree a condition may compile to. Evaluating a
+/// condition, and dropping it, recurse once per level on the caller's
+/// stack (a tokio worker's 2 MiB): chains the text check cannot see
+/// (`a.b.c…`, `1 + 1 + …`) are measured on the tree.
+pub const MAX_TREE_DEPTH: usize = 64;
+
+/// The stack the parser runs on: its recursion follows the text's chains
+/// before the tree can be measured, so it gets room for the longest chain
+/// a condition of [`MAX_CONDITION_BYTES`] can spell.
+const PARSE_STACK_BYTES: usize = 256 * 1024 * 1024;
+
+/// Parses `text` on a thread of its own with room for the parser's
+/// recursion, and keeps the program only when its tree is shallow enough
+/// to evaluate and drop on an ordinary stack (a deep one is dropped there).
+fn parse_bounded(text: &str, env: &Arc<Env>) -> Result<Program, ConditionError> {
+    let text = text.to_owned();
+    let env = env.clone();
+    let parse = move || -> Result<Program, ConditionError> {
+        // Generated code over hostile text: a panic in it is a refused
+        // condition, not a dead request.
+        let parsed = std::panic::catch_unwind(AssertUnwindSafe(|| env.compile(&text)))
+            .map_err(|_| ConditionError::at(1, 1, "the condition could not be parsed"))?;
+        let program = parsed.map_err(|errors| {
+            let first = errors.errors.first();
+            let (line, column) = first.map_or((1, 1), |e| {
+                (
+                    usize::try_from(e.pos.0).unwrap_or(1).max(1),
+                    // The parser counts columns from 1 already.
+                    usize::try_from(e.pos.1).unwrap_or(1).max(1),
+                )
+            });
+            let message = first.map_or_else(|| "syntax error".to_owned(), |e| e.msg.clone());
+            ConditionError::at(line, column, message)
+        })?;
+        if tree_depth(program.expression()) > MAX_TREE_DEPTH {
+            return Err(ConditionError::at(
+                1,
+                1,
+                format!("the expression is nested more than {MAX_TREE_DEPTH} deep"),
+            ));
+        }
+        Ok(program)
+    };
+    std::thread::Builder::new()
+        .name("policy-parse".into())
+        .stack_size(PARSE_STACK_BYTES)
+        .spawn(parse)
+        .map_err(|_| ConditionError::at(1, 1, "the condition could not be parsed now"))?
+        .join()
+        .map_err(|_| ConditionError::at(1, 1, "the condition could not be parsed"))?
+}
+
+/// The depth of an expression tree, measured without recursion.
+fn tree_depth(root: &IdedExpr) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(root, 1usize)];
+    while let Some((node, depth)) = stack.pop() {
+        deepest = deepest.max(depth);
+        if depth > MAX_TREE_DEPTH {
+            break;
+        }
+        let mut below = Vec::new();
+        children(&node.expr, &mut |child| below.push(child));
+        stack.extend(below.into_iter().map(|child| (child, depth + 1)));
+    }
+    deepest
+}
+
+/// Calls `each` on every direct child of `expr`.
+fn children<'a>(expr: &'a Expr, each: &mut impl FnMut(&'a IdedExpr)) {
+    match expr {
+        Expr::Call(call) => {
+            call.target.iter().for_each(|t| each(t));
+            call.args.iter().for_each(|a| each(a));
+        }
+        Expr::Comprehension(c) => {
+            for child in [&c.iter_range, &c.accu_init, &c.loop_cond, &c.loop_step, &c.result] {
+                each(child);
+            }
+        }
+        Expr::List(list) => list.elements.iter().for_each(|e| each(e)),
+        Expr::Map(MapExpr { entries }) | Expr::Struct(StructExpr { entries, .. }) => {
+            for entry in entries {
+                match &entry.expr {
+                    EntryExpr::StructField(field) => each(&field.value),
+                    EntryExpr::MapEntry(entry) => {
+                        each(&entry.key);
+                        each(&entry.value);
+                    }
+                }
+            }
+        }
+        Expr::Select(select) => each(&select.operand),
+        Expr::Unspecified | Expr::Ident(_) | Expr::Literal(_) => {}
+    }
+}
+
 /// A compiled condition.
 #[derive(Debug)]
 pub struct Condition {
@@ -80,21 +180,7 @@ impl Condition {
             return Err(ConditionError::at(1, 1, "the condition is empty"));
         }
         check_shape(text)?;
-        // The parser is generated code over hostile text: a panic in it is a
-        // refused condition, not a dead request.
-        let parsed = std::panic::catch_unwind(AssertUnwindSafe(|| env.compile(text)))
-            .map_err(|_| ConditionError::at(1, 1, "the condition could not be parsed"))?;
-        let program = parsed.map_err(|errors| {
-            let first = errors.errors.first();
-            let (line, column) = first.map_or((1, 1), |e| {
-                (
-                    usize::try_from(e.pos.0).unwrap_or(1).max(1),
-                    usize::try_from(e.pos.1).unwrap_or(0).saturating_add(1),
-                )
-            });
-            let message = first.map_or_else(|| "syntax error".to_owned(), |e| e.msg.clone());
-            ConditionError::at(line, column, message)
-        })?;
+        let program = parse_bounded(text, env)?;
         let uses_tool = program.references().has_variable("tool");
         let condition = Self { program, uses_tool };
         condition.check_on_samples(env)?;
@@ -153,6 +239,12 @@ impl Condition {
         }
         Ok(())
     }
+}
+
+/// [`check_shape`], for the tests of the module's parent.
+#[cfg(test)]
+pub(super) fn check_shape_for_tests(text: &str) -> Result<(), ConditionError> {
+    check_shape(text)
 }
 
 /// The comprehension macros, whose nesting multiplies work.

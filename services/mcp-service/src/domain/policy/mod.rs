@@ -18,6 +18,9 @@ pub mod ports;
 pub mod service;
 pub mod validate;
 
+#[cfg(test)]
+mod tests;
+
 
 /// What a policy rule that gates a call behind an approval asks for: which
 /// rule it was, why, and who may approve.

@@ -107,6 +107,7 @@ impl McpPort for GrpcMcp {
                 pb::DiscoverRequest {
                     integration_id: integration_id.to_owned(),
                     bypass_cache: false,
+                    allowed_tools: None,
                 },
                 timeout,
                 |mut client, request| async move { client.discover(request).await },

@@ -58,6 +58,7 @@ impl McpPort for FakeMcp {
         &self,
         _caller: &Caller,
         integration_id: &str,
+        _allowed_tools: Option<&[String]>,
         _timeout: Duration,
     ) -> Result<Capabilities, McpCallError> {
         if let Some(error) = self.unreachable.get(integration_id) {

@@ -81,6 +81,13 @@ fn never_sent(status: &Status) -> bool {
     false
 }
 
+/// An agent's allow-list as mcp-service reads it.
+fn allow_list(tools: Option<&[String]>) -> Option<pb::ToolAllowList> {
+    tools.map(|tools| pb::ToolAllowList {
+        tools: tools.to_vec(),
+    })
+}
+
 fn request<T>(caller: &Caller, message: T, timeout: Duration) -> Request<T> {
     let mut request = Request::new(message);
     request.set_timeout(timeout);
@@ -99,6 +106,7 @@ impl McpPort for GrpcMcp {
         &self,
         caller: &Caller,
         integration_id: &str,
+        allowed_tools: Option<&[String]>,
         timeout: Duration,
     ) -> Result<Capabilities, McpCallError> {
         let response = self
@@ -107,7 +115,7 @@ impl McpPort for GrpcMcp {
                 pb::DiscoverRequest {
                     integration_id: integration_id.to_owned(),
                     bypass_cache: false,
-                    allowed_tools: None,
+                    allowed_tools: allow_list(allowed_tools),
                 },
                 timeout,
                 |mut client, request| async move { client.discover(request).await },
@@ -136,6 +144,7 @@ impl McpPort for GrpcMcp {
                     request_state: answers.request_state,
                     task_id: answers.task_id,
                     approval_id: None,
+                    allowed_tools: allow_list(call.allowed_tools),
                 },
                 timeout,
                 |mut client, request| async move { client.execute_tool(request).await },

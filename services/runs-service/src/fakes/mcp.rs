@@ -28,6 +28,7 @@ pub struct FakeMcp {
     tools: HashMap<(String, String), ToolBehaviour>,
     unreachable: HashMap<String, String>,
     calls: Mutex<Vec<(String, String, String)>>,
+    allow_lists: Mutex<Vec<(&'static str, Option<Vec<String>>)>>,
 }
 
 impl FakeMcp {
@@ -45,6 +46,18 @@ impl FakeMcp {
         self
     }
 
+    /// The allow-lists passed along so far, each with what carried it
+    /// (`discover` or `execute`), in order.
+    pub fn allow_lists(&self) -> Vec<(&'static str, Option<Vec<String>>)> {
+        self.allow_lists.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    fn record_allow_list(&self, by: &'static str, list: Option<&[String]>) {
+        if let Ok(mut lists) = self.allow_lists.lock() {
+            lists.push((by, list.map(<[String]>::to_vec)));
+        }
+    }
+
     /// The calls made so far: integration, tool and arguments, in the order
     /// they started.
     pub fn calls(&self) -> Vec<(String, String, String)> {
@@ -58,9 +71,10 @@ impl McpPort for FakeMcp {
         &self,
         _caller: &Caller,
         integration_id: &str,
-        _allowed_tools: Option<&[String]>,
+        allowed_tools: Option<&[String]>,
         _timeout: Duration,
     ) -> Result<Capabilities, McpCallError> {
+        self.record_allow_list("discover", allowed_tools);
         if let Some(error) = self.unreachable.get(integration_id) {
             return Err(McpCallError::Unavailable(error.clone()));
         }
@@ -95,8 +109,10 @@ impl McpPort for FakeMcp {
             integration_id,
             tool,
             arguments,
+            allowed_tools,
             ..
         } = call;
+        self.record_allow_list("execute", allowed_tools);
         if let Ok(mut calls) = self.calls.lock() {
             calls.push((integration_id.into(), tool.into(), arguments.into()));
         }

@@ -189,6 +189,29 @@ async fn a_run_stops_at_its_step_limit() {
 }
 
 #[tokio::test]
+async fn the_agents_tool_filter_goes_along_with_discovery_and_the_call() {
+    let answer = || ToolBehaviour::Answer("pong".into(), Duration::ZERO);
+    let mcp = FakeMcp::default()
+        .tool("i1", "ping", answer())
+        .tool("i1", "wipe", answer());
+    let script = vec![
+        ScriptedTurn::Call(vec![call("i1__ping", "{}")]),
+        ScriptedTurn::Say("done".into()),
+    ];
+    let mut config = with_integrations(&["i1"]);
+    config
+        .tool_filters
+        .insert("i1".into(), vec!["ping".into()]);
+    let world = World::new(mcp, config, script).await;
+    assert_eq!(ended(&world.say("go").await).status, RunStatus::Completed);
+    let only_ping = Some(vec!["ping".to_owned()]);
+    assert_eq!(
+        world.mcp.allow_lists(),
+        [("discover", only_ping.clone()), ("execute", only_ping)]
+    );
+}
+
+#[tokio::test]
 async fn a_client_tool_pauses_the_run_and_its_result_resumes_it() {
     let config = AgentConfig {
         client_tools: vec![ClientTool {

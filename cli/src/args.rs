@@ -7,8 +7,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::commands::{
     agents::AgentsCommand, chat::ChatArgs, integrations::IntegrationsCommand,
-    policies::PoliciesCommand, runs::RunsCommand,
-    sources::SourcesCommand, threads::ThreadsCommand,
+    policies::PoliciesCommand, runs::RunsCommand, sources::SourcesCommand, threads::ThreadsCommand,
 };
 
 const EXIT_CODES: &str = "\

@@ -50,7 +50,10 @@ async fn a_runs_model_is_not_offered_a_tool_a_rule_denies() {
     final_run(&events);
     let offered = tools_offered(&w.model, 0);
     assert!(offered.contains(&"example__echo".to_owned()), "{offered:?}");
-    assert!(!offered.contains(&"example__fail".to_owned()), "{offered:?}");
+    assert!(
+        !offered.contains(&"example__fail".to_owned()),
+        "{offered:?}"
+    );
     let told = tool_messages_sent(&w.model, 1);
     assert_eq!(told.len(), 1);
     assert!(told[0].contains("example__fail"), "{told:?}");

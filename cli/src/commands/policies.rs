@@ -91,37 +91,58 @@ pub struct ExplainArgs {
 
 /// Runs a policy command.
 pub async fn run(ctx: &Context, command: PoliciesCommand) -> Result<(), CliError> {
-    let mut client = ctx.clients.policies()?;
-    let failed = CliError::from(Service::Mcp);
     match command {
-        PoliciesCommand::Put(args) => {
-            let policy = read_policy(&args.file)?;
-            let written = client
-                .put_policy(ctx.clients.unary(mcp::PutPolicyRequest {
-                    policy: Some(policy),
-                    expected_version: args.expected_version,
-                }))
-                .await
-                .map_err(failed)?
-                .into_inner()
-                .policy
-                .unwrap_or_default();
-            ctx.out.either(&written, || {
-                ctx.out
-                    .line(format!("wrote policy {} version {}", written.name, written.version))
-            })
-        }
+        PoliciesCommand::Put(args) => put(ctx, args).await,
         PoliciesCommand::Get { name, version } => {
-            let policy = client
+            let policy = ctx
+                .clients
+                .policies()?
                 .get_policy(ctx.clients.unary(mcp::GetPolicyRequest { name, version }))
                 .await
-                .map_err(failed)?
+                .map_err(CliError::from(Service::Mcp))?
                 .into_inner()
                 .policy
                 .unwrap_or_default();
             print_policy(ctx, &policy)
         }
-        PoliciesCommand::List => {
+        PoliciesCommand::List => list(ctx, None).await,
+        PoliciesCommand::Versions { name } => list(ctx, Some(name)).await,
+        PoliciesCommand::Delete {
+            name,
+            expected_version,
+        } => delete(ctx, name, expected_version).await,
+        PoliciesCommand::Explain(args) => explain(ctx, args).await,
+    }
+}
+
+async fn put(ctx: &Context, args: PutArgs) -> Result<(), CliError> {
+    let policy = read_policy(&args.file)?;
+    let written = ctx
+        .clients
+        .policies()?
+        .put_policy(ctx.clients.unary(mcp::PutPolicyRequest {
+            policy: Some(policy),
+            expected_version: args.expected_version,
+        }))
+        .await
+        .map_err(CliError::from(Service::Mcp))?
+        .into_inner()
+        .policy
+        .unwrap_or_default();
+    ctx.out.either(&written, || {
+        ctx.out.line(format!(
+            "wrote policy {} version {}",
+            written.name, written.version
+        ))
+    })
+}
+
+/// The organization's policies, or the versions of the one `name`d.
+async fn list(ctx: &Context, name: Option<String>) -> Result<(), CliError> {
+    let mut client = ctx.clients.policies()?;
+    let failed = CliError::from(Service::Mcp);
+    match name {
+        None => {
             let response = client
                 .list_policies(ctx.clients.unary(mcp::ListPoliciesRequest {}))
                 .await
@@ -130,7 +151,7 @@ pub async fn run(ctx: &Context, command: PoliciesCommand) -> Result<(), CliError
             ctx.out
                 .either(&response, || print_versions(ctx, &response.policies))
         }
-        PoliciesCommand::Versions { name } => {
+        Some(name) => {
             let response = client
                 .list_policy_versions(ctx.clients.unary(mcp::ListPolicyVersionsRequest {
                     name,
@@ -143,23 +164,22 @@ pub async fn run(ctx: &Context, command: PoliciesCommand) -> Result<(), CliError
             ctx.out
                 .either(&response, || print_versions(ctx, &response.versions))
         }
-        PoliciesCommand::Delete {
-            name,
-            expected_version,
-        } => {
-            let response = client
-                .delete_policy(ctx.clients.unary(mcp::DeletePolicyRequest {
-                    name: name.clone(),
-                    expected_version,
-                }))
-                .await
-                .map_err(failed)?
-                .into_inner();
-            ctx.out
-                .either(&response, || ctx.out.line(format!("deleted policy {name}")))
-        }
-        PoliciesCommand::Explain(args) => explain(ctx, args).await,
     }
+}
+
+async fn delete(ctx: &Context, name: String, expected_version: i64) -> Result<(), CliError> {
+    let response = ctx
+        .clients
+        .policies()?
+        .delete_policy(ctx.clients.unary(mcp::DeletePolicyRequest {
+            name: name.clone(),
+            expected_version,
+        }))
+        .await
+        .map_err(CliError::from(Service::Mcp))?
+        .into_inner();
+    ctx.out
+        .either(&response, || ctx.out.line(format!("deleted policy {name}")))
 }
 
 /// A policy file as the Policy message, in the protobuf JSON mapping (TOML
@@ -214,7 +234,11 @@ fn spell_effects(value: &mut serde_json::Value) {
 
 fn effect_name(effect: i32) -> String {
     mcp::PolicyEffect::try_from(effect)
-        .map(|e| e.as_str_name().trim_start_matches("POLICY_EFFECT_").to_lowercase())
+        .map(|e| {
+            e.as_str_name()
+                .trim_start_matches("POLICY_EFFECT_")
+                .to_lowercase()
+        })
         .unwrap_or_else(|_| effect.to_string())
 }
 
@@ -262,7 +286,11 @@ async fn explain(ctx: &Context, args: ExplainArgs) -> Result<(), CliError> {
         (Some(tool), _, _) => Target::ToolName(tool),
         (_, Some(uri), _) => Target::ResourceUri(uri),
         (_, _, Some(prompt)) => Target::PromptName(prompt),
-        _ => return Err(CliError::Usage("name a --tool, a --resource or a --prompt".into())),
+        _ => {
+            return Err(CliError::Usage(
+                "name a --tool, a --resource or a --prompt".into(),
+            ));
+        }
     };
     let subject = args.user.map(|user| mcp::PolicySubject {
         user,
@@ -292,12 +320,16 @@ async fn explain(ctx: &Context, args: ExplainArgs) -> Result<(), CliError> {
         ctx.out
             .line(format!("{} by {decided}", effect_name(response.effect)))?;
         for matched in &response.matched_rules {
-            ctx.out
-                .line(format!("  matched {} ({})", rule(matched), effect_name(matched.effect)))?;
+            ctx.out.line(format!(
+                "  matched {} ({})",
+                rule(matched),
+                effect_name(matched.effect)
+            ))?;
         }
         for error in &response.errors {
             let name = error.rule.as_ref().map(rule).unwrap_or_default();
-            ctx.out.line(format!("  could not evaluate {name}: {}", error.message))?;
+            ctx.out
+                .line(format!("  could not evaluate {name}: {}", error.message))?;
         }
         Ok(())
     })

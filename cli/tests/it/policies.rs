@@ -15,8 +15,13 @@ async fn a_policy_is_written_from_a_file_explained_versioned_and_deleted() {
             "effect": "deny", "reason": "failing is off"}]}"#,
     )
     .expect("written");
-    let written = world.json(&["policies", "put", json.to_str().expect("utf-8")]).await;
-    assert_eq!((written["name"].as_str(), written["version"].as_i64()), (Some("guard"), Some(1)));
+    let written = world
+        .json(&["policies", "put", json.to_str().expect("utf-8")])
+        .await;
+    assert_eq!(
+        (written["name"].as_str(), written["version"].as_i64()),
+        (Some("guard"), Some(1))
+    );
     assert_eq!(written["rules"][0]["effect"], "POLICY_EFFECT_DENY");
 
     let toml = dir.path().join("guard.toml");
@@ -41,13 +46,18 @@ async fn a_policy_is_written_from_a_file_explained_versioned_and_deleted() {
         .filter_map(|v| v["version"].as_i64())
         .collect();
     assert_eq!(numbers, [2, 1]);
-    let first = world.json(&["policies", "get", "guard", "--version", "1"]).await;
+    let first = world
+        .json(&["policies", "get", "guard", "--version", "1"])
+        .await;
     assert_eq!(first["rules"][0]["name"], "no-fail");
 
     let explained = world
         .ok(&["policies", "explain", "example", "--tool", "sleep"])
         .await;
-    assert!(explained.starts_with("require_approval by guard@2/gate"), "{explained}");
+    assert!(
+        explained.starts_with("require_approval by guard@2/gate"),
+        "{explained}"
+    );
 
     let listed = world.ok(&["policies", "list"]).await;
     assert!(listed.contains("guard"), "{listed}");

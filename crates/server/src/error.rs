@@ -310,7 +310,9 @@ impl From<ApiError> for Status {
             } if !authorization_url.is_empty() => {
                 HashMap::from([("authorization_url".to_owned(), authorization_url.clone())])
             }
-            ApiError::PolicyDenied { rule, .. } => HashMap::from([("rule".to_owned(), rule.clone())]),
+            ApiError::PolicyDenied { rule, .. } => {
+                HashMap::from([("rule".to_owned(), rule.clone())])
+            }
             _ => HashMap::new(),
         };
         let mut details =

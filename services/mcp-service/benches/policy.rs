@@ -21,7 +21,10 @@ use switchboard_mcp_service::{
 };
 use switchboard_proto::{
     json::json_to_struct,
-    mcp::v1::{self as pb, mcp_service_client::McpServiceClient, policy_service_client::PolicyServiceClient},
+    mcp::v1::{
+        self as pb, mcp_service_client::McpServiceClient,
+        policy_service_client::PolicyServiceClient,
+    },
 };
 use switchboard_test_support::{
     TEST_JWT_SECRET, TestDb, authed, bench::quiet_example_http_server, http_integration_request,
@@ -64,7 +67,9 @@ fn set_of(rules: usize, env: &Arc<Env>) -> PolicySet {
             updated_by: "bench".into(),
             updated_at: 0,
         };
-        vec![Arc::new(CompiledPolicy::compile(version, env).expect("compiles"))]
+        vec![Arc::new(
+            CompiledPolicy::compile(version, env).expect("compiles"),
+        )]
     };
     PolicySet::new(policies, env.clone())
 }
@@ -233,13 +238,24 @@ async fn execute_tool_rows() {
     let s = service().await;
     execute(&s, 200).await;
     let (p50, p99) = execute(&s, calls).await;
-    println!("no policy     p50 {:>8.3} ms   p99 {:>8.3} ms", p50.as_secs_f64() * 1e3, p99.as_secs_f64() * 1e3);
+    println!(
+        "no policy     p50 {:>8.3} ms   p99 {:>8.3} ms",
+        p50.as_secs_f64() * 1e3,
+        p99.as_secs_f64() * 1e3
+    );
     let started = Instant::now();
     put_rules(&s, 1000).await;
-    println!("(1,000 rules written and compiled in {:.0} ms)", started.elapsed().as_secs_f64() * 1e3);
+    println!(
+        "(1,000 rules written and compiled in {:.0} ms)",
+        started.elapsed().as_secs_f64() * 1e3
+    );
     execute(&s, 200).await;
     let (p50, p99) = execute(&s, calls).await;
-    println!("1,000 rules   p50 {:>8.3} ms   p99 {:>8.3} ms", p50.as_secs_f64() * 1e3, p99.as_secs_f64() * 1e3);
+    println!(
+        "1,000 rules   p50 {:>8.3} ms   p99 {:>8.3} ms",
+        p50.as_secs_f64() * 1e3,
+        p99.as_secs_f64() * 1e3
+    );
 }
 
 fn main() {

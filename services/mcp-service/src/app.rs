@@ -168,7 +168,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     let max = config.common.server.max_message_bytes;
     let policies = Arc::new(PolicyEngine::new(
         Arc::new(SqlPolicyRepository::new(db.pool.clone())),
-        config.policy_cache_ttl,
+        config.policy.cache_ttl,
     ));
     let calls = CallService::new(
         integrations.clone(),
@@ -177,13 +177,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         config.call_timeout,
     )
     .with_policies(policies.clone());
-    let policy_api = PolicyServiceServer::new(PolicyApi::new(
-        PolicyAdmin::new(policies, config.policy_limits()),
-        integrations.clone(),
-        calls.clone(),
-    ))
-    .max_decoding_message_size(max)
-    .max_encoding_message_size(max);
+    let policy_api = policy_api(config, policies, &integrations, &calls);
     let idempotency = Idempotency::new(RequestIds::new(
         db.pool.clone(),
         config.common.database.request_id_window,
@@ -199,6 +193,23 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
             .self_limited(UPSTREAM_METHODS)
             .watch_database(db),
     })
+}
+
+/// `PolicyService`: admins write the policies `calls` enforces.
+fn policy_api(
+    config: &Config,
+    policies: Arc<PolicyEngine>,
+    integrations: &IntegrationService,
+    calls: &CallService,
+) -> PolicyServiceServer<PolicyApi> {
+    let max = config.common.server.max_message_bytes;
+    PolicyServiceServer::new(PolicyApi::new(
+        PolicyAdmin::new(policies, config.policy.limits()),
+        integrations.clone(),
+        calls.clone(),
+    ))
+    .max_decoding_message_size(max)
+    .max_encoding_message_size(max)
 }
 
 /// The per-user OAuth authorization code flows: every request through the

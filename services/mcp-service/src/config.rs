@@ -17,6 +17,44 @@ use crate::{
     outbound::{mcp::tasks::TaskPolling, storage::secret_box::KeyRing},
 };
 
+/// Tool policies: how long each organization's compiled policies are
+/// reused, and how many an organization may have.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PolicyArgs {
+    /// How long an organization's compiled policies are reused by later
+    /// calls; a policy change through another replica takes effect within
+    /// this time (through this one, at once).
+    #[arg(long = "policy-cache-ttl", env = "SWITCHBOARD_POLICY_CACHE_TTL", default_value = "2s", value_parser = humantime::parse_duration)]
+    pub cache_ttl: Duration,
+    /// Most rules one policy may hold.
+    #[arg(long = "policy-max-rules", env = "SWITCHBOARD_POLICY_MAX_RULES", default_value_t = PolicyLimits::default().max_rules_per_policy)]
+    pub max_rules: usize,
+    /// Most policies one organization may hold.
+    #[arg(long = "policy-max-policies", env = "SWITCHBOARD_POLICY_MAX_POLICIES", default_value_t = PolicyLimits::default().max_policies_per_org)]
+    pub max_policies: usize,
+}
+
+impl Default for PolicyArgs {
+    fn default() -> Self {
+        let limits = PolicyLimits::default();
+        Self {
+            cache_ttl: Duration::from_secs(2),
+            max_rules: limits.max_rules_per_policy,
+            max_policies: limits.max_policies_per_org,
+        }
+    }
+}
+
+impl PolicyArgs {
+    /// The bounds of each organization's policies.
+    pub fn limits(&self) -> PolicyLimits {
+        PolicyLimits {
+            max_rules_per_policy: self.max_rules,
+            max_policies_per_org: self.max_policies,
+        }
+    }
+}
+
 /// Everything mcp-service is configured with.
 #[derive(Clone, clap::Parser)]
 #[command(name = "mcp-service", version, about = "Switchboard mcp-service")]
@@ -149,17 +187,9 @@ pub struct Config {
     /// changes through another replica take effect within this time.
     #[arg(long, env = "SWITCHBOARD_INTEGRATION_CACHE_TTL", default_value = "2s", value_parser = humantime::parse_duration)]
     pub integration_cache_ttl: Duration,
-    /// How long an organization's compiled policies are reused by later
-    /// calls; a policy change through another replica takes effect within
-    /// this time (through this one, at once).
-    #[arg(long, env = "SWITCHBOARD_POLICY_CACHE_TTL", default_value = "2s", value_parser = humantime::parse_duration)]
-    pub policy_cache_ttl: Duration,
-    /// Most rules one policy may hold.
-    #[arg(long, env = "SWITCHBOARD_POLICY_MAX_RULES", default_value_t = PolicyLimits::default().max_rules_per_policy)]
-    pub policy_max_rules: usize,
-    /// Most policies one organization may hold.
-    #[arg(long, env = "SWITCHBOARD_POLICY_MAX_POLICIES", default_value_t = PolicyLimits::default().max_policies_per_org)]
-    pub policy_max_policies: usize,
+    /// Tool policies: their cache and limits.
+    #[command(flatten)]
+    pub policy: PolicyArgs,
     /// How long a server's `request_state` or `task_id`, sealed to the
     /// caller and call that received it, may be sent back to resume it.
     #[arg(long, env = "SWITCHBOARD_MCP_RESUME_TTL", default_value = "24h", value_parser = humantime::parse_duration)]
@@ -257,14 +287,6 @@ fn test_home_root() -> String {
 }
 
 impl Config {
-    /// The bounds of each organization's policies.
-    pub fn policy_limits(&self) -> PolicyLimits {
-        PolicyLimits {
-            max_rules_per_policy: self.policy_max_rules,
-            max_policies_per_org: self.policy_max_policies,
-        }
-    }
-
     /// Settings for tests: loopback ephemeral port, the given database and
     /// HS256 secret, a random sealing key, loopback allowed outbound.
     pub fn for_tests(database_url: &str, jwt_secret: &str) -> Self {
@@ -314,9 +336,7 @@ impl Config {
             session_idle_timeout: Duration::from_secs(300),
             discovery_ttl: Duration::from_secs(300),
             integration_cache_ttl: Duration::from_secs(2),
-            policy_cache_ttl: Duration::from_secs(2),
-            policy_max_rules: PolicyLimits::default().max_rules_per_policy,
-            policy_max_policies: PolicyLimits::default().max_policies_per_org,
+            policy: PolicyArgs::default(),
             resume_ttl: Duration::from_secs(24 * 3600),
             max_result_bytes: 4 * 1024 * 1024,
             max_sessions_per_org: 200,

@@ -10,8 +10,8 @@ use super::{
     error::McpError,
     integration::{Integration, IntegrationId, OrgId},
     policy::{
-        engine::PolicyEngine,
         enforce::{AllowList, Called, PolicyEnforcer},
+        engine::PolicyEngine,
     },
     ports::{
         AuthorizationAnswer, Authorizations, CallError, Discovery, InputAnswers, McpGateway,

@@ -195,7 +195,13 @@ impl McpService for McpApi {
         let allowed = allow_list(request.get_ref().allowed_tools.as_ref())?;
         let (integration, discovery) = self
             .calls
-            .discover(&caller, id, request.get_ref().bypass_cache, &allowed, deadline)
+            .discover(
+                &caller,
+                id,
+                request.get_ref().bypass_cache,
+                &allowed,
+                deadline,
+            )
             .await?;
         let mut response = wire::discovery(&discovery);
         response.integration = Some(proto_integration(&integration, &caller));

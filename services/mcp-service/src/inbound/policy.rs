@@ -198,7 +198,10 @@ fn subject(caller: &Principal, requested: Option<pb::PolicySubject>) -> Result<S
 
 #[tonic::async_trait]
 impl PolicyService for PolicyApi {
-    async fn put_policy(&self, request: Request<pb::PutPolicyRequest>) -> Reply<pb::PutPolicyResponse> {
+    async fn put_policy(
+        &self,
+        request: Request<pb::PutPolicyRequest>,
+    ) -> Reply<pb::PutPolicyResponse> {
         let caller = caller(&request)?;
         let request = request.into_inner();
         let policy = request
@@ -213,7 +216,10 @@ impl PolicyService for PolicyApi {
         }))
     }
 
-    async fn get_policy(&self, request: Request<pb::GetPolicyRequest>) -> Reply<pb::GetPolicyResponse> {
+    async fn get_policy(
+        &self,
+        request: Request<pb::GetPolicyRequest>,
+    ) -> Reply<pb::GetPolicyResponse> {
         let caller = caller(&request)?;
         let request = request.get_ref();
         let name = policy_name("name", &request.name)?;
@@ -292,9 +298,9 @@ impl PolicyService for PolicyApi {
         let request = request.into_inner();
         let id = parse_id("integration_id", &request.integration_id)?;
         let subject = subject(&caller, request.subject)?;
-        let target = request
-            .target
-            .ok_or_else(|| McpError::invalid("target", "name a tool, a resource URI or a prompt"))?;
+        let target = request.target.ok_or_else(|| {
+            McpError::invalid("target", "name a tool, a resource URI or a prompt")
+        })?;
         let called = match &target {
             pb::explain_policy_request::Target::ToolName(name) => Called::Tool(name),
             pb::explain_policy_request::Target::ResourceUri(uri) => Called::Resource(uri),

@@ -28,9 +28,13 @@ async fn setup(kind: DbKind) -> Setup {
         .await
         .expect("upstream");
     let mut h = start(kind).await;
-    let id = create(&mut h, &admin("org-a"), http_integration("example", &upstream.url()))
-        .await
-        .id;
+    let id = create(
+        &mut h,
+        &admin("org-a"),
+        http_integration("example", &upstream.url()),
+    )
+    .await
+    .id;
     let policies = PolicyServiceClient::connect(h.server.url())
         .await
         .expect("connects");
@@ -66,7 +70,11 @@ fn policy(name: &str, rules: Vec<pb::PolicyRule>) -> pb::Policy {
 }
 
 impl Setup {
-    async fn put(&mut self, policy: pb::Policy, expected_version: i64) -> Result<pb::Policy, Status> {
+    async fn put(
+        &mut self,
+        policy: pb::Policy,
+        expected_version: i64,
+    ) -> Result<pb::Policy, Status> {
         self.policies
             .put_policy(req(
                 pb::PutPolicyRequest {
@@ -79,7 +87,11 @@ impl Setup {
             .map(|r| r.into_inner().policy.expect("a policy"))
     }
 
-    async fn execute(&mut self, token: &str, tool: &str) -> Result<pb::ExecuteToolResponse, Status> {
+    async fn execute(
+        &mut self,
+        token: &str,
+        tool: &str,
+    ) -> Result<pb::ExecuteToolResponse, Status> {
         self.execute_with(token, tool, None).await
     }
 
@@ -156,7 +168,11 @@ fn denying_rule(status: &Status) -> String {
 async fn a_rule_denies_a_members_tool_and_discover_stops_listing_it(kind: DbKind) {
     let mut s = setup(kind).await;
     // Seen before the policy exists, so the change must reach the cache.
-    assert!(s.tools(&member("org-a"), None).await.contains(&"fail".to_owned()));
+    assert!(
+        s.tools(&member("org-a"), None)
+            .await
+            .contains(&"fail".to_owned())
+    );
     let written = s
         .put(
             policy(
@@ -172,19 +188,35 @@ async fn a_rule_denies_a_members_tool_and_discover_stops_listing_it(kind: DbKind
         .await
         .expect("written");
     assert_eq!(written.version, 1);
-    let status = s.execute(&member("org-a"), "fail").await.expect_err("denied");
+    let status = s
+        .execute(&member("org-a"), "fail")
+        .await
+        .expect_err("denied");
     assert_eq!(denying_rule(&status), "guard@1/no-fail-for-members");
     assert_eq!(
         status.message(),
         "denied by policy rule guard@1/no-fail-for-members: no-fail-for-members says no"
     );
     assert_eq!(s.upstream_calls(), 0, "the server was never called");
-    assert!(!s.tools(&member("org-a"), None).await.contains(&"fail".to_owned()));
+    assert!(
+        !s.tools(&member("org-a"), None)
+            .await
+            .contains(&"fail".to_owned())
+    );
     // The rule spares admins and other tools.
-    assert!(s.tools(&admin("org-a"), None).await.contains(&"fail".to_owned()));
+    assert!(
+        s.tools(&admin("org-a"), None)
+            .await
+            .contains(&"fail".to_owned())
+    );
     let failed = s.execute(&admin("org-a"), "fail").await.expect("runs");
     assert!(failed.is_error);
-    assert!(!s.execute(&member("org-a"), "echo").await.expect("runs").is_error);
+    assert!(
+        !s.execute(&member("org-a"), "echo")
+            .await
+            .expect("runs")
+            .is_error
+    );
     assert_eq!(s.upstream_calls(), 2);
 }
 
@@ -205,7 +237,10 @@ async fn members_are_read_only_by_the_tools_annotations(kind: DbKind) {
     .expect("written");
     // `echo`, `add` and `stats` say they are read-only; `counter` says it
     // is not; the rest say nothing and get MCP's defaults.
-    assert_eq!(s.tools(&member("org-a"), None).await, ["add", "echo", "stats"]);
+    assert_eq!(
+        s.tools(&member("org-a"), None).await,
+        ["add", "echo", "stats"]
+    );
     assert!(s.execute(&member("org-a"), "echo").await.is_ok());
     for tool in ["counter", "sleep", "process"] {
         let status = s.execute(&member("org-a"), tool).await.expect_err(tool);
@@ -245,18 +280,27 @@ async fn a_rule_that_does_not_compile_is_invalid_argument_with_its_position(kind
         ["policy.rules[1].condition", "policy.rules[2].condition"]
     );
     let details = status.get_error_details();
-    let violations = &details.bad_request().expect("a BadRequest").field_violations;
+    let violations = &details
+        .bad_request()
+        .expect("a BadRequest")
+        .field_violations;
     assert!(
         violations[0].description.starts_with("line 1, column 15: "),
         "{violations:?}"
     );
-    assert!(violations[1].description.contains("not a bool"), "{violations:?}");
+    assert!(
+        violations[1].description.contains("not a bool"),
+        "{violations:?}"
+    );
     // Nothing was written; members may not write.
     let denied = s
         .policies
         .put_policy(req(
             pb::PutPolicyRequest {
-                policy: Some(policy("mine", vec![rule("r", "true", pb::PolicyEffect::Allow)])),
+                policy: Some(policy(
+                    "mine",
+                    vec![rule("r", "true", pb::PolicyEffect::Allow)],
+                )),
                 expected_version: 0,
             },
             &member("org-a"),
@@ -284,7 +328,10 @@ async fn every_write_is_a_version_and_a_stale_one_is_refused(kind: DbKind) {
     assert_eq!(exists.code(), Code::AlreadyExists);
     let v2 = policy("p", vec![rule("b", "false", pb::PolicyEffect::Deny)]);
     let written = s.put(v2.clone(), 1).await.expect("v2");
-    assert_eq!((written.version, written.updated_by.as_str()), (2, "admin-user"));
+    assert_eq!(
+        (written.version, written.updated_by.as_str()),
+        (2, "admin-user")
+    );
     let stale = s.put(v2.clone(), 1).await.expect_err("stale");
     assert_eq!(stale.code(), Code::FailedPrecondition);
     assert!(stale.message().contains("version 2"), "{stale:?}");
@@ -314,7 +361,10 @@ async fn every_write_is_a_version_and_a_stale_one_is_refused(kind: DbKind) {
         .await
         .expect("lists")
         .into_inner();
-    assert_eq!(page.versions.iter().map(|v| v.version).collect::<Vec<_>>(), [2]);
+    assert_eq!(
+        page.versions.iter().map(|v| v.version).collect::<Vec<_>>(),
+        [2]
+    );
     let next = s
         .policies
         .list_policy_versions(req(
@@ -328,7 +378,10 @@ async fn every_write_is_a_version_and_a_stale_one_is_refused(kind: DbKind) {
         .await
         .expect("lists")
         .into_inner();
-    assert_eq!(next.versions.iter().map(|v| v.version).collect::<Vec<_>>(), [1]);
+    assert_eq!(
+        next.versions.iter().map(|v| v.version).collect::<Vec<_>>(),
+        [1]
+    );
     assert!(next.next_page_token.is_empty());
     let delete = |expected_version| pb::DeletePolicyRequest {
         name: "p".into(),
@@ -350,7 +403,12 @@ async fn every_write_is_a_version_and_a_stale_one_is_refused(kind: DbKind) {
         .await
         .expect_err("deleted");
     assert_eq!(gone.code(), Code::NotFound);
-    assert!(s.policies.get_policy(req(get(2), &admin("org-a"))).await.is_ok());
+    assert!(
+        s.policies
+            .get_policy(req(get(2), &admin("org-a")))
+            .await
+            .is_ok()
+    );
     // Written again, it goes on from the deleted version.
     assert_eq!(s.put(v1, 0).await.expect("again").version, 4);
     let other_org = s
@@ -368,9 +426,21 @@ async fn explain_names_the_deciding_rule_and_what_every_rule_said(kind: DbKind) 
             "p",
             vec![
                 rule("everyone", "true", pb::PolicyEffect::Allow),
-                rule("gate-destructive", "tool.destructive", pb::PolicyEffect::RequireApproval),
-                rule("no-fail", "tool.name == 'fail' && !('admin' in caller.roles)", pb::PolicyEffect::Deny),
-                rule("files", "resource.uri.startsWith('file:')", pb::PolicyEffect::Allow),
+                rule(
+                    "gate-destructive",
+                    "tool.destructive",
+                    pb::PolicyEffect::RequireApproval,
+                ),
+                rule(
+                    "no-fail",
+                    "tool.name == 'fail' && !('admin' in caller.roles)",
+                    pb::PolicyEffect::Deny,
+                ),
+                rule(
+                    "files",
+                    "resource.uri.startsWith('file:')",
+                    pb::PolicyEffect::Allow,
+                ),
             ],
         ),
         0,
@@ -430,8 +500,15 @@ async fn explain_names_the_deciding_rule_and_what_every_rule_said(kind: DbKind) 
 async fn an_agents_allow_list_narrows_discover_and_execute(kind: DbKind) {
     let mut s = setup(kind).await;
     let allowed: &[&str] = &["echo", "add"];
-    assert_eq!(s.tools(&member("org-a"), Some(allowed)).await, ["add", "echo"]);
-    assert!(s.execute_with(&member("org-a"), "echo", Some(allowed)).await.is_ok());
+    assert_eq!(
+        s.tools(&member("org-a"), Some(allowed)).await,
+        ["add", "echo"]
+    );
+    assert!(
+        s.execute_with(&member("org-a"), "echo", Some(allowed))
+            .await
+            .is_ok()
+    );
     let status = s
         .execute_with(&member("org-a"), "counter", Some(allowed))
         .await
@@ -448,7 +525,11 @@ async fn an_agents_allow_list_narrows_discover_and_execute(kind: DbKind) {
         .await
         .expect_err("too long");
     assert_eq!(bad_fields(&status), ["allowed_tools.tools"]);
-    assert!(s.execute_with(&member("org-a"), "echo", Some(&too_many[..1024])).await.is_err());
+    assert!(
+        s.execute_with(&member("org-a"), "echo", Some(&too_many[..1024]))
+            .await
+            .is_err()
+    );
 }
 
 /// A token carrying groups, teams and the calling service.
@@ -477,8 +558,16 @@ async fn groups_teams_and_the_calling_service_reach_rules(kind: DbKind) {
                     "integration.slug == 'example' && !('payments' in caller.teams)",
                     pb::PolicyEffect::Deny,
                 ),
-                rule("no-contractors", "'contractors' in caller.groups", pb::PolicyEffect::Deny),
-                rule("no-ci", "caller.service == 'ci-bot'", pb::PolicyEffect::Deny),
+                rule(
+                    "no-contractors",
+                    "'contractors' in caller.groups",
+                    pb::PolicyEffect::Deny,
+                ),
+                rule(
+                    "no-ci",
+                    "caller.service == 'ci-bot'",
+                    pb::PolicyEffect::Deny,
+                ),
             ],
         ),
         0,
@@ -488,8 +577,14 @@ async fn groups_teams_and_the_calling_service_reach_rules(kind: DbKind) {
     let payments = claims_token("p", &["eng"], &["payments"], "web");
     assert!(s.execute(&payments, "echo").await.is_ok());
     for (token, rule) in [
-        (claims_token("q", &["eng"], &["search"], "web"), "payments-only"),
-        (claims_token("c", &["contractors"], &["payments"], "web"), "no-contractors"),
+        (
+            claims_token("q", &["eng"], &["search"], "web"),
+            "payments-only",
+        ),
+        (
+            claims_token("c", &["contractors"], &["payments"], "web"),
+            "no-contractors",
+        ),
         (claims_token("b", &[], &["payments"], "ci-bot"), "no-ci"),
         (token("org-a", "plain", &["member"]), "payments-only"),
     ] {
@@ -522,21 +617,23 @@ async fn approval_gates_hold_tools_and_refuse_resources_and_prompts(kind: DbKind
         ),
     }
     assert_eq!(s.upstream_calls(), 0, "a gated tool does not run");
-    let read = s
-        .h
-        .client
-        .retrieve_resource(req(
-            pb::RetrieveResourceRequest {
-                integration_id: s.id.clone(),
-                uri: "docs://readme".into(),
-                ..Default::default()
-            },
-            &member("org-a"),
-        ))
-        .await
-        .expect_err("only tools can be approved");
+    let read =
+        s.h.client
+            .retrieve_resource(req(
+                pb::RetrieveResourceRequest {
+                    integration_id: s.id.clone(),
+                    uri: "docs://readme".into(),
+                    ..Default::default()
+                },
+                &member("org-a"),
+            ))
+            .await
+            .expect_err("only tools can be approved");
     assert_eq!(denying_rule(&read), "gates@1/gate-all");
-    assert!(read.message().contains("only tool calls can be approved"), "{read:?}");
+    assert!(
+        read.message().contains("only tool calls can be approved"),
+        "{read:?}"
+    );
 }
 
 db_tests!(

@@ -22,13 +22,16 @@ pub enum ToolBehaviour {
     TimeOut,
 }
 
+/// The allow-lists passed along, each with what carried it.
+pub type AllowLists = Vec<(&'static str, Option<Vec<String>>)>;
+
 /// A fake mcp-service.
 #[derive(Debug, Default)]
 pub struct FakeMcp {
     tools: HashMap<(String, String), ToolBehaviour>,
     unreachable: HashMap<String, String>,
     calls: Mutex<Vec<(String, String, String)>>,
-    allow_lists: Mutex<Vec<(&'static str, Option<Vec<String>>)>>,
+    allow_lists: Mutex<AllowLists>,
 }
 
 impl FakeMcp {
@@ -48,8 +51,11 @@ impl FakeMcp {
 
     /// The allow-lists passed along so far, each with what carried it
     /// (`discover` or `execute`), in order.
-    pub fn allow_lists(&self) -> Vec<(&'static str, Option<Vec<String>>)> {
-        self.allow_lists.lock().map(|l| l.clone()).unwrap_or_default()
+    pub fn allow_lists(&self) -> AllowLists {
+        self.allow_lists
+            .lock()
+            .map(|l| l.clone())
+            .unwrap_or_default()
     }
 
     fn record_allow_list(&self, by: &'static str, list: Option<&[String]>) {

@@ -121,14 +121,20 @@ fn children<'a>(expr: &'a Expr, each: &mut impl FnMut(&'a IdedExpr)) {
     match expr {
         Expr::Call(call) => {
             call.target.iter().for_each(|t| each(t));
-            call.args.iter().for_each(|a| each(a));
+            call.args.iter().for_each(&mut *each);
         }
         Expr::Comprehension(c) => {
-            for child in [&c.iter_range, &c.accu_init, &c.loop_cond, &c.loop_step, &c.result] {
+            for child in [
+                &c.iter_range,
+                &c.accu_init,
+                &c.loop_cond,
+                &c.loop_step,
+                &c.result,
+            ] {
                 each(child);
             }
         }
-        Expr::List(list) => list.elements.iter().for_each(|e| each(e)),
+        Expr::List(list) => list.elements.iter().for_each(&mut *each),
         Expr::Map(MapExpr { entries }) | Expr::Struct(StructExpr { entries, .. }) => {
             for entry in entries {
                 match &entry.expr {
@@ -217,7 +223,9 @@ impl Condition {
         for context in CallFacts::probes(env) {
             let result =
                 std::panic::catch_unwind(AssertUnwindSafe(|| self.program.execute(&context)))
-                    .map_err(|_| ConditionError::at(1, 1, "the condition could not be evaluated"))?;
+                    .map_err(|_| {
+                        ConditionError::at(1, 1, "the condition could not be evaluated")
+                    })?;
             match result {
                 Ok(Value::Bool(_)) => {}
                 Ok(other) => {

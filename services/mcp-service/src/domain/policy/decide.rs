@@ -25,7 +25,10 @@ pub struct CompiledPolicy {
 impl CompiledPolicy {
     /// Compiles every rule; the first that does not compile is returned
     /// with its index.
-    pub fn compile(version: PolicyVersion, env: &Arc<Env>) -> Result<Self, (usize, ConditionError)> {
+    pub fn compile(
+        version: PolicyVersion,
+        env: &Arc<Env>,
+    ) -> Result<Self, (usize, ConditionError)> {
         let conditions = version
             .body
             .rules
@@ -189,7 +192,12 @@ impl PolicySet {
         let context = facts.context(&self.env);
         let rules = self.policies.iter().flat_map(|policy| {
             let version = &policy.version;
-            version.body.rules.iter().zip(&policy.conditions).map(move |(r, c)| (version, r, c))
+            version
+                .body
+                .rules
+                .iter()
+                .zip(&policy.conditions)
+                .map(move |(r, c)| (version, r, c))
         });
         for (version, rule, condition) in rules {
             let outcome = condition.evaluate(&context);

@@ -95,7 +95,11 @@ impl PolicyEnforcer {
         tool: &str,
         timeout: Duration,
     ) -> ToolAnnotations {
-        match self.gateway.discover(integration, user, false, timeout).await {
+        match self
+            .gateway
+            .discover(integration, user, false, timeout)
+            .await
+        {
             Ok(discovery) => discovery
                 .tools
                 .iter()
@@ -215,17 +219,21 @@ impl PolicyEnforcer {
                     annotations: ToolAnnotations::of_tool(tool),
                 })
         });
-        narrowed
-            .resources
-            .retain(|r| listed(Target::Resource { uri: text(r, "uri") }));
+        narrowed.resources.retain(|r| {
+            listed(Target::Resource {
+                uri: text(r, "uri"),
+            })
+        });
         narrowed.resource_templates.retain(|r| {
             listed(Target::Resource {
                 uri: text(r, "uriTemplate"),
             })
         });
-        narrowed
-            .prompts
-            .retain(|p| listed(Target::Prompt { name: text(p, "name") }));
+        narrowed.prompts.retain(|p| {
+            listed(Target::Prompt {
+                name: text(p, "name"),
+            })
+        });
         Ok(Arc::new(narrowed))
     }
 
@@ -238,8 +246,13 @@ impl PolicyEnforcer {
         called: Called<'_>,
         timeout: Duration,
     ) -> Result<Verdict, McpError> {
-        let set = self.engine.set_for(&OrgId(subject.organization.clone())).await?;
-        let facts = self.facts(&set, subject, integration, called, timeout).await;
+        let set = self
+            .engine
+            .set_for(&OrgId(subject.organization.clone()))
+            .await?;
+        let facts = self
+            .facts(&set, subject, integration, called, timeout)
+            .await;
         Ok(set.explain(&facts))
     }
 }

@@ -20,6 +20,10 @@ use crate::domain::{error::McpError, integration::OrgId};
 /// past their time to live go first, then everything.
 const MAX_CACHED_ORGS: usize = 10_000;
 
+/// An organization's compiled policies and when they were read; `None`
+/// once a write through this process made them stale.
+type Entry = (Option<Instant>, Arc<PolicySet>);
+
 /// The compiled policies of the organizations lately called.
 ///
 /// Writes through this process drop the organization's entry at once;
@@ -28,7 +32,7 @@ pub struct PolicyEngine {
     repository: Arc<dyn PolicyRepository>,
     ttl: Duration,
     env: Arc<Env>,
-    sets: Mutex<HashMap<String, (Option<Instant>, Arc<PolicySet>)>>,
+    sets: Mutex<HashMap<String, Entry>>,
 }
 
 impl std::fmt::Debug for PolicyEngine {
@@ -60,7 +64,7 @@ impl PolicyEngine {
         &self.repository
     }
 
-    fn cached(&self, org: &OrgId) -> Option<(Option<Instant>, Arc<PolicySet>)> {
+    fn cached(&self, org: &OrgId) -> Option<Entry> {
         let sets = self.sets.lock().ok()?;
         sets.get(&org.0).cloned()
     }

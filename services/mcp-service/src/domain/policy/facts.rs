@@ -201,10 +201,8 @@ impl CallFacts {
         ]);
         context.add_variable_from_value("caller", caller);
         context.add_variable_from_value("integration", integration);
-        context.add_variable_from_value(
-            "request",
-            object(vec![("kind", text(self.target.kind()))]),
-        );
+        context
+            .add_variable_from_value("request", object(vec![("kind", text(self.target.kind()))]));
         context
     }
 
@@ -231,10 +229,7 @@ impl CallFacts {
                     target,
                 };
                 let mut context = facts.common(env);
-                context.add_variable_from_value(
-                    "tool",
-                    tool_value("", ToolAnnotations::default()),
-                );
+                context.add_variable_from_value("tool", tool_value("", ToolAnnotations::default()));
                 context.add_variable_from_value("resource", object(vec![("uri", text(""))]));
                 context.add_variable_from_value("prompt", object(vec![("name", text(""))]));
                 context

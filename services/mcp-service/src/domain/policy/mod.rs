@@ -21,7 +21,6 @@ pub mod validate;
 #[cfg(test)]
 mod tests;
 
-
 /// What a policy rule that gates a call behind an approval asks for: which
 /// rule it was, why, and who may approve.
 #[derive(Debug, Clone, PartialEq, Eq)]

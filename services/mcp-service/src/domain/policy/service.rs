@@ -26,7 +26,9 @@ fn require_admin(caller: &Principal) -> Result<(), McpError> {
     if caller.is_admin() {
         Ok(())
     } else {
-        Err(McpError::Forbidden("managing policies needs the admin role"))
+        Err(McpError::Forbidden(
+            "managing policies needs the admin role",
+        ))
     }
 }
 
@@ -55,14 +57,21 @@ impl PolicyAdmin {
     ) -> Result<PolicyVersion, McpError> {
         require_admin(caller)?;
         if expected_version < 0 {
-            return Err(McpError::invalid("expected_version", "must not be negative"));
+            return Err(McpError::invalid(
+                "expected_version",
+                "must not be negative",
+            ));
         }
         let (name, body) =
             validate(input, self.limits, self.engine.env()).map_err(McpError::Invalid)?;
         let org = org(caller);
         let repository = self.engine.repository();
         if expected_version == 0 {
-            let count = repository.current(&org).await.map_err(McpError::from)?.len();
+            let count = repository
+                .current(&org)
+                .await
+                .map_err(McpError::from)?
+                .len();
             if count >= self.limits.max_policies_per_org {
                 return Err(McpError::LimitReached(format!(
                     "the organization has {count} policies, the most it may have"

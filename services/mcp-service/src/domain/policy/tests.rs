@@ -33,11 +33,14 @@ fn on_worker_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) ->
 
 #[test]
 fn a_syntax_error_names_its_line_and_column() {
-    let error = compile("true &&\n  caller.user = 'x'").err().expect("refused");
+    let error = compile("true &&\n  caller.user = 'x'").expect_err("refused");
     assert_eq!((error.line, error.column), (2, 15));
-    let error = compile("caller.user ==").err().expect("refused");
+    let error = compile("caller.user ==").expect_err("refused");
     assert_eq!((error.line, error.column), (1, 15));
-    assert!(error.to_string().starts_with("line 1, column 15: "), "{error}");
+    assert!(
+        error.to_string().starts_with("line 1, column 15: "),
+        "{error}"
+    );
 }
 
 #[test]
@@ -50,7 +53,7 @@ fn a_condition_that_gives_no_bool_or_names_nothing_is_refused_on_write() {
         ("1 + 'a' == 2", "add"),
         ("", "empty"),
     ] {
-        let error = compile(text).err().expect(text);
+        let error = compile(text).expect_err(text);
         assert!(error.message.contains(says), "{text}: {error}");
     }
     for text in [
@@ -68,8 +71,7 @@ fn a_condition_that_gives_no_bool_or_names_nothing_is_refused_on_write() {
 fn a_hundred_thousand_nested_parentheses_are_refused_before_parsing() {
     let deep = format!("{}true{}", "(".repeat(100_000), ")".repeat(100_000));
     let error = on_worker_stack(move || super::condition::check_shape_for_tests(&deep))
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert!(error.message.contains("nested more than"), "{error}");
     assert_eq!((error.line, error.column), (1, 33));
 }
@@ -79,17 +81,32 @@ fn hostile_conditions_at_the_size_limit_are_refused_or_run_without_overflowing()
     let n = MAX_CONDITION_BYTES;
     // (condition, refused for its depth)
     let cases = vec![
-        (format!("{}true{}", "(".repeat(n / 2 - 2), ")".repeat(n / 2 - 2)), true),
-        (format!("{}true{}", "[".repeat(n / 2 - 2), "]".repeat(n / 2 - 2)), true),
+        (
+            format!("{}true{}", "(".repeat(n / 2 - 2), ")".repeat(n / 2 - 2)),
+            true,
+        ),
+        (
+            format!("{}true{}", "[".repeat(n / 2 - 2), "]".repeat(n / 2 - 2)),
+            true,
+        ),
         (format!("{}true", "!".repeat(n - 4)), false),
         (format!("{}1 == 1", "-".repeat(n - 6)), false),
         (format!("true{}", " || true".repeat((n - 4) / 8)), false),
-        (format!("true{}", " ? true : true".repeat((n - 4) / 14)), true),
+        (
+            format!("true{}", " ? true : true".repeat((n - 4) / 14)),
+            true,
+        ),
         (format!("caller{}", ".a".repeat((n - 6) / 2)), true),
         (format!("1{} == 1", " + 1".repeat((n - 6) / 4)), true),
-        (format!("caller.roles{} == ''", "[0]".repeat((n - 20) / 3)), true),
+        (
+            format!("caller.roles{} == ''", "[0]".repeat((n - 20) / 3)),
+            true,
+        ),
         (format!("'{}' == ''", "\\\\".repeat((n - 8) / 2)), false),
-        (format!("{}1{} == 1", "size([".repeat(n / 9), "])".repeat(n / 9)), true),
+        (
+            format!("{}1{} == 1", "size([".repeat(n / 9), "])".repeat(n / 9)),
+            true,
+        ),
         (format!("r'\\' == '' && {}", "(".repeat(n - 40)), true),
     ];
     for (text, deep) in cases {
@@ -104,7 +121,10 @@ fn hostile_conditions_at_the_size_limit_are_refused_or_run_without_overflowing()
             Ok::<_, super::condition::ConditionError>(outcome)
         });
         match outcome {
-            Err(error) if deep => assert!(error.message.contains("nested more than"), "{shown}: {error}"),
+            Err(error) if deep => assert!(
+                error.message.contains("nested more than"),
+                "{shown}: {error}"
+            ),
             Err(_) => {}
             Ok(_) => assert!(!deep, "{shown} compiled"),
         }
@@ -118,7 +138,7 @@ fn more_than_two_comprehensions_are_refused() {
     let two = "caller.roles.exists(r, caller.groups.all(g, g != r))";
     assert!(compile(two).is_ok());
     let three = "caller.roles.exists(r, caller.groups.all(g, caller.teams.exists(t, t == g)))";
-    let error = compile(three).err().expect("refused");
+    let error = compile(three).expect_err("refused");
     assert!(error.message.contains("comprehensions"), "{error}");
     // A name in a string is not a comprehension.
     assert!(compile("'map(' != 'filter(' && 'all(' != 'exists('").is_ok());
@@ -193,14 +213,22 @@ fn deny_beats_approval_beats_allow_and_the_first_rule_of_the_winning_effect_deci
             "b-second",
             vec![
                 rule("allow-all", "true", Effect::Allow),
-                rule("deny-deletes", "tool.name.startsWith('delete')", Effect::Deny),
+                rule(
+                    "deny-deletes",
+                    "tool.name.startsWith('delete')",
+                    Effect::Deny,
+                ),
             ],
             Effect::Allow,
         ),
         policy(
             "a-first",
             vec![
-                rule("gate-destructive", "tool.destructive", Effect::RequireApproval),
+                rule(
+                    "gate-destructive",
+                    "tool.destructive",
+                    Effect::RequireApproval,
+                ),
                 rule("gate-all", "true", Effect::RequireApproval),
                 rule("deny-repos", "tool.name == 'delete_repo'", Effect::Deny),
             ],
@@ -252,7 +280,10 @@ fn a_denying_default_refuses_what_no_rule_allows() {
         destructive: false,
         ..ToolAnnotations::default()
     };
-    assert_eq!(set.decide(&tool_call("u", &[], "list", read_only)), Decision::Allow);
+    assert_eq!(
+        set.decide(&tool_call("u", &[], "list", read_only)),
+        Decision::Allow
+    );
     match set.decide(&tool_call("u", &[], "write", ToolAnnotations::default())) {
         Decision::Deny { rule, .. } => assert_eq!(rule, "allow-list@3/(default)"),
         other => panic!("{other:?}"),
@@ -266,8 +297,16 @@ fn a_rule_that_cannot_be_evaluated_fails_closed() {
     let set = set(vec![policy(
         "p",
         vec![
-            rule("allow-files", "resource.uri.startsWith('file:')", Effect::Allow),
-            rule("deny-secrets", "resource.uri.contains('secret')", Effect::Deny),
+            rule(
+                "allow-files",
+                "resource.uri.startsWith('file:')",
+                Effect::Allow,
+            ),
+            rule(
+                "deny-secrets",
+                "resource.uri.contains('secret')",
+                Effect::Deny,
+            ),
         ],
         Effect::Allow,
     )]);
@@ -280,7 +319,11 @@ fn a_rule_that_cannot_be_evaluated_fails_closed() {
     }
     let verdict = set.explain(&facts);
     assert_eq!(verdict.errors.len(), 2);
-    assert!(verdict.errors[0].1.contains("resource"), "{:?}", verdict.errors);
+    assert!(
+        verdict.errors[0].1.contains("resource"),
+        "{:?}",
+        verdict.errors
+    );
 }
 
 #[test]
@@ -289,7 +332,11 @@ fn a_condition_that_gives_no_bool_at_run_time_fails_closed() {
     // CEL could not tell on write.
     let set = set(vec![policy(
         "p",
-        vec![rule("odd", "caller.roles[0] == 'x' || caller.roles[0]", Effect::Deny)],
+        vec![rule(
+            "odd",
+            "caller.roles[0] == 'x' || caller.roles[0]",
+            Effect::Deny,
+        )],
         Effect::Allow,
     )]);
     let facts = tool_call("u", &["admin"], "t", ToolAnnotations::default());

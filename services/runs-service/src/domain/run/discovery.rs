@@ -41,14 +41,13 @@ impl Discovery {
         let outcomes = futures::future::join_all(ids.iter().map(|id| async move {
             let allowed = agent.config.tool_filters.get(id).map(Vec::as_slice);
             let discover = mcp.discover(caller, id, allowed, timeout);
-            let outcome =
-                match tokio::time::timeout(timeout, discover).await {
-                    Ok(outcome) => outcome,
-                    Err(_) => Err(McpCallError::Failed(format!(
-                        "discovery timed out after {}s",
-                        timeout.as_secs_f64()
-                    ))),
-                };
+            let outcome = match tokio::time::timeout(timeout, discover).await {
+                Ok(outcome) => outcome,
+                Err(_) => Err(McpCallError::Failed(format!(
+                    "discovery timed out after {}s",
+                    timeout.as_secs_f64()
+                ))),
+            };
             (id.clone(), outcome)
         }))
         .await;

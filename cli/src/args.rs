@@ -6,8 +6,8 @@ use std::{path::PathBuf, str::FromStr};
 use clap::{Args, Parser, Subcommand};
 
 use crate::commands::{
-    agents::AgentsCommand, chat::ChatArgs, integrations::IntegrationsCommand, runs::RunsCommand,
-    sources::SourcesCommand, threads::ThreadsCommand,
+    agents::AgentsCommand, chat::ChatArgs, integrations::IntegrationsCommand,
+    policies::PoliciesCommand, runs::RunsCommand, sources::SourcesCommand, threads::ThreadsCommand,
 };
 
 const EXIT_CODES: &str = "\
@@ -93,6 +93,9 @@ pub enum Command {
     /// Agents: instructions, a model, integrations and client tools
     #[command(subcommand)]
     Agents(AgentsCommand),
+    /// Tool policies: who may call which tool, in CEL rules; explain a decision
+    #[command(subcommand)]
+    Policies(PoliciesCommand),
     /// Threads: conversations with an agent, and their messages
     #[command(subcommand)]
     Threads(ThreadsCommand),

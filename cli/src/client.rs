@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use switchboard_proto::{
-    mcp::v1::mcp_service_client::McpServiceClient, runs::v1::runs_service_client::RunsServiceClient,
+    mcp::v1::{mcp_service_client::McpServiceClient, policy_service_client::PolicyServiceClient},
+    runs::v1::runs_service_client::RunsServiceClient,
 };
 use tonic::{
     Request, Status,
@@ -34,6 +35,8 @@ impl Interceptor for BearerAuth {
 
 /// A client of mcp-service.
 pub type McpClient = McpServiceClient<InterceptedService<Channel, BearerAuth>>;
+/// A client of mcp-service's policies.
+pub type PolicyClient = PolicyServiceClient<InterceptedService<Channel, BearerAuth>>;
 /// A client of runs-service.
 pub type RunsClient = RunsServiceClient<InterceptedService<Channel, BearerAuth>>;
 
@@ -62,6 +65,16 @@ impl Clients {
         let channel = channel(&self.settings.mcp_addr)?;
         Ok(
             McpServiceClient::with_interceptor(channel, self.auth.clone())
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+        )
+    }
+
+    /// A client of mcp-service's policies.
+    pub fn policies(&self) -> Result<PolicyClient, CliError> {
+        let channel = channel(&self.settings.mcp_addr)?;
+        Ok(
+            PolicyServiceClient::with_interceptor(channel, self.auth.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
                 .max_encoding_message_size(MAX_MESSAGE_BYTES),
         )

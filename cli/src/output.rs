@@ -33,6 +33,8 @@ macro_rules! proto_names {
 proto_names!("switchboard.mcp.v1", mcp:
     Integration, ListIntegrationsResponse, ListPredefinedIntegrationsResponse,
     ValidateIntegrationResponse, DiscoverResponse, DeleteIntegrationResponse,
+    Policy, ListPoliciesResponse, ListPolicyVersionsResponse, DeletePolicyResponse,
+    ExplainPolicyResponse,
 );
 proto_names!("switchboard.runs.v1", runs:
     Agent, ListAgentsResponse, DeleteAgentResponse, Thread, ListThreadsResponse,

@@ -429,6 +429,7 @@ async fn main() {
                 mcp::DiscoverRequest {
                     integration_id: example.clone(),
                     bypass_cache: false,
+                    allowed_tools: None,
                 },
                 &admin,
             ))

@@ -7,6 +7,7 @@ mod examples;
 mod hostile_resources;
 mod input_required;
 mod mcp_replicas;
+mod policy;
 mod polyglot;
 mod replicas;
 mod request_ids;

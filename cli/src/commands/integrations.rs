@@ -231,6 +231,7 @@ async fn discover(ctx: &Context, integration: &str, refresh: bool) -> Result<(),
         .discover(ctx.clients.unary(mcp::DiscoverRequest {
             integration_id,
             bypass_cache: refresh,
+            allowed_tools: None,
         }))
         .await
         .map_err(CliError::from(Service::Mcp))?

@@ -5,6 +5,7 @@ pub mod chat;
 mod discover_view;
 mod integration_auth;
 pub mod integrations;
+pub mod policies;
 pub mod runs;
 pub mod sources;
 pub mod threads;
@@ -48,6 +49,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Integrations(command) => integrations::run(&ctx, command).await,
         Command::Agents(command) => agents::run(&ctx, command).await,
+        Command::Policies(command) => policies::run(&ctx, command).await,
         Command::Threads(command) => threads::run(&ctx, command).await,
         Command::Sources(command) => sources::run(&ctx, command).await,
         Command::Runs(command) => runs::run(&ctx, command).await,

@@ -6,5 +6,6 @@ mod asking;
 mod chat;
 mod errors;
 mod json;
+mod policies;
 mod terminal;
 mod world;

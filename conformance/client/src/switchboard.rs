@@ -99,6 +99,7 @@ impl Switchboard {
         let request = self.req(pb::DiscoverRequest {
             integration_id: id.to_owned(),
             bypass_cache: true,
+            allowed_tools: None,
         });
         Ok(self.client.discover(request).await?.into_inner())
     }

@@ -17,7 +17,7 @@ mod verify;
 
 pub use jsonwebtoken::{Algorithm, EncodingKey};
 pub use token::{
-    AuthError, ClaimNames, Claims, DEFAULT_AUDIENCE, JwksConfig, JwtKey, TokenMinter,
+    AuthError, ClaimLimits, ClaimNames, Claims, DEFAULT_AUDIENCE, JwksConfig, JwtKey, TokenMinter,
     VerifierConfig,
 };
 pub use verify::Authenticator;
@@ -38,9 +38,29 @@ pub struct Principal {
     pub user_id: String,
     /// The caller's roles within the organization.
     pub roles: Vec<String>,
+    /// The caller's groups (the identity provider's), for policies.
+    pub groups: Vec<String>,
+    /// The caller's teams, for policies.
+    pub teams: Vec<String>,
+    /// The calling service (the token's `azp`, else its `client_id`), for
+    /// policies that tell a service's calls from a person's; empty when the
+    /// token names none.
+    pub service: String,
 }
 
 impl Principal {
+    /// A principal with `roles` and no groups, teams or service.
+    pub fn new(org_id: impl Into<String>, user_id: impl Into<String>, roles: Vec<String>) -> Self {
+        Self {
+            org_id: org_id.into(),
+            user_id: user_id.into(),
+            roles,
+            groups: Vec::new(),
+            teams: Vec::new(),
+            service: String::new(),
+        }
+    }
+
     /// Whether the principal holds `role`.
     pub fn has_role(&self, role: &str) -> bool {
         self.roles.iter().any(|r| r == role)

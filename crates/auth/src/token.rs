@@ -102,8 +102,9 @@ impl JwksConfig {
     }
 }
 
-/// Which claims name the organization and the roles. Identity providers
-/// put them under their own names (`tenant`, `groups`, `realm_access.roles`).
+/// Which claims name the organization, the roles, the groups and the
+/// teams. Identity providers put them under their own names (`tenant`,
+/// `groups`, `realm_access.roles`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimNames {
     /// The claim holding the organization id (a string).
@@ -111,6 +112,10 @@ pub struct ClaimNames {
     /// The claim holding the roles: a list of strings, or one string of
     /// space-separated roles.
     pub roles: String,
+    /// The claim holding the groups, read like the roles.
+    pub groups: String,
+    /// The claim holding the teams, read like the roles.
+    pub teams: String,
 }
 
 impl Default for ClaimNames {
@@ -118,6 +123,30 @@ impl Default for ClaimNames {
         Self {
             org: "org".into(),
             roles: "roles".into(),
+            groups: "groups".into(),
+            teams: "teams".into(),
+        }
+    }
+}
+
+/// Bounds of the lists a token carries (roles, groups, teams): a token is
+/// input too, and a policy evaluates every value of them on every call. A
+/// token past a bound is refused rather than cut, so that a rule denying a
+/// group can never be dodged by a list long enough to lose it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClaimLimits {
+    /// Most values in one list.
+    pub max_values: usize,
+    /// Longest value, in bytes.
+    pub max_value_bytes: usize,
+}
+
+impl Default for ClaimLimits {
+    /// 256 values of at most 256 bytes each.
+    fn default() -> Self {
+        Self {
+            max_values: 256,
+            max_value_bytes: 256,
         }
     }
 }
@@ -136,6 +165,8 @@ pub struct VerifierConfig {
     pub leeway: Duration,
     /// The claims naming the organization and the roles.
     pub claims: ClaimNames,
+    /// Bounds of the roles, groups and teams lists.
+    pub claim_limits: ClaimLimits,
 }
 
 impl VerifierConfig {
@@ -153,6 +184,7 @@ impl VerifierConfig {
             audience: None,
             leeway: Duration::from_secs(30),
             claims: ClaimNames::default(),
+            claim_limits: ClaimLimits::default(),
         }
     }
 }

@@ -4,7 +4,7 @@ use std::{path::PathBuf, time::Duration};
 
 use anyhow::{Context as _, bail};
 use secrecy::SecretString;
-use switchboard_auth::{ClaimNames, JwksConfig, JwtKey, VerifierConfig};
+use switchboard_auth::{ClaimLimits, ClaimNames, JwksConfig, JwtKey, VerifierConfig};
 use switchboard_db::DatabaseArgs;
 use switchboard_telemetry::{LogFormat, MetricsLimits, TelemetryConfig};
 
@@ -60,6 +60,22 @@ pub struct AuthArgs {
     /// Claim holding the caller's roles (a list, or space-separated).
     #[arg(long, env = "SWITCHBOARD_JWT_ROLES_CLAIM", default_value = "roles")]
     pub jwt_roles_claim: String,
+    /// Claim holding the caller's groups (a list, or space-separated), for
+    /// policies.
+    #[arg(long, env = "SWITCHBOARD_JWT_GROUPS_CLAIM", default_value = "groups")]
+    pub jwt_groups_claim: String,
+    /// Claim holding the caller's teams (a list, or space-separated), for
+    /// policies.
+    #[arg(long, env = "SWITCHBOARD_JWT_TEAMS_CLAIM", default_value = "teams")]
+    pub jwt_teams_claim: String,
+    /// Most values a token's roles, groups or teams may hold; a token with
+    /// more is refused.
+    #[arg(long, env = "SWITCHBOARD_JWT_MAX_CLAIM_VALUES", default_value_t = ClaimLimits::default().max_values)]
+    pub jwt_max_claim_values: usize,
+    /// Longest role, group, team or calling service name, in bytes; a token
+    /// with a longer one is refused.
+    #[arg(long, env = "SWITCHBOARD_JWT_MAX_CLAIM_VALUE_BYTES", default_value_t = ClaimLimits::default().max_value_bytes)]
+    pub jwt_max_claim_value_bytes: usize,
     /// Bounds of fetching the key set.
     #[command(flatten)]
     pub jwks: JwksArgs,
@@ -109,6 +125,10 @@ impl std::fmt::Debug for AuthArgs {
             .field("jwt_jwks_url", &self.jwt_jwks_url)
             .field("jwt_org_claim", &self.jwt_org_claim)
             .field("jwt_roles_claim", &self.jwt_roles_claim)
+            .field("jwt_groups_claim", &self.jwt_groups_claim)
+            .field("jwt_teams_claim", &self.jwt_teams_claim)
+            .field("jwt_max_claim_values", &self.jwt_max_claim_values)
+            .field("jwt_max_claim_value_bytes", &self.jwt_max_claim_value_bytes)
             .field("jwks", &self.jwks)
             .finish()
     }
@@ -126,6 +146,10 @@ impl AuthArgs {
             jwt_jwks_url: None,
             jwt_org_claim: "org".into(),
             jwt_roles_claim: "roles".into(),
+            jwt_groups_claim: "groups".into(),
+            jwt_teams_claim: "teams".into(),
+            jwt_max_claim_values: ClaimLimits::default().max_values,
+            jwt_max_claim_value_bytes: ClaimLimits::default().max_value_bytes,
             jwks: JwksArgs::default(),
         }
     }
@@ -179,6 +203,12 @@ impl AuthArgs {
         config.claims = ClaimNames {
             org: self.jwt_org_claim.clone(),
             roles: self.jwt_roles_claim.clone(),
+            groups: self.jwt_groups_claim.clone(),
+            teams: self.jwt_teams_claim.clone(),
+        };
+        config.claim_limits = ClaimLimits {
+            max_values: self.jwt_max_claim_values,
+            max_value_bytes: self.jwt_max_claim_value_bytes,
         };
         Ok(config)
     }

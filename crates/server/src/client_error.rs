@@ -38,6 +38,11 @@ pub enum ErrorKind {
     AlreadyExists,
     /// The caller lacks a role.
     PermissionDenied,
+    /// A policy rule refuses the call.
+    PolicyDenied {
+        /// The deciding rule, `policy@version/rule`.
+        rule: String,
+    },
     /// The object's state forbids the operation.
     FailedPrecondition,
     /// The caller must authorize access first (OAuth); the URL to send the
@@ -128,6 +133,9 @@ fn kind(status: &Status) -> ErrorKind {
         ErrorReason::NotFound => ErrorKind::NotFound,
         ErrorReason::AlreadyExists => ErrorKind::AlreadyExists,
         ErrorReason::PermissionDenied => ErrorKind::PermissionDenied,
+        ErrorReason::PolicyDenied => ErrorKind::PolicyDenied {
+            rule: info.metadata.get("rule").cloned().unwrap_or_default(),
+        },
         ErrorReason::FailedPrecondition => ErrorKind::FailedPrecondition,
         // One encoding, whether the server named it by `ApiError` or by
         // `Refusal`: the URL is what a client acts on.
@@ -200,6 +208,22 @@ mod tests {
             );
             assert_eq!(decoded.kind.retry_after(), retry_after, "{refusal:?}");
         }
+    }
+
+    #[test]
+    fn a_policy_denial_decodes_with_its_rule() {
+        let decoded = round_trip(ApiError::PolicyDenied {
+            message: "denied by policy rule p@2/no-deletes: no".into(),
+            rule: "p@2/no-deletes".into(),
+        });
+        assert_eq!(decoded.code, Code::PermissionDenied);
+        assert_eq!(
+            decoded.kind,
+            ErrorKind::PolicyDenied {
+                rule: "p@2/no-deletes".into()
+            }
+        );
+        assert_eq!(decoded.message, "denied by policy rule p@2/no-deletes: no");
     }
 
     #[test]

@@ -58,6 +58,16 @@ pub enum ApiError {
     /// The object's state forbids the operation.
     #[error("{0}")]
     FailedPrecondition(String),
+    /// A policy rule refuses the call: PERMISSION_DENIED with the rule in
+    /// the `ErrorInfo` metadata as `rule`, so that a client can say which
+    /// rule without reading the message.
+    #[error("{message}")]
+    PolicyDenied {
+        /// What the caller reads.
+        message: String,
+        /// The deciding rule, `policy@version/rule`.
+        rule: String,
+    },
     /// The caller must authorize access first (OAuth): the URL to send the
     /// user's browser to travels in the `ErrorInfo` metadata as
     /// `authorization_url` (none when the caller cannot authorize it
@@ -268,6 +278,7 @@ impl ApiError {
             Self::NotFound(_) => (Code::NotFound, ErrorReason::NotFound),
             Self::AlreadyExists(_) => (Code::AlreadyExists, ErrorReason::AlreadyExists),
             Self::PermissionDenied(_) => (Code::PermissionDenied, ErrorReason::PermissionDenied),
+            Self::PolicyDenied { .. } => (Code::PermissionDenied, ErrorReason::PolicyDenied),
             Self::FailedPrecondition(_) => {
                 (Code::FailedPrecondition, ErrorReason::FailedPrecondition)
             }
@@ -298,6 +309,9 @@ impl From<ApiError> for Status {
                 authorization_url, ..
             } if !authorization_url.is_empty() => {
                 HashMap::from([("authorization_url".to_owned(), authorization_url.clone())])
+            }
+            ApiError::PolicyDenied { rule, .. } => {
+                HashMap::from([("rule".to_owned(), rule.clone())])
             }
             _ => HashMap::new(),
         };

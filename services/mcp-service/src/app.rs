@@ -5,16 +5,22 @@ use std::{future::Future, net::SocketAddr, sync::Arc};
 use anyhow::Context as _;
 use switchboard_auth::Authenticator;
 use switchboard_db::request_ids::RequestIds;
-use switchboard_proto::mcp::v1::mcp_service_server::McpServiceServer;
+use switchboard_proto::mcp::v1::{
+    mcp_service_server::McpServiceServer, policy_service_server::PolicyServiceServer,
+};
 use switchboard_server::{Idempotency, RunningServer, Services};
 
 use crate::{
     Config,
     domain::{
-        address_policy::AddressPolicy, calls::CallService, integration::Timeouts,
-        resolve::ConfigPolicy, service::IntegrationService,
+        address_policy::AddressPolicy,
+        calls::CallService,
+        integration::Timeouts,
+        policy::{engine::PolicyEngine, service::PolicyAdmin},
+        resolve::ConfigPolicy,
+        service::IntegrationService,
     },
-    inbound::{McpApi, ResumeSeal},
+    inbound::{McpApi, PolicyApi, ResumeSeal},
     outbound::{
         http::{HttpClientOptions, build_client, build_client_without_redirects, read_roots},
         mcp::{
@@ -30,6 +36,7 @@ use crate::{
             http::PolicyOAuthHttp, store::SqlOAuthStore,
         },
         storage::{
+            policies::SqlPolicyRepository,
             secret_box::KeyRing,
             sql::{MIGRATIONS, SqlIntegrationRepository},
         },
@@ -50,6 +57,7 @@ const UPSTREAM_METHODS: &[&str] = &[
     "/switchboard.mcp.v1.McpService/ExecuteTool",
     "/switchboard.mcp.v1.McpService/RetrieveResource",
     "/switchboard.mcp.v1.McpService/GetPrompt",
+    "/switchboard.mcp.v1.PolicyService/ExplainPolicy",
 ];
 
 struct Built {
@@ -157,13 +165,19 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         Arc::new(config.catalog()?),
     )
     .with_usable_cache(config.integration_cache_ttl);
+    let max = config.common.server.max_message_bytes;
+    let policies = Arc::new(PolicyEngine::new(
+        Arc::new(SqlPolicyRepository::new(db.pool.clone())),
+        config.policy.cache_ttl,
+    ));
     let calls = CallService::new(
         integrations.clone(),
         gateway,
         Arc::new(flows),
         config.call_timeout,
-    );
-    let max = config.common.server.max_message_bytes;
+    )
+    .with_policies(policies.clone());
+    let policy_api = policy_api(config, policies, &integrations, &calls);
     let idempotency = Idempotency::new(RequestIds::new(
         db.pool.clone(),
         config.common.database.request_id_window,
@@ -175,9 +189,27 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         authenticator,
         services: Services::new()
             .with(api)
+            .with(policy_api)
             .self_limited(UPSTREAM_METHODS)
             .watch_database(db),
     })
+}
+
+/// `PolicyService`: admins write the policies `calls` enforces.
+fn policy_api(
+    config: &Config,
+    policies: Arc<PolicyEngine>,
+    integrations: &IntegrationService,
+    calls: &CallService,
+) -> PolicyServiceServer<PolicyApi> {
+    let max = config.common.server.max_message_bytes;
+    PolicyServiceServer::new(PolicyApi::new(
+        PolicyAdmin::new(policies, config.policy.limits()),
+        integrations.clone(),
+        calls.clone(),
+    ))
+    .max_decoding_message_size(max)
+    .max_encoding_message_size(max)
 }
 
 /// The per-user OAuth authorization code flows: every request through the

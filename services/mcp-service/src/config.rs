@@ -6,6 +6,7 @@ use anyhow::{Context as _, bail};
 use switchboard_db::DatabaseArgs;
 use switchboard_server::{AuthArgs, CommonArgs, ServerArgs, TelemetryArgs};
 
+pub use crate::policy_settings::PolicyArgs;
 use crate::{
     domain::{
         address_policy::AddressPolicy,
@@ -148,6 +149,9 @@ pub struct Config {
     /// changes through another replica take effect within this time.
     #[arg(long, env = "SWITCHBOARD_INTEGRATION_CACHE_TTL", default_value = "2s", value_parser = humantime::parse_duration)]
     pub integration_cache_ttl: Duration,
+    /// Tool policies: their cache and limits.
+    #[command(flatten)]
+    pub policy: PolicyArgs,
     /// How long a server's `request_state` or `task_id`, sealed to the
     /// caller and call that received it, may be sent back to resume it.
     #[arg(long, env = "SWITCHBOARD_MCP_RESUME_TTL", default_value = "24h", value_parser = humantime::parse_duration)]
@@ -294,6 +298,7 @@ impl Config {
             session_idle_timeout: Duration::from_secs(300),
             discovery_ttl: Duration::from_secs(300),
             integration_cache_ttl: Duration::from_secs(2),
+            policy: PolicyArgs::default(),
             resume_ttl: Duration::from_secs(24 * 3600),
             max_result_bytes: 4 * 1024 * 1024,
             max_sessions_per_org: 200,

@@ -14,6 +14,7 @@ mod config;
 pub mod domain;
 mod inbound;
 pub mod outbound;
+mod policy_settings;
 
 pub use app::{SERVICE_NAME, migrate, run, spawn};
 pub use config::Config;

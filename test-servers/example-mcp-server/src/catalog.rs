@@ -7,7 +7,7 @@ use rmcp::{
     ErrorData as McpError,
     model::{
         GetPromptResult, JsonObject, Prompt, PromptArgument, PromptMessage, Resource,
-        ResourceContents, ResourceTemplate, Role, Tool,
+        ResourceContents, ResourceTemplate, Role, Tool, ToolAnnotations,
     },
 };
 use serde_json::{Value, json};
@@ -38,13 +38,25 @@ fn object_schema(properties: &[(&str, &str, &str)]) -> Arc<JsonObject> {
     Arc::new(schema)
 }
 
+/// What a tool that only reads says of itself: read-only, not
+/// destructive, idempotent, closed-world. Tools without annotations get
+/// MCP's defaults (destructive, open-world), as policies tests rely on.
+fn read_only() -> ToolAnnotations {
+    ToolAnnotations::new()
+        .read_only(true)
+        .destructive(false)
+        .idempotent(true)
+        .open_world(false)
+}
+
 pub(crate) static BASE_TOOLS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
     vec![
         Tool::new(
             "echo",
             "Returns the given text.",
             object_schema(&[("text", "string", "Text to return")]),
-        ),
+        )
+        .annotate(read_only()),
         Tool::new(
             "add",
             "Adds two numbers; the sum comes back as text and as structured content.",
@@ -53,7 +65,8 @@ pub(crate) static BASE_TOOLS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
                 ("b", "number", "Second addend"),
             ]),
         )
-        .with_raw_output_schema(object_schema(&[("sum", "number", "a + b")])),
+        .with_raw_output_schema(object_schema(&[("sum", "number", "a + b")]))
+        .annotate(read_only()),
         Tool::new(
             "fail",
             "Returns a tool error carrying the given message.",
@@ -78,7 +91,8 @@ pub(crate) static BASE_TOOLS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
             "counter",
             "Increments a counter kept per MCP session and returns its new value.",
             object_schema(&[]),
-        ),
+        )
+        .annotate(ToolAnnotations::new().read_only(false).destructive(false)),
         Tool::new(
             "add_tool",
             "Makes the `extra` tool visible and notifies the client that the tool list changed.",
@@ -88,7 +102,8 @@ pub(crate) static BASE_TOOLS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
             "stats",
             "Returns the server's statistics as JSON.",
             object_schema(&[]),
-        ),
+        )
+        .annotate(read_only()),
         Tool::new(
             "process",
             "Returns the server's process id and the names of its environment variables.",

@@ -9,6 +9,10 @@ use switchboard_auth::Principal;
 use super::{
     error::McpError,
     integration::{Integration, IntegrationId, OrgId},
+    policy::{
+        enforce::{AllowList, Called, PolicyEnforcer},
+        engine::PolicyEngine,
+    },
     ports::{
         AuthorizationAnswer, Authorizations, CallError, Discovery, InputAnswers, McpGateway,
         SessionScope, StartedAuthorization, ToolCall,
@@ -24,6 +28,7 @@ pub struct CallService {
     gateway: Arc<dyn McpGateway>,
     authorizations: Arc<dyn Authorizations>,
     default_call_timeout: Duration,
+    policies: Option<PolicyEnforcer>,
 }
 
 impl std::fmt::Debug for CallService {
@@ -88,6 +93,38 @@ impl CallService {
             gateway,
             authorizations,
             default_call_timeout,
+            policies: None,
+        }
+    }
+
+    /// Enforces the organizations' policies of `engine` on every call.
+    #[must_use]
+    pub fn with_policies(mut self, engine: Arc<PolicyEngine>) -> Self {
+        self.policies = Some(PolicyEnforcer::new(engine, self.gateway.clone()));
+        self
+    }
+
+    /// The policy enforcer, when policies are enforced.
+    pub fn policies(&self) -> Option<&PolicyEnforcer> {
+        self.policies.as_ref()
+    }
+
+    /// Refuses what the policies deny, and gates a tool call they put
+    /// behind an approval.
+    async fn authorize(
+        &self,
+        caller: &Principal,
+        integration: &Integration,
+        called: Called<'_>,
+        timeout: Duration,
+    ) -> Result<(), McpError> {
+        match &self.policies {
+            Some(policies) => {
+                policies
+                    .authorize(caller, integration, called, timeout)
+                    .await
+            }
+            None => Ok(()),
         }
     }
 
@@ -154,6 +191,10 @@ impl CallService {
     /// The time a call may take: the integration's limit, capped by what is
     /// left of the caller's deadline less a margin, so that the caller gets a
     /// result saying the tool timed out rather than its own DEADLINE_EXCEEDED.
+    pub fn timeout_for(&self, integration: &Integration, deadline: Option<Duration>) -> Duration {
+        self.timeout(integration, deadline)
+    }
+
     fn timeout(&self, integration: &Integration, deadline: Option<Duration>) -> Duration {
         const MARGIN: Duration = Duration::from_millis(50);
         let limit = integration.timeouts.call_or(self.default_call_timeout);
@@ -166,12 +207,14 @@ impl CallService {
         })
     }
 
-    /// The integration and what its server offers.
+    /// The integration and what its server offers, less what policies
+    /// deny the caller and what is off the agent's `allowed` tools.
     pub async fn discover(
         &self,
         caller: &Principal,
         id: IntegrationId,
         bypass_cache: bool,
+        allowed: &AllowList,
         deadline: Option<Duration>,
     ) -> Result<(Integration, Arc<Discovery>), McpError> {
         let integration = self.integrations.usable(caller, id).await?;
@@ -181,7 +224,17 @@ impl CallService {
             .discover(&integration, &caller.user_id, bypass_cache, timeout)
             .await
         {
-            Ok(discovery) => Ok((integration, discovery)),
+            Ok(discovery) => {
+                let discovery = match &self.policies {
+                    Some(policies) => {
+                        policies
+                            .visible(caller, &integration, discovery, allowed)
+                            .await?
+                    }
+                    None => discovery,
+                };
+                Ok((integration, discovery))
+            }
             Err(error) => {
                 tracing::warn!(integration_id = %id, error = %error, "discovery failed");
                 Err(self.refused(caller, &integration, error).await)
@@ -191,19 +244,26 @@ impl CallService {
 
     /// Calls a tool. What goes wrong on the server side (an error result, an
     /// unknown tool, a timeout, a dead server) is `Ok(Err(..))`, for the model
-    /// to read; access problems are `Err`.
+    /// to read; access problems (a policy's denial or approval gate, a tool
+    /// off the agent's `allowed` list included) are `Err`.
     pub async fn execute_tool(
         &self,
         caller: &Principal,
         id: IntegrationId,
         call: ToolCall,
         session_scope: &str,
+        allowed: &AllowList,
         deadline: Option<Duration>,
     ) -> Result<Result<Value, CallError>, McpError> {
         let integration = self.integrations.usable(caller, id).await?;
         let timeout = self.timeout(&integration, deadline);
         let tool = call.name.clone();
         let tool = tool.as_str();
+        if !allowed.allows(tool) {
+            return Err(McpError::OutsideAllowList(tool.to_owned()));
+        }
+        self.authorize(caller, &integration, Called::Tool(tool), timeout)
+            .await?;
         let outcome = self
             .gateway
             .call_tool(&integration, &scope(caller, session_scope), call, timeout)
@@ -240,6 +300,8 @@ impl CallService {
             expand_uri("parameters", query.uri, query.parameters).map_err(McpError::Invalid)?;
         let integration = self.integrations.usable(caller, id).await?;
         let timeout = self.timeout(&integration, deadline);
+        self.authorize(caller, &integration, Called::Resource(&uri), timeout)
+            .await?;
         let scope = scope(caller, session_scope);
         match self
             .gateway
@@ -270,6 +332,8 @@ impl CallService {
             arguments,
             answers,
         } = prompt;
+        self.authorize(caller, &integration, Called::Prompt(&name), timeout)
+            .await?;
         let scope = scope(caller, session_scope);
         match self
             .gateway

@@ -44,6 +44,26 @@ pub enum McpError {
     /// carries none.
     #[error("the call needs an approval: {}", .0.reason)]
     ApprovalRequired(Box<super::policy::Gate>),
+    /// A policy rule refuses the call.
+    #[error("denied by policy rule {rule}: {reason}")]
+    PolicyDenied {
+        /// The deciding rule, `policy@version/rule`.
+        rule: String,
+        /// The rule's reason.
+        reason: String,
+    },
+    /// The tool is not on the calling agent's allow-list.
+    #[error("the agent may not call tool `{0}`: it is not on the agent's tool list")]
+    OutsideAllowList(String),
+    /// No such policy in the caller's organization.
+    #[error("policy not found")]
+    PolicyNotFound,
+    /// A policy write conflicts with the stored versions.
+    #[error(transparent)]
+    PolicyStore(super::policy::ports::PolicyStoreError),
+    /// An organization-wide count limit is reached.
+    #[error("{0}")]
+    LimitReached(String),
     /// Anything unexpected (storage, crypto).
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
@@ -59,5 +79,16 @@ impl McpError {
 impl From<FieldViolation> for McpError {
     fn from(violation: FieldViolation) -> Self {
         Self::Invalid(vec![violation])
+    }
+}
+
+impl From<super::policy::ports::PolicyStoreError> for McpError {
+    fn from(error: super::policy::ports::PolicyStoreError) -> Self {
+        use super::policy::ports::PolicyStoreError;
+        match error {
+            PolicyStoreError::NotFound => Self::PolicyNotFound,
+            PolicyStoreError::Other(error) => Self::Internal(error),
+            error => Self::PolicyStore(error),
+        }
     }
 }

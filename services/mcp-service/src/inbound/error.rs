@@ -6,6 +6,7 @@ use switchboard_server::{ApiError, Refusal};
 
 use crate::domain::{
     error::McpError,
+    policy::ports::PolicyStoreError,
     ports::{AuthorizationError, CallError},
 };
 
@@ -30,8 +31,36 @@ impl From<McpError> for ApiError {
             },
             McpError::Authorization(error) => authorization(error),
             error @ McpError::ApprovalRequired(_) => Self::FailedPrecondition(error.to_string()),
+            McpError::PolicyDenied { rule, reason } => Self::PolicyDenied {
+                message: policy_denial(&rule, &reason),
+                rule,
+            },
+            error @ McpError::OutsideAllowList(_) => Self::PermissionDenied(error.to_string()),
+            McpError::PolicyNotFound => Self::NotFound("policy".to_owned()),
+            McpError::PolicyStore(error) => policy_store(error),
+            McpError::LimitReached(message) => Self::ResourceExhausted(message),
             McpError::Internal(error) => Self::Internal(error),
         }
+    }
+}
+
+/// What a caller (and the model) reads of a denial: the rule, and its
+/// reason when it has one.
+fn policy_denial(rule: &str, reason: &str) -> String {
+    if reason.is_empty() {
+        format!("denied by policy rule {rule}")
+    } else {
+        format!("denied by policy rule {rule}: {reason}")
+    }
+}
+
+/// A policy write the stored versions refuse.
+fn policy_store(error: PolicyStoreError) -> ApiError {
+    match error {
+        error @ PolicyStoreError::Exists(_) => ApiError::AlreadyExists(error.to_string()),
+        error @ PolicyStoreError::Stale { .. } => ApiError::FailedPrecondition(error.to_string()),
+        PolicyStoreError::NotFound => ApiError::NotFound("policy".to_owned()),
+        PolicyStoreError::Other(error) => ApiError::Internal(error),
     }
 }
 

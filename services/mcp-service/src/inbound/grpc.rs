@@ -14,6 +14,7 @@ use super::{
         authorization_answer, catalog_page, input_answers, list_query, parse_id, parse_new,
         parse_update, prompt_arguments, prompt_target, resource_target, tool_call, tool_target,
     },
+    policy::allow_list,
     resume::{Binding, Field, Operation, ResumeSeal},
     wire,
 };
@@ -191,9 +192,16 @@ impl McpService for McpApi {
         let caller = caller(&request)?;
         let deadline = switchboard_server::grpc_deadline(request.metadata());
         let id = parse_id("integration_id", &request.get_ref().integration_id)?;
+        let allowed = allow_list(request.get_ref().allowed_tools.as_ref())?;
         let (integration, discovery) = self
             .calls
-            .discover(&caller, id, request.get_ref().bypass_cache, deadline)
+            .discover(
+                &caller,
+                id,
+                request.get_ref().bypass_cache,
+                &allowed,
+                deadline,
+            )
             .await?;
         let mut response = wire::discovery(&discovery);
         response.integration = Some(proto_integration(&integration, &caller));
@@ -210,9 +218,17 @@ impl McpService for McpApi {
         let id = tool_target(&request)?;
         self.resume.open_tool_request(&caller, id, &mut request)?;
         let call = tool_call(&request)?;
+        let allowed = allow_list(request.allowed_tools.as_ref())?;
         let outcome = self
             .calls
-            .execute_tool(&caller, id, call, &request.session_scope, deadline)
+            .execute_tool(
+                &caller,
+                id,
+                call,
+                &request.session_scope,
+                &allowed,
+                deadline,
+            )
             .await?;
         let mut response = wire::tool_result(outcome, &request.tool_name);
         let binding = Binding {

@@ -4,10 +4,12 @@ mod convert;
 mod error;
 mod grpc;
 mod parse;
+mod policy;
 mod resume;
 pub(crate) mod wire;
 #[cfg(test)]
 mod wire_tests;
 
 pub(crate) use grpc::McpApi;
+pub(crate) use policy::PolicyApi;
 pub(crate) use resume::ResumeSeal;

@@ -239,11 +239,7 @@ mod tests {
     }
 
     fn principal(user: &str) -> Principal {
-        Principal {
-            org_id: "org-a".into(),
-            user_id: user.into(),
-            roles: vec![],
-        }
+        Principal::new("org-a", user, vec![])
     }
 
     #[test]

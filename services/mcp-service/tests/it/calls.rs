@@ -93,6 +93,7 @@ async fn discovery_lists_every_capability_kind_across_pages(kind: DbKind) {
                 pb::DiscoverRequest {
                     integration_id: s.id.clone(),
                     bypass_cache: false,
+                    allowed_tools: None,
                 },
                 &s.token,
             ))
@@ -349,6 +350,7 @@ async fn discovery_asks_for_every_listing_at_once() {
             pb::DiscoverRequest {
                 integration_id: id,
                 bypass_cache: false,
+                allowed_tools: None,
             },
             &token,
         ))
@@ -497,6 +499,7 @@ async fn access_is_checked_before_any_call() {
                 pb::DiscoverRequest {
                     integration_id: s.id.clone(),
                     bypass_cache: false,
+                    allowed_tools: None,
                 },
                 &s.token,
             ))
@@ -526,6 +529,7 @@ async fn list_changed_drops_the_cached_discovery() {
             pb::DiscoverRequest {
                 integration_id: s.id.clone(),
                 bypass_cache,
+                allowed_tools: None,
             },
             &s.token,
         );
@@ -549,6 +553,7 @@ async fn list_changed_drops_the_cached_discovery() {
             pb::DiscoverRequest {
                 integration_id: s.id.clone(),
                 bypass_cache: false,
+                allowed_tools: None,
             },
             &s.token,
         );

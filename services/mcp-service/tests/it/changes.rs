@@ -17,6 +17,7 @@ async fn tool_names(h: &Harness, token: &str, id: &str) -> Vec<String> {
             pb::DiscoverRequest {
                 integration_id: id.to_owned(),
                 bypass_cache: false,
+                allowed_tools: None,
             },
             token,
         ))

@@ -133,6 +133,7 @@ async fn exercise(h: &mut Harness, id: &str) {
             pb::DiscoverRequest {
                 integration_id: id.into(),
                 bypass_cache: true,
+                allowed_tools: None,
             },
             &token,
         ))

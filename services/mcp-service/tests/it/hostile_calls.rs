@@ -144,6 +144,7 @@ async fn discover(
             pb::DiscoverRequest {
                 integration_id: id.to_owned(),
                 bypass_cache: true,
+                allowed_tools: None,
             },
             &admin(org),
         ))

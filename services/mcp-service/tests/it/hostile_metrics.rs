@@ -132,6 +132,7 @@ impl Service {
                 pb::DiscoverRequest {
                     integration_id: created.id.clone(),
                     bypass_cache: true,
+                    allowed_tools: None,
                 },
                 &member("org-a"),
             ))

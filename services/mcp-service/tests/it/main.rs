@@ -20,6 +20,7 @@ mod input_required;
 mod integrations;
 mod oauth_organization;
 mod oauth_users;
+mod policy;
 mod protocol;
 mod repository;
 mod scripted_server;

@@ -25,6 +25,7 @@ async fn discover_and_call(kind: DbKind, options: HttpServerOptions) -> (String,
             pb::DiscoverRequest {
                 integration_id: id.clone(),
                 bypass_cache: true,
+                allowed_tools: None,
             },
             &token,
         ))

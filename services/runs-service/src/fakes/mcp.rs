@@ -33,6 +33,9 @@ pub enum ToolBehaviour {
     Break(FailureFacts),
 }
 
+/// The allow-lists passed along, each with what carried it.
+pub type AllowLists = Vec<(&'static str, Option<Vec<String>>)>;
+
 /// A fake mcp-service.
 #[derive(Debug, Default)]
 pub struct FakeMcp {
@@ -40,6 +43,7 @@ pub struct FakeMcp {
     tools: HashMap<(IntegrationId, String), ToolBehaviour>,
     unreachable: HashMap<IntegrationId, String>,
     calls: Mutex<Vec<(IntegrationId, String, String)>>,
+    allow_lists: Mutex<AllowLists>,
 }
 
 impl FakeMcp {
@@ -71,6 +75,21 @@ impl FakeMcp {
         id
     }
 
+    /// The allow-lists passed along so far, each with what carried it
+    /// (`discover` or `execute`), in order.
+    pub fn allow_lists(&self) -> AllowLists {
+        self.allow_lists
+            .lock()
+            .map(|l| l.clone())
+            .unwrap_or_default()
+    }
+
+    fn record_allow_list(&self, by: &'static str, list: Option<&[String]>) {
+        if let Ok(mut lists) = self.allow_lists.lock() {
+            lists.push((by, list.map(<[String]>::to_vec)));
+        }
+    }
+
     /// The calls made so far: integration, tool and arguments, in the order
     /// they started.
     pub fn calls(&self) -> Vec<(IntegrationId, String, String)> {
@@ -84,8 +103,10 @@ impl McpPort for FakeMcp {
         &self,
         _caller: &Caller,
         integration_id: IntegrationId,
+        allowed_tools: Option<&[String]>,
         _timeout: Duration,
     ) -> Result<Capabilities, McpCallError> {
+        self.record_allow_list("discover", allowed_tools);
         if let Some(error) = self.unreachable.get(&integration_id) {
             return Err(McpCallError::Unavailable(error.clone()));
         }
@@ -124,8 +145,10 @@ impl McpPort for FakeMcp {
             integration_id,
             tool,
             arguments,
+            allowed_tools,
             ..
         } = call;
+        self.record_allow_list("execute", allowed_tools);
         if let Ok(mut calls) = self.calls.lock() {
             calls.push((integration_id, tool.into(), arguments.into()));
         }

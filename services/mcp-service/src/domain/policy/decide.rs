@@ -1,87 +1,49 @@
-//! An organization's compiled policies deciding one call.
+//! An organization's compiled policies, and the one decision they make for
+//! a call: each matching rule proposes its effect, the strongest wins (DENY
+//! over REQUIRE_APPROVAL over ALLOW), and the first matching rule of that
+//! effect (policies by name, rules in order) decides.
 
-use std::{collections::HashMap, sync::Arc};
+use std::sync::Arc;
 
-use cel::{Context, Value};
+use cel::Env;
 
-use super::{CompiledPolicy, Effect, Gate, Rule};
+use super::{
+    Gate,
+    condition::{Condition, ConditionError, Outcome},
+    facts::CallFacts,
+    model::{Effect, PolicyVersion, Rule},
+};
 
-/// The caller as rules see it (`caller.*`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Subject {
-    /// User id.
-    pub user: String,
-    /// Organization id.
-    pub organization: String,
-    /// Roles in the organization.
-    pub roles: Vec<String>,
-    /// Groups.
-    pub groups: Vec<String>,
-    /// Teams.
-    pub teams: Vec<String>,
-    /// The calling service, empty when unknown.
-    pub service: String,
+/// A policy version with its conditions compiled.
+#[derive(Debug)]
+pub struct CompiledPolicy {
+    /// The version compiled.
+    pub version: PolicyVersion,
+    conditions: Vec<Condition>,
 }
 
-/// What a tool's server says of it (its MCP annotations). A server that
-/// says nothing is taken at the MCP defaults, the cautious reading.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ToolHints {
-    /// Only reads.
-    pub read_only: bool,
-    /// May destroy or overwrite.
-    pub destructive: bool,
-    /// Calling it again with the same arguments changes nothing more.
-    pub idempotent: bool,
-    /// Reaches beyond a closed world (the internet, say).
-    pub open_world: bool,
-}
-
-impl Default for ToolHints {
-    fn default() -> Self {
-        Self {
-            read_only: false,
-            destructive: true,
-            idempotent: false,
-            open_world: true,
-        }
+impl CompiledPolicy {
+    /// Compiles every rule; the first that does not compile is returned
+    /// with its index.
+    pub fn compile(
+        version: PolicyVersion,
+        env: &Arc<Env>,
+    ) -> Result<Self, (usize, ConditionError)> {
+        let conditions = version
+            .body
+            .rules
+            .iter()
+            .enumerate()
+            .map(|(i, rule)| Condition::compile(&rule.condition, env).map_err(|e| (i, e)))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            version,
+            conditions,
+        })
     }
 }
 
-/// What is called.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    /// A tool, by its server's own name, with its annotations.
-    Tool {
-        /// The name.
-        name: String,
-        /// Its annotations.
-        hints: ToolHints,
-    },
-    /// A resource, by URI.
-    Resource {
-        /// The URI.
-        uri: String,
-    },
-    /// A prompt, by name.
-    Prompt {
-        /// The name.
-        name: String,
-    },
-}
-
-/// One call as rules see it.
-#[derive(Debug, Clone, Copy)]
-pub struct CallFacts<'a> {
-    /// Who calls.
-    pub subject: &'a Subject,
-    /// The integration's id, slug and display name.
-    pub integration: (&'a str, &'a str, &'a str),
-    /// What they call.
-    pub target: &'a Target,
-}
-
-/// A rule of a policy version.
+/// A rule of a policy version, as named in a verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleRef {
     /// The policy's name.
@@ -93,97 +55,177 @@ pub struct RuleRef {
 }
 
 impl RuleRef {
-    /// `policy@version/rule`, as denials, approvals and the audit trail
-    /// name a rule.
-    pub fn label(&self) -> String {
+    /// `policy@version/rule`, as denials and approvals name it.
+    pub fn qualified(&self) -> String {
         format!("{}@{}/{}", self.policy, self.version, self.rule.name)
-    }
-
-    /// The approval a gating rule asks for.
-    pub fn gate(&self) -> Gate {
-        Gate {
-            rule: self.label(),
-            reason: self.rule.reason.clone(),
-            approver_role: self.rule.approver_role.clone(),
-            caller_may_approve: self.rule.caller_may_approve,
-        }
     }
 }
 
-/// What the policies decided about a call, and why.
+/// What a call gets.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Explanation {
-    /// The decision.
+pub enum Decision {
+    /// It goes ahead.
+    Allow,
+    /// It is refused.
+    Deny {
+        /// The deciding rule, `policy@version/rule`, or
+        /// `policy@version/(default)` when a policy's default decided.
+        rule: String,
+        /// Why, for the caller and the model.
+        reason: String,
+    },
+    /// It waits for an approver.
+    RequireApproval(Gate),
+}
+
+/// Every rule's say about a call, for `ExplainPolicy`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// The effect of the call.
     pub effect: Effect,
-    /// The deciding rule; `None` when no rule matched and the default
-    /// decided.
+    /// The deciding rule; `None` when the default decided.
     pub deciding: Option<RuleRef>,
-    /// Every rule that matched (or failed closed), in evaluation order.
+    /// Every rule that matched (errors of DENY and REQUIRE_APPROVAL rules
+    /// included, as they fail closed), in evaluation order.
     pub matched: Vec<RuleRef>,
-    /// Rules whose condition could not be evaluated, and why.
+    /// Rules that could not be evaluated, with why.
     pub errors: Vec<(RuleRef, String)>,
 }
 
-/// An organization's policies, compiled, by name.
-#[derive(Debug, Clone, Default)]
+/// An organization's compiled policies, current versions by name.
 pub struct PolicySet {
     policies: Vec<Arc<CompiledPolicy>>,
+    env: Arc<Env>,
+}
+
+impl std::fmt::Debug for PolicySet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicySet")
+            .field("policies", &self.policies.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl PolicySet {
-    /// The set of `policies`, evaluated in name order.
-    pub fn new(mut policies: Vec<Arc<CompiledPolicy>>) -> Self {
-        policies.sort_by(|a, b| a.policy.name.cmp(&b.policy.name));
-        Self { policies }
+    /// The set of `policies`, ordered by name.
+    pub fn new(mut policies: Vec<Arc<CompiledPolicy>>, env: Arc<Env>) -> Self {
+        policies.sort_by(|a, b| a.version.name.cmp(&b.version.name));
+        Self { policies, env }
     }
 
-    /// Whether the organization has no policy (every member may call
-    /// everything, as before policies existed).
+    /// The policies, by name.
+    pub fn policies(&self) -> &[Arc<CompiledPolicy>] {
+        &self.policies
+    }
+
+    /// Whether the organization has no policies (everything is allowed).
     pub fn is_empty(&self) -> bool {
         self.policies.is_empty()
     }
 
-    /// Decides `call`: the strongest effect of the matching rules, the first
-    /// such rule deciding; a rule that cannot be evaluated matches when it
-    /// would deny or gate, and does not when it would allow.
-    pub fn decide(&self, call: CallFacts<'_>) -> Explanation {
-        let context = context(call);
-        let mut matched: Vec<RuleRef> = Vec::new();
-        let mut errors = Vec::new();
-        for compiled in &self.policies {
-            let policy = &compiled.policy;
-            for (rule, program) in policy.rules.iter().zip(&compiled.programs) {
-                let holds = match program.execute(&context) {
-                    Ok(Value::Bool(holds)) => Ok(holds),
-                    Ok(other) => Err(format!("returned {:?}, not a bool", other.type_of())),
-                    Err(error) => Err(error.to_string()),
-                };
-                let reference = || RuleRef {
-                    policy: policy.name.clone(),
-                    version: policy.version,
-                    rule: rule.clone(),
-                };
-                match holds {
-                    Ok(true) => matched.push(reference()),
-                    Ok(false) => {}
-                    Err(error) => {
-                        if rule.effect != Effect::Allow {
-                            matched.push(reference());
-                        }
-                        errors.push((reference(), error));
-                    }
+    /// Whether any rule reads `tool`, so that a call's tool annotations
+    /// must be looked up.
+    pub fn uses_tool(&self) -> bool {
+        self.policies
+            .iter()
+            .any(|p| p.conditions.iter().any(Condition::uses_tool))
+    }
+
+    /// The policy whose default denies unmatched calls, if any.
+    fn denying_default(&self) -> Option<&PolicyVersion> {
+        self.policies
+            .iter()
+            .map(|p| &p.version)
+            .find(|v| v.body.default_effect == Effect::Deny)
+    }
+
+    /// The decision for a call, stopping at the first matching DENY rule.
+    pub fn decide(&self, facts: &CallFacts) -> Decision {
+        if self.is_empty() {
+            return Decision::Allow;
+        }
+        let context = facts.context(&self.env);
+        let mut best: Option<(&PolicyVersion, &Rule)> = None;
+        for policy in &self.policies {
+            for (rule, condition) in policy.version.body.rules.iter().zip(&policy.conditions) {
+                if !matches(rule.effect, &condition.evaluate(&context)) {
+                    continue;
+                }
+                if rule.effect == Effect::Deny {
+                    return deny(&policy.version, rule);
+                }
+                if best.is_none_or(|(_, b)| rule.effect.strength() > b.effect.strength()) {
+                    best = Some((&policy.version, rule));
                 }
             }
         }
-        let strongest = matched.iter().map(|r| r.rule.effect).max();
-        let default_deny = self.policies.iter().any(|p| p.policy.default_deny);
-        let effect = strongest.unwrap_or(if default_deny {
-            Effect::Deny
-        } else {
-            Effect::Allow
+        self.outcome(best)
+    }
+
+    fn outcome(&self, best: Option<(&PolicyVersion, &Rule)>) -> Decision {
+        match best {
+            Some((_, rule)) if rule.effect == Effect::Allow => Decision::Allow,
+            Some((version, rule)) => Decision::RequireApproval(Gate {
+                rule: version.rule_ref(&rule.name),
+                reason: rule.reason.clone(),
+                approver_role: rule.approver_role.clone(),
+                caller_may_approve: rule.caller_may_approve,
+            }),
+            None => match self.denying_default() {
+                Some(version) => Decision::Deny {
+                    rule: version.rule_ref("(default)"),
+                    reason: format!(
+                        "policy {} allows only what its rules allow, and none allows this",
+                        version.name
+                    ),
+                },
+                None => Decision::Allow,
+            },
+        }
+    }
+
+    /// Every rule's say about a call, and the decision.
+    pub fn explain(&self, facts: &CallFacts) -> Verdict {
+        let mut matched = Vec::new();
+        let mut errors = Vec::new();
+        let mut deciding: Option<RuleRef> = None;
+        let context = facts.context(&self.env);
+        let rules = self.policies.iter().flat_map(|policy| {
+            let version = &policy.version;
+            version
+                .body
+                .rules
+                .iter()
+                .zip(&policy.conditions)
+                .map(move |(r, c)| (version, r, c))
         });
-        let deciding = matched.iter().find(|r| r.rule.effect == effect).cloned();
-        Explanation {
+        for (version, rule, condition) in rules {
+            let outcome = condition.evaluate(&context);
+            let rule_ref = RuleRef {
+                policy: version.name.to_string(),
+                version: version.version,
+                rule: rule.clone(),
+            };
+            if let Outcome::Error(message) = &outcome {
+                errors.push((rule_ref.clone(), message.clone()));
+            }
+            if !matches(rule.effect, &outcome) {
+                continue;
+            }
+            if deciding
+                .as_ref()
+                .is_none_or(|d| rule.effect.strength() > d.rule.effect.strength())
+            {
+                deciding = Some(rule_ref.clone());
+            }
+            matched.push(rule_ref);
+        }
+        let effect = match &deciding {
+            Some(rule) => rule.rule.effect,
+            None if self.denying_default().is_some() => Effect::Deny,
+            None => Effect::Allow,
+        };
+        Verdict {
             effect,
             deciding,
             matched,
@@ -192,69 +234,18 @@ impl PolicySet {
     }
 }
 
-fn list(items: &[String]) -> Value {
-    Value::List(Arc::new(
-        items.iter().map(|s| Value::from(s.as_str())).collect(),
-    ))
+/// Whether a rule of `effect` counts as matching on `outcome`.
+fn matches(effect: Effect, outcome: &Outcome) -> bool {
+    match outcome {
+        Outcome::Holds => true,
+        Outcome::Fails => false,
+        Outcome::Error(_) => effect != Effect::Allow,
+    }
 }
 
-fn object(fields: Vec<(&'static str, Value)>) -> Value {
-    Value::from(fields.into_iter().collect::<HashMap<_, _>>())
-}
-
-/// The variables rules are written over (policy.proto, `PolicyRule`).
-fn context(call: CallFacts<'_>) -> Context<'static, 'static> {
-    let subject = call.subject;
-    let (id, slug, name) = call.integration;
-    let mut context = Context::default();
-    context.add_variable_from_value(
-        "caller",
-        object(vec![
-            ("user", Value::from(subject.user.as_str())),
-            ("organization", Value::from(subject.organization.as_str())),
-            ("roles", list(&subject.roles)),
-            ("groups", list(&subject.groups)),
-            ("teams", list(&subject.teams)),
-            ("service", Value::from(subject.service.as_str())),
-        ]),
-    );
-    context.add_variable_from_value(
-        "integration",
-        object(vec![
-            ("id", Value::from(id)),
-            ("slug", Value::from(slug)),
-            ("name", Value::from(name)),
-        ]),
-    );
-    let (kind, tool, resource, prompt) = match call.target {
-        Target::Tool { name, hints } => (
-            "tool",
-            object(vec![
-                ("name", Value::from(name.as_str())),
-                ("read_only", Value::Bool(hints.read_only)),
-                ("destructive", Value::Bool(hints.destructive)),
-                ("idempotent", Value::Bool(hints.idempotent)),
-                ("open_world", Value::Bool(hints.open_world)),
-            ]),
-            Value::Null,
-            Value::Null,
-        ),
-        Target::Resource { uri } => (
-            "resource",
-            Value::Null,
-            object(vec![("uri", Value::from(uri.as_str()))]),
-            Value::Null,
-        ),
-        Target::Prompt { name } => (
-            "prompt",
-            Value::Null,
-            Value::Null,
-            object(vec![("name", Value::from(name.as_str()))]),
-        ),
-    };
-    context.add_variable_from_value("request", object(vec![("kind", Value::from(kind))]));
-    context.add_variable_from_value("tool", tool);
-    context.add_variable_from_value("resource", resource);
-    context.add_variable_from_value("prompt", prompt);
-    context
+fn deny(version: &PolicyVersion, rule: &Rule) -> Decision {
+    Decision::Deny {
+        rule: version.rule_ref(&rule.name),
+        reason: rule.reason.clone(),
+    }
 }

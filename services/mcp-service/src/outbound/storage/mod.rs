@@ -1,5 +1,6 @@
 //! Integrations and their secrets at rest: SQL storage, and the key ring
 //! that seals secrets before they reach the database.
 
+pub mod policies;
 pub mod secret_box;
 pub mod sql;

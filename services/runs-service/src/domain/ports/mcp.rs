@@ -295,6 +295,9 @@ pub struct McpToolRequest<'a> {
     /// The caller's answers to what the server asked when this call was
     /// made before; `None` for a new call.
     pub answers: Option<&'a InputAnswers>,
+    /// The agent's allow-list of this integration's tools, passed along so
+    /// that mcp-service enforces it too; `None` when the agent has none.
+    pub allowed_tools: Option<&'a [String]>,
 }
 
 /// One read of a server's resource.
@@ -332,6 +335,7 @@ pub trait McpPort: Send + Sync + 'static {
         &self,
         caller: &Caller,
         integration_id: IntegrationId,
+        allowed_tools: Option<&[String]>,
         timeout: Duration,
     ) -> Result<Capabilities, McpCallError>;
     /// Calls a tool.

@@ -40,14 +40,15 @@ impl Discovery {
         let timeout = self.timeout;
         let mcp = &*self.mcp;
         let outcomes = futures::future::join_all(ids.iter().map(|&id| async move {
-            let outcome =
-                match tokio::time::timeout(timeout, mcp.discover(caller, id, timeout)).await {
-                    Ok(outcome) => outcome,
-                    Err(_) => Err(McpCallError::Failed(format!(
-                        "discovery timed out after {}s",
-                        timeout.as_secs_f64()
-                    ))),
-                };
+            let allowed = agent.config.tool_filters.get(&id).map(Vec::as_slice);
+            let discover = mcp.discover(caller, id, allowed, timeout);
+            let outcome = match tokio::time::timeout(timeout, discover).await {
+                Ok(outcome) => outcome,
+                Err(_) => Err(McpCallError::Failed(format!(
+                    "discovery timed out after {}s",
+                    timeout.as_secs_f64()
+                ))),
+            };
             (id, outcome)
         }))
         .await;

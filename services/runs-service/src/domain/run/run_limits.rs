@@ -118,11 +118,7 @@ mod tests {
 
     fn caller(org: &str, user: &str) -> Caller {
         Caller {
-            principal: Principal {
-                org_id: org.into(),
-                user_id: user.into(),
-                roles: vec![],
-            },
+            principal: Principal::new(org, user, vec![]),
             token: None,
         }
     }

@@ -32,11 +32,7 @@ pub(super) struct World {
 
 pub(super) fn caller() -> Caller {
     Caller {
-        principal: Principal {
-            org_id: "org".into(),
-            user_id: "user".into(),
-            roles: vec![],
-        },
+        principal: Principal::new("org", "user", vec![]),
         token: None,
     }
 }
@@ -191,6 +187,27 @@ async fn a_run_stops_at_its_step_limit() {
     assert_eq!(run.steps, 2);
     assert_eq!(world.mcp.calls().len(), 2);
     assert_eq!(world.models.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn the_agents_tool_filter_goes_along_with_discovery_and_the_call() {
+    let answer = || ToolBehaviour::Answer("pong".into(), Duration::ZERO);
+    let mcp = FakeMcp::default()
+        .tool("i1", "ping", answer())
+        .tool("i1", "wipe", answer());
+    let script = vec![
+        ScriptedTurn::Call(vec![call("i1__ping", "{}")]),
+        ScriptedTurn::Say("done".into()),
+    ];
+    let mut config = with_integrations(&["i1"]);
+    config.tool_filters.insert(FakeMcp::id("i1"), vec!["ping".into()]);
+    let world = World::new(mcp, config, script).await;
+    assert_eq!(ended(&world.say("go").await).status, RunStatus::Completed);
+    let only_ping = Some(vec!["ping".to_owned()]);
+    assert_eq!(
+        world.mcp.allow_lists(),
+        [("discover", only_ping.clone()), ("execute", only_ping)]
+    );
 }
 
 #[tokio::test]

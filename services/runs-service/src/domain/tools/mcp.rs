@@ -22,6 +22,9 @@ pub(super) struct McpToolCall<'a> {
     /// The caller's answers, when the call is made again after the server
     /// asked something.
     pub(super) answers: Option<&'a InputAnswers>,
+    /// The agent's allow-list of the integration's tools, for mcp-service
+    /// to enforce too.
+    pub(super) allowed_tools: Option<&'a [String]>,
 }
 
 impl McpToolCall<'_> {
@@ -40,6 +43,7 @@ impl McpToolCall<'_> {
             arguments: self.arguments.text(),
             scope: &scope,
             answers: self.answers,
+            allowed_tools: self.allowed_tools,
         };
         match mcp.execute_tool(&context.caller, request, timeout).await {
             Ok(output) => self.returned(output),

@@ -125,6 +125,7 @@ impl ToolRouter {
                     tool: server_tool_name,
                     arguments: &arguments,
                     answers: None,
+                    allowed_tools: toolset.allowed_tools(*integration_id),
                 };
                 tool.run(&*self.mcp, context, self.timeout).await
             }
@@ -153,6 +154,8 @@ impl ToolRouter {
             tool: &pending.tool,
             arguments: &arguments,
             answers: Some(answers),
+            // A resumed call was allowed when it was first made.
+            allowed_tools: None,
         };
         tool.run(&*self.mcp, context, self.timeout).await
     }

@@ -22,15 +22,11 @@ use crate::{
 async fn answer(tool: &str, arguments: serde_json::Value) -> String {
     let mcp = Arc::new(FakeMcp::default());
     let caller = Caller {
-        principal: Principal {
-            org_id: "org".into(),
-            user_id: "user".into(),
-            roles: vec![],
-        },
+        principal: Principal::new("org", "user", vec![]),
         token: None,
     };
     let shop = mcp
-        .discover(&caller, FakeMcp::id("shop"), Duration::from_secs(1))
+        .discover(&caller, FakeMcp::id("shop"), None, Duration::from_secs(1))
         .await
         .expect("discovered");
     let agent = Agent {

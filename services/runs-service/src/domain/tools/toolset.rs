@@ -30,6 +30,8 @@ pub struct Toolset {
     pub specs: Arc<[ToolSpec]>,
     /// What runs each name.
     pub bindings: Vec<ToolBinding>,
+    /// The agent's allow-lists of server tools, by integration.
+    pub filters: BTreeMap<IntegrationId, Vec<String>>,
 }
 
 impl Toolset {
@@ -39,6 +41,12 @@ impl Toolset {
             .iter()
             .find(|b| b.name == name)
             .map(|b| &b.target)
+    }
+
+    /// The agent's allow-list of `integration_id`'s tools, passed along to
+    /// mcp-service; `None` when the agent has none for it.
+    pub fn allowed_tools(&self, integration_id: IntegrationId) -> Option<&[String]> {
+        self.filters.get(&integration_id).map(Vec::as_slice)
     }
 }
 
@@ -162,6 +170,7 @@ pub fn assemble(
     Toolset {
         specs: specs.into(),
         bindings,
+        filters: filters.clone(),
     }
 }
 

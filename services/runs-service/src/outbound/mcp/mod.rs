@@ -84,6 +84,13 @@ fn never_sent(status: &Status) -> bool {
     false
 }
 
+/// An agent's allow-list as mcp-service reads it.
+fn allow_list(tools: Option<&[String]>) -> Option<pb::ToolAllowList> {
+    tools.map(|tools| pb::ToolAllowList {
+        tools: tools.to_vec(),
+    })
+}
+
 fn request<T>(caller: &Caller, message: T, timeout: Duration) -> Request<T> {
     let mut request = Request::new(message);
     request.set_timeout(timeout);
@@ -102,6 +109,7 @@ impl McpPort for GrpcMcp {
         &self,
         caller: &Caller,
         integration_id: IntegrationId,
+        allowed_tools: Option<&[String]>,
         timeout: Duration,
     ) -> Result<Capabilities, McpCallError> {
         let response = self
@@ -110,6 +118,7 @@ impl McpPort for GrpcMcp {
                 pb::DiscoverRequest {
                     integration_id: integration_id.to_string(),
                     bypass_cache: false,
+                    allowed_tools: allow_list(allowed_tools),
                 },
                 timeout,
                 |mut client, request| async move { client.discover(request).await },
@@ -138,6 +147,7 @@ impl McpPort for GrpcMcp {
                     request_state: answers.request_state,
                     task_id: answers.task_id,
                     approval_id: None,
+                    allowed_tools: allow_list(call.allowed_tools),
                 },
                 timeout,
                 |mut client, request| async move { client.execute_tool(request).await },

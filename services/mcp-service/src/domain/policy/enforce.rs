@@ -1,0 +1,258 @@
+//! Policy on the call path: a call's facts gathered (the tool's annotations
+//! from discovery), its decision enforced, and Discover's listing narrowed
+//! to what the caller may call.
+
+use std::{collections::HashSet, sync::Arc, time::Duration};
+
+use switchboard_auth::Principal;
+
+use super::{
+    decide::{Decision, PolicySet, Verdict},
+    engine::PolicyEngine,
+    facts::{CallFacts, IntegrationFacts, Subject, Target, ToolAnnotations},
+};
+use crate::domain::{
+    error::McpError,
+    integration::{Integration, OrgId},
+    ports::{Discovery, McpGateway},
+};
+
+/// The tools an agent may call on an integration, as runs-service passes
+/// them along: a further narrowing of what policies allow. `None` means no
+/// narrowing (a direct call, or an agent without a filter).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AllowList(Option<HashSet<String>>);
+
+impl AllowList {
+    /// No narrowing.
+    pub fn any() -> Self {
+        Self(None)
+    }
+
+    /// Only `tools`.
+    pub fn only(tools: impl IntoIterator<Item = String>) -> Self {
+        Self(Some(tools.into_iter().collect()))
+    }
+
+    /// Whether `tool` is on the list.
+    pub fn allows(&self, tool: &str) -> bool {
+        self.0.as_ref().is_none_or(|tools| tools.contains(tool))
+    }
+}
+
+/// What the call path asks of policies.
+#[derive(Clone)]
+pub struct PolicyEnforcer {
+    engine: Arc<PolicyEngine>,
+    gateway: Arc<dyn McpGateway>,
+}
+
+impl std::fmt::Debug for PolicyEnforcer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyEnforcer")
+            .field("engine", &self.engine)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What is called, before its annotations are looked up.
+#[derive(Debug, Clone, Copy)]
+pub enum Called<'a> {
+    /// A tool, by name.
+    Tool(&'a str),
+    /// A resource, by URI.
+    Resource(&'a str),
+    /// A prompt, by name.
+    Prompt(&'a str),
+}
+
+fn integration_facts(integration: &Integration) -> IntegrationFacts {
+    IntegrationFacts {
+        id: integration.id.to_string(),
+        slug: integration.slug.as_str().to_owned(),
+        name: integration.display_name.as_str().to_owned(),
+    }
+}
+
+/// The denial of a call policy refused.
+fn denied(rule: String, reason: String) -> McpError {
+    McpError::PolicyDenied { rule, reason }
+}
+
+impl PolicyEnforcer {
+    /// Decisions by `engine`, tool annotations from `gateway`'s discovery.
+    pub fn new(engine: Arc<PolicyEngine>, gateway: Arc<dyn McpGateway>) -> Self {
+        Self { engine, gateway }
+    }
+
+    /// A tool's annotations, from discovery (cached by the gateway); the
+    /// MCP defaults, which fail closed, when discovery fails or does not
+    /// list the tool.
+    async fn annotations(
+        &self,
+        integration: &Integration,
+        user: &str,
+        tool: &str,
+        timeout: Duration,
+    ) -> ToolAnnotations {
+        match self
+            .gateway
+            .discover(integration, user, false, timeout)
+            .await
+        {
+            Ok(discovery) => discovery
+                .tools
+                .iter()
+                .find(|t| t.get("name").and_then(serde_json::Value::as_str) == Some(tool))
+                .map(ToolAnnotations::of_tool)
+                .unwrap_or_default(),
+            Err(error) => {
+                tracing::info!(integration_id = %integration.id, error = %error, "tool annotations unavailable, assuming the MCP defaults");
+                ToolAnnotations::default()
+            }
+        }
+    }
+
+    /// The facts of a call of `called` by `subject`, the tool's annotations
+    /// looked up only when a rule reads them.
+    async fn facts(
+        &self,
+        set: &PolicySet,
+        subject: Subject,
+        integration: &Integration,
+        called: Called<'_>,
+        timeout: Duration,
+    ) -> CallFacts {
+        let target = match called {
+            Called::Tool(name) => {
+                let annotations = if set.uses_tool() {
+                    self.annotations(integration, &subject.user, name, timeout)
+                        .await
+                } else {
+                    ToolAnnotations::default()
+                };
+                Target::Tool {
+                    name: name.to_owned(),
+                    annotations,
+                }
+            }
+            Called::Resource(uri) => Target::Resource {
+                uri: uri.to_owned(),
+            },
+            Called::Prompt(name) => Target::Prompt {
+                name: name.to_owned(),
+            },
+        };
+        CallFacts {
+            subject,
+            integration: integration_facts(integration),
+            target,
+        }
+    }
+
+    /// Refuses a call the policies deny (PERMISSION_DENIED naming the
+    /// rule), and gates a tool call they put behind an approval. Only a
+    /// tool call can be approved: a resource read or a prompt that needs an
+    /// approval is refused.
+    pub async fn authorize(
+        &self,
+        caller: &Principal,
+        integration: &Integration,
+        called: Called<'_>,
+        timeout: Duration,
+    ) -> Result<(), McpError> {
+        let set = self.engine.set_for(&integration.org_id).await?;
+        if set.is_empty() {
+            return Ok(());
+        }
+        let facts = self
+            .facts(&set, caller.into(), integration, called, timeout)
+            .await;
+        match (set.decide(&facts), called) {
+            (Decision::Allow, _) => Ok(()),
+            (Decision::Deny { rule, reason }, _) => Err(denied(rule, reason)),
+            (Decision::RequireApproval(gate), Called::Tool(_)) => {
+                Err(McpError::ApprovalRequired(Box::new(gate)))
+            }
+            (Decision::RequireApproval(gate), _) => Err(denied(
+                gate.rule,
+                format!(
+                    "{} (this needs an approval, and only tool calls can be approved)",
+                    gate.reason
+                ),
+            )),
+        }
+    }
+
+    /// `discovery` without what policies deny `caller` (tools off the allow
+    /// list included). What needs an approval stays listed.
+    pub async fn visible(
+        &self,
+        caller: &Principal,
+        integration: &Integration,
+        discovery: Arc<Discovery>,
+        allowed: &AllowList,
+    ) -> Result<Arc<Discovery>, McpError> {
+        let set = self.engine.set_for(&integration.org_id).await?;
+        if set.is_empty() && allowed.0.is_none() {
+            return Ok(discovery);
+        }
+        let facts = |target| CallFacts {
+            subject: caller.into(),
+            integration: integration_facts(integration),
+            target,
+        };
+        let listed = |target: Target| !matches!(set.decide(&facts(target)), Decision::Deny { .. });
+        let text = |value: &serde_json::Value, key: &str| {
+            value
+                .get(key)
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let mut narrowed = (*discovery).clone();
+        narrowed.tools.retain(|tool| {
+            let name = text(tool, "name");
+            allowed.allows(&name)
+                && listed(Target::Tool {
+                    name,
+                    annotations: ToolAnnotations::of_tool(tool),
+                })
+        });
+        narrowed.resources.retain(|r| {
+            listed(Target::Resource {
+                uri: text(r, "uri"),
+            })
+        });
+        narrowed.resource_templates.retain(|r| {
+            listed(Target::Resource {
+                uri: text(r, "uriTemplate"),
+            })
+        });
+        narrowed.prompts.retain(|p| {
+            listed(Target::Prompt {
+                name: text(p, "name"),
+            })
+        });
+        Ok(Arc::new(narrowed))
+    }
+
+    /// Every rule's say about `subject` calling `called` on `integration`;
+    /// `user` is whose view of the server's tools gives the annotations.
+    pub async fn explain(
+        &self,
+        subject: Subject,
+        integration: &Integration,
+        called: Called<'_>,
+        timeout: Duration,
+    ) -> Result<Verdict, McpError> {
+        let set = self
+            .engine
+            .set_for(&OrgId(subject.organization.clone()))
+            .await?;
+        let facts = self
+            .facts(&set, subject, integration, called, timeout)
+            .await;
+        Ok(set.explain(&facts))
+    }
+}

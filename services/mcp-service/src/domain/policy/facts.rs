@@ -1,0 +1,239 @@
+//! What a rule's condition sees of a call: the caller, the integration and
+//! the target, as CEL variables.
+
+use std::{collections::HashMap, sync::Arc};
+
+use cel::{Context, Env, Value};
+use switchboard_auth::Principal;
+
+/// The caller as policies see them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Subject {
+    /// User id.
+    pub user: String,
+    /// Organization id.
+    pub organization: String,
+    /// Roles in the organization.
+    pub roles: Vec<String>,
+    /// Groups, from the token.
+    pub groups: Vec<String>,
+    /// Teams, from the token.
+    pub teams: Vec<String>,
+    /// The calling service; empty when the token names none.
+    pub service: String,
+}
+
+impl From<&Principal> for Subject {
+    fn from(principal: &Principal) -> Self {
+        Self {
+            user: principal.user_id.clone(),
+            organization: principal.org_id.clone(),
+            roles: principal.roles.clone(),
+            groups: principal.groups.clone(),
+            teams: principal.teams.clone(),
+            service: principal.service.clone(),
+        }
+    }
+}
+
+/// The integration called.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IntegrationFacts {
+    /// Its id.
+    pub id: String,
+    /// Its slug.
+    pub slug: String,
+    /// Its display name.
+    pub name: String,
+}
+
+/// A tool's annotations: the server's own claims about it, not facts
+/// checked by anyone. A server that says nothing gets MCP's defaults, which
+/// assume the worst (destructive, not read-only, open-world,
+/// not idempotent), so that a rule keyed on them fails closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolAnnotations {
+    /// `readOnlyHint`.
+    pub read_only: bool,
+    /// `destructiveHint`.
+    pub destructive: bool,
+    /// `idempotentHint`.
+    pub idempotent: bool,
+    /// `openWorldHint`.
+    pub open_world: bool,
+}
+
+impl Default for ToolAnnotations {
+    fn default() -> Self {
+        Self {
+            read_only: false,
+            destructive: true,
+            idempotent: false,
+            open_world: true,
+        }
+    }
+}
+
+impl ToolAnnotations {
+    /// The annotations of a discovered `Tool` object, each hint the server
+    /// leaves out (or sends as something other than a bool) at its default.
+    pub fn of_tool(tool: &serde_json::Value) -> Self {
+        let defaults = Self::default();
+        let annotations = tool.get("annotations");
+        let hint = |key: &str, default: bool| {
+            annotations
+                .and_then(|a| a.get(key))
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(default)
+        };
+        Self {
+            read_only: hint("readOnlyHint", defaults.read_only),
+            destructive: hint("destructiveHint", defaults.destructive),
+            idempotent: hint("idempotentHint", defaults.idempotent),
+            open_world: hint("openWorldHint", defaults.open_world),
+        }
+    }
+}
+
+/// What is called.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A tool, by its own name.
+    Tool {
+        /// The tool's name.
+        name: String,
+        /// Its annotations.
+        annotations: ToolAnnotations,
+    },
+    /// A resource, by URI (or URI template, for Discover's templates).
+    Resource {
+        /// The URI.
+        uri: String,
+    },
+    /// A prompt, by name.
+    Prompt {
+        /// The prompt's name.
+        name: String,
+    },
+}
+
+impl Target {
+    /// `request.kind`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Tool { .. } => "tool",
+            Self::Resource { .. } => "resource",
+            Self::Prompt { .. } => "prompt",
+        }
+    }
+}
+
+/// Everything a condition sees of one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallFacts {
+    /// Who calls.
+    pub subject: Subject,
+    /// Which integration.
+    pub integration: IntegrationFacts,
+    /// What they call.
+    pub target: Target,
+}
+
+fn text(value: &str) -> Value {
+    Value::String(Arc::new(value.to_owned()))
+}
+
+fn texts(values: &[String]) -> Value {
+    Value::List(Arc::new(values.iter().map(|v| text(v)).collect()))
+}
+
+fn object(fields: Vec<(&'static str, Value)>) -> Value {
+    Value::from(fields.into_iter().collect::<HashMap<_, _>>())
+}
+
+fn tool_value(name: &str, annotations: ToolAnnotations) -> Value {
+    object(vec![
+        ("name", text(name)),
+        ("read_only", Value::Bool(annotations.read_only)),
+        ("destructive", Value::Bool(annotations.destructive)),
+        ("idempotent", Value::Bool(annotations.idempotent)),
+        ("open_world", Value::Bool(annotations.open_world)),
+    ])
+}
+
+impl CallFacts {
+    /// The variables of the call: `caller`, `integration` and `request`
+    /// always, and the one of `tool`, `resource` and `prompt` that the
+    /// call has. A condition reading one the call does not have fails to
+    /// evaluate, and fails closed.
+    pub fn context<'a>(&self, env: &Arc<Env>) -> Context<'a, 'a> {
+        let mut context = self.common(env);
+        match &self.target {
+            Target::Tool { name, annotations } => {
+                context.add_variable_from_value("tool", tool_value(name, *annotations));
+            }
+            Target::Resource { uri } => {
+                context.add_variable_from_value("resource", object(vec![("uri", text(uri))]));
+            }
+            Target::Prompt { name } => {
+                context.add_variable_from_value("prompt", object(vec![("name", text(name))]));
+            }
+        }
+        context
+    }
+
+    fn common<'a>(&self, env: &Arc<Env>) -> Context<'a, 'a> {
+        let mut context = Context::with_env(env.clone());
+        let s = &self.subject;
+        let caller = object(vec![
+            ("user", text(&s.user)),
+            ("organization", text(&s.organization)),
+            ("roles", texts(&s.roles)),
+            ("groups", texts(&s.groups)),
+            ("teams", texts(&s.teams)),
+            ("service", text(&s.service)),
+        ]);
+        let i = &self.integration;
+        let integration = object(vec![
+            ("id", text(&i.id)),
+            ("slug", text(&i.slug)),
+            ("name", text(&i.name)),
+        ]);
+        context.add_variable_from_value("caller", caller);
+        context.add_variable_from_value("integration", integration);
+        context
+            .add_variable_from_value("request", object(vec![("kind", text(self.target.kind()))]));
+        context
+    }
+
+    /// Contexts for checking a condition on write: a call of each kind,
+    /// with sample values and every variable bound, so that only a name
+    /// that exists nowhere, or a type that fits nothing, is an error.
+    pub fn probes<'a>(env: &Arc<Env>) -> Vec<Context<'a, 'a>> {
+        let targets = [
+            Target::Tool {
+                name: String::new(),
+                annotations: ToolAnnotations::default(),
+            },
+            Target::Resource { uri: String::new() },
+            Target::Prompt {
+                name: String::new(),
+            },
+        ];
+        targets
+            .into_iter()
+            .map(|target| {
+                let facts = Self {
+                    subject: Subject::default(),
+                    integration: IntegrationFacts::default(),
+                    target,
+                };
+                let mut context = facts.common(env);
+                context.add_variable_from_value("tool", tool_value("", ToolAnnotations::default()));
+                context.add_variable_from_value("resource", object(vec![("uri", text(""))]));
+                context.add_variable_from_value("prompt", object(vec![("name", text(""))]));
+                context
+            })
+            .collect()
+    }
+}

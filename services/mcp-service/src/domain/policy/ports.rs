@@ -1,0 +1,74 @@
+//! Where policy versions are kept.
+
+use async_trait::async_trait;
+
+use super::model::{PolicyBody, PolicyName, PolicyVersion};
+use crate::domain::integration::OrgId;
+
+/// Why a policy write or read failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyStoreError {
+    /// A policy of that name exists (a create with `expected_version` 0).
+    #[error("policy `{0}` already exists; pass its current version to replace it")]
+    Exists(String),
+    /// The expected version is not the current one any more.
+    #[error("policy `{name}` is at version {current}, not {expected}")]
+    Stale {
+        /// The policy.
+        name: String,
+        /// The version the writer expected.
+        expected: i64,
+        /// The current version.
+        current: i64,
+    },
+    /// No such policy (or it is deleted).
+    #[error("policy not found")]
+    NotFound,
+    /// Anything else.
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
+/// Durable, versioned storage of policies: every write is a new version,
+/// a delete marks the policy deleted, and old versions stay readable.
+#[async_trait]
+pub trait PolicyRepository: Send + Sync + 'static {
+    /// Writes `body` as the next version of `name`, when `expected_version`
+    /// is its current version (0: when there is none, or it is deleted).
+    async fn put(
+        &self,
+        org: &OrgId,
+        name: &PolicyName,
+        body: &PolicyBody,
+        expected_version: i64,
+        updated_by: &str,
+    ) -> Result<PolicyVersion, PolicyStoreError>;
+    /// A version of `name`; the current one when `version` is `None`
+    /// (`None` when deleted). A given version is read even when deleted.
+    async fn get(
+        &self,
+        org: &OrgId,
+        name: &PolicyName,
+        version: Option<i64>,
+    ) -> Result<Option<PolicyVersion>, PolicyStoreError>;
+    /// The current versions of the organization's policies not deleted.
+    async fn current(&self, org: &OrgId) -> Result<Vec<PolicyVersion>, PolicyStoreError>;
+    /// Versions of `name` older than `before` (all when `None`), newest
+    /// first, at most `limit`.
+    async fn versions(
+        &self,
+        org: &OrgId,
+        name: &PolicyName,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<PolicyVersion>, PolicyStoreError>;
+    /// Marks `name` deleted, when `expected_version` is its current version
+    /// (0: whatever is current).
+    async fn delete(
+        &self,
+        org: &OrgId,
+        name: &PolicyName,
+        expected_version: i64,
+        deleted_by: &str,
+    ) -> Result<(), PolicyStoreError>;
+}

@@ -1,0 +1,146 @@
+//! The policy use cases behind `PolicyService`: admins write, every member
+//! reads.
+
+use std::sync::Arc;
+
+use switchboard_auth::Principal;
+
+use super::{
+    engine::PolicyEngine,
+    model::{PolicyLimits, PolicyName, PolicyVersion},
+    validate::{PolicyInput, validate},
+};
+use crate::domain::{error::McpError, integration::OrgId};
+
+/// Writes and reads an organization's policies.
+#[derive(Debug, Clone)]
+pub struct PolicyAdmin {
+    engine: Arc<PolicyEngine>,
+    limits: PolicyLimits,
+}
+
+/// Most versions one page of `ListPolicyVersions` holds.
+pub const MAX_VERSIONS_PAGE: usize = 500;
+
+fn require_admin(caller: &Principal) -> Result<(), McpError> {
+    if caller.is_admin() {
+        Ok(())
+    } else {
+        Err(McpError::Forbidden(
+            "managing policies needs the admin role",
+        ))
+    }
+}
+
+fn org(caller: &Principal) -> OrgId {
+    OrgId(caller.org_id.clone())
+}
+
+/// A policy name from a request, or the field's error.
+pub fn policy_name(field: &str, name: &str) -> Result<PolicyName, McpError> {
+    PolicyName::parse(name)
+        .ok_or_else(|| McpError::invalid(field, "must match ^[a-z0-9][a-z0-9-]{0,62}$"))
+}
+
+impl PolicyAdmin {
+    /// Policies through `engine`, within `limits`.
+    pub fn new(engine: Arc<PolicyEngine>, limits: PolicyLimits) -> Self {
+        Self { engine, limits }
+    }
+
+    /// Validates and compiles `input`, then writes it as a new version.
+    pub async fn put(
+        &self,
+        caller: &Principal,
+        input: PolicyInput,
+        expected_version: i64,
+    ) -> Result<PolicyVersion, McpError> {
+        require_admin(caller)?;
+        if expected_version < 0 {
+            return Err(McpError::invalid(
+                "expected_version",
+                "must not be negative",
+            ));
+        }
+        let (name, body) =
+            validate(input, self.limits, self.engine.env()).map_err(McpError::Invalid)?;
+        let org = org(caller);
+        let repository = self.engine.repository();
+        if expected_version == 0 {
+            let count = repository
+                .current(&org)
+                .await
+                .map_err(McpError::from)?
+                .len();
+            if count >= self.limits.max_policies_per_org {
+                return Err(McpError::LimitReached(format!(
+                    "the organization has {count} policies, the most it may have"
+                )));
+            }
+        }
+        let written = repository
+            .put(&org, &name, &body, expected_version, &caller.user_id)
+            .await?;
+        self.engine.forget(&org);
+        tracing::info!(policy = %name, version = written.version, "policy written");
+        Ok(written)
+    }
+
+    /// A version of a policy (the current one when `version` is `None`).
+    pub async fn get(
+        &self,
+        caller: &Principal,
+        name: &PolicyName,
+        version: Option<i64>,
+    ) -> Result<PolicyVersion, McpError> {
+        self.engine
+            .repository()
+            .get(&org(caller), name, version)
+            .await?
+            .ok_or(McpError::PolicyNotFound)
+    }
+
+    /// The organization's current policies, by name.
+    pub async fn list(&self, caller: &Principal) -> Result<Vec<PolicyVersion>, McpError> {
+        let mut policies = self.engine.repository().current(&org(caller)).await?;
+        policies.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(policies)
+    }
+
+    /// Versions of a policy older than `before`, newest first.
+    pub async fn versions(
+        &self,
+        caller: &Principal,
+        name: &PolicyName,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<PolicyVersion>, McpError> {
+        let versions = self
+            .engine
+            .repository()
+            .versions(&org(caller), name, before, limit.min(MAX_VERSIONS_PAGE))
+            .await?;
+        if versions.is_empty() && before.is_none() {
+            return Err(McpError::PolicyNotFound);
+        }
+        Ok(versions)
+    }
+
+    /// Marks a policy deleted.
+    pub async fn delete(
+        &self,
+        caller: &Principal,
+        name: &PolicyName,
+        expected_version: i64,
+    ) -> Result<(), McpError> {
+        require_admin(caller)?;
+        let org = org(caller);
+        self.engine
+            .repository()
+            .delete(&org, name, expected_version, &caller.user_id)
+            .await?;
+        self.engine.forget(&org);
+        tracing::info!(policy = %name, "policy deleted");
+        Ok(())
+    }
+}

@@ -13,4 +13,5 @@ mod replicas;
 mod request_ids;
 mod resources;
 mod runs;
+mod server_failures;
 mod world;

@@ -13,7 +13,10 @@ use switchboard_proto::common::v1::ErrorReason;
 use tonic::{Code, Status};
 use tonic_types::StatusExt as _;
 
-use crate::error::{ERROR_DOMAIN, FieldViolation, Refusal};
+use crate::{
+    error::{ERROR_DOMAIN, FieldViolation, Refusal},
+    server_facts::ServerFacts,
+};
 
 /// A failed call as its client reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +27,8 @@ pub struct ClientError {
     pub kind: ErrorKind,
     /// The status message, written for people.
     pub message: String,
+    /// What an MCP server's failure was, when the status says.
+    pub server_facts: Option<ServerFacts>,
 }
 
 /// What happened, one variant per way [`crate::ApiError`] and the server's
@@ -104,8 +109,16 @@ impl From<&Status> for ClientError {
             code: status.code(),
             kind: kind(status),
             message: status.message().to_owned(),
+            server_facts: server_facts(status),
         }
     }
+}
+
+/// The facts of an MCP server's failure a Switchboard status carries.
+fn server_facts(status: &Status) -> Option<ServerFacts> {
+    let details = status.get_error_details();
+    let info = details.error_info().filter(|i| i.domain == ERROR_DOMAIN)?;
+    ServerFacts::from_metadata(&info.metadata)
 }
 
 /// What a status's details say happened.
@@ -204,10 +217,29 @@ mod tests {
                     code,
                     kind: ErrorKind::Refused(refusal),
                     message: "what happened".into(),
+                    server_facts: None,
                 }
             );
             assert_eq!(decoded.kind.retry_after(), retry_after, "{refusal:?}");
         }
+    }
+
+    #[test]
+    fn a_server_failure_decodes_with_its_facts_and_its_retry_delay() {
+        let facts = ServerFacts::LimitReached {
+            detail: "all sessions are busy".into(),
+        };
+        let retry_after = Duration::from_secs(3);
+        let decoded = round_trip(ApiError::server_failed(
+            Refusal::SessionLimit { retry_after },
+            facts.clone(),
+            "busy",
+        ));
+        assert_eq!(decoded.server_facts, Some(facts));
+        assert_eq!(decoded.kind.retry_after(), Some(retry_after));
+        assert_eq!(decoded.message, "busy");
+        let plain = round_trip(ApiError::refused(Refusal::McpServerTimeout, "slow"));
+        assert_eq!(plain.server_facts, None);
     }
 
     #[test]
@@ -336,7 +368,8 @@ mod tests {
                 ClientError {
                     code,
                     kind,
-                    message
+                    message,
+                    server_facts: None,
                 }
             );
         }

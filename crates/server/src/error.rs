@@ -16,6 +16,8 @@ use switchboard_proto::common::v1::ErrorReason;
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
+use crate::server_facts::ServerFacts;
+
 /// The `google.rpc.ErrorInfo` domain of Switchboard errors.
 pub const ERROR_DOMAIN: &str = "switchboard.dev";
 
@@ -107,6 +109,9 @@ pub enum ApiError {
         refusal: Refusal,
         /// What the caller reads.
         message: String,
+        /// What an MCP server's failure was, for a client that words it
+        /// itself (`ErrorInfo` metadata).
+        facts: Option<ServerFacts>,
     },
     /// Not served by this version.
     #[error("{0} is not implemented")]
@@ -264,6 +269,17 @@ impl ApiError {
         Self::Refused {
             refusal,
             message: message.into(),
+            facts: None,
+        }
+    }
+
+    /// A refusal for an MCP server's failure, with its facts beside the
+    /// message.
+    pub fn server_failed(refusal: Refusal, facts: ServerFacts, message: impl Into<String>) -> Self {
+        Self::Refused {
+            refusal,
+            message: message.into(),
+            facts: Some(facts),
         }
     }
 
@@ -313,6 +329,9 @@ impl From<ApiError> for Status {
             ApiError::PolicyDenied { rule, .. } => {
                 HashMap::from([("rule".to_owned(), rule.clone())])
             }
+            ApiError::Refused {
+                facts: Some(facts), ..
+            } => facts.to_metadata(),
             _ => HashMap::new(),
         };
         let mut details =

@@ -26,6 +26,7 @@ pub mod request_id;
 mod rpc_methods;
 mod rpc_telemetry;
 mod serve;
+mod server_facts;
 
 pub use args::{AuthArgs, CommonArgs, JwksArgs, TelemetryArgs};
 pub use auth_layer::{AuthLayer, PUBLIC_PATH_PREFIXES, principal};
@@ -38,6 +39,7 @@ pub use global_limit::GlobalLimitLayer;
 pub use org_limits::{OrgLimitLayer, OrgLimits};
 pub use request_id::{Begun, Idempotency, fingerprint, parse_request_id};
 pub use serve::{RunningServer, Services, bind_and_serve, serve, shutdown_signal, spawn};
+pub use server_facts::{MAX_DETAIL_BYTES, ServerFacts};
 
 /// The `grpc.health.v1` service name of liveness (Kubernetes liveness
 /// probes): SERVING while the process serves, unlike the server (`""`) and

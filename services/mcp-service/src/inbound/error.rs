@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use switchboard_server::{ApiError, Refusal};
+use switchboard_server::{ApiError, Refusal, ServerFacts};
 
 use crate::domain::{
     error::McpError,
@@ -99,39 +99,58 @@ const RESOURCE_NOT_FOUND: i32 = -32002;
 /// reached: long enough for a restart or a network blip to pass.
 const UNREACHABLE_RETRY_AFTER: Duration = Duration::from_secs(2);
 
-/// An MCP server's failure, as the status a caller can act on.
+/// An MCP server's failure, as the status a caller can act on: a message
+/// for people, and the facts for a client that words them itself.
 fn upstream(error: CallError) -> ApiError {
-    if let CallError::Exhausted { retry_after, .. } = &error {
+    let message = match &error {
         // A limit of mcp-service, not the server's doing.
-        let refusal = Refusal::SessionLimit {
-            retry_after: *retry_after,
-        };
-        return ApiError::refused(refusal, error.to_string());
-    }
-    let message = format!("MCP server: {error}");
-    let refusal = match error {
-        CallError::Exhausted { retry_after, .. } => Refusal::SessionLimit { retry_after },
-        CallError::Connect(_) | CallError::Transport(_) => Refusal::McpServerUnreachable {
-            retry_after: UNREACHABLE_RETRY_AFTER,
-        },
+        CallError::Exhausted { .. } => error.to_string(),
+        _ => format!("MCP server: {error}"),
+    };
+    let (refusal, facts) = match error {
+        CallError::Exhausted {
+            message: detail,
+            retry_after,
+        } => (
+            Refusal::SessionLimit { retry_after },
+            ServerFacts::LimitReached { detail },
+        ),
+        CallError::Connect(detail) => (
+            Refusal::McpServerUnreachable {
+                retry_after: UNREACHABLE_RETRY_AFTER,
+            },
+            ServerFacts::Unreachable { detail },
+        ),
+        CallError::Transport(detail) => (
+            Refusal::McpServerUnreachable {
+                retry_after: UNREACHABLE_RETRY_AFTER,
+            },
+            ServerFacts::ConnectionLost { detail },
+        ),
         // Turned into an authorization URL by the domain; reaching here
         // means none could be made.
-        CallError::AuthorizationRequired(_) => {
-            return ApiError::FailedPrecondition(message);
+        CallError::AuthorizationRequired(_) => return ApiError::FailedPrecondition(message),
+        CallError::Timeout(limit) => (Refusal::McpServerTimeout, ServerFacts::Timeout(limit)),
+        CallError::TooLarge { limit } => (
+            Refusal::McpResultTooLarge,
+            ServerFacts::TooLarge {
+                limit_bytes: u64::try_from(limit).unwrap_or(u64::MAX),
+            },
+        ),
+        CallError::ListingTooLong(detail) => (
+            Refusal::McpResultTooLarge,
+            ServerFacts::ListingBound { detail },
+        ),
+        CallError::Upstream { code, message } => {
+            let refusal = match code {
+                INVALID_PARAMS => Refusal::McpServerInvalidParams,
+                RESOURCE_NOT_FOUND => Refusal::McpServerResourceNotFound,
+                _ => Refusal::McpServerRejected,
+            };
+            (refusal, ServerFacts::JsonRpc { code, message })
         }
-        CallError::Timeout(_) => Refusal::McpServerTimeout,
-        CallError::TooLarge { .. } | CallError::ListingTooLong(_) => Refusal::McpResultTooLarge,
-        CallError::Upstream {
-            code: INVALID_PARAMS,
-            ..
-        } => Refusal::McpServerInvalidParams,
-        CallError::Upstream {
-            code: RESOURCE_NOT_FOUND,
-            ..
-        } => Refusal::McpServerResourceNotFound,
-        CallError::Upstream { .. } => Refusal::McpServerRejected,
     };
-    ApiError::refused(refusal, message)
+    ApiError::server_failed(refusal, facts, message)
 }
 
 #[cfg(test)]
@@ -179,6 +198,54 @@ mod tests {
                 .map(|r| r.retry_delay),
             Some(Some(Duration::from_millis(500)))
         );
+    }
+
+    /// runs-service words these facts itself (`texts::mcp_error`): its
+    /// tests hold the same sentences.
+    #[test]
+    fn every_server_failure_carries_its_facts_beside_the_message() {
+        let cases = [
+            (
+                CallError::Timeout(Duration::from_millis(1500)),
+                "MCP server: timed out after 1.5s",
+            ),
+            (
+                CallError::TooLarge { limit: 1 << 20 },
+                "MCP server: the result is larger than 1 MiB",
+            ),
+            (
+                CallError::Connect("connection refused".into()),
+                "MCP server: could not connect to the MCP server: connection refused",
+            ),
+            (
+                CallError::Transport("reset".into()),
+                "MCP server: the connection to the MCP server failed: reset",
+            ),
+            (
+                CallError::Upstream {
+                    code: -32602,
+                    message: "missing topic".into(),
+                },
+                "MCP server: missing topic",
+            ),
+            (
+                CallError::ListingTooLong("more than 10 pages".into()),
+                "MCP server: more than 10 pages",
+            ),
+            (
+                CallError::Exhausted {
+                    message: "all sessions are busy".into(),
+                    retry_after: Duration::from_millis(2500),
+                },
+                "all sessions are busy; retry in 2s",
+            ),
+        ];
+        for (error, message) in cases {
+            let status = status(McpError::Upstream(error.clone()));
+            assert_eq!(status.message(), message, "{error:?}");
+            let decoded = switchboard_server::ClientError::from(&status);
+            assert!(decoded.server_facts.is_some(), "{error:?}");
+        }
     }
 
     #[test]

@@ -238,6 +238,15 @@ pub enum McpCallError {
     /// permission, invalid input).
     #[error("{0}")]
     Refused(String),
+    /// The MCP server failed the call, as mcp-service reported it: the facts
+    /// to word, and mcp-service's own description.
+    #[error("{message}")]
+    Server {
+        /// What happened, in numbers and the lower layer's words.
+        facts: FailureFacts,
+        /// mcp-service's description, for logs.
+        message: String,
+    },
     /// Anything else mcp-service answered.
     #[error("{0}")]
     Failed(String),

@@ -38,9 +38,31 @@ pub(super) fn tool_failure(
     }
 }
 
+/// An MCP server's failure reported for a resource read, a prompt or a
+/// call mcp-service could not start: what the server did, or the limit of
+/// mcp-service that kept the call from it.
+pub(super) fn server_failed(facts: &FailureFacts) -> String {
+    match facts {
+        FailureFacts::LimitReached { .. } => described(facts),
+        FailureFacts::Timeout(limit) => {
+            format!("MCP server: timed out after {}s", limit.as_secs_f64())
+        }
+        _ => format!("MCP server: {}", described(facts)),
+    }
+}
+
 fn worded(tool: &str, facts: &FailureFacts) -> String {
     match facts {
         FailureFacts::Timeout(limit) => tool_timed_out(tool, *limit),
+        _ => described(facts),
+    }
+}
+
+/// The facts of every reason but a timeout, whose words depend on what
+/// timed out.
+fn described(facts: &FailureFacts) -> String {
+    match facts {
+        FailureFacts::Timeout(limit) => format!("timed out after {}s", limit.as_secs_f64()),
         FailureFacts::TooLarge { limit_bytes } => {
             format!("the result is larger than {}", ByteSize(*limit_bytes))
         }

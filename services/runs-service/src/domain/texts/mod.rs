@@ -55,7 +55,20 @@ pub fn mcp_call_failed(error: &McpCallError) -> String {
         McpCallError::AuthorizationRequired { url } => mcp_tool_failed(&format!(
             "the user has not connected their account to this integration. Ask them to connect it at {url} and then try again"
         )),
-        other => format!("MCP tool execution failed unexpectedly: {other}"),
+        other => format!(
+            "MCP tool execution failed unexpectedly: {}",
+            mcp_error(other)
+        ),
+    }
+}
+
+/// What the model reads of a failed call to mcp-service, inside the
+/// sentence of the tool that made it: the server's failure worded from its
+/// facts, anything else as mcp-service described it.
+pub fn mcp_error(error: &McpCallError) -> String {
+    match error {
+        McpCallError::Server { facts, .. } => failures::server_failed(facts),
+        other => other.to_string(),
     }
 }
 

@@ -231,6 +231,7 @@ fn built_in_tool_results_read_as_the_reference_wrote_them() {
         "Binary resource file:///x: unknown type, 5 bytes. Its content cannot be shown as text."
     );
     assert_eq!(resource_failed("nope"), "Resource retrieval failed: nope");
+    assert_server_failures_are_worded_as_mcp_service_describes_them();
     assert_eq!(prompt_failed("nope"), "Prompt retrieval failed: nope");
     let lines = [PromptLine {
         role: "user".into(),
@@ -497,5 +498,73 @@ fn query_refusals_keep_their_wording() {
     assert_eq!(
         query_out_of_memory(512 * 1024 * 1024),
         "the query needed more than the 512 MiB of memory a query may use and was stopped; filter or aggregate earlier, or build smaller values"
+    );
+}
+
+/// The sentences mcp-service's status messages hold for the same failures
+/// (its `inbound::error` tests hold them too).
+fn assert_server_failures_are_worded_as_mcp_service_describes_them() {
+    let detail = |text: &str| text.to_owned();
+    let cases = [
+        (
+            FailureFacts::Timeout(Duration::from_millis(1500)),
+            "MCP server: timed out after 1.5s",
+        ),
+        (
+            FailureFacts::TooLarge {
+                limit_bytes: 1 << 20,
+            },
+            "MCP server: the result is larger than 1 MiB",
+        ),
+        (
+            FailureFacts::Unreachable {
+                detail: detail("connection refused"),
+            },
+            "MCP server: could not connect to the MCP server: connection refused",
+        ),
+        (
+            FailureFacts::ConnectionLost {
+                detail: detail("reset"),
+            },
+            "MCP server: the connection to the MCP server failed: reset",
+        ),
+        (
+            FailureFacts::JsonRpc {
+                code: -32602,
+                message: detail("missing topic"),
+            },
+            "MCP server: missing topic",
+        ),
+        (
+            FailureFacts::ListingBound {
+                detail: detail("more than 10 pages"),
+            },
+            "MCP server: more than 10 pages",
+        ),
+        (
+            FailureFacts::LimitReached {
+                detail: detail("all sessions are busy"),
+                retry_after: Duration::from_millis(2500),
+            },
+            "all sessions are busy; retry in 2s",
+        ),
+    ];
+    for (facts, expected) in cases {
+        let error = McpCallError::Server {
+            facts,
+            message: "mcp-service's own words".into(),
+        };
+        assert_eq!(mcp_error(&error), expected);
+    }
+    let busy = McpCallError::Server {
+        facts: FailureFacts::LimitReached {
+            detail: detail("all sessions are busy"),
+            retry_after: Duration::from_secs(1),
+        },
+        message: String::new(),
+    };
+    assert_eq!(
+        mcp_call_failed(&busy),
+        "MCP tool execution failed unexpectedly: all sessions are busy; retry in 1s"
     );
 }

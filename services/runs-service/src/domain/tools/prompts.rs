@@ -40,6 +40,6 @@ pub(super) async fn retrieve(
         Ok((description, lines)) => {
             ToolOutcome::succeeded(texts::prompt_rendered(name, &description, &lines))
         }
-        Err(error) => failed(&error.to_string()),
+        Err(error) => failed(&texts::mcp_error(&error)),
     }
 }

@@ -52,7 +52,7 @@ pub(super) async fn retrieve(
     };
     match mcp.retrieve_resource(&context.caller, read, timeout).await {
         Ok(resource) => deliver(sources, context, &wanted, resource).await,
-        Err(error) => failed(error),
+        Err(error) => failed(texts::mcp_error(&error)),
     }
 }
 

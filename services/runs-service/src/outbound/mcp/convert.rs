@@ -1,12 +1,14 @@
 //! mcp-service's messages and statuses as the domain's types: the one place
 //! runs-service reads them.
 
+use std::time::Duration;
+
 use serde_json::Value;
 use switchboard_proto::{
     json::struct_to_json,
     mcp::v1::{self as pb, content_block::Block},
 };
-use switchboard_server::{ClientError, ErrorKind};
+use switchboard_server::{ClientError, ErrorKind, ServerFacts};
 use tonic::{Code, Status};
 
 use crate::domain::{
@@ -25,7 +27,15 @@ pub(super) fn failure(status: &Status) -> McpCallError {
         code,
         kind,
         message,
+        server_facts,
     } = ClientError::from(status);
+    let timed_out = matches!(code, Code::DeadlineExceeded | Code::Cancelled);
+    if let (Some(facts), false) = (server_facts, timed_out) {
+        return McpCallError::Server {
+            facts: server_failure(facts, kind.retry_after()),
+            message,
+        };
+    }
     match (code, kind) {
         (Code::DeadlineExceeded | Code::Cancelled, _) => McpCallError::Timeout,
         (Code::Unavailable, _) => McpCallError::Unavailable(message),
@@ -51,6 +61,25 @@ pub(super) fn failure(status: &Status) -> McpCallError {
             _,
         ) => McpCallError::Refused(message),
         _ => McpCallError::Failed(message),
+    }
+}
+
+/// The facts of an MCP server's failure as the domain's, with the status's
+/// retry delay for a limit of mcp-service.
+fn server_failure(facts: ServerFacts, retry_after: Option<Duration>) -> FailureFacts {
+    match facts {
+        ServerFacts::Timeout(limit) => FailureFacts::Timeout(limit),
+        ServerFacts::TooLarge { limit_bytes } => FailureFacts::TooLarge {
+            limit_bytes: usize::try_from(limit_bytes).unwrap_or(usize::MAX),
+        },
+        ServerFacts::Unreachable { detail } => FailureFacts::Unreachable { detail },
+        ServerFacts::ConnectionLost { detail } => FailureFacts::ConnectionLost { detail },
+        ServerFacts::JsonRpc { code, message } => FailureFacts::JsonRpc { code, message },
+        ServerFacts::ListingBound { detail } => FailureFacts::ListingBound { detail },
+        ServerFacts::LimitReached { detail } => FailureFacts::LimitReached {
+            detail,
+            retry_after: retry_after.unwrap_or_default(),
+        },
     }
 }
 
@@ -128,7 +157,7 @@ fn failure_facts(
     failure: ToolFailure,
     response: &mut pb::ExecuteToolResponse,
 ) -> Option<FailureFacts> {
-    let duration = |limit: prost_types::Duration| std::time::Duration::try_from(limit).ok();
+    let duration = |limit: prost_types::Duration| Duration::try_from(limit).ok();
     Some(match failure {
         ToolFailure::Timeout => FailureFacts::Timeout(duration(response.timeout?)?),
         ToolFailure::TooLarge => FailureFacts::TooLarge {
@@ -275,6 +304,38 @@ mod tests {
 
     fn seconds(seconds: i64, nanos: i32) -> Option<prost_types::Duration> {
         Some(prost_types::Duration { seconds, nanos })
+    }
+
+    #[test]
+    fn a_status_with_server_facts_is_a_server_failure_unless_it_timed_out() {
+        use switchboard_server::{ApiError, Refusal};
+        let busy = ApiError::server_failed(
+            Refusal::SessionLimit {
+                retry_after: Duration::from_secs(3),
+            },
+            ServerFacts::LimitReached {
+                detail: "all sessions are busy".into(),
+            },
+            "all sessions are busy; retry in 3s",
+        );
+        assert_eq!(
+            failure(&Status::from(busy)),
+            McpCallError::Server {
+                facts: FailureFacts::LimitReached {
+                    detail: "all sessions are busy".into(),
+                    retry_after: Duration::from_secs(3),
+                },
+                message: "all sessions are busy; retry in 3s".into(),
+            }
+        );
+        // A timeout keeps its own handling (the call is recorded as timed
+        // out), whatever facts came with it.
+        let slow = ApiError::server_failed(
+            Refusal::McpServerTimeout,
+            ServerFacts::Timeout(Duration::from_secs(1)),
+            "MCP server: timed out after 1s",
+        );
+        assert_eq!(failure(&Status::from(slow)), McpCallError::Timeout);
     }
 
     #[test]

@@ -1,10 +1,15 @@
-//! runs-service over several mcp-service replicas: calls spread across them,
-//! and a replica that goes away costs no run and runs no tool twice.
+//! runs-service over several mcp-service replicas: a conversation's calls
+//! meet in one replica, on one upstream session, and a replica that goes
+//! away costs no run, runs no tool twice and moves the conversation to one
+//! new session.
+
+use std::net::SocketAddr;
 
 use switchboard_proto::runs::v1::{self as runs, execute_run_response::Event};
 use switchboard_scripted_model::{ScriptedToolCall, Turn};
+use switchboard_server::RunningServer;
 
-use crate::world::{Options, final_run, world};
+use crate::world::{Options, World, final_run, tool_messages_sent, world};
 
 /// One run's turns: a call to the example server's counter, then an answer
 /// quoting it.
@@ -29,8 +34,39 @@ fn tool_statuses(events: &[runs::ExecuteRunResponse]) -> Vec<runs::ToolCallStatu
         .collect()
 }
 
+fn address(server: &RunningServer) -> SocketAddr {
+    server
+        .url()
+        .trim_start_matches("http://")
+        .parse()
+        .expect("a socket address")
+}
+
+/// Takes the mcp-service replica the thread's calls go to out of the world
+/// (the other stays), as runs-service ranks them.
+fn owner_of_the_thread(w: &mut World) -> RunningServer {
+    let other = w.mcp_replicas.pop().expect("a second replica");
+    let order =
+        switchboard_runs_service::replica_order(&w.thread_id, &[address(&w._mcp), address(&other)]);
+    if order[0] == address(&other) {
+        other
+    } else {
+        std::mem::replace(&mut w._mcp, other)
+    }
+}
+
+/// The counter values of the thread's tool results, in order, as the
+/// model's last request holds them.
+fn counted(w: &World) -> Vec<u64> {
+    let last = w.model.requests().len() - 1;
+    tool_messages_sent(&w.model, last)
+        .iter()
+        .map(|text| text.trim().parse().expect("a count"))
+        .collect()
+}
+
 #[tokio::test]
-async fn runs_go_on_when_an_mcp_service_replica_goes_away() {
+async fn a_thread_keeps_one_upstream_session_until_its_replica_goes_away() {
     const BEFORE: usize = 3;
     const AFTER: usize = 6;
     let mut w = world(Options {
@@ -41,8 +77,8 @@ async fn runs_go_on_when_an_mcp_service_replica_goes_away() {
     .await;
     for round in 0..BEFORE + AFTER {
         if round == BEFORE {
-            let replica = w.mcp_replicas.pop().expect("a second replica");
-            replica.stop().await.expect("the replica stops");
+            let owner = owner_of_the_thread(&mut w);
+            owner.stop().await.expect("the replica stops");
         }
         let events = w.say("count once more").await;
         let run = final_run(&events);
@@ -57,16 +93,13 @@ async fn runs_go_on_when_an_mcp_service_replica_goes_away() {
             "round {round}: {events:?}"
         );
     }
+    // One session counted 1, 2, 3; the thread's next call opened one new
+    // session on the other replica, which counted from 1 again.
+    let expected: Vec<u64> = (1..=BEFORE as u64).chain(1..=AFTER as u64).collect();
+    assert_eq!(counted(&w), expected);
     // Every call the thread records reached the upstream server once.
-    let recorded = w
-        .messages()
-        .await
-        .iter()
-        .filter(|m| m.role() == runs::MessageRole::Tool)
-        .count();
-    assert_eq!(recorded, BEFORE + AFTER);
     assert_eq!(
         w.upstream.stats.snapshot().tool_calls,
-        u64::try_from(recorded).expect("small")
+        u64::try_from(BEFORE + AFTER).expect("small")
     );
 }

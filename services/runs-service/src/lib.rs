@@ -23,3 +23,4 @@ pub mod outbound;
 
 pub use app::{SERVICE_NAME, migrate, run, spawn, spawn_wrapped};
 pub use config::Config;
+pub use outbound::mcp::replica_order;

@@ -1,18 +1,20 @@
-//! mcp-service's replicas as one balanced gRPC channel.
+//! Where mcp-service's replicas are: the configured URLs, resolved now and
+//! again.
 //!
 //! The configured address may name several replicas (comma-separated URLs)
 //! and each URL's host is resolved again every `resolve_every`, so the pods
 //! behind a headless Kubernetes Service join and leave the set as they come
-//! and go. Calls spread across the replicas (power of two choices on load);
-//! a replica that stops answering fails its connection and a later lookup
-//! drops it. A lookup that fails keeps what the last one found, so trouble
-//! with DNS never empties the set.
+//! and go ([`Replicas`] says which one a call goes to). A replica that stops
+//! answering fails its connection, its calls go to the next in their order,
+//! and a later lookup drops it. A lookup that fails keeps what the last one
+//! found, so trouble with DNS never empties the set.
 
 use std::{collections::BTreeSet, net::SocketAddr, time::Duration};
 
 use anyhow::{Context as _, bail};
-use tokio::sync::mpsc::Sender;
-use tonic::transport::{Channel, Endpoint, Uri, channel::Change};
+use tonic::transport::{Endpoint, Uri};
+
+use super::replicas::Replicas;
 
 /// How mcp-service is reached.
 #[derive(Debug, Clone)]
@@ -54,28 +56,28 @@ impl McpEndpoints {
         })
     }
 
-    /// A channel over every replica found now, kept up to date in the
-    /// background while the channel lives.
-    pub async fn connect(&self) -> Channel {
-        // Changes are few (replicas, not calls); the balancer drains them.
-        let (channel, changes) = Channel::balance_channel(64);
+    /// Every replica found now, each connecting on first use, kept up to
+    /// date in the background while the set is in use.
+    pub async fn connect(&self) -> Replicas {
+        let replicas = Replicas::default();
         let mut resolver = Resolver {
             endpoints: self.clone(),
             found: vec![BTreeSet::new(); self.urls.len()],
-            changes,
         };
-        resolver.refresh().await;
+        resolver.refresh(&replicas).await;
         if !self.resolve_every.is_zero() {
+            let watched = replicas.downgrade();
             tokio::spawn(async move {
                 loop {
                     tokio::time::sleep(resolver.endpoints.resolve_every).await;
-                    if !resolver.refresh().await {
-                        return; // the channel is gone
-                    }
+                    let Some(replicas) = watched.upgrade() else {
+                        return; // the client is gone
+                    };
+                    resolver.refresh(&replicas).await;
                 }
             });
         }
-        channel
+        replicas
     }
 
     fn endpoint(&self, url: &Uri, address: SocketAddr) -> Endpoint {
@@ -111,13 +113,11 @@ struct Resolver {
     endpoints: McpEndpoints,
     /// What each URL (by its index in `endpoints.urls`) resolved to last.
     found: Vec<BTreeSet<SocketAddr>>,
-    changes: Sender<Change<SocketAddr, Endpoint>>,
 }
 
 impl Resolver {
-    /// Resolves every URL and tells the balancer what changed; false when
-    /// the channel is gone.
-    async fn refresh(&mut self) -> bool {
+    /// Resolves every URL and tells `replicas` what changed.
+    async fn refresh(&mut self, replicas: &Replicas) {
         let before: BTreeSet<SocketAddr> = self.found.iter().flatten().copied().collect();
         for (url, found) in self.endpoints.urls.iter().zip(&mut self.found) {
             let (host, port) = (url.host().unwrap_or_default(), url.port_u16().unwrap_or(80));
@@ -131,25 +131,14 @@ impl Resolver {
         let after: BTreeSet<SocketAddr> = self.found.iter().flatten().copied().collect();
         for gone in before.difference(&after) {
             tracing::info!(address = %gone, "an mcp-service replica left");
-            if self.changes.send(Change::Remove(*gone)).await.is_err() {
-                return false;
-            }
+            replicas.remove(*gone);
         }
         for (url, addresses) in self.endpoints.urls.iter().zip(&self.found) {
             for new in addresses.difference(&before) {
                 tracing::info!(address = %new, "an mcp-service replica joined");
-                let endpoint = self.endpoints.endpoint(url, *new);
-                if self
-                    .changes
-                    .send(Change::Insert(*new, endpoint))
-                    .await
-                    .is_err()
-                {
-                    return false;
-                }
+                replicas.insert(*new, self.endpoints.endpoint(url, *new).connect_lazy());
             }
         }
-        true
     }
 }
 

@@ -20,13 +20,15 @@ use crate::domain::{
 
 mod convert;
 mod endpoints;
+mod replicas;
 
-pub use self::endpoints::McpEndpoints;
+use self::replicas::Replicas;
+pub use self::{endpoints::McpEndpoints, replicas::ranked as replica_order};
 
 /// mcp-service's gRPC client.
 #[derive(Debug, Clone)]
 pub struct GrpcMcp {
-    channel: Channel,
+    replicas: Replicas,
 }
 
 impl GrpcMcp {
@@ -34,16 +36,18 @@ impl GrpcMcp {
     /// runs-service starts, and runs go on, while mcp-service is down).
     pub async fn new(endpoints: &McpEndpoints) -> Self {
         Self {
-            channel: endpoints.connect().await,
+            replicas: endpoints.connect().await,
         }
     }
 
-    /// Sends one call, again on another connection while the call provably
-    /// never left (its connection could not be made): a replica that went
-    /// away costs no call, and no call runs twice.
+    /// Sends one call to the replica that ranks first for `scope`, and
+    /// again to the next while the call provably never left (its
+    /// connection could not be made): a replica that went away costs no
+    /// call, and no call runs twice.
     async fn call<M, R, F, Fut>(
         &self,
         caller: &Caller,
+        scope: Option<&str>,
         message: M,
         timeout: Duration,
         send: F,
@@ -53,13 +57,21 @@ impl GrpcMcp {
         F: Fn(McpServiceClient<Channel>, Request<M>) -> Fut,
         Fut: Future<Output = Result<tonic::Response<R>, Status>>,
     {
+        let replicas = self.replicas.for_call(scope);
+        let Some(first) = replicas.first() else {
+            return Err(McpCallError::Unavailable(
+                "no mcp-service replica is known".to_owned(),
+            ));
+        };
+        let mut order = replicas.iter().chain(std::iter::repeat(first));
         let mut attempt = 1;
         loop {
-            let client = McpServiceClient::new(self.channel.clone());
+            let channel = order.next().unwrap_or(first).clone();
+            let client = McpServiceClient::new(channel);
             match send(client, request(caller, message.clone(), timeout)).await {
                 Ok(response) => return Ok(response.into_inner()),
                 Err(status) if attempt < CONNECT_ATTEMPTS && never_sent(&status) => {
-                    tracing::debug!(%status, attempt, "mcp-service call not sent; trying another connection");
+                    tracing::debug!(%status, attempt, "mcp-service call not sent; trying the next replica");
                     attempt += 1;
                 }
                 Err(status) => return Err(failure(&status)),
@@ -115,6 +127,9 @@ impl McpPort for GrpcMcp {
         let response = self
             .call(
                 caller,
+                // Discovery is cached per replica: one integration's
+                // discoveries meet in one.
+                Some(&integration_id.to_string()),
                 pb::DiscoverRequest {
                     integration_id: integration_id.to_string(),
                     bypass_cache: false,
@@ -137,6 +152,7 @@ impl McpPort for GrpcMcp {
         let response = self
             .call(
                 caller,
+                Some(call.scope),
                 pb::ExecuteToolRequest {
                     integration_id: call.integration_id.to_string(),
                     tool_name: call.tool.to_owned(),
@@ -165,6 +181,7 @@ impl McpPort for GrpcMcp {
         let response = self
             .call(
                 caller,
+                Some(read.scope),
                 pb::RetrieveResourceRequest {
                     integration_id: read.integration_id.to_string(),
                     uri: read.uri.to_owned(),
@@ -217,6 +234,7 @@ impl McpPort for GrpcMcp {
         let response = self
             .call(
                 caller,
+                Some(prompt.scope),
                 pb::GetPromptRequest {
                     integration_id: prompt.integration_id.to_string(),
                     name: prompt.name.to_owned(),

@@ -36,6 +36,10 @@ pub struct DataSourceArgs {
     /// `SWITCHBOARD_DATA_SOURCE_CONCURRENT_WORK`.
     #[arg(long = "data-source-concurrent-work-per-org", env = "SWITCHBOARD_DATA_SOURCE_CONCURRENT_WORK_PER_ORG", default_value_t = Capacity::default().concurrent_work_per_org)]
     pub concurrent_work_per_org: usize,
+    /// Queries and imports of one organization that may wait for its share
+    /// (a model's parallel calls); past it, more are refused at once.
+    #[arg(long = "data-source-queued-per-org", env = "SWITCHBOARD_DATA_SOURCE_QUEUED_PER_ORG", default_value_t = Capacity::default().queued_per_org)]
+    pub queued_per_org: usize,
     /// CSV bytes all data sources of one organization may hold.
     #[arg(long = "data-source-org-bytes", env = "SWITCHBOARD_DATA_SOURCE_ORG_BYTES", default_value_t = Capacity::default().org_bytes)]
     pub org_bytes: u64,
@@ -72,6 +76,7 @@ impl Default for DataSourceArgs {
             query_memory_bytes: query.memory_bytes,
             concurrent_work: capacity.concurrent_work,
             concurrent_work_per_org: capacity.concurrent_work_per_org,
+            queued_per_org: capacity.queued_per_org,
             org_bytes: capacity.org_bytes,
             query_max_result_bytes: query.max_result_bytes,
             query_max_value_bytes: query.max_value_bytes,
@@ -134,6 +139,7 @@ impl DataSourceArgs {
             cache_bytes: self.cache_bytes,
             concurrent_work: self.concurrent_work,
             concurrent_work_per_org: self.concurrent_work_per_org,
+            queued_per_org: self.queued_per_org,
             org_bytes: self.org_bytes,
         }
     }

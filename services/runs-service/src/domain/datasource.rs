@@ -194,6 +194,9 @@ pub struct Capacity {
     /// [`Self::concurrent_work`], so that one organization never holds every
     /// slot.
     pub concurrent_work_per_org: usize,
+    /// Queries and imports of one organization that may wait for its share;
+    /// past it, more are refused at once.
+    pub queued_per_org: usize,
     /// The most CSV bytes all data sources of one organization may hold.
     pub org_bytes: u64,
 }
@@ -204,6 +207,7 @@ impl Default for Capacity {
             cache_bytes: 512 * 1024 * 1024,
             concurrent_work: 4,
             concurrent_work_per_org: 2,
+            queued_per_org: 16,
             org_bytes: 1024 * 1024 * 1024,
         }
     }

@@ -95,7 +95,11 @@ impl SqlDataSources {
             import,
             limits: query,
             partitions: std::thread::available_parallelism().map_or(2, usize::from),
-            slots: Slots::new(capacity.concurrent_work, capacity.concurrent_work_per_org),
+            slots: Slots::new(
+                capacity.concurrent_work,
+                capacity.concurrent_work_per_org,
+                capacity.queued_per_org,
+            ),
             org_bytes: capacity.org_bytes,
             runner: QueryWorker::beside_current()
                 .map_or_else(|e| Runner::Missing(format!("{e:#}")), Runner::Worker),
@@ -124,7 +128,11 @@ impl SqlDataSources {
     /// The same within `capacity`.
     pub fn with_capacity(self, capacity: Capacity) -> Self {
         Self {
-            slots: Slots::new(capacity.concurrent_work, capacity.concurrent_work_per_org),
+            slots: Slots::new(
+                capacity.concurrent_work,
+                capacity.concurrent_work_per_org,
+                capacity.queued_per_org,
+            ),
             org_bytes: capacity.org_bytes,
             ..self.with_cache_bytes(capacity.cache_bytes)
         }

@@ -14,4 +14,5 @@ mod request_ids;
 mod resources;
 mod runs;
 mod server_failures;
+mod usage;
 mod world;

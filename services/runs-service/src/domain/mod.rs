@@ -21,3 +21,4 @@ pub mod run;
 pub mod service;
 pub mod texts;
 pub mod tools;
+pub mod usage;

@@ -14,6 +14,7 @@ use super::{
     ports::{Cursor, RunsRepository},
     texts,
     tools::valid_tool_name,
+    usage::{UsageQuery, UsageRow, by_period},
 };
 
 /// Manages agents, threads and messages for the caller.
@@ -330,6 +331,22 @@ impl RunsService {
             .await
             .map_err(|_| RunsError::NotFound("run"))?;
         Ok(run)
+    }
+}
+
+impl RunsService {
+    /// The usage of the caller's organization (admins only).
+    pub async fn usage(
+        &self,
+        caller: &Principal,
+        mut query: UsageQuery,
+    ) -> Result<Vec<UsageRow>, RunsError> {
+        if !caller.is_admin() {
+            return Err(RunsError::Forbidden("reading usage needs the admin role"));
+        }
+        query.org_id.clone_from(&caller.org_id);
+        let period = query.period;
+        Ok(by_period(self.repo.usage(&query).await?, period))
     }
 }
 

@@ -7,6 +7,7 @@ mod mcp;
 mod model;
 mod repository;
 mod sources;
+mod usage;
 
 pub use mcp::{FakeMcp, ToolBehaviour};
 pub use model::{FakeModels, ScriptedTurn};

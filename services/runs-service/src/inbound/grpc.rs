@@ -395,6 +395,16 @@ impl RunsRpc for RunsApi {
             .map(Response::new)
     }
 
+    async fn get_usage(
+        &self,
+        request: Request<pb::GetUsageRequest>,
+    ) -> Reply<pb::GetUsageResponse> {
+        let caller = run_caller(&request)?;
+        manage::get_usage(&self.service, &caller, request.into_inner())
+            .await
+            .map(Response::new)
+    }
+
     async fn cancel_run(
         &self,
         request: Request<pb::CancelRunRequest>,

@@ -3,6 +3,7 @@
 
 use std::{pin::Pin, time::Duration};
 
+use chrono::NaiveDate;
 use futures::{Stream, StreamExt as _, stream};
 use switchboard_proto::runs::v1 as pb;
 use switchboard_server::FieldViolation;
@@ -20,6 +21,7 @@ use crate::domain::{
     ports::Caller,
     run::Orchestrator,
     service::RunsService,
+    usage::{MAX_USAGE_DAYS, UsageGroup, UsagePeriod, UsageQuery},
 };
 
 fn invalid(violation: FieldViolation) -> Status {
@@ -41,6 +43,59 @@ pub(crate) async fn list_runs(
     Ok(pb::ListRunsResponse {
         runs: runs.iter().map(proto_run).collect(),
         next_page_token: encode_cursor(next),
+    })
+}
+
+/// `GetUsage`: the days parsed and bounded, the rest decided by the
+/// service.
+pub(crate) async fn get_usage(
+    service: &RunsService,
+    caller: &Caller,
+    request: pb::GetUsageRequest,
+) -> Result<pb::GetUsageResponse, Status> {
+    let day = |field: &str, text: &str| {
+        NaiveDate::parse_from_str(text, "%Y-%m-%d")
+            .map_err(|_| invalid(FieldViolation::new(field, "must be a day, YYYY-MM-DD")))
+    };
+    let from = day("from_day", &request.from_day)?;
+    let to = day("to_day", &request.to_day)?;
+    let span = (to - from).num_days();
+    if !(0..=MAX_USAGE_DAYS).contains(&span) {
+        return Err(invalid(FieldViolation::new(
+            "to_day",
+            format!("must be from_day or up to {MAX_USAGE_DAYS} days after it"),
+        )));
+    }
+    let group = match request.group() {
+        pb::UsageGroup::Agent => UsageGroup::Agent,
+        pb::UsageGroup::User => UsageGroup::User,
+        pb::UsageGroup::Unspecified => UsageGroup::Organization,
+    };
+    let period = match request.period() {
+        pb::UsagePeriod::Month => UsagePeriod::Month,
+        pb::UsagePeriod::Unspecified => UsagePeriod::Day,
+    };
+    let query = UsageQuery {
+        org_id: String::new(),
+        from,
+        to,
+        group,
+        period,
+    };
+    let rows = service.usage(&caller.principal, query).await?;
+    Ok(pb::GetUsageResponse {
+        rows: rows
+            .into_iter()
+            .map(|row| pb::UsageRow {
+                period: row.period,
+                agent_id: row.agent_id,
+                user_id: row.user_id,
+                input_tokens: row.input_tokens,
+                output_tokens: row.output_tokens,
+                tool_calls: row.tool_calls,
+                runs: row.runs,
+            })
+            .collect(),
     })
 }
 

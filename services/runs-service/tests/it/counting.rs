@@ -13,6 +13,7 @@ use switchboard_runs_service::domain::{
     history::HistoryLimits,
     ids::{AgentId, RunId, ThreadId},
     ports::{Cursor, LeaseState, RepositoryError, RunsRepository},
+    usage::{UsageQuery, UsageRow},
 };
 
 type Result<T> = std::result::Result<T, RepositoryError>;
@@ -166,5 +167,9 @@ impl RunsRepository for Counting {
     async fn last_run_event(&self, run_id: RunId) -> Result<i64> {
         self.count(run_id);
         self.inner.last_run_event(run_id).await
+    }
+
+    async fn usage(&self, query: &UsageQuery) -> Result<Vec<UsageRow>> {
+        self.inner.usage(query).await
     }
 }

@@ -12,3 +12,4 @@ mod leases;
 mod repository;
 mod run_writes;
 mod stores;
+mod usage;

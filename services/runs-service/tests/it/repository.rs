@@ -45,7 +45,7 @@ fn agent(org: &str, name: &str, created_at: i64) -> Agent {
     }
 }
 
-fn thread(org: &str, user: &str, agent_id: AgentId, created_at: i64) -> Thread {
+pub(crate) fn thread(org: &str, user: &str, agent_id: AgentId, created_at: i64) -> Thread {
     Thread {
         id: ThreadId::new(),
         org_id: org.into(),
@@ -57,7 +57,12 @@ fn thread(org: &str, user: &str, agent_id: AgentId, created_at: i64) -> Thread {
     }
 }
 
-fn message(thread_id: ThreadId, role: Role, parts: Vec<Part>, created_at: i64) -> Message {
+pub(crate) fn message(
+    thread_id: ThreadId,
+    role: Role,
+    parts: Vec<Part>,
+    created_at: i64,
+) -> Message {
     Message {
         id: MessageId::new(),
         thread_id,
@@ -69,11 +74,11 @@ fn message(thread_id: ThreadId, role: Role, parts: Vec<Part>, created_at: i64) -
     }
 }
 
-fn text(text: &str) -> Vec<Part> {
+pub(crate) fn text(text: &str) -> Vec<Part> {
     vec![Part::Text { text: text.into() }]
 }
 
-fn run(thread: &Thread, created_at: i64) -> Run {
+pub(crate) fn run(thread: &Thread, created_at: i64) -> Run {
     Run {
         id: RunId::new(),
         thread_id: thread.id,

@@ -7,6 +7,7 @@ use crate::domain::{
     events::Envelope,
     history::HistoryLimits,
     ids::{AgentId, RunId, ThreadId},
+    usage::{UsageQuery, UsageRow},
 };
 
 /// What a heartbeat found of a run this process executes.
@@ -207,4 +208,10 @@ pub trait RunsRepository: Send + Sync + 'static {
     ) -> Result<Vec<Envelope>, RepositoryError>;
     /// The sequence of a run's last stored event; 0 when none is.
     async fn last_run_event(&self, run_id: RunId) -> Result<i64, RepositoryError>;
+    /// The usage of `query`'s organization, one row per day (then agent and
+    /// user, as grouped), days ascending. Usage is added by the run writes
+    /// above: a run's tokens as its totals grow, a tool call with its
+    /// result message, a run when it is inserted; a thread's deletion keeps
+    /// it.
+    async fn usage(&self, query: &UsageQuery) -> Result<Vec<UsageRow>, RepositoryError>;
 }

@@ -18,6 +18,7 @@ use crate::domain::{
     history::HistoryLimits,
     ids::{AgentId, RunId, ThreadId},
     ports::{Cursor, LeaseState, RepositoryError, RunsRepository},
+    usage::{UsageQuery, UsageRow},
 };
 
 mod agents;
@@ -26,6 +27,7 @@ mod messages;
 mod run_events;
 mod runs;
 mod threads;
+mod usage;
 
 pub use leases::Replica;
 
@@ -317,5 +319,9 @@ impl RunsRepository for SqlRunsRepository {
 
     async fn last_run_event(&self, run_id: RunId) -> Result<i64, RepositoryError> {
         run_events::last_run_event(self, run_id).await
+    }
+
+    async fn usage(&self, query: &UsageQuery) -> Result<Vec<UsageRow>, RepositoryError> {
+        usage::usage(self, query).await
     }
 }

@@ -4,8 +4,11 @@
 use anyhow::Context as _;
 use sqlx::{AnyConnection, Row, any::AnyRow};
 
-use super::{leases, messages::Append, *};
-use crate::domain::entities::{Message, PendingCall, Run, RunStatus, ToolBinding, Usage};
+use super::{leases, messages::Append, usage, *};
+use crate::domain::{
+    entities::{Message, PendingCall, Run, RunStatus, ToolBinding, Usage},
+    usage::UsageDelta,
+};
 
 pub(super) fn decode_run(row: &AnyRow) -> anyhow::Result<Run> {
     let status: String = row.try_get("status")?;
@@ -86,29 +89,41 @@ impl RunWrite {
 }
 
 impl SqlRunsRepository {
-    /// Writes `run` and appends `messages` to its thread, in one transaction
-    /// when there are messages; their `seq`s are returned.
+    /// Writes `run`, appends `messages` to its thread and adds what they
+    /// used to the usage ledger, in one transaction; the messages' `seq`s
+    /// are returned.
     async fn write_run(
         &self,
         run: &Run,
         write: RunWrite,
         messages: &[Message],
     ) -> Result<Vec<i64>, RepositoryError> {
-        if messages.is_empty() {
-            let mut conn = self.pool.acquire().await.map_err(failed(write.what()))?;
-            write.on(self, &mut conn, run).await?;
-            return Ok(Vec::new());
-        }
-        let append = Append::new(run.thread_id, messages)?;
+        let append = if messages.is_empty() {
+            None
+        } else {
+            Some(Append::new(run.thread_id, messages)?)
+        };
         for _ in 0..APPEND_ATTEMPTS {
             let mut tx = self.pool.begin().await.map_err(failed(write.what()))?;
+            let before = usage::stored_tokens(&mut tx, run).await?;
             write.on(self, &mut tx, run).await?;
-            if let Some(seqs) = append.on(&mut tx).await? {
-                tx.commit().await.map_err(run_write_failed(write.what()))?;
-                return Ok(seqs);
-            }
+            let seqs = match &append {
+                Some(append) => match append.on(&mut tx).await? {
+                    Some(seqs) => seqs,
+                    None => continue,
+                },
+                None => Vec::new(),
+            };
+            let used =
+                UsageDelta::of_write(run, before, messages, matches!(write, RunWrite::Insert));
+            usage::add(&mut tx, run, used).await?;
+            tx.commit().await.map_err(run_write_failed(write.what()))?;
+            return Ok(seqs);
         }
-        Err(append.gave_up())
+        Err(append.map_or_else(
+            || RepositoryError::Other(anyhow::anyhow!("the run write gave up")),
+            |append| append.gave_up(),
+        ))
     }
 }
 

@@ -6,24 +6,17 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
+use self::state::State;
 use crate::domain::{
     entities::{Agent, Message, Run, RunStatus, Thread},
     events::Envelope,
     history::{HistoryLimits, WindowMeter},
     ids::{AgentId, RunId, ThreadId},
     ports::{Cursor, LeaseState, RepositoryError, RunsRepository},
+    usage::{UsageQuery, UsageRow},
 };
 
-#[derive(Debug, Default)]
-struct State {
-    agents: Vec<Agent>,
-    threads: Vec<Thread>,
-    messages: Vec<Message>,
-    runs: Vec<Run>,
-    /// Runs `CancelRun` asked to end.
-    cancel_requested: Vec<RunId>,
-    events: Vec<Envelope>,
-}
+mod state;
 
 /// Agents, threads, messages and runs in memory.
 #[derive(Debug, Default)]
@@ -64,48 +57,6 @@ impl MemoryRepository {
     /// The stored run `id`.
     pub fn run(&self, id: RunId) -> Option<Run> {
         self.with(|s| s.runs.iter().find(|r| r.id == id).cloned())
-    }
-}
-
-impl State {
-    /// As in SQL: a message needs its thread (a foreign key), and storing
-    /// one marks its thread active (a trigger).
-    fn append(
-        &mut self,
-        thread_id: ThreadId,
-        messages: &[Message],
-    ) -> Result<Vec<i64>, RepositoryError> {
-        let Some(thread) = self.threads.iter_mut().find(|t| t.id == thread_id) else {
-            return Err(anyhow::anyhow!(
-                "failed to append messages: thread {thread_id} does not exist"
-            )
-            .into());
-        };
-        if let Some(last) = messages.last() {
-            thread.updated_at = last.created_at;
-        }
-        let last = self
-            .messages
-            .iter()
-            .filter(|m| m.thread_id == thread_id)
-            .map(|m| m.seq)
-            .max()
-            .unwrap_or(0);
-        Ok((1i64..)
-            .zip(messages)
-            .map(|(offset, message)| {
-                let mut stored = message.clone();
-                stored.seq = last + offset;
-                self.messages.push(stored);
-                last + offset
-            })
-            .collect())
-    }
-
-    fn save_run(&mut self, run: &Run) {
-        if let Some(stored) = self.runs.iter_mut().find(|r| r.id == run.id) {
-            *stored = run.clone();
-        }
     }
 }
 
@@ -316,6 +267,7 @@ impl RunsRepository for MemoryRepository {
             // all, and a run needs its thread.
             let seqs = s.append(run.thread_id, input)?;
             s.runs.push(run.clone());
+            s.record_usage(run, (0, 0), input, true);
             Ok(seqs)
         })
     }
@@ -331,7 +283,7 @@ impl RunsRepository for MemoryRepository {
                 return Err(RepositoryError::RunEnded);
             }
             let seqs = s.append(run.thread_id, messages)?;
-            s.save_run(run);
+            s.save_run(run, messages);
             Ok(seqs)
         })
     }
@@ -363,7 +315,7 @@ impl RunsRepository for MemoryRepository {
                 return Ok(None);
             }
             let seqs = s.append(run.thread_id, messages)?;
-            s.save_run(run);
+            s.save_run(run, messages);
             Ok(Some(seqs))
         })
     }
@@ -495,5 +447,9 @@ impl RunsRepository for MemoryRepository {
                 .max()
                 .unwrap_or(0)
         }))
+    }
+
+    async fn usage(&self, query: &UsageQuery) -> Result<Vec<UsageRow>, RepositoryError> {
+        Ok(self.with(|s| s.usage.rows(query)))
     }
 }

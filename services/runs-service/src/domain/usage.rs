@@ -1,0 +1,194 @@
+//! What an organization used: tokens, tool calls and runs per agent, user
+//! and UTC day, summed by day or by month for chargeback.
+
+use chrono::NaiveDate;
+
+use super::entities::{Message, Role, Run};
+
+/// The most days one usage query may span.
+pub const MAX_USAGE_DAYS: i64 = 400;
+
+/// How usage rows are split besides the period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsageGroup {
+    /// One row per period for the whole organization.
+    Organization,
+    /// One row per period and agent.
+    Agent,
+    /// One row per period and user.
+    User,
+}
+
+/// How long one row's period is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UsagePeriod {
+    /// A UTC day, `YYYY-MM-DD`.
+    Day,
+    /// A UTC month, `YYYY-MM`.
+    Month,
+}
+
+/// Which usage to sum.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageQuery {
+    /// The caller's organization.
+    pub org_id: String,
+    /// The first day, inclusive.
+    pub from: NaiveDate,
+    /// The last day, inclusive.
+    pub to: NaiveDate,
+    /// How rows are split.
+    pub group: UsageGroup,
+    /// How long a row's period is.
+    pub period: UsagePeriod,
+}
+
+/// Usage summed over one period (and agent or user, when grouped so).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UsageRow {
+    /// `YYYY-MM-DD` or `YYYY-MM`.
+    pub period: String,
+    /// The agent, when grouped by agent.
+    pub agent_id: String,
+    /// The user, when grouped by user.
+    pub user_id: String,
+    /// Tokens sent to the model.
+    pub input_tokens: i64,
+    /// Tokens the model produced.
+    pub output_tokens: i64,
+    /// Tool calls answered (MCP, built-in and client tools).
+    pub tool_calls: i64,
+    /// Runs started.
+    pub runs: i64,
+}
+
+/// The usage a run write adds, and to whom.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UsageDelta {
+    /// Tokens sent to the model.
+    pub input_tokens: i64,
+    /// Tokens the model produced.
+    pub output_tokens: i64,
+    /// Tool calls answered.
+    pub tool_calls: i64,
+    /// Runs started.
+    pub runs: i64,
+}
+
+impl UsageDelta {
+    /// What a write of `run` with `messages` adds: its tokens were stored
+    /// as `before` (zero for a new run), `started` when it inserts the run,
+    /// a tool call per tool result among the messages.
+    #[must_use]
+    pub fn of_write(run: &Run, before: (i64, i64), messages: &[Message], started: bool) -> Self {
+        let tool_calls = messages.iter().filter(|m| m.role == Role::Tool).count();
+        Self {
+            // Totals only grow; a smaller one (a write replayed out of
+            // order) adds nothing.
+            input_tokens: run.usage.input_tokens.saturating_sub(before.0).max(0),
+            output_tokens: run.usage.output_tokens.saturating_sub(before.1).max(0),
+            tool_calls: i64::try_from(tool_calls).unwrap_or(i64::MAX),
+            runs: i64::from(started),
+        }
+    }
+
+    /// Whether it adds nothing.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// The UTC day of a time in Unix milliseconds, `YYYY-MM-DD`.
+#[must_use]
+pub fn day_of(unix_millis: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(unix_millis)
+        .unwrap_or_default()
+        .format("%Y-%m-%d")
+        .to_string()
+}
+
+/// Sums `rows` of days into rows of `period`, keeping their order (days
+/// ascending, then agent and user).
+#[must_use]
+pub fn by_period(rows: Vec<UsageRow>, period: UsagePeriod) -> Vec<UsageRow> {
+    if period == UsagePeriod::Day {
+        return rows;
+    }
+    let mut summed: Vec<UsageRow> = Vec::new();
+    let mut monthly: Vec<UsageRow> = rows
+        .into_iter()
+        .map(|mut row| {
+            row.period.truncate(7);
+            row
+        })
+        .collect();
+    monthly.sort_by(|a, b| {
+        (&a.period, &a.agent_id, &a.user_id).cmp(&(&b.period, &b.agent_id, &b.user_id))
+    });
+    for row in monthly {
+        match summed.last_mut() {
+            Some(last)
+                if last.period == row.period
+                    && last.agent_id == row.agent_id
+                    && last.user_id == row.user_id =>
+            {
+                last.input_tokens = last.input_tokens.saturating_add(row.input_tokens);
+                last.output_tokens = last.output_tokens.saturating_add(row.output_tokens);
+                last.tool_calls = last.tool_calls.saturating_add(row.tool_calls);
+                last.runs = last.runs.saturating_add(row.runs);
+            }
+            _ => summed.push(row),
+        }
+    }
+    summed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(period: &str, agent: &str, tokens: i64) -> UsageRow {
+        UsageRow {
+            period: period.into(),
+            agent_id: agent.into(),
+            input_tokens: tokens,
+            runs: 1,
+            ..UsageRow::default()
+        }
+    }
+
+    #[test]
+    fn days_sum_into_months_per_agent() {
+        let days = vec![
+            row("2026-10-31", "a", 1),
+            row("2026-11-01", "a", 2),
+            row("2026-11-01", "b", 4),
+            row("2026-11-30", "a", 8),
+        ];
+        let months = by_period(days.clone(), UsagePeriod::Month);
+        assert_eq!(
+            months,
+            [
+                row("2026-10", "a", 1),
+                UsageRow {
+                    runs: 2,
+                    ..row("2026-11", "a", 10)
+                },
+                row("2026-11", "b", 4),
+            ]
+        );
+        assert_eq!(by_period(days.clone(), UsagePeriod::Day), days);
+    }
+
+    #[test]
+    fn a_day_is_the_utc_date() {
+        assert_eq!(day_of(0), "1970-01-01");
+        assert_eq!(day_of(1_795_000_000_000), "2026-11-18");
+        assert_eq!(
+            day_of(i64::MAX),
+            "1970-01-01",
+            "out of range reads as the epoch"
+        );
+    }
+}

@@ -147,6 +147,7 @@ fn run_settings(config: &Config) -> anyhow::Result<RunSettings> {
             end_grace: WATCH_END_GRACE,
         },
         limits,
+        budgets: config.budgets.budgets()?,
     })
 }
 

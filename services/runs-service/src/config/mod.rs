@@ -1,5 +1,6 @@
 //! runs-service settings, from flags or environment.
 
+mod budgets;
 mod data_sources;
 mod run_limits;
 
@@ -12,6 +13,7 @@ use crate::{
     domain::{history::HistoryLimits, input::InputLimits},
     outbound::llm::{DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, StreamLimits},
 };
+pub use budgets::BudgetArgs;
 pub use data_sources::DataSourceArgs;
 pub use run_limits::RunLimitArgs;
 use switchboard_server::{AuthArgs, CommonArgs, ServerArgs, TelemetryArgs};
@@ -80,6 +82,9 @@ pub struct Config {
     /// Runs in flight per organization and per user.
     #[command(flatten)]
     pub run_limits: RunLimitArgs,
+    /// Monthly token budgets per organization.
+    #[command(flatten)]
+    pub budgets: BudgetArgs,
 }
 
 /// How runs are kept across replicas, and how their streams stay alive.
@@ -267,6 +272,7 @@ impl Config {
             model_limits: ModelLimitArgs::default(),
             data_sources: DataSourceArgs::default(),
             run_limits: RunLimitArgs::default(),
+            budgets: BudgetArgs::default(),
         }
     }
 }

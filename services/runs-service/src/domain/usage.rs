@@ -1,7 +1,9 @@
 //! What an organization used: tokens, tool calls and runs per agent, user
 //! and UTC day, summed by day or by month for chargeback.
 
-use chrono::NaiveDate;
+use std::collections::HashMap;
+
+use chrono::{Datelike as _, NaiveDate};
 
 use super::entities::{Message, Role, Run};
 
@@ -99,6 +101,41 @@ impl UsageDelta {
     }
 }
 
+/// Each organization's hard budget of tokens (in and out) per UTC month:
+/// one for all, and overrides per organization. A run does not start once
+/// its organization used its budget this month; runs in flight finish, so
+/// usage may go past the budget by what they use.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Budgets {
+    /// The budget of an organization without an override; `None` for none.
+    pub monthly_tokens: Option<u64>,
+    /// Budgets of named organizations, `None` for none.
+    pub overrides: HashMap<String, Option<u64>>,
+}
+
+impl Budgets {
+    /// `org`'s monthly token budget, if it has one.
+    #[must_use]
+    pub fn monthly_tokens(&self, org: &str) -> Option<u64> {
+        self.overrides
+            .get(org)
+            .copied()
+            .unwrap_or(self.monthly_tokens)
+    }
+
+    /// The query of `org`'s usage this month, up to `today`.
+    #[must_use]
+    pub fn month_to_date(org: &str, today: NaiveDate) -> UsageQuery {
+        UsageQuery {
+            org_id: org.to_owned(),
+            from: today.with_day(1).unwrap_or(today),
+            to: today,
+            group: UsageGroup::Organization,
+            period: UsagePeriod::Month,
+        }
+    }
+}
+
 /// The UTC day of a time in Unix milliseconds, `YYYY-MM-DD`.
 #[must_use]
 pub fn day_of(unix_millis: i64) -> String {
@@ -179,6 +216,27 @@ mod tests {
             ]
         );
         assert_eq!(by_period(days.clone(), UsagePeriod::Day), days);
+    }
+
+    #[test]
+    fn an_override_wins_over_the_budget_of_all_even_when_it_lifts_it() {
+        let budgets = Budgets {
+            monthly_tokens: Some(1_000),
+            overrides: HashMap::from([
+                ("big".to_owned(), Some(1_000_000)),
+                ("exempt".to_owned(), None),
+            ]),
+        };
+        assert_eq!(budgets.monthly_tokens("any"), Some(1_000));
+        assert_eq!(budgets.monthly_tokens("big"), Some(1_000_000));
+        assert_eq!(budgets.monthly_tokens("exempt"), None);
+        let today = NaiveDate::from_ymd_opt(2026, 11, 26).expect("a day");
+        let query = Budgets::month_to_date("any", today);
+        assert_eq!(
+            query.from,
+            NaiveDate::from_ymd_opt(2026, 11, 1).expect("a day")
+        );
+        assert_eq!(query.to, today);
     }
 
     #[test]

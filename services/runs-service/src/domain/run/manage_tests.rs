@@ -220,3 +220,54 @@ async fn past_its_bound_a_run_stores_only_its_last_event() {
     assert_eq!(sequences, vec![1, 2, 3, sent]);
     assert!(stored.last().is_some_and(|e| e.event.is_last()));
 }
+
+#[tokio::test]
+async fn past_its_monthly_token_budget_an_organization_starts_no_new_run() {
+    let script = (0..3).map(|_| ScriptedTurn::Say("ok".into())).collect();
+    let mut world = World::new(FakeMcp::default(), AgentConfig::default(), script).await;
+    let with_budget = |budgets: Budgets| {
+        Orchestrator::new(
+            world.ports.clone(),
+            RunSettings {
+                budgets,
+                ..settings()
+            },
+            ActiveRuns::default(),
+        )
+    };
+    // Each run of the fake model uses 11 tokens: a second starts below 12,
+    // a third does not.
+    world.orchestrator = with_budget(Budgets {
+        monthly_tokens: Some(12),
+        ..Budgets::default()
+    });
+    world.say("one").await;
+    world.say("two").await;
+    let refused = world
+        .orchestrator
+        .start(
+            caller(),
+            THREAD,
+            RunInput::UserMessage("three".into()),
+            false,
+        )
+        .await
+        .err();
+    let Some(RunsError::QuotaExceeded(message)) = refused else {
+        panic!("refused past the budget: {refused:?}");
+    };
+    assert!(
+        message.contains("22 of the 12 tokens of its monthly token budget"),
+        "{message}"
+    );
+    // An override for the organization lifts it.
+    world.orchestrator = with_budget(Budgets {
+        monthly_tokens: Some(12),
+        overrides: [("org".to_owned(), None)].into(),
+    });
+    let events = world.say("three").await;
+    assert!(
+        matches!(events.last(), Some(RunEvent::Completed(_))),
+        "{events:?}"
+    );
+}

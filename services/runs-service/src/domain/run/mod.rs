@@ -59,6 +59,7 @@ use super::{
     input::{InputLimits, RunInput},
     ports::{Caller, McpPort, ModelProviders, RunsRepository},
     tools::ToolRouter,
+    usage::Budgets,
 };
 
 /// Limits of runs.
@@ -83,6 +84,8 @@ pub struct RunSettings {
     pub watch: WatchSettings,
     /// Runs in flight per organization and per user.
     pub limits: RunLimits,
+    /// Each organization's monthly token budget.
+    pub budgets: Budgets,
 }
 
 /// The ports a run uses.
@@ -154,6 +157,7 @@ impl Orchestrator {
                 input: settings.input,
                 max_stored_events: settings.max_stored_events,
                 counts: run_limits::RunCounts::new(settings.limits),
+                budgets: settings.budgets,
                 active: active.clone(),
                 task,
             },

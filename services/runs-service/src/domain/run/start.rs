@@ -24,6 +24,7 @@ use crate::domain::{
     input::{ClientResult, InputLimits, RunInput, ToolAnswers},
     model::ToolCall,
     ports::{Caller, ModelProvider, ModelProviders, RunsRepository},
+    usage::Budgets,
 };
 
 const NOT_PAUSED: &str = "the run is not waiting for client tool results or answers";
@@ -39,11 +40,40 @@ pub(super) struct RunStarter {
     /// Events stored per run at most.
     pub(super) max_stored_events: u64,
     pub(super) counts: RunCounts,
+    /// Each organization's monthly token budget.
+    pub(super) budgets: Budgets,
     pub(super) active: ActiveRuns,
     pub(super) task: RunTask,
 }
 
 impl RunStarter {
+    /// Refuses a new run of an organization that used its monthly token
+    /// budget (RESOURCE_EXHAUSTED, naming the budget). A paused run
+    /// resumes whatever the budget says: it started within it.
+    async fn within_budget(&self, caller: &Caller) -> Result<(), RunsError> {
+        let org = &caller.principal.org_id;
+        let Some(budget) = self.budgets.monthly_tokens(org) else {
+            return Ok(());
+        };
+        let today = chrono::Utc::now().date_naive();
+        let used: u64 = self
+            .repo
+            .usage(&Budgets::month_to_date(org, today))
+            .await?
+            .iter()
+            .map(|row| {
+                u64::try_from(row.input_tokens.saturating_add(row.output_tokens)).unwrap_or(0)
+            })
+            .sum();
+        if used >= budget {
+            return Err(RunsError::QuotaExceeded(format!(
+                "the organization used {used} of the {budget} tokens of its monthly token \
+                 budget; new runs start again next month, or when an operator raises the budget"
+            )));
+        }
+        Ok(())
+    }
+
     /// Checks the request, records the run, and starts it on a task. The
     /// returned stream carries its events; dropping it cancels the run
     /// unless it is `detached`.
@@ -63,6 +93,7 @@ impl RunStarter {
         let (thread, agent, provider) = self.load(&caller, thread_id).await?;
         let (run, input, resumed) = match input {
             RunInput::UserMessage(text) => {
+                self.within_budget(&caller).await?;
                 let (run, input) = self.begin(&thread, &agent, text).await?;
                 (run, input, Vec::new())
             }

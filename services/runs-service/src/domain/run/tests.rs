@@ -61,6 +61,7 @@ pub(super) fn settings() -> RunSettings {
             per_org: 64,
             per_user: 16,
         },
+        budgets: Budgets::default(),
     }
 }
 

@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::commands::{
     agents::AgentsCommand, chat::ChatArgs, integrations::IntegrationsCommand,
     policies::PoliciesCommand, runs::RunsCommand, sources::SourcesCommand, threads::ThreadsCommand,
+    usage::UsageArgs,
 };
 
 const EXIT_CODES: &str = "\
@@ -105,6 +106,8 @@ pub enum Command {
     /// Runs: list a thread's runs, show or watch one
     #[command(subcommand)]
     Runs(RunsCommand),
+    /// Usage: tokens, tool calls and runs per day or month (admins)
+    Usage(UsageArgs),
     /// Talk to an agent: the answer streams in, tool calls show their progress
     Chat(ChatArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)

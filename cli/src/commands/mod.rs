@@ -9,6 +9,7 @@ pub mod policies;
 pub mod runs;
 pub mod sources;
 pub mod threads;
+pub mod usage;
 
 use clap::CommandFactory as _;
 
@@ -53,6 +54,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Threads(command) => threads::run(&ctx, command).await,
         Command::Sources(command) => sources::run(&ctx, command).await,
         Command::Runs(command) => runs::run(&ctx, command).await,
+        Command::Usage(args) => usage::run(&ctx, args).await,
         Command::Chat(args) => chat::run(&ctx, args).await,
         Command::Completions { .. } => Ok(()),
     }

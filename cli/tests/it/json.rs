@@ -128,6 +128,26 @@ async fn every_command_prints_json_that_parses() {
     );
     let run = world.json(&["runs", "show", &run_id]).await;
     assert_eq!(run["steps"], 2);
+    // What the run used, summed for the month (the world's caller is an
+    // admin).
+    let usage = world
+        .json(&["usage", "--from", "2000-01-01", "--to", "2000-12-31", "--monthly"])
+        .await;
+    assert!(usage.get("rows").is_none(), "no usage in 2000: {usage}");
+    let today = switchboard_runs_service::domain::usage::day_of(
+        i64::try_from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .expect("after 1970")
+                .as_millis(),
+        )
+        .expect("in range"),
+    );
+    let usage = world
+        .json(&["usage", "--from", &today, "--to", &today, "--by", "agent"])
+        .await;
+    assert_eq!(usage["rows"][0]["runs"], 1, "{usage}");
+    assert_eq!(usage["rows"][0]["toolCalls"], 1, "{usage}");
 
     let csv = world.home.path().join("prices.csv");
     std::fs::write(&csv, "product,price\nwidget,2.5\n").expect("written");

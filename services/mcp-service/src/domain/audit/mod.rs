@@ -13,6 +13,7 @@ pub mod changes;
 pub mod ports;
 pub mod record;
 pub mod recorder;
+pub mod retention;
 pub mod trail;
 
 pub use ports::{AuditLog, AuditQuery, ChainAnchor};

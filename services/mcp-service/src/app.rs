@@ -16,8 +16,7 @@ use crate::{
     domain::{
         address_policy::AddressPolicy,
         audit::{
-            AuditLog, Auditor, calls::AuditedCalls, changes::IntegrationChanges,
-            trail::AuditTrail,
+            AuditLog, Auditor, calls::AuditedCalls, changes::IntegrationChanges, trail::AuditTrail,
         },
         calls::CallService,
         integration::Timeouts,

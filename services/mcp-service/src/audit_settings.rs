@@ -13,7 +13,11 @@ pub struct AuditArgs {
     pub enabled: bool,
     /// Organizations (comma-separated ids) whose calls' arguments are
     /// recorded; every other organization's are recorded as a digest only.
-    #[arg(long = "audit-record-arguments-orgs", env = "SWITCHBOARD_AUDIT_RECORD_ARGUMENTS_ORGS", default_value = "")]
+    #[arg(
+        long = "audit-record-arguments-orgs",
+        env = "SWITCHBOARD_AUDIT_RECORD_ARGUMENTS_ORGS",
+        default_value = ""
+    )]
     pub record_arguments_orgs: String,
     /// Longest arguments text recorded, in bytes.
     #[arg(long = "audit-max-arguments-bytes", env = "SWITCHBOARD_AUDIT_MAX_ARGUMENTS_BYTES", default_value_t = 64 * 1024)]
@@ -25,14 +29,26 @@ pub struct AuditArgs {
     #[arg(long = "audit-purge-interval", env = "SWITCHBOARD_AUDIT_PURGE_INTERVAL", default_value = "1h", value_parser = humantime::parse_duration)]
     pub purge_interval: Duration,
     /// Most events one purge transaction removes.
-    #[arg(long = "audit-purge-batch", env = "SWITCHBOARD_AUDIT_PURGE_BATCH", default_value_t = 1000)]
+    #[arg(
+        long = "audit-purge-batch",
+        env = "SWITCHBOARD_AUDIT_PURGE_BATCH",
+        default_value_t = 1000
+    )]
     pub purge_batch: usize,
     /// Most events waiting for the writer; a call waits at most a second
     /// for room, then its event is logged only.
-    #[arg(long = "audit-queue", env = "SWITCHBOARD_AUDIT_QUEUE", default_value_t = 10_000)]
+    #[arg(
+        long = "audit-queue",
+        env = "SWITCHBOARD_AUDIT_QUEUE",
+        default_value_t = 10_000
+    )]
     pub queue: usize,
     /// Most events one append transaction writes.
-    #[arg(long = "audit-max-batch", env = "SWITCHBOARD_AUDIT_MAX_BATCH", default_value_t = 256)]
+    #[arg(
+        long = "audit-max-batch",
+        env = "SWITCHBOARD_AUDIT_MAX_BATCH",
+        default_value_t = 256
+    )]
     pub max_batch: usize,
 }
 

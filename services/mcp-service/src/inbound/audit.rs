@@ -34,7 +34,10 @@ impl AuditApi {
     }
 }
 
-fn millis(field: &str, time: Option<&prost_types::Timestamp>) -> Result<Option<i64>, FieldViolation> {
+fn millis(
+    field: &str,
+    time: Option<&prost_types::Timestamp>,
+) -> Result<Option<i64>, FieldViolation> {
     let Some(time) = time else {
         return Ok(None);
     };
@@ -80,11 +83,10 @@ fn query(request: &pb::ListAuditEventsRequest) -> Result<AuditQuery, McpError> {
     let subject = keep(text("subject", &request.subject));
     let integration_id = keep(text("integration_id", &request.integration_id));
     let target = keep(text("target", &request.target));
-    let start_millis = millis("start_time", request.start_time.as_ref())
-        .unwrap_or_else(|v| {
-            violations.push(v);
-            None
-        });
+    let start_millis = millis("start_time", request.start_time.as_ref()).unwrap_or_else(|v| {
+        violations.push(v);
+        None
+    });
     let end_millis = millis("end_time", request.end_time.as_ref()).unwrap_or_else(|v| {
         violations.push(v);
         None

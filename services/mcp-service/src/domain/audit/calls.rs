@@ -174,9 +174,12 @@ impl AuditedCalls {
     ) -> Result<IntegrationId, McpError> {
         let id = self.calls.complete_authorization(caller, answer).await?;
         if let Some(auditor) = &self.auditor {
-            let record =
-                AuditRecord::by(caller, AuditAction::AuthorizationCompleted, AuditOutcome::Ok)
-                    .on(id);
+            let record = AuditRecord::by(
+                caller,
+                AuditAction::AuthorizationCompleted,
+                AuditOutcome::Ok,
+            )
+            .on(id);
             auditor.record(record).await;
         }
         Ok(id)

@@ -71,7 +71,10 @@ impl SqlAuditLog {
     pub async fn append_all(&self, records: Vec<AuditRecord>) -> anyhow::Result<()> {
         let mut by_org: BTreeMap<String, Vec<AuditRecord>> = BTreeMap::new();
         for record in records {
-            by_org.entry(record.org_id.clone()).or_default().push(record);
+            by_org
+                .entry(record.org_id.clone())
+                .or_default()
+                .push(record);
         }
         let mut tx = self
             .pool
@@ -103,7 +106,12 @@ impl SqlAuditLog {
     }
 
     /// Removes up to `batch` of `org`'s events older than `before_millis`.
-    async fn purge_chain(&self, org: &str, before_millis: i64, batch: usize) -> anyhow::Result<u64> {
+    async fn purge_chain(
+        &self,
+        org: &str,
+        before_millis: i64,
+        batch: usize,
+    ) -> anyhow::Result<u64> {
         let mut tx = self.pool.begin().await.context("failed to begin a purge")?;
         self.lock_chain(&mut tx, org).await?;
         let last = sqlx::query(

@@ -140,16 +140,22 @@ fn connector(
     Ok((connector, flows))
 }
 
-async fn build(config: &Config) -> anyhow::Result<Built> {
-    let authenticator = Arc::new(
-        Authenticator::new(&config.common.auth.verifier_config()?)
-            .context("invalid token verification settings")?,
-    );
+/// The token verifier, once the request deadline is known to leave room
+/// for the longest call an integration may make.
+fn authenticator(config: &Config) -> anyhow::Result<Arc<Authenticator>> {
     let longest_call = Timeouts::MAX_CONNECT + Timeouts::MAX_CALL;
     anyhow::ensure!(
         config.common.server.max_request_timeout >= longest_call,
         "SWITCHBOARD_MAX_REQUEST_TIMEOUT must be at least {longest_call:?}, the longest an integration's connect and call limits allow"
     );
+    Ok(Arc::new(
+        Authenticator::new(&config.common.auth.verifier_config()?)
+            .context("invalid token verification settings")?,
+    ))
+}
+
+async fn build(config: &Config) -> anyhow::Result<Built> {
+    let authenticator = authenticator(config)?;
     let keys = Arc::new(config.key_ring()?);
     let db = config
         .common
@@ -183,7 +189,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         config.call_timeout,
     )
     .with_policies(policies.clone());
-    let (log, auditor) = audit(config, &db);
+    let (audit_api, auditor) = audit(config, &db);
     let policy_api = policy_api(config, policies, &integrations, &calls, auditor.clone());
     let idempotency = Idempotency::new(RequestIds::new(
         db.pool.clone(),
@@ -197,9 +203,6 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     ))
     .max_decoding_message_size(max)
     .max_encoding_message_size(max);
-    let audit_api = AuditServiceServer::new(AuditApi::new(AuditTrail::new(log)))
-        .max_decoding_message_size(max)
-        .max_encoding_message_size(max);
     Ok(Built {
         authenticator,
         services: Services::new()
@@ -231,8 +234,11 @@ fn policy_api(
 
 /// The audit trail: one writer per replica group-commits the events, the
 /// purge removes what retention no longer keeps; no auditor when the trail
-/// is off (the log is still read by `AuditService`).
-fn audit(config: &Config, db: &switchboard_db::Database) -> (Arc<dyn AuditLog>, Option<Auditor>) {
+/// is off (`AuditService` still reads what was recorded).
+fn audit(
+    config: &Config,
+    db: &switchboard_db::Database,
+) -> (AuditServiceServer<AuditApi>, Option<Auditor>) {
     let store = Arc::new(SqlAuditLog::new(db.pool.clone(), db.backend));
     let log: Arc<dyn AuditLog> = Arc::new(BatchingAuditLog::start(
         store,
@@ -244,7 +250,10 @@ fn audit(config: &Config, db: &switchboard_db::Database) -> (Arc<dyn AuditLog>, 
         .audit
         .enabled
         .then(|| Auditor::new(log.clone(), config.audit.settings()));
-    (log, auditor)
+    let max = config.common.server.max_message_bytes;
+    let api = AuditServiceServer::new(AuditApi::new(AuditTrail::new(log), max))
+        .max_encoding_message_size(max);
+    (api, auditor)
 }
 
 /// The per-user OAuth authorization code flows: every request through the

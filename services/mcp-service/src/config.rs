@@ -252,13 +252,21 @@ fn test_home_root() -> String {
         .to_string()
 }
 
+/// A random sealing key ring of one key, for tests.
+fn test_secret_keys() -> String {
+    use aes_gcm::{KeyInit as _, aead::OsRng};
+    use base64::Engine as _;
+    let key = aes_gcm::Aes256Gcm::generate_key(&mut OsRng);
+    format!(
+        "test:{}",
+        base64::engine::general_purpose::STANDARD.encode(key)
+    )
+}
+
 impl Config {
     /// Settings for tests: loopback ephemeral port, the given database and
     /// HS256 secret, a random sealing key, loopback allowed outbound.
     pub fn for_tests(database_url: &str, jwt_secret: &str) -> Self {
-        use aes_gcm::{KeyInit as _, aead::OsRng};
-        use base64::Engine as _;
-        let key = aes_gcm::Aes256Gcm::generate_key(&mut OsRng);
         Self {
             common: CommonArgs {
                 server: ServerArgs::for_tests(),
@@ -270,10 +278,7 @@ impl Config {
                 },
                 database: DatabaseArgs::for_url(database_url),
             },
-            secret_keys: Some(format!(
-                "test:{}",
-                base64::engine::general_purpose::STANDARD.encode(key)
-            )),
+            secret_keys: Some(test_secret_keys()),
             secret_keys_file: None,
             dev_mode: false,
             outbound_allow: "127.0.0.0/8,::1/128".into(),

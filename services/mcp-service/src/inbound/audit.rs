@@ -26,12 +26,54 @@ const MAX_FILTER_BYTES: usize = 2048;
 #[derive(Debug, Clone)]
 pub(crate) struct AuditApi {
     trail: AuditTrail,
+    max_page_bytes: usize,
 }
 
 impl AuditApi {
-    pub(crate) fn new(trail: AuditTrail) -> Self {
-        Self { trail }
+    /// Reads `trail`; a page stops short of `max_page_bytes` (half the
+    /// largest message), whatever its size says, since recorded arguments
+    /// can make an event large.
+    pub(crate) fn new(trail: AuditTrail, max_message_bytes: usize) -> Self {
+        Self {
+            trail,
+            max_page_bytes: max_message_bytes / 2,
+        }
     }
+}
+
+/// About how many bytes an event takes on the wire: its texts plus room
+/// for the numbers, times and tags.
+fn wire_size(event: &AuditEvent) -> usize {
+    let r = &event.record;
+    256 + r.subject.len()
+        + r.roles.iter().map(|role| role.len() + 2).sum::<usize>()
+        + r.service.len()
+        + r.integration_id.len()
+        + r.target.len()
+        + r.arguments_digest.len()
+        + r.arguments_json.len()
+        + r.reason.len()
+        + r.rule.len()
+        + r.trace_id.len()
+        + r.approval_id.len()
+        + event.previous_hash.len()
+        + event.hash.len()
+}
+
+/// The events that fit in `max_bytes` (at least one), and whether some
+/// were left for the next page.
+fn fit(mut events: Vec<AuditEvent>, max_bytes: usize) -> (Vec<AuditEvent>, bool) {
+    let mut total = 0;
+    let keep = events
+        .iter()
+        .position(|event| {
+            total += wire_size(event);
+            total > max_bytes
+        })
+        .map_or(events.len(), |cut| cut.max(1));
+    let cut = keep < events.len();
+    events.truncate(keep);
+    (events, cut)
 }
 
 fn millis(
@@ -192,8 +234,8 @@ impl AuditService for AuditApi {
     ) -> Result<Response<pb::ListAuditEventsResponse>, Status> {
         let caller = principal(&request)?.clone();
         let query = query(request.get_ref())?;
-        let events = self.trail.list(&caller, &query).await?;
-        let next_page_token = if events.len() == query.limit {
+        let (events, cut) = fit(self.trail.list(&caller, &query).await?, self.max_page_bytes);
+        let next_page_token = if cut || events.len() == query.limit {
             encode_page_token(events.last().map(|e| (e.sequence, TOKEN_KIND)))
         } else {
             String::new()
@@ -217,5 +259,83 @@ impl AuditService for AuditApi {
             first_broken_sequence,
             problem,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::audit::AuditRecord;
+
+    fn request() -> pb::ListAuditEventsRequest {
+        pb::ListAuditEventsRequest::default()
+    }
+
+    #[test]
+    fn the_page_size_has_a_default_and_a_ceiling() {
+        assert_eq!(query(&request()).expect("valid").limit, DEFAULT_PAGE_SIZE);
+        for (asked, got) in [
+            (1000, 1000),
+            (1001, MAX_PAGE_SIZE),
+            (i32::MAX, MAX_PAGE_SIZE),
+        ] {
+            let mut r = request();
+            r.page_size = asked;
+            assert_eq!(query(&r).expect("valid").limit, got);
+        }
+    }
+
+    #[test]
+    fn every_invalid_field_is_named() {
+        let r = pb::ListAuditEventsRequest {
+            page_size: -1,
+            page_token: "nope".into(),
+            subject: "s".repeat(MAX_FILTER_BYTES + 1),
+            outcomes: vec![99],
+            start_time: Some(prost_types::Timestamp {
+                seconds: i64::MAX,
+                nanos: 0,
+            }),
+            ..request()
+        };
+        let Err(McpError::Invalid(violations)) = query(&r) else {
+            panic!("invalid");
+        };
+        let fields: Vec<_> = violations.iter().map(|v| v.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "subject",
+                "start_time",
+                "outcomes",
+                "page_size",
+                "page_token"
+            ]
+        );
+        let mut at_limit = request();
+        at_limit.subject = "s".repeat(MAX_FILTER_BYTES);
+        assert!(query(&at_limit).is_ok());
+    }
+
+    #[test]
+    fn a_page_stops_before_its_byte_budget() {
+        let caller = switchboard_auth::Principal::new("org", "u", vec![]);
+        let event = |sequence| AuditEvent {
+            sequence,
+            record: AuditRecord {
+                arguments_json: "x".repeat(1000),
+                ..AuditRecord::by(&caller, AuditAction::ToolCall, AuditOutcome::Ok)
+            },
+            previous_hash: String::new(),
+            hash: String::new(),
+        };
+        let events: Vec<_> = (1..=10).map(event).collect();
+        let one = wire_size(&events[0]);
+        let (kept, cut) = fit(events.clone(), one * 3);
+        assert_eq!((kept.len(), cut), (3, true));
+        let (kept, cut) = fit(events.clone(), 1);
+        assert_eq!((kept.len(), cut), (1, true), "at least one event");
+        let (kept, cut) = fit(events, one * 10);
+        assert_eq!((kept.len(), cut), (10, false));
     }
 }

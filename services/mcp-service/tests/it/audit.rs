@@ -425,19 +425,25 @@ async fn arguments_are_recorded_only_for_opted_in_orgs(kind: DbKind) {
         config.audit.max_arguments_bytes = 32;
     })
     .await;
-    t.call(&member("org-a"), "echo", json!({"text": "hi"}))
+    // `{"text":"…"}` is 11 bytes around the text: 32 bytes is the limit.
+    t.call(&member("org-a"), "echo", json!({"text": "x".repeat(21)}))
         .await;
-    t.call(&member("org-a"), "echo", json!({"text": "x".repeat(40)}))
+    t.call(&member("org-a"), "echo", json!({"text": "x".repeat(22)}))
         .await;
     let events = t.all().await;
-    assert_eq!(events[1].arguments_json, r#"{"text":"hi"}"#);
+    assert_eq!(
+        events[1].arguments_json,
+        format!(r#"{{"text":"{}"}}"#, "x".repeat(21))
+    );
     assert!(
-        events[0].arguments_json.starts_with("(not recorded"),
+        events[0]
+            .arguments_json
+            .starts_with("(not recorded: 33 bytes"),
         "{events:?}"
     );
     assert_eq!(
         events[0].arguments_digest,
-        arguments_digest(&json!({"text": "x".repeat(40)}))
+        arguments_digest(&json!({"text": "x".repeat(22)}))
     );
     let mut other = setup(kind, |config| {
         config.audit.record_arguments_orgs = "org-b".into();

@@ -19,7 +19,7 @@ use crate::domain::audit::{AuditEvent, AuditLog, AuditQuery, AuditRecord, ChainA
 const QUEUE_WAIT: Duration = Duration::from_secs(1);
 
 enum Message {
-    Append(AuditRecord),
+    Append(Box<AuditRecord>),
     Flush(oneshot::Sender<()>),
 }
 
@@ -50,7 +50,7 @@ async fn write(store: Arc<SqlAuditLog>, mut receiver: mpsc::Receiver<Message>, m
         let mut flushes = Vec::new();
         for message in messages.drain(..) {
             match message {
-                Message::Append(record) => records.push(record),
+                Message::Append(record) => records.push(*record),
                 Message::Flush(done) => flushes.push(done),
             }
         }
@@ -75,7 +75,7 @@ async fn write(store: Arc<SqlAuditLog>, mut receiver: mpsc::Receiver<Message>, m
 impl AuditLog for BatchingAuditLog {
     async fn append(&self, record: AuditRecord) -> anyhow::Result<()> {
         self.queue
-            .send_timeout(Message::Append(record), QUEUE_WAIT)
+            .send_timeout(Message::Append(Box::new(record)), QUEUE_WAIT)
             .await
             .map_err(|_| anyhow::anyhow!("the audit queue is full"))
     }

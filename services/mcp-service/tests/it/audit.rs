@@ -457,6 +457,58 @@ async fn arguments_are_recorded_only_for_opted_in_orgs(kind: DbKind) {
     assert!(!events[0].arguments_digest.is_empty());
 }
 
+async fn integration_and_policy_changes_are_recorded_with_how_they_ended(kind: DbKind) {
+    use pb::{AuditAction as A, AuditOutcome as O};
+    let mut t = setup(kind, |_| {}).await;
+    let refused =
+        t.h.client
+            .create_integration(req(
+                http_integration("other", "http://127.0.0.1:1/mcp"),
+                &member("org-a"),
+            ))
+            .await
+            .expect_err("members may not create");
+    assert_eq!(refused.code(), Code::PermissionDenied);
+    t.h.client
+        .disable_integration(req(
+            pb::DisableIntegrationRequest { id: t.id.clone() },
+            &admin("org-a"),
+        ))
+        .await
+        .expect("disabled");
+    put_policy(&t.h, vec![rule("r", "true", pb::PolicyEffect::Allow, "")]).await;
+    PolicyServiceClient::connect(t.h.server.url())
+        .await
+        .expect("connects")
+        .delete_policy(req(
+            pb::DeletePolicyRequest {
+                name: "guard".into(),
+                expected_version: 1,
+            },
+            &admin("org-a"),
+        ))
+        .await
+        .expect("deleted");
+    let mut events = t.all().await;
+    events.reverse();
+    let got: Vec<_> = events.iter().map(summary).collect();
+    assert_eq!(
+        got,
+        vec![
+            (A::IntegrationChange, O::Ok, "admin-user", "create"),
+            (A::IntegrationChange, O::Denied, "member-user", "create"),
+            (A::IntegrationChange, O::Ok, "admin-user", "disable"),
+            (A::PolicyChange, O::Ok, "admin-user", "guard"),
+            (A::PolicyChange, O::Ok, "admin-user", "guard"),
+        ]
+    );
+    assert_eq!(events[0].integration_id, t.id);
+    assert_eq!(events[2].integration_id, t.id);
+    assert!(!events[1].reason.is_empty());
+    assert_eq!(events[3].reason, "wrote version 1");
+    assert_eq!(events[4].reason, "deleted after version 1");
+}
+
 db_tests!(
     calls_leave_events_in_order_with_their_fields,
     filters_and_pages_narrow_the_listing,
@@ -466,4 +518,5 @@ db_tests!(
     retention_removes_old_events_and_the_chain_still_verifies,
     a_member_cannot_read_the_trail,
     arguments_are_recorded_only_for_opted_in_orgs,
+    integration_and_policy_changes_are_recorded_with_how_they_ended,
 );

@@ -77,7 +77,7 @@ run-runs: build ## Run runs-service alone (embedded SQLite)
 	  SWITCHBOARD_MODEL_PROVIDERS='$(SWITCHBOARD_MODEL_PROVIDERS)' ./target/debug/runs-service --listen $(RUNS_LISTEN)
 
 .PHONY: bench
-bench: bench-mcp bench-runs bench-data bench-fairness bench-execute-tool bench-mcp-client bench-soak bench-policy ## Run every benchmark (release builds; see BENCHMARKS.md)
+bench: bench-mcp bench-runs bench-data bench-fairness bench-execute-tool bench-mcp-client bench-soak bench-policy bench-audit ## Run every benchmark (release builds; see BENCHMARKS.md)
 
 .PHONY: bench-mcp
 bench-mcp: ## ExecuteTool through mcp-service vs direct, sessions vs connect-per-call, idle-session RSS
@@ -87,6 +87,10 @@ bench-mcp: ## ExecuteTool through mcp-service vs direct, sessions vs connect-per
 .PHONY: bench-policy
 bench-policy: ## Tool policy decisions with 0, 1, 100 and 1,000 rules; ExecuteTool with 1,000 rules vs none
 	$(CARGO) bench -p switchboard-mcp-service --bench policy
+
+.PHONY: bench-audit
+bench-audit: postgres ## ExecuteTool with the audit trail off and on, SQLite and PostgreSQL; one append's cost
+	$(CARGO) bench -p switchboard-mcp-service --bench audit
 
 .PHONY: bench-runs
 # The runs benchmark builds the release binaries it starts itself, one

@@ -6,7 +6,7 @@ use std::{path::PathBuf, str::FromStr};
 use clap::{Args, Parser, Subcommand};
 
 use crate::commands::{
-    agents::AgentsCommand, chat::ChatArgs, integrations::IntegrationsCommand,
+    agents::AgentsCommand, audit::AuditCommand, chat::ChatArgs, integrations::IntegrationsCommand,
     policies::PoliciesCommand, runs::RunsCommand, sources::SourcesCommand, threads::ThreadsCommand,
     usage::UsageArgs,
 };
@@ -97,6 +97,9 @@ pub enum Command {
     /// Tool policies: who may call which tool, in CEL rules; explain a decision
     #[command(subcommand)]
     Policies(PoliciesCommand),
+    /// The audit trail: who called what, and how it ended; verify its chain
+    #[command(subcommand)]
+    Audit(AuditCommand),
     /// Threads: conversations with an agent, and their messages
     #[command(subcommand)]
     Threads(ThreadsCommand),

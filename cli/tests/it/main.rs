@@ -3,6 +3,7 @@
 //! real terminal (tmux).
 
 mod asking;
+mod audit;
 mod chat;
 mod errors;
 mod json;

@@ -6,7 +6,8 @@ use anyhow::Context as _;
 use switchboard_auth::Authenticator;
 use switchboard_db::request_ids::RequestIds;
 use switchboard_proto::mcp::v1::{
-    mcp_service_server::McpServiceServer, policy_service_server::PolicyServiceServer,
+    audit_service_server::AuditServiceServer, mcp_service_server::McpServiceServer,
+    policy_service_server::PolicyServiceServer,
 };
 use switchboard_server::{Idempotency, RunningServer, Services};
 
@@ -14,13 +15,16 @@ use crate::{
     Config,
     domain::{
         address_policy::AddressPolicy,
+        audit::{
+            AuditLog, Auditor, calls::AuditedCalls, changes::IntegrationChanges, trail::AuditTrail,
+        },
         calls::CallService,
         integration::Timeouts,
         policy::{engine::PolicyEngine, service::PolicyAdmin},
         resolve::ConfigPolicy,
         service::IntegrationService,
     },
-    inbound::{McpApi, PolicyApi, ResumeSeal},
+    inbound::{AuditApi, McpApi, PolicyApi, ResumeSeal},
     outbound::{
         http::{HttpClientOptions, build_client, build_client_without_redirects, read_roots},
         mcp::{
@@ -36,6 +40,8 @@ use crate::{
             http::PolicyOAuthHttp, store::SqlOAuthStore,
         },
         storage::{
+            audit::SqlAuditLog,
+            audit_writer::BatchingAuditLog,
             policies::SqlPolicyRepository,
             secret_box::KeyRing,
             sql::{MIGRATIONS, SqlIntegrationRepository},
@@ -134,16 +140,22 @@ fn connector(
     Ok((connector, flows))
 }
 
-async fn build(config: &Config) -> anyhow::Result<Built> {
-    let authenticator = Arc::new(
-        Authenticator::new(&config.common.auth.verifier_config()?)
-            .context("invalid token verification settings")?,
-    );
+/// The token verifier, once the request deadline is known to leave room
+/// for the longest call an integration may make.
+fn authenticator(config: &Config) -> anyhow::Result<Arc<Authenticator>> {
     let longest_call = Timeouts::MAX_CONNECT + Timeouts::MAX_CALL;
     anyhow::ensure!(
         config.common.server.max_request_timeout >= longest_call,
         "SWITCHBOARD_MAX_REQUEST_TIMEOUT must be at least {longest_call:?}, the longest an integration's connect and call limits allow"
     );
+    Ok(Arc::new(
+        Authenticator::new(&config.common.auth.verifier_config()?)
+            .context("invalid token verification settings")?,
+    ))
+}
+
+async fn build(config: &Config) -> anyhow::Result<Built> {
+    let authenticator = authenticator(config)?;
     let keys = Arc::new(config.key_ring()?);
     let db = config
         .common
@@ -177,19 +189,26 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         config.call_timeout,
     )
     .with_policies(policies.clone());
-    let policy_api = policy_api(config, policies, &integrations, &calls);
+    let (audit_api, auditor) = audit(config, &db);
+    let policy_api = policy_api(config, policies, &integrations, &calls, auditor.clone());
     let idempotency = Idempotency::new(RequestIds::new(
         db.pool.clone(),
         config.common.database.request_id_window,
     ));
-    let api = McpServiceServer::new(McpApi::new(integrations, calls, idempotency, resume))
-        .max_decoding_message_size(max)
-        .max_encoding_message_size(max);
+    let api = McpServiceServer::new(McpApi::new(
+        IntegrationChanges::new(integrations, auditor.clone()),
+        AuditedCalls::new(calls, auditor),
+        idempotency,
+        resume,
+    ))
+    .max_decoding_message_size(max)
+    .max_encoding_message_size(max);
     Ok(Built {
         authenticator,
         services: Services::new()
             .with(api)
             .with(policy_api)
+            .with(audit_api)
             .self_limited(UPSTREAM_METHODS)
             .watch_database(db),
     })
@@ -201,15 +220,40 @@ fn policy_api(
     policies: Arc<PolicyEngine>,
     integrations: &IntegrationService,
     calls: &CallService,
+    auditor: Option<Auditor>,
 ) -> PolicyServiceServer<PolicyApi> {
     let max = config.common.server.max_message_bytes;
     PolicyServiceServer::new(PolicyApi::new(
-        PolicyAdmin::new(policies, config.policy.limits()),
+        PolicyAdmin::new(policies, config.policy.limits()).with_audit(auditor),
         integrations.clone(),
         calls.clone(),
     ))
     .max_decoding_message_size(max)
     .max_encoding_message_size(max)
+}
+
+/// The audit trail: one writer per replica group-commits the events, the
+/// purge removes what retention no longer keeps; no auditor when the trail
+/// is off (`AuditService` still reads what was recorded).
+fn audit(
+    config: &Config,
+    db: &switchboard_db::Database,
+) -> (AuditServiceServer<AuditApi>, Option<Auditor>) {
+    let store = Arc::new(SqlAuditLog::new(db.pool.clone(), db.backend));
+    let log: Arc<dyn AuditLog> = Arc::new(BatchingAuditLog::start(
+        store,
+        config.audit.queue,
+        config.audit.max_batch,
+    ));
+    config.audit.retention().spawn(log.clone());
+    let auditor = config
+        .audit
+        .enabled
+        .then(|| Auditor::new(log.clone(), config.audit.settings()));
+    let max = config.common.server.max_message_bytes;
+    let api = AuditServiceServer::new(AuditApi::new(AuditTrail::new(log), max))
+        .max_encoding_message_size(max);
+    (api, auditor)
 }
 
 /// The per-user OAuth authorization code flows: every request through the

@@ -6,6 +6,7 @@ use anyhow::{Context as _, bail};
 use switchboard_db::DatabaseArgs;
 use switchboard_server::{AuthArgs, CommonArgs, ServerArgs, TelemetryArgs};
 
+pub use crate::audit_settings::AuditArgs;
 pub use crate::policy_settings::PolicyArgs;
 use crate::{
     domain::{
@@ -152,6 +153,9 @@ pub struct Config {
     /// Tool policies: their cache and limits.
     #[command(flatten)]
     pub policy: PolicyArgs,
+    /// The audit trail: what it records and keeps.
+    #[command(flatten)]
+    pub audit: AuditArgs,
     /// How long a server's `request_state` or `task_id`, sealed to the
     /// caller and call that received it, may be sent back to resume it.
     #[arg(long, env = "SWITCHBOARD_MCP_RESUME_TTL", default_value = "24h", value_parser = humantime::parse_duration)]
@@ -248,13 +252,21 @@ fn test_home_root() -> String {
         .to_string()
 }
 
+/// A random sealing key ring of one key, for tests.
+fn test_secret_keys() -> String {
+    use aes_gcm::{KeyInit as _, aead::OsRng};
+    use base64::Engine as _;
+    let key = aes_gcm::Aes256Gcm::generate_key(&mut OsRng);
+    format!(
+        "test:{}",
+        base64::engine::general_purpose::STANDARD.encode(key)
+    )
+}
+
 impl Config {
     /// Settings for tests: loopback ephemeral port, the given database and
     /// HS256 secret, a random sealing key, loopback allowed outbound.
     pub fn for_tests(database_url: &str, jwt_secret: &str) -> Self {
-        use aes_gcm::{KeyInit as _, aead::OsRng};
-        use base64::Engine as _;
-        let key = aes_gcm::Aes256Gcm::generate_key(&mut OsRng);
         Self {
             common: CommonArgs {
                 server: ServerArgs::for_tests(),
@@ -266,10 +278,7 @@ impl Config {
                 },
                 database: DatabaseArgs::for_url(database_url),
             },
-            secret_keys: Some(format!(
-                "test:{}",
-                base64::engine::general_purpose::STANDARD.encode(key)
-            )),
+            secret_keys: Some(test_secret_keys()),
             secret_keys_file: None,
             dev_mode: false,
             outbound_allow: "127.0.0.0/8,::1/128".into(),
@@ -299,6 +308,7 @@ impl Config {
             discovery_ttl: Duration::from_secs(300),
             integration_cache_ttl: Duration::from_secs(2),
             policy: PolicyArgs::default(),
+            audit: AuditArgs::default(),
             resume_ttl: Duration::from_secs(24 * 3600),
             max_result_bytes: 4 * 1024 * 1024,
             max_sessions_per_org: 200,

@@ -4,8 +4,10 @@
 pub mod address_policy;
 pub mod admission;
 pub mod approvals;
+pub mod audit;
 pub mod calls;
 pub mod catalog;
+pub mod digest;
 pub mod elicitation;
 pub mod error;
 pub mod input;

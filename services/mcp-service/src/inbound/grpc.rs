@@ -19,23 +19,23 @@ use super::{
     wire,
 };
 use crate::domain::{
-    calls::{CallService, PromptCall, ResourceQuery},
-    service::IntegrationService,
+    audit::{calls::AuditedCalls, changes::IntegrationChanges},
+    calls::{PromptCall, ResourceQuery},
 };
 
 /// The mcp-service API.
 #[derive(Debug, Clone)]
 pub(crate) struct McpApi {
-    integrations: IntegrationService,
-    calls: CallService,
+    integrations: IntegrationChanges,
+    calls: AuditedCalls,
     idempotency: Idempotency,
     resume: ResumeSeal,
 }
 
 impl McpApi {
     pub(crate) fn new(
-        integrations: IntegrationService,
-        calls: CallService,
+        integrations: IntegrationChanges,
+        calls: AuditedCalls,
         idempotency: Idempotency,
         resume: ResumeSeal,
     ) -> Self {

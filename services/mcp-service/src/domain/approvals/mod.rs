@@ -2,11 +2,9 @@
 //! approver decides, and an approved call runs exactly once for the same
 //! requester, integration, tool and arguments.
 
-mod digest;
-
 use std::time::Duration;
 
-pub use digest::arguments_digest;
+pub use super::digest::arguments_digest;
 
 /// Where an approval stands (the states of `approvals.proto`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,13 +10,18 @@ use super::{
     model::{PolicyLimits, PolicyName, PolicyVersion},
     validate::{PolicyInput, validate},
 };
-use crate::domain::{error::McpError, integration::OrgId};
+use crate::domain::{
+    audit::{AuditRecord, Auditor},
+    error::McpError,
+    integration::OrgId,
+};
 
 /// Writes and reads an organization's policies.
 #[derive(Debug, Clone)]
 pub struct PolicyAdmin {
     engine: Arc<PolicyEngine>,
     limits: PolicyLimits,
+    auditor: Option<Auditor>,
 }
 
 /// Most versions one page of `ListPolicyVersions` holds.
@@ -45,7 +50,24 @@ pub fn policy_name(field: &str, name: &str) -> Result<PolicyName, McpError> {
 impl PolicyAdmin {
     /// Policies through `engine`, within `limits`.
     pub fn new(engine: Arc<PolicyEngine>, limits: PolicyLimits) -> Self {
-        Self { engine, limits }
+        Self {
+            engine,
+            limits,
+            auditor: None,
+        }
+    }
+
+    /// Records every policy write and delete through `auditor`.
+    #[must_use]
+    pub fn with_audit(mut self, auditor: Option<Auditor>) -> Self {
+        self.auditor = auditor;
+        self
+    }
+
+    async fn record(&self, record: AuditRecord) {
+        if let Some(auditor) = &self.auditor {
+            auditor.record(record).await;
+        }
     }
 
     /// Validates and compiles `input`, then writes it as a new version.
@@ -83,6 +105,13 @@ impl PolicyAdmin {
             .await?;
         self.engine.forget(&org);
         tracing::info!(policy = %name, version = written.version, "policy written");
+        self.record(AuditRecord::policy_change(
+            caller,
+            name.as_str(),
+            written.version,
+            false,
+        ))
+        .await;
         Ok(written)
     }
 
@@ -141,6 +170,13 @@ impl PolicyAdmin {
             .await?;
         self.engine.forget(&org);
         tracing::info!(policy = %name, "policy deleted");
+        self.record(AuditRecord::policy_change(
+            caller,
+            name.as_str(),
+            expected_version,
+            true,
+        ))
+        .await;
         Ok(())
     }
 }

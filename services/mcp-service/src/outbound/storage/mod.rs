@@ -1,6 +1,8 @@
 //! Integrations and their secrets at rest: SQL storage, and the key ring
 //! that seals secrets before they reach the database.
 
+pub mod audit;
+pub mod audit_writer;
 pub mod policies;
 pub mod secret_box;
 pub mod sql;

@@ -1,6 +1,6 @@
-//! The arguments digest an approval is bound to: SHA-256 hex of the
-//! canonical JSON of the arguments (keys sorted recursively, no whitespace,
-//! numbers as written).
+//! The arguments digest: SHA-256 hex of the canonical JSON of a call's
+//! arguments (keys sorted recursively, no whitespace, numbers as written),
+//! which approvals bind to and the audit trail records.
 
 use std::fmt::Write as _;
 

@@ -1,0 +1,199 @@
+//! [`AuditedCalls`]: the calls of [`CallService`], each recorded where it
+//! ends, with its outcome, reason, deciding rule and duration.
+
+use std::{ops::Deref, time::Duration, time::Instant};
+
+use serde_json::Value;
+use switchboard_auth::Principal;
+
+use super::{
+    record::{AuditAction, AuditOutcome, AuditRecord},
+    recorder::{Auditor, micros_since, refusal},
+};
+use crate::domain::{
+    calls::{CallService, PromptCall, ResourceQuery},
+    error::McpError,
+    integration::IntegrationId,
+    policy::enforce::AllowList,
+    ports::{AuthorizationAnswer, CallError, ToolCall},
+    resource::ResourceRead,
+};
+
+/// [`CallService`] with every tool call, resource read, prompt and
+/// completed authorization recorded; without an auditor, the calls alone.
+/// Other methods reach the inner service through `Deref`.
+#[derive(Debug, Clone)]
+pub struct AuditedCalls {
+    calls: CallService,
+    auditor: Option<Auditor>,
+}
+
+impl Deref for AuditedCalls {
+    type Target = CallService;
+
+    fn deref(&self) -> &CallService {
+        &self.calls
+    }
+}
+
+/// What a call's record starts with: who, which integration, what.
+struct Started {
+    at: Instant,
+    record: AuditRecord,
+}
+
+impl AuditedCalls {
+    /// `calls`, recorded by `auditor` when there is one.
+    pub fn new(calls: CallService, auditor: Option<Auditor>) -> Self {
+        Self { calls, auditor }
+    }
+
+    fn start(
+        &self,
+        caller: &Principal,
+        action: AuditAction,
+        id: IntegrationId,
+        target: &str,
+        arguments: Value,
+    ) -> Option<Started> {
+        let auditor = self.auditor.as_ref()?;
+        let record = AuditRecord::by(caller, action, AuditOutcome::Ok)
+            .on(id)
+            .target(target);
+        Some(Started {
+            at: Instant::now(),
+            record: auditor.with_arguments(record, &arguments),
+        })
+    }
+
+    async fn finish<T>(
+        &self,
+        started: Option<Started>,
+        outcome: &Result<T, McpError>,
+        failed: impl FnOnce(&T) -> Option<String>,
+    ) {
+        let (Some(auditor), Some(started)) = (&self.auditor, started) else {
+            return;
+        };
+        let mut record = started.record;
+        record.duration_micros = Some(micros_since(started.at));
+        match outcome {
+            Ok(value) => {
+                if let Some(reason) = failed(value) {
+                    record.outcome = AuditOutcome::Failed;
+                    record.reason = reason;
+                }
+            }
+            Err(error) => {
+                (record.outcome, record.reason, record.rule) = refusal(error);
+            }
+        }
+        auditor.record(record).await;
+    }
+
+    /// [`CallService::execute_tool`], recorded: OK, FAILED with the
+    /// server's error or the tool's error result, DENIED or
+    /// PENDING_APPROVAL with the deciding rule.
+    pub async fn execute_tool(
+        &self,
+        caller: &Principal,
+        id: IntegrationId,
+        call: ToolCall,
+        session_scope: &str,
+        allowed: &AllowList,
+        deadline: Option<Duration>,
+    ) -> Result<Result<Value, CallError>, McpError> {
+        let started = self.start(
+            caller,
+            AuditAction::ToolCall,
+            id,
+            &call.name,
+            Value::Object(call.arguments.clone()),
+        );
+        let outcome = self
+            .calls
+            .execute_tool(caller, id, call, session_scope, allowed, deadline)
+            .await;
+        self.finish(started, &outcome, tool_failure).await;
+        outcome
+    }
+
+    /// [`CallService::read_resource`], recorded with the URI as written.
+    pub async fn read_resource(
+        &self,
+        caller: &Principal,
+        id: IntegrationId,
+        query: ResourceQuery<'_>,
+        session_scope: &str,
+        deadline: Option<Duration>,
+    ) -> Result<ResourceRead, McpError> {
+        let started = self.start(
+            caller,
+            AuditAction::ResourceRead,
+            id,
+            query.uri,
+            Value::Object(query.parameters.clone()),
+        );
+        let outcome = self
+            .calls
+            .read_resource(caller, id, query, session_scope, deadline)
+            .await;
+        self.finish(started, &outcome, |_| None).await;
+        outcome
+    }
+
+    /// [`CallService::get_prompt`], recorded.
+    pub async fn get_prompt(
+        &self,
+        caller: &Principal,
+        id: IntegrationId,
+        prompt: PromptCall,
+        session_scope: &str,
+        deadline: Option<Duration>,
+    ) -> Result<Value, McpError> {
+        let started = self.start(
+            caller,
+            AuditAction::PromptGet,
+            id,
+            &prompt.name,
+            Value::Object(prompt.arguments.clone()),
+        );
+        let outcome = self
+            .calls
+            .get_prompt(caller, id, prompt, session_scope, deadline)
+            .await;
+        self.finish(started, &outcome, |_| None).await;
+        outcome
+    }
+
+    /// [`CallService::complete_authorization`], recorded when it completes.
+    pub async fn complete_authorization(
+        &self,
+        caller: &Principal,
+        answer: AuthorizationAnswer,
+    ) -> Result<IntegrationId, McpError> {
+        let id = self.calls.complete_authorization(caller, answer).await?;
+        if let Some(auditor) = &self.auditor {
+            let record = AuditRecord::by(
+                caller,
+                AuditAction::AuthorizationCompleted,
+                AuditOutcome::Ok,
+            )
+            .on(id);
+            auditor.record(record).await;
+        }
+        Ok(id)
+    }
+}
+
+/// Why a tool call that returned failed: the server's error, or the tool's
+/// own error result.
+fn tool_failure(result: &Result<Value, CallError>) -> Option<String> {
+    match result {
+        Err(error) => Some(error.to_string()),
+        Ok(value) if value.get("isError").and_then(Value::as_bool) == Some(true) => {
+            Some("the tool returned an error result".to_owned())
+        }
+        Ok(_) => None,
+    }
+}

@@ -1,0 +1,24 @@
+//! The audit trail: who called what through mcp-service, how it ended, and
+//! every change to integrations and policies, appended per organization to a
+//! hash chain so that editing or removing a stored event is found.
+//!
+//! [`record`] holds the record, [`chain`] its canonical form, hash and the
+//! verification, [`ports`] the [`AuditLog`] port, [`recorder`] what the use
+//! cases call, [`calls`] / [`changes`] the decorators that record them, and
+//! [`trail`] the reading and verification.
+
+pub mod calls;
+pub mod chain;
+pub mod changes;
+pub mod ports;
+pub mod record;
+pub mod recorder;
+pub mod retention;
+pub mod trail;
+
+pub use ports::{AuditLog, AuditQuery, ChainAnchor};
+pub use record::{AuditAction, AuditEvent, AuditOutcome, AuditRecord};
+pub use recorder::{AuditSettings, Auditor};
+
+#[cfg(test)]
+mod tests;

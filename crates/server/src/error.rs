@@ -168,6 +168,22 @@ pub enum Refusal {
         /// When one of them may have ended.
         retry_after: Duration,
     },
+    /// An approval presented by another user than its requester.
+    ApprovalOtherRequester,
+    /// An approval presented for another integration.
+    ApprovalOtherIntegration,
+    /// An approval presented for another tool.
+    ApprovalOtherTool,
+    /// An approval presented with other arguments.
+    ApprovalOtherArguments,
+    /// An approval still waiting for an approver.
+    ApprovalPending,
+    /// An approval already used.
+    ApprovalUsed,
+    /// An approval not decided, or not used, in time.
+    ApprovalExpired,
+    /// An approval already decided.
+    ApprovalDecided,
 }
 
 impl Refusal {
@@ -221,6 +237,28 @@ impl Refusal {
                 ErrorReason::RunLimit,
                 Some(retry_after),
             ),
+            Self::ApprovalOtherRequester => (
+                Code::PermissionDenied,
+                ErrorReason::ApprovalOtherRequester,
+                None,
+            ),
+            Self::ApprovalOtherIntegration => (
+                Code::PermissionDenied,
+                ErrorReason::ApprovalOtherIntegration,
+                None,
+            ),
+            Self::ApprovalOtherTool => {
+                (Code::PermissionDenied, ErrorReason::ApprovalOtherTool, None)
+            }
+            Self::ApprovalOtherArguments => (
+                Code::PermissionDenied,
+                ErrorReason::ApprovalOtherArguments,
+                None,
+            ),
+            Self::ApprovalPending => (Code::FailedPrecondition, ErrorReason::ApprovalPending, None),
+            Self::ApprovalUsed => (Code::FailedPrecondition, ErrorReason::ApprovalUsed, None),
+            Self::ApprovalExpired => (Code::FailedPrecondition, ErrorReason::ApprovalExpired, None),
+            Self::ApprovalDecided => (Code::FailedPrecondition, ErrorReason::ApprovalDecided, None),
         }
     }
 }
@@ -253,6 +291,14 @@ impl Refusal {
             ErrorReason::RequestIdReused => Self::RequestIdReused,
             ErrorReason::RequestInProgress => Self::RequestInProgress { retry_after },
             ErrorReason::RunLimit => Self::RunLimit { retry_after },
+            ErrorReason::ApprovalOtherRequester => Self::ApprovalOtherRequester,
+            ErrorReason::ApprovalOtherIntegration => Self::ApprovalOtherIntegration,
+            ErrorReason::ApprovalOtherTool => Self::ApprovalOtherTool,
+            ErrorReason::ApprovalOtherArguments => Self::ApprovalOtherArguments,
+            ErrorReason::ApprovalPending => Self::ApprovalPending,
+            ErrorReason::ApprovalUsed => Self::ApprovalUsed,
+            ErrorReason::ApprovalExpired => Self::ApprovalExpired,
+            ErrorReason::ApprovalDecided => Self::ApprovalDecided,
             _ => return None,
         })
     }

@@ -6,7 +6,8 @@ use anyhow::Context as _;
 use switchboard_auth::Authenticator;
 use switchboard_db::request_ids::RequestIds;
 use switchboard_proto::mcp::v1::{
-    mcp_service_server::McpServiceServer, policy_service_server::PolicyServiceServer,
+    approval_service_server::ApprovalServiceServer, mcp_service_server::McpServiceServer,
+    policy_service_server::PolicyServiceServer,
 };
 use switchboard_server::{Idempotency, RunningServer, Services};
 
@@ -14,13 +15,14 @@ use crate::{
     Config,
     domain::{
         address_policy::AddressPolicy,
+        approvals::service::Approvals,
         calls::CallService,
         integration::Timeouts,
         policy::{engine::PolicyEngine, service::PolicyAdmin},
         resolve::ConfigPolicy,
         service::IntegrationService,
     },
-    inbound::{McpApi, PolicyApi, ResumeSeal},
+    inbound::{ApprovalApi, McpApi, PolicyApi, ResumeSeal},
     outbound::{
         http::{HttpClientOptions, build_client, build_client_without_redirects, read_roots},
         mcp::{
@@ -36,6 +38,7 @@ use crate::{
             http::PolicyOAuthHttp, store::SqlOAuthStore,
         },
         storage::{
+            approvals::SqlApprovalRepository,
             policies::SqlPolicyRepository,
             secret_box::KeyRing,
             sql::{MIGRATIONS, SqlIntegrationRepository},
@@ -177,6 +180,14 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         config.call_timeout,
     )
     .with_policies(policies.clone());
+    let approvals = Approvals::new(
+        Arc::new(SqlApprovalRepository::new(db.pool.clone())),
+        config.approvals.limits(),
+    );
+    let calls = calls.with_approvals(approvals.clone());
+    let approval_api = ApprovalServiceServer::new(ApprovalApi::new(approvals))
+        .max_decoding_message_size(max)
+        .max_encoding_message_size(max);
     let policy_api = policy_api(config, policies, &integrations, &calls);
     let idempotency = Idempotency::new(RequestIds::new(
         db.pool.clone(),
@@ -190,6 +201,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         services: Services::new()
             .with(api)
             .with(policy_api)
+            .with(approval_api)
             .self_limited(UPSTREAM_METHODS)
             .watch_database(db),
     })

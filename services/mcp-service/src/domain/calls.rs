@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use switchboard_auth::Principal;
 
 use super::{
+    approvals::service::{Approvals, GatedCall},
     error::McpError,
     integration::{Integration, IntegrationId, OrgId},
     policy::{
@@ -29,6 +30,7 @@ pub struct CallService {
     authorizations: Arc<dyn Authorizations>,
     default_call_timeout: Duration,
     policies: Option<PolicyEnforcer>,
+    approvals: Option<Approvals>,
 }
 
 impl std::fmt::Debug for CallService {
@@ -94,7 +96,16 @@ impl CallService {
             authorizations,
             default_call_timeout,
             policies: None,
+            approvals: None,
         }
+    }
+
+    /// Holds calls a policy gates until an approval of `approvals` lets
+    /// them run, once.
+    #[must_use]
+    pub fn with_approvals(mut self, approvals: Approvals) -> Self {
+        self.approvals = Some(approvals);
+        self
     }
 
     /// Enforces the organizations' policies of `engine` on every call.
@@ -245,7 +256,9 @@ impl CallService {
     /// Calls a tool. What goes wrong on the server side (an error result, an
     /// unknown tool, a timeout, a dead server) is `Ok(Err(..))`, for the model
     /// to read; access problems (a policy's denial or approval gate, a tool
-    /// off the agent's `allowed` list included) are `Err`.
+    /// off the agent's `allowed` list included) are `Err`. A presented
+    /// `approval_id` is used up before the call goes out.
+    #[allow(clippy::too_many_arguments)]
     pub async fn execute_tool(
         &self,
         caller: &Principal,
@@ -253,6 +266,7 @@ impl CallService {
         call: ToolCall,
         session_scope: &str,
         allowed: &AllowList,
+        approval_id: Option<&str>,
         deadline: Option<Duration>,
     ) -> Result<Result<Value, CallError>, McpError> {
         let integration = self.integrations.usable(caller, id).await?;
@@ -262,8 +276,24 @@ impl CallService {
         if !allowed.allows(tool) {
             return Err(McpError::OutsideAllowList(tool.to_owned()));
         }
-        self.authorize(caller, &integration, Called::Tool(tool), timeout)
-            .await?;
+        let gate = match self
+            .authorize(caller, &integration, Called::Tool(tool), timeout)
+            .await
+        {
+            Err(McpError::ApprovalRequired(gate)) => Some(*gate),
+            decided => decided.map(|()| None)?,
+        };
+        if let Some(approvals) = &self.approvals {
+            let id = id.to_string();
+            let gated = GatedCall {
+                integration_id: &id,
+                tool,
+                arguments: &call.arguments,
+            };
+            approvals.gate(caller, gated, approval_id, gate).await?;
+        } else if let Some(gate) = gate {
+            return Err(McpError::ApprovalRequired(Box::new(gate)));
+        }
         let outcome = self
             .gateway
             .call_tool(&integration, &scope(caller, session_scope), call, timeout)

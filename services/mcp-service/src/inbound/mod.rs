@@ -1,5 +1,6 @@
 //! gRPC handlers: proto in, domain calls, proto out.
 
+pub(crate) mod approvals;
 mod convert;
 mod error;
 mod grpc;
@@ -10,6 +11,7 @@ pub(crate) mod wire;
 #[cfg(test)]
 mod wire_tests;
 
+pub(crate) use approvals::ApprovalApi;
 pub(crate) use grpc::McpApi;
 pub(crate) use policy::PolicyApi;
 pub(crate) use resume::ResumeSeal;

@@ -110,7 +110,9 @@ fn refuse_shape(root: &IdedExpr) -> Option<String> {
     let mut stack: Vec<(&IdedExpr, usize, Option<&ComprehensionExpr>)> = vec![(root, 1, None)];
     while let Some((node, depth, body_of)) = stack.pop() {
         if depth > MAX_TREE_DEPTH {
-            return Some(format!("the expression is nested more than {MAX_TREE_DEPTH} deep"));
+            return Some(format!(
+                "the expression is nested more than {MAX_TREE_DEPTH} deep"
+            ));
         }
         if let Some(outer) = body_of {
             match &node.expr {

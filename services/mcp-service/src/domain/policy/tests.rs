@@ -160,7 +160,10 @@ fn a_loop_body_reads_only_its_own_variables_and_literals() {
         "caller.groups.exists(g, g == caller.user)",
     ] {
         let error = compile(text).expect_err(text);
-        assert!(error.message.contains("from outside the loop"), "{text}: {error}");
+        assert!(
+            error.message.contains("from outside the loop"),
+            "{text}: {error}"
+        );
     }
 }
 

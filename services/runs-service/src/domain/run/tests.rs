@@ -200,7 +200,9 @@ async fn the_agents_tool_filter_goes_along_with_discovery_and_the_call() {
         ScriptedTurn::Say("done".into()),
     ];
     let mut config = with_integrations(&["i1"]);
-    config.tool_filters.insert(FakeMcp::id("i1"), vec!["ping".into()]);
+    config
+        .tool_filters
+        .insert(FakeMcp::id("i1"), vec!["ping".into()]);
     let world = World::new(mcp, config, script).await;
     assert_eq!(ended(&world.say("go").await).status, RunStatus::Completed);
     let only_ping = Some(vec!["ping".to_owned()]);

@@ -237,29 +237,38 @@ impl Refusal {
                 ErrorReason::RunLimit,
                 Some(retry_after),
             ),
-            Self::ApprovalOtherRequester => (
-                Code::PermissionDenied,
-                ErrorReason::ApprovalOtherRequester,
-                None,
-            ),
-            Self::ApprovalOtherIntegration => (
-                Code::PermissionDenied,
-                ErrorReason::ApprovalOtherIntegration,
-                None,
-            ),
-            Self::ApprovalOtherTool => {
-                (Code::PermissionDenied, ErrorReason::ApprovalOtherTool, None)
-            }
-            Self::ApprovalOtherArguments => (
-                Code::PermissionDenied,
-                ErrorReason::ApprovalOtherArguments,
-                None,
-            ),
-            Self::ApprovalPending => (Code::FailedPrecondition, ErrorReason::ApprovalPending, None),
-            Self::ApprovalUsed => (Code::FailedPrecondition, ErrorReason::ApprovalUsed, None),
-            Self::ApprovalExpired => (Code::FailedPrecondition, ErrorReason::ApprovalExpired, None),
-            Self::ApprovalDecided => (Code::FailedPrecondition, ErrorReason::ApprovalDecided, None),
+            Self::ApprovalOtherRequester
+            | Self::ApprovalOtherIntegration
+            | Self::ApprovalOtherTool
+            | Self::ApprovalOtherArguments
+            | Self::ApprovalPending
+            | Self::ApprovalUsed
+            | Self::ApprovalExpired
+            | Self::ApprovalDecided => self.approval_parts(),
         }
+    }
+
+    /// The parts of the refusals of an approval: the mismatches are
+    /// PERMISSION_DENIED, the rest FAILED_PRECONDITION.
+    fn approval_parts(self) -> (Code, ErrorReason, Option<Duration>) {
+        let reason = match self {
+            Self::ApprovalOtherRequester => ErrorReason::ApprovalOtherRequester,
+            Self::ApprovalOtherIntegration => ErrorReason::ApprovalOtherIntegration,
+            Self::ApprovalOtherTool => ErrorReason::ApprovalOtherTool,
+            Self::ApprovalOtherArguments => ErrorReason::ApprovalOtherArguments,
+            Self::ApprovalPending => ErrorReason::ApprovalPending,
+            Self::ApprovalUsed => ErrorReason::ApprovalUsed,
+            Self::ApprovalExpired => ErrorReason::ApprovalExpired,
+            _ => ErrorReason::ApprovalDecided,
+        };
+        let code = match self {
+            Self::ApprovalOtherRequester
+            | Self::ApprovalOtherIntegration
+            | Self::ApprovalOtherTool
+            | Self::ApprovalOtherArguments => Code::PermissionDenied,
+            _ => Code::FailedPrecondition,
+        };
+        (code, reason, None)
     }
 }
 

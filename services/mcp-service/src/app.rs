@@ -137,16 +137,23 @@ fn connector(
     Ok((connector, flows))
 }
 
-async fn build(config: &Config) -> anyhow::Result<Built> {
-    let authenticator = Arc::new(
-        Authenticator::new(&config.common.auth.verifier_config()?)
-            .context("invalid token verification settings")?,
-    );
+/// Refuses a server deadline shorter than the longest call an integration
+/// may be set to make.
+fn check_request_timeout(config: &Config) -> anyhow::Result<()> {
     let longest_call = Timeouts::MAX_CONNECT + Timeouts::MAX_CALL;
     anyhow::ensure!(
         config.common.server.max_request_timeout >= longest_call,
         "SWITCHBOARD_MAX_REQUEST_TIMEOUT must be at least {longest_call:?}, the longest an integration's connect and call limits allow"
     );
+    Ok(())
+}
+
+async fn build(config: &Config) -> anyhow::Result<Built> {
+    let authenticator = Arc::new(
+        Authenticator::new(&config.common.auth.verifier_config()?)
+            .context("invalid token verification settings")?,
+    );
+    check_request_timeout(config)?;
     let keys = Arc::new(config.key_ring()?);
     let db = config
         .common
@@ -180,14 +187,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         config.call_timeout,
     )
     .with_policies(policies.clone());
-    let approvals = Approvals::new(
-        Arc::new(SqlApprovalRepository::new(db.pool.clone())),
-        config.approvals.limits(),
-    );
-    let calls = calls.with_approvals(approvals.clone());
-    let approval_api = ApprovalServiceServer::new(ApprovalApi::new(approvals))
-        .max_decoding_message_size(max)
-        .max_encoding_message_size(max);
+    let (calls, approval_api) = approvals(config, &db.pool, calls);
     let policy_api = policy_api(config, policies, &integrations, &calls);
     let idempotency = Idempotency::new(RequestIds::new(
         db.pool.clone(),
@@ -205,6 +205,24 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
             .self_limited(UPSTREAM_METHODS)
             .watch_database(db),
     })
+}
+
+/// Approval gates on `calls`, and `ApprovalService`, where approvers
+/// decide them.
+fn approvals(
+    config: &Config,
+    pool: &sqlx::AnyPool,
+    calls: CallService,
+) -> (CallService, ApprovalServiceServer<ApprovalApi>) {
+    let max = config.common.server.max_message_bytes;
+    let approvals = Approvals::new(
+        Arc::new(SqlApprovalRepository::new(pool.clone())),
+        config.approvals.limits(),
+    );
+    let api = ApprovalServiceServer::new(ApprovalApi::new(approvals.clone()))
+        .max_decoding_message_size(max)
+        .max_encoding_message_size(max);
+    (calls.with_approvals(approvals), api)
 }
 
 /// `PolicyService`: admins write the policies `calls` enforces.

@@ -259,6 +259,7 @@ impl Config {
         use aes_gcm::{KeyInit as _, aead::OsRng};
         use base64::Engine as _;
         let key = aes_gcm::Aes256Gcm::generate_key(&mut OsRng);
+        let secret_keys = base64::engine::general_purpose::STANDARD.encode(key);
         Self {
             common: CommonArgs {
                 server: ServerArgs::for_tests(),
@@ -270,10 +271,7 @@ impl Config {
                 },
                 database: DatabaseArgs::for_url(database_url),
             },
-            secret_keys: Some(format!(
-                "test:{}",
-                base64::engine::general_purpose::STANDARD.encode(key)
-            )),
+            secret_keys: Some(format!("test:{secret_keys}")),
             secret_keys_file: None,
             dev_mode: false,
             outbound_allow: "127.0.0.0/8,::1/128".into(),

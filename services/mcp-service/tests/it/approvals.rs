@@ -202,8 +202,8 @@ async fn an_approved_call_runs_exactly_once(kind: DbKind) {
         )
     );
     // The approver sees it; the requester sees their own; others nothing.
-    assert_eq!(s.list(&approver(), &[]).await, [approval.id.clone()]);
-    assert_eq!(s.list(&requester(), &[]).await, [approval.id.clone()]);
+    assert_eq!(s.list(&approver(), &[]).await, vec![approval.id.clone()]);
+    assert_eq!(s.list(&requester(), &[]).await, vec![approval.id.clone()]);
     let stranger = token("org-a", "carol", &["member"]);
     assert!(s.list(&stranger, &[]).await.is_empty());
     let approved = s

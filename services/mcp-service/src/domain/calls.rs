@@ -63,6 +63,16 @@ pub struct PromptCall {
     pub answers: InputAnswers,
 }
 
+/// What a tool call brings besides the caller: the calling agent's
+/// allow-list, and the approval it was given, if any.
+#[derive(Debug, Clone, Copy)]
+pub struct Grants<'a> {
+    /// The tools the calling agent may use.
+    pub allowed: &'a AllowList,
+    /// An approval of this call, used up before the call goes out.
+    pub approval_id: Option<&'a str>,
+}
+
 /// The session scope of a call: the caller's own unless they name one, and
 /// a named one (a thread id, say) is always within the caller's own. Scopes
 /// are chosen by callers, so another user's thread id must give a session of
@@ -256,24 +266,22 @@ impl CallService {
     /// Calls a tool. What goes wrong on the server side (an error result, an
     /// unknown tool, a timeout, a dead server) is `Ok(Err(..))`, for the model
     /// to read; access problems (a policy's denial or approval gate, a tool
-    /// off the agent's `allowed` list included) are `Err`. A presented
-    /// `approval_id` is used up before the call goes out.
-    #[allow(clippy::too_many_arguments)]
+    /// off the agent's allow-list included) are `Err`. A presented approval
+    /// is used up before the call goes out.
     pub async fn execute_tool(
         &self,
         caller: &Principal,
         id: IntegrationId,
         call: ToolCall,
         session_scope: &str,
-        allowed: &AllowList,
-        approval_id: Option<&str>,
+        grants: Grants<'_>,
         deadline: Option<Duration>,
     ) -> Result<Result<Value, CallError>, McpError> {
         let integration = self.integrations.usable(caller, id).await?;
         let timeout = self.timeout(&integration, deadline);
         let tool = call.name.clone();
         let tool = tool.as_str();
-        if !allowed.allows(tool) {
+        if !grants.allowed.allows(tool) {
             return Err(McpError::OutsideAllowList(tool.to_owned()));
         }
         let gate = match self
@@ -290,7 +298,9 @@ impl CallService {
                 tool,
                 arguments: &call.arguments,
             };
-            approvals.gate(caller, gated, approval_id, gate).await?;
+            approvals
+                .gate(caller, gated, grants.approval_id, gate)
+                .await?;
         } else if let Some(gate) = gate {
             return Err(McpError::ApprovalRequired(Box::new(gate)));
         }

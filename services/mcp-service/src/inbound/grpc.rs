@@ -20,7 +20,7 @@ use super::{
     wire,
 };
 use crate::domain::{
-    calls::{CallService, PromptCall, ResourceQuery},
+    calls::{CallService, Grants, PromptCall, ResourceQuery},
     error::McpError,
     service::IntegrationService,
 };
@@ -228,8 +228,10 @@ impl McpService for McpApi {
                 id,
                 call,
                 &request.session_scope,
-                &allowed,
-                request.approval_id.as_deref(),
+                Grants {
+                    allowed: &allowed,
+                    approval_id: request.approval_id.as_deref(),
+                },
                 deadline,
             )
             .await;

@@ -6,8 +6,9 @@ use std::{path::PathBuf, str::FromStr};
 use clap::{Args, Parser, Subcommand};
 
 use crate::commands::{
-    agents::AgentsCommand, chat::ChatArgs, integrations::IntegrationsCommand,
-    policies::PoliciesCommand, runs::RunsCommand, sources::SourcesCommand, threads::ThreadsCommand,
+    agents::AgentsCommand, approvals::ApprovalsCommand, chat::ChatArgs,
+    integrations::IntegrationsCommand, policies::PoliciesCommand, runs::RunsCommand,
+    sources::SourcesCommand, threads::ThreadsCommand,
 };
 
 const EXIT_CODES: &str = "\
@@ -96,6 +97,9 @@ pub enum Command {
     /// Tool policies: who may call which tool, in CEL rules; explain a decision
     #[command(subcommand)]
     Policies(PoliciesCommand),
+    /// Approvals of gated tool calls: list, approve, deny
+    #[command(subcommand)]
+    Approvals(ApprovalsCommand),
     /// Threads: conversations with an agent, and their messages
     #[command(subcommand)]
     Threads(ThreadsCommand),

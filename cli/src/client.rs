@@ -3,7 +3,10 @@
 use std::time::Duration;
 
 use switchboard_proto::{
-    mcp::v1::{mcp_service_client::McpServiceClient, policy_service_client::PolicyServiceClient},
+    mcp::v1::{
+        approval_service_client::ApprovalServiceClient, mcp_service_client::McpServiceClient,
+        policy_service_client::PolicyServiceClient,
+    },
     runs::v1::runs_service_client::RunsServiceClient,
 };
 use tonic::{
@@ -37,6 +40,8 @@ impl Interceptor for BearerAuth {
 pub type McpClient = McpServiceClient<InterceptedService<Channel, BearerAuth>>;
 /// A client of mcp-service's policies.
 pub type PolicyClient = PolicyServiceClient<InterceptedService<Channel, BearerAuth>>;
+/// A client of mcp-service's approvals.
+pub type ApprovalClient = ApprovalServiceClient<InterceptedService<Channel, BearerAuth>>;
 /// A client of runs-service.
 pub type RunsClient = RunsServiceClient<InterceptedService<Channel, BearerAuth>>;
 
@@ -75,6 +80,16 @@ impl Clients {
         let channel = channel(&self.settings.mcp_addr)?;
         Ok(
             PolicyServiceClient::with_interceptor(channel, self.auth.clone())
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+        )
+    }
+
+    /// A client of mcp-service's approvals.
+    pub fn approvals(&self) -> Result<ApprovalClient, CliError> {
+        let channel = channel(&self.settings.mcp_addr)?;
+        Ok(
+            ApprovalServiceClient::with_interceptor(channel, self.auth.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
                 .max_encoding_message_size(MAX_MESSAGE_BYTES),
         )

@@ -34,7 +34,7 @@ proto_names!("switchboard.mcp.v1", mcp:
     Integration, ListIntegrationsResponse, ListPredefinedIntegrationsResponse,
     ValidateIntegrationResponse, DiscoverResponse, DeleteIntegrationResponse,
     Policy, ListPoliciesResponse, ListPolicyVersionsResponse, DeletePolicyResponse,
-    ExplainPolicyResponse,
+    ExplainPolicyResponse, Approval, ListApprovalsResponse,
 );
 proto_names!("switchboard.runs.v1", runs:
     Agent, ListAgentsResponse, DeleteAgentResponse, Thread, ListThreadsResponse,

@@ -1,6 +1,7 @@
 //! The commands, one module per group.
 
 pub mod agents;
+pub mod approvals;
 pub mod chat;
 mod discover_view;
 mod integration_auth;
@@ -50,6 +51,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Integrations(command) => integrations::run(&ctx, command).await,
         Command::Agents(command) => agents::run(&ctx, command).await,
         Command::Policies(command) => policies::run(&ctx, command).await,
+        Command::Approvals(command) => approvals::run(&ctx, command).await,
         Command::Threads(command) => threads::run(&ctx, command).await,
         Command::Sources(command) => sources::run(&ctx, command).await,
         Command::Runs(command) => runs::run(&ctx, command).await,

@@ -301,6 +301,22 @@ async fn an_approval_fits_only_its_requester_tool_and_arguments(kind: DbKind) {
         .await
         .expect_err("no such approval");
     assert_eq!(unknown.code(), Code::NotFound, "{unknown:?}");
+    // Ids are bounded: 64 bytes is looked up, 65 is refused unread.
+    let at_limit = s
+        .call(&requester(), "add", args.clone(), Some(&"a".repeat(64)))
+        .await
+        .expect_err("no such approval");
+    assert_eq!(at_limit.code(), Code::NotFound, "{at_limit:?}");
+    let over = s
+        .call(&requester(), "add", args.clone(), Some(&"a".repeat(65)))
+        .await
+        .expect_err("too long");
+    assert_eq!(over.code(), Code::InvalidArgument, "{over:?}");
+    let empty = s
+        .call(&requester(), "add", args.clone(), Some(""))
+        .await
+        .expect_err("empty");
+    assert_eq!(empty.code(), Code::InvalidArgument, "{empty:?}");
     assert_eq!(s.upstream_calls(), 0);
     // None of the misuses used it up.
     let ran = s.call(&requester(), "add", args, id).await.expect("runs");

@@ -89,6 +89,10 @@ impl Approvals {
         approval_id: Option<&str>,
         gate: Option<Gate>,
     ) -> Result<(), McpError> {
+        if approval_id.is_none() && gate.is_none() {
+            // Nothing to bind: the digest is not worth its cost.
+            return Ok(());
+        }
         let now = switchboard_db::now_millis();
         let binding = Binding {
             org_id: caller.org_id.clone(),

@@ -6,9 +6,9 @@ use std::{path::PathBuf, str::FromStr};
 use clap::{Args, Parser, Subcommand};
 
 use crate::commands::{
-    agents::AgentsCommand, audit::AuditCommand, chat::ChatArgs, integrations::IntegrationsCommand,
-    policies::PoliciesCommand, runs::RunsCommand, sources::SourcesCommand, threads::ThreadsCommand,
-    usage::UsageArgs,
+    agents::AgentsCommand, approvals::ApprovalsCommand, audit::AuditCommand, chat::ChatArgs,
+    integrations::IntegrationsCommand, policies::PoliciesCommand, runs::RunsCommand,
+    sources::SourcesCommand, threads::ThreadsCommand, usage::UsageArgs,
 };
 
 const EXIT_CODES: &str = "\
@@ -100,6 +100,9 @@ pub enum Command {
     /// The audit trail: who called what, and how it ended; verify its chain
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Approvals of gated tool calls: list, approve, deny
+    #[command(subcommand)]
+    Approvals(ApprovalsCommand),
     /// Threads: conversations with an agent, and their messages
     #[command(subcommand)]
     Threads(ThreadsCommand),

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use switchboard_proto::{
     mcp::v1::{
-        audit_service_client::AuditServiceClient, mcp_service_client::McpServiceClient,
-        policy_service_client::PolicyServiceClient,
+        approval_service_client::ApprovalServiceClient, audit_service_client::AuditServiceClient,
+        mcp_service_client::McpServiceClient, policy_service_client::PolicyServiceClient,
     },
     runs::v1::runs_service_client::RunsServiceClient,
 };
@@ -42,6 +42,8 @@ pub type McpClient = McpServiceClient<InterceptedService<Channel, BearerAuth>>;
 pub type PolicyClient = PolicyServiceClient<InterceptedService<Channel, BearerAuth>>;
 /// A client of mcp-service's audit trail.
 pub type AuditClient = AuditServiceClient<InterceptedService<Channel, BearerAuth>>;
+/// A client of mcp-service's approvals.
+pub type ApprovalClient = ApprovalServiceClient<InterceptedService<Channel, BearerAuth>>;
 /// A client of runs-service.
 pub type RunsClient = RunsServiceClient<InterceptedService<Channel, BearerAuth>>;
 
@@ -90,6 +92,16 @@ impl Clients {
         let channel = channel(&self.settings.mcp_addr)?;
         Ok(
             AuditServiceClient::with_interceptor(channel, self.auth.clone())
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+        )
+    }
+
+    /// A client of mcp-service's approvals.
+    pub fn approvals(&self) -> Result<ApprovalClient, CliError> {
+        let channel = channel(&self.settings.mcp_addr)?;
+        Ok(
+            ApprovalServiceClient::with_interceptor(channel, self.auth.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
                 .max_encoding_message_size(MAX_MESSAGE_BYTES),
         )

@@ -34,7 +34,8 @@ proto_names!("switchboard.mcp.v1", mcp:
     Integration, ListIntegrationsResponse, ListPredefinedIntegrationsResponse,
     ValidateIntegrationResponse, DiscoverResponse, DeleteIntegrationResponse,
     Policy, ListPoliciesResponse, ListPolicyVersionsResponse, DeletePolicyResponse,
-    ExplainPolicyResponse, ListAuditEventsResponse, VerifyAuditChainResponse,
+    ExplainPolicyResponse, ListAuditEventsResponse, VerifyAuditChainResponse, Approval,
+    ListApprovalsResponse,
 );
 proto_names!("switchboard.runs.v1", runs:
     Agent, ListAgentsResponse, DeleteAgentResponse, Thread, ListThreadsResponse,

@@ -1,6 +1,7 @@
 //! The commands, one module per group.
 
 pub mod agents;
+pub mod approvals;
 pub mod audit;
 pub mod chat;
 mod discover_view;
@@ -53,6 +54,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Agents(command) => agents::run(&ctx, command).await,
         Command::Policies(command) => policies::run(&ctx, command).await,
         Command::Audit(command) => audit::run(&ctx, command).await,
+        Command::Approvals(command) => approvals::run(&ctx, command).await,
         Command::Threads(command) => threads::run(&ctx, command).await,
         Command::Sources(command) => sources::run(&ctx, command).await,
         Command::Runs(command) => runs::run(&ctx, command).await,

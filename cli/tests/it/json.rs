@@ -131,7 +131,14 @@ async fn every_command_prints_json_that_parses() {
     // What the run used, summed for the month (the world's caller is an
     // admin).
     let usage = world
-        .json(&["usage", "--from", "2000-01-01", "--to", "2000-12-31", "--monthly"])
+        .json(&[
+            "usage",
+            "--from",
+            "2000-01-01",
+            "--to",
+            "2000-12-31",
+            "--monthly",
+        ])
         .await;
     assert!(usage.get("rows").is_none(), "no usage in 2000: {usage}");
     let today = switchboard_runs_service::domain::usage::day_of(

@@ -2,6 +2,7 @@
 //! MCP server and a scripted model, as a user runs it: from a script and in a
 //! real terminal (tmux).
 
+mod approvals;
 mod asking;
 mod audit;
 mod chat;

@@ -6,8 +6,8 @@ use anyhow::Context as _;
 use switchboard_auth::Authenticator;
 use switchboard_db::request_ids::RequestIds;
 use switchboard_proto::mcp::v1::{
-    audit_service_server::AuditServiceServer, mcp_service_server::McpServiceServer,
-    policy_service_server::PolicyServiceServer,
+    approval_service_server::ApprovalServiceServer, audit_service_server::AuditServiceServer,
+    mcp_service_server::McpServiceServer, policy_service_server::PolicyServiceServer,
 };
 use switchboard_server::{Idempotency, RunningServer, Services};
 
@@ -15,6 +15,7 @@ use crate::{
     Config,
     domain::{
         address_policy::AddressPolicy,
+        approvals::service::Approvals,
         audit::{
             AuditLog, Auditor, calls::AuditedCalls, changes::IntegrationChanges, trail::AuditTrail,
         },
@@ -24,7 +25,7 @@ use crate::{
         resolve::ConfigPolicy,
         service::IntegrationService,
     },
-    inbound::{AuditApi, McpApi, PolicyApi, ResumeSeal},
+    inbound::{ApprovalApi, AuditApi, McpApi, PolicyApi, ResumeSeal},
     outbound::{
         http::{HttpClientOptions, build_client, build_client_without_redirects, read_roots},
         mcp::{
@@ -40,6 +41,7 @@ use crate::{
             http::PolicyOAuthHttp, store::SqlOAuthStore,
         },
         storage::{
+            approvals::SqlApprovalRepository,
             audit::SqlAuditLog,
             audit_writer::BatchingAuditLog,
             policies::SqlPolicyRepository,
@@ -178,10 +180,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     )
     .with_usable_cache(config.integration_cache_ttl);
     let max = config.common.server.max_message_bytes;
-    let policies = Arc::new(PolicyEngine::new(
-        Arc::new(SqlPolicyRepository::new(db.pool.clone())),
-        config.policy.cache_ttl,
-    ));
+    let policies = policy_engine(config, &db.pool);
     let calls = CallService::new(
         integrations.clone(),
         gateway,
@@ -189,6 +188,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         config.call_timeout,
     )
     .with_policies(policies.clone());
+    let (calls, approval_api) = approvals(config, &db.pool, calls);
     let (audit_api, auditor) = audit(config, &db);
     let policy_api = policy_api(config, policies, &integrations, &calls, auditor.clone());
     let idempotency = Idempotency::new(RequestIds::new(
@@ -209,9 +209,36 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
             .with(api)
             .with(policy_api)
             .with(audit_api)
+            .with(approval_api)
             .self_limited(UPSTREAM_METHODS)
             .watch_database(db),
     })
+}
+
+/// Approval gates on `calls`, and `ApprovalService`, where approvers
+/// decide them.
+fn approvals(
+    config: &Config,
+    pool: &sqlx::AnyPool,
+    calls: CallService,
+) -> (CallService, ApprovalServiceServer<ApprovalApi>) {
+    let max = config.common.server.max_message_bytes;
+    let approvals = Approvals::new(
+        Arc::new(SqlApprovalRepository::new(pool.clone())),
+        config.approvals.limits(),
+    );
+    let api = ApprovalServiceServer::new(ApprovalApi::new(approvals.clone()))
+        .max_decoding_message_size(max)
+        .max_encoding_message_size(max);
+    (calls.with_approvals(approvals), api)
+}
+
+/// Each organization's compiled policies, read again after the cache TTL.
+fn policy_engine(config: &Config, pool: &sqlx::AnyPool) -> Arc<PolicyEngine> {
+    Arc::new(PolicyEngine::new(
+        Arc::new(SqlPolicyRepository::new(pool.clone())),
+        config.policy.cache_ttl,
+    ))
 }
 
 /// `PolicyService`: admins write the policies `calls` enforces.

@@ -6,6 +6,7 @@ use anyhow::{Context as _, bail};
 use switchboard_db::DatabaseArgs;
 use switchboard_server::{AuthArgs, CommonArgs, ServerArgs, TelemetryArgs};
 
+pub use crate::approval_settings::ApprovalArgs;
 pub use crate::audit_settings::AuditArgs;
 pub use crate::policy_settings::PolicyArgs;
 use crate::{
@@ -156,6 +157,9 @@ pub struct Config {
     /// The audit trail: what it records and keeps.
     #[command(flatten)]
     pub audit: AuditArgs,
+    /// Approval gates: expiry and bounds.
+    #[command(flatten)]
+    pub approvals: ApprovalArgs,
     /// How long a server's `request_state` or `task_id`, sealed to the
     /// caller and call that received it, may be sent back to resume it.
     #[arg(long, env = "SWITCHBOARD_MCP_RESUME_TTL", default_value = "24h", value_parser = humantime::parse_duration)]
@@ -309,6 +313,7 @@ impl Config {
             integration_cache_ttl: Duration::from_secs(2),
             policy: PolicyArgs::default(),
             audit: AuditArgs::default(),
+            approvals: ApprovalArgs::default(),
             resume_ttl: Duration::from_secs(24 * 3600),
             max_result_bytes: 4 * 1024 * 1024,
             max_sessions_per_org: 200,

@@ -10,6 +10,7 @@
 #![cfg_attr(not(test), deny(clippy::too_many_lines))]
 
 mod app;
+mod approval_settings;
 mod audit_settings;
 mod config;
 pub mod domain;

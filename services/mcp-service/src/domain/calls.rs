@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use switchboard_auth::Principal;
 
 use super::{
+    approvals::service::{Approvals, GatedCall},
     error::McpError,
     integration::{Integration, IntegrationId, OrgId},
     policy::{
@@ -29,6 +30,7 @@ pub struct CallService {
     authorizations: Arc<dyn Authorizations>,
     default_call_timeout: Duration,
     policies: Option<PolicyEnforcer>,
+    approvals: Option<Approvals>,
 }
 
 impl std::fmt::Debug for CallService {
@@ -59,6 +61,16 @@ pub struct PromptCall {
     pub arguments: Map<String, Value>,
     /// The caller's answers; empty for a new rendering.
     pub answers: InputAnswers,
+}
+
+/// What a tool call brings besides the caller: the calling agent's
+/// allow-list, and the approval it was given, if any.
+#[derive(Debug, Clone, Copy)]
+pub struct Grants<'a> {
+    /// The tools the calling agent may use.
+    pub allowed: &'a AllowList,
+    /// An approval of this call, used up before the call goes out.
+    pub approval_id: Option<&'a str>,
 }
 
 /// The session scope of a call: the caller's own unless they name one, and
@@ -94,7 +106,16 @@ impl CallService {
             authorizations,
             default_call_timeout,
             policies: None,
+            approvals: None,
         }
+    }
+
+    /// Holds calls a policy gates until an approval of `approvals` lets
+    /// them run, once.
+    #[must_use]
+    pub fn with_approvals(mut self, approvals: Approvals) -> Self {
+        self.approvals = Some(approvals);
+        self
     }
 
     /// Enforces the organizations' policies of `engine` on every call.
@@ -245,25 +266,44 @@ impl CallService {
     /// Calls a tool. What goes wrong on the server side (an error result, an
     /// unknown tool, a timeout, a dead server) is `Ok(Err(..))`, for the model
     /// to read; access problems (a policy's denial or approval gate, a tool
-    /// off the agent's `allowed` list included) are `Err`.
+    /// off the agent's allow-list included) are `Err`. A presented approval
+    /// is used up before the call goes out.
     pub async fn execute_tool(
         &self,
         caller: &Principal,
         id: IntegrationId,
         call: ToolCall,
         session_scope: &str,
-        allowed: &AllowList,
+        grants: Grants<'_>,
         deadline: Option<Duration>,
     ) -> Result<Result<Value, CallError>, McpError> {
         let integration = self.integrations.usable(caller, id).await?;
         let timeout = self.timeout(&integration, deadline);
         let tool = call.name.clone();
         let tool = tool.as_str();
-        if !allowed.allows(tool) {
+        if !grants.allowed.allows(tool) {
             return Err(McpError::OutsideAllowList(tool.to_owned()));
         }
-        self.authorize(caller, &integration, Called::Tool(tool), timeout)
-            .await?;
+        let gate = match self
+            .authorize(caller, &integration, Called::Tool(tool), timeout)
+            .await
+        {
+            Err(McpError::ApprovalRequired(gate)) => Some(*gate),
+            decided => decided.map(|()| None)?,
+        };
+        if let Some(approvals) = &self.approvals {
+            let id = id.to_string();
+            let gated = GatedCall {
+                integration_id: &id,
+                tool,
+                arguments: &call.arguments,
+            };
+            approvals
+                .gate(caller, gated, grants.approval_id, gate)
+                .await?;
+        } else if let Some(gate) = gate {
+            return Err(McpError::ApprovalRequired(Box::new(gate)));
+        }
         let outcome = self
             .gateway
             .call_tool(&integration, &scope(caller, session_scope), call, timeout)

@@ -44,6 +44,22 @@ pub enum McpError {
     /// carries none.
     #[error("the call needs an approval: {}", .0.reason)]
     ApprovalRequired(Box<super::policy::Gate>),
+    /// A gated call without an approval: a new pending approval was made
+    /// for it; the tool has not run.
+    #[error("the call needs an approval: {}", .0.gate.reason)]
+    ApprovalPending(Box<super::approvals::Approval>),
+    /// The presented approval was denied; the tool has not run.
+    #[error("the call was not approved")]
+    ApprovalDenied(Box<super::approvals::Approval>),
+    /// The presented approval does not fit the call, or cannot be used.
+    #[error("{}", approval_refusal(.0))]
+    ApprovalRefused(super::approvals::RedeemRefusal),
+    /// The approval is no longer pending.
+    #[error("the approval is {} already", .0.as_str())]
+    ApprovalDecided(super::approvals::ApprovalState),
+    /// No such approval the caller may see.
+    #[error("approval not found")]
+    ApprovalNotFound,
     /// A policy rule refuses the call.
     #[error("denied by policy rule {rule}: {reason}")]
     PolicyDenied {
@@ -67,6 +83,31 @@ pub enum McpError {
     /// Anything unexpected (storage, crypto).
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
+}
+
+/// What the caller reads of an approval that cannot be used: the class of
+/// the problem only.
+fn approval_refusal(refusal: &super::approvals::RedeemRefusal) -> String {
+    use super::approvals::{Mismatch, RedeemRefusal};
+    match refusal {
+        RedeemRefusal::NotFound => "approval not found".to_owned(),
+        RedeemRefusal::Mismatch(Mismatch::Requester) => {
+            "the approval was not given to this caller".to_owned()
+        }
+        RedeemRefusal::Mismatch(Mismatch::Integration) => {
+            "the approval was given for another integration".to_owned()
+        }
+        RedeemRefusal::Mismatch(Mismatch::Tool) => {
+            "the approval was given for another tool".to_owned()
+        }
+        RedeemRefusal::Mismatch(Mismatch::Arguments) => {
+            "the approval was given for other arguments".to_owned()
+        }
+        RedeemRefusal::Pending => "the approval is still waiting for an approver".to_owned(),
+        RedeemRefusal::AlreadyUsed => "the approval was used already: its call ran once".to_owned(),
+        RedeemRefusal::Expired => "the approval expired".to_owned(),
+        RedeemRefusal::Denied { .. } => "the call was not approved".to_owned(),
+    }
 }
 
 impl McpError {

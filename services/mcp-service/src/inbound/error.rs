@@ -5,6 +5,7 @@ use std::time::Duration;
 use switchboard_server::{ApiError, Refusal, ServerFacts};
 
 use crate::domain::{
+    approvals::{ApprovalState, Mismatch, RedeemRefusal},
     error::McpError,
     policy::ports::PolicyStoreError,
     ports::{AuthorizationError, CallError},
@@ -31,6 +32,22 @@ impl From<McpError> for ApiError {
             },
             McpError::Authorization(error) => authorization(error),
             error @ McpError::ApprovalRequired(_) => Self::FailedPrecondition(error.to_string()),
+            // Answered as ExecuteTool responses; a status only elsewhere.
+            error @ (McpError::ApprovalPending(_) | McpError::ApprovalDenied(_)) => {
+                Self::FailedPrecondition(error.to_string())
+            }
+            McpError::ApprovalRefused(RedeemRefusal::NotFound) | McpError::ApprovalNotFound => {
+                Self::NotFound("approval".to_owned())
+            }
+            error @ McpError::ApprovalRefused(_) => approval_refused(error),
+            error @ McpError::ApprovalDecided(state) => {
+                let refusal = if state == ApprovalState::Expired {
+                    Refusal::ApprovalExpired
+                } else {
+                    Refusal::ApprovalDecided
+                };
+                Self::refused(refusal, error.to_string())
+            }
             McpError::PolicyDenied { rule, reason } => Self::PolicyDenied {
                 message: policy_denial(&rule, &reason),
                 rule,
@@ -42,6 +59,27 @@ impl From<McpError> for ApiError {
             McpError::Internal(error) => Self::Internal(error),
         }
     }
+}
+
+/// An approval that does not fit the call, or cannot be used: the reason
+/// names the class.
+fn approval_refused(error: McpError) -> ApiError {
+    let McpError::ApprovalRefused(refused) = &error else {
+        return ApiError::FailedPrecondition(error.to_string());
+    };
+    let refusal = match refused {
+        RedeemRefusal::Mismatch(Mismatch::Requester) => Refusal::ApprovalOtherRequester,
+        RedeemRefusal::Mismatch(Mismatch::Integration) => Refusal::ApprovalOtherIntegration,
+        RedeemRefusal::Mismatch(Mismatch::Tool) => Refusal::ApprovalOtherTool,
+        RedeemRefusal::Mismatch(Mismatch::Arguments) => Refusal::ApprovalOtherArguments,
+        RedeemRefusal::Pending => Refusal::ApprovalPending,
+        RedeemRefusal::AlreadyUsed => Refusal::ApprovalUsed,
+        RedeemRefusal::Expired => Refusal::ApprovalExpired,
+        RedeemRefusal::NotFound | RedeemRefusal::Denied { .. } => {
+            return ApiError::FailedPrecondition(error.to_string());
+        }
+    };
+    ApiError::refused(refusal, error.to_string())
 }
 
 /// What a caller (and the model) reads of a denial: the rule, and its

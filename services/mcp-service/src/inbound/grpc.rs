@@ -8,6 +8,7 @@ use switchboard_server::{Idempotency, fingerprint, parse_request_id};
 use tonic::{Request, Response, Status};
 
 use super::{
+    approvals::gated_response,
     convert::{encode_page_token, proto_catalog_entry, proto_integration, proto_validation},
     error::status,
     parse::{
@@ -20,7 +21,8 @@ use super::{
 };
 use crate::domain::{
     audit::{calls::AuditedCalls, changes::IntegrationChanges},
-    calls::{PromptCall, ResourceQuery},
+    calls::{Grants, PromptCall, ResourceQuery},
+    error::McpError,
 };
 
 /// The mcp-service API.
@@ -226,10 +228,24 @@ impl McpService for McpApi {
                 id,
                 call,
                 &request.session_scope,
-                &allowed,
+                Grants {
+                    allowed: &allowed,
+                    approval_id: request.approval_id.as_deref(),
+                },
                 deadline,
             )
-            .await?;
+            .await;
+        let outcome = match outcome {
+            Err(McpError::ApprovalPending(approval)) => {
+                let reason = pb::ToolFailureReason::ApprovalRequired;
+                return Ok(Response::new(gated_response(&approval, reason)));
+            }
+            Err(McpError::ApprovalDenied(approval)) => {
+                let reason = pb::ToolFailureReason::ApprovalDenied;
+                return Ok(Response::new(gated_response(&approval, reason)));
+            }
+            outcome => outcome?,
+        };
         let mut response = wire::tool_result(outcome, &request.tool_name);
         let binding = Binding {
             caller: &caller,

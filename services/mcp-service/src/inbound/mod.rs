@@ -1,5 +1,6 @@
 //! gRPC handlers: proto in, domain calls, proto out.
 
+pub(crate) mod approvals;
 mod audit;
 mod convert;
 mod error;
@@ -11,6 +12,7 @@ pub(crate) mod wire;
 #[cfg(test)]
 mod wire_tests;
 
+pub(crate) use approvals::ApprovalApi;
 pub(crate) use audit::AuditApi;
 pub(crate) use grpc::McpApi;
 pub(crate) use policy::PolicyApi;

@@ -1,5 +1,6 @@
 //! Integration tests of mcp-service over real gRPC on loopback.
 
+mod approvals;
 mod audit;
 mod calls;
 mod changes;

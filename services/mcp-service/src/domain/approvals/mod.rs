@@ -2,9 +2,14 @@
 //! approver decides, and an approved call runs exactly once for the same
 //! requester, integration, tool and arguments.
 
+pub mod ports;
+pub mod service;
+
 use std::time::Duration;
 
 pub use super::digest::arguments_digest;
+
+use super::policy::Gate;
 
 /// Where an approval stands (the states of `approvals.proto`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +67,45 @@ pub struct Binding {
     pub tool_name: String,
     /// SHA-256 hex of the canonical JSON of the arguments.
     pub arguments_digest: String,
+}
+
+/// A gated call and where its approval stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approval {
+    /// Its id (a UUID).
+    pub id: String,
+    /// Who asked, for what.
+    pub binding: Binding,
+    /// The exact arguments, JSON text.
+    pub arguments_json: String,
+    /// The rule that gated the call, its reason and approver.
+    pub gate: Gate,
+    /// The stored state; [`Approval::state_at`] tells expiry apart.
+    pub state: ApprovalState,
+    /// Who decided.
+    pub decided_by: Option<String>,
+    /// The approver's words.
+    pub comment: String,
+    /// When it was asked for, in milliseconds since the epoch.
+    pub created_at: i64,
+    /// When it was decided.
+    pub decided_at: Option<i64>,
+    /// When it expires: undecided, or approved and unused, after this time.
+    pub expires_at: i64,
+}
+
+impl Approval {
+    /// Where it stands at `now_ms`: a pending or approved approval past its
+    /// time is expired, whatever is stored.
+    #[must_use]
+    pub fn state_at(&self, now_ms: i64) -> ApprovalState {
+        match self.state {
+            ApprovalState::Pending | ApprovalState::Approved if now_ms >= self.expires_at => {
+                ApprovalState::Expired
+            }
+            state => state,
+        }
+    }
 }
 
 /// Why a presented approval does not fit the call: the class of mismatch

@@ -11,10 +11,9 @@ use super::{
     recorder::{Auditor, micros_since, refusal},
 };
 use crate::domain::{
-    calls::{CallService, PromptCall, ResourceQuery},
+    calls::{CallService, Grants, PromptCall, ResourceQuery},
     error::McpError,
     integration::IntegrationId,
-    policy::enforce::AllowList,
     ports::{AuthorizationAnswer, CallError, ToolCall},
     resource::ResourceRead,
 };
@@ -100,7 +99,7 @@ impl AuditedCalls {
         id: IntegrationId,
         call: ToolCall,
         session_scope: &str,
-        allowed: &AllowList,
+        grants: Grants<'_>,
         deadline: Option<Duration>,
     ) -> Result<Result<Value, CallError>, McpError> {
         let started = self.start(
@@ -112,7 +111,7 @@ impl AuditedCalls {
         );
         let outcome = self
             .calls
-            .execute_tool(caller, id, call, session_scope, allowed, deadline)
+            .execute_tool(caller, id, call, session_scope, grants, deadline)
             .await;
         self.finish(started, &outcome, tool_failure).await;
         outcome

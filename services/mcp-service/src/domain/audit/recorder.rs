@@ -122,6 +122,16 @@ pub fn refusal(error: &McpError) -> (AuditOutcome, String, String) {
             gate.reason.clone(),
             gate.rule.clone(),
         ),
+        McpError::ApprovalPending(approval) => (
+            AuditOutcome::PendingApproval,
+            approval.gate.reason.clone(),
+            approval.gate.rule.clone(),
+        ),
+        McpError::ApprovalDenied(approval) => (
+            AuditOutcome::Denied,
+            error.to_string(),
+            approval.gate.rule.clone(),
+        ),
         McpError::PolicyDenied { rule, reason } => {
             (AuditOutcome::Denied, reason.clone(), rule.clone())
         }
@@ -134,6 +144,9 @@ pub fn refusal(error: &McpError) -> (AuditOutcome, String, String) {
         | McpError::AuthorizationRequired { .. }
         | McpError::OrganizationConnectionRequired
         | McpError::OutsideAllowList(_)
+        | McpError::ApprovalRefused(_)
+        | McpError::ApprovalDecided(_)
+        | McpError::ApprovalNotFound
         | McpError::PolicyNotFound
         | McpError::PolicyStore(_)
         | McpError::LimitReached(_) => (AuditOutcome::Denied, error.to_string(), String::new()),

@@ -1,6 +1,7 @@
 //! Integrations and their secrets at rest: SQL storage, and the key ring
 //! that seals secrets before they reach the database.
 
+pub mod approvals;
 pub mod audit;
 pub mod audit_writer;
 pub mod policies;

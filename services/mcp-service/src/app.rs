@@ -188,8 +188,8 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         config.call_timeout,
     )
     .with_policies(policies.clone());
-    let (calls, approval_api) = approvals(config, &db.pool, calls);
     let (audit_api, auditor) = audit(config, &db);
+    let (calls, approval_api) = approvals(config, &db.pool, calls, auditor.clone());
     let policy_api = policy_api(config, policies, &integrations, &calls, auditor.clone());
     let idempotency = Idempotency::new(RequestIds::new(
         db.pool.clone(),
@@ -221,13 +221,14 @@ fn approvals(
     config: &Config,
     pool: &sqlx::AnyPool,
     calls: CallService,
+    auditor: Option<Auditor>,
 ) -> (CallService, ApprovalServiceServer<ApprovalApi>) {
     let max = config.common.server.max_message_bytes;
     let approvals = Approvals::new(
         Arc::new(SqlApprovalRepository::new(pool.clone())),
         config.approvals.limits(),
     );
-    let api = ApprovalServiceServer::new(ApprovalApi::new(approvals.clone()))
+    let api = ApprovalServiceServer::new(ApprovalApi::new(approvals.clone(), auditor))
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
     (calls.with_approvals(approvals), api)

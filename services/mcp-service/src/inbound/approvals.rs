@@ -10,18 +10,20 @@ use tonic::{Request, Response, Status};
 
 use crate::domain::{
     approvals::{Approval, ApprovalState, service::Approvals},
+    audit::{AuditOutcome, AuditRecord, Auditor},
     error::McpError,
 };
 
-/// The ApprovalService API.
+/// The ApprovalService API; each decision goes to the audit trail.
 #[derive(Debug, Clone)]
 pub(crate) struct ApprovalApi {
     approvals: Approvals,
+    auditor: Option<Auditor>,
 }
 
 impl ApprovalApi {
-    pub(crate) fn new(approvals: Approvals) -> Self {
-        Self { approvals }
+    pub(crate) fn new(approvals: Approvals, auditor: Option<Auditor>) -> Self {
+        Self { approvals, auditor }
     }
 }
 
@@ -167,6 +169,24 @@ impl ApprovalService for ApprovalApi {
                 &request.comment,
             )
             .await?;
+        if let Some(auditor) = &self.auditor {
+            let outcome = if approval.state == ApprovalState::Denied {
+                AuditOutcome::Denied
+            } else {
+                AuditOutcome::Ok
+            };
+            let mut record = AuditRecord::approval(
+                &caller,
+                &approval.id,
+                &approval.binding.integration_id,
+                &approval.binding.tool_name,
+                outcome,
+                true,
+            );
+            record.rule.clone_from(&approval.gate.rule);
+            record.reason.clone_from(&approval.comment);
+            auditor.record(record).await;
+        }
         Ok(Response::new(pb::DecideApprovalResponse {
             approval: Some(proto_approval(&approval)),
         }))

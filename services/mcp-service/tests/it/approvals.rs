@@ -11,7 +11,7 @@ use switchboard_proto::{
     json::json_to_struct,
     mcp::v1::{
         self as pb, approval_service_client::ApprovalServiceClient,
-        policy_service_client::PolicyServiceClient,
+        audit_service_client::AuditServiceClient, policy_service_client::PolicyServiceClient,
     },
 };
 use switchboard_test_support::{DbKind, db_tests, token};
@@ -245,8 +245,45 @@ async fn an_approved_call_runs_exactly_once(kind: DbKind) {
     assert!(redecided.message().contains("used"), "{redecided:?}");
     assert_eq!(
         s.list(&requester(), &[pb::ApprovalState::Used]).await,
-        [approval.id]
+        [approval.id.clone()]
     );
+    // The trail holds every step in order: the gated call, the call while
+    // pending, the decision (with its rule), the call that ran, the refused
+    // reuse; the second decision changed nothing and left no event.
+    let mut audit = AuditServiceClient::connect(s.h.server.url())
+        .await
+        .expect("connects");
+    let mut events = audit
+        .list_audit_events(req(pb::ListAuditEventsRequest::default(), &admin("org-a")))
+        .await
+        .expect("listed")
+        .into_inner()
+        .events;
+    events.reverse();
+    let steps: Vec<(pb::AuditAction, pb::AuditOutcome)> = events
+        .iter()
+        .filter(|e| e.action() != pb::AuditAction::IntegrationChange)
+        .filter(|e| e.action() != pb::AuditAction::PolicyChange)
+        .map(|e| (e.action(), e.outcome()))
+        .collect();
+    use pb::{AuditAction as A, AuditOutcome as O};
+    assert_eq!(
+        steps,
+        [
+            (A::ToolCall, O::PendingApproval),
+            (A::ToolCall, O::Denied),
+            (A::ApprovalDecided, O::Ok),
+            (A::ToolCall, O::Ok),
+            (A::ToolCall, O::Denied),
+        ]
+    );
+    let decided = events
+        .iter()
+        .find(|e| e.action() == A::ApprovalDecided)
+        .expect("the decision");
+    assert_eq!(decided.approval_id, approval.id);
+    assert_eq!(decided.rule, "gates@1/add-needs-approval");
+    assert_eq!(decided.subject, "bob");
 }
 
 async fn an_approval_fits_only_its_requester_tool_and_arguments(kind: DbKind) {

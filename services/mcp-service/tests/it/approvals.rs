@@ -243,10 +243,8 @@ async fn an_approved_call_runs_exactly_once(kind: DbKind) {
         )
     );
     assert!(redecided.message().contains("used"), "{redecided:?}");
-    assert_eq!(
-        s.list(&requester(), &[pb::ApprovalState::Used]).await,
-        [approval.id.clone()]
-    );
+    let used = s.list(&requester(), &[pb::ApprovalState::Used]).await;
+    assert_eq!(used, std::slice::from_ref(&approval.id));
     // The trail holds every step in order: the gated call, the call while
     // pending, the decision (with its rule), the call that ran, the refused
     // reuse; the second decision changed nothing and left no event.

@@ -282,6 +282,13 @@ async fn an_approved_call_runs_exactly_once(kind: DbKind) {
     assert_eq!(decided.approval_id, approval.id);
     assert_eq!(decided.rule, "gates@1/add-needs-approval");
     assert_eq!(decided.subject, "bob");
+    // The call that ran names the approval it used.
+    let ran = events
+        .iter()
+        .find(|e| e.action() == A::ToolCall && e.outcome() == O::Ok)
+        .expect("the call that ran");
+    assert_eq!(ran.approval_id, approval.id);
+    assert_eq!(ran.subject, "alice");
 }
 
 async fn an_approval_fits_only_its_requester_tool_and_arguments(kind: DbKind) {

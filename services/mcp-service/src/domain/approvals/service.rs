@@ -15,7 +15,7 @@ use super::{
 use crate::domain::{error::McpError, policy::Gate};
 
 /// Longest approval id accepted (a UUID is 36 bytes).
-const MAX_ID_BYTES: usize = 64;
+pub const MAX_ID_BYTES: usize = 64;
 /// Most of a caller's roles an approval listing matches approver roles to.
 const MAX_LISTED_ROLES: usize = 64;
 

@@ -11,6 +11,7 @@ use super::{
     recorder::{Auditor, micros_since, refusal},
 };
 use crate::domain::{
+    approvals::service::MAX_ID_BYTES,
     calls::{CallService, Grants, PromptCall, ResourceQuery},
     error::McpError,
     integration::IntegrationId,
@@ -102,13 +103,20 @@ impl AuditedCalls {
         grants: Grants<'_>,
         deadline: Option<Duration>,
     ) -> Result<Result<Value, CallError>, McpError> {
-        let started = self.start(
+        let mut started = self.start(
             caller,
             AuditAction::ToolCall,
             id,
             &call.name,
             Value::Object(call.arguments.clone()),
         );
+        // The approval the call presents, when it is one that can exist (an
+        // id past the bound is refused as the call goes on).
+        if let (Some(started), Some(approval_id)) = (&mut started, grants.approval_id)
+            && approval_id.len() <= MAX_ID_BYTES
+        {
+            approval_id.clone_into(&mut started.record.approval_id);
+        }
         let outcome = self
             .calls
             .execute_tool(caller, id, call, session_scope, grants, deadline)

@@ -75,10 +75,23 @@ async fn a_run_s_tokens_tool_calls_and_itself_are_counted_for_admins() {
         .await
         .expect_err("members do not read usage");
     assert_eq!(refused.code(), Code::PermissionDenied);
+    // 400 days apart is the most one query spans.
+    let widest = w
+        .runs_client
+        .get_usage(authed(
+            runs::GetUsageRequest {
+                from_day: "2026-01-01".into(),
+                to_day: "2027-02-05".into(),
+                ..Default::default()
+            },
+            &w.token,
+        ))
+        .await;
+    assert!(widest.is_ok(), "{widest:?}");
     for (from, to) in [
         ("2026-13-01", "2026-12-01"),
         ("2026-12-02", "2026-12-01"),
-        ("2024-01-01", "2026-01-01"),
+        ("2026-01-01", "2027-02-06"),
     ] {
         let bad = w
             .runs_client

@@ -114,11 +114,30 @@ mod tests {
     }
 
     #[test]
+    fn a_file_naming_the_most_organizations_is_read() {
+        let most: String = (0..MAX_ORGANIZATIONS)
+            .map(|i| format!("[orgs.o{i}]\nmonthly_tokens = 1\n"))
+            .collect();
+        let file = file(&most);
+        let args = BudgetArgs {
+            org_budgets_file: Some(file.path().to_owned()),
+            ..BudgetArgs::default()
+        };
+        assert_eq!(
+            args.budgets().expect("read").overrides.len(),
+            MAX_ORGANIZATIONS
+        );
+    }
+
+    #[test]
     fn a_file_with_an_unknown_key_or_past_its_size_is_refused() {
         for text in [
             "[orgs.a]\nmonthly_token = 5\n".to_owned(),
             "[orgs.a]\nmonthly_tokens = -5\n".to_owned(),
             "# x\n".repeat(400_000),
+            (0..=MAX_ORGANIZATIONS)
+                .map(|i| format!("[orgs.o{i}]\nmonthly_tokens = 1\n"))
+                .collect(),
         ] {
             let bad = file(&text);
             let args = BudgetArgs {

@@ -44,6 +44,7 @@ fn resume(
                 run_id: run_id.to_owned(),
                 results: Vec::new(),
                 input_answers: answers,
+                approval_decisions: Vec::new(),
             },
         )),
         ..Default::default()

@@ -374,6 +374,7 @@ async fn client_tools_pause_the_run_and_their_results_resume_it() {
                         is_error: false,
                     }],
                     input_answers: Vec::new(),
+                    approval_decisions: Vec::new(),
                 },
             )),
             ..Default::default()

@@ -82,6 +82,7 @@ impl Session {
                         run_id,
                         results,
                         input_answers,
+                        approval_decisions: Vec::new(),
                     });
                 }
             }

@@ -287,8 +287,10 @@ pub struct ToolBinding {
     pub target: ToolTarget,
 }
 
-/// A tool call a paused run waits for: a client tool's, or an MCP tool's
-/// whose server asked the caller something ([`PendingCall::input`]).
+/// A tool call a paused run waits for: a client tool's, an MCP tool's whose
+/// server asked the caller something ([`PendingCall::input`]), or an MCP
+/// tool's that a policy rule gates behind an approval
+/// ([`PendingCall::approval`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingCall {
     /// Call id.
@@ -300,6 +302,17 @@ pub struct PendingCall {
     /// Set for an MCP tool call that waits for the caller's answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input: Option<PendingInput>,
+    /// Set for an MCP tool call that waits for an approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<PendingApproval>,
+}
+
+impl PendingCall {
+    /// Whether the run's caller runs this call (a client tool): neither a
+    /// server's question nor an approval holds it.
+    pub fn is_client(&self) -> bool {
+        self.input.is_none() && self.approval.is_none()
+    }
 }
 
 /// What an MCP tool call waits for, and what making it again takes.
@@ -311,6 +324,36 @@ pub struct PendingInput {
     pub tool: String,
     /// What the server asked.
     pub asked: InputRequired,
+}
+
+/// What an MCP tool call gated by an approval waits for, and what making
+/// it again takes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingApproval {
+    /// The integration.
+    pub integration_id: IntegrationId,
+    /// The server's own tool name.
+    pub tool: String,
+    /// The approval mcp-service asked for.
+    pub asked: ApprovalAsked,
+}
+
+/// An approval mcp-service holds a tool call for (its `Approval`, as much
+/// of it as the run's caller needs).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalAsked {
+    /// Its id.
+    pub id: String,
+    /// The rule that gated the call, `policy@version/rule`.
+    pub rule: String,
+    /// The rule's reason.
+    pub reason: String,
+    /// The role an approver must hold.
+    pub approver_role: String,
+    /// Whether the requester may decide it.
+    pub requester_may_approve: bool,
+    /// When it expires undecided, in Unix milliseconds.
+    pub expires_at: i64,
 }
 
 /// A server's questions before it completes a call (an MCP

@@ -16,6 +16,12 @@ pub enum RunsError {
     /// The caller lacks a role.
     #[error("{0}")]
     Forbidden(&'static str),
+    /// The caller may not do this, as another service said.
+    #[error("{0}")]
+    NotAllowed(String),
+    /// A service this one needs could not be reached; trying again may work.
+    #[error("{0}")]
+    Unavailable(String),
     /// The object's state forbids the operation.
     #[error("{0}")]
     FailedPrecondition(String),

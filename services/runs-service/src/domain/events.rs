@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    entities::{InputRequest, Message, PendingCall, Run, RunStatus, Usage},
+    entities::{InputRequest, Message, PendingApproval, PendingCall, Run, RunStatus, Usage},
     ids::{IntegrationId, RunId},
     model::ToolCall,
 };
@@ -36,6 +36,8 @@ pub enum ToolCallStatus {
     /// The server asks the caller before it completes the call; the run
     /// pauses.
     InputRequired,
+    /// A policy rule gates the call behind an approval; the run pauses.
+    ApprovalRequired,
 }
 
 /// Something that happened in a run.
@@ -83,6 +85,17 @@ pub enum RunEvent {
         name: String,
         /// What the server asks.
         requests: Vec<InputRequest>,
+    },
+    /// The run paused: an MCP tool call waits for an approval.
+    ToolApprovalRequired {
+        /// The call id.
+        id: String,
+        /// The tool name the model used.
+        name: String,
+        /// The call's arguments, JSON text.
+        arguments: String,
+        /// The call and its approval.
+        approval: PendingApproval,
     },
     /// The user must connect an integration (OAuth).
     AuthorizationRequired {

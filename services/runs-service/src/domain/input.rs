@@ -27,6 +27,18 @@ pub struct ToolAnswers {
     pub responses: BTreeMap<String, String>,
 }
 
+/// The caller's word on one call an approval holds.
+#[derive(Debug, Clone)]
+pub struct ApprovalChoice {
+    /// The call it is for.
+    pub tool_call_id: String,
+    /// Approve or deny as the caller first; `None` when an approver
+    /// decided elsewhere.
+    pub approve: Option<bool>,
+    /// Words for the approval's record.
+    pub comment: String,
+}
+
 /// What a run starts from.
 #[derive(Debug, Clone)]
 pub enum RunInput {
@@ -41,6 +53,8 @@ pub enum RunInput {
         results: Vec<ClientResult>,
         /// The answers.
         answers: Vec<ToolAnswers>,
+        /// The word on each call an approval holds.
+        approvals: Vec<ApprovalChoice>,
     },
 }
 
@@ -71,8 +85,14 @@ impl InputLimits {
                 }
             }
             RunInput::ClientToolResults {
-                results, answers, ..
-            } => self.check_results(results, answers, &mut violations),
+                results,
+                answers,
+                approvals,
+                ..
+            } => {
+                self.check_results(results, answers, approvals.len(), &mut violations);
+                check_comments(approvals, &mut violations);
+            }
         }
         if violations.is_empty() {
             Ok(())
@@ -88,16 +108,20 @@ impl InputLimits {
         &self,
         results: &[ClientResult],
         answers: &[ToolAnswers],
+        approvals: usize,
         violations: &mut Vec<FieldViolation>,
     ) {
-        let count = results.len().saturating_add(
-            answers
-                .iter()
-                .map(|a| a.responses.len().max(1))
-                .sum::<usize>(),
-        );
+        let count = results
+            .len()
+            .saturating_add(
+                answers
+                    .iter()
+                    .map(|a| a.responses.len().max(1))
+                    .sum::<usize>(),
+            )
+            .saturating_add(approvals);
         if count > self.max_client_tool_results {
-            let field = if answers.is_empty() {
+            let field = if answers.is_empty() && approvals == 0 {
                 "client_tool_results.results"
             } else {
                 "client_tool_results"
@@ -132,6 +156,21 @@ impl InputLimits {
                     violations.push(FieldViolation::new(field, "must be a JSON object"));
                 }
             }
+        }
+    }
+}
+
+/// The most bytes of an approval decision's comment (ApprovalService's own
+/// limit, checked here so that nothing is decided or stored past it).
+pub const MAX_APPROVAL_COMMENT_BYTES: usize = 1024;
+
+fn check_comments(approvals: &[ApprovalChoice], violations: &mut Vec<FieldViolation>) {
+    for (i, choice) in approvals.iter().enumerate() {
+        if choice.comment.len() > MAX_APPROVAL_COMMENT_BYTES {
+            violations.push(FieldViolation::new(
+                format!("client_tool_results.approval_decisions[{i}].comment"),
+                format!("must be at most {MAX_APPROVAL_COMMENT_BYTES} bytes"),
+            ));
         }
     }
 }

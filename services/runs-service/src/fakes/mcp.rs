@@ -8,12 +8,13 @@ use async_trait::async_trait;
 use serde_json::json;
 use sha2::{Digest as _, Sha256};
 
+use super::FakeApprovals;
 use crate::domain::{
     ids::IntegrationId,
     ports::{
-        Caller, Capabilities, Content, FailureFacts, McpCallError, McpPort, McpPromptRequest,
-        McpResourceRequest, McpTool, McpToolRequest, PromptLine, ResourceData, ToolFailure,
-        ToolOutput,
+        ApprovalDecision, Caller, Capabilities, Content, DecideError, FailureFacts, McpCallError,
+        McpPort, McpPromptRequest, McpResourceRequest, McpTool, McpToolRequest, PromptLine,
+        ResourceData, ToolFailure, ToolOutput,
     },
 };
 
@@ -31,6 +32,9 @@ pub enum ToolBehaviour {
     /// facts belong to, the facts, and a description of the fake's own,
     /// which the model's text must not need.
     Break(FailureFacts),
+    /// Gated by an approval (see [`FakeApprovals`]); once approved, answers
+    /// with this text.
+    Gated(String),
 }
 
 /// The allow-lists passed along, each with what carried it.
@@ -44,6 +48,7 @@ pub struct FakeMcp {
     unreachable: HashMap<IntegrationId, String>,
     calls: Mutex<Vec<(IntegrationId, String, String)>>,
     allow_lists: Mutex<AllowLists>,
+    approvals: FakeApprovals,
 }
 
 impl FakeMcp {
@@ -88,6 +93,11 @@ impl FakeMcp {
         if let Ok(mut lists) = self.allow_lists.lock() {
             lists.push((by, list.map(<[String]>::to_vec)));
         }
+    }
+
+    /// The fake's approvals.
+    pub fn approvals(&self) -> &FakeApprovals {
+        &self.approvals
     }
 
     /// The calls made so far: integration, tool and arguments, in the order
@@ -146,18 +156,29 @@ impl McpPort for FakeMcp {
             tool,
             arguments,
             allowed_tools,
+            approval_id,
             ..
         } = call;
         self.record_allow_list("execute", allowed_tools);
-        if let Ok(mut calls) = self.calls.lock() {
-            calls.push((integration_id, tool.into(), arguments.into()));
-        }
         let behaviour = self
             .tools
             .get(&(integration_id, tool.to_owned()))
             .cloned()
             .ok_or_else(|| McpCallError::Failed(format!("no tool {tool}")))?;
+        if matches!(behaviour, ToolBehaviour::Gated(_))
+            && let Some(held) = self.approvals.gate(tool, approval_id)?
+        {
+            return Ok(held);
+        }
+        // Only calls that reach the tool are recorded.
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.push((integration_id, tool.into(), arguments.into()));
+        }
         Ok(match behaviour {
+            ToolBehaviour::Gated(text) => ToolOutput {
+                content: vec![Content::Text(text)],
+                ..ToolOutput::default()
+            },
             ToolBehaviour::Answer(text, delay) => {
                 tokio::time::sleep(delay).await;
                 ToolOutput {
@@ -201,6 +222,20 @@ impl McpPort for FakeMcp {
         _timeout: Duration,
     ) -> Result<(String, Vec<PromptLine>), McpCallError> {
         Err(McpCallError::NotFound(format!("no prompt {}", prompt.name)))
+    }
+
+    async fn decide_approval(
+        &self,
+        caller: &Caller,
+        decision: ApprovalDecision<'_>,
+        _timeout: Duration,
+    ) -> Result<(), DecideError> {
+        self.approvals.decide(
+            caller,
+            decision.approval_id,
+            decision.approve,
+            decision.comment,
+        )
     }
 }
 

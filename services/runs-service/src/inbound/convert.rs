@@ -5,8 +5,8 @@ use switchboard_server::{FieldViolation, paging};
 
 use crate::domain::{
     entities::{
-        Agent, InputRequest, Message, Part, PendingCall, Role, Run, RunStatus, Thread, ToolTarget,
-        Usage,
+        Agent, InputRequest, Message, Part, PendingApproval, PendingCall, Role, Run, RunStatus,
+        Thread, ToolTarget, Usage,
     },
     events::{Envelope, RunEvent, ToolCallStatus, ToolKind},
     model::ToolCall,
@@ -207,6 +207,7 @@ fn tool_status(status: ToolCallStatus) -> pb::ToolCallStatus {
         ToolCallStatus::TimedOut => pb::ToolCallStatus::TimedOut,
         ToolCallStatus::NotFound => pb::ToolCallStatus::NotFound,
         ToolCallStatus::InputRequired => pb::ToolCallStatus::InputRequired,
+        ToolCallStatus::ApprovalRequired => pb::ToolCallStatus::ApprovalRequired,
     }
 }
 
@@ -251,6 +252,27 @@ fn input_required(id: String, name: String, requests: Vec<InputRequest>) -> pb::
     }
 }
 
+fn approval_required(
+    id: String,
+    name: String,
+    arguments: String,
+    approval: PendingApproval,
+) -> pb::ToolApprovalRequired {
+    let asked = approval.asked;
+    pb::ToolApprovalRequired {
+        tool_call_id: id,
+        tool_name: name,
+        arguments_json: arguments,
+        integration_id: approval.integration_id.to_string(),
+        approval_id: asked.id,
+        rule: asked.rule,
+        reason: asked.reason,
+        approver_role: asked.approver_role,
+        requester_may_approve: asked.requester_may_approve,
+        expire_time: Some(timestamp(asked.expires_at)),
+    }
+}
+
 /// A run event as a stream message.
 pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
     use pb::execute_run_response::Event as E;
@@ -289,6 +311,12 @@ pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
         RunEvent::ToolInputRequired { id, name, requests } => {
             E::ToolInputRequired(input_required(id, name, requests))
         }
+        RunEvent::ToolApprovalRequired {
+            id,
+            name,
+            arguments,
+            approval,
+        } => E::ToolApprovalRequired(approval_required(id, name, arguments, approval)),
         RunEvent::AuthorizationRequired {
             integration_id,
             url,

@@ -16,6 +16,8 @@ impl From<RunsError> for ApiError {
             RunsError::Invalid(violations) => Self::InvalidArgument(violations),
             RunsError::NotFound(what) => Self::NotFound(what.to_owned()),
             RunsError::Forbidden(message) => Self::PermissionDenied(message.to_owned()),
+            RunsError::NotAllowed(message) => Self::PermissionDenied(message),
+            RunsError::Unavailable(message) => Self::Unavailable(message),
             RunsError::FailedPrecondition(message) => Self::FailedPrecondition(message),
             RunsError::ResourceExhausted(message) => Self::ResourceExhausted(message),
             error @ RunsError::ThreadBusy => Self::refused(Refusal::ThreadBusy, error.to_string()),

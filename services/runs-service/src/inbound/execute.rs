@@ -22,7 +22,7 @@ use crate::domain::{
     error::RunsError,
     events::{Envelope, RunEvent},
     ids::{RunId, ThreadId},
-    input::{ClientResult, RunInput, ToolAnswers},
+    input::{ApprovalChoice, ClientResult, RunInput, ToolAnswers},
     ports::Caller,
     run::Orchestrator,
     service::RunsService,
@@ -70,6 +70,15 @@ fn parse(request: pb::ExecuteRunRequest) -> Result<(ThreadId, RunInput), Status>
                     .map(|a| ToolAnswers {
                         tool_call_id: a.tool_call_id,
                         responses: a.responses.into_iter().collect(),
+                    })
+                    .collect(),
+                approvals: results
+                    .approval_decisions
+                    .into_iter()
+                    .map(|d| ApprovalChoice {
+                        tool_call_id: d.tool_call_id,
+                        approve: d.approve,
+                        comment: d.comment,
                     })
                     .collect(),
             }

@@ -220,6 +220,7 @@ async fn a_cancel_reaches_a_running_run_at_its_next_heartbeat(store: Store) {
         name: "confirm".into(),
         arguments: "{}".into(),
         input: None,
+        approval: None,
     }];
     repo.update_run(&paused).await.expect("paused");
     let ended = repo

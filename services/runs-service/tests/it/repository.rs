@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 
 use switchboard_runs_service::domain::{
     entities::{
-        Agent, AgentConfig, ClientTool, InputRequest, InputRequired, Message, Part, PendingCall,
-        PendingInput, Role, Run, RunStatus, Thread, ToolBinding, ToolTarget, Usage,
+        Agent, AgentConfig, ApprovalAsked, ClientTool, InputRequest, InputRequired, Message, Part,
+        PendingApproval, PendingCall, PendingInput, Role, Run, RunStatus, Thread, ToolBinding,
+        ToolTarget, Usage,
     },
     ids::{AgentId, IntegrationId, MessageId, RunId, ThreadId},
     ports::{RepositoryError, RunsRepository},
@@ -708,6 +709,7 @@ async fn run_updates_round_trip_bindings_pending_calls_usage_and_error(store: St
             name: "confirm".into(),
             arguments: r#"{"question":"Proceed?"}"#.into(),
             input: None,
+            approval: None,
         },
         PendingCall {
             id: "call_10".into(),
@@ -724,6 +726,25 @@ async fn run_updates_round_trip_bindings_pending_calls_usage_and_error(store: St
                     }],
                     request_state: Some("confirm:deploy".into()),
                     task_id: None,
+                },
+            }),
+            approval: None,
+        },
+        PendingCall {
+            id: "call_11".into(),
+            name: "repos__delete".into(),
+            arguments: r#"{"repo":"old"}"#.into(),
+            input: None,
+            approval: Some(PendingApproval {
+                integration_id: integration_id(),
+                tool: "delete".into(),
+                asked: ApprovalAsked {
+                    id: "0193a1b2-0000-7000-8000-000000000001".into(),
+                    rule: "tools@3/destructive".into(),
+                    reason: "destructive tools need an approver".into(),
+                    approver_role: "repo-admin".into(),
+                    requester_may_approve: false,
+                    expires_at: 1_800_000_000_000,
                 },
             }),
         },

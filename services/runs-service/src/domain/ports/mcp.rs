@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::Caller;
 use crate::domain::{
-    entities::{InputAnswers, InputRequired},
+    entities::{ApprovalAsked, InputAnswers, InputRequired},
     ids::IntegrationId,
 };
 
@@ -90,6 +90,13 @@ pub struct ToolOutput {
     /// What the server asks the caller, when `failure` is
     /// [`ToolFailure::InputRequired`].
     pub input_required: Option<InputRequired>,
+    /// The approval the call waits for, when `failure` is
+    /// [`ToolFailure::ApprovalRequired`], or the one that was denied
+    /// ([`ToolFailure::ApprovalDenied`]).
+    pub approval: Option<ApprovalAsked>,
+    /// The approver's words, when `failure` is
+    /// [`ToolFailure::ApprovalDenied`].
+    pub denial_comment: Option<String>,
     /// What mcp-service reported beside the reason of `failure`: the model's
     /// text is worded from these here (`texts::tool_output`), not taken
     /// from mcp-service's description.
@@ -162,6 +169,10 @@ pub enum ToolFailure {
     InputRequired,
     /// A limit of mcp-service itself was reached; trying later may work.
     LimitReached,
+    /// A policy rule gates the call behind an approval; the tool has not run.
+    ApprovalRequired,
+    /// The call's approval was denied; the tool has not run.
+    ApprovalDenied,
     /// A reason this version does not know (a newer mcp-service).
     Other,
 }
@@ -247,9 +258,60 @@ pub enum McpCallError {
         /// mcp-service's description, for logs.
         message: String,
     },
+    /// The approval the call presented cannot be used: it was used
+    /// already, or it expired.
+    #[error("{message}")]
+    ApprovalUnusable {
+        /// Which.
+        why: ApprovalUnusable,
+        /// mcp-service's message.
+        message: String,
+    },
     /// Anything else mcp-service answered.
     #[error("{0}")]
     Failed(String),
+}
+
+/// Why a presented approval could not be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalUnusable {
+    /// Its call was made once already.
+    Used,
+    /// It was not decided, or not used, in time.
+    Expired,
+}
+
+/// Why the run's caller's decision of an approval was not recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum DecideError {
+    /// The approval was decided already (or expired undecided): its
+    /// decision stands.
+    #[error("the approval is decided already")]
+    Settled,
+    /// The caller may not decide it (no approver role, or their own call
+    /// under a rule that does not let them).
+    #[error("{0}")]
+    NotAllowed(String),
+    /// The approval does not exist in the caller's organization.
+    #[error("{0}")]
+    NotFound(String),
+    /// The decision is not acceptable as sent (a comment too long).
+    #[error("{0}")]
+    Invalid(String),
+    /// mcp-service failed otherwise.
+    #[error(transparent)]
+    Call(McpCallError),
+}
+
+/// The run's caller's decision of an approval.
+#[derive(Debug, Clone, Copy)]
+pub struct ApprovalDecision<'a> {
+    /// The approval's id.
+    pub approval_id: &'a str,
+    /// Approve or deny.
+    pub approve: bool,
+    /// The caller's words.
+    pub comment: &'a str,
 }
 
 /// A resource read through mcp-service.
@@ -304,6 +366,9 @@ pub struct McpToolRequest<'a> {
     /// The caller's answers to what the server asked when this call was
     /// made before; `None` for a new call.
     pub answers: Option<&'a InputAnswers>,
+    /// The approval this call was gated by, when it is made again after
+    /// one was asked for; `None` for a new call.
+    pub approval_id: Option<&'a str>,
     /// The agent's allow-list of this integration's tools, passed along so
     /// that mcp-service enforces it too; `None` when the agent has none.
     pub allowed_tools: Option<&'a [String]>,
@@ -368,4 +433,11 @@ pub trait McpPort: Send + Sync + 'static {
         prompt: McpPromptRequest<'_>,
         timeout: Duration,
     ) -> Result<(String, Vec<PromptLine>), McpCallError>;
+    /// Decides an approval as the caller.
+    async fn decide_approval(
+        &self,
+        caller: &Caller,
+        decision: ApprovalDecision<'_>,
+        timeout: Duration,
+    ) -> Result<(), DecideError>;
 }

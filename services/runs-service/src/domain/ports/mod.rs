@@ -8,9 +8,10 @@ mod repository;
 use switchboard_auth::{BearerToken, Principal};
 
 pub use mcp::{
-    Capabilities, Content, FailureFacts, McpCallError, McpPort, McpPrompt, McpPromptArgument,
-    McpPromptRequest, McpResource, McpResourceRequest, McpTool, McpToolRequest, PromptLine,
-    ResourceData, ResourceKindOf, ToolFailure, ToolOutput,
+    ApprovalDecision, ApprovalUnusable, Capabilities, Content, DecideError, FailureFacts,
+    McpCallError, McpPort, McpPrompt, McpPromptArgument, McpPromptRequest, McpResource,
+    McpResourceRequest, McpTool, McpToolRequest, PromptLine, ResourceData, ResourceKindOf,
+    ToolFailure, ToolOutput,
 };
 pub use model::{ModelProvider, ModelProviders, ModelStream};
 pub use repository::{Cursor, LeaseState, RepositoryError, RunsRepository};

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use switchboard_db::now_millis;
 
 use crate::domain::{
-    entities::{Agent, InputAnswers, Message, Part, PendingInput, Role, Run, Thread},
+    entities::{
+        Agent, InputAnswers, Message, Part, PendingApproval, PendingInput, Role, Run, Thread,
+    },
     ids::MessageId,
     model::ToolCall,
     ports::{Caller, ModelProvider, RepositoryError, RunsRepository},
@@ -44,14 +46,25 @@ pub(super) fn numbered(messages: &mut [Message], seqs: Vec<i64>) {
     }
 }
 
-/// An MCP tool call made again with the caller's answers.
+/// An MCP tool call made again when its run resumes.
 pub(super) struct Resumed {
     /// The call as the model made it.
     pub(super) call: ToolCall,
-    /// What its server asked.
-    pub(super) input: PendingInput,
-    /// The caller's answers.
-    pub(super) answers: InputAnswers,
+    /// What it is made again with.
+    pub(super) with: ResumedWith,
+}
+
+/// What a resumed MCP tool call is made again with.
+pub(super) enum ResumedWith {
+    /// The caller's answers to what its server asked.
+    Answers {
+        /// What its server asked.
+        input: PendingInput,
+        /// The caller's answers.
+        answers: InputAnswers,
+    },
+    /// The approval a policy rule gated it by.
+    Approval(PendingApproval),
 }
 
 /// Saves `run`'s state, stamped now.

@@ -37,6 +37,7 @@ mod feed;
 mod history;
 mod lease;
 mod manage;
+mod resume;
 mod run_limits;
 mod start;
 mod steps;
@@ -133,7 +134,7 @@ impl Orchestrator {
         } = ports;
         let steps = steps::StepLoop {
             repo: Arc::clone(&repo),
-            tools,
+            tools: Arc::clone(&tools),
             discovery: discovery::Discovery {
                 mcp,
                 timeout: settings.discovery_timeout,
@@ -160,6 +161,7 @@ impl Orchestrator {
                 budgets: settings.budgets,
                 active: active.clone(),
                 task,
+                tools,
             },
             watcher: watch::RunWatcher {
                 repo: Arc::clone(&repo),
@@ -196,6 +198,8 @@ impl Orchestrator {
     }
 }
 
+#[cfg(test)]
+mod approval_tests;
 #[cfg(test)]
 mod manage_tests;
 #[cfg(test)]

@@ -1,33 +1,30 @@
 //! Starting a run: the checks, the run's first records, and the task that
-//! drives it. A run starts from a user message, or resumes a paused run with
-//! the results of its client tool calls.
+//! drives it. A run starts from a user message, or resumes a paused run
+//! (`resume.rs`).
 
-use std::{collections::HashSet, sync::Arc};
+use std::sync::Arc;
 
 use switchboard_db::now_millis;
 use tokio::sync::mpsc;
 
 use super::{
-    context::{Resumed, RunContext, message, numbered},
+    context::{RunContext, message, numbered},
     drive::{Launch, RunTask},
     emitter::EmitterStart,
     lease::ActiveRuns,
+    resume::Resumption,
     run_limits::RunCounts,
 };
 use crate::domain::{
-    entities::{
-        Agent, InputAnswers, Message, Part, PendingCall, Role, Run, RunStatus, Thread, Usage,
-    },
+    entities::{Agent, Message, Part, Role, Run, RunStatus, Thread, Usage},
     error::RunsError,
     events::Envelope,
     ids::{RunId, ThreadId},
-    input::{ClientResult, InputLimits, RunInput, ToolAnswers},
-    model::ToolCall,
+    input::{InputLimits, RunInput},
     ports::{Caller, ModelProvider, ModelProviders, RunsRepository},
+    tools::ToolRouter,
     usage::Budgets,
 };
-
-const NOT_PAUSED: &str = "the run is not waiting for client tool results or answers";
 
 /// Starts and resumes runs: storage, the model providers, the limits of a
 /// run's input and of the runs in flight, and the task each run is driven
@@ -44,6 +41,8 @@ pub(super) struct RunStarter {
     pub(super) budgets: Budgets,
     pub(super) active: ActiveRuns,
     pub(super) task: RunTask,
+    /// Decides the approvals a resuming caller decides.
+    pub(super) tools: Arc<ToolRouter>,
 }
 
 impl RunStarter {
@@ -101,7 +100,16 @@ impl RunStarter {
                 run_id,
                 results,
                 answers,
-            } => self.resume(&thread, run_id, &results, answers).await?,
+                approvals,
+            } => {
+                let sent = Resumption {
+                    run_id,
+                    results,
+                    answers,
+                    approvals,
+                };
+                self.resume(&caller, &thread, sent).await?
+            }
         };
         // A resumed run's events continue its stream's numbering.
         let after = match self.repo.last_run_event(run.id).await {
@@ -203,107 +211,4 @@ impl RunStarter {
         numbered(&mut input, seqs);
         Ok((run, input))
     }
-
-    /// A paused run back to running, with the client's results stored;
-    /// the calls that waited for answers are returned with theirs, to be
-    /// made again by the run.
-    async fn resume(
-        &self,
-        thread: &Thread,
-        run_id: RunId,
-        results: &[ClientResult],
-        answers: Vec<ToolAnswers>,
-    ) -> Result<(Run, Vec<Message>, Vec<Resumed>), RunsError> {
-        let mut run = self
-            .repo
-            .get_run(thread.id, run_id)
-            .await?
-            .ok_or(RunsError::NotFound("run"))?;
-        if run.status != RunStatus::RequiresAction {
-            return Err(RunsError::FailedPrecondition(NOT_PAUSED.into()));
-        }
-        let resumed = resumed_calls(&run.pending, results, answers)?;
-        let now = now_millis();
-        run.status = RunStatus::Running;
-        run.updated_at = now;
-        let parts = answered(&run, results);
-        run.pending.clear();
-        let mut input = Vec::new();
-        if !parts.is_empty() {
-            input.push(message(&run, Role::Tool, parts, now));
-        }
-        // The move back to running and the results are one write: a crash
-        // between them would leave calls without results.
-        let seqs = self
-            .repo
-            .resume_run_with(&run, &input)
-            .await?
-            .ok_or_else(|| RunsError::FailedPrecondition(NOT_PAUSED.into()))?;
-        numbered(&mut input, seqs);
-        Ok((run, input, resumed))
-    }
-}
-
-/// Matches what the caller sent to what the run waits for: every client
-/// call needs a result, every call whose server asked needs answers.
-fn resumed_calls(
-    pending: &[PendingCall],
-    results: &[ClientResult],
-    mut answers: Vec<ToolAnswers>,
-) -> Result<Vec<Resumed>, RunsError> {
-    let given: HashSet<&str> = results.iter().map(|r| r.tool_call_id.as_str()).collect();
-    let mut missing = Vec::new();
-    let mut resumed = Vec::new();
-    for call in pending {
-        match &call.input {
-            None if !given.contains(call.id.as_str()) => missing.push(call.id.clone()),
-            None => {}
-            Some(input) => match answers.iter().position(|a| a.tool_call_id == call.id) {
-                None => missing.push(call.id.clone()),
-                Some(at) => resumed.push(Resumed {
-                    call: ToolCall {
-                        id: call.id.clone(),
-                        name: call.name.clone(),
-                        arguments: call.arguments.clone(),
-                    },
-                    input: input.clone(),
-                    answers: InputAnswers {
-                        responses: answers.swap_remove(at).responses,
-                        request_state: input.asked.request_state.clone(),
-                        task_id: input.asked.task_id.clone(),
-                    },
-                }),
-            },
-        }
-    }
-    if missing.is_empty() {
-        Ok(resumed)
-    } else {
-        Err(RunsError::invalid(
-            "client_tool_results",
-            format!(
-                "results or answers are missing for tool calls {}",
-                missing.join(", ")
-            ),
-        ))
-    }
-}
-
-/// The client's results as tool results, in the order the model called.
-fn answered(run: &Run, results: &[ClientResult]) -> Vec<Part> {
-    run.pending
-        .iter()
-        .filter(|pending| pending.input.is_none())
-        .filter_map(|pending| {
-            results
-                .iter()
-                .find(|r| r.tool_call_id == pending.id)
-                .map(|r| Part::ToolResult {
-                    tool_call_id: pending.id.clone(),
-                    name: pending.name.clone(),
-                    content: r.content.clone(),
-                    is_error: r.is_error,
-                })
-        })
-        .collect()
 }

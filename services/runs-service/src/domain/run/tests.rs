@@ -23,7 +23,7 @@ pub(super) const THREAD: ThreadId = ThreadId::fixed(1);
 pub(super) struct World {
     pub(super) repo: Arc<MemoryRepository>,
     pub(super) mcp: Arc<FakeMcp>,
-    models: FakeModels,
+    pub(super) models: FakeModels,
     pub(super) orchestrator: Orchestrator,
     /// The ports and the runs in flight the orchestrator was built with.
     pub(super) ports: RunPorts,
@@ -120,17 +120,26 @@ impl World {
     }
 
     /// Runs to the end and returns every event.
-    async fn run(&self, input: RunInput) -> Vec<RunEvent> {
+    pub(super) async fn run(&self, input: RunInput) -> Vec<RunEvent> {
+        self.run_as(caller(), input).await.expect("the run starts")
+    }
+
+    /// Runs to the end as `caller` and returns every event, or why the run
+    /// did not start.
+    pub(super) async fn run_as(
+        &self,
+        caller: Caller,
+        input: RunInput,
+    ) -> Result<Vec<RunEvent>, RunsError> {
         let mut rx = self
             .orchestrator
-            .start(caller(), THREAD, input, false)
-            .await
-            .expect("the run starts");
+            .start(caller, THREAD, input, false)
+            .await?;
         let mut events = Vec::new();
         while let Some(envelope) = rx.recv().await {
             events.push(envelope.event);
         }
-        events
+        Ok(events)
     }
 
     pub(super) async fn say(&self, text: &str) -> Vec<RunEvent> {
@@ -147,14 +156,14 @@ pub(super) fn with_integrations(slugs: &[&str]) -> AgentConfig {
     }
 }
 
-fn ended(events: &[RunEvent]) -> &Run {
+pub(super) fn ended(events: &[RunEvent]) -> &Run {
     match events.last() {
         Some(RunEvent::Completed(run) | RunEvent::Failed { run, .. }) => run,
         other => panic!("the run did not end: {other:?}"),
     }
 }
 
-fn finished(events: &[RunEvent]) -> Vec<(String, ToolCallStatus, String)> {
+pub(super) fn finished(events: &[RunEvent]) -> Vec<(String, ToolCallStatus, String)> {
     events
         .iter()
         .filter_map(|e| match e {
@@ -249,6 +258,7 @@ async fn a_client_tool_pauses_the_run_and_its_result_resumes_it() {
                 is_error: false,
             }],
             answers: Vec::new(),
+            approvals: Vec::new(),
         })
         .await;
     assert_eq!(ended(&events).status, RunStatus::Completed);

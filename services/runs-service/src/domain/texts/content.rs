@@ -2,8 +2,8 @@
 //! model reads it: text as is, everything else described, binary content
 //! never inlined.
 
-use super::{failures::tool_failure, mcp_tool_failed};
-use crate::domain::ports::{Content, ToolOutput};
+use super::{approval_denied, failures::tool_failure, mcp_tool_failed};
+use crate::domain::ports::{Content, ToolFailure, ToolOutput};
 
 /// One block of content as text.
 pub fn render_content(content: &Content) -> String {
@@ -33,6 +33,10 @@ pub fn render_content(content: &Content) -> String {
 /// tool's own error carries its words, and mcp-service's description is
 /// quoted only when no facts came with the reason.
 pub fn tool_output(tool: &str, output: &ToolOutput) -> (String, bool) {
+    if output.failure == Some(ToolFailure::ApprovalDenied) {
+        let comment = output.denial_comment.as_deref().unwrap_or_default();
+        return (approval_denied(tool, comment), true);
+    }
     if let Some(failure) = output.failure {
         let message = match tool_failure(tool, failure, output.facts.as_ref()) {
             Some(worded) => worded,

@@ -3,6 +3,7 @@
 //! follows the original system's, which prompts and evaluations were written
 //! against; each text is asserted by a test here.
 
+mod approvals;
 mod arguments;
 mod content;
 mod data_sources;
@@ -15,6 +16,7 @@ mod system;
 #[cfg(test)]
 mod tests;
 
+pub use approvals::{approval_denied, approval_unusable};
 pub use arguments::{
     QUERY_REQUIRED, integration_unavailable, no_resource_named, not_an_object, parameter_required,
 };

@@ -7,7 +7,7 @@ use super::{
     outcome::{ToolAction, ToolContext, ToolOutcome},
 };
 use crate::domain::{
-    entities::{InputAnswers, PendingInput},
+    entities::{InputAnswers, PendingApproval, PendingInput},
     events::ToolCallStatus,
     ids::IntegrationId,
     ports::{McpCallError, McpPort, McpToolRequest, ToolFailure, ToolOutput},
@@ -22,6 +22,9 @@ pub(super) struct McpToolCall<'a> {
     /// The caller's answers, when the call is made again after the server
     /// asked something.
     pub(super) answers: Option<&'a InputAnswers>,
+    /// The approval the call was gated by, when it is made again after the
+    /// run paused for it.
+    pub(super) approval_id: Option<&'a str>,
     /// The agent's allow-list of the integration's tools, for mcp-service
     /// to enforce too.
     pub(super) allowed_tools: Option<&'a [String]>,
@@ -43,10 +46,15 @@ impl McpToolCall<'_> {
             arguments: self.arguments.text(),
             scope: &scope,
             answers: self.answers,
+            approval_id: self.approval_id,
             allowed_tools: self.allowed_tools,
         };
         match mcp.execute_tool(&context.caller, request, timeout).await {
             Ok(output) => self.returned(output),
+            Err(McpCallError::ApprovalUnusable { why, message }) => {
+                tracing::info!(%integration_id, tool, %message, "the call's approval cannot be used");
+                ToolOutcome::failed(texts::approval_unusable(tool, why))
+            }
             Err(error) => {
                 tracing::warn!(%integration_id, tool, error = %error, "MCP tool call failed");
                 let status = match error {
@@ -88,6 +96,22 @@ impl McpToolCall<'_> {
                 is_error: false,
                 status: ToolCallStatus::InputRequired,
                 action: Some(ToolAction::Input(Box::new(PendingInput {
+                    integration_id,
+                    tool: tool.to_owned(),
+                    asked,
+                }))),
+                sources_changed: false,
+            };
+        }
+        if output.failure == Some(ToolFailure::ApprovalRequired)
+            && let Some(asked) = output.approval.take()
+        {
+            tracing::info!(%integration_id, tool, rule = %asked.rule, "the call waits for an approval");
+            return ToolOutcome {
+                text: String::new(),
+                is_error: false,
+                status: ToolCallStatus::ApprovalRequired,
+                action: Some(ToolAction::Approval(Box::new(PendingApproval {
                     integration_id,
                     tool: tool.to_owned(),
                     asked,

@@ -23,11 +23,11 @@ pub use toolset::{MAX_TOOL_NAME, Toolset, valid_tool_name};
 
 use super::{
     datasource::{DataSource, DataSources},
-    entities::{Agent, InputAnswers, PendingInput, ToolTarget},
+    entities::{Agent, InputAnswers, PendingApproval, PendingInput, ToolTarget},
     events::ToolKind,
     ids::ThreadId,
     model::{ToolCall, ToolSpec},
-    ports::{Capabilities, McpPort},
+    ports::{ApprovalDecision, Caller, Capabilities, DecideError, McpPort},
     texts,
 };
 
@@ -125,6 +125,7 @@ impl ToolRouter {
                     tool: server_tool_name,
                     arguments: &arguments,
                     answers: None,
+                    approval_id: None,
                     allowed_tools: toolset.allowed_tools(*integration_id),
                 };
                 tool.run(&*self.mcp, context, self.timeout).await
@@ -154,7 +155,45 @@ impl ToolRouter {
             tool: &pending.tool,
             arguments: &arguments,
             answers: Some(answers),
+            approval_id: None,
             // A resumed call was allowed when it was first made.
+            allowed_tools: None,
+        };
+        tool.run(&*self.mcp, context, self.timeout).await
+    }
+
+    /// Decides an approval as `caller`, within the tools' timeout.
+    pub async fn decide_approval(
+        &self,
+        caller: &Caller,
+        decision: ApprovalDecision<'_>,
+    ) -> Result<(), DecideError> {
+        self.mcp
+            .decide_approval(caller, decision, self.timeout)
+            .await
+    }
+
+    /// Makes again an MCP tool call a policy rule gated, with its approval:
+    /// mcp-service runs it once if the approval was approved, answers a
+    /// denial, or gates it again while the approval is pending.
+    pub async fn resume_approved(
+        &self,
+        context: &ToolContext,
+        call: &ToolCall,
+        pending: &PendingApproval,
+    ) -> ToolOutcome {
+        let arguments = match ToolArguments::parse(&call.arguments) {
+            Ok(arguments) => arguments,
+            Err(error) => return ToolOutcome::failed(texts::invalid_arguments(&error)),
+        };
+        let tool = mcp::McpToolCall {
+            integration_id: pending.integration_id,
+            tool: &pending.tool,
+            arguments: &arguments,
+            answers: None,
+            approval_id: Some(&pending.asked.id),
+            // A resumed call was allowed when it was first made (mcp-service
+            // checks its policy again: a rule that now denies it wins).
             allowed_tools: None,
         };
         tool.run(&*self.mcp, context, self.timeout).await

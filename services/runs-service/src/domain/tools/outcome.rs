@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::domain::{
-    entities::PendingInput,
+    entities::{PendingApproval, PendingInput},
     events::ToolCallStatus,
     ids::{IntegrationId, ThreadId},
     ports::{Caller, Capabilities},
@@ -55,6 +55,9 @@ pub enum ToolAction {
     /// The server asks before it completes the call: the run pauses until
     /// the caller answers (the model reads nothing yet).
     Input(Box<PendingInput>),
+    /// A policy rule gates the call behind an approval: the run pauses
+    /// until the caller resumes it (the model reads nothing yet).
+    Approval(Box<PendingApproval>),
     /// The user must connect the integration (OAuth); the model was told.
     Authorize {
         /// The integration.

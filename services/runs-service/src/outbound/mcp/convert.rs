@@ -8,15 +8,15 @@ use switchboard_proto::{
     json::struct_to_json,
     mcp::v1::{self as pb, content_block::Block},
 };
-use switchboard_server::{ClientError, ErrorKind, ServerFacts};
+use switchboard_server::{ClientError, ErrorKind, Refusal, ServerFacts};
 use tonic::{Code, Status};
 
 use crate::domain::{
-    entities::{InputRequest, InputRequired},
+    entities::{ApprovalAsked, InputRequest, InputRequired},
     ids::IntegrationId,
     ports::{
-        Capabilities, Content, FailureFacts, McpCallError, McpPrompt, McpPromptArgument,
-        McpResource, McpTool, ToolFailure, ToolOutput,
+        ApprovalUnusable, Capabilities, Content, DecideError, FailureFacts, McpCallError,
+        McpPrompt, McpPromptArgument, McpResource, McpTool, ToolFailure, ToolOutput,
     },
 };
 
@@ -53,6 +53,18 @@ pub(super) fn failure(status: &Status) -> McpCallError {
                 authorization_url: Some(url),
             },
         ) => McpCallError::AuthorizationRequired { url },
+        (Code::FailedPrecondition, ErrorKind::Refused(Refusal::ApprovalUsed)) => {
+            McpCallError::ApprovalUnusable {
+                why: ApprovalUnusable::Used,
+                message,
+            }
+        }
+        (Code::FailedPrecondition, ErrorKind::Refused(Refusal::ApprovalExpired)) => {
+            McpCallError::ApprovalUnusable {
+                why: ApprovalUnusable::Expired,
+                message,
+            }
+        }
         (
             Code::FailedPrecondition
             | Code::PermissionDenied
@@ -61,6 +73,22 @@ pub(super) fn failure(status: &Status) -> McpCallError {
             _,
         ) => McpCallError::Refused(message),
         _ => McpCallError::Failed(message),
+    }
+}
+
+/// ApprovalService's status for a decision as the domain's: a decision
+/// that found the approval settled is not a failure of the run's caller.
+pub(super) fn decide_failure(status: &Status) -> DecideError {
+    let error = ClientError::from(status);
+    match (error.code, &error.kind) {
+        (
+            Code::FailedPrecondition,
+            ErrorKind::Refused(Refusal::ApprovalDecided | Refusal::ApprovalExpired),
+        ) => DecideError::Settled,
+        (Code::PermissionDenied, _) => DecideError::NotAllowed(error.message),
+        (Code::NotFound, _) => DecideError::NotFound(error.message),
+        (Code::InvalidArgument, _) => DecideError::Invalid(error.message),
+        _ => DecideError::Call(failure(status)),
     }
 }
 
@@ -144,9 +172,9 @@ fn failure_reason(reason: pb::ToolFailureReason) -> ToolFailure {
         Reason::AuthorizationRequired => ToolFailure::AuthorizationRequired,
         Reason::InputRequired => ToolFailure::InputRequired,
         Reason::LimitReached => ToolFailure::LimitReached,
-        Reason::Unspecified | Reason::ApprovalRequired | Reason::ApprovalDenied => {
-            ToolFailure::Other
-        }
+        Reason::ApprovalRequired => ToolFailure::ApprovalRequired,
+        Reason::ApprovalDenied => ToolFailure::ApprovalDenied,
+        Reason::Unspecified => ToolFailure::Other,
     }
 }
 
@@ -182,6 +210,8 @@ fn failure_facts(
         ToolFailure::ToolError
         | ToolFailure::AuthorizationRequired
         | ToolFailure::InputRequired
+        | ToolFailure::ApprovalRequired
+        | ToolFailure::ApprovalDenied
         | ToolFailure::Other => return None,
     })
 }
@@ -215,13 +245,36 @@ pub fn tool_output(mut response: pb::ExecuteToolResponse) -> ToolOutput {
         request_state: asked.request_state,
         task_id: asked.task_id,
     });
+    let approval = response.approval.take();
+    let denial_comment = match (failure, &approval) {
+        (Some(ToolFailure::ApprovalDenied), Some(approval)) => Some(approval.comment.clone()),
+        _ => None,
+    };
     ToolOutput {
         failure,
         error_message: response.error_message,
         content: response.content.iter().filter_map(content).collect(),
         structured,
         input_required,
+        approval: approval.map(approval_asked),
+        denial_comment,
         facts,
+    }
+}
+
+/// What the run's caller needs of an approval mcp-service holds a call for.
+fn approval_asked(approval: pb::Approval) -> ApprovalAsked {
+    ApprovalAsked {
+        expires_at: approval.expire_time.map_or(0, |t| {
+            t.seconds
+                .saturating_mul(1000)
+                .saturating_add(i64::from(t.nanos / 1_000_000))
+        }),
+        id: approval.id,
+        rule: approval.rule,
+        reason: approval.reason,
+        approver_role: approval.approver_role,
+        requester_may_approve: approval.requester_may_approve,
     }
 }
 

@@ -5,16 +5,20 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use secrecy::ExposeSecret as _;
-use switchboard_proto::mcp::v1::{self as pb, mcp_service_client::McpServiceClient};
+use switchboard_proto::mcp::v1::{
+    self as pb, approval_service_client::ApprovalServiceClient,
+    mcp_service_client::McpServiceClient,
+};
 use tonic::{Request, Status, transport::Channel};
 
 pub use self::convert::tool_output;
-use self::convert::{capabilities, content, failure};
+use self::convert::{capabilities, content, decide_failure, failure};
 use crate::domain::{
     ids::IntegrationId,
     ports::{
-        Caller, Capabilities, Content, McpCallError, McpPort, McpPromptRequest, McpResourceRequest,
-        McpToolRequest, PromptLine, ResourceData, ResourceKindOf, ToolOutput,
+        ApprovalDecision, Caller, Capabilities, Content, DecideError, McpCallError, McpPort,
+        McpPromptRequest, McpResourceRequest, McpToolRequest, PromptLine, ResourceData,
+        ResourceKindOf, ToolOutput,
     },
 };
 
@@ -54,27 +58,43 @@ impl GrpcMcp {
     ) -> Result<R, McpCallError>
     where
         M: Clone,
-        F: Fn(McpServiceClient<Channel>, Request<M>) -> Fut,
+        F: Fn(Channel, Request<M>) -> Fut,
+        Fut: Future<Output = Result<tonic::Response<R>, Status>>,
+    {
+        self.send(caller, scope, message, timeout, send)
+            .await
+            .map_err(|status| failure(&status))
+    }
+
+    /// [`Self::call`], answering mcp-service's status as it came.
+    async fn send<M, R, F, Fut>(
+        &self,
+        caller: &Caller,
+        scope: Option<&str>,
+        message: M,
+        timeout: Duration,
+        send: F,
+    ) -> Result<R, Status>
+    where
+        M: Clone,
+        F: Fn(Channel, Request<M>) -> Fut,
         Fut: Future<Output = Result<tonic::Response<R>, Status>>,
     {
         let replicas = self.replicas.for_call(scope);
         let Some(first) = replicas.first() else {
-            return Err(McpCallError::Unavailable(
-                "no mcp-service replica is known".to_owned(),
-            ));
+            return Err(Status::unavailable("no mcp-service replica is known"));
         };
         let mut order = replicas.iter().chain(std::iter::repeat(first));
         let mut attempt = 1;
         loop {
             let channel = order.next().unwrap_or(first).clone();
-            let client = McpServiceClient::new(channel);
-            match send(client, request(caller, message.clone(), timeout)).await {
+            match send(channel, request(caller, message.clone(), timeout)).await {
                 Ok(response) => return Ok(response.into_inner()),
                 Err(status) if attempt < CONNECT_ATTEMPTS && never_sent(&status) => {
                     tracing::debug!(%status, attempt, "mcp-service call not sent; trying the next replica");
                     attempt += 1;
                 }
-                Err(status) => return Err(failure(&status)),
+                Err(status) => return Err(status),
             }
         }
     }
@@ -136,7 +156,7 @@ impl McpPort for GrpcMcp {
                     allowed_tools: allow_list(allowed_tools),
                 },
                 timeout,
-                |mut client, request| async move { client.discover(request).await },
+                |channel, request| async move { McpServiceClient::new(channel).discover(request).await },
             )
             .await?;
         capabilities(integration_id, response)
@@ -162,11 +182,13 @@ impl McpPort for GrpcMcp {
                     input_responses: answers.responses.into_iter().collect(),
                     request_state: answers.request_state,
                     task_id: answers.task_id,
-                    approval_id: None,
+                    approval_id: call.approval_id.map(str::to_owned),
                     allowed_tools: allow_list(call.allowed_tools),
                 },
                 timeout,
-                |mut client, request| async move { client.execute_tool(request).await },
+                |channel, request| async move {
+                    McpServiceClient::new(channel).execute_tool(request).await
+                },
             )
             .await?;
         Ok(tool_output(response))
@@ -190,7 +212,11 @@ impl McpPort for GrpcMcp {
                     ..Default::default()
                 },
                 timeout,
-                |mut client, request| async move { client.retrieve_resource(request).await },
+                |channel, request| async move {
+                    McpServiceClient::new(channel)
+                        .retrieve_resource(request)
+                        .await
+                },
             )
             .await?;
         let kind = match response.kind() {
@@ -243,7 +269,9 @@ impl McpPort for GrpcMcp {
                     ..Default::default()
                 },
                 timeout,
-                |mut client, request| async move { client.get_prompt(request).await },
+                |channel, request| async move {
+                    McpServiceClient::new(channel).get_prompt(request).await
+                },
             )
             .await?;
         let lines = response
@@ -262,5 +290,31 @@ impl McpPort for GrpcMcp {
             })
             .collect();
         Ok((response.description, lines))
+    }
+
+    async fn decide_approval(
+        &self,
+        caller: &Caller,
+        decision: ApprovalDecision<'_>,
+        timeout: Duration,
+    ) -> Result<(), DecideError> {
+        self.send(
+            caller,
+            None,
+            pb::DecideApprovalRequest {
+                approval_id: decision.approval_id.to_owned(),
+                approve: decision.approve,
+                comment: decision.comment.to_owned(),
+            },
+            timeout,
+            |channel, request| async move {
+                ApprovalServiceClient::new(channel)
+                    .decide_approval(request)
+                    .await
+            },
+        )
+        .await
+        .map(drop)
+        .map_err(|status| decide_failure(&status))
     }
 }

@@ -67,6 +67,7 @@ async fn too_many_or_oversized_client_tool_results_are_refused(kind: DbKind) {
             run_id: paused.id.clone(),
             results,
             input_answers: Vec::new(),
+            approval_decisions: Vec::new(),
         })
     };
     let too_many = bench
@@ -96,6 +97,7 @@ async fn too_many_or_oversized_client_tool_results_are_refused(kind: DbKind) {
                     .map(|k| (k.to_owned(), "{}".to_owned()))
                     .into(),
             }],
+            approval_decisions: Vec::new(),
         }))
         .await
         .expect_err("refused");
@@ -112,6 +114,7 @@ async fn too_many_or_oversized_client_tool_results_are_refused(kind: DbKind) {
             run_id: paused.id.clone(),
             results: Vec::new(),
             input_answers: vec![answer],
+            approval_decisions: Vec::new(),
         }))
         .await
         .expect_err("refused");

@@ -231,6 +231,7 @@ impl Running<'_> {
             name: c.name,
             arguments: c.arguments,
             input: None,
+            approval: None,
         });
         ran.waiting.splice(0..0, client);
         self.store_results(ran).await

@@ -128,7 +128,9 @@ pub(super) async fn execute_tool(
         span.record("gen_ai.tool.call.result", outcome.text.as_str());
     }
     let error_type = match outcome.status {
-        ToolCallStatus::Succeeded | ToolCallStatus::InputRequired => None,
+        ToolCallStatus::Succeeded
+        | ToolCallStatus::InputRequired
+        | ToolCallStatus::ApprovalRequired => None,
         ToolCallStatus::Failed => Some("tool_error"),
         ToolCallStatus::TimedOut => Some("timeout"),
         ToolCallStatus::NotFound => Some("tool_not_found"),

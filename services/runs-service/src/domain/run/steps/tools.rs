@@ -10,7 +10,10 @@ use crate::domain::{
     entities::{Part, PendingCall, Role, RunStatus},
     events::{RunEvent, ToolKind},
     model::ToolCall,
-    run::{context::Resumed, emitter::Stop},
+    run::{
+        context::{Resumed, ResumedWith},
+        emitter::Stop,
+    },
     tools::{ToolAction, ToolOutcome, ToolRouter, Toolset},
 };
 
@@ -79,6 +82,17 @@ impl Running<'_> {
                         name: call.name,
                         arguments: call.arguments,
                         input: Some(*input),
+                        approval: None,
+                    });
+                    continue;
+                }
+                Some(ToolAction::Approval(approval)) => {
+                    ran.waiting.push(PendingCall {
+                        id: call.id,
+                        name: call.name,
+                        arguments: call.arguments,
+                        input: None,
+                        approval: Some(*approval),
                     });
                     continue;
                 }
@@ -124,17 +138,17 @@ impl Running<'_> {
         let router = &*self.steps.tools;
         let context = &self.tools;
         let results: Vec<(ToolCall, ToolOutcome)> = stream::iter(resumed)
-            .map(
-                |Resumed {
-                     call,
-                     input,
-                     answers,
-                 }| async move {
-                    let work = router.resume(context, &call, &input, &answers);
-                    let outcome = execute_tool(&call, work).await;
-                    (call, outcome)
-                },
-            )
+            .map(|Resumed { call, with }| async move {
+                let outcome = match &with {
+                    ResumedWith::Answers { input, answers } => {
+                        execute_tool(&call, router.resume(context, &call, input, answers)).await
+                    }
+                    ResumedWith::Approval(approval) => {
+                        execute_tool(&call, router.resume_approved(context, &call, approval)).await
+                    }
+                };
+                (call, outcome)
+            })
             .buffered(self.steps.settings.max_parallel_tools.max(1))
             .collect()
             .await;
@@ -174,26 +188,33 @@ impl Running<'_> {
 
     /// Tells the client what the paused run waits for, then that it paused.
     async fn record_pause(&mut self) -> Result<(), Stop> {
-        let (asking, client): (Vec<_>, Vec<_>) = self
+        let (client, held): (Vec<_>, Vec<_>) = self
             .run
             .pending
             .iter()
             .cloned()
-            .partition(|call| call.input.is_some());
+            .partition(PendingCall::is_client);
         if !client.is_empty() {
             self.emitter
                 .emit(RunEvent::ClientToolCallsRequired(client))
                 .await?;
         }
-        for call in asking {
-            let requests = call.input.map(|i| i.asked.requests).unwrap_or_default();
-            self.emitter
-                .emit(RunEvent::ToolInputRequired {
+        for call in held {
+            let event = match (call.input, call.approval) {
+                (Some(input), _) => RunEvent::ToolInputRequired {
                     id: call.id,
                     name: call.name,
-                    requests,
-                })
-                .await?;
+                    requests: input.asked.requests,
+                },
+                (None, Some(approval)) => RunEvent::ToolApprovalRequired {
+                    id: call.id,
+                    name: call.name,
+                    arguments: call.arguments,
+                    approval,
+                },
+                (None, None) => continue,
+            };
+            self.emitter.emit(event).await?;
         }
         self.emitter
             .emit(RunEvent::Completed(self.run.clone()))

@@ -28,8 +28,8 @@ const EVENT_WAIT: Duration = Duration::from_secs(30);
 pub struct Cluster {
     pub db: TestDb,
     _mcp_db: TestDb,
-    mcp: RunningServer,
-    _upstream: RunningHttpServer,
+    pub mcp: RunningServer,
+    pub upstream: RunningHttpServer,
     model: ScriptedModel,
     _replicas: Vec<RunningServer>,
     /// One client per in-process replica.
@@ -107,7 +107,7 @@ pub async fn cluster(
         db,
         _mcp_db: mcp_db,
         mcp,
-        _upstream: upstream,
+        upstream,
         model,
         _replicas: servers,
         clients,
@@ -305,6 +305,7 @@ pub fn kind_of(event: &runs::ExecuteRunResponse) -> &'static str {
         Some(E::Heartbeat(_)) => "heartbeat",
         Some(E::ToolInputRequired(_)) => "tool_input_required",
         Some(E::AuthorizationRequired(_)) => "authorization_required",
+        Some(E::ToolApprovalRequired(_)) => "tool_approval_required",
         None => "none",
     }
 }

@@ -3,6 +3,7 @@
 //! runs, a killed replica's lease, a restarted replica's runs, `ListRuns`,
 //! and heartbeat events on a quiet stream.
 
+mod approvals;
 mod cluster;
 
 use std::time::{Duration, Instant};
@@ -12,6 +13,10 @@ use switchboard_scripted_model::Turn;
 use switchboard_test_support::{DbKind, authed, db_tests};
 use tonic::Code;
 
+use approvals::{
+    a_denial_given_on_resume_reaches_the_model_as_text,
+    a_gated_call_paused_on_one_replica_runs_once_when_resumed_through_the_other,
+};
 use cluster::{Cluster, cluster, kind_of, rest, run_id, sleep_then, until};
 
 /// Replicas that notice a cancel or a lost lease within a fraction of a
@@ -247,4 +252,6 @@ db_tests!(
     a_restarted_replica_frees_the_threads_of_its_previous_process_at_once,
     a_quiet_run_stream_gets_heartbeat_events,
     a_threads_runs_are_listed_newest_first_in_pages,
+    a_gated_call_paused_on_one_replica_runs_once_when_resumed_through_the_other,
+    a_denial_given_on_resume_reaches_the_model_as_text,
 );

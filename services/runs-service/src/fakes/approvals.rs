@@ -49,7 +49,7 @@ impl FakeApprovals {
         };
         match states.get(id).cloned() {
             None => Err(McpCallError::NotFound(format!("no approval {id}"))),
-            Some(FakeApprovalState::Pending) => Ok(Some(required(tool, id.to_owned()))),
+            Some(FakeApprovalState::Pending) => Err(McpCallError::ApprovalPending),
             Some(FakeApprovalState::Approved) => {
                 states.insert(id.to_owned(), FakeApprovalState::Used);
                 Ok(None)

@@ -258,6 +258,9 @@ pub enum McpCallError {
         /// mcp-service's description, for logs.
         message: String,
     },
+    /// The approval the call presented is still waiting for an approver.
+    #[error("the approval is still waiting for an approver")]
+    ApprovalPending,
     /// The approval the call presented cannot be used: it was used
     /// already, or it expired.
     #[error("{message}")]

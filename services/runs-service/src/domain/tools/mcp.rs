@@ -24,7 +24,7 @@ pub(super) struct McpToolCall<'a> {
     pub(super) answers: Option<&'a InputAnswers>,
     /// The approval the call was gated by, when it is made again after the
     /// run paused for it.
-    pub(super) approval_id: Option<&'a str>,
+    pub(super) approval: Option<&'a PendingApproval>,
     /// The agent's allow-list of the integration's tools, for mcp-service
     /// to enforce too.
     pub(super) allowed_tools: Option<&'a [String]>,
@@ -46,11 +46,15 @@ impl McpToolCall<'_> {
             arguments: self.arguments.text(),
             scope: &scope,
             answers: self.answers,
-            approval_id: self.approval_id,
+            approval_id: self.approval.map(|held| held.asked.id.as_str()),
             allowed_tools: self.allowed_tools,
         };
         match mcp.execute_tool(&context.caller, request, timeout).await {
             Ok(output) => self.returned(output),
+            Err(McpCallError::ApprovalPending) if let Some(held) = self.approval => {
+                tracing::info!(%integration_id, tool, "the call's approval is still pending");
+                waiting_for(held.clone())
+            }
             Err(McpCallError::ApprovalUnusable { why, message }) => {
                 tracing::info!(%integration_id, tool, %message, "the call's approval cannot be used");
                 ToolOutcome::failed(texts::approval_unusable(tool, why))
@@ -107,17 +111,11 @@ impl McpToolCall<'_> {
             && let Some(asked) = output.approval.take()
         {
             tracing::info!(%integration_id, tool, rule = %asked.rule, "the call waits for an approval");
-            return ToolOutcome {
-                text: String::new(),
-                is_error: false,
-                status: ToolCallStatus::ApprovalRequired,
-                action: Some(ToolAction::Approval(Box::new(PendingApproval {
-                    integration_id,
-                    tool: tool.to_owned(),
-                    asked,
-                }))),
-                sources_changed: false,
-            };
+            return waiting_for(PendingApproval {
+                integration_id,
+                tool: tool.to_owned(),
+                asked,
+            });
         }
         let (text, is_error) = texts::tool_output(tool, &output);
         tracing::info!(%integration_id, tool, is_error, "MCP tool executed");
@@ -133,5 +131,17 @@ impl McpToolCall<'_> {
             action: None,
             sources_changed: false,
         }
+    }
+}
+
+/// A call that waits for `approval`: the run pauses (the model reads
+/// nothing yet).
+fn waiting_for(approval: PendingApproval) -> ToolOutcome {
+    ToolOutcome {
+        text: String::new(),
+        is_error: false,
+        status: ToolCallStatus::ApprovalRequired,
+        action: Some(ToolAction::Approval(Box::new(approval))),
+        sources_changed: false,
     }
 }

@@ -125,7 +125,7 @@ impl ToolRouter {
                     tool: server_tool_name,
                     arguments: &arguments,
                     answers: None,
-                    approval_id: None,
+                    approval: None,
                     allowed_tools: toolset.allowed_tools(*integration_id),
                 };
                 tool.run(&*self.mcp, context, self.timeout).await
@@ -155,7 +155,7 @@ impl ToolRouter {
             tool: &pending.tool,
             arguments: &arguments,
             answers: Some(answers),
-            approval_id: None,
+            approval: None,
             // A resumed call was allowed when it was first made.
             allowed_tools: None,
         };
@@ -191,7 +191,7 @@ impl ToolRouter {
             tool: &pending.tool,
             arguments: &arguments,
             answers: None,
-            approval_id: Some(&pending.asked.id),
+            approval: Some(pending),
             // A resumed call was allowed when it was first made (mcp-service
             // checks its policy again: a rule that now denies it wins).
             allowed_tools: None,

@@ -53,6 +53,9 @@ pub(super) fn failure(status: &Status) -> McpCallError {
                 authorization_url: Some(url),
             },
         ) => McpCallError::AuthorizationRequired { url },
+        (Code::FailedPrecondition, ErrorKind::Refused(Refusal::ApprovalPending)) => {
+            McpCallError::ApprovalPending
+        }
         (Code::FailedPrecondition, ErrorKind::Refused(Refusal::ApprovalUsed)) => {
             McpCallError::ApprovalUnusable {
                 why: ApprovalUnusable::Used,

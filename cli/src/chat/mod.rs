@@ -1,6 +1,7 @@
 //! A conversation with an agent: one run per user message, streamed as it
 //! arrives, paused for client tools and resumed with their results.
 
+mod approving;
 mod asking;
 mod echo;
 mod lines;
@@ -59,8 +60,28 @@ impl Session {
     pub async fn say(&mut self, text: String, lines: &mut LineReader) -> Result<(), CliError> {
         let mut input = Input::UserMessage(UserMessageInput { text });
         let mut request_id = std::mem::take(&mut self.request_id);
+        // The calls the run waits for an approval of, while the person's
+        // word on them is on its way.
+        let mut gated = Vec::new();
         loop {
-            match self.execute(input, std::mem::take(&mut request_id)).await? {
+            let ended = match self
+                .execute(input.clone(), std::mem::take(&mut request_id))
+                .await
+            {
+                Err(refused) if !gated.is_empty() && not_theirs_to_decide(&refused) => {
+                    // The run stays paused: ask again, so that the person
+                    // can go on once an approver decided.
+                    asking::say(self.out, format!("✗ {refused}"))?;
+                    let decisions = approving::decisions(&gated, self.out, lines).await?;
+                    if let Input::ClientToolResults(resume) = &mut input {
+                        resume.approval_decisions = decisions;
+                    }
+                    continue;
+                }
+                ended => ended?,
+            };
+            gated.clear();
+            match ended {
                 End::Completed { authorize } => {
                     if authorize.is_empty()
                         || !asking::authorize(&self.clients, &authorize, self.out, lines).await?
@@ -75,14 +96,18 @@ impl Session {
                     run_id,
                     calls,
                     asked,
+                    approvals,
                 } => {
                     let results = self.ask_results(&calls, lines).await?;
                     let input_answers = asking::answers(&asked, self.out, lines).await?;
+                    let approval_decisions =
+                        approving::decisions(&approvals, self.out, lines).await?;
+                    gated = approvals;
                     input = Input::ClientToolResults(ClientToolResultsInput {
                         run_id,
                         results,
                         input_answers,
-                        approval_decisions: Vec::new(),
+                        approval_decisions,
                     });
                 }
             }
@@ -158,4 +183,10 @@ impl Session {
         }
         Ok(results)
     }
+}
+
+/// Whether a resume was refused because the person may not decide an
+/// approval they gave a word on.
+fn not_theirs_to_decide(error: &CliError) -> bool {
+    matches!(error, CliError::Grpc { status, .. } if status.code() == tonic::Code::PermissionDenied)
 }

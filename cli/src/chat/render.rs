@@ -32,6 +32,8 @@ pub enum End {
         calls: Vec<runs::ToolCallPart>,
         /// The MCP servers' questions to answer.
         asked: Vec<runs::ToolInputRequired>,
+        /// The calls that wait for an approval.
+        approvals: Vec<runs::ToolApprovalRequired>,
     },
 }
 
@@ -50,6 +52,7 @@ pub struct Renderer {
     at_line_start: bool,
     pending: Vec<runs::ToolCallPart>,
     asked: Vec<runs::ToolInputRequired>,
+    approvals: Vec<runs::ToolApprovalRequired>,
     authorize: Vec<runs::AuthorizationRequired>,
 }
 
@@ -65,6 +68,7 @@ impl Renderer {
             at_line_start: true,
             pending: Vec::new(),
             asked: Vec::new(),
+            approvals: Vec::new(),
             authorize: Vec::new(),
         }
     }
@@ -99,6 +103,7 @@ impl Renderer {
                 self.pending.clone_from(&required.tool_calls);
             }
             Event::ToolInputRequired(asked) => self.asked.push(asked.clone()),
+            Event::ToolApprovalRequired(asked) => self.approvals.push(asked.clone()),
             Event::AuthorizationRequired(needed) => {
                 self.note(format!(
                     "{} integration {} needs you to connect your account",
@@ -145,6 +150,7 @@ impl Renderer {
                 run_id: run_id.to_owned(),
                 calls: std::mem::take(&mut self.pending),
                 asked: std::mem::take(&mut self.asked),
+                approvals: std::mem::take(&mut self.approvals),
             }),
             Ok(RunStatus::MaxSteps) => Err(CliError::Failed(format!(
                 "run {run_id} stopped at its step limit ({} model calls)",
@@ -220,6 +226,11 @@ impl Renderer {
             }
             Ok(ToolCallStatus::InputRequired) => format!(
                 "{} {} waits for your answer",
+                style("⏸").yellow().bold(),
+                call.tool_name
+            ),
+            Ok(ToolCallStatus::ApprovalRequired) => format!(
+                "{} {} waits for an approval",
                 style("⏸").yellow().bold(),
                 call.tool_name
             ),

@@ -87,3 +87,71 @@ async fn a_gated_call_is_listed_approved_and_runs_once_and_another_is_denied() {
     assert!(!again.status.success(), "decided already");
     assert_eq!(world.upstream.stats.tool_calls.load(Ordering::Relaxed), 1);
 }
+
+/// A policy that gates `add` behind an admin's approval, admins deciding
+/// their own calls too.
+async fn gate_add(world: &World) {
+    let dir = tempfile::tempdir().expect("a directory");
+    let file = dir.path().join("gate.toml");
+    std::fs::write(
+        &file,
+        "name = \"gate\"\n[[rules]]\nname = \"add\"\ncondition = \"tool.name == 'add'\"\neffect = \"require_approval\"\nreason = \"sums are audited\"\napprover_role = \"admin\"\ncaller_may_approve = true\n",
+    )
+    .expect("written");
+    world
+        .ok(&["policies", "put", file.to_str().expect("utf-8")])
+        .await;
+}
+
+#[tokio::test]
+async fn chat_asks_for_a_word_on_a_gated_call_and_runs_it_once_or_tells_the_model_no() {
+    use switchboard_scripted_model::{ScriptedToolCall, Turn};
+
+    let add_call = |id: &str| {
+        Turn::ToolCalls(vec![ScriptedToolCall::new(
+            id,
+            "example__add",
+            r#"{"a":2,"b":3}"#,
+        )])
+    };
+    let world = World::start(vec![
+        add_call("c1"),
+        Turn::FromToolResults("sum: {last_tool_result}".into()),
+        add_call("c2"),
+        Turn::FromToolResults("then: {last_tool_result}".into()),
+    ])
+    .await;
+    let (_, agent_id) = world.agent(&[]).await;
+    gate_add(&world).await;
+    let output = world
+        .run_with_input(
+            &["chat", &agent_id, "-m", "add", "-m", "again"],
+            "y fine\nn sums are frozen\n",
+        )
+        .await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains(
+            r#"⏸ `example__add` with {"a":2,"b":3} needs an approval (rule gate@1/add: sums are audited)"#
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("⏸ example__add waits for an approval"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("sum: 5\n"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "then: MCP tool execution failed: the call of `add` was not approved: sums are frozen\n"
+        ),
+        "{stdout}"
+    );
+    assert_eq!(
+        world.upstream.stats.tool_calls.load(Ordering::Relaxed),
+        1,
+        "the approved call ran once, the denied one never"
+    );
+}

@@ -252,6 +252,20 @@ fn input_required(id: String, name: String, requests: Vec<InputRequest>) -> pb::
     }
 }
 
+fn tool_finished(
+    id: String,
+    name: String,
+    status: ToolCallStatus,
+    result: String,
+) -> pb::ToolCallFinished {
+    pb::ToolCallFinished {
+        tool_call_id: id,
+        tool_name: name,
+        status: tool_status(status).into(),
+        result,
+    }
+}
+
 fn approval_required(
     id: String,
     name: String,
@@ -290,12 +304,7 @@ pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
             name,
             status,
             result,
-        } => E::ToolCallFinished(pb::ToolCallFinished {
-            tool_call_id: id,
-            tool_name: name,
-            status: tool_status(status).into(),
-            result,
-        }),
+        } => E::ToolCallFinished(tool_finished(id, name, status, result)),
         RunEvent::DiscoveryFailed {
             integration_id,
             error,

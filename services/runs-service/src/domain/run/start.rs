@@ -8,7 +8,7 @@ use switchboard_db::now_millis;
 use tokio::sync::mpsc;
 
 use super::{
-    context::{RunContext, message, numbered},
+    context::{Resumed, RunContext, message, numbered},
     drive::{Launch, RunTask},
     emitter::EmitterStart,
     lease::ActiveRuns,
@@ -90,27 +90,7 @@ impl RunStarter {
         // task to its end, so a refused run leaves nothing behind.
         let place = self.counts.reserve(&caller)?;
         let (thread, agent, provider) = self.load(&caller, thread_id).await?;
-        let (run, input, resumed) = match input {
-            RunInput::UserMessage(text) => {
-                self.within_budget(&caller).await?;
-                let (run, input) = self.begin(&thread, &agent, text).await?;
-                (run, input, Vec::new())
-            }
-            RunInput::ClientToolResults {
-                run_id,
-                results,
-                answers,
-                approvals,
-            } => {
-                let sent = Resumption {
-                    run_id,
-                    results,
-                    answers,
-                    approvals,
-                };
-                self.resume(&caller, &thread, sent).await?
-            }
-        };
+        let (run, input, resumed) = self.open(&caller, &thread, &agent, input).await?;
         // A resumed run's events continue its stream's numbering.
         let after = match self.repo.last_run_event(run.id).await {
             Ok(after) => after,
@@ -156,6 +136,38 @@ impl RunStarter {
             span,
         ));
         Ok(rx)
+    }
+
+    /// The run `input` starts: a new one with the user's message, or the
+    /// paused one it resumes.
+    async fn open(
+        &self,
+        caller: &Caller,
+        thread: &Thread,
+        agent: &Agent,
+        input: RunInput,
+    ) -> Result<(Run, Vec<Message>, Vec<Resumed>), RunsError> {
+        match input {
+            RunInput::UserMessage(text) => {
+                self.within_budget(caller).await?;
+                let (run, input) = self.begin(thread, agent, text).await?;
+                Ok((run, input, Vec::new()))
+            }
+            RunInput::ClientToolResults {
+                run_id,
+                results,
+                answers,
+                approvals,
+            } => {
+                let sent = Resumption {
+                    run_id,
+                    results,
+                    answers,
+                    approvals,
+                };
+                self.resume(caller, thread, sent).await
+            }
+        }
     }
 
     /// The caller's thread, its agent and the agent's model provider.

@@ -9,7 +9,8 @@ use crate::domain::{
     entities::{
         Agent, InputAnswers, Message, Part, PendingApproval, PendingInput, Role, Run, Thread,
     },
-    ids::MessageId,
+    ids::{MessageId, RunId},
+    input::{ApprovalChoice, ClientResult, ToolAnswers},
     model::ToolCall,
     ports::{Caller, ModelProvider, RepositoryError, RunsRepository},
 };
@@ -44,6 +45,14 @@ pub(super) fn numbered(messages: &mut [Message], seqs: Vec<i64>) {
     for (message, seq) in messages.iter_mut().zip(seqs) {
         message.seq = seq;
     }
+}
+
+/// What the caller sent to resume a run.
+pub(super) struct Resumption {
+    pub(super) run_id: RunId,
+    pub(super) results: Vec<ClientResult>,
+    pub(super) answers: Vec<ToolAnswers>,
+    pub(super) approvals: Vec<ApprovalChoice>,
 }
 
 /// An MCP tool call made again when its run resumes.

@@ -7,27 +7,18 @@ use std::collections::HashSet;
 use switchboard_db::now_millis;
 
 use super::{
-    context::{Resumed, ResumedWith, message, numbered},
+    context::{Resumed, ResumedWith, Resumption, message, numbered},
     start::RunStarter,
 };
 use crate::domain::{
     entities::{InputAnswers, Message, Part, PendingCall, Role, Run, RunStatus, Thread},
     error::RunsError,
-    ids::RunId,
-    input::{ApprovalChoice, ClientResult, ToolAnswers},
+    input::{ApprovalChoice, ClientResult},
     model::ToolCall,
     ports::{ApprovalDecision, Caller, DecideError},
 };
 
 const NOT_PAUSED: &str = "the run is not waiting for client tool results or answers";
-
-/// What the caller sent to resume a run.
-pub(super) struct Resumption {
-    pub(super) run_id: RunId,
-    pub(super) results: Vec<ClientResult>,
-    pub(super) answers: Vec<ToolAnswers>,
-    pub(super) approvals: Vec<ApprovalChoice>,
-}
 
 impl RunStarter {
     /// A paused run back to running, with the client's results stored; the

@@ -8,11 +8,10 @@ use switchboard_db::now_millis;
 use tokio::sync::mpsc;
 
 use super::{
-    context::{Resumed, RunContext, message, numbered},
+    context::{Resumed, Resumption, RunContext, message, numbered},
     drive::{Launch, RunTask},
     emitter::EmitterStart,
     lease::ActiveRuns,
-    resume::Resumption,
     run_limits::RunCounts,
 };
 use crate::domain::{

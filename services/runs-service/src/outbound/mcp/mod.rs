@@ -12,7 +12,10 @@ use switchboard_proto::mcp::v1::{
 use tonic::{Request, Status, transport::Channel};
 
 pub use self::convert::tool_output;
-use self::convert::{capabilities, content, decide_failure, failure};
+use self::{
+    convert::{capabilities, content},
+    status::{decide_failure, failure},
+};
 use crate::domain::{
     ids::IntegrationId,
     ports::{
@@ -25,6 +28,7 @@ use crate::domain::{
 mod convert;
 mod endpoints;
 mod replicas;
+mod status;
 
 use self::replicas::Replicas;
 pub use self::{endpoints::McpEndpoints, replicas::ranked as replica_order};

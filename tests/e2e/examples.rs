@@ -2,7 +2,8 @@
 //! generated from `proto/` (scripts/generate-clients.sh, `make clients`),
 //! run against both services, the example MCP server and a scripted model.
 //! Each example asserts the events it receives and exits non-zero when one is
-//! missing; the test checks that and the transcript it prints.
+//! missing; the test checks that, the transcript it prints and that the tool
+//! an approval gated ran exactly once.
 
 use std::{path::PathBuf, process::Output, time::Duration};
 
@@ -25,7 +26,9 @@ struct Live {
 }
 
 /// What the model does: call the example server's echo tool, then the
-/// example's client tool, then answer with the client tool's result.
+/// example's client tool, then answer with the client tool's result; asked
+/// again (the approval round), call the server's `sleep` tool, which the
+/// example's policy gates, and answer with its result.
 fn turns() -> Vec<Turn> {
     vec![
         Turn::ToolCalls(vec![ScriptedToolCall::new(
@@ -39,6 +42,12 @@ fn turns() -> Vec<Turn> {
             r#"{"city":"Paris"}"#,
         )]),
         Turn::FromToolResults("It is {last_tool_result}.".into()),
+        Turn::ToolCalls(vec![ScriptedToolCall::new(
+            "call-sleep",
+            "example__sleep",
+            r#"{"ms": 1}"#,
+        )]),
+        Turn::FromToolResults("Done: {last_tool_result}.".into()),
     ]
 }
 
@@ -114,17 +123,33 @@ async fn run_example(mut command: Command, live: Live, language: &str) -> String
         "tool_call_finished example__echo",
         "client_tool_calls_required get_local_time",
         "answer: It is 12:00 in Paris.",
+        "tool_approval_required example__sleep example-approvals@1/destructive",
+        "tool_call_finished example__sleep",
+        "answer: Done: slept 1ms.",
+        "policy example-approvals deleted",
         &format!("{language} example: ok"),
     ] {
         assert!(stdout.contains(expected), "no `{expected}` in:\n{stdout}");
     }
+    assert!(
+        stdout
+            .lines()
+            .any(|line| line.contains("tool_call_finished example__sleep")
+                && line.contains("SUCCEEDED")),
+        "the approved sleep did not succeed:\n{stdout}"
+    );
+    assert_eq!(
+        live.upstream.stats.snapshot().tool_calls,
+        2,
+        "echo once and the approved sleep once:\n{stdout}"
+    );
     live.runs.stop().await.expect("runs-service stops");
     live.mcp.stop().await.expect("mcp-service stops");
     stdout
 }
 
 #[tokio::test]
-async fn the_python_example_runs_a_conversation_with_a_client_tool() {
+async fn the_python_example_runs_a_client_tool_and_an_approved_tool_call() {
     let dir = example_dir("python");
     let live = live().await;
     let mut command = Command::new(python());
@@ -133,7 +158,7 @@ async fn the_python_example_runs_a_conversation_with_a_client_tool() {
 }
 
 #[tokio::test]
-async fn the_typescript_example_runs_a_conversation_with_a_client_tool() {
+async fn the_typescript_example_runs_a_client_tool_and_an_approved_tool_call() {
     let dir = example_dir("typescript");
     let tsx = dir.join("node_modules/.bin/tsx");
     assert!(
@@ -148,7 +173,7 @@ async fn the_typescript_example_runs_a_conversation_with_a_client_tool() {
 }
 
 #[tokio::test]
-async fn the_go_example_runs_a_conversation_with_a_client_tool() {
+async fn the_go_example_runs_a_client_tool_and_an_approved_tool_call() {
     let dir = example_dir("go");
     let live = live().await;
     let mut command = Command::new("go");

@@ -4,8 +4,11 @@
 // Creates an integration (the bundled example MCP server), an agent with a
 // client-side tool and a thread; runs the agent and prints the streamed
 // events; when the run pauses for the client tool, runs it here, sends the
-// result and prints the resumed run. Exits non-zero when an expected event is
-// missing.
+// result and prints the resumed run. Then an approval round: writes a policy
+// that gates destructive tools behind an admin's approval, asks for the
+// example server's `sleep` tool, approves the paused call on resume and
+// prints the result; the policy is deleted again at the end. Exits non-zero
+// when an expected event is missing.
 //
 // Generate the client first (`make clients`), then, with the services running
 // (`make run` prints a token):
@@ -20,10 +23,11 @@
 import { randomUUID } from "node:crypto";
 
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
+import { type Client, Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 
 import { McpService } from "./gen/switchboard/mcp/v1/mcp_pb.js";
+import { PolicyEffect, PolicyService } from "./gen/switchboard/mcp/v1/policy_pb.js";
 import {
   type ExecuteRunRequest,
   ExecuteRunRequestSchema,
@@ -35,6 +39,11 @@ import {
 
 const CLIENT_TOOL = "get_local_time";
 const CLIENT_TOOL_RESULT = "12:00 in Paris";
+const APPROVAL_POLICY = "example-approvals";
+const APPROVAL_COMMENT = "approved by the typescript example";
+
+type Runs = Client<typeof RunsService>;
+type Policies = Client<typeof PolicyService>;
 
 function setting(name: string, fallback?: string): string {
   const value = process.env[name] ?? fallback;
@@ -70,6 +79,8 @@ function describe(event: ExecuteRunResponse): string {
       return `tool_call_started ${e.value.toolName} ${JSON.stringify(e.value.arguments ?? {})}`;
     case "toolCallFinished":
       return `tool_call_finished ${e.value.toolName} ${ToolCallStatus[e.value.status]}: ${JSON.stringify(e.value.result.slice(0, 80))}`;
+    case "toolApprovalRequired":
+      return `tool_approval_required ${e.value.toolName} ${e.value.rule}`;
     case "clientToolCallsRequired":
       return `client_tool_calls_required ${e.value.toolCalls.map((c) => c.name).join(", ")}`;
     case "runStarted":
@@ -81,14 +92,151 @@ function describe(event: ExecuteRunResponse): string {
   }
 }
 
+async function execute(runs: Runs, request: ExecuteRunRequest): Promise<ExecuteRunResponse[]> {
+  const events: ExecuteRunResponse[] = [];
+  for await (const event of runs.executeRun(request, { timeoutMs: 120_000 })) {
+    console.log(`  ${describe(event)}`);
+    events.push(event);
+  }
+  return events;
+}
+
+function endedRun(events: ExecuteRunResponse[]) {
+  return events.flatMap((e) => (e.event.case === "runCompleted" ? [e.event.value.run] : []))[0];
+}
+
+/** The answer a run streamed, once it completed. */
+function completedAnswer(events: ExecuteRunResponse[], what: string): string {
+  if (endedRun(events)?.status !== RunStatus.COMPLETED) fail(`${what} did not complete`);
+  return events.map((e) => (e.event.case === "textDelta" ? e.event.value.text : "")).join("");
+}
+
+async function runWithClientTool(runs: Runs, threadId: string): Promise<void> {
+  console.log("run:");
+  const first = await execute(
+    runs,
+    create(ExecuteRunRequestSchema, {
+      threadId,
+      input: { case: "userMessage", value: { text: "What time is it in Paris?" } },
+      requestId: randomUUID(),
+    }),
+  );
+  const mcpCall = first.find(
+    (e) =>
+      e.event.case === "toolCallFinished" &&
+      e.event.value.status === ToolCallStatus.SUCCEEDED &&
+      e.event.value.toolName.includes("__"),
+  );
+  if (!mcpCall) fail("no MCP tool call succeeded");
+  const required = first.flatMap((e) => (e.event.case === "clientToolCallsRequired" ? [e.event.value] : []));
+  if (required[0]?.toolCalls[0]?.name !== CLIENT_TOOL) fail(`the run did not pause for ${CLIENT_TOOL}`);
+  const paused = endedRun(first);
+  if (paused?.status !== RunStatus.REQUIRES_ACTION) fail("the run did not end in requires_action");
+
+  console.log(`client tool ${CLIENT_TOOL} answers ${JSON.stringify(CLIENT_TOOL_RESULT)}; resuming:`);
+  const resumed = await execute(
+    runs,
+    create(ExecuteRunRequestSchema, {
+      threadId,
+      input: {
+        case: "clientToolResults",
+        value: {
+          runId: paused.id,
+          results: required[0].toolCalls.map((call) => ({ toolCallId: call.id, content: CLIENT_TOOL_RESULT })),
+        },
+      },
+    }),
+  );
+  const answer = completedAnswer(resumed, "the resumed run");
+  if (!answer.includes(CLIENT_TOOL_RESULT)) fail(`the answer does not use the client tool's result: ${answer}`);
+  console.log(`answer: ${answer}`);
+}
+
+/**
+ * Destructive tools (`sleep` has no annotations, so it counts as one) wait
+ * for an admin's approval; an admin may approve their own call.
+ */
+async function writeApprovalPolicy(policies: Policies): Promise<bigint> {
+  const { policy } = await policies.putPolicy({
+    policy: {
+      name: APPROVAL_POLICY,
+      rules: [
+        {
+          name: "destructive",
+          condition: "request.kind == 'tool' && tool.destructive",
+          effect: PolicyEffect.REQUIRE_APPROVAL,
+          reason: "destructive tools need an admin's approval",
+          approverRole: "admin",
+          callerMayApprove: true,
+        },
+      ],
+    },
+  });
+  console.log(`policy ${policy?.name}@${policy?.version}`);
+  return policy?.version ?? fail("no policy");
+}
+
+async function deleteApprovalPolicy(policies: Policies, version: bigint): Promise<void> {
+  await policies.deletePolicy({ name: APPROVAL_POLICY, expectedVersion: version });
+  console.log(`policy ${APPROVAL_POLICY} deleted`);
+}
+
+async function runWithApproval(runs: Runs, threadId: string, tool: string): Promise<void> {
+  console.log("run:");
+  const first = await execute(
+    runs,
+    create(ExecuteRunRequestSchema, {
+      threadId,
+      input: { case: "userMessage", value: { text: "Sleep for a millisecond." } },
+      requestId: randomUUID(),
+    }),
+  );
+  const asked = first.flatMap((e) => (e.event.case === "toolApprovalRequired" ? [e.event.value] : []));
+  if (asked[0]?.toolName !== tool) fail(`the run did not pause for an approval of ${tool}`);
+  const paused = endedRun(first);
+  if (paused?.status !== RunStatus.REQUIRES_ACTION) fail("the run did not end in requires_action");
+  if (!asked[0].requesterMayApprove) {
+    fail(`only another ${asked[0].approverRole} may approve ${asked[0].approvalId}`);
+  }
+
+  // `approve` set: the caller decides here, as the rule lets them; unset,
+  // the run would go on with what an approver decided elsewhere
+  // (ApprovalService.DecideApproval, `switchboard approvals approve`).
+  console.log(`approving ${asked[0].approvalId}; resuming:`);
+  const resumed = await execute(
+    runs,
+    create(ExecuteRunRequestSchema, {
+      threadId,
+      input: {
+        case: "clientToolResults",
+        value: {
+          runId: paused.id,
+          approvalDecisions: asked.map((a) => ({ toolCallId: a.toolCallId, approve: true, comment: APPROVAL_COMMENT })),
+        },
+      },
+    }),
+  );
+  const ran = resumed.find(
+    (e) =>
+      e.event.case === "toolCallFinished" &&
+      e.event.value.toolName === tool &&
+      e.event.value.status === ToolCallStatus.SUCCEEDED,
+  );
+  if (!ran) fail(`${tool} did not run once approved`);
+  console.log(`answer: ${completedAnswer(resumed, "the approved run")}`);
+}
+
 async function main(): Promise<void> {
   const token = setting("SWITCHBOARD_TOKEN");
-  const mcp = createClient(McpService, transport(setting("SWITCHBOARD_MCP_ADDR", "127.0.0.1:50051"), token));
+  const mcpTransport = transport(setting("SWITCHBOARD_MCP_ADDR", "127.0.0.1:50051"), token);
+  const mcp = createClient(McpService, mcpTransport);
+  const policies = createClient(PolicyService, mcpTransport);
   const runs = createClient(RunsService, transport(setting("SWITCHBOARD_RUNS_ADDR", "127.0.0.1:50052"), token));
+  const slug = setting("EXAMPLE_SLUG", "example");
 
   const { integration } = await mcp.createIntegration({
     displayName: "Example MCP server",
-    slug: setting("EXAMPLE_SLUG", "example"),
+    slug,
     source: {
       case: "custom",
       value: {
@@ -133,53 +281,14 @@ async function main(): Promise<void> {
   const threadId = thread?.id ?? fail("no thread");
   console.log(`thread ${threadId}`);
 
-  const execute = async (request: ExecuteRunRequest): Promise<ExecuteRunResponse[]> => {
-    const events: ExecuteRunResponse[] = [];
-    for await (const event of runs.executeRun(request, { timeoutMs: 120_000 })) {
-      console.log(`  ${describe(event)}`);
-      events.push(event);
-    }
-    return events;
-  };
+  await runWithClientTool(runs, threadId);
 
-  console.log("run:");
-  const first = await execute(
-    create(ExecuteRunRequestSchema, {
-      threadId,
-      input: { case: "userMessage", value: { text: "What time is it in Paris?" } },
-      requestId: randomUUID(),
-    }),
-  );
-  const mcpCall = first.find(
-    (e) =>
-      e.event.case === "toolCallFinished" &&
-      e.event.value.status === ToolCallStatus.SUCCEEDED &&
-      e.event.value.toolName.includes("__"),
-  );
-  if (!mcpCall) fail("no MCP tool call succeeded");
-  const required = first.flatMap((e) => (e.event.case === "clientToolCallsRequired" ? [e.event.value] : []));
-  if (required[0]?.toolCalls[0]?.name !== CLIENT_TOOL) fail(`the run did not pause for ${CLIENT_TOOL}`);
-  const paused = first.flatMap((e) => (e.event.case === "runCompleted" ? [e.event.value.run] : []))[0];
-  if (paused?.status !== RunStatus.REQUIRES_ACTION) fail("the run did not end in requires_action");
-
-  console.log(`client tool ${CLIENT_TOOL} answers ${JSON.stringify(CLIENT_TOOL_RESULT)}; resuming:`);
-  const resumed = await execute(
-    create(ExecuteRunRequestSchema, {
-      threadId,
-      input: {
-        case: "clientToolResults",
-        value: {
-          runId: paused.id,
-          results: required[0].toolCalls.map((call) => ({ toolCallId: call.id, content: CLIENT_TOOL_RESULT })),
-        },
-      },
-    }),
-  );
-  const done = resumed.flatMap((e) => (e.event.case === "runCompleted" ? [e.event.value.run] : []))[0];
-  if (done?.status !== RunStatus.COMPLETED) fail("the resumed run did not complete");
-  const answer = resumed.map((e) => (e.event.case === "textDelta" ? e.event.value.text : "")).join("");
-  if (!answer.includes(CLIENT_TOOL_RESULT)) fail(`the answer does not use the client tool's result: ${answer}`);
-  console.log(`answer: ${answer}`);
+  const version = await writeApprovalPolicy(policies);
+  try {
+    await runWithApproval(runs, threadId, `${slug}__sleep`);
+  } finally {
+    await deleteApprovalPolicy(policies, version);
+  }
   console.log("typescript example: ok");
 }
 

@@ -6,7 +6,7 @@
 use switchboard_proto::{
     mcp::v1::{
         self as mcp, approval_service_client::ApprovalServiceClient,
-        policy_service_client::PolicyServiceClient,
+        audit_service_client::AuditServiceClient, policy_service_client::PolicyServiceClient,
     },
     runs::v1::{self as runs, execute_run_response::Event, runs_service_client::RunsServiceClient},
 };
@@ -197,6 +197,51 @@ pub(super) async fn a_gated_call_paused_on_one_replica_runs_once_when_resumed_th
         .expect_err("the run is no longer paused");
     assert_eq!(late.code(), Code::FailedPrecondition);
     assert_eq!(upstream_calls(&c), 1);
+    audit_holds_each_step(&c, &asked.approval_id).await;
+}
+
+/// mcp-service's audit trail holds the run's steps in order: the gated
+/// call, the call while the approval was pending, the approver's decision,
+/// the call that ran with the approval; and the chain verifies.
+async fn audit_holds_each_step(c: &Cluster, approval_id: &str) {
+    use mcp::{AuditAction as A, AuditOutcome as O};
+    let mut audit = AuditServiceClient::connect(c.mcp.url())
+        .await
+        .expect("connects");
+    let mut events = audit
+        .list_audit_events(authed(mcp::ListAuditEventsRequest::default(), &c.token))
+        .await
+        .expect("listed")
+        .into_inner()
+        .events;
+    events.reverse();
+    let steps: Vec<(A, O, &str, &str)> = events
+        .iter()
+        .filter(|e| matches!(e.action(), A::ToolCall | A::ApprovalDecided))
+        .map(|e| {
+            (
+                e.action(),
+                e.outcome(),
+                e.subject.as_str(),
+                e.approval_id.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            (A::ToolCall, O::PendingApproval, "user-e2e", approval_id),
+            (A::ToolCall, O::Denied, "user-e2e", approval_id),
+            (A::ApprovalDecided, O::Ok, "approver-e2e", approval_id),
+            (A::ToolCall, O::Ok, "user-e2e", approval_id),
+        ]
+    );
+    let chain = audit
+        .verify_audit_chain(authed(mcp::VerifyAuditChainRequest {}, &c.token))
+        .await
+        .expect("verified")
+        .into_inner();
+    assert!(chain.intact, "{chain:?}");
 }
 
 pub(super) async fn a_denial_given_on_resume_reaches_the_model_as_text(kind: DbKind) {

@@ -275,6 +275,12 @@ async fn an_approved_call_runs_exactly_once(kind: DbKind) {
             (A::ToolCall, O::Denied),
         ]
     );
+    // The gated call names the approval it asked for.
+    let gated = events
+        .iter()
+        .find(|e| e.outcome() == O::PendingApproval)
+        .expect("the gated call");
+    assert_eq!(gated.approval_id, approval.id);
     let decided = events
         .iter()
         .find(|e| e.action() == A::ApprovalDecided)

@@ -86,6 +86,14 @@ impl AuditedCalls {
             }
             Err(error) => {
                 (record.outcome, record.reason, record.rule) = refusal(error);
+                // A gated call names the approval it now waits for, so that
+                // the trail links the call to its decision.
+                if let McpError::ApprovalPending(approval) | McpError::ApprovalDenied(approval) =
+                    error
+                    && record.approval_id.is_empty()
+                {
+                    record.approval_id.clone_from(&approval.id);
+                }
             }
         }
         auditor.record(record).await;

@@ -104,6 +104,12 @@ impl Renderer {
             }
             Event::ToolInputRequired(asked) => self.asked.push(asked.clone()),
             Event::ToolApprovalRequired(asked) => self.approvals.push(asked.clone()),
+            Event::SoftBudgetExceeded(passed) => self.note(format!(
+                "{} your organization used {} tokens this month, past its soft budget of {}",
+                style("!").yellow().bold(),
+                passed.used_tokens,
+                passed.soft_budget_tokens
+            ))?,
             Event::AuthorizationRequired(needed) => {
                 self.note(format!(
                     "{} integration {} needs you to connect your account",

@@ -27,6 +27,7 @@ struct Instruments {
     token_usage: Histogram<u64>,
     operation_duration: Histogram<f64>,
     queries: Counter<u64>,
+    soft_budget_passed: Counter<u64>,
 }
 
 fn instruments() -> &'static Instruments {
@@ -61,8 +62,25 @@ fn instruments() -> &'static Instruments {
                     "Data-source queries, by outcome (ok, refused, failed, timeout, error)",
                 )
                 .build(),
+            soft_budget_passed: meter
+                .u64_counter("switchboard.budget.soft_passed")
+                .with_unit("{run}")
+                .with_description(
+                    "Runs started by an organization past its soft monthly token budget, \
+                     by organization (named in the budgets file, `_other` otherwise)",
+                )
+                .build(),
         }
     })
+}
+
+/// A run started past its organization's soft monthly budget; `org` is its
+/// label value only when the operator named it in the budgets file.
+pub fn soft_budget_passed(org: &str, named: bool) {
+    let org = if named { org } else { OTHER };
+    instruments()
+        .soft_budget_passed
+        .add(1, &[KeyValue::new("switchboard.org.id", org.to_owned())]);
 }
 
 /// The providers and models that may be label values.

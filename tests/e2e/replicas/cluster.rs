@@ -306,6 +306,7 @@ pub fn kind_of(event: &runs::ExecuteRunResponse) -> &'static str {
         Some(E::ToolInputRequired(_)) => "tool_input_required",
         Some(E::AuthorizationRequired(_)) => "authorization_required",
         Some(E::ToolApprovalRequired(_)) => "tool_approval_required",
+        Some(E::SoftBudgetExceeded(_)) => "soft_budget_exceeded",
         None => "none",
     }
 }

@@ -4,6 +4,7 @@
 //! and heartbeat events on a quiet stream.
 
 mod approvals;
+mod budgets;
 mod cluster;
 
 use std::time::{Duration, Instant};
@@ -16,6 +17,10 @@ use tonic::Code;
 use approvals::{
     a_denial_given_on_resume_reaches_the_model_as_text,
     a_gated_call_paused_on_one_replica_runs_once_when_resumed_through_the_other,
+};
+use budgets::{
+    a_run_on_one_replica_counts_against_the_budgets_on_the_other,
+    a_soft_budget_passed_on_one_replica_warns_on_the_other,
 };
 use cluster::{Cluster, cluster, kind_of, rest, run_id, sleep_then, until};
 
@@ -254,4 +259,6 @@ db_tests!(
     a_threads_runs_are_listed_newest_first_in_pages,
     a_gated_call_paused_on_one_replica_runs_once_when_resumed_through_the_other,
     a_denial_given_on_resume_reaches_the_model_as_text,
+    a_run_on_one_replica_counts_against_the_budgets_on_the_other,
+    a_soft_budget_passed_on_one_replica_warns_on_the_other,
 );

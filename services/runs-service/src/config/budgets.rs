@@ -24,8 +24,19 @@ pub struct BudgetArgs {
         default_value_t = 0
     )]
     pub org_monthly_token_budget: u64,
+    /// Tokens one organization may use per UTC month before each new run
+    /// starts with a `soft_budget_exceeded` event (and a metric); 0 for
+    /// none.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_ORG_MONTHLY_TOKEN_SOFT_BUDGET",
+        default_value_t = 0
+    )]
+    pub org_monthly_token_soft_budget: u64,
     /// A TOML file of budgets per organization, overriding the one for
-    /// all: `[orgs."<org id>"]` with `monthly_tokens = N` (0 for none).
+    /// all: `[orgs."<org id>"]` with `monthly_tokens = N` and
+    /// `soft_monthly_tokens = N` (0 for none; a key left out keeps the
+    /// budget of all).
     #[arg(long, env = "SWITCHBOARD_ORG_BUDGETS_FILE")]
     pub org_budgets_file: Option<PathBuf>,
 }
@@ -40,7 +51,8 @@ struct BudgetsFile {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct OrgBudget {
-    monthly_tokens: u64,
+    monthly_tokens: Option<u64>,
+    soft_monthly_tokens: Option<u64>,
 }
 
 /// 0 means none.
@@ -53,7 +65,8 @@ impl BudgetArgs {
     pub fn budgets(&self) -> anyhow::Result<Budgets> {
         let mut budgets = Budgets {
             monthly_tokens: budget(self.org_monthly_token_budget),
-            overrides: HashMap::new(),
+            soft_monthly_tokens: budget(self.org_monthly_token_soft_budget),
+            ..Budgets::default()
         };
         if let Some(path) = &self.org_budgets_file {
             let shown = path.display();
@@ -72,11 +85,14 @@ impl BudgetArgs {
                 file.orgs.len() <= MAX_ORGANIZATIONS,
                 "SWITCHBOARD_ORG_BUDGETS_FILE {shown} names more than {MAX_ORGANIZATIONS} organizations"
             );
-            budgets.overrides = file
-                .orgs
-                .into_iter()
-                .map(|(org, b)| (org, budget(b.monthly_tokens)))
-                .collect();
+            for (org, named) in file.orgs {
+                if let Some(tokens) = named.monthly_tokens {
+                    budgets.overrides.insert(org.clone(), budget(tokens));
+                }
+                if let Some(tokens) = named.soft_monthly_tokens {
+                    budgets.soft_overrides.insert(org, budget(tokens));
+                }
+            }
         }
         Ok(budgets)
     }
@@ -94,16 +110,26 @@ mod tests {
 
     #[test]
     fn the_file_overrides_the_budget_of_all() {
-        let overrides =
-            file("[orgs.big]\nmonthly_tokens = 5000000\n[orgs.\"exempt-1\"]\nmonthly_tokens = 0\n");
+        let overrides = file(
+            "[orgs.big]\nmonthly_tokens = 5000000\nsoft_monthly_tokens = 4000000\n\
+             [orgs.\"exempt-1\"]\nmonthly_tokens = 0\n[orgs.watched]\nsoft_monthly_tokens = 10\n",
+        );
         let args = BudgetArgs {
             org_monthly_token_budget: 1000,
+            org_monthly_token_soft_budget: 800,
             org_budgets_file: Some(overrides.path().to_owned()),
         };
         let budgets = args.budgets().expect("read");
         assert_eq!(budgets.monthly_tokens("trial"), Some(1000));
         assert_eq!(budgets.monthly_tokens("big"), Some(5_000_000));
         assert_eq!(budgets.monthly_tokens("exempt-1"), None);
+        assert_eq!(budgets.soft_monthly_tokens("trial"), Some(800));
+        assert_eq!(budgets.soft_monthly_tokens("big"), Some(4_000_000));
+        // A key left out keeps the budget of all.
+        assert_eq!(budgets.soft_monthly_tokens("exempt-1"), Some(800));
+        assert_eq!(budgets.monthly_tokens("watched"), Some(1000));
+        assert_eq!(budgets.soft_monthly_tokens("watched"), Some(10));
+        assert!(budgets.names("watched") && !budgets.names("trial"));
         assert_eq!(
             BudgetArgs::default()
                 .budgets()

@@ -9,6 +9,7 @@ use super::{
     entities::{InputRequest, Message, PendingApproval, PendingCall, Run, RunStatus, Usage},
     ids::{IntegrationId, RunId},
     model::ToolCall,
+    usage::SoftBudgetPassed,
 };
 
 /// What kind of tool a call went to.
@@ -97,6 +98,8 @@ pub enum RunEvent {
         /// The call and its approval.
         approval: PendingApproval,
     },
+    /// The run started past its organization's soft monthly token budget.
+    SoftBudgetPassed(SoftBudgetPassed),
     /// The user must connect an integration (OAuth).
     AuthorizationRequired {
         /// The integration.

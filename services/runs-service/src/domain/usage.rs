@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use chrono::{Datelike as _, NaiveDate};
+use serde::{Deserialize, Serialize};
 
 use super::entities::{Message, Role, Run};
 
@@ -111,6 +112,20 @@ pub struct Budgets {
     pub monthly_tokens: Option<u64>,
     /// Budgets of named organizations, `None` for none.
     pub overrides: HashMap<String, Option<u64>>,
+    /// The soft budget of an organization without an override: past it a
+    /// new run starts with a warning; `None` for none.
+    pub soft_monthly_tokens: Option<u64>,
+    /// Soft budgets of named organizations, `None` for none.
+    pub soft_overrides: HashMap<String, Option<u64>>,
+}
+
+/// An organization past its soft monthly budget, told when a run starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SoftBudgetPassed {
+    /// Tokens used this month when the run started.
+    pub used_tokens: u64,
+    /// The soft budget.
+    pub soft_budget_tokens: u64,
 }
 
 impl Budgets {
@@ -121,6 +136,31 @@ impl Budgets {
             .get(org)
             .copied()
             .unwrap_or(self.monthly_tokens)
+    }
+
+    /// `org`'s soft monthly token budget, if it has one.
+    #[must_use]
+    pub fn soft_monthly_tokens(&self, org: &str) -> Option<u64> {
+        self.soft_overrides
+            .get(org)
+            .copied()
+            .unwrap_or(self.soft_monthly_tokens)
+    }
+
+    /// Whether the operator named `org` in the budgets file (so that it
+    /// may be a metric's label value: the file bounds them).
+    #[must_use]
+    pub fn names(&self, org: &str) -> bool {
+        self.overrides.contains_key(org) || self.soft_overrides.contains_key(org)
+    }
+
+    /// Whether any budget, hard or soft, may apply to some organization.
+    #[must_use]
+    pub fn any(&self) -> bool {
+        self.monthly_tokens.is_some()
+            || self.soft_monthly_tokens.is_some()
+            || self.overrides.values().any(Option::is_some)
+            || self.soft_overrides.values().any(Option::is_some)
     }
 
     /// The query of `org`'s usage this month, up to `today`.
@@ -226,6 +266,7 @@ mod tests {
                 ("big".to_owned(), Some(1_000_000)),
                 ("exempt".to_owned(), None),
             ]),
+            ..Budgets::default()
         };
         assert_eq!(budgets.monthly_tokens("any"), Some(1_000));
         assert_eq!(budgets.monthly_tokens("big"), Some(1_000_000));

@@ -9,6 +9,7 @@ use crate::domain::{
         Thread, ToolTarget, Usage,
     },
     events::{Envelope, RunEvent, ToolCallStatus, ToolKind},
+    ids::IntegrationId,
     model::ToolCall,
     ports::Cursor,
 };
@@ -287,6 +288,34 @@ fn approval_required(
     }
 }
 
+fn discovery_failed(
+    integration_id: IntegrationId,
+    error: String,
+) -> pb::IntegrationDiscoveryFailed {
+    pb::IntegrationDiscoveryFailed {
+        integration_id: integration_id.to_string(),
+        error,
+    }
+}
+
+fn client_calls(calls: Vec<PendingCall>) -> pb::ClientToolCallsRequired {
+    pb::ClientToolCallsRequired {
+        tool_calls: calls.into_iter().map(pending_call).collect(),
+    }
+}
+
+fn authorization_required(
+    integration_id: IntegrationId,
+    url: String,
+    tool_call_id: String,
+) -> pb::AuthorizationRequired {
+    pb::AuthorizationRequired {
+        integration_id: integration_id.to_string(),
+        authorization_url: url,
+        tool_call_id,
+    }
+}
+
 /// A run event as a stream message.
 pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
     use pb::execute_run_response::Event as E;
@@ -308,15 +337,8 @@ pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
         RunEvent::DiscoveryFailed {
             integration_id,
             error,
-        } => E::IntegrationDiscoveryFailed(pb::IntegrationDiscoveryFailed {
-            integration_id: integration_id.to_string(),
-            error,
-        }),
-        RunEvent::ClientToolCallsRequired(calls) => {
-            E::ClientToolCallsRequired(pb::ClientToolCallsRequired {
-                tool_calls: calls.into_iter().map(pending_call).collect(),
-            })
-        }
+        } => E::IntegrationDiscoveryFailed(discovery_failed(integration_id, error)),
+        RunEvent::ClientToolCallsRequired(calls) => E::ClientToolCallsRequired(client_calls(calls)),
         RunEvent::ToolInputRequired { id, name, requests } => {
             E::ToolInputRequired(input_required(id, name, requests))
         }
@@ -326,15 +348,15 @@ pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
             arguments,
             approval,
         } => E::ToolApprovalRequired(approval_required(id, name, arguments, approval)),
+        RunEvent::SoftBudgetPassed(passed) => E::SoftBudgetExceeded(pb::SoftBudgetExceeded {
+            used_tokens: passed.used_tokens,
+            soft_budget_tokens: passed.soft_budget_tokens,
+        }),
         RunEvent::AuthorizationRequired {
             integration_id,
             url,
             tool_call_id,
-        } => E::AuthorizationRequired(pb::AuthorizationRequired {
-            integration_id: integration_id.to_string(),
-            authorization_url: url,
-            tool_call_id,
-        }),
+        } => E::AuthorizationRequired(authorization_required(integration_id, url, tool_call_id)),
         RunEvent::Usage { call, total } => E::TokenUsage(token_usage(call, total)),
         RunEvent::Completed(run) => E::RunCompleted(pb::RunCompleted {
             run: Some(proto_run(&run)),

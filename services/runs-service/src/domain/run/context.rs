@@ -13,6 +13,7 @@ use crate::domain::{
     input::{ApprovalChoice, ClientResult, ToolAnswers},
     model::ToolCall,
     ports::{Caller, ModelProvider, RepositoryError, RunsRepository},
+    usage::SoftBudgetPassed,
 };
 
 /// Everything a started run needs.
@@ -25,6 +26,18 @@ pub(super) struct RunContext {
     pub(super) input: Vec<Message>,
     /// MCP tool calls to make again with the caller's answers, first.
     pub(super) resumed: Vec<Resumed>,
+    /// Set when the organization passed its soft budget: told after the
+    /// run's first event.
+    pub(super) budget: Option<SoftBudgetPassed>,
+}
+
+/// The run an input starts: its first messages, the calls to make again,
+/// and the budget warning to tell.
+pub(super) struct Opened {
+    pub(super) run: Run,
+    pub(super) input: Vec<Message>,
+    pub(super) resumed: Vec<Resumed>,
+    pub(super) budget: Option<SoftBudgetPassed>,
 }
 
 /// A new message of `run`'s thread.

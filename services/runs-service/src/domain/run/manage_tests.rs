@@ -15,6 +15,7 @@ use crate::{
         ids::RunId,
         input::RunInput,
         ports::RunsRepository,
+        usage::SoftBudgetPassed,
     },
     fakes::{FakeMcp, ScriptedTurn, ToolBehaviour},
 };
@@ -264,10 +265,52 @@ async fn past_its_monthly_token_budget_an_organization_starts_no_new_run() {
     world.orchestrator = with_budget(Budgets {
         monthly_tokens: Some(12),
         overrides: [("org".to_owned(), None)].into(),
+        ..Budgets::default()
     });
     let events = world.say("three").await;
     assert!(
         matches!(events.last(), Some(RunEvent::Completed(_))),
         "{events:?}"
+    );
+}
+
+#[tokio::test]
+async fn past_its_soft_budget_an_organization_is_warned_and_its_run_goes_on() {
+    let script = (0..3).map(|_| ScriptedTurn::Say("ok".into())).collect();
+    let mut world = World::new(FakeMcp::default(), AgentConfig::default(), script).await;
+    world.orchestrator = Orchestrator::new(
+        world.ports.clone(),
+        RunSettings {
+            budgets: Budgets {
+                soft_monthly_tokens: Some(11),
+                ..Budgets::default()
+            },
+            ..settings()
+        },
+        ActiveRuns::default(),
+    );
+    let warned = |events: &[RunEvent]| {
+        events.iter().find_map(|e| match e {
+            RunEvent::SoftBudgetPassed(passed) => Some(*passed),
+            _ => None,
+        })
+    };
+    // Each run of the fake model uses 11 tokens: the first starts below the
+    // soft budget, the second at it.
+    let first = world.say("one").await;
+    assert_eq!(warned(&first), None);
+    let second = world.say("two").await;
+    assert!(matches!(second[0], RunEvent::Started(_)), "{second:?}");
+    assert_eq!(
+        warned(&second[1..2]),
+        Some(SoftBudgetPassed {
+            used_tokens: 11,
+            soft_budget_tokens: 11,
+        }),
+        "told right after the start: {second:?}"
+    );
+    assert!(
+        matches!(second.last(), Some(RunEvent::Completed(_))),
+        "the run goes on: {second:?}"
     );
 }

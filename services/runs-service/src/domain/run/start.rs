@@ -8,7 +8,7 @@ use switchboard_db::now_millis;
 use tokio::sync::mpsc;
 
 use super::{
-    context::{Resumed, Resumption, RunContext, message, numbered},
+    context::{Opened, Resumption, RunContext, message, numbered},
     drive::{Launch, RunTask},
     emitter::EmitterStart,
     lease::ActiveRuns,
@@ -22,7 +22,7 @@ use crate::domain::{
     input::{InputLimits, RunInput},
     ports::{Caller, ModelProvider, ModelProviders, RunsRepository},
     tools::ToolRouter,
-    usage::Budgets,
+    usage::{Budgets, SoftBudgetPassed},
 };
 
 /// Starts and resumes runs: storage, the model providers, the limits of a
@@ -46,13 +46,16 @@ pub(super) struct RunStarter {
 
 impl RunStarter {
     /// Refuses a new run of an organization that used its monthly token
-    /// budget (RESOURCE_EXHAUSTED, naming the budget). A paused run
-    /// resumes whatever the budget says: it started within it.
-    async fn within_budget(&self, caller: &Caller) -> Result<(), RunsError> {
+    /// budget (RESOURCE_EXHAUSTED, naming the budget); past its soft
+    /// budget the run starts, and the warning is returned (and counted). A
+    /// paused run resumes whatever the budgets say: it started within them.
+    async fn within_budget(&self, caller: &Caller) -> Result<Option<SoftBudgetPassed>, RunsError> {
         let org = &caller.principal.org_id;
-        let Some(budget) = self.budgets.monthly_tokens(org) else {
-            return Ok(());
-        };
+        let hard = self.budgets.monthly_tokens(org);
+        let soft = self.budgets.soft_monthly_tokens(org);
+        if hard.is_none() && soft.is_none() {
+            return Ok(None);
+        }
         let today = chrono::Utc::now().date_naive();
         let used: u64 = self
             .repo
@@ -63,13 +66,30 @@ impl RunStarter {
                 u64::try_from(row.input_tokens.saturating_add(row.output_tokens)).unwrap_or(0)
             })
             .sum();
-        if used >= budget {
+        if let Some(budget) = hard
+            && used >= budget
+        {
             return Err(RunsError::QuotaExceeded(format!(
                 "the organization used {used} of the {budget} tokens of its monthly token \
                  budget; new runs start again next month, or when an operator raises the budget"
             )));
         }
-        Ok(())
+        let passed = soft
+            .filter(|&soft| used >= soft)
+            .map(|soft_budget_tokens| SoftBudgetPassed {
+                used_tokens: used,
+                soft_budget_tokens,
+            });
+        if let Some(passed) = passed {
+            tracing::warn!(
+                org_id = %org,
+                used_tokens = passed.used_tokens,
+                soft_budget_tokens = passed.soft_budget_tokens,
+                "a run starts past its organization's soft monthly token budget"
+            );
+            crate::metrics::soft_budget_passed(org, self.budgets.names(org));
+        }
+        Ok(passed)
     }
 
     /// Checks the request, records the run, and starts it on a task. The
@@ -89,7 +109,12 @@ impl RunStarter {
         // task to its end, so a refused run leaves nothing behind.
         let place = self.counts.reserve(&caller)?;
         let (thread, agent, provider) = self.load(&caller, thread_id).await?;
-        let (run, input, resumed) = self.open(&caller, &thread, &agent, input).await?;
+        let Opened {
+            run,
+            input,
+            resumed,
+            budget,
+        } = self.open(&caller, &thread, &agent, input).await?;
         // A resumed run's events continue its stream's numbering.
         let after = match self.repo.last_run_event(run.id).await {
             Ok(after) => after,
@@ -106,6 +131,7 @@ impl RunStarter {
             provider,
             input,
             resumed,
+            budget,
         };
         let task = self.task.clone();
         let launch = Launch {
@@ -145,12 +171,17 @@ impl RunStarter {
         thread: &Thread,
         agent: &Agent,
         input: RunInput,
-    ) -> Result<(Run, Vec<Message>, Vec<Resumed>), RunsError> {
+    ) -> Result<Opened, RunsError> {
         match input {
             RunInput::UserMessage(text) => {
-                self.within_budget(caller).await?;
+                let budget = self.within_budget(caller).await?;
                 let (run, input) = self.begin(thread, agent, text).await?;
-                Ok((run, input, Vec::new()))
+                Ok(Opened {
+                    run,
+                    input,
+                    resumed: Vec::new(),
+                    budget,
+                })
             }
             RunInput::ClientToolResults {
                 run_id,
@@ -164,7 +195,13 @@ impl RunStarter {
                     answers,
                     approvals,
                 };
-                self.resume(caller, thread, sent).await
+                let (run, input, resumed) = self.resume(caller, thread, sent).await?;
+                Ok(Opened {
+                    run,
+                    input,
+                    resumed,
+                    budget: None,
+                })
             }
         }
     }

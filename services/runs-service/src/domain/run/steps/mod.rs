@@ -110,6 +110,9 @@ impl StepLoop {
         emitter: &mut Emitter,
     ) -> Result<(), Stop> {
         emitter.emit(RunEvent::Started(run.clone())).await?;
+        if let Some(passed) = context.budget {
+            emitter.emit(RunEvent::SoftBudgetPassed(passed)).await?;
+        }
         for message in &context.input {
             emitter
                 .emit(RunEvent::MessageCreated(message.clone()))

@@ -40,11 +40,7 @@ impl Kept {
 
 /// The services' subscriber under `log_filter`, with audit records going to
 /// `logger`.
-fn subscriber_with(
-    log_filter: &str,
-    logger: &SdkLoggerProvider,
-    buffer: &Buffer,
-) -> Dispatch {
+fn subscriber_with(log_filter: &str, logger: &SdkLoggerProvider, buffer: &Buffer) -> Dispatch {
     let config = TelemetryConfig {
         log_filter: log_filter.into(),
         ..TelemetryConfig::new("test")

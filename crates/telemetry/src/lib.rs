@@ -1,14 +1,15 @@
 //! Telemetry shared by Switchboard services: a tracing subscriber writing JSON
 //! or human-readable logs (JSON lines carry the trace and span ids), an
 //! OpenTelemetry tracer that always runs so that W3C trace context is carried
-//! across every hop whether or not spans are exported, OTLP export of spans
-//! and metrics when a collector is configured, and a Prometheus scrape
-//! endpoint for the metrics.
+//! across every hop whether or not spans are exported, OTLP export of spans,
+//! metrics and audit events (as log records) when a collector is configured,
+//! and a Prometheus scrape endpoint for the metrics.
 
 // No function past 60 lines (clippy.toml) outside unit tests; `make clippy`
 // enforces it with the other lints.
 #![cfg_attr(not(test), deny(clippy::too_many_lines))]
 
+mod audit_logs;
 mod content;
 mod logs;
 mod metrics;
@@ -20,14 +21,15 @@ use std::{io, net::SocketAddr, str::FromStr};
 use anyhow::Context as _;
 use opentelemetry::{KeyValue, global, trace::TracerProvider as _};
 use opentelemetry_sdk::{
-    Resource, metrics::SdkMeterProvider, propagation::TraceContextPropagator,
-    trace::SdkTracerProvider,
+    Resource, logs::SdkLoggerProvider, metrics::SdkMeterProvider,
+    propagation::TraceContextPropagator, trace::SdkTracerProvider,
 };
 use tracing_subscriber::{
     EnvFilter, Layer, filter::FilterExt as _, fmt::MakeWriter, layer::SubscriberExt,
     util::SubscriberInitExt,
 };
 
+pub use audit_logs::AUDIT_TARGET;
 pub use content::{capture_content, set_capture_content};
 pub use metrics::{
     DURATION_BUCKETS, MetricsEndpoint, MetricsLimits, OTHER, TOKEN_BUCKETS, max_series,
@@ -74,8 +76,8 @@ pub struct TelemetryConfig {
     pub log_format: LogFormat,
     /// Filter directives (`RUST_LOG` syntax), for example `info,sqlx=warn`.
     pub log_filter: String,
-    /// OTLP/gRPC collector endpoint; no spans or metrics are exported when
-    /// unset (trace context is still propagated).
+    /// OTLP/gRPC collector endpoint; no spans, metrics or audit log records
+    /// are exported when unset (trace context is still propagated).
     pub otlp_endpoint: Option<String>,
     /// Address of the Prometheus scrape endpoint (`GET /metrics`); none when
     /// unset.
@@ -109,6 +111,7 @@ impl TelemetryConfig {
 pub struct TelemetryGuard {
     tracer: Option<SdkTracerProvider>,
     meter: Option<SdkMeterProvider>,
+    logger: Option<SdkLoggerProvider>,
     metrics_endpoint: Option<MetricsEndpoint>,
 }
 
@@ -118,7 +121,8 @@ impl TelemetryGuard {
         self.metrics_endpoint.as_ref().map(MetricsEndpoint::addr)
     }
 
-    /// Exports every finished span and the current metrics now.
+    /// Exports every finished span, the current metrics and the queued
+    /// audit log records now.
     pub fn flush(&self) {
         if let Some(tracer) = &self.tracer
             && let Err(error) = tracer.force_flush()
@@ -129,6 +133,11 @@ impl TelemetryGuard {
             && let Err(error) = meter.force_flush()
         {
             tracing::warn!(error = %error, "failed to flush metrics");
+        }
+        if let Some(logger) = &self.logger
+            && let Err(error) = logger.force_flush()
+        {
+            tracing::warn!(error = %error, "failed to flush audit log records");
         }
     }
 }
@@ -144,6 +153,11 @@ impl Drop for TelemetryGuard {
             && let Err(error) = provider.shutdown()
         {
             eprintln!("failed to flush metrics: {error}");
+        }
+        if let Some(provider) = self.logger.take()
+            && let Err(error) = provider.shutdown()
+        {
+            eprintln!("failed to flush audit log records: {error}");
         }
     }
 }
@@ -166,6 +180,7 @@ where
 
     let resource = resource(&config.service_name);
     let tracer = traces::tracer_provider(resource.clone(), config.otlp_endpoint.as_deref())?;
+    let logger = audit_logs::logger_provider(resource.clone(), config.otlp_endpoint.as_deref())?;
     let (meter, registry) = metrics::meter_provider(
         resource,
         config.otlp_endpoint.as_deref(),
@@ -180,7 +195,7 @@ where
         )?),
         _ => None,
     };
-    subscriber(config, writer, &tracer)?
+    subscriber(config, writer, &tracer, logger.as_ref())?
         .try_init()
         .context("failed to install the tracing subscriber")?;
     global::set_tracer_provider(tracer.clone());
@@ -188,19 +203,22 @@ where
     Ok(TelemetryGuard {
         tracer: Some(tracer),
         meter: Some(meter),
+        logger,
         metrics_endpoint,
     })
 }
 
-/// Log lines (as the log filter chooses) and spans (every one at `info`
+/// Log lines (as the log filter chooses), spans (every one at `info`
 /// and above, whatever the log filter says, so quieting the logs with
 /// `RUST_LOG=warn` neither stops traces nor loses the trace ids of the lines
-/// still written). The log layer sees only the spans its filter enables: the
-/// fields of the others are never formatted.
+/// still written) and, with a `logger`, audit events as log records (also
+/// whatever the log filter says). The log layer sees only the spans its
+/// filter enables: the fields of the others are never formatted.
 fn subscriber<W>(
     config: &TelemetryConfig,
     writer: W,
     tracer: &SdkTracerProvider,
+    logger: Option<&SdkLoggerProvider>,
 ) -> anyhow::Result<impl tracing::Subscriber + Send + Sync + 'static>
 where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
@@ -222,7 +240,8 @@ where
         .with_filter(traces::exported());
     Ok(tracing_subscriber::registry()
         .with(logs::layer(config.log_format, writer).with_filter(filter.or(traces::detached())))
-        .with(otel_layer))
+        .with(otel_layer)
+        .with(audit_logs::layer(logger)))
 }
 
 /// The service's resource: the SDK's and `OTEL_RESOURCE_ATTRIBUTES`, the

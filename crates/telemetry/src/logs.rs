@@ -42,10 +42,22 @@ where
     }
 }
 
-/// The dispatcher the log layer is part of, kept once the subscriber is
-/// made one: the spans the log filter hides are read through it.
+/// The dispatcher a layer is part of, kept once the subscriber is made one:
+/// the spans the layer's own filter hides are read through it.
 #[derive(Clone, Default)]
-struct Dispatcher(Arc<OnceLock<WeakDispatch>>);
+pub(crate) struct Dispatcher(Arc<OnceLock<WeakDispatch>>);
+
+impl Dispatcher {
+    /// The trace context around `event` (see [`traced_context_around`]),
+    /// once the layer is registered.
+    pub(crate) fn traced_context_around(
+        &self,
+        event: &Event<'_>,
+    ) -> Option<opentelemetry::Context> {
+        let dispatch = self.0.get()?.upgrade()?;
+        traced_context_around(event, &dispatch)
+    }
+}
 
 impl<S: Subscriber> Layer<S> for Dispatcher {
     fn on_register_dispatch(&self, dispatch: &Dispatch) {
@@ -73,15 +85,12 @@ where
         mut writer: Writer<'_>,
         event: &Event<'_>,
     ) -> fmt::Result {
-        let ids = self
-            .dispatcher
-            .0
-            .get()
-            .and_then(WeakDispatch::upgrade)
-            .and_then(|dispatch| ids_around(event, &dispatch));
-        let Some((trace_id, span_id)) = ids else {
+        let Some(context) = self.dispatcher.traced_context_around(event) else {
             return self.format.format_event(ctx, writer, event);
         };
+        let span = context.span();
+        let span_context = span.span_context();
+        let (trace_id, span_id) = (span_context.trace_id(), span_context.span_id());
         let mut line = String::new();
         self.format
             .format_event(ctx, Writer::new(&mut line), event)?;
@@ -97,24 +106,19 @@ where
     }
 }
 
-/// The ids of the innermost span being traced around the line: the line's
-/// span or the nearest of its parents the OpenTelemetry layer sees, whether
-/// or not the log filter shows it. Spans are walked in the registry itself,
-/// as the log layer's own view holds only the spans its filter enables.
-fn ids_around(event: &Event<'_>, dispatch: &Dispatch) -> Option<(String, String)> {
+/// The context of the innermost span being traced around `event`: the
+/// event's span or the nearest of its parents the OpenTelemetry layer sees,
+/// whether or not the calling layer's filter shows it. Spans are walked in
+/// the registry itself, as a filtered layer's own view holds only the spans
+/// its filter enables.
+fn traced_context_around(event: &Event<'_>, dispatch: &Dispatch) -> Option<opentelemetry::Context> {
     let registry = dispatch.downcast_ref::<Registry>()?;
     let current = dispatch.current_span();
     let id = event.parent().or_else(|| current.id())?;
-    let context = registry
+    registry
         .span(id)?
         .scope()
-        .find_map(|span| traced_context(&span, dispatch))?;
-    let span = context.span();
-    let span_context = span.span_context();
-    Some((
-        span_context.trace_id().to_string(),
-        span_context.span_id().to_string(),
-    ))
+        .find_map(|span| traced_context(&span, dispatch))
 }
 
 /// The trace context of `span` when the OpenTelemetry layer traces it and

@@ -14,7 +14,9 @@ fn subscriber_writing_to(log_filter: &str, buffer: &Buffer) -> tracing::Dispatch
     };
     let tracer = SdkTracerProvider::builder().build();
     let writer = buffer.clone();
-    tracing::Dispatch::new(subscriber(&config, move || writer.clone(), &tracer).expect("built"))
+    tracing::Dispatch::new(
+        subscriber(&config, move || writer.clone(), &tracer, None).expect("built"),
+    )
 }
 
 fn text_of(buffer: &Buffer) -> String {

@@ -100,6 +100,17 @@ pub fn start_binary(
     cwd: &std::path::Path,
     env: &[(&str, &str)],
 ) -> anyhow::Result<ServiceProcess> {
+    start_binary_writing_to(path, cwd, env, Stdio::null())
+}
+
+/// [`start_binary`], its log lines (stdout) going to `stdout`, for a test
+/// that reads what it logged.
+pub fn start_binary_writing_to(
+    path: &str,
+    cwd: &std::path::Path,
+    env: &[(&str, &str)],
+    stdout: Stdio,
+) -> anyhow::Result<ServiceProcess> {
     let port = free_port()?;
     let child = Command::new(path)
         .current_dir(cwd)
@@ -108,7 +119,7 @@ pub fn start_binary(
         .env_remove("SWITCHBOARD_DATA_DIR")
         .envs(env.iter().copied())
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(stdout)
         .stderr(Stdio::inherit())
         .spawn()
         .with_context(|| format!("failed to start {path}"))?;

@@ -1,5 +1,5 @@
-//! An OTLP/gRPC collector inside a test or benchmark: the trace and metrics services of
-//! the OpenTelemetry protocol, keeping what they receive.
+//! An OTLP/gRPC collector inside a test or benchmark: the trace, metrics and logs
+//! services of the OpenTelemetry protocol, keeping what they receive.
 
 use std::{
     net::SocketAddr,
@@ -8,6 +8,10 @@ use std::{
 
 use opentelemetry_proto::tonic::{
     collector::{
+        logs::v1::{
+            ExportLogsServiceRequest, ExportLogsServiceResponse,
+            logs_service_server::{LogsService, LogsServiceServer},
+        },
         metrics::v1::{
             ExportMetricsServiceRequest, ExportMetricsServiceResponse,
             metrics_service_server::{MetricsService, MetricsServiceServer},
@@ -18,6 +22,7 @@ use opentelemetry_proto::tonic::{
         },
     },
     common::v1::{AnyValue, KeyValue, any_value::Value},
+    logs::v1::LogRecord,
     trace::v1::Span,
 };
 use tokio::net::TcpListener;
@@ -28,6 +33,7 @@ use tonic::{Request, Response, Status};
 struct Received {
     traces: Vec<ExportTraceServiceRequest>,
     metrics: Vec<ExportMetricsServiceRequest>,
+    logs: Vec<ExportLogsServiceRequest>,
 }
 
 /// The collector's store, shared with its services.
@@ -47,11 +53,12 @@ impl Collector {
             addr: Some(listener.local_addr().expect("an address")),
             ..Self::default()
         };
-        let (traces, metrics) = (collector.clone(), collector.clone());
+        let (traces, metrics, logs) = (collector.clone(), collector.clone(), collector.clone());
         tokio::spawn(async move {
             tonic::transport::Server::builder()
                 .add_service(TraceServiceServer::new(traces))
                 .add_service(MetricsServiceServer::new(metrics))
+                .add_service(LogsServiceServer::new(logs))
                 .serve_with_incoming(TcpListenerStream::new(listener))
                 .await
                 .expect("the collector serves");
@@ -107,6 +114,36 @@ impl Collector {
             .collect()
     }
 
+    /// Every log record received so far, with the name of its scope (the
+    /// target of the event it was made from).
+    pub fn log_records(&self) -> Vec<(String, LogRecord)> {
+        let received = self.received.lock().expect("not poisoned");
+        received
+            .logs
+            .iter()
+            .flat_map(|r| &r.resource_logs)
+            .flat_map(|r| &r.scope_logs)
+            .flat_map(|s| {
+                let scope = s.scope.as_ref().map(|s| s.name.clone()).unwrap_or_default();
+                s.log_records
+                    .iter()
+                    .map(move |l| (scope.clone(), l.clone()))
+            })
+            .collect()
+    }
+
+    /// The `service.name` of every resource log records were received from.
+    pub fn log_resources(&self) -> Vec<String> {
+        let received = self.received.lock().expect("not poisoned");
+        received
+            .logs
+            .iter()
+            .flat_map(|r| &r.resource_logs)
+            .filter_map(|r| r.resource.as_ref())
+            .filter_map(|r| text_of(&r.attributes, "service.name"))
+            .collect()
+    }
+
     /// The names of every metric received so far.
     pub fn metric_names(&self) -> Vec<String> {
         let received = self.received.lock().expect("not poisoned");
@@ -122,7 +159,10 @@ impl Collector {
     /// Everything received, as text, to search for what must not be there.
     pub fn everything(&self) -> String {
         let received = self.received.lock().expect("not poisoned");
-        format!("{:?}\n{:?}", received.traces, received.metrics)
+        format!(
+            "{:?}\n{:?}\n{:?}",
+            received.traces, received.metrics, received.logs
+        )
     }
 }
 
@@ -136,6 +176,19 @@ impl TraceService for Collector {
             received.traces.push(request.into_inner());
         }
         Ok(Response::new(ExportTraceServiceResponse::default()))
+    }
+}
+
+#[tonic::async_trait]
+impl LogsService for Collector {
+    async fn export(
+        &self,
+        request: Request<ExportLogsServiceRequest>,
+    ) -> Result<Response<ExportLogsServiceResponse>, Status> {
+        if let Ok(mut received) = self.received.lock() {
+            received.logs.push(request.into_inner());
+        }
+        Ok(Response::new(ExportLogsServiceResponse::default()))
     }
 }
 
@@ -154,7 +207,17 @@ impl MetricsService for Collector {
 
 /// The value of attribute `key` of `span`, as text.
 pub fn attribute(span: &Span, key: &str) -> Option<String> {
-    span.attributes
+    text_of(&span.attributes, key)
+}
+
+/// The value of attribute `key` of log record `record`, as text.
+pub fn log_attribute(record: &LogRecord, key: &str) -> Option<String> {
+    text_of(&record.attributes, key)
+}
+
+/// The value of `key` among `attributes`, as text.
+fn text_of(attributes: &[KeyValue], key: &str) -> Option<String> {
+    attributes
         .iter()
         .find(|KeyValue { key: k, .. }| k == key)
         .and_then(|kv| kv.value.as_ref())

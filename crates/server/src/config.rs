@@ -1,6 +1,8 @@
 //! Server settings shared by every service, from flags or environment.
 
-use std::{net::SocketAddr, num::NonZeroU32, time::Duration};
+use std::{net::SocketAddr, num::NonZeroU32, path::PathBuf, time::Duration};
+
+use crate::{OrgLimitTable, OrgLimits};
 
 /// How the gRPC server listens, limits and stops.
 #[derive(Debug, Clone, clap::Args)]
@@ -36,6 +38,11 @@ pub struct ServerArgs {
     /// size).
     #[arg(long, env = "SWITCHBOARD_ORG_RATE_BURST", default_value = "2000")]
     pub org_rate_burst: NonZeroU32,
+    /// A TOML file of limits per organization, overriding the three above:
+    /// `[orgs."<org id>"]` with `concurrency`, `rate` and `burst`, each
+    /// optional (at most 10,000 organizations, 1 MiB).
+    #[arg(long, env = "SWITCHBOARD_ORG_LIMITS_FILE")]
+    pub org_limits_file: Option<PathBuf>,
     /// Largest message accepted or sent, in bytes.
     #[arg(long, env = "SWITCHBOARD_MAX_MESSAGE_BYTES", default_value_t = 16 * 1024 * 1024)]
     pub max_message_bytes: usize,
@@ -74,6 +81,7 @@ impl ServerArgs {
             org_concurrency_limit: 256,
             org_rate_limit: NonZeroU32::new(1000).expect("1000 is not zero"),
             org_rate_burst: NonZeroU32::new(2000).expect("2000 is not zero"),
+            org_limits_file: None,
             max_message_bytes: 16 * 1024 * 1024,
             readiness_interval: Duration::from_secs(5),
             readiness_timeout: Duration::from_secs(2),
@@ -81,6 +89,20 @@ impl ServerArgs {
             drain_timeout: Duration::from_secs(2),
             http2_keepalive_interval: Duration::from_secs(30),
             http2_keepalive_timeout: Duration::from_secs(20),
+        }
+    }
+
+    /// The limits of each organization: the defaults, overridden by the
+    /// limits file when one is set (read and checked here).
+    pub fn org_limits(&self) -> anyhow::Result<OrgLimitTable> {
+        let defaults = OrgLimits {
+            concurrency: self.org_concurrency_limit,
+            rate: self.org_rate_limit,
+            burst: self.org_rate_burst,
+        };
+        match &self.org_limits_file {
+            Some(path) => OrgLimitTable::read(defaults, path),
+            None => Ok(OrgLimitTable::uniform(defaults)),
         }
     }
 

@@ -23,7 +23,7 @@ use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use tracing::{Level, Span};
 
 use crate::{
-    DeadlineLayer, Deadlines, GlobalLimitLayer, OrgLimitLayer, OrgLimits, ServerArgs,
+    DeadlineLayer, Deadlines, GlobalLimitLayer, OrgLimitLayer, ServerArgs,
     readiness::{self, Watch},
     rpc_methods::RpcMethods,
     rpc_telemetry::{RpcTelemetryLayer, is_untraced},
@@ -153,11 +153,7 @@ pub async fn serve(
     } = services;
     let health = report_serving(&mut routes, &names).await?;
 
-    let org_limits = OrgLimitLayer::new(OrgLimits {
-        concurrency: args.org_concurrency_limit,
-        rate: args.org_rate_limit,
-        burst: args.org_rate_burst,
-    });
+    let org_limits = OrgLimitLayer::new(args.org_limits()?);
     let background = AbortOnDrop(vec![
         Some(org_limits.spawn_forgetting(FORGET_IDLE_ORGS_EVERY)),
         database.map(|database| {

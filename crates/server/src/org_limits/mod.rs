@@ -10,15 +10,16 @@
 //! end, and the service refuses everybody. Health and reflection carry no
 //! organization and are never counted.
 
+mod table;
+
 use std::{
     collections::HashMap,
-    num::NonZeroU32,
     sync::{Arc, Mutex},
     time::Duration,
 };
 
 use governor::{
-    Quota, RateLimiter,
+    DefaultDirectRateLimiter, Quota, RateLimiter,
     clock::{Clock as _, DefaultClock},
     state::keyed::DefaultKeyedStateStore,
 };
@@ -35,31 +36,29 @@ use crate::{
     held_body::HeldBody,
 };
 
+pub use table::{OrgLimitTable, OrgLimits};
+
 /// The retry delay suggested to a caller at its concurrency limit: calls in
 /// flight end at times nobody knows, and a second neither spins the caller
 /// nor is long against a tool call.
 const CONCURRENCY_RETRY_DELAY: Duration = Duration::from_secs(1);
 
-/// How many calls one organization may make.
-#[derive(Debug, Clone, Copy)]
-pub struct OrgLimits {
-    /// Calls in flight at once.
-    pub concurrency: usize,
-    /// Calls per second on average.
-    pub rate: NonZeroU32,
-    /// Calls at once above the rate.
-    pub burst: NonZeroU32,
-}
-
 type KeyedLimiter = RateLimiter<String, DefaultKeyedStateStore<String>, DefaultClock>;
 
 #[derive(Debug)]
 struct Shared {
-    limits: OrgLimits,
+    limits: OrgLimitTable,
     /// Calls in flight per organization; an organization with none has no
     /// entry, so the map holds only organizations being served.
     in_flight: Mutex<HashMap<String, usize>>,
+    /// The buckets of the organizations on the default rate.
     rate: KeyedLimiter,
+    /// The bucket of each organization with limits of its own.
+    own_rates: HashMap<String, DefaultDirectRateLimiter>,
+}
+
+fn quota(limits: &OrgLimits) -> Quota {
+    Quota::per_second(limits.rate).allow_burst(limits.burst)
 }
 
 /// Enforces [`OrgLimits`] on calls that [`crate::AuthLayer`]
@@ -70,14 +69,18 @@ pub struct OrgLimitLayer {
 }
 
 impl OrgLimitLayer {
-    /// A layer enforcing `limits`.
-    pub fn new(limits: OrgLimits) -> Self {
-        let quota = Quota::per_second(limits.rate).allow_burst(limits.burst);
+    /// A layer enforcing each organization's `limits`.
+    pub fn new(limits: OrgLimitTable) -> Self {
+        let own_rates = limits
+            .overrides()
+            .map(|(org, l)| (org.to_owned(), RateLimiter::direct(quota(l))))
+            .collect();
         Self {
             shared: Arc::new(Shared {
+                rate: RateLimiter::keyed(quota(&limits.defaults())),
                 limits,
                 in_flight: Mutex::new(HashMap::new()),
-                rate: RateLimiter::keyed(quota),
+                own_rates,
             }),
         }
     }
@@ -140,19 +143,12 @@ fn lock(map: &Mutex<HashMap<String, usize>>) -> std::sync::MutexGuard<'_, HashMa
 impl Shared {
     /// Admits a call of `org` or says why not.
     fn admit(self: &Arc<Self>, org: &str) -> Result<Slot, Status> {
+        let limits = self.limits.of(org);
         {
             let mut in_flight = lock(&self.in_flight);
             let count = in_flight.entry(org.to_owned()).or_insert(0);
-            if *count >= self.limits.concurrency {
-                return Err(refusal(
-                    ErrorReason::OrganizationConcurrencyLimit,
-                    format!(
-                        "your organization has {} calls in flight, its limit; retry when one ends",
-                        self.limits.concurrency
-                    ),
-                    self.limits.concurrency.to_string(),
-                    CONCURRENCY_RETRY_DELAY,
-                ));
+            if *count >= limits.concurrency {
+                return Err(concurrency_refusal(limits.concurrency));
             }
             *count += 1;
         }
@@ -161,21 +157,41 @@ impl Shared {
             shared: self.clone(),
             org: org.to_owned(),
         };
-        if let Err(not_until) = self.rate.check_key(&org.to_owned()) {
-            let wait = not_until.wait_time_from(DefaultClock::default().now());
-            return Err(refusal(
-                ErrorReason::OrganizationRateLimit,
-                format!(
-                    "your organization made more than {} calls per second; retry after {} ms",
-                    self.limits.rate,
-                    wait.as_millis().max(1)
-                ),
-                self.limits.rate.to_string(),
-                wait,
-            ));
-        }
+        self.check_rate(org, &limits)?;
         Ok(slot)
     }
+
+    /// Takes a token of `org`'s bucket or says how long to wait for one.
+    fn check_rate(&self, org: &str, limits: &OrgLimits) -> Result<(), Status> {
+        let checked = match self.own_rates.get(org) {
+            Some(own) => own.check(),
+            None => self.rate.check_key(&org.to_owned()),
+        };
+        let Err(not_until) = checked else {
+            return Ok(());
+        };
+        let wait = not_until.wait_time_from(DefaultClock::default().now());
+        Err(refusal(
+            ErrorReason::OrganizationRateLimit,
+            format!(
+                "your organization made more than {} calls per second; retry after {} ms",
+                limits.rate,
+                wait.as_millis().max(1)
+            ),
+            limits.rate.to_string(),
+            wait,
+        ))
+    }
+}
+
+/// The refusal of a call of an organization with `limit` calls in flight.
+fn concurrency_refusal(limit: usize) -> Status {
+    refusal(
+        ErrorReason::OrganizationConcurrencyLimit,
+        format!("your organization has {limit} calls in flight, its limit; retry when one ends"),
+        limit.to_string(),
+        CONCURRENCY_RETRY_DELAY,
+    )
 }
 
 fn refusal(reason: ErrorReason, message: String, limit: String, retry: Duration) -> Status {

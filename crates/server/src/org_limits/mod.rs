@@ -9,14 +9,18 @@
 //! server hangs fills every slot of the global limit with calls that never
 //! end, and the service refuses everybody. Health and reflection carry no
 //! organization and are never counted.
+//!
+//! Calls in flight are counted across the replicas of a service: each
+//! replica admits calls from a grant of slots it holds in a shared store
+//! ([`SlotGrants`]), so that all replicas together keep to the limit. Calls
+//! per second are counted by each replica on its own.
 
+mod grants;
+mod postgres;
+mod slots;
 mod table;
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use governor::{
     DefaultDirectRateLimiter, Quota, RateLimiter,
@@ -36,7 +40,12 @@ use crate::{
     held_body::HeldBody,
 };
 
+pub use grants::{Ask, MemorySlotGrants, SlotGrants, grant};
+pub use postgres::PgSlotGrants;
+pub use slots::GrantSettings;
 pub use table::{OrgLimitTable, OrgLimits};
+
+use slots::{NotAdmitted, Slots};
 
 /// The retry delay suggested to a caller at its concurrency limit: calls in
 /// flight end at times nobody knows, and a second neither spins the caller
@@ -48,9 +57,8 @@ type KeyedLimiter = RateLimiter<String, DefaultKeyedStateStore<String>, DefaultC
 #[derive(Debug)]
 struct Shared {
     limits: OrgLimitTable,
-    /// Calls in flight per organization; an organization with none has no
-    /// entry, so the map holds only organizations being served.
-    in_flight: Mutex<HashMap<String, usize>>,
+    /// Calls in flight per organization, within this replica's grants.
+    slots: Slots,
     /// The buckets of the organizations on the default rate.
     rate: KeyedLimiter,
     /// The bucket of each organization with limits of its own.
@@ -69,8 +77,14 @@ pub struct OrgLimitLayer {
 }
 
 impl OrgLimitLayer {
-    /// A layer enforcing each organization's `limits`.
-    pub fn new(limits: OrgLimitTable) -> Self {
+    /// A layer enforcing each organization's `limits`, counting calls in
+    /// flight in grants of `store` as replica `replica`.
+    pub fn new(
+        limits: OrgLimitTable,
+        replica: String,
+        store: Arc<dyn SlotGrants>,
+        settings: GrantSettings,
+    ) -> Self {
         let own_rates = limits
             .overrides()
             .map(|(org, l)| (org.to_owned(), RateLimiter::direct(quota(l))))
@@ -79,7 +93,7 @@ impl OrgLimitLayer {
             shared: Arc::new(Shared {
                 rate: RateLimiter::keyed(quota(&limits.defaults())),
                 limits,
-                in_flight: Mutex::new(HashMap::new()),
+                slots: Slots::new(replica, store, settings),
                 own_rates,
             }),
         }
@@ -90,6 +104,27 @@ impl OrgLimitLayer {
     pub fn forget_idle(&self) {
         self.shared.rate.retain_recent();
         self.shared.rate.shrink_to_fit();
+    }
+
+    /// Renews this replica's grants of calls in flight every `period` (well
+    /// within their time-to-live) and gives back the slots left unused,
+    /// until aborted.
+    pub fn spawn_heartbeat(&self, period: Duration) -> tokio::task::JoinHandle<()> {
+        let layer = self.clone();
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(period);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticker.tick().await;
+                layer.shared.slots.beat().await;
+            }
+        })
+    }
+
+    /// Gives up this replica's grants, so that the other replicas need not
+    /// wait for them to expire (the process stops).
+    pub async fn release(&self) {
+        self.shared.slots.release().await;
     }
 
     /// Calls [`Self::forget_idle`] every `period` until aborted.
@@ -123,41 +158,30 @@ struct Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        let mut in_flight = lock(&self.shared.in_flight);
-        if let Some(count) = in_flight.get_mut(&self.org) {
-            *count = count.saturating_sub(1);
-            if *count == 0 {
-                in_flight.remove(&self.org);
-            }
-        }
+        self.shared.slots.end(&self.org);
     }
-}
-
-fn lock(map: &Mutex<HashMap<String, usize>>) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
-    // The map holds plain counts that every holder leaves consistent, so a
-    // panic elsewhere while holding it leaves nothing to repair.
-    map.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Shared {
     /// Admits a call of `org` or says why not.
-    fn admit(self: &Arc<Self>, org: &str) -> Result<Slot, Status> {
-        let limits = self.limits.of(org);
-        {
-            let mut in_flight = lock(&self.in_flight);
-            let count = in_flight.entry(org.to_owned()).or_insert(0);
-            if *count >= limits.concurrency {
-                return Err(concurrency_refusal(limits.concurrency));
+    async fn admit(self: Arc<Self>, org: String) -> Result<Slot, Status> {
+        let limits = self.limits.of(&org);
+        match self.slots.admit(&org, limits.concurrency).await {
+            Ok(()) => {}
+            Err(NotAdmitted::AtLimit) => return Err(concurrency_refusal(limits.concurrency)),
+            Err(NotAdmitted::Store(error)) => {
+                tracing::warn!(org = %org, error = %format!("{error:#}"), "calls in flight not counted");
+                return Err(Status::unavailable(
+                    "your organization's calls in flight could not be counted; retry shortly",
+                ));
             }
-            *count += 1;
         }
         // From here the slot is held; dropping it on refusal gives it back.
         let slot = Slot {
             shared: self.clone(),
-            org: org.to_owned(),
+            org,
         };
-        self.check_rate(org, &limits)?;
+        self.check_rate(&slot.org, &limits)?;
         Ok(slot)
     }
 
@@ -223,19 +247,18 @@ impl Gate for OrgLimitLayer {
             // Health and reflection: no organization to count.
             return Box::pin(inner.call(request));
         };
-        match self.shared.admit(&org) {
-            Ok(slot) => {
-                let call = inner.call(request);
-                Box::pin(async move {
-                    let response = call.await?;
+        let shared = self.shared.clone();
+        Box::pin(async move {
+            match shared.admit(org.clone()).await {
+                Ok(slot) => {
+                    let response = inner.call(request).await?;
                     Ok(response.map(|body| Body::new(HeldBody::new(body, slot))))
-                })
+                }
+                Err(status) => {
+                    tracing::debug!(org = %org, reason = %status.message(), "call refused at the organization's limit");
+                    Ok(status.into_http())
+                }
             }
-            Err(status) => {
-                tracing::debug!(org = %org, reason = %status.message(), "call refused at the organization's limit");
-                let response = status.into_http();
-                Box::pin(async move { Ok(response) })
-            }
-        }
+        })
     }
 }

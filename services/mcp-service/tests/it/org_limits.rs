@@ -186,6 +186,91 @@ async fn a_limits_file_with_an_unknown_key_stops_the_service_at_start(kind: DbKi
     assert!(shown.contains("concurency"), "{shown}");
 }
 
+/// Settings of both replicas: the limits file, grants renewed and shrunk
+/// often, calls that hang as long as the test needs.
+fn replica_config(config: &mut switchboard_mcp_service::Config, file: &Path) {
+    config.common.server.org_limits_file = Some(file.to_owned());
+    config.common.server.org_slot_grant_heartbeat = Duration::from_millis(100);
+    config.common.server.org_slot_grant_ttl = Duration::from_secs(3);
+    config.connect_timeout = Duration::from_secs(600);
+    config.call_timeout = Duration::from_secs(600);
+}
+
+/// The slots of `org` granted to any replica, read from the shared table.
+async fn granted(url: &str, org: &str) -> i64 {
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(url).await.expect("the database");
+    let row = sqlx::query(
+        "SELECT COALESCE(SUM(slots), 0)::BIGINT FROM org_slot_grants WHERE org_id = $1",
+    )
+    .bind(org)
+    .fetch_one(&pool)
+    .await
+    .expect("the grants");
+    pool.close().await;
+    sqlx::Row::get(&row, 0)
+}
+
+#[tokio::test]
+async fn an_organization_limit_holds_across_two_replicas_on_one_postgresql() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let file = limits_file(
+        dir.path(),
+        "[orgs.org-ten]\nconcurrency = 10\n[orgs.org-three]\nconcurrency = 3\n",
+    );
+    let mut a = start_with(DbKind::Postgres, |c| replica_config(c, &file)).await;
+    let mut config = switchboard_mcp_service::Config::for_tests(
+        &a.db.url,
+        switchboard_test_support::TEST_JWT_SECRET,
+    );
+    replica_config(&mut config, &file);
+    let b_server = switchboard_mcp_service::spawn(config)
+        .await
+        .expect("the second replica starts");
+    let b = McpServiceClient::connect(b_server.url())
+        .await
+        .expect("connects");
+    let (ten, three) = (admin("org-ten"), admin("org-three"));
+    let (url, _upstream) = hanging_upstream().await;
+    let ten_id = hanging_integration(&mut a, &ten, &url).await;
+    let three_id = hanging_integration(&mut a, &three, &url).await;
+
+    // Six calls on each replica: ten are admitted in all, two refused.
+    let mut calls = HangingCalls::new();
+    calls.start(&a.client, &ten_id, &ten, 6);
+    calls.start(&b, &ten_id, &ten, 6);
+    calls.expect_refused(2).await;
+    assert_eq!(granted(&a.db.url, "org-ten").await, 10);
+    // The eleventh is refused on either replica.
+    for mut client in [a.client.clone(), b.clone()] {
+        let status = client
+            .list_integrations(req(pb::ListIntegrationsRequest::default(), &ten))
+            .await
+            .expect_err("the organization is at its limit");
+        assert_refused_at_limit(&status);
+    }
+    // Another organization's own limit holds beside it.
+    let mut others = HangingCalls::new();
+    others.start(&b, &three_id, &three, 2);
+    others.start(&a.client, &three_id, &three, 2);
+    others.expect_refused(1).await;
+
+    // The calls end; their slots come back, and one replica may take all ten.
+    calls.end();
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while granted(&a.db.url, "org-ten").await > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the grants were not given back"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut again = HangingCalls::new();
+    again.start(&b, &ten_id, &ten, 11);
+    again.expect_refused(1).await;
+    assert_eq!(granted(&a.db.url, "org-ten").await, 10);
+}
+
 db_tests!(
     an_organization_with_its_own_concurrency_limit_is_held_to_it,
     a_limits_file_with_an_unknown_key_stops_the_service_at_start,

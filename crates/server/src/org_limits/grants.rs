@@ -192,37 +192,4 @@ mod tests {
         assert_eq!(grant(ask(3, 4, 10), 9), 3);
         assert_eq!(grant(ask(0, 1, 1), 0), 1);
     }
-
-    #[tokio::test]
-    async fn the_grants_of_all_replicas_keep_to_the_limit_until_one_expires() {
-        let store = MemorySlotGrants::new(Duration::from_millis(400));
-        let ask = |keep| Ask {
-            keep,
-            want: 1,
-            limit: 3,
-        };
-        assert_eq!(store.acquire("a", "org", ask(0)).await.expect("granted"), 1);
-        assert_eq!(store.acquire("a", "org", ask(1)).await.expect("granted"), 2);
-        assert_eq!(store.acquire("b", "org", ask(0)).await.expect("granted"), 1);
-        assert_eq!(store.acquire("b", "org", ask(1)).await.expect("full"), 1);
-        assert_eq!(
-            store.acquire("b", "other", ask(0)).await.expect("granted"),
-            1
-        );
-
-        // a shrinks and b takes what a gave back.
-        assert!(store.shrink("a", "org", 1).await.expect("shrunk"));
-        assert_eq!(store.acquire("b", "org", ask(1)).await.expect("granted"), 2);
-
-        // b keeps renewing, a stops: a's slot comes back after the TTL.
-        tokio::time::sleep(Duration::from_millis(250)).await;
-        assert_eq!(store.renew("b").await.expect("renewed").len(), 2);
-        tokio::time::sleep(Duration::from_millis(250)).await;
-        assert_eq!(store.acquire("b", "org", ask(2)).await.expect("granted"), 3);
-        assert!(!store.shrink("a", "org", 1).await.expect("gone"));
-        assert!(store.renew("a").await.expect("renewed").is_empty());
-
-        store.release("b").await.expect("released");
-        assert_eq!(store.acquire("c", "org", ask(2)).await.expect("granted"), 3);
-    }
 }

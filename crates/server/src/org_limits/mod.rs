@@ -35,7 +35,7 @@ use tonic_types::{ErrorDetails, StatusExt as _};
 use tower::{Layer, Service};
 
 use crate::{
-    error::ERROR_DOMAIN,
+    error::{ApiError, ERROR_DOMAIN},
     gate::{BoxFuture, Gate, Gated},
     held_body::HeldBody,
 };
@@ -171,9 +171,10 @@ impl Shared {
             Err(NotAdmitted::AtLimit) => return Err(concurrency_refusal(limits.concurrency)),
             Err(NotAdmitted::Store(error)) => {
                 tracing::warn!(org = %org, error = %format!("{error:#}"), "calls in flight not counted");
-                return Err(Status::unavailable(
-                    "your organization's calls in flight could not be counted; retry shortly",
-                ));
+                return Err(Status::from(ApiError::Unavailable(
+                    "your organization's calls in flight could not be counted; retry shortly"
+                        .to_owned(),
+                )));
             }
         }
         // From here the slot is held; dropping it on refusal gives it back.

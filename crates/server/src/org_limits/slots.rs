@@ -204,3 +204,65 @@ impl Slots {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::org_limits::grants::MemorySlotGrants;
+
+    #[tokio::test]
+    async fn two_replicas_share_a_limit_and_idle_slots_return_at_the_heartbeat() {
+        let ttl = Duration::from_secs(10);
+        let store: Arc<dyn SlotGrants> = Arc::new(MemorySlotGrants::new(ttl));
+        let settings = GrantSettings { batch: 4, ttl };
+        let a = Slots::new("a".into(), store.clone(), settings);
+        let b = Slots::new("b".into(), store, settings);
+        for _ in 0..3 {
+            a.admit("org", 20).await.expect("admitted");
+        }
+        let mut admitted = 0;
+        while b.admit("org", 20).await.is_ok() {
+            admitted += 1;
+        }
+        // a holds a batch of 4, one of them idle; b has the rest.
+        assert_eq!(admitted, 16);
+        a.admit("org", 20).await.expect("from a's own grant");
+        assert!(matches!(
+            a.admit("org", 20).await,
+            Err(NotAdmitted::AtLimit)
+        ));
+
+        // a's calls end: two beats give its slots back, and b takes them.
+        for _ in 0..4 {
+            a.end("org");
+        }
+        a.beat().await;
+        a.beat().await;
+        assert!(a.locked().is_empty(), "an idle organization is forgotten");
+        for _ in 0..4 {
+            b.admit("org", 20).await.expect("a's slots");
+        }
+        assert!(matches!(
+            b.admit("org", 20).await,
+            Err(NotAdmitted::AtLimit)
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_lapsed_grant_is_asked_for_again_keeping_the_calls_in_flight() {
+        let ttl = Duration::from_millis(200);
+        let store: Arc<dyn SlotGrants> = Arc::new(MemorySlotGrants::new(ttl));
+        let settings = GrantSettings { batch: 1, ttl };
+        let (a, b) = (
+            Slots::new("a".into(), store.clone(), settings),
+            Slots::new("b".into(), store, settings),
+        );
+        a.admit("org", 2).await.expect("admitted");
+        // No heartbeat: a's grant lapses, b may take the slot a left free
+        // but not the one a's call still holds.
+        tokio::time::sleep(ttl * 2).await;
+        b.admit("org", 2).await.expect("the free slot");
+        assert!(matches!(a.admit("org", 2).await, Err(NotAdmitted::AtLimit)));
+        assert!(matches!(b.admit("org", 2).await, Err(NotAdmitted::AtLimit)));
+    }
+}

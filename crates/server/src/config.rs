@@ -1,6 +1,8 @@
 //! Server settings shared by every service, from flags or environment.
 
-use std::{net::SocketAddr, num::NonZeroU32, time::Duration};
+use std::{net::SocketAddr, num::NonZeroU32, path::PathBuf, time::Duration};
+
+use crate::{OrgLimitTable, OrgLimits};
 
 /// How the gRPC server listens, limits and stops.
 #[derive(Debug, Clone, clap::Args)]
@@ -36,6 +38,26 @@ pub struct ServerArgs {
     /// size).
     #[arg(long, env = "SWITCHBOARD_ORG_RATE_BURST", default_value = "2000")]
     pub org_rate_burst: NonZeroU32,
+    /// A TOML file of limits per organization, overriding the three above:
+    /// `[orgs."<org id>"]` with `concurrency`, `rate` and `burst`, each
+    /// optional (at most 10,000 organizations, 1 MiB).
+    #[arg(long, env = "SWITCHBOARD_ORG_LIMITS_FILE")]
+    pub org_limits_file: Option<PathBuf>,
+    /// How long a replica's grant of calls in flight holds without being
+    /// renewed (on PostgreSQL, where replicas share the organizations'
+    /// limits): the slots of a replica that stopped come back after it.
+    #[arg(long, env = "SWITCHBOARD_ORG_SLOT_GRANT_TTL", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub org_slot_grant_ttl: Duration,
+    /// Time between two renewals of a replica's grants, which also give
+    /// back the slots no call used since the last one; shorter than the
+    /// grant's time-to-live.
+    #[arg(long, env = "SWITCHBOARD_ORG_SLOT_GRANT_HEARTBEAT", default_value = "2s", value_parser = humantime::parse_duration)]
+    pub org_slot_grant_heartbeat: Duration,
+    /// Slots a replica asks for at once while its organization is far from
+    /// its limit, so that the next calls are admitted without asking the
+    /// database; near the limit it asks for one at a time.
+    #[arg(long, env = "SWITCHBOARD_ORG_SLOT_GRANT_BATCH", default_value_t = 8, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub org_slot_grant_batch: usize,
     /// Largest message accepted or sent, in bytes.
     #[arg(long, env = "SWITCHBOARD_MAX_MESSAGE_BYTES", default_value_t = 16 * 1024 * 1024)]
     pub max_message_bytes: usize,
@@ -74,6 +96,10 @@ impl ServerArgs {
             org_concurrency_limit: 256,
             org_rate_limit: NonZeroU32::new(1000).expect("1000 is not zero"),
             org_rate_burst: NonZeroU32::new(2000).expect("2000 is not zero"),
+            org_limits_file: None,
+            org_slot_grant_ttl: Duration::from_secs(10),
+            org_slot_grant_heartbeat: Duration::from_secs(2),
+            org_slot_grant_batch: 8,
             max_message_bytes: 16 * 1024 * 1024,
             readiness_interval: Duration::from_secs(5),
             readiness_timeout: Duration::from_secs(2),
@@ -81,6 +107,20 @@ impl ServerArgs {
             drain_timeout: Duration::from_secs(2),
             http2_keepalive_interval: Duration::from_secs(30),
             http2_keepalive_timeout: Duration::from_secs(20),
+        }
+    }
+
+    /// The limits of each organization: the defaults, overridden by the
+    /// limits file when one is set (read and checked here).
+    pub fn org_limits(&self) -> anyhow::Result<OrgLimitTable> {
+        let defaults = OrgLimits {
+            concurrency: self.org_concurrency_limit,
+            rate: self.org_rate_limit,
+            burst: self.org_rate_burst,
+        };
+        match &self.org_limits_file {
+            Some(path) => OrgLimitTable::read(defaults, path),
+            None => Ok(OrgLimitTable::uniform(defaults)),
         }
     }
 
@@ -95,6 +135,17 @@ impl ServerArgs {
         anyhow::ensure!(
             self.org_concurrency_limit > 0,
             "SWITCHBOARD_ORG_CONCURRENCY_LIMIT must be at least 1"
+        );
+        anyhow::ensure!(
+            !self.org_slot_grant_heartbeat.is_zero()
+                && self.org_slot_grant_heartbeat < self.org_slot_grant_ttl,
+            "SWITCHBOARD_ORG_SLOT_GRANT_HEARTBEAT ({:?}) must be positive and shorter than SWITCHBOARD_ORG_SLOT_GRANT_TTL ({:?})",
+            self.org_slot_grant_heartbeat,
+            self.org_slot_grant_ttl
+        );
+        anyhow::ensure!(
+            self.org_slot_grant_batch > 0,
+            "SWITCHBOARD_ORG_SLOT_GRANT_BATCH must be at least 1"
         );
         anyhow::ensure!(
             !self.readiness_interval.is_zero() && !self.readiness_timeout.is_zero(),

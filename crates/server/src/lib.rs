@@ -36,7 +36,10 @@ pub use config::ServerArgs;
 pub use deadline::{DeadlineLayer, Deadlines};
 pub use error::{ApiError, FieldViolation, Refusal};
 pub use global_limit::GlobalLimitLayer;
-pub use org_limits::{OrgLimitLayer, OrgLimits};
+pub use org_limits::{
+    Ask, GrantSettings, MemorySlotGrants, OrgLimitLayer, OrgLimitTable, OrgLimits, PgSlotGrants,
+    SlotGrants, grant,
+};
 pub use request_id::{Begun, Idempotency, fingerprint, parse_request_id};
 pub use serve::{RunningServer, Services, bind_and_serve, serve, shutdown_signal, spawn};
 pub use server_facts::{MAX_DETAIL_BYTES, ServerFacts};

@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use switchboard_auth::Authenticator;
 
 use crate::AuthLayer;
-use switchboard_db::Database;
+use switchboard_db::{Backend, Database};
 use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
 use tonic::{
     body::Body,
@@ -23,7 +23,8 @@ use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use tracing::{Level, Span};
 
 use crate::{
-    DeadlineLayer, Deadlines, GlobalLimitLayer, OrgLimitLayer, OrgLimits, ServerArgs,
+    DeadlineLayer, Deadlines, GlobalLimitLayer, GrantSettings, MemorySlotGrants, OrgLimitLayer,
+    PgSlotGrants, ServerArgs, SlotGrants,
     readiness::{self, Watch},
     rpc_methods::RpcMethods,
     rpc_telemetry::{RpcTelemetryLayer, is_untraced},
@@ -31,6 +32,9 @@ use crate::{
 
 /// How often the rate limiter forgets organizations whose buckets are full.
 const FORGET_IDLE_ORGS_EVERY: Duration = Duration::from_secs(60);
+/// How long a stopping server tries to give up its grants of calls in
+/// flight; past it they expire on their own.
+const RELEASE_GRANTS_WITHIN: Duration = Duration::from_secs(2);
 
 /// The API services a process serves, next to health and reflection.
 #[derive(Debug, Default)]
@@ -153,13 +157,10 @@ pub async fn serve(
     } = services;
     let health = report_serving(&mut routes, &names).await?;
 
-    let org_limits = OrgLimitLayer::new(OrgLimits {
-        concurrency: args.org_concurrency_limit,
-        rate: args.org_rate_limit,
-        burst: args.org_rate_burst,
-    });
+    let org_limits = org_limit_layer(args, database.as_ref())?;
     let background = AbortOnDrop(vec![
         Some(org_limits.spawn_forgetting(FORGET_IDLE_ORGS_EVERY)),
+        Some(org_limits.spawn_heartbeat(args.org_slot_grant_heartbeat)),
         database.map(|database| {
             let watch = Watch {
                 database,
@@ -175,7 +176,7 @@ pub async fn serve(
         // from the path a caller sent.
         methods: RpcMethods::of(&names)?,
         authenticator,
-        org_limits,
+        org_limits: org_limits.clone(),
         self_limited,
     };
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
@@ -189,7 +190,38 @@ pub async fn serve(
 
     // The database watch must not report SERVING again from here on.
     drop(background);
-    drain(args, &health, &names, stop_tx, server).await
+    let drained = drain(args, &health, &names, stop_tx, server).await;
+    // The other replicas get this one's slots now rather than after the
+    // grants' time-to-live.
+    let _ = tokio::time::timeout(RELEASE_GRANTS_WITHIN, org_limits.release()).await;
+    drained
+}
+
+/// The limits of each organization, calls in flight counted in grants the
+/// replicas share in the database on PostgreSQL, in memory on SQLite (one
+/// replica).
+fn org_limit_layer(
+    args: &ServerArgs,
+    database: Option<&Database>,
+) -> anyhow::Result<OrgLimitLayer> {
+    let ttl = args.org_slot_grant_ttl;
+    let store: Arc<dyn SlotGrants> = match database {
+        Some(db) if db.backend == Backend::Postgres => {
+            Arc::new(PgSlotGrants::new(db.pool.clone(), ttl))
+        }
+        _ => Arc::new(MemorySlotGrants::new(ttl)),
+    };
+    let settings = GrantSettings {
+        batch: args.org_slot_grant_batch,
+        ttl,
+    };
+    let replica = uuid::Uuid::now_v7().to_string();
+    Ok(OrgLimitLayer::new(
+        args.org_limits()?,
+        replica,
+        store,
+        settings,
+    ))
 }
 
 /// Reports liveness and every service SERVING, and adds health and

@@ -45,6 +45,7 @@ spec:
         # left out: they are made once and then read back, never changed).
         checksum/inline-secret: {{ list $v.auth.hs256.value $v.sealingKeys.value $v.database | toJson | sha256sum }}
         checksum/config: {{ include (print $root.Template.BasePath "/configmap.yaml") $root | sha256sum }}
+        checksum/org-limits: {{ $v.orgLimits.overrides | sha256sum }}
         {{- with $svc.podAnnotations }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -152,6 +153,11 @@ spec:
               mountPath: /etc/switchboard/jwt
               readOnly: true
             {{- end }}
+            {{- if $v.orgLimits.overrides }}
+            - name: org-limits
+              mountPath: /etc/switchboard/org-limits
+              readOnly: true
+            {{- end }}
             {{- with .volumeMounts }}
             {{- . | nindent 12 }}
             {{- end }}
@@ -175,6 +181,11 @@ spec:
             items:
               - key: {{ $v.auth.rs256.key }}
                 path: {{ $v.auth.rs256.key }}
+        {{- end }}
+        {{- if $v.orgLimits.overrides }}
+        - name: org-limits
+          configMap:
+            name: {{ include "switchboard.componentName" (dict "root" $root "component" "org-limits") }}
         {{- end }}
         {{- with .volumes }}
         {{- . | nindent 8 }}

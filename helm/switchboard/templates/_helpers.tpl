@@ -154,6 +154,10 @@ install and read back from the cluster on upgrades.
   value: {{ $v.orgLimits.ratePerSecond | int | quote }}
 - name: SWITCHBOARD_ORG_RATE_BURST
   value: {{ $v.orgLimits.burst | int | quote }}
+{{- if $v.orgLimits.overrides }}
+- name: SWITCHBOARD_ORG_LIMITS_FILE
+  value: /etc/switchboard/org-limits/limits.toml
+{{- end }}
 - name: SWITCHBOARD_JWT_ORG_CLAIM
   value: {{ $v.auth.orgClaim | quote }}
 - name: SWITCHBOARD_JWT_ROLES_CLAIM

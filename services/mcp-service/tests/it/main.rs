@@ -22,6 +22,7 @@ mod input_required;
 mod integrations;
 mod oauth_organization;
 mod oauth_users;
+mod org_limits;
 mod policy;
 mod protocol;
 mod repository;

@@ -1,0 +1,265 @@
+//! Limits per organization: calls in flight and calls per second.
+//!
+//! A call is in flight until its response body ends: a streaming call
+//! (ExecuteRun, WatchRun) holds its organization's slot for as long as its
+//! stream is open, however early its handler returned the stream.
+//!
+//! The global concurrency limit protects the process; these protect the
+//! organizations from one another. Without them one organization whose MCP
+//! server hangs fills every slot of the global limit with calls that never
+//! end, and the service refuses everybody. Health and reflection carry no
+//! organization and are never counted.
+//!
+//! Calls in flight are counted across the replicas of a service: each
+//! replica admits calls from a grant of slots it holds in a shared store
+//! ([`SlotGrants`]), so that all replicas together keep to the limit. Calls
+//! per second are counted by each replica on its own.
+
+mod grants;
+mod postgres;
+mod slots;
+mod table;
+
+use std::{collections::HashMap, sync::Arc, time::Duration};
+
+use governor::{
+    DefaultDirectRateLimiter, Quota, RateLimiter,
+    clock::{Clock as _, DefaultClock},
+    state::keyed::DefaultKeyedStateStore,
+};
+use http::{Request, Response};
+use switchboard_auth::Principal;
+use switchboard_proto::common::v1::ErrorReason;
+use tonic::{Code, Status, body::Body};
+use tonic_types::{ErrorDetails, StatusExt as _};
+use tower::{Layer, Service};
+
+use crate::{
+    error::{ApiError, ERROR_DOMAIN},
+    gate::{BoxFuture, Gate, Gated},
+    held_body::HeldBody,
+};
+
+pub use grants::{Ask, MemorySlotGrants, SlotGrants, grant};
+pub use postgres::PgSlotGrants;
+pub use slots::GrantSettings;
+pub use table::{OrgLimitTable, OrgLimits};
+
+use slots::{NotAdmitted, Slots};
+
+/// The retry delay suggested to a caller at its concurrency limit: calls in
+/// flight end at times nobody knows, and a second neither spins the caller
+/// nor is long against a tool call.
+const CONCURRENCY_RETRY_DELAY: Duration = Duration::from_secs(1);
+
+type KeyedLimiter = RateLimiter<String, DefaultKeyedStateStore<String>, DefaultClock>;
+
+#[derive(Debug)]
+struct Shared {
+    limits: OrgLimitTable,
+    /// Calls in flight per organization, within this replica's grants.
+    slots: Slots,
+    /// The buckets of the organizations on the default rate.
+    rate: KeyedLimiter,
+    /// The bucket of each organization with limits of its own.
+    own_rates: HashMap<String, DefaultDirectRateLimiter>,
+}
+
+fn quota(limits: &OrgLimits) -> Quota {
+    Quota::per_second(limits.rate).allow_burst(limits.burst)
+}
+
+/// Enforces [`OrgLimits`] on calls that [`crate::AuthLayer`]
+/// authenticated; must sit after it.
+#[derive(Debug, Clone)]
+pub struct OrgLimitLayer {
+    shared: Arc<Shared>,
+}
+
+impl OrgLimitLayer {
+    /// A layer enforcing each organization's `limits`, counting calls in
+    /// flight in grants of `store` as replica `replica`.
+    pub fn new(
+        limits: OrgLimitTable,
+        replica: String,
+        store: Arc<dyn SlotGrants>,
+        settings: GrantSettings,
+    ) -> Self {
+        let own_rates = limits
+            .overrides()
+            .map(|(org, l)| (org.to_owned(), RateLimiter::direct(quota(l))))
+            .collect();
+        Self {
+            shared: Arc::new(Shared {
+                rate: RateLimiter::keyed(quota(&limits.defaults())),
+                limits,
+                slots: Slots::new(replica, store, settings),
+                own_rates,
+            }),
+        }
+    }
+
+    /// Forgets the buckets of organizations that are full again, so that the
+    /// rate limiter's memory follows the organizations recently active.
+    pub fn forget_idle(&self) {
+        self.shared.rate.retain_recent();
+        self.shared.rate.shrink_to_fit();
+    }
+
+    /// Renews this replica's grants of calls in flight every `period` (well
+    /// within their time-to-live) and gives back the slots left unused,
+    /// until aborted.
+    pub fn spawn_heartbeat(&self, period: Duration) -> tokio::task::JoinHandle<()> {
+        let layer = self.clone();
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(period);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticker.tick().await;
+                layer.shared.slots.beat().await;
+            }
+        })
+    }
+
+    /// Gives up this replica's grants, so that the other replicas need not
+    /// wait for them to expire (the process stops).
+    pub async fn release(&self) {
+        self.shared.slots.release().await;
+    }
+
+    /// Calls [`Self::forget_idle`] every `period` until aborted.
+    pub fn spawn_forgetting(&self, period: Duration) -> tokio::task::JoinHandle<()> {
+        let layer = self.clone();
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(period);
+            loop {
+                ticker.tick().await;
+                layer.forget_idle();
+            }
+        })
+    }
+}
+
+impl<S> Layer<S> for OrgLimitLayer {
+    type Service = Gated<S, Self>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Gated::new(inner, self.clone())
+    }
+}
+
+/// One call counted against its organization until dropped (with the
+/// call's response body, when it is admitted).
+#[derive(Debug)]
+struct Slot {
+    shared: Arc<Shared>,
+    org: String,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.shared.slots.end(&self.org);
+    }
+}
+
+impl Shared {
+    /// Admits a call of `org` or says why not.
+    async fn admit(self: Arc<Self>, org: String) -> Result<Slot, Status> {
+        let limits = self.limits.of(&org);
+        match self.slots.admit(&org, limits.concurrency).await {
+            Ok(()) => {}
+            Err(NotAdmitted::AtLimit) => return Err(concurrency_refusal(limits.concurrency)),
+            Err(NotAdmitted::Store(error)) => {
+                tracing::warn!(org = %org, error = %format!("{error:#}"), "calls in flight not counted");
+                return Err(Status::from(ApiError::Unavailable(
+                    "your organization's calls in flight could not be counted; retry shortly"
+                        .to_owned(),
+                )));
+            }
+        }
+        // From here the slot is held; dropping it on refusal gives it back.
+        let slot = Slot {
+            shared: self.clone(),
+            org,
+        };
+        self.check_rate(&slot.org, &limits)?;
+        Ok(slot)
+    }
+
+    /// Takes a token of `org`'s bucket or says how long to wait for one.
+    fn check_rate(&self, org: &str, limits: &OrgLimits) -> Result<(), Status> {
+        let checked = match self.own_rates.get(org) {
+            Some(own) => own.check(),
+            None => self.rate.check_key(&org.to_owned()),
+        };
+        let Err(not_until) = checked else {
+            return Ok(());
+        };
+        let wait = not_until.wait_time_from(DefaultClock::default().now());
+        Err(refusal(
+            ErrorReason::OrganizationRateLimit,
+            format!(
+                "your organization made more than {} calls per second; retry after {} ms",
+                limits.rate,
+                wait.as_millis().max(1)
+            ),
+            limits.rate.to_string(),
+            wait,
+        ))
+    }
+}
+
+/// The refusal of a call of an organization with `limit` calls in flight.
+fn concurrency_refusal(limit: usize) -> Status {
+    refusal(
+        ErrorReason::OrganizationConcurrencyLimit,
+        format!("your organization has {limit} calls in flight, its limit; retry when one ends"),
+        limit.to_string(),
+        CONCURRENCY_RETRY_DELAY,
+    )
+}
+
+fn refusal(reason: ErrorReason, message: String, limit: String, retry: Duration) -> Status {
+    let mut details = ErrorDetails::with_error_info(
+        reason.as_str_name(),
+        ERROR_DOMAIN,
+        HashMap::from([("limit".to_owned(), limit)]),
+    );
+    details.set_retry_info(Some(retry.max(Duration::from_millis(1))));
+    Status::with_error_details(Code::ResourceExhausted, message, details)
+}
+
+impl Gate for OrgLimitLayer {
+    fn call<S, B>(
+        &self,
+        mut inner: S,
+        request: Request<B>,
+    ) -> BoxFuture<Result<Response<Body>, S::Error>>
+    where
+        S: Service<Request<B>, Response = Response<Body>> + Send + 'static,
+        S::Future: Send + 'static,
+        B: Send + 'static,
+    {
+        let Some(org) = request
+            .extensions()
+            .get::<Principal>()
+            .map(|p| p.org_id.clone())
+        else {
+            // Health and reflection: no organization to count.
+            return Box::pin(inner.call(request));
+        };
+        let shared = self.shared.clone();
+        Box::pin(async move {
+            match shared.admit(org.clone()).await {
+                Ok(slot) => {
+                    let response = inner.call(request).await?;
+                    Ok(response.map(|body| Body::new(HeldBody::new(body, slot))))
+                }
+                Err(status) => {
+                    tracing::debug!(org = %org, reason = %status.message(), "call refused at the organization's limit");
+                    Ok(status.into_http())
+                }
+            }
+        })
+    }
+}

@@ -46,6 +46,9 @@ spec:
         checksum/inline-secret: {{ list $v.auth.hs256.value $v.sealingKeys.value $v.database | toJson | sha256sum }}
         checksum/config: {{ include (print $root.Template.BasePath "/configmap.yaml") $root | sha256sum }}
         checksum/org-limits: {{ $v.orgLimits.overrides | sha256sum }}
+        {{- if eq .component "runs" }}
+        checksum/budgets: {{ $v.runsService.budgets.overrides | sha256sum }}
+        {{- end }}
         {{- with $svc.podAnnotations }}
         {{- toYaml . | nindent 8 }}
         {{- end }}

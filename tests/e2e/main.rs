@@ -9,6 +9,7 @@ mod input_required;
 mod mcp_replicas;
 mod policy;
 mod polyglot;
+mod read_resource;
 mod replicas;
 mod request_ids;
 mod resources;

@@ -7,8 +7,7 @@ use switchboard_proto::runs::v1 as runs;
 use switchboard_scripted_model::{ScriptedToolCall, Turn};
 
 use crate::world::{
-    Options, World, admin, create_integration, final_run, tool_messages_sent, tools_offered,
-    world,
+    Options, World, admin, create_integration, final_run, tool_messages_sent, tools_offered, world,
 };
 
 /// One tool call per turn, then a closing answer.
@@ -18,7 +17,7 @@ async fn script(calls: Vec<(&'static str, serde_json::Value)>) -> World {
         .enumerate()
         .map(|(i, (name, arguments))| {
             Turn::ToolCalls(vec![ScriptedToolCall::new(
-                &format!("c{i}"),
+                format!("c{i}"),
                 name,
                 arguments.to_string(),
             )])
@@ -44,16 +43,37 @@ fn offered_schema(w: &World, tool: &str) -> serde_json::Value {
 #[tokio::test]
 async fn mcp_read_resource_reads_by_uri_by_name_and_by_a_uri_a_template_produces() {
     let mut w = script(vec![
-        ("mcp_read_resource", serde_json::json!({"uri": "data://sales.csv"})),
-        ("mcp_read_resource", serde_json::json!({"resourceName": "readme"})),
-        ("mcp_read_resource", serde_json::json!({"uri": "data://sales/south.csv"})),
+        (
+            "mcp_read_resource",
+            serde_json::json!({"uri": "data://sales.csv"}),
+        ),
+        (
+            "mcp_read_resource",
+            serde_json::json!({"resourceName": "readme"}),
+        ),
+        (
+            "mcp_read_resource",
+            serde_json::json!({"uri": "data://sales/south.csv"}),
+        ),
         ("mcp_read_resource", serde_json::json!({})),
-        ("mcp_read_resource", serde_json::json!({"uri": "data://nowhere.csv"})),
-        ("mcp_read_resource", serde_json::json!({"resourceName": "nowhere"})),
-        ("retrieve_mcp_resource", serde_json::json!({"resourceUri": "docs://readme"})),
+        (
+            "mcp_read_resource",
+            serde_json::json!({"uri": "data://nowhere.csv"}),
+        ),
+        (
+            "mcp_read_resource",
+            serde_json::json!({"resourceName": "nowhere"}),
+        ),
+        (
+            "retrieve_mcp_resource",
+            serde_json::json!({"resourceUri": "docs://readme"}),
+        ),
     ])
     .await;
-    assert_eq!(final_run(&w.say("read").await).status(), runs::RunStatus::Completed);
+    assert_eq!(
+        final_run(&w.say("read").await).status(),
+        runs::RunStatus::Completed
+    );
     let told = |i: usize| tool_messages_sent(&w.model, i + 1)[i].clone();
 
     let by_uri = told(0);
@@ -61,7 +81,11 @@ async fn mcp_read_resource_reads_by_uri_by_name_and_by_a_uri_a_template_produces
         by_uri.starts_with("CSV resource imported as data source: data://sales.csv\nTable: sales"),
         "{by_uri}"
     );
-    assert!(told(1).starts_with("Switchboard example server."), "{}", told(1));
+    assert!(
+        told(1).starts_with("Switchboard example server."),
+        "{}",
+        told(1)
+    );
     let templated = told(2);
     assert!(
         templated.starts_with("CSV resource imported as data source: data://sales/south.csv"),
@@ -101,10 +125,17 @@ async fn mcp_read_resource_reads_by_uri_by_name_and_by_a_uri_a_template_produces
         told(5)
     );
     // A URI alone is enough when one integration lists it.
-    assert!(told(6).starts_with("Switchboard example server."), "{}", told(6));
+    assert!(
+        told(6).starts_with("Switchboard example server."),
+        "{}",
+        told(6)
+    );
 
     let offered = tools_offered(&w.model, 0);
-    assert!(offered.contains(&"mcp_read_resource".to_owned()), "{offered:?}");
+    assert!(
+        offered.contains(&"mcp_read_resource".to_owned()),
+        "{offered:?}"
+    );
     assert_eq!(
         offered_schema(&w, "mcp_read_resource")["required"],
         serde_json::json!([])
@@ -118,9 +149,18 @@ async fn mcp_read_resource_reads_by_uri_by_name_and_by_a_uri_a_template_produces
 #[tokio::test]
 async fn a_resource_two_integrations_list_is_read_once_the_model_names_one() {
     let mut w = script(vec![
-        ("mcp_read_resource", serde_json::json!({"uri": "data://sales.csv"})),
-        ("mcp_read_resource", serde_json::json!({"resourceName": "readme"})),
-        ("retrieve_mcp_resource", serde_json::json!({"resourceUri": "data://sales.csv"})),
+        (
+            "mcp_read_resource",
+            serde_json::json!({"uri": "data://sales.csv"}),
+        ),
+        (
+            "mcp_read_resource",
+            serde_json::json!({"resourceName": "readme"}),
+        ),
+        (
+            "retrieve_mcp_resource",
+            serde_json::json!({"resourceUri": "data://sales.csv"}),
+        ),
     ])
     .await;
     let upstream = w.upstream.url();
@@ -151,7 +191,10 @@ async fn a_resource_two_integrations_list_is_read_once_the_model_names_one() {
 async fn a_tool_error_without_text_reads_as_the_references_words() {
     let mut w = script(vec![
         ("example__fail", serde_json::json!({"message": ""})),
-        ("example__fail", serde_json::json!({"message": "out of stock"})),
+        (
+            "example__fail",
+            serde_json::json!({"message": "out of stock"}),
+        ),
     ])
     .await;
     final_run(&w.say("fail").await);

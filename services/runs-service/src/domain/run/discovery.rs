@@ -92,7 +92,8 @@ impl Discovered {
     /// The final tally, as one line: what the run can use, and how many
     /// integrations it goes without.
     fn log_totals(&self) {
-        let total = |count: fn(&Capabilities) -> usize| self.capabilities.iter().map(count).sum::<usize>();
+        let total =
+            |count: fn(&Capabilities) -> usize| self.capabilities.iter().map(count).sum::<usize>();
         tracing::info!(
             discovered = self.capabilities.len(),
             failed = self.failed.len(),

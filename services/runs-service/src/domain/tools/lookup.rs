@@ -72,10 +72,7 @@ fn entries(c: &Capabilities) -> impl Iterator<Item = &McpResource> {
     c.resources.iter().chain(&c.resource_templates)
 }
 
-fn collect(
-    capabilities: &[Capabilities],
-    hit: impl Fn(&Capabilities) -> Option<Wanted>,
-) -> Found {
+fn collect(capabilities: &[Capabilities], hit: impl Fn(&Capabilities) -> Option<Wanted>) -> Found {
     let mut hits: Vec<Wanted> = capabilities.iter().filter_map(hit).collect();
     let mut ids: Vec<IntegrationId> = Vec::new();
     for wanted in &hits {
@@ -207,7 +204,10 @@ mod tests {
         assert!(!template_produces(t, "data://sales.csv"));
         assert!(template_produces("file:///{+path}", "file:///a/b/c.txt"));
         assert!(template_produces("api://items{?page,size}", "api://items"));
-        assert!(template_produces("api://items{?page,size}", "api://items?page=2"));
+        assert!(template_produces(
+            "api://items{?page,size}",
+            "api://items?page=2"
+        ));
         assert!(template_produces("a://{x}/{y}", "a://1/2"));
         assert!(!template_produces("a://{x}/{y}", "a://1"));
         assert!(!template_produces("a://{unclosed", "a://x"));

@@ -21,7 +21,10 @@ fn read_failed(message: &str) -> String {
 /// `resourceName`.
 pub(super) async fn read(reader: &Reader<'_>, arguments: &ToolArguments) -> ToolOutcome {
     let capabilities = &reader.context.capabilities;
-    let (named, found) = match (arguments.text_arg("uri"), arguments.text_arg("resourceName")) {
+    let (named, found) = match (
+        arguments.text_arg("uri"),
+        arguments.text_arg("resourceName"),
+    ) {
         (Some(uri), _) => (uri, lookup::by_uri(capabilities, uri)),
         (None, Some(name)) => (name, lookup::by_name(capabilities, name)),
         (None, None) => {
@@ -34,7 +37,11 @@ pub(super) async fn read(reader: &Reader<'_>, arguments: &ToolArguments) -> Tool
     match found {
         Found::One(wanted) => reader.read(&wanted, &Map::new(), read_failed).await,
         Found::Several(integrations) => {
-            tracing::info!(resource = named, integrations = integrations.len(), "the resource is offered by several integrations");
+            tracing::info!(
+                resource = named,
+                integrations = integrations.len(),
+                "the resource is offered by several integrations"
+            );
             ToolOutcome::failed(read_failed(&texts::offered_by_several(
                 named,
                 &integrations,

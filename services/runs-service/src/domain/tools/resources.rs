@@ -145,7 +145,12 @@ impl Reader<'_> {
 
     /// What the model gets for a resource read: CSV imported, text capped,
     /// binary described.
-    async fn deliver(&self, wanted: &Wanted, resource: ResourceData, failed: Failed) -> ToolOutcome {
+    async fn deliver(
+        &self,
+        wanted: &Wanted,
+        resource: ResourceData,
+        failed: Failed,
+    ) -> ToolOutcome {
         match resource.kind {
             ResourceKindOf::Csv => {
                 // A server may send CSV as text or as a blob; both are bytes.

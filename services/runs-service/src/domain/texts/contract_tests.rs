@@ -112,3 +112,26 @@ fn the_resource_tools_are_offered_with_the_references_schemas() {
         })
     );
 }
+
+#[test]
+fn arguments_an_input_schema_refuses_are_named_field_by_field() {
+    use crate::domain::tools::Problem;
+    let problem = |at: &str, what: &str| Problem {
+        at: at.into(),
+        what: what.into(),
+    };
+    assert_eq!(
+        arguments_mismatch(&[problem("/a", "\"one\" is not of type \"number\"")], 0),
+        "MCP tool execution failed: the arguments do not match the tool's input schema: `/a`: \"one\" is not of type \"number\""
+    );
+    assert_eq!(
+        arguments_mismatch(
+            &[
+                problem("", "\"b\" is a required property"),
+                problem("/c/0", "-1 is less than the minimum of 0"),
+            ],
+            4
+        ),
+        "MCP tool execution failed: the arguments do not match the tool's input schema: \"b\" is a required property; `/c/0`: -1 is less than the minimum of 0; and 4 more"
+    );
+}

@@ -21,7 +21,8 @@ mod tests;
 
 pub use approvals::{approval_denied, approval_unusable};
 pub use arguments::{
-    QUERY_REQUIRED, integration_unavailable, no_resource_named, not_an_object, parameter_required,
+    QUERY_REQUIRED, arguments_mismatch, integration_unavailable, no_resource_named, not_an_object,
+    parameter_required,
 };
 pub use content::{TOOL_EXECUTION_FAILED, render_content, tool_output};
 pub use data_sources::{

@@ -5,6 +5,7 @@
 //! here, the run pauses for them. Whatever happens becomes a [`ToolOutcome`]:
 //! text for the model, never a failed run.
 
+mod argument_check;
 mod arguments;
 mod lookup;
 mod mcp;
@@ -19,6 +20,7 @@ mod toolset;
 
 use std::{sync::Arc, time::Duration};
 
+pub use argument_check::{ArgumentChecks, MAX_REPORTED_PROBLEMS, Problem};
 pub use arguments::ToolArguments;
 pub use outcome::{ToolAction, ToolContext, ToolOutcome};
 pub use source_query::SourceQuery;
@@ -124,6 +126,17 @@ impl ToolRouter {
                 integration_id,
                 server_tool_name,
             } => {
+                if let Some((problems, more)) =
+                    toolset.checks.problems(&call.name, &arguments.to_value())
+                {
+                    tracing::info!(
+                        %integration_id,
+                        tool = %server_tool_name,
+                        problems = problems.len() + more,
+                        "the model's arguments do not match the tool's input schema"
+                    );
+                    return ToolOutcome::failed(texts::arguments_mismatch(&problems, more));
+                }
                 let tool = mcp::McpToolCall {
                     integration_id: *integration_id,
                     tool: server_tool_name,

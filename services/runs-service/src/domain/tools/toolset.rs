@@ -170,27 +170,32 @@ pub fn assemble(
             });
         }
     }
-    let checks =
-        ArgumentChecks::compile(bindings.iter().zip(&specs).filter_map(|(binding, spec)| {
-            match &binding.target {
-                ToolTarget::Mcp {
-                    integration_id,
-                    server_tool_name,
-                } => Some(Checked {
-                    name: &binding.name,
-                    integration_id: *integration_id,
-                    server_tool: server_tool_name,
-                    schema: &spec.parameters,
-                }),
-                _ => None,
-            }
-        }));
+    let checks = compile_checks(&bindings, &specs);
     Toolset {
         specs: specs.into(),
         bindings,
         filters: filters.clone(),
         checks,
     }
+}
+
+/// The input schemas of the MCP tools among `bindings`, compiled for the
+/// run's calls (`specs` are in the same order).
+fn compile_checks(bindings: &[ToolBinding], specs: &[ToolSpec]) -> ArgumentChecks {
+    ArgumentChecks::compile(bindings.iter().zip(specs).filter_map(|(binding, spec)| {
+        match &binding.target {
+            ToolTarget::Mcp {
+                integration_id,
+                server_tool_name,
+            } => Some(Checked {
+                name: &binding.name,
+                integration_id: *integration_id,
+                server_tool: server_tool_name,
+                schema: &spec.parameters,
+            }),
+            _ => None,
+        }
+    }))
 }
 
 #[cfg(test)]

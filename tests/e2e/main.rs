@@ -1,6 +1,7 @@
 //! End-to-end tests: both services on loopback, real MCP servers and a
 //! scripted model, called as other teams call them.
 
+mod argument_checks;
 mod config_docs;
 mod exact_json;
 mod examples;
@@ -9,6 +10,7 @@ mod input_required;
 mod mcp_replicas;
 mod policy;
 mod polyglot;
+mod read_resource;
 mod replicas;
 mod request_ids;
 mod resources;

@@ -204,7 +204,9 @@ async fn resources_by_name_text_binary_and_the_list() {
 #[tokio::test]
 async fn resource_failures_keep_the_reference_wording() {
     let mut w = script(vec![
-        ("retrieve_mcp_resource", serde_json::json!({"resourceUri": "data://sales.csv"})),
+        // No integration lists this URI (one that does is read: see
+        // read_resource.rs).
+        ("retrieve_mcp_resource", serde_json::json!({"resourceUri": "data://unlisted.csv"})),
         ("retrieve_mcp_resource", serde_json::json!({"integrationId": "$INTEGRATION"})),
         ("retrieve_mcp_resource", serde_json::json!({"integrationId": "$INTEGRATION", "resourceUri": "data://missing.csv"})),
     ])

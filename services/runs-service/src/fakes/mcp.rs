@@ -186,8 +186,11 @@ impl McpPort for FakeMcp {
                     ..ToolOutput::default()
                 }
             }
+            // As mcp-service reports a tool's error: its text blocks, and
+            // them joined as the description.
             ToolBehaviour::Fail(message) => ToolOutput {
                 failure: Some(ToolFailure::ToolError),
+                content: vec![Content::Text(message.clone())],
                 error_message: message,
                 ..ToolOutput::default()
             },

@@ -80,8 +80,9 @@ pub struct ToolOutput {
     /// Why the call failed; `None` when it succeeded.
     pub failure: Option<ToolFailure>,
     /// mcp-service's description of the failure: what the model reads only
-    /// when `facts` are absent (an older mcp-service, an unknown reason), and
-    /// the tool's own words for [`ToolFailure::ToolError`].
+    /// when `facts` are absent (an older mcp-service, an unknown reason);
+    /// for [`ToolFailure::ToolError`] the model reads the tool's own text
+    /// blocks in `content` instead.
     pub error_message: String,
     /// The content, as the server sent it.
     pub content: Vec<Content>,
@@ -273,6 +274,25 @@ pub enum McpCallError {
     /// Anything else mcp-service answered.
     #[error("{0}")]
     Failed(String),
+}
+
+impl McpCallError {
+    /// The error's type as logs carry it (`error_type`): stable words,
+    /// never the message's.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Timeout => "timeout",
+            Self::Unavailable(_) => "unavailable",
+            Self::Exhausted { .. } => "exhausted",
+            Self::NotFound(_) => "not_found",
+            Self::AuthorizationRequired { .. } => "authorization_required",
+            Self::Refused(_) => "refused",
+            Self::Server { .. } => "server",
+            Self::ApprovalPending => "approval_pending",
+            Self::ApprovalUnusable { .. } => "approval_unusable",
+            Self::Failed(_) => "failed",
+        }
+    }
 }
 
 /// Why a presented approval could not be used.

@@ -39,15 +39,23 @@ impl Discovery {
         }
         let timeout = self.timeout;
         let mcp = &*self.mcp;
+        tracing::info!(
+            integration_count = ids.len(),
+            integration_ids = %joined(ids),
+            "discovering MCP capabilities"
+        );
         let outcomes = futures::future::join_all(ids.iter().map(|&id| async move {
             let allowed = agent.config.tool_filters.get(&id).map(Vec::as_slice);
             let discover = mcp.discover(caller, id, allowed, timeout);
             let outcome = match tokio::time::timeout(timeout, discover).await {
-                Ok(outcome) => outcome,
-                Err(_) => Err(McpCallError::Failed(format!(
-                    "discovery timed out after {}s",
-                    timeout.as_secs_f64()
-                ))),
+                Ok(outcome) => outcome.map_err(|error| (error.kind(), error)),
+                Err(_) => Err((
+                    "timeout",
+                    McpCallError::Failed(format!(
+                        "discovery timed out after {}s",
+                        timeout.as_secs_f64()
+                    )),
+                )),
             };
             (id, outcome)
         }))
@@ -60,13 +68,14 @@ impl Discovery {
                         integration_id = %id,
                         tools = offered.tools.len(),
                         resources = offered.resources.len(),
+                        resource_templates = offered.resource_templates.len(),
                         prompts = offered.prompts.len(),
                         "integration discovered"
                     );
                     found.capabilities.push(offered);
                 }
-                Err(error) => {
-                    tracing::warn!(integration_id = %id, error = %error, "integration discovery failed; skipping it");
+                Err((error_type, error)) => {
+                    tracing::warn!(integration_id = %id, error_type, error = %error, "integration discovery failed; skipping it");
                     if let McpCallError::AuthorizationRequired { url } = &error {
                         found.authorize.push((id, url.clone()));
                     }
@@ -74,8 +83,34 @@ impl Discovery {
                 }
             }
         }
+        found.log_totals();
         found
     }
+}
+
+impl Discovered {
+    /// The final tally, as one line: what the run can use, and how many
+    /// integrations it goes without.
+    fn log_totals(&self) {
+        let total =
+            |count: fn(&Capabilities) -> usize| self.capabilities.iter().map(count).sum::<usize>();
+        tracing::info!(
+            discovered = self.capabilities.len(),
+            failed = self.failed.len(),
+            total_tools = total(|c| c.tools.len()),
+            total_resources = total(|c| c.resources.len()),
+            total_resource_templates = total(|c| c.resource_templates.len()),
+            total_prompts = total(|c| c.prompts.len()),
+            "MCP discovery complete"
+        );
+    }
+}
+
+fn joined(ids: &[IntegrationId]) -> String {
+    ids.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The agent's instructions, the guide to its integrations' resources and

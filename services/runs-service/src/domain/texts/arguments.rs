@@ -1,10 +1,14 @@
 //! What the model is told when the arguments of a built-in tool's call are
 //! wrong: a parameter missing, an integration or a resource it names not
-//! there, arguments that are not an object. Each is wrapped by its tool's
-//! failure text (`resource_failed`, `prompt_failed`, `query_failed`,
-//! `invalid_arguments`).
+//! there, arguments that are not an object, arguments an MCP tool's input
+//! schema refuses. Each is wrapped by its tool's failure text
+//! (`resource_failed`, `prompt_failed`, `query_failed`, `invalid_arguments`,
+//! `mcp_tool_failed`).
 
 use serde_json::Value;
+
+use super::mcp_tool_failed;
+use crate::domain::tools::Problem;
 
 /// A required parameter of a resource or prompt call is missing or blank.
 pub fn parameter_required(name: &str) -> String {
@@ -35,4 +39,28 @@ pub fn not_an_object(value: &Value) -> String {
         Value::Object(_) => "an object",
     };
     format!("got {kind}")
+}
+
+/// The arguments of an MCP tool's call do not match its input schema: each
+/// problem at its field (the arguments as a whole when it has none), and
+/// how many more were not told.
+pub fn arguments_mismatch(problems: &[Problem], more: usize) -> String {
+    let told: Vec<String> = problems
+        .iter()
+        .map(|p| {
+            if p.at.is_empty() {
+                p.what.clone()
+            } else {
+                format!("`{}`: {}", p.at, p.what)
+            }
+        })
+        .collect();
+    let mut text = format!(
+        "the arguments do not match the tool's input schema: {}",
+        told.join("; ")
+    );
+    if more > 0 {
+        text.push_str(&format!("; and {more} more"));
+    }
+    mcp_tool_failed(&text)
 }

@@ -30,8 +30,9 @@ pub fn render_content(content: &Content) -> String {
 /// The result of the tool `tool` as the model reads it, and whether it is an
 /// error: the blocks joined by lines, and the structured result as its exact
 /// JSON when no text carries it. A failure is worded from its facts; the
-/// tool's own error carries its words, and mcp-service's description is
-/// quoted only when no facts came with the reason.
+/// tool's own error carries its words (its text blocks, or
+/// [`TOOL_EXECUTION_FAILED`] when it has none), and mcp-service's
+/// description is quoted only when no facts came with the reason.
 pub fn tool_output(tool: &str, output: &ToolOutput) -> (String, bool) {
     if output.failure == Some(ToolFailure::ApprovalDenied) {
         let comment = output.denial_comment.as_deref().unwrap_or_default();
@@ -40,6 +41,7 @@ pub fn tool_output(tool: &str, output: &ToolOutput) -> (String, bool) {
     if let Some(failure) = output.failure {
         let message = match tool_failure(tool, failure, output.facts.as_ref()) {
             Some(worded) => worded,
+            None if failure == ToolFailure::ToolError => tool_error_text(output),
             None if output.error_message.is_empty() => rendered(output),
             None => output.error_message.clone(),
         };
@@ -50,6 +52,30 @@ pub fn tool_output(tool: &str, output: &ToolOutput) -> (String, bool) {
         ("The tool returned no content.".to_owned(), false)
     } else {
         (text, false)
+    }
+}
+
+/// What the model reads of a tool's own error without text (ticket 018's
+/// default, inside ticket 029's `MCP tool execution failed: …`).
+pub const TOOL_EXECUTION_FAILED: &str = "Tool execution failed";
+
+/// A tool's own error: its text blocks, joined by lines as mcp-service
+/// joins them; when it has no text, the reference's words rather than a
+/// description of the empty result.
+fn tool_error_text(output: &ToolOutput) -> String {
+    let texts: Vec<&str> = output
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            Content::Text(text) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    let text = texts.join("\n");
+    if text.trim().is_empty() {
+        TOOL_EXECUTION_FAILED.to_owned()
+    } else {
+        text
     }
 }
 

@@ -6,10 +6,13 @@
 mod approvals;
 mod arguments;
 mod content;
+#[cfg(test)]
+mod contract_tests;
 mod data_sources;
 #[cfg(test)]
 mod failure_tests;
 mod failures;
+mod read_resource;
 mod results;
 mod specs;
 mod system;
@@ -18,19 +21,25 @@ mod tests;
 
 pub use approvals::{approval_denied, approval_unusable};
 pub use arguments::{
-    QUERY_REQUIRED, integration_unavailable, no_resource_named, not_an_object, parameter_required,
+    QUERY_REQUIRED, arguments_mismatch, integration_unavailable, no_resource_named, not_an_object,
+    parameter_required,
 };
-pub use content::{render_content, tool_output};
+pub use content::{TOOL_EXECUTION_FAILED, render_content, tool_output};
 pub use data_sources::{
     import_failed, query_out_of_memory, query_refusal, query_table, rendered_line_bytes,
 };
 pub use failures::tool_timed_out;
+pub use read_resource::{
+    READ_INPUT_REQUIRED, READ_LIST_CAP, no_resource_at, offered_by_several, read_failed,
+    with_available_resources,
+};
 pub use results::{
     binary_resource, csv_imported, list_resources, prompt_failed, prompt_rendered, query_failed,
     query_internal_error, query_refused, query_timed_out, resource_failed, text_resource,
 };
 pub use specs::{
-    list_resources_spec, retrieve_prompt_spec, retrieve_resource_spec, source_query_spec,
+    list_resources_spec, read_resource_spec, retrieve_prompt_spec, retrieve_resource_spec,
+    source_query_spec,
 };
 pub use system::{integrations_unavailable, resource_guide};
 

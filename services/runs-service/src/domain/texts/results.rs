@@ -4,7 +4,7 @@
 use super::render_content;
 use crate::domain::{
     datasource::{ColumnType, DataSource},
-    ports::{Capabilities, PromptLine},
+    ports::{Capabilities, McpResource, PromptLine},
 };
 
 /// `retrieve_mcp_resource` could not do its job.
@@ -72,17 +72,11 @@ pub fn list_resources(capabilities: &[Capabilities]) -> String {
     for c in capabilities {
         for r in &c.resources {
             count += 1;
-            out.push_str(&format!(
-                "- {} (integrationId: {}, uri: {}, mimeType: {}): {}\n",
-                r.name, c.integration_id, r.uri, r.mime_type, r.description
-            ));
+            out.push_str(&resource_line(c, r, false));
         }
         for t in &c.resource_templates {
             count += 1;
-            out.push_str(&format!(
-                "- {} (integrationId: {}, uri template: {}, mimeType: {}): {}\n",
-                t.name, c.integration_id, t.uri, t.mime_type, t.description
-            ));
+            out.push_str(&resource_line(c, t, true));
         }
     }
     if count == 0 {
@@ -90,6 +84,16 @@ pub fn list_resources(capabilities: &[Capabilities]) -> String {
     } else {
         format!("Found {count} available resources:\n{out}")
     }
+}
+
+/// One resource (or, with `template`, one resource template) of
+/// integration `c` as a listed line.
+pub(super) fn resource_line(c: &Capabilities, r: &McpResource, template: bool) -> String {
+    let uri = if template { "uri template" } else { "uri" };
+    format!(
+        "- {} (integrationId: {}, {uri}: {}, mimeType: {}): {}\n",
+        r.name, c.integration_id, r.uri, r.mime_type, r.description
+    )
 }
 
 /// A prompt rendered with role labels.

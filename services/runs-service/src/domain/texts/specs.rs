@@ -4,7 +4,21 @@ use serde_json::json;
 
 use crate::domain::{datasource::DataSource, model::ToolSpec};
 
-/// `retrieve_mcp_resource`.
+/// `retrieve_mcp_resource`, with ticket 030's schema: `integrationId` and
+/// `resourceUri` required, `parameters` optional.
+///
+/// Why `required` holds both although a resource can also be read by name:
+/// a schema cannot say "these two, or that one" in a form every provider
+/// takes (Anthropic refuses `anyOf`/`oneOf` at the top of a tool's schema,
+/// OpenAI's strict mode too), and a `required` list that is empty tells the
+/// model nothing. So each tool's schema says one thing: this one the
+/// reference's integration-and-URI form, `mcp_read_resource` the name (or
+/// URI alone) form. What the router accepts stays wider than what the
+/// schema asks: a `resourceName` alone, or a `resourceUri` that exactly one
+/// of the run's integrations lists, is still read (the system prompt's
+/// guide offers the name form, and threads written before keep working);
+/// anything else is answered with the ticket's sentence naming the missing
+/// parameter.
 pub fn retrieve_resource_spec(name: &str) -> ToolSpec {
     ToolSpec {
         name: name.into(),
@@ -14,8 +28,27 @@ pub fn retrieve_resource_spec(name: &str) -> ToolSpec {
             "properties": {
                 "integrationId": {"type": "string", "description": "The ID of the MCP integration to retrieve the resource from"},
                 "resourceUri": {"type": "string", "description": "The URI of the resource to retrieve (e.g., \"dataset://sales\" or \"file://config.json\")"},
-                "resourceName": {"type": "string", "description": "Alternative to integrationId and resourceUri: a resource name from the available resources list"},
                 "parameters": {"type": "object", "description": "Optional parameters for parameterized resource URIs (e.g., {category: \"electronics\"})", "additionalProperties": true}
+            },
+            "required": ["integrationId", "resourceUri"]
+        }),
+    }
+}
+
+/// `mcp_read_resource`, as the resource tool bridge plan defines it (its
+/// tool definition, not the variant that lists every resource name in the
+/// description: names come from MCP servers, unbounded, and a description
+/// that changes with them defeats the providers' prompt caching; the
+/// system prompt and `mcp_list_resources` list them, bounded).
+pub fn read_resource_spec(name: &str) -> ToolSpec {
+    ToolSpec {
+        name: name.into(),
+        description: "Read content from an MCP resource. Use this tool to fetch data from available resources.".into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "uri": {"type": "string", "description": "The resource URI to read (e.g., \"resource://people\", \"resource://todos/1\")"},
+                "resourceName": {"type": "string", "description": "Alternative: resource name from the available resources list"}
             },
             "required": []
         }),

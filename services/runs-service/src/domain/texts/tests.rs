@@ -53,12 +53,38 @@ fn a_tool_result_is_its_text_and_otherwise_described() {
     let failed = ToolOutput {
         failure: Some(ToolFailure::ToolError),
         error_message: "boom".into(),
+        content: vec![Content::Text("boom".into())],
         ..ToolOutput::default()
     };
     assert_eq!(
         tool_output("deploy", &failed),
         ("MCP tool execution failed: boom".to_owned(), true)
     );
+    // A tool's error without text reads as the reference's default, not as
+    // mcp-service's description of it.
+    for content in [
+        vec![],
+        vec![Content::Text(" ".into())],
+        vec![Content::Image {
+            mime_type: "image/png".into(),
+            bytes: 3,
+        }],
+    ] {
+        let silent = ToolOutput {
+            failure: Some(ToolFailure::ToolError),
+            error_message: "the tool `deploy` reported an error".into(),
+            content,
+            ..ToolOutput::default()
+        };
+        assert_eq!(
+            tool_output("deploy", &silent),
+            (
+                "MCP tool execution failed: Tool execution failed".to_owned(),
+                true
+            )
+        );
+    }
+    assert_eq!(TOOL_EXECUTION_FAILED, "Tool execution failed");
     let blocks = ToolOutput {
         content: vec![
             Content::Text("hello".into()),

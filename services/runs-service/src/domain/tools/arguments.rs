@@ -38,6 +38,11 @@ impl ToolArguments {
         &self.text
     }
 
+    /// The arguments as a JSON value, for checking against a schema.
+    pub fn to_value(&self) -> Value {
+        Value::Object(self.object.clone())
+    }
+
     /// The value of `name` when it is a non-blank string.
     pub fn text_arg(&self, name: &str) -> Option<&str> {
         self.object

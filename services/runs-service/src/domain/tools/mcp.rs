@@ -39,6 +39,12 @@ impl McpToolCall<'_> {
         timeout: Duration,
     ) -> ToolOutcome {
         let (integration_id, tool) = (self.integration_id, self.tool);
+        tracing::info!(
+            %integration_id,
+            tool,
+            resumed = self.answers.is_some() || self.approval.is_some(),
+            "executing MCP tool"
+        );
         let scope = context.thread_id.to_string();
         let request = McpToolRequest {
             integration_id,
@@ -60,7 +66,7 @@ impl McpToolCall<'_> {
                 ToolOutcome::failed(texts::approval_unusable(tool, why))
             }
             Err(error) => {
-                tracing::warn!(%integration_id, tool, error = %error, "MCP tool call failed");
+                tracing::warn!(%integration_id, tool, error_type = error.kind(), error = %error, "MCP tool call failed");
                 let status = match error {
                     McpCallError::Timeout => ToolCallStatus::TimedOut,
                     _ => ToolCallStatus::Failed,
@@ -118,12 +124,12 @@ impl McpToolCall<'_> {
             });
         }
         let (text, is_error) = texts::tool_output(tool, &output);
-        tracing::info!(%integration_id, tool, is_error, "MCP tool executed");
         let status = match output.failure {
             None => ToolCallStatus::Succeeded,
             Some(ToolFailure::Timeout) => ToolCallStatus::TimedOut,
             Some(_) => ToolCallStatus::Failed,
         };
+        tracing::info!(%integration_id, tool, is_error, status = ?status, "MCP tool executed");
         ToolOutcome {
             text,
             is_error,

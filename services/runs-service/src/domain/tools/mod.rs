@@ -1,13 +1,17 @@
 //! The tools a run offers the model and the one place a tool call is
-//! routed: MCP tools to mcp-service, the built-in tools (MCP resources and
-//! prompts, `source_query`) to their files here; client tools are not run
+//! routed: MCP tools to mcp-service, the built-in tools (MCP resources —
+//! `retrieve_mcp_resource`, `mcp_read_resource`, `mcp_list_resources` —
+//! and prompts, `source_query`) to their files here; client tools are not run
 //! here, the run pauses for them. Whatever happens becomes a [`ToolOutcome`]:
 //! text for the model, never a failed run.
 
+mod argument_check;
 mod arguments;
+mod lookup;
 mod mcp;
 mod outcome;
 mod prompts;
+mod read_resource;
 mod resources;
 mod source_query;
 #[cfg(test)]
@@ -16,6 +20,7 @@ mod toolset;
 
 use std::{sync::Arc, time::Duration};
 
+pub use argument_check::{ArgumentChecks, MAX_REPORTED_PROBLEMS, Problem};
 pub use arguments::ToolArguments;
 pub use outcome::{ToolAction, ToolContext, ToolOutcome};
 pub use source_query::SourceQuery;
@@ -34,6 +39,7 @@ use super::{
 // The names the model calls the built-in tools by.
 const RETRIEVE_RESOURCE: &str = "retrieve_mcp_resource";
 const LIST_RESOURCES: &str = "mcp_list_resources";
+const READ_RESOURCE: &str = "mcp_read_resource";
 const RETRIEVE_PROMPT: &str = "retrieve_mcp_prompt";
 const SOURCE_QUERY: &str = "source_query";
 
@@ -120,6 +126,17 @@ impl ToolRouter {
                 integration_id,
                 server_tool_name,
             } => {
+                if let Some((problems, more)) =
+                    toolset.checks.problems(&call.name, &arguments.to_value())
+                {
+                    tracing::info!(
+                        %integration_id,
+                        tool = %server_tool_name,
+                        problems = problems.len() + more,
+                        "the model's arguments do not match the tool's input schema"
+                    );
+                    return ToolOutcome::failed(texts::arguments_mismatch(&problems, more));
+                }
                 let tool = mcp::McpToolCall {
                     integration_id: *integration_id,
                     tool: server_tool_name,
@@ -206,10 +223,15 @@ impl ToolRouter {
         arguments: &ToolArguments,
     ) -> ToolOutcome {
         let mcp = &*self.mcp;
+        let reader = resources::Reader {
+            mcp,
+            sources: &*self.sources,
+            context,
+            timeout: self.timeout,
+        };
         match name {
-            RETRIEVE_RESOURCE => {
-                resources::retrieve(mcp, &*self.sources, context, arguments, self.timeout).await
-            }
+            RETRIEVE_RESOURCE => resources::retrieve(&reader, arguments).await,
+            READ_RESOURCE => read_resource::read(&reader, arguments).await,
             LIST_RESOURCES => ToolOutcome::succeeded(texts::list_resources(&context.capabilities)),
             RETRIEVE_PROMPT => prompts::retrieve(mcp, context, arguments, self.timeout).await,
             SOURCE_QUERY => self.query.run(context.thread_id, arguments).await,
@@ -224,6 +246,7 @@ fn builtin_specs(agent: &Agent, sources: &[DataSource]) -> Vec<ToolSpec> {
     if has_integrations && !agent.config.disable_resource_tools {
         specs.push(texts::retrieve_resource_spec(RETRIEVE_RESOURCE));
         specs.push(texts::list_resources_spec(LIST_RESOURCES));
+        specs.push(texts::read_resource_spec(READ_RESOURCE));
     }
     if has_integrations {
         specs.push(texts::retrieve_prompt_spec(RETRIEVE_PROMPT));

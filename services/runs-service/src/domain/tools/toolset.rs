@@ -13,6 +13,7 @@ use std::{
 
 use sha2::{Digest, Sha256};
 
+use super::argument_check::{ArgumentChecks, Checked};
 use crate::domain::{
     entities::{ClientTool, ToolBinding, ToolTarget},
     ids::IntegrationId,
@@ -32,6 +33,8 @@ pub struct Toolset {
     pub bindings: Vec<ToolBinding>,
     /// The agent's allow-lists of server tools, by integration.
     pub filters: BTreeMap<IntegrationId, Vec<String>>,
+    /// The MCP tools' input schemas, compiled once for the run's calls.
+    pub checks: ArgumentChecks,
 }
 
 impl Toolset {
@@ -167,11 +170,32 @@ pub fn assemble(
             });
         }
     }
+    let checks = compile_checks(&bindings, &specs);
     Toolset {
         specs: specs.into(),
         bindings,
         filters: filters.clone(),
+        checks,
     }
+}
+
+/// The input schemas of the MCP tools among `bindings`, compiled for the
+/// run's calls (`specs` are in the same order).
+fn compile_checks(bindings: &[ToolBinding], specs: &[ToolSpec]) -> ArgumentChecks {
+    ArgumentChecks::compile(bindings.iter().zip(specs).filter_map(|(binding, spec)| {
+        match &binding.target {
+            ToolTarget::Mcp {
+                integration_id,
+                server_tool_name,
+            } => Some(Checked {
+                name: &binding.name,
+                integration_id: *integration_id,
+                server_tool: server_tool_name,
+                schema: &spec.parameters,
+            }),
+            _ => None,
+        }
+    }))
 }
 
 #[cfg(test)]

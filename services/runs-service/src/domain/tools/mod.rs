@@ -30,7 +30,7 @@ use super::{
     datasource::{DataSource, DataSources},
     entities::{Agent, InputAnswers, PendingApproval, PendingInput, ToolTarget},
     events::ToolKind,
-    ids::ThreadId,
+    ids::{IntegrationId, ThreadId},
     model::{ToolCall, ToolSpec},
     ports::{ApprovalDecision, Caller, Capabilities, DecideError, McpPort},
     texts,
@@ -163,20 +163,13 @@ impl ToolRouter {
         pending: &PendingInput,
         answers: &InputAnswers,
     ) -> ToolOutcome {
-        let arguments = match ToolArguments::parse(&call.arguments) {
-            Ok(arguments) => arguments,
-            Err(error) => return ToolOutcome::failed(texts::invalid_arguments(&error)),
-        };
-        let tool = mcp::McpToolCall {
+        let again = Again {
             integration_id: pending.integration_id,
             tool: &pending.tool,
-            arguments: &arguments,
             answers: Some(answers),
             approval: None,
-            // A resumed call was allowed when it was first made.
-            allowed_tools: None,
         };
-        tool.run(&*self.mcp, context, self.timeout).await
+        self.again(context, call, again).await
     }
 
     /// Decides an approval as `caller`, within the tools' timeout.
@@ -199,18 +192,29 @@ impl ToolRouter {
         call: &ToolCall,
         pending: &PendingApproval,
     ) -> ToolOutcome {
+        let again = Again {
+            integration_id: pending.integration_id,
+            tool: &pending.tool,
+            answers: None,
+            approval: Some(pending),
+        };
+        self.again(context, call, again).await
+    }
+
+    /// Makes a paused MCP tool call again. A resumed call was allowed when
+    /// it was first made (mcp-service checks its policy again: a rule that
+    /// now denies it wins).
+    async fn again(&self, context: &ToolContext, call: &ToolCall, again: Again<'_>) -> ToolOutcome {
         let arguments = match ToolArguments::parse(&call.arguments) {
             Ok(arguments) => arguments,
             Err(error) => return ToolOutcome::failed(texts::invalid_arguments(&error)),
         };
         let tool = mcp::McpToolCall {
-            integration_id: pending.integration_id,
-            tool: &pending.tool,
+            integration_id: again.integration_id,
+            tool: again.tool,
             arguments: &arguments,
-            answers: None,
-            approval: Some(pending),
-            // A resumed call was allowed when it was first made (mcp-service
-            // checks its policy again: a rule that now denies it wins).
+            answers: again.answers,
+            approval: again.approval,
             allowed_tools: None,
         };
         tool.run(&*self.mcp, context, self.timeout).await
@@ -255,4 +259,12 @@ fn builtin_specs(agent: &Agent, sources: &[DataSource]) -> Vec<ToolSpec> {
         specs.push(texts::source_query_spec(SOURCE_QUERY, sources));
     }
     specs
+}
+
+/// What a paused MCP tool call is made again with.
+struct Again<'a> {
+    integration_id: IntegrationId,
+    tool: &'a str,
+    answers: Option<&'a InputAnswers>,
+    approval: Option<&'a PendingApproval>,
 }

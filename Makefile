@@ -1,5 +1,6 @@
 # Switchboard's front door: `make help` lists the targets.
-# `make ci` runs exactly what .ci/run (CI) runs.
+# `make ci` runs exactly what .ci/run (CI) runs; .ci/run also turns off
+# incremental compilation and removes the fuzz build once it has run.
 
 SHELL := /bin/bash
 TOOLS := $(CURDIR)/.tools
@@ -232,4 +233,4 @@ image-check: tools deploy-tools postgres ## Build the images from the tests' deb
 	$(TOOLS)/deploy-venv/bin/python scripts/image_check.py
 
 .PHONY: ci
-ci: lint deny test conformance demo-check helm-check image-check fuzz-ci ## What CI runs: lints, supply-chain checks, the tests on SQLite and PostgreSQL, the MCP conformance suite, the demo, the chart and image checks, a short fuzz run
+ci: lint deny fuzz-ci test conformance demo-check helm-check image-check ## What CI runs: lints, supply-chain checks, a short fuzz run, the tests on SQLite and PostgreSQL, the MCP conformance suite, the demo, the chart and image checks

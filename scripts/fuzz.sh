@@ -22,6 +22,10 @@
 # aborts, hangs and unbounded memory), so no nightly toolchain is needed.
 # FUZZ_SANITIZER=address builds with AddressSanitizer instead, which needs a
 # nightly toolchain (FUZZ_TOOLCHAIN, default nightly).
+#
+# FUZZ_REMOVE_BUILD=1 removes the fuzz build (fuzz/target, some gigabytes)
+# once the targets have run, crash or not; CI sets it, so the fuzz build and
+# the tests' build are never on its disk together.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -88,6 +92,10 @@ for target in "${targets[@]}"; do
   cargo "${toolchain[@]}" fuzz build "${build_flags[@]}" "$target"
 done
 echo "fuzz: built in $((SECONDS - build_start)) s"
+
+if [ "${FUZZ_REMOVE_BUILD:-0}" = 1 ]; then
+  trap 'echo "fuzz: removing the fuzz build"; rm -rf "$root/fuzz/target"' EXIT
+fi
 
 logs="$root/fuzz/logs"
 mkdir -p "$logs"

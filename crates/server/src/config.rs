@@ -25,11 +25,19 @@ pub struct ServerArgs {
     #[arg(long, env = "SWITCHBOARD_CONCURRENCY_LIMIT", default_value_t = 1024)]
     pub concurrency_limit: usize,
     /// Calls one organization may have in flight at once, a streaming call
-    /// until its stream ends; more are refused with RESOURCE_EXHAUSTED, so
-    /// that one organization's slow upstreams or open streams cannot take
-    /// every slot of `concurrency-limit`.
+    /// until its stream ends, so that one organization's slow upstreams or
+    /// open streams cannot take every slot of `concurrency-limit`. A call
+    /// past it waits its turn (`org-queue-wait`); one that cannot be served
+    /// in time is refused with RESOURCE_EXHAUSTED.
     #[arg(long, env = "SWITCHBOARD_ORG_CONCURRENCY_LIMIT", default_value_t = 256)]
     pub org_concurrency_limit: usize,
+    /// The longest a call of an organization at its concurrency limit waits
+    /// for one of its calls to end, in its organization's own line (as many
+    /// calls may wait as may run; more are refused at once); a caller's
+    /// shorter `grpc-timeout` shortens it to nine tenths of that. `0s`
+    /// refuses at once.
+    #[arg(long, env = "SWITCHBOARD_ORG_QUEUE_WAIT", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub org_queue_wait: Duration,
     /// Calls per second one organization may make on average (token bucket);
     /// more are refused with RESOURCE_EXHAUSTED and a retry delay.
     #[arg(long, env = "SWITCHBOARD_ORG_RATE_LIMIT", default_value = "1000")]
@@ -94,6 +102,7 @@ impl ServerArgs {
             max_request_timeout: Duration::from_secs(15 * 60),
             concurrency_limit: 1024,
             org_concurrency_limit: 256,
+            org_queue_wait: Duration::from_secs(5),
             org_rate_limit: NonZeroU32::new(1000).expect("1000 is not zero"),
             org_rate_burst: NonZeroU32::new(2000).expect("2000 is not zero"),
             org_limits_file: None,

@@ -221,6 +221,7 @@ fn org_limit_layer(
         replica,
         store,
         settings,
+        args.org_queue_wait,
     ))
 }
 
@@ -283,20 +284,24 @@ fn grpc_server(
         // Inside the span: the call's gRPC status on its span and in the
         // RPC duration histogram, refusals by the layers below included.
         .layer(RpcTelemetryLayer::new(methods))
+        // Authenticate first: every layer below finds a verified principal.
+        // Verification is a signature check (keys fetched at a bounded
+        // rate), cheap beside the calls it admits.
+        .layer(AuthLayer::new(authenticator))
+        // Then the limits of the caller's organization, so that one
+        // organization's hanging calls or bursts take its own slots and
+        // tokens, not every organization's. A call at its organization's
+        // limit waits in that organization's line, outside the global
+        // limit: a waiting call costs a parked task, and one organization's
+        // line must not take the process's slots from the others. Health
+        // and reflection carry no organization and pass.
+        .layer(org_limits)
         // Bound the calls in flight across all connections (a stream until
         // it ends), and with them memory and the fan-out to upstream MCP
         // servers and models; over the limit UNAVAILABLE at once, which gRPC
         // clients retry with backoff, since queueing behind slow calls only
         // turns overload into timeouts.
         .layer(GlobalLimitLayer::new(args.concurrency_limit))
-        // Authenticate after the global limit: only admitted calls pay for
-        // verification, and handlers always find a verified principal.
-        .layer(AuthLayer::new(authenticator))
-        // Then the limits of the caller's organization, so that one
-        // organization's hanging calls or bursts take its own slots and
-        // tokens, not every organization's. Health and reflection carry no
-        // organization and pass.
-        .layer(org_limits)
         // Deadlines: the caller's `grpc-timeout` up to a ceiling, so that a
         // tool call with a long limit of its own is not cut short.
         .layer(DeadlineLayer::new(Deadlines {

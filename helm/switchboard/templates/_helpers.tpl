@@ -154,6 +154,8 @@ install and read back from the cluster on upgrades.
   value: {{ $v.orgLimits.ratePerSecond | int | quote }}
 - name: SWITCHBOARD_ORG_RATE_BURST
   value: {{ $v.orgLimits.burst | int | quote }}
+- name: SWITCHBOARD_ORG_QUEUE_WAIT
+  value: {{ printf "%ds" (int $v.orgLimits.queueWaitSeconds) | quote }}
 {{- if $v.orgLimits.overrides }}
 - name: SWITCHBOARD_ORG_LIMITS_FILE
   value: /etc/switchboard/org-limits/limits.toml

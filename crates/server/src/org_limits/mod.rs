@@ -10,6 +10,11 @@
 //! end, and the service refuses everybody. Health and reflection carry no
 //! organization and are never counted.
 //!
+//! A call that finds its organization at its concurrency limit waits its
+//! turn in its organization's own line, for as long as the caller can
+//! afford (nine tenths of its `grpc-timeout`, at most the queue wait
+//! setting), and is refused only when no slot came free by then.
+//!
 //! Calls in flight are counted across the replicas of a service: each
 //! replica admits calls from a grant of slots it holds in a shared store
 //! ([`SlotGrants`]), so that all replicas together keep to the limit. Calls
@@ -29,6 +34,7 @@ use governor::{
 };
 use http::{Request, Response};
 use switchboard_auth::Principal;
+use tokio::time::Instant;
 use switchboard_proto::common::v1::ErrorReason;
 use tonic::{Code, Status, body::Body};
 use tonic_types::{ErrorDetails, StatusExt as _};
@@ -63,6 +69,8 @@ struct Shared {
     rate: KeyedLimiter,
     /// The bucket of each organization with limits of its own.
     own_rates: HashMap<String, DefaultDirectRateLimiter>,
+    /// The longest a call waits for a slot of its organization.
+    queue_wait: Duration,
 }
 
 fn quota(limits: &OrgLimits) -> Quota {
@@ -78,12 +86,14 @@ pub struct OrgLimitLayer {
 
 impl OrgLimitLayer {
     /// A layer enforcing each organization's `limits`, counting calls in
-    /// flight in grants of `store` as replica `replica`.
+    /// flight in grants of `store` as replica `replica`; a call at its
+    /// organization's limit waits for a slot up to `queue_wait`.
     pub fn new(
         limits: OrgLimitTable,
         replica: String,
         store: Arc<dyn SlotGrants>,
         settings: GrantSettings,
+        queue_wait: Duration,
     ) -> Self {
         let own_rates = limits
             .overrides()
@@ -95,6 +105,7 @@ impl OrgLimitLayer {
                 limits,
                 slots: Slots::new(replica, store, settings),
                 own_rates,
+                queue_wait,
             }),
         }
     }
@@ -163,10 +174,21 @@ impl Drop for Slot {
 }
 
 impl Shared {
-    /// Admits a call of `org` or says why not.
-    async fn admit(self: Arc<Self>, org: String) -> Result<Slot, Status> {
+    /// How long a call with `headers` may wait for a slot: nine tenths of
+    /// what is left of its deadline, so that a refusal reaches the caller
+    /// before the deadline does, and at most the queue wait.
+    fn wait_for(&self, headers: &http::HeaderMap) -> Duration {
+        match crate::grpc_timeout(headers) {
+            Some(deadline) => self.queue_wait.min(deadline - deadline / 10),
+            None => self.queue_wait,
+        }
+    }
+
+    /// Admits a call of `org`, waiting for a slot until `until`, or says
+    /// why not.
+    async fn admit(self: Arc<Self>, org: String, until: Instant) -> Result<Slot, Status> {
         let limits = self.limits.of(&org);
-        match self.slots.admit(&org, limits.concurrency).await {
+        match self.slots.admit(&org, limits.concurrency, until).await {
             Ok(()) => {}
             Err(NotAdmitted::AtLimit) => return Err(concurrency_refusal(limits.concurrency)),
             Err(NotAdmitted::Store(error)) => {
@@ -249,8 +271,9 @@ impl Gate for OrgLimitLayer {
             return Box::pin(inner.call(request));
         };
         let shared = self.shared.clone();
+        let until = Instant::now() + shared.wait_for(request.headers());
         Box::pin(async move {
-            match shared.admit(org.clone()).await {
+            match shared.admit(org.clone(), until).await {
                 Ok(slot) => {
                     let response = inner.call(request).await?;
                     Ok(response.map(|body| Body::new(HeldBody::new(body, slot))))

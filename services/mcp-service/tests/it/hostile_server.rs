@@ -98,6 +98,8 @@ async fn an_organization_at_its_concurrency_limit_leaves_others_served(kind: DbK
     let mut h = start_with(kind, |c| {
         c.common.server.concurrency_limit = GLOBAL;
         c.common.server.org_concurrency_limit = 2;
+        // Calls past the limit wait this long for a slot, then are refused.
+        c.common.server.org_queue_wait = Duration::from_millis(300);
         // The hanging calls hang until the server stops.
         c.connect_timeout = Duration::from_secs(600);
         c.call_timeout = Duration::from_secs(600);
@@ -128,7 +130,7 @@ async fn an_organization_at_its_concurrency_limit_leaves_others_served(kind: DbK
     for _ in 0..GLOBAL - 2 {
         let refused = tokio::time::timeout(PATIENCE, done_rx.recv())
             .await
-            .expect("calls beyond the organization's limit are refused at once")
+            .expect("calls beyond the organization's limit are refused after their wait")
             .expect("a result");
         let status = refused.expect_err("refused");
         let delay = assert_refused_at_limit(&status, "ERROR_REASON_ORGANIZATION_CONCURRENCY_LIMIT");

@@ -23,6 +23,7 @@ mod integrations;
 mod oauth_organization;
 mod oauth_users;
 mod org_limits;
+mod org_queue;
 mod policy;
 mod protocol;
 mod repository;

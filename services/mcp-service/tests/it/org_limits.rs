@@ -21,6 +21,9 @@ use crate::support::{Harness, admin, create, http_integration, req, start_with};
 const PATIENCE: Duration = Duration::from_secs(30);
 /// How long a call that would be refused has to show up as refused.
 const QUIET: Duration = Duration::from_millis(1500);
+/// How long a call past its organization's limit waits here before it is
+/// refused (`tests/it/org_queue.rs` tests the wait itself).
+const QUEUE_WAIT: Duration = Duration::from_millis(300);
 const CONCURRENCY_REASON: &str = "ERROR_REASON_ORGANIZATION_CONCURRENCY_LIMIT";
 
 /// An "MCP server" that accepts connections and never answers a byte.
@@ -44,7 +47,7 @@ pub fn limits_file(dir: &Path, text: &str) -> std::path::PathBuf {
 }
 
 /// Calls that hang on the hanging upstream until aborted; the refused ones
-/// come back at once on `done`.
+/// come back on `done` when their wait for a slot is over.
 pub struct HangingCalls {
     tasks: Vec<JoinHandle<()>>,
     tx: mpsc::UnboundedSender<Result<(), Status>>,
@@ -87,7 +90,7 @@ impl HangingCalls {
         for _ in 0..n {
             let status = tokio::time::timeout(PATIENCE, self.done.recv())
                 .await
-                .expect("calls past the limit are refused at once")
+                .expect("calls past the limit are refused after their wait")
                 .expect("a result")
                 .expect_err("refused");
             assert_refused_at_limit(&status);
@@ -133,6 +136,7 @@ async fn an_organization_with_its_own_concurrency_limit_is_held_to_it(kind: DbKi
     let file = limits_file(dir.path(), "[orgs.org-small]\nconcurrency = 2\n");
     let mut h = start_with(kind, |c| {
         c.common.server.org_limits_file = Some(file);
+        c.common.server.org_queue_wait = QUEUE_WAIT;
         c.connect_timeout = Duration::from_secs(600);
         c.call_timeout = Duration::from_secs(600);
     })
@@ -193,6 +197,7 @@ fn replica_config(config: &mut switchboard_mcp_service::Config, file: &Path) {
     config.common.server.org_limits_file = Some(file.to_owned());
     config.common.server.org_slot_grant_heartbeat = Duration::from_millis(100);
     config.common.server.org_slot_grant_ttl = Duration::from_secs(3);
+    config.common.server.org_queue_wait = QUEUE_WAIT;
     config.connect_timeout = Duration::from_secs(600);
     config.call_timeout = Duration::from_secs(600);
 }

@@ -200,7 +200,10 @@ async fn admitted_watch(
 async fn watch_streams_hold_their_organization_slot_until_they_end(kind: DbKind) {
     let mut service = start(
         kind,
-        |config| config.common.server.org_concurrency_limit = 5,
+        |config| {
+            config.common.server.org_concurrency_limit = 5;
+            config.common.server.org_queue_wait = Duration::from_millis(300);
+        },
         None,
     )
     .await;

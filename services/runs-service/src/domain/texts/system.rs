@@ -61,9 +61,9 @@ fn resource_section(
     templates: &[(&Capabilities, &McpResource)],
 ) {
     out.push_str("Resource Access Guidelines:\n");
-    out.push_str("1. Use the \"retrieve_mcp_resource\" tool to fetch resource content.\n");
+    out.push_str("1. Use the \"mcp_read_resource\" tool to fetch resource content.\n");
     out.push_str("2. Use the \"mcp_list_resources\" tool to see all available resources.\n");
-    out.push_str("3. Provide either \"integrationId\" and \"resourceUri\" (with \"parameters\" for templates), or \"resourceName\".\n");
+    out.push_str("3. Provide either \"uri\" or \"resourceName\" parameter; for a resource template, use the \"retrieve_mcp_resource\" tool with \"integrationId\", \"resourceUri\" and \"parameters\".\n");
     out.push_str(
         "4. CSV resources become data sources you can query with the \"source_query\" tool.\n",
     );

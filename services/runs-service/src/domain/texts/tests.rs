@@ -192,9 +192,9 @@ fn the_resource_guide_lists_resources_templates_and_prompts() {
     assert_eq!(
         guide,
         "Resource Access Guidelines:\n\
-         1. Use the \"retrieve_mcp_resource\" tool to fetch resource content.\n\
+         1. Use the \"mcp_read_resource\" tool to fetch resource content.\n\
          2. Use the \"mcp_list_resources\" tool to see all available resources.\n\
-         3. Provide either \"integrationId\" and \"resourceUri\" (with \"parameters\" for templates), or \"resourceName\".\n\
+         3. Provide either \"uri\" or \"resourceName\" parameter; for a resource template, use the \"retrieve_mcp_resource\" tool with \"integrationId\", \"resourceUri\" and \"parameters\".\n\
          4. CSV resources become data sources you can query with the \"source_query\" tool.\n\
          \n\
          Available resources:\n\

@@ -78,7 +78,7 @@ run-runs: build ## Run runs-service alone (embedded SQLite)
 	  SWITCHBOARD_MODEL_PROVIDERS='$(SWITCHBOARD_MODEL_PROVIDERS)' ./target/debug/runs-service --listen $(RUNS_LISTEN)
 
 .PHONY: bench
-bench: bench-mcp bench-runs bench-data bench-fairness bench-execute-tool bench-mcp-client bench-soak bench-policy bench-audit ## Run every benchmark (release builds; see BENCHMARKS.md)
+bench: bench-mcp bench-runs bench-data bench-fairness bench-org-limits bench-execute-tool bench-mcp-client bench-soak bench-policy bench-audit ## Run every benchmark (release builds; see BENCHMARKS.md)
 
 .PHONY: bench-mcp
 bench-mcp: ## ExecuteTool through mcp-service vs direct, sessions vs connect-per-call, idle-session RSS
@@ -126,6 +126,10 @@ bench-mcp-client: ## The MCP client path alone: an rmcp session as mcp-service b
 bench-fairness: ## A quiet organization's ExecuteTool p50/p99 alone and beside one whose MCP server hangs
 	$(CARGO) build --release --locked -p switchboard-mcp-service --bin mcp-service -p switchboard-example-mcp-server --bin example-mcp-server
 	$(CARGO) bench -p switchboard-mcp-service --bench fairness
+
+.PHONY: bench-org-limits
+bench-org-limits: ## The organization limits' cost per call, in process: admitted and refused, against no gate
+	$(CARGO) bench -p switchboard-server --bench org_limits
 
 .PHONY: bench-data
 bench-data: tools ## Import of a 1,000,000-row CSV and a GROUP BY, against DuckDB

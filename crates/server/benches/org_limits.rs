@@ -44,9 +44,11 @@ fn layer(concurrency: usize) -> OrgLimitLayer {
 
 fn request() -> Request<()> {
     let mut request = Request::new(());
-    request
-        .extensions_mut()
-        .insert(Principal::new("org-bench", "user", vec!["member".to_owned()]));
+    request.extensions_mut().insert(Principal::new(
+        "org-bench",
+        "user",
+        vec!["member".to_owned()],
+    ));
     request
 }
 
@@ -106,9 +108,18 @@ async fn main() {
         "{} calls per path, in batches of {BATCH}, alternating; one thread",
         BATCH * BATCHES
     );
-    println!("without the gate                         {:>8.0} ns per call", per_call(t_plain));
-    println!("through the gate, admitted               {:>8.0} ns per call", per_call(t_admitted));
-    println!("through the gate, refused at the limit   {:>8.0} ns per call", per_call(t_refused));
+    println!(
+        "without the gate                         {:>8.0} ns per call",
+        per_call(t_plain)
+    );
+    println!(
+        "through the gate, admitted               {:>8.0} ns per call",
+        per_call(t_admitted)
+    );
+    println!(
+        "through the gate, refused at the limit   {:>8.0} ns per call",
+        per_call(t_refused)
+    );
     println!(
         "the limits' cost per admitted call: {:+.0} ns",
         per_call(t_admitted) - per_call(t_plain)

@@ -1,6 +1,7 @@
 //! Fairness between organizations: a quiet organization's ExecuteTool latency
-//! alone, and while a noisy organization whose MCP server hangs keeps calling
-//! at its limit, side by side in one run; then the same noisy neighbour
+//! beside an organization flooding at its rate limit, alone, and while a
+//! noisy organization whose MCP server hangs keeps calling at its limit,
+//! in one run against one process; then the same noisy neighbour
 //! against a server whose per-organization limit is as large as the global
 //! one (what every organization had before per-organization limits).
 //! mcp-service and the example MCP server run as release binaries; the
@@ -42,6 +43,11 @@ const GLOBAL_LIMIT: usize = 256;
 const ORG_LIMIT: usize = 64;
 /// The noisy organization's callers: enough to fill the whole server.
 const NOISY_CALLERS: usize = GLOBAL_LIMIT;
+/// The flooding organization's rate limit, calls per second.
+const FLOOD_RATE: u32 = 100;
+/// The flooding organization's callers, each calling again at once when
+/// refused.
+const FLOOD_CALLERS: usize = 16;
 
 async fn channel(url: &str) -> Channel {
     Channel::from_shared(url.to_owned())
@@ -72,6 +78,8 @@ async fn mcp_service(dir: &std::path::Path, org_limit: usize) -> (KillOnDrop, St
         // (thousands of calls a second) must not be what refuses it.
         .env("SWITCHBOARD_ORG_RATE_LIMIT", "1000000")
         .env("SWITCHBOARD_ORG_RATE_BURST", "1000000")
+        // Except the flooding organization's.
+        .env("SWITCHBOARD_ORG_LIMITS_FILE", limits_file(dir))
         // The hanging calls hang for the whole benchmark.
         .env("SWITCHBOARD_MCP_CONNECT_TIMEOUT", "10m")
         .env("SWITCHBOARD_MCP_CALL_TIMEOUT", "10m")
@@ -86,6 +94,17 @@ async fn mcp_service(dir: &std::path::Path, org_limit: usize) -> (KillOnDrop, St
         .await
         .expect("mcp-service serves");
     (KillOnDrop(child), url)
+}
+
+/// The limits file: the flooding organization's own rate.
+fn limits_file(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("limits.toml");
+    std::fs::write(
+        &path,
+        format!("[orgs.flood]\nrate = {FLOOD_RATE}\nburst = {FLOOD_RATE}\n"),
+    )
+    .expect("the limits file is written");
+    path
 }
 
 /// An MCP server that accepts connections and never answers.
@@ -182,6 +201,46 @@ impl Drop for Noisy {
     }
 }
 
+/// An organization flooding at its rate limit: `FLOOD_CALLERS` callers
+/// listing integrations back to back, ignoring the retry delay.
+struct Flood {
+    stop: Arc<AtomicBool>,
+    refused: Arc<AtomicU64>,
+}
+
+impl Flood {
+    async fn start(url: &str) -> Self {
+        let token = token("flood", "flood-user", &["admin"]);
+        let channel = channel(url).await;
+        let (stop, refused) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicU64::new(0)),
+        );
+        for _ in 0..FLOOD_CALLERS {
+            let mut client = McpServiceClient::new(channel.clone());
+            let (token, stop, refused) = (token.clone(), stop.clone(), refused.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    let request = authed(pb::ListIntegrationsRequest::default(), &token);
+                    if let Err(status) = client.list_integrations(request).await
+                        && status.code() == Code::ResourceExhausted
+                    {
+                        refused.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        Self { stop, refused }
+    }
+}
+
+impl Drop for Flood {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
 struct Phase {
     latencies: Vec<Duration>,
     refused: usize,
@@ -241,25 +300,41 @@ fn report(name: &str, phase: &Phase) {
     );
 }
 
-/// The quiet organization alone, then beside the noisy one, on a server
-/// whose per-organization limit is `org_limit`.
-async fn scenario(
-    dir: &std::path::Path,
-    org_limit: usize,
-    quiet_upstream: &str,
-) -> (Phase, Phase, u64) {
+/// The quiet organization alone, then beside the noisy one, then beside
+/// the flood, on a server whose per-organization limit is `org_limit`.
+async fn scenario(dir: &std::path::Path, org_limit: usize, quiet_upstream: &str) -> Scenario {
     let (_service, url) = mcp_service(dir, org_limit).await;
     let quiet_channel = channel(&url).await;
     let token = token("quiet", "quiet-user", &["admin"]);
     let id = integration(&quiet_channel, &token, "example", quiet_upstream).await;
     // Warm the sessions and connections.
     quiet_phase(&quiet_channel, &id, &token).await;
+    let flood = Flood::start(&url).await;
+    let flooded = quiet_phase(&quiet_channel, &id, &token).await;
+    let flood_refused = flood.refused.load(Ordering::Relaxed);
+    drop(flood);
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let alone = quiet_phase(&quiet_channel, &id, &token).await;
     let noisy = Noisy::start(&url, &hanging_upstream().await).await;
     let beside = quiet_phase(&quiet_channel, &id, &token).await;
     let refused = noisy.refused.load(Ordering::Relaxed);
     drop(noisy);
-    (alone, beside, refused)
+    Scenario {
+        alone,
+        beside,
+        refused,
+        flooded,
+        flood_refused,
+    }
+}
+
+/// One server's phases.
+struct Scenario {
+    alone: Phase,
+    beside: Phase,
+    refused: u64,
+    flooded: Phase,
+    flood_refused: u64,
 }
 
 #[tokio::main]
@@ -276,36 +351,52 @@ async fn main() {
          the noisy organization has {NOISY_CALLERS} callers on an MCP server that never answers,\n\
          each retrying after the RetryInfo delay when refused; global limit {GLOBAL_LIMIT} calls in flight\n"
     );
-    let (alone, beside, refused) = scenario(dir.path(), ORG_LIMIT, &quiet_upstream).await;
+    let fair = scenario(dir.path(), ORG_LIMIT, &quiet_upstream).await;
     report(
         &format!("per-organization limit {ORG_LIMIT}: quiet alone"),
-        &alone,
+        &fair.alone,
     );
     report(
         &format!("per-organization limit {ORG_LIMIT}: beside the noisy one"),
-        &beside,
+        &fair.beside,
     );
-    println!("  the noisy organization's calls refused RESOURCE_EXHAUSTED meanwhile: {refused}");
-    let (unfair_alone, unfair_beside, _) =
-        scenario(dir.path(), GLOBAL_LIMIT, &quiet_upstream).await;
+    println!(
+        "  the noisy organization's calls refused RESOURCE_EXHAUSTED meanwhile: {}",
+        fair.refused
+    );
+    report(
+        &format!("per-organization limit {ORG_LIMIT}: beside a flood at {FLOOD_RATE}/s"),
+        &fair.flooded,
+    );
+    println!(
+        "  the flooding organization's calls refused meanwhile: {}",
+        fair.flood_refused
+    );
+    let unfair = scenario(dir.path(), GLOBAL_LIMIT, &quiet_upstream).await;
     report(
         &format!("per-organization limit {GLOBAL_LIMIT} (= global): quiet alone"),
-        &unfair_alone,
+        &unfair.alone,
     );
     report(
         &format!("per-organization limit {GLOBAL_LIMIT} (= global): beside the noisy one"),
-        &unfair_beside,
+        &unfair.beside,
     );
     println!(
         "  the quiet organization's calls refused meanwhile: {}/{CALLS}",
-        unfair_beside.refused
+        unfair.beside.refused
     );
     println!();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    println!(
-        "added by the noisy neighbour under per-organization limits: p50 {:+.3} ms, p99 {:+.3} ms; {} of {CALLS} quiet calls refused",
-        ms(beside.at(0.5)) - ms(alone.at(0.5)),
-        ms(beside.at(0.99)) - ms(alone.at(0.99)),
-        beside.refused
-    );
+    for (what, phase) in [
+        ("the noisy neighbour", &fair.beside),
+        ("the flood", &fair.flooded),
+    ] {
+        println!(
+            "added by {what} under per-organization limits: p50 {:+.3} ms, p99 {:+.3} ms ({:+.0} %); {} of {CALLS} quiet calls refused",
+            ms(phase.at(0.5)) - ms(fair.alone.at(0.5)),
+            ms(phase.at(0.99)) - ms(fair.alone.at(0.99)),
+            (ms(phase.at(0.99)) / ms(fair.alone.at(0.99)) - 1.0) * 100.0,
+            phase.refused
+        );
+    }
 }

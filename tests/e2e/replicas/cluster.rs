@@ -204,8 +204,19 @@ impl Cluster {
         text: &str,
         detach: bool,
     ) -> Result<Streaming<runs::ExecuteRunResponse>, tonic::Status> {
+        self.execute_on(client, &self.thread_id, text, detach).await
+    }
+
+    /// Starts a run on `thread_id` through `client`.
+    pub async fn execute_on(
+        &self,
+        client: &mut RunsServiceClient<Channel>,
+        thread_id: &str,
+        text: &str,
+        detach: bool,
+    ) -> Result<Streaming<runs::ExecuteRunResponse>, tonic::Status> {
         let request = runs::ExecuteRunRequest {
-            thread_id: self.thread_id.clone(),
+            thread_id: thread_id.to_owned(),
             input: Some(runs::execute_run_request::Input::UserMessage(
                 runs::UserMessageInput { text: text.into() },
             )),
@@ -216,6 +227,37 @@ impl Cluster {
             .execute_run(authed(request, &self.token))
             .await
             .map(tonic::Response::into_inner)
+    }
+
+    /// Another thread of the cluster's agent, for the same user.
+    pub async fn another_thread(&self, client: &mut RunsServiceClient<Channel>) -> String {
+        let agent_id = client
+            .get_thread(authed(
+                runs::GetThreadRequest {
+                    id: self.thread_id.clone(),
+                },
+                &self.token,
+            ))
+            .await
+            .expect("the thread is found")
+            .into_inner()
+            .thread
+            .expect("a thread")
+            .agent_id;
+        client
+            .create_thread(authed(
+                runs::CreateThreadRequest {
+                    agent_id,
+                    ..Default::default()
+                },
+                &self.token,
+            ))
+            .await
+            .expect("thread created")
+            .into_inner()
+            .thread
+            .expect("a thread")
+            .id
     }
 
     pub async fn get_run(&self, client: &mut RunsServiceClient<Channel>, id: &str) -> runs::Run {

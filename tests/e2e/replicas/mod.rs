@@ -6,6 +6,7 @@
 mod approvals;
 mod budgets;
 mod cluster;
+mod run_limits;
 
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,7 @@ use budgets::{
     a_soft_budget_passed_on_one_replica_warns_on_the_other,
 };
 use cluster::{Cluster, cluster, kind_of, rest, run_id, sleep_then, until};
+use run_limits::runs_in_flight_are_counted_over_both_replicas;
 
 /// Replicas that notice a cancel or a lost lease within a fraction of a
 /// second.
@@ -261,4 +263,5 @@ db_tests!(
     a_denial_given_on_resume_reaches_the_model_as_text,
     a_run_on_one_replica_counts_against_the_budgets_on_the_other,
     a_soft_budget_passed_on_one_replica_warns_on_the_other,
+    runs_in_flight_are_counted_over_both_replicas,
 );

@@ -34,8 +34,8 @@ use governor::{
 };
 use http::{Request, Response};
 use switchboard_auth::Principal;
-use tokio::time::Instant;
 use switchboard_proto::common::v1::ErrorReason;
+use tokio::time::Instant;
 use tonic::{Code, Status, body::Body};
 use tonic_types::{ErrorDetails, StatusExt as _};
 use tower::{Layer, Service};

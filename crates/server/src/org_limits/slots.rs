@@ -167,7 +167,11 @@ impl Slots {
             if slots.take(now) {
                 return Ok(());
             }
-            if ticket.is_some() && slots.last_asked.is_some_and(|at| now < at + ASK_AGAIN_EVERY) {
+            if ticket.is_some()
+                && slots
+                    .last_asked
+                    .is_some_and(|at| now < at + ASK_AGAIN_EVERY)
+            {
                 return Err(NotAdmitted::AtLimit);
             }
             slots.last_asked = Some(now);
@@ -339,7 +343,10 @@ mod tests {
     async fn a_call_at_the_limit_waits_its_turn_and_gets_the_slot_that_ends() {
         let slots = one_replica(8);
         for _ in 0..2 {
-            slots.admit("org", 2, Instant::now()).await.expect("admitted");
+            slots
+                .admit("org", 2, Instant::now())
+                .await
+                .expect("admitted");
         }
         let first = call(&slots, 2, Duration::from_secs(30));
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -348,12 +355,17 @@ mod tests {
         assert!(!first.is_finished() && !second.is_finished(), "both wait");
         // A third would make the line longer than the limit.
         assert!(matches!(
-            slots.admit("org", 2, Instant::now() + Duration::from_secs(30)).await,
+            slots
+                .admit("org", 2, Instant::now() + Duration::from_secs(30))
+                .await,
             Err(NotAdmitted::AtLimit)
         ));
 
         slots.end("org");
-        first.await.expect("joined").expect("the first in line is admitted");
+        first
+            .await
+            .expect("joined")
+            .expect("the first in line is admitted");
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!second.is_finished(), "one slot came free, not two");
         slots.end("org");
@@ -363,7 +375,10 @@ mod tests {
     #[tokio::test]
     async fn a_waiting_call_is_refused_when_its_wait_is_over_and_leaves_the_line() {
         let slots = one_replica(8);
-        slots.admit("org", 1, Instant::now()).await.expect("admitted");
+        slots
+            .admit("org", 1, Instant::now())
+            .await
+            .expect("admitted");
         let started = Instant::now();
         let waited = call(&slots, 1, Duration::from_millis(300));
         assert!(matches!(
@@ -371,10 +386,16 @@ mod tests {
             Err(NotAdmitted::AtLimit)
         ));
         assert!(started.elapsed() >= Duration::from_millis(300));
-        assert!(slots.locked()["org"].line.is_empty(), "the line is empty again");
+        assert!(
+            slots.locked()["org"].line.is_empty(),
+            "the line is empty again"
+        );
         // The slot it never got goes to the next caller once it ends.
         slots.end("org");
-        slots.admit("org", 1, Instant::now()).await.expect("admitted");
+        slots
+            .admit("org", 1, Instant::now())
+            .await
+            .expect("admitted");
     }
 
     #[tokio::test]
@@ -415,7 +436,9 @@ mod tests {
         }
         // a holds a batch of 4, one of them idle; b has the rest.
         assert_eq!(admitted, 16);
-        a.admit("org", 20, Instant::now()).await.expect("from a's own grant");
+        a.admit("org", 20, Instant::now())
+            .await
+            .expect("from a's own grant");
         assert!(matches!(
             a.admit("org", 20, Instant::now()).await,
             Err(NotAdmitted::AtLimit)
@@ -450,8 +473,16 @@ mod tests {
         // No heartbeat: a's grant lapses, b may take the slot a left free
         // but not the one a's call still holds.
         tokio::time::sleep(ttl * 2).await;
-        b.admit("org", 2, Instant::now()).await.expect("the free slot");
-        assert!(matches!(a.admit("org", 2, Instant::now()).await, Err(NotAdmitted::AtLimit)));
-        assert!(matches!(b.admit("org", 2, Instant::now()).await, Err(NotAdmitted::AtLimit)));
+        b.admit("org", 2, Instant::now())
+            .await
+            .expect("the free slot");
+        assert!(matches!(
+            a.admit("org", 2, Instant::now()).await,
+            Err(NotAdmitted::AtLimit)
+        ));
+        assert!(matches!(
+            b.admit("org", 2, Instant::now()).await,
+            Err(NotAdmitted::AtLimit)
+        ));
     }
 }

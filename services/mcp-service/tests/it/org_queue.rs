@@ -17,7 +17,12 @@ use crate::{
 /// A generous bound on waits for something that happens promptly.
 const PATIENCE: Duration = Duration::from_secs(30);
 
-fn call(id: &str, tool: &str, arguments: serde_json::Value, token: &str) -> tonic::Request<pb::ExecuteToolRequest> {
+fn call(
+    id: &str,
+    tool: &str,
+    arguments: serde_json::Value,
+    token: &str,
+) -> tonic::Request<pb::ExecuteToolRequest> {
     req(
         pb::ExecuteToolRequest {
             integration_id: id.to_owned(),
@@ -76,7 +81,9 @@ async fn a_call_past_the_limit_waits_for_one_to_end_and_is_served(kind: DbKind) 
         started.elapsed()
     );
     for call in slow {
-        call.await.expect("joined").expect("the calls in flight end well");
+        call.await
+            .expect("joined")
+            .expect("the calls in flight end well");
     }
 }
 

@@ -13,14 +13,15 @@ const DEFAULT_MAX_RUNS_PER_ORG: usize = 64;
 /// threads going, not for one script to take its organization's share.
 const DEFAULT_MAX_RUNS_PER_USER: usize = 16;
 
-/// How many runs may be in flight at once, counted per replica.
+/// How many runs may be in flight at once, counted over every replica (the
+/// runs running in the database, read when a run starts).
 #[derive(Debug, Clone, clap::Args)]
 pub struct RunLimitArgs {
-    /// Runs of one organization in flight at once on this replica (detached
-    /// ones included); more are refused with RESOURCE_EXHAUSTED.
+    /// Runs of one organization in flight at once on all replicas together
+    /// (detached ones included); more are refused with RESOURCE_EXHAUSTED.
     #[arg(long, env = "SWITCHBOARD_MAX_RUNS_PER_ORG", default_value_t = DEFAULT_MAX_RUNS_PER_ORG)]
     pub max_runs_per_org: usize,
-    /// Runs of one user in flight at once on this replica; at most
+    /// Runs of one user in flight at once on all replicas together; at most
     /// SWITCHBOARD_MAX_RUNS_PER_ORG.
     #[arg(long, env = "SWITCHBOARD_MAX_RUNS_PER_USER", default_value_t = DEFAULT_MAX_RUNS_PER_USER)]
     pub max_runs_per_user: usize,

@@ -35,6 +35,9 @@ pub enum ToolBehaviour {
     /// Gated by an approval (see [`FakeApprovals`]); once approved, answers
     /// with this text.
     Gated(String),
+    /// Declares the first value as its output schema and answers with the
+    /// second as its structured result (and as text).
+    Structured(serde_json::Value, serde_json::Value),
 }
 
 /// The allow-lists passed along, each with what carried it.
@@ -122,12 +125,16 @@ impl McpPort for FakeMcp {
         }
         let mut tools: Vec<McpTool> = self
             .tools
-            .keys()
-            .filter(|(integration, _)| *integration == integration_id)
-            .map(|(_, name)| McpTool {
+            .iter()
+            .filter(|((integration, _), _)| *integration == integration_id)
+            .map(|((_, name), behaviour)| McpTool {
                 name: name.clone(),
                 description: format!("the {name} tool"),
                 input_schema: json!({"type": "object"}),
+                output_schema: match behaviour {
+                    ToolBehaviour::Structured(schema, _) => Some(schema.clone()),
+                    _ => None,
+                },
             })
             .collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
@@ -177,6 +184,11 @@ impl McpPort for FakeMcp {
         Ok(match behaviour {
             ToolBehaviour::Gated(text) => ToolOutput {
                 content: vec![Content::Text(text)],
+                ..ToolOutput::default()
+            },
+            ToolBehaviour::Structured(_, result) => ToolOutput {
+                content: vec![Content::Text(result.to_string())],
+                structured: Some(result.to_string()),
                 ..ToolOutput::default()
             },
             ToolBehaviour::Answer(text, delay) => {

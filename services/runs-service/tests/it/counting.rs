@@ -12,7 +12,7 @@ use switchboard_runs_service::domain::{
     events::Envelope,
     history::HistoryLimits,
     ids::{AgentId, RunId, ThreadId},
-    ports::{Cursor, LeaseState, RepositoryError, RunsRepository},
+    ports::{Cursor, LeaseState, LiveRuns, RepositoryError, RunsRepository},
     usage::{UsageQuery, UsageRow},
 };
 
@@ -171,5 +171,8 @@ impl RunsRepository for Counting {
 
     async fn usage(&self, query: &UsageQuery) -> Result<Vec<UsageRow>> {
         self.inner.usage(query).await
+    }
+    async fn live_runs(&self, org: &str, user: &str) -> Result<LiveRuns> {
+        self.inner.live_runs(org, user).await
     }
 }

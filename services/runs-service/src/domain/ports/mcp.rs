@@ -20,6 +20,8 @@ pub struct McpTool {
     pub description: String,
     /// JSON Schema of its arguments.
     pub input_schema: Value,
+    /// JSON Schema of its structured result, when it declares one.
+    pub output_schema: Option<Value>,
 }
 
 /// A resource of an MCP server.

@@ -14,7 +14,7 @@ pub use mcp::{
     ToolFailure, ToolOutput,
 };
 pub use model::{ModelProvider, ModelProviders, ModelStream};
-pub use repository::{Cursor, LeaseState, RepositoryError, RunsRepository};
+pub use repository::{Cursor, LeaseState, LiveRuns, RepositoryError, RunsRepository};
 
 /// The caller a run acts for: mcp-service is called with their token, so it
 /// enforces the same organization.

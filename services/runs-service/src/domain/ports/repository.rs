@@ -214,4 +214,16 @@ pub trait RunsRepository: Send + Sync + 'static {
     /// result message, a run when it is inserted; a thread's deletion keeps
     /// it.
     async fn usage(&self, query: &UsageQuery) -> Result<Vec<UsageRow>, RepositoryError>;
+    /// The runs running now, on every replica, of organization `org` and of
+    /// its user `user` (a run whose lease lapsed is not counted).
+    async fn live_runs(&self, org: &str, user: &str) -> Result<LiveRuns, RepositoryError>;
+}
+
+/// Runs running now, of an organization and of one of its users.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LiveRuns {
+    /// The organization's.
+    pub org: u64,
+    /// The user's.
+    pub user: u64,
 }

@@ -1,19 +1,25 @@
-//! Runs in flight per organization and per user, on this replica.
+//! Runs in flight per organization and per user, on every replica.
 //!
 //! A run outlives the call that started it (a detached run goes on after
 //! its client left), so the server's per-organization call limits do not
 //! bound runs: each run holds a place here from before it is recorded until
-//! its task ends. Counted per replica: a caller spread over `n` replicas can
-//! have `n` times the limit in flight.
+//! its task ends, and a run starts only while the runs running on all
+//! replicas together, read from the database, are below the limits. The
+//! read and the new run's record are not one transaction: runs started at
+//! the same moment on different replicas may pass together, at most one
+//! over the limit per other replica starting one.
 
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, MutexGuard, PoisonError},
 };
 
-use crate::domain::{error::RunsError, ports::Caller};
+use crate::domain::{
+    error::RunsError,
+    ports::{Caller, RunsRepository},
+};
 
-/// How many runs may be in flight at once on a replica.
+/// How many runs may be in flight at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RunLimits {
     /// Runs of one organization.
@@ -76,18 +82,8 @@ impl RunCounts {
         let key = (org.clone(), user.clone());
         let mut counts = lock(&self.counts);
         let org_runs = counts.orgs.get(org).copied().unwrap_or(0);
-        if org_runs >= self.limits.per_org {
-            return Err(RunsError::RunLimit(format!(
-                "your organization has {} runs in flight, its limit; retry when one ends",
-                self.limits.per_org
-            )));
-        }
-        if counts.users.get(&key).copied().unwrap_or(0) >= self.limits.per_user {
-            return Err(RunsError::RunLimit(format!(
-                "you have {} runs in flight, your limit; retry when one ends",
-                self.limits.per_user
-            )));
-        }
+        let user_runs = counts.users.get(&key).copied().unwrap_or(0);
+        self.refuse_past(org_runs as u64, user_runs as u64)?;
         *counts.orgs.entry(org.clone()).or_insert(0) += 1;
         *counts.users.entry(key).or_insert(0) += 1;
         Ok(RunPlace {
@@ -95,6 +91,38 @@ impl RunCounts {
             org: org.clone(),
             user: user.clone(),
         })
+    }
+
+    /// Refuses a run of `caller` while the runs running on all replicas
+    /// already reach the organization's or the user's limit. The caller
+    /// holds a place on this replica (its own run is not recorded yet).
+    pub(super) async fn check_all_replicas(
+        &self,
+        repo: &dyn RunsRepository,
+        caller: &Caller,
+    ) -> Result<(), RunsError> {
+        let live = repo
+            .live_runs(&caller.principal.org_id, &caller.principal.user_id)
+            .await?;
+        self.refuse_past(live.org, live.user)
+    }
+
+    /// The refusal of one more run beside `org_runs` of the organization
+    /// and `user_runs` of the user.
+    fn refuse_past(&self, org_runs: u64, user_runs: u64) -> Result<(), RunsError> {
+        if org_runs >= self.limits.per_org as u64 {
+            return Err(RunsError::RunLimit(format!(
+                "your organization has {} runs in flight, its limit; retry when one ends",
+                self.limits.per_org
+            )));
+        }
+        if user_runs >= self.limits.per_user as u64 {
+            return Err(RunsError::RunLimit(format!(
+                "you have {} runs in flight, your limit; retry when one ends",
+                self.limits.per_user
+            )));
+        }
+        Ok(())
     }
 }
 

@@ -106,8 +106,10 @@ impl RunStarter {
         // read or stored.
         self.input.check(&input)?;
         // A place is taken before anything is stored, and held by the run's
-        // task to its end, so a refused run leaves nothing behind.
+        // task to its end, so a refused run leaves nothing behind; then the
+        // runs of every replica are counted.
         let place = self.counts.reserve(&caller)?;
+        self.counts.check_all_replicas(&*self.repo, &caller).await?;
         let (thread, agent, provider) = self.load(&caller, thread_id).await?;
         let Opened {
             run,

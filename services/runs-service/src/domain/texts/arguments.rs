@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use super::mcp_tool_failed;
-use crate::domain::tools::Problem;
+use crate::domain::tools::{Problem, ResultMismatch};
 
 /// A required parameter of a resource or prompt call is missing or blank.
 pub fn parameter_required(name: &str) -> String {
@@ -45,6 +45,28 @@ pub fn not_an_object(value: &Value) -> String {
 /// problem at its field (the arguments as a whole when it has none), and
 /// how many more were not told.
 pub fn arguments_mismatch(problems: &[Problem], more: usize) -> String {
+    mcp_tool_failed(&format!(
+        "the arguments do not match the tool's input schema: {}",
+        listed(problems, more)
+    ))
+}
+
+/// The structured result of the MCP tool `tool` does not match the output
+/// schema it declared.
+pub fn result_mismatch(tool: &str, mismatch: &ResultMismatch) -> String {
+    let why = match mismatch {
+        ResultMismatch::Missing => "it returned no structured result".to_owned(),
+        ResultMismatch::NotJson => "its structured result is not JSON".to_owned(),
+        ResultMismatch::Problems(problems, more) => listed(problems, *more),
+    };
+    mcp_tool_failed(&format!(
+        "the result of `{tool}` does not match the tool's output schema: {why}"
+    ))
+}
+
+/// Each problem at its field (the value as a whole when it has none), and
+/// how many more were not told.
+fn listed(problems: &[Problem], more: usize) -> String {
     let told: Vec<String> = problems
         .iter()
         .map(|p| {
@@ -55,12 +77,9 @@ pub fn arguments_mismatch(problems: &[Problem], more: usize) -> String {
             }
         })
         .collect();
-    let mut text = format!(
-        "the arguments do not match the tool's input schema: {}",
-        told.join("; ")
-    );
+    let mut text = told.join("; ");
     if more > 0 {
         text.push_str(&format!("; and {more} more"));
     }
-    mcp_tool_failed(&text)
+    text
 }

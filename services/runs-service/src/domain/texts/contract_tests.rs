@@ -135,3 +135,27 @@ fn arguments_an_input_schema_refuses_are_named_field_by_field() {
         "MCP tool execution failed: the arguments do not match the tool's input schema: \"b\" is a required property; `/c/0`: -1 is less than the minimum of 0; and 4 more"
     );
 }
+
+#[test]
+fn a_result_its_output_schema_refuses_is_named_field_by_field() {
+    use crate::domain::tools::{Problem, ResultMismatch};
+    let mismatch = ResultMismatch::Problems(
+        vec![Problem {
+            at: "/sum".into(),
+            what: "\"three\" is not of type \"number\"".into(),
+        }],
+        0,
+    );
+    assert_eq!(
+        result_mismatch("add", &mismatch),
+        "MCP tool execution failed: the result of `add` does not match the tool's output schema: `/sum`: \"three\" is not of type \"number\""
+    );
+    assert_eq!(
+        result_mismatch("add", &ResultMismatch::Missing),
+        "MCP tool execution failed: the result of `add` does not match the tool's output schema: it returned no structured result"
+    );
+    assert_eq!(
+        result_mismatch("add", &ResultMismatch::NotJson),
+        "MCP tool execution failed: the result of `add` does not match the tool's output schema: its structured result is not JSON"
+    );
+}

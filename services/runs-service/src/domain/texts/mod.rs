@@ -22,7 +22,7 @@ mod tests;
 pub use approvals::{approval_denied, approval_unusable};
 pub use arguments::{
     QUERY_REQUIRED, arguments_mismatch, integration_unavailable, no_resource_named, not_an_object,
-    parameter_required,
+    parameter_required, result_mismatch,
 };
 pub use content::{TOOL_EXECUTION_FAILED, render_content, tool_output};
 pub use data_sources::{

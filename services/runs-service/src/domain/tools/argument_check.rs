@@ -47,7 +47,7 @@ impl std::fmt::Debug for ArgumentChecks {
 }
 
 /// One MCP tool as the toolset offers it: the model's name for it, where
-/// it runs, and its input schema.
+/// it runs, and one of its schemas.
 #[derive(Debug)]
 pub(super) struct Checked<'a> {
     pub(super) name: &'a str,
@@ -60,44 +60,58 @@ impl ArgumentChecks {
     /// Compiles each tool's schema; one that does not compile is logged
     /// once, here, and its tool's calls go unchecked.
     pub(super) fn compile<'a>(tools: impl IntoIterator<Item = Checked<'a>>) -> Self {
-        let options = jsonschema::options()
-            .with_pattern_options(PatternOptions::regex().size_limit(MAX_PATTERN_BYTES));
-        let mut compiled = HashMap::new();
-        for tool in tools {
-            match options.build(tool.schema) {
-                Ok(validator) => {
-                    compiled.insert(tool.name.to_owned(), validator);
-                }
-                Err(error) => tracing::warn!(
-                    integration_id = %tool.integration_id,
-                    tool = tool.server_tool,
-                    error = %error,
-                    "the tool's input schema does not compile; its calls are not checked"
-                ),
-            }
-        }
-        Self(Arc::new(compiled))
+        Self(Arc::new(compile_schemas(tools, "input")))
     }
 
     /// What is wrong with `arguments` to the tool the model calls `name`:
     /// at most [`MAX_REPORTED_PROBLEMS`], and how many more; `None` when
     /// they match its schema or it has none that compiled.
     pub fn problems(&self, name: &str, arguments: &Value) -> Option<(Vec<Problem>, usize)> {
-        let validator = self.0.get(name)?;
-        let mut errors = validator.iter_errors(arguments);
-        let listed: Vec<Problem> = errors
-            .by_ref()
-            .take(MAX_REPORTED_PROBLEMS)
-            .map(|error| Problem {
-                at: error.instance_path().as_str().to_owned(),
-                what: capped(&error.to_string()),
-            })
-            .collect();
-        if listed.is_empty() {
-            return None;
-        }
-        Some((listed, errors.count()))
+        problems_of(self.0.get(name)?, arguments)
     }
+}
+
+/// Compiles each tool's `which` schema (input or output), by the model's
+/// name for the tool; one that does not compile is logged once, here.
+pub(super) fn compile_schemas<'a>(
+    tools: impl IntoIterator<Item = Checked<'a>>,
+    which: &str,
+) -> HashMap<String, Validator> {
+    let options = jsonschema::options()
+        .with_pattern_options(PatternOptions::regex().size_limit(MAX_PATTERN_BYTES));
+    let mut compiled = HashMap::new();
+    for tool in tools {
+        match options.build(tool.schema) {
+            Ok(validator) => {
+                compiled.insert(tool.name.to_owned(), validator);
+            }
+            Err(error) => tracing::warn!(
+                integration_id = %tool.integration_id,
+                tool = tool.server_tool,
+                error = %error,
+                "the tool's {which} schema does not compile; it is not checked"
+            ),
+        }
+    }
+    compiled
+}
+
+/// What is wrong with `value` by `validator`: at most
+/// [`MAX_REPORTED_PROBLEMS`], and how many more; `None` when it matches.
+pub(super) fn problems_of(validator: &Validator, value: &Value) -> Option<(Vec<Problem>, usize)> {
+    let mut errors = validator.iter_errors(value);
+    let listed: Vec<Problem> = errors
+        .by_ref()
+        .take(MAX_REPORTED_PROBLEMS)
+        .map(|error| Problem {
+            at: error.instance_path().as_str().to_owned(),
+            what: capped(&error.to_string()),
+        })
+        .collect();
+    if listed.is_empty() {
+        return None;
+    }
+    Some((listed, errors.count()))
 }
 
 fn capped(text: &str) -> String {

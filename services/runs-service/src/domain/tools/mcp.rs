@@ -5,6 +5,7 @@ use std::time::Duration;
 use super::{
     ToolArguments,
     outcome::{ToolAction, ToolContext, ToolOutcome},
+    result_check::ResultChecks,
 };
 use crate::domain::{
     entities::{InputAnswers, PendingApproval, PendingInput},
@@ -28,6 +29,9 @@ pub(super) struct McpToolCall<'a> {
     /// The agent's allow-list of the integration's tools, for mcp-service
     /// to enforce too.
     pub(super) allowed_tools: Option<&'a [String]>,
+    /// The run's output schemas and the model's name for the tool, to check
+    /// its structured result by.
+    pub(super) results: Option<(&'a ResultChecks, &'a str)>,
 }
 
 impl McpToolCall<'_> {
@@ -122,6 +126,17 @@ impl McpToolCall<'_> {
                 tool: tool.to_owned(),
                 asked,
             });
+        }
+        if output.failure.is_none()
+            && let Some((checks, name)) = self.results
+            && let Some(mismatch) = checks.mismatch(name, output.structured.as_deref())
+        {
+            tracing::warn!(
+                %integration_id,
+                tool,
+                "the tool's structured result does not match its output schema"
+            );
+            return ToolOutcome::failed(texts::result_mismatch(tool, &mismatch));
         }
         let (text, is_error) = texts::tool_output(tool, &output);
         let status = match output.failure {

@@ -13,6 +13,7 @@ mod outcome;
 mod prompts;
 mod read_resource;
 mod resources;
+mod result_check;
 mod source_query;
 #[cfg(test)]
 mod tests;
@@ -23,6 +24,7 @@ use std::{sync::Arc, time::Duration};
 pub use argument_check::{ArgumentChecks, MAX_REPORTED_PROBLEMS, Problem};
 pub use arguments::ToolArguments;
 pub use outcome::{ToolAction, ToolContext, ToolOutcome};
+pub use result_check::{ResultChecks, ResultMismatch};
 pub use source_query::SourceQuery;
 pub use toolset::{MAX_TOOL_NAME, Toolset, valid_tool_name};
 
@@ -144,6 +146,7 @@ impl ToolRouter {
                     answers: None,
                     approval: None,
                     allowed_tools: toolset.allowed_tools(*integration_id),
+                    results: Some((&toolset.results, &call.name)),
                 };
                 tool.run(&*self.mcp, context, self.timeout).await
             }
@@ -216,6 +219,9 @@ impl ToolRouter {
             answers: again.answers,
             approval: again.approval,
             allowed_tools: None,
+            // A resumed call's run no longer holds its first toolset; the
+            // output schema is checked on calls made the first time.
+            results: None,
         };
         tool.run(&*self.mcp, context, self.timeout).await
     }

@@ -6,7 +6,7 @@ use std::{sync::Arc, time::Duration};
 
 use switchboard_auth::Principal;
 
-use super::{ToolContext, ToolRouter};
+use super::{ToolContext, ToolOutcome, ToolRouter};
 use crate::{
     domain::{
         entities::{Agent, AgentConfig},
@@ -14,13 +14,19 @@ use crate::{
         model::ToolCall,
         ports::{Caller, McpPort as _},
     },
-    fakes::{FakeMcp, NoSources},
+    fakes::{FakeMcp, NoSources, ToolBehaviour},
 };
 
 /// A run of an agent using the fake's integration `shop`: what the model's
 /// call of `tool` with `arguments` reads back.
 async fn answer(tool: &str, arguments: serde_json::Value) -> String {
-    let mcp = Arc::new(FakeMcp::default());
+    outcome(FakeMcp::default(), tool, arguments).await.text
+}
+
+/// The outcome of the model's call of `tool` with `arguments` in a run of
+/// an agent using `mcp`'s integration `shop`.
+async fn outcome(mcp: FakeMcp, tool: &str, arguments: serde_json::Value) -> ToolOutcome {
+    let mcp = Arc::new(mcp);
     let caller = Caller {
         principal: Principal::new("org", "user", vec![]),
         token: None,
@@ -53,7 +59,7 @@ async fn answer(tool: &str, arguments: serde_json::Value) -> String {
         name: tool.into(),
         arguments: arguments.to_string(),
     };
-    router.call(&context, &toolset, &call).await.text
+    router.call(&context, &toolset, &call).await
 }
 
 #[tokio::test]
@@ -109,4 +115,41 @@ async fn any_spelling_of_a_runs_integration_id_names_it() {
             "Prompt retrieval failed: no prompt review"
         );
     }
+}
+
+#[tokio::test]
+async fn a_structured_result_is_checked_against_the_tools_output_schema() {
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"sum": {"type": "number"}},
+        "required": ["sum"]
+    });
+    let shop = |result: serde_json::Value| {
+        FakeMcp::default().tool(
+            "shop",
+            "add",
+            ToolBehaviour::Structured(schema.clone(), result),
+        )
+    };
+    let fine = outcome(
+        shop(serde_json::json!({"sum": 3})),
+        "shop__add",
+        serde_json::json!({}),
+    )
+    .await;
+    assert!(!fine.is_error, "{}", fine.text);
+    assert_eq!(fine.text, r#"{"sum":3}"#);
+
+    let wrong = outcome(
+        shop(serde_json::json!({"sum": "three"})),
+        "shop__add",
+        serde_json::json!({}),
+    )
+    .await;
+    assert!(wrong.is_error);
+    assert_eq!(
+        wrong.text,
+        "MCP tool execution failed: the result of `add` does not match the tool's output schema: `/sum`: \"three\" is not of type \"number\""
+    );
+    assert_eq!(wrong.status, crate::domain::events::ToolCallStatus::Failed);
 }

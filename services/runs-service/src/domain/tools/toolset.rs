@@ -7,13 +7,16 @@
 //! the same tool keeps the same name from run to run.
 
 use std::{
-    collections::{BTreeMap, HashSet},
+    collections::{BTreeMap, HashMap, HashSet},
     sync::Arc,
 };
 
 use sha2::{Digest, Sha256};
 
-use super::argument_check::{ArgumentChecks, Checked};
+use super::{
+    argument_check::{ArgumentChecks, Checked},
+    result_check::ResultChecks,
+};
 use crate::domain::{
     entities::{ClientTool, ToolBinding, ToolTarget},
     ids::IntegrationId,
@@ -35,6 +38,9 @@ pub struct Toolset {
     pub filters: BTreeMap<IntegrationId, Vec<String>>,
     /// The MCP tools' input schemas, compiled once for the run's calls.
     pub checks: ArgumentChecks,
+    /// The output schemas of the MCP tools that declare one, compiled once
+    /// for the run's results.
+    pub results: ResultChecks,
 }
 
 impl Toolset {
@@ -171,12 +177,44 @@ pub fn assemble(
         }
     }
     let checks = compile_checks(&bindings, &specs);
+    let results = compile_results(&bindings, capabilities);
     Toolset {
         specs: specs.into(),
         bindings,
         filters: filters.clone(),
         checks,
+        results,
     }
+}
+
+/// The output schemas of the MCP tools among `bindings` that declare one,
+/// compiled for the run's results.
+fn compile_results(bindings: &[ToolBinding], capabilities: &[Capabilities]) -> ResultChecks {
+    let declared: HashMap<(IntegrationId, &str), &serde_json::Value> = capabilities
+        .iter()
+        .flat_map(|c| {
+            c.tools.iter().filter_map(|tool| {
+                let schema = tool.output_schema.as_ref()?;
+                Some(((c.integration_id, tool.name.as_str()), schema))
+            })
+        })
+        .collect();
+    ResultChecks::compile(bindings.iter().filter_map(|binding| {
+        let ToolTarget::Mcp {
+            integration_id,
+            server_tool_name,
+        } = &binding.target
+        else {
+            return None;
+        };
+        let schema = declared.get(&(*integration_id, server_tool_name.as_str()))?;
+        Some(Checked {
+            name: &binding.name,
+            integration_id: *integration_id,
+            server_tool: server_tool_name,
+            schema,
+        })
+    }))
 }
 
 /// The input schemas of the MCP tools among `bindings`, compiled for the
@@ -215,6 +253,7 @@ mod tests {
                     name: (*name).into(),
                     description: String::new(),
                     input_schema: json!({"type": "object"}),
+                    output_schema: None,
                 })
                 .collect(),
             resources: vec![],

@@ -12,7 +12,7 @@ use crate::domain::{
     events::Envelope,
     history::{HistoryLimits, WindowMeter},
     ids::{AgentId, RunId, ThreadId},
-    ports::{Cursor, LeaseState, RepositoryError, RunsRepository},
+    ports::{Cursor, LeaseState, LiveRuns, RepositoryError, RunsRepository},
     usage::{UsageQuery, UsageRow},
 };
 
@@ -451,5 +451,21 @@ impl RunsRepository for MemoryRepository {
 
     async fn usage(&self, query: &UsageQuery) -> Result<Vec<UsageRow>, RepositoryError> {
         Ok(self.with(|s| s.usage.rows(query)))
+    }
+
+    async fn live_runs(&self, org: &str, user: &str) -> Result<LiveRuns, RepositoryError> {
+        Ok(self.with(|s| {
+            let mut live = LiveRuns::default();
+            for run in s.runs.iter().filter(|r| r.status == RunStatus::Running) {
+                let Some(thread) = s.threads.iter().find(|t| t.id == run.thread_id) else {
+                    continue;
+                };
+                if thread.org_id == org {
+                    live.org += 1;
+                    live.user += u64::from(thread.user_id == user);
+                }
+            }
+            live
+        }))
     }
 }

@@ -229,6 +229,7 @@ pub(super) fn capabilities(
             .into_iter()
             .map(|t| McpTool {
                 input_schema: schema(t.input_schema.as_ref()),
+                output_schema: t.output_schema.as_ref().map(struct_to_json),
                 name: t.name,
                 description: t.description,
             })

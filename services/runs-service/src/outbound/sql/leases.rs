@@ -153,6 +153,37 @@ pub(super) async fn interrupt_expired_runs(
     Ok(result.rows_affected())
 }
 
+/// The runs of `org`, and of its user `user`, running on any replica
+/// whose lease holds.
+pub(super) async fn live_runs(
+    repo: &SqlRunsRepository,
+    org: &str,
+    user: &str,
+) -> Result<LiveRuns, RepositoryError> {
+    let now = repo.db_now();
+    let row = sqlx::query(&format!(
+        "SELECT COUNT(*) AS org_runs, \
+                COALESCE(SUM(CASE WHEN t.user_id = $2 THEN 1 ELSE 0 END), 0) AS user_runs \
+         FROM runs r JOIN threads t ON t.id = r.thread_id \
+         WHERE t.org_id = $1 AND r.status = 'running' AND r.lease_expires_at >= {now}"
+    ))
+    .bind(org)
+    .bind(user)
+    .fetch_one(&repo.pool)
+    .await
+    .map_err(failed("failed to count the runs in flight"))?;
+    let count = |column: &str| -> Result<u64, RepositoryError> {
+        let value: i64 = row
+            .try_get(column)
+            .map_err(failed("failed to count the runs in flight"))?;
+        Ok(u64::try_from(value).unwrap_or(0))
+    };
+    Ok(LiveRuns {
+        org: count("org_runs")?,
+        user: count("user_runs")?,
+    })
+}
+
 pub(super) async fn interrupt_previous_process_runs(
     repo: &SqlRunsRepository,
 ) -> Result<u64, RepositoryError> {

@@ -17,7 +17,7 @@ use crate::domain::{
     events::Envelope,
     history::HistoryLimits,
     ids::{AgentId, RunId, ThreadId},
-    ports::{Cursor, LeaseState, RepositoryError, RunsRepository},
+    ports::{Cursor, LeaseState, LiveRuns, RepositoryError, RunsRepository},
     usage::{UsageQuery, UsageRow},
 };
 
@@ -323,5 +323,9 @@ impl RunsRepository for SqlRunsRepository {
 
     async fn usage(&self, query: &UsageQuery) -> Result<Vec<UsageRow>, RepositoryError> {
         usage::usage(self, query).await
+    }
+
+    async fn live_runs(&self, org: &str, user: &str) -> Result<LiveRuns, RepositoryError> {
+        leases::live_runs(self, org, user).await
     }
 }

@@ -176,14 +176,23 @@ pub fn assemble(
             });
         }
     }
-    let checks = compile_checks(&bindings, &specs);
-    let results = compile_results(&bindings, capabilities);
+    compiled(specs, bindings, filters, capabilities)
+}
+
+/// The toolset of `specs` and `bindings`, with the MCP tools' schemas
+/// compiled.
+fn compiled(
+    specs: Vec<ToolSpec>,
+    bindings: Vec<ToolBinding>,
+    filters: &BTreeMap<IntegrationId, Vec<String>>,
+    capabilities: &[Capabilities],
+) -> Toolset {
     Toolset {
+        checks: compile_checks(&bindings, &specs),
+        results: compile_results(&bindings, capabilities),
         specs: specs.into(),
         bindings,
         filters: filters.clone(),
-        checks,
-        results,
     }
 }
 

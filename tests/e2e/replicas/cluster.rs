@@ -146,6 +146,15 @@ async fn agent_and_thread(
         .agent
         .expect("an agent")
         .id;
+    create_thread(client, token, agent_id).await
+}
+
+/// A new thread of `agent_id` for the holder of `token`.
+async fn create_thread(
+    client: &mut RunsServiceClient<Channel>,
+    token: &str,
+    agent_id: String,
+) -> String {
     client
         .create_thread(authed(
             runs::CreateThreadRequest {
@@ -244,20 +253,7 @@ impl Cluster {
             .thread
             .expect("a thread")
             .agent_id;
-        client
-            .create_thread(authed(
-                runs::CreateThreadRequest {
-                    agent_id,
-                    ..Default::default()
-                },
-                &self.token,
-            ))
-            .await
-            .expect("thread created")
-            .into_inner()
-            .thread
-            .expect("a thread")
-            .id
+        create_thread(client, &self.token, agent_id).await
     }
 
     pub async fn get_run(&self, client: &mut RunsServiceClient<Channel>, id: &str) -> runs::Run {

@@ -39,7 +39,8 @@ async fn hanging_upstream() -> (String, tokio::task::JoinHandle<()>) {
     (url, task)
 }
 
-fn execute(
+/// An ExecuteTool call of `tool` of integration `id` in one session scope.
+pub fn execute(
     id: &str,
     tool: &str,
     arguments: serde_json::Value,

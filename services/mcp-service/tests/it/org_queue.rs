@@ -5,35 +5,18 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use switchboard_example_mcp_server::{HttpServerOptions, spawn_http};
-use switchboard_proto::{json::json_to_struct, mcp::v1 as pb};
+use switchboard_proto::mcp::v1 as pb;
 use switchboard_test_support::{DbKind, db_tests};
 use tonic::Code;
 
 use crate::{
+    hostile_server::execute,
     org_limits::{HangingCalls, assert_refused_at_limit, hanging_integration, hanging_upstream},
     support::{Harness, admin, create, http_integration, req, start_with},
 };
 
 /// A generous bound on waits for something that happens promptly.
 const PATIENCE: Duration = Duration::from_secs(30);
-
-fn call(
-    id: &str,
-    tool: &str,
-    arguments: serde_json::Value,
-    token: &str,
-) -> tonic::Request<pb::ExecuteToolRequest> {
-    req(
-        pb::ExecuteToolRequest {
-            integration_id: id.to_owned(),
-            tool_name: tool.to_owned(),
-            arguments: json_to_struct(&arguments),
-            session_scope: "thread".into(),
-            ..Default::default()
-        },
-        token,
-    )
-}
 
 async fn limited_to_two(kind: DbKind) -> Harness {
     start_with(kind, |c| {
@@ -59,7 +42,7 @@ async fn a_call_past_the_limit_waits_for_one_to_end_and_is_served(kind: DbKind) 
     let slow: Vec<_> = (0..2)
         .map(|_| {
             let mut client = h.client.clone();
-            let request = call(&id, "sleep", json!({"ms": 1000}), &token);
+            let request = execute(&id, "sleep", json!({"ms": 1000}), &token);
             tokio::spawn(async move { client.execute_tool(request).await })
         })
         .collect();
@@ -69,7 +52,7 @@ async fn a_call_past_the_limit_waits_for_one_to_end_and_is_served(kind: DbKind) 
         PATIENCE,
         h.client
             .clone()
-            .execute_tool(call(&id, "echo", json!({"text": "third"}), &token)),
+            .execute_tool(execute(&id, "echo", json!({"text": "third"}), &token)),
     )
     .await
     .expect("answered")
@@ -96,7 +79,7 @@ async fn a_call_that_cannot_be_served_within_its_deadline_is_refused_before_it(k
     hanging.start(&h.client, &id, &token, 2);
     hanging.expect_refused(0).await;
 
-    let mut request = call(&id, "echo", json!({"text": "x"}), &token);
+    let mut request = execute(&id, "echo", json!({"text": "x"}), &token);
     request.set_timeout(Duration::from_millis(1000));
     let started = Instant::now();
     let status = h
@@ -128,7 +111,7 @@ async fn as_many_calls_wait_as_may_run_and_more_are_refused_at_once(kind: DbKind
     let status = h
         .client
         .clone()
-        .execute_tool(call(&id, "echo", json!({"text": "x"}), &token))
+        .execute_tool(execute(&id, "echo", json!({"text": "x"}), &token))
         .await
         .expect_err("the line is full");
     assert_refused_at_limit(&status);

@@ -92,7 +92,10 @@ async fn build(config: &Config, wrap: WrapRepository) -> anyhow::Result<Built> {
             repo: repo.clone(),
             mcp: mcp.clone(),
             models,
-            tools: Arc::new(ToolRouter::new(mcp, sources.clone(), config.tool_timeout)),
+            tools: Arc::new(
+                ToolRouter::new(mcp, sources.clone(), config.tool_timeout)
+                    .with_table_bytes(settings.tool_result_table_bytes),
+            ),
         },
         run_settings(config)?,
         active,

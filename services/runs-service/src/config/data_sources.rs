@@ -2,7 +2,14 @@
 
 use anyhow::ensure;
 
-use crate::domain::datasource::{Capacity, ImportLimits, QueryLimits};
+use crate::domain::{
+    datasource::{Capacity, ImportLimits, QueryLimits},
+    tools::DEFAULT_TABLE_BYTES,
+};
+
+/// The shortest [`DataSourceArgs::tool_result_table_bytes`]: shorter, and
+/// ordinary answers would be stored or cut.
+const MIN_TABLE_BYTES: usize = 1024;
 
 /// What data sources may hold, use and run at once.
 ///
@@ -53,6 +60,11 @@ pub struct DataSourceArgs {
     /// `SWITCHBOARD_DATA_SOURCE_QUERY_MEMORY_BYTES`).
     #[arg(long = "data-source-query-max-memory-bytes", env = "SWITCHBOARD_DATA_SOURCE_QUERY_MAX_MEMORY_BYTES", default_value_t = QueryLimits::default().process_memory_bytes)]
     pub query_max_memory_bytes: usize,
+    /// Longest tool result the model reads as it is, in bytes; a longer
+    /// one that is a table (a JSON array of objects, newline-delimited
+    /// JSON, CSV) becomes a data source of the thread, any other is cut.
+    #[arg(long = "tool-result-table-bytes", env = "SWITCHBOARD_TOOL_RESULT_TABLE_BYTES", default_value_t = DEFAULT_TABLE_BYTES)]
+    pub tool_result_table_bytes: usize,
     /// The runs-service binary that runs queries (`query-worker`); by
     /// default the running one.
     #[arg(
@@ -81,6 +93,7 @@ impl Default for DataSourceArgs {
             query_max_result_bytes: query.max_result_bytes,
             query_max_value_bytes: query.max_value_bytes,
             query_max_memory_bytes: query.process_memory_bytes,
+            tool_result_table_bytes: DEFAULT_TABLE_BYTES,
             query_worker: None,
         }
     }
@@ -109,6 +122,12 @@ impl DataSourceArgs {
              SWITCHBOARD_DATA_SOURCE_QUERY_MEMORY_BYTES ({}): the query's process holds its engine's memory and more",
             self.query_max_memory_bytes,
             self.query_memory_bytes
+        );
+        ensure!(
+            self.tool_result_table_bytes >= MIN_TABLE_BYTES,
+            "SWITCHBOARD_TOOL_RESULT_TABLE_BYTES ({}) must be at least {MIN_TABLE_BYTES}: \
+             shorter, and ordinary tool results would be stored or cut",
+            self.tool_result_table_bytes
         );
         Ok(())
     }

@@ -5,6 +5,8 @@
 //! - [`texts`]: every text the model reads.
 //! - [`service`]: agents, threads, messages and runs as resources.
 //! - [`datasource`]: data sources and the SQL over them.
+//! - [`oversized`]: tool results too large for the context, as tables or
+//!   cut.
 //! - [`ports`]: storage, mcp-service and model providers, as the domain
 //!   needs them.
 
@@ -16,6 +18,7 @@ pub mod history;
 pub mod ids;
 pub mod input;
 pub mod model;
+pub mod oversized;
 pub mod ports;
 pub mod run;
 pub mod service;

@@ -79,6 +79,43 @@ fn tool_error_text(output: &ToolOutput) -> String {
     }
 }
 
+/// The bytes of a successful result's text as [`tool_output`] renders it,
+/// counted without rendering it.
+pub fn rendered_len(output: &ToolOutput) -> usize {
+    let blocks: usize = output
+        .content
+        .iter()
+        .map(|c| match c {
+            Content::Text(text) => text.len(),
+            Content::Resource {
+                uri,
+                text: Some(text),
+                ..
+            } => "[resource ]\n".len() + uri.len() + text.len(),
+            other => render_content(other).len(),
+        })
+        .sum();
+    let has_text = output.content.iter().any(|c| matches!(c, Content::Text(_)));
+    let structured = match &output.structured {
+        Some(structured) if !has_text => Some(structured.len()),
+        _ => None,
+    };
+    let lines = output.content.len() + usize::from(structured.is_some());
+    blocks + structured.unwrap_or(0) + lines.saturating_sub(1)
+}
+
+/// A successful result's text as [`tool_output`] renders it, taken out of
+/// `output`: a result of one text block (as a large one usually is) is
+/// moved, not copied.
+pub fn into_rendered(mut output: ToolOutput) -> String {
+    if let [Content::Text(_)] = output.content.as_slice()
+        && let Some(Content::Text(text)) = output.content.pop()
+    {
+        return text;
+    }
+    rendered(&output)
+}
+
 fn rendered(output: &ToolOutput) -> String {
     let mut lines: Vec<String> = output.content.iter().map(render_content).collect();
     let has_text = output.content.iter().any(|c| matches!(c, Content::Text(_)));

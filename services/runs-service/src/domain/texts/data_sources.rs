@@ -12,11 +12,7 @@ use crate::domain::datasource::{Busy, ImportError, QueryError, QueryResult, Refu
 /// Cells are separated by ` | `; a `|`, backslash or line break inside a
 /// cell is escaped so that every row stays on one line.
 pub fn query_table(result: &QueryResult) -> String {
-    let mut out = String::new();
-    push_line(&mut out, &result.columns);
-    for row in &result.rows {
-        push_line(&mut out, row);
-    }
+    let mut out = table_lines(&result.columns, &result.rows);
     let n = result.rows.len();
     if result.truncated {
         out.push_str(&format!("showing first {n} rows; the result was cut"));
@@ -45,6 +41,17 @@ pub fn rendered_line_bytes(cells: &[String]) -> usize {
         .sum::<usize>()
         + separators
         + 1
+}
+
+/// The header and rows of a text table, one line each, as [`query_table`]
+/// lays them out.
+pub(super) fn table_lines(columns: &[String], rows: &[Vec<String>]) -> String {
+    let mut out = String::new();
+    push_line(&mut out, columns);
+    for row in rows {
+        push_line(&mut out, row);
+    }
+    out
 }
 
 fn push_line(out: &mut String, cells: &[String]) {

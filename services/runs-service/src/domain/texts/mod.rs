@@ -12,6 +12,7 @@ mod data_sources;
 #[cfg(test)]
 mod failure_tests;
 mod failures;
+mod oversized;
 mod read_resource;
 mod results;
 mod specs;
@@ -24,11 +25,14 @@ pub use arguments::{
     QUERY_REQUIRED, arguments_mismatch, integration_unavailable, no_resource_named, not_an_object,
     parameter_required, result_mismatch,
 };
-pub use content::{TOOL_EXECUTION_FAILED, render_content, tool_output};
+pub use content::{
+    TOOL_EXECUTION_FAILED, into_rendered, render_content, rendered_len, tool_output,
+};
 pub use data_sources::{
     import_failed, query_out_of_memory, query_refusal, query_table, rendered_line_bytes,
 };
 pub use failures::tool_timed_out;
+pub use oversized::{not_a_table, result_cut, result_table};
 pub use read_resource::{
     READ_INPUT_REQUIRED, READ_LIST_CAP, no_resource_at, offered_by_several, read_failed,
     with_available_resources,

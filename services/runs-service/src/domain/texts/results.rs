@@ -28,17 +28,22 @@ fn type_name(column_type: ColumnType) -> &'static str {
     }
 }
 
-/// A CSV resource became a data source.
-pub fn csv_imported(uri: &str, source: &DataSource) -> String {
+/// A data source's columns as the model reads them: `units (integer), …`.
+pub(super) fn column_list(source: &DataSource) -> String {
     let columns: Vec<String> = source
         .columns
         .iter()
         .map(|c| format!("{} ({})", c.name, type_name(c.column_type)))
         .collect();
+    columns.join(", ")
+}
+
+/// A CSV resource became a data source.
+pub fn csv_imported(uri: &str, source: &DataSource) -> String {
     format!(
         "CSV resource imported as data source: {uri}\nTable: {table}\nColumns: {columns}\nRows: {rows}\nYou can now query this data using the source_query tool, for example: SELECT * FROM {table} LIMIT 10",
         table = source.table_name,
-        columns = columns.join(", "),
+        columns = column_list(source),
         rows = source.row_count,
     )
 }

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use super::{
     ToolArguments,
+    large_result::{LargeResult, LargeResults},
     outcome::{ToolAction, ToolContext, ToolOutcome},
     result_check::ResultChecks,
 };
@@ -32,6 +33,8 @@ pub(super) struct McpToolCall<'a> {
     /// The run's output schemas and the model's name for the tool, to check
     /// its structured result by.
     pub(super) results: Option<(&'a ResultChecks, &'a str)>,
+    /// Where a result too long for the context goes.
+    pub(super) large: LargeResults<'a>,
 }
 
 impl McpToolCall<'_> {
@@ -60,7 +63,7 @@ impl McpToolCall<'_> {
             allowed_tools: self.allowed_tools,
         };
         match mcp.execute_tool(&context.caller, request, timeout).await {
-            Ok(output) => self.returned(output),
+            Ok(output) => self.returned(output, context).await,
             Err(McpCallError::ApprovalPending) if let Some(held) = self.approval => {
                 tracing::info!(%integration_id, tool, "the call's approval is still pending");
                 waiting_for(held.clone())
@@ -95,7 +98,7 @@ impl McpToolCall<'_> {
 
     /// What the server's answer means for the run: a result for the model,
     /// or questions for the caller.
-    fn returned(&self, mut output: ToolOutput) -> ToolOutcome {
+    async fn returned(&self, mut output: ToolOutput, context: &ToolContext) -> ToolOutcome {
         let (integration_id, tool) = (self.integration_id, self.tool);
         if output.failure == Some(ToolFailure::InputRequired)
             && let Some(asked) = output.input_required.take()
@@ -137,6 +140,17 @@ impl McpToolCall<'_> {
                 "the tool's structured result does not match its output schema"
             );
             return ToolOutcome::failed(texts::result_mismatch(tool, &mismatch));
+        }
+        if output.failure.is_none() && self.large.too_long(texts::rendered_len(&output)) {
+            let large = LargeResult {
+                context,
+                integration_id,
+                tool,
+            };
+            return self
+                .large
+                .deliver(&large, texts::into_rendered(output))
+                .await;
         }
         let (text, is_error) = texts::tool_output(tool, &output);
         let status = match output.failure {

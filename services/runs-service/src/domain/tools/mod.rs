@@ -7,6 +7,7 @@
 
 mod argument_check;
 mod arguments;
+mod large_result;
 mod lookup;
 mod mcp;
 mod outcome;
@@ -23,10 +24,13 @@ use std::{sync::Arc, time::Duration};
 
 pub use argument_check::{ArgumentChecks, MAX_REPORTED_PROBLEMS, Problem};
 pub use arguments::ToolArguments;
+pub use large_result::DEFAULT_TABLE_BYTES;
 pub use outcome::{ToolAction, ToolContext, ToolOutcome};
 pub use result_check::{ResultChecks, ResultMismatch};
 pub use source_query::SourceQuery;
 pub use toolset::{MAX_TOOL_NAME, Toolset, valid_tool_name};
+
+use large_result::LargeResults;
 
 use super::{
     datasource::{DataSource, DataSources},
@@ -51,12 +55,15 @@ pub struct ToolRouter {
     sources: Arc<dyn DataSources>,
     query: SourceQuery,
     timeout: Duration,
+    /// Results longer than this many bytes are stored as tables or cut.
+    table_bytes: usize,
 }
 
 impl std::fmt::Debug for ToolRouter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolRouter")
             .field("timeout", &self.timeout)
+            .field("table_bytes", &self.table_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -70,6 +77,23 @@ impl ToolRouter {
             query: SourceQuery::new(Arc::clone(&sources)),
             sources,
             timeout,
+            table_bytes: DEFAULT_TABLE_BYTES,
+        }
+    }
+
+    /// The same, storing a tool result longer than `bytes` as a data
+    /// source of the thread when it is a table, and cutting it otherwise.
+    pub fn with_table_bytes(self, bytes: usize) -> Self {
+        Self {
+            table_bytes: bytes,
+            ..self
+        }
+    }
+
+    fn large_results(&self) -> LargeResults<'_> {
+        LargeResults {
+            sources: &*self.sources,
+            limit: self.table_bytes,
         }
     }
 
@@ -147,6 +171,7 @@ impl ToolRouter {
                     approval: None,
                     allowed_tools: toolset.allowed_tools(*integration_id),
                     results: Some((&toolset.results, &call.name)),
+                    large: self.large_results(),
                 };
                 tool.run(&*self.mcp, context, self.timeout).await
             }
@@ -222,6 +247,7 @@ impl ToolRouter {
             // A resumed call's run no longer holds its first toolset; the
             // output schema is checked on calls made the first time.
             results: None,
+            large: self.large_results(),
         };
         tool.run(&*self.mcp, context, self.timeout).await
     }

@@ -67,6 +67,15 @@ pub(super) fn content(block: &pb::ContentBlock) -> Option<Content> {
     })
 }
 
+/// [`content`] of a block the caller gives up: a text block is moved, not
+/// copied (a large result is one text block, and is not held twice).
+fn into_content(block: pb::ContentBlock) -> Option<Content> {
+    match block.block {
+        Some(Block::Text(text)) => Some(Content::Text(text.text)),
+        _ => content(&block),
+    }
+}
+
 fn failure_reason(reason: pb::ToolFailureReason) -> ToolFailure {
     use pb::ToolFailureReason as Reason;
     match reason {
@@ -160,7 +169,11 @@ pub fn tool_output(mut response: pb::ExecuteToolResponse) -> ToolOutput {
     ToolOutput {
         failure,
         error_message: response.error_message,
-        content: response.content.iter().filter_map(content).collect(),
+        content: response
+            .content
+            .into_iter()
+            .filter_map(into_content)
+            .collect(),
         structured,
         input_required,
         approval: approval.map(approval_asked),

@@ -13,6 +13,8 @@ mod data_sources;
 mod failure_tests;
 mod failures;
 mod oversized;
+#[cfg(test)]
+mod oversized_tests;
 mod read_resource;
 mod results;
 mod specs;

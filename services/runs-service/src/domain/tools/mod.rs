@@ -8,6 +8,8 @@
 mod argument_check;
 mod arguments;
 mod large_result;
+#[cfg(test)]
+mod large_result_tests;
 mod lookup;
 mod mcp;
 mod outcome;

@@ -12,7 +12,7 @@ use crate::{
         entities::{Agent, AgentConfig},
         ids::{AgentId, ThreadId},
         model::ToolCall,
-        ports::{Caller, McpPort as _},
+        ports::{Caller, McpPort},
     },
     fakes::{FakeMcp, NoSources, ToolBehaviour},
 };
@@ -26,6 +26,18 @@ async fn answer(tool: &str, arguments: serde_json::Value) -> String {
 /// The outcome of the model's call of `tool` with `arguments` in a run of
 /// an agent using `mcp`'s integration `shop`.
 async fn outcome(mcp: FakeMcp, tool: &str, arguments: serde_json::Value) -> ToolOutcome {
+    let router =
+        |mcp: Arc<dyn McpPort>| ToolRouter::new(mcp, Arc::new(NoSources), Duration::from_secs(1));
+    outcome_with(mcp, router, tool, arguments).await
+}
+
+/// The same, through the router `router` builds over the fake.
+pub(super) async fn outcome_with(
+    mcp: FakeMcp,
+    router: impl FnOnce(Arc<dyn McpPort>) -> ToolRouter,
+    tool: &str,
+    arguments: serde_json::Value,
+) -> ToolOutcome {
     let mcp = Arc::new(mcp);
     let caller = Caller {
         principal: Principal::new("org", "user", vec![]),
@@ -46,7 +58,7 @@ async fn outcome(mcp: FakeMcp, tool: &str, arguments: serde_json::Value) -> Tool
         created_at: 0,
         updated_at: 0,
     };
-    let router = ToolRouter::new(mcp, Arc::new(NoSources), Duration::from_secs(1));
+    let router = router(mcp);
     let capabilities = Arc::new(vec![shop]);
     let toolset = router.toolset(&agent, &[], &capabilities);
     let context = ToolContext {

@@ -7,6 +7,7 @@ mod exact_json;
 mod examples;
 mod hostile_resources;
 mod input_required;
+mod large_results;
 mod mcp_replicas;
 mod policy;
 mod polyglot;

@@ -53,7 +53,11 @@ async fn mcp_service(config: &Config) -> anyhow::Result<Arc<dyn McpPort>> {
         config.common.server.http2_keepalive_timeout,
     )
     .context("invalid SWITCHBOARD_MCP_SERVICE_URL")?;
-    Ok(Arc::new(GrpcMcp::new(&endpoints).await))
+    Ok(Arc::new(
+        GrpcMcp::new(&endpoints)
+            .await
+            .with_max_message_bytes(config.common.server.max_message_bytes),
+    ))
 }
 
 /// What storage adapter the service runs on: the SQL repository, or that

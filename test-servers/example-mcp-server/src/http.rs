@@ -52,6 +52,9 @@ pub struct HttpServerOptions {
     pub resumable: bool,
     /// Whether the `record` tool is listed (see [`crate::RECORD_TOOL`]).
     pub record_tool: bool,
+    /// Whether the `sales_rows` tool is listed (see
+    /// [`crate::SALES_ROWS_TOOL`]).
+    pub rows_tool: bool,
     /// Whether the `confirm` tool is listed (see [`crate::CONFIRM_TOOL`]).
     pub confirm_tool: bool,
     /// When set, the MCP endpoint requires access tokens of this test
@@ -72,6 +75,7 @@ impl Default for HttpServerOptions {
             endless_tool_pages: false,
             resumable: true,
             record_tool: false,
+            rows_tool: false,
             confirm_tool: false,
             oauth: None,
             tls: false,
@@ -156,6 +160,7 @@ pub async fn spawn_http(options: HttpServerOptions) -> anyhow::Result<RunningHtt
         .with_discovery_delay(options.discovery_delay)
         .with_endless_tool_pages(options.endless_tool_pages)
         .with_record_tool(options.record_tool)
+        .with_rows_tool(options.rows_tool)
         .with_confirm_tool(options.confirm_tool)
         .with_initialize_only(options.stateful)
         .with_connection_cutter(cutter.clone());

@@ -9,7 +9,8 @@
 //! `counter` (per session), `add_tool` (changes the tool list) and `stats`.
 //! `tools/list` is paginated [`TOOLS_PAGE_SIZE`] tools at a time. Unlisted,
 //! for tests of a failing network: [`DROP_CONNECTION_TOOL`]; listed on request, for
-//! tests of exact JSON: [`RECORD_TOOL`]. Unlisted, answering as tasks (the
+//! tests of exact JSON: [`RECORD_TOOL`]; listed on request, for tests of
+//! results too large for a model's context: [`SALES_ROWS_TOOL`]. Unlisted, answering as tasks (the
 //! Tasks extension): [`TASK_SLEEP_TOOL`], [`TASK_BIG_TOOL`],
 //! [`TASK_FAIL_TOOL`] and [`TASK_CONFIRM_TOOL`].
 //!
@@ -28,6 +29,7 @@ pub mod data;
 mod http;
 mod listen;
 mod oauth;
+mod rows;
 mod server;
 mod stats;
 mod tasks;
@@ -43,6 +45,7 @@ pub use catalog::{EXTRA_TOOL, RECORD_TOOL};
 pub use confirm::{CONFIRM_KEY, CONFIRM_TOOL};
 pub use http::{HttpServerOptions, MCP_PATH, RunningHttpServer, spawn_http};
 pub use oauth::OAuthRealm;
+pub use rows::{MAX_SALES_ROWS, SALES_ROWS_TOOL};
 pub use server::{
     DROP_CONNECTION_TOOL, ExampleServer, SERVER_INSTRUCTIONS, SERVER_NAME, TOOLS_PAGE_SIZE,
 };

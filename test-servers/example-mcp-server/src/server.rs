@@ -31,6 +31,7 @@ use crate::{
     confirm::{self, CONFIRM_TOOL},
     cut::ConnectionCutter,
     listen::Listeners,
+    rows,
     stats::Stats,
     tasks::{self, TASK_CONFIRM_TOOL, Tasks},
 };
@@ -58,6 +59,7 @@ pub struct ExampleServer {
     discovery_delay: Duration,
     endless_tool_pages: bool,
     record_tool: bool,
+    rows_tool: bool,
     confirm_tool: bool,
     initialize_only: bool,
     cutter: Option<ConnectionCutter>,
@@ -98,6 +100,7 @@ impl ExampleServer {
             discovery_delay: Duration::ZERO,
             endless_tool_pages: false,
             record_tool: false,
+            rows_tool: false,
             confirm_tool: false,
             initialize_only: false,
             cutter: None,
@@ -121,6 +124,13 @@ impl ExampleServer {
     /// Lists [`RECORD_TOOL`], which returns the arguments it received.
     pub fn with_record_tool(mut self, listed: bool) -> Self {
         self.record_tool = listed;
+        self
+    }
+
+    /// Lists [`crate::SALES_ROWS_TOOL`], which returns as many rows as asked
+    /// for as one JSON array.
+    pub fn with_rows_tool(mut self, listed: bool) -> Self {
+        self.rows_tool = listed;
         self
     }
 
@@ -163,6 +173,7 @@ impl ExampleServer {
             discovery_delay: self.discovery_delay,
             endless_tool_pages: self.endless_tool_pages,
             record_tool: self.record_tool,
+            rows_tool: self.rows_tool,
             confirm_tool: self.confirm_tool,
             initialize_only: self.initialize_only,
             cutter: self.cutter.clone(),
@@ -187,6 +198,9 @@ impl ExampleServer {
         }
         if self.record_tool {
             tools.push(RECORD.clone());
+        }
+        if self.rows_tool {
+            tools.push(rows::tool());
         }
         if self.confirm_tool {
             tools.push(confirm::tool(CONFIRM_TOOL));
@@ -372,6 +386,7 @@ impl ServerHandler for ExampleServer {
             DROP_CONNECTION_TOOL => self.drop_connection(context.ct).await,
             "stats" => CallToolResult::success(vec![ContentBlock::json(self.stats.snapshot())?]),
             RECORD_TOOL if self.record_tool => calls::record(arguments),
+            rows::SALES_ROWS_TOOL if self.rows_tool => rows::call(arguments)?,
             "process" => calls::process()?,
             EXTRA_TOOL if self.tool_list.extra_visible.load(Ordering::SeqCst) => {
                 text_result("extra tool called")

@@ -64,7 +64,8 @@ pub struct DataSource {
     pub thread_id: ThreadId,
     /// The name queries use, unique within the thread.
     pub table_name: String,
-    /// Where it came from: an MCP resource URI or the client's name for it.
+    /// Where it came from: an MCP resource URI, `tool:<name>` for a tool
+    /// result too large for the context, or the client's name for it.
     pub origin: String,
     /// The MCP integration it was read from, if any.
     pub integration_id: Option<IntegrationId>,

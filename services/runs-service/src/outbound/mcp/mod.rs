@@ -33,10 +33,16 @@ mod status;
 use self::replicas::Replicas;
 pub use self::{endpoints::McpEndpoints, replicas::ranked as replica_order};
 
+/// tonic's own limit on a message read, the default of
+/// [`GrpcMcp::with_max_message_bytes`].
+const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+
 /// mcp-service's gRPC client.
 #[derive(Debug, Clone)]
 pub struct GrpcMcp {
     replicas: Replicas,
+    /// The largest answer read from mcp-service (a tool result, a resource).
+    max_message_bytes: usize,
 }
 
 impl GrpcMcp {
@@ -45,7 +51,23 @@ impl GrpcMcp {
     pub async fn new(endpoints: &McpEndpoints) -> Self {
         Self {
             replicas: endpoints.connect().await,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         }
+    }
+
+    /// The same, reading answers of up to `bytes` (the service's
+    /// `SWITCHBOARD_MAX_MESSAGE_BYTES`), so that a result mcp-service may
+    /// send is one runs-service may read.
+    pub fn with_max_message_bytes(self, bytes: usize) -> Self {
+        Self {
+            max_message_bytes: bytes,
+            ..self
+        }
+    }
+
+    /// A client of `channel` within the answer size.
+    fn client(&self, channel: Channel) -> McpServiceClient<Channel> {
+        McpServiceClient::new(channel).max_decoding_message_size(self.max_message_bytes)
     }
 
     /// Sends one call to the replica that ranks first for `scope`, and
@@ -160,7 +182,7 @@ impl McpPort for GrpcMcp {
                     allowed_tools: allow_list(allowed_tools),
                 },
                 timeout,
-                |channel, request| async move { McpServiceClient::new(channel).discover(request).await },
+                |channel, request| async move { self.client(channel).discover(request).await },
             )
             .await?;
         capabilities(integration_id, response)
@@ -190,9 +212,7 @@ impl McpPort for GrpcMcp {
                     allowed_tools: allow_list(call.allowed_tools),
                 },
                 timeout,
-                |channel, request| async move {
-                    McpServiceClient::new(channel).execute_tool(request).await
-                },
+                |channel, request| async move { self.client(channel).execute_tool(request).await },
             )
             .await?;
         Ok(tool_output(response))
@@ -217,9 +237,7 @@ impl McpPort for GrpcMcp {
                 },
                 timeout,
                 |channel, request| async move {
-                    McpServiceClient::new(channel)
-                        .retrieve_resource(request)
-                        .await
+                    self.client(channel).retrieve_resource(request).await
                 },
             )
             .await?;
@@ -273,9 +291,7 @@ impl McpPort for GrpcMcp {
                     ..Default::default()
                 },
                 timeout,
-                |channel, request| async move {
-                    McpServiceClient::new(channel).get_prompt(request).await
-                },
+                |channel, request| async move { self.client(channel).get_prompt(request).await },
             )
             .await?;
         let lines = response

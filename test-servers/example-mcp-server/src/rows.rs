@@ -54,7 +54,7 @@ fn push_row(out: &mut String, i: usize) {
         REGIONS[i % REGIONS.len()],
         i % 100,
         i % 50,
-        i % 2 == 0,
+        i.is_multiple_of(2),
     );
 }
 

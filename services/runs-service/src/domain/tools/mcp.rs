@@ -152,7 +152,13 @@ impl McpToolCall<'_> {
                 .deliver(&large, texts::into_rendered(output))
                 .await;
         }
-        let (text, is_error) = texts::tool_output(tool, &output);
+        self.rendered(&output)
+    }
+
+    /// A result (or the tool's error) as it is: its text for the model.
+    fn rendered(&self, output: &ToolOutput) -> ToolOutcome {
+        let (integration_id, tool) = (self.integration_id, self.tool);
+        let (text, is_error) = texts::tool_output(tool, output);
         let status = match output.failure {
             None => ToolCallStatus::Succeeded,
             Some(ToolFailure::Timeout) => ToolCallStatus::TimedOut,

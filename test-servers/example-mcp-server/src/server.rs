@@ -199,9 +199,7 @@ impl ExampleServer {
         if self.record_tool {
             tools.push(RECORD.clone());
         }
-        if self.rows_tool {
-            tools.push(rows::tool());
-        }
+        tools.extend(self.rows_tool.then(rows::tool));
         if self.confirm_tool {
             tools.push(confirm::tool(CONFIRM_TOOL));
             tools.push(confirm::tool(TASK_CONFIRM_TOOL));

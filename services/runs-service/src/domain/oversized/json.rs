@@ -12,7 +12,7 @@ use serde::de::{
     value::{MapAccessDeserializer, SeqAccessDeserializer},
 };
 
-use super::{NotTable, Shape, Tabular};
+use super::shape::{NotTable, Shape, Tabular};
 
 /// Rows of newline-delimited JSON below which a text is one object, not a
 /// table.

@@ -323,6 +323,26 @@ mod tests {
     }
 
     #[test]
+    fn a_tool_result_table_size_under_one_kib_is_refused() {
+        let at = |bytes: usize| DataSourceArgs {
+            tool_result_table_bytes: bytes,
+            ..DataSourceArgs::default()
+        };
+        at(1024)
+            .check(16 * 1024 * 1024)
+            .expect("1 KiB is the least");
+        let error = at(1023).check(16 * 1024 * 1024).expect_err("below 1 KiB");
+        assert!(
+            error
+                .to_string()
+                .contains("SWITCHBOARD_TOOL_RESULT_TABLE_BYTES"),
+            "{error}"
+        );
+        let config = Config::try_parse_from(["runs-service"]).expect("defaults parse");
+        assert_eq!(config.data_sources.tool_result_table_bytes, 64 * 1024);
+    }
+
+    #[test]
     fn the_replica_defaults_match_the_flags_and_a_slow_heartbeat_is_refused() {
         let config = Config::try_parse_from(["runs-service"]).expect("defaults parse");
         let defaults = ReplicaArgs::default();

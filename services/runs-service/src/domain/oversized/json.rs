@@ -42,7 +42,7 @@ pub(super) fn ndjson_to_csv(text: &str, max_columns: usize) -> Tabular {
     let mut columns = Columns::new(max_columns);
     let rows = match each_line_object(text, &mut KeyCollector(&mut columns)) {
         Ok(rows) => rows,
-        Err(LineError { line: 1, .. }) => return Tabular::NotTabular,
+        Err(LineError { first: true, .. }) => return Tabular::NotTabular,
         Err(error) => return unusable(Shape::Ndjson, &columns, &error.to_string()),
     };
     if rows < MIN_NDJSON_ROWS || columns.names.is_empty() {
@@ -90,6 +90,8 @@ fn each_array_object<S: RowSink>(text: &str, sink: &mut S) -> Result<usize, serd
 #[derive(Debug)]
 struct LineError {
     line: usize,
+    /// Whether the line is the text's first that is not blank.
+    first: bool,
     error: serde_json::Error,
 }
 
@@ -124,6 +126,7 @@ fn each_line_object<S: RowSink>(text: &str, sink: &mut S) -> Result<usize, LineE
             .and_then(|()| deserializer.end())
             .map_err(|error| LineError {
                 line: index + 1,
+                first: rows == 0,
                 error,
             })?;
         rows += 1;

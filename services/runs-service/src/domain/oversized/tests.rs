@@ -77,6 +77,10 @@ fn prose_a_single_object_and_an_array_of_numbers_are_not_tables() {
         "pretty-printed"
     );
     assert!(not_tabular("{\"a\": 1}\n"), "a single object");
+    assert!(
+        not_tabular("\n  \n{\n  \"a\": 1\n}\n"),
+        "pretty-printed after blank lines"
+    );
     assert!(not_tabular("[]"));
     assert!(not_tabular("[{}, {}]"), "objects without keys");
     assert_eq!(

@@ -5,6 +5,7 @@
 //! - [`texts`]: every text the model reads.
 //! - [`service`]: agents, threads, messages and runs as resources.
 //! - [`datasource`]: data sources and the SQL over them.
+//! - [`pins`]: the tools each thread pinned, and how a change is seen.
 //! - [`ports`]: storage, mcp-service and model providers, as the domain
 //!   needs them.
 
@@ -16,6 +17,7 @@ pub mod history;
 pub mod ids;
 pub mod input;
 pub mod model;
+pub mod pins;
 pub mod ports;
 pub mod run;
 pub mod service;

@@ -12,6 +12,7 @@ mod data_sources;
 #[cfg(test)]
 mod failure_tests;
 mod failures;
+mod pins;
 mod read_resource;
 mod results;
 mod specs;
@@ -29,6 +30,7 @@ pub use data_sources::{
     import_failed, query_out_of_memory, query_refusal, query_table, rendered_line_bytes,
 };
 pub use failures::tool_timed_out;
+pub use pins::tool_withheld;
 pub use read_resource::{
     READ_INPUT_REQUIRED, READ_LIST_CAP, no_resource_at, offered_by_several, read_failed,
     with_available_resources,

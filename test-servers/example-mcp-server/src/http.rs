@@ -116,6 +116,14 @@ impl RunningHttpServer {
         self.tool_list.add_extra().await
     }
 
+    /// Changes `echo`'s description to
+    /// [`crate::CHANGED_ECHO_DESCRIPTION`] (its name and input schema stay):
+    /// a server changing a tool its clients already use. Only clients
+    /// listening for changes hear of it. Returns whether the list changed.
+    pub async fn change_echo_description(&self) -> bool {
+        self.tool_list.change_echo().await
+    }
+
     /// How many `subscriptions/listen` streams clients have opened (a
     /// closed one counts until the next change finds it closed).
     pub async fn listening(&self) -> usize {

@@ -44,7 +44,8 @@ pub use confirm::{CONFIRM_KEY, CONFIRM_TOOL};
 pub use http::{HttpServerOptions, MCP_PATH, RunningHttpServer, spawn_http};
 pub use oauth::OAuthRealm;
 pub use server::{
-    DROP_CONNECTION_TOOL, ExampleServer, SERVER_INSTRUCTIONS, SERVER_NAME, TOOLS_PAGE_SIZE,
+    CHANGED_ECHO_DESCRIPTION, DROP_CONNECTION_TOOL, ExampleServer, SERVER_INSTRUCTIONS,
+    SERVER_NAME, TOOLS_PAGE_SIZE,
 };
 pub use stats::{Stats, StatsSnapshot};
 pub use tasks::{

@@ -279,7 +279,10 @@ async fn agent_from(ctx: &Context, args: CreateArgs) -> Result<runs::Agent, CliE
         disable_resource_tools: args.no_resource_tools,
         tool_drift: args
             .tool_drift
-            .map_or(runs::ToolDriftPolicy::Unspecified, runs::ToolDriftPolicy::from)
+            .map_or(
+                runs::ToolDriftPolicy::Unspecified,
+                runs::ToolDriftPolicy::from,
+            )
             .into(),
         ..Default::default()
     })

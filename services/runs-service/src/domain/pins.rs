@@ -19,6 +19,16 @@ use super::ids::IntegrationId;
 /// `SWITCHBOARD_MCP_DISCOVERY_MAX_BYTES`), an event stays readable.
 pub const MAX_CHANGE_TEXT_BYTES: usize = 16 * 1024;
 
+/// Changes a run reports with their texts at most; each one past it is
+/// reported with its name, its integration and what changed, its texts
+/// left out with a note, so that a server changing every tool of a large
+/// listing at once cannot flood the run's stream and storage.
+pub const MAX_CHANGES_WITH_TEXTS: usize = 64;
+
+/// What a text of a change past [`MAX_CHANGES_WITH_TEXTS`] reads.
+pub const TEXT_LEFT_OUT: &str =
+    "[left out: more tools changed in this run than are reported in full]";
+
 /// What a run does with a tool whose definition changed since its thread
 /// pinned it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -134,6 +144,20 @@ pub struct ToolDefinitionChanged {
     pub new_input_schema: String,
     /// The policy applied (never [`ToolDriftPolicy::Unspecified`]).
     pub applied: ToolDriftPolicy,
+}
+
+impl ToolDefinitionChanged {
+    /// The same change with its texts left out, a note in their place.
+    #[must_use]
+    pub fn without_texts(self) -> Self {
+        Self {
+            old_description: TEXT_LEFT_OUT.into(),
+            new_description: TEXT_LEFT_OUT.into(),
+            old_input_schema: TEXT_LEFT_OUT.into(),
+            new_input_schema: TEXT_LEFT_OUT.into(),
+            ..self
+        }
+    }
 }
 
 /// SHA-256 (hex) of the canonical JSON of a definition.

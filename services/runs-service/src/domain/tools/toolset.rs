@@ -354,6 +354,22 @@ mod tests {
     }
 
     #[test]
+    fn a_withheld_tool_is_not_offered_and_its_name_is_remembered() {
+        let toolset = assemble(
+            vec![],
+            &[],
+            &[integration(1, "x", &["a", "b"])],
+            &BTreeMap::new(),
+        )
+        .withholding(&BTreeSet::from(["x__a".to_owned()]));
+        let offered: Vec<_> = toolset.specs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(offered, ["x__b"]);
+        assert_eq!(toolset.target("x__a"), None);
+        assert!(toolset.withheld.contains("x__a"));
+        assert!(toolset.target("x__b").is_some());
+    }
+
+    #[test]
     fn allow_lists_filter_an_integrations_tools() {
         let filters = BTreeMap::from([(IntegrationId::fixed(1), vec!["b".to_owned()])]);
         let toolset = assemble(

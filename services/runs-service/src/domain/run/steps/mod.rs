@@ -164,7 +164,8 @@ impl StepLoop {
             authorize,
         } = discovered;
         report_discovery(emitter, &failed, authorize).await?;
-        // What the model would be offered, against the thread's pins.
+        // What the model would be offered, against the thread's pins; the
+        // first step offers it without what the pins withhold.
         let offered = self.tools.toolset(agent, &sources, &capabilities);
         let drift = check_pins(&*self.repo, thread.id, agent.config.tool_drift, &offered).await?;
         for change in drift.changes {
@@ -172,6 +173,9 @@ impl StepLoop {
                 .emit(RunEvent::ToolDefinitionChanged(change))
                 .await?;
         }
+        let offered = offered.withholding(&drift.withheld);
+        // Saved with the run's next state change.
+        run.bindings.clone_from(&offered.bindings);
         let system = system_prompt(agent, &capabilities, &failed);
         let max_steps = match agent.config.max_steps {
             0 => self.settings.default_max_steps,
@@ -192,7 +196,7 @@ impl StepLoop {
             system,
             max_steps,
             sources,
-            offered: None,
+            offered: Some(Arc::new(offered)),
             withheld: drift.withheld,
         })
     }

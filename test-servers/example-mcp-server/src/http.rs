@@ -17,9 +17,10 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use crate::oauth::{self, OAuthRealm};
 use crate::{
     cut::{ConnectionCutter, CuttableListener},
-    server::{ExampleServer, ToolList},
+    server::ExampleServer,
     stats::Stats,
     tls::{TlsIdentity, TlsListener},
+    tool_list::ToolList,
 };
 
 /// Path of the MCP endpoint.

@@ -32,6 +32,7 @@ mod server;
 mod stats;
 mod tasks;
 mod tls;
+mod tool_list;
 
 use std::sync::Arc;
 
@@ -44,13 +45,13 @@ pub use confirm::{CONFIRM_KEY, CONFIRM_TOOL};
 pub use http::{HttpServerOptions, MCP_PATH, RunningHttpServer, spawn_http};
 pub use oauth::OAuthRealm;
 pub use server::{
-    CHANGED_ECHO_DESCRIPTION, DROP_CONNECTION_TOOL, ExampleServer, SERVER_INSTRUCTIONS,
-    SERVER_NAME, TOOLS_PAGE_SIZE,
+    DROP_CONNECTION_TOOL, ExampleServer, SERVER_INSTRUCTIONS, SERVER_NAME, TOOLS_PAGE_SIZE,
 };
 pub use stats::{Stats, StatsSnapshot};
 pub use tasks::{
     TASK_BIG_TOOL, TASK_CONFIRM_TOOL, TASK_FAIL_TOOL, TASK_POLL_INTERVAL_MS, TASK_SLEEP_TOOL,
 };
+pub use tool_list::CHANGED_ECHO_DESCRIPTION;
 
 /// Serves one MCP session on stdin/stdout until stdin reaches end of file or
 /// the client closes the session.

@@ -11,7 +11,10 @@
 //! for tests of a failing network: [`DROP_CONNECTION_TOOL`]; listed on request, for
 //! tests of exact JSON: [`RECORD_TOOL`]. Unlisted, answering as tasks (the
 //! Tasks extension): [`TASK_SLEEP_TOOL`], [`TASK_BIG_TOOL`],
-//! [`TASK_FAIL_TOOL`] and [`TASK_CONFIRM_TOOL`].
+//! [`TASK_FAIL_TOOL`] and [`TASK_CONFIRM_TOOL`]. For tests of pinned tools,
+//! [`RunningHttpServer::change_echo_description`] gives `echo` another
+//! description ([`CHANGED_ECHO_DESCRIPTION`]), as a server changing a tool
+//! its clients use would.
 //!
 //! Resources: `data://sales.csv`, `docs://readme`, `data://logo.png` and the
 //! template `data://sales/{region}.csv`. Prompt: `summarize`.

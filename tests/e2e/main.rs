@@ -17,5 +17,6 @@ mod request_ids;
 mod resources;
 mod runs;
 mod server_failures;
+mod tool_pins;
 mod usage;
 mod world;

@@ -110,6 +110,7 @@ impl Renderer {
                 passed.used_tokens,
                 passed.soft_budget_tokens
             ))?,
+            Event::ToolDefinitionChanged(change) => self.note(tool_changed(change))?,
             Event::AuthorizationRequired(needed) => {
                 self.note(format!(
                     "{} integration {} needs you to connect your account",
@@ -293,4 +294,24 @@ fn kind_label(kind: i32) -> &'static str {
         Ok(ToolKind::Builtin) => "running",
         _ => "calling",
     }
+}
+
+/// The note for a tool its server changed since the thread pinned it.
+fn tool_changed(change: &runs::ToolDefinitionChanged) -> String {
+    let parts = match (change.description_changed, change.input_schema_changed) {
+        (true, true) => "its description and input schema",
+        (true, false) => "its description",
+        (false, true) => "its input schema",
+        (false, false) => "its definition",
+    };
+    let outcome = if change.applied == i32::from(runs::ToolDriftPolicy::Accept) {
+        "the new definition is pinned and offered"
+    } else {
+        "it is withheld from the model"
+    };
+    format!(
+        "{} the server of tool {} changed {parts} since this thread pinned it: {outcome}",
+        style("!").yellow().bold(),
+        change.tool_name
+    )
 }

@@ -1,6 +1,6 @@
 //! `switchboard agents`: creating, listing, showing and deleting agents.
 
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use switchboard_proto::runs::v1 as runs;
 
 use super::Context;
@@ -59,6 +59,32 @@ pub struct CreateArgs {
     /// Hide the resource tools (`retrieve_mcp_resource`, `mcp_list_resources`).
     #[arg(long)]
     no_resource_tools: bool,
+    /// What a run does when a server changed a tool the thread pinned
+    /// [default: the service's, refuse]
+    #[arg(long, value_enum)]
+    tool_drift: Option<ToolDrift>,
+}
+
+/// What a run does with a tool its server changed since the thread pinned
+/// it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ToolDrift {
+    /// Withhold the changed tool from the model.
+    Refuse,
+    /// Let the application decide (the tool is withheld meanwhile).
+    Ask,
+    /// Pin the new definition and offer it.
+    Accept,
+}
+
+impl From<ToolDrift> for runs::ToolDriftPolicy {
+    fn from(drift: ToolDrift) -> Self {
+        match drift {
+            ToolDrift::Refuse => Self::Refuse,
+            ToolDrift::Ask => Self::Ask,
+            ToolDrift::Accept => Self::Accept,
+        }
+    }
 }
 
 /// `agents update`.
@@ -87,6 +113,9 @@ pub struct UpdateArgs {
     /// A new step limit (0: the service's).
     #[arg(long)]
     max_steps: Option<i32>,
+    /// What a run does when a server changed a tool the thread pinned.
+    #[arg(long, value_enum)]
+    tool_drift: Option<ToolDrift>,
 }
 
 /// Runs an agent command.
@@ -198,6 +227,10 @@ async fn update(ctx: &Context, args: UpdateArgs) -> Result<(), CliError> {
         agent.max_steps = max_steps;
         paths.push("max_steps");
     }
+    if let Some(drift) = args.tool_drift {
+        agent.tool_drift = runs::ToolDriftPolicy::from(drift).into();
+        paths.push("tool_drift");
+    }
     if paths.is_empty() {
         return Err(CliError::Usage("name at least one field to change".into()));
     }
@@ -244,6 +277,13 @@ async fn agent_from(ctx: &Context, args: CreateArgs) -> Result<runs::Agent, CliE
         client_tools,
         max_steps: args.max_steps.unwrap_or(0),
         disable_resource_tools: args.no_resource_tools,
+        tool_drift: args
+            .tool_drift
+            .map_or(
+                runs::ToolDriftPolicy::Unspecified,
+                runs::ToolDriftPolicy::from,
+            )
+            .into(),
         ..Default::default()
     })
 }
@@ -277,10 +317,22 @@ fn print_agent(ctx: &Context, a: &runs::Agent) -> Result<(), CliError> {
                 }
                 .into(),
             ),
+            ("tool drift", tool_drift(a.tool_drift).into()),
             ("created", time(a.create_time.as_ref())),
         ] {
             rows.add_row(vec![field.to_owned(), value]);
         }
         ctx.out.line(rows)
     })
+}
+
+/// How `agents show` names an agent's `tool_drift`.
+fn tool_drift(value: i32) -> &'static str {
+    match runs::ToolDriftPolicy::try_from(value) {
+        Ok(runs::ToolDriftPolicy::Refuse) => "refuse",
+        Ok(runs::ToolDriftPolicy::Ask) => "ask",
+        Ok(runs::ToolDriftPolicy::Accept) => "accept",
+        Ok(runs::ToolDriftPolicy::Unspecified) => "refuse (the service's default)",
+        Err(_) => "unknown",
+    }
 }

@@ -54,12 +54,15 @@ async fn every_command_prints_json_that_parses() {
             "helper",
             "--max-steps",
             "4",
+            "--tool-drift",
+            "accept",
         ])
         .await;
     assert_eq!(
         (updated["name"].as_str(), updated["maxSteps"].as_i64()),
         (Some("helper"), Some(4))
     );
+    assert_eq!(updated["toolDrift"], "TOOL_DRIFT_POLICY_ACCEPT");
     assert_eq!(updated["mcpIntegrationIds"][0], integration_id.as_str());
 
     let thread = world.json(&["threads", "create", &agent_id]).await;

@@ -17,9 +17,10 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use crate::oauth::{self, OAuthRealm};
 use crate::{
     cut::{ConnectionCutter, CuttableListener},
-    server::{ExampleServer, ToolList},
+    server::ExampleServer,
     stats::Stats,
     tls::{TlsIdentity, TlsListener},
+    tool_list::ToolList,
 };
 
 /// Path of the MCP endpoint.
@@ -118,6 +119,14 @@ impl RunningHttpServer {
     /// (`subscriptions/listen`) hear of it. Returns whether the list changed.
     pub async fn add_extra_tool(&self) -> bool {
         self.tool_list.add_extra().await
+    }
+
+    /// Changes `echo`'s description to
+    /// [`crate::CHANGED_ECHO_DESCRIPTION`] (its name and input schema stay):
+    /// a server changing a tool its clients already use. Only clients
+    /// listening for changes hear of it. Returns whether the list changed.
+    pub async fn change_echo_description(&self) -> bool {
+        self.tool_list.change_echo().await
     }
 
     /// How many `subscriptions/listen` streams clients have opened (a

@@ -12,7 +12,10 @@
 //! tests of exact JSON: [`RECORD_TOOL`]; listed on request, for tests of
 //! results too large for a model's context: [`SALES_ROWS_TOOL`]. Unlisted, answering as tasks (the
 //! Tasks extension): [`TASK_SLEEP_TOOL`], [`TASK_BIG_TOOL`],
-//! [`TASK_FAIL_TOOL`] and [`TASK_CONFIRM_TOOL`].
+//! [`TASK_FAIL_TOOL`] and [`TASK_CONFIRM_TOOL`]. For tests of pinned tools,
+//! [`RunningHttpServer::change_echo_description`] gives `echo` another
+//! description ([`CHANGED_ECHO_DESCRIPTION`]), as a server changing a tool
+//! its clients use would.
 //!
 //! Resources: `data://sales.csv`, `docs://readme`, `data://logo.png` and the
 //! template `data://sales/{region}.csv`. Prompt: `summarize`.
@@ -34,6 +37,7 @@ mod server;
 mod stats;
 mod tasks;
 mod tls;
+mod tool_list;
 
 use std::sync::Arc;
 
@@ -53,6 +57,7 @@ pub use stats::{Stats, StatsSnapshot};
 pub use tasks::{
     TASK_BIG_TOOL, TASK_CONFIRM_TOOL, TASK_FAIL_TOOL, TASK_POLL_INTERVAL_MS, TASK_SLEEP_TOOL,
 };
+pub use tool_list::CHANGED_ECHO_DESCRIPTION;
 
 /// Serves one MCP session on stdin/stdout until stdin reaches end of file or
 /// the client closes the session.

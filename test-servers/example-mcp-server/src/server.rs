@@ -3,7 +3,7 @@
 use std::{
     sync::{
         Arc,
-        atomic::{AtomicBool, AtomicU64, Ordering},
+        atomic::{AtomicU64, Ordering},
     },
     time::Duration,
 };
@@ -34,6 +34,7 @@ use crate::{
     rows,
     stats::Stats,
     tasks::{self, TASK_CONFIRM_TOOL, Tasks},
+    tool_list::{CHANGED_ECHO_DESCRIPTION, ToolList},
 };
 
 /// Name the server reports in its implementation info.
@@ -64,30 +65,6 @@ pub struct ExampleServer {
     initialize_only: bool,
     cutter: Option<ConnectionCutter>,
     tasks: Tasks,
-}
-
-/// Tool-list state shared by every session of one server.
-#[derive(Debug, Default)]
-pub(crate) struct ToolList {
-    extra_visible: AtomicBool,
-    listeners: Listeners,
-}
-
-impl ToolList {
-    /// Makes [`EXTRA_TOOL`] visible; tells the open listen streams when
-    /// that changed the list. Returns whether it did.
-    pub(crate) async fn add_extra(&self) -> bool {
-        let added = !self.extra_visible.swap(true, Ordering::SeqCst);
-        if added {
-            self.listeners.tools_changed().await;
-        }
-        added
-    }
-
-    /// How many listen streams were opened and not yet found closed.
-    pub(crate) async fn listening(&self) -> usize {
-        self.listeners.count().await
-    }
 }
 
 impl ExampleServer {
@@ -193,6 +170,11 @@ impl ExampleServer {
 
     fn visible_tools(&self) -> Vec<Tool> {
         let mut tools = BASE_TOOLS.clone();
+        if self.tool_list.echo_changed.load(Ordering::SeqCst)
+            && let Some(echo) = tools.iter_mut().find(|tool| tool.name == "echo")
+        {
+            echo.description = Some(CHANGED_ECHO_DESCRIPTION.into());
+        }
         if self.tool_list.extra_visible.load(Ordering::SeqCst) {
             tools.push(EXTRA.clone());
         }

@@ -5,7 +5,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::ids::{AgentId, IntegrationId, MessageId, RunId, ThreadId};
+use super::{
+    ids::{AgentId, IntegrationId, MessageId, RunId, ThreadId},
+    pins::ToolDriftPolicy,
+};
 
 /// A new time-ordered id.
 pub fn new_id() -> String {
@@ -46,6 +49,10 @@ pub struct AgentConfig {
     /// Hide the synthetic resource tools.
     #[serde(default)]
     pub disable_resource_tools: bool,
+    /// What a run does with a tool whose definition changed since the
+    /// thread pinned it; agents stored before it have the service default.
+    #[serde(default)]
+    pub tool_drift: ToolDriftPolicy,
 }
 
 /// Reads stored allow-lists, leaving out those keyed by something that is

@@ -9,6 +9,7 @@ use super::{
     entities::{InputRequest, Message, PendingApproval, PendingCall, Run, RunStatus, Usage},
     ids::{IntegrationId, RunId},
     model::ToolCall,
+    pins::ToolDefinitionChanged,
     usage::SoftBudgetPassed,
 };
 
@@ -100,6 +101,8 @@ pub enum RunEvent {
     },
     /// The run started past its organization's soft monthly token budget.
     SoftBudgetPassed(SoftBudgetPassed),
+    /// A tool the thread pinned changed, and what the run did about it.
+    ToolDefinitionChanged(ToolDefinitionChanged),
     /// The user must connect an integration (OAuth).
     AuthorizationRequired {
         /// The integration.

@@ -7,6 +7,7 @@
 //! - [`datasource`]: data sources and the SQL over them.
 //! - [`oversized`]: tool results too large for the context, as tables or
 //!   cut.
+//! - [`pins`]: the tools each thread pinned, and how a change is seen.
 //! - [`ports`]: storage, mcp-service and model providers, as the domain
 //!   needs them.
 
@@ -19,6 +20,7 @@ pub mod ids;
 pub mod input;
 pub mod model;
 pub mod oversized;
+pub mod pins;
 pub mod ports;
 pub mod run;
 pub mod service;

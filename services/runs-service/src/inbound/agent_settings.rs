@@ -10,6 +10,7 @@ use crate::domain::{
     entities::{AgentConfig, ClientTool},
     error::RunsError,
     ids::{IntegrationId, ParsedId},
+    pins::ToolDriftPolicy,
 };
 
 /// An agent message's settings and what of them is not valid.
@@ -48,6 +49,9 @@ impl AgentSettings {
                     .ok()
             })
             .collect::<BTreeMap<_, _>>();
+        let tool_drift = tool_drift(agent.tool_drift)
+            .map_err(|v| invalid.push(("tool_drift", v)))
+            .unwrap_or_default();
         let model = agent.model.clone().unwrap_or_default();
         let config = AgentConfig {
             instructions: agent.instructions.clone(),
@@ -58,6 +62,7 @@ impl AgentSettings {
             client_tools: agent.client_tools.iter().map(client_tool).collect(),
             max_steps: u32::try_from(agent.max_steps).unwrap_or(0),
             disable_resource_tools: agent.disable_resource_tools,
+            tool_drift,
         };
         Self { config, invalid }
     }
@@ -96,5 +101,19 @@ fn client_tool(tool: &pb::ClientTool) -> ClientTool {
             || serde_json::json!({"type": "object", "properties": {}}),
             struct_to_json,
         ),
+    }
+}
+
+/// The agent's `tool_drift`; a number the enum does not name is invalid.
+fn tool_drift(value: i32) -> Result<ToolDriftPolicy, FieldViolation> {
+    match pb::ToolDriftPolicy::try_from(value) {
+        Ok(pb::ToolDriftPolicy::Unspecified) => Ok(ToolDriftPolicy::Unspecified),
+        Ok(pb::ToolDriftPolicy::Refuse) => Ok(ToolDriftPolicy::Refuse),
+        Ok(pb::ToolDriftPolicy::Ask) => Ok(ToolDriftPolicy::Ask),
+        Ok(pb::ToolDriftPolicy::Accept) => Ok(ToolDriftPolicy::Accept),
+        Err(_) => Err(FieldViolation::new(
+            "agent.tool_drift",
+            format!("{value} is not a ToolDriftPolicy"),
+        )),
     }
 }

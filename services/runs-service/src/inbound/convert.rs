@@ -11,6 +11,7 @@ use crate::domain::{
     events::{Envelope, RunEvent, ToolCallStatus, ToolKind},
     ids::IntegrationId,
     model::ToolCall,
+    pins::{ToolDefinitionChanged, ToolDriftPolicy},
     ports::Cursor,
 };
 
@@ -70,6 +71,7 @@ pub(crate) fn proto_agent(agent: &Agent) -> pb::Agent {
             .collect(),
         max_steps: i32::try_from(config.max_steps).unwrap_or(i32::MAX),
         disable_resource_tools: config.disable_resource_tools,
+        tool_drift: drift_policy(config.tool_drift).into(),
         create_time: Some(timestamp(agent.created_at)),
         update_time: Some(timestamp(agent.updated_at)),
     }
@@ -316,6 +318,29 @@ fn authorization_required(
     }
 }
 
+fn drift_policy(policy: ToolDriftPolicy) -> pb::ToolDriftPolicy {
+    match policy {
+        ToolDriftPolicy::Unspecified => pb::ToolDriftPolicy::Unspecified,
+        ToolDriftPolicy::Refuse => pb::ToolDriftPolicy::Refuse,
+        ToolDriftPolicy::Ask => pb::ToolDriftPolicy::Ask,
+        ToolDriftPolicy::Accept => pb::ToolDriftPolicy::Accept,
+    }
+}
+
+fn definition_changed(change: ToolDefinitionChanged) -> pb::ToolDefinitionChanged {
+    pb::ToolDefinitionChanged {
+        tool_name: change.name,
+        integration_id: change.integration_id.to_string(),
+        description_changed: change.description_changed,
+        input_schema_changed: change.input_schema_changed,
+        old_description: change.old_description,
+        new_description: change.new_description,
+        old_input_schema_json: change.old_input_schema,
+        new_input_schema_json: change.new_input_schema,
+        applied: drift_policy(change.applied).into(),
+    }
+}
+
 /// A run event as a stream message.
 pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
     use pb::execute_run_response::Event as E;
@@ -352,6 +377,9 @@ pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
             used_tokens: passed.used_tokens,
             soft_budget_tokens: passed.soft_budget_tokens,
         }),
+        RunEvent::ToolDefinitionChanged(change) => {
+            E::ToolDefinitionChanged(definition_changed(change))
+        }
         RunEvent::AuthorizationRequired {
             integration_id,
             url,

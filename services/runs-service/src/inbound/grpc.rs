@@ -184,6 +184,7 @@ impl RunsRpc for RunsApi {
                         "disable_resource_tools" => {
                             config.disable_resource_tools = new.disable_resource_tools
                         }
+                        "tool_drift" => config.tool_drift = new.tool_drift,
                         other => {
                             return Err(RunsError::invalid(
                                 "update_mask",

@@ -1,7 +1,7 @@
 //! An agent's integrations over real gRPC, on both databases: integration
 //! ids (the agent's list and its tool filters) are UUIDs, refused by field
 //! otherwise, read back in one spelling, and an update reads only the fields
-//! its mask names.
+//! its mask names; a tool drift policy the enum does not name is refused.
 
 use prost_types::FieldMask;
 use switchboard_proto::runs::v1::{self as runs, runs_service_client::RunsServiceClient};
@@ -183,7 +183,45 @@ async fn an_update_reads_only_the_fields_its_mask_names(kind: DbKind) {
     assert_eq!(updated.name, "renamed");
 }
 
+async fn a_tool_drift_policy_is_kept_and_an_unknown_one_refused(kind: DbKind) {
+    let mut service = Service::start(kind).await;
+    let mut unknown = agent(&[INTEGRATION], vec![]);
+    unknown.tool_drift = 99;
+    let refused = service.create(unknown).await.expect_err("not a policy");
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+    assert_eq!(bad_fields(&refused), ["agent.tool_drift"]);
+
+    let created = service
+        .create(agent(&[INTEGRATION], vec![]))
+        .await
+        .expect("created");
+    assert_eq!(
+        created.tool_drift,
+        i32::from(runs::ToolDriftPolicy::Unspecified)
+    );
+    let mut patch = agent(&[INTEGRATION], vec![]);
+    patch.id = created.id.clone();
+    patch.tool_drift = runs::ToolDriftPolicy::Accept.into();
+    let untouched = service
+        .update(patch.clone(), &["name"])
+        .await
+        .expect("updated");
+    assert_eq!(
+        untouched.tool_drift,
+        i32::from(runs::ToolDriftPolicy::Unspecified)
+    );
+    let accepting = service
+        .update(patch, &["tool_drift"])
+        .await
+        .expect("updated");
+    assert_eq!(
+        accepting.tool_drift,
+        i32::from(runs::ToolDriftPolicy::Accept)
+    );
+}
+
 db_tests!(
+    a_tool_drift_policy_is_kept_and_an_unknown_one_refused,
     integration_ids_that_are_not_uuids_are_refused_by_field,
     an_agents_integrations_read_back_in_one_spelling,
     an_update_reads_only_the_fields_its_mask_names,

@@ -12,6 +12,7 @@ use switchboard_runs_service::domain::{
     events::Envelope,
     history::HistoryLimits,
     ids::{AgentId, RunId, ThreadId},
+    pins::ToolPin,
     ports::{Cursor, LeaseState, LiveRuns, RepositoryError, RunsRepository},
     usage::{UsageQuery, UsageRow},
 };
@@ -104,6 +105,12 @@ impl RunsRepository for Counting {
     }
     async fn delete_thread(&self, org: &str, user: &str, id: ThreadId) -> Result<bool> {
         self.inner.delete_thread(org, user, id).await
+    }
+    async fn pin_tools(&self, thread_id: ThreadId, offered: &[ToolPin]) -> Result<Vec<ToolPin>> {
+        self.inner.pin_tools(thread_id, offered).await
+    }
+    async fn repin_tools(&self, thread_id: ThreadId, pins: &[ToolPin]) -> Result<()> {
+        self.inner.repin_tools(thread_id, pins).await
     }
     async fn append_messages(&self, thread_id: ThreadId, messages: &[Message]) -> Result<Vec<i64>> {
         self.inner.append_messages(thread_id, messages).await

@@ -12,4 +12,5 @@ mod leases;
 mod repository;
 mod run_writes;
 mod stores;
+mod tool_pins;
 mod usage;

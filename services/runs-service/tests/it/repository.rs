@@ -10,6 +10,7 @@ use switchboard_runs_service::domain::{
         ToolTarget, Usage,
     },
     ids::{AgentId, IntegrationId, MessageId, RunId, ThreadId},
+    pins::ToolDriftPolicy,
     ports::{RepositoryError, RunsRepository},
 };
 use switchboard_test_support::{Store, store_tests};
@@ -40,6 +41,7 @@ fn agent(org: &str, name: &str, created_at: i64) -> Agent {
             }],
             max_steps: 7,
             disable_resource_tools: true,
+            tool_drift: ToolDriftPolicy::Accept,
         },
         created_at,
         updated_at: created_at,

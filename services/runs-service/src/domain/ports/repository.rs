@@ -7,6 +7,7 @@ use crate::domain::{
     events::Envelope,
     history::HistoryLimits,
     ids::{AgentId, RunId, ThreadId},
+    pins::ToolPin,
     usage::{UsageQuery, UsageRow},
 };
 
@@ -208,6 +209,22 @@ pub trait RunsRepository: Send + Sync + 'static {
     ) -> Result<Vec<Envelope>, RepositoryError>;
     /// The sequence of a run's last stored event; 0 when none is.
     async fn last_run_event(&self, run_id: RunId) -> Result<i64, RepositoryError>;
+    /// Pins each tool of `offered` whose name the thread has no pin of
+    /// yet, and returns the thread's pin of every name in `offered`: the
+    /// one just stored, or the one stored before (which may differ). A
+    /// thread's pins go with it.
+    async fn pin_tools(
+        &self,
+        thread_id: ThreadId,
+        offered: &[ToolPin],
+    ) -> Result<Vec<ToolPin>, RepositoryError>;
+    /// Replaces the thread's pins of the names in `pins` with them (a
+    /// change the agent accepts), pinning any it has none of.
+    async fn repin_tools(
+        &self,
+        thread_id: ThreadId,
+        pins: &[ToolPin],
+    ) -> Result<(), RepositoryError>;
     /// The usage of `query`'s organization, one row per day (then agent and
     /// user, as grouped), days ascending. Usage is added by the run writes
     /// above: a run's tokens as its totals grow, a tool call with its

@@ -9,6 +9,7 @@
 //! | a run's task from start to end, and what it records when stopped early | `RunTask` | [`drive`] | storage, the runs in flight |
 //! | the step loop: model turns and their tool calls | `StepLoop` | [`steps`] | storage, the tool router, discovery |
 //! | what the agent's integrations offer, once per run | `Discovery` | [`discovery`] | mcp-service |
+//! | the thread's pinned tools against what is listed now | `check_pins` | [`pins`] | storage |
 //! | follow a run's events (`WatchRun`) | `RunWatcher` | [`watch`], [`feed`] | storage |
 //! | cancel a run (`CancelRun`) | `RunCanceller` | [`manage`] | storage, the runs in flight |
 //!
@@ -37,6 +38,7 @@ mod feed;
 mod history;
 mod lease;
 mod manage;
+mod pins;
 mod resume;
 mod run_limits;
 mod start;

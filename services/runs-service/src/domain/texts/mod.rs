@@ -15,6 +15,7 @@ mod failures;
 mod oversized;
 #[cfg(test)]
 mod oversized_tests;
+mod pins;
 mod read_resource;
 mod results;
 mod specs;
@@ -35,6 +36,7 @@ pub use data_sources::{
 };
 pub use failures::tool_timed_out;
 pub use oversized::{not_a_table, result_cut, result_table};
+pub use pins::tool_withheld;
 pub use read_resource::{
     READ_INPUT_REQUIRED, READ_LIST_CAP, no_resource_at, offered_by_several, read_failed,
     with_available_resources,

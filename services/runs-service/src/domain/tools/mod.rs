@@ -142,6 +142,10 @@ impl ToolRouter {
         call: &ToolCall,
     ) -> ToolOutcome {
         let Some(target) = toolset.target(&call.name) else {
+            if toolset.withheld.contains(&call.name) {
+                tracing::info!(tool = %call.name, "the model called a withheld tool");
+                return ToolOutcome::withheld(&call.name);
+            }
             tracing::info!(tool = %call.name, "the model called an unknown tool");
             return ToolOutcome::not_found(&call.name);
         };

@@ -98,6 +98,17 @@ impl ToolOutcome {
         }
     }
 
+    /// The model named a tool withheld because its server changed it.
+    pub(super) fn withheld(name: &str) -> Self {
+        Self {
+            text: texts::tool_withheld(name),
+            is_error: true,
+            status: ToolCallStatus::NotFound,
+            action: None,
+            sources_changed: false,
+        }
+    }
+
     /// The model named a tool it was not offered.
     pub(super) fn not_found(name: &str) -> Self {
         Self {

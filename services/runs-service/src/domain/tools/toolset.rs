@@ -7,7 +7,7 @@
 //! the same tool keeps the same name from run to run.
 
 use std::{
-    collections::{BTreeMap, HashMap, HashSet},
+    collections::{BTreeMap, BTreeSet, HashMap, HashSet},
     sync::Arc,
 };
 
@@ -41,6 +41,9 @@ pub struct Toolset {
     /// The output schemas of the MCP tools that declare one, compiled once
     /// for the run's results.
     pub results: ResultChecks,
+    /// MCP tools not offered because their server changed them since the
+    /// thread pinned them: a call by one of these names is answered so.
+    pub withheld: BTreeSet<String>,
 }
 
 impl Toolset {
@@ -50,6 +53,25 @@ impl Toolset {
             .iter()
             .find(|b| b.name == name)
             .map(|b| &b.target)
+    }
+
+    /// The same tools without those named in `names`, which the model is
+    /// not offered; their names stay taken, so the other tools keep theirs.
+    #[must_use]
+    pub fn withholding(mut self, names: &BTreeSet<String>) -> Self {
+        if names.is_empty() {
+            return self;
+        }
+        let specs: Vec<ToolSpec> = self
+            .specs
+            .iter()
+            .filter(|spec| !names.contains(&spec.name))
+            .cloned()
+            .collect();
+        self.specs = specs.into();
+        self.bindings.retain(|b| !names.contains(&b.name));
+        self.withheld.clone_from(names);
+        self
     }
 
     /// The agent's allow-list of `integration_id`'s tools, passed along to
@@ -193,6 +215,7 @@ fn compiled(
         specs: specs.into(),
         bindings,
         filters: filters.clone(),
+        withheld: BTreeSet::new(),
     }
 }
 
@@ -328,6 +351,22 @@ mod tests {
         assert_eq!(toolset.bindings[0].target, ToolTarget::Client);
         assert!(toolset.bindings[1].name.starts_with("github__search_"));
         assert!(valid_tool_name(&toolset.bindings[1].name));
+    }
+
+    #[test]
+    fn a_withheld_tool_is_not_offered_and_its_name_is_remembered() {
+        let toolset = assemble(
+            vec![],
+            &[],
+            &[integration(1, "x", &["a", "b"])],
+            &BTreeMap::new(),
+        )
+        .withholding(&BTreeSet::from(["x__a".to_owned()]));
+        let offered: Vec<_> = toolset.specs.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(offered, ["x__b"]);
+        assert_eq!(toolset.target("x__a"), None);
+        assert!(toolset.withheld.contains("x__a"));
+        assert!(toolset.target("x__b").is_some());
     }
 
     #[test]

@@ -12,10 +12,12 @@ use crate::domain::{
     events::Envelope,
     history::{HistoryLimits, WindowMeter},
     ids::{AgentId, RunId, ThreadId},
+    pins::ToolPin,
     ports::{Cursor, LeaseState, LiveRuns, RepositoryError, RunsRepository},
     usage::{UsageQuery, UsageRow},
 };
 
+mod pins;
 mod state;
 
 /// Agents, threads, messages and runs in memory.
@@ -192,10 +194,11 @@ impl RunsRepository for MemoryRepository {
             s.threads
                 .retain(|t| !(t.org_id == org && t.user_id == user && t.id == id));
             let deleted = s.threads.len() < before;
-            // As in SQL: a thread's messages, runs and their events go
+            // As in SQL: a thread's messages, pins, runs and their events go
             // with it.
             if deleted {
                 s.messages.retain(|m| m.thread_id != id);
+                s.pins.forget(id);
                 let (gone, kept) = std::mem::take(&mut s.runs)
                     .into_iter()
                     .partition::<Vec<Run>, _>(|r| r.thread_id == id);
@@ -447,6 +450,22 @@ impl RunsRepository for MemoryRepository {
                 .max()
                 .unwrap_or(0)
         }))
+    }
+
+    async fn pin_tools(
+        &self,
+        thread_id: ThreadId,
+        offered: &[ToolPin],
+    ) -> Result<Vec<ToolPin>, RepositoryError> {
+        self.with(|s| s.pins.pin(&s.threads, thread_id, offered))
+    }
+
+    async fn repin_tools(
+        &self,
+        thread_id: ThreadId,
+        pins: &[ToolPin],
+    ) -> Result<(), RepositoryError> {
+        self.with(|s| s.pins.repin(&s.threads, thread_id, pins))
     }
 
     async fn usage(&self, query: &UsageQuery) -> Result<Vec<UsageRow>, RepositoryError> {

@@ -8,7 +8,7 @@ use crate::domain::{
     ports::RepositoryError,
 };
 
-use super::super::usage::Ledger;
+use super::{super::usage::Ledger, pins::Pins};
 
 #[derive(Debug, Default)]
 pub(super) struct State {
@@ -20,6 +20,7 @@ pub(super) struct State {
     pub(super) cancel_requested: Vec<RunId>,
     pub(super) events: Vec<Envelope>,
     pub(super) usage: Ledger,
+    pub(super) pins: Pins,
 }
 
 impl State {

@@ -17,6 +17,7 @@ use crate::domain::{
     events::Envelope,
     history::HistoryLimits,
     ids::{AgentId, RunId, ThreadId},
+    pins::ToolPin,
     ports::{Cursor, LeaseState, LiveRuns, RepositoryError, RunsRepository},
     usage::{UsageQuery, UsageRow},
 };
@@ -24,6 +25,7 @@ use crate::domain::{
 mod agents;
 mod leases;
 mod messages;
+mod pins;
 mod run_events;
 mod runs;
 mod threads;
@@ -319,6 +321,22 @@ impl RunsRepository for SqlRunsRepository {
 
     async fn last_run_event(&self, run_id: RunId) -> Result<i64, RepositoryError> {
         run_events::last_run_event(self, run_id).await
+    }
+
+    async fn pin_tools(
+        &self,
+        thread_id: ThreadId,
+        offered: &[ToolPin],
+    ) -> Result<Vec<ToolPin>, RepositoryError> {
+        pins::pin_tools(self, thread_id, offered).await
+    }
+
+    async fn repin_tools(
+        &self,
+        thread_id: ThreadId,
+        pins: &[ToolPin],
+    ) -> Result<(), RepositoryError> {
+        pins::repin_tools(self, thread_id, pins).await
     }
 
     async fn usage(&self, query: &UsageQuery) -> Result<Vec<UsageRow>, RepositoryError> {

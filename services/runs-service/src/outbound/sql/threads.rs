@@ -149,7 +149,7 @@ pub(super) async fn delete_thread(
         .begin()
         .await
         .map_err(failed("failed to delete a thread"))?;
-    for child in ["messages", "runs"] {
+    for child in ["messages", "runs", "tool_pins"] {
         sqlx::query(&format!(
             "DELETE FROM {child} WHERE thread_id IN \
              (SELECT id FROM threads WHERE org_id = $1 AND user_id = $2 AND id = $3)"
@@ -159,7 +159,9 @@ pub(super) async fn delete_thread(
         .bind(id.to_string())
         .execute(&mut *tx)
         .await
-        .map_err(failed("failed to delete a thread's messages and runs"))?;
+        .map_err(failed(
+            "failed to delete a thread's messages, runs and tool pins",
+        ))?;
     }
     let result = sqlx::query("DELETE FROM threads WHERE org_id = $1 AND user_id = $2 AND id = $3")
         .bind(org)

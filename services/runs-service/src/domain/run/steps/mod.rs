@@ -2,7 +2,7 @@
 //! calls, and stores the turn; the run ends when the model answers without
 //! tool calls, pauses for client tools, or reaches its step limit.
 
-use std::sync::Arc;
+use std::{collections::BTreeSet, sync::Arc};
 
 use futures::StreamExt as _;
 use switchboard_db::now_millis;
@@ -15,6 +15,7 @@ use super::{
     discovery::{Discovered, Discovery, system_prompt},
     emitter::{Emitter, Stop},
     history::{keep_window, to_chat},
+    pins::check_pins,
 };
 use crate::domain::{
     datasource::DataSource,
@@ -22,6 +23,7 @@ use crate::domain::{
     error::RunsError,
     events::{RunEvent, ToolKind},
     history::HistoryLimits,
+    ids::IntegrationId,
     model::{ChatRequest, ModelEvent, ToolCall},
     ports::{Caller, ModelProvider, RunsRepository},
     tools::{ToolContext, ToolRouter, Toolset},
@@ -99,6 +101,8 @@ struct Running<'a> {
     sources: Vec<DataSource>,
     /// The offered tools, kept until a CSV import changes them.
     offered: Option<Arc<Toolset>>,
+    /// The MCP tools withheld because their server changed them.
+    withheld: BTreeSet<String>,
 }
 
 impl StepLoop {
@@ -159,23 +163,19 @@ impl StepLoop {
             failed,
             authorize,
         } = discovered;
-        for &(integration_id, ref error) in &failed {
+        report_discovery(emitter, &failed, authorize).await?;
+        // What the model would be offered, against the thread's pins; the
+        // first step offers it without what the pins withhold.
+        let offered = self.tools.toolset(agent, &sources, &capabilities);
+        let drift = check_pins(&*self.repo, thread.id, agent.config.tool_drift, &offered).await?;
+        for change in drift.changes {
             emitter
-                .emit(RunEvent::DiscoveryFailed {
-                    integration_id,
-                    error: error.clone(),
-                })
+                .emit(RunEvent::ToolDefinitionChanged(change))
                 .await?;
         }
-        for (integration_id, url) in authorize {
-            emitter
-                .emit(RunEvent::AuthorizationRequired {
-                    integration_id,
-                    url,
-                    tool_call_id: String::new(),
-                })
-                .await?;
-        }
+        let offered = offered.withholding(&drift.withheld);
+        // Saved with the run's next state change.
+        run.bindings.clone_from(&offered.bindings);
         let system = system_prompt(agent, &capabilities, &failed);
         let max_steps = match agent.config.max_steps {
             0 => self.settings.default_max_steps,
@@ -196,9 +196,37 @@ impl StepLoop {
             system,
             max_steps,
             sources,
-            offered: None,
+            offered: Some(Arc::new(offered)),
+            withheld: drift.withheld,
         })
     }
+}
+
+/// Tells the client which integrations were skipped, and which the user
+/// must connect.
+async fn report_discovery(
+    emitter: &mut Emitter,
+    failed: &[(IntegrationId, String)],
+    authorize: Vec<(IntegrationId, String)>,
+) -> Result<(), Stop> {
+    for &(integration_id, ref error) in failed {
+        emitter
+            .emit(RunEvent::DiscoveryFailed {
+                integration_id,
+                error: error.clone(),
+            })
+            .await?;
+    }
+    for (integration_id, url) in authorize {
+        emitter
+            .emit(RunEvent::AuthorizationRequired {
+                integration_id,
+                url,
+                tool_call_id: String::new(),
+            })
+            .await?;
+    }
+    Ok(())
 }
 
 impl Running<'_> {
@@ -246,11 +274,12 @@ impl Running<'_> {
         if let Some(toolset) = &self.offered {
             return Arc::clone(toolset);
         }
-        let toolset = Arc::new(self.steps.tools.toolset(
-            self.agent,
-            &self.sources,
-            &self.tools.capabilities,
-        ));
+        let toolset = Arc::new(
+            self.steps
+                .tools
+                .toolset(self.agent, &self.sources, &self.tools.capabilities)
+                .withholding(&self.withheld),
+        );
         // Saved with the run's next state change.
         self.run.bindings.clone_from(&toolset.bindings);
         self.offered = Some(Arc::clone(&toolset));

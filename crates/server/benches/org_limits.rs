@@ -18,7 +18,7 @@ use std::{
 use http::{Request, Response};
 use switchboard_auth::Principal;
 use switchboard_server::{
-    GrantSettings, MemorySlotGrants, OrgLimitLayer, OrgLimitTable, OrgLimits,
+    GrantSettings, OrgLimitLayer, OrgLimitTable, OrgLimits, SharedStores,
 };
 use tonic::body::Body;
 use tower::{Layer as _, Service, ServiceExt as _};
@@ -36,8 +36,12 @@ fn layer(concurrency: usize) -> OrgLimitLayer {
             burst: NonZeroU32::MAX,
         }),
         "bench".to_owned(),
-        Arc::new(MemorySlotGrants::new(ttl)),
-        GrantSettings { batch: 8, ttl },
+        SharedStores::in_memory(ttl),
+        GrantSettings {
+            batch: 8,
+            ttl,
+            token_batch: 16,
+        },
         Duration::ZERO,
     )
 }

@@ -24,6 +24,7 @@ mod oauth_organization;
 mod oauth_users;
 mod org_limits;
 mod org_queue;
+mod org_rate;
 mod policy;
 mod protocol;
 mod repository;

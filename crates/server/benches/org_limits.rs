@@ -34,6 +34,8 @@ fn layer(concurrency: usize) -> OrgLimitLayer {
             concurrency,
             rate: NonZeroU32::MAX,
             burst: NonZeroU32::MAX,
+            sessions: None,
+            stdio_processes: None,
         }),
         "bench".to_owned(),
         SharedStores::in_memory(ttl),

@@ -48,8 +48,9 @@ pub struct ServerArgs {
     #[arg(long, env = "SWITCHBOARD_ORG_RATE_BURST", default_value = "2000")]
     pub org_rate_burst: NonZeroU32,
     /// A TOML file of limits per organization, overriding the three above:
-    /// `[orgs."<org id>"]` with `concurrency`, `rate` and `burst`, each
-    /// optional (at most 10,000 organizations, 1 MiB).
+    /// `[orgs."<org id>"]` with `concurrency`, `rate` and `burst`, and for
+    /// mcp-service `sessions` and `stdio_processes`, each optional (at most
+    /// 10,000 organizations, 1 MiB).
     #[arg(long, env = "SWITCHBOARD_ORG_LIMITS_FILE")]
     pub org_limits_file: Option<PathBuf>,
     /// How long a replica's grant of calls in flight holds without being
@@ -134,6 +135,8 @@ impl ServerArgs {
             concurrency: self.org_concurrency_limit,
             rate: self.org_rate_limit,
             burst: self.org_rate_burst,
+            sessions: None,
+            stdio_processes: None,
         };
         match &self.org_limits_file {
             Some(path) => OrgLimitTable::read(defaults, path),

@@ -37,7 +37,7 @@ pub use deadline::{DeadlineLayer, Deadlines};
 pub use error::{ApiError, FieldViolation, Refusal};
 pub use global_limit::GlobalLimitLayer;
 pub use org_limits::{
-    Ask, GrantSettings, MemorySlotGrants, MemoryTokenBuckets, OrgLimitLayer, OrgLimitTable,
+    Ask, GrantSettings, GrantedSlots, MemorySlotGrants, NotAdmitted, MemoryTokenBuckets, OrgLimitLayer, OrgLimitTable,
     OrgLimits, PgSlotGrants, PgTokenBuckets, SharedStores, SlotGrants, Taken, TokenAsk,
     TokenBuckets, grant,
 };

@@ -48,12 +48,12 @@ use crate::{
 pub use grants::{Ask, MemorySlotGrants, SlotGrants, grant};
 pub use pg_tokens::PgTokenBuckets;
 pub use postgres::PgSlotGrants;
-pub use slots::GrantSettings;
+pub use slots::{GrantSettings, NotAdmitted, Slots as GrantedSlots};
 pub use table::{OrgLimitTable, OrgLimits};
 pub use tokens::{MemoryTokenBuckets, Taken, TokenAsk, TokenBuckets};
 
 use rate::{OverRate, Rate};
-use slots::{NotAdmitted, Slots};
+use slots::Slots;
 
 /// The retry delay suggested to a caller at its concurrency limit: calls in
 /// flight end at times nobody knows, and a second neither spins the caller

@@ -17,9 +17,7 @@ use std::{
 
 use http::{Request, Response};
 use switchboard_auth::Principal;
-use switchboard_server::{
-    GrantSettings, OrgLimitLayer, OrgLimitTable, OrgLimits, SharedStores,
-};
+use switchboard_server::{GrantSettings, OrgLimitLayer, OrgLimitTable, OrgLimits, SharedStores};
 use tonic::body::Body;
 use tower::{Layer as _, Service, ServiceExt as _};
 
@@ -36,6 +34,7 @@ fn layer(concurrency: usize) -> OrgLimitLayer {
             burst: NonZeroU32::MAX,
             sessions: None,
             stdio_processes: None,
+            data_source_bytes: None,
         }),
         "bench".to_owned(),
         SharedStores::in_memory(ttl),

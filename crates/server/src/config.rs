@@ -48,9 +48,10 @@ pub struct ServerArgs {
     #[arg(long, env = "SWITCHBOARD_ORG_RATE_BURST", default_value = "2000")]
     pub org_rate_burst: NonZeroU32,
     /// A TOML file of limits per organization, overriding the three above:
-    /// `[orgs."<org id>"]` with `concurrency`, `rate` and `burst`, and for
-    /// mcp-service `sessions` and `stdio_processes`, each optional (at most
-    /// 10,000 organizations, 1 MiB).
+    /// `[orgs."<org id>"]` with `concurrency`, `rate` and `burst`, for
+    /// mcp-service `sessions` and `stdio_processes`, for runs-service
+    /// `data_source_bytes`, each optional (at most 10,000 organizations,
+    /// 1 MiB).
     #[arg(long, env = "SWITCHBOARD_ORG_LIMITS_FILE")]
     pub org_limits_file: Option<PathBuf>,
     /// How long a replica's grant of calls in flight holds without being
@@ -137,6 +138,7 @@ impl ServerArgs {
             burst: self.org_rate_burst,
             sessions: None,
             stdio_processes: None,
+            data_source_bytes: None,
         };
         match &self.org_limits_file {
             Some(path) => OrgLimitTable::read(defaults, path),

@@ -5,11 +5,11 @@ use std::{future::Future, net::SocketAddr, sync::Arc};
 use anyhow::Context as _;
 use switchboard_auth::Authenticator;
 use switchboard_db::request_ids::RequestIds;
+use switchboard_db::{Backend, Database};
 use switchboard_proto::mcp::v1::{
     approval_service_server::ApprovalServiceServer, audit_service_server::AuditServiceServer,
     mcp_service_server::McpServiceServer, policy_service_server::PolicyServiceServer,
 };
-use switchboard_db::{Backend, Database};
 use switchboard_server::{
     GrantSettings, GrantedSlots, Idempotency, MemorySlotGrants, PgSlotGrants, RunningServer,
     Services, SlotGrants,
@@ -306,10 +306,7 @@ fn policy_api(
 /// The audit trail: one writer per replica group-commits the events, the
 /// purge removes what retention no longer keeps; no auditor when the trail
 /// is off (`AuditService` still reads what was recorded).
-fn audit(
-    config: &Config,
-    db: &Database,
-) -> (AuditServiceServer<AuditApi>, Option<Auditor>) {
+fn audit(config: &Config, db: &Database) -> (AuditServiceServer<AuditApi>, Option<Auditor>) {
     let store = Arc::new(SqlAuditLog::new(db.pool.clone(), db.backend));
     let log: Arc<dyn AuditLog> = Arc::new(BatchingAuditLog::start(
         store,

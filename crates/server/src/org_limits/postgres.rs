@@ -77,10 +77,10 @@ impl PgSlotGrants {
             sqlx::query(&format!(
                 "DELETE FROM {table} WHERE org_id = $1 AND replica_id = $2"
             ))
-                .bind(org)
-                .bind(replica)
-                .execute(&mut *tx)
-                .await?;
+            .bind(org)
+            .bind(replica)
+            .execute(&mut *tx)
+            .await?;
         } else {
             sqlx::query(&format!(
                 "INSERT INTO {table} (org_id, replica_id, slots, expires_at) \

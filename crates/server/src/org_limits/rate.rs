@@ -106,11 +106,7 @@ impl Rate {
             rate,
             burst,
         };
-        let taken = self
-            .store
-            .take(org, ask)
-            .await
-            .map_err(OverRate::Store)?;
+        let taken = self.store.take(org, ask).await.map_err(OverRate::Store)?;
         let mut orgs = self.locked();
         let tokens = orgs.entry(org.to_owned()).or_default();
         if taken.tokens == 0 {
@@ -184,6 +180,9 @@ mod tests {
             .expect("a token half a second later");
         rate.forget_idle();
         rate.forget_idle();
-        assert!(rate.locked().is_empty(), "an idle organization is forgotten");
+        assert!(
+            rate.locked().is_empty(),
+            "an idle organization is forgotten"
+        );
     }
 }

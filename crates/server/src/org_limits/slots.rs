@@ -327,11 +327,15 @@ mod tests {
     fn one_replica(batch: usize) -> Arc<Slots> {
         let ttl = Duration::from_secs(10);
         let store: Arc<dyn SlotGrants> = Arc::new(MemorySlotGrants::new(ttl));
-        Arc::new(Slots::new("a".into(), store, GrantSettings {
+        Arc::new(Slots::new(
+            "a".into(),
+            store,
+            GrantSettings {
                 batch,
                 ttl,
                 token_batch: 1,
-            }))
+            },
+        ))
     }
 
     /// Starts a call of `org` that waits up to `wait`, and says when it

@@ -4,7 +4,7 @@
 
 use std::{
     collections::HashMap,
-    num::{NonZeroU32, NonZeroUsize},
+    num::{NonZeroU32, NonZeroU64, NonZeroUsize},
     path::Path,
 };
 
@@ -31,6 +31,9 @@ pub struct OrgLimits {
     /// Stdio MCP server processes running at once, within the sessions
     /// (mcp-service); none: the service's own setting.
     pub stdio_processes: Option<usize>,
+    /// CSV bytes the organization's data sources hold in all
+    /// (runs-service); none: the service's own setting.
+    pub data_source_bytes: Option<u64>,
 }
 
 /// The limits of every organization: the defaults, and the organizations
@@ -57,6 +60,7 @@ struct OrgOverride {
     burst: Option<NonZeroU32>,
     sessions: Option<NonZeroUsize>,
     stdio_processes: Option<NonZeroUsize>,
+    data_source_bytes: Option<NonZeroU64>,
 }
 
 impl OrgLimitTable {
@@ -69,9 +73,9 @@ impl OrgLimitTable {
     }
 
     /// `defaults`, overridden per organization by the TOML file at `path`
-    /// (`[orgs."<org id>"]` with `concurrency`, `rate`, `burst`, and for
-    /// mcp-service `sessions` and `stdio_processes`, each optional and at
-    /// least 1). A file past its bounds, with an unknown key
+    /// (`[orgs."<org id>"]` with `concurrency`, `rate`, `burst`, for
+    /// mcp-service `sessions` and `stdio_processes`, for runs-service
+    /// `data_source_bytes`, each optional and at least 1). A file past its bounds, with an unknown key
     /// or a value out of range is refused.
     pub fn read(defaults: OrgLimits, path: &Path) -> anyhow::Result<Self> {
         let shown = path.display();
@@ -105,6 +109,10 @@ impl OrgLimitTable {
                         .stdio_processes
                         .map(NonZeroUsize::get)
                         .or(defaults.stdio_processes),
+                    data_source_bytes: o
+                        .data_source_bytes
+                        .map(NonZeroU64::get)
+                        .or(defaults.data_source_bytes),
                 };
                 (org, limits)
             })
@@ -142,6 +150,7 @@ mod tests {
             burst: NonZeroU32::new(2000).expect("not zero"),
             sessions: None,
             stdio_processes: None,
+            data_source_bytes: None,
         }
     }
 
@@ -155,7 +164,7 @@ mod tests {
     fn the_file_overrides_the_defaults_field_by_field() {
         let f = file(
             "[orgs.big]\nconcurrency = 1000\nrate = 5000\nburst = 9000\n\
-             sessions = 40\nstdio_processes = 4\n\
+             sessions = 40\nstdio_processes = 4\ndata_source_bytes = 5000000000\n\
              [orgs.\"trial-1\"]\nconcurrency = 2\n",
         );
         let table = OrgLimitTable::read(defaults(), f.path()).expect("read");
@@ -164,6 +173,7 @@ mod tests {
         assert_eq!(table.of("big").burst.get(), 9000);
         assert_eq!(table.of("big").sessions, Some(40));
         assert_eq!(table.of("big").stdio_processes, Some(4));
+        assert_eq!(table.of("big").data_source_bytes, Some(5_000_000_000));
         let trial = table.of("trial-1");
         assert_eq!(trial.concurrency, 2);
         assert_eq!(
@@ -199,7 +209,11 @@ mod tests {
             ("[orgs.a]\nconcurrency = 0\n".to_owned(), "nonzero"),
             ("[orgs.a]\nrate = 0\n".to_owned(), "nonzero"),
             ("[orgs.a]\nsessions = 0\n".to_owned(), "nonzero"),
-            ("[orgs.a]\nstdio_processes = -1\n".to_owned(), "stdio_processes"),
+            ("[orgs.a]\ndata_source_bytes = 0\n".to_owned(), "nonzero"),
+            (
+                "[orgs.a]\nstdio_processes = -1\n".to_owned(),
+                "stdio_processes",
+            ),
             ("[orgs.a]\nburst = -3\n".to_owned(), "burst"),
             ("[orgs.a]\nrate = \"fast\"\n".to_owned(), "rate"),
             (

@@ -110,7 +110,10 @@ impl TokenBuckets for MemoryTokenBuckets {
         let held = buckets
             .get(org)
             .map(|&(held, at)| refill(Some(held), now.saturating_duration_since(at), ask));
-        let (taken, left) = take(held.unwrap_or_else(|| refill(None, Duration::ZERO, ask)), ask);
+        let (taken, left) = take(
+            held.unwrap_or_else(|| refill(None, Duration::ZERO, ask)),
+            ask,
+        );
         if left >= f64::from(ask.burst.get()) {
             // A full bucket is the same as none: the map keeps only the
             // organizations that spent recently.

@@ -95,7 +95,10 @@ async fn an_organization_rate_holds_across_two_replicas_on_one_postgresql() {
     );
     // The bucket is empty for either replica.
     for client in &both {
-        assert_eq!(admitted(std::slice::from_ref(client), &admin("org-twelve"), 2).await, 0);
+        assert_eq!(
+            admitted(std::slice::from_ref(client), &admin("org-twelve"), 2).await,
+            0
+        );
     }
     // Another organization's own burst holds beside it, and one with the
     // defaults is served in full.

@@ -146,15 +146,27 @@ async fn an_organization_session_limit_holds_across_two_replicas_and_drains_from
     // grants are no longer renewed, and its sessions come back once they
     // expire.
     sqlx::any::install_default_drivers();
-    let pool = sqlx::AnyPool::connect(&a.db.url).await.expect("the database");
+    let pool = sqlx::AnyPool::connect(&a.db.url)
+        .await
+        .expect("the database");
     let dead = PgSlotGrants::in_table(pool, Duration::from_secs(1), "org_session_grants");
     let ask = |keep| Ask {
         keep,
         want: 1,
         limit: 3,
     };
-    assert_eq!(dead.acquire("dead", "org-dead", ask(0)).await.expect("granted"), 1);
-    assert_eq!(dead.acquire("dead", "org-dead", ask(1)).await.expect("granted"), 2);
+    assert_eq!(
+        dead.acquire("dead", "org-dead", ask(0))
+            .await
+            .expect("granted"),
+        1
+    );
+    assert_eq!(
+        dead.acquire("dead", "org-dead", ask(1))
+            .await
+            .expect("granted"),
+        2
+    );
     let token = admin("org-dead");
     let dead_id = hanging_integration(&mut a, &token, &url).await;
     let mut before = HangingSessions::new();

@@ -44,8 +44,8 @@ use crate::outbound::mcp::sessions::Live;
 
 mod shared;
 
-pub use shared::{SessionQuotas, SharedSessions};
 use shared::{LeaseRefused, SessionLease};
+pub use shared::{SessionQuotas, SharedSessions};
 
 /// How many of an organization's least recently used sessions are looked at
 /// for an idle one to close; a bound, so admitting stays O(1) per organization.

@@ -33,7 +33,10 @@ impl LeaseRefused {
             Self::AtLimit { stdio: true, limit } => format!(
                 "the organization runs {limit} stdio MCP servers, its limit, and all are in use"
             ),
-            Self::AtLimit { stdio: false, limit } => format!(
+            Self::AtLimit {
+                stdio: false,
+                limit,
+            } => format!(
                 "the organization has {limit} open MCP sessions, its limit, and all are in use"
             ),
             Self::Store(error) => {

@@ -11,7 +11,6 @@
 use std::{
     convert::Infallible,
     num::NonZeroU32,
-    sync::Arc,
     time::{Duration, Instant},
 };
 

@@ -146,6 +146,23 @@ impl ServerArgs {
         }
     }
 
+    /// The limits of each organization as [`Self::org_limits`] reads them,
+    /// or the defaults alone when the limits file is refused: for the
+    /// limits a service enforces itself, built before it serves. The server
+    /// refuses such a file at start, in one place, with its reason.
+    pub fn org_limits_or_defaults(&self) -> OrgLimitTable {
+        self.org_limits().unwrap_or_else(|_| {
+            OrgLimitTable::uniform(OrgLimits {
+                concurrency: self.org_concurrency_limit,
+                rate: self.org_rate_limit,
+                burst: self.org_rate_burst,
+                sessions: None,
+                stdio_processes: None,
+                data_source_bytes: None,
+            })
+        })
+    }
+
     /// Refuses settings that contradict each other.
     pub fn validate(&self) -> anyhow::Result<()> {
         anyhow::ensure!(

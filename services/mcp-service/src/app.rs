@@ -80,7 +80,7 @@ struct Built {
 /// An organization's sessions and stdio processes counted across replicas:
 /// in grants shared in the database on PostgreSQL, in memory on SQLite (one
 /// replica), renewed and given back by a heartbeat like calls in flight.
-fn shared_sessions(config: &Config, db: &Database) -> anyhow::Result<Arc<SharedSessions>> {
+fn shared_sessions(config: &Config, db: &Database) -> Arc<SharedSessions> {
     let server = &config.common.server;
     let ttl = server.org_slot_grant_ttl;
     let store = |table: &'static str| -> Arc<dyn SlotGrants> {
@@ -96,7 +96,7 @@ fn shared_sessions(config: &Config, db: &Database) -> anyhow::Result<Arc<SharedS
     };
     let replica = uuid::Uuid::now_v7().to_string();
     let quotas = SessionQuotas {
-        table: server.org_limits()?,
+        table: server.org_limits_or_defaults(),
         sessions: config.max_sessions_per_org,
         stdio_processes: config.max_stdio_sessions_per_org,
     };
@@ -106,7 +106,7 @@ fn shared_sessions(config: &Config, db: &Database) -> anyhow::Result<Arc<SharedS
         GrantedSlots::new(replica, store("org_stdio_grants"), settings),
     ));
     shared.spawn_heartbeat(server.org_slot_grant_heartbeat);
-    Ok(shared)
+    shared
 }
 
 /// The MCP gateway: sessions pooled within their limits, discovery cached,
@@ -211,7 +211,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         stdio: config.stdio_allow_list()?,
     });
     let (connector, flows) = connector(config, &policy, &db.pool, keys.clone())?;
-    let shared = shared_sessions(config, &db)?;
+    let shared = shared_sessions(config, &db);
     let gateway = Arc::new(gateway(config, connector, config.task_polling()?, shared));
     let resume = ResumeSeal::new(keys.clone(), config.resume_ttl);
     let repository = Arc::new(SqlIntegrationRepository::new(db.pool.clone(), keys));

@@ -1,17 +1,19 @@
-//! Upstream sessions per organization held across replicas: each session
-//! holds a lease of its replica's grant in the shared database
-//! (`org_session_grants`), so two replicas together keep to the limit, and
-//! a dead replica's sessions come back when its grants expire.
+//! Upstream sessions and stdio processes per organization held across
+//! replicas: each session holds a lease of its replica's grant in the
+//! shared database (`org_session_grants`, `org_stdio_grants`), so two
+//! replicas together keep to the limit, and a dead replica's sessions come
+//! back when its grants expire.
 
 use std::time::Duration;
 
 use serde_json::json;
+use switchboard_example_mcp_server::CALL_LOG_ENV;
 use switchboard_proto::{
     json::json_to_struct,
     mcp::v1::{self as pb, mcp_service_client::McpServiceClient},
 };
 use switchboard_server::{Ask, PgSlotGrants, SlotGrants as _};
-use switchboard_test_support::DbKind;
+use switchboard_test_support::{DbKind, workspace_binary};
 use tokio::{sync::mpsc, task::JoinHandle};
 use tonic::{Code, Status, transport::Channel};
 use tonic_types::StatusExt as _;
@@ -178,4 +180,119 @@ async fn an_organization_session_limit_holds_across_two_replicas_and_drains_from
     after.start(&b, &dead_id, &token, "d4");
     after.start(&b, &dead_id, &token, "d5");
     after.expect_refused(1, 3).await;
+}
+
+/// A stdio integration of the example server of the holder of `token`,
+/// its tool calls logged to `log`.
+async fn stdio_integration(
+    h: &mut crate::support::Harness,
+    token: &str,
+    binary: &str,
+    log: &std::path::Path,
+) -> String {
+    let mut request = crate::support::http_integration("local", "http://unused");
+    request.source = Some(pb::create_integration_request::Source::Custom(
+        pb::CustomIntegrationSpec {
+            transport: Some(pb::Transport {
+                kind: Some(pb::transport::Kind::Stdio(pb::StdioTransport {
+                    command: binary.to_owned(),
+                    args: vec!["--transport".into(), "stdio".into()],
+                    env: [(CALL_LOG_ENV.to_owned(), log.display().to_string())].into(),
+                    secret_env: Default::default(),
+                    secret_env_names: vec![],
+                })),
+            }),
+            auth: None,
+        },
+    ));
+    crate::support::create(h, token, request).await.id
+}
+
+fn call(
+    id: &str,
+    tool: &str,
+    arguments: serde_json::Value,
+    scope: &str,
+    token: &str,
+) -> tonic::Request<pb::ExecuteToolRequest> {
+    req(
+        pb::ExecuteToolRequest {
+            integration_id: id.to_owned(),
+            tool_name: tool.to_owned(),
+            arguments: json_to_struct(&arguments),
+            session_scope: scope.to_owned(),
+            ..Default::default()
+        },
+        token,
+    )
+}
+
+#[tokio::test]
+async fn an_organization_stdio_limit_holds_across_two_replicas() {
+    let binary = workspace_binary("switchboard-example-mcp-server", "example-mcp-server")
+        .display()
+        .to_string();
+    let dir = tempfile::tempdir().expect("a directory");
+    let log = dir.path().join("calls.log");
+    let file = limits_file(dir.path(), "[orgs.org-one]\nstdio_processes = 1\n");
+    let allow = format!("{binary} --transport stdio env={CALL_LOG_ENV}");
+    let configure = |c: &mut switchboard_mcp_service::Config| {
+        replica_config(c, &file);
+        c.stdio_allow = allow.clone();
+    };
+    let mut a = start_with(DbKind::Postgres, configure).await;
+    let mut config = switchboard_mcp_service::Config::for_tests(
+        &a.db.url,
+        switchboard_test_support::TEST_JWT_SECRET,
+    );
+    configure(&mut config);
+    let b_server = switchboard_mcp_service::spawn(config)
+        .await
+        .expect("the second replica starts");
+    let mut b = McpServiceClient::connect(b_server.url())
+        .await
+        .expect("connects");
+    let token = admin("org-one");
+    let id = stdio_integration(&mut a, &token, &binary, &log).await;
+
+    // A call on a holds the organization's one process.
+    let mut client = a.client.clone();
+    let request = call(&id, "sleep", json!({"ms": 3_000}), "busy", &token);
+    let held = tokio::spawn(async move { client.execute_tool(request).await });
+    let reached = tokio::time::timeout(PATIENCE, async {
+        while !std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("sleep")
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(reached.is_ok(), "the held call reached its process");
+
+    // A second process on b is refused (b alone would start it).
+    let status = b
+        .execute_tool(call(&id, "echo", json!({"text": "x"}), "other", &token))
+        .await
+        .expect_err("no second process");
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    assert_eq!(
+        status
+            .get_error_details()
+            .error_info()
+            .map(|info| info.reason.clone()),
+        Some(SESSION_REASON.to_owned())
+    );
+    assert!(
+        status
+            .message()
+            .contains("the organization runs 1 stdio MCP servers, its limit"),
+        "{status:?}"
+    );
+    held.await.expect("joined").expect("the held call answers");
+    // Once idle, a's process makes room for a new scope on a.
+    a.client
+        .execute_tool(call(&id, "echo", json!({"text": "x"}), "other", &token))
+        .await
+        .expect("a closes its own idle process for it");
 }

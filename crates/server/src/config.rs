@@ -70,9 +70,9 @@ pub struct ServerArgs {
     #[arg(long, env = "SWITCHBOARD_ORG_SLOT_GRANT_BATCH", default_value_t = 8, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub org_slot_grant_batch: usize,
     /// Tokens of calls per second a replica takes at once from its
-    /// organization's bucket while the bucket is far from empty, so that the
-    /// next calls are admitted without asking the database; near empty it
-    /// takes one at a time. A replica may hold this many less one unspent.
+    /// organization's bucket, so that the next calls are admitted without
+    /// asking the database; a bucket holding fewer gives what it holds. A
+    /// replica may hold this many less one unspent.
     #[arg(long, env = "SWITCHBOARD_ORG_RATE_GRANT_BATCH", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub org_rate_grant_batch: u32,
     /// Largest message accepted or sent, in bytes.

@@ -11,15 +11,12 @@
 use std::{
     convert::Infallible,
     num::NonZeroU32,
-    sync::Arc,
     time::{Duration, Instant},
 };
 
 use http::{Request, Response};
 use switchboard_auth::Principal;
-use switchboard_server::{
-    GrantSettings, MemorySlotGrants, OrgLimitLayer, OrgLimitTable, OrgLimits,
-};
+use switchboard_server::{GrantSettings, OrgLimitLayer, OrgLimitTable, OrgLimits, SharedStores};
 use tonic::body::Body;
 use tower::{Layer as _, Service, ServiceExt as _};
 
@@ -34,10 +31,17 @@ fn layer(concurrency: usize) -> OrgLimitLayer {
             concurrency,
             rate: NonZeroU32::MAX,
             burst: NonZeroU32::MAX,
+            sessions: None,
+            stdio_processes: None,
+            data_source_bytes: None,
         }),
         "bench".to_owned(),
-        Arc::new(MemorySlotGrants::new(ttl)),
-        GrantSettings { batch: 8, ttl },
+        SharedStores::in_memory(ttl),
+        GrantSettings {
+            batch: 8,
+            ttl,
+            token_batch: 16,
+        },
         Duration::ZERO,
     )
 }

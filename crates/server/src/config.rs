@@ -38,8 +38,9 @@ pub struct ServerArgs {
     /// refuses at once.
     #[arg(long, env = "SWITCHBOARD_ORG_QUEUE_WAIT", default_value = "5s", value_parser = humantime::parse_duration)]
     pub org_queue_wait: Duration,
-    /// Calls per second one organization may make on average (token bucket);
-    /// more are refused with RESOURCE_EXHAUSTED and a retry delay.
+    /// Calls per second one organization may make on average (token bucket,
+    /// shared by the replicas on PostgreSQL); more are refused with
+    /// RESOURCE_EXHAUSTED and a retry delay.
     #[arg(long, env = "SWITCHBOARD_ORG_RATE_LIMIT", default_value = "1000")]
     pub org_rate_limit: NonZeroU32,
     /// Calls one organization may make at once above its rate (the bucket's
@@ -47,8 +48,10 @@ pub struct ServerArgs {
     #[arg(long, env = "SWITCHBOARD_ORG_RATE_BURST", default_value = "2000")]
     pub org_rate_burst: NonZeroU32,
     /// A TOML file of limits per organization, overriding the three above:
-    /// `[orgs."<org id>"]` with `concurrency`, `rate` and `burst`, each
-    /// optional (at most 10,000 organizations, 1 MiB).
+    /// `[orgs."<org id>"]` with `concurrency`, `rate` and `burst`, for
+    /// mcp-service `sessions` and `stdio_processes`, for runs-service
+    /// `data_source_bytes`, each optional (at most 10,000 organizations,
+    /// 1 MiB).
     #[arg(long, env = "SWITCHBOARD_ORG_LIMITS_FILE")]
     pub org_limits_file: Option<PathBuf>,
     /// How long a replica's grant of calls in flight holds without being
@@ -66,6 +69,12 @@ pub struct ServerArgs {
     /// database; near the limit it asks for one at a time.
     #[arg(long, env = "SWITCHBOARD_ORG_SLOT_GRANT_BATCH", default_value_t = 8, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub org_slot_grant_batch: usize,
+    /// Tokens of calls per second a replica takes at once from its
+    /// organization's bucket, so that the next calls are admitted without
+    /// asking the database; a bucket holding fewer gives what it holds. A
+    /// replica may hold this many less one unspent.
+    #[arg(long, env = "SWITCHBOARD_ORG_RATE_GRANT_BATCH", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub org_rate_grant_batch: u32,
     /// Largest message accepted or sent, in bytes.
     #[arg(long, env = "SWITCHBOARD_MAX_MESSAGE_BYTES", default_value_t = 16 * 1024 * 1024)]
     pub max_message_bytes: usize,
@@ -109,6 +118,7 @@ impl ServerArgs {
             org_slot_grant_ttl: Duration::from_secs(10),
             org_slot_grant_heartbeat: Duration::from_secs(2),
             org_slot_grant_batch: 8,
+            org_rate_grant_batch: 16,
             max_message_bytes: 16 * 1024 * 1024,
             readiness_interval: Duration::from_secs(5),
             readiness_timeout: Duration::from_secs(2),
@@ -126,11 +136,31 @@ impl ServerArgs {
             concurrency: self.org_concurrency_limit,
             rate: self.org_rate_limit,
             burst: self.org_rate_burst,
+            sessions: None,
+            stdio_processes: None,
+            data_source_bytes: None,
         };
         match &self.org_limits_file {
             Some(path) => OrgLimitTable::read(defaults, path),
             None => Ok(OrgLimitTable::uniform(defaults)),
         }
+    }
+
+    /// The limits of each organization as [`Self::org_limits`] reads them,
+    /// or the defaults alone when the limits file is refused: for the
+    /// limits a service enforces itself, built before it serves. The server
+    /// refuses such a file at start, in one place, with its reason.
+    pub fn org_limits_or_defaults(&self) -> OrgLimitTable {
+        self.org_limits().unwrap_or_else(|_| {
+            OrgLimitTable::uniform(OrgLimits {
+                concurrency: self.org_concurrency_limit,
+                rate: self.org_rate_limit,
+                burst: self.org_rate_burst,
+                sessions: None,
+                stdio_processes: None,
+                data_source_bytes: None,
+            })
+        })
     }
 
     /// Refuses settings that contradict each other.

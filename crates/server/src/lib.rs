@@ -37,8 +37,9 @@ pub use deadline::{DeadlineLayer, Deadlines};
 pub use error::{ApiError, FieldViolation, Refusal};
 pub use global_limit::GlobalLimitLayer;
 pub use org_limits::{
-    Ask, GrantSettings, MemorySlotGrants, OrgLimitLayer, OrgLimitTable, OrgLimits, PgSlotGrants,
-    SlotGrants, grant,
+    Ask, GrantSettings, GrantedSlots, MemorySlotGrants, MemoryTokenBuckets, NotAdmitted,
+    OrgLimitLayer, OrgLimitTable, OrgLimits, PgSlotGrants, PgTokenBuckets, SharedStores,
+    SlotGrants, Taken, TokenAsk, TokenBuckets, grant,
 };
 pub use request_id::{Begun, Idempotency, fingerprint, parse_request_id};
 pub use serve::{RunningServer, Services, bind_and_serve, serve, shutdown_signal, spawn};

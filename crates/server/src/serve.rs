@@ -23,8 +23,8 @@ use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use tracing::{Level, Span};
 
 use crate::{
-    DeadlineLayer, Deadlines, GlobalLimitLayer, GrantSettings, MemorySlotGrants, OrgLimitLayer,
-    PgSlotGrants, ServerArgs, SlotGrants,
+    DeadlineLayer, Deadlines, GlobalLimitLayer, GrantSettings, OrgLimitLayer, PgSlotGrants,
+    PgTokenBuckets, ServerArgs, SharedStores,
     readiness::{self, Watch},
     rpc_methods::RpcMethods,
     rpc_telemetry::{RpcTelemetryLayer, is_untraced},
@@ -197,29 +197,31 @@ pub async fn serve(
     drained
 }
 
-/// The limits of each organization, calls in flight counted in grants the
-/// replicas share in the database on PostgreSQL, in memory on SQLite (one
-/// replica).
+/// The limits of each organization, calls in flight counted in grants and
+/// calls per second in buckets the replicas share in the database on
+/// PostgreSQL, in memory on SQLite (one replica).
 fn org_limit_layer(
     args: &ServerArgs,
     database: Option<&Database>,
 ) -> anyhow::Result<OrgLimitLayer> {
     let ttl = args.org_slot_grant_ttl;
-    let store: Arc<dyn SlotGrants> = match database {
-        Some(db) if db.backend == Backend::Postgres => {
-            Arc::new(PgSlotGrants::new(db.pool.clone(), ttl))
-        }
-        _ => Arc::new(MemorySlotGrants::new(ttl)),
+    let stores = match database {
+        Some(db) if db.backend == Backend::Postgres => SharedStores {
+            slots: Arc::new(PgSlotGrants::new(db.pool.clone(), ttl)),
+            tokens: Arc::new(PgTokenBuckets::new(db.pool.clone())),
+        },
+        _ => SharedStores::in_memory(ttl),
     };
     let settings = GrantSettings {
         batch: args.org_slot_grant_batch,
         ttl,
+        token_batch: args.org_rate_grant_batch,
     };
     let replica = uuid::Uuid::now_v7().to_string();
     Ok(OrgLimitLayer::new(
         args.org_limits()?,
         replica,
-        store,
+        stores,
         settings,
         args.org_queue_wait,
     ))

@@ -5,11 +5,15 @@ use std::{future::Future, net::SocketAddr, sync::Arc};
 use anyhow::Context as _;
 use switchboard_auth::Authenticator;
 use switchboard_db::request_ids::RequestIds;
+use switchboard_db::{Backend, Database};
 use switchboard_proto::mcp::v1::{
     approval_service_server::ApprovalServiceServer, audit_service_server::AuditServiceServer,
     mcp_service_server::McpServiceServer, policy_service_server::PolicyServiceServer,
 };
-use switchboard_server::{Idempotency, RunningServer, Services};
+use switchboard_server::{
+    GrantSettings, GrantedSlots, Idempotency, MemorySlotGrants, PgSlotGrants, RunningServer,
+    Services, SlotGrants,
+};
 
 use crate::{
     Config,
@@ -32,7 +36,7 @@ use crate::{
             connect::{ConnectDefaults, McpConnector},
             discovery::DiscoveryLimits,
             gateway::{GatewayLimits, RmcpGateway},
-            session_pool::{PoolLimits, SessionPool},
+            session_pool::{PoolLimits, SessionPool, SessionQuotas, SharedSessions},
             sessions::DiscoveryCache,
             tasks::TaskPolling,
         },
@@ -73,17 +77,55 @@ struct Built {
     services: Services,
 }
 
+/// An organization's sessions and stdio processes counted across replicas:
+/// in grants shared in the database on PostgreSQL, in memory on SQLite (one
+/// replica), renewed and given back by a heartbeat like calls in flight.
+fn shared_sessions(config: &Config, db: &Database) -> Arc<SharedSessions> {
+    let server = &config.common.server;
+    let ttl = server.org_slot_grant_ttl;
+    let store = |table: &'static str| -> Arc<dyn SlotGrants> {
+        match db.backend {
+            Backend::Postgres => Arc::new(PgSlotGrants::in_table(db.pool.clone(), ttl, table)),
+            Backend::Sqlite => Arc::new(MemorySlotGrants::new(ttl)),
+        }
+    };
+    let settings = GrantSettings {
+        batch: server.org_slot_grant_batch,
+        ttl,
+        token_batch: server.org_rate_grant_batch,
+    };
+    let replica = uuid::Uuid::now_v7().to_string();
+    let quotas = SessionQuotas {
+        table: server.org_limits_or_defaults(),
+        sessions: config.max_sessions_per_org,
+        stdio_processes: config.max_stdio_sessions_per_org,
+    };
+    let shared = Arc::new(SharedSessions::new(
+        quotas,
+        GrantedSlots::new(replica.clone(), store("org_session_grants"), settings),
+        GrantedSlots::new(replica, store("org_stdio_grants"), settings),
+    ));
+    shared.spawn_heartbeat(server.org_slot_grant_heartbeat);
+    shared
+}
+
 /// The MCP gateway: sessions pooled within their limits, discovery cached,
 /// results and listings bounded.
-fn gateway(config: &Config, connector: McpConnector, tasks: TaskPolling) -> RmcpGateway {
+fn gateway(
+    config: &Config,
+    connector: McpConnector,
+    tasks: TaskPolling,
+    shared: Arc<SharedSessions>,
+) -> RmcpGateway {
+    let limits = PoolLimits {
+        max_sessions: config.max_sessions,
+        max_sessions_per_org: config.max_sessions_per_org,
+        max_stdio_sessions_per_org: config.max_stdio_sessions_per_org,
+        idle_timeout: config.session_idle_timeout,
+    };
     RmcpGateway::new(
         connector,
-        SessionPool::new(PoolLimits {
-            max_sessions: config.max_sessions,
-            max_sessions_per_org: config.max_sessions_per_org,
-            max_stdio_sessions_per_org: config.max_stdio_sessions_per_org,
-            idle_timeout: config.session_idle_timeout,
-        }),
+        SessionPool::new(limits, shared),
         DiscoveryCache::new(config.discovery_ttl),
         GatewayLimits {
             max_result_bytes: config.max_result_bytes,
@@ -169,7 +211,8 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         stdio: config.stdio_allow_list()?,
     });
     let (connector, flows) = connector(config, &policy, &db.pool, keys.clone())?;
-    let gateway = Arc::new(gateway(config, connector, config.task_polling()?));
+    let shared = shared_sessions(config, &db);
+    let gateway = Arc::new(gateway(config, connector, config.task_polling()?, shared));
     let resume = ResumeSeal::new(keys.clone(), config.resume_ttl);
     let repository = Arc::new(SqlIntegrationRepository::new(db.pool.clone(), keys));
     let integrations = IntegrationService::new(
@@ -263,10 +306,7 @@ fn policy_api(
 /// The audit trail: one writer per replica group-commits the events, the
 /// purge removes what retention no longer keeps; no auditor when the trail
 /// is off (`AuditService` still reads what was recorded).
-fn audit(
-    config: &Config,
-    db: &switchboard_db::Database,
-) -> (AuditServiceServer<AuditApi>, Option<Auditor>) {
+fn audit(config: &Config, db: &Database) -> (AuditServiceServer<AuditApi>, Option<Auditor>) {
     let store = Arc::new(SqlAuditLog::new(db.pool.clone(), db.backend));
     let log: Arc<dyn AuditLog> = Arc::new(BatchingAuditLog::start(
         store,

@@ -86,7 +86,8 @@ async fn build(config: &Config, wrap: WrapRepository) -> anyhow::Result<Built> {
         settings.import_limits(),
         settings.query_limits(),
     )
-    .with_capacity(settings.capacity());
+    .with_capacity(settings.capacity())
+    .with_org_bytes(own_data_source_bytes(config));
     if let Some(worker) = &settings.query_worker {
         sources = sources.with_query_worker(worker.clone());
     }
@@ -138,6 +139,16 @@ fn repository(
 }
 
 /// The limits of runs, from the settings.
+/// The organizations with a limit of data-source bytes of their own in the
+/// organization limits file.
+fn own_data_source_bytes(config: &Config) -> Vec<(String, u64)> {
+    let limits = config.common.server.org_limits_or_defaults();
+    limits
+        .overrides()
+        .filter_map(|(org, own)| own.data_source_bytes.map(|bytes| (org.to_owned(), bytes)))
+        .collect()
+}
+
 fn run_settings(config: &Config) -> anyhow::Result<RunSettings> {
     let model = &config.model_limits;
     let limits = config.run_limits.run_limits()?;

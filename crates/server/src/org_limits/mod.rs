@@ -15,23 +15,22 @@
 //! afford (nine tenths of its `grpc-timeout`, at most the queue wait
 //! setting), and is refused only when no slot came free by then.
 //!
-//! Calls in flight are counted across the replicas of a service: each
-//! replica admits calls from a grant of slots it holds in a shared store
-//! ([`SlotGrants`]), so that all replicas together keep to the limit. Calls
-//! per second are counted by each replica on its own.
+//! Calls in flight and calls per second are counted across the replicas
+//! of a service: each replica admits calls from a grant of slots it holds
+//! in a shared store ([`SlotGrants`]) and spends tokens it took in batches
+//! from its organization's shared bucket ([`TokenBuckets`]), so that all
+//! replicas together keep to the limits without a round trip per call.
 
 mod grants;
+mod pg_tokens;
 mod postgres;
+mod rate;
 mod slots;
 mod table;
+mod tokens;
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
-use governor::{
-    DefaultDirectRateLimiter, Quota, RateLimiter,
-    clock::{Clock as _, DefaultClock},
-    state::keyed::DefaultKeyedStateStore,
-};
 use http::{Request, Response};
 use switchboard_auth::Principal;
 use switchboard_proto::common::v1::ErrorReason;
@@ -47,34 +46,51 @@ use crate::{
 };
 
 pub use grants::{Ask, MemorySlotGrants, SlotGrants, grant};
+pub use pg_tokens::PgTokenBuckets;
 pub use postgres::PgSlotGrants;
-pub use slots::GrantSettings;
+pub use slots::{GrantSettings, NotAdmitted, Slots as GrantedSlots};
 pub use table::{OrgLimitTable, OrgLimits};
+pub use tokens::{MemoryTokenBuckets, Taken, TokenAsk, TokenBuckets};
 
-use slots::{NotAdmitted, Slots};
+use rate::{OverRate, Rate};
+use slots::Slots;
 
 /// The retry delay suggested to a caller at its concurrency limit: calls in
 /// flight end at times nobody knows, and a second neither spins the caller
 /// nor is long against a tool call.
 const CONCURRENCY_RETRY_DELAY: Duration = Duration::from_secs(1);
 
-type KeyedLimiter = RateLimiter<String, DefaultKeyedStateStore<String>, DefaultClock>;
-
 #[derive(Debug)]
 struct Shared {
     limits: OrgLimitTable,
     /// Calls in flight per organization, within this replica's grants.
     slots: Slots,
-    /// The buckets of the organizations on the default rate.
-    rate: KeyedLimiter,
-    /// The bucket of each organization with limits of its own.
-    own_rates: HashMap<String, DefaultDirectRateLimiter>,
+    /// Calls per second per organization, spent from this replica's
+    /// tokens of the shared buckets.
+    rate: Rate,
     /// The longest a call waits for a slot of its organization.
     queue_wait: Duration,
 }
 
-fn quota(limits: &OrgLimits) -> Quota {
-    Quota::per_second(limits.rate).allow_burst(limits.burst)
+/// Where the replicas of a service keep what they share of each
+/// organization's limits: PostgreSQL when several replicas share a
+/// database, memory when the process is the only one.
+#[derive(Debug, Clone)]
+pub struct SharedStores {
+    /// Grants of calls in flight.
+    pub slots: Arc<dyn SlotGrants>,
+    /// Buckets of calls per second.
+    pub tokens: Arc<dyn TokenBuckets>,
+}
+
+impl SharedStores {
+    /// Both stores in the process's memory, grants lasting `ttl`.
+    pub fn in_memory(ttl: Duration) -> Self {
+        Self {
+            slots: Arc::new(MemorySlotGrants::new(ttl)),
+            tokens: Arc::new(MemoryTokenBuckets::new()),
+        }
+    }
 }
 
 /// Enforces [`OrgLimits`] on calls that [`crate::AuthLayer`]
@@ -86,35 +102,31 @@ pub struct OrgLimitLayer {
 
 impl OrgLimitLayer {
     /// A layer enforcing each organization's `limits`, counting calls in
-    /// flight in grants of `store` as replica `replica`; a call at its
-    /// organization's limit waits for a slot up to `queue_wait`.
+    /// flight in grants and calls per second in buckets of `stores` as
+    /// replica `replica`; a call at its organization's limit waits for a
+    /// slot up to `queue_wait`.
     pub fn new(
         limits: OrgLimitTable,
         replica: String,
-        store: Arc<dyn SlotGrants>,
+        stores: SharedStores,
         settings: GrantSettings,
         queue_wait: Duration,
     ) -> Self {
-        let own_rates = limits
-            .overrides()
-            .map(|(org, l)| (org.to_owned(), RateLimiter::direct(quota(l))))
-            .collect();
         Self {
             shared: Arc::new(Shared {
-                rate: RateLimiter::keyed(quota(&limits.defaults())),
+                rate: Rate::new(stores.tokens, settings.token_batch),
                 limits,
-                slots: Slots::new(replica, store, settings),
-                own_rates,
+                slots: Slots::new(replica, stores.slots, settings),
                 queue_wait,
             }),
         }
     }
 
-    /// Forgets the buckets of organizations that are full again, so that the
-    /// rate limiter's memory follows the organizations recently active.
+    /// Forgets the tokens of organizations no call came for since the last
+    /// time, so that the memory of the rates follows the organizations
+    /// recently active.
     pub fn forget_idle(&self) {
-        self.shared.rate.retain_recent();
-        self.shared.rate.shrink_to_fit();
+        self.shared.rate.forget_idle();
     }
 
     /// Renews this replica's grants of calls in flight every `period` (well
@@ -204,20 +216,23 @@ impl Shared {
             shared: self.clone(),
             org,
         };
-        self.check_rate(&slot.org, &limits)?;
+        self.check_rate(&slot.org, &limits).await?;
         Ok(slot)
     }
 
-    /// Takes a token of `org`'s bucket or says how long to wait for one.
-    fn check_rate(&self, org: &str, limits: &OrgLimits) -> Result<(), Status> {
-        let checked = match self.own_rates.get(org) {
-            Some(own) => own.check(),
-            None => self.rate.check_key(&org.to_owned()),
+    /// Spends a token of `org`'s bucket or says how long to wait for one.
+    async fn check_rate(&self, org: &str, limits: &OrgLimits) -> Result<(), Status> {
+        let wait = match self.rate.admit(org, limits.rate, limits.burst).await {
+            Ok(()) => return Ok(()),
+            Err(OverRate::Empty(wait)) => wait,
+            Err(OverRate::Store(error)) => {
+                tracing::warn!(org = %org, error = %format!("{error:#}"), "calls per second not counted");
+                return Err(Status::from(ApiError::Unavailable(
+                    "your organization's calls per second could not be counted; retry shortly"
+                        .to_owned(),
+                )));
+            }
         };
-        let Err(not_until) = checked else {
-            return Ok(());
-        };
-        let wait = not_until.wait_time_from(DefaultClock::default().now());
         Err(refusal(
             ErrorReason::OrganizationRateLimit,
             format!(

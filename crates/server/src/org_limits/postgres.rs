@@ -22,23 +22,34 @@ const NOW_MS: &str = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
 /// PostgreSQL keeps apart from pairs).
 const LOCK_SPACE: i32 = 0x5342_4f4c; // "SBOL"
 
-/// The `org_slot_grants` table.
+/// The `org_slot_grants` table, or another table with its columns.
 #[derive(Debug)]
 pub struct PgSlotGrants {
     pool: AnyPool,
     ttl_ms: i64,
+    table: &'static str,
 }
 
 impl PgSlotGrants {
-    /// Grants in `pool`'s table that expire `ttl` after their last renewal.
+    /// Grants of calls in flight in `pool`'s `org_slot_grants` table that
+    /// expire `ttl` after their last renewal.
     pub fn new(pool: AnyPool, ttl: Duration) -> Self {
+        Self::in_table(pool, ttl, "org_slot_grants")
+    }
+
+    /// Grants of something else counted per organization across replicas,
+    /// in `table` (a name in the code, never an input), whose columns are
+    /// `org_slot_grants`'s.
+    pub fn in_table(pool: AnyPool, ttl: Duration, table: &'static str) -> Self {
         Self {
             pool,
             ttl_ms: i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX),
+            table,
         }
     }
 
     async fn take(&self, replica: &str, org: &str, ask: Ask) -> anyhow::Result<usize> {
+        let table = self.table;
         let mut tx = self.pool.begin().await?;
         sqlx::query(&format!(
             "SELECT 1 FROM (SELECT pg_advisory_xact_lock({LOCK_SPACE}, hashtext($1))) AS locked"
@@ -47,15 +58,15 @@ impl PgSlotGrants {
         .fetch_one(&mut *tx)
         .await?;
         sqlx::query(&format!(
-            "DELETE FROM org_slot_grants WHERE org_id = $1 AND expires_at < {NOW_MS}"
+            "DELETE FROM {table} WHERE org_id = $1 AND expires_at < {NOW_MS}"
         ))
         .bind(org)
         .execute(&mut *tx)
         .await?;
-        let others: i64 = sqlx::query(
-            "SELECT COALESCE(SUM(slots), 0)::BIGINT FROM org_slot_grants \
-             WHERE org_id = $1 AND replica_id <> $2",
-        )
+        let others: i64 = sqlx::query(&format!(
+            "SELECT COALESCE(SUM(slots), 0)::BIGINT FROM {table} \
+             WHERE org_id = $1 AND replica_id <> $2"
+        ))
         .bind(org)
         .bind(replica)
         .fetch_one(&mut *tx)
@@ -63,14 +74,16 @@ impl PgSlotGrants {
         .try_get(0)?;
         let granted = grant(ask, usize::try_from(others).unwrap_or(usize::MAX));
         if granted == 0 {
-            sqlx::query("DELETE FROM org_slot_grants WHERE org_id = $1 AND replica_id = $2")
-                .bind(org)
-                .bind(replica)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(&format!(
+                "DELETE FROM {table} WHERE org_id = $1 AND replica_id = $2"
+            ))
+            .bind(org)
+            .bind(replica)
+            .execute(&mut *tx)
+            .await?;
         } else {
             sqlx::query(&format!(
-                "INSERT INTO org_slot_grants (org_id, replica_id, slots, expires_at) \
+                "INSERT INTO {table} (org_id, replica_id, slots, expires_at) \
                  VALUES ($1, $2, $3, {NOW_MS} + $4) ON CONFLICT (org_id, replica_id) \
                  DO UPDATE SET slots = EXCLUDED.slots, expires_at = EXCLUDED.expires_at"
             ))
@@ -86,11 +99,12 @@ impl PgSlotGrants {
     }
 
     async fn shrink_to(&self, replica: &str, org: &str, slots: usize) -> anyhow::Result<bool> {
+        let table = self.table;
         // An update, never an insert: a grant that expired may have been
         // handed to other replicas, and only `take` may grant it again.
         let done = if slots == 0 {
             sqlx::query(&format!(
-                "DELETE FROM org_slot_grants WHERE org_id = $1 AND replica_id = $2 \
+                "DELETE FROM {table} WHERE org_id = $1 AND replica_id = $2 \
                  AND expires_at >= {NOW_MS}"
             ))
             .bind(org)
@@ -99,7 +113,7 @@ impl PgSlotGrants {
             .await?
         } else {
             sqlx::query(&format!(
-                "UPDATE org_slot_grants SET slots = $3, expires_at = {NOW_MS} + $4 \
+                "UPDATE {table} SET slots = $3, expires_at = {NOW_MS} + $4 \
                  WHERE org_id = $1 AND replica_id = $2"
             ))
             .bind(org)
@@ -113,8 +127,9 @@ impl PgSlotGrants {
     }
 
     async fn renew_all(&self, replica: &str) -> anyhow::Result<Vec<String>> {
+        let table = self.table;
         let rows = sqlx::query(&format!(
-            "UPDATE org_slot_grants SET expires_at = {NOW_MS} + $2 \
+            "UPDATE {table} SET expires_at = {NOW_MS} + $2 \
              WHERE replica_id = $1 RETURNING org_id"
         ))
         .bind(replica)
@@ -164,7 +179,7 @@ impl SlotGrants for PgSlotGrants {
 
     fn release<'a>(&'a self, replica: &'a str) -> BoxFuture<'a, anyhow::Result<()>> {
         Box::pin(async move {
-            sqlx::query("DELETE FROM org_slot_grants WHERE replica_id = $1")
+            sqlx::query(&format!("DELETE FROM {} WHERE replica_id = $1", self.table))
                 .bind(replica)
                 .execute(&self.pool)
                 .await

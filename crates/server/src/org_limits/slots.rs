@@ -79,6 +79,8 @@ pub struct GrantSettings {
     pub batch: usize,
     /// How long a grant holds without renewal.
     pub ttl: Duration,
+    /// Tokens of calls per second taken at once, far from an empty bucket.
+    pub token_batch: u32,
 }
 
 /// One replica's calls in flight, per organization.
@@ -322,10 +324,18 @@ mod tests {
     use super::*;
     use crate::org_limits::grants::MemorySlotGrants;
 
+    fn settings(batch: usize, ttl: Duration) -> GrantSettings {
+        GrantSettings {
+            batch,
+            ttl,
+            token_batch: 1,
+        }
+    }
+
     fn one_replica(batch: usize) -> Arc<Slots> {
         let ttl = Duration::from_secs(10);
         let store: Arc<dyn SlotGrants> = Arc::new(MemorySlotGrants::new(ttl));
-        Arc::new(Slots::new("a".into(), store, GrantSettings { batch, ttl }))
+        Arc::new(Slots::new("a".into(), store, settings(batch, ttl)))
     }
 
     /// Starts a call of `org` that waits up to `wait`, and says when it
@@ -402,7 +412,7 @@ mod tests {
     async fn a_call_waiting_on_one_replica_gets_a_slot_another_replica_gave_back() {
         let ttl = Duration::from_secs(10);
         let store: Arc<dyn SlotGrants> = Arc::new(MemorySlotGrants::new(ttl));
-        let settings = GrantSettings { batch: 1, ttl };
+        let settings = settings(1, ttl);
         let a = Slots::new("a".into(), store.clone(), settings);
         let b = Arc::new(Slots::new("b".into(), store, settings));
         a.admit("org", 1, Instant::now()).await.expect("admitted");
@@ -424,7 +434,7 @@ mod tests {
     async fn two_replicas_share_a_limit_and_idle_slots_return_at_the_heartbeat() {
         let ttl = Duration::from_secs(10);
         let store: Arc<dyn SlotGrants> = Arc::new(MemorySlotGrants::new(ttl));
-        let settings = GrantSettings { batch: 4, ttl };
+        let settings = settings(4, ttl);
         let a = Slots::new("a".into(), store.clone(), settings);
         let b = Slots::new("b".into(), store, settings);
         for _ in 0..3 {
@@ -464,7 +474,7 @@ mod tests {
     async fn a_lapsed_grant_is_asked_for_again_keeping_the_calls_in_flight() {
         let ttl = Duration::from_millis(200);
         let store: Arc<dyn SlotGrants> = Arc::new(MemorySlotGrants::new(ttl));
-        let settings = GrantSettings { batch: 1, ttl };
+        let settings = settings(1, ttl);
         let (a, b) = (
             Slots::new("a".into(), store.clone(), settings),
             Slots::new("b".into(), store, settings),

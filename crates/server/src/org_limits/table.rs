@@ -4,7 +4,7 @@
 
 use std::{
     collections::HashMap,
-    num::{NonZeroU32, NonZeroUsize},
+    num::{NonZeroU32, NonZeroU64, NonZeroUsize},
     path::Path,
 };
 
@@ -25,6 +25,15 @@ pub struct OrgLimits {
     pub rate: NonZeroU32,
     /// Calls at once above the rate.
     pub burst: NonZeroU32,
+    /// Upstream MCP sessions open at once (mcp-service); none: the
+    /// service's own setting.
+    pub sessions: Option<usize>,
+    /// Stdio MCP server processes running at once, within the sessions
+    /// (mcp-service); none: the service's own setting.
+    pub stdio_processes: Option<usize>,
+    /// CSV bytes the organization's data sources hold in all
+    /// (runs-service); none: the service's own setting.
+    pub data_source_bytes: Option<u64>,
 }
 
 /// The limits of every organization: the defaults, and the organizations
@@ -49,6 +58,9 @@ struct OrgOverride {
     concurrency: Option<NonZeroUsize>,
     rate: Option<NonZeroU32>,
     burst: Option<NonZeroU32>,
+    sessions: Option<NonZeroUsize>,
+    stdio_processes: Option<NonZeroUsize>,
+    data_source_bytes: Option<NonZeroU64>,
 }
 
 impl OrgLimitTable {
@@ -61,8 +73,9 @@ impl OrgLimitTable {
     }
 
     /// `defaults`, overridden per organization by the TOML file at `path`
-    /// (`[orgs."<org id>"]` with `concurrency`, `rate` and `burst`, each
-    /// optional and at least 1). A file past its bounds, with an unknown key
+    /// (`[orgs."<org id>"]` with `concurrency`, `rate`, `burst`, for
+    /// mcp-service `sessions` and `stdio_processes`, for runs-service
+    /// `data_source_bytes`, each optional and at least 1). A file past its bounds, with an unknown key
     /// or a value out of range is refused.
     pub fn read(defaults: OrgLimits, path: &Path) -> anyhow::Result<Self> {
         let shown = path.display();
@@ -91,6 +104,15 @@ impl OrgLimitTable {
                         .map_or(defaults.concurrency, NonZeroUsize::get),
                     rate: o.rate.unwrap_or(defaults.rate),
                     burst: o.burst.unwrap_or(defaults.burst),
+                    sessions: o.sessions.map(NonZeroUsize::get).or(defaults.sessions),
+                    stdio_processes: o
+                        .stdio_processes
+                        .map(NonZeroUsize::get)
+                        .or(defaults.stdio_processes),
+                    data_source_bytes: o
+                        .data_source_bytes
+                        .map(NonZeroU64::get)
+                        .or(defaults.data_source_bytes),
                 };
                 (org, limits)
             })
@@ -126,6 +148,9 @@ mod tests {
             concurrency: 256,
             rate: NonZeroU32::new(1000).expect("not zero"),
             burst: NonZeroU32::new(2000).expect("not zero"),
+            sessions: None,
+            stdio_processes: None,
+            data_source_bytes: None,
         }
     }
 
@@ -139,12 +164,16 @@ mod tests {
     fn the_file_overrides_the_defaults_field_by_field() {
         let f = file(
             "[orgs.big]\nconcurrency = 1000\nrate = 5000\nburst = 9000\n\
+             sessions = 40\nstdio_processes = 4\ndata_source_bytes = 5000000000\n\
              [orgs.\"trial-1\"]\nconcurrency = 2\n",
         );
         let table = OrgLimitTable::read(defaults(), f.path()).expect("read");
         assert_eq!(table.of("big").concurrency, 1000);
         assert_eq!(table.of("big").rate.get(), 5000);
         assert_eq!(table.of("big").burst.get(), 9000);
+        assert_eq!(table.of("big").sessions, Some(40));
+        assert_eq!(table.of("big").stdio_processes, Some(4));
+        assert_eq!(table.of("big").data_source_bytes, Some(5_000_000_000));
         let trial = table.of("trial-1");
         assert_eq!(trial.concurrency, 2);
         assert_eq!(
@@ -179,6 +208,12 @@ mod tests {
             ("[limits.a]\nconcurrency = 5\n".to_owned(), "limits"),
             ("[orgs.a]\nconcurrency = 0\n".to_owned(), "nonzero"),
             ("[orgs.a]\nrate = 0\n".to_owned(), "nonzero"),
+            ("[orgs.a]\nsessions = 0\n".to_owned(), "nonzero"),
+            ("[orgs.a]\ndata_source_bytes = 0\n".to_owned(), "nonzero"),
+            (
+                "[orgs.a]\nstdio_processes = -1\n".to_owned(),
+                "stdio_processes",
+            ),
             ("[orgs.a]\nburst = -3\n".to_owned(), "burst"),
             ("[orgs.a]\nrate = \"fast\"\n".to_owned(), "rate"),
             (

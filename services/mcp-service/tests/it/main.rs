@@ -24,6 +24,8 @@ mod oauth_organization;
 mod oauth_users;
 mod org_limits;
 mod org_queue;
+mod org_rate;
+mod org_sessions;
 mod policy;
 mod protocol;
 mod repository;

@@ -314,7 +314,7 @@ impl McpGateway for RmcpGateway {
         let mut report = ProbeReport::default();
         // A probe is a session (a process, for stdio) like any other: it
         // counts against the organization's share while it runs.
-        let _room = match self.pool.reserve(integration) {
+        let _room = match self.pool.reserve(integration).await {
             Ok(room) => room,
             Err(error) => {
                 report.error = Some(error.to_string());

@@ -31,7 +31,11 @@ mod worker;
 pub use child::run_query_worker;
 pub use worker::WORKER_SUBCOMMAND;
 
-use std::{collections::HashSet, path::PathBuf, sync::Arc};
+use std::{
+    collections::{HashMap, HashSet},
+    path::PathBuf,
+    sync::Arc,
+};
 
 use anyhow::Context as _;
 use async_trait::async_trait;
@@ -65,8 +69,9 @@ pub struct SqlDataSources {
     /// Parallelism of a query: the machine's cores.
     partitions: usize,
     slots: Slots,
-    /// The most CSV bytes one organization's data sources may hold.
+    /// The most CSV bytes an organization's data sources hold (or its own).
     org_bytes: u64,
+    own_org_bytes: HashMap<String, u64>,
     runner: Runner,
 }
 
@@ -101,6 +106,7 @@ impl SqlDataSources {
                 capacity.queued_per_org,
             ),
             org_bytes: capacity.org_bytes,
+            own_org_bytes: HashMap::new(),
             runner: QueryWorker::beside_current()
                 .map_or_else(|e| Runner::Missing(format!("{e:#}")), Runner::Worker),
         }
@@ -138,6 +144,15 @@ impl SqlDataSources {
         }
     }
 
+    /// The same, with a limit of data-source bytes of their own for the
+    /// organizations `limits` names (the organization limits file).
+    pub fn with_org_bytes(self, limits: impl IntoIterator<Item = (String, u64)>) -> Self {
+        Self {
+            own_org_bytes: limits.into_iter().collect(),
+            ..self
+        }
+    }
+
     /// The organization of `thread_id`, if the thread exists.
     async fn org_of(&self, thread_id: ThreadId) -> anyhow::Result<Option<String>> {
         sqlx::query("SELECT org_id FROM threads WHERE id = $1")
@@ -172,12 +187,13 @@ impl SqlDataSources {
     async fn check_org_quota(&self, org: &str, size: usize) -> Result<(), ImportError> {
         let used = self.org_usage(org).await.map_err(ImportError::Storage)?;
         let size = size as u64;
-        if used.saturating_add(size) > self.org_bytes {
-            return Err(ImportError::OrgQuotaExceeded {
-                limit: self.org_bytes,
-                used,
-                size,
-            });
+        let limit = self
+            .own_org_bytes
+            .get(org)
+            .copied()
+            .unwrap_or(self.org_bytes);
+        if used.saturating_add(size) > limit {
+            return Err(ImportError::OrgQuotaExceeded { limit, used, size });
         }
         Ok(())
     }

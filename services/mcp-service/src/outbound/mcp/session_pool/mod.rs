@@ -17,6 +17,11 @@
 //! is closed, so a busy organization never pushes out a quieter one's.
 //! Each organization's sessions are an LRU list, and organizations are
 //! ordered by size, so admitting a session costs O(log organizations).
+//!
+//! An organization's sessions and stdio processes are also counted across
+//! the replicas of mcp-service ([`shared`]): each session holds a lease,
+//! and an organization whose leases on all replicas are at its limit gets
+//! a new session on this replica only by closing one of its idle ones here.
 
 use std::{
     collections::{BTreeSet, HashMap},
@@ -36,6 +41,11 @@ use crate::domain::{
     ports::{CallError, SessionScope},
 };
 use crate::outbound::mcp::sessions::Live;
+
+mod shared;
+
+use shared::{LeaseRefused, SessionLease};
+pub use shared::{SessionQuotas, SharedSessions};
 
 /// How many of an organization's least recently used sessions are looked at
 /// for an idle one to close; a bound, so admitting stays O(1) per organization.
@@ -72,6 +82,9 @@ impl SessionKey {
 pub struct Slot {
     live: OnceCell<Arc<Live>>,
     last_used: AtomicU64,
+    /// The session's place in its organization's count across replicas,
+    /// given back when the last holder of the session lets it go.
+    _lease: Option<SessionLease>,
 }
 
 /// Pool limits.
@@ -79,7 +92,8 @@ pub struct Slot {
 pub struct PoolLimits {
     /// Most sessions kept open in all.
     pub max_sessions: usize,
-    /// Most sessions (and probes) one organization holds at once.
+    /// Most sessions (and probes) one organization holds at once, unless
+    /// the organization has a limit of its own.
     pub max_sessions_per_org: usize,
     /// Most stdio sessions (processes, probes included) one organization
     /// holds at once.
@@ -152,6 +166,12 @@ struct Slots {
 }
 
 impl Slots {
+    /// The pooled session of `key`, marked used.
+    fn pooled(&mut self, key: &SessionKey) -> Option<Arc<Slot>> {
+        let org = self.orgs.get_mut(&key.org)?;
+        org.sessions.get(key).cloned()
+    }
+
     /// Applies `change` to `org`'s sessions, keeping the counts in step.
     fn update<R>(&mut self, org: &OrgId, change: impl FnOnce(&mut OrgSessions) -> R) -> R {
         let entry = self.orgs.entry(org.clone()).or_default();
@@ -287,6 +307,7 @@ pub struct Reservation {
     inner: Arc<PoolInner>,
     org: OrgId,
     stdio: bool,
+    _lease: SessionLease,
 }
 
 impl Drop for Reservation {
@@ -304,11 +325,13 @@ impl Drop for Reservation {
 #[derive(Debug, Clone)]
 pub struct SessionPool {
     inner: Arc<PoolInner>,
+    shared: Arc<SharedSessions>,
 }
 
 impl SessionPool {
-    /// An empty pool; a background task closes idle sessions while it lives.
-    pub fn new(limits: PoolLimits) -> Self {
+    /// An empty pool whose organizations' sessions are also counted in
+    /// `shared`; a background task closes idle sessions while it lives.
+    pub fn new(limits: PoolLimits, shared: Arc<SharedSessions>) -> Self {
         let inner = Arc::new(PoolInner {
             slots: Mutex::default(),
             limits,
@@ -326,16 +349,37 @@ impl SessionPool {
                 }
             }
         });
-        Self { inner }
+        Self { inner, shared }
+    }
+
+    /// A lease of one more session of `org` across replicas; when the
+    /// organization is at its limit there, one of its idle sessions here is
+    /// closed to make room (its lease comes back at once), or the session
+    /// is refused.
+    async fn lease(&self, org: &OrgId, stdio: bool) -> Result<SessionLease, CallError> {
+        match self.shared.lease(org, stdio).await {
+            Err(LeaseRefused::AtLimit { stdio: kind, .. })
+                if self
+                    .inner
+                    .slots()
+                    .update(org, |sessions| sessions.close_one_idle(kind)) =>
+            {
+                self.shared.lease(org, stdio).await
+            }
+            leased => leased,
+        }
+        .map_err(|refused| refused.into_call_error(org, RETRY_AFTER))
     }
 
     /// Holds room for one unpooled session of `integration` (a probe),
     /// within the same limits as pooled ones.
-    pub fn reserve(&self, integration: &Integration) -> Result<Reservation, CallError> {
+    pub async fn reserve(&self, integration: &Integration) -> Result<Reservation, CallError> {
         let org = &integration.org_id;
         let stdio = integration.transport.runs_a_process();
+        let lease = self.lease(org, stdio).await?;
+        let limits = self.shared.limits_of(org, self.inner.limits);
         let mut slots = self.inner.slots();
-        slots.admit(org, stdio, &self.inner.limits)?;
+        slots.admit(org, stdio, &limits)?;
         slots.update(org, |org| {
             org.probes += 1;
             if stdio {
@@ -346,20 +390,27 @@ impl SessionPool {
             inner: self.inner.clone(),
             org: org.clone(),
             stdio,
+            _lease: lease,
         })
     }
 
-    fn slot(&self, key: &SessionKey) -> Result<Arc<Slot>, CallError> {
-        let mut slots = self.inner.slots();
-        if let Some(slot) = slots
-            .orgs
-            .get_mut(&key.org)
-            .and_then(|org| org.sessions.get(key))
-        {
-            return Ok(slot.clone());
+    async fn slot(&self, key: &SessionKey) -> Result<Arc<Slot>, CallError> {
+        if let Some(slot) = self.inner.slots().pooled(key) {
+            return Ok(slot);
         }
-        slots.admit(&key.org, key.stdio, &self.inner.limits)?;
-        let slot = Arc::new(Slot::default());
+        let lease = self.lease(&key.org, key.stdio).await?;
+        let limits = self.shared.limits_of(&key.org, self.inner.limits);
+        let mut slots = self.inner.slots();
+        // Another caller of the key may have opened it meanwhile; the lease
+        // taken for nothing goes back as it drops.
+        if let Some(slot) = slots.pooled(key) {
+            return Ok(slot);
+        }
+        slots.admit(&key.org, key.stdio, &limits)?;
+        let slot = Arc::new(Slot {
+            _lease: Some(lease),
+            ..Slot::default()
+        });
         slots.update(&key.org, |org| org.insert(key.clone(), slot.clone()));
         Ok(slot)
     }
@@ -377,7 +428,7 @@ impl SessionPool {
         Fut: Future<Output = Result<Live, CallError>>,
     {
         for _ in 0..2 {
-            let slot = self.slot(key)?;
+            let slot = self.slot(key).await?;
             slot.last_used.store(self.inner.now(), Ordering::Relaxed);
             let connected = slot
                 .live

@@ -1,0 +1,160 @@
+//! Calls per second per organization held across replicas: the replicas
+//! spend tokens of one bucket per organization, kept in the shared
+//! database (`org_rate_buckets`) on PostgreSQL.
+
+use std::{num::NonZeroU32, time::Duration};
+
+use switchboard_proto::mcp::v1::{self as pb, mcp_service_client::McpServiceClient};
+use switchboard_server::{MemoryTokenBuckets, PgTokenBuckets, TokenAsk, TokenBuckets};
+use switchboard_test_support::DbKind;
+use tonic::{Code, Status, transport::Channel};
+use tonic_types::StatusExt as _;
+
+use crate::{
+    org_limits::limits_file,
+    support::{admin, req, start_with},
+};
+
+const RATE_REASON: &str = "ERROR_REASON_ORGANIZATION_RATE_LIMIT";
+
+fn nz(n: u32) -> NonZeroU32 {
+    NonZeroU32::new(n).expect("not zero")
+}
+
+/// Makes `n` calls of the holder of `token` on each of `clients` at once;
+/// returns how many were admitted, checking that every other one was
+/// refused at the organization's rate.
+async fn admitted(clients: &[McpServiceClient<Channel>], token: &str, n: usize) -> usize {
+    let calls = clients.iter().flat_map(|client| {
+        (0..n).map(move |_| {
+            let mut client = client.clone();
+            let request = req(pb::ListIntegrationsRequest::default(), token);
+            async move { client.list_integrations(request).await.map(drop) }
+        })
+    });
+    let results = futures::future::join_all(calls).await;
+    let mut admitted = 0;
+    for result in results {
+        match result {
+            Ok(()) => admitted += 1,
+            Err(status) => assert_over_rate(&status),
+        }
+    }
+    admitted
+}
+
+fn assert_over_rate(status: &Status) {
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    let details = status.get_error_details();
+    assert_eq!(
+        details.error_info().expect("an ErrorInfo detail").reason,
+        RATE_REASON,
+        "{status:?}"
+    );
+    let delay = details.retry_info().expect("a retry delay").retry_delay;
+    assert!(
+        delay.is_some_and(|d| d > Duration::ZERO && d <= Duration::from_secs(1)),
+        "{status:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_organization_rate_holds_across_two_replicas_on_one_postgresql() {
+    let dir = tempfile::tempdir().expect("a directory");
+    // One call a second on average: the test's own second adds at most two.
+    let file = limits_file(
+        dir.path(),
+        "[orgs.org-twelve]\nrate = 1\nburst = 12\n[orgs.org-three]\nrate = 1\nburst = 3\n",
+    );
+    let configure = |c: &mut switchboard_mcp_service::Config| {
+        c.common.server.org_limits_file = Some(file.clone());
+        c.common.server.org_rate_grant_batch = 4;
+    };
+    let a = start_with(DbKind::Postgres, configure).await;
+    let mut config = switchboard_mcp_service::Config::for_tests(
+        &a.db.url,
+        switchboard_test_support::TEST_JWT_SECRET,
+    );
+    configure(&mut config);
+    let b_server = switchboard_mcp_service::spawn(config)
+        .await
+        .expect("the second replica starts");
+    let b = McpServiceClient::connect(b_server.url())
+        .await
+        .expect("connects");
+    let both = [a.client.clone(), b];
+
+    // Ten calls on each replica: twelve admitted in all, not twenty-four
+    // (each replica's own bucket of twelve).
+    let started = tokio::time::Instant::now();
+    let twelve = admitted(&both, &admin("org-twelve"), 10).await;
+    let refilled = usize::try_from(started.elapsed().as_secs()).expect("small") + 1;
+    assert!(
+        (12..=12 + refilled).contains(&twelve),
+        "{twelve} admitted of a burst of 12"
+    );
+    // The bucket is empty for either replica.
+    for client in &both {
+        assert_eq!(
+            admitted(std::slice::from_ref(client), &admin("org-twelve"), 2).await,
+            0
+        );
+    }
+    // Another organization's own burst holds beside it, and one with the
+    // defaults is served in full.
+    let three = admitted(&both, &admin("org-three"), 3).await;
+    assert!((3..=4).contains(&three), "{three} admitted of a burst of 3");
+    assert_eq!(admitted(&both, &admin("org-default"), 20).await, 40);
+}
+
+/// What every [`TokenBuckets`] store keeps to.
+async fn a_bucket_gives_its_burst_then_its_rate(store: &dyn TokenBuckets) {
+    let ask = TokenAsk {
+        want: 2,
+        rate: nz(5),
+        burst: nz(5),
+    };
+    // A new bucket is full: a batch while it holds one, then what is left.
+    let mut taken = Vec::new();
+    for _ in 0..3 {
+        taken.push(store.take("org", ask).await.expect("taken").tokens);
+    }
+    assert_eq!(taken, [2, 2, 1]);
+    let empty = store.take("org", ask).await.expect("asked");
+    assert_eq!(empty.tokens, 0);
+    assert!(
+        empty.retry_after > Duration::ZERO && empty.retry_after <= Duration::from_millis(200),
+        "{empty:?}"
+    );
+    assert_eq!(store.take("other", ask).await.expect("taken").tokens, 2);
+    // Five a second: one token 200 ms later, not the burst.
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    assert_eq!(store.take("org", ask).await.expect("taken").tokens, 1);
+    assert_eq!(store.take("org", ask).await.expect("asked").tokens, 0);
+    // A bucket refills up to its burst, no more.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut refilled = 0;
+    loop {
+        match store.take("org", ask).await.expect("taken").tokens {
+            0 => break,
+            tokens => refilled += tokens,
+        }
+    }
+    assert_eq!(refilled, 5, "the burst");
+}
+
+#[tokio::test]
+async fn buckets_in_memory_give_their_burst_then_their_rate() {
+    a_bucket_gives_its_burst_then_its_rate(&MemoryTokenBuckets::new()).await;
+}
+
+#[tokio::test]
+async fn buckets_in_postgresql_give_their_burst_then_their_rate() {
+    // The service's migrations create the table.
+    let h = start_with(DbKind::Postgres, |_| {}).await;
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(&h.db.url)
+        .await
+        .expect("the database");
+    a_bucket_gives_its_burst_then_its_rate(&PgTokenBuckets::new(pool)).await;
+}

@@ -17,6 +17,7 @@
 mod anthropic;
 mod hostile;
 mod openai;
+mod schemas;
 mod script;
 mod server;
 

@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     EXHAUSTED_REPLY, Hostile, Looping, Plan, ScriptOptions, ScriptedToolCall, Turn, anthropic,
-    hostile, openai,
+    hostile, openai, schemas,
     script::{Api, RequestView, render_template},
 };
 
@@ -244,6 +244,28 @@ fn invalid_json(api: Api, error: &serde_json::Error) -> Response {
     json_response(StatusCode::BAD_REQUEST, body.to_string())
 }
 
+/// What the provider answers to a request whose tool schema it refuses
+/// (see `schemas`), if it does.
+fn schema_refusal(api: Api, request: &Value) -> Option<Response> {
+    let body = match api {
+        Api::OpenAi => {
+            let (param, message) = schemas::openai_refusal(request)?;
+            serde_json::json!({"error": {
+                "message": message,
+                "type": "invalid_request_error",
+                "param": param,
+                "code": "invalid_function_parameters",
+            }})
+        }
+        Api::Anthropic => serde_json::json!({
+            "type": "error",
+            "error": {"type": "invalid_request_error", "message": schemas::anthropic_refusal(request)?},
+        }),
+    };
+    tracing::warn!(api = api.name(), %body, "tool schema refused");
+    Some(json_response(StatusCode::BAD_REQUEST, body.to_string()))
+}
+
 async fn handle(state: &State, api: Api, headers: HeaderMap, body: &[u8]) -> Response {
     let request: Value = match serde_json::from_slice(body) {
         Ok(request) => request,
@@ -260,7 +282,12 @@ async fn handle(state: &State, api: Api, headers: HeaderMap, body: &[u8]) -> Res
         .pointer("/stream_options/include_usage")
         .and_then(Value::as_bool)
         == Some(true);
+    let refusal = schema_refusal(api, &request);
     let seq = state.record(request, headers);
+    if let Some(refusal) = refusal {
+        // Refused before the model sees the request: no turn is used.
+        return refusal;
+    }
     let turn = state.next_turn(&view, seq);
     tracing::debug!(api = api.name(), seq, stream, "model request");
 

@@ -1,6 +1,7 @@
 //! Wire-format tests of the scripted model server, with plain HTTP calls.
 
 mod hostile;
+mod schemas;
 
 use std::time::{Duration, Instant};
 

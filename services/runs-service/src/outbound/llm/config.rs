@@ -47,6 +47,11 @@ pub struct ProviderConfig {
     pub max_retries: u32,
     /// Limits of one call: time, idle time and size of its answer.
     pub limits: StreamLimits,
+    /// Send the tools whose schemas have a strict form with `"strict": true`
+    /// (OpenAI-compatible providers; see `schema::openai_strict`). On by
+    /// default; `strict_tools=off` turns it off for a server that refuses the
+    /// field.
+    pub strict_tools: bool,
 }
 
 impl ProviderConfig {
@@ -61,12 +66,14 @@ impl ProviderConfig {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             max_retries: DEFAULT_MAX_RETRIES,
             limits: StreamLimits::default(),
+            strict_tools: true,
         }
     }
 }
 
-/// Parses `name=kind,base_url[,api_key_env=VAR]` entries separated by `;`
-/// (kinds: `openai`, `anthropic`), reading API keys from the named env vars,
+/// Parses `name=kind,base_url[,api_key_env=VAR][,strict_tools=on|off]`
+/// entries separated by `;` (kinds: `openai`, `anthropic`), reading API keys
+/// from the named env vars,
 /// e.g. `local=openai,http://127.0.0.1:8090/v1;claude=anthropic,https://api.anthropic.com/v1,api_key_env=ANTHROPIC_API_KEY`.
 ///
 /// Timeouts, retries and stream limits take their defaults. Empty entries are skipped; an
@@ -116,7 +123,16 @@ fn parse_entry(entry: &str) -> anyhow::Result<ProviderConfig> {
         let (key, value) = option.split_once('=').unwrap_or((option, ""));
         match key.trim() {
             "api_key_env" => config.api_key = Some(read_api_key(value.trim())?),
-            other => bail!("unknown option `{other}` (expected `api_key_env=VAR`)"),
+            "strict_tools" => {
+                config.strict_tools = match value.trim() {
+                    "on" => true,
+                    "off" => false,
+                    other => bail!("strict_tools is `on` or `off`, not `{other}`"),
+                };
+            }
+            other => bail!(
+                "unknown option `{other}` (expected `api_key_env=VAR` or `strict_tools=on|off`)"
+            ),
         }
     }
     Ok(config)
@@ -157,6 +173,7 @@ mod tests {
         assert_eq!(providers[0].base_url, "http://127.0.0.1:8090/v1");
         assert!(providers[0].api_key.is_none());
         assert_eq!(providers[0].max_retries, DEFAULT_MAX_RETRIES);
+        assert!(providers[0].strict_tools, "strict tools are on by default");
         assert_eq!(providers[1].kind, ProviderKind::Anthropic);
         let key = providers[1].api_key.as_ref().expect("key read");
         assert_eq!(
@@ -170,6 +187,13 @@ mod tests {
     }
 
     #[test]
+    fn strict_tools_can_be_turned_off() {
+        let providers = parse_providers("local=openai,http://127.0.0.1:8090/v1,strict_tools=off")
+            .expect("valid spec");
+        assert!(!providers[0].strict_tools);
+    }
+
+    #[test]
     fn rejects_bad_entries() {
         for spec in [
             "local",
@@ -178,6 +202,7 @@ mod tests {
             "local=openai",
             "local=openai,ftp://x/v1",
             "local=openai,http://x/v1,timeout=3",
+            "local=openai,http://x/v1,strict_tools=maybe",
             "local=openai,http://x/v1,api_key_env=SWITCHBOARD_SURELY_UNSET_VARIABLE",
             "a=openai,http://x/v1;a=anthropic,http://y/v1",
         ] {

@@ -6,6 +6,7 @@ mod config;
 mod limits;
 mod openai;
 mod retry;
+mod schema;
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -254,6 +255,8 @@ fn parse_data<T: serde::de::DeserializeOwned>(data: &str) -> Result<T, ModelErro
 
 #[cfg(test)]
 mod provider_suite;
+#[cfg(test)]
+mod snapshot;
 
 #[cfg(test)]
 pub(crate) mod test_support {

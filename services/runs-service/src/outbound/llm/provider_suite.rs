@@ -8,7 +8,7 @@
 //! in `tests/it/hostile_model/`.
 //!
 //! A new provider adds an arm to each `match` of [`Adapter`], a module to
-//! `provider_suite!` and its snapshot (written with [`UPDATE_SNAPSHOTS`] set,
+//! `provider_suite!` and its snapshot (written with `SWITCHBOARD_UPDATE_SNAPSHOTS` set,
 //! then reviewed).
 
 use std::{
@@ -18,7 +18,6 @@ use std::{
 };
 
 use futures::StreamExt as _;
-use serde_json::Value;
 use switchboard_scripted_model::{ScriptedModel, ScriptedToolCall, Turn};
 
 use super::{
@@ -27,8 +26,9 @@ use super::{
         API_KEY, collect, config, http, quick_retries, simple_request, text_of, tool_round_request,
     },
 };
+use super::{schema::tests::kitchen_sink, snapshot::assert_matches_snapshot};
 use crate::domain::{
-    model::{FinishReason, ModelError, ModelEvent, TokenUsage, ToolCall},
+    model::{FinishReason, ModelError, ModelEvent, TokenUsage, ToolCall, ToolSpec},
     ports::ModelProvider,
 };
 
@@ -98,6 +98,18 @@ impl Adapter {
         }
     }
 
+    /// The reviewed file holding the tools this adapter sends for the schemas
+    /// of [`tool_schemas_take_the_form_the_provider_accepts`].
+    fn schema_snapshot(self) -> PathBuf {
+        let name = match self {
+            Self::OpenAi => "openai_tool_schemas.json",
+            Self::Anthropic => "anthropic_tool_schemas.json",
+        };
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("src/outbound/llm/snapshots")
+            .join(name)
+    }
+
     /// The reviewed file holding the request body this adapter sends for
     /// [`tool_round_request`].
     fn snapshot(self) -> PathBuf {
@@ -140,6 +152,7 @@ provider_suite!(
     parallel_tool_calls_arrive_complete_and_in_order,
     invalid_tool_arguments_are_passed_through_raw,
     the_request_body_is_the_reviewed_snapshot,
+    tool_schemas_take_the_form_the_provider_accepts,
     no_api_key_sends_no_key,
     rate_limit_with_retry_after_is_retried_after_waiting,
     server_errors_exhaust_the_retries,
@@ -262,6 +275,51 @@ async fn the_request_body_is_the_reviewed_snapshot(adapter: Adapter) {
     let requests = model.requests();
     assert_eq!(requests.len(), 1);
     assert_matches_snapshot(&adapter.snapshot(), &requests[0]);
+    model.shutdown().await;
+}
+
+/// Schemas as MCP servers write them (`$ref`, `oneOf`, formats, open
+/// objects, a choice at the root) reach the scripted provider, which refuses
+/// what the real one refuses, in the form it accepts; the form is the
+/// reviewed snapshot.
+async fn tool_schemas_take_the_form_the_provider_accepts(adapter: Adapter) {
+    let model = ScriptedModel::start(vec![Turn::Text("ok".into())])
+        .await
+        .expect("starts");
+    let mut request = simple_request();
+    request.tools = Arc::from([
+        ToolSpec {
+            name: "book_meeting".into(),
+            description: "Books a meeting".into(),
+            parameters: kitchen_sink(),
+        },
+        ToolSpec {
+            name: "find_user".into(),
+            description: "Finds a user".into(),
+            parameters: serde_json::json!({
+                "type": "object",
+                "oneOf": [
+                    {"properties": {"id": {"type": "integer"}}, "required": ["id"]},
+                    {"properties": {"email": {"type": "string", "format": "email"}}, "required": ["email"]}
+                ]
+            }),
+        },
+    ]);
+    let events = collect(
+        adapter
+            .against(&model)
+            .stream(request)
+            .await
+            .expect("stream starts"),
+    )
+    .await;
+    assert_eq!(
+        text_of(&events),
+        "ok",
+        "the provider took the schemas: {events:?}"
+    );
+    let requests = model.requests();
+    assert_matches_snapshot(&adapter.schema_snapshot(), &requests[0]["tools"]);
     model.shutdown().await;
 }
 
@@ -429,45 +487,4 @@ async fn connection_refused_is_retried_then_a_connect_error(adapter: Adapter) {
         .expect("nothing listens");
     assert!(matches!(error, ModelError::Connect(_)), "{error:?}");
     assert!(!error.to_string().contains(API_KEY));
-}
-
-/// Set to write the snapshots anew from what the adapters send (then review
-/// the files' diff before committing them).
-const UPDATE_SNAPSHOTS: &str = "SWITCHBOARD_UPDATE_SNAPSHOTS";
-
-/// Compares `body`, pretty-printed with its keys sorted, with the reviewed
-/// file at `path`; with [`UPDATE_SNAPSHOTS`] set, writes the file instead.
-fn assert_matches_snapshot(path: &std::path::Path, body: &Value) {
-    let sent = format!("{:#}\n", sorted(body));
-    if std::env::var_os(UPDATE_SNAPSHOTS).is_some() {
-        std::fs::write(path, &sent).expect("the snapshot is written");
-        return;
-    }
-    let reviewed = std::fs::read_to_string(path).unwrap_or_default();
-    assert!(
-        reviewed == sent,
-        "the request body is not the reviewed one in {}\n--- reviewed\n{reviewed}\n--- sent\n{sent}\n\
-         if the change is meant, run the test again with {UPDATE_SNAPSHOTS}=1 and commit the file",
-        path.display()
-    );
-}
-
-/// `value` with every object's keys in order, whatever order a map keeps
-/// (serde_json's `preserve_order` keeps insertion order), so that a snapshot
-/// is the same in every build.
-fn sorted(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<_> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            Value::Object(
-                entries
-                    .into_iter()
-                    .map(|(key, value)| (key.clone(), sorted(value)))
-                    .collect(),
-            )
-        }
-        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-        other => other.clone(),
-    }
 }

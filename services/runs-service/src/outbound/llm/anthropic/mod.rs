@@ -8,6 +8,7 @@ use self::stream::Decoder;
 use super::{
     ProviderConfig, StreamLimits,
     retry::{RequestPhase, RetryPolicy},
+    schema::anthropic_form,
     start_stream,
 };
 
@@ -184,7 +185,7 @@ fn request_body(request: &ChatRequest) -> Value {
                 json!({
                     "name": tool.name,
                     "description": tool.description,
-                    "input_schema": tool.parameters,
+                    "input_schema": anthropic_form(&tool.parameters),
                 })
             })
             .collect();

@@ -1,7 +1,10 @@
 //! OpenAI Chat Completions, as spoken by OpenAI, Ollama, vLLM, llama.cpp and
 //! other compatible servers.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::{
+    borrow::Cow,
+    collections::{BTreeMap, HashMap, VecDeque},
+};
 
 use eventsource_stream::Event;
 use reqwest::header;
@@ -14,6 +17,7 @@ use super::{
     limits::ResponseBudget,
     parse_data,
     retry::{RequestPhase, RetryPolicy},
+    schema::{NullFields, openai_strict},
     start_stream,
 };
 use crate::domain::{
@@ -32,6 +36,7 @@ pub struct OpenAiCompatible {
     http: reqwest::Client,
     phase: RequestPhase,
     limits: StreamLimits,
+    strict_tools: bool,
 }
 
 impl OpenAiCompatible {
@@ -48,6 +53,7 @@ impl OpenAiCompatible {
                 api_key: config.api_key.clone(),
             },
             limits: config.limits,
+            strict_tools: config.strict_tools,
         }
     }
 
@@ -61,7 +67,8 @@ impl OpenAiCompatible {
 #[async_trait::async_trait]
 impl ModelProvider for OpenAiCompatible {
     async fn stream(&self, request: ChatRequest) -> Result<ModelStream, ModelError> {
-        let body = serde_json::to_vec(&request_body(&request))
+        let (body, nulls) = request_body(&request, self.strict_tools);
+        let body = serde_json::to_vec(&body)
             .map_err(|e| ModelError::Protocol(format!("the request could not be encoded: {e}")))?;
         tracing::debug!(
             provider = %self.phase.provider,
@@ -82,14 +89,20 @@ impl ModelProvider for OpenAiCompatible {
                 None => builder,
             }
         };
-        let decoder = Decoder::new(self.limits.max_response_bytes);
+        let decoder = Decoder::new(self.limits.max_response_bytes, nulls);
         start_stream(&self.phase, self.limits, build, decoder).await
     }
 }
 
 /// The Chat Completions request for `request`, borrowing from it: the
-/// tools' schemas and the history are written out, never copied.
-fn request_body(request: &ChatRequest) -> Body<'_> {
+/// history and the schemas sent as they are are written out, never copied.
+/// With `strict_tools`, every tool whose schema has a strict form is sent
+/// in it; the `null`s its arguments will carry for left-out properties come
+/// back by tool name.
+fn request_body(
+    request: &ChatRequest,
+    strict_tools: bool,
+) -> (Body<'_>, HashMap<String, NullFields>) {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if let Some(system) = &request.system {
         messages.push(OutMessage::System { content: system });
@@ -121,29 +134,62 @@ fn request_body(request: &ChatRequest) -> Body<'_> {
             },
         });
     }
-    Body {
+    let (tools, nulls) = tools_body(request, strict_tools);
+    let body = Body {
         model: &request.model,
         messages,
         stream: true,
         stream_options: StreamOptions {
             include_usage: true,
         },
-        tools: request
-            .tools
-            .iter()
-            .map(|tool| OutTool {
+        tools,
+        // `max_tokens` rather than `max_completion_tokens`: compatible
+        // servers know the older name.
+        max_tokens: request.max_tokens,
+    };
+    (body, nulls)
+}
+
+/// The tools of `request` as Chat Completions takes them, and the `null`s
+/// of the strict ones' arguments, by tool name.
+fn tools_body(
+    request: &ChatRequest,
+    strict_tools: bool,
+) -> (Vec<OutTool<'_>>, HashMap<String, NullFields>) {
+    let mut nulls = HashMap::new();
+    let tools = request
+        .tools
+        .iter()
+        .map(|tool| {
+            let strict = strict_tools
+                .then(|| openai_strict(&tool.parameters))
+                .and_then(|form| {
+                    form.inspect_err(|unfit| {
+                    tracing::debug!(tool = %tool.name, %unfit, "tool offered without strict mode");
+                })
+                .ok()
+                });
+            let (parameters, strict) = match strict {
+                Some(form) => {
+                    if !form.nulls.is_empty() {
+                        nulls.insert(tool.name.clone(), form.nulls);
+                    }
+                    (Cow::Owned(form.parameters), Some(true))
+                }
+                None => (Cow::Borrowed(&tool.parameters), None),
+            };
+            OutTool {
                 kind: "function",
                 function: OutFunction {
                     name: &tool.name,
                     description: &tool.description,
-                    parameters: &tool.parameters,
+                    parameters,
+                    strict,
                 },
-            })
-            .collect(),
-        // `max_tokens` rather than `max_completion_tokens`: compatible
-        // servers know the older name.
-        max_tokens: request.max_tokens,
-    }
+            }
+        })
+        .collect();
+    (tools, nulls)
 }
 
 #[derive(Debug, Serialize)]
@@ -207,7 +253,9 @@ struct OutTool<'a> {
 struct OutFunction<'a> {
     name: &'a str,
     description: &'a str,
-    parameters: &'a Value,
+    parameters: Cow<'a, Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    strict: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -280,17 +328,20 @@ struct Decoder {
     emitted_calls: bool,
     /// What the answer's text and tool calls may still grow by.
     budget: ResponseBudget,
+    /// Per strict tool, the `null`s that stand for left-out properties.
+    nulls: HashMap<String, NullFields>,
 }
 
 impl Decoder {
     /// A decoder of an answer of at most `max_response_bytes` of text and
-    /// tool calls.
-    fn new(max_response_bytes: usize) -> Self {
+    /// tool calls, taking `nulls` out of the strict tools' arguments.
+    fn new(max_response_bytes: usize, nulls: HashMap<String, NullFields>) -> Self {
         Self {
             calls: BTreeMap::new(),
             finish: None,
             emitted_calls: false,
             budget: ResponseBudget::new(max_response_bytes),
+            nulls,
         }
     }
 
@@ -370,10 +421,14 @@ impl Decoder {
                 call.id
             };
             self.emitted_calls = true;
+            let arguments = match self.nulls.get(&call.name) {
+                Some(nulls) => nulls.arguments_for_server(call.arguments),
+                None => call.arguments,
+            };
             out.push_back(ModelEvent::ToolCall(ToolCall {
                 id,
                 name: call.name,
-                arguments: call.arguments,
+                arguments,
             }));
         }
         Ok(())

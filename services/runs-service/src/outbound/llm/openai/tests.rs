@@ -2,9 +2,10 @@
 //! format. What every adapter does is in `../provider_suite.rs`.
 
 use serde_json::json;
-use switchboard_scripted_model::{ScriptedModel, Turn};
+use switchboard_scripted_model::{ScriptedModel, ScriptedToolCall, Turn};
 
 use super::*;
+use crate::domain::model::ToolSpec;
 use crate::outbound::llm::{
     ProviderKind,
     test_support::{
@@ -92,5 +93,70 @@ async fn malformed_stream_line_is_a_protocol_error() {
         matches!(events.last(), Some(Err(ModelError::Protocol(_)))),
         "{events:?}"
     );
+    model.shutdown().await;
+}
+
+/// A search tool with an optional `limit`, as an MCP server writes it.
+fn search_tool() -> ToolSpec {
+    ToolSpec {
+        name: "search".into(),
+        description: "Searches".into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
+            "required": ["query"]
+        }),
+    }
+}
+
+#[tokio::test]
+async fn a_strict_tools_null_for_a_left_out_property_never_reaches_the_server() {
+    let model = ScriptedModel::start(vec![Turn::ToolCalls(vec![ScriptedToolCall::new(
+        "call_1",
+        "search",
+        r#"{"query":"rust","limit":null}"#,
+    )])])
+    .await
+    .expect("starts");
+    let mut request = simple_request();
+    request.tools = std::sync::Arc::from([search_tool()]);
+    let events = collect(provider(&model).stream(request).await.expect("starts")).await;
+
+    let sent = &model.requests()[0]["tools"][0]["function"];
+    assert_eq!(sent["strict"], true);
+    assert_eq!(
+        sent["parameters"]["properties"]["limit"]["type"],
+        json!(["integer", "null"])
+    );
+    let call = events
+        .iter()
+        .find_map(|event| match event {
+            Ok(ModelEvent::ToolCall(call)) => Some(call),
+            _ => None,
+        })
+        .expect("a tool call");
+    assert_eq!(call.arguments, r#"{"query":"rust"}"#);
+    model.shutdown().await;
+}
+
+#[tokio::test]
+async fn with_strict_tools_off_the_schema_goes_as_written() {
+    let model = ScriptedModel::start(vec![Turn::Text("ok".into())])
+        .await
+        .expect("starts");
+    let mut config = config(ProviderKind::OpenAiCompatible, model.base_url());
+    config.strict_tools = false;
+    let mut request = simple_request();
+    request.tools = std::sync::Arc::from([search_tool()]);
+    let _ = collect(
+        OpenAiCompatible::new(&config, http())
+            .stream(request)
+            .await
+            .expect("starts"),
+    )
+    .await;
+    let sent = &model.requests()[0]["tools"][0]["function"];
+    assert!(sent.get("strict").is_none(), "{sent}");
+    assert_eq!(sent["parameters"], search_tool().parameters);
     model.shutdown().await;
 }

@@ -12,7 +12,7 @@ use crate::domain::{
     events::Envelope,
     history::{HistoryLimits, WindowMeter},
     ids::{AgentId, RunId, ThreadId},
-    pins::ToolPin,
+    pins::{ChangeAnswer, ToolPin},
     ports::{Cursor, LeaseState, LiveRuns, RepositoryError, RunsRepository},
     usage::{UsageQuery, UsageRow},
 };
@@ -466,6 +466,23 @@ impl RunsRepository for MemoryRepository {
         pins: &[ToolPin],
     ) -> Result<(), RepositoryError> {
         self.with(|s| s.pins.repin(&s.threads, thread_id, pins))
+    }
+
+    async fn keep_tool_changes(
+        &self,
+        thread_id: ThreadId,
+        changed: &[ToolPin],
+    ) -> Result<(), RepositoryError> {
+        self.with(|s| s.pins.keep_changes(&s.threads, thread_id, changed))
+    }
+
+    async fn accept_tool_change(
+        &self,
+        thread_id: ThreadId,
+        name: &str,
+        digest: &str,
+    ) -> Result<ChangeAnswer, RepositoryError> {
+        Ok(self.with(|s| s.pins.accept_change(thread_id, name, digest)))
     }
 
     async fn usage(&self, query: &UsageQuery) -> Result<Vec<UsageRow>, RepositoryError> {

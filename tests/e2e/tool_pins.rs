@@ -255,7 +255,10 @@ async fn an_asked_change_is_withheld_until_the_application_accepts_its_digest() 
     change_echo(&mut w).await;
     let events = w.say("two").await;
     // The run went on without the tool.
-    assert_eq!(final_run(&events).status, i32::from(runs::RunStatus::Completed));
+    assert_eq!(
+        final_run(&events).status,
+        i32::from(runs::RunStatus::Completed)
+    );
     let seen = changes(&events);
     assert_eq!(seen.len(), 1, "one change: {seen:?}");
     let change = seen[0].clone();
@@ -315,7 +318,12 @@ async fn a_bad_answer_to_a_change_names_its_field() {
     for (thread_id, tool, digest, field) in [
         ("not-a-uuid", ECHO, digest.as_str(), "thread_id"),
         (thread.as_str(), "", digest.as_str(), "tool_name"),
-        (thread.as_str(), long_name.as_str(), digest.as_str(), "tool_name"),
+        (
+            thread.as_str(),
+            long_name.as_str(),
+            digest.as_str(),
+            "tool_name",
+        ),
         (thread.as_str(), ECHO, &digest[..63], "digest"),
         (thread.as_str(), ECHO, &"A".repeat(64), "digest"),
     ] {

@@ -347,6 +347,9 @@ mod tests {
             "{note}"
         );
         let refused = tool_changed(&change(runs::ToolDriftPolicy::Refuse));
-        assert!(refused.ends_with("it is withheld from the model"), "{refused}");
+        assert!(
+            refused.ends_with("it is withheld from the model"),
+            "{refused}"
+        );
     }
 }

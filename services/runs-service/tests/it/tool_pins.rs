@@ -187,8 +187,16 @@ async fn a_kept_change_is_pinned_only_under_its_own_digest(store: Store) {
         panic!("the waiting digest is accepted");
     };
     assert_eq!(
-        (accepted.description.as_str(), &accepted.input_schema, accepted.digest.as_str()),
-        (newer.description.as_str(), &newer.input_schema, newer.digest.as_str())
+        (
+            accepted.description.as_str(),
+            &accepted.input_schema,
+            accepted.digest.as_str()
+        ),
+        (
+            newer.description.as_str(),
+            &newer.input_schema,
+            newer.digest.as_str()
+        )
     );
     let read = repo
         .pin_tools(t.id, std::slice::from_ref(&first))

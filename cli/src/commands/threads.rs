@@ -111,23 +111,32 @@ pub async fn run(ctx: &Context, command: ThreadsCommand) -> Result<(), CliError>
             thread,
             tool,
             digest,
-        } => {
-            let response = client
-                .accept_tool_definition(ctx.clients.unary(runs::AcceptToolDefinitionRequest {
-                    thread_id: thread.clone(),
-                    tool_name: tool.clone(),
-                    digest,
-                }))
-                .await
-                .map_err(failed)?
-                .into_inner();
-            ctx.out.either(&response, || {
-                ctx.out.line(format!(
-                    "accepted the new definition of {tool} in thread {thread}: the next run offers it"
-                ))
-            })
-        }
+        } => accept_tool(ctx, thread, tool, digest).await,
     }
+}
+
+async fn accept_tool(
+    ctx: &Context,
+    thread: String,
+    tool: String,
+    digest: String,
+) -> Result<(), CliError> {
+    let response = ctx
+        .clients
+        .runs()?
+        .accept_tool_definition(ctx.clients.unary(runs::AcceptToolDefinitionRequest {
+            thread_id: thread.clone(),
+            tool_name: tool.clone(),
+            digest,
+        }))
+        .await
+        .map_err(CliError::from(Service::Runs))?
+        .into_inner();
+    ctx.out.either(&response, || {
+        ctx.out.line(format!(
+            "accepted the new definition of {tool} in thread {thread}: the next run offers it"
+        ))
+    })
 }
 
 async fn list(ctx: &Context, page: PageArgs, agent: Option<String>) -> Result<(), CliError> {

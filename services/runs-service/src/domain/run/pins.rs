@@ -25,17 +25,11 @@ pub(super) struct Drift {
     pub(super) changes: Vec<ToolDefinitionChanged>,
 }
 
-/// Pins the MCP tools of `toolset` the thread has not pinned, and applies
-/// `policy` to those whose definition differs from their pin.
-pub(super) async fn check_pins(
-    repo: &dyn RunsRepository,
-    thread_id: ThreadId,
-    policy: ToolDriftPolicy,
-    toolset: &Toolset,
-) -> Result<Drift, RepositoryError> {
+/// The pins of the MCP tools of `toolset`, as offered now.
+fn offered_pins(toolset: &Toolset) -> Vec<ToolPin> {
     let now = now_millis();
     // `specs` and `bindings` are in the same order.
-    let offered: Vec<ToolPin> = toolset
+    toolset
         .bindings
         .iter()
         .zip(toolset.specs.iter())
@@ -49,7 +43,18 @@ pub(super) async fn check_pins(
             )),
             _ => None,
         })
-        .collect();
+        .collect()
+}
+
+/// Pins the MCP tools of `toolset` the thread has not pinned, and applies
+/// `policy` to those whose definition differs from their pin.
+pub(super) async fn check_pins(
+    repo: &dyn RunsRepository,
+    thread_id: ThreadId,
+    policy: ToolDriftPolicy,
+    toolset: &Toolset,
+) -> Result<Drift, RepositoryError> {
+    let offered = offered_pins(toolset);
     if offered.is_empty() {
         return Ok(Drift::default());
     }

@@ -112,10 +112,12 @@ impl Pins {
             return ChangeAnswer::NoneWaiting;
         };
         pin.pinned_at = switchboard_db::now_millis();
-        if let Some(pinned) = self.by_thread.get_mut(&thread_id) {
-            if let Some(stored) = pinned.get_mut(name) {
-                *stored = pin.clone();
-            }
+        if let Some(stored) = self
+            .by_thread
+            .get_mut(&thread_id)
+            .and_then(|pinned| pinned.get_mut(name))
+        {
+            *stored = pin.clone();
         }
         ChangeAnswer::Pinned(pin)
     }

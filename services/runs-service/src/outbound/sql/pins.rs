@@ -213,9 +213,10 @@ pub(super) async fn accept_tool_change(
         .begin()
         .await
         .map_err(failed("failed to accept a tool change"))?;
-    // The row is read and replaced in one transaction; a run keeping a
+    // The row is read and replaced in one transaction. A run keeping a
     // newer change at the same time either comes first (then the digests
-    // differ) or after (then it compares with the pin accepted here).
+    // differ), or after the read: then only the row with the accepted
+    // digest is dropped below, and the newer change stays waiting.
     let row = sqlx::query(
         "SELECT name, integration_id, digest, definition_json, seen_at AS pinned_at \
          FROM tool_pin_changes WHERE thread_id = $1 AND name = $2",
@@ -248,7 +249,13 @@ pub(super) async fn accept_tool_change(
     .execute(&mut *tx)
     .await
     .map_err(failed("failed to pin an accepted tool change"))?;
-    drop_change(&mut tx, thread_id, name).await?;
+    sqlx::query("DELETE FROM tool_pin_changes WHERE thread_id = $1 AND name = $2 AND digest = $3")
+        .bind(thread_id.to_string())
+        .bind(name)
+        .bind(digest)
+        .execute(&mut *tx)
+        .await
+        .map_err(failed("failed to drop an accepted tool change"))?;
     tx.commit()
         .await
         .map_err(failed("failed to accept a tool change"))?;

@@ -40,7 +40,7 @@ proto_names!("switchboard.mcp.v1", mcp:
 proto_names!("switchboard.runs.v1", runs:
     Agent, ListAgentsResponse, DeleteAgentResponse, Thread, ListThreadsResponse,
     DeleteThreadResponse, ListMessagesResponse, DataSource, ListDataSourcesResponse, Run,
-    ExecuteRunResponse, ListRunsResponse, GetUsageResponse,
+    ExecuteRunResponse, ListRunsResponse, GetUsageResponse, AcceptToolDefinitionResponse,
 );
 
 static POOL: LazyLock<Result<DescriptorPool, String>> = LazyLock::new(|| {

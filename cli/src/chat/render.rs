@@ -305,13 +305,51 @@ fn tool_changed(change: &runs::ToolDefinitionChanged) -> String {
         (false, false) => "its definition",
     };
     let outcome = if change.applied == i32::from(runs::ToolDriftPolicy::Accept) {
-        "the new definition is pinned and offered"
+        "the new definition is pinned and offered".to_owned()
+    } else if change.applied == i32::from(runs::ToolDriftPolicy::Ask) {
+        format!(
+            "it is withheld from the model; to accept it, run `switchboard threads accept-tool {} {} {}`",
+            change.thread_id, change.tool_name, change.new_digest
+        )
     } else {
-        "it is withheld from the model"
+        "it is withheld from the model".to_owned()
     };
     format!(
         "{} the server of tool {} changed {parts} since this thread pinned it: {outcome}",
         style("!").yellow().bold(),
         change.tool_name
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(applied: runs::ToolDriftPolicy) -> runs::ToolDefinitionChanged {
+        runs::ToolDefinitionChanged {
+            tool_name: "example__echo".into(),
+            description_changed: true,
+            applied: applied.into(),
+            new_digest: "ab".repeat(32),
+            thread_id: "0190d5a4-0000-7000-8000-000000000001".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn an_asked_change_says_how_to_accept_it() {
+        let note = tool_changed(&change(runs::ToolDriftPolicy::Ask));
+        assert!(
+            note.ends_with(&format!(
+                "it is withheld from the model; to accept it, run `switchboard threads accept-tool 0190d5a4-0000-7000-8000-000000000001 example__echo {}`",
+                "ab".repeat(32)
+            )),
+            "{note}"
+        );
+        let refused = tool_changed(&change(runs::ToolDriftPolicy::Refuse));
+        assert!(
+            refused.ends_with("it is withheld from the model"),
+            "{refused}"
+        );
+    }
 }

@@ -71,7 +71,7 @@ pub struct CreateArgs {
 pub enum ToolDrift {
     /// Withhold the changed tool from the model.
     Refuse,
-    /// Let the application decide (the tool is withheld meanwhile).
+    /// Withhold it until the application accepts it (`threads accept-tool`).
     Ask,
     /// Pin the new definition and offer it.
     Accept,

@@ -1,4 +1,5 @@
-//! `switchboard threads`: starting, listing, reading and deleting threads.
+//! `switchboard threads`: starting, listing, reading and deleting threads,
+//! and accepting a tool's changed definition in one.
 
 use clap::Subcommand;
 use switchboard_proto::runs::v1::{self as runs, content_part::Part};
@@ -49,6 +50,16 @@ pub enum ThreadsCommand {
         /// The thread id.
         thread: String,
     },
+    /// Accept a tool's changed definition that a run withheld (agent
+    /// tool drift ASK): the thread's next run offers it
+    AcceptTool {
+        /// The thread id.
+        thread: String,
+        /// The tool's name as the model sees it (`integration__tool`).
+        tool: String,
+        /// The new definition's digest, as the run reported it.
+        digest: String,
+    },
 }
 
 /// Runs a thread command.
@@ -96,7 +107,36 @@ pub async fn run(ctx: &Context, command: ThreadsCommand) -> Result<(), CliError>
                 ctx.out.line(format!("deleted thread {thread}"))
             })
         }
+        ThreadsCommand::AcceptTool {
+            thread,
+            tool,
+            digest,
+        } => accept_tool(ctx, thread, tool, digest).await,
     }
+}
+
+async fn accept_tool(
+    ctx: &Context,
+    thread: String,
+    tool: String,
+    digest: String,
+) -> Result<(), CliError> {
+    let response = ctx
+        .clients
+        .runs()?
+        .accept_tool_definition(ctx.clients.unary(runs::AcceptToolDefinitionRequest {
+            thread_id: thread.clone(),
+            tool_name: tool.clone(),
+            digest,
+        }))
+        .await
+        .map_err(CliError::from(Service::Runs))?
+        .into_inner();
+    ctx.out.either(&response, || {
+        ctx.out.line(format!(
+            "accepted the new definition of {tool} in thread {thread}: the next run offers it"
+        ))
+    })
 }
 
 async fn list(ctx: &Context, page: PageArgs, agent: Option<String>) -> Result<(), CliError> {

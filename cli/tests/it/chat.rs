@@ -189,3 +189,69 @@ async fn chat_prints_no_terminal_control_from_the_model_or_a_server() {
         }
     }
 }
+
+#[tokio::test]
+async fn chat_says_how_to_accept_an_asked_change_and_the_command_does() {
+    let world = World::start(vec![
+        Turn::Text("first".into()),
+        Turn::Text("second".into()),
+        Turn::Text("third".into()),
+    ])
+    .await;
+    let (_, agent_id) = world.agent(&["--tool-drift", "ask"]).await;
+    let thread = world.json(&["threads", "create", &agent_id]).await;
+    let thread_id = id(&thread);
+    world
+        .ok(&["chat", "--thread", &thread_id, "-m", "one"])
+        .await;
+    assert!(world.upstream.change_echo_description().await);
+    world
+        .ok(&["integrations", "discover", "example", "--refresh"])
+        .await;
+
+    let stdout = world
+        .ok(&["chat", "--thread", &thread_id, "-m", "two"])
+        .await;
+    let prefix = format!("run `switchboard threads accept-tool {thread_id} example__echo ");
+    let command = stdout
+        .lines()
+        .find_map(|line| line.split_once(&prefix))
+        .map(|(_, rest)| rest.trim_end_matches('`').to_owned())
+        .unwrap_or_else(|| panic!("no command to accept the change: {stdout}"));
+    assert_eq!(command.len(), 64, "the digest: {command}");
+    let accepted = world
+        .ok(&[
+            "threads",
+            "accept-tool",
+            &thread_id,
+            "example__echo",
+            &command,
+        ])
+        .await;
+    assert!(
+        accepted.starts_with("accepted the new definition of example__echo"),
+        "{accepted}"
+    );
+    let third = world
+        .ok(&["chat", "--thread", &thread_id, "-m", "three"])
+        .await;
+    assert!(
+        !third.contains("changed"),
+        "no change reported again: {third}"
+    );
+
+    let again = world
+        .run(&[
+            "threads",
+            "accept-tool",
+            &thread_id,
+            "example__echo",
+            &command,
+        ])
+        .await;
+    assert!(!again.status.success());
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("FAILED_PRECONDITION"),
+        "{again:?}"
+    );
+}

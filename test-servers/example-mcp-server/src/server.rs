@@ -30,7 +30,6 @@ use crate::{
     },
     confirm::{self, CONFIRM_TOOL},
     cut::ConnectionCutter,
-    listen::Listeners,
     rows,
     stats::Stats,
     tasks::{self, TASK_CONFIRM_TOOL, Tasks},

@@ -11,6 +11,7 @@ use super::{
     entities::{Agent, AgentConfig, Message, Run, Thread},
     error::RunsError,
     ids::{AgentId, RunId, ThreadId},
+    pins::ChangeAnswer,
     ports::{Cursor, RunsRepository},
     texts,
     tools::valid_tool_name,
@@ -260,6 +261,39 @@ impl RunsService {
             Ok(())
         } else {
             Err(RunsError::NotFound("thread"))
+        }
+    }
+
+    /// Pins the thread's changed definition of `tool_name` kept under
+    /// `tool_drift` ASK, if its digest is `digest` (the `new_digest` the
+    /// application read), so that the next run offers it. A digest other
+    /// than the one kept (the server changed the tool again after the event
+    /// answered) pins nothing: an answer accepts only the text it saw.
+    pub async fn accept_tool_definition(
+        &self,
+        caller: &Principal,
+        thread_id: ThreadId,
+        tool_name: &str,
+        digest: &str,
+    ) -> Result<(), RunsError> {
+        self.get_thread(caller, thread_id).await?;
+        match self
+            .repo
+            .accept_tool_change(thread_id, tool_name, digest)
+            .await?
+        {
+            ChangeAnswer::Pinned(_) => {
+                tracing::info!(%thread_id, tool = tool_name, digest, "a changed tool definition was accepted");
+                Ok(())
+            }
+            ChangeAnswer::NoneWaiting => Err(RunsError::FailedPrecondition(format!(
+                "the thread has no changed definition of tool {tool_name} waiting for an answer"
+            ))),
+            ChangeAnswer::Differs { waiting } => Err(RunsError::FailedPrecondition(format!(
+                "digest {digest} is not the changed definition of tool {tool_name} waiting \
+                 for an answer: its server changed it again since, to digest {waiting}; \
+                 answer the latest tool_definition_changed event"
+            ))),
         }
     }
 

@@ -338,6 +338,11 @@ fn definition_changed(change: ToolDefinitionChanged) -> pb::ToolDefinitionChange
         old_input_schema_json: change.old_input_schema,
         new_input_schema_json: change.new_input_schema,
         applied: drift_policy(change.applied).into(),
+        new_digest: change.new_digest,
+        thread_id: change
+            .thread_id
+            .map(|id| id.to_string())
+            .unwrap_or_default(),
     }
 }
 

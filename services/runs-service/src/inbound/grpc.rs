@@ -406,6 +406,16 @@ impl RunsRpc for RunsApi {
             .map(Response::new)
     }
 
+    async fn accept_tool_definition(
+        &self,
+        request: Request<pb::AcceptToolDefinitionRequest>,
+    ) -> Reply<pb::AcceptToolDefinitionResponse> {
+        let caller = run_caller(&request)?;
+        manage::accept_tool_definition(&self.service, &caller, request.into_inner())
+            .await
+            .map(Response::new)
+    }
+
     async fn cancel_run(
         &self,
         request: Request<pb::CancelRunRequest>,

@@ -1,5 +1,6 @@
 //! Run management: `ListRuns`, `CancelRun`, `WatchRun`, and the heartbeats
-//! that keep a quiet run stream alive.
+//! that keep a quiet run stream alive; `AcceptToolDefinition`, the answer
+//! to a run's changed tool.
 
 use std::{pin::Pin, time::Duration};
 
@@ -18,9 +19,11 @@ use super::{
 use crate::domain::{
     error::RunsError,
     ids::{RunId, ThreadId},
+    pins::is_digest,
     ports::Caller,
     run::Orchestrator,
     service::RunsService,
+    tools::{MAX_TOOL_NAME, valid_tool_name},
     usage::{MAX_USAGE_DAYS, UsageGroup, UsagePeriod, UsageQuery},
 };
 
@@ -44,6 +47,37 @@ pub(crate) async fn list_runs(
         runs: runs.iter().map(proto_run).collect(),
         next_page_token: encode_cursor(next),
     })
+}
+
+/// `AcceptToolDefinition`: each field checked here, the rest decided by
+/// the service.
+pub(crate) async fn accept_tool_definition(
+    service: &RunsService,
+    caller: &Caller,
+    request: pb::AcceptToolDefinitionRequest,
+) -> Result<pb::AcceptToolDefinitionResponse, Status> {
+    let thread_id: ThreadId = id("thread_id", &request.thread_id)?;
+    if !valid_tool_name(&request.tool_name) {
+        return Err(invalid(FieldViolation::new(
+            "tool_name",
+            format!("must be a tool name: 1 to {MAX_TOOL_NAME} ASCII letters, digits, '_' or '-'"),
+        )));
+    }
+    if !is_digest(&request.digest) {
+        return Err(invalid(FieldViolation::new(
+            "digest",
+            "must be a SHA-256 digest: 64 lowercase hex digits (the event's new_digest)",
+        )));
+    }
+    service
+        .accept_tool_definition(
+            &caller.principal,
+            thread_id,
+            &request.tool_name,
+            &request.digest,
+        )
+        .await?;
+    Ok(pb::AcceptToolDefinitionResponse {})
 }
 
 /// `GetUsage`: the days parsed and bounded, the rest decided by the

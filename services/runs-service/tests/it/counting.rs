@@ -12,7 +12,7 @@ use switchboard_runs_service::domain::{
     events::Envelope,
     history::HistoryLimits,
     ids::{AgentId, RunId, ThreadId},
-    pins::ToolPin,
+    pins::{ChangeAnswer, ToolPin},
     ports::{Cursor, LeaseState, LiveRuns, RepositoryError, RunsRepository},
     usage::{UsageQuery, UsageRow},
 };
@@ -111,6 +111,17 @@ impl RunsRepository for Counting {
     }
     async fn repin_tools(&self, thread_id: ThreadId, pins: &[ToolPin]) -> Result<()> {
         self.inner.repin_tools(thread_id, pins).await
+    }
+    async fn keep_tool_changes(&self, thread_id: ThreadId, changed: &[ToolPin]) -> Result<()> {
+        self.inner.keep_tool_changes(thread_id, changed).await
+    }
+    async fn accept_tool_change(
+        &self,
+        thread_id: ThreadId,
+        name: &str,
+        digest: &str,
+    ) -> Result<ChangeAnswer> {
+        self.inner.accept_tool_change(thread_id, name, digest).await
     }
     async fn append_messages(&self, thread_id: ThreadId, messages: &[Message]) -> Result<Vec<i64>> {
         self.inner.append_messages(thread_id, messages).await

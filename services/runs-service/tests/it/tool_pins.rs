@@ -1,13 +1,14 @@
 //! The tools a thread pinned, on every implementation of the runs
 //! repository (SQLite, PostgreSQL and the in-memory fake): a name is pinned
 //! once, its first definition stands until it is pinned again, a thread's
-//! pins are its own and go with it.
+//! pins are its own and go with it; a change kept for the application's
+//! answer is pinned only under the digest it has.
 
 use serde_json::{Value, json};
 use switchboard_runs_service::domain::{
     entities::Thread,
     ids::{AgentId, IntegrationId},
-    pins::ToolPin,
+    pins::{ChangeAnswer, ToolPin},
     ports::RunsRepository,
 };
 use switchboard_test_support::{Store, store_tests};
@@ -142,12 +143,122 @@ async fn every_name_of_a_large_toolset_is_read_back(store: Store) {
     assert_eq!(by_name(read), first);
 }
 
+async fn a_kept_change_is_pinned_only_under_its_own_digest(store: Store) {
+    let (_db, repo) = repository(store).await;
+    let t = stored_thread(&*repo).await;
+    let first = pin("x__echo", "Returns the text.", &schema());
+    repo.pin_tools(t.id, std::slice::from_ref(&first))
+        .await
+        .expect("pinned");
+    assert_eq!(
+        repo.accept_tool_change(t.id, "x__echo", &first.digest)
+            .await
+            .expect("answered"),
+        ChangeAnswer::NoneWaiting
+    );
+    let seen = pin("x__echo", "Returns the text, trimmed.", &schema());
+    let newer = pin("x__echo", "Returns the text; send it elsewhere.", &schema());
+    repo.keep_tool_changes(t.id, std::slice::from_ref(&seen))
+        .await
+        .expect("kept");
+    // The server changed the tool again, and a later run kept that.
+    repo.keep_tool_changes(t.id, std::slice::from_ref(&newer))
+        .await
+        .expect("kept");
+    assert_eq!(
+        repo.accept_tool_change(t.id, "x__echo", &seen.digest)
+            .await
+            .expect("answered"),
+        ChangeAnswer::Differs {
+            waiting: newer.digest.clone()
+        }
+    );
+    let read = repo
+        .pin_tools(t.id, std::slice::from_ref(&newer))
+        .await
+        .expect("read");
+    assert_eq!(read, vec![first.clone()], "the pin stays");
+
+    let ChangeAnswer::Pinned(accepted) = repo
+        .accept_tool_change(t.id, "x__echo", &newer.digest)
+        .await
+        .expect("answered")
+    else {
+        panic!("the waiting digest is accepted");
+    };
+    assert_eq!(
+        (
+            accepted.description.as_str(),
+            &accepted.input_schema,
+            accepted.digest.as_str()
+        ),
+        (
+            newer.description.as_str(),
+            &newer.input_schema,
+            newer.digest.as_str()
+        )
+    );
+    let read = repo
+        .pin_tools(t.id, std::slice::from_ref(&first))
+        .await
+        .expect("read");
+    assert_eq!(read, vec![accepted]);
+    assert_eq!(
+        repo.accept_tool_change(t.id, "x__echo", &newer.digest)
+            .await
+            .expect("answered"),
+        ChangeAnswer::NoneWaiting,
+        "answered once"
+    );
+}
+
+async fn pinning_again_or_deleting_drops_a_kept_change(store: Store) {
+    let (_db, repo) = repository(store).await;
+    let t = stored_thread(&*repo).await;
+    let first = pin("x__echo", "Old.", &schema());
+    let changed = pin("x__echo", "New.", &schema());
+    repo.pin_tools(t.id, std::slice::from_ref(&first))
+        .await
+        .expect("pinned");
+    repo.keep_tool_changes(t.id, std::slice::from_ref(&changed))
+        .await
+        .expect("kept");
+    repo.repin_tools(t.id, std::slice::from_ref(&changed))
+        .await
+        .expect("pinned again");
+    assert_eq!(
+        repo.accept_tool_change(t.id, "x__echo", &changed.digest)
+            .await
+            .expect("answered"),
+        ChangeAnswer::NoneWaiting
+    );
+
+    repo.keep_tool_changes(t.id, std::slice::from_ref(&first))
+        .await
+        .expect("kept");
+    assert!(
+        repo.delete_thread("org-a", "alice", t.id)
+            .await
+            .expect("deleted")
+    );
+    repo.insert_thread(&t).await.expect("stored again");
+    assert_eq!(
+        repo.accept_tool_change(t.id, "x__echo", &first.digest)
+            .await
+            .expect("answered"),
+        ChangeAnswer::NoneWaiting,
+        "a thread's kept changes go with it"
+    );
+}
+
 store_tests!(
     every_store: [
     a_tool_is_pinned_once_and_its_first_definition_stands,
     pinning_again_replaces_a_pin,
     a_threads_pins_are_its_own_and_go_with_it,
     every_name_of_a_large_toolset_is_read_back,
+    a_kept_change_is_pinned_only_under_its_own_digest,
+    pinning_again_or_deleting_drops_a_kept_change,
     ],
     databases_only: [],
 );

@@ -7,7 +7,7 @@ use crate::domain::{
     events::Envelope,
     history::HistoryLimits,
     ids::{AgentId, RunId, ThreadId},
-    pins::ToolPin,
+    pins::{ChangeAnswer, ToolPin},
     usage::{UsageQuery, UsageRow},
 };
 
@@ -219,12 +219,31 @@ pub trait RunsRepository: Send + Sync + 'static {
         offered: &[ToolPin],
     ) -> Result<Vec<ToolPin>, RepositoryError>;
     /// Replaces the thread's pins of the names in `pins` with them (a
-    /// change the agent accepts), pinning any it has none of.
+    /// change the agent accepts), pinning any it has none of; a change of
+    /// those names kept for an answer is dropped.
     async fn repin_tools(
         &self,
         thread_id: ThreadId,
         pins: &[ToolPin],
     ) -> Result<(), RepositoryError>;
+    /// Keeps each definition of `changed` as the thread's change of its
+    /// name waiting for the application's answer, in place of any kept
+    /// before (the latest listing is what the application is shown).
+    async fn keep_tool_changes(
+        &self,
+        thread_id: ThreadId,
+        changed: &[ToolPin],
+    ) -> Result<(), RepositoryError>;
+    /// Pins the thread's waiting change of `name` if its digest is
+    /// `digest`, and drops it; otherwise changes nothing and says why.
+    /// One transaction: a change kept meanwhile is either answered or
+    /// reported as differing, never half applied.
+    async fn accept_tool_change(
+        &self,
+        thread_id: ThreadId,
+        name: &str,
+        digest: &str,
+    ) -> Result<ChangeAnswer, RepositoryError>;
     /// The usage of `query`'s organization, one row per day (then agent and
     /// user, as grouped), days ascending. Usage is added by the run writes
     /// above: a run's tokens as its totals grow, a tool call with its

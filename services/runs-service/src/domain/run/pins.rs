@@ -1,7 +1,8 @@
 //! The thread's pinned tools against what its integrations list now: each
 //! MCP tool offered for the first time is pinned, and one whose definition
 //! changed since is reported and handled by the agent's `tool_drift`
-//! (withheld, or pinned again and offered).
+//! (withheld; withheld with the change kept for the application to answer;
+//! or pinned again and offered).
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -24,17 +25,11 @@ pub(super) struct Drift {
     pub(super) changes: Vec<ToolDefinitionChanged>,
 }
 
-/// Pins the MCP tools of `toolset` the thread has not pinned, and applies
-/// `policy` to those whose definition differs from their pin.
-pub(super) async fn check_pins(
-    repo: &dyn RunsRepository,
-    thread_id: ThreadId,
-    policy: ToolDriftPolicy,
-    toolset: &Toolset,
-) -> Result<Drift, RepositoryError> {
+/// The pins of the MCP tools of `toolset`, as offered now.
+fn offered_pins(toolset: &Toolset) -> Vec<ToolPin> {
     let now = now_millis();
     // `specs` and `bindings` are in the same order.
-    let offered: Vec<ToolPin> = toolset
+    toolset
         .bindings
         .iter()
         .zip(toolset.specs.iter())
@@ -48,7 +43,18 @@ pub(super) async fn check_pins(
             )),
             _ => None,
         })
-        .collect();
+        .collect()
+}
+
+/// Pins the MCP tools of `toolset` the thread has not pinned, and applies
+/// `policy` to those whose definition differs from their pin.
+pub(super) async fn check_pins(
+    repo: &dyn RunsRepository,
+    thread_id: ThreadId,
+    policy: ToolDriftPolicy,
+    toolset: &Toolset,
+) -> Result<Drift, RepositoryError> {
+    let offered = offered_pins(toolset);
     if offered.is_empty() {
         return Ok(Drift::default());
     }
@@ -56,10 +62,11 @@ pub(super) async fn check_pins(
     let stored: HashMap<&str, &ToolPin> = stored.iter().map(|p| (p.name.as_str(), p)).collect();
     let mut drift = Drift::default();
     let mut accepted = Vec::new();
+    let mut asked = Vec::new();
     for pin in &offered {
         let Some(change) = stored
             .get(pin.name.as_str())
-            .and_then(|old| old.change_to(pin, policy))
+            .and_then(|old| old.change_to(thread_id, pin, policy))
         else {
             continue;
         };
@@ -73,6 +80,9 @@ pub(super) async fn check_pins(
         );
         if policy.withholds() {
             drift.withheld.insert(pin.name.clone());
+            if policy.applied() == ToolDriftPolicy::Ask {
+                asked.push(pin.clone());
+            }
         } else {
             accepted.push(pin.clone());
         }
@@ -87,6 +97,9 @@ pub(super) async fn check_pins(
     if !accepted.is_empty() {
         repo.repin_tools(thread_id, &accepted).await?;
     }
+    if !asked.is_empty() {
+        repo.keep_tool_changes(thread_id, &asked).await?;
+    }
     Ok(drift)
 }
 
@@ -100,7 +113,7 @@ mod tests {
             entities::{Thread, ToolBinding},
             ids::{AgentId, IntegrationId},
             model::ToolSpec,
-            pins::TEXT_LEFT_OUT,
+            pins::{ChangeAnswer, TEXT_LEFT_OUT},
         },
         fakes::MemoryRepository,
     };
@@ -199,5 +212,51 @@ mod tests {
             .await
             .expect("compared");
         assert!(again.changes.is_empty() && again.withheld.is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_asked_change_is_withheld_until_its_digest_is_accepted() {
+        let (repo, thread) = repository().await;
+        check_pins(&repo, thread, ToolDriftPolicy::Ask, &toolset(1, "Old."))
+            .await
+            .expect("pinned");
+        let asked = check_pins(&repo, thread, ToolDriftPolicy::Ask, &toolset(1, "New."))
+            .await
+            .expect("compared");
+        assert_eq!(asked.withheld.len(), 1);
+        let change = &asked.changes[0];
+        assert_eq!(change.applied, ToolDriftPolicy::Ask);
+        assert_eq!(change.thread_id, Some(thread));
+        let Some(new_digest) = asked.changes.first().map(|c| c.new_digest.clone()) else {
+            panic!("a change");
+        };
+        assert!(matches!(
+            repo.accept_tool_change(thread, &change.name, &new_digest)
+                .await
+                .expect("answered"),
+            ChangeAnswer::Pinned(_)
+        ));
+        let after = check_pins(&repo, thread, ToolDriftPolicy::Ask, &toolset(1, "New."))
+            .await
+            .expect("compared");
+        assert!(after.changes.is_empty() && after.withheld.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_refused_change_is_not_kept_for_an_answer() {
+        let (repo, thread) = repository().await;
+        check_pins(&repo, thread, ToolDriftPolicy::Refuse, &toolset(1, "Old."))
+            .await
+            .expect("pinned");
+        let refused = check_pins(&repo, thread, ToolDriftPolicy::Refuse, &toolset(1, "New."))
+            .await
+            .expect("compared");
+        let change = &refused.changes[0];
+        assert_eq!(
+            repo.accept_tool_change(thread, &change.name, &change.new_digest)
+                .await
+                .expect("answered"),
+            ChangeAnswer::NoneWaiting
+        );
     }
 }

@@ -12,11 +12,12 @@ use crate::domain::{
     events::Envelope,
     history::{HistoryLimits, WindowMeter},
     ids::{AgentId, RunId, ThreadId},
-    pins::ToolPin,
+    pins::{ChangeAnswer, ToolPin},
     ports::{Cursor, LeaseState, LiveRuns, RepositoryError, RunsRepository},
     usage::{UsageQuery, UsageRow},
 };
 
+mod inspect;
 mod pins;
 mod state;
 
@@ -33,32 +34,6 @@ impl MemoryRepository {
             .lock()
             .expect("a test never panics holding the lock");
         f(&mut state)
-    }
-
-    /// Every message of `thread_id`, in order.
-    pub fn messages(&self, thread_id: ThreadId) -> Vec<Message> {
-        self.with(|s| {
-            s.messages
-                .iter()
-                .filter(|m| m.thread_id == thread_id)
-                .cloned()
-                .collect()
-        })
-    }
-
-    /// Ends the stored run `id` as another replica would (its reaper, say).
-    pub fn end_elsewhere(&self, id: RunId, status: RunStatus) {
-        self.with(|s| {
-            if let Some(run) = s.runs.iter_mut().find(|r| r.id == id) {
-                run.status = status;
-                run.error = Some("the process running it stopped".into());
-            }
-        });
-    }
-
-    /// The stored run `id`.
-    pub fn run(&self, id: RunId) -> Option<Run> {
-        self.with(|s| s.runs.iter().find(|r| r.id == id).cloned())
     }
 }
 
@@ -466,6 +441,23 @@ impl RunsRepository for MemoryRepository {
         pins: &[ToolPin],
     ) -> Result<(), RepositoryError> {
         self.with(|s| s.pins.repin(&s.threads, thread_id, pins))
+    }
+
+    async fn keep_tool_changes(
+        &self,
+        thread_id: ThreadId,
+        changed: &[ToolPin],
+    ) -> Result<(), RepositoryError> {
+        self.with(|s| s.pins.keep_changes(&s.threads, thread_id, changed))
+    }
+
+    async fn accept_tool_change(
+        &self,
+        thread_id: ThreadId,
+        name: &str,
+        digest: &str,
+    ) -> Result<ChangeAnswer, RepositoryError> {
+        Ok(self.with(|s| s.pins.accept_change(thread_id, name, digest)))
     }
 
     async fn usage(&self, query: &UsageQuery) -> Result<Vec<UsageRow>, RepositoryError> {

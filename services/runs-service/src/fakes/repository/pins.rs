@@ -4,12 +4,19 @@
 
 use std::collections::BTreeMap;
 
-use crate::domain::{entities::Thread, ids::ThreadId, pins::ToolPin, ports::RepositoryError};
+use crate::domain::{
+    entities::Thread,
+    ids::ThreadId,
+    pins::{ChangeAnswer, ToolPin},
+    ports::RepositoryError,
+};
 
 /// Every thread's pins, by name.
 #[derive(Debug, Default)]
 pub(super) struct Pins {
     by_thread: BTreeMap<ThreadId, BTreeMap<String, ToolPin>>,
+    /// Changes kept for an answer, by thread and name.
+    changes: BTreeMap<ThreadId, BTreeMap<String, ToolPin>>,
 }
 
 fn exists(threads: &[Thread], thread_id: ThreadId) -> Result<(), RepositoryError> {
@@ -58,12 +65,66 @@ impl Pins {
         let pinned = self.by_thread.entry(thread_id).or_default();
         for pin in pins {
             pinned.insert(pin.name.clone(), pin.clone());
+            if let Some(waiting) = self.changes.get_mut(&thread_id) {
+                waiting.remove(&pin.name);
+            }
         }
         Ok(())
+    }
+
+    /// See `RunsRepository::keep_tool_changes`.
+    pub(super) fn keep_changes(
+        &mut self,
+        threads: &[Thread],
+        thread_id: ThreadId,
+        changed: &[ToolPin],
+    ) -> Result<(), RepositoryError> {
+        if changed.is_empty() {
+            return Ok(());
+        }
+        exists(threads, thread_id)?;
+        let waiting = self.changes.entry(thread_id).or_default();
+        for pin in changed {
+            waiting.insert(pin.name.clone(), pin.clone());
+        }
+        Ok(())
+    }
+
+    /// See `RunsRepository::accept_tool_change`.
+    pub(super) fn accept_change(
+        &mut self,
+        thread_id: ThreadId,
+        name: &str,
+        digest: &str,
+    ) -> ChangeAnswer {
+        let Some(waiting) = self.changes.get_mut(&thread_id) else {
+            return ChangeAnswer::NoneWaiting;
+        };
+        let Some(change) = waiting.get(name) else {
+            return ChangeAnswer::NoneWaiting;
+        };
+        if change.digest != digest {
+            return ChangeAnswer::Differs {
+                waiting: change.digest.clone(),
+            };
+        }
+        let Some(mut pin) = waiting.remove(name) else {
+            return ChangeAnswer::NoneWaiting;
+        };
+        pin.pinned_at = switchboard_db::now_millis();
+        if let Some(stored) = self
+            .by_thread
+            .get_mut(&thread_id)
+            .and_then(|pinned| pinned.get_mut(name))
+        {
+            *stored = pin.clone();
+        }
+        ChangeAnswer::Pinned(pin)
     }
 
     /// Drops a deleted thread's pins.
     pub(super) fn forget(&mut self, thread_id: ThreadId) {
         self.by_thread.remove(&thread_id);
+        self.changes.remove(&thread_id);
     }
 }

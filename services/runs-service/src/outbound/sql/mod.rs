@@ -17,7 +17,7 @@ use crate::domain::{
     events::Envelope,
     history::HistoryLimits,
     ids::{AgentId, RunId, ThreadId},
-    pins::ToolPin,
+    pins::{ChangeAnswer, ToolPin},
     ports::{Cursor, LeaseState, LiveRuns, RepositoryError, RunsRepository},
     usage::{UsageQuery, UsageRow},
 };
@@ -337,6 +337,23 @@ impl RunsRepository for SqlRunsRepository {
         pins: &[ToolPin],
     ) -> Result<(), RepositoryError> {
         pins::repin_tools(self, thread_id, pins).await
+    }
+
+    async fn keep_tool_changes(
+        &self,
+        thread_id: ThreadId,
+        changed: &[ToolPin],
+    ) -> Result<(), RepositoryError> {
+        pins::keep_tool_changes(self, thread_id, changed).await
+    }
+
+    async fn accept_tool_change(
+        &self,
+        thread_id: ThreadId,
+        name: &str,
+        digest: &str,
+    ) -> Result<ChangeAnswer, RepositoryError> {
+        pins::accept_tool_change(self, thread_id, name, digest).await
     }
 
     async fn usage(&self, query: &UsageQuery) -> Result<Vec<UsageRow>, RepositoryError> {

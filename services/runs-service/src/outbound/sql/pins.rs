@@ -1,5 +1,6 @@
 //! The tools each thread pinned: one row per name the model saw, the
-//! definition as JSON text beside its digest.
+//! definition as JSON text beside its digest; and the changes of them kept
+//! for the application's answer (`tool_pin_changes`, the same columns).
 
 use std::collections::HashSet;
 
@@ -8,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::Row as _;
 
 use super::*;
-use crate::domain::pins::ToolPin;
+use crate::domain::pins::{ChangeAnswer, ToolPin};
 
 /// Names read per statement: far below either database's limit of bound
 /// parameters.
@@ -143,9 +144,120 @@ pub(super) async fn repin_tools(
         .execute(&mut *tx)
         .await
         .map_err(failed("failed to pin a tool again"))?;
+        drop_change(&mut tx, thread_id, &pin.name).await?;
     }
     tx.commit()
         .await
         .map_err(failed("failed to pin tools again"))?;
     Ok(())
+}
+
+/// Drops the thread's change of `name` kept for an answer, if any.
+async fn drop_change(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    thread_id: ThreadId,
+    name: &str,
+) -> Result<(), RepositoryError> {
+    sqlx::query("DELETE FROM tool_pin_changes WHERE thread_id = $1 AND name = $2")
+        .bind(thread_id.to_string())
+        .bind(name)
+        .execute(&mut **tx)
+        .await
+        .map_err(failed("failed to drop a tool's waiting change"))?;
+    Ok(())
+}
+
+pub(super) async fn keep_tool_changes(
+    repo: &SqlRunsRepository,
+    thread_id: ThreadId,
+    changed: &[ToolPin],
+) -> Result<(), RepositoryError> {
+    let mut tx = repo
+        .pool
+        .begin()
+        .await
+        .map_err(failed("failed to keep tool changes"))?;
+    for pin in changed {
+        sqlx::query(
+            "INSERT INTO tool_pin_changes \
+             (thread_id, name, integration_id, digest, definition_json, seen_at) \
+             VALUES ($1, $2, $3, $4, $5, $6) \
+             ON CONFLICT (thread_id, name) DO UPDATE SET \
+             integration_id = excluded.integration_id, digest = excluded.digest, \
+             definition_json = excluded.definition_json, seen_at = excluded.seen_at",
+        )
+        .bind(thread_id.to_string())
+        .bind(pin.name.as_str())
+        .bind(pin.integration_id.to_string())
+        .bind(pin.digest.as_str())
+        .bind(definition_json(pin)?)
+        .bind(pin.pinned_at)
+        .execute(&mut *tx)
+        .await
+        .map_err(failed("failed to keep a tool change"))?;
+    }
+    tx.commit()
+        .await
+        .map_err(failed("failed to keep tool changes"))?;
+    Ok(())
+}
+
+pub(super) async fn accept_tool_change(
+    repo: &SqlRunsRepository,
+    thread_id: ThreadId,
+    name: &str,
+    digest: &str,
+) -> Result<ChangeAnswer, RepositoryError> {
+    let mut tx = repo
+        .pool
+        .begin()
+        .await
+        .map_err(failed("failed to accept a tool change"))?;
+    // The row is read and replaced in one transaction. A run keeping a
+    // newer change at the same time either comes first (then the digests
+    // differ), or after the read: then only the row with the accepted
+    // digest is dropped below, and the newer change stays waiting.
+    let row = sqlx::query(
+        "SELECT name, integration_id, digest, definition_json, seen_at AS pinned_at \
+         FROM tool_pin_changes WHERE thread_id = $1 AND name = $2",
+    )
+    .bind(thread_id.to_string())
+    .bind(name)
+    .fetch_optional(&mut *tx)
+    .await
+    .map_err(failed("failed to read a tool's waiting change"))?;
+    let Some(row) = row else {
+        return Ok(ChangeAnswer::NoneWaiting);
+    };
+    let mut pin = decode_pin(&row)?;
+    if pin.digest != digest {
+        return Ok(ChangeAnswer::Differs {
+            waiting: pin.digest,
+        });
+    }
+    pin.pinned_at = switchboard_db::now_millis();
+    sqlx::query(
+        "UPDATE tool_pins SET integration_id = $1, digest = $2, definition_json = $3, \
+         pinned_at = $4 WHERE thread_id = $5 AND name = $6",
+    )
+    .bind(pin.integration_id.to_string())
+    .bind(pin.digest.as_str())
+    .bind(definition_json(&pin)?)
+    .bind(pin.pinned_at)
+    .bind(thread_id.to_string())
+    .bind(name)
+    .execute(&mut *tx)
+    .await
+    .map_err(failed("failed to pin an accepted tool change"))?;
+    sqlx::query("DELETE FROM tool_pin_changes WHERE thread_id = $1 AND name = $2 AND digest = $3")
+        .bind(thread_id.to_string())
+        .bind(name)
+        .bind(digest)
+        .execute(&mut *tx)
+        .await
+        .map_err(failed("failed to drop an accepted tool change"))?;
+    tx.commit()
+        .await
+        .map_err(failed("failed to accept a tool change"))?;
+    Ok(ChangeAnswer::Pinned(pin))
 }

@@ -149,7 +149,7 @@ pub(super) async fn delete_thread(
         .begin()
         .await
         .map_err(failed("failed to delete a thread"))?;
-    for child in ["messages", "runs", "tool_pins"] {
+    for child in ["messages", "runs", "tool_pins", "tool_pin_changes"] {
         sqlx::query(&format!(
             "DELETE FROM {child} WHERE thread_id IN \
              (SELECT id FROM threads WHERE org_id = $1 AND user_id = $2 AND id = $3)"

@@ -44,8 +44,10 @@ fn offered_schema(w: &World, tool: &str) -> serde_json::Value {
 async fn mcp_read_resource_reads_by_uri_by_name_and_by_a_uri_a_template_produces() {
     let mut w = script(vec![
         (
+            // As a model in OpenAI's strict mode sends it: every property,
+            // `null` for the one it leaves out.
             "mcp_read_resource",
-            serde_json::json!({"uri": "data://sales.csv"}),
+            serde_json::json!({"uri": "data://sales.csv", "resourceName": null}),
         ),
         (
             "mcp_read_resource",
@@ -136,10 +138,23 @@ async fn mcp_read_resource_reads_by_uri_by_name_and_by_a_uri_a_template_produces
         offered.contains(&"mcp_read_resource".to_owned()),
         "{offered:?}"
     );
-    assert_eq!(
-        offered_schema(&w, "mcp_read_resource")["required"],
-        serde_json::json!([])
-    );
+    // Either property is enough, so neither is required; strict mode, which
+    // requires every property, gets both as "a string or null".
+    let read = offered_schema(&w, "mcp_read_resource");
+    let mut required: Vec<&str> = read["required"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .collect();
+    required.sort_unstable();
+    assert_eq!(required, ["resourceName", "uri"]);
+    for property in ["uri", "resourceName"] {
+        assert_eq!(
+            read["properties"][property]["type"],
+            serde_json::json!(["string", "null"])
+        );
+    }
     assert_eq!(
         offered_schema(&w, "retrieve_mcp_resource")["required"],
         serde_json::json!(["integrationId", "resourceUri"])

@@ -50,7 +50,9 @@ async fn request_body_carries_system_tools_and_tool_results() {
                 "type": "object",
                 "properties": {"text": {"type": "string"}},
                 "required": ["text"],
+                "additionalProperties": false,
             },
+            "strict": true,
         }}])
     );
     assert_eq!(

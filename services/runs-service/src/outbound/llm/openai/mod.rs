@@ -1,10 +1,9 @@
 //! OpenAI Chat Completions, as spoken by OpenAI, Ollama, vLLM, llama.cpp and
 //! other compatible servers.
 
-use std::{
-    borrow::Cow,
-    collections::{BTreeMap, HashMap, VecDeque},
-};
+mod tools;
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use eventsource_stream::Event;
 use reqwest::header;
@@ -12,12 +11,13 @@ use secrecy::{ExposeSecret as _, SecretString};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use self::tools::{OutTool, tools_body};
 use super::{
     ProviderConfig, StreamDecoder, StreamLimits,
     limits::ResponseBudget,
     parse_data,
     retry::{RequestPhase, RetryPolicy},
-    schema::{NullFields, openai_strict},
+    schema::NullFields,
     start_stream,
 };
 use crate::domain::{
@@ -150,48 +150,6 @@ fn request_body(
     (body, nulls)
 }
 
-/// The tools of `request` as Chat Completions takes them, and the `null`s
-/// of the strict ones' arguments, by tool name.
-fn tools_body(
-    request: &ChatRequest,
-    strict_tools: bool,
-) -> (Vec<OutTool<'_>>, HashMap<String, NullFields>) {
-    let mut nulls = HashMap::new();
-    let tools = request
-        .tools
-        .iter()
-        .map(|tool| {
-            let strict = strict_tools
-                .then(|| openai_strict(&tool.parameters))
-                .and_then(|form| {
-                    form.inspect_err(|unfit| {
-                    tracing::debug!(tool = %tool.name, %unfit, "tool offered without strict mode");
-                })
-                .ok()
-                });
-            let (parameters, strict) = match strict {
-                Some(form) => {
-                    if !form.nulls.is_empty() {
-                        nulls.insert(tool.name.clone(), form.nulls);
-                    }
-                    (Cow::Owned(form.parameters), Some(true))
-                }
-                None => (Cow::Borrowed(&tool.parameters), None),
-            };
-            OutTool {
-                kind: "function",
-                function: OutFunction {
-                    name: &tool.name,
-                    description: &tool.description,
-                    parameters,
-                    strict,
-                },
-            }
-        })
-        .collect();
-    (tools, nulls)
-}
-
 #[derive(Debug, Serialize)]
 struct Body<'a> {
     model: &'a str,
@@ -240,22 +198,6 @@ struct OutToolCall<'a> {
 struct OutFunctionCall<'a> {
     name: &'a str,
     arguments: &'a str,
-}
-
-#[derive(Debug, Serialize)]
-struct OutTool<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    function: OutFunction<'a>,
-}
-
-#[derive(Debug, Serialize)]
-struct OutFunction<'a> {
-    name: &'a str,
-    description: &'a str,
-    parameters: Cow<'a, Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    strict: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -99,19 +99,11 @@ pub(super) async fn pin_tools(
     for pin in &new {
         // One run at a time writes a thread; should another have pinned
         // the name meanwhile, its pin stands.
-        sqlx::query(&format!(
+        let sql = format!(
             "INSERT INTO tool_pins (thread_id, {PIN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6) \
              ON CONFLICT (thread_id, name) DO NOTHING"
-        ))
-        .bind(thread_id.to_string())
-        .bind(pin.name.as_str())
-        .bind(pin.integration_id.to_string())
-        .bind(pin.digest.as_str())
-        .bind(definition_json(pin)?)
-        .bind(pin.pinned_at)
-        .execute(&mut *tx)
-        .await
-        .map_err(failed("failed to pin a tool"))?;
+        );
+        write_pin(&mut tx, &sql, thread_id, pin, "failed to pin a tool").await?;
     }
     tx.commit().await.map_err(failed("failed to pin tools"))?;
     pins.extend(new.into_iter().cloned());
@@ -129,26 +121,41 @@ pub(super) async fn repin_tools(
         .await
         .map_err(failed("failed to pin tools again"))?;
     for pin in pins {
-        sqlx::query(&format!(
+        let sql = format!(
             "INSERT INTO tool_pins (thread_id, {PIN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6) \
              ON CONFLICT (thread_id, name) DO UPDATE SET \
              integration_id = excluded.integration_id, digest = excluded.digest, \
              definition_json = excluded.definition_json, pinned_at = excluded.pinned_at"
-        ))
+        );
+        write_pin(&mut tx, &sql, thread_id, pin, "failed to pin a tool again").await?;
+        drop_change(&mut tx, thread_id, &pin.name).await?;
+    }
+    tx.commit()
+        .await
+        .map_err(failed("failed to pin tools again"))?;
+    Ok(())
+}
+
+/// Runs `sql`, an insert of one row of the thread's pins or kept changes,
+/// with the thread and `pin` bound in their columns' order (`$1` the thread,
+/// then name, integration, digest, definition and time).
+async fn write_pin(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    sql: &str,
+    thread_id: ThreadId,
+    pin: &ToolPin,
+    failure: &'static str,
+) -> Result<(), RepositoryError> {
+    sqlx::query(sql)
         .bind(thread_id.to_string())
         .bind(pin.name.as_str())
         .bind(pin.integration_id.to_string())
         .bind(pin.digest.as_str())
         .bind(definition_json(pin)?)
         .bind(pin.pinned_at)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await
-        .map_err(failed("failed to pin a tool again"))?;
-        drop_change(&mut tx, thread_id, &pin.name).await?;
-    }
-    tx.commit()
-        .await
-        .map_err(failed("failed to pin tools again"))?;
+        .map_err(failed(failure))?;
     Ok(())
 }
 
@@ -178,23 +185,13 @@ pub(super) async fn keep_tool_changes(
         .await
         .map_err(failed("failed to keep tool changes"))?;
     for pin in changed {
-        sqlx::query(
-            "INSERT INTO tool_pin_changes \
+        let sql = "INSERT INTO tool_pin_changes \
              (thread_id, name, integration_id, digest, definition_json, seen_at) \
              VALUES ($1, $2, $3, $4, $5, $6) \
              ON CONFLICT (thread_id, name) DO UPDATE SET \
              integration_id = excluded.integration_id, digest = excluded.digest, \
-             definition_json = excluded.definition_json, seen_at = excluded.seen_at",
-        )
-        .bind(thread_id.to_string())
-        .bind(pin.name.as_str())
-        .bind(pin.integration_id.to_string())
-        .bind(pin.digest.as_str())
-        .bind(definition_json(pin)?)
-        .bind(pin.pinned_at)
-        .execute(&mut *tx)
-        .await
-        .map_err(failed("failed to keep a tool change"))?;
+             definition_json = excluded.definition_json, seen_at = excluded.seen_at";
+        write_pin(&mut tx, sql, thread_id, pin, "failed to keep a tool change").await?;
     }
     tx.commit()
         .await

@@ -186,6 +186,9 @@ async fn main() {
     config.common.server.org_rate_limit = std::num::NonZeroU32::MAX;
     config.common.server.org_rate_burst = std::num::NonZeroU32::MAX;
     config.common.telemetry.log_filter = "warn".into();
+    // `BENCH_AUDIT=off`: without the audit trail, to tell its cost per call
+    // from the rest of the path's.
+    config.audit.enabled = std::env::var("BENCH_AUDIT").as_deref() != Ok("off");
     let server = switchboard_mcp_service::spawn(config)
         .await
         .expect("mcp-service starts");

@@ -30,9 +30,9 @@ use std::{
 
 use futures::StreamExt as _;
 use switchboard_proto::runs::v1::{self as runs, execute_run_response::Event};
-use switchboard_test_support::authed;
+use switchboard_test_support::{authed, peak_rss_mib};
 
-use crate::fleet::{Fleet, Workload, peak_rss_mib};
+use crate::fleet::{Fleet, Workload};
 
 /// What one run came to.
 struct Outcome {

@@ -14,11 +14,10 @@ use switchboard_scripted_model::{ScriptedModel, ScriptedToolCall, Turn};
 use switchboard_test_support::{
     TEST_JWT_SECRET, TestDb, authed,
     grpc::{ServiceProcess, start_binary, wait_serving},
-    workspace_binary,
+    peak_rss_mib, workspace_binary,
 };
-use tonic::transport::Channel;
 
-use crate::world::{admin, create_integration, final_run, tool_messages_sent};
+use crate::world::{admin, agent_and_thread, create_integration, final_run, tool_messages_sent};
 
 /// Rows of the result: 50,857,781 bytes of JSON.
 const ROWS: usize = 400_000;
@@ -64,67 +63,6 @@ async fn start_runs(
         .await
         .expect("runs-service serves");
     process
-}
-
-/// The most memory process `pid` has held, in MiB.
-fn peak_rss_mib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .expect("VmHWM");
-    let kib: u64 = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .expect("a number");
-    kib / 1024
-}
-
-async fn thread_of(
-    client: &mut RunsServiceClient<Channel>,
-    token: &str,
-    integration: String,
-) -> String {
-    let agent = runs::Agent {
-        name: "analyst".into(),
-        instructions: "You analyse sales.".into(),
-        model: Some(runs::ModelRef {
-            provider: "scripted".into(),
-            model: "test-model".into(),
-        }),
-        mcp_integration_ids: vec![integration],
-        ..Default::default()
-    };
-    let agent_id = client
-        .create_agent(authed(
-            runs::CreateAgentRequest {
-                agent: Some(agent),
-                ..Default::default()
-            },
-            token,
-        ))
-        .await
-        .expect("agent created")
-        .into_inner()
-        .agent
-        .expect("an agent")
-        .id;
-    client
-        .create_thread(authed(
-            runs::CreateThreadRequest {
-                agent_id,
-                title: "large".into(),
-                ..Default::default()
-            },
-            token,
-        ))
-        .await
-        .expect("thread created")
-        .into_inner()
-        .thread
-        .expect("a thread")
-        .id
 }
 
 #[tokio::test]
@@ -178,12 +116,12 @@ async fn a_50_mb_json_array_result_becomes_a_table_the_next_step_queries() {
     let dir = tempfile::tempdir().expect("a directory");
     let process = start_runs(dir.path(), &runs_db.url, &mcp.url(), &model).await;
     let pid = process.child.id();
-    let idle_mib = peak_rss_mib(pid);
+    let idle_mib = peak_rss_mib(pid).expect("VmHWM");
 
     let mut client = RunsServiceClient::connect(process.url.clone())
         .await
         .expect("connects");
-    let thread_id = thread_of(&mut client, &token, integration).await;
+    let thread_id = agent_and_thread(&mut client, &token, &integration).await;
     let request = runs::ExecuteRunRequest {
         thread_id,
         input: Some(runs::execute_run_request::Input::UserMessage(
@@ -225,7 +163,7 @@ async fn a_50_mb_json_array_result_becomes_a_table_the_next_step_queries() {
         "n | units | regions | last\n400000 | 19800000 | 4 | order 99999 of the example server's sales rows\n1 row"
     );
 
-    let peak_mib = peak_rss_mib(pid);
+    let peak_mib = peak_rss_mib(pid).expect("VmHWM");
     println!(
         "runs-service peak RSS: {peak_mib} MiB ({idle_mib} MiB before the run) for a {RESULT_BYTES}-byte result"
     );

@@ -354,3 +354,59 @@ pub fn tools_offered(model: &ScriptedModel, index: usize) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// An agent of the scripted model with `integration_id`, and a thread of
+/// it, for the holder of `token`; the thread's id.
+pub async fn agent_and_thread(
+    client: &mut RunsServiceClient<Channel>,
+    token: &str,
+    integration_id: &str,
+) -> String {
+    let agent = runs::Agent {
+        name: "assistant".into(),
+        instructions: "You help.".into(),
+        model: Some(runs::ModelRef {
+            provider: "scripted".into(),
+            model: "test-model".into(),
+        }),
+        mcp_integration_ids: vec![integration_id.to_owned()],
+        ..Default::default()
+    };
+    let agent_id = client
+        .create_agent(authed(
+            runs::CreateAgentRequest {
+                agent: Some(agent),
+                ..Default::default()
+            },
+            token,
+        ))
+        .await
+        .expect("agent created")
+        .into_inner()
+        .agent
+        .expect("an agent")
+        .id;
+    create_thread(client, token, agent_id).await
+}
+
+/// A new thread of `agent_id` for the holder of `token`.
+pub async fn create_thread(
+    client: &mut RunsServiceClient<Channel>,
+    token: &str,
+    agent_id: String,
+) -> String {
+    client
+        .create_thread(authed(
+            runs::CreateThreadRequest {
+                agent_id,
+                ..Default::default()
+            },
+            token,
+        ))
+        .await
+        .expect("thread created")
+        .into_inner()
+        .thread
+        .expect("a thread")
+        .id
+}

@@ -275,15 +275,6 @@ impl Fleet {
     }
 }
 
-/// The most memory process `pid` has held (VmHWM), in MiB.
-#[allow(dead_code, reason = "reported by the soak benchmark")]
-pub fn peak_rss_mib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024)
-}
-
 impl Drop for Fleet {
     fn drop(&mut self) {
         self.kill_upstream();

@@ -336,6 +336,15 @@ pub fn workspace_binary(package: &str, name: &str) -> std::path::PathBuf {
     path
 }
 
+/// The most memory process `pid` has held (`VmHWM` in `/proc/<pid>/status`),
+/// in MiB; `None` when it cannot be read.
+pub fn peak_rss_mib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024)
+}
+
 /// CPU time (user + system) process `pid` has used so far, from
 /// `/proc/<pid>/stat` (Linux, in clock ticks of 10 ms); zero when it cannot
 /// be read. `std::process::id()` is this process.

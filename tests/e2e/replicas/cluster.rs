@@ -20,7 +20,7 @@ use switchboard_test_support::{
 };
 use tonic::{Streaming, transport::Channel};
 
-use crate::world::{admin, create_integration};
+use crate::world::{admin, agent_and_thread, create_integration, create_thread};
 
 /// Longest wait for any one event in these tests.
 const EVENT_WAIT: Duration = Duration::from_secs(30);
@@ -115,60 +115,6 @@ pub async fn cluster(
         thread_id,
         work_dir: tempfile::tempdir().expect("a work directory"),
     }
-}
-
-async fn agent_and_thread(
-    client: &mut RunsServiceClient<Channel>,
-    token: &str,
-    integration_id: &str,
-) -> String {
-    let agent = runs::Agent {
-        name: "assistant".into(),
-        instructions: "You help.".into(),
-        model: Some(runs::ModelRef {
-            provider: "scripted".into(),
-            model: "test-model".into(),
-        }),
-        mcp_integration_ids: vec![integration_id.to_owned()],
-        ..Default::default()
-    };
-    let agent_id = client
-        .create_agent(authed(
-            runs::CreateAgentRequest {
-                agent: Some(agent),
-                ..Default::default()
-            },
-            token,
-        ))
-        .await
-        .expect("agent created")
-        .into_inner()
-        .agent
-        .expect("an agent")
-        .id;
-    create_thread(client, token, agent_id).await
-}
-
-/// A new thread of `agent_id` for the holder of `token`.
-async fn create_thread(
-    client: &mut RunsServiceClient<Channel>,
-    token: &str,
-    agent_id: String,
-) -> String {
-    client
-        .create_thread(authed(
-            runs::CreateThreadRequest {
-                agent_id,
-                ..Default::default()
-            },
-            token,
-        ))
-        .await
-        .expect("thread created")
-        .into_inner()
-        .thread
-        .expect("a thread")
-        .id
 }
 
 impl Cluster {

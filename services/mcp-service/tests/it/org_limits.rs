@@ -225,17 +225,7 @@ async fn an_organization_limit_holds_across_two_replicas_on_one_postgresql() {
         "[orgs.org-ten]\nconcurrency = 10\n[orgs.org-three]\nconcurrency = 3\n",
     );
     let mut a = start_with(DbKind::Postgres, |c| replica_config(c, &file)).await;
-    let mut config = switchboard_mcp_service::Config::for_tests(
-        &a.db.url,
-        switchboard_test_support::TEST_JWT_SECRET,
-    );
-    replica_config(&mut config, &file);
-    let b_server = switchboard_mcp_service::spawn(config)
-        .await
-        .expect("the second replica starts");
-    let b = McpServiceClient::connect(b_server.url())
-        .await
-        .expect("connects");
+    let (_b_server, b) = a.replica(|c| replica_config(c, &file)).await;
     let (ten, three) = (admin("org-ten"), admin("org-three"));
     let (url, _upstream) = hanging_upstream().await;
     let ten_id = hanging_integration(&mut a, &ten, &url).await;

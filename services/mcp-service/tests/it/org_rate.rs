@@ -71,17 +71,7 @@ async fn an_organization_rate_holds_across_two_replicas_on_one_postgresql() {
         c.common.server.org_rate_grant_batch = 4;
     };
     let a = start_with(DbKind::Postgres, configure).await;
-    let mut config = switchboard_mcp_service::Config::for_tests(
-        &a.db.url,
-        switchboard_test_support::TEST_JWT_SECRET,
-    );
-    configure(&mut config);
-    let b_server = switchboard_mcp_service::spawn(config)
-        .await
-        .expect("the second replica starts");
-    let b = McpServiceClient::connect(b_server.url())
-        .await
-        .expect("connects");
+    let (_b_server, b) = a.replica(configure).await;
     let both = [a.client.clone(), b];
 
     // Ten calls on each replica: twelve admitted in all, not twenty-four

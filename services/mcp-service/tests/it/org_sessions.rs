@@ -112,17 +112,7 @@ async fn an_organization_session_limit_holds_across_two_replicas_and_drains_from
         "[orgs.org-three]\nsessions = 3\n[orgs.org-dead]\nsessions = 3\n",
     );
     let mut a = start_with(DbKind::Postgres, |c| replica_config(c, &file)).await;
-    let mut config = switchboard_mcp_service::Config::for_tests(
-        &a.db.url,
-        switchboard_test_support::TEST_JWT_SECRET,
-    );
-    replica_config(&mut config, &file);
-    let b_server = switchboard_mcp_service::spawn(config)
-        .await
-        .expect("the second replica starts");
-    let b = McpServiceClient::connect(b_server.url())
-        .await
-        .expect("connects");
+    let (_b_server, b) = a.replica(|c| replica_config(c, &file)).await;
     let (three, other) = (admin("org-three"), admin("org-other"));
     let (url, _upstream) = hanging_upstream().await;
     let three_id = hanging_integration(&mut a, &three, &url).await;
@@ -241,17 +231,7 @@ async fn an_organization_stdio_limit_holds_across_two_replicas() {
         c.stdio_allow = allow.clone();
     };
     let mut a = start_with(DbKind::Postgres, configure).await;
-    let mut config = switchboard_mcp_service::Config::for_tests(
-        &a.db.url,
-        switchboard_test_support::TEST_JWT_SECRET,
-    );
-    configure(&mut config);
-    let b_server = switchboard_mcp_service::spawn(config)
-        .await
-        .expect("the second replica starts");
-    let mut b = McpServiceClient::connect(b_server.url())
-        .await
-        .expect("connects");
+    let (_b_server, mut b) = a.replica(configure).await;
     let token = admin("org-one");
     let id = stdio_integration(&mut a, &token, &binary, &log).await;
 

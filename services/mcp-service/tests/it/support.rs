@@ -32,6 +32,25 @@ pub async fn start_with(kind: DbKind, configure: impl FnOnce(&mut Config)) -> Ha
     Harness { db, server, client }
 }
 
+impl Harness {
+    /// Another replica: mcp-service on this harness's database, configured
+    /// by `configure` on top of the test defaults.
+    pub async fn replica(
+        &self,
+        configure: impl FnOnce(&mut Config),
+    ) -> (RunningServer, McpServiceClient<Channel>) {
+        let mut config = Config::for_tests(&self.db.url, TEST_JWT_SECRET);
+        configure(&mut config);
+        let server = switchboard_mcp_service::spawn(config)
+            .await
+            .expect("the second replica starts");
+        let client = McpServiceClient::connect(server.url())
+            .await
+            .expect("connects");
+        (server, client)
+    }
+}
+
 pub fn admin(org: &str) -> String {
     token(org, "admin-user", &["admin"])
 }

@@ -290,6 +290,25 @@ mod tests {
     }
 
     #[test]
+    fn a_widened_input_schema_alone_is_a_change_of_the_schema_only() {
+        let old = pin(
+            "Sends a message.",
+            json!({"type": "object", "properties": {"to": {"type": "string", "enum": ["team"]}}}),
+        );
+        let now = pin(
+            "Sends a message.",
+            json!({"type": "object", "properties": {"to": {"type": "string"}}}),
+        );
+        assert_ne!(old.digest, now.digest);
+        let change = old
+            .change_to(ThreadId::fixed(7), &now, ToolDriftPolicy::Refuse)
+            .expect("a change");
+        assert!(!change.description_changed);
+        assert!(change.input_schema_changed);
+        assert_eq!(change.new_digest, now.digest);
+    }
+
+    #[test]
     fn a_changed_description_is_a_change_of_the_description_only() {
         let old = pin("Returns the text.", json!({"type": "object"}));
         let now = pin(

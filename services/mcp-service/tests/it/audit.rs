@@ -509,6 +509,58 @@ async fn integration_and_policy_changes_are_recorded_with_how_they_ended(kind: D
     assert_eq!(events[4].reason, "deleted after version 1");
 }
 
+/// The writer's connection is cut while its append waits for the chain's
+/// lock: nothing was written, so the writer appends the same events again
+/// on a new connection and the trail has no gap.
+#[tokio::test]
+async fn an_append_cut_off_before_writing_is_made_again() {
+    let mut t = setup(DbKind::Postgres, |_| {}).await;
+    // The creation's event is stored, so the chain's row exists to lock.
+    assert_eq!(t.verify().await.events_checked, 1);
+    let pool = sqlx::AnyPool::connect(&t.h.db.url)
+        .await
+        .expect("raw access");
+    let mut holder = pool.begin().await.expect("a transaction");
+    sqlx::query("SELECT 1 FROM audit_chains WHERE org_id = 'org-a' FOR UPDATE")
+        .execute(&mut *holder)
+        .await
+        .expect("the chain locked");
+    t.call(&member("org-a"), "echo", json!({"text": "kept"}))
+        .await;
+    let cut = cut_the_waiting_append(&pool).await;
+    assert_eq!(cut, 1, "one append waited for the chain");
+    // The writer pauses, reconnects and waits for the lock again.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    holder.rollback().await.expect("the lock given back");
+    let verdict = t.verify().await;
+    assert!(verdict.intact, "{verdict:?}");
+    assert_eq!(verdict.events_checked, 2, "the creation and the call");
+    let events = t.all().await;
+    assert_eq!(events[0].action(), pb::AuditAction::ToolCall);
+}
+
+/// Ends the backend of the append that waits for a lock on `audit_chains`
+/// once there is one; how many were ended.
+async fn cut_the_waiting_append(pool: &sqlx::AnyPool) -> i64 {
+    use sqlx::Row as _;
+    for _ in 0..200 {
+        let ended: i64 = sqlx::query(
+            "SELECT COUNT(pg_terminate_backend(pid))::BIGINT FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock' \
+             AND query LIKE '%FROM audit_chains%'",
+        )
+        .fetch_one(pool)
+        .await
+        .expect("backends listed")
+        .get(0);
+        if ended > 0 {
+            return ended;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    0
+}
+
 db_tests!(
     calls_leave_events_in_order_with_their_fields,
     filters_and_pages_narrow_the_listing,

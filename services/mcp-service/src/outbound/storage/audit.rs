@@ -25,6 +25,19 @@ pub struct SqlAuditLog {
     backend: Backend,
 }
 
+/// Why an append failed, and whether its events may be in the store.
+#[derive(Debug, thiserror::Error)]
+pub enum AppendFailed {
+    /// It failed before its commit: nothing was written, and the same
+    /// records may be appended again.
+    #[error("{0:#}")]
+    NotWritten(anyhow::Error),
+    /// Its commit failed: the database may have stored the events or not,
+    /// so appending them again could record them twice.
+    #[error("{0:#}")]
+    Unknown(anyhow::Error),
+}
+
 const COLUMNS: &str = "org_id, sequence, time_millis, action, outcome, subject, roles_json, \
      service, integration_id, target, arguments_digest, arguments_json, reason, rule, \
      duration_micros, trace_id, approval_id, previous_hash, hash";
@@ -68,7 +81,7 @@ impl SqlAuditLog {
     /// Appends `records` of one transaction, each organization's in order;
     /// organizations are locked in a fixed order so two batches never wait
     /// on each other in a cycle.
-    pub async fn append_all(&self, records: Vec<AuditRecord>) -> anyhow::Result<()> {
+    pub async fn append_all(&self, records: Vec<AuditRecord>) -> Result<(), AppendFailed> {
         let mut by_org: BTreeMap<String, Vec<AuditRecord>> = BTreeMap::new();
         for record in records {
             by_org
@@ -76,6 +89,19 @@ impl SqlAuditLog {
                 .or_default()
                 .push(record);
         }
+        let tx = self.stage(by_org).await.map_err(AppendFailed::NotWritten)?;
+        tx.commit()
+            .await
+            .context("failed to commit an audit append")
+            .map_err(AppendFailed::Unknown)
+    }
+
+    /// Writes each organization's records after its chain's head, in a
+    /// transaction left for the caller to commit.
+    async fn stage(
+        &self,
+        by_org: BTreeMap<String, Vec<AuditRecord>>,
+    ) -> anyhow::Result<Transaction<'static, Any>> {
         let mut tx = self
             .pool
             .begin()
@@ -100,9 +126,7 @@ impl SqlAuditLog {
             .await
             .context("failed to move an audit chain's head")?;
         }
-        tx.commit()
-            .await
-            .context("failed to commit an audit append")
+        Ok(tx)
     }
 
     /// Removes up to `batch` of `org`'s events older than `before_millis`.
@@ -262,7 +286,7 @@ fn filters(query: &AuditQuery) -> (String, Vec<String>) {
 #[async_trait]
 impl AuditLog for SqlAuditLog {
     async fn append(&self, record: AuditRecord) -> anyhow::Result<()> {
-        self.append_all(vec![record]).await
+        Ok(self.append_all(vec![record]).await?)
     }
 
     async fn list(&self, org: &str, query: &AuditQuery) -> anyhow::Result<Vec<AuditEvent>> {

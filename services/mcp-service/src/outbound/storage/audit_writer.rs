@@ -10,13 +10,23 @@ use anyhow::Context as _;
 use async_trait::async_trait;
 use tokio::sync::{mpsc, oneshot};
 
-use super::audit::SqlAuditLog;
+use super::audit::{AppendFailed, SqlAuditLog};
 use crate::domain::audit::{AuditEvent, AuditLog, AuditQuery, AuditRecord, ChainAnchor};
 
 /// How long an append waits for room in a full queue before it fails (and
 /// the event is logged instead): a store that cannot keep up must not hold
 /// calls for longer.
 const QUEUE_WAIT: Duration = Duration::from_secs(1);
+
+/// How many times the writer tries one batch whose append failed before
+/// writing anything: a database restart or a moment of lock contention
+/// must not open a gap in the trail.
+const APPEND_ATTEMPTS: u32 = 4;
+
+/// The pause before the second try; each later pause is four times the one
+/// before (0.1 s, 0.4 s, 1.6 s: about 2 s in all before the events are
+/// given up).
+const FIRST_RETRY_PAUSE: Duration = Duration::from_millis(100);
 
 enum Message {
     Append(Box<AuditRecord>),
@@ -55,19 +65,53 @@ async fn write(store: Arc<SqlAuditLog>, mut receiver: mpsc::Receiver<Message>, m
             }
         }
         if !records.is_empty() {
-            let count = records.len();
-            if let Err(error) = store.append_all(records).await {
-                tracing::error!(
-                    target: "audit",
-                    events = count,
-                    error = format!("{error:#}"),
-                    "audit append failed; the events are in the log only"
-                );
-            }
+            append(&store, records).await;
         }
         for done in flushes {
             let _ = done.send(());
         }
+    }
+}
+
+/// Appends `records`, again after a pause while the store failed before
+/// writing anything (a dropped connection, a lock or pool timeout), at most
+/// [`APPEND_ATTEMPTS`] times; a failed commit is not repeated, since its
+/// events may be stored already. What is not appended is logged with its
+/// count (each event was logged whole when it was recorded).
+async fn append(store: &SqlAuditLog, mut records: Vec<AuditRecord>) {
+    let count = records.len();
+    let mut pause = FIRST_RETRY_PAUSE;
+    for attempt in 1..=APPEND_ATTEMPTS {
+        let last = attempt == APPEND_ATTEMPTS;
+        let this_try = if last {
+            std::mem::take(&mut records)
+        } else {
+            records.clone()
+        };
+        let error = match store.append_all(this_try).await {
+            Ok(()) => return,
+            Err(AppendFailed::NotWritten(error)) if !last => {
+                tracing::warn!(
+                    target: "audit",
+                    events = count,
+                    attempt,
+                    error = format!("{error:#}"),
+                    "audit append failed before writing; trying again"
+                );
+                tokio::time::sleep(pause).await;
+                pause *= 4;
+                continue;
+            }
+            Err(error) => error,
+        };
+        tracing::error!(
+            target: "audit",
+            events = count,
+            attempts = attempt,
+            error = format!("{error:#}"),
+            "audit append failed; the events are in the log only"
+        );
+        return;
     }
 }
 

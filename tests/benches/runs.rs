@@ -59,6 +59,8 @@ fn start(
         .env("SWITCHBOARD_ORG_CONCURRENCY_LIMIT", "1024")
         .env("SWITCHBOARD_ORG_RATE_LIMIT", "1000000")
         .env("SWITCHBOARD_ORG_RATE_BURST", "1000000")
+        .env("SWITCHBOARD_MAX_RUNS_PER_ORG", "1024")
+        .env("SWITCHBOARD_MAX_RUNS_PER_USER", "1024")
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .envs(
             COLLECTOR

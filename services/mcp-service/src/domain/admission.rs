@@ -166,6 +166,9 @@ pub fn carried_to_new_destination(
                 Secrets::OAUTH_CLIENT_SECRET => {
                     format!("{auth_field}.oauth_client_credentials.client_secret")
                 }
+                Secrets::OAUTH_CLIENT_PRIVATE_KEY => {
+                    format!("{auth_field}.oauth_client_credentials.private_key")
+                }
                 other => match other.strip_prefix(Secrets::ENV_PREFIX) {
                     Some(var) => format!("{transport_field}.stdio.secret_env[{var}]"),
                     None => format!("{auth_field}.{other}"),

@@ -186,7 +186,7 @@ pub fn carried_to_new_destination(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::transport::StreamableHttp;
+    use crate::domain::{integration::ClientAuth, transport::StreamableHttp};
 
     fn http(url: &str) -> Transport {
         Transport::StreamableHttp(StreamableHttp { url: url.into() })
@@ -214,6 +214,8 @@ mod tests {
             token_url: token_url.into(),
             client_id: "c".into(),
             scopes: vec![],
+            client_auth: ClientAuth::default(),
+            issuer: None,
         };
         assert_ne!(
             destinations(

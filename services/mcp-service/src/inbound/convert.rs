@@ -140,6 +140,21 @@ pub(crate) fn transport_input(
     }
 }
 
+/// A client authentication method as the API shows it, with its signing
+/// algorithm (empty but for `private_key_jwt`).
+fn proto_client_auth(client_auth: &ClientAuth) -> (pb::ClientAuthentication, String) {
+    match client_auth {
+        ClientAuth::ClientSecretBasic => {
+            (pb::ClientAuthentication::ClientSecretBasic, String::new())
+        }
+        ClientAuth::ClientSecretPost => (pb::ClientAuthentication::ClientSecretPost, String::new()),
+        ClientAuth::PrivateKeyJwt { algorithm } => {
+            (pb::ClientAuthentication::PrivateKeyJwt, algorithm.clone())
+        }
+        ClientAuth::WorkloadIdentity => (pb::ClientAuthentication::WorkloadIdentity, String::new()),
+    }
+}
+
 /// The client authentication method a request names, `private_key_jwt`
 /// with its algorithm (ES256 when none is named).
 fn client_auth(method: pb::ClientAuthentication, algorithm: String) -> ClientAuth {
@@ -251,20 +266,7 @@ fn proto_auth(auth: &AuthConfig, secrets: &Secrets) -> pb::AuthConfig {
             client_auth,
             issuer,
         } => {
-            let (authentication, signing_algorithm) = match client_auth {
-                ClientAuth::ClientSecretBasic => {
-                    (pb::ClientAuthentication::ClientSecretBasic, String::new())
-                }
-                ClientAuth::ClientSecretPost => {
-                    (pb::ClientAuthentication::ClientSecretPost, String::new())
-                }
-                ClientAuth::PrivateKeyJwt { algorithm } => {
-                    (pb::ClientAuthentication::PrivateKeyJwt, algorithm.clone())
-                }
-                ClientAuth::WorkloadIdentity => {
-                    (pb::ClientAuthentication::WorkloadIdentity, String::new())
-                }
-            };
+            let (authentication, signing_algorithm) = proto_client_auth(client_auth);
             Method::OauthClientCredentials(pb::OAuthClientCredentialsAuth {
                 token_url: token_url.clone(),
                 client_id: client_id.clone(),

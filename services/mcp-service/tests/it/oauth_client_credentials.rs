@@ -273,3 +273,42 @@ async fn a_discovered_authorization_server_other_than_the_pinned_issuer_gets_no_
     assert!(realm.token_requests().is_empty());
     assert_eq!(upstream.stats.snapshot().tool_calls, 0);
 }
+
+#[tokio::test]
+async fn a_private_key_that_does_not_parse_for_its_algorithm_is_refused_on_create() {
+    let (_realm, upstream) = protected_server().await;
+    let mut h = start(DbKind::Sqlite).await;
+    let ec_key = rcgen::KeyPair::generate()
+        .expect("a P-256 key")
+        .serialize_pem();
+    let cases = [
+        ("ES256", "not a key".to_owned(), "private_key"),
+        ("RS256", ec_key.clone(), "private_key"),
+        ("HS256", ec_key, "signing_algorithm"),
+    ];
+    for (algorithm, private_key, field) in cases {
+        let status = h
+            .client
+            .create_integration(req(
+                http_integration_with_auth(
+                    "signed",
+                    &upstream.url(),
+                    Some(client_credentials(pb::OAuthClientCredentialsAuth {
+                        private_key: private_key.clone(),
+                        signing_algorithm: algorithm.into(),
+                        client_authentication: pb::ClientAuthentication::PrivateKeyJwt.into(),
+                        ..Default::default()
+                    })),
+                ),
+                &admin("org-a"),
+            ))
+            .await
+            .expect_err("refused");
+        assert_eq!(
+            crate::support::bad_fields(&status),
+            [format!("custom.auth.oauth_client_credentials.{field}")],
+            "{algorithm}"
+        );
+        assert!(!status.message().contains("PRIVATE KEY"), "{status:?}");
+    }
+}

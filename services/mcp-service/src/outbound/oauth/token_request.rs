@@ -16,12 +16,12 @@ use std::{
 };
 
 use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use jsonwebtoken::Header;
 use secrecy::{ExposeSecret as _, SecretString};
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt as _;
 
-use crate::outbound::oauth::client::same_issuer;
+use crate::{domain::oauth_input::signing_key, outbound::oauth::client::same_issuer};
 
 /// `grant_type` of the JWT bearer grant.
 pub const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
@@ -224,16 +224,8 @@ fn client_assertion(
     key: &SecretString,
     algorithm: &str,
 ) -> Result<String, String> {
-    let algorithm: Algorithm = algorithm
-        .parse()
-        .map_err(|_| format!("signing algorithm {algorithm} is not supported"))?;
-    let pem = key.expose_secret().as_bytes();
-    let key = match algorithm {
-        Algorithm::ES256 | Algorithm::ES384 => EncodingKey::from_ec_pem(pem),
-        Algorithm::EdDSA => EncodingKey::from_ed_pem(pem),
-        _ => EncodingKey::from_rsa_pem(pem),
-    }
-    .map_err(|_| "the private key does not parse for its signing algorithm".to_owned())?;
+    let (algorithm, key) = signing_key(algorithm, key.expose_secret())
+        .map_err(|why| format!("the private key is unusable: it {why}"))?;
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()

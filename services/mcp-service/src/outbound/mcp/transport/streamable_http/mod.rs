@@ -146,25 +146,7 @@ async fn static_auth(
             client_auth,
             issuer,
         } => {
-            let secret = |name: &str, what: &str| {
-                integration
-                    .secrets
-                    .get(name)
-                    .ok_or_else(|| format!("the OAuth {what} is not set"))
-            };
-            let credential = match client_auth {
-                ClientAuth::ClientSecretBasic => {
-                    Credential::SecretBasic(secret(Secrets::OAUTH_CLIENT_SECRET, "client secret")?)
-                }
-                ClientAuth::ClientSecretPost => {
-                    Credential::SecretPost(secret(Secrets::OAUTH_CLIENT_SECRET, "client secret")?)
-                }
-                ClientAuth::PrivateKeyJwt { algorithm } => Credential::PrivateKeyJwt {
-                    key: secret(Secrets::OAUTH_CLIENT_PRIVATE_KEY, "private key")?,
-                    algorithm,
-                },
-                ClientAuth::WorkloadIdentity => Credential::WorkloadIdentity,
-            };
+            let credential = credential(integration, client_auth)?;
             let token = connector
                 .tokens
                 .token(&Grant {
@@ -181,6 +163,33 @@ async fn static_auth(
         }
     }
     Ok(config)
+}
+
+/// What `integration` proves itself with at its token endpoint, by
+/// `client_auth`, from its stored secrets.
+fn credential<'a>(
+    integration: &'a Integration,
+    client_auth: &'a ClientAuth,
+) -> Result<Credential<'a>, String> {
+    let secret = |name: &str, what: &str| {
+        integration
+            .secrets
+            .get(name)
+            .ok_or_else(|| format!("the OAuth {what} is not set"))
+    };
+    Ok(match client_auth {
+        ClientAuth::ClientSecretBasic => {
+            Credential::SecretBasic(secret(Secrets::OAUTH_CLIENT_SECRET, "client secret")?)
+        }
+        ClientAuth::ClientSecretPost => {
+            Credential::SecretPost(secret(Secrets::OAUTH_CLIENT_SECRET, "client secret")?)
+        }
+        ClientAuth::PrivateKeyJwt { algorithm } => Credential::PrivateKeyJwt {
+            key: secret(Secrets::OAUTH_CLIENT_PRIVATE_KEY, "private key")?,
+            algorithm,
+        },
+        ClientAuth::WorkloadIdentity => Credential::WorkloadIdentity,
+    })
 }
 
 /// Opens a session over `client`, the lifecycle chosen per server as the

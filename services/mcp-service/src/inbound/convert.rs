@@ -321,6 +321,7 @@ fn cut_urls_to_origin(integration: &mut pb::Integration) {
         integration.auth.as_mut().and_then(|a| a.method.as_mut())
     {
         oauth.token_url = url_secrets::shown_to_members(&oauth.token_url);
+        oauth.issuer = url_secrets::shown_to_members(&oauth.issuer);
     }
 }
 

@@ -24,6 +24,7 @@ use crate::domain::{
     address_policy::AddressPolicy, integration::IntegrationId, oauth_url::check_oauth_url,
     ports::ByteSize,
 };
+use crate::outbound::http::check_request_url;
 use crate::outbound::oauth::{
     client::{same_issuer, summary},
     http::PolicyOAuthHttp,
@@ -37,6 +38,9 @@ const DEFAULT_LIFETIME: Duration = Duration::from_secs(300);
 /// Longest lifetime believed: a token is fetched again at least this often,
 /// whatever the endpoint claims (and `now + lifetime` cannot overflow).
 const MAX_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
+/// The longest the MCP server may take to answer the request that asks
+/// for its challenge.
+const CHALLENGE_TIME: Duration = Duration::from_secs(30);
 /// Default bound on a token response.
 const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024;
 
@@ -270,8 +274,9 @@ impl OAuthTokens {
                     summary(&e.to_string())
                 )
             })?;
+        let challenge = self.challenge(grant.mcp_url).await?;
         let metadata = manager
-            .resolve_metadata()
+            .resolve_metadata_from_challenge(challenge.as_deref())
             .await
             .map_err(|e| {
                 format!(
@@ -295,6 +300,28 @@ impl OAuthTokens {
             token_url: metadata.token_endpoint,
             issuer: metadata.issuer,
         })
+    }
+
+    /// The MCP server's `WWW-Authenticate` challenge to a request without
+    /// a token, if it sends one: where its protected resource metadata is
+    /// (RFC 9728 section 5.1), which the well-known paths may not be.
+    async fn challenge(&self, url: &str) -> Result<Option<String>, String> {
+        check_request_url(&self.policy, url).map_err(|e| e.to_string())?;
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "ping"});
+        let response = self
+            .http
+            .post(url)
+            .header(http::header::ACCEPT, "application/json, text/event-stream")
+            .json(&body)
+            .timeout(CHALLENGE_TIME)
+            .send()
+            .await
+            .map_err(|e| format!("the MCP server is unreachable: {}", e.without_url()))?;
+        Ok(response
+            .headers()
+            .get(http::header::WWW_AUTHENTICATE)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned))
     }
 
     async fn fetch(&self, grant: &Grant<'_>) -> Result<(SecretString, Duration), String> {

@@ -3,8 +3,9 @@
 # the conformance client in conformance/client:
 #   - every scenario 2025-11-25 requires, at that revision's wire version;
 #   - every scenario 2026-07-28 requires, at that revision's wire version;
-# Each set also runs the extension scenarios (client credentials,
-# enterprise-managed authorization, DPoP, workload identity), reported but
+#   - every extension scenario (client credentials, enterprise-managed
+#     authorization, DPoP, workload identity), scored like the others.
+# The requirement sets also run the extension scenarios, reported there but
 # not scored.
 # conformance/expected-failures.yaml lists what cannot apply to a
 # server-side client, each with its reason. Results go to
@@ -71,6 +72,7 @@ run() {
 
 run requirements-2025-11-25 --requirements 2025-11-25
 run requirements-2026-07-28 --requirements 2026-07-28
+run extensions --suite extensions
 if [ "$status" -ne 0 ]; then
   echo "conformance: failed on every attempt: ${failed[*]} (logs in $out)" >&2
 fi

@@ -1,11 +1,96 @@
 //! How a new integration authenticates to its server: a bearer token, a
-//! header carrying a secret, or OAuth (authorization code with PKCE, each
-//! user connecting their own account unless it is organization-wide).
+//! header carrying a secret, OAuth authorization code with PKCE (each user
+//! connecting their own account unless it is organization-wide), or OAuth
+//! client credentials (the service as itself: a client secret, a private
+//! key, or its workload identity).
 
-use clap::Args;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
 use switchboard_proto::mcp::v1::{self as mcp, auth_config::Method};
 
-use crate::args::KeyValue;
+use crate::{args::KeyValue, error::CliError};
+
+/// How the service proves itself at the token endpoint.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ClientAuth {
+    /// The client id and secret in HTTP Basic authentication.
+    ClientSecretBasic,
+    /// The client id and secret in the request body.
+    ClientSecretPost,
+    /// A JWT signed with the client's private key (`--private-key-file`).
+    PrivateKeyJwt,
+    /// The service's workload identity token (no client secret).
+    WorkloadIdentity,
+}
+
+impl From<ClientAuth> for mcp::ClientAuthentication {
+    fn from(method: ClientAuth) -> Self {
+        match method {
+            ClientAuth::ClientSecretBasic => Self::ClientSecretBasic,
+            ClientAuth::ClientSecretPost => Self::ClientSecretPost,
+            ClientAuth::PrivateKeyJwt => Self::PrivateKeyJwt,
+            ClientAuth::WorkloadIdentity => Self::WorkloadIdentity,
+        }
+    }
+}
+
+/// The OAuth client credentials flags of `integrations create`.
+#[derive(Debug, Args)]
+pub struct ClientCredentialsArgs {
+    /// Authenticate as the service itself with OAuth client credentials,
+    /// proving it this way at the token endpoint.
+    #[arg(long, value_name = "METHOD", conflicts_with_all = ["bearer_token", "header", "oauth_redirect_uri"])]
+    client_credentials: Option<ClientAuth>,
+    /// The token endpoint [default: discovered from the MCP server's metadata].
+    #[arg(long, value_name = "URL", requires = "client_credentials")]
+    token_url: Option<String>,
+    /// The OAuth client id (optional with workload-identity).
+    #[arg(long, value_name = "ID", requires = "client_credentials")]
+    client_id: Option<String>,
+    /// The client secret (client-secret-basic, client-secret-post).
+    #[arg(long, value_name = "SECRET", requires = "client_credentials")]
+    client_secret: Option<String>,
+    /// A PEM file holding the private key of private-key-jwt.
+    #[arg(long, value_name = "FILE", requires = "client_credentials")]
+    private_key_file: Option<PathBuf>,
+    /// The private-key-jwt signing algorithm [default: ES256].
+    #[arg(long, value_name = "ALG", requires = "private_key_file")]
+    signing_algorithm: Option<String>,
+    /// The authorization server (its issuer URL) a discovered token endpoint
+    /// must belong to: credentials are sent to that server only.
+    #[arg(long, value_name = "URL", requires = "client_credentials")]
+    token_issuer: Option<String>,
+    /// A scope to ask for with the token (repeatable).
+    #[arg(long, value_name = "SCOPE", requires = "client_credentials")]
+    token_scope: Vec<String>,
+}
+
+impl ClientCredentialsArgs {
+    fn method(&self) -> Result<Option<Method>, CliError> {
+        let Some(authentication) = self.client_credentials else {
+            return Ok(None);
+        };
+        let private_key = match &self.private_key_file {
+            Some(path) => std::fs::read_to_string(path)
+                .map_err(|e| CliError::Usage(format!("cannot read {}: {e}", path.display())))?,
+            None => String::new(),
+        };
+        Ok(Some(Method::OauthClientCredentials(
+            mcp::OAuthClientCredentialsAuth {
+                token_url: self.token_url.clone().unwrap_or_default(),
+                client_id: self.client_id.clone().unwrap_or_default(),
+                client_secret: self.client_secret.clone().unwrap_or_default(),
+                scopes: self.token_scope.clone(),
+                client_authentication: mcp::ClientAuthentication::from(authentication).into(),
+                private_key,
+                signing_algorithm: self.signing_algorithm.clone().unwrap_or_default(),
+                issuer: self.token_issuer.clone().unwrap_or_default(),
+                ..Default::default()
+            },
+        )))
+    }
+}
 
 /// The authentication flags of `integrations create` (at most one kind).
 #[derive(Debug, Args)]
@@ -38,11 +123,21 @@ pub struct AuthArgs {
     /// One OAuth connection for the whole organization, made by an admin.
     #[arg(long, requires = "oauth_redirect_uri")]
     oauth_organization_wide: bool,
+    /// OAuth client credentials.
+    #[command(flatten)]
+    client_credentials: ClientCredentialsArgs,
 }
 
 impl AuthArgs {
     /// The chosen method; `None` when the server needs none.
-    pub fn method(self) -> Option<Method> {
+    pub fn method(self) -> Result<Option<Method>, CliError> {
+        if let Some(method) = self.client_credentials.method()? {
+            return Ok(Some(method));
+        }
+        Ok(self.static_or_code())
+    }
+
+    fn static_or_code(self) -> Option<Method> {
         if let Some(redirect_uri) = self.oauth_redirect_uri {
             return Some(Method::OauthAuthorizationCode(
                 mcp::OAuthAuthorizationCodeAuth {

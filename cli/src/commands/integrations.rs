@@ -292,7 +292,7 @@ fn create_request(
     args: CreateArgs,
     request_id: String,
 ) -> Result<mcp::CreateIntegrationRequest, CliError> {
-    let auth = args.auth.method();
+    let auth = args.auth.method()?;
     let custom = |kind| {
         mcp::create_integration_request::Source::Custom(mcp::CustomIntegrationSpec {
             transport: Some(mcp::Transport { kind: Some(kind) }),
@@ -364,10 +364,20 @@ fn auth(auth: Option<&mcp::AuthConfig>) -> String {
             format!("header {} (set: {})", h.header_name, yes_no(h.value_set))
         }
         Some(Method::OauthClientCredentials(o)) => format!(
-            "OAuth client credentials, client {} at {} (secret set: {})",
-            o.client_id,
-            o.token_url,
-            yes_no(o.client_secret_set)
+            "OAuth client credentials ({}), client {} at {} (secret set: {}, key set: {})",
+            o.client_authentication().as_str_name(),
+            if o.client_id.is_empty() {
+                "-"
+            } else {
+                &o.client_id
+            },
+            if o.token_url.is_empty() {
+                "the server's authorization server"
+            } else {
+                &o.token_url
+            },
+            yes_no(o.client_secret_set),
+            yes_no(o.private_key_set)
         ),
         Some(Method::OauthAuthorizationCode(o)) => format!(
             "OAuth authorization code, {} (client {}, redirect {})",

@@ -6,6 +6,7 @@ mod approvals;
 mod asking;
 mod audit;
 mod chat;
+mod client_credentials;
 mod errors;
 mod json;
 mod policies;

@@ -55,6 +55,11 @@ async fn main() -> anyhow::Result<()> {
         scenario.name, scenario.server_url
     );
     let policy = scenarios::elicitation_policy(&scenario);
-    let mut switchboard = switchboard::Switchboard::start(policy).await?;
-    scenarios::run(&mut switchboard, &scenario).await
+    let workload_token = oauth::workload_token_file(&scenario)?;
+    let mut switchboard = switchboard::Switchboard::start(policy, workload_token.clone()).await?;
+    let result = scenarios::run(&mut switchboard, &scenario).await;
+    if let Some(path) = workload_token {
+        let _ = std::fs::remove_file(path);
+    }
+    result
 }

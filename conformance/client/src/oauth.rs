@@ -22,8 +22,11 @@ const REDIRECT_URI: &str = "http://localhost:3000/callback";
 /// The client ID metadata document the scenarios accept.
 const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
-/// The integration's auth: pre-registered when the scenario gives a client,
-/// else a client ID metadata document or dynamic registration.
+/// The integration's auth: client credentials (the token endpoint
+/// discovered) for the scenarios of the client credentials and workload
+/// identity extensions; else the authorization code flow, pre-registered
+/// when the scenario gives a client, else a client ID metadata document or
+/// dynamic registration.
 pub fn auth_config(scenario: &Scenario) -> pb::auth_config::Method {
     let text = |name: &str| {
         scenario.context[name]
@@ -31,6 +34,28 @@ pub fn auth_config(scenario: &Scenario) -> pb::auth_config::Method {
             .unwrap_or_default()
             .to_owned()
     };
+    let client_credentials = |authentication: pb::ClientAuthentication| {
+        pb::auth_config::Method::OauthClientCredentials(pb::OAuthClientCredentialsAuth {
+            client_id: text("client_id"),
+            client_secret: text("client_secret"),
+            private_key: text("private_key_pem"),
+            signing_algorithm: text("signing_algorithm"),
+            client_authentication: authentication.into(),
+            ..Default::default()
+        })
+    };
+    match scenario.name.as_str() {
+        "auth/client-credentials-basic" => {
+            return client_credentials(pb::ClientAuthentication::ClientSecretBasic);
+        }
+        "auth/client-credentials-jwt" => {
+            return client_credentials(pb::ClientAuthentication::PrivateKeyJwt);
+        }
+        "auth/wif-jwt-bearer" => {
+            return client_credentials(pb::ClientAuthentication::WorkloadIdentity);
+        }
+        _ => {}
+    }
     pb::auth_config::Method::OauthAuthorizationCode(pb::OAuthAuthorizationCodeAuth {
         redirect_uri: REDIRECT_URI.to_owned(),
         client_id: text("client_id"),
@@ -40,6 +65,21 @@ pub fn auth_config(scenario: &Scenario) -> pb::auth_config::Method {
         client_metadata_url: CLIENT_METADATA_URL.to_owned(),
         ..Default::default()
     })
+}
+
+/// Where the workload identity token of `auth/wif-jwt-bearer` is written
+/// (the scenario's `valid_jwt`, standing in for the pod's projected
+/// service-account token); `None` for other scenarios.
+pub fn workload_token_file(scenario: &Scenario) -> anyhow::Result<Option<std::path::PathBuf>> {
+    let Some(jwt) = scenario.context["valid_jwt"].as_str() else {
+        return Ok(None);
+    };
+    let path = std::env::temp_dir().join(format!(
+        "switchboard-conformance-workload-{}.jwt",
+        std::process::id()
+    ));
+    std::fs::write(&path, jwt).context("failed to write the workload identity token")?;
+    Ok(Some(path))
 }
 
 /// Authorizes when `status` asks for it; fails with `status` otherwise.

@@ -27,12 +27,17 @@ pub struct Switchboard {
 impl Switchboard {
     /// Starts mcp-service on a fresh SQLite database, reaching servers on
     /// this machine (where the suite runs its scenario servers).
-    /// `elicitation` is the operator's elicitation policy.
-    pub async fn start(elicitation: ElicitationPolicy) -> anyhow::Result<Self> {
+    /// `elicitation` is the operator's elicitation policy;
+    /// `workload_token_file` the service's workload identity token.
+    pub async fn start(
+        elicitation: ElicitationPolicy,
+        workload_token_file: Option<std::path::PathBuf>,
+    ) -> anyhow::Result<Self> {
         let db = TestDb::sqlite()?;
         let mut config = Config::for_tests(&db.url, TEST_JWT_SECRET);
         config.outbound_allow = "127.0.0.0/8,::1/128".into();
         config.elicitation = elicitation;
+        config.workload_identity_token_file = workload_token_file;
         // The suite starts every scenario at once, each a process running
         // its own mcp-service, so a loaded machine answers slowly: the
         // limits are those of a deployment, kept under the suite's 30 s per

@@ -42,7 +42,7 @@ use crate::{
         },
         oauth::{
             authorization_code::AuthorizationCodeFlows, client_credentials::OAuthTokens,
-            http::PolicyOAuthHttp, store::SqlOAuthStore,
+            http::PolicyOAuthHttp, store::SqlOAuthStore, token_request::WorkloadToken,
         },
         storage::{
             approvals::SqlApprovalRepository,
@@ -165,9 +165,22 @@ fn connector(
         },
     )
     .context("failed to build the outbound HTTP client")?;
-    let flows = authorization_flows(config, &addresses, &extra_roots, http.clone(), pool, keys)?;
+    let oauth_http = policy_oauth_http(config, &addresses, &extra_roots, http.clone())?;
+    let flows = authorization_flows(
+        config,
+        &addresses,
+        oauth_http.clone(),
+        http.clone(),
+        pool,
+        keys,
+    );
     let tokens = OAuthTokens::new(http.clone(), addresses)
-        .with_max_response_bytes(config.oauth_max_token_response_bytes);
+        .with_max_response_bytes(config.oauth_max_token_response_bytes)
+        .with_discovery(oauth_http)
+        .with_workload_token(WorkloadToken {
+            file: config.workload_identity_token_file.clone(),
+            max_bytes: config.workload_identity_token_max_bytes,
+        });
     let connector = McpConnector::new(
         http,
         policy.clone(),
@@ -324,16 +337,15 @@ fn audit(config: &Config, db: &Database) -> (AuditServiceServer<AuditApi>, Optio
     (api, auditor)
 }
 
-/// The per-user OAuth authorization code flows: every request through the
-/// address policy, bodies bounded like token responses, grants sealed.
-fn authorization_flows(
+/// The HTTP client of OAuth metadata discovery, registration and the
+/// authorization code flow: every request through the address policy,
+/// bodies bounded like token responses.
+fn policy_oauth_http(
     config: &Config,
     addresses: &Arc<AddressPolicy>,
     extra_roots: &[reqwest::Certificate],
     http: reqwest::Client,
-    pool: &sqlx::AnyPool,
-    keys: Arc<KeyRing>,
-) -> anyhow::Result<AuthorizationCodeFlows> {
+) -> anyhow::Result<PolicyOAuthHttp> {
     let stop = build_client_without_redirects(
         addresses.clone(),
         &HttpClientOptions {
@@ -344,19 +356,31 @@ fn authorization_flows(
         },
     )
     .context("failed to build the outbound HTTP client")?;
-    let oauth_http = PolicyOAuthHttp::new(
-        http.clone(),
+    Ok(PolicyOAuthHttp::new(
+        http,
         stop,
         addresses.clone(),
         config.oauth_max_token_response_bytes,
-    );
-    Ok(AuthorizationCodeFlows::new(
+    ))
+}
+
+/// The per-user OAuth authorization code flows, requesting through
+/// `oauth_http`, grants sealed.
+fn authorization_flows(
+    config: &Config,
+    addresses: &Arc<AddressPolicy>,
+    oauth_http: PolicyOAuthHttp,
+    http: reqwest::Client,
+    pool: &sqlx::AnyPool,
+    keys: Arc<KeyRing>,
+) -> AuthorizationCodeFlows {
+    AuthorizationCodeFlows::new(
         oauth_http,
         http,
         addresses.clone(),
         SqlOAuthStore::new(pool.clone(), keys),
     )
-    .with_start_interval(config.oauth_start_interval))
+    .with_start_interval(config.oauth_start_interval)
 }
 
 /// Applies the pending database migrations and returns (the deployment's

@@ -206,6 +206,15 @@ pub struct Config {
     /// per-user OAuth also metadata and client registration.
     #[arg(long, env = "SWITCHBOARD_OAUTH_MAX_TOKEN_RESPONSE_BYTES", default_value_t = 64 * 1024)]
     pub oauth_max_token_response_bytes: usize,
+    /// The service's workload identity token (a Kubernetes projected
+    /// service-account token file), presented by integrations that
+    /// authenticate with workload identity; read afresh for every token
+    /// request, as the platform rotates it.
+    #[arg(long, env = "SWITCHBOARD_WORKLOAD_IDENTITY_TOKEN_FILE")]
+    pub workload_identity_token_file: Option<PathBuf>,
+    /// Largest workload identity token read, in bytes.
+    #[arg(long, env = "SWITCHBOARD_WORKLOAD_IDENTITY_TOKEN_MAX_BYTES", default_value_t = 16 * 1024)]
+    pub workload_identity_token_max_bytes: usize,
     /// Least time between two new OAuth authorization flows of one user and
     /// integration; a start within it returns the live flow.
     #[arg(long, env = "SWITCHBOARD_OAUTH_START_INTERVAL", default_value = "10s", value_parser = humantime::parse_duration)]
@@ -323,6 +332,8 @@ impl Config {
             discovery_max_bytes: 8 * 1024 * 1024,
             oauth_max_token_response_bytes: 64 * 1024,
             oauth_start_interval: Duration::from_secs(10),
+            workload_identity_token_file: None,
+            workload_identity_token_max_bytes: 16 * 1024,
             elicitation: ElicitationPolicy::Decline,
             task_poll_min: Duration::from_millis(100),
             task_poll_max: Duration::from_secs(5),

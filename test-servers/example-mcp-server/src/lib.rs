@@ -48,7 +48,7 @@ pub use calls::{CALL_LOG_ENV, MAX_BIG_BYTES};
 pub use catalog::{EXTRA_TOOL, RECORD_TOOL};
 pub use confirm::{CONFIRM_KEY, CONFIRM_TOOL};
 pub use http::{HttpServerOptions, MCP_PATH, RunningHttpServer, spawn_http};
-pub use oauth::OAuthRealm;
+pub use oauth::{OAuthRealm, TokenRequest};
 pub use rows::{MAX_SALES_ROWS, SALES_ROWS_TOOL};
 pub use server::{
     DROP_CONNECTION_TOOL, ExampleServer, SERVER_INSTRUCTIONS, SERVER_NAME, TOOLS_PAGE_SIZE,

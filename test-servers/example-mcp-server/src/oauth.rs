@@ -46,11 +46,21 @@ struct RealmState {
     calls: Vec<String>,
     registrations: usize,
     token_credentials: Vec<String>,
+    token_requests: Vec<TokenRequest>,
     metadata: serde_json::Map<String, Value>,
     rotate_refresh: bool,
     refused_refreshes: usize,
     access_lifetime: Option<u64>,
     refresh_barrier: Option<(Arc<tokio::sync::Barrier>, usize)>,
+}
+
+/// One request the token endpoint received.
+#[derive(Debug, Clone)]
+pub struct TokenRequest {
+    /// Its `Authorization` header.
+    pub authorization: Option<String>,
+    /// Its form fields.
+    pub form: HashMap<String, String>,
 }
 
 /// The authorization server's state: issued tokens and whose they are,
@@ -86,6 +96,16 @@ impl OAuthRealm {
     /// `client_secret` field) each token request carried, in order.
     pub fn token_credentials(&self) -> Vec<String> {
         self.state().token_credentials.clone()
+    }
+
+    /// Every request the token endpoint received, in order.
+    pub fn token_requests(&self) -> Vec<TokenRequest> {
+        self.state().token_requests.clone()
+    }
+
+    /// The URL the server is served at (its issuer).
+    pub fn base(&self) -> String {
+        self.state().base.clone()
     }
 
     /// Replaces a field of the authorization server metadata (a hostile
@@ -219,6 +239,10 @@ pub(crate) async fn guard(
                 .await
                 .unwrap_or_default();
             let form = form(&body);
+            realm.state().token_requests.push(TokenRequest {
+                authorization: basic.clone(),
+                form: form.clone(),
+            });
             let seen = basic.or_else(|| form.get("client_secret").cloned());
             realm.state().token_credentials.extend(seen);
             token(&realm, &form).await
@@ -279,6 +303,12 @@ async fn token(realm: &OAuthRealm, form: &HashMap<String, String>) -> Response {
             None => return invalid(),
         },
         Some("client_credentials") => "client".to_owned(),
+        Some("urn:ietf:params:oauth:grant-type:jwt-bearer") => {
+            match form.get("assertion").and_then(|a| subject(a)) {
+                Some(subject) => subject,
+                None => return invalid(),
+            }
+        }
         _ => {
             return json_response(
                 StatusCode::BAD_REQUEST,
@@ -287,6 +317,13 @@ async fn token(realm: &OAuthRealm, form: &HashMap<String, String>) -> Response {
         }
     };
     json_response(StatusCode::OK, realm.issue(&user))
+}
+
+/// The `sub` claim of a JWT, read without checking its signature.
+fn subject(jwt: &str) -> Option<String> {
+    let payload = URL_SAFE_NO_PAD.decode(jwt.split('.').nth(1)?).ok()?;
+    let claims: Value = serde_json::from_slice(&payload).ok()?;
+    claims.get("sub")?.as_str().map(str::to_owned)
 }
 
 /// The user a refresh token belongs to, once held with the others racing

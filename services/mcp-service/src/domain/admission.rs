@@ -86,8 +86,18 @@ pub fn check(
 pub fn destinations(transport: &Transport, auth: &AuthConfig) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     out.insert(transport.destination(origin));
-    if let AuthConfig::OAuthClientCredentials { token_url, .. } = auth {
-        out.insert(format!("token {}", origin(token_url)));
+    if let AuthConfig::OAuthClientCredentials {
+        token_url, issuer, ..
+    } = auth
+    {
+        // A discovered token endpoint is the one the MCP server names (or
+        // the pinned issuer's).
+        if !token_url.is_empty() {
+            out.insert(format!("token {}", origin(token_url)));
+        }
+        if let Some(issuer) = issuer {
+            out.insert(format!("issuer {}", origin(issuer)));
+        }
     }
     out
 }
@@ -116,8 +126,18 @@ pub fn entered_secrets(transport: &TransportInput, auth: &AuthInput) -> BTreeSet
         AuthInput::None => {}
         AuthInput::BearerToken { token } => note(Secrets::BEARER_TOKEN.into(), token.as_ref()),
         AuthInput::Header { value, .. } => note(Secrets::HEADER_VALUE.into(), value.as_ref()),
-        AuthInput::OAuthClientCredentials { client_secret, .. }
-        | AuthInput::OAuthAuthorizationCode { client_secret, .. } => {
+        AuthInput::OAuthClientCredentials {
+            client_secret,
+            private_key,
+            ..
+        } => {
+            note(Secrets::OAUTH_CLIENT_SECRET.into(), client_secret.as_ref());
+            note(
+                Secrets::OAUTH_CLIENT_PRIVATE_KEY.into(),
+                private_key.as_ref(),
+            );
+        }
+        AuthInput::OAuthAuthorizationCode { client_secret, .. } => {
             note(Secrets::OAUTH_CLIENT_SECRET.into(), client_secret.as_ref());
         }
     }
@@ -146,6 +166,9 @@ pub fn carried_to_new_destination(
                 Secrets::OAUTH_CLIENT_SECRET => {
                     format!("{auth_field}.oauth_client_credentials.client_secret")
                 }
+                Secrets::OAUTH_CLIENT_PRIVATE_KEY => {
+                    format!("{auth_field}.oauth_client_credentials.private_key")
+                }
                 other => match other.strip_prefix(Secrets::ENV_PREFIX) {
                     Some(var) => format!("{transport_field}.stdio.secret_env[{var}]"),
                     None => format!("{auth_field}.{other}"),
@@ -163,7 +186,7 @@ pub fn carried_to_new_destination(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::transport::StreamableHttp;
+    use crate::domain::{integration::ClientAuth, transport::StreamableHttp};
 
     fn http(url: &str) -> Transport {
         Transport::StreamableHttp(StreamableHttp { url: url.into() })
@@ -191,6 +214,8 @@ mod tests {
             token_url: token_url.into(),
             client_id: "c".into(),
             scopes: vec![],
+            client_auth: ClientAuth::default(),
+            issuer: None,
         };
         assert_ne!(
             destinations(

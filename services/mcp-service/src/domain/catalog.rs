@@ -10,6 +10,7 @@ use switchboard_server::FieldViolation;
 
 use super::{
     input::AuthInput,
+    integration::ClientAuth,
     transport::{Transport, TransportInput},
 };
 
@@ -246,6 +247,9 @@ impl CatalogEntry {
                     .unwrap_or_default(),
                 client_secret: secret(client_secret),
                 scopes: scopes.clone(),
+                client_auth: ClientAuth::default(),
+                private_key: None,
+                issuer: None,
             },
         }
     }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use secrecy::SecretString;
 
 use super::{
-    integration::{DisplayName, OAuthCodeConfig, Slug, Timeouts},
+    integration::{ClientAuth, DisplayName, OAuthCodeConfig, Slug, Timeouts},
     transport::TransportInput,
 };
 
@@ -40,6 +40,13 @@ pub enum AuthInput {
         client_secret: Option<SecretString>,
         /// Requested scopes.
         scopes: Vec<String>,
+        /// How the service proves itself at the token endpoint.
+        client_auth: ClientAuth,
+        /// The private key of `private_key_jwt` (PEM).
+        private_key: Option<SecretString>,
+        /// The authorization server a discovered token endpoint must
+        /// belong to.
+        issuer: Option<String>,
     },
     /// OAuth authorization code, per user.
     OAuthAuthorizationCode {

@@ -124,19 +124,60 @@ pub enum AuthConfig {
         header_name: String,
     },
     /// OAuth 2.0 client credentials, the client secret being
-    /// [`Secrets::OAUTH_CLIENT_SECRET`].
+    /// [`Secrets::OAUTH_CLIENT_SECRET`] (or the private key
+    /// [`Secrets::OAUTH_CLIENT_PRIVATE_KEY`]).
     OAuthClientCredentials {
-        /// Token endpoint.
+        /// Token endpoint; empty when discovered from the MCP server.
         token_url: String,
         /// Client id.
         client_id: String,
         /// Requested scopes.
         scopes: Vec<String>,
+        /// How the service proves itself at the token endpoint.
+        #[serde(default)]
+        client_auth: ClientAuth,
+        /// The authorization server a discovered token endpoint must
+        /// belong to.
+        #[serde(default)]
+        issuer: Option<String>,
     },
     /// OAuth 2.1 authorization code with PKCE, per user: each user connects
     /// their own account and calls carry that user's token. A pre-registered
     /// client's secret, if any, is [`Secrets::OAUTH_CLIENT_SECRET`].
     OAuthAuthorizationCode(OAuthCodeConfig),
+}
+
+/// How the service proves itself at an OAuth token endpoint.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "method", rename_all = "snake_case")]
+pub enum ClientAuth {
+    /// The client id and secret in HTTP Basic authentication.
+    #[default]
+    ClientSecretBasic,
+    /// The client id and secret in the request body.
+    ClientSecretPost,
+    /// A JWT signed with the client's private key (RFC 7523 section 2.2).
+    PrivateKeyJwt {
+        /// The signing algorithm, one of [`ClientAuth::SIGNING_ALGORITHMS`].
+        algorithm: String,
+    },
+    /// The service's workload identity token as a JWT bearer grant
+    /// (RFC 7523 section 2.1); no client secret.
+    WorkloadIdentity,
+}
+
+impl ClientAuth {
+    /// The algorithms `private_key_jwt` assertions may be signed with.
+    pub const SIGNING_ALGORITHMS: &'static [&'static str] = &[
+        "ES256", "ES384", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "EdDSA",
+    ];
+    /// The algorithm used when none is named.
+    pub const DEFAULT_SIGNING_ALGORITHM: &'static str = "ES256";
+
+    /// Whether the method sends [`Secrets::OAUTH_CLIENT_SECRET`].
+    pub fn uses_client_secret(&self) -> bool {
+        matches!(self, Self::ClientSecretBasic | Self::ClientSecretPost)
+    }
 }
 
 /// How an integration's users are authorized with the authorization code
@@ -238,6 +279,8 @@ impl Secrets {
     pub const HEADER_VALUE: &'static str = "header_value";
     /// The client secret of [`AuthConfig::OAuthClientCredentials`].
     pub const OAUTH_CLIENT_SECRET: &'static str = "oauth_client_secret";
+    /// The private key of [`ClientAuth::PrivateKeyJwt`] (PEM).
+    pub const OAUTH_CLIENT_PRIVATE_KEY: &'static str = "oauth_client_private_key";
     /// Prefix of secret environment variables of the stdio transport.
     pub const ENV_PREFIX: &'static str = "env:";
 

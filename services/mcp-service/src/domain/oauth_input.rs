@@ -1,14 +1,17 @@
-//! Checking an OAuth authorization code configuration before it is saved:
-//! its URLs (see [`check_oauth_url`]) and a client secret only with the
-//! client id and issuer it belongs to.
+//! Checking an OAuth configuration before it is saved: its URLs (see
+//! [`check_oauth_url`]), a client secret only with the client id and issuer
+//! it belongs to, and for client credentials the credential their client
+//! authentication method needs.
 
-use secrecy::SecretString;
+use jsonwebtoken::{Algorithm, EncodingKey};
+use secrecy::{ExposeSecret as _, SecretString};
 use switchboard_server::FieldViolation;
 use url::Url;
 
 use super::{
     address_policy::AddressPolicy,
-    integration::{AuthConfig, OAuthCodeConfig, Secrets},
+    input::AuthInput,
+    integration::{AuthConfig, ClientAuth, OAuthCodeConfig, Secrets},
     oauth_url::check_oauth_url,
 };
 
@@ -89,9 +92,156 @@ pub(super) fn check_code_config(
     violations
 }
 
+/// The stored credentials of a client-credentials integration, kept when
+/// an update leaves them out.
+#[derive(Default)]
+pub(super) struct ClientCredentialsSecrets {
+    /// The stored client secret.
+    pub client_secret: Option<SecretString>,
+    /// The stored private key.
+    pub private_key: Option<SecretString>,
+}
+
+/// OAuth client credentials: a client id (but with workload identity),
+/// scopes without spaces, a token URL OAuth may use (or none, to discover
+/// it), an issuer OAuth may use, and the credential the client
+/// authentication method sends: the client secret, or a private key that
+/// parses for its algorithm.
+pub(super) async fn client_credentials(
+    prefix: &str,
+    input: AuthInput,
+    stored: ClientCredentialsSecrets,
+    addresses: &AddressPolicy,
+    secrets: &mut Secrets,
+    violations: &mut Vec<FieldViolation>,
+) -> AuthConfig {
+    let AuthInput::OAuthClientCredentials {
+        token_url,
+        client_id,
+        client_secret,
+        scopes,
+        client_auth,
+        private_key,
+        issuer,
+    } = input
+    else {
+        return AuthConfig::None;
+    };
+    let mut violation = |field: &str, why: &str| {
+        violations.push(FieldViolation::new(format!("{prefix}.{field}"), why));
+    };
+    if client_id.trim().is_empty() && client_auth != ClientAuth::WorkloadIdentity {
+        violation("client_id", "is required");
+    }
+    if scopes
+        .iter()
+        .any(|s| s.is_empty() || s.chars().any(|c| c.is_whitespace() || c.is_control()))
+    {
+        violation("scopes", "scopes must be non-empty and contain no spaces");
+    }
+    if let Some(Err(error)) = issuer.as_deref().map(|i| check_oauth_url(addresses, i)) {
+        violation("issuer", &error.to_string());
+    }
+    let client_secret = client_secret
+        .filter(|s| !s.expose_secret().is_empty())
+        .or(stored.client_secret);
+    let private_key = private_key
+        .filter(|s| !s.expose_secret().is_empty())
+        .or(stored.private_key);
+    store_credential(
+        prefix,
+        &client_auth,
+        client_secret,
+        private_key,
+        secrets,
+        violations,
+    );
+    if !token_url.is_empty() {
+        check_token_url(prefix, &token_url, addresses, violations).await;
+    }
+    AuthConfig::OAuthClientCredentials {
+        token_url,
+        client_id,
+        scopes,
+        client_auth,
+        issuer,
+    }
+}
+
+/// Stores the credential `client_auth` sends: the client secret, or a
+/// private key that parses for its algorithm.
+fn store_credential(
+    prefix: &str,
+    client_auth: &ClientAuth,
+    client_secret: Option<SecretString>,
+    private_key: Option<SecretString>,
+    secrets: &mut Secrets,
+    violations: &mut Vec<FieldViolation>,
+) {
+    let mut violation = |field: &str, why: &str| {
+        violations.push(FieldViolation::new(format!("{prefix}.{field}"), why));
+    };
+    match client_auth {
+        ClientAuth::ClientSecretBasic | ClientAuth::ClientSecretPost => match client_secret {
+            Some(secret) => secrets.insert(Secrets::OAUTH_CLIENT_SECRET, secret),
+            None => violation("client_secret", "is required"),
+        },
+        ClientAuth::PrivateKeyJwt { algorithm } => {
+            if !ClientAuth::SIGNING_ALGORITHMS.contains(&algorithm.as_str()) {
+                violation(
+                    "signing_algorithm",
+                    &format!(
+                        "must be one of {}",
+                        ClientAuth::SIGNING_ALGORITHMS.join(", ")
+                    ),
+                );
+            }
+            match private_key {
+                Some(key) => {
+                    if ClientAuth::SIGNING_ALGORITHMS.contains(&algorithm.as_str())
+                        && let Err(why) = signing_key(algorithm, key.expose_secret())
+                    {
+                        violation("private_key", &why);
+                    }
+                    secrets.insert(Secrets::OAUTH_CLIENT_PRIVATE_KEY, key);
+                }
+                None => violation("private_key", "is required with private_key_jwt"),
+            }
+        }
+        ClientAuth::WorkloadIdentity => {}
+    }
+}
+
+/// Longest PEM private key accepted (an RSA key of 8192 bits is under 7 KiB).
+const MAX_PRIVATE_KEY_BYTES: usize = 16 * 1024;
+
+/// The key that signs `private_key_jwt` assertions with `algorithm`, parsed
+/// from `pem` (PKCS#8; PKCS#1 too for RSA); why not, in words that never
+/// quote the key.
+pub fn signing_key(algorithm: &str, pem: &str) -> Result<(Algorithm, EncodingKey), String> {
+    let algorithm: Algorithm = algorithm
+        .parse()
+        .ok()
+        .filter(|_| ClientAuth::SIGNING_ALGORITHMS.contains(&algorithm))
+        .ok_or_else(|| format!("signing algorithm {algorithm:?} is not supported"))?;
+    if pem.len() > MAX_PRIVATE_KEY_BYTES {
+        return Err(format!(
+            "must be a PEM private key of at most {MAX_PRIVATE_KEY_BYTES} bytes"
+        ));
+    }
+    let pem = pem.trim().as_bytes();
+    let key = match algorithm {
+        Algorithm::ES256 | Algorithm::ES384 => EncodingKey::from_ec_pem(pem),
+        Algorithm::EdDSA => EncodingKey::from_ed_pem(pem),
+        _ => EncodingKey::from_rsa_pem(pem),
+    }
+    .map_err(|_| "must be a PEM private key of the signing algorithm's type".to_owned())?;
+    Ok((algorithm, key))
+}
+
 /// Refuses a client-credentials token URL OAuth may not use, or whose host
 /// resolves to an address the policy refuses.
-pub(super) async fn check_token_url(
+async fn check_token_url(
     prefix: &str,
     token_url: &str,
     addresses: &AddressPolicy,

@@ -12,7 +12,9 @@ use super::{
     address_policy::AddressPolicy,
     input::AuthInput,
     integration::{AuthConfig, Secrets},
-    oauth_input::{authorization_code, check_code_config, check_token_url},
+    oauth_input::{
+        ClientCredentialsSecrets, authorization_code, check_code_config, client_credentials,
+    },
     transport::{Stdio, Transport, TransportInput},
 };
 
@@ -177,25 +179,14 @@ impl ConfigPolicy {
                 let value = non_empty(value).or_else(|| kept(Secrets::HEADER_VALUE));
                 header_auth(field, header_name, value, secrets, violations)
             }
-            AuthInput::OAuthClientCredentials {
-                token_url,
-                client_id,
-                client_secret,
-                scopes,
-            } => {
-                let client_secret =
-                    non_empty(client_secret).or_else(|| kept(Secrets::OAUTH_CLIENT_SECRET));
+            input @ AuthInput::OAuthClientCredentials { .. } => {
                 let prefix = format!("{field}.oauth_client_credentials");
-                check_token_url(&prefix, &token_url, &self.addresses, violations).await;
-                client_credentials(
-                    &prefix,
-                    token_url,
-                    client_id,
-                    client_secret,
-                    scopes,
-                    secrets,
-                    violations,
-                )
+                let stored = ClientCredentialsSecrets {
+                    client_secret: kept(Secrets::OAUTH_CLIENT_SECRET),
+                    private_key: kept(Secrets::OAUTH_CLIENT_PRIVATE_KEY),
+                };
+                client_credentials(&prefix, input, stored, &self.addresses, secrets, violations)
+                    .await
             }
             AuthInput::OAuthAuthorizationCode {
                 config,
@@ -253,46 +244,6 @@ fn header_auth(
     );
     AuthConfig::Header {
         header_name: header_name.to_ascii_lowercase(),
-    }
-}
-
-/// OAuth client credentials: a client id, scopes without spaces, and the
-/// client secret (the token URL is checked by the caller).
-fn client_credentials(
-    prefix: &str,
-    token_url: String,
-    client_id: String,
-    client_secret: Option<SecretString>,
-    scopes: Vec<String>,
-    secrets: &mut Secrets,
-    violations: &mut Vec<FieldViolation>,
-) -> AuthConfig {
-    if client_id.trim().is_empty() {
-        violations.push(FieldViolation::new(
-            format!("{prefix}.client_id"),
-            "is required",
-        ));
-    }
-    if scopes
-        .iter()
-        .any(|s| s.is_empty() || s.chars().any(|c| c.is_whitespace() || c.is_control()))
-    {
-        violations.push(FieldViolation::new(
-            format!("{prefix}.scopes"),
-            "scopes must be non-empty and contain no spaces",
-        ));
-    }
-    match client_secret {
-        Some(secret) => secrets.insert(Secrets::OAUTH_CLIENT_SECRET, secret),
-        None => violations.push(FieldViolation::new(
-            format!("{prefix}.client_secret"),
-            "is required",
-        )),
-    }
-    AuthConfig::OAuthClientCredentials {
-        token_url,
-        client_id,
-        scopes,
     }
 }
 

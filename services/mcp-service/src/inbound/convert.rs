@@ -13,7 +13,8 @@ use crate::domain::{
     error::McpError,
     input::AuthInput,
     integration::{
-        AuthConfig, Integration, IntegrationId, IntegrationKind, OAuthCodeConfig, Secrets, Timeouts,
+        AuthConfig, ClientAuth, Integration, IntegrationId, IntegrationKind, OAuthCodeConfig,
+        Secrets, Timeouts,
     },
     ports::ProbeReport,
     transport::{Stdio, StreamableHttp, Transport, TransportInput},
@@ -139,6 +140,40 @@ pub(crate) fn transport_input(
     }
 }
 
+/// A client authentication method as the API shows it, with its signing
+/// algorithm (empty but for `private_key_jwt`).
+fn proto_client_auth(client_auth: &ClientAuth) -> (pb::ClientAuthentication, String) {
+    match client_auth {
+        ClientAuth::ClientSecretBasic => {
+            (pb::ClientAuthentication::ClientSecretBasic, String::new())
+        }
+        ClientAuth::ClientSecretPost => (pb::ClientAuthentication::ClientSecretPost, String::new()),
+        ClientAuth::PrivateKeyJwt { algorithm } => {
+            (pb::ClientAuthentication::PrivateKeyJwt, algorithm.clone())
+        }
+        ClientAuth::WorkloadIdentity => (pb::ClientAuthentication::WorkloadIdentity, String::new()),
+    }
+}
+
+/// The client authentication method a request names, `private_key_jwt`
+/// with its algorithm (ES256 when none is named).
+fn client_auth(method: pb::ClientAuthentication, algorithm: String) -> ClientAuth {
+    match method {
+        pb::ClientAuthentication::Unspecified | pb::ClientAuthentication::ClientSecretBasic => {
+            ClientAuth::ClientSecretBasic
+        }
+        pb::ClientAuthentication::ClientSecretPost => ClientAuth::ClientSecretPost,
+        pb::ClientAuthentication::PrivateKeyJwt => ClientAuth::PrivateKeyJwt {
+            algorithm: if algorithm.is_empty() {
+                ClientAuth::DEFAULT_SIGNING_ALGORITHM.to_owned()
+            } else {
+                algorithm
+            },
+        },
+        pb::ClientAuthentication::WorkloadIdentity => ClientAuth::WorkloadIdentity,
+    }
+}
+
 pub(crate) fn auth_input(auth: Option<pb::AuthConfig>) -> AuthInput {
     use pb::auth_config::Method;
     match auth.and_then(|a| a.method) {
@@ -151,10 +186,13 @@ pub(crate) fn auth_input(auth: Option<pb::AuthConfig>) -> AuthInput {
             value: secret(h.value),
         },
         Some(Method::OauthClientCredentials(o)) => AuthInput::OAuthClientCredentials {
+            client_auth: client_auth(o.client_authentication(), o.signing_algorithm.clone()),
             token_url: o.token_url,
             client_id: o.client_id,
             client_secret: secret(o.client_secret),
             scopes: o.scopes,
+            private_key: secret(o.private_key),
+            issuer: Some(o.issuer).filter(|issuer| !issuer.is_empty()),
         },
         Some(Method::OauthAuthorizationCode(o)) => AuthInput::OAuthAuthorizationCode {
             config: OAuthCodeConfig {
@@ -225,13 +263,23 @@ fn proto_auth(auth: &AuthConfig, secrets: &Secrets) -> pb::AuthConfig {
             token_url,
             client_id,
             scopes,
-        } => Method::OauthClientCredentials(pb::OAuthClientCredentialsAuth {
-            token_url: token_url.clone(),
-            client_id: client_id.clone(),
-            client_secret: String::new(),
-            client_secret_set: secrets.contains(Secrets::OAUTH_CLIENT_SECRET),
-            scopes: scopes.clone(),
-        }),
+            client_auth,
+            issuer,
+        } => {
+            let (authentication, signing_algorithm) = proto_client_auth(client_auth);
+            Method::OauthClientCredentials(pb::OAuthClientCredentialsAuth {
+                token_url: token_url.clone(),
+                client_id: client_id.clone(),
+                client_secret: String::new(),
+                client_secret_set: secrets.contains(Secrets::OAUTH_CLIENT_SECRET),
+                scopes: scopes.clone(),
+                client_authentication: authentication.into(),
+                private_key: String::new(),
+                private_key_set: secrets.contains(Secrets::OAUTH_CLIENT_PRIVATE_KEY),
+                signing_algorithm,
+                issuer: issuer.clone().unwrap_or_default(),
+            })
+        }
         AuthConfig::OAuthAuthorizationCode(config) => {
             Method::OauthAuthorizationCode(pb::OAuthAuthorizationCodeAuth {
                 redirect_uri: config.redirect_uri.clone(),
@@ -273,6 +321,7 @@ fn cut_urls_to_origin(integration: &mut pb::Integration) {
         integration.auth.as_mut().and_then(|a| a.method.as_mut())
     {
         oauth.token_url = url_secrets::shown_to_members(&oauth.token_url);
+        oauth.issuer = url_secrets::shown_to_members(&oauth.issuer);
     }
 }
 

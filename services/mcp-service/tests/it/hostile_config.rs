@@ -51,6 +51,7 @@ fn oauth(token_url: &str, secret: &str) -> Method {
         client_secret: secret.into(),
         client_secret_set: false,
         scopes: vec![],
+        ..Default::default()
     })
 }
 

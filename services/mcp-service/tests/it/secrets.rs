@@ -33,6 +33,7 @@ async fn a_canary_secret_appears_in_no_row_response_or_log(kind: DbKind) {
             client_secret: format!("{canary}-oauth"),
             client_secret_set: false,
             scopes: vec!["read".into()],
+            ..Default::default()
         }),
     ];
     let mut responses = Vec::new();

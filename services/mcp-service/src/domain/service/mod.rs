@@ -447,11 +447,16 @@ fn stored_auth_input(integration: &Integration) -> AuthInput {
             token_url,
             client_id,
             scopes,
+            client_auth,
+            issuer,
         } => AuthInput::OAuthClientCredentials {
             token_url: token_url.clone(),
             client_id: client_id.clone(),
             client_secret: None,
             scopes: scopes.clone(),
+            client_auth: client_auth.clone(),
+            private_key: None,
+            issuer: issuer.clone(),
         },
         AuthConfig::OAuthAuthorizationCode(config) => AuthInput::OAuthAuthorizationCode {
             config: config.clone(),

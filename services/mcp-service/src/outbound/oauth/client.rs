@@ -77,7 +77,7 @@ pub fn failed(error: AuthError) -> AuthorizationError {
 
 /// An issuer identifier compared as RFC 8414 does, a root path's trailing
 /// slash aside.
-fn same_issuer(a: &str, b: &str) -> bool {
+pub fn same_issuer(a: &str, b: &str) -> bool {
     let normal = |issuer: &str| {
         url::Url::parse(issuer)
             .map(|url| url.as_str().trim_end_matches('/').to_owned())

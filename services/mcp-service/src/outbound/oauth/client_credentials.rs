@@ -1,6 +1,8 @@
 //! OAuth 2.0 client-credentials tokens for integrations that authenticate
-//! that way: fetched from the token endpoint, cached until shortly before they
-//! expire, fetched again after.
+//! that way: fetched from the token endpoint (the configured one, or the one
+//! the MCP server's protected resource metadata and its authorization
+//! server's metadata name), cached until shortly before they expire, fetched
+//! again after.
 //!
 //! Token endpoints are chosen by tenants, so each is treated as hostile:
 //! one integration's fetch never waits on another's (single flight per
@@ -13,6 +15,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use rmcp::transport::auth::AuthorizationManager;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde_json::Value;
@@ -20,6 +23,12 @@ use serde_json::Value;
 use crate::domain::{
     address_policy::AddressPolicy, integration::IntegrationId, oauth_url::check_oauth_url,
     ports::ByteSize,
+};
+use crate::outbound::http::check_request_url;
+use crate::outbound::oauth::{
+    client::{same_issuer, summary},
+    http::PolicyOAuthHttp,
+    token_request::{self, Credential, Target, WorkloadToken},
 };
 
 /// A token is renewed this long before the endpoint says it expires.
@@ -29,8 +38,16 @@ const DEFAULT_LIFETIME: Duration = Duration::from_secs(300);
 /// Longest lifetime believed: a token is fetched again at least this often,
 /// whatever the endpoint claims (and `now + lifetime` cannot overflow).
 const MAX_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
+/// The longest the MCP server may take to answer the request that asks
+/// for its challenge.
+const CHALLENGE_TIME: Duration = Duration::from_secs(30);
 /// Default bound on a token response.
 const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024;
+
+#[derive(Deserialize)]
+struct TokenError {
+    error: String,
+}
 
 #[derive(Deserialize)]
 struct TokenResponse {
@@ -70,23 +87,36 @@ type TokenSlot = Arc<tokio::sync::Mutex<Option<Cached>>>;
 pub struct Grant<'a> {
     /// The integration the token is for (the cache key).
     pub integration_id: IntegrationId,
-    /// Token endpoint.
+    /// The MCP server the token is for: the `resource` asked for, and where
+    /// the token endpoint is discovered from when none is configured.
+    pub mcp_url: &'a str,
+    /// Token endpoint; empty to discover it.
     pub token_url: &'a str,
+    /// The authorization server a discovered token endpoint must belong to.
+    pub issuer: Option<&'a str>,
     /// Client id.
     pub client_id: &'a str,
-    /// Client secret.
-    pub client_secret: &'a SecretString,
+    /// What the service proves itself with.
+    pub credential: Credential<'a>,
     /// Requested scopes.
     pub scopes: &'a [String],
+}
+
+/// The token endpoint a grant's request goes to.
+struct Endpoint {
+    token_url: String,
+    issuer: Option<String>,
 }
 
 /// Fetches and caches client-credentials tokens.
 #[derive(Clone)]
 pub struct OAuthTokens {
     http: reqwest::Client,
+    discovery: Option<Arc<PolicyOAuthHttp>>,
     policy: Arc<AddressPolicy>,
     slots: Arc<Mutex<HashMap<IntegrationId, TokenSlot>>>,
     max_response_bytes: usize,
+    workload: WorkloadToken,
 }
 
 impl std::fmt::Debug for OAuthTokens {
@@ -96,11 +126,21 @@ impl std::fmt::Debug for OAuthTokens {
 }
 
 fn fingerprint(grant: &Grant<'_>) -> Vec<u8> {
-    // Changing the endpoint, client or secret must not reuse an old token.
+    // Changing the endpoint, client or credential must not reuse an old token.
+    let (method, secret, algorithm) = match &grant.credential {
+        Credential::SecretBasic(secret) => ("basic", secret.expose_secret(), ""),
+        Credential::SecretPost(secret) => ("post", secret.expose_secret(), ""),
+        Credential::PrivateKeyJwt { key, algorithm } => ("jwt", key.expose_secret(), *algorithm),
+        Credential::WorkloadIdentity => ("workload", "", ""),
+    };
     [
+        grant.mcp_url.as_bytes(),
         grant.token_url.as_bytes(),
+        grant.issuer.unwrap_or_default().as_bytes(),
         grant.client_id.as_bytes(),
-        grant.client_secret.expose_secret().as_bytes(),
+        method.as_bytes(),
+        secret.as_bytes(),
+        algorithm.as_bytes(),
         grant.scopes.join(" ").as_bytes(),
     ]
     .join(&0u8)
@@ -111,10 +151,25 @@ impl OAuthTokens {
     pub fn new(http: reqwest::Client, policy: Arc<AddressPolicy>) -> Self {
         Self {
             http,
+            discovery: None,
             policy,
             slots: Arc::default(),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            workload: WorkloadToken::default(),
         }
+    }
+
+    /// Discovers token endpoints through `http` (metadata requests dialled
+    /// through the address policy, bounded).
+    pub fn with_discovery(mut self, http: PolicyOAuthHttp) -> Self {
+        self.discovery = Some(Arc::new(http));
+        self
+    }
+
+    /// Reads the workload identity token as `workload` says.
+    pub fn with_workload_token(mut self, workload: WorkloadToken) -> Self {
+        self.workload = workload;
+        self
     }
 
     /// Reads token responses up to `bytes`.
@@ -197,26 +252,116 @@ impl OAuthTokens {
         Ok(body)
     }
 
-    async fn fetch(&self, grant: &Grant<'_>) -> Result<(SecretString, Duration), String> {
-        check_oauth_url(&self.policy, grant.token_url)
-            .map_err(|e| format!("token endpoint refused: it {e}"))?;
-        let mut form = vec![("grant_type", "client_credentials".to_owned())];
-        if !grant.scopes.is_empty() {
-            form.push(("scope", grant.scopes.join(" ")));
+    /// The token endpoint of `grant`: the configured one, or the one the
+    /// MCP server's metadata names (RFC 9728, then RFC 8414), of the pinned
+    /// issuer when there is one.
+    async fn endpoint(&self, grant: &Grant<'_>) -> Result<Endpoint, String> {
+        if !grant.token_url.is_empty() {
+            return Ok(Endpoint {
+                token_url: grant.token_url.to_owned(),
+                issuer: grant.issuer.map(str::to_owned),
+            });
         }
+        let http = self
+            .discovery
+            .clone()
+            .ok_or("no token endpoint is configured")?;
+        let manager = AuthorizationManager::new_with_oauth_http_client(grant.mcp_url, http)
+            .await
+            .map_err(|e| {
+                format!(
+                    "token endpoint discovery failed: {}",
+                    summary(&e.to_string())
+                )
+            })?;
+        let challenge = self.challenge(grant.mcp_url).await?;
+        let metadata = manager
+            .resolve_metadata_from_challenge(challenge.as_deref())
+            .await
+            .map_err(|e| {
+                format!(
+                    "token endpoint discovery failed: {}",
+                    summary(&e.to_string())
+                )
+            })?
+            .metadata;
+        if let Some(pinned) = grant.issuer
+            && !metadata
+                .issuer
+                .as_deref()
+                .is_some_and(|issuer| same_issuer(issuer, pinned))
+        {
+            return Err(
+                "the MCP server names an authorization server other than the configured issuer; no credential is sent"
+                    .into(),
+            );
+        }
+        Ok(Endpoint {
+            token_url: metadata.token_endpoint,
+            issuer: metadata.issuer,
+        })
+    }
+
+    /// The MCP server's `WWW-Authenticate` challenge to a request without
+    /// a token, if it sends one: where its protected resource metadata is
+    /// (RFC 9728 section 5.1), which the well-known paths may not be.
+    async fn challenge(&self, url: &str) -> Result<Option<String>, String> {
+        check_request_url(&self.policy, url).map_err(|e| e.to_string())?;
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "ping"});
         let response = self
             .http
-            .post(grant.token_url)
-            .basic_auth(grant.client_id, Some(grant.client_secret.expose_secret()))
-            .form(&form)
+            .post(url)
+            .header(http::header::ACCEPT, "application/json, text/event-stream")
+            .json(&body)
+            .timeout(CHALLENGE_TIME)
+            .send()
+            .await
+            .map_err(|e| format!("the MCP server is unreachable: {}", e.without_url()))?;
+        Ok(response
+            .headers()
+            .get(http::header::WWW_AUTHENTICATE)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned))
+    }
+
+    async fn fetch(&self, grant: &Grant<'_>) -> Result<(SecretString, Duration), String> {
+        let endpoint = self.endpoint(grant).await?;
+        check_oauth_url(&self.policy, &endpoint.token_url)
+            .map_err(|e| format!("token endpoint refused: it {e}"))?;
+        let request = token_request::build(
+            &Target {
+                client_id: grant.client_id,
+                issuer: endpoint.issuer.as_deref(),
+                token_url: &endpoint.token_url,
+                resource: grant.mcp_url,
+                scopes: grant.scopes,
+            },
+            &grant.credential,
+            &self.workload,
+        )
+        .await?;
+        let mut post = self.http.post(&endpoint.token_url).form(&request.form);
+        if let Some((client_id, secret)) = &request.basic {
+            post = post.basic_auth(client_id, Some(secret.expose_secret()));
+        }
+        let response = post
             .send()
             .await
             .map_err(|e| format!("token endpoint unreachable: {}", e.without_url()))?;
         let status = response.status();
+        let body = self.bounded_body(response).await?;
         if !status.is_success() {
-            return Err(format!("token endpoint answered HTTP {}", status.as_u16()));
+            // The OAuth error code only: a description is the server's
+            // free text.
+            let code = serde_json::from_slice::<TokenError>(&body)
+                .map(|e| format!(" ({})", summary(&e.error)))
+                .unwrap_or_default();
+            return Err(format!(
+                "token endpoint answered HTTP {}{code}",
+                status.as_u16()
+            ));
         }
-        let body: TokenResponse = serde_json::from_slice(&self.bounded_body(response).await?)
+        let body: TokenResponse = serde_json::from_slice(&body)
             .map_err(|_| "token endpoint answered without an access_token".to_owned())?;
         Ok((
             SecretString::from(body.access_token),

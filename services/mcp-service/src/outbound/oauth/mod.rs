@@ -8,3 +8,4 @@ pub mod client_credentials;
 pub mod http;
 pub mod refresh;
 pub mod store;
+pub mod token_request;

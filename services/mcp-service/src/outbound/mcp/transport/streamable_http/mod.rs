@@ -21,7 +21,7 @@ use secrecy::ExposeSecret;
 use self::{capped::CappedHttpClient, standalone_stream::StandaloneStream};
 use crate::{
     domain::{
-        integration::{AuthConfig, Integration, Secrets},
+        integration::{AuthConfig, ClientAuth, Integration, Secrets},
         ports::CallError,
     },
     outbound::{
@@ -30,7 +30,7 @@ use crate::{
             connect::{McpConnector, lifecycle},
             sessions::{McpSession, SessionHandler},
         },
-        oauth::client_credentials::Grant,
+        oauth::{client_credentials::Grant, token_request::Credential},
     },
 };
 
@@ -143,18 +143,19 @@ async fn static_auth(
             token_url,
             client_id,
             scopes,
+            client_auth,
+            issuer,
         } => {
-            let client_secret = integration
-                .secrets
-                .get(Secrets::OAUTH_CLIENT_SECRET)
-                .ok_or("the OAuth client secret is not set")?;
+            let credential = credential(integration, client_auth)?;
             let token = connector
                 .tokens
                 .token(&Grant {
                     integration_id: integration.id,
+                    mcp_url: integration.transport.url().unwrap_or_default(),
                     token_url,
+                    issuer: issuer.as_deref(),
                     client_id,
-                    client_secret,
+                    credential,
                     scopes,
                 })
                 .await?;
@@ -162,6 +163,33 @@ async fn static_auth(
         }
     }
     Ok(config)
+}
+
+/// What `integration` proves itself with at its token endpoint, by
+/// `client_auth`, from its stored secrets.
+fn credential<'a>(
+    integration: &'a Integration,
+    client_auth: &'a ClientAuth,
+) -> Result<Credential<'a>, String> {
+    let secret = |name: &str, what: &str| {
+        integration
+            .secrets
+            .get(name)
+            .ok_or_else(|| format!("the OAuth {what} is not set"))
+    };
+    Ok(match client_auth {
+        ClientAuth::ClientSecretBasic => {
+            Credential::SecretBasic(secret(Secrets::OAUTH_CLIENT_SECRET, "client secret")?)
+        }
+        ClientAuth::ClientSecretPost => {
+            Credential::SecretPost(secret(Secrets::OAUTH_CLIENT_SECRET, "client secret")?)
+        }
+        ClientAuth::PrivateKeyJwt { algorithm } => Credential::PrivateKeyJwt {
+            key: secret(Secrets::OAUTH_CLIENT_PRIVATE_KEY, "private key")?,
+            algorithm,
+        },
+        ClientAuth::WorkloadIdentity => Credential::WorkloadIdentity,
+    })
 }
 
 /// Opens a session over `client`, the lifecycle chosen per server as the

@@ -1,0 +1,48 @@
+//! `integrations create --client-credentials`: the service authenticates
+//! as itself, the token endpoint discovered from the MCP server, the client
+//! secret sent the way the flag says.
+
+use switchboard_example_mcp_server::OAuthRealm;
+
+use crate::world::{Setup, World};
+
+#[tokio::test]
+async fn an_integration_created_with_client_credentials_discovers_its_token_endpoint() {
+    let realm = OAuthRealm::default();
+    let world = World::start_with(
+        Vec::new(),
+        Setup {
+            oauth: Some(realm.clone()),
+            ..Setup::default()
+        },
+    )
+    .await;
+    let url = world.upstream.url();
+    world
+        .ok(&[
+            "integrations",
+            "create",
+            "--slug",
+            "example",
+            "--url",
+            &url,
+            "--client-credentials",
+            "client-secret-post",
+            "--client-id",
+            "cli-client",
+            "--client-secret",
+            "cli-secret",
+        ])
+        .await;
+    let shown = world.ok(&["integrations", "show", "example"]).await;
+    assert!(
+        shown.contains("CLIENT_AUTHENTICATION_CLIENT_SECRET_POST") && !shown.contains("cli-secret"),
+        "{shown}"
+    );
+    world.ok(&["integrations", "discover", "example"]).await;
+    let requests = realm.token_requests();
+    assert_eq!(requests.len(), 1, "one token request");
+    assert_eq!(requests[0].form["client_id"], "cli-client");
+    assert_eq!(requests[0].form["client_secret"], "cli-secret");
+    assert!(realm.calls().iter().all(|caller| caller == "client"));
+}

@@ -1,14 +1,15 @@
 //! mcp-service serving TLS and mutual TLS from certificate files: health
 //! answers over it, a rotated certificate is served without a restart, a
 //! client without a certificate is refused when a client CA is set, and the
-//! SPIFFE ID of a client's certificate is the calling service its audit
-//! events name.
+//! SPIFFE ID of a client's certificate is the calling service its policies
+//! test and its audit events name.
 
 use std::time::Duration;
 
 use switchboard_example_mcp_server::{HttpServerOptions, spawn_http};
 use switchboard_proto::mcp::v1::{
     self as pb, audit_service_client::AuditServiceClient, mcp_service_client::McpServiceClient,
+    policy_service_client::PolicyServiceClient,
 };
 use switchboard_server::RunningServer;
 use switchboard_test_support::{
@@ -25,7 +26,7 @@ db_tests!(
     serves_tls_from_files_with_health_and_refuses_plaintext,
     a_rotated_certificate_is_served_to_the_next_connection_and_a_bad_one_is_not,
     a_client_that_does_not_finish_its_handshake_is_disconnected,
-    with_a_client_ca_only_certified_clients_are_served_and_audited_by_spiffe_id
+    with_a_client_ca_only_certified_clients_are_served_and_policies_and_audit_see_their_spiffe_id
 );
 
 const BILLING: &str = "spiffe://corp.example/ns/billing/sa/api";
@@ -159,7 +160,9 @@ async fn a_client_that_does_not_finish_its_handshake_is_disconnected(kind: DbKin
     assert!(serving(&served.server.url(), pki.client_tls(None)).await);
 }
 
-async fn with_a_client_ca_only_certified_clients_are_served_and_audited_by_spiffe_id(kind: DbKind) {
+async fn with_a_client_ca_only_certified_clients_are_served_and_policies_and_audit_see_their_spiffe_id(
+    kind: DbKind,
+) {
     let pki = TestPki::new("test CA");
     let upstream = spawn_http(HttpServerOptions::default())
         .await
@@ -190,7 +193,7 @@ async fn with_a_client_ca_only_certified_clients_are_served_and_audited_by_spiff
     let response = client
         .execute_tool(req(
             pb::ExecuteToolRequest {
-                integration_id: id,
+                integration_id: id.clone(),
                 tool_name: "echo".into(),
                 arguments_json: r#"{"text":"hi"}"#.into(),
                 ..Default::default()
@@ -201,6 +204,41 @@ async fn with_a_client_ca_only_certified_clients_are_served_and_audited_by_spiff
         .expect("the tool call answers")
         .into_inner();
     assert!(!response.is_error, "{response:?}");
+
+    // Tool policies see the certificate's SPIFFE ID as the calling service.
+    PolicyServiceClient::new(channel.clone())
+        .put_policy(req(
+            pb::PutPolicyRequest {
+                policy: Some(pb::Policy {
+                    name: "billing-no-add".into(),
+                    rules: vec![pb::PolicyRule {
+                        name: "no-add".into(),
+                        condition: format!("caller.service == '{BILLING}' && tool.name == 'add'"),
+                        effect: pb::PolicyEffect::Deny.into(),
+                        reason: "billing may not add".into(),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }),
+                expected_version: 0,
+            },
+            &token,
+        ))
+        .await
+        .expect("the policy is written");
+    let denied = client
+        .execute_tool(req(
+            pb::ExecuteToolRequest {
+                integration_id: id.clone(),
+                tool_name: "add".into(),
+                arguments_json: r#"{"a":1,"b":2}"#.into(),
+                ..Default::default()
+            },
+            &token,
+        ))
+        .await
+        .expect_err("the rule on caller.service denies it");
+    assert_eq!(denied.code(), tonic::Code::PermissionDenied, "{denied:?}");
 
     let events = AuditServiceClient::new(channel)
         .list_audit_events(req(pb::ListAuditEventsRequest::default(), &token))

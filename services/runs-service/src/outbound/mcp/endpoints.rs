@@ -254,4 +254,40 @@ mod tests {
             assert!(parse(bad).is_err(), "{bad:?} was accepted");
         }
     }
+
+    #[test]
+    fn https_urls_need_the_tls_files_and_refuse_bad_ones() {
+        let pki = switchboard_test_support::pki::TestPki::new("test CA");
+        let client = pki.client("runs", None, "runs-service");
+        let parse = |urls, tls| {
+            McpEndpoints::parse(
+                urls,
+                tls,
+                Duration::ZERO,
+                Duration::from_secs(30),
+                Duration::from_secs(20),
+            )
+        };
+        let tls = McpTls {
+            ca_file: pki.ca_file(),
+            identity: Some((client.cert_file.clone(), client.key_file.clone())),
+        };
+        parse("https://mcp.svc:50051", Some(tls.clone())).expect("https with a CA and identity");
+        assert!(
+            parse("http://mcp.svc:50051", Some(tls.clone())).is_err(),
+            "TLS files with an http:// URL"
+        );
+        let missing = McpTls {
+            ca_file: pki.dir().join("absent.pem"),
+            identity: None,
+        };
+        assert!(parse("https://mcp.svc:50051", Some(missing)).is_err());
+        let not_pem = pki.dir().join("not.pem");
+        std::fs::write(&not_pem, "not a certificate").expect("written");
+        let bad = McpTls {
+            ca_file: pki.ca_file(),
+            identity: Some((not_pem, client.key_file)),
+        };
+        assert!(parse("https://mcp.svc:50051", Some(bad)).is_err());
+    }
 }

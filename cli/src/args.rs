@@ -26,7 +26,8 @@ Exit codes:
 ///
 /// Addresses and the token come from flags, else the environment, else the
 /// config file (`--config`, default `~/.config/switchboard/config.toml`,
-/// keys `mcp_addr`, `runs_addr`, `token`, `token_file`).
+/// keys `mcp_addr`, `runs_addr`, `token`, `token_file`, `ca_file`,
+/// `client_cert_file`, `client_key_file`).
 #[derive(Debug, Parser)]
 #[command(name = "switchboard", version, about, after_help = EXIT_CODES)]
 pub struct Cli {
@@ -71,6 +72,27 @@ pub struct ConnectionArgs {
     /// loopback.
     #[arg(long, env = "SWITCHBOARD_INSECURE_PLAINTEXT", global = true)]
     pub insecure_plaintext: bool,
+    /// PEM file of the CAs a service's certificate may be signed by, besides
+    /// the system's (a cluster's private CA).
+    #[arg(long, env = "SWITCHBOARD_CA_FILE", global = true, value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
+    /// PEM client certificate presented over TLS, for a service that
+    /// requires one (mutual TLS); with `--client-key`.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_CLIENT_CERT_FILE",
+        global = true,
+        value_name = "FILE"
+    )]
+    pub client_cert: Option<PathBuf>,
+    /// PEM private key of `--client-cert`.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_CLIENT_KEY_FILE",
+        global = true,
+        value_name = "FILE"
+    )]
+    pub client_key: Option<PathBuf>,
     /// Config file [default: ~/.config/switchboard/config.toml, when present]
     #[arg(long, env = "SWITCHBOARD_CONFIG", global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,

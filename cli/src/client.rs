@@ -13,10 +13,13 @@ use tonic::{
     Request, Status,
     metadata::{Ascii, MetadataValue},
     service::{Interceptor, interceptor::InterceptedService},
-    transport::{Channel, ClientTlsConfig, Endpoint},
+    transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity},
 };
 
-use crate::{config::Settings, error::CliError};
+use crate::{
+    config::{Settings, TlsFiles},
+    error::CliError,
+};
 
 /// Largest message accepted from a service (the services' own default cap).
 const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
@@ -69,7 +72,7 @@ impl Clients {
 
     /// A client of mcp-service.
     pub fn mcp(&self) -> Result<McpClient, CliError> {
-        let channel = channel(&self.settings.mcp_addr)?;
+        let channel = channel(&self.settings.mcp_addr, &self.settings.tls)?;
         Ok(
             McpServiceClient::with_interceptor(channel, self.auth.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
@@ -79,7 +82,7 @@ impl Clients {
 
     /// A client of mcp-service's policies.
     pub fn policies(&self) -> Result<PolicyClient, CliError> {
-        let channel = channel(&self.settings.mcp_addr)?;
+        let channel = channel(&self.settings.mcp_addr, &self.settings.tls)?;
         Ok(
             PolicyServiceClient::with_interceptor(channel, self.auth.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
@@ -89,7 +92,7 @@ impl Clients {
 
     /// A client of mcp-service's audit trail.
     pub fn audit(&self) -> Result<AuditClient, CliError> {
-        let channel = channel(&self.settings.mcp_addr)?;
+        let channel = channel(&self.settings.mcp_addr, &self.settings.tls)?;
         Ok(
             AuditServiceClient::with_interceptor(channel, self.auth.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
@@ -99,7 +102,7 @@ impl Clients {
 
     /// A client of mcp-service's approvals.
     pub fn approvals(&self) -> Result<ApprovalClient, CliError> {
-        let channel = channel(&self.settings.mcp_addr)?;
+        let channel = channel(&self.settings.mcp_addr, &self.settings.tls)?;
         Ok(
             ApprovalServiceClient::with_interceptor(channel, self.auth.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
@@ -109,7 +112,7 @@ impl Clients {
 
     /// A client of runs-service.
     pub fn runs(&self) -> Result<RunsClient, CliError> {
-        let channel = channel(&self.settings.runs_addr)?;
+        let channel = channel(&self.settings.runs_addr, &self.settings.tls)?;
         Ok(
             RunsServiceClient::with_interceptor(channel, self.auth.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
@@ -126,14 +129,22 @@ impl Clients {
 }
 
 /// A lazy channel to `addr`; an `https://` address is verified against the
-/// system's trusted roots.
-fn channel(addr: &str) -> Result<Channel, CliError> {
+/// system's trusted roots and the CA file, and is shown the client
+/// certificate when one is given.
+fn channel(addr: &str, tls: &TlsFiles) -> Result<Channel, CliError> {
     let mut endpoint = Endpoint::from_shared(addr.to_owned())
         .map_err(|error| CliError::Usage(format!("address {addr:?}: {error}")))?
         .connect_timeout(CONNECT_TIMEOUT);
     if addr.starts_with("https://") {
+        let mut config = ClientTlsConfig::new().with_native_roots();
+        if let Some(ca) = &tls.ca_pem {
+            config = config.ca_certificate(Certificate::from_pem(ca));
+        }
+        if let Some((cert, key)) = &tls.identity {
+            config = config.identity(Identity::from_pem(cert, key));
+        }
         endpoint = endpoint
-            .tls_config(ClientTlsConfig::new().with_native_roots())
+            .tls_config(config)
             .map_err(|error| CliError::Usage(format!("address {addr:?}: {error}")))?;
     }
     Ok(endpoint.connect_lazy())

@@ -25,6 +25,18 @@ struct FileConfig {
     runs_addr: Option<String>,
     token: Option<String>,
     token_file: Option<PathBuf>,
+    ca_file: Option<PathBuf>,
+    client_cert_file: Option<PathBuf>,
+    client_key_file: Option<PathBuf>,
+}
+
+/// What TLS connections trust and present, read from PEM files.
+#[derive(Debug, Clone, Default)]
+pub struct TlsFiles {
+    /// CAs trusted besides the system's.
+    pub ca_pem: Option<String>,
+    /// The client certificate and key, for mutual TLS.
+    pub identity: Option<(String, String)>,
 }
 
 /// Where to connect and as whom.
@@ -38,6 +50,8 @@ pub struct Settings {
     pub token: Option<String>,
     /// Deadline of unary calls.
     pub timeout: Duration,
+    /// What `https://` connections trust and present.
+    pub tls: TlsFiles,
 }
 
 impl Settings {
@@ -51,6 +65,7 @@ impl Settings {
                 None => FileConfig::default(),
             },
         };
+        let tls = tls_files(args, &file)?;
         let token = match (&args.token, file.token, &file.token_file) {
             (Some(token), _, _) => Some(token.clone()),
             (None, Some(token), _) => Some(token),
@@ -74,6 +89,7 @@ impl Settings {
                 .map(|token| token.trim().to_owned())
                 .filter(|token| !token.is_empty()),
             timeout: args.timeout.into(),
+            tls,
         };
         if settings.token.is_some() && !args.insecure_plaintext {
             for addr in [&settings.mcp_addr, &settings.runs_addr] {
@@ -82,6 +98,26 @@ impl Settings {
         }
         Ok(settings)
     }
+}
+
+/// The CA and client certificate files named by flags, else the file.
+fn tls_files(args: &ConnectionArgs, file: &FileConfig) -> Result<TlsFiles, CliError> {
+    let ca = args.ca_file.as_ref().or(file.ca_file.as_ref());
+    let cert = args.client_cert.as_ref().or(file.client_cert_file.as_ref());
+    let key = args.client_key.as_ref().or(file.client_key_file.as_ref());
+    let identity = match (cert, key) {
+        (Some(cert), Some(key)) => Some((read_small(cert)?, read_small(key)?)),
+        (None, None) => None,
+        _ => {
+            return Err(CliError::Usage(
+                "--client-cert and --client-key go together".into(),
+            ));
+        }
+    };
+    Ok(TlsFiles {
+        ca_pem: ca.map(|path| read_small(path)).transpose()?,
+        identity,
+    })
 }
 
 /// A token sent as plaintext leaves the machine readable by anyone on the
@@ -162,6 +198,9 @@ mod tests {
             runs_addr: Some("127.0.0.1:7".into()),
             token: None,
             insecure_plaintext: false,
+            ca_file: None,
+            client_cert: None,
+            client_key: None,
             config,
             timeout: Duration::from_secs(1).into(),
         }

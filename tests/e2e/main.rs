@@ -9,6 +9,7 @@ mod hostile_resources;
 mod input_required;
 mod large_results;
 mod mcp_replicas;
+mod mutual_tls;
 mod policy;
 mod polyglot;
 mod read_resource;

@@ -13,11 +13,16 @@ use switchboard_proto::{
 use switchboard_scripted_model::{ScriptedModel, Turn};
 use switchboard_server::RunningServer;
 use switchboard_test_support::{
-    TEST_JWT_SECRET, TestDb, authed, http_integration_with_auth, token,
+    TEST_JWT_SECRET, TestDb, authed, http_integration_with_auth, pki::TestPki, token,
 };
-use tonic::transport::Channel;
+use tonic::transport::{Channel, ClientTlsConfig};
 
 pub const ORG: &str = "org-e2e";
+/// The SPIFFE ID of runs-service's client certificate in a world over
+/// mutual TLS.
+pub const RUNS_SPIFFE_ID: &str = "spiffe://cluster.local/ns/switchboard/sa/runs-service";
+/// The SPIFFE ID of the certificate the test itself calls mcp-service with.
+pub const TEST_SPIFFE_ID: &str = "spiffe://cluster.local/ns/ops/sa/e2e";
 
 pub struct World {
     pub _mcp_db: TestDb,
@@ -34,6 +39,8 @@ pub struct World {
     pub integration_id: String,
     pub agent_id: String,
     pub thread_id: String,
+    /// The cluster's CA, when the services talk over mutual TLS.
+    pub pki: Option<TestPki>,
 }
 
 /// Builds the model's script from the integration's id.
@@ -59,6 +66,9 @@ pub struct Options {
     /// Whether the example server speaks 2026-07-28 and lists its `confirm`
     /// tool, and mcp-service passes its servers' questions to the caller.
     pub questions_to_caller: bool,
+    /// Whether both services serve TLS, mcp-service requires client
+    /// certificates, and runs-service presents its own to it.
+    pub mutual_tls: bool,
 }
 
 impl Default for Options {
@@ -74,6 +84,7 @@ impl Default for Options {
             mcp_replicas: 0,
             integration_auth: None,
             questions_to_caller: false,
+            mutual_tls: false,
         }
     }
 }
@@ -137,6 +148,14 @@ pub async fn world(options: Options) -> World {
     if options.questions_to_caller {
         mcp_config.elicitation = ElicitationPolicy::Caller;
     }
+    let pki = options.mutual_tls.then(|| TestPki::new("cluster CA"));
+    if let Some(pki) = &pki {
+        let cert = pki.server("mcp-service");
+        let tls = &mut mcp_config.common.server.tls;
+        tls.tls_cert_file = Some(cert.cert_file);
+        tls.tls_key_file = Some(cert.key_file);
+        tls.tls_client_ca_file = Some(pki.ca_file());
+    }
     let mcp = switchboard_mcp_service::spawn(mcp_config)
         .await
         .expect("mcp-service");
@@ -155,9 +174,10 @@ pub async fn world(options: Options) -> World {
         .map(RunningServer::url)
         .collect::<Vec<_>>()
         .join(",");
-    let mut mcp_client = McpServiceClient::connect(mcp.url())
-        .await
-        .expect("connects");
+    let test_identity = pki
+        .as_ref()
+        .map(|pki| pki.client_tls(Some(&pki.client("e2e", Some(TEST_SPIFFE_ID), "e2e"))));
+    let mut mcp_client = McpServiceClient::new(connect(&mcp.url(), test_identity).await);
     let integration_id = create_integration_with_auth(
         &mut mcp_client,
         &token,
@@ -181,12 +201,22 @@ pub async fn world(options: Options) -> World {
     );
     config.model_providers = format!("scripted={},{}", options.provider_kind, model.base_url());
     config.tool_timeout = Duration::from_secs(20);
+    if let Some(pki) = &pki {
+        let serving = pki.server("runs-service");
+        config.common.server.tls.tls_cert_file = Some(serving.cert_file);
+        config.common.server.tls.tls_key_file = Some(serving.key_file);
+        let client = pki.client("runs-client", Some(RUNS_SPIFFE_ID), "runs-service");
+        let tls = &mut config.mcp_service_tls;
+        tls.mcp_service_tls_ca_file = Some(pki.ca_file());
+        tls.mcp_service_tls_cert_file = Some(client.cert_file);
+        tls.mcp_service_tls_key_file = Some(client.key_file);
+    }
     let runs = switchboard_runs_service::spawn(config)
         .await
         .expect("runs-service");
-    let mut runs_client = RunsServiceClient::connect(runs.url())
-        .await
-        .expect("connects");
+    let mut runs_client = RunsServiceClient::new(
+        connect(&runs.url(), pki.as_ref().map(|pki| pki.client_tls(None))).await,
+    );
 
     let mut agent = runs::Agent {
         name: "assistant".into(),
@@ -242,7 +272,17 @@ pub async fn world(options: Options) -> World {
         integration_id,
         agent_id,
         thread_id,
+        pki,
     }
+}
+
+/// A connection to `url`, over TLS with `tls`.
+async fn connect(url: &str, tls: Option<ClientTlsConfig>) -> Channel {
+    let mut endpoint = Channel::from_shared(url.to_owned()).expect("a URL");
+    if let Some(tls) = tls {
+        endpoint = endpoint.tls_config(tls).expect("a TLS configuration");
+    }
+    endpoint.connect().await.expect("connects")
 }
 
 impl World {

@@ -11,4 +11,5 @@ mod errors;
 mod json;
 mod policies;
 mod terminal;
+mod tls;
 mod world;

@@ -42,9 +42,10 @@ pub struct Principal {
     pub groups: Vec<String>,
     /// The caller's teams, for policies.
     pub teams: Vec<String>,
-    /// The calling service (the token's `azp`, else its `client_id`), for
-    /// policies that tell a service's calls from a person's; empty when the
-    /// token names none.
+    /// The calling service, for policies that tell a service's calls from a
+    /// person's: the SPIFFE ID or subject of the client certificate when the
+    /// call came over mutual TLS, else the token's `azp`, else its
+    /// `client_id`; empty when none names one.
     pub service: String,
 }
 

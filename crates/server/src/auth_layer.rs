@@ -9,7 +9,7 @@ use tonic::{Status, body::Body};
 use tower::{Layer, Service};
 
 use crate::{
-    ApiError,
+    ApiError, PeerIdentity,
     gate::{BoxFuture, Gate, Gated},
 };
 
@@ -61,7 +61,14 @@ impl Gate for AuthLayer {
         let authenticator = self.authenticator.clone();
         Box::pin(async move {
             match authenticate(&authenticator, request.headers()).await {
-                Ok((principal, token)) => {
+                Ok((mut principal, token)) => {
+                    if let Some(service) = certified_service(request.extensions()) {
+                        // A certificate the client CA verified proves which
+                        // workload holds this connection; the token's `azp`
+                        // only says to whom it was issued, and a token can
+                        // be replayed by whoever holds it.
+                        principal.service = service.to_owned();
+                    }
                     tracing::Span::current().record("enduser.id", principal.user_id.as_str());
                     request.extensions_mut().insert(principal);
                     request.extensions_mut().insert(token);
@@ -74,6 +81,14 @@ impl Gate for AuthLayer {
             }
         })
     }
+}
+
+/// The calling service the connection's verified client certificate names,
+/// if it was made over mutual TLS.
+fn certified_service(extensions: &http::Extensions) -> Option<&str> {
+    extensions
+        .get::<PeerIdentity>()
+        .and_then(|peer| peer.service.as_deref())
 }
 
 async fn authenticate(

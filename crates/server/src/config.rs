@@ -2,7 +2,7 @@
 
 use std::{net::SocketAddr, num::NonZeroU32, path::PathBuf, time::Duration};
 
-use crate::{OrgLimitTable, OrgLimits};
+use crate::{OrgLimitTable, OrgLimits, TlsArgs};
 
 /// How the gRPC server listens, limits and stops.
 #[derive(Debug, Clone, clap::Args)]
@@ -100,6 +100,9 @@ pub struct ServerArgs {
     /// closed as dead.
     #[arg(long, env = "SWITCHBOARD_HTTP2_KEEPALIVE_TIMEOUT", default_value = "20s", value_parser = humantime::parse_duration)]
     pub http2_keepalive_timeout: Duration,
+    /// TLS and mutual TLS; plaintext when no certificate is set.
+    #[command(flatten)]
+    pub tls: TlsArgs,
 }
 
 impl ServerArgs {
@@ -126,6 +129,7 @@ impl ServerArgs {
             drain_timeout: Duration::from_secs(2),
             http2_keepalive_interval: Duration::from_secs(30),
             http2_keepalive_timeout: Duration::from_secs(20),
+            tls: TlsArgs::default(),
         }
     }
 
@@ -190,6 +194,6 @@ impl ServerArgs {
             !self.readiness_interval.is_zero() && !self.readiness_timeout.is_zero(),
             "SWITCHBOARD_READINESS_INTERVAL and SWITCHBOARD_READINESS_TIMEOUT must be positive"
         );
-        Ok(())
+        self.tls.validate()
     }
 }

@@ -27,6 +27,7 @@ mod rpc_methods;
 mod rpc_telemetry;
 mod serve;
 mod server_facts;
+pub mod tls;
 
 pub use args::{AuthArgs, CommonArgs, JwksArgs, TelemetryArgs};
 pub use auth_layer::{AuthLayer, PUBLIC_PATH_PREFIXES, principal};
@@ -44,6 +45,7 @@ pub use org_limits::{
 pub use request_id::{Begun, Idempotency, fingerprint, parse_request_id};
 pub use serve::{RunningServer, Services, bind_and_serve, serve, shutdown_signal, spawn};
 pub use server_facts::{MAX_DETAIL_BYTES, ServerFacts};
+pub use tls::{PeerIdentity, TlsArgs};
 
 /// The `grpc.health.v1` service name of liveness (Kubernetes liveness
 /// probes): SERVING while the process serves, unlike the server (`""`) and

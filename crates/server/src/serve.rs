@@ -6,6 +6,7 @@ use std::{
 };
 
 use anyhow::Context as _;
+use futures::future::Either;
 use switchboard_auth::Authenticator;
 
 use crate::AuthLayer;
@@ -28,6 +29,7 @@ use crate::{
     readiness::{self, Watch},
     rpc_methods::RpcMethods,
     rpc_telemetry::{RpcTelemetryLayer, is_untraced},
+    tls::{ReloadingTls, tls_incoming},
 };
 
 /// How often the rate limiter forgets organizations whose buckets are full.
@@ -88,14 +90,17 @@ impl Services {
 pub struct RunningServer {
     /// The address it listens on.
     pub addr: SocketAddr,
+    /// Whether it serves TLS.
+    pub tls: bool,
     shutdown: Option<oneshot::Sender<()>>,
     task: JoinHandle<anyhow::Result<()>>,
 }
 
 impl RunningServer {
-    /// The `http://` URL of the server.
+    /// The URL of the server: `https://` when it serves TLS, else `http://`.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// Shuts the server down gracefully and waits for it to stop.
@@ -121,6 +126,7 @@ pub async fn spawn(
         .await
         .with_context(|| format!("failed to listen on {listen}"))?;
     let addr = listener.local_addr()?;
+    let tls = args.tls.tls_cert_file.is_some();
     let (shutdown_tx, shutdown_rx) = oneshot::channel::<()>();
     let args = args.clone();
     let task = tokio::spawn(async move {
@@ -131,6 +137,7 @@ pub async fn spawn(
     });
     Ok(RunningServer {
         addr,
+        tls,
         shutdown: Some(shutdown_tx),
         task,
     })
@@ -156,11 +163,14 @@ pub async fn serve(
         database,
     } = services;
     let health = report_serving(&mut routes, &names).await?;
+    let tls = args.tls.files()?.map(ReloadingTls::load).transpose()?;
 
     let org_limits = org_limit_layer(args, database.as_ref())?;
     let background = AbortOnDrop(vec![
         Some(org_limits.spawn_forgetting(FORGET_IDLE_ORGS_EVERY)),
         Some(org_limits.spawn_heartbeat(args.org_slot_grant_heartbeat)),
+        tls.as_ref()
+            .map(|tls| tls.spawn_watch(args.tls.tls_reload_interval)),
         database.map(|database| {
             let watch = Watch {
                 database,
@@ -180,7 +190,7 @@ pub async fn serve(
         self_limited,
     };
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
-    let server = grpc_server(args, middleware, routes, listener, stop_rx);
+    let server = grpc_server(args, middleware, routes, (listener, tls), stop_rx);
     tokio::pin!(server);
 
     tokio::select! {
@@ -260,13 +270,13 @@ struct Middleware {
     self_limited: HashSet<String>,
 }
 
-/// The gRPC server: `routes` behind the middleware stack, on `listener`,
-/// until `stop` fires.
+/// The gRPC server: `routes` behind the middleware stack, on `listener`
+/// (over TLS when configured), until `stop` fires.
 fn grpc_server(
     args: &ServerArgs,
     middleware: Middleware,
     routes: RoutesBuilder,
-    listener: TcpListener,
+    (listener, tls): (TcpListener, Option<Arc<ReloadingTls>>),
     stop: oneshot::Receiver<()>,
 ) -> impl Future<Output = Result<(), tonic::transport::Error>> {
     let Middleware {
@@ -313,17 +323,31 @@ fn grpc_server(
         }))
         .into_inner();
 
-    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
-    Server::builder()
+    let router = Server::builder()
         // HTTP/2 pings keep a quiet stream (a run waiting on a long tool
         // call) from being closed as idle by a proxy, and find dead peers.
         .http2_keepalive_interval(Some(args.http2_keepalive_interval))
         .http2_keepalive_timeout(Some(args.http2_keepalive_timeout))
         .layer(stack)
-        .add_routes(routes.routes())
-        .serve_with_incoming_shutdown(incoming, async {
-            let _ = stop.await;
-        })
+        .add_routes(routes.routes());
+    let stop = async {
+        let _ = stop.await;
+    };
+    match tls {
+        None => {
+            let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+            Either::Left(router.serve_with_incoming_shutdown(incoming, stop))
+        }
+        Some(tls) => {
+            let incoming = tls_incoming(
+                listener,
+                tls,
+                args.tls.tls_handshake_timeout,
+                args.tls.tls_max_handshakes,
+            );
+            Either::Right(router.serve_with_incoming_shutdown(incoming, stop))
+        }
+    }
 }
 
 /// The graceful end: NOT_SERVING, then after `shutdown_delay` the listener
@@ -456,6 +480,12 @@ pub async fn bind_and_serve(
     let listener = TcpListener::bind(listen)
         .await
         .with_context(|| format!("failed to listen on {listen}"))?;
-    tracing::info!(service = name, addr = %listener.local_addr()?, "listening");
+    tracing::info!(
+        service = name,
+        addr = %listener.local_addr()?,
+        tls = args.tls.tls_cert_file.is_some(),
+        mutual_tls = args.tls.tls_client_ca_file.is_some(),
+        "listening"
+    );
     serve(args, authenticator, listener, services, shutdown).await
 }

@@ -9,6 +9,7 @@ pub mod bench;
 pub mod grpc;
 pub mod logs;
 pub mod otlp;
+pub mod pki;
 
 use std::str::FromStr;
 

@@ -10,6 +10,7 @@ settings, a YAML list), volumes and volumeMounts (YAML lists).
 {{- $svc := .svc -}}
 {{- $name := include "switchboard.componentName" (dict "root" $root "component" .component) -}}
 {{- $sqlite := eq $v.database.kind "sqlite" -}}
+{{- $tlsSecret := include "switchboard.tlsSecret" (dict "root" $root "component" .component) -}}
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -115,9 +116,31 @@ spec:
             {{- with .env }}
             {{- . | nindent 12 }}
             {{- end }}
+            {{- include "switchboard.tlsEnv" (dict "root" $root "component" .component) | nindent 12 }}
             {{- with $svc.extraEnv }}
             {{- toYaml . | nindent 12 }}
             {{- end }}
+          {{- if $tlsSecret }}
+          # The kubelet's gRPC probe speaks plaintext only: over TLS the
+          # probes check that the listener accepts connections.
+          startupProbe:
+            tcpSocket:
+              port: {{ $svc.port }}
+            periodSeconds: 2
+            failureThreshold: 30
+          livenessProbe:
+            tcpSocket:
+              port: {{ $svc.port }}
+            periodSeconds: 10
+            timeoutSeconds: 2
+            failureThreshold: 3
+          readinessProbe:
+            tcpSocket:
+              port: {{ $svc.port }}
+            periodSeconds: 5
+            timeoutSeconds: 2
+            failureThreshold: 2
+          {{- else }}
           # Liveness follows the process alone; readiness follows the
           # database and turns NOT_SERVING when a drain starts.
           startupProbe:
@@ -140,6 +163,7 @@ spec:
             periodSeconds: 5
             timeoutSeconds: 2
             failureThreshold: 2
+          {{- end }}
           resources:
             {{- toYaml $svc.resources | nindent 12 }}
           securityContext:
@@ -159,6 +183,13 @@ spec:
             {{- if $v.orgLimits.overrides }}
             - name: org-limits
               mountPath: /etc/switchboard/org-limits
+              readOnly: true
+            {{- end }}
+            {{- if $tlsSecret }}
+            # A whole Secret (no subPath), so that a renewed certificate
+            # reaches the pod and is read again without a restart.
+            - name: tls
+              mountPath: /etc/switchboard/tls
               readOnly: true
             {{- end }}
             {{- with .volumeMounts }}
@@ -189,6 +220,11 @@ spec:
         - name: org-limits
           configMap:
             name: {{ include "switchboard.componentName" (dict "root" $root "component" "org-limits") }}
+        {{- end }}
+        {{- if $tlsSecret }}
+        - name: tls
+          secret:
+            secretName: {{ $tlsSecret }}
         {{- end }}
         {{- with .volumes }}
         {{- . | nindent 8 }}

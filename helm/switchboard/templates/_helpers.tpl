@@ -75,6 +75,17 @@ value alone.
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- if and $v.tls.certManager.enabled (not $v.tls.certManager.issuerRef.name) -}}
+{{- fail "tls.certManager.enabled needs tls.certManager.issuerRef.name" -}}
+{{- end -}}
+{{- $mcpTls := include "switchboard.tlsSecret" (dict "root" . "component" "mcp") -}}
+{{- $runsTls := include "switchboard.tlsSecret" (dict "root" . "component" "runs") -}}
+{{- if and $mcpTls (not $runsTls) -}}
+{{- fail "tls.mcpService.existingSecret needs tls.runsService.existingSecret too: runs-service verifies mcp-service with its ca.crt" -}}
+{{- end -}}
+{{- if and $v.tls.mutual (not $mcpTls) -}}
+{{- fail "tls.mutual needs certificates: tls.mcpService.existingSecret and tls.runsService.existingSecret, or tls.certManager.enabled" -}}
+{{- end -}}
 {{- if eq $v.auth.mode "jwks" -}}
 {{- if or (not $v.auth.jwks.url) (not $v.auth.issuer) (not $v.auth.audience) -}}
 {{- fail "auth.mode=jwks needs auth.jwks.url, auth.issuer and auth.audience" -}}
@@ -218,4 +229,52 @@ capabilities:
   drop: [ALL]
 seccompProfile:
   type: RuntimeDefault
+{{- end -}}
+
+{{/*
+The TLS Secret of one component (mcp or runs): the one cert-manager makes, or
+the one named in the values; empty when the component serves plaintext.
+Arguments: root, component.
+*/}}
+{{- define "switchboard.tlsSecret" -}}
+{{- $tls := .root.Values.tls -}}
+{{- if $tls.certManager.enabled -}}
+{{- printf "%s-tls" (include "switchboard.componentName" (dict "root" .root "component" .component)) -}}
+{{- else if eq .component "mcp" -}}
+{{- $tls.mcpService.existingSecret -}}
+{{- else -}}
+{{- $tls.runsService.existingSecret -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The TLS settings of one component's listener (YAML list), empty over
+plaintext. Arguments: root, component.
+*/}}
+{{- define "switchboard.tlsEnv" -}}
+{{- $tls := .root.Values.tls -}}
+{{- if include "switchboard.tlsSecret" . }}
+- name: SWITCHBOARD_TLS_CERT_FILE
+  value: /etc/switchboard/tls/tls.crt
+- name: SWITCHBOARD_TLS_KEY_FILE
+  value: /etc/switchboard/tls/tls.key
+- name: SWITCHBOARD_TLS_RELOAD_INTERVAL
+  value: {{ $tls.reloadInterval | quote }}
+- name: SWITCHBOARD_TLS_HANDSHAKE_TIMEOUT
+  value: {{ $tls.handshakeTimeout | quote }}
+{{- if and (eq .component "mcp") $tls.mutual }}
+- name: SWITCHBOARD_TLS_CLIENT_CA_FILE
+  value: /etc/switchboard/tls/ca.crt
+{{- end }}
+{{- if and (eq .component "runs") (include "switchboard.tlsSecret" (dict "root" .root "component" "mcp")) }}
+- name: SWITCHBOARD_MCP_SERVICE_TLS_CA_FILE
+  value: /etc/switchboard/tls/ca.crt
+{{- if $tls.mutual }}
+- name: SWITCHBOARD_MCP_SERVICE_TLS_CERT_FILE
+  value: /etc/switchboard/tls/tls.crt
+- name: SWITCHBOARD_MCP_SERVICE_TLS_KEY_FILE
+  value: /etc/switchboard/tls/tls.key
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end -}}

@@ -25,6 +25,7 @@ use switchboard_test_support::{
     bench::{drive_callers, quiet_example_http_server},
     cpu_time, http_integration_request,
     otlp::Collector,
+    pki::TestPki,
     token,
 };
 use tonic::transport::Channel;
@@ -189,14 +190,25 @@ async fn main() {
     // `BENCH_AUDIT=off`: without the audit trail, to tell its cost per call
     // from the rest of the path's.
     config.audit.enabled = std::env::var("BENCH_AUDIT").as_deref() != Ok("off");
+    // `BENCH_TLS=on`: mcp-service serves TLS and the callers connect over
+    // it, to compare ExecuteTool over TLS with plaintext.
+    let pki = (std::env::var("BENCH_TLS").as_deref() == Ok("on")).then(|| TestPki::new("bench CA"));
+    if let Some(pki) = &pki {
+        let cert = pki.server("mcp-service");
+        config.common.server.tls.tls_cert_file = Some(cert.cert_file);
+        config.common.server.tls.tls_key_file = Some(cert.key_file);
+        println!("mcp-service serves TLS");
+    }
     let server = switchboard_mcp_service::spawn(config)
         .await
         .expect("mcp-service starts");
-    let channel = Channel::from_shared(server.url())
-        .expect("url")
-        .connect()
-        .await
-        .expect("connects");
+    let mut endpoint = Channel::from_shared(server.url()).expect("url");
+    if let Some(pki) = &pki {
+        endpoint = endpoint
+            .tls_config(pki.client_tls(None))
+            .expect("a TLS configuration");
+    }
+    let channel = endpoint.connect().await.expect("connects");
     let mut client = McpServiceClient::new(channel.clone());
     let admin = token("bench", "bench-user", &["admin"]);
     let id = client

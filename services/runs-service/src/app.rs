@@ -48,6 +48,7 @@ struct Built {
 async fn mcp_service(config: &Config) -> anyhow::Result<Arc<dyn McpPort>> {
     let endpoints = McpEndpoints::parse(
         &config.mcp_service_url,
+        config.mcp_service_tls.tls()?,
         config.mcp_service_resolve_interval,
         config.common.server.http2_keepalive_interval,
         config.common.server.http2_keepalive_timeout,

@@ -32,6 +32,7 @@ mod protocol;
 mod repository;
 mod scripted_server;
 mod secrets;
+mod served_tls;
 mod session_streams;
 mod support;
 mod tasks;

@@ -18,6 +18,51 @@ pub use data_sources::DataSourceArgs;
 pub use run_limits::RunLimitArgs;
 use switchboard_server::{AuthArgs, CommonArgs, ServerArgs, TelemetryArgs};
 
+/// How runs-service reaches mcp-service over TLS.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct McpServiceTlsArgs {
+    /// PEM file of the CAs mcp-service's certificate must be signed by;
+    /// required by `https://` mcp-service URLs. Read again at every lookup
+    /// of the replicas (`mcp-service-resolve-interval`).
+    #[arg(long, env = "SWITCHBOARD_MCP_SERVICE_TLS_CA_FILE")]
+    pub mcp_service_tls_ca_file: Option<std::path::PathBuf>,
+    /// PEM file of the client certificate runs-service presents to
+    /// mcp-service (mutual TLS); its SPIFFE ID or subject is the calling
+    /// service mcp-service sees.
+    #[arg(long, env = "SWITCHBOARD_MCP_SERVICE_TLS_CERT_FILE")]
+    pub mcp_service_tls_cert_file: Option<std::path::PathBuf>,
+    /// PEM file of that client certificate's private key.
+    #[arg(long, env = "SWITCHBOARD_MCP_SERVICE_TLS_KEY_FILE")]
+    pub mcp_service_tls_key_file: Option<std::path::PathBuf>,
+}
+
+impl McpServiceTlsArgs {
+    /// The TLS files, or `None` for plaintext; a certificate without its
+    /// key (or the other way round), or either without a CA, is refused.
+    pub fn tls(&self) -> anyhow::Result<Option<crate::outbound::mcp::McpTls>> {
+        let identity = match (
+            &self.mcp_service_tls_cert_file,
+            &self.mcp_service_tls_key_file,
+        ) {
+            (Some(cert), Some(key)) => Some((cert.clone(), key.clone())),
+            (None, None) => None,
+            _ => anyhow::bail!(
+                "set both SWITCHBOARD_MCP_SERVICE_TLS_CERT_FILE and SWITCHBOARD_MCP_SERVICE_TLS_KEY_FILE, or neither"
+            ),
+        };
+        match (&self.mcp_service_tls_ca_file, identity) {
+            (Some(ca_file), identity) => Ok(Some(crate::outbound::mcp::McpTls {
+                ca_file: ca_file.clone(),
+                identity,
+            })),
+            (None, None) => Ok(None),
+            (None, Some(_)) => anyhow::bail!(
+                "SWITCHBOARD_MCP_SERVICE_TLS_CERT_FILE requires SWITCHBOARD_MCP_SERVICE_TLS_CA_FILE"
+            ),
+        }
+    }
+}
+
 /// Everything runs-service is configured with.
 #[derive(Debug, Clone, clap::Parser)]
 #[command(name = "runs-service", version, about = "Switchboard runs-service")]
@@ -26,8 +71,9 @@ pub struct Config {
     #[command(flatten)]
     pub common: CommonArgs,
     /// gRPC address of mcp-service: one `http://host:port` URL or several,
-    /// comma-separated; every address a host name resolves to is a replica
-    /// (a headless Kubernetes Service names them all).
+    /// comma-separated (`https://` with `mcp-service-tls-ca-file`); every
+    /// address a host name resolves to is a replica (a headless Kubernetes
+    /// Service names them all).
     #[arg(
         long,
         env = "SWITCHBOARD_MCP_SERVICE_URL",
@@ -38,6 +84,9 @@ pub struct Config {
     /// join and leave; 0 resolves once at start.
     #[arg(long, env = "SWITCHBOARD_MCP_SERVICE_RESOLVE_INTERVAL", default_value = "10s", value_parser = humantime::parse_duration)]
     pub mcp_service_resolve_interval: Duration,
+    /// TLS to mcp-service.
+    #[command(flatten)]
+    pub mcp_service_tls: McpServiceTlsArgs,
     /// Model providers agents may use: `name=kind,base_url[,api_key_env=VAR]`
     /// entries separated by `;` (kinds `openai` for any OpenAI-compatible
     /// Chat Completions server, `anthropic`).
@@ -256,6 +305,7 @@ impl Config {
             },
             mcp_service_url: mcp_service_url.to_owned(),
             mcp_service_resolve_interval: Duration::from_secs(1),
+            mcp_service_tls: McpServiceTlsArgs::default(),
             model_providers: String::new(),
             metrics_models: String::new(),
             default_max_steps: 10,

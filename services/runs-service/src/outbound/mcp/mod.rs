@@ -29,9 +29,10 @@ mod convert;
 mod endpoints;
 mod replicas;
 mod status;
+mod tls;
 
 use self::replicas::Replicas;
-pub use self::{endpoints::McpEndpoints, replicas::ranked as replica_order};
+pub use self::{endpoints::McpEndpoints, replicas::ranked as replica_order, tls::McpTls};
 
 /// tonic's own limit on a message read, the default of
 /// [`GrpcMcp::with_max_message_bytes`].

@@ -79,7 +79,8 @@ struct Built {
 
 /// An organization's sessions and stdio processes counted across replicas:
 /// in grants shared in the database on PostgreSQL, in memory on SQLite (one
-/// replica), renewed and given back by a heartbeat like calls in flight.
+/// replica), renewed and given back by a heartbeat like calls in flight,
+/// and given up when the server stops gracefully.
 fn shared_sessions(config: &Config, db: &Database) -> Arc<SharedSessions> {
     let server = &config.common.server;
     let ttl = server.org_slot_grant_ttl;
@@ -212,6 +213,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     });
     let (connector, flows) = connector(config, &policy, &db.pool, keys.clone())?;
     let shared = shared_sessions(config, &db);
+    let release = shared.clone();
     let gateway = Arc::new(gateway(config, connector, config.task_polling()?, shared));
     let resume = ResumeSeal::new(keys.clone(), config.resume_ttl);
     let repository = Arc::new(SqlIntegrationRepository::new(db.pool.clone(), keys));
@@ -254,6 +256,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
             .with(audit_api)
             .with(approval_api)
             .self_limited(UPSTREAM_METHODS)
+            .on_stop(async move { release.release().await })
             .watch_database(db),
     })
 }

@@ -24,8 +24,8 @@ use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use tracing::{Level, Span};
 
 use crate::{
-    DeadlineLayer, Deadlines, GlobalLimitLayer, GrantSettings, OrgLimitLayer, PgSlotGrants,
-    PgTokenBuckets, ServerArgs, SharedStores,
+    DeadlineLayer, Deadlines, GlobalLimitLayer, GrantSettings, OrgLimitLayer, OrgWaits,
+    PgSlotGrants, PgTokenBuckets, ServerArgs, SharedStores,
     readiness::{self, Watch},
     rpc_methods::RpcMethods,
     rpc_telemetry::{RpcTelemetryLayer, is_untraced},
@@ -256,7 +256,11 @@ fn org_limit_layer(
         replica,
         stores,
         settings,
-        args.org_queue_wait,
+        OrgWaits {
+            queue: args.org_queue_wait,
+            refusal_hold: args.org_rate_refusal_hold,
+            held_refusals: args.org_rate_held_refusals,
+        },
     ))
 }
 

@@ -175,12 +175,12 @@ async fn an_organization_session_limit_holds_across_two_replicas_and_drains_from
 /// A stdio integration of the example server of the holder of `token`,
 /// its tool calls logged to `log`.
 async fn stdio_integration(
-    h: &mut crate::support::Harness,
+    h: &mut Harness,
     token: &str,
     binary: &str,
     log: &std::path::Path,
 ) -> String {
-    let mut request = crate::support::http_integration("local", "http://unused");
+    let mut request = http_integration("local", "http://unused");
     request.source = Some(pb::create_integration_request::Source::Custom(
         pb::CustomIntegrationSpec {
             transport: Some(pb::Transport {
@@ -195,7 +195,7 @@ async fn stdio_integration(
             auth: None,
         },
     ));
-    crate::support::create(h, token, request).await.id
+    create(h, token, request).await.id
 }
 
 fn call(

@@ -16,7 +16,9 @@ use std::{
 
 use http::{Request, Response};
 use switchboard_auth::Principal;
-use switchboard_server::{GrantSettings, OrgLimitLayer, OrgLimitTable, OrgLimits, SharedStores};
+use switchboard_server::{
+    GrantSettings, OrgLimitLayer, OrgLimitTable, OrgLimits, OrgWaits, SharedStores,
+};
 use tonic::body::Body;
 use tower::{Layer as _, Service, ServiceExt as _};
 
@@ -42,7 +44,11 @@ fn layer(concurrency: usize) -> OrgLimitLayer {
             ttl,
             token_batch: 16,
         },
-        Duration::ZERO,
+        OrgWaits {
+            queue: Duration::ZERO,
+            refusal_hold: Duration::ZERO,
+            held_refusals: 0,
+        },
     )
 }
 

@@ -38,6 +38,23 @@ pub struct ServerArgs {
     /// refuses at once.
     #[arg(long, env = "SWITCHBOARD_ORG_QUEUE_WAIT", default_value = "5s", value_parser = humantime::parse_duration)]
     pub org_queue_wait: Duration,
+    /// The longest a call refused at its organization's rate is held before
+    /// the refusal is answered: as long as the wait for the organization's
+    /// next token, at most this and nine tenths of the caller's
+    /// `grpc-timeout`, the retry delay shortened by as much. A caller that
+    /// calls again at once when refused slows itself to one call per pause
+    /// instead of taking the cores other organizations' calls need. `0s`
+    /// answers at once.
+    #[arg(long, env = "SWITCHBOARD_ORG_RATE_REFUSAL_HOLD", default_value = "250ms", value_parser = humantime::parse_duration)]
+    pub org_rate_refusal_hold: Duration,
+    /// The most refusals at an organization's rate held at once in the
+    /// process (`org-rate-refusal-hold`); more are answered at once.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_ORG_RATE_HELD_REFUSALS",
+        default_value_t = 1024
+    )]
+    pub org_rate_held_refusals: usize,
     /// Calls per second one organization may make on average (token bucket,
     /// shared by the replicas on PostgreSQL); more are refused with
     /// RESOURCE_EXHAUSTED and a retry delay.
@@ -115,6 +132,8 @@ impl ServerArgs {
             concurrency_limit: 1024,
             org_concurrency_limit: 256,
             org_queue_wait: Duration::from_secs(5),
+            org_rate_refusal_hold: Duration::from_millis(250),
+            org_rate_held_refusals: 1024,
             org_rate_limit: NonZeroU32::new(1000).expect("1000 is not zero"),
             org_rate_burst: NonZeroU32::new(2000).expect("2000 is not zero"),
             org_limits_file: None,

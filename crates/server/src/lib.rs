@@ -39,7 +39,7 @@ pub use error::{ApiError, FieldViolation, Refusal};
 pub use global_limit::GlobalLimitLayer;
 pub use org_limits::{
     Ask, GrantSettings, GrantedSlots, MemorySlotGrants, MemoryTokenBuckets, NotAdmitted,
-    OrgLimitLayer, OrgLimitTable, OrgLimits, PgSlotGrants, PgTokenBuckets, SharedStores,
+    OrgLimitLayer, OrgLimitTable, OrgLimits, OrgWaits, PgSlotGrants, PgTokenBuckets, SharedStores,
     SlotGrants, Taken, TokenAsk, TokenBuckets, grant,
 };
 pub use request_id::{Begun, Idempotency, fingerprint, parse_request_id};

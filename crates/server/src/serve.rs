@@ -6,7 +6,7 @@ use std::{
 };
 
 use anyhow::Context as _;
-use futures::future::Either;
+use futures::future::{BoxFuture, Either, join_all};
 use switchboard_auth::Authenticator;
 
 use crate::AuthLayer;
@@ -24,8 +24,8 @@ use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use tracing::{Level, Span};
 
 use crate::{
-    DeadlineLayer, Deadlines, GlobalLimitLayer, GrantSettings, OrgLimitLayer, PgSlotGrants,
-    PgTokenBuckets, ServerArgs, SharedStores,
+    DeadlineLayer, Deadlines, GlobalLimitLayer, GrantSettings, OrgLimitLayer, OrgWaits,
+    PgSlotGrants, PgTokenBuckets, ServerArgs, SharedStores,
     readiness::{self, Watch},
     rpc_methods::RpcMethods,
     rpc_telemetry::{RpcTelemetryLayer, is_untraced},
@@ -34,8 +34,9 @@ use crate::{
 
 /// How often the rate limiter forgets organizations whose buckets are full.
 const FORGET_IDLE_ORGS_EVERY: Duration = Duration::from_secs(60);
-/// How long a stopping server tries to give up its grants of calls in
-/// flight; past it they expire on their own.
+/// How long a stopping server tries to give up its grants (calls in
+/// flight, and those of [`Services::on_stop`]); past it they expire on
+/// their own, so a database that does not answer cannot hold the stop.
 const RELEASE_GRANTS_WITHIN: Duration = Duration::from_secs(2);
 
 /// The API services a process serves, next to health and reflection.
@@ -45,6 +46,17 @@ pub struct Services {
     names: Vec<&'static str>,
     self_limited: HashSet<String>,
     database: Option<Database>,
+    on_stop: OnStop,
+}
+
+/// What a stopping server gives back once its calls have drained.
+#[derive(Default)]
+struct OnStop(Vec<BoxFuture<'static, ()>>);
+
+impl std::fmt::Debug for OnStop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "OnStop({} tasks)", self.0.len())
+    }
 }
 
 impl Services {
@@ -81,6 +93,16 @@ impl Services {
     /// Reports the services NOT_SERVING while `database` does not answer.
     pub fn watch_database(mut self, database: Database) -> Self {
         self.database = Some(database);
+        self
+    }
+
+    /// Runs `release` when the server stops gracefully, after its calls
+    /// drained and beside giving up its grants of calls in flight, within
+    /// the same bound: what the services hold in the database for this
+    /// replica (grants of upstream sessions) goes to the other replicas at
+    /// once rather than when it expires.
+    pub fn on_stop(mut self, release: impl Future<Output = ()> + Send + 'static) -> Self {
+        self.on_stop.0.push(Box::pin(release));
         self
     }
 }
@@ -161,6 +183,7 @@ pub async fn serve(
         names,
         self_limited,
         database,
+        on_stop,
     } = services;
     let health = report_serving(&mut routes, &names).await?;
     let tls = args.tls.files()?.map(ReloadingTls::load).transpose()?;
@@ -203,7 +226,16 @@ pub async fn serve(
     let drained = drain(args, &health, &names, stop_tx, server).await;
     // The other replicas get this one's slots now rather than after the
     // grants' time-to-live.
-    let _ = tokio::time::timeout(RELEASE_GRANTS_WITHIN, org_limits.release()).await;
+    let release = futures::future::join(org_limits.release(), join_all(on_stop.0));
+    if tokio::time::timeout(RELEASE_GRANTS_WITHIN, release)
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            within = ?RELEASE_GRANTS_WITHIN,
+            "grants not given up in time; they expire on their own"
+        );
+    }
     drained
 }
 
@@ -233,7 +265,11 @@ fn org_limit_layer(
         replica,
         stores,
         settings,
-        args.org_queue_wait,
+        OrgWaits {
+            queue: args.org_queue_wait,
+            refusal_hold: args.org_rate_refusal_hold,
+            held_refusals: args.org_rate_held_refusals,
+        },
     ))
 }
 

@@ -167,6 +167,10 @@ install and read back from the cluster on upgrades.
   value: {{ $v.orgLimits.burst | int | quote }}
 - name: SWITCHBOARD_ORG_QUEUE_WAIT
   value: {{ printf "%ds" (int $v.orgLimits.queueWaitSeconds) | quote }}
+- name: SWITCHBOARD_ORG_RATE_REFUSAL_HOLD
+  value: {{ printf "%dms" (int $v.orgLimits.refusalHoldMilliseconds) | quote }}
+- name: SWITCHBOARD_ORG_RATE_HELD_REFUSALS
+  value: {{ $v.orgLimits.heldRefusals | int | quote }}
 {{- if $v.orgLimits.overrides }}
 - name: SWITCHBOARD_ORG_LIMITS_FILE
   value: /etc/switchboard/org-limits/limits.toml

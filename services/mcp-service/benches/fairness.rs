@@ -3,7 +3,10 @@
 //! noisy organization whose MCP server hangs keeps calling at its limit,
 //! in one run against one process; then the same noisy neighbour
 //! against a server whose per-organization limit is as large as the global
-//! one (what every organization had before per-organization limits).
+//! one (what every organization had before per-organization limits). The
+//! flood runs twice: refusals at the rate held until the next token (the
+//! default), and answered at once (`SWITCHBOARD_ORG_RATE_REFUSAL_HOLD=0s`,
+//! as before); the server's CPU time per refusal is read from `/proc`.
 //! mcp-service and the example MCP server run as release binaries; the
 //! hanging MCP server (accepts, never answers) runs in this process. See
 //! BENCHMARKS.md.
@@ -58,8 +61,12 @@ async fn channel(url: &str) -> Channel {
 }
 
 /// mcp-service as a release binary with `org_limit` calls in flight per
-/// organization.
-async fn mcp_service(dir: &std::path::Path, org_limit: usize) -> (KillOnDrop, String) {
+/// organization, refusals at a rate held up to `hold`; its process id.
+async fn mcp_service(
+    dir: &std::path::Path,
+    org_limit: usize,
+    hold: &str,
+) -> (KillOnDrop, String, u32) {
     let port = free_port().expect("a port");
     let child = Command::new(workspace_binary("switchboard-mcp-service", "mcp-service"))
         .args(["--listen", &format!("127.0.0.1:{port}")])
@@ -67,8 +74,9 @@ async fn mcp_service(dir: &std::path::Path, org_limit: usize) -> (KillOnDrop, St
         .env_remove("DATABASE_URL")
         .env(
             "SWITCHBOARD_DATA_DIR",
-            dir.join(format!("data-{org_limit}")),
+            dir.join(format!("data-{org_limit}-{hold}")),
         )
+        .env("SWITCHBOARD_ORG_RATE_REFUSAL_HOLD", hold)
         .env("SWITCHBOARD_JWT_SECRET", TEST_JWT_SECRET)
         .env("SWITCHBOARD_DEV_MODE", "true")
         .env("SWITCHBOARD_OUTBOUND_ALLOW", "127.0.0.1/32")
@@ -89,11 +97,28 @@ async fn mcp_service(dir: &std::path::Path, org_limit: usize) -> (KillOnDrop, St
         .stderr(Stdio::inherit())
         .spawn()
         .expect("mcp-service starts");
+    let pid = child.id();
     let url = format!("http://127.0.0.1:{port}");
     wait_serving(&url, "", Duration::from_secs(30))
         .await
         .expect("mcp-service serves");
-    (KillOnDrop(child), url)
+    (KillOnDrop(child), url, pid)
+}
+
+/// The CPU time process `pid` has used so far (user and system), from
+/// `/proc` (Linux; zero elsewhere), counting 100 ticks a second.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command's closing parenthesis, the third of
+    // which is field 3 of proc(5): utime and stime are fields 14 and 15.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let ticks: u64 = after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|field| field.parse::<u64>().ok())
+        .sum();
+    Duration::from_millis(ticks * 10)
 }
 
 /// The limits file: the flooding organization's own rate.
@@ -300,21 +325,31 @@ fn report(name: &str, phase: &Phase) {
     );
 }
 
-/// The quiet organization alone, then beside the noisy one, then beside
-/// the flood, on a server whose per-organization limit is `org_limit`.
-async fn scenario(dir: &std::path::Path, org_limit: usize, quiet_upstream: &str) -> Scenario {
-    let (_service, url) = mcp_service(dir, org_limit).await;
+/// The quiet organization beside the flood, alone, then beside the noisy
+/// one, on a server whose per-organization limit is `org_limit` and which
+/// holds refusals at a rate up to `hold`.
+async fn scenario(
+    dir: &std::path::Path,
+    org_limit: usize,
+    hold: &str,
+    quiet_upstream: &str,
+) -> Scenario {
+    let (_service, url, pid) = mcp_service(dir, org_limit, hold).await;
     let quiet_channel = channel(&url).await;
     let token = token("quiet", "quiet-user", &["admin"]);
     let id = integration(&quiet_channel, &token, "example", quiet_upstream).await;
     // Warm the sessions and connections.
     quiet_phase(&quiet_channel, &id, &token).await;
     let flood = Flood::start(&url).await;
+    let (cpu, refused_before) = (cpu_time(pid), flood.refused.load(Ordering::Relaxed));
     let flooded = quiet_phase(&quiet_channel, &id, &token).await;
-    let flood_refused = flood.refused.load(Ordering::Relaxed);
+    let flood_cpu = cpu_time(pid) - cpu;
+    let flood_refused = flood.refused.load(Ordering::Relaxed) - refused_before;
     drop(flood);
     tokio::time::sleep(Duration::from_millis(500)).await;
+    let cpu = cpu_time(pid);
     let alone = quiet_phase(&quiet_channel, &id, &token).await;
+    let alone_cpu = cpu_time(pid) - cpu;
     let noisy = Noisy::start(&url, &hanging_upstream().await).await;
     let beside = quiet_phase(&quiet_channel, &id, &token).await;
     let refused = noisy.refused.load(Ordering::Relaxed);
@@ -325,6 +360,8 @@ async fn scenario(dir: &std::path::Path, org_limit: usize, quiet_upstream: &str)
         refused,
         flooded,
         flood_refused,
+        flood_cpu,
+        alone_cpu,
     }
 }
 
@@ -335,6 +372,23 @@ struct Scenario {
     refused: u64,
     flooded: Phase,
     flood_refused: u64,
+    /// The server's CPU time while the quiet organization called beside
+    /// the flood, and alone.
+    flood_cpu: Duration,
+    alone_cpu: Duration,
+}
+
+/// The flood rows of `scenario`, named `name`.
+fn report_flood(name: &str, scenario: &Scenario) {
+    report(name, &scenario.flooded);
+    let extra = scenario.flood_cpu.saturating_sub(scenario.alone_cpu);
+    println!(
+        "  the flooding organization's calls refused meanwhile: {}; server CPU {:.2} s (alone {:.2} s), {:.1} µs more per refusal",
+        scenario.flood_refused,
+        scenario.flood_cpu.as_secs_f64(),
+        scenario.alone_cpu.as_secs_f64(),
+        extra.as_secs_f64() * 1e6 / scenario.flood_refused.max(1) as f64,
+    );
 }
 
 #[tokio::main]
@@ -351,7 +405,7 @@ async fn main() {
          the noisy organization has {NOISY_CALLERS} callers on an MCP server that never answers,\n\
          each retrying after the RetryInfo delay when refused; global limit {GLOBAL_LIMIT} calls in flight\n"
     );
-    let fair = scenario(dir.path(), ORG_LIMIT, &quiet_upstream).await;
+    let fair = scenario(dir.path(), ORG_LIMIT, "250ms", &quiet_upstream).await;
     report(
         &format!("per-organization limit {ORG_LIMIT}: quiet alone"),
         &fair.alone,
@@ -364,15 +418,20 @@ async fn main() {
         "  the noisy organization's calls refused RESOURCE_EXHAUSTED meanwhile: {}",
         fair.refused
     );
-    report(
+    report_flood(
         &format!("per-organization limit {ORG_LIMIT}: beside a flood at {FLOOD_RATE}/s"),
-        &fair.flooded,
+        &fair,
     );
-    println!(
-        "  the flooding organization's calls refused meanwhile: {}",
-        fair.flood_refused
+    let unheld = scenario(dir.path(), ORG_LIMIT, "0s", &quiet_upstream).await;
+    report(
+        "refusals answered at once (hold 0s): quiet alone",
+        &unheld.alone,
     );
-    let unfair = scenario(dir.path(), GLOBAL_LIMIT, &quiet_upstream).await;
+    report_flood(
+        "refusals answered at once (hold 0s): beside the flood",
+        &unheld,
+    );
+    let unfair = scenario(dir.path(), GLOBAL_LIMIT, "250ms", &quiet_upstream).await;
     report(
         &format!("per-organization limit {GLOBAL_LIMIT} (= global): quiet alone"),
         &unfair.alone,
@@ -387,15 +446,20 @@ async fn main() {
     );
     println!();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    for (what, phase) in [
-        ("the noisy neighbour", &fair.beside),
-        ("the flood", &fair.flooded),
+    for (what, alone, phase) in [
+        ("the noisy neighbour", &fair.alone, &fair.beside),
+        ("the flood", &fair.alone, &fair.flooded),
+        (
+            "the flood, refusals answered at once",
+            &unheld.alone,
+            &unheld.flooded,
+        ),
     ] {
         println!(
             "added by {what} under per-organization limits: p50 {:+.3} ms, p99 {:+.3} ms ({:+.0} %); {} of {CALLS} quiet calls refused",
-            ms(phase.at(0.5)) - ms(fair.alone.at(0.5)),
-            ms(phase.at(0.99)) - ms(fair.alone.at(0.99)),
-            (ms(phase.at(0.99)) / ms(fair.alone.at(0.99)) - 1.0) * 100.0,
+            ms(phase.at(0.5)) - ms(alone.at(0.5)),
+            ms(phase.at(0.99)) - ms(alone.at(0.99)),
+            (ms(phase.at(0.99)) / ms(alone.at(0.99)) - 1.0) * 100.0,
             phase.refused
         );
     }

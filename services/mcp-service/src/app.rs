@@ -38,7 +38,6 @@ use crate::{
             gateway::{GatewayLimits, RmcpGateway},
             session_pool::{PoolLimits, SessionPool, SessionQuotas, SharedSessions},
             sessions::DiscoveryCache,
-            tasks::TaskPolling,
         },
         oauth::{
             authorization_code::AuthorizationCodeFlows, client_credentials::OAuthTokens,
@@ -79,7 +78,8 @@ struct Built {
 
 /// An organization's sessions and stdio processes counted across replicas:
 /// in grants shared in the database on PostgreSQL, in memory on SQLite (one
-/// replica), renewed and given back by a heartbeat like calls in flight.
+/// replica), renewed and given back by a heartbeat like calls in flight,
+/// and given up when the server stops gracefully.
 fn shared_sessions(config: &Config, db: &Database) -> Arc<SharedSessions> {
     let server = &config.common.server;
     let ttl = server.org_slot_grant_ttl;
@@ -114,18 +114,18 @@ fn shared_sessions(config: &Config, db: &Database) -> Arc<SharedSessions> {
 fn gateway(
     config: &Config,
     connector: McpConnector,
-    tasks: TaskPolling,
-    shared: Arc<SharedSessions>,
-) -> RmcpGateway {
+    shared: &Arc<SharedSessions>,
+) -> anyhow::Result<RmcpGateway> {
+    let tasks = config.task_polling()?;
     let limits = PoolLimits {
         max_sessions: config.max_sessions,
         max_sessions_per_org: config.max_sessions_per_org,
         max_stdio_sessions_per_org: config.max_stdio_sessions_per_org,
         idle_timeout: config.session_idle_timeout,
     };
-    RmcpGateway::new(
+    Ok(RmcpGateway::new(
         connector,
-        SessionPool::new(limits, shared),
+        SessionPool::new(limits, shared.clone()),
         DiscoveryCache::new(config.discovery_ttl),
         GatewayLimits {
             max_result_bytes: config.max_result_bytes,
@@ -137,7 +137,7 @@ fn gateway(
             elicitation: config.elicitation,
             tasks,
         },
-    )
+    ))
 }
 
 /// How mcp-service reaches MCP servers: one HTTP client under the address
@@ -225,7 +225,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     });
     let (connector, flows) = connector(config, &policy, &db.pool, keys.clone())?;
     let shared = shared_sessions(config, &db);
-    let gateway = Arc::new(gateway(config, connector, config.task_polling()?, shared));
+    let gateway = Arc::new(gateway(config, connector, &shared)?);
     let resume = ResumeSeal::new(keys.clone(), config.resume_ttl);
     let repository = Arc::new(SqlIntegrationRepository::new(db.pool.clone(), keys));
     let integrations = IntegrationService::new(
@@ -267,6 +267,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
             .with(audit_api)
             .with(approval_api)
             .self_limited(UPSTREAM_METHODS)
+            .on_stop(async move { shared.release().await })
             .watch_database(db),
     })
 }

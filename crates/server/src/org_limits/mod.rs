@@ -22,6 +22,7 @@
 //! replicas together keep to the limits without a round trip per call.
 
 mod grants;
+mod hold;
 mod pg_tokens;
 mod postgres;
 mod rate;
@@ -29,7 +30,7 @@ mod slots;
 mod table;
 mod tokens;
 
-use std::{collections::HashMap, sync::Arc, time::Duration};
+use std::{collections::HashMap, num::NonZeroU32, sync::Arc, time::Duration};
 
 use http::{Request, Response};
 use switchboard_auth::Principal;
@@ -52,6 +53,7 @@ pub use slots::{GrantSettings, NotAdmitted, Slots as GrantedSlots};
 pub use table::{OrgLimitTable, OrgLimits};
 pub use tokens::{MemoryTokenBuckets, Taken, TokenAsk, TokenBuckets};
 
+use hold::RefusalHold;
 use rate::{OverRate, Rate};
 use slots::Slots;
 
@@ -70,6 +72,31 @@ struct Shared {
     rate: Rate,
     /// The longest a call waits for a slot of its organization.
     queue_wait: Duration,
+    /// Refusals at an organization's rate, held before they are answered.
+    hold: RefusalHold,
+}
+
+/// How long calls at their organization's limits are kept before they are
+/// answered.
+#[derive(Debug, Clone, Copy)]
+pub struct OrgWaits {
+    /// The longest a call at its organization's concurrency limit waits for
+    /// a slot.
+    pub queue: Duration,
+    /// The longest a refusal at an organization's rate is held before it is
+    /// answered (never past the organization's next token).
+    pub refusal_hold: Duration,
+    /// The most refusals held at once; more are answered at once.
+    pub held_refusals: usize,
+}
+
+/// Why a call was not admitted.
+enum Refused {
+    /// Answered at once with this status.
+    Now(Status),
+    /// The organization, allowed `rate` calls a second, has no token
+    /// before `wait`.
+    OverRate { rate: NonZeroU32, wait: Duration },
 }
 
 /// Where the replicas of a service keep what they share of each
@@ -104,20 +131,21 @@ impl OrgLimitLayer {
     /// A layer enforcing each organization's `limits`, counting calls in
     /// flight in grants and calls per second in buckets of `stores` as
     /// replica `replica`; a call at its organization's limit waits for a
-    /// slot up to `queue_wait`.
+    /// slot, and a refusal at its rate is held, as `waits` says.
     pub fn new(
         limits: OrgLimitTable,
         replica: String,
         stores: SharedStores,
         settings: GrantSettings,
-        queue_wait: Duration,
+        waits: OrgWaits,
     ) -> Self {
         Self {
             shared: Arc::new(Shared {
                 rate: Rate::new(stores.tokens, settings.token_batch),
                 limits,
                 slots: Slots::new(replica, stores.slots, settings),
-                queue_wait,
+                queue_wait: waits.queue,
+                hold: RefusalHold::new(waits.refusal_hold, waits.held_refusals),
             }),
         }
     }
@@ -189,8 +217,8 @@ impl Shared {
     /// How long a call with `headers` may wait for a slot: nine tenths of
     /// what is left of its deadline, so that a refusal reaches the caller
     /// before the deadline does, and at most the queue wait.
-    fn wait_for(&self, headers: &http::HeaderMap) -> Duration {
-        match crate::grpc_timeout(headers) {
+    fn wait_for(&self, deadline: Option<Duration>) -> Duration {
+        match deadline {
             Some(deadline) => self.queue_wait.min(deadline - deadline / 10),
             None => self.queue_wait,
         }
@@ -198,17 +226,19 @@ impl Shared {
 
     /// Admits a call of `org`, waiting for a slot until `until`, or says
     /// why not.
-    async fn admit(self: Arc<Self>, org: String, until: Instant) -> Result<Slot, Status> {
+    async fn admit(self: Arc<Self>, org: String, until: Instant) -> Result<Slot, Refused> {
         let limits = self.limits.of(&org);
         match self.slots.admit(&org, limits.concurrency, until).await {
             Ok(()) => {}
-            Err(NotAdmitted::AtLimit) => return Err(concurrency_refusal(limits.concurrency)),
+            Err(NotAdmitted::AtLimit) => {
+                return Err(Refused::Now(concurrency_refusal(limits.concurrency)));
+            }
             Err(NotAdmitted::Store(error)) => {
                 tracing::warn!(org = %org, error = %format!("{error:#}"), "calls in flight not counted");
-                return Err(Status::from(ApiError::Unavailable(
+                return Err(Refused::Now(Status::from(ApiError::Unavailable(
                     "your organization's calls in flight could not be counted; retry shortly"
                         .to_owned(),
-                )));
+                ))));
             }
         }
         // From here the slot is held; dropping it on refusal gives it back.
@@ -221,29 +251,49 @@ impl Shared {
     }
 
     /// Spends a token of `org`'s bucket or says how long to wait for one.
-    async fn check_rate(&self, org: &str, limits: &OrgLimits) -> Result<(), Status> {
-        let wait = match self.rate.admit(org, limits.rate, limits.burst).await {
-            Ok(()) => return Ok(()),
-            Err(OverRate::Empty(wait)) => wait,
+    async fn check_rate(&self, org: &str, limits: &OrgLimits) -> Result<(), Refused> {
+        match self.rate.admit(org, limits.rate, limits.burst).await {
+            Ok(()) => Ok(()),
+            Err(OverRate::Empty(wait)) => Err(Refused::OverRate {
+                rate: limits.rate,
+                wait,
+            }),
             Err(OverRate::Store(error)) => {
                 tracing::warn!(org = %org, error = %format!("{error:#}"), "calls per second not counted");
-                return Err(Status::from(ApiError::Unavailable(
+                Err(Refused::Now(Status::from(ApiError::Unavailable(
                     "your organization's calls per second could not be counted; retry shortly"
                         .to_owned(),
-                )));
+                ))))
             }
-        };
-        Err(refusal(
-            ErrorReason::OrganizationRateLimit,
-            format!(
-                "your organization made more than {} calls per second; retry after {} ms",
-                limits.rate,
-                wait.as_millis().max(1)
-            ),
-            limits.rate.to_string(),
-            wait,
-        ))
+        }
     }
+
+    /// The answer to a call `refused`: a refusal at the organization's rate
+    /// after a pause (no longer than the wait for its next token, nor than
+    /// `deadline` allows), telling the caller to wait only what is left.
+    async fn answer(&self, refused: Refused, deadline: Option<Duration>) -> Status {
+        let (rate, wait) = match refused {
+            Refused::Now(status) => return status,
+            Refused::OverRate { rate, wait } => (rate, wait),
+        };
+        let within = deadline.map(|deadline| deadline - deadline / 10);
+        let paused = self.hold.pause(wait, within).await;
+        rate_refusal(rate, wait.saturating_sub(paused))
+    }
+}
+
+/// The refusal of a call of an organization allowed `rate` calls a second,
+/// whose next token comes after `wait`.
+fn rate_refusal(rate: NonZeroU32, wait: Duration) -> Status {
+    refusal(
+        ErrorReason::OrganizationRateLimit,
+        format!(
+            "your organization made more than {rate} calls per second; retry after {} ms",
+            wait.as_millis().max(1)
+        ),
+        rate.to_string(),
+        wait,
+    )
 }
 
 /// The refusal of a call of an organization with `limit` calls in flight.
@@ -286,14 +336,16 @@ impl Gate for OrgLimitLayer {
             return Box::pin(inner.call(request));
         };
         let shared = self.shared.clone();
-        let until = Instant::now() + shared.wait_for(request.headers());
+        let deadline = crate::grpc_timeout(request.headers());
+        let until = Instant::now() + shared.wait_for(deadline);
         Box::pin(async move {
-            match shared.admit(org.clone(), until).await {
+            match shared.clone().admit(org.clone(), until).await {
                 Ok(slot) => {
                     let response = inner.call(request).await?;
                     Ok(response.map(|body| Body::new(HeldBody::new(body, slot))))
                 }
-                Err(status) => {
+                Err(refused) => {
+                    let status = shared.answer(refused, deadline).await;
                     tracing::debug!(org = %org, reason = %status.message(), "call refused at the organization's limit");
                     Ok(status.into_http())
                 }

@@ -6,7 +6,8 @@ use std::{num::NonZeroU32, time::Duration};
 
 use switchboard_proto::mcp::v1::{self as pb, mcp_service_client::McpServiceClient};
 use switchboard_server::{MemoryTokenBuckets, PgTokenBuckets, TokenAsk, TokenBuckets};
-use switchboard_test_support::DbKind;
+use switchboard_test_support::{DbKind, db_tests};
+use tokio::time::Instant;
 use tonic::{Code, Status, transport::Channel};
 use tonic_types::StatusExt as _;
 
@@ -76,7 +77,7 @@ async fn an_organization_rate_holds_across_two_replicas_on_one_postgresql() {
 
     // Ten calls on each replica: twelve admitted in all, not twenty-four
     // (each replica's own bucket of twelve).
-    let started = tokio::time::Instant::now();
+    let started = Instant::now();
     let twelve = admitted(&both, &admin("org-twelve"), 10).await;
     let refilled = usize::try_from(started.elapsed().as_secs()).expect("small") + 1;
     assert!(
@@ -148,3 +149,87 @@ async fn buckets_in_postgresql_give_their_burst_then_their_rate() {
         .expect("the database");
     a_bucket_gives_its_burst_then_its_rate(&PgTokenBuckets::new(pool)).await;
 }
+
+/// The retry delay a refusal at the rate tells its caller.
+fn retry_delay(status: &Status) -> Duration {
+    assert_over_rate(status);
+    status
+        .get_error_details()
+        .retry_info()
+        .and_then(|info| info.retry_delay)
+        .expect("a retry delay")
+}
+
+async fn a_caller_calling_again_at_once_is_held_back_within_the_most_held(kind: DbKind) {
+    let dir = tempfile::tempdir().expect("a directory");
+    let file = limits_file(
+        dir.path(),
+        "[orgs.org-loop]\nrate = 4\nburst = 1\n[orgs.org-held]\nrate = 1\nburst = 1\n",
+    );
+    let h = start_with(kind, |c| {
+        c.common.server.org_limits_file = Some(file.clone());
+        c.common.server.org_rate_grant_batch = 1;
+        c.common.server.org_rate_refusal_hold = Duration::from_secs(2);
+        c.common.server.org_rate_held_refusals = 1;
+    })
+    .await;
+
+    // A closed loop that ignores the retry delay: each refusal is answered
+    // when the next token comes (a quarter of a second), so the loop makes
+    // a few calls a second, not hundreds.
+    let token = admin("org-loop");
+    let mut client = h.client.clone();
+    let (started, mut calls, mut served) = (Instant::now(), 0, 0);
+    while started.elapsed() < Duration::from_secs(1) {
+        calls += 1;
+        let request = req(pb::ListIntegrationsRequest::default(), &token);
+        match client.list_integrations(request).await {
+            Ok(_) => served += 1,
+            Err(status) => {
+                assert!(
+                    retry_delay(&status) < Duration::from_millis(100),
+                    "{status:?}"
+                );
+            }
+        }
+    }
+    assert!(calls <= 12, "{calls} calls in a second");
+    assert!((2..=6).contains(&served), "{served} served at 4 a second");
+
+    // One refusal held at most: the next is answered at once, telling the
+    // caller the whole wait.
+    let token = admin("org-held");
+    let mut client = h.client.clone();
+    client
+        .list_integrations(req(pb::ListIntegrationsRequest::default(), &token))
+        .await
+        .expect("the burst");
+    let (mut first, request) = (
+        client.clone(),
+        req(pb::ListIntegrationsRequest::default(), &token),
+    );
+    let held = tokio::spawn(async move {
+        let started = Instant::now();
+        let status = first.list_integrations(request).await.expect_err("refused");
+        (started.elapsed(), status)
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let started = Instant::now();
+    let status = client
+        .list_integrations(req(pb::ListIntegrationsRequest::default(), &token))
+        .await
+        .expect_err("refused");
+    assert!(started.elapsed() < Duration::from_millis(500));
+    assert!(
+        retry_delay(&status) > Duration::from_millis(500),
+        "{status:?}"
+    );
+    let (waited, status) = held.await.expect("joined");
+    assert!(waited > Duration::from_millis(700), "held {waited:?}");
+    assert!(
+        retry_delay(&status) < Duration::from_millis(300),
+        "{status:?}"
+    );
+}
+
+db_tests!(a_caller_calling_again_at_once_is_held_back_within_the_most_held);

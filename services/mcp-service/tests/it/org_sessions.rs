@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use serde_json::json;
-use switchboard_example_mcp_server::CALL_LOG_ENV;
+use switchboard_example_mcp_server::{CALL_LOG_ENV, HttpServerOptions, spawn_http};
 use switchboard_proto::{
     json::json_to_struct,
     mcp::v1::{self as pb, mcp_service_client::McpServiceClient},
@@ -20,7 +20,7 @@ use tonic_types::StatusExt as _;
 
 use crate::{
     org_limits::{hanging_integration, hanging_upstream, limits_file},
-    support::{admin, req, start_with},
+    support::{Harness, admin, create, http_integration, req, start_with},
 };
 
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -175,12 +175,12 @@ async fn an_organization_session_limit_holds_across_two_replicas_and_drains_from
 /// A stdio integration of the example server of the holder of `token`,
 /// its tool calls logged to `log`.
 async fn stdio_integration(
-    h: &mut crate::support::Harness,
+    h: &mut Harness,
     token: &str,
     binary: &str,
     log: &std::path::Path,
 ) -> String {
-    let mut request = crate::support::http_integration("local", "http://unused");
+    let mut request = http_integration("local", "http://unused");
     request.source = Some(pb::create_integration_request::Source::Custom(
         pb::CustomIntegrationSpec {
             transport: Some(pb::Transport {
@@ -195,7 +195,7 @@ async fn stdio_integration(
             auth: None,
         },
     ));
-    crate::support::create(h, token, request).await.id
+    create(h, token, request).await.id
 }
 
 fn call(
@@ -275,4 +275,50 @@ async fn an_organization_stdio_limit_holds_across_two_replicas() {
         .execute_tool(call(&id, "echo", json!({"text": "x"}), "other", &token))
         .await
         .expect("a closes its own idle process for it");
+}
+
+#[tokio::test]
+async fn a_replica_that_stops_gracefully_gives_its_sessions_back_at_once() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let file = limits_file(dir.path(), "[orgs.org-full]\nsessions = 3\n");
+    // Grants that would outlive the test: only the stop gives them back.
+    let configure = |c: &mut switchboard_mcp_service::Config| {
+        replica_config(c, &file);
+        c.common.server.org_slot_grant_ttl = Duration::from_secs(600);
+    };
+    let upstream = spawn_http(HttpServerOptions::default())
+        .await
+        .expect("upstream");
+    let mut a = start_with(DbKind::Postgres, configure).await;
+    let (_b_server, mut b) = a.replica(configure).await;
+    let token = admin("org-full");
+    let id = create(&mut a, &token, http_integration("example", &upstream.url()))
+        .await
+        .id;
+
+    // a holds all three of the organization's sessions, idle in its pool.
+    for scope in ["a1", "a2", "a3"] {
+        a.client
+            .execute_tool(call(&id, "echo", json!({"text": "x"}), scope, &token))
+            .await
+            .expect("a session on a");
+    }
+    let status = b
+        .execute_tool(call(&id, "echo", json!({"text": "x"}), "b0", &token))
+        .await
+        .expect_err("a holds the limit");
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+
+    let Harness {
+        db: _db, server, ..
+    } = a;
+    server.stop().await.expect("a stops gracefully");
+
+    // b opens as many sessions as the limit at once, long before a's
+    // grants would have expired.
+    for scope in ["b1", "b2", "b3"] {
+        b.execute_tool(call(&id, "echo", json!({"text": "x"}), scope, &token))
+            .await
+            .expect("a session on b");
+    }
 }

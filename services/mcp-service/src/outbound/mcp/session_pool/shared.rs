@@ -5,8 +5,9 @@
 //! shared store (the `org_session_grants` and `org_stdio_grants` tables on
 //! PostgreSQL, memory on SQLite), the way calls in flight are counted: a
 //! session takes a lease of its replica's grant, without a round trip while
-//! the grant has room, and gives it back when it closes. Grants expire when
-//! their replica stops renewing them, so a dead replica's count drains.
+//! the grant has room, and gives it back when it closes. A replica that
+//! stops gracefully gives its grants up; a dead one's expire when nobody
+//! renews them, so its count drains.
 
 use std::{sync::Arc, time::Duration};
 
@@ -145,6 +146,13 @@ impl SharedSessions {
         })
     }
 
+    /// Gives up this replica's grants of sessions and stdio processes (it
+    /// stops), so that the other replicas may open as many as the limits
+    /// at once rather than when the grants expire.
+    pub async fn release(&self) {
+        futures::future::join(self.sessions.release(), self.stdio.release()).await;
+    }
+
     /// Renews this replica's grants every `period` and gives back the
     /// leases no session used since the last time, while the returned task
     /// runs.
@@ -173,5 +181,77 @@ fn refused(error: NotAdmitted, stdio: bool, limit: usize) -> LeaseRefused {
     match error {
         NotAdmitted::AtLimit => LeaseRefused::AtLimit { stdio, limit },
         NotAdmitted::Store(error) => LeaseRefused::Store(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::num::NonZeroU32;
+
+    use switchboard_server::{GrantSettings, MemorySlotGrants, OrgLimits, SlotGrants};
+
+    use super::*;
+
+    /// A replica's sessions counted in `sessions` and `stdio`, one stdio
+    /// process and two sessions per organization.
+    fn replica(
+        name: &str,
+        sessions: &Arc<dyn SlotGrants>,
+        stdio: &Arc<dyn SlotGrants>,
+    ) -> Arc<SharedSessions> {
+        let settings = GrantSettings {
+            batch: 1,
+            ttl: Duration::from_secs(600),
+            token_batch: 1,
+        };
+        let quotas = SessionQuotas {
+            table: OrgLimitTable::uniform(OrgLimits {
+                concurrency: 8,
+                rate: NonZeroU32::MIN,
+                burst: NonZeroU32::MIN,
+                sessions: None,
+                stdio_processes: None,
+                data_source_bytes: None,
+            }),
+            sessions: 2,
+            stdio_processes: 1,
+        };
+        Arc::new(SharedSessions::new(
+            quotas,
+            GrantedSlots::new(name.to_owned(), sessions.clone(), settings),
+            GrantedSlots::new(name.to_owned(), stdio.clone(), settings),
+        ))
+    }
+
+    #[tokio::test]
+    async fn a_replica_that_stops_gives_its_sessions_and_processes_to_another_at_once() {
+        let ttl = Duration::from_secs(600);
+        let sessions: Arc<dyn SlotGrants> = Arc::new(MemorySlotGrants::new(ttl));
+        let stdio: Arc<dyn SlotGrants> = Arc::new(MemorySlotGrants::new(ttl));
+        let (a, b) = (
+            replica("a", &sessions, &stdio),
+            replica("b", &sessions, &stdio),
+        );
+        let org = OrgId("org".to_owned());
+        let held = (
+            a.lease(&org, true).await.expect("a's process"),
+            a.lease(&org, false).await.expect("a's session"),
+        );
+        assert!(matches!(
+            b.lease(&org, false).await,
+            Err(LeaseRefused::AtLimit {
+                stdio: false,
+                limit: 2
+            })
+        ));
+
+        a.release().await;
+        drop(held);
+        let _process = b.lease(&org, true).await.expect("a's process, on b");
+        let _session = b.lease(&org, false).await.expect("a's session, on b");
+        assert!(matches!(
+            b.lease(&org, false).await,
+            Err(LeaseRefused::AtLimit { .. })
+        ));
     }
 }

@@ -67,11 +67,21 @@ fn start(
                 .get()
                 .map(|endpoint| ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str())),
         )
-        .stdout(Stdio::null())
+        .stdout(service_log())
         .stderr(Stdio::inherit())
         .spawn()
         .expect("the service starts");
     (KillOnDrop(child), format!("http://127.0.0.1:{port}"))
+}
+
+/// Where a service writes its log lines (stdout): nowhere, unless
+/// `BENCH_SERVICE_LOGS=on` asks for them on the benchmark's own stdout.
+fn service_log() -> Stdio {
+    if std::env::var("BENCH_SERVICE_LOGS").as_deref() == Ok("on") {
+        Stdio::inherit()
+    } else {
+        Stdio::null()
+    }
 }
 
 fn percentile(sorted: &[Duration], q: f64) -> Duration {

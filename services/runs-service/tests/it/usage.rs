@@ -145,7 +145,35 @@ async fn runs_add_up_per_day_agent_and_user_and_outlive_their_thread(store: Stor
     );
 }
 
+/// Runs started, stepped and ended by many callers at once are each
+/// written (none refused because another held the database) and add up.
+async fn runs_written_by_many_callers_at_once_all_add_up(store: Store) {
+    const RUNS: i64 = 40;
+    let (_db, repo) = repository(store).await;
+    let repo: std::sync::Arc<dyn RunsRepository> = repo.into();
+    let agent = AgentId::new();
+    let writers = (0..RUNS).map(|i| {
+        let repo = repo.clone();
+        tokio::spawn(async move {
+            used(&*repo, "org-a", &format!("user-{i}"), agent, NOV_25).await;
+        })
+    });
+    for writer in futures::future::join_all(writers).await {
+        writer.expect("every run written");
+    }
+    let total = repo
+        .usage(&query(UsageGroup::Organization))
+        .await
+        .expect("usage");
+    assert_eq!(total.len(), 1, "{total:?}");
+    assert_eq!(total[0].runs, RUNS);
+    assert_eq!(total[0].input_tokens, 250 * RUNS);
+}
+
 store_tests!(
-    every_store: [runs_add_up_per_day_agent_and_user_and_outlive_their_thread],
+    every_store: [
+        runs_add_up_per_day_agent_and_user_and_outlive_their_thread,
+        runs_written_by_many_callers_at_once_all_add_up,
+    ],
     databases_only: [],
 );

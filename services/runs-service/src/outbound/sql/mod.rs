@@ -86,6 +86,19 @@ impl SqlRunsRepository {
         &self.replica
     }
 
+    /// A transaction that writes. On SQLite it takes the database's one
+    /// write lock as it begins (`BEGIN IMMEDIATE`): a transaction that reads
+    /// before it writes would otherwise fail at once ("database is locked")
+    /// when another writer committed after its read, instead of waiting its
+    /// turn within the busy timeout. PostgreSQL locks rows as it goes.
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+        if self.postgres {
+            self.pool.begin().await
+        } else {
+            self.pool.begin_with("BEGIN IMMEDIATE").await
+        }
+    }
+
     /// The database's clock in Unix milliseconds, as SQL: leases are
     /// compared with it, never with a replica's clock.
     fn db_now(&self) -> &'static str {

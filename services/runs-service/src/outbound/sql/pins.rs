@@ -92,8 +92,7 @@ pub(super) async fn pin_tools(
         return Ok(pins);
     }
     let mut tx = repo
-        .pool
-        .begin()
+        .begin_write()
         .await
         .map_err(failed("failed to pin tools"))?;
     for pin in &new {
@@ -116,8 +115,7 @@ pub(super) async fn repin_tools(
     pins: &[ToolPin],
 ) -> Result<(), RepositoryError> {
     let mut tx = repo
-        .pool
-        .begin()
+        .begin_write()
         .await
         .map_err(failed("failed to pin tools again"))?;
     for pin in pins {
@@ -180,8 +178,7 @@ pub(super) async fn keep_tool_changes(
     changed: &[ToolPin],
 ) -> Result<(), RepositoryError> {
     let mut tx = repo
-        .pool
-        .begin()
+        .begin_write()
         .await
         .map_err(failed("failed to keep tool changes"))?;
     for pin in changed {
@@ -206,8 +203,7 @@ pub(super) async fn accept_tool_change(
     digest: &str,
 ) -> Result<ChangeAnswer, RepositoryError> {
     let mut tx = repo
-        .pool
-        .begin()
+        .begin_write()
         .await
         .map_err(failed("failed to accept a tool change"))?;
     // The row is read and replaced in one transaction. A run keeping a

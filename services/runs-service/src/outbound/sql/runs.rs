@@ -104,7 +104,7 @@ impl SqlRunsRepository {
             Some(Append::new(run.thread_id, messages)?)
         };
         for _ in 0..APPEND_ATTEMPTS {
-            let mut tx = self.pool.begin().await.map_err(failed(write.what()))?;
+            let mut tx = self.begin_write().await.map_err(failed(write.what()))?;
             let before = usage::stored_tokens(&mut tx, run).await?;
             write.on(self, &mut tx, run).await?;
             let seqs = match &append {

@@ -145,8 +145,7 @@ pub(super) async fn delete_thread(
     // The foreign keys cascade, but deleting the children explicitly
     // does not depend on the database enforcing them.
     let mut tx = repo
-        .pool
-        .begin()
+        .begin_write()
         .await
         .map_err(failed("failed to delete a thread"))?;
     for child in ["messages", "runs", "tool_pins", "tool_pin_changes"] {

@@ -22,11 +22,13 @@ mod held_body;
 mod org_limits;
 pub mod paging;
 mod readiness;
+mod reflection;
 pub mod request_id;
 mod rpc_methods;
 mod rpc_telemetry;
 mod serve;
 mod server_facts;
+mod signal;
 pub mod tls;
 
 pub use args::{AuthArgs, CommonArgs, JwksArgs, TelemetryArgs};
@@ -43,8 +45,9 @@ pub use org_limits::{
     SlotGrants, Taken, TokenAsk, TokenBuckets, grant,
 };
 pub use request_id::{Begun, Idempotency, fingerprint, parse_request_id};
-pub use serve::{RunningServer, Services, bind_and_serve, serve, shutdown_signal, spawn};
+pub use serve::{RunningServer, Services, bind_and_serve, serve, spawn};
 pub use server_facts::{MAX_DETAIL_BYTES, ServerFacts};
+pub use signal::shutdown_signal;
 pub use tls::{PeerIdentity, TlsArgs};
 
 /// The `grpc.health.v1` service name of liveness (Kubernetes liveness

@@ -27,6 +27,7 @@ use crate::{
     DeadlineLayer, Deadlines, GlobalLimitLayer, GrantSettings, OrgLimitLayer, OrgWaits,
     PgSlotGrants, PgTokenBuckets, ServerArgs, SharedStores,
     readiness::{self, Watch},
+    reflection::{reflection_v1, reflection_v1alpha},
     rpc_methods::RpcMethods,
     rpc_telemetry::{RpcTelemetryLayer, is_untraced},
     tls::{ReloadingTls, tls_incoming},
@@ -425,30 +426,6 @@ impl Drop for AbortOnDrop {
     }
 }
 
-fn reflection_v1() -> anyhow::Result<
-    tonic_reflection::server::v1::ServerReflectionServer<
-        impl tonic_reflection::server::v1::ServerReflection,
-    >,
-> {
-    tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(switchboard_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()
-        .context("failed to build the reflection service")
-}
-
-fn reflection_v1alpha() -> anyhow::Result<
-    tonic_reflection::server::v1alpha::ServerReflectionServer<
-        impl tonic_reflection::server::v1alpha::ServerReflection,
-    >,
-> {
-    tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(switchboard_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1alpha()
-        .context("failed to build the reflection service")
-}
-
 /// The span of one call, named and attributed per the OpenTelemetry RPC
 /// conventions (a path no service serves is `_other`), parented to the
 /// caller's trace context.
@@ -471,34 +448,6 @@ fn request_span<B>(methods: RpcMethods) -> impl Fn(&http::Request<B>) -> Span + 
         );
         switchboard_telemetry::continue_trace(&span, request.headers());
         span
-    }
-}
-
-/// Resolves on SIGTERM or SIGINT.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(error) = tokio::signal::ctrl_c().await {
-            tracing::error!(error = %error, "failed to listen for SIGINT");
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(error) => {
-                tracing::error!(error = %error, "failed to listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => tracing::info!("received SIGINT"),
-        () = terminate => tracing::info!("received SIGTERM"),
     }
 }
 

@@ -16,7 +16,7 @@ use std::{path::PathBuf, time::Duration};
 
 pub use incoming::{TlsConnection, tls_incoming};
 pub use peer::{PeerIdentity, peer_identity};
-pub use reload::{ReloadingTls, TlsFiles};
+pub use reload::{ReloadingTls, TlsFiles, read_bounded};
 
 /// Longest calling-service identity taken from a client certificate, in
 /// bytes; a certificate naming a longer one gives no identity.

@@ -50,7 +50,9 @@ impl TlsFiles {
     }
 }
 
-fn read_bounded(path: &Path) -> anyhow::Result<Vec<u8>> {
+/// The bytes of the TLS file at `path` (a certificate chain, a key or a CA
+/// bundle), refused past 1 MiB: no PEM file of a certificate is near it.
+pub fn read_bounded(path: &Path) -> anyhow::Result<Vec<u8>> {
     let file =
         std::fs::File::open(path).with_context(|| format!("failed to open {}", path.display()))?;
     let mut bytes = Vec::new();

@@ -2,13 +2,11 @@
 //! certificate: the CA and the client certificate are read from files, and
 //! read again as they rotate.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context as _;
+use switchboard_server::tls::read_bounded;
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
-
-/// Largest CA, certificate or key file read, in bytes.
-const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
 /// The files of TLS to mcp-service.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,20 +48,4 @@ impl McpTls {
             .context("the mcp-service TLS files do not make a TLS configuration")?;
         Ok(McpTlsConfig { contents, config })
     }
-}
-
-fn read_bounded(path: &Path) -> anyhow::Result<Vec<u8>> {
-    use std::io::Read as _;
-    let file =
-        std::fs::File::open(path).with_context(|| format!("failed to open {}", path.display()))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("failed to read {}", path.display()))?;
-    anyhow::ensure!(
-        bytes.len() as u64 <= MAX_FILE_BYTES,
-        "{} is larger than {MAX_FILE_BYTES} bytes",
-        path.display()
-    );
-    Ok(bytes)
 }

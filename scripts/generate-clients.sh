@@ -41,6 +41,6 @@ mkdir -p examples/python/gen
 well_known="$("$tools/venv/bin/python" -c 'import grpc_tools, os; print(os.path.join(os.path.dirname(grpc_tools.__file__), "_proto"))')"
 "$tools/venv/bin/python" -m grpc_tools.protoc -Iproto -I"$well_known" \
   --python_out=examples/python/gen --grpc_python_out=examples/python/gen \
-  switchboard/common/v1/common.proto switchboard/mcp/v1/mcp.proto switchboard/mcp/v1/policy.proto switchboard/mcp/v1/audit.proto switchboard/mcp/v1/approvals.proto switchboard/runs/v1/runs.proto
+  switchboard/common/v1/common.proto switchboard/mcp/v1/mcp.proto switchboard/mcp/v1/policy.proto switchboard/mcp/v1/audit.proto switchboard/mcp/v1/approvals.proto switchboard/mcp/v1/toolsets.proto switchboard/runs/v1/runs.proto
 
 echo "generate-clients: python, typescript and go clients in examples/*/gen"

@@ -13,6 +13,7 @@ const FILES: &[&str] = &[
     "switchboard/mcp/v1/policy.proto",
     "switchboard/mcp/v1/audit.proto",
     "switchboard/mcp/v1/approvals.proto",
+    "switchboard/mcp/v1/toolsets.proto",
     "switchboard/runs/v1/runs.proto",
 ];
 

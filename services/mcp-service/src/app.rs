@@ -9,6 +9,7 @@ use switchboard_db::{Backend, Database};
 use switchboard_proto::mcp::v1::{
     approval_service_server::ApprovalServiceServer, audit_service_server::AuditServiceServer,
     mcp_service_server::McpServiceServer, policy_service_server::PolicyServiceServer,
+    toolsets_service_server::ToolsetsServiceServer,
 };
 use switchboard_server::{
     GrantSettings, GrantedSlots, Idempotency, MemorySlotGrants, PgSlotGrants, RunningServer,
@@ -28,8 +29,9 @@ use crate::{
         policy::{engine::PolicyEngine, service::PolicyAdmin},
         resolve::ConfigPolicy,
         service::IntegrationService,
+        toolset::admin::ToolsetAdmin,
     },
-    inbound::{ApprovalApi, AuditApi, McpApi, PolicyApi, ResumeSeal},
+    inbound::{ApprovalApi, AuditApi, McpApi, PolicyApi, ResumeSeal, ToolsetsApi},
     outbound::{
         http::{HttpClientOptions, build_client, build_client_without_redirects, read_roots},
         mcp::{
@@ -50,6 +52,7 @@ use crate::{
             policies::SqlPolicyRepository,
             secret_box::KeyRing,
             sql::{MIGRATIONS, SqlIntegrationRepository},
+            toolsets::SqlToolsetRepository,
         },
     },
 };
@@ -229,7 +232,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     let resume = ResumeSeal::new(keys.clone(), config.resume_ttl);
     let repository = Arc::new(SqlIntegrationRepository::new(db.pool.clone(), keys));
     let integrations = IntegrationService::new(
-        repository,
+        repository.clone(),
         gateway.clone(),
         policy,
         Arc::new(config.catalog()?),
@@ -245,6 +248,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     )
     .with_policies(policies.clone());
     let (audit_api, auditor) = audit(config, &db);
+    let toolsets_api = toolsets_api(config, &db.pool, repository, auditor.clone());
     let (calls, approval_api) = approvals(config, &db.pool, calls, auditor.clone());
     let policy_api = policy_api(config, policies, &integrations, &calls, auditor.clone());
     let idempotency = Idempotency::new(RequestIds::new(
@@ -266,6 +270,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
             .with(policy_api)
             .with(audit_api)
             .with(approval_api)
+            .with(toolsets_api)
             .self_limited(UPSTREAM_METHODS)
             .on_stop(async move { shared.release().await })
             .watch_database(db),
@@ -315,6 +320,26 @@ fn policy_api(
     ))
     .max_decoding_message_size(max)
     .max_encoding_message_size(max)
+}
+
+/// `ToolsetsService`: admins name selections of the organization's
+/// integrations, which the MCP endpoint serves; every write audited.
+fn toolsets_api(
+    config: &Config,
+    pool: &sqlx::AnyPool,
+    integrations: Arc<SqlIntegrationRepository>,
+    auditor: Option<Auditor>,
+) -> ToolsetsServiceServer<ToolsetsApi> {
+    let max = config.common.server.max_message_bytes;
+    let admin = ToolsetAdmin::new(
+        Arc::new(SqlToolsetRepository::new(pool.clone())),
+        integrations,
+        config.toolsets.limits(),
+    )
+    .with_audit(auditor);
+    ToolsetsServiceServer::new(ToolsetsApi::new(admin))
+        .max_decoding_message_size(max)
+        .max_encoding_message_size(max)
 }
 
 /// The audit trail: one writer per replica group-commits the events, the

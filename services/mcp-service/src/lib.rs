@@ -17,6 +17,7 @@ pub mod domain;
 mod inbound;
 pub mod outbound;
 mod policy_settings;
+mod toolset_settings;
 
 pub use app::{SERVICE_NAME, migrate, run, spawn};
 pub use config::Config;

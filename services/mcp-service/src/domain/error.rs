@@ -77,6 +77,12 @@ pub enum McpError {
     /// A policy write conflicts with the stored versions.
     #[error(transparent)]
     PolicyStore(super::policy::ports::PolicyStoreError),
+    /// No such toolset in the caller's organization.
+    #[error("toolset not found")]
+    ToolsetNotFound,
+    /// The toolset name is taken in the organization.
+    #[error("a toolset named `{0}` already exists in this organization")]
+    ToolsetExists(String),
     /// An organization-wide count limit is reached.
     #[error("{0}")]
     LimitReached(String),

@@ -187,6 +187,7 @@ fn proto_action(action: AuditAction) -> pb::AuditAction {
         AuditAction::IntegrationChange => pb::AuditAction::IntegrationChange,
         AuditAction::PolicyChange => pb::AuditAction::PolicyChange,
         AuditAction::AuthorizationCompleted => pb::AuditAction::AuthorizationCompleted,
+        AuditAction::ToolsetChange => pb::AuditAction::ToolsetChange,
     }
 }
 

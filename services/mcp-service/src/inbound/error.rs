@@ -55,6 +55,8 @@ impl From<McpError> for ApiError {
             error @ McpError::OutsideAllowList(_) => Self::PermissionDenied(error.to_string()),
             McpError::PolicyNotFound => Self::NotFound("policy".to_owned()),
             McpError::PolicyStore(error) => policy_store(error),
+            McpError::ToolsetNotFound => Self::NotFound("toolset".to_owned()),
+            error @ McpError::ToolsetExists(_) => Self::AlreadyExists(error.to_string()),
             McpError::LimitReached(message) => Self::ResourceExhausted(message),
             McpError::Internal(error) => Self::Internal(error),
         }

@@ -8,6 +8,7 @@ mod grpc;
 mod parse;
 mod policy;
 mod resume;
+mod toolsets;
 pub(crate) mod wire;
 #[cfg(test)]
 mod wire_tests;
@@ -17,3 +18,4 @@ pub(crate) use audit::AuditApi;
 pub(crate) use grpc::McpApi;
 pub(crate) use policy::PolicyApi;
 pub(crate) use resume::ResumeSeal;
+pub(crate) use toolsets::ToolsetsApi;

@@ -24,11 +24,13 @@ pub enum AuditAction {
     PolicyChange,
     /// A user or the organization completed an OAuth authorization.
     AuthorizationCompleted,
+    /// A toolset was created, changed or deleted.
+    ToolsetChange,
 }
 
 impl AuditAction {
     /// Every action, for parsing stored names.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::ToolCall,
         Self::ResourceRead,
         Self::PromptGet,
@@ -38,6 +40,7 @@ impl AuditAction {
         Self::IntegrationChange,
         Self::PolicyChange,
         Self::AuthorizationCompleted,
+        Self::ToolsetChange,
     ];
 
     /// The stored and hashed name; never changes once written.
@@ -52,6 +55,7 @@ impl AuditAction {
             Self::IntegrationChange => "integration_change",
             Self::PolicyChange => "policy_change",
             Self::AuthorizationCompleted => "authorization_completed",
+            Self::ToolsetChange => "toolset_change",
         }
     }
 

@@ -149,6 +149,8 @@ pub fn refusal(error: &McpError) -> (AuditOutcome, String, String) {
         | McpError::ApprovalNotFound
         | McpError::PolicyNotFound
         | McpError::PolicyStore(_)
+        | McpError::ToolsetNotFound
+        | McpError::ToolsetExists(_)
         | McpError::LimitReached(_) => (AuditOutcome::Denied, error.to_string(), String::new()),
         McpError::Upstream(_) | McpError::Authorization(_) | McpError::Internal(_) => {
             (AuditOutcome::Failed, error.to_string(), String::new())

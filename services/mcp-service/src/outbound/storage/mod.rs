@@ -7,3 +7,4 @@ pub mod audit_writer;
 pub mod policies;
 pub mod secret_box;
 pub mod sql;
+pub mod toolsets;

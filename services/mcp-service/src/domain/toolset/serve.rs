@@ -1,0 +1,166 @@
+//! What the MCP endpoint serves at `/mcp/toolsets/{name}`: a toolset
+//! resolved for one caller into the integrations it holds now, each with
+//! the prefix of its tools' names and its selections.
+
+use std::sync::Arc;
+
+use switchboard_auth::Principal;
+
+use super::{model::ToolsetName, ports::ToolsetRepository};
+use crate::domain::{
+    error::McpError,
+    integration::{IntegrationId, OrgId},
+    ports::IntegrationRepository,
+};
+
+/// The separator between a member's prefix and a tool's own name, as
+/// runs-service joins them for a model: `{slug}__{tool}`.
+pub const PREFIX_SEPARATOR: &str = "__";
+
+/// One integration of a resolved toolset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedMember {
+    /// The integration.
+    pub integration_id: IntegrationId,
+    /// Its current slug.
+    pub slug: String,
+    /// What its tools' names start with, followed by [`PREFIX_SEPARATOR`]:
+    /// the slug.
+    pub prefix: String,
+    /// Whether the integration is enabled; a disabled one's calls are
+    /// refused like any call to it.
+    pub enabled: bool,
+    /// The tools served, by the server's own names; every tool when `None`.
+    pub tools: Option<Vec<String>>,
+    /// The resources and templates served, by URI or URI template; every
+    /// one when `None`.
+    pub resources: Option<Vec<String>>,
+}
+
+impl ResolvedMember {
+    /// The name a client sees for the server's tool `tool`:
+    /// `{prefix}__{tool}`.
+    pub fn exposed_name(&self, tool: &str) -> String {
+        format!("{}{PREFIX_SEPARATOR}{tool}", self.prefix)
+    }
+
+    /// Whether the toolset serves the server's tool `tool`.
+    pub fn serves_tool(&self, tool: &str) -> bool {
+        self.tools
+            .as_ref()
+            .is_none_or(|tools| tools.iter().any(|t| t == tool))
+    }
+
+    /// Whether the toolset serves the resource or template `uri`, as the
+    /// server lists it.
+    pub fn serves_resource(&self, uri: &str) -> bool {
+        self.resources
+            .as_ref()
+            .is_none_or(|resources| resources.iter().any(|r| r == uri))
+    }
+}
+
+/// A toolset as the MCP endpoint serves it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedToolset {
+    /// Its name.
+    pub name: ToolsetName,
+    /// Its description, for the MCP client (the server's instructions).
+    pub description: String,
+    /// The members whose integration the organization still has, in the
+    /// order written; one deleted since is left out.
+    pub members: Vec<ResolvedMember>,
+}
+
+impl ResolvedToolset {
+    /// The member and the server's own tool name behind the exposed name
+    /// `name`, when the toolset serves that tool.
+    pub fn route_tool<'a>(&'a self, name: &'a str) -> Option<(&'a ResolvedMember, &'a str)> {
+        // Slugs may hold underscores, so `a___x` could be `a` + `_x` or
+        // `a_` + `x`: the longest prefix wins, whatever the members' order.
+        self.members
+            .iter()
+            .filter_map(|member| {
+                let tool = name
+                    .strip_prefix(member.prefix.as_str())?
+                    .strip_prefix(PREFIX_SEPARATOR)?;
+                member.serves_tool(tool).then_some((member, tool))
+            })
+            .max_by_key(|(member, _)| member.prefix.len())
+    }
+}
+
+/// Resolves toolsets for the MCP endpoint.
+#[derive(Clone)]
+pub struct ToolsetResolver {
+    toolsets: Arc<dyn ToolsetRepository>,
+    integrations: Arc<dyn IntegrationRepository>,
+}
+
+impl std::fmt::Debug for ToolsetResolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolsetResolver").finish_non_exhaustive()
+    }
+}
+
+impl ToolsetResolver {
+    /// Toolsets from `toolsets`, their members' integrations from
+    /// `integrations`.
+    pub fn new(
+        toolsets: Arc<dyn ToolsetRepository>,
+        integrations: Arc<dyn IntegrationRepository>,
+    ) -> Self {
+        Self {
+            toolsets,
+            integrations,
+        }
+    }
+
+    /// The toolset `name` of the caller's organization, resolved to its
+    /// integrations as they are now. A name that is not a toolset's, or
+    /// names one of another organization, is [`McpError::ToolsetNotFound`]
+    /// alike, so that the endpoint answers 404 and tells nothing of other
+    /// organizations. What each member serves is still subject to the
+    /// organization's policies: the caller of this resolves, then calls
+    /// through the same use cases as a gRPC call.
+    pub async fn resolve(
+        &self,
+        caller: &Principal,
+        name: &str,
+    ) -> Result<ResolvedToolset, McpError> {
+        let name = ToolsetName::parse(name).ok_or(McpError::ToolsetNotFound)?;
+        let org = OrgId(caller.org_id.clone());
+        let toolset = self
+            .toolsets
+            .get(&org, &name)
+            .await?
+            .ok_or(McpError::ToolsetNotFound)?;
+        let mut members = Vec::with_capacity(toolset.body.members.len());
+        for member in toolset.body.members {
+            let id = member.integration_id;
+            let Some(integration) = self
+                .integrations
+                .get(&org, id)
+                .await
+                .map_err(anyhow::Error::from)?
+            else {
+                tracing::warn!(toolset = %name, integration_id = %id, "a toolset member's integration is gone; left out");
+                continue;
+            };
+            let slug = integration.slug.as_str().to_owned();
+            members.push(ResolvedMember {
+                integration_id: id,
+                prefix: slug.clone(),
+                slug,
+                enabled: integration.enabled,
+                tools: member.tools,
+                resources: member.resources,
+            });
+        }
+        Ok(ResolvedToolset {
+            name: toolset.name,
+            description: toolset.body.description,
+            members,
+        })
+    }
+}

@@ -1,0 +1,155 @@
+use super::{
+    model::{ToolsetLimits, ToolsetName},
+    serve::{ResolvedMember, ResolvedToolset},
+    validate::{BodyInput, MAX_DESCRIPTION_BYTES, MemberInput, validate_body},
+};
+use crate::domain::integration::IntegrationId;
+
+fn limits() -> ToolsetLimits {
+    ToolsetLimits {
+        max_members: 3,
+        max_selection: 2,
+        max_toolsets_per_org: 5,
+    }
+}
+
+fn member(tools: Option<&[&str]>) -> MemberInput {
+    MemberInput {
+        integration_id: IntegrationId::new().to_string(),
+        tools: tools.map(|t| t.iter().map(|s| (*s).to_owned()).collect()),
+        resources: None,
+    }
+}
+
+fn fields(input: BodyInput) -> Vec<String> {
+    validate_body(input, limits())
+        .expect_err("invalid")
+        .into_iter()
+        .map(|v| v.field)
+        .collect()
+}
+
+#[test]
+fn a_toolset_may_hold_as_many_members_as_the_limit_and_no_more() {
+    let at_limit = BodyInput {
+        description: String::new(),
+        members: (0..3).map(|_| member(None)).collect(),
+    };
+    assert_eq!(
+        validate_body(at_limit.clone(), limits())
+            .expect("valid")
+            .members
+            .len(),
+        3
+    );
+    let mut over = at_limit;
+    over.members.push(member(None));
+    assert_eq!(fields(over), ["toolset.members"]);
+}
+
+#[test]
+fn a_selection_may_hold_as_many_entries_as_the_limit_and_no_more() {
+    let at_limit = BodyInput {
+        members: vec![member(Some(&["a", "b"]))],
+        ..BodyInput::default()
+    };
+    assert!(validate_body(at_limit, limits()).is_ok());
+    let over = BodyInput {
+        members: vec![member(Some(&["a", "b", "c"]))],
+        ..BodyInput::default()
+    };
+    assert_eq!(fields(over), ["toolset.members[0].tools"]);
+}
+
+#[test]
+fn every_bad_member_field_is_named() {
+    let twice = member(None);
+    let input = BodyInput {
+        description: "x".repeat(MAX_DESCRIPTION_BYTES + 1),
+        members: vec![
+            MemberInput {
+                integration_id: "not-a-uuid".into(),
+                ..MemberInput::default()
+            },
+            twice.clone(),
+            twice,
+        ],
+    };
+    assert_eq!(
+        fields(input),
+        [
+            "toolset.description",
+            "toolset.members[0].integration_id",
+            "toolset.members[2].integration_id"
+        ]
+    );
+    let bad_entries = BodyInput {
+        members: vec![
+            member(Some(&["a", "a"])),
+            member(Some(&[" "])),
+            MemberInput {
+                resources: Some(vec!["x".repeat(3000)]),
+                ..member(None)
+            },
+        ],
+        ..BodyInput::default()
+    };
+    assert_eq!(
+        fields(bad_entries),
+        [
+            "toolset.members[0].tools",
+            "toolset.members[1].tools",
+            "toolset.members[2].resources"
+        ]
+    );
+}
+
+#[test]
+fn names_are_short_lowercase_path_segments() {
+    for good in ["a", "dev-tools", "0x", &"a".repeat(63)] {
+        assert!(ToolsetName::parse(good).is_some(), "{good}");
+    }
+    for bad in ["", "-a", "A", "a_b", "a/b", "a.b", &"a".repeat(64), "é"] {
+        assert!(ToolsetName::parse(bad).is_none(), "{bad}");
+    }
+}
+
+fn resolved(slug: &str, tools: Option<&[&str]>) -> ResolvedMember {
+    ResolvedMember {
+        integration_id: IntegrationId::new(),
+        slug: slug.into(),
+        prefix: slug.into(),
+        enabled: true,
+        tools: tools.map(|t| t.iter().map(|s| (*s).to_owned()).collect()),
+        resources: None,
+    }
+}
+
+#[test]
+fn an_exposed_name_routes_to_its_member_and_tool_the_longest_prefix_first() {
+    let toolset = ResolvedToolset {
+        name: ToolsetName::parse("t").expect("valid"),
+        description: String::new(),
+        members: vec![resolved("a", None), resolved("a_", Some(&["x"]))],
+    };
+    assert_eq!(toolset.members[0].exposed_name("echo"), "a__echo");
+    let (member, tool) = toolset.route_tool("a___x").expect("routed");
+    assert_eq!((member.slug.as_str(), tool), ("a_", "x"));
+    let (member, tool) = toolset.route_tool("a___y").expect("routed");
+    assert_eq!((member.slug.as_str(), tool), ("a", "_y"));
+    assert!(toolset.route_tool("a_x").is_none());
+    assert!(toolset.route_tool("b__x").is_none());
+}
+
+#[test]
+fn a_selection_serves_only_what_it_names_and_none_serves_everything() {
+    let all = resolved("a", None);
+    assert!(all.serves_tool("anything") && all.serves_resource("file:///x"));
+    let some = ResolvedMember {
+        resources: Some(vec!["file:///{path}".into()]),
+        ..resolved("a", Some(&[]))
+    };
+    assert!(!some.serves_tool("echo"));
+    assert!(some.serves_resource("file:///{path}"));
+    assert!(!some.serves_resource("file:///x"));
+}

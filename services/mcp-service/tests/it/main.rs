@@ -37,4 +37,5 @@ mod session_streams;
 mod support;
 mod tasks;
 mod tls;
+mod toolsets;
 mod validate;

@@ -37,5 +37,6 @@ mod session_streams;
 mod support;
 mod tasks;
 mod tls;
+mod toolset_repository;
 mod toolsets;
 mod validate;

@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::commands::{
     agents::AgentsCommand, approvals::ApprovalsCommand, audit::AuditCommand, chat::ChatArgs,
     integrations::IntegrationsCommand, policies::PoliciesCommand, runs::RunsCommand,
-    sources::SourcesCommand, threads::ThreadsCommand, usage::UsageArgs,
+    sources::SourcesCommand, threads::ThreadsCommand, toolsets::ToolsetsCommand, usage::UsageArgs,
 };
 
 const EXIT_CODES: &str = "\
@@ -119,6 +119,9 @@ pub enum Command {
     /// Tool policies: who may call which tool, in CEL rules; explain a decision
     #[command(subcommand)]
     Policies(PoliciesCommand),
+    /// Toolsets: named selections of integrations, served to MCP clients
+    #[command(subcommand)]
+    Toolsets(ToolsetsCommand),
     /// The audit trail: who called what, and how it ended; verify its chain
     #[command(subcommand)]
     Audit(AuditCommand),

@@ -6,6 +6,7 @@ use switchboard_proto::{
     mcp::v1::{
         approval_service_client::ApprovalServiceClient, audit_service_client::AuditServiceClient,
         mcp_service_client::McpServiceClient, policy_service_client::PolicyServiceClient,
+        toolsets_service_client::ToolsetsServiceClient,
     },
     runs::v1::runs_service_client::RunsServiceClient,
 };
@@ -47,6 +48,8 @@ pub type PolicyClient = PolicyServiceClient<InterceptedService<Channel, BearerAu
 pub type AuditClient = AuditServiceClient<InterceptedService<Channel, BearerAuth>>;
 /// A client of mcp-service's approvals.
 pub type ApprovalClient = ApprovalServiceClient<InterceptedService<Channel, BearerAuth>>;
+/// A client of mcp-service's toolsets.
+pub type ToolsetsClient = ToolsetsServiceClient<InterceptedService<Channel, BearerAuth>>;
 /// A client of runs-service.
 pub type RunsClient = RunsServiceClient<InterceptedService<Channel, BearerAuth>>;
 
@@ -105,6 +108,16 @@ impl Clients {
         let channel = channel(&self.settings.mcp_addr, &self.settings.tls)?;
         Ok(
             ApprovalServiceClient::with_interceptor(channel, self.auth.clone())
+                .max_decoding_message_size(MAX_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_MESSAGE_BYTES),
+        )
+    }
+
+    /// A client of mcp-service's toolsets.
+    pub fn toolsets(&self) -> Result<ToolsetsClient, CliError> {
+        let channel = channel(&self.settings.mcp_addr, &self.settings.tls)?;
+        Ok(
+            ToolsetsServiceClient::with_interceptor(channel, self.auth.clone())
                 .max_decoding_message_size(MAX_MESSAGE_BYTES)
                 .max_encoding_message_size(MAX_MESSAGE_BYTES),
         )

@@ -35,7 +35,7 @@ proto_names!("switchboard.mcp.v1", mcp:
     ValidateIntegrationResponse, DiscoverResponse, DeleteIntegrationResponse,
     Policy, ListPoliciesResponse, ListPolicyVersionsResponse, DeletePolicyResponse,
     ExplainPolicyResponse, ListAuditEventsResponse, VerifyAuditChainResponse, Approval,
-    ListApprovalsResponse,
+    ListApprovalsResponse, Toolset, ListToolsetsResponse, DeleteToolsetResponse,
 );
 proto_names!("switchboard.runs.v1", runs:
     Agent, ListAgentsResponse, DeleteAgentResponse, Thread, ListThreadsResponse,

@@ -11,6 +11,7 @@ pub mod policies;
 pub mod runs;
 pub mod sources;
 pub mod threads;
+pub mod toolsets;
 pub mod usage;
 
 use clap::CommandFactory as _;
@@ -53,6 +54,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Integrations(command) => integrations::run(&ctx, command).await,
         Command::Agents(command) => agents::run(&ctx, command).await,
         Command::Policies(command) => policies::run(&ctx, command).await,
+        Command::Toolsets(command) => toolsets::run(&ctx, command).await,
         Command::Audit(command) => audit::run(&ctx, command).await,
         Command::Approvals(command) => approvals::run(&ctx, command).await,
         Command::Threads(command) => threads::run(&ctx, command).await,

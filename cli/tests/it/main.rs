@@ -12,4 +12,5 @@ mod json;
 mod policies;
 mod terminal;
 mod tls;
+mod toolsets;
 mod world;

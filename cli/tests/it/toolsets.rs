@@ -1,0 +1,97 @@
+//! `switchboard toolsets`: a toolset created from integrations named by
+//! slug, with tool and resource selections, read, listed, changed and
+//! deleted.
+
+use crate::world::{World, id};
+
+#[tokio::test]
+async fn a_toolset_is_created_by_slug_read_listed_updated_and_deleted() {
+    let world = World::start(Vec::new()).await;
+    let url = world.upstream.url();
+    let example = id(&world
+        .json(&["integrations", "create", "--slug", "example", "--url", &url])
+        .await);
+    let second = id(&world
+        .json(&["integrations", "create", "--slug", "second", "--url", &url])
+        .await);
+
+    let created = world
+        .json(&[
+            "toolsets",
+            "create",
+            "dev-tools",
+            "--description",
+            "for the IDE",
+            "--member",
+            "example",
+            "--tools",
+            "example=echo,add",
+            "--member",
+            &second,
+            "--resource",
+            &format!("{second}=file:///readme"),
+            "--resource",
+            &format!("{second}=file:///{{path}}"),
+        ])
+        .await;
+    assert_eq!(created["name"], "dev-tools");
+    let members = created["members"].as_array().expect("members");
+    assert_eq!(members[0]["integrationId"], example.as_str());
+    assert_eq!(members[0]["integrationSlug"], "example");
+    assert_eq!(
+        members[0]["tools"]["names"],
+        serde_json::json!(["echo", "add"])
+    );
+    assert!(members[0].get("resources").is_none(), "every resource");
+    assert_eq!(members[1]["integrationSlug"], "second");
+    assert_eq!(
+        members[1]["resources"]["names"],
+        serde_json::json!(["file:///readme", "file:///{path}"])
+    );
+
+    let shown = world.ok(&["toolsets", "get", "dev-tools"]).await;
+    assert!(shown.starts_with("dev-tools: for the IDE"), "{shown}");
+    assert!(shown.contains("echo, add"), "{shown}");
+    let listed = world.ok(&["toolsets", "list"]).await;
+    assert!(
+        listed.contains("dev-tools") && listed.contains("example, second"),
+        "{listed}"
+    );
+
+    let unknown = world
+        .run(&[
+            "toolsets", "create", "other", "--member", "example", "--tools", "nope=x",
+        ])
+        .await;
+    assert!(!unknown.status.success(), "a selection of no member");
+
+    let updated = world
+        .json(&[
+            "toolsets",
+            "update",
+            "dev-tools",
+            "--member",
+            "second",
+            "--tools",
+            "second=",
+        ])
+        .await;
+    assert_eq!(updated["description"], "for the IDE", "kept");
+    assert_eq!(updated["members"][0]["integrationSlug"], "second");
+    assert_eq!(
+        updated["members"][0]["tools"],
+        serde_json::json!({}),
+        "selects none"
+    );
+    let nothing = world.run(&["toolsets", "update", "dev-tools"]).await;
+    assert!(!nothing.status.success(), "nothing to change");
+
+    world.ok(&["toolsets", "delete", "dev-tools"]).await;
+    let gone = world.run(&["toolsets", "get", "dev-tools"]).await;
+    assert!(!gone.status.success());
+    assert!(
+        String::from_utf8_lossy(&gone.stderr).contains("toolset not found"),
+        "{}",
+        String::from_utf8_lossy(&gone.stderr)
+    );
+}

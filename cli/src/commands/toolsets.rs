@@ -211,7 +211,7 @@ async fn list(ctx: &Context, page: PageArgs) -> Result<(), CliError> {
     ctx.out.either(&response, || {
         let mut rows = table(&["NAME", "INTEGRATIONS", "DESCRIPTION", "UPDATED"]);
         for t in &response.toolsets {
-            let slugs: Vec<&str> = t.members.iter().map(|m| slug(m)).collect();
+            let slugs: Vec<&str> = t.members.iter().map(slug).collect();
             rows.add_row(vec![
                 t.name.clone(),
                 short(&slugs.join(", "), 40),

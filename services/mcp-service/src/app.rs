@@ -238,7 +238,6 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         Arc::new(config.catalog()?),
     )
     .with_usable_cache(config.integration_cache_ttl);
-    let max = config.common.server.max_message_bytes;
     let policies = policy_engine(config, &db.pool);
     let calls = CallService::new(
         integrations.clone(),
@@ -251,18 +250,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     let toolsets_api = toolsets_api(config, &db.pool, repository, auditor.clone());
     let (calls, approval_api) = approvals(config, &db.pool, calls, auditor.clone());
     let policy_api = policy_api(config, policies, &integrations, &calls, auditor.clone());
-    let idempotency = Idempotency::new(RequestIds::new(
-        db.pool.clone(),
-        config.common.database.request_id_window,
-    ));
-    let api = McpServiceServer::new(McpApi::new(
-        IntegrationChanges::new(integrations, auditor.clone()),
-        AuditedCalls::new(calls, auditor),
-        idempotency,
-        resume,
-    ))
-    .max_decoding_message_size(max)
-    .max_encoding_message_size(max);
+    let api = mcp_api(config, &db, integrations, calls, auditor, resume);
     Ok(Built {
         authenticator,
         services: Services::new()
@@ -275,6 +263,31 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
             .on_stop(async move { shared.release().await })
             .watch_database(db),
     })
+}
+
+/// `McpService`: integration changes and calls, each audited, creates made
+/// idempotent by their request ids.
+fn mcp_api(
+    config: &Config,
+    db: &Database,
+    integrations: IntegrationService,
+    calls: CallService,
+    auditor: Option<Auditor>,
+    resume: ResumeSeal,
+) -> McpServiceServer<McpApi> {
+    let max = config.common.server.max_message_bytes;
+    let idempotency = Idempotency::new(RequestIds::new(
+        db.pool.clone(),
+        config.common.database.request_id_window,
+    ));
+    McpServiceServer::new(McpApi::new(
+        IntegrationChanges::new(integrations, auditor.clone()),
+        AuditedCalls::new(calls, auditor),
+        idempotency,
+        resume,
+    ))
+    .max_decoding_message_size(max)
+    .max_encoding_message_size(max)
 }
 
 /// Approval gates on `calls`, and `ApprovalService`, where approvers

@@ -7,7 +7,7 @@ use switchboard_test_support::{
     DbKind, TEST_JWT_SECRET, TestDb, db_tests,
     grpc::{
         check_auth_refusals, check_binary_lifecycle, check_health_and_reflection,
-        check_migrate_only,
+        check_migrate_only, health_status, reflected_services,
     },
 };
 
@@ -27,6 +27,20 @@ async fn health_and_reflection_are_served(kind: DbKind) {
     check_health_and_reflection(&server.url(), SERVICE)
         .await
         .expect("health and reflection");
+    // The services beside McpService are reported and described too.
+    let services = reflected_services(&server.url()).await.expect("reflection");
+    for name in [
+        "switchboard.mcp.v1.PolicyService",
+        "switchboard.mcp.v1.ToolsetsService",
+    ] {
+        assert!(services.iter().any(|s| s == name), "{name}: {services:?}");
+        let health = health_status(&server.url(), name).await.expect("health");
+        assert_eq!(
+            health,
+            tonic_health::pb::health_check_response::ServingStatus::Serving,
+            "{name}"
+        );
+    }
     server.stop().await.expect("a clean stop");
 }
 

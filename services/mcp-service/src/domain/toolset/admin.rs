@@ -7,7 +7,7 @@ use switchboard_auth::Principal;
 use switchboard_server::FieldViolation;
 
 use super::{
-    model::{Toolset, ToolsetBody, ToolsetLimits, ToolsetName},
+    model::{Toolset, ToolsetBody, ToolsetLimits, ToolsetName, is_valid_name},
     ports::{ToolsetRepository, ToolsetStoreError},
     validate::{BodyInput, MemberInput, toolset_name, validate_body},
 };
@@ -132,7 +132,14 @@ impl ToolsetAdmin {
         input: BodyInput,
     ) -> Result<DescribedToolset, McpError> {
         let outcome = self.create_unrecorded(caller, name, input).await;
-        self.record(caller, name, "created", &outcome).await;
+        // A name out of shape is not copied into the trail: it may be as
+        // long as a request.
+        let target = if is_valid_name(name) {
+            name
+        } else {
+            "(invalid name)"
+        };
+        self.record(caller, target, "created", &outcome).await;
         outcome
     }
 

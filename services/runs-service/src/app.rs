@@ -161,6 +161,7 @@ fn run_settings(config: &Config) -> anyhow::Result<RunSettings> {
         history: model.history_limits(),
         input: model.input_limits(),
         max_stored_events: config.replicas.run_events_max,
+        event_queue: config.replicas.run_events_queue,
         watch: WatchSettings {
             poll_every: config.replicas.run_watch_poll_interval,
             end_grace: WATCH_END_GRACE,

@@ -153,6 +153,10 @@ pub struct ReplicaArgs {
     /// Events stored per run for `WatchRun` (a run's last event always is).
     #[arg(long, env = "SWITCHBOARD_RUN_EVENTS_MAX", default_value_t = 10_000)]
     pub run_events_max: u64,
+    /// Events of this process's runs waiting to be stored at most; a run
+    /// sending past it waits for room. They are written in batches.
+    #[arg(long, env = "SWITCHBOARD_RUN_EVENTS_QUEUE", default_value_t = 4096, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_048_576))]
+    pub run_events_queue: usize,
     /// A heartbeat event is sent on a run stream that was quiet this long.
     #[arg(long, env = "SWITCHBOARD_RUN_STREAM_HEARTBEAT", default_value = "15s", value_parser = humantime::parse_duration)]
     pub run_stream_heartbeat: Duration,
@@ -167,6 +171,7 @@ impl Default for ReplicaArgs {
             run_heartbeat_interval: Duration::from_secs(5),
             replica_name: None,
             run_events_max: 10_000,
+            run_events_queue: 4096,
             run_stream_heartbeat: Duration::from_secs(15),
             run_watch_poll_interval: Duration::from_millis(250),
         }
@@ -401,12 +406,14 @@ mod tests {
             (
                 parsed.run_heartbeat_interval,
                 parsed.run_events_max,
+                parsed.run_events_queue,
                 parsed.run_stream_heartbeat,
                 parsed.run_watch_poll_interval,
             ),
             (
                 defaults.run_heartbeat_interval,
                 defaults.run_events_max,
+                defaults.run_events_queue,
                 defaults.run_stream_heartbeat,
                 defaults.run_watch_poll_interval,
             )

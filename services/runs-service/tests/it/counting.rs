@@ -175,8 +175,8 @@ impl RunsRepository for Counting {
     async fn request_cancel(&self, run_id: RunId, reason: &str) -> Result<Option<Run>> {
         self.inner.request_cancel(run_id, reason).await
     }
-    async fn append_run_event(&self, event: &Envelope) -> Result<()> {
-        self.inner.append_run_event(event).await
+    async fn append_run_events(&self, events: &[Envelope]) -> Result<()> {
+        self.inner.append_run_events(events).await
     }
     async fn run_events(&self, run_id: RunId, from: i64, limit: u32) -> Result<Vec<Envelope>> {
         self.count(run_id);

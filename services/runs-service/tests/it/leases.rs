@@ -280,8 +280,10 @@ async fn run_events_are_stored_once_and_read_from_a_sequence(store: Store) {
             sequence,
             event: RunEvent::TextDelta(format!("part {sequence}")),
         };
-        repo.append_run_event(&event).await.expect("stored");
-        repo.append_run_event(&event)
+        repo.append_run_events(std::slice::from_ref(&event))
+            .await
+            .expect("stored");
+        repo.append_run_events(&[event])
             .await
             .expect("a repeat is ignored");
     }
@@ -303,6 +305,22 @@ async fn run_events_are_stored_once_and_read_from_a_sequence(store: Store) {
     );
     assert_eq!(repo.run_events(r.id, 1, 2).await.expect("read").len(), 2);
     assert_eq!(repo.last_run_event(r.id).await.expect("read"), 5);
+
+    // A batch longer than one statement, with events stored before and a
+    // repeat inside it, is stored whole and once.
+    let batch: Vec<Envelope> = (4..=200)
+        .chain([150])
+        .map(|sequence| Envelope {
+            run_id: r.id,
+            sequence,
+            event: RunEvent::TextDelta(format!("part {sequence}")),
+        })
+        .collect();
+    repo.append_run_events(&batch).await.expect("stored");
+    let all = repo.run_events(r.id, 1, 1000).await.expect("read");
+    let sequences: Vec<i64> = all.iter().map(|e| e.sequence).collect();
+    assert_eq!(sequences, (1..=200).collect::<Vec<_>>());
+    assert_eq!(repo.last_run_event(r.id).await.expect("read"), 200);
 }
 
 async fn a_threads_runs_list_newest_first_in_pages(store: Store) {

@@ -198,8 +198,9 @@ pub trait RunsRepository: Send + Sync + 'static {
         run_id: RunId,
         reason: &str,
     ) -> Result<Option<Run>, RepositoryError>;
-    /// Stores one event of a run (a repeat of a stored sequence is ignored).
-    async fn append_run_event(&self, event: &Envelope) -> Result<(), RepositoryError>;
+    /// Stores events of runs, in one write (a repeat of a stored sequence
+    /// is ignored).
+    async fn append_run_events(&self, events: &[Envelope]) -> Result<(), RepositoryError>;
     /// A run's stored events with `sequence >= from`, in order, at most `limit`.
     async fn run_events(
         &self,

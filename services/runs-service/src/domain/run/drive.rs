@@ -9,6 +9,7 @@ use tokio::sync::{mpsc, watch};
 use super::{
     context::{RunContext, save},
     emitter::{Emitter, EmitterStart, Stop},
+    event_log::EventLog,
     lease::{ActiveRuns, Halt, halted},
     manage::CANCELLED,
     run_limits::RunPlace,
@@ -38,6 +39,8 @@ pub(super) struct Launch {
 #[derive(Clone)]
 pub(super) struct RunTask {
     pub(super) repo: Arc<dyn RunsRepository>,
+    /// Where the run's events are stored.
+    pub(super) events: EventLog,
     pub(super) active: ActiveRuns,
     pub(super) steps: StepLoop,
 }
@@ -54,7 +57,7 @@ impl RunTask {
         } = launch;
         let run_id = run.id;
         let detached = start.detached;
-        let mut emitter = Emitter::new(tx.clone(), run_id, self.repo.clone(), start);
+        let mut emitter = Emitter::new(tx.clone(), run_id, self.events.clone(), start);
         let outcome = tokio::select! {
             outcome = self.steps.execute(context, &mut run, &mut emitter) => outcome,
             () = tx.closed(), if !detached => Err(Stop::Disconnected),

@@ -2,15 +2,14 @@
 //! started the run and stored for `WatchRun`; and why a run's body stopped
 //! before its end.
 
-use std::sync::Arc;
-
 use tokio::sync::mpsc;
 
+use super::event_log::EventLog;
 use crate::domain::{
     error::RunsError,
     events::{Envelope, RunEvent},
     ids::RunId,
-    ports::{RepositoryError, RunsRepository},
+    ports::RepositoryError,
 };
 
 /// Why a run's body stopped before its end.
@@ -52,7 +51,7 @@ pub(super) struct Emitter {
     /// Stored events; past `max_stored` only the last one is.
     stored: u64,
     max_stored: u64,
-    repo: Arc<dyn RunsRepository>,
+    log: EventLog,
     /// The run goes on when its client leaves.
     detached: bool,
     /// Whether the client still reads the stream.
@@ -73,7 +72,7 @@ impl Emitter {
     pub(super) fn new(
         tx: mpsc::Sender<Envelope>,
         run_id: RunId,
-        repo: Arc<dyn RunsRepository>,
+        log: EventLog,
         start: EmitterStart,
     ) -> Self {
         Self {
@@ -82,7 +81,7 @@ impl Emitter {
             sequence: start.after,
             stored: u64::try_from(start.after).unwrap_or(0),
             max_stored: start.max_stored,
-            repo,
+            log,
             detached: start.detached,
             live: true,
         }
@@ -110,18 +109,24 @@ impl Emitter {
         Ok(())
     }
 
-    /// Stores `envelope` for watchers, within the run's bound. A failure is
-    /// logged, not fatal: the run's messages are its record, the events a
-    /// replay of how they came.
+    /// Stores `envelope` for watchers, within the run's bound: queued, or
+    /// for the run's last event stored before it is sent, so that a watcher
+    /// or a next run finds it. A failure is logged by the log's writer, not
+    /// fatal: the run's messages are its record, the events a replay of
+    /// how they came.
     async fn store(&mut self, envelope: &Envelope) {
-        if self.stored >= self.max_stored && !envelope.event.is_last() {
+        let last = envelope.event.is_last();
+        if self.stored >= self.max_stored && !last {
             return;
         }
-        match self.repo.append_run_event(envelope).await {
-            Ok(()) => self.stored += 1,
-            Err(error) => {
-                tracing::warn!(run_id = %self.run_id, sequence = envelope.sequence, error = %error, "failed to store a run event");
-            }
+        self.stored += 1;
+        let kept = if last {
+            self.log.store(envelope.clone()).await
+        } else {
+            self.log.queue(envelope.clone()).await
+        };
+        if !kept {
+            tracing::warn!(run_id = %self.run_id, sequence = envelope.sequence, "a run event was not stored");
         }
     }
 }

@@ -34,6 +34,7 @@ mod context;
 mod discovery;
 mod drive;
 mod emitter;
+mod event_log;
 mod feed;
 mod history;
 mod lease;
@@ -83,6 +84,8 @@ pub struct RunSettings {
     /// Events stored per run at most (for `WatchRun`); the run's last event
     /// always is.
     pub max_stored_events: u64,
+    /// Events waiting to be stored at most (see [`event_log`]).
+    pub event_queue: usize,
     /// How `WatchRun` follows a run.
     pub watch: WatchSettings,
     /// Runs in flight per organization and per user.
@@ -150,6 +153,7 @@ impl Orchestrator {
         };
         let task = drive::RunTask {
             repo: Arc::clone(&repo),
+            events: event_log::EventLog::spawn(Arc::clone(&repo), settings.event_queue),
             active: active.clone(),
             steps,
         };

@@ -53,6 +53,7 @@ pub(super) fn settings() -> RunSettings {
             max_client_tool_result_bytes: 1 << 16,
         },
         max_stored_events: 1000,
+        event_queue: 64,
         watch: WatchSettings {
             poll_every: Duration::from_millis(10),
             end_grace: Duration::from_millis(100),

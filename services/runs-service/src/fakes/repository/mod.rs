@@ -387,14 +387,16 @@ impl RunsRepository for MemoryRepository {
         }))
     }
 
-    async fn append_run_event(&self, event: &Envelope) -> Result<(), RepositoryError> {
+    async fn append_run_events(&self, events: &[Envelope]) -> Result<(), RepositoryError> {
         self.with(|s| {
-            let stored = s
-                .events
-                .iter()
-                .any(|e| e.run_id == event.run_id && e.sequence == event.sequence);
-            if !stored {
-                s.events.push(event.clone());
+            for event in events {
+                let stored = s
+                    .events
+                    .iter()
+                    .any(|e| e.run_id == event.run_id && e.sequence == event.sequence);
+                if !stored {
+                    s.events.push(event.clone());
+                }
             }
         });
         Ok(())

@@ -319,8 +319,8 @@ impl RunsRepository for SqlRunsRepository {
         leases::request_cancel(self, run_id, reason).await
     }
 
-    async fn append_run_event(&self, event: &Envelope) -> Result<(), RepositoryError> {
-        run_events::append_run_event(self, event).await
+    async fn append_run_events(&self, events: &[Envelope]) -> Result<(), RepositoryError> {
+        run_events::append_run_events(self, events).await
     }
 
     async fn run_events(

@@ -196,8 +196,12 @@ impl McpService for McpApi {
         request: Request<pb::ValidateIntegrationRequest>,
     ) -> Reply<pb::ValidateIntegrationResponse> {
         let caller = caller(&request)?;
+        // An integration acting on behalf of callers is checked with the
+        // validating caller's token exchanged (not kept: see `on_behalf_of`).
+        let token = subject_token(&request, &caller)?;
         let id = parse_id("id", &request.get_ref().id)?;
-        let report = self.integrations.validate(&caller, id).await?;
+        let validating = self.integrations.validate(&caller, id);
+        let report = with_caller_token(token, validating).await?;
         Ok(Response::new(proto_validation(report)))
     }
 

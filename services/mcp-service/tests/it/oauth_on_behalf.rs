@@ -18,6 +18,7 @@ use tonic::Code;
 
 use crate::support::{
     Harness, admin, bad_fields, create, http_integration_with_auth, req, start, start_with,
+    validate,
 };
 
 const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
@@ -311,4 +312,21 @@ async fn a_grant_on_behalf_of_the_caller_needs_a_client_credential_and_a_complet
             assert!(fields.iter().any(|f| f == field), "{field} in {fields:?}");
         }
     }
+}
+
+#[tokio::test]
+async fn validation_exchanges_the_validating_callers_token_and_keeps_nothing() {
+    let (realm, upstream) = protected_server().await;
+    let mut h = start(DbKind::Sqlite).await;
+    let id = integration(&mut h, &upstream.url(), token_exchange("")).await;
+    let admin = admin("org-a");
+    let report = validate(&mut h, &admin, &id).await;
+    assert_eq!(report.error, "", "{report:?}");
+    assert!(report.tool_count > 0);
+    assert_eq!(realm.token_requests()[0].form["subject_token"], admin);
+    // The admin's exchanged token was not kept for anyone.
+    echo_ok(&mut h, &id, &token("org-a", "alice", &[]), "").await;
+    let requests = realm.token_requests();
+    assert_eq!(requests.len(), 2);
+    assert_ne!(requests[1].form["subject_token"], admin);
 }

@@ -175,6 +175,12 @@ pub async fn token(
                 .into(),
         )
     })?;
+    if grant.subject.is_empty() {
+        // A session for nobody in particular (a validation's probe) with
+        // the token of whoever asked for it: used once, never kept where a
+        // later caller could be given it.
+        return Ok(fresh(tokens, grant, &caller).await?.0);
+    }
     let key = ExchangeKey {
         org: grant.org.to_owned(),
         integration: grant.grant.integration_id,
@@ -189,17 +195,7 @@ pub async fn token(
     {
         return Ok(token.token.clone());
     }
-    let (token, lifetime) = match grant.on_behalf_of {
-        OnBehalfOf::Service => {
-            return Err(CallError::Connect(
-                "the integration does not act on behalf of the caller".into(),
-            ));
-        }
-        OnBehalfOf::TokenExchange { .. } => exchange(tokens, grant, &caller).await?,
-        OnBehalfOf::EnterpriseManaged(idp) => {
-            enterprise_managed(tokens, grant, idp, &caller).await?
-        }
-    };
+    let (token, lifetime) = fresh(tokens, grant, &caller).await?;
     let now = Instant::now();
     let lifetime = lifetime.min(caller_lifetime(&caller));
     *cached = Some(Exchanged {
@@ -209,6 +205,21 @@ pub async fn token(
             .unwrap_or(now),
     });
     Ok(token)
+}
+
+/// A token of `grant` exchanged now for `caller`'s, and its lifetime.
+async fn fresh(
+    tokens: &OAuthTokens,
+    grant: &CallerGrant<'_>,
+    caller: &CallerToken,
+) -> Result<(SecretString, Duration), CallError> {
+    match grant.on_behalf_of {
+        OnBehalfOf::Service => Err(CallError::Connect(
+            "the integration does not act on behalf of the caller".into(),
+        )),
+        OnBehalfOf::TokenExchange { .. } => exchange(tokens, grant, caller).await,
+        OnBehalfOf::EnterpriseManaged(idp) => enterprise_managed(tokens, grant, idp, caller).await,
+    }
 }
 
 /// How long the caller's own token is good for: an exchanged token is not

@@ -340,7 +340,16 @@ async fn token(realm: &OAuthRealm, form: &HashMap<String, String>) -> Response {
             );
         }
     };
-    json_response(StatusCode::OK, realm.issue(&user))
+    let mut issued = realm.issue(&user);
+    // Assertion grants get no refresh token (RFC 7523 section 3.1 advises
+    // against one): a new assertion is the way to a new token.
+    if form.get("grant_type").map(String::as_str)
+        == Some("urn:ietf:params:oauth:grant-type:jwt-bearer")
+        && let Some(issued) = issued.as_object_mut()
+    {
+        issued.remove("refresh_token");
+    }
+    json_response(StatusCode::OK, issued)
 }
 
 /// The `sub` claim of a JWT, read without checking its signature.

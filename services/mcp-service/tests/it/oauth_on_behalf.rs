@@ -7,7 +7,7 @@
 
 use serde_json::json;
 use switchboard_example_mcp_server::{
-    HttpServerOptions, OAuthRealm, RunningHttpServer, spawn_http,
+    HttpServerOptions, OAuthRealm, RunningHttpServer, spawn_http, spawn_identity_provider,
 };
 use switchboard_proto::{
     json::json_to_struct,
@@ -329,4 +329,94 @@ async fn validation_exchanges_the_validating_callers_token_and_keeps_nothing() {
     let requests = realm.token_requests();
     assert_eq!(requests.len(), 2);
     assert_ne!(requests[1].form["subject_token"], admin);
+}
+
+/// An ID token as an enterprise identity provider issues them (its
+/// signature is the identity provider's to check, and the test one does
+/// not).
+fn id_token(subject: &str) -> String {
+    use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
+    let header = URL_SAFE_NO_PAD.encode(r#"{"alg":"ES256","typ":"JWT"}"#);
+    let claims = URL_SAFE_NO_PAD.encode(
+        json!({"iss": "https://idp.example", "sub": subject, "aud": "idp-client"}).to_string(),
+    );
+    format!("{header}.{claims}.c2lnbmF0dXJl")
+}
+
+#[tokio::test]
+async fn enterprise_managed_authorization_sends_the_id_token_only_to_the_identity_provider() {
+    let (realm, upstream) = protected_server().await;
+    let idp = spawn_identity_provider("svc-client").await.expect("an IdP");
+    let mut h = start(DbKind::Sqlite).await;
+    let auth = Method::OauthClientCredentials(pb::OAuthClientCredentialsAuth {
+        client_id: "svc-client".into(),
+        client_secret: "svc-secret".into(),
+        on_behalf_of: pb::OnBehalfOf::EnterpriseManaged.into(),
+        identity_provider: Some(pb::IdentityProvider {
+            issuer: idp.issuer(),
+            token_url: idp.token_url(),
+            client_id: "idp-client".into(),
+        }),
+        ..Default::default()
+    });
+    let id = integration(&mut h, &upstream.url(), auth).await;
+    let alice = token("org-a", "alice", &[]);
+    let alices_id_token = id_token("alice");
+    let mut request = req(
+        pb::ExecuteToolRequest {
+            integration_id: id,
+            tool_name: "echo".into(),
+            arguments: json_to_struct(&json!({"text": "hi"})),
+            ..Default::default()
+        },
+        &alice,
+    );
+    request.metadata_mut().insert(
+        "x-switchboard-subject-token",
+        alices_id_token.parse().expect("metadata"),
+    );
+    let answer = h.client.execute_tool(request).await.expect("answered");
+    assert!(
+        !answer.get_ref().is_error,
+        "{}",
+        answer.get_ref().error_message
+    );
+    assert_eq!(realm.calls(), ["alice"; 1].repeat(realm.calls().len()));
+
+    // The identity provider: the caller's ID token for an assertion
+    // addressed to the MCP server's authorization server.
+    let exchanged = idp.token_requests();
+    assert_eq!(exchanged.len(), 1);
+    let form = &exchanged[0].form;
+    assert_eq!(form["grant_type"], TOKEN_EXCHANGE);
+    assert_eq!(form["subject_token"], alices_id_token);
+    assert_eq!(
+        form["subject_token_type"],
+        "urn:ietf:params:oauth:token-type:id_token"
+    );
+    assert_eq!(
+        form["requested_token_type"],
+        "urn:ietf:params:oauth:token-type:id-jag"
+    );
+    assert_eq!(form["audience"], realm.base());
+    assert_eq!(form["resource"], upstream.url());
+    assert_eq!(form["client_id"], "idp-client");
+    // The authorization server: the assertion, with the client's secret.
+    let redeemed = realm.token_requests();
+    assert_eq!(redeemed.len(), 1);
+    assert_eq!(
+        redeemed[0].form["grant_type"],
+        "urn:ietf:params:oauth:grant-type:jwt-bearer"
+    );
+    assert_ne!(redeemed[0].form["assertion"], alices_id_token);
+    assert!(
+        redeemed[0]
+            .authorization
+            .as_deref()
+            .is_some_and(|a| a.starts_with("Basic "))
+    );
+    // Neither of the caller's tokens reached the MCP server.
+    for header in realm.presented() {
+        assert!(!header.contains(&alice) && !header.contains(&alices_id_token));
+    }
 }

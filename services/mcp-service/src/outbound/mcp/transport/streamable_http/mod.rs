@@ -16,7 +16,7 @@ use rmcp::{
         streamable_http_client::{StreamableHttpClient, StreamableHttpClientTransportConfig},
     },
 };
-use secrecy::ExposeSecret;
+use secrecy::{ExposeSecret, SecretString};
 
 use self::{capped::CappedHttpClient, standalone_stream::StandaloneStream};
 use crate::{
@@ -144,44 +144,59 @@ async fn static_auth(
             value.set_sensitive(true);
             config = config.custom_headers(HashMap::from([(name, value)]));
         }
-        AuthConfig::OAuthClientCredentials {
-            token_url,
-            client_id,
-            scopes,
-            client_auth,
-            issuer,
-            on_behalf_of,
-        } => {
-            let credential = credential(integration, client_auth).map_err(CallError::Connect)?;
-            let grant = Grant {
-                integration_id: integration.id,
-                mcp_url: integration.transport.url().unwrap_or_default(),
-                token_url,
-                issuer: issuer.as_deref(),
-                client_id,
-                credential,
-                scopes,
-            };
-            let token = if on_behalf_of.is_caller() {
-                let grant = CallerGrant {
-                    grant,
-                    on_behalf_of,
-                    org: &integration.org_id.0,
-                    version: integration.updated_at,
-                    subject: user,
-                };
-                on_behalf_of::token(&connector.tokens, &connector.exchanged, &grant).await?
-            } else {
-                connector
-                    .tokens
-                    .token(&grant)
-                    .await
-                    .map_err(CallError::Connect)?
-            };
+        AuthConfig::OAuthClientCredentials { .. } => {
+            let token = oauth_token(connector, integration, user).await?;
             config = config.auth_header(token.expose_secret().to_owned());
         }
     }
     Ok(config)
+}
+
+/// The OAuth token of a client-credentials integration's session for
+/// `user`: the service's own, or one exchanged for the caller's.
+async fn oauth_token(
+    connector: &McpConnector,
+    integration: &Integration,
+    user: &str,
+) -> Result<SecretString, CallError> {
+    let AuthConfig::OAuthClientCredentials {
+        token_url,
+        client_id,
+        scopes,
+        client_auth,
+        issuer,
+        on_behalf_of,
+    } = &integration.auth
+    else {
+        return Err(CallError::Connect(
+            "the integration does not use OAuth client credentials".into(),
+        ));
+    };
+    let credential = credential(integration, client_auth).map_err(CallError::Connect)?;
+    let grant = Grant {
+        integration_id: integration.id,
+        mcp_url: integration.transport.url().unwrap_or_default(),
+        token_url,
+        issuer: issuer.as_deref(),
+        client_id,
+        credential,
+        scopes,
+    };
+    if !on_behalf_of.is_caller() {
+        return connector
+            .tokens
+            .token(&grant)
+            .await
+            .map_err(CallError::Connect);
+    }
+    let grant = CallerGrant {
+        grant,
+        on_behalf_of,
+        org: &integration.org_id.0,
+        version: integration.updated_at,
+        subject: user,
+    };
+    on_behalf_of::token(&connector.tokens, &connector.exchanged, &grant).await
 }
 
 /// What `integration` proves itself with at its token endpoint, by

@@ -2,7 +2,8 @@
 //! header carrying a secret, OAuth authorization code with PKCE (each user
 //! connecting their own account unless it is organization-wide), or OAuth
 //! client credentials (the service as itself: a client secret, a private
-//! key, or its workload identity).
+//! key, or its workload identity; or on behalf of each caller, their token
+//! exchanged).
 
 use std::path::PathBuf;
 
@@ -31,6 +32,66 @@ impl From<ClientAuth> for mcp::ClientAuthentication {
             ClientAuth::ClientSecretPost => Self::ClientSecretPost,
             ClientAuth::PrivateKeyJwt => Self::PrivateKeyJwt,
             ClientAuth::WorkloadIdentity => Self::WorkloadIdentity,
+        }
+    }
+}
+
+/// Whose token an OAuth client-credentials integration asks for.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum OnBehalfOf {
+    /// The caller's token exchanged for one scoped to the MCP server
+    /// (OAuth 2.0 Token Exchange, RFC 8693).
+    TokenExchange,
+    /// The caller's ID token exchanged at the identity provider
+    /// (`--idp-issuer`, `--idp-token-url`, `--idp-client-id`) for an
+    /// identity assertion presented at the MCP server's authorization server.
+    EnterpriseManaged,
+}
+
+impl From<OnBehalfOf> for mcp::OnBehalfOf {
+    fn from(grant: OnBehalfOf) -> Self {
+        match grant {
+            OnBehalfOf::TokenExchange => Self::TokenExchange,
+            OnBehalfOf::EnterpriseManaged => Self::EnterpriseManaged,
+        }
+    }
+}
+
+/// The flags of a token on behalf of the caller.
+#[derive(Debug, Args)]
+pub struct OnBehalfOfArgs {
+    /// Act on behalf of each caller rather than as the service: their own
+    /// token is exchanged, never sent to the MCP server.
+    #[arg(long, value_name = "GRANT", requires = "client_credentials")]
+    on_behalf_of: Option<OnBehalfOf>,
+    /// The audience a token exchange asks for [default: the MCP server's URL].
+    #[arg(long, value_name = "AUDIENCE", requires = "on_behalf_of")]
+    token_audience: Option<String>,
+    /// The identity provider's issuer URL (enterprise-managed).
+    #[arg(long, value_name = "URL", requires = "on_behalf_of")]
+    idp_issuer: Option<String>,
+    /// The identity provider's token endpoint (enterprise-managed).
+    #[arg(long, value_name = "URL", requires = "on_behalf_of")]
+    idp_token_url: Option<String>,
+    /// The client id registered with the identity provider (enterprise-managed).
+    #[arg(long, value_name = "ID", requires = "on_behalf_of")]
+    idp_client_id: Option<String>,
+}
+
+impl OnBehalfOfArgs {
+    /// Sets the grant's fields of `auth`.
+    fn apply(&self, auth: &mut mcp::OAuthClientCredentialsAuth) {
+        let Some(grant) = self.on_behalf_of else {
+            return;
+        };
+        auth.on_behalf_of = mcp::OnBehalfOf::from(grant).into();
+        auth.audience = self.token_audience.clone().unwrap_or_default();
+        if matches!(grant, OnBehalfOf::EnterpriseManaged) {
+            auth.identity_provider = Some(mcp::IdentityProvider {
+                issuer: self.idp_issuer.clone().unwrap_or_default(),
+                token_url: self.idp_token_url.clone().unwrap_or_default(),
+                client_id: self.idp_client_id.clone().unwrap_or_default(),
+            });
         }
     }
 }
@@ -64,6 +125,9 @@ pub struct ClientCredentialsArgs {
     /// A scope to ask for with the token (repeatable).
     #[arg(long, value_name = "SCOPE", requires = "client_credentials")]
     token_scope: Vec<String>,
+    /// On behalf of the caller.
+    #[command(flatten)]
+    on_behalf_of: OnBehalfOfArgs,
 }
 
 impl ClientCredentialsArgs {
@@ -76,19 +140,19 @@ impl ClientCredentialsArgs {
                 .map_err(|e| CliError::Usage(format!("cannot read {}: {e}", path.display())))?,
             None => String::new(),
         };
-        Ok(Some(Method::OauthClientCredentials(
-            mcp::OAuthClientCredentialsAuth {
-                token_url: self.token_url.clone().unwrap_or_default(),
-                client_id: self.client_id.clone().unwrap_or_default(),
-                client_secret: self.client_secret.clone().unwrap_or_default(),
-                scopes: self.token_scope.clone(),
-                client_authentication: mcp::ClientAuthentication::from(authentication).into(),
-                private_key,
-                signing_algorithm: self.signing_algorithm.clone().unwrap_or_default(),
-                issuer: self.token_issuer.clone().unwrap_or_default(),
-                ..Default::default()
-            },
-        )))
+        let mut auth = mcp::OAuthClientCredentialsAuth {
+            token_url: self.token_url.clone().unwrap_or_default(),
+            client_id: self.client_id.clone().unwrap_or_default(),
+            client_secret: self.client_secret.clone().unwrap_or_default(),
+            scopes: self.token_scope.clone(),
+            client_authentication: mcp::ClientAuthentication::from(authentication).into(),
+            private_key,
+            signing_algorithm: self.signing_algorithm.clone().unwrap_or_default(),
+            issuer: self.token_issuer.clone().unwrap_or_default(),
+            ..Default::default()
+        };
+        self.on_behalf_of.apply(&mut auth);
+        Ok(Some(Method::OauthClientCredentials(auth)))
     }
 }
 

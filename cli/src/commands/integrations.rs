@@ -356,6 +356,22 @@ fn transport(transport: Option<&mcp::Transport>) -> String {
     }
 }
 
+/// Whose token a client-credentials integration asks for, when not the
+/// service's.
+fn on_behalf_of(auth: &mcp::OAuthClientCredentialsAuth) -> String {
+    match auth.on_behalf_of() {
+        mcp::OnBehalfOf::Unspecified => String::new(),
+        grant => match &auth.identity_provider {
+            Some(idp) => format!(
+                " on behalf of the caller ({}, identity provider {})",
+                grant.as_str_name(),
+                idp.issuer
+            ),
+            None => format!(" on behalf of the caller ({})", grant.as_str_name()),
+        },
+    }
+}
+
 fn auth(auth: Option<&mcp::AuthConfig>) -> String {
     match auth.and_then(|a| a.method.as_ref()) {
         None | Some(Method::None(_)) => "none".into(),
@@ -364,8 +380,9 @@ fn auth(auth: Option<&mcp::AuthConfig>) -> String {
             format!("header {} (set: {})", h.header_name, yes_no(h.value_set))
         }
         Some(Method::OauthClientCredentials(o)) => format!(
-            "OAuth client credentials ({}), client {} at {} (secret set: {}, key set: {})",
+            "OAuth client credentials ({}){}, client {} at {} (secret set: {}, key set: {})",
             o.client_authentication().as_str_name(),
+            on_behalf_of(o),
             if o.client_id.is_empty() {
                 "-"
             } else {

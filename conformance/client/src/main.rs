@@ -57,6 +57,9 @@ async fn main() -> anyhow::Result<()> {
     let policy = scenarios::elicitation_policy(&scenario);
     let workload_token = oauth::workload_token_file(&scenario)?;
     let mut switchboard = switchboard::Switchboard::start(policy, workload_token.clone()).await?;
+    if let Some(id_token) = oauth::id_token(&scenario) {
+        switchboard.sign_in(id_token)?;
+    }
     let result = scenarios::run(&mut switchboard, &scenario).await;
     if let Some(path) = workload_token {
         let _ = std::fs::remove_file(path);

@@ -24,7 +24,8 @@ const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadat
 
 /// The integration's auth: client credentials (the token endpoint
 /// discovered) for the scenarios of the client credentials and workload
-/// identity extensions; else the authorization code flow, pre-registered
+/// identity extensions; enterprise-managed authorization with the
+/// scenario's identity provider for its scenario; else the authorization code flow, pre-registered
 /// when the scenario gives a client, else a client ID metadata document or
 /// dynamic registration.
 pub fn auth_config(scenario: &Scenario) -> pb::auth_config::Method {
@@ -53,6 +54,21 @@ pub fn auth_config(scenario: &Scenario) -> pb::auth_config::Method {
         }
         "auth/wif-jwt-bearer" => {
             return client_credentials(pb::ClientAuthentication::WorkloadIdentity);
+        }
+        "auth/enterprise-managed-authorization" => {
+            return pb::auth_config::Method::OauthClientCredentials(
+                pb::OAuthClientCredentialsAuth {
+                    client_id: text("client_id"),
+                    client_secret: text("client_secret"),
+                    on_behalf_of: pb::OnBehalfOf::EnterpriseManaged.into(),
+                    identity_provider: Some(pb::IdentityProvider {
+                        issuer: text("idp_issuer"),
+                        token_url: text("idp_token_endpoint"),
+                        client_id: text("idp_client_id"),
+                    }),
+                    ..Default::default()
+                },
+            );
         }
         _ => {}
     }
@@ -116,4 +132,11 @@ pub async fn authorize_or_fail(
         .complete_authorization(&param("state"), &param("code"), &param("iss"))
         .await
         .map_err(|status| anyhow::anyhow!("CompleteAuthorization failed: {status:?}"))
+}
+
+/// The caller's ID token of `auth/enterprise-managed-authorization` (the
+/// scenario's `idp_id_token`, as the user's single sign-on gave it to the
+/// application); `None` for other scenarios.
+pub fn id_token(scenario: &Scenario) -> Option<String> {
+    scenario.context["idp_id_token"].as_str().map(str::to_owned)
 }

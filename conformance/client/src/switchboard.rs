@@ -22,6 +22,7 @@ pub struct Switchboard {
     _server: RunningServer,
     client: McpServiceClient<Channel>,
     token: String,
+    id_token: Option<String>,
 }
 
 impl Switchboard {
@@ -55,11 +56,37 @@ impl Switchboard {
             _server: server,
             client,
             token: token(ORG, USER, &["admin"]),
+            id_token: None,
         })
     }
 
+    /// Acts as the user `id_token` names, presenting it beside the
+    /// Switchboard token of every call (`x-switchboard-subject-token`), as
+    /// an application whose user signed in with the identity provider does.
+    pub fn sign_in(&mut self, id_token: String) -> anyhow::Result<()> {
+        let claims = id_token
+            .split('.')
+            .nth(1)
+            .context("the ID token is not a JWT")?;
+        let claims: Value = serde_json::from_slice(
+            &base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, claims)
+                .context("the ID token's claims are not base64url")?,
+        )
+        .context("the ID token's claims are not JSON")?;
+        let user = claims["sub"].as_str().context("the ID token has no sub")?;
+        self.token = token(ORG, user, &["admin"]);
+        self.id_token = Some(id_token);
+        Ok(())
+    }
+
     fn req<T>(&self, message: T) -> tonic::Request<T> {
-        authed(message, &self.token)
+        let mut request = authed(message, &self.token);
+        if let Some(value) = self.id_token.as_deref().and_then(|t| t.parse().ok()) {
+            request
+                .metadata_mut()
+                .insert("x-switchboard-subject-token", value);
+        }
+        request
     }
 
     /// Creates a streamable HTTP integration for `url`; returns its id.

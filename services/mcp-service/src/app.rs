@@ -43,7 +43,8 @@ use crate::{
         },
         oauth::{
             authorization_code::AuthorizationCodeFlows, client_credentials::OAuthTokens,
-            http::PolicyOAuthHttp, store::SqlOAuthStore, token_request::WorkloadToken,
+            http::PolicyOAuthHttp, on_behalf_of::ExchangedTokens, store::SqlOAuthStore,
+            token_request::WorkloadToken,
         },
         storage::{
             approvals::SqlApprovalRepository,
@@ -196,7 +197,13 @@ fn connector(
             // Room for the result plus its JSON-RPC envelope.
             max_message_bytes: config.max_result_bytes.saturating_mul(2),
         },
-    );
+    )
+    .with_exchanged_tokens(ExchangedTokens::new(
+        usize::try_from(config.exchanged_token_cache_entries)
+            .ok()
+            .and_then(std::num::NonZeroUsize::new)
+            .unwrap_or(std::num::NonZeroUsize::MIN),
+    ));
     Ok((connector, flows))
 }
 

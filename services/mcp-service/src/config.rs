@@ -219,6 +219,11 @@ pub struct Config {
     /// Largest workload identity token read, in bytes.
     #[arg(long, env = "SWITCHBOARD_WORKLOAD_IDENTITY_TOKEN_MAX_BYTES", default_value_t = 16 * 1024)]
     pub workload_identity_token_max_bytes: usize,
+    /// Most tokens exchanged on behalf of callers kept in memory (one per
+    /// organization, integration, caller and audience); the least recently
+    /// used is forgotten first, and exchanged again when next needed.
+    #[arg(long, env = "SWITCHBOARD_EXCHANGED_TOKEN_CACHE_ENTRIES", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub exchanged_token_cache_entries: u64,
     /// Least time between two new OAuth authorization flows of one user and
     /// integration; a start within it returns the live flow.
     #[arg(long, env = "SWITCHBOARD_OAUTH_START_INTERVAL", default_value = "10s", value_parser = humantime::parse_duration)]
@@ -339,6 +344,7 @@ impl Config {
             oauth_start_interval: Duration::from_secs(10),
             workload_identity_token_file: None,
             workload_identity_token_max_bytes: 16 * 1024,
+            exchanged_token_cache_entries: 10_000,
             elicitation: ElicitationPolicy::Decline,
             task_poll_min: Duration::from_millis(100),
             task_poll_max: Duration::from_secs(5),

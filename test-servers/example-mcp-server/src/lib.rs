@@ -30,6 +30,7 @@ mod confirm;
 mod cut;
 pub mod data;
 mod http;
+mod idp;
 mod listen;
 mod oauth;
 mod rows;
@@ -48,6 +49,7 @@ pub use calls::{CALL_LOG_ENV, MAX_BIG_BYTES};
 pub use catalog::{EXTRA_TOOL, RECORD_TOOL};
 pub use confirm::{CONFIRM_KEY, CONFIRM_TOOL};
 pub use http::{HttpServerOptions, MCP_PATH, RunningHttpServer, spawn_http};
+pub use idp::{RunningIdentityProvider, spawn_identity_provider};
 pub use oauth::{OAuthRealm, TokenRequest};
 pub use rows::{MAX_SALES_ROWS, SALES_ROWS_TOOL};
 pub use server::{

@@ -3,7 +3,8 @@
 //! authorization server metadata, dynamic registration, an authorization
 //! endpoint that signs in the user named by its `user` parameter at once
 //! (standing in for a login page), and a token endpoint for authorization
-//! codes (PKCE S256 checked), refresh tokens and client credentials. The
+//! codes (PKCE S256 checked), refresh tokens, client credentials, JWT
+//! bearer grants and token exchanges (for the `sub` of the token given). The
 //! MCP endpoint then requires one of its access tokens and records whose it
 //! was. A test can make it hostile or strict: metadata fields replaced,
 //! refresh tokens rotated (a reused one refused), refreshes held until
@@ -52,6 +53,8 @@ struct RealmState {
     refused_refreshes: usize,
     access_lifetime: Option<u64>,
     refresh_barrier: Option<(Arc<tokio::sync::Barrier>, usize)>,
+    presented: Vec<String>,
+    refuse_exchanges: bool,
 }
 
 /// One request the token endpoint received.
@@ -101,6 +104,16 @@ impl OAuthRealm {
     /// Every request the token endpoint received, in order.
     pub fn token_requests(&self) -> Vec<TokenRequest> {
         self.state().token_requests.clone()
+    }
+
+    /// Every `Authorization` header the MCP endpoint received, in order.
+    pub fn presented(&self) -> Vec<String> {
+        self.state().presented.clone()
+    }
+
+    /// Refuses every token exchange with `invalid_grant`.
+    pub fn refuse_exchanges(&self) {
+        self.state().refuse_exchanges = true;
     }
 
     /// The URL the server is served at (its issuer).
@@ -303,6 +316,17 @@ async fn token(realm: &OAuthRealm, form: &HashMap<String, String>) -> Response {
             None => return invalid(),
         },
         Some("client_credentials") => "client".to_owned(),
+        // The subject token's `sub` (a test's caller token, unverified),
+        // for the audience asked for.
+        Some("urn:ietf:params:oauth:grant-type:token-exchange") => {
+            if realm.state().refuse_exchanges {
+                return invalid();
+            }
+            match form.get("subject_token").and_then(|t| subject(t)) {
+                Some(subject) => subject,
+                None => return invalid(),
+            }
+        }
         Some("urn:ietf:params:oauth:grant-type:jwt-bearer") => {
             match form.get("assertion").and_then(|a| subject(a)) {
                 Some(subject) => subject,
@@ -316,7 +340,16 @@ async fn token(realm: &OAuthRealm, form: &HashMap<String, String>) -> Response {
             );
         }
     };
-    json_response(StatusCode::OK, realm.issue(&user))
+    let mut issued = realm.issue(&user);
+    // Assertion grants get no refresh token (RFC 7523 section 3.1 advises
+    // against one): a new assertion is the way to a new token.
+    if form.get("grant_type").map(String::as_str)
+        == Some("urn:ietf:params:oauth:grant-type:jwt-bearer")
+        && let Some(issued) = issued.as_object_mut()
+    {
+        issued.remove("refresh_token");
+    }
+    json_response(StatusCode::OK, issued)
 }
 
 /// The `sub` claim of a JWT, read without checking its signature.
@@ -362,6 +395,13 @@ async fn refresh(realm: &OAuthRealm, token: Option<&String>) -> Option<String> {
 }
 
 async fn mcp(realm: &OAuthRealm, base: &str, request: Request<Body>, next: Next) -> Response {
+    if let Some(value) = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+    {
+        realm.state().presented.push(value.to_owned());
+    }
     let user = request
         .headers()
         .get(header::AUTHORIZATION)

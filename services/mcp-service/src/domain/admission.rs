@@ -16,7 +16,7 @@ use url::Url;
 
 use super::{
     input::AuthInput,
-    integration::{AuthConfig, Secrets},
+    integration::{AuthConfig, OnBehalfOf, Secrets},
     resolve::ConfigPolicy,
     transport::{Stdio, Transport, TransportInput},
     url_secrets,
@@ -51,11 +51,24 @@ pub fn check(
             url,
         );
     }
-    if let AuthInput::OAuthClientCredentials { token_url, .. } = auth {
+    if let AuthInput::OAuthClientCredentials {
+        token_url,
+        on_behalf_of,
+        ..
+    } = auth
+    {
         check_url(
             format!("{auth_field}.oauth_client_credentials.token_url"),
             token_url,
         );
+        if let OnBehalfOf::EnterpriseManaged(idp) = on_behalf_of {
+            for (field, url) in [("issuer", &idp.issuer), ("token_url", &idp.token_url)] {
+                check_url(
+                    format!("{auth_field}.oauth_client_credentials.identity_provider.{field}"),
+                    url,
+                );
+            }
+        }
     }
     if let Transport::Stdio(Stdio {
         command, args, env, ..
@@ -87,9 +100,18 @@ pub fn destinations(transport: &Transport, auth: &AuthConfig) -> BTreeSet<String
     let mut out = BTreeSet::new();
     out.insert(transport.destination(origin));
     if let AuthConfig::OAuthClientCredentials {
-        token_url, issuer, ..
+        token_url,
+        issuer,
+        on_behalf_of,
+        ..
     } = auth
     {
+        // The caller's ID token goes to the identity provider: moving it
+        // is a new destination too.
+        if let OnBehalfOf::EnterpriseManaged(idp) = on_behalf_of {
+            out.insert(format!("identity provider {}", origin(&idp.token_url)));
+            out.insert(format!("identity provider issuer {}", origin(&idp.issuer)));
+        }
         // A discovered token endpoint is the one the MCP server names (or
         // the pinned issuer's).
         if !token_url.is_empty() {
@@ -216,6 +238,7 @@ mod tests {
             scopes: vec![],
             client_auth: ClientAuth::default(),
             issuer: None,
+            on_behalf_of: OnBehalfOf::Service,
         };
         assert_ne!(
             destinations(

@@ -314,6 +314,11 @@ impl CallService {
             Err(error @ CallError::Exhausted { .. }) => {
                 return Err(McpError::Upstream(error.clone()));
             }
+            // The caller's token was not exchanged: nothing reached the
+            // server, and the caller, not the model, has to act.
+            Err(error @ CallError::ExchangeRefused(_)) => {
+                return Err(McpError::Upstream(error.clone()));
+            }
             // Not the tool's answer either: the caller connects their
             // account and calls again.
             Err(error @ CallError::AuthorizationRequired(_)) => {

@@ -10,7 +10,7 @@ use switchboard_server::FieldViolation;
 
 use super::{
     input::AuthInput,
-    integration::ClientAuth,
+    integration::{ClientAuth, OnBehalfOf},
     transport::{Transport, TransportInput},
 };
 
@@ -250,6 +250,7 @@ impl CatalogEntry {
                 client_auth: ClientAuth::default(),
                 private_key: None,
                 issuer: None,
+                on_behalf_of: OnBehalfOf::Service,
             },
         }
     }

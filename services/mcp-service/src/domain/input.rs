@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use secrecy::SecretString;
 
 use super::{
-    integration::{ClientAuth, DisplayName, OAuthCodeConfig, Slug, Timeouts},
+    integration::{ClientAuth, DisplayName, OAuthCodeConfig, OnBehalfOf, Slug, Timeouts},
     transport::TransportInput,
 };
 
@@ -47,6 +47,8 @@ pub enum AuthInput {
         /// The authorization server a discovered token endpoint must
         /// belong to.
         issuer: Option<String>,
+        /// Whose identity the token carries.
+        on_behalf_of: OnBehalfOf,
     },
     /// OAuth authorization code, per user.
     OAuthAuthorizationCode {

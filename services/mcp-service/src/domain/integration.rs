@@ -140,11 +140,52 @@ pub enum AuthConfig {
         /// belong to.
         #[serde(default)]
         issuer: Option<String>,
+        /// Whose identity the token carries: the service's, or the
+        /// caller's (exchanged for their own token).
+        #[serde(default)]
+        on_behalf_of: OnBehalfOf,
     },
     /// OAuth 2.1 authorization code with PKCE, per user: each user connects
     /// their own account and calls carry that user's token. A pre-registered
     /// client's secret, if any, is [`Secrets::OAUTH_CLIENT_SECRET`].
     OAuthAuthorizationCode(OAuthCodeConfig),
+}
+
+/// Whose identity an OAuth integration's token carries.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "grant", rename_all = "snake_case")]
+pub enum OnBehalfOf {
+    /// The service's own (client credentials, or workload identity).
+    #[default]
+    Service,
+    /// The caller's: their token exchanged for one scoped to the MCP server
+    /// (RFC 8693).
+    TokenExchange {
+        /// The `audience` asked for; `None` asks for the MCP server's URL.
+        audience: Option<String>,
+    },
+    /// The caller's: their ID token exchanged at the enterprise identity
+    /// provider for an identity assertion, presented at the MCP server's
+    /// authorization server as a JWT bearer grant.
+    EnterpriseManaged(IdentityProvider),
+}
+
+impl OnBehalfOf {
+    /// Whether tokens are the caller's (each caller has their own).
+    pub fn is_caller(&self) -> bool {
+        !matches!(self, Self::Service)
+    }
+}
+
+/// An enterprise identity provider of enterprise-managed authorization.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdentityProvider {
+    /// Its issuer, which identity assertions must name.
+    pub issuer: String,
+    /// Its token endpoint: where the caller's ID token goes.
+    pub token_url: String,
+    /// The client registered with it (a public client).
+    pub client_id: String,
 }
 
 /// How the service proves itself at an OAuth token endpoint.
@@ -213,10 +254,20 @@ impl Integration {
         matches!(self.auth, AuthConfig::OAuthAuthorizationCode(_))
     }
 
-    /// Whether each user connects their own account (authorization code,
-    /// not organization-wide): their calls carry their own token.
+    /// Whether each user's calls carry a token of their own: they connect
+    /// their own account (authorization code, not organization-wide), or
+    /// their token is exchanged for one (on behalf of the caller).
     pub fn is_per_user(&self) -> bool {
-        matches!(&self.auth, AuthConfig::OAuthAuthorizationCode(c) if !c.organization_wide)
+        match &self.auth {
+            AuthConfig::OAuthAuthorizationCode(c) => !c.organization_wide,
+            AuthConfig::OAuthClientCredentials { on_behalf_of, .. } => on_behalf_of.is_caller(),
+            _ => false,
+        }
+    }
+
+    /// Whether calls carry a token exchanged for the caller's own.
+    pub fn acts_for_caller(&self) -> bool {
+        matches!(&self.auth, AuthConfig::OAuthClientCredentials { on_behalf_of, .. } if on_behalf_of.is_caller())
     }
 
     /// Whether an admin connects it once for the whole organization.

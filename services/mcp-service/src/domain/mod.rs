@@ -5,6 +5,7 @@ pub mod address_policy;
 pub mod admission;
 pub mod approvals;
 pub mod audit;
+pub mod caller_token;
 pub mod calls;
 pub mod catalog;
 pub mod digest;

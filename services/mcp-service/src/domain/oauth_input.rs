@@ -11,7 +11,7 @@ use url::Url;
 use super::{
     address_policy::AddressPolicy,
     input::AuthInput,
-    integration::{AuthConfig, ClientAuth, OAuthCodeConfig, Secrets},
+    integration::{AuthConfig, ClientAuth, IdentityProvider, OAuthCodeConfig, OnBehalfOf, Secrets},
     oauth_url::check_oauth_url,
 };
 
@@ -123,10 +123,12 @@ pub(super) async fn client_credentials(
         client_auth,
         private_key,
         issuer,
+        on_behalf_of,
     } = input
     else {
         return AuthConfig::None;
     };
+    check_on_behalf_of(prefix, &on_behalf_of, &client_auth, addresses, violations).await;
     let mut violation = |field: &str, why: &str| {
         violations.push(FieldViolation::new(format!("{prefix}.{field}"), why));
     };
@@ -165,6 +167,61 @@ pub(super) async fn client_credentials(
         scopes,
         client_auth,
         issuer,
+        on_behalf_of,
+    }
+}
+
+/// A grant on behalf of the caller: the client authenticates itself (the
+/// workload identity grant cannot be combined with another grant), an
+/// audience is a non-empty text without spaces, and the identity provider
+/// of enterprise-managed authorization is complete and reachable under
+/// OAuth's rules.
+async fn check_on_behalf_of(
+    prefix: &str,
+    on_behalf_of: &OnBehalfOf,
+    client_auth: &ClientAuth,
+    addresses: &AddressPolicy,
+    violations: &mut Vec<FieldViolation>,
+) {
+    if on_behalf_of.is_caller() && *client_auth == ClientAuth::WorkloadIdentity {
+        violations.push(FieldViolation::new(
+            format!("{prefix}.client_authentication"),
+            "workload identity is a grant of its own; a grant on behalf of the caller needs a client secret or a private key",
+        ));
+    }
+    match on_behalf_of {
+        OnBehalfOf::Service => {}
+        OnBehalfOf::TokenExchange { audience } => {
+            if audience
+                .as_deref()
+                .is_some_and(|a| a.chars().any(|c| c.is_whitespace() || c.is_control()))
+            {
+                violations.push(FieldViolation::new(
+                    format!("{prefix}.audience"),
+                    "must contain no spaces",
+                ));
+            }
+        }
+        OnBehalfOf::EnterpriseManaged(IdentityProvider {
+            issuer,
+            token_url,
+            client_id,
+        }) => {
+            let prefix = format!("{prefix}.identity_provider");
+            if client_id.trim().is_empty() {
+                violations.push(FieldViolation::new(
+                    format!("{prefix}.client_id"),
+                    "is required",
+                ));
+            }
+            if let Err(error) = check_oauth_url(addresses, issuer) {
+                violations.push(FieldViolation::new(
+                    format!("{prefix}.issuer"),
+                    error.to_string(),
+                ));
+            }
+            check_token_url(&prefix, token_url, addresses, violations).await;
+        }
     }
 }
 

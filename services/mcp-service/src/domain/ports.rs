@@ -191,6 +191,11 @@ pub enum CallError {
     /// The server could not be reached or the handshake failed.
     #[error("could not connect to the MCP server: {0}")]
     Connect(String),
+    /// The authorization server refused to exchange the caller's token for
+    /// one on their behalf (or the call carried none); nothing was sent to
+    /// the MCP server.
+    #[error("{0}")]
+    ExchangeRefused(String),
     /// The server answered with a JSON-RPC error.
     #[error("{message}")]
     Upstream {

@@ -13,8 +13,8 @@ use crate::domain::{
     error::McpError,
     input::AuthInput,
     integration::{
-        AuthConfig, ClientAuth, Integration, IntegrationId, IntegrationKind, OAuthCodeConfig,
-        Secrets, Timeouts,
+        AuthConfig, ClientAuth, IdentityProvider, Integration, IntegrationId, IntegrationKind,
+        OAuthCodeConfig, OnBehalfOf, Secrets, Timeouts,
     },
     ports::ProbeReport,
     transport::{Stdio, StreamableHttp, Transport, TransportInput},
@@ -187,6 +187,7 @@ pub(crate) fn auth_input(auth: Option<pb::AuthConfig>) -> AuthInput {
         },
         Some(Method::OauthClientCredentials(o)) => AuthInput::OAuthClientCredentials {
             client_auth: client_auth(o.client_authentication(), o.signing_algorithm.clone()),
+            on_behalf_of: on_behalf_of(&o),
             token_url: o.token_url,
             client_id: o.client_id,
             client_secret: secret(o.client_secret),
@@ -265,8 +266,10 @@ fn proto_auth(auth: &AuthConfig, secrets: &Secrets) -> pb::AuthConfig {
             scopes,
             client_auth,
             issuer,
+            on_behalf_of,
         } => {
             let (authentication, signing_algorithm) = proto_client_auth(client_auth);
+            let (grant, audience, identity_provider) = proto_on_behalf_of(on_behalf_of);
             Method::OauthClientCredentials(pb::OAuthClientCredentialsAuth {
                 token_url: token_url.clone(),
                 client_id: client_id.clone(),
@@ -278,6 +281,9 @@ fn proto_auth(auth: &AuthConfig, secrets: &Secrets) -> pb::AuthConfig {
                 private_key_set: secrets.contains(Secrets::OAUTH_CLIENT_PRIVATE_KEY),
                 signing_algorithm,
                 issuer: issuer.clone().unwrap_or_default(),
+                on_behalf_of: grant.into(),
+                audience,
+                identity_provider,
             })
         }
         AuthConfig::OAuthAuthorizationCode(config) => {
@@ -322,6 +328,10 @@ fn cut_urls_to_origin(integration: &mut pb::Integration) {
     {
         oauth.token_url = url_secrets::shown_to_members(&oauth.token_url);
         oauth.issuer = url_secrets::shown_to_members(&oauth.issuer);
+        if let Some(idp) = oauth.identity_provider.as_mut() {
+            idp.token_url = url_secrets::shown_to_members(&idp.token_url);
+            idp.issuer = url_secrets::shown_to_members(&idp.issuer);
+        }
     }
 }
 
@@ -395,5 +405,47 @@ pub(crate) fn proto_validation(report: ProbeReport) -> pb::ValidateIntegrationRe
         latency: Some(proto_duration(
             u64::try_from(report.latency.as_millis()).unwrap_or(u64::MAX),
         )),
+    }
+}
+
+/// Whose identity an OAuth client-credentials integration's token carries,
+/// as the caller sent it.
+fn on_behalf_of(auth: &pb::OAuthClientCredentialsAuth) -> OnBehalfOf {
+    match auth.on_behalf_of() {
+        pb::OnBehalfOf::Unspecified => OnBehalfOf::Service,
+        pb::OnBehalfOf::TokenExchange => OnBehalfOf::TokenExchange {
+            audience: Some(auth.audience.clone()).filter(|a| !a.is_empty()),
+        },
+        pb::OnBehalfOf::EnterpriseManaged => {
+            let idp = auth.identity_provider.clone().unwrap_or_default();
+            OnBehalfOf::EnterpriseManaged(IdentityProvider {
+                issuer: idp.issuer,
+                token_url: idp.token_url,
+                client_id: idp.client_id,
+            })
+        }
+    }
+}
+
+/// The proto grant, audience and identity provider of `on_behalf_of`.
+fn proto_on_behalf_of(
+    on_behalf_of: &OnBehalfOf,
+) -> (pb::OnBehalfOf, String, Option<pb::IdentityProvider>) {
+    match on_behalf_of {
+        OnBehalfOf::Service => (pb::OnBehalfOf::Unspecified, String::new(), None),
+        OnBehalfOf::TokenExchange { audience } => (
+            pb::OnBehalfOf::TokenExchange,
+            audience.clone().unwrap_or_default(),
+            None,
+        ),
+        OnBehalfOf::EnterpriseManaged(idp) => (
+            pb::OnBehalfOf::EnterpriseManaged,
+            String::new(),
+            Some(pb::IdentityProvider {
+                issuer: idp.issuer.clone(),
+                token_url: idp.token_url.clone(),
+                client_id: idp.client_id.clone(),
+            }),
+        ),
     }
 }

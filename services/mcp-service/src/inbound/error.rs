@@ -170,6 +170,9 @@ fn upstream(error: CallError) -> ApiError {
         // Turned into an authorization URL by the domain; reaching here
         // means none could be made.
         CallError::AuthorizationRequired(_) => return ApiError::FailedPrecondition(message),
+        // The caller's own token was not accepted for the exchange: theirs
+        // to fix, not the server's.
+        CallError::ExchangeRefused(_) => return ApiError::PermissionDenied(message),
         CallError::Timeout(limit) => (Refusal::McpServerTimeout, ServerFacts::Timeout(limit)),
         CallError::TooLarge { limit } => (
             Refusal::McpResultTooLarge,

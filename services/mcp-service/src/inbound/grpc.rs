@@ -1,7 +1,8 @@
 //! The `switchboard.mcp.v1.McpService` handlers: proto in, domain call,
 //! proto out.
 
-use switchboard_auth::Principal;
+use secrecy::SecretString;
+use switchboard_auth::{Principal, bearer_token};
 use switchboard_proto::mcp::v1::{self as pb, mcp_service_server::McpService};
 use switchboard_server::principal;
 use switchboard_server::{Idempotency, fingerprint, parse_request_id};
@@ -21,6 +22,7 @@ use super::{
 };
 use crate::domain::{
     audit::{calls::AuditedCalls, changes::IntegrationChanges},
+    caller_token::{CallerToken, with_caller_token},
     calls::{Grants, PromptCall, ResourceQuery},
     error::McpError,
 };
@@ -54,6 +56,34 @@ type Reply<T> = Result<Response<T>, Status>;
 
 fn caller<T>(request: &Request<T>) -> Result<Principal, Status> {
     principal(request).cloned()
+}
+
+/// The metadata key of a caller's token to exchange when it is not the
+/// bearer token of the call.
+const SUBJECT_TOKEN_KEY: &str = "x-switchboard-subject-token";
+
+/// The caller's token an integration acting on their behalf exchanges:
+/// the one in the `x-switchboard-subject-token` metadata, which must name
+/// the caller (its `sub` is their user id), else the call's bearer token.
+fn subject_token<T>(
+    request: &Request<T>,
+    caller: &Principal,
+) -> Result<Option<CallerToken>, Status> {
+    let Some(value) = request.metadata().get(SUBJECT_TOKEN_KEY) else {
+        return Ok(bearer_token(request).map(|token| CallerToken::new(token.0)));
+    };
+    let text = value
+        .to_str()
+        .map_err(|_| status(McpError::Forbidden("the subject token is not text")))?;
+    let token = CallerToken::new(std::sync::Arc::new(SecretString::from(
+        text.trim().to_owned(),
+    )));
+    if token.subject().as_deref() != Some(caller.user_id.as_str()) {
+        return Err(status(McpError::Forbidden(
+            "the subject token does not name the caller (its sub claim is not the caller's user id)",
+        )));
+    }
+    Ok(Some(token))
 }
 
 #[tonic::async_trait]
@@ -166,8 +196,12 @@ impl McpService for McpApi {
         request: Request<pb::ValidateIntegrationRequest>,
     ) -> Reply<pb::ValidateIntegrationResponse> {
         let caller = caller(&request)?;
+        // An integration acting on behalf of callers is checked with the
+        // validating caller's token exchanged (not kept: see `on_behalf_of`).
+        let token = subject_token(&request, &caller)?;
         let id = parse_id("id", &request.get_ref().id)?;
-        let report = self.integrations.validate(&caller, id).await?;
+        let validating = self.integrations.validate(&caller, id);
+        let report = with_caller_token(token, validating).await?;
         Ok(Response::new(proto_validation(report)))
     }
 
@@ -192,19 +226,18 @@ impl McpService for McpApi {
 
     async fn discover(&self, request: Request<pb::DiscoverRequest>) -> Reply<pb::DiscoverResponse> {
         let caller = caller(&request)?;
+        let token = subject_token(&request, &caller)?;
         let deadline = switchboard_server::grpc_deadline(request.metadata());
         let id = parse_id("integration_id", &request.get_ref().integration_id)?;
         let allowed = allow_list(request.get_ref().allowed_tools.as_ref())?;
-        let (integration, discovery) = self
-            .calls
-            .discover(
-                &caller,
-                id,
-                request.get_ref().bypass_cache,
-                &allowed,
-                deadline,
-            )
-            .await?;
+        let discovering = self.calls.discover(
+            &caller,
+            id,
+            request.get_ref().bypass_cache,
+            &allowed,
+            deadline,
+        );
+        let (integration, discovery) = with_caller_token(token, discovering).await?;
         let mut response = wire::discovery(&discovery);
         response.integration = Some(proto_integration(&integration, &caller));
         Ok(Response::new(response))
@@ -215,26 +248,25 @@ impl McpService for McpApi {
         request: Request<pb::ExecuteToolRequest>,
     ) -> Reply<pb::ExecuteToolResponse> {
         let caller = caller(&request)?;
+        let token = subject_token(&request, &caller)?;
         let deadline = switchboard_server::grpc_deadline(request.metadata());
         let mut request = request.into_inner();
         let id = tool_target(&request)?;
         self.resume.open_tool_request(&caller, id, &mut request)?;
         let call = tool_call(&request)?;
         let allowed = allow_list(request.allowed_tools.as_ref())?;
-        let outcome = self
-            .calls
-            .execute_tool(
-                &caller,
-                id,
-                call,
-                &request.session_scope,
-                Grants {
-                    allowed: &allowed,
-                    approval_id: request.approval_id.as_deref(),
-                },
-                deadline,
-            )
-            .await;
+        let executing = self.calls.execute_tool(
+            &caller,
+            id,
+            call,
+            &request.session_scope,
+            Grants {
+                allowed: &allowed,
+                approval_id: request.approval_id.as_deref(),
+            },
+            deadline,
+        );
+        let outcome = with_caller_token(token, executing).await;
         let outcome = match outcome {
             Err(McpError::ApprovalPending(approval)) => {
                 let reason = pb::ToolFailureReason::ApprovalRequired;
@@ -263,6 +295,7 @@ impl McpService for McpApi {
         request: Request<pb::RetrieveResourceRequest>,
     ) -> Reply<pb::RetrieveResourceResponse> {
         let caller = caller(&request)?;
+        let token = subject_token(&request, &caller)?;
         let deadline = switchboard_server::grpc_deadline(request.metadata());
         let request = request.into_inner();
         let (id, parameters) = resource_target(&request)?;
@@ -282,10 +315,10 @@ impl McpService for McpApi {
             parameters: &parameters,
             answers: input_answers(&request.input_responses, state.as_ref())?,
         };
-        let read = self
-            .calls
-            .read_resource(&caller, id, query, &request.session_scope, deadline)
-            .await?;
+        let reading =
+            self.calls
+                .read_resource(&caller, id, query, &request.session_scope, deadline);
+        let read = with_caller_token(token, reading).await?;
         let mut response = wire::resource_read(read);
         self.resume
             .seal_input_required(response.input_required.as_mut(), &binding)?;
@@ -297,6 +330,7 @@ impl McpService for McpApi {
         request: Request<pb::GetPromptRequest>,
     ) -> Reply<pb::GetPromptResponse> {
         let caller = caller(&request)?;
+        let token = subject_token(&request, &caller)?;
         let deadline = switchboard_server::grpc_deadline(request.metadata());
         let request = request.into_inner();
         let id = prompt_target(&request)?;
@@ -318,10 +352,10 @@ impl McpService for McpApi {
             name: request.name,
             arguments,
         };
-        let result = self
-            .calls
-            .get_prompt(&caller, id, prompt, &request.session_scope, deadline)
-            .await?;
+        let rendering =
+            self.calls
+                .get_prompt(&caller, id, prompt, &request.session_scope, deadline);
+        let result = with_caller_token(token, rendering).await?;
         let mut response = wire::prompt_result(&result);
         self.resume
             .seal_input_required(response.input_required.as_mut(), &binding)?;

@@ -217,6 +217,7 @@ fn add_facts(response: &mut pb::ExecuteToolResponse, error: CallError) {
         }
         CallError::Connect(detail)
         | CallError::Transport(detail)
+        | CallError::ExchangeRefused(detail)
         | CallError::ListingTooLong(detail) => response.detail = Some(detail),
         CallError::Upstream { code, message } => {
             response.jsonrpc_error = Some(pb::JsonRpcError { code, message });
@@ -365,7 +366,9 @@ fn failure_reason(error: &CallError) -> pb::ToolFailureReason {
         CallError::Timeout(_) => Reason::Timeout,
         CallError::TooLarge { .. } => Reason::ResultTooLarge,
         CallError::Upstream { .. } | CallError::ListingTooLong(_) => Reason::ProtocolError,
-        CallError::AuthorizationRequired(_) => Reason::AuthorizationRequired,
+        CallError::AuthorizationRequired(_) | CallError::ExchangeRefused(_) => {
+            Reason::AuthorizationRequired
+        }
     }
 }
 

@@ -21,6 +21,7 @@ mod hostile_tokens;
 mod input_required;
 mod integrations;
 mod oauth_client_credentials;
+mod oauth_on_behalf;
 mod oauth_organization;
 mod oauth_users;
 mod org_limits;

@@ -449,6 +449,7 @@ fn stored_auth_input(integration: &Integration) -> AuthInput {
             scopes,
             client_auth,
             issuer,
+            on_behalf_of,
         } => AuthInput::OAuthClientCredentials {
             token_url: token_url.clone(),
             client_id: client_id.clone(),
@@ -457,6 +458,7 @@ fn stored_auth_input(integration: &Integration) -> AuthInput {
             client_auth: client_auth.clone(),
             private_key: None,
             issuer: issuer.clone(),
+            on_behalf_of: on_behalf_of.clone(),
         },
         AuthConfig::OAuthAuthorizationCode(config) => AuthInput::OAuthAuthorizationCode {
             config: config.clone(),

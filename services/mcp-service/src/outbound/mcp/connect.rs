@@ -25,6 +25,7 @@ use crate::{
     },
     outbound::oauth::{
         authorization_code::AuthorizationCodeFlows, client_credentials::OAuthTokens,
+        on_behalf_of::ExchangedTokens,
     },
 };
 
@@ -48,6 +49,7 @@ pub struct McpConnector {
     pub(super) http: reqwest::Client,
     pub(super) policy: Arc<ConfigPolicy>,
     pub(super) tokens: OAuthTokens,
+    pub(super) exchanged: ExchangedTokens,
     pub(super) flows: AuthorizationCodeFlows,
     pub(super) defaults: ConnectDefaults,
     pub(super) homes: StdioHomes,
@@ -96,10 +98,18 @@ impl McpConnector {
             http,
             policy,
             tokens,
+            exchanged: ExchangedTokens::default(),
             flows,
             defaults,
             homes,
         }
+    }
+
+    /// Keeps the tokens exchanged on behalf of callers in `exchanged`.
+    #[must_use]
+    pub fn with_exchanged_tokens(mut self, exchanged: ExchangedTokens) -> Self {
+        self.exchanged = exchanged;
+        self
     }
 
     /// The limits of `integration`.
@@ -153,9 +163,12 @@ impl McpConnector {
     /// with a 401, in which case the cached token is forgotten. A 401 means
     /// the server refused the request before running anything, so it is
     /// safe to make once more with a fresh token.
+    /// `user` is whom the session acts for: the caller whose exchanged
+    /// token is forgotten, for an integration acting on their behalf.
     pub fn refused_token(
         &self,
         integration: &Integration,
+        user: &str,
         error: &(dyn std::error::Error + 'static),
     ) -> bool {
         if !matches!(integration.auth, AuthConfig::OAuthClientCredentials { .. }) {
@@ -172,7 +185,11 @@ impl McpConnector {
         }
         if refused {
             tracing::info!(integration_id = %integration.id, "token refused with 401; fetching a new one");
-            self.tokens.invalidate(integration.id);
+            if integration.acts_for_caller() {
+                self.exchanged.invalidate(integration.id, user);
+            } else {
+                self.tokens.invalidate(integration.id);
+            }
         }
         refused
     }

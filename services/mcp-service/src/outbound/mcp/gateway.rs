@@ -262,7 +262,11 @@ impl RmcpGateway {
                     Err(OpFailure::Service(error))
                         if !retried
                             && (never_delivered(&error)
-                                || self.connector.refused_token(integration, &error)) =>
+                                || self.connector.refused_token(
+                                    integration,
+                                    &scope.user,
+                                    &error,
+                                )) =>
                     {
                         self.pool.discard(&key, &slot);
                         tracing::info!(

@@ -32,12 +32,12 @@ use crate::outbound::oauth::{
 };
 
 /// A token is renewed this long before the endpoint says it expires.
-const EXPIRY_MARGIN: Duration = Duration::from_secs(30);
+pub(super) const EXPIRY_MARGIN: Duration = Duration::from_secs(30);
 /// Lifetime assumed when the endpoint gives none.
-const DEFAULT_LIFETIME: Duration = Duration::from_secs(300);
+pub(super) const DEFAULT_LIFETIME: Duration = Duration::from_secs(300);
 /// Longest lifetime believed: a token is fetched again at least this often,
 /// whatever the endpoint claims (and `now + lifetime` cannot overflow).
-const MAX_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
+pub(super) const MAX_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
 /// The longest the MCP server may take to answer the request that asks
 /// for its challenge.
 const CHALLENGE_TIME: Duration = Duration::from_secs(30);
@@ -58,7 +58,7 @@ struct TokenResponse {
 
 /// The lifetime a token response states, clamped to [`MAX_LIFETIME`]:
 /// seconds as a JSON number or a numeric string (some endpoints send one).
-fn lifetime(expires_in: Option<&Value>) -> Duration {
+pub(super) fn lifetime(expires_in: Option<&Value>) -> Duration {
     let seconds = match expires_in {
         Some(Value::Number(n)) => n.as_u64().or_else(|| {
             n.as_f64()
@@ -103,9 +103,29 @@ pub struct Grant<'a> {
 }
 
 /// The token endpoint a grant's request goes to.
-struct Endpoint {
-    token_url: String,
-    issuer: Option<String>,
+pub(super) struct Endpoint {
+    /// The token endpoint.
+    pub token_url: String,
+    /// Its authorization server's issuer, when known.
+    pub issuer: Option<String>,
+}
+
+/// Why a token request failed.
+#[derive(Debug)]
+pub(super) enum TokenFailure {
+    /// The authorization server refused what was sent (an HTTP 4xx).
+    Refused(String),
+    /// It could not be reached, failed, or answered nonsense.
+    Failed(String),
+}
+
+impl TokenFailure {
+    /// The failure as a sentence.
+    pub fn into_message(self) -> String {
+        match self {
+            Self::Refused(message) | Self::Failed(message) => message,
+        }
+    }
 }
 
 /// Fetches and caches client-credentials tokens.
@@ -176,6 +196,21 @@ impl OAuthTokens {
     pub fn with_max_response_bytes(mut self, bytes: usize) -> Self {
         self.max_response_bytes = bytes;
         self
+    }
+
+    /// How the workload identity token is read.
+    pub(super) fn workload(&self) -> &WorkloadToken {
+        &self.workload
+    }
+
+    /// The address policy OAuth requests are dialled under.
+    pub(super) fn policy(&self) -> &AddressPolicy {
+        &self.policy
+    }
+
+    /// The HTTP client of OAuth metadata and exchanges, when configured.
+    pub(super) fn discovery(&self) -> Option<Arc<PolicyOAuthHttp>> {
+        self.discovery.clone()
     }
 
     fn slot(&self, integration_id: IntegrationId) -> TokenSlot {
@@ -325,9 +360,7 @@ impl OAuthTokens {
     }
 
     async fn fetch(&self, grant: &Grant<'_>) -> Result<(SecretString, Duration), String> {
-        let endpoint = self.endpoint(grant).await?;
-        check_oauth_url(&self.policy, &endpoint.token_url)
-            .map_err(|e| format!("token endpoint refused: it {e}"))?;
+        let endpoint = self.checked_endpoint(grant).await?;
         let request = token_request::build(
             &Target {
                 client_id: grant.client_id,
@@ -340,29 +373,57 @@ impl OAuthTokens {
             &self.workload,
         )
         .await?;
-        let mut post = self.http.post(&endpoint.token_url).form(&request.form);
+        self.send(&endpoint.token_url, &request)
+            .await
+            .map_err(TokenFailure::into_message)
+    }
+
+    /// The token endpoint of `grant` (see [`Self::endpoint`]), refused
+    /// unless OAuth may use it under the address policy.
+    pub(super) async fn checked_endpoint(&self, grant: &Grant<'_>) -> Result<Endpoint, String> {
+        let endpoint = self.endpoint(grant).await?;
+        check_oauth_url(&self.policy, &endpoint.token_url)
+            .map_err(|e| format!("token endpoint refused: it {e}"))?;
+        Ok(endpoint)
+    }
+
+    /// Sends `request` to `token_url`: the access token and how long it is
+    /// good for, or why not.
+    pub(super) async fn send(
+        &self,
+        token_url: &str,
+        request: &token_request::TokenRequest,
+    ) -> Result<(SecretString, Duration), TokenFailure> {
+        let mut post = self.http.post(token_url).form(&request.form);
         if let Some((client_id, secret)) = &request.basic {
             post = post.basic_auth(client_id, Some(secret.expose_secret()));
         }
-        let response = post
-            .send()
-            .await
-            .map_err(|e| format!("token endpoint unreachable: {}", e.without_url()))?;
+        let response = post.send().await.map_err(|e| {
+            TokenFailure::Failed(format!("token endpoint unreachable: {}", e.without_url()))
+        })?;
         let status = response.status();
-        let body = self.bounded_body(response).await?;
+        let body = self
+            .bounded_body(response)
+            .await
+            .map_err(TokenFailure::Failed)?;
         if !status.is_success() {
             // The OAuth error code only: a description is the server's
             // free text.
             let code = serde_json::from_slice::<TokenError>(&body)
                 .map(|e| format!(" ({})", summary(&e.error)))
                 .unwrap_or_default();
-            return Err(format!(
-                "token endpoint answered HTTP {}{code}",
-                status.as_u16()
-            ));
+            let message = format!("token endpoint answered HTTP {}{code}", status.as_u16());
+            // A 4xx is the server's refusal of what was sent; a 5xx its
+            // own failure.
+            return Err(if status.is_client_error() {
+                TokenFailure::Refused(message)
+            } else {
+                TokenFailure::Failed(message)
+            });
         }
-        let body: TokenResponse = serde_json::from_slice(&body)
-            .map_err(|_| "token endpoint answered without an access_token".to_owned())?;
+        let body: TokenResponse = serde_json::from_slice(&body).map_err(|_| {
+            TokenFailure::Failed("token endpoint answered without an access_token".to_owned())
+        })?;
         Ok((
             SecretString::from(body.access_token),
             lifetime(body.expires_in.as_ref()),

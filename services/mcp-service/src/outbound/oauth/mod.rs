@@ -6,6 +6,7 @@ pub mod authorization_code;
 pub mod client;
 pub mod client_credentials;
 pub mod http;
+pub mod on_behalf_of;
 pub mod refresh;
 pub mod store;
 pub mod token_request;

@@ -25,6 +25,10 @@ use crate::{domain::oauth_input::signing_key, outbound::oauth::client::same_issu
 
 /// `grant_type` of the JWT bearer grant.
 pub const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+/// `grant_type` of a token exchange (RFC 8693).
+pub const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+/// The token type of an OAuth access token (RFC 8693 section 3).
+pub const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
 /// `client_assertion_type` of a JWT client assertion.
 const JWT_ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 /// How long a client assertion is good for: one request.
@@ -167,33 +171,43 @@ impl Target<'_> {
     }
 }
 
-/// Builds the token request for `target` proving `credential`.
+/// The grant a token request asks with.
+#[derive(Debug)]
+pub enum GrantKind<'a> {
+    /// The service's own: client credentials, or, with workload identity,
+    /// the JWT bearer grant of the workload identity token.
+    Service,
+    /// Token exchange (RFC 8693) of the caller's token for one addressed
+    /// to `audience`.
+    TokenExchange {
+        /// The caller's token.
+        subject_token: &'a SecretString,
+        /// The audience asked for.
+        audience: &'a str,
+    },
+}
+
+/// Builds the client-credentials (or workload identity) token request for
+/// `target` proving `credential`.
 pub async fn build(
     target: &Target<'_>,
     credential: &Credential<'_>,
     workload: &WorkloadToken,
 ) -> Result<TokenRequest, String> {
+    build_for(target, credential, workload, &GrantKind::Service).await
+}
+
+/// Builds the token request of `grant` for `target`, the client proving
+/// itself with `credential`.
+pub async fn build_for(
+    target: &Target<'_>,
+    credential: &Credential<'_>,
+    workload: &WorkloadToken,
+    grant: &GrantKind<'_>,
+) -> Result<TokenRequest, String> {
     let mut form = Vec::new();
-    let mut basic = None;
-    match credential {
-        Credential::SecretBasic(secret) => {
-            form.push(("grant_type", "client_credentials".to_owned()));
-            basic = Some((target.client_id.to_owned(), (*secret).clone()));
-        }
-        Credential::SecretPost(secret) => {
-            form.push(("grant_type", "client_credentials".to_owned()));
-            form.push(("client_id", target.client_id.to_owned()));
-            form.push(("client_secret", secret.expose_secret().to_owned()));
-        }
-        Credential::PrivateKeyJwt { key, algorithm } => {
-            form.push(("grant_type", "client_credentials".to_owned()));
-            form.push(("client_assertion_type", JWT_ASSERTION_TYPE.to_owned()));
-            form.push((
-                "client_assertion",
-                client_assertion(target.client_id, target.audience(), key, algorithm)?,
-            ));
-        }
-        Credential::WorkloadIdentity => {
+    match (grant, credential) {
+        (GrantKind::Service, Credential::WorkloadIdentity) => {
             let token = workload.read().await?;
             let aud = audiences(token.expose_secret());
             if !aud.iter().any(|aud| target.addressed_by(aud)) {
@@ -204,11 +218,26 @@ pub async fn build(
             }
             form.push(("grant_type", JWT_BEARER_GRANT.to_owned()));
             form.push(("assertion", token.expose_secret().to_owned()));
-            if !target.client_id.is_empty() {
-                form.push(("client_id", target.client_id.to_owned()));
-            }
+        }
+        (GrantKind::Service, _) => form.push(("grant_type", "client_credentials".to_owned())),
+        (GrantKind::TokenExchange { .. }, Credential::WorkloadIdentity) => {
+            return Err("a token exchange needs a client secret or a private key".into());
+        }
+        (
+            GrantKind::TokenExchange {
+                subject_token,
+                audience,
+            },
+            _,
+        ) => {
+            form.push(("grant_type", TOKEN_EXCHANGE_GRANT.to_owned()));
+            form.push(("subject_token", subject_token.expose_secret().to_owned()));
+            form.push(("subject_token_type", ACCESS_TOKEN_TYPE.to_owned()));
+            form.push(("requested_token_type", ACCESS_TOKEN_TYPE.to_owned()));
+            form.push(("audience", (*audience).to_owned()));
         }
     }
+    let basic = client_authentication(target, credential, &mut form)?;
     if !target.scopes.is_empty() {
         form.push(("scope", target.scopes.join(" ")));
     }
@@ -216,9 +245,40 @@ pub async fn build(
     Ok(TokenRequest { form, basic })
 }
 
+/// Adds the client's authentication by `credential` to `form`; returns the
+/// HTTP Basic credentials of `client_secret_basic`.
+fn client_authentication(
+    target: &Target<'_>,
+    credential: &Credential<'_>,
+    form: &mut Vec<(&'static str, String)>,
+) -> Result<Option<(String, SecretString)>, String> {
+    match credential {
+        Credential::SecretBasic(secret) => {
+            return Ok(Some((target.client_id.to_owned(), (*secret).clone())));
+        }
+        Credential::SecretPost(secret) => {
+            form.push(("client_id", target.client_id.to_owned()));
+            form.push(("client_secret", secret.expose_secret().to_owned()));
+        }
+        Credential::PrivateKeyJwt { key, algorithm } => {
+            form.push(("client_assertion_type", JWT_ASSERTION_TYPE.to_owned()));
+            form.push((
+                "client_assertion",
+                client_assertion(target.client_id, target.audience(), key, algorithm)?,
+            ));
+        }
+        Credential::WorkloadIdentity => {
+            if !target.client_id.is_empty() {
+                form.push(("client_id", target.client_id.to_owned()));
+            }
+        }
+    }
+    Ok(None)
+}
+
 /// A client assertion (RFC 7523 section 3): `client_id` as issuer and
 /// subject, addressed to `audience`, good for one minute, signed with `key`.
-fn client_assertion(
+pub(super) fn client_assertion(
     client_id: &str,
     audience: &str,
     key: &SecretString,

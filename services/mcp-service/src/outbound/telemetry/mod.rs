@@ -141,6 +141,7 @@ pub fn error_type(error: &CallError) -> &'static str {
         CallError::TooLarge { .. } => "too_large",
         CallError::ListingTooLong(_) => "listing_too_long",
         CallError::Exhausted { .. } => "exhausted",
+        CallError::ExchangeRefused(_) => "exchange_refused",
     }
 }
 

@@ -16,7 +16,7 @@ use rmcp::{
         streamable_http_client::{StreamableHttpClient, StreamableHttpClientTransportConfig},
     },
 };
-use secrecy::ExposeSecret;
+use secrecy::{ExposeSecret, SecretString};
 
 use self::{capped::CappedHttpClient, standalone_stream::StandaloneStream};
 use crate::{
@@ -30,7 +30,11 @@ use crate::{
             connect::{McpConnector, lifecycle},
             sessions::{McpSession, SessionHandler},
         },
-        oauth::{client_credentials::Grant, token_request::Credential},
+        oauth::{
+            client_credentials::Grant,
+            on_behalf_of::{self, CallerGrant},
+            token_request::Credential,
+        },
     },
 };
 
@@ -85,9 +89,7 @@ pub(super) async fn open(
         .await
     } else {
         let attempt = |config| async {
-            let config = static_auth(connector, integration, config)
-                .await
-                .map_err(CallError::Connect)?;
+            let config = static_auth(connector, integration, user, config).await?;
             Ok::<_, CallError>(
                 handshake(capped.clone(), config, handler.clone(), integration).await,
             )
@@ -96,7 +98,7 @@ pub(super) async fn open(
             // A cached token revoked or rotated before its stated expiry:
             // once more with a fresh one (the handshake did not run).
             Err(ClientInitializeError::TransportError { error, .. })
-                if connector.refused_token(integration, &error) =>
+                if connector.refused_token(integration, user, &error) =>
             {
                 attempt(config).await?
             }
@@ -112,57 +114,89 @@ pub(super) async fn open(
     Ok((session, standalone))
 }
 
-/// `config` with the integration's fixed credentials.
+/// `config` with the integration's credentials for `user`: fixed ones, or
+/// a token exchanged for the caller's own.
 async fn static_auth(
     connector: &McpConnector,
     integration: &Integration,
+    user: &str,
     mut config: StreamableHttpClientTransportConfig,
-) -> Result<StreamableHttpClientTransportConfig, String> {
+) -> Result<StreamableHttpClientTransportConfig, CallError> {
     match &integration.auth {
         AuthConfig::None | AuthConfig::OAuthAuthorizationCode(_) => {}
         AuthConfig::BearerToken => {
             let token = integration
                 .secrets
                 .get(Secrets::BEARER_TOKEN)
-                .ok_or("the bearer token is not set")?;
+                .ok_or_else(|| CallError::Connect("the bearer token is not set".into()))?;
             config = config.auth_header(token.expose_secret().to_owned());
         }
         AuthConfig::Header { header_name } => {
+            let invalid = |what: &str| CallError::Connect(what.to_owned());
             let value = integration
                 .secrets
                 .get(Secrets::HEADER_VALUE)
-                .ok_or("the header value is not set")?;
+                .ok_or_else(|| invalid("the header value is not set"))?;
             let name = http::HeaderName::from_bytes(header_name.as_bytes())
-                .map_err(|_| "the stored header name is invalid")?;
+                .map_err(|_| invalid("the stored header name is invalid"))?;
             let mut value = http::HeaderValue::from_str(value.expose_secret())
-                .map_err(|_| "the stored header value is invalid")?;
+                .map_err(|_| invalid("the stored header value is invalid"))?;
             value.set_sensitive(true);
             config = config.custom_headers(HashMap::from([(name, value)]));
         }
-        AuthConfig::OAuthClientCredentials {
-            token_url,
-            client_id,
-            scopes,
-            client_auth,
-            issuer,
-        } => {
-            let credential = credential(integration, client_auth)?;
-            let token = connector
-                .tokens
-                .token(&Grant {
-                    integration_id: integration.id,
-                    mcp_url: integration.transport.url().unwrap_or_default(),
-                    token_url,
-                    issuer: issuer.as_deref(),
-                    client_id,
-                    credential,
-                    scopes,
-                })
-                .await?;
+        AuthConfig::OAuthClientCredentials { .. } => {
+            let token = oauth_token(connector, integration, user).await?;
             config = config.auth_header(token.expose_secret().to_owned());
         }
     }
     Ok(config)
+}
+
+/// The OAuth token of a client-credentials integration's session for
+/// `user`: the service's own, or one exchanged for the caller's.
+async fn oauth_token(
+    connector: &McpConnector,
+    integration: &Integration,
+    user: &str,
+) -> Result<SecretString, CallError> {
+    let AuthConfig::OAuthClientCredentials {
+        token_url,
+        client_id,
+        scopes,
+        client_auth,
+        issuer,
+        on_behalf_of,
+    } = &integration.auth
+    else {
+        return Err(CallError::Connect(
+            "the integration does not use OAuth client credentials".into(),
+        ));
+    };
+    let credential = credential(integration, client_auth).map_err(CallError::Connect)?;
+    let grant = Grant {
+        integration_id: integration.id,
+        mcp_url: integration.transport.url().unwrap_or_default(),
+        token_url,
+        issuer: issuer.as_deref(),
+        client_id,
+        credential,
+        scopes,
+    };
+    if !on_behalf_of.is_caller() {
+        return connector
+            .tokens
+            .token(&grant)
+            .await
+            .map_err(CallError::Connect);
+    }
+    let grant = CallerGrant {
+        grant,
+        on_behalf_of,
+        org: &integration.org_id.0,
+        version: integration.updated_at,
+        subject: user,
+    };
+    on_behalf_of::token(&connector.tokens, &connector.exchanged, &grant).await
 }
 
 /// What `integration` proves itself with at its token endpoint, by

@@ -1,4 +1,4 @@
-//! Wiring: storage, adapters and the gRPC server.
+//! Wiring: storage, adapters, the gRPC server and the MCP endpoint.
 
 use std::{future::Future, net::SocketAddr, sync::Arc};
 
@@ -29,7 +29,10 @@ use crate::{
         resolve::ConfigPolicy,
         service::IntegrationService,
     },
-    inbound::{ApprovalApi, AuditApi, McpApi, PolicyApi, ResumeSeal},
+    inbound::{
+        ApprovalApi, AuditApi, McpApi, PolicyApi, ResumeSeal,
+        mcp_server::{EndpointParts, McpEndpoint},
+    },
     outbound::{
         http::{HttpClientOptions, build_client, build_client_without_redirects, read_roots},
         mcp::{
@@ -74,6 +77,8 @@ const UPSTREAM_METHODS: &[&str] = &[
 struct Built {
     authenticator: Arc<Authenticator>,
     services: Services,
+    /// The MCP endpoint, when it is on; it stops when the gRPC server does.
+    endpoint: Option<McpEndpoint>,
 }
 
 /// An organization's sessions and stdio processes counted across replicas:
@@ -212,6 +217,7 @@ fn authenticator(config: &Config) -> anyhow::Result<Arc<Authenticator>> {
 }
 
 async fn build(config: &Config) -> anyhow::Result<Built> {
+    config.endpoint.validate()?;
     let authenticator = authenticator(config)?;
     let keys = Arc::new(config.key_ring()?);
     let db = config
@@ -251,16 +257,30 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         db.pool.clone(),
         config.common.database.request_id_window,
     ));
+    let audited = AuditedCalls::new(calls, auditor.clone());
+    let endpoint = config.endpoint.listen.is_some().then(|| {
+        McpEndpoint::new(
+            &config.endpoint,
+            EndpointParts {
+                authenticator: authenticator.clone(),
+                integrations: integrations.clone(),
+                calls: audited.clone(),
+                issuer: config.common.auth.jwt_issuer.clone(),
+            },
+        )
+    });
     let api = McpServiceServer::new(McpApi::new(
-        IntegrationChanges::new(integrations, auditor.clone()),
-        AuditedCalls::new(calls, auditor),
+        IntegrationChanges::new(integrations, auditor),
+        audited,
         idempotency,
         resume,
     ))
     .max_decoding_message_size(max)
     .max_encoding_message_size(max);
+    let stop_endpoint = endpoint.as_ref().map(McpEndpoint::stop_token);
     Ok(Built {
         authenticator,
+        endpoint,
         services: Services::new()
             .with(api)
             .with(policy_api)
@@ -268,6 +288,11 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
             .with(approval_api)
             .self_limited(UPSTREAM_METHODS)
             .on_stop(async move { shared.release().await })
+            .on_stop(async move {
+                if let Some(stop) = stop_endpoint {
+                    stop.cancel();
+                }
+            })
             .watch_database(db),
     })
 }
@@ -394,9 +419,18 @@ pub async fn migrate(config: &Config) -> anyhow::Result<()> {
         .await
 }
 
+/// Starts the MCP endpoint, when it is on, on its own listener.
+async fn start_endpoint(config: &Config, built: &mut Built) -> anyhow::Result<()> {
+    if let (Some(endpoint), Some(listen)) = (built.endpoint.take(), config.endpoint.listen) {
+        endpoint.spawn(listen).await?;
+    }
+    Ok(())
+}
+
 /// Runs mcp-service until `shutdown` resolves, then shuts down gracefully.
 pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
-    let built = build(&config).await?;
+    let mut built = build(&config).await?;
+    start_endpoint(&config, &mut built).await?;
     switchboard_server::bind_and_serve(
         SERVICE_NAME,
         &config.common.server,
@@ -410,6 +444,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
 
 /// Starts mcp-service on a background task (tests and embedders).
 pub async fn spawn(config: Config) -> anyhow::Result<RunningServer> {
-    let built = build(&config).await?;
+    let mut built = build(&config).await?;
+    start_endpoint(&config, &mut built).await?;
     switchboard_server::spawn(&config.common.server, built.authenticator, built.services).await
 }

@@ -22,5 +22,6 @@ pub mod service;
 pub mod stdio_args;
 pub mod stdio_env;
 pub mod stdio_policy;
+pub mod surface;
 pub mod transport;
 pub mod url_secrets;

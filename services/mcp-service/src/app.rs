@@ -14,6 +14,7 @@ use switchboard_server::{
     GrantSettings, GrantedSlots, Idempotency, MemorySlotGrants, PgSlotGrants, RunningServer,
     Services, SlotGrants,
 };
+use tokio_util::sync::CancellationToken;
 
 use crate::{
     Config,
@@ -241,7 +242,6 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         Arc::new(config.catalog()?),
     )
     .with_usable_cache(config.integration_cache_ttl);
-    let max = config.common.server.max_message_bytes;
     let policies = policy_engine(config, &db.pool);
     let calls = CallService::new(
         integrations.clone(),
@@ -253,31 +253,10 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     let (audit_api, auditor) = audit(config, &db);
     let (calls, approval_api) = approvals(config, &db.pool, calls, auditor.clone());
     let policy_api = policy_api(config, policies, &integrations, &calls, auditor.clone());
-    let idempotency = Idempotency::new(RequestIds::new(
-        db.pool.clone(),
-        config.common.database.request_id_window,
-    ));
     let audited = AuditedCalls::new(calls, auditor.clone());
-    let endpoint = config.endpoint.listen.is_some().then(|| {
-        McpEndpoint::new(
-            &config.endpoint,
-            EndpointParts {
-                authenticator: authenticator.clone(),
-                integrations: integrations.clone(),
-                calls: audited.clone(),
-                issuer: config.common.auth.jwt_issuer.clone(),
-            },
-        )
-    });
-    let api = McpServiceServer::new(McpApi::new(
-        IntegrationChanges::new(integrations, auditor),
-        audited,
-        idempotency,
-        resume,
-    ))
-    .max_decoding_message_size(max)
-    .max_encoding_message_size(max);
+    let endpoint = mcp_endpoint(config, &authenticator, &integrations, &audited);
     let stop_endpoint = endpoint.as_ref().map(McpEndpoint::stop_token);
+    let api = mcp_api(config, &db, integrations, auditor, audited, resume);
     Ok(Built {
         authenticator,
         endpoint,
@@ -288,13 +267,54 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
             .with(approval_api)
             .self_limited(UPSTREAM_METHODS)
             .on_stop(async move { shared.release().await })
-            .on_stop(async move {
-                if let Some(stop) = stop_endpoint {
-                    stop.cancel();
-                }
-            })
+            .on_stop(async move { stop_endpoint.iter().for_each(CancellationToken::cancel) })
             .watch_database(db),
     })
+}
+
+/// `McpService`: integration changes and calls, audited, writes made once
+/// per request id.
+fn mcp_api(
+    config: &Config,
+    db: &Database,
+    integrations: IntegrationService,
+    auditor: Option<Auditor>,
+    calls: AuditedCalls,
+    resume: ResumeSeal,
+) -> McpServiceServer<McpApi> {
+    let max = config.common.server.max_message_bytes;
+    let idempotency = Idempotency::new(RequestIds::new(
+        db.pool.clone(),
+        config.common.database.request_id_window,
+    ));
+    McpServiceServer::new(McpApi::new(
+        IntegrationChanges::new(integrations, auditor),
+        calls,
+        idempotency,
+        resume,
+    ))
+    .max_decoding_message_size(max)
+    .max_encoding_message_size(max)
+}
+
+/// The MCP endpoint, when `SWITCHBOARD_MCP_ENDPOINT_LISTEN` turns it on:
+/// the same token verifier, integrations and audited calls as the gRPC API.
+fn mcp_endpoint(
+    config: &Config,
+    authenticator: &Arc<Authenticator>,
+    integrations: &IntegrationService,
+    calls: &AuditedCalls,
+) -> Option<McpEndpoint> {
+    config.endpoint.listen?;
+    Some(McpEndpoint::new(
+        &config.endpoint,
+        EndpointParts {
+            authenticator: authenticator.clone(),
+            integrations: integrations.clone(),
+            calls: calls.clone(),
+            issuer: config.common.auth.jwt_issuer.clone(),
+        },
+    ))
 }
 
 /// Approval gates on `calls`, and `ApprovalService`, where approvers

@@ -24,7 +24,7 @@ fn root() -> PathBuf {
 /// integration `example` of org-a.
 struct Endpoint {
     h: Harness,
-    _upstream: RunningHttpServer,
+    upstream: RunningHttpServer,
     addr: SocketAddr,
     id: String,
 }
@@ -60,7 +60,7 @@ async fn setup_as(
         .id;
     Endpoint {
         h,
-        _upstream: upstream,
+        upstream: upstream,
         addr,
         id,
     }
@@ -479,7 +479,122 @@ async fn a_host_not_allowed_is_refused(kind: DbKind) {
     assert_eq!(response.status(), reqwest::StatusCode::FORBIDDEN);
 }
 
+/// rmcp's client asks `server/discover` first: the 2026-07-28 era,
+/// stateless, no session.
+async fn a_client_of_the_stateless_era_discovers_and_calls_without_a_session(kind: DbKind) {
+    use rmcp::{
+        ServiceExt as _,
+        model::{CallToolRequestParams, ProtocolVersion},
+        service::{ClientLifecycleMode, ClientServiceExt as _},
+        transport::{
+            StreamableHttpClientTransport,
+            streamable_http_client::StreamableHttpClientTransportConfig,
+        },
+    };
+    let e = setup(kind).await;
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(e.url("example"))
+            .auth_header(member("org-a")),
+    );
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    let client = ().serve_with_lifecycle(transport, lifecycle).await.expect("the client connects");
+    let server = client.peer_info().expect("the server described itself");
+    assert_eq!(server.protocol_version, ProtocolVersion::V_2026_07_28);
+    assert_eq!(
+        server.server_info.as_ref().map(|i| i.name.as_str()),
+        Some("switchboard")
+    );
+    let tools = client.list_all_tools().await.expect("tools listed");
+    assert!(tools.iter().any(|t| t.name == "echo"));
+    let mut arguments = serde_json::Map::new();
+    arguments.insert("text".into(), json!("stateless"));
+    let result = client
+        .call_tool(CallToolRequestParams::new("echo").with_arguments(arguments))
+        .await
+        .expect("called");
+    assert_eq!(
+        serde_json::to_value(&result).expect("JSON")["content"][0]["text"],
+        "stateless"
+    );
+    let _ = client.cancel().await;
+}
+
+async fn sessions_are_bounded_overall(kind: DbKind) {
+    let e = setup_with(kind, |config| {
+        config.endpoint.max_sessions = 1;
+    })
+    .await;
+    let mut e = e;
+    create(
+        &mut e.h,
+        &admin("org-b"),
+        http_integration("example", &e.upstream.url()),
+    )
+    .await;
+    let first = initialize(&e, &member("org-a")).await;
+    assert_eq!(first.status(), reqwest::StatusCode::OK);
+    let other_org = initialize(&e, &member("org-b")).await;
+    assert_eq!(
+        other_org.status(),
+        reqwest::StatusCode::SERVICE_UNAVAILABLE,
+        "the endpoint's second session is refused, whichever organization asks"
+    );
+}
+
+async fn an_idle_session_is_closed_and_makes_room(kind: DbKind) {
+    let e = setup_with(kind, |config| {
+        config.endpoint.max_sessions_per_org = 1;
+        config.endpoint.session_idle_timeout = Duration::from_millis(300);
+    })
+    .await;
+    let first = initialize(&e, &member("org-a")).await;
+    assert_eq!(first.status(), reqwest::StatusCode::OK);
+    let session = first.headers()["mcp-session-id"]
+        .to_str()
+        .expect("text")
+        .to_owned();
+    drop(first);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let stale = reqwest::Client::new()
+        .post(e.url("example"))
+        .bearer_auth(member("org-a"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(&json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }))
+        .send()
+        .await
+        .expect("answers");
+    assert_eq!(stale.status(), reqwest::StatusCode::NOT_FOUND);
+    let again = initialize(&e, &member("org-a")).await;
+    assert_eq!(again.status(), reqwest::StatusCode::OK);
+}
+
+/// An `initialize` POST of the 2025-11-25 era with `token`.
+async fn initialize(e: &Endpoint, token: &str) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(e.url("example"))
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": { "name": "probe", "version": "1" }
+            }
+        }))
+        .send()
+        .await
+        .expect("answers")
+}
+
 db_tests!(
+    a_client_of_the_stateless_era_discovers_and_calls_without_a_session,
+    sessions_are_bounded_overall,
+    an_idle_session_is_closed_and_makes_room,
     the_sdk_client_lists_calls_reads_and_gets_prompts_through_an_integration,
     a_tool_a_policy_denies_is_neither_listed_nor_callable,
     another_organizations_integration_is_not_found_like_a_missing_one,

@@ -60,7 +60,7 @@ async fn setup_as(
         .id;
     Endpoint {
         h,
-        upstream: upstream,
+        upstream,
         addr,
         id,
     }
@@ -483,7 +483,6 @@ async fn a_host_not_allowed_is_refused(kind: DbKind) {
 /// stateless, no session.
 async fn a_client_of_the_stateless_era_discovers_and_calls_without_a_session(kind: DbKind) {
     use rmcp::{
-        ServiceExt as _,
         model::{CallToolRequestParams, ProtocolVersion},
         service::{ClientLifecycleMode, ClientServiceExt as _},
         transport::{

@@ -105,6 +105,34 @@ async fn sdk_client(url: &str, token: Option<&str>, steps: Value) -> Value {
     })
 }
 
+/// The official Python SDK client (`mcp`, in `.tools/venv`), run with a
+/// plan; `mode` is the SDK's (`auto` or `legacy`).
+async fn python_client(url: &str, token: Option<&str>, mode: &str, steps: Value) -> Value {
+    let python = root().join(".tools/venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run `make tools`",
+        python.display()
+    );
+    let plan = json!({ "url": url, "token": token, "mode": mode, "steps": steps });
+    let run = tokio::process::Command::new(python)
+        .arg(root().join("services/mcp-service/tests/it/fixtures/mcp_client.py"))
+        .arg(plan.to_string())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("the client finishes")
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "the client printed no JSON ({e}): {stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
 fn step(out: &Value, i: usize) -> &Value {
     let step = &out["steps"][i];
     assert!(step.get("ok").is_some(), "step {i} failed: {step}");
@@ -590,7 +618,45 @@ async fn initialize(e: &Endpoint, token: &str) -> reqwest::Response {
         .expect("answers")
 }
 
+/// The official Python SDK client, in both eras: it probes
+/// `server/discover` (2026-07-28, stateless) and, told to, opens an
+/// initialize session (2025-11-25).
+async fn the_python_sdk_client_uses_an_integration_in_both_eras(kind: DbKind) {
+    let e = setup(kind).await;
+    for (mode, version) in [("auto", "2026-07-28"), ("legacy", "2025-11-25")] {
+        let out = python_client(
+            &e.url("example"),
+            Some(&member("org-a")),
+            mode,
+            json!([
+                { "op": "listTools" },
+                { "op": "callTool", "name": "echo", "arguments": { "text": mode } },
+                { "op": "readResource", "uri": "docs://readme" },
+                { "op": "getPrompt", "name": "summarize", "arguments": { "topic": "rivers" } },
+            ]),
+        )
+        .await;
+        assert_eq!(out["connected"], true, "{out}");
+        assert_eq!(out["protocolVersion"], version, "{out}");
+        assert!(
+            names(&step(&out, 0)["tools"]).contains(&"echo".to_owned()),
+            "{out}"
+        );
+        assert_eq!(step(&out, 1)["content"][0]["text"], mode, "{out}");
+        assert_eq!(step(&out, 2)["contents"][0]["uri"], "docs://readme");
+        assert!(
+            step(&out, 3)["messages"][0]["content"]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("rivers")),
+            "{out}"
+        );
+    }
+    let refused = python_client(&e.url("example"), None, "auto", json!([])).await;
+    assert_eq!(refused["connected"], false, "{refused}");
+}
+
 db_tests!(
+    the_python_sdk_client_uses_an_integration_in_both_eras,
     a_client_of_the_stateless_era_discovers_and_calls_without_a_session,
     sessions_are_bounded_overall,
     an_idle_session_is_closed_and_makes_room,

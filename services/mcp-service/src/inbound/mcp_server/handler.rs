@@ -284,7 +284,7 @@ fn tool_result(outcome: Result<Value, crate::domain::ports::CallError>) -> CallT
                 "the tool asked for input, which this endpoint does not pass on yet",
             )])
         }
-        Ok(value) => serde_json::from_value(value).unwrap_or_else(|error| {
+        Ok(value) => serde_json::from_value(listing::completed(value)).unwrap_or_else(|error| {
             CallToolResult::error(vec![ContentBlock::text(format!(
                 "the MCP server's result could not be read: {error}"
             ))])

@@ -89,12 +89,23 @@ pub(super) fn complete<T: DeserializeOwned>(result: Value) -> Result<T, ErrorDat
             None,
         ));
     }
-    serde_json::from_value(result).map_err(|error| {
+    serde_json::from_value(completed(result)).map_err(|error| {
         ErrorData::internal_error(
             format!("the MCP server's result could not be read: {error}"),
             None,
         )
     })
+}
+
+/// A complete result says so (`resultType`), as clients of 2026-07-28
+/// require, whichever era the server that produced it speaks.
+pub(super) fn completed(mut result: Value) -> Value {
+    if let Some(object) = result.as_object_mut() {
+        object
+            .entry("resultType")
+            .or_insert_with(|| Value::String("complete".to_owned()));
+    }
+    result
 }
 
 fn renamed(item: &Value, field: &str, name: &str) -> Value {

@@ -11,12 +11,17 @@ pub struct EndpointArgs {
     /// public face of the service, for MCP clients outside the cluster, that
     /// an operator opens on purpose (with its allowed hosts) rather than
     /// finds open.
-    #[arg(long = "mcp-endpoint-listen", env = "SWITCHBOARD_MCP_ENDPOINT_LISTEN")]
+    #[arg(
+        id = "mcp_endpoint_listen",
+        long = "mcp-endpoint-listen",
+        env = "SWITCHBOARD_MCP_ENDPOINT_LISTEN"
+    )]
     pub listen: Option<SocketAddr>,
     /// Host names (or `host:port`) the endpoint answers to, comma-separated;
     /// a request naming another `Host` is refused (DNS rebinding). Empty
     /// lets any host through (behind an ingress that checks it).
     #[arg(
+        id = "mcp_endpoint_allowed_hosts",
         long = "mcp-endpoint-allowed-hosts",
         env = "SWITCHBOARD_MCP_ENDPOINT_ALLOWED_HOSTS",
         default_value = "localhost,127.0.0.1,::1"
@@ -26,6 +31,7 @@ pub struct EndpointArgs {
     /// comma-separated); a request with another `Origin` is refused.
     /// Empty: every request carrying an `Origin` is refused.
     #[arg(
+        id = "mcp_endpoint_allowed_origins",
         long = "mcp-endpoint-allowed-origins",
         env = "SWITCHBOARD_MCP_ENDPOINT_ALLOWED_ORIGINS",
         default_value = ""
@@ -35,6 +41,7 @@ pub struct EndpointArgs {
     /// named in its OAuth protected resource metadata; unset, the URL is
     /// built from the request's (allowed) `Host` over `http`.
     #[arg(
+        id = "mcp_endpoint_public_url",
         long = "mcp-endpoint-public-url",
         env = "SWITCHBOARD_MCP_ENDPOINT_PUBLIC_URL"
     )]
@@ -42,6 +49,7 @@ pub struct EndpointArgs {
     /// Most MCP client sessions (initialize era) open at once, over all
     /// organizations.
     #[arg(
+        id = "mcp_endpoint_max_sessions",
         long = "mcp-endpoint-max-sessions",
         env = "SWITCHBOARD_MCP_ENDPOINT_MAX_SESSIONS",
         default_value_t = 1000
@@ -49,16 +57,17 @@ pub struct EndpointArgs {
     pub max_sessions: usize,
     /// Most MCP client sessions one organization has open at once.
     #[arg(
+        id = "mcp_endpoint_max_sessions_per_org",
         long = "mcp-endpoint-max-sessions-per-org",
         env = "SWITCHBOARD_MCP_ENDPOINT_MAX_SESSIONS_PER_ORG",
         default_value_t = 100
     )]
     pub max_sessions_per_org: usize,
     /// How long an MCP client session may stay idle before it is closed.
-    #[arg(long = "mcp-endpoint-session-idle-timeout", env = "SWITCHBOARD_MCP_ENDPOINT_SESSION_IDLE_TIMEOUT", default_value = "10m", value_parser = humantime::parse_duration)]
+    #[arg(id = "mcp_endpoint_session_idle_timeout", long = "mcp-endpoint-session-idle-timeout", env = "SWITCHBOARD_MCP_ENDPOINT_SESSION_IDLE_TIMEOUT", default_value = "10m", value_parser = humantime::parse_duration)]
     pub session_idle_timeout: Duration,
     /// Largest request body the endpoint reads, in bytes; past it 413.
-    #[arg(long = "mcp-endpoint-max-body-bytes", env = "SWITCHBOARD_MCP_ENDPOINT_MAX_BODY_BYTES", default_value_t = 4 << 20)]
+    #[arg(id = "mcp_endpoint_max_body_bytes", long = "mcp-endpoint-max-body-bytes", env = "SWITCHBOARD_MCP_ENDPOINT_MAX_BODY_BYTES", default_value_t = 4 << 20)]
     pub max_body_bytes: usize,
 }
 
@@ -125,4 +134,27 @@ fn list(value: &str) -> Vec<String> {
         .filter(|entry| !entry.is_empty())
         .map(str::to_owned)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory as _, Parser as _};
+
+    use crate::Config;
+
+    #[test]
+    fn the_endpoint_settings_parse_beside_the_others() {
+        Config::command().debug_assert();
+        let config = Config::try_parse_from([
+            "mcp-service",
+            "--mcp-endpoint-listen=127.0.0.1:8080",
+            "--mcp-endpoint-max-sessions=7",
+            "--max-sessions=9",
+        ])
+        .expect("parses");
+        assert_eq!(config.endpoint.listen, Some(([127, 0, 0, 1], 8080).into()));
+        assert_eq!(config.endpoint.max_sessions, 7);
+        assert_eq!(config.max_sessions, 9);
+        assert!(config.endpoint.validate().is_ok());
+    }
 }

@@ -2,7 +2,11 @@
 # Installs the tools the build and tests use, into .tools/ of the checkout:
 #   - buf (npm @bufbuild/buf): protobuf lint and breaking-change checks
 #   - a Python virtualenv with grpcio-tools: the generated polyglot client test
-#   - @modelcontextprotocol/server-everything (npm): a reference MCP server
+#   - @modelcontextprotocol/server-everything (npm): a reference MCP server,
+#     and the official TypeScript MCP SDK (npm @modelcontextprotocol/sdk),
+#     whose client the MCP endpoint's tests drive
+#   - the official Python MCP SDK (PyPI mcp) in the same virtualenv, whose
+#     client the MCP endpoint's tests drive too
 #   - protoc-gen-go and protoc-gen-go-grpc (Go module proxy): the Go client of
 #     the examples (scripts/generate-clients.sh)
 #   - the MCP conformance suite (npm @modelcontextprotocol/conformance) and the
@@ -17,6 +21,8 @@ mkdir -p "$tools"
 BUF_VERSION="1.75.0"
 GRPCIO_TOOLS_VERSION="1.85.1"
 EVERYTHING_VERSION="2026.8.31"
+MCP_TS_SDK_VERSION="1.32.2"
+MCP_PYTHON_SDK_VERSION="2.3.0"
 PROTOC_GEN_GO_VERSION="v1.36.12"
 PROTOC_GEN_GO_GRPC_VERSION="v1.6.2"
 CONFORMANCE_VERSION="0.2.0-alpha.12"
@@ -27,12 +33,14 @@ need() {
 }
 
 if [ ! -x "$tools/node_modules/.bin/buf" ] || \
-   ! grep -q "\"version\": \"$BUF_VERSION\"" "$tools/node_modules/@bufbuild/buf/package.json" 2>/dev/null; then
+   ! grep -q "\"version\": \"$BUF_VERSION\"" "$tools/node_modules/@bufbuild/buf/package.json" 2>/dev/null || \
+   ! grep -q "\"version\": \"$MCP_TS_SDK_VERSION\"" "$tools/node_modules/@modelcontextprotocol/sdk/package.json" 2>/dev/null; then
   need npm
-  echo "install-tools: buf $BUF_VERSION and server-everything $EVERYTHING_VERSION"
+  echo "install-tools: buf $BUF_VERSION, server-everything $EVERYTHING_VERSION and the MCP TypeScript SDK $MCP_TS_SDK_VERSION"
   npm install --prefix "$tools" --no-audit --no-fund --silent \
     "@bufbuild/buf@$BUF_VERSION" \
-    "@modelcontextprotocol/server-everything@$EVERYTHING_VERSION"
+    "@modelcontextprotocol/server-everything@$EVERYTHING_VERSION" \
+    "@modelcontextprotocol/sdk@$MCP_TS_SDK_VERSION"
 fi
 
 if [ ! -x "$tools/venv/bin/python" ] || \
@@ -41,6 +49,11 @@ if [ ! -x "$tools/venv/bin/python" ] || \
   echo "install-tools: python venv with grpcio-tools and grpcio-health-checking $GRPCIO_TOOLS_VERSION"
   python3 -m venv "$tools/venv"
   "$tools/venv/bin/pip" install --quiet "grpcio-tools==$GRPCIO_TOOLS_VERSION" "grpcio-health-checking==$GRPCIO_TOOLS_VERSION"
+fi
+
+if [ "$("$tools/venv/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))' 2>/dev/null)" != "$MCP_PYTHON_SDK_VERSION" ]; then
+  echo "install-tools: the MCP Python SDK $MCP_PYTHON_SDK_VERSION"
+  "$tools/venv/bin/pip" install --quiet "mcp==$MCP_PYTHON_SDK_VERSION"
 fi
 
 # Go plugins, each recorded with its version so a pin change reinstalls it.

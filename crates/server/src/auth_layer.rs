@@ -60,7 +60,7 @@ impl Gate for AuthLayer {
         }
         let authenticator = self.authenticator.clone();
         Box::pin(async move {
-            match authenticate(&authenticator, request.headers()).await {
+            match bearer_principal(&authenticator, request.headers()).await {
                 Ok((mut principal, token)) => {
                     if let Some(service) = certified_service(request.extensions()) {
                         // A certificate the client CA verified proves which
@@ -91,7 +91,10 @@ fn certified_service(extensions: &http::Extensions) -> Option<&str> {
         .and_then(|peer| peer.service.as_deref())
 }
 
-async fn authenticate(
+/// The principal and token of a request's `Authorization: Bearer` header,
+/// verified by `authenticator`: what every authenticated surface of a
+/// service (gRPC, the MCP endpoint) accepts.
+pub async fn bearer_principal(
     authenticator: &Authenticator,
     headers: &HeaderMap,
 ) -> Result<(Principal, BearerToken), AuthError> {

@@ -32,7 +32,7 @@ mod signal;
 pub mod tls;
 
 pub use args::{AuthArgs, CommonArgs, JwksArgs, TelemetryArgs};
-pub use auth_layer::{AuthLayer, PUBLIC_PATH_PREFIXES, principal};
+pub use auth_layer::{AuthLayer, PUBLIC_PATH_PREFIXES, bearer_principal, principal};
 pub use byte_size::ByteSize;
 pub use client_error::{ClientError, ErrorKind};
 pub use config::ServerArgs;

@@ -106,6 +106,11 @@ spec:
             - name: grpc
               containerPort: {{ $svc.port }}
               protocol: TCP
+            {{- if and (eq .component "mcp") $svc.mcpEndpoint.enabled }}
+            - name: mcp
+              containerPort: {{ $svc.mcpEndpoint.port }}
+              protocol: TCP
+            {{- end }}
             {{- if $v.telemetry.metrics.enabled }}
             - name: metrics
               containerPort: {{ $v.telemetry.metrics.port }}

@@ -1,4 +1,4 @@
-//! Wiring: storage, adapters and the gRPC server.
+//! Wiring: storage, adapters, the gRPC server and the MCP endpoint.
 
 use std::{future::Future, net::SocketAddr, sync::Arc};
 
@@ -15,6 +15,7 @@ use switchboard_server::{
     GrantSettings, GrantedSlots, Idempotency, MemorySlotGrants, PgSlotGrants, RunningServer,
     Services, SlotGrants,
 };
+use tokio_util::sync::CancellationToken;
 
 use crate::{
     Config,
@@ -31,7 +32,10 @@ use crate::{
         service::IntegrationService,
         toolset::admin::ToolsetAdmin,
     },
-    inbound::{ApprovalApi, AuditApi, McpApi, PolicyApi, ResumeSeal, ToolsetsApi},
+    inbound::{
+        ApprovalApi, AuditApi, McpApi, PolicyApi, ResumeSeal, ToolsetsApi,
+        mcp_server::{EndpointParts, McpEndpoint},
+    },
     outbound::{
         http::{HttpClientOptions, build_client, build_client_without_redirects, read_roots},
         mcp::{
@@ -78,6 +82,8 @@ const UPSTREAM_METHODS: &[&str] = &[
 struct Built {
     authenticator: Arc<Authenticator>,
     services: Services,
+    /// The MCP endpoint, when it is on; it stops when the gRPC server does.
+    endpoint: Option<McpEndpoint>,
 }
 
 /// An organization's sessions and stdio processes counted across replicas:
@@ -222,6 +228,7 @@ fn authenticator(config: &Config) -> anyhow::Result<Arc<Authenticator>> {
 }
 
 async fn build(config: &Config) -> anyhow::Result<Built> {
+    config.endpoint.validate()?;
     let authenticator = authenticator(config)?;
     let keys = Arc::new(config.key_ring()?);
     let db = config
@@ -257,9 +264,13 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     let toolsets_api = toolsets_api(config, &db.pool, repository, auditor.clone());
     let (calls, approval_api) = approvals(config, &db.pool, calls, auditor.clone());
     let policy_api = policy_api(config, policies, &integrations, &calls, auditor.clone());
-    let api = mcp_api(config, &db, integrations, calls, auditor, resume);
+    let audited = AuditedCalls::new(calls, auditor.clone());
+    let endpoint = mcp_endpoint(config, &authenticator, &integrations, &audited);
+    let stop_endpoint = endpoint.as_ref().map(McpEndpoint::stop_token);
+    let api = mcp_api(config, &db, integrations, auditor, audited, resume);
     Ok(Built {
         authenticator,
+        endpoint,
         services: Services::new()
             .with(api)
             .with(policy_api)
@@ -268,18 +279,19 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
             .with(toolsets_api)
             .self_limited(UPSTREAM_METHODS)
             .on_stop(async move { shared.release().await })
+            .on_stop(async move { stop_endpoint.iter().for_each(CancellationToken::cancel) })
             .watch_database(db),
     })
 }
 
-/// `McpService`: integration changes and calls, each audited, creates made
-/// idempotent by their request ids.
+/// `McpService`: integration changes and calls, audited, writes made once
+/// per request id.
 fn mcp_api(
     config: &Config,
     db: &Database,
     integrations: IntegrationService,
-    calls: CallService,
     auditor: Option<Auditor>,
+    calls: AuditedCalls,
     resume: ResumeSeal,
 ) -> McpServiceServer<McpApi> {
     let max = config.common.server.max_message_bytes;
@@ -288,13 +300,33 @@ fn mcp_api(
         config.common.database.request_id_window,
     ));
     McpServiceServer::new(McpApi::new(
-        IntegrationChanges::new(integrations, auditor.clone()),
-        AuditedCalls::new(calls, auditor),
+        IntegrationChanges::new(integrations, auditor),
+        calls,
         idempotency,
         resume,
     ))
     .max_decoding_message_size(max)
     .max_encoding_message_size(max)
+}
+
+/// The MCP endpoint, when `SWITCHBOARD_MCP_ENDPOINT_LISTEN` turns it on:
+/// the same token verifier, integrations and audited calls as the gRPC API.
+fn mcp_endpoint(
+    config: &Config,
+    authenticator: &Arc<Authenticator>,
+    integrations: &IntegrationService,
+    calls: &AuditedCalls,
+) -> Option<McpEndpoint> {
+    config.endpoint.listen?;
+    Some(McpEndpoint::new(
+        &config.endpoint,
+        EndpointParts {
+            authenticator: authenticator.clone(),
+            integrations: integrations.clone(),
+            calls: calls.clone(),
+            issuer: config.common.auth.jwt_issuer.clone(),
+        },
+    ))
 }
 
 /// Approval gates on `calls`, and `ApprovalService`, where approvers
@@ -439,9 +471,18 @@ pub async fn migrate(config: &Config) -> anyhow::Result<()> {
         .await
 }
 
+/// Starts the MCP endpoint, when it is on, on its own listener.
+async fn start_endpoint(config: &Config, built: &mut Built) -> anyhow::Result<()> {
+    if let (Some(endpoint), Some(listen)) = (built.endpoint.take(), config.endpoint.listen) {
+        endpoint.spawn(listen).await?;
+    }
+    Ok(())
+}
+
 /// Runs mcp-service until `shutdown` resolves, then shuts down gracefully.
 pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
-    let built = build(&config).await?;
+    let mut built = build(&config).await?;
+    start_endpoint(&config, &mut built).await?;
     switchboard_server::bind_and_serve(
         SERVICE_NAME,
         &config.common.server,
@@ -455,6 +496,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> anyhow::
 
 /// Starts mcp-service on a background task (tests and embedders).
 pub async fn spawn(config: Config) -> anyhow::Result<RunningServer> {
-    let built = build(&config).await?;
+    let mut built = build(&config).await?;
+    start_endpoint(&config, &mut built).await?;
     switchboard_server::spawn(&config.common.server, built.authenticator, built.services).await
 }

@@ -8,6 +8,7 @@ use switchboard_server::{AuthArgs, CommonArgs, ServerArgs, TelemetryArgs};
 
 pub use crate::approval_settings::ApprovalArgs;
 pub use crate::audit_settings::AuditArgs;
+pub use crate::endpoint_settings::EndpointArgs;
 pub use crate::policy_settings::PolicyArgs;
 pub use crate::toolset_settings::ToolsetArgs;
 use crate::{
@@ -164,6 +165,9 @@ pub struct Config {
     /// Toolsets: their bounds.
     #[command(flatten)]
     pub toolsets: ToolsetArgs,
+    /// The MCP endpoint for MCP clients: where, and its bounds.
+    #[command(flatten)]
+    pub endpoint: EndpointArgs,
     /// How long a server's `request_state` or `task_id`, sealed to the
     /// caller and call that received it, may be sent back to resume it.
     #[arg(long, env = "SWITCHBOARD_MCP_RESUME_TTL", default_value = "24h", value_parser = humantime::parse_duration)]
@@ -333,6 +337,7 @@ impl Config {
             audit: AuditArgs::default(),
             approvals: ApprovalArgs::default(),
             toolsets: ToolsetArgs::default(),
+            endpoint: EndpointArgs::default(),
             resume_ttl: Duration::from_secs(24 * 3600),
             max_result_bytes: 4 * 1024 * 1024,
             max_sessions_per_org: 200,

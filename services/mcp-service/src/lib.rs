@@ -14,6 +14,7 @@ mod approval_settings;
 mod audit_settings;
 mod config;
 pub mod domain;
+mod endpoint_settings;
 mod inbound;
 pub mod outbound;
 mod policy_settings;

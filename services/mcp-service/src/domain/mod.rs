@@ -23,6 +23,7 @@ pub mod service;
 pub mod stdio_args;
 pub mod stdio_env;
 pub mod stdio_policy;
+pub mod surface;
 pub mod toolset;
 pub mod transport;
 pub mod url_secrets;

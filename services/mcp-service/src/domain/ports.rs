@@ -8,7 +8,7 @@ use async_trait::async_trait;
 // a failure from the same number.
 pub use switchboard_server::ByteSize;
 
-use super::integration::{Integration, IntegrationId, OrgId};
+use super::integration::{Integration, IntegrationId, OrgId, Slug};
 
 /// A page request over an organization's integrations, oldest first.
 #[derive(Debug, Clone, Default)]
@@ -42,6 +42,12 @@ pub trait IntegrationRepository: Send + Sync + 'static {
         &self,
         org: &OrgId,
         id: IntegrationId,
+    ) -> Result<Option<Integration>, RepositoryError>;
+    /// The integration of `org` whose slug is `slug`, if any.
+    async fn find_by_slug(
+        &self,
+        org: &OrgId,
+        slug: &Slug,
     ) -> Result<Option<Integration>, RepositoryError>;
     /// A page of `org`'s integrations.
     async fn list(

@@ -1,10 +1,12 @@
-//! gRPC handlers: proto in, domain calls, proto out.
+//! Inbound adapters: the gRPC handlers (proto in, domain calls, proto
+//! out) and the streamable HTTP MCP endpoint beside them.
 
 pub(crate) mod approvals;
 mod audit;
 mod convert;
 mod error;
 mod grpc;
+pub(crate) mod mcp_server;
 mod parse;
 mod policy;
 mod resume;

@@ -20,6 +20,7 @@ mod hostile_stdio;
 mod hostile_tokens;
 mod input_required;
 mod integrations;
+mod mcp_endpoint;
 mod oauth_client_credentials;
 mod oauth_on_behalf;
 mod oauth_organization;

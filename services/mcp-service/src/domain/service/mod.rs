@@ -11,7 +11,7 @@ use super::{
     catalog::Catalog,
     error::McpError,
     input::{AuthInput, IntegrationPatch, NewIntegration, Source},
-    integration::{Integration, IntegrationId, IntegrationKind, OrgId},
+    integration::{Integration, IntegrationId, IntegrationKind, OrgId, Slug},
     ports::{IntegrationRepository, ListQuery, McpGateway, ProbeReport, RepositoryError},
     resolve::{ConfigPolicy, Resolved},
     transport::TransportInput,
@@ -192,6 +192,16 @@ impl IntegrationService {
     ) -> Result<Integration, McpError> {
         self.repository
             .get(&org_of(caller), id)
+            .await
+            .map_err(|e| storage(e, ""))?
+            .ok_or(McpError::NotFound)
+    }
+
+    /// The integration of the caller's organization with `slug`: another
+    /// organization's is as missing as one that does not exist.
+    pub async fn by_slug(&self, caller: &Principal, slug: &Slug) -> Result<Integration, McpError> {
+        self.repository
+            .find_by_slug(&org_of(caller), slug)
             .await
             .map_err(|e| storage(e, ""))?
             .ok_or(McpError::NotFound)

@@ -180,6 +180,22 @@ impl IntegrationRepository for SqlIntegrationRepository {
         Ok(row.map(|row| self.decode(&row)).transpose()?)
     }
 
+    async fn find_by_slug(
+        &self,
+        org: &OrgId,
+        slug: &Slug,
+    ) -> Result<Option<Integration>, RepositoryError> {
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM integrations WHERE org_id = $1 AND slug = $2"
+        ))
+        .bind(org.0.clone())
+        .bind(slug.as_str().to_owned())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(read_error)?;
+        Ok(row.map(|row| self.decode(&row)).transpose()?)
+    }
+
     async fn list(
         &self,
         org: &OrgId,

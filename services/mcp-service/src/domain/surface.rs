@@ -1,0 +1,165 @@
+//! What an MCP client connected to Switchboard sees: a surface of one or
+//! more integrations, each member's tools and prompts under their own names
+//! or behind a prefix, narrowed to a selection.
+//!
+//! One integration passed through is a surface of one member without a
+//! prefix; a toolset is a surface of several, names prefixed
+//! `{prefix}__{name}` as runs-service prefixes an agent's tools.
+
+use std::collections::BTreeSet;
+
+use super::integration::IntegrationId;
+
+/// What joins a prefix and a member's own name.
+pub const PREFIX_SEPARATOR: &str = "__";
+
+/// One integration on a surface.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// The integration.
+    pub integration: IntegrationId,
+    /// The prefix of its tool and prompt names; none for a surface of one.
+    pub prefix: Option<String>,
+    /// The tools (its own names) shown; all when none.
+    pub tools: Option<BTreeSet<String>>,
+    /// The resources (URIs) shown; all when none.
+    pub resources: Option<BTreeSet<String>>,
+}
+
+impl Member {
+    /// All of `integration`, under its own names.
+    pub fn whole(integration: IntegrationId) -> Self {
+        Self {
+            integration,
+            prefix: None,
+            tools: None,
+            resources: None,
+        }
+    }
+
+    /// Whether the member's tool `name` (its own name) is on the surface.
+    pub fn shows_tool(&self, name: &str) -> bool {
+        self.tools.as_ref().is_none_or(|tools| tools.contains(name))
+    }
+
+    /// Whether the member's resource `uri` is on the surface.
+    pub fn shows_resource(&self, uri: &str) -> bool {
+        self.resources
+            .as_ref()
+            .is_none_or(|resources| resources.contains(uri))
+    }
+
+    /// The name a client sees for the member's own `name`.
+    pub fn exposed(&self, name: &str) -> String {
+        match &self.prefix {
+            Some(prefix) => format!("{prefix}{PREFIX_SEPARATOR}{name}"),
+            None => name.to_owned(),
+        }
+    }
+
+    /// The member's own name behind `exposed`, if `exposed` is one of its.
+    fn own<'a>(&self, exposed: &'a str) -> Option<&'a str> {
+        match &self.prefix {
+            Some(prefix) => exposed
+                .strip_prefix(prefix.as_str())?
+                .strip_prefix(PREFIX_SEPARATOR),
+            None => Some(exposed),
+        }
+    }
+}
+
+/// The integrations an MCP client reaches through one endpoint path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Surface {
+    members: Vec<Member>,
+}
+
+impl Surface {
+    /// One integration, passed through under its own names.
+    pub fn integration(id: IntegrationId) -> Self {
+        Self {
+            members: vec![Member::whole(id)],
+        }
+    }
+
+    /// Several members; names of members with prefixes do not collide when
+    /// the prefixes differ and contain no separator.
+    pub fn of(members: Vec<Member>) -> Self {
+        Self { members }
+    }
+
+    /// Its members, in order.
+    pub fn members(&self) -> &[Member] {
+        &self.members
+    }
+
+    /// The member and its own name that a client's tool or prompt name
+    /// `exposed` reaches, if any: the first member whose prefix matches.
+    pub fn route<'a>(&self, exposed: &'a str) -> Option<(&Member, &'a str)> {
+        self.members
+            .iter()
+            .find_map(|member| member.own(exposed).map(|own| (member, own)))
+    }
+
+    /// The member a resource `uri` is read from: the only one, or the first
+    /// whose selection names it.
+    pub fn resource_member(&self, uri: &str) -> Option<&Member> {
+        match self.members.as_slice() {
+            [only] => only.shows_resource(uri).then_some(only),
+            members => members
+                .iter()
+                .find(|m| m.resources.as_ref().is_some_and(|r| r.contains(uri))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id() -> IntegrationId {
+        IntegrationId::new()
+    }
+
+    #[test]
+    fn an_integration_passes_names_through() {
+        let surface = Surface::integration(id());
+        let (member, own) = surface.route("echo").expect("routed");
+        assert_eq!(own, "echo");
+        assert_eq!(member.exposed("echo"), "echo");
+        assert!(surface.resource_member("file:///a").is_some());
+    }
+
+    #[test]
+    fn prefixed_members_route_by_prefix_and_selection() {
+        let (a, b) = (id(), id());
+        let surface = Surface::of(vec![
+            Member {
+                prefix: Some("github".into()),
+                tools: Some(["search".to_owned()].into()),
+                ..Member::whole(a)
+            },
+            Member {
+                prefix: Some("jira".into()),
+                resources: Some(["jira://board".to_owned()].into()),
+                ..Member::whole(b)
+            },
+        ]);
+        let (member, own) = surface.route("jira__create").expect("routed");
+        assert_eq!((member.integration, own), (b, "create"));
+        assert_eq!(member.exposed("create"), "jira__create");
+        let (member, own) = surface.route("github__search").expect("routed");
+        assert_eq!((member.integration, own), (a, "search"));
+        assert!(member.shows_tool("search"));
+        assert!(!member.shows_tool("delete"));
+        assert!(surface.route("create").is_none());
+        assert!(surface.route("githubsearch").is_none());
+        assert_eq!(
+            surface
+                .resource_member("jira://board")
+                .map(|m| m.integration),
+            Some(b)
+        );
+        assert!(surface.resource_member("file:///a").is_none());
+    }
+}

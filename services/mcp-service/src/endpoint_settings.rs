@@ -1,0 +1,160 @@
+//! The settings of the MCP endpoint: where it listens, which hosts it
+//! answers to, and the bounds of its clients' sessions and requests.
+
+use std::{net::SocketAddr, time::Duration};
+
+/// The MCP endpoint's settings.
+#[derive(Debug, Clone, clap::Args)]
+pub struct EndpointArgs {
+    /// Address of the streamable HTTP MCP endpoint (`/mcp/integrations/{slug}`);
+    /// unset, the endpoint is off. Off by default because it is a second
+    /// public face of the service, for MCP clients outside the cluster, that
+    /// an operator opens on purpose (with its allowed hosts) rather than
+    /// finds open.
+    #[arg(
+        id = "mcp_endpoint_listen",
+        long = "mcp-endpoint-listen",
+        env = "SWITCHBOARD_MCP_ENDPOINT_LISTEN"
+    )]
+    pub listen: Option<SocketAddr>,
+    /// Host names (or `host:port`) the endpoint answers to, comma-separated;
+    /// a request naming another `Host` is refused (DNS rebinding). Empty
+    /// lets any host through (behind an ingress that checks it).
+    #[arg(
+        id = "mcp_endpoint_allowed_hosts",
+        long = "mcp-endpoint-allowed-hosts",
+        env = "SWITCHBOARD_MCP_ENDPOINT_ALLOWED_HOSTS",
+        default_value = "localhost,127.0.0.1,::1"
+    )]
+    pub allowed_hosts: String,
+    /// Browser origins allowed to call the endpoint (`scheme://host:port`,
+    /// comma-separated); a request with another `Origin` is refused.
+    /// Empty: every request carrying an `Origin` is refused.
+    #[arg(
+        id = "mcp_endpoint_allowed_origins",
+        long = "mcp-endpoint-allowed-origins",
+        env = "SWITCHBOARD_MCP_ENDPOINT_ALLOWED_ORIGINS",
+        default_value = ""
+    )]
+    pub allowed_origins: String,
+    /// The endpoint's URL as MCP clients reach it (`https://mcp.example.com`),
+    /// named in its OAuth protected resource metadata; unset, the URL is
+    /// built from the request's (allowed) `Host` over `http`.
+    #[arg(
+        id = "mcp_endpoint_public_url",
+        long = "mcp-endpoint-public-url",
+        env = "SWITCHBOARD_MCP_ENDPOINT_PUBLIC_URL"
+    )]
+    pub public_url: Option<String>,
+    /// Most MCP client sessions (initialize era) open at once, over all
+    /// organizations.
+    #[arg(
+        id = "mcp_endpoint_max_sessions",
+        long = "mcp-endpoint-max-sessions",
+        env = "SWITCHBOARD_MCP_ENDPOINT_MAX_SESSIONS",
+        default_value_t = 1000
+    )]
+    pub max_sessions: usize,
+    /// Most MCP client sessions one organization has open at once.
+    #[arg(
+        id = "mcp_endpoint_max_sessions_per_org",
+        long = "mcp-endpoint-max-sessions-per-org",
+        env = "SWITCHBOARD_MCP_ENDPOINT_MAX_SESSIONS_PER_ORG",
+        default_value_t = 100
+    )]
+    pub max_sessions_per_org: usize,
+    /// How long an MCP client session may stay idle before it is closed.
+    #[arg(id = "mcp_endpoint_session_idle_timeout", long = "mcp-endpoint-session-idle-timeout", env = "SWITCHBOARD_MCP_ENDPOINT_SESSION_IDLE_TIMEOUT", default_value = "10m", value_parser = humantime::parse_duration)]
+    pub session_idle_timeout: Duration,
+    /// Largest request body the endpoint reads, in bytes; past it 413.
+    #[arg(id = "mcp_endpoint_max_body_bytes", long = "mcp-endpoint-max-body-bytes", env = "SWITCHBOARD_MCP_ENDPOINT_MAX_BODY_BYTES", default_value_t = 4 << 20)]
+    pub max_body_bytes: usize,
+}
+
+impl Default for EndpointArgs {
+    fn default() -> Self {
+        Self {
+            listen: None,
+            allowed_hosts: "localhost,127.0.0.1,::1".to_owned(),
+            allowed_origins: String::new(),
+            public_url: None,
+            max_sessions: 1000,
+            max_sessions_per_org: 100,
+            session_idle_timeout: Duration::from_secs(600),
+            max_body_bytes: 4 << 20,
+        }
+    }
+}
+
+impl EndpointArgs {
+    /// The allowed hosts, trimmed, empty entries dropped.
+    pub fn allowed_hosts(&self) -> Vec<String> {
+        list(&self.allowed_hosts)
+    }
+
+    /// The allowed origins, trimmed, empty entries dropped.
+    pub fn allowed_origins(&self) -> Vec<String> {
+        list(&self.allowed_origins)
+    }
+
+    /// Refuses settings the endpoint cannot run with.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.max_sessions > 0,
+            "SWITCHBOARD_MCP_ENDPOINT_MAX_SESSIONS must be at least 1"
+        );
+        anyhow::ensure!(
+            self.max_sessions_per_org > 0,
+            "SWITCHBOARD_MCP_ENDPOINT_MAX_SESSIONS_PER_ORG must be at least 1"
+        );
+        anyhow::ensure!(
+            self.max_body_bytes >= 1024,
+            "SWITCHBOARD_MCP_ENDPOINT_MAX_BODY_BYTES must be at least 1024"
+        );
+        anyhow::ensure!(
+            !self.session_idle_timeout.is_zero(),
+            "SWITCHBOARD_MCP_ENDPOINT_SESSION_IDLE_TIMEOUT must be more than zero"
+        );
+        if let Some(url) = &self.public_url {
+            let parsed = url::Url::parse(url)
+                .map_err(|e| anyhow::anyhow!("SWITCHBOARD_MCP_ENDPOINT_PUBLIC_URL: {e}"))?;
+            anyhow::ensure!(
+                matches!(parsed.scheme(), "http" | "https") && parsed.host().is_some(),
+                "SWITCHBOARD_MCP_ENDPOINT_PUBLIC_URL must be an http(s) URL with a host"
+            );
+        }
+        Ok(())
+    }
+}
+
+fn list(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|entry| !entry.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory as _, Parser as _};
+
+    use crate::Config;
+
+    #[test]
+    fn the_endpoint_settings_parse_beside_the_others() {
+        Config::command().debug_assert();
+        let config = Config::try_parse_from([
+            "mcp-service",
+            "--mcp-endpoint-listen=127.0.0.1:8080",
+            "--mcp-endpoint-max-sessions=7",
+            "--max-sessions=9",
+        ])
+        .expect("parses");
+        assert_eq!(config.endpoint.listen, Some(([127, 0, 0, 1], 8080).into()));
+        assert_eq!(config.endpoint.max_sessions, 7);
+        assert_eq!(config.max_sessions, 9);
+        assert!(config.endpoint.validate().is_ok());
+    }
+}

@@ -1,0 +1,294 @@
+//! Who may reach a path of the endpoint: the caller's bearer token verified
+//! as every gRPC call's is, the path resolved in the caller's organization
+//! only, and the session, if any, the caller's own. Also the OAuth protected
+//! resource metadata (RFC 9728) that tells MCP clients where to log in.
+
+use std::sync::Arc;
+
+use axum::{
+    extract::{Path, Request, State},
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use serde_json::json;
+use switchboard_auth::{AuthError, Authenticator};
+use switchboard_server::bearer_principal;
+
+use super::{
+    caller::Admitted,
+    sessions::{BoundedSessions, OPENING, Opening, Owner},
+};
+use crate::domain::{
+    error::McpError, integration::Slug, service::IntegrationService, surface::Surface,
+};
+
+/// Where the endpoint's paths of integrations start.
+pub(super) const INTEGRATIONS_PATH: &str = "/mcp/integrations";
+/// Where RFC 9728 puts a resource's metadata: this, then the resource's path.
+pub(super) const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+/// How long a client at a session limit should wait before trying again.
+const SESSION_RETRY_AFTER_SECONDS: u32 = 5;
+
+/// What the access layer needs.
+pub(super) struct Access {
+    pub authenticator: Arc<Authenticator>,
+    pub integrations: IntegrationService,
+    pub sessions: Arc<BoundedSessions>,
+    pub site: Site,
+}
+
+/// How the endpoint names itself in URLs and to which hosts it answers.
+#[derive(Debug, Clone)]
+pub(super) struct Site {
+    /// The URL clients reach it at, when configured.
+    pub public_url: Option<String>,
+    /// The hosts it answers to; empty for any.
+    pub allowed_hosts: Vec<String>,
+    /// The identity provider whose tokens it accepts.
+    pub issuer: Option<String>,
+}
+
+impl Site {
+    /// The endpoint's base URL as the client reached it: the configured
+    /// public URL, else `http://` and the request's `Host` when it is
+    /// allowed. None when the host is not one the endpoint answers to.
+    fn base(&self, headers: &HeaderMap) -> Option<String> {
+        if let Some(url) = &self.public_url {
+            return Some(url.trim_end_matches('/').to_owned());
+        }
+        let host = headers.get(header::HOST)?.to_str().ok()?;
+        self.allows(host).then(|| format!("http://{host}"))
+    }
+
+    /// Whether `authority` (`host` or `host:port`) is allowed: an entry
+    /// names it exactly, or names its host for any port.
+    pub fn allows(&self, authority: &str) -> bool {
+        if self.allowed_hosts.is_empty() {
+            return true;
+        }
+        let authority = authority.to_ascii_lowercase();
+        let host = host_of(&authority);
+        self.allowed_hosts.iter().any(|allowed| {
+            let allowed = allowed.to_ascii_lowercase();
+            allowed == authority || allowed.trim_matches(['[', ']']) == host
+        })
+    }
+}
+
+/// The host of an authority, without its port or an IPv6 literal's brackets.
+fn host_of(authority: &str) -> &str {
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    match authority.rsplit_once(':') {
+        Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+        _ => authority,
+    }
+}
+
+/// Admits a request to `/mcp/integrations/{slug}`: 401 without a valid
+/// token, 404 for an integration the caller's organization does not have
+/// (whether it exists elsewhere or not), 404 for a session another caller
+/// opened; 503 when a session limit is reached.
+pub(super) async fn admit_integration(
+    State(access): State<Arc<Access>>,
+    Path(slug): Path<String>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let path = request.uri().path().to_owned();
+    if request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(|host| !access.site.allows(host))
+    {
+        return (
+            StatusCode::FORBIDDEN,
+            "Forbidden: Host header is not allowed",
+        )
+            .into_response();
+    }
+    let principal = match bearer_principal(&access.authenticator, request.headers()).await {
+        Ok((principal, _token)) => principal,
+        Err(error) => return unauthenticated(&access.site, request.headers(), &path, &error),
+    };
+    let surface = match resolve(&access.integrations, &principal, &slug).await {
+        Ok(surface) => surface,
+        Err(response) => return response,
+    };
+    let owner = Owner {
+        org_id: principal.org_id.clone(),
+        user_id: principal.user_id.clone(),
+        path: path.clone(),
+    };
+    let session = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|id| id.to_str().ok());
+    if let Some(id) = session
+        && access.sessions.owner(id).is_some_and(|o| o != owner)
+    {
+        return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+    }
+    tracing::Span::current().record("enduser.id", principal.user_id.as_str());
+    request.extensions_mut().insert(Admitted {
+        principal,
+        surface: Arc::new(surface),
+        path,
+    });
+    let opening = Opening::new(owner);
+    let response = OPENING.scope(opening.clone(), next.run(request)).await;
+    match opening.refusal() {
+        Some(reason) => session_refused(&reason),
+        None => response,
+    }
+}
+
+/// The surface of integration `slug` of the caller's organization, or the
+/// response that says there is none.
+async fn resolve(
+    integrations: &IntegrationService,
+    principal: &switchboard_auth::Principal,
+    slug: &str,
+) -> Result<Surface, Response> {
+    let not_found = || (StatusCode::NOT_FOUND, "Not Found: no such integration").into_response();
+    let slug = Slug::parse("slug", slug).map_err(|_| not_found())?;
+    match integrations.by_slug(principal, &slug).await {
+        Ok(integration) => Ok(Surface::integration(integration.id)),
+        Err(McpError::NotFound) => Err(not_found()),
+        Err(error) => {
+            tracing::error!(error = %error, "the integration could not be read");
+            Err((StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable").into_response())
+        }
+    }
+}
+
+/// 401 with the challenge that names the metadata (RFC 9728 §5.1), or 503
+/// when the identity provider's keys could not be had.
+fn unauthenticated(site: &Site, headers: &HeaderMap, path: &str, error: &AuthError) -> Response {
+    if matches!(error, AuthError::KeysUnavailable) {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Service Unavailable: token keys unavailable",
+        )
+            .into_response();
+    }
+    let mut challenge = String::from("Bearer");
+    if let Some(base) = site.base(headers) {
+        challenge.push_str(&format!(
+            r#" resource_metadata="{base}{METADATA_PATH}{path}""#
+        ));
+    }
+    if !matches!(error, AuthError::Missing) {
+        let sep = if challenge.len() > "Bearer".len() {
+            ","
+        } else {
+            ""
+        };
+        challenge.push_str(&format!(r#"{sep} error="invalid_token""#));
+    }
+    tracing::debug!(error = %error, path, "request refused");
+    let mut response = (StatusCode::UNAUTHORIZED, "Unauthorized").into_response();
+    if let Ok(value) = HeaderValue::from_str(&challenge) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// 503 with `Retry-After` for a request refused a session at a limit.
+fn session_refused(reason: &str) -> Response {
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": { "code": -32000, "message": reason },
+    });
+    let mut response = json_response(StatusCode::SERVICE_UNAVAILABLE, &body);
+    response.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(SESSION_RETRY_AFTER_SECONDS),
+    );
+    response
+}
+
+/// The protected resource metadata (RFC 9728) of `/mcp/integrations/{slug}`:
+/// the resource's URL and the identity provider that issues its tokens.
+/// Public, and the same for every slug, so it says nothing of what exists.
+pub(super) async fn integration_metadata(
+    State(access): State<Arc<Access>>,
+    Path(slug): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let Some(base) = access.site.base(&headers) else {
+        return (
+            StatusCode::FORBIDDEN,
+            "Forbidden: Host header is not allowed",
+        )
+            .into_response();
+    };
+    let mut metadata = json!({
+        "resource": format!("{base}{INTEGRATIONS_PATH}/{slug}"),
+        "bearer_methods_supported": ["header"],
+        "resource_name": "Switchboard",
+    });
+    if let Some(issuer) = &access.site.issuer {
+        metadata["authorization_servers"] = json!([issuer]);
+    }
+    json_response(StatusCode::OK, &metadata)
+}
+
+/// `body` as a JSON response.
+fn json_response(status: StatusCode, body: &serde_json::Value) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(hosts: &[&str]) -> Site {
+        Site {
+            public_url: None,
+            allowed_hosts: hosts.iter().map(|h| (*h).to_owned()).collect(),
+            issuer: None,
+        }
+    }
+
+    #[test]
+    fn hosts_are_allowed_by_name_for_any_port_or_by_exact_authority() {
+        let site = site(&["localhost", "mcp.example.com:8443", "::1"]);
+        assert!(site.allows("localhost"));
+        assert!(site.allows("LOCALHOST:3000"));
+        assert!(site.allows("mcp.example.com:8443"));
+        assert!(!site.allows("mcp.example.com:443"));
+        assert!(site.allows("[::1]:8080"));
+        assert!(!site.allows("evil.example"));
+        assert!(!site.allows("localhost.evil.example"));
+        assert!(self::site(&[]).allows("anything"));
+    }
+
+    #[test]
+    fn the_challenge_names_the_metadata_of_the_path() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::HOST, HeaderValue::from_static("localhost:9000"));
+        let response = unauthenticated(
+            &site(&["localhost"]),
+            &headers,
+            "/mcp/integrations/docs",
+            &AuthError::Invalid,
+        );
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            response.headers()[header::WWW_AUTHENTICATE],
+            r#"Bearer resource_metadata="http://localhost:9000/.well-known/oauth-protected-resource/mcp/integrations/docs", error="invalid_token""#
+        );
+    }
+}

@@ -1,0 +1,141 @@
+//! The streamable HTTP MCP endpoint: MCP clients reach an organization's
+//! integrations through Switchboard, with the same tokens, policies,
+//! limits and audit as gRPC callers. Both eras of MCP are spoken, as the
+//! client chooses: sessions opened by `initialize` (up to 2025-11-25) and
+//! stateless requests with `server/discover` (2026-07-28).
+
+mod access;
+mod caller;
+mod errors;
+mod handler;
+mod listing;
+mod sessions;
+
+use std::{net::SocketAddr, sync::Arc};
+
+use anyhow::Context as _;
+use axum::{Router, middleware::from_fn_with_state, routing::get};
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use switchboard_auth::Authenticator;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tower_http::trace::TraceLayer;
+use tracing::Span;
+
+use self::{
+    access::{Access, INTEGRATIONS_PATH, METADATA_PATH, Site},
+    handler::SurfaceServer,
+    sessions::{BoundedSessions, SessionLimits},
+};
+use crate::{
+    config::EndpointArgs,
+    domain::{audit::calls::AuditedCalls, service::IntegrationService},
+};
+
+/// What the endpoint calls: the same verifier and use cases as gRPC.
+pub(crate) struct EndpointParts {
+    /// Verifies bearer tokens, as for gRPC calls.
+    pub authenticator: Arc<Authenticator>,
+    /// Resolves paths to integrations of the caller's organization.
+    pub integrations: IntegrationService,
+    /// Tool calls, reads and prompts, audited.
+    pub calls: AuditedCalls,
+    /// The identity provider whose tokens are accepted.
+    pub issuer: Option<String>,
+}
+
+/// The endpoint, ready to serve, and the token that stops it.
+pub(crate) struct McpEndpoint {
+    router: Router,
+    stop: CancellationToken,
+}
+
+impl McpEndpoint {
+    /// The endpoint under `settings`, calling `parts`.
+    pub(crate) fn new(settings: &EndpointArgs, parts: EndpointParts) -> Self {
+        let stop = CancellationToken::new();
+        let sessions = Arc::new(BoundedSessions::new(SessionLimits {
+            max: settings.max_sessions,
+            max_per_org: settings.max_sessions_per_org,
+            idle_timeout: settings.session_idle_timeout,
+        }));
+        let config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(settings.allowed_hosts())
+            .with_allowed_origins(settings.allowed_origins())
+            .enforce_origin_validation()
+            .with_max_request_body_bytes(settings.max_body_bytes)
+            .with_cancellation_token(stop.child_token());
+        let config = if settings.allowed_hosts().is_empty() {
+            config.disable_allowed_hosts()
+        } else {
+            config
+        };
+        let server = SurfaceServer::new(parts.calls);
+        let service =
+            StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
+        let access = Arc::new(Access {
+            authenticator: parts.authenticator,
+            integrations: parts.integrations,
+            sessions,
+            site: Site {
+                public_url: settings.public_url.clone(),
+                allowed_hosts: settings.allowed_hosts(),
+                issuer: parts.issuer,
+            },
+        });
+        let router = Router::new()
+            // Authenticated and resolved before the MCP server sees it:
+            // what the server then serves is the caller's own.
+            .route_service(&format!("{INTEGRATIONS_PATH}/{{slug}}"), service)
+            .route_layer(from_fn_with_state(
+                access.clone(),
+                access::admit_integration,
+            ))
+            .route(
+                &format!("{METADATA_PATH}{INTEGRATIONS_PATH}/{{slug}}"),
+                get(access::integration_metadata),
+            )
+            .with_state(access)
+            // A span per HTTP request continuing the client's W3C trace;
+            // each MCP operation gets its own span in the handler.
+            .layer(TraceLayer::new_for_http().make_span_with(request_span));
+        Self { router, stop }
+    }
+
+    /// A token that stops the endpoint when cancelled.
+    pub(crate) fn stop_token(&self) -> CancellationToken {
+        self.stop.clone()
+    }
+
+    /// Binds `listen` and serves on a background task until stopped.
+    pub(crate) async fn spawn(self, listen: SocketAddr) -> anyhow::Result<SocketAddr> {
+        let listener = TcpListener::bind(listen).await.with_context(|| {
+            format!("failed to listen on {listen} (SWITCHBOARD_MCP_ENDPOINT_LISTEN)")
+        })?;
+        let addr = listener.local_addr()?;
+        tracing::info!(%addr, "MCP endpoint listening");
+        let stop = self.stop.clone();
+        tokio::spawn(async move {
+            let served = axum::serve(listener, self.router)
+                .with_graceful_shutdown(stop.cancelled_owned())
+                .await;
+            if let Err(error) = served {
+                tracing::error!(error = %error, "the MCP endpoint failed");
+            }
+        });
+        Ok(addr)
+    }
+}
+
+fn request_span(request: &http::Request<axum::body::Body>) -> Span {
+    let span = tracing::info_span!(
+        "mcp.endpoint",
+        otel.name = %format!("{} mcp", request.method()),
+        otel.kind = "server",
+        http.request.method = %request.method(),
+        url.path = %request.uri().path(),
+        enduser.id = tracing::field::Empty,
+    );
+    switchboard_telemetry::continue_trace(&span, request.headers());
+    span
+}

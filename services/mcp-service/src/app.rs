@@ -30,7 +30,7 @@ use crate::{
         policy::{engine::PolicyEngine, service::PolicyAdmin},
         resolve::ConfigPolicy,
         service::IntegrationService,
-        toolset::admin::ToolsetAdmin,
+        toolset::{admin::ToolsetAdmin, serve::ToolsetResolver},
     },
     inbound::{
         ApprovalApi, AuditApi, McpApi, PolicyApi, ResumeSeal, ToolsetsApi,
@@ -261,11 +261,15 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     )
     .with_policies(policies.clone());
     let (audit_api, auditor) = audit(config, &db);
-    let toolsets_api = toolsets_api(config, &db.pool, repository, auditor.clone());
+    let toolsets_api = toolsets_api(config, &db.pool, repository.clone(), auditor.clone());
     let (calls, approval_api) = approvals(config, &db.pool, calls, auditor.clone());
     let policy_api = policy_api(config, policies, &integrations, &calls, auditor.clone());
     let audited = AuditedCalls::new(calls, auditor.clone());
-    let endpoint = mcp_endpoint(config, &authenticator, &integrations, &audited);
+    let toolsets = ToolsetResolver::new(
+        Arc::new(SqlToolsetRepository::new(db.pool.clone())),
+        repository.clone(),
+    );
+    let endpoint = mcp_endpoint(config, &authenticator, &integrations, toolsets, &audited);
     let stop_endpoint = endpoint.as_ref().map(McpEndpoint::stop_token);
     let api = mcp_api(config, &db, integrations, auditor, audited, resume);
     Ok(Built {
@@ -315,6 +319,7 @@ fn mcp_endpoint(
     config: &Config,
     authenticator: &Arc<Authenticator>,
     integrations: &IntegrationService,
+    toolsets: ToolsetResolver,
     calls: &AuditedCalls,
 ) -> Option<McpEndpoint> {
     config.endpoint.listen?;
@@ -323,6 +328,7 @@ fn mcp_endpoint(
         EndpointParts {
             authenticator: authenticator.clone(),
             integrations: integrations.clone(),
+            toolsets,
             calls: calls.clone(),
             issuer: config.common.auth.jwt_issuer.clone(),
         },

@@ -78,7 +78,7 @@ impl Endpoint {
 }
 
 /// The official TypeScript SDK client, run by node with a plan.
-async fn sdk_client(url: &str, token: Option<&str>, steps: Value) -> Value {
+pub(crate) async fn sdk_client(url: &str, token: Option<&str>, steps: Value) -> Value {
     let sdk = root().join(".tools/node_modules/@modelcontextprotocol/sdk");
     assert!(
         sdk.exists(),
@@ -133,13 +133,13 @@ async fn python_client(url: &str, token: Option<&str>, mode: &str, steps: Value)
     })
 }
 
-fn step(out: &Value, i: usize) -> &Value {
+pub(crate) fn step(out: &Value, i: usize) -> &Value {
     let step = &out["steps"][i];
     assert!(step.get("ok").is_some(), "step {i} failed: {step}");
     &step["ok"]
 }
 
-fn names(list: &Value) -> Vec<String> {
+pub(crate) fn names(list: &Value) -> Vec<String> {
     let mut names: Vec<String> = list
         .as_array()
         .expect("a list")

@@ -20,11 +20,17 @@ use super::{
     sessions::{BoundedSessions, OPENING, Opening, Owner},
 };
 use crate::domain::{
-    error::McpError, integration::Slug, service::IntegrationService, surface::Surface,
+    error::McpError,
+    integration::Slug,
+    service::IntegrationService,
+    surface::{Member, Surface},
+    toolset::serve::{ResolvedToolset, ToolsetResolver},
 };
 
 /// Where the endpoint's paths of integrations start.
 pub(super) const INTEGRATIONS_PATH: &str = "/mcp/integrations";
+/// Where the endpoint's paths of toolsets start.
+pub(super) const TOOLSETS_PATH: &str = "/mcp/toolsets";
 /// Where RFC 9728 puts a resource's metadata: this, then the resource's path.
 pub(super) const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 /// How long a client at a session limit should wait before trying again.
@@ -34,6 +40,7 @@ const SESSION_RETRY_AFTER_SECONDS: u32 = 5;
 pub(super) struct Access {
     pub authenticator: Arc<Authenticator>,
     pub integrations: IntegrationService,
+    pub toolsets: ToolsetResolver,
     pub sessions: Arc<BoundedSessions>,
     pub site: Site,
 }
@@ -87,16 +94,39 @@ fn host_of(authority: &str) -> &str {
     }
 }
 
-/// Admits a request to `/mcp/integrations/{slug}`: 401 without a valid
-/// token, 404 for an integration the caller's organization does not have
-/// (whether it exists elsewhere or not), 404 for a session another caller
-/// opened; 503 when a session limit is reached.
+/// What a path of the endpoint names.
+enum Target {
+    /// `/mcp/integrations/{slug}`.
+    Integration(String),
+    /// `/mcp/toolsets/{name}`.
+    Toolset(String),
+}
+
+/// Admits a request to `/mcp/integrations/{slug}` (see [`admit`]).
 pub(super) async fn admit_integration(
     State(access): State<Arc<Access>>,
     Path(slug): Path<String>,
-    mut request: Request,
+    request: Request,
     next: Next,
 ) -> Response {
+    admit(&access, Target::Integration(slug), request, next).await
+}
+
+/// Admits a request to `/mcp/toolsets/{name}` (see [`admit`]).
+pub(super) async fn admit_toolset(
+    State(access): State<Arc<Access>>,
+    Path(name): Path<String>,
+    request: Request,
+    next: Next,
+) -> Response {
+    admit(&access, Target::Toolset(name), request, next).await
+}
+
+/// Admits a request: 401 without a valid token, 404 for an integration or
+/// toolset the caller's organization does not have (whether it exists
+/// elsewhere or not), 404 for a session another caller opened; 503 when a
+/// session limit is reached.
+async fn admit(access: &Access, target: Target, mut request: Request, next: Next) -> Response {
     let path = request.uri().path().to_owned();
     if request
         .headers()
@@ -114,7 +144,7 @@ pub(super) async fn admit_integration(
         Ok((principal, _token)) => principal,
         Err(error) => return unauthenticated(&access.site, request.headers(), &path, &error),
     };
-    let surface = match resolve(&access.integrations, &principal, &slug).await {
+    let surface = match resolve(access, &principal, &target).await {
         Ok(surface) => surface,
         Err(response) => return response,
     };
@@ -146,23 +176,55 @@ pub(super) async fn admit_integration(
     }
 }
 
-/// The surface of integration `slug` of the caller's organization, or the
+/// The surface `target` names in the caller's organization, or the
 /// response that says there is none.
 async fn resolve(
-    integrations: &IntegrationService,
+    access: &Access,
     principal: &switchboard_auth::Principal,
-    slug: &str,
+    target: &Target,
 ) -> Result<Surface, Response> {
-    let not_found = || (StatusCode::NOT_FOUND, "Not Found: no such integration").into_response();
-    let slug = Slug::parse("slug", slug).map_err(|_| not_found())?;
-    match integrations.by_slug(principal, &slug).await {
-        Ok(integration) => Ok(Surface::integration(integration.id)),
-        Err(McpError::NotFound) => Err(not_found()),
-        Err(error) => {
-            tracing::error!(error = %error, "the integration could not be read");
-            Err((StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable").into_response())
+    let unavailable = |error: McpError| {
+        tracing::error!(error = %error, "the endpoint's path could not be resolved");
+        (StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable").into_response()
+    };
+    match target {
+        Target::Integration(slug) => {
+            let not_found =
+                || (StatusCode::NOT_FOUND, "Not Found: no such integration").into_response();
+            let slug = Slug::parse("slug", slug).map_err(|_| not_found())?;
+            match access.integrations.by_slug(principal, &slug).await {
+                Ok(integration) => Ok(Surface::integration(integration.id)),
+                Err(McpError::NotFound) => Err(not_found()),
+                Err(error) => Err(unavailable(error)),
+            }
         }
+        Target::Toolset(name) => match access.toolsets.resolve(principal, name).await {
+            Ok(toolset) => Ok(toolset_surface(toolset)),
+            Err(McpError::ToolsetNotFound) => {
+                Err((StatusCode::NOT_FOUND, "Not Found: no such toolset").into_response())
+            }
+            Err(error) => Err(unavailable(error)),
+        },
     }
+}
+
+/// A toolset's enabled members, names prefixed with their slugs; the
+/// longest prefix is tried first, so that of two slugs one of which starts
+/// the other, a name reaches the member it was made for.
+fn toolset_surface(toolset: ResolvedToolset) -> Surface {
+    let mut members: Vec<Member> = toolset
+        .members
+        .into_iter()
+        .filter(|m| m.enabled)
+        .map(|m| Member {
+            integration: m.integration_id,
+            prefix: Some(m.prefix),
+            tools: m.tools.map(|t| t.into_iter().collect()),
+            resources: m.resources.map(|r| r.into_iter().collect()),
+        })
+        .collect();
+    members.sort_by_key(|m| std::cmp::Reverse(m.prefix.as_ref().map_or(0, String::len)));
+    Surface::of(members)
 }
 
 /// 401 with the challenge that names the metadata (RFC 9728 §5.1), or 503
@@ -217,11 +279,12 @@ fn session_refused(reason: &str) -> Response {
 /// The protected resource metadata (RFC 9728) of `/mcp/integrations/{slug}`:
 /// the resource's URL and the identity provider that issues its tokens.
 /// Public, and the same for every slug, so it says nothing of what exists.
-pub(super) async fn integration_metadata(
+pub(super) async fn resource_metadata(
     State(access): State<Arc<Access>>,
-    Path(slug): Path<String>,
+    uri: http::Uri,
     headers: HeaderMap,
 ) -> Response {
+    let resource = uri.path().strip_prefix(METADATA_PATH).unwrap_or_default();
     let Some(base) = access.site.base(&headers) else {
         return (
             StatusCode::FORBIDDEN,
@@ -230,7 +293,7 @@ pub(super) async fn integration_metadata(
             .into_response();
     };
     let mut metadata = json!({
-        "resource": format!("{base}{INTEGRATIONS_PATH}/{slug}"),
+        "resource": format!("{base}{resource}"),
         "bearer_methods_supported": ["header"],
         "resource_name": "Switchboard",
     });

@@ -23,13 +23,15 @@ use tower_http::trace::TraceLayer;
 use tracing::Span;
 
 use self::{
-    access::{Access, INTEGRATIONS_PATH, METADATA_PATH, Site},
+    access::{Access, INTEGRATIONS_PATH, METADATA_PATH, Site, TOOLSETS_PATH},
     handler::SurfaceServer,
     sessions::{BoundedSessions, SessionLimits},
 };
 use crate::{
     config::EndpointArgs,
-    domain::{audit::calls::AuditedCalls, service::IntegrationService},
+    domain::{
+        audit::calls::AuditedCalls, service::IntegrationService, toolset::serve::ToolsetResolver,
+    },
 };
 
 /// What the endpoint calls: the same verifier and use cases as gRPC.
@@ -38,6 +40,8 @@ pub(crate) struct EndpointParts {
     pub authenticator: Arc<Authenticator>,
     /// Resolves paths to integrations of the caller's organization.
     pub integrations: IntegrationService,
+    /// Resolves paths to toolsets of the caller's organization.
+    pub toolsets: ToolsetResolver,
     /// Tool calls, reads and prompts, audited.
     pub calls: AuditedCalls,
     /// The identity provider whose tokens are accepted.
@@ -76,6 +80,7 @@ impl McpEndpoint {
         let access = Arc::new(Access {
             authenticator: parts.authenticator,
             integrations: parts.integrations,
+            toolsets: parts.toolsets,
             sessions,
             site: Site {
                 public_url: settings.public_url.clone(),
@@ -83,17 +88,26 @@ impl McpEndpoint {
                 issuer: parts.issuer,
             },
         });
-        let router = Router::new()
-            // Authenticated and resolved before the MCP server sees it:
-            // what the server then serves is the caller's own.
-            .route_service(&format!("{INTEGRATIONS_PATH}/{{slug}}"), service)
+        // Authenticated and resolved before the MCP server sees it: what
+        // the server then serves is the caller's own.
+        let integrations = Router::new()
+            .route_service(&format!("{INTEGRATIONS_PATH}/{{slug}}"), service.clone())
             .route_layer(from_fn_with_state(
                 access.clone(),
                 access::admit_integration,
-            ))
+            ));
+        let toolsets = Router::new()
+            .route_service(&format!("{TOOLSETS_PATH}/{{name}}"), service)
+            .route_layer(from_fn_with_state(access.clone(), access::admit_toolset));
+        let router = integrations
+            .merge(toolsets)
             .route(
                 &format!("{METADATA_PATH}{INTEGRATIONS_PATH}/{{slug}}"),
-                get(access::integration_metadata),
+                get(access::resource_metadata),
+            )
+            .route(
+                &format!("{METADATA_PATH}{TOOLSETS_PATH}/{{name}}"),
+                get(access::resource_metadata),
             )
             .with_state(access)
             // A span per HTTP request continuing the client's W3C trace;

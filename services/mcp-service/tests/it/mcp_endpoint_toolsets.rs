@@ -1,0 +1,110 @@
+//! `/mcp/toolsets/{name}` driven by the official TypeScript SDK's client: a
+//! toolset of two integrations is one MCP server whose tools are prefixed
+//! with their integration's slug, narrowed to the toolset's selection.
+
+use std::net::SocketAddr;
+
+use serde_json::json;
+use switchboard_example_mcp_server::{HttpServerOptions, spawn_http};
+use switchboard_proto::mcp::v1::{self as pb, toolsets_service_client::ToolsetsServiceClient};
+use switchboard_test_support::{DbKind, db_tests, grpc::free_port};
+
+use crate::{
+    mcp_endpoint::{names, sdk_client, step},
+    support::{admin, create, http_integration, member, req, start_with},
+};
+
+async fn a_toolset_of_two_integrations_is_one_server_with_prefixed_names(kind: DbKind) {
+    let (first, second) = (
+        spawn_http(HttpServerOptions::default())
+            .await
+            .expect("upstream"),
+        spawn_http(HttpServerOptions::default())
+            .await
+            .expect("upstream"),
+    );
+    let addr = SocketAddr::from(([127, 0, 0, 1], free_port().expect("a port")));
+    let mut h = start_with(kind, |config| config.endpoint.listen = Some(addr)).await;
+    let token = admin("org-a");
+    let alpha = create(&mut h, &token, http_integration("alpha", &first.url())).await;
+    let beta = create(&mut h, &token, http_integration("beta", &second.url())).await;
+    let mut toolsets = ToolsetsServiceClient::connect(h.server.url())
+        .await
+        .expect("connects");
+    let members = vec![
+        pb::ToolsetMember {
+            integration_id: alpha.id.clone(),
+            ..Default::default()
+        },
+        pb::ToolsetMember {
+            integration_id: beta.id.clone(),
+            tools: Some(pb::ToolsetSelection {
+                names: vec!["add".into()],
+            }),
+            ..Default::default()
+        },
+    ];
+    toolsets
+        .create_toolset(req(
+            pb::CreateToolsetRequest {
+                toolset: Some(pb::Toolset {
+                    name: "team-tools".into(),
+                    description: "alpha whole, beta's add".into(),
+                    members,
+                    ..Default::default()
+                }),
+            },
+            &token,
+        ))
+        .await
+        .expect("created");
+
+    let url = format!("http://{addr}/mcp/toolsets/team-tools");
+    let out = sdk_client(
+        &url,
+        Some(&member("org-a")),
+        json!([
+            { "op": "listTools" },
+            { "op": "callTool", "name": "alpha__echo", "arguments": { "text": "via a toolset" } },
+            { "op": "callTool", "name": "beta__add", "arguments": { "a": 2, "b": 3 } },
+            { "op": "callTool", "name": "beta__echo", "arguments": { "text": "not selected" } },
+        ]),
+    )
+    .await;
+    assert_eq!(out["connected"], true, "{out}");
+    let tools = names(&step(&out, 0)["tools"]);
+    assert!(tools.contains(&"alpha__echo".to_owned()), "{tools:?}");
+    assert!(tools.contains(&"alpha__add".to_owned()), "{tools:?}");
+    assert!(tools.contains(&"beta__add".to_owned()), "{tools:?}");
+    assert!(
+        tools
+            .iter()
+            .all(|t| !t.starts_with("beta__") || t == "beta__add"),
+        "only the selected tool of beta is listed: {tools:?}"
+    );
+    assert_eq!(step(&out, 1)["content"][0]["text"], "via a toolset");
+    let sum = step(&out, 2).to_string();
+    assert!(sum.contains('5'), "the call reached beta's add: {sum}");
+    let refused = &out["steps"][3];
+    assert!(
+        refused.get("ok").is_none_or(|ok| ok["isError"] == true),
+        "a tool outside the selection is not callable: {refused}"
+    );
+
+    // Another organization's caller finds no such toolset, as for a name
+    // that was never made.
+    for (name, token) in [
+        ("team-tools", member("org-b")),
+        ("nothing", member("org-a")),
+    ] {
+        let out = sdk_client(
+            &format!("http://{addr}/mcp/toolsets/{name}"),
+            Some(&token),
+            json!([]),
+        )
+        .await;
+        assert_eq!(out["connected"], false, "{name}: {out}");
+    }
+}
+
+db_tests!(a_toolset_of_two_integrations_is_one_server_with_prefixed_names);

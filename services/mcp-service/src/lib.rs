@@ -18,6 +18,7 @@ mod endpoint_settings;
 mod inbound;
 pub mod outbound;
 mod policy_settings;
+mod test_config;
 mod toolset_settings;
 
 pub use app::{SERVICE_NAME, migrate, run, spawn};

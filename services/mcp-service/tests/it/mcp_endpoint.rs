@@ -86,23 +86,12 @@ pub(crate) async fn sdk_client(url: &str, token: Option<&str>, steps: Value) -> 
         sdk.display()
     );
     let plan = json!({ "url": url, "token": token, "steps": steps });
-    let run = tokio::process::Command::new("node")
-        .arg(root().join("services/mcp-service/tests/it/fixtures/mcp_client.mjs"))
+    let mut run = tokio::process::Command::new("node");
+    run.arg(root().join("services/mcp-service/tests/it/fixtures/mcp_client.mjs"))
         .arg(plan.to_string())
         .env("MCP_SDK_DIR", &sdk)
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(60), run)
-        .await
-        .expect("the client finishes")
-        .expect("node runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "the client printed no JSON ({e}): {stdout}\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    })
+        .kill_on_drop(true);
+    client_report(run).await
 }
 
 /// The official Python SDK client (`mcp`, in `.tools/venv`), run with a
@@ -115,15 +104,19 @@ async fn python_client(url: &str, token: Option<&str>, mode: &str, steps: Value)
         python.display()
     );
     let plan = json!({ "url": url, "token": token, "mode": mode, "steps": steps });
-    let run = tokio::process::Command::new(python)
-        .arg(root().join("services/mcp-service/tests/it/fixtures/mcp_client.py"))
+    let mut run = tokio::process::Command::new(python);
+    run.arg(root().join("services/mcp-service/tests/it/fixtures/mcp_client.py"))
         .arg(plan.to_string())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(60), run)
+        .kill_on_drop(true);
+    client_report(run).await
+}
+
+/// What a client fixture printed: its JSON report of the plan's steps.
+async fn client_report(mut client: tokio::process::Command) -> Value {
+    let output = tokio::time::timeout(Duration::from_secs(60), client.output())
         .await
         .expect("the client finishes")
-        .expect("python runs");
+        .expect("the client runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
     serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
         panic!(

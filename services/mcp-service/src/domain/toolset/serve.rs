@@ -11,11 +11,8 @@ use crate::domain::{
     error::McpError,
     integration::{IntegrationId, OrgId},
     ports::IntegrationRepository,
+    surface::{Member, PREFIX_SEPARATOR, Surface},
 };
-
-/// The separator between a member's prefix and a tool's own name, as
-/// runs-service joins them for a model: `{slug}__{tool}`.
-pub const PREFIX_SEPARATOR: &str = "__";
 
 /// One integration of a resolved toolset.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +70,25 @@ pub struct ResolvedToolset {
 }
 
 impl ResolvedToolset {
+    /// A toolset's enabled members, names prefixed with their slugs; the
+    /// longest prefix is tried first, so that of two slugs one of which starts
+    /// the other, a name reaches the member it was made for.
+    pub fn surface(self) -> Surface {
+        let mut members: Vec<Member> = self
+            .members
+            .into_iter()
+            .filter(|m| m.enabled)
+            .map(|m| Member {
+                integration: m.integration_id,
+                prefix: Some(m.prefix),
+                tools: m.tools.map(|t| t.into_iter().collect()),
+                resources: m.resources.map(|r| r.into_iter().collect()),
+            })
+            .collect();
+        members.sort_by_key(|m| std::cmp::Reverse(m.prefix.as_ref().map_or(0, String::len)));
+        Surface::of(members)
+    }
+
     /// The member and the server's own tool name behind the exposed name
     /// `name`, when the toolset serves that tool.
     pub fn route_tool<'a>(&'a self, name: &'a str) -> Option<(&'a ResolvedMember, &'a str)> {

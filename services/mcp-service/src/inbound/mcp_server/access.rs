@@ -20,11 +20,8 @@ use super::{
     sessions::{BoundedSessions, OPENING, Opening, Owner},
 };
 use crate::domain::{
-    error::McpError,
-    integration::Slug,
-    service::IntegrationService,
-    surface::{Member, Surface},
-    toolset::serve::{ResolvedToolset, ToolsetResolver},
+    error::McpError, integration::Slug, service::IntegrationService, surface::Surface,
+    toolset::serve::ToolsetResolver,
 };
 
 /// Where the endpoint's paths of integrations start.
@@ -199,32 +196,13 @@ async fn resolve(
             }
         }
         Target::Toolset(name) => match access.toolsets.resolve(principal, name).await {
-            Ok(toolset) => Ok(toolset_surface(toolset)),
+            Ok(toolset) => Ok(toolset.surface()),
             Err(McpError::ToolsetNotFound) => {
                 Err((StatusCode::NOT_FOUND, "Not Found: no such toolset").into_response())
             }
             Err(error) => Err(unavailable(error)),
         },
     }
-}
-
-/// A toolset's enabled members, names prefixed with their slugs; the
-/// longest prefix is tried first, so that of two slugs one of which starts
-/// the other, a name reaches the member it was made for.
-fn toolset_surface(toolset: ResolvedToolset) -> Surface {
-    let mut members: Vec<Member> = toolset
-        .members
-        .into_iter()
-        .filter(|m| m.enabled)
-        .map(|m| Member {
-            integration: m.integration_id,
-            prefix: Some(m.prefix),
-            tools: m.tools.map(|t| t.into_iter().collect()),
-            resources: m.resources.map(|r| r.into_iter().collect()),
-        })
-        .collect();
-    members.sort_by_key(|m| std::cmp::Reverse(m.prefix.as_ref().map_or(0, String::len)));
-    Surface::of(members)
 }
 
 /// 401 with the challenge that names the metadata (RFC 9728 §5.1), or 503

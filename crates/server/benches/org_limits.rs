@@ -48,6 +48,7 @@ fn layer(concurrency: usize) -> OrgLimitLayer {
             queue: Duration::ZERO,
             refusal_hold: Duration::ZERO,
             held_refusals: 0,
+            refused_tokens: 0,
         },
     )
 }

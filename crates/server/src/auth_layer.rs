@@ -98,6 +98,16 @@ pub async fn bearer_principal(
     authenticator: &Authenticator,
     headers: &HeaderMap,
 ) -> Result<(Principal, BearerToken), AuthError> {
+    let token = bearer_token(headers)?;
+    let principal = authenticator.authenticate(token).await?;
+    Ok((
+        principal,
+        BearerToken(Arc::new(SecretString::from(token.to_owned()))),
+    ))
+}
+
+/// The token of a request's `Authorization: Bearer` header, not verified.
+pub(crate) fn bearer_token(headers: &HeaderMap) -> Result<&str, AuthError> {
     let value = headers
         .get(http::header::AUTHORIZATION)
         .ok_or(AuthError::Missing)?
@@ -107,12 +117,7 @@ pub async fn bearer_principal(
     if !scheme.eq_ignore_ascii_case("bearer") {
         return Err(AuthError::NotBearer);
     }
-    let token = token.trim();
-    let principal = authenticator.authenticate(token).await?;
-    Ok((
-        principal,
-        BearerToken(Arc::new(SecretString::from(token.to_owned()))),
-    ))
+    Ok(token.trim())
 }
 
 /// The status a refused call gets: UNAVAILABLE when the identity provider's

@@ -55,6 +55,16 @@ pub struct ServerArgs {
         default_value_t = 1024
     )]
     pub org_rate_held_refusals: usize,
+    /// The most tokens refused at their organization's rate remembered at
+    /// once (as digests, each until its organization's next token), so that
+    /// the same token's next calls are refused before it is verified again;
+    /// past it calls are verified and refused as usual. `0` remembers none.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_ORG_RATE_REFUSED_TOKENS",
+        default_value_t = 1024
+    )]
+    pub org_rate_refused_tokens: usize,
     /// Calls per second one organization may make on average (token bucket,
     /// shared by the replicas on PostgreSQL); more are refused with
     /// RESOURCE_EXHAUSTED and a retry delay.
@@ -134,6 +144,7 @@ impl ServerArgs {
             org_queue_wait: Duration::from_secs(5),
             org_rate_refusal_hold: Duration::from_millis(250),
             org_rate_held_refusals: 1024,
+            org_rate_refused_tokens: 1024,
             org_rate_limit: NonZeroU32::new(1000).expect("1000 is not zero"),
             org_rate_burst: NonZeroU32::new(2000).expect("2000 is not zero"),
             org_limits_file: None,

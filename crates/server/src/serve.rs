@@ -270,6 +270,7 @@ fn org_limit_layer(
             queue: args.org_queue_wait,
             refusal_hold: args.org_rate_refusal_hold,
             held_refusals: args.org_rate_held_refusals,
+            refused_tokens: args.org_rate_refused_tokens,
         },
     ))
 }
@@ -333,6 +334,12 @@ fn grpc_server(
         // Inside the span: the call's gRPC status on its span and in the
         // RPC duration histogram, refusals by the layers below included.
         .layer(RpcTelemetryLayer::new(methods))
+        // A call whose very token was refused at its organization's rate
+        // is refused again until that organization's next token, before
+        // its signature is checked: a caller flooding past its rate costs
+        // the cores others need less. Never admits, spends nothing, and a
+        // token never verified never matches.
+        .layer(org_limits.early_refusals())
         // Authenticate first: every layer below finds a verified principal.
         // Verification is a signature check (keys fetched at a bounded
         // rate), cheap beside the calls it admits.

@@ -20,7 +20,13 @@
 //! in a shared store ([`SlotGrants`]) and spends tokens it took in batches
 //! from its organization's shared bucket ([`TokenBuckets`]), so that all
 //! replicas together keep to the limits without a round trip per call.
+//!
+//! A call refused at its organization's rate is answered after a pause
+//! ([`RefusalHold`]), and the token it carried is remembered until the
+//! organization's next token, so that the same token's next calls are
+//! refused before it is verified again ([`EarlyRefusalLayer`]).
 
+mod early;
 mod grants;
 mod hold;
 mod pg_tokens;
@@ -33,7 +39,8 @@ mod tokens;
 use std::{collections::HashMap, num::NonZeroU32, sync::Arc, time::Duration};
 
 use http::{Request, Response};
-use switchboard_auth::Principal;
+use secrecy::ExposeSecret as _;
+use switchboard_auth::{BearerToken, Principal};
 use switchboard_proto::common::v1::ErrorReason;
 use tokio::time::Instant;
 use tonic::{Code, Status, body::Body};
@@ -41,6 +48,7 @@ use tonic_types::{ErrorDetails, StatusExt as _};
 use tower::{Layer, Service};
 
 use crate::{
+    auth_layer::bearer_token,
     error::{ApiError, ERROR_DOMAIN},
     gate::{BoxFuture, Gate, Gated},
     held_body::HeldBody,
@@ -53,6 +61,7 @@ pub use slots::{GrantSettings, NotAdmitted, Slots as GrantedSlots};
 pub use table::{OrgLimitTable, OrgLimits};
 pub use tokens::{MemoryTokenBuckets, Taken, TokenAsk, TokenBuckets};
 
+use early::{RefusedTokens, RefusedUntil};
 use hold::RefusalHold;
 use rate::{OverRate, Rate};
 use slots::Slots;
@@ -74,6 +83,8 @@ struct Shared {
     queue_wait: Duration,
     /// Refusals at an organization's rate, held before they are answered.
     hold: RefusalHold,
+    /// Tokens refused at their organization's rate, until its next token.
+    refused_tokens: RefusedTokens,
 }
 
 /// How long calls at their organization's limits are kept before they are
@@ -88,6 +99,9 @@ pub struct OrgWaits {
     pub refusal_hold: Duration,
     /// The most refusals held at once; more are answered at once.
     pub held_refusals: usize,
+    /// The most tokens refused at their organization's rate remembered at
+    /// once, to refuse their next calls before verifying them again.
+    pub refused_tokens: usize,
 }
 
 /// Why a call was not admitted.
@@ -146,7 +160,18 @@ impl OrgLimitLayer {
                 slots: Slots::new(replica, stores.slots, settings),
                 queue_wait: waits.queue,
                 hold: RefusalHold::new(waits.refusal_hold, waits.held_refusals),
+                refused_tokens: RefusedTokens::new(waits.refused_tokens),
             }),
+        }
+    }
+
+    /// The layer that refuses, before they are authenticated, the calls
+    /// whose very token this layer refused at its organization's rate
+    /// until that organization's next token; must sit before
+    /// [`crate::AuthLayer`].
+    pub fn early_refusals(&self) -> EarlyRefusalLayer {
+        EarlyRefusalLayer {
+            shared: self.shared.clone(),
         }
     }
 
@@ -268,16 +293,43 @@ impl Shared {
         }
     }
 
-    /// The answer to a call `refused`: a refusal at the organization's rate
-    /// after a pause (no longer than the wait for its next token, nor than
-    /// `deadline` allows), telling the caller to wait only what is left.
-    async fn answer(&self, refused: Refused, deadline: Option<Duration>) -> Status {
+    /// The answer to a call of `org` `refused`: a refusal at the
+    /// organization's rate after a pause (no longer than the wait for its
+    /// next token and its place among the organization's refusals paused,
+    /// nor than `deadline` allows), telling the caller to wait only what is
+    /// left. The token of a call refused at the rate, `token`, is
+    /// remembered until the wait ends.
+    async fn answer(
+        &self,
+        org: &str,
+        refused: Refused,
+        token: Option<&BearerToken>,
+        deadline: Option<Duration>,
+    ) -> Status {
         let (rate, wait) = match refused {
             Refused::Now(status) => return status,
             Refused::OverRate { rate, wait } => (rate, wait),
         };
+        if let Some(token) = token {
+            let until = Instant::now() + wait;
+            let org = org.to_owned();
+            self.refused_tokens
+                .remember(token.0.expose_secret(), RefusedUntil { org, rate, until });
+        }
+        self.paused_refusal(org, rate, wait, deadline).await
+    }
+
+    /// A refusal of `org`, allowed `rate` calls a second and with no token
+    /// before `wait`, after its pause.
+    async fn paused_refusal(
+        &self,
+        org: &str,
+        rate: NonZeroU32,
+        wait: Duration,
+        deadline: Option<Duration>,
+    ) -> Status {
         let within = deadline.map(|deadline| deadline - deadline / 10);
-        let paused = self.hold.pause(wait, within).await;
+        let paused = self.hold.pause(org, rate, wait, within).await;
         rate_refusal(rate, wait.saturating_sub(paused))
     }
 }
@@ -345,11 +397,56 @@ impl Gate for OrgLimitLayer {
                     Ok(response.map(|body| Body::new(HeldBody::new(body, slot))))
                 }
                 Err(refused) => {
-                    let status = shared.answer(refused, deadline).await;
+                    let token = request.extensions().get::<BearerToken>();
+                    let status = shared.answer(&org, refused, token, deadline).await;
                     tracing::debug!(org = %org, reason = %status.message(), "call refused at the organization's limit");
                     Ok(status.into_http())
                 }
             }
+        })
+    }
+}
+
+/// Refuses, before authentication, a call whose exact token [`OrgLimitLayer`]
+/// refused at its organization's rate, until that organization's next
+/// token (see `early.rs` for why a forged token gains nothing here).
+#[derive(Debug, Clone)]
+pub struct EarlyRefusalLayer {
+    shared: Arc<Shared>,
+}
+
+impl<S> Layer<S> for EarlyRefusalLayer {
+    type Service = Gated<S, Self>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Gated::new(inner, self.clone())
+    }
+}
+
+impl Gate for EarlyRefusalLayer {
+    fn call<S, B>(
+        &self,
+        mut inner: S,
+        request: Request<B>,
+    ) -> BoxFuture<Result<Response<Body>, S::Error>>
+    where
+        S: Service<Request<B>, Response = Response<Body>> + Send + 'static,
+        S::Future: Send + 'static,
+        B: Send + 'static,
+    {
+        let refused = bearer_token(request.headers())
+            .ok()
+            .and_then(|token| self.shared.refused_tokens.refused(token));
+        let Some(RefusedUntil { org, rate, until }) = refused else {
+            return Box::pin(inner.call(request));
+        };
+        let shared = self.shared.clone();
+        let deadline = crate::grpc_timeout(request.headers());
+        Box::pin(async move {
+            let wait = until.saturating_duration_since(Instant::now());
+            let status = shared.paused_refusal(&org, rate, wait, deadline).await;
+            tracing::debug!(org = %org, "call refused at the organization's rate before its token was verified again");
+            Ok(status.into_http())
         })
     }
 }

@@ -240,4 +240,82 @@ async fn a_caller_calling_again_at_once_is_held_back_within_the_most_held(kind: 
     );
 }
 
-db_tests!(a_caller_calling_again_at_once_is_held_back_within_the_most_held);
+/// ListIntegrations as the holder of `token`, its answer's code.
+async fn list_code(client: &mut McpServiceClient<Channel>, token: &str) -> Code {
+    let request = req(pb::ListIntegrationsRequest::default(), token);
+    match client.list_integrations(request).await {
+        Ok(_) => Code::Ok,
+        Err(status) => status.code(),
+    }
+}
+
+/// `token` with the last character of its signature changed: the same
+/// claims, never verified.
+fn resigned(token: &str) -> String {
+    let (rest, last) = token.split_at(token.len() - 1);
+    format!("{rest}{}", if last == "A" { "B" } else { "A" })
+}
+
+async fn a_forged_token_naming_an_organization_costs_it_nothing(kind: DbKind) {
+    let dir = tempfile::tempdir().expect("a directory");
+    let file = limits_file(dir.path(), "[orgs.org-quiet]\nrate = 1\nburst = 3\n");
+    let h = start_with(kind, |c| {
+        c.common.server.org_limits_file = Some(file.clone());
+        c.common.server.org_rate_grant_batch = 1;
+        // Answered at once, so that the test is about what is spent.
+        c.common.server.org_rate_refusal_hold = Duration::ZERO;
+    })
+    .await;
+    let mut client = h.client.clone();
+    let quiet = admin("org-quiet");
+    let forged = [
+        switchboard_auth::TokenMinter::hs256("not the service's secret")
+            .token("org-quiet", "admin-user", &["admin"])
+            .expect("a token"),
+        resigned(&quiet),
+    ];
+
+    // Forged tokens naming the quiet organization, many more than its
+    // burst: each refused as unauthenticated, none spends its tokens.
+    for _ in 0..20 {
+        for token in &forged {
+            assert_eq!(list_code(&mut client, token).await, Code::Unauthenticated);
+        }
+    }
+    for n in 0..3 {
+        assert_eq!(
+            list_code(&mut client, &quiet).await,
+            Code::Ok,
+            "call {n} of the burst"
+        );
+    }
+    assert_eq!(
+        list_code(&mut client, &quiet).await,
+        Code::ResourceExhausted,
+        "past the burst"
+    );
+
+    // The quiet organization is now over its rate and its token
+    // remembered: its own token is refused before it is verified again,
+    // a forged one with the same claims is still unauthenticated, and
+    // neither lengthens the wait.
+    let status = client
+        .list_integrations(req(pb::ListIntegrationsRequest::default(), &quiet))
+        .await
+        .expect_err("refused at the rate");
+    let wait = retry_delay(&status);
+    for token in &forged {
+        assert_eq!(list_code(&mut client, token).await, Code::Unauthenticated);
+    }
+    tokio::time::sleep(wait + Duration::from_millis(50)).await;
+    assert_eq!(
+        list_code(&mut client, &quiet).await,
+        Code::Ok,
+        "the next token, when the wait it was told is over"
+    );
+}
+
+db_tests!(
+    a_caller_calling_again_at_once_is_held_back_within_the_most_held,
+    a_forged_token_naming_an_organization_costs_it_nothing,
+);

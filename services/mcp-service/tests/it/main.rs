@@ -37,6 +37,7 @@ mod scripted_server;
 mod secrets;
 mod served_tls;
 mod session_streams;
+mod stop_without_database;
 mod support;
 mod tasks;
 mod tls;

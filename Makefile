@@ -123,8 +123,8 @@ bench-mcp-client: ## The MCP client path alone: an rmcp session as mcp-service b
 	$(CARGO) bench -p switchboard-mcp-service --bench mcp_client
 
 .PHONY: bench-fairness
-bench-fairness: ## A quiet organization's ExecuteTool p50/p99 alone and beside one whose MCP server hangs
-	$(CARGO) build --release --locked -p switchboard-mcp-service --bin mcp-service -p switchboard-example-mcp-server --bin example-mcp-server
+bench-fairness: ## A quiet organization's p50/p99 alone and beside a hanging server, a rate-limit flood, SQL load
+	$(CARGO) build --release --locked -p switchboard-mcp-service --bin mcp-service -p switchboard-example-mcp-server --bin example-mcp-server -p switchboard-runs-service --bin runs-service
 	$(CARGO) bench -p switchboard-mcp-service --bench fairness
 
 .PHONY: bench-org-limits

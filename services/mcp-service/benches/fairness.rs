@@ -7,17 +7,24 @@
 //! flood runs twice: refusals at the rate held until the next token (the
 //! default), and answered at once (`SWITCHBOARD_ORG_RATE_REFUSAL_HOLD=0s`,
 //! as before); the server's CPU time per refusal is read from `/proc`.
+//! Last, SQL load: another organization importing large CSVs into its data
+//! sources in runs-service back to back, while the quiet organization makes
+//! small imports there and its ExecuteTool calls (`sql.rs`).
+//! `BENCH_FAIRNESS=sql` runs only that row, `=calls` all but it.
 //! mcp-service and the example MCP server run as release binaries; the
 //! hanging MCP server (accepts, never answers) runs in this process. See
 //! BENCHMARKS.md.
 //!
 //! `cargo bench -p switchboard-mcp-service --bench fairness`
 
+#[path = "fairness/sql.rs"]
+mod sql;
+
 use std::{
     process::{Command, Stdio},
     sync::{
         Arc,
-        atomic::{AtomicBool, AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
     },
     time::{Duration, Instant},
 };
@@ -67,6 +74,8 @@ async fn mcp_service(
     org_limit: usize,
     hold: &str,
 ) -> (KillOnDrop, String, u32) {
+    static STARTED: AtomicUsize = AtomicUsize::new(0);
+    let started = STARTED.fetch_add(1, Ordering::Relaxed);
     let port = free_port().expect("a port");
     let child = Command::new(workspace_binary("switchboard-mcp-service", "mcp-service"))
         .args(["--listen", &format!("127.0.0.1:{port}")])
@@ -74,7 +83,7 @@ async fn mcp_service(
         .env_remove("DATABASE_URL")
         .env(
             "SWITCHBOARD_DATA_DIR",
-            dir.join(format!("data-{org_limit}-{hold}")),
+            dir.join(format!("data-{started}-{org_limit}-{hold}")),
         )
         .env("SWITCHBOARD_ORG_RATE_REFUSAL_HOLD", hold)
         .env("SWITCHBOARD_JWT_SECRET", TEST_JWT_SECRET)
@@ -317,12 +326,96 @@ async fn quiet_phase(channel: &Channel, id: &str, token: &str) -> Phase {
 }
 
 fn report(name: &str, phase: &Phase) {
+    report_of(name, phase, CALLS);
+}
+
+fn report_of(name: &str, phase: &Phase, calls: usize) {
     println!(
-        "{name:<58} p50 {:>7.3} ms   p99 {:>7.3} ms   served {:>4}/{CALLS}",
+        "{name:<58} p50 {:>7.3} ms   p99 {:>7.3} ms   served {:>4}/{calls}",
         phase.at(0.5).as_secs_f64() * 1e3,
         phase.at(0.99).as_secs_f64() * 1e3,
         phase.latencies.len(),
     );
+}
+
+/// The quiet organization's phases alone and beside the SQL load.
+struct SqlScenario {
+    calls_alone: Phase,
+    calls_beside: Phase,
+    imports_alone: Phase,
+    imports_beside: Phase,
+    /// The noisy organization's imports done meanwhile.
+    noisy_imports: u64,
+}
+
+/// The quiet organization's ExecuteTool calls and small imports alone,
+/// then beside an organization importing large CSVs back to back.
+async fn sql_scenario(dir: &std::path::Path, quiet_upstream: &str) -> SqlScenario {
+    let (_service, url, _pid) = mcp_service(dir, ORG_LIMIT, "250ms").await;
+    let (_runs, runs_url) = sql::runs_service(dir, &url).await;
+    let quiet_channel = channel(&url).await;
+    let token = token("quiet", "quiet-user", &["admin"]);
+    let id = integration(&quiet_channel, &token, "example", quiet_upstream).await;
+    let imports = sql::Quiet::new(channel(&runs_url).await).await;
+    // Warm the sessions, connections and tables.
+    quiet_phase(&quiet_channel, &id, &token).await;
+    imports.phase("warm").await;
+    let calls_alone = quiet_phase(&quiet_channel, &id, &token).await;
+    let imports_alone = imports.phase("alone").await;
+    let noisy = sql::Noisy::start(channel(&runs_url).await).await;
+    let before = noisy.done.load(Ordering::Relaxed);
+    let calls_beside = quiet_phase(&quiet_channel, &id, &token).await;
+    let imports_beside = imports.phase("beside").await;
+    let noisy_imports = noisy.done.load(Ordering::Relaxed) - before;
+    SqlScenario {
+        calls_alone,
+        calls_beside,
+        imports_alone,
+        imports_beside,
+        noisy_imports,
+    }
+}
+
+/// The rows of the SQL-load scenario.
+fn report_sql(scenario: &SqlScenario) {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    report("SQL load: quiet ExecuteTool alone", &scenario.calls_alone);
+    report(
+        "SQL load: quiet ExecuteTool beside it",
+        &scenario.calls_beside,
+    );
+    report_of(
+        "SQL load: quiet small imports alone",
+        &scenario.imports_alone,
+        sql::QUIET_IMPORTS,
+    );
+    report_of(
+        "SQL load: quiet small imports beside it",
+        &scenario.imports_beside,
+        sql::QUIET_IMPORTS,
+    );
+    println!(
+        "  the noisy organization's {}-row imports meanwhile ({} callers): {}",
+        sql::NOISY_ROWS,
+        sql::NOISY_IMPORTERS,
+        scenario.noisy_imports
+    );
+    for (what, alone, beside) in [
+        ("ExecuteTool", &scenario.calls_alone, &scenario.calls_beside),
+        (
+            "small imports",
+            &scenario.imports_alone,
+            &scenario.imports_beside,
+        ),
+    ] {
+        println!(
+            "added by the SQL load to the quiet {what}: p50 {:+.3} ms, p99 {:+.3} ms ({:+.0} %); {} refused",
+            ms(beside.at(0.5)) - ms(alone.at(0.5)),
+            ms(beside.at(0.99)) - ms(alone.at(0.99)),
+            (ms(beside.at(0.99)) / ms(alone.at(0.99)) - 1.0) * 100.0,
+            beside.refused
+        );
+    }
 }
 
 /// The quiet organization beside the flood, alone, then beside the noisy
@@ -400,6 +493,11 @@ async fn main() {
         .expect("the example server starts");
     let quiet_upstream = format!("http://127.0.0.1:{port}/mcp");
 
+    let only = std::env::var("BENCH_FAIRNESS").unwrap_or_default();
+    if only == "sql" {
+        report_sql(&sql_scenario(dir.path(), &quiet_upstream).await);
+        return;
+    }
     println!(
         "ExecuteTool (echo) of a quiet organization, {CALLS} calls from {QUIET_CALLERS} callers per row;\n\
          the noisy organization has {NOISY_CALLERS} callers on an MCP server that never answers,\n\
@@ -462,5 +560,9 @@ async fn main() {
             (ms(phase.at(0.99)) / ms(alone.at(0.99)) - 1.0) * 100.0,
             phase.refused
         );
+    }
+    if only != "calls" {
+        println!();
+        report_sql(&sql_scenario(dir.path(), &quiet_upstream).await);
     }
 }

@@ -29,6 +29,7 @@ use crate::{
             AuditLog, Auditor, calls::AuditedCalls, changes::IntegrationChanges, trail::AuditTrail,
         },
         calls::CallService,
+        downstream::Downstream,
         integration::Timeouts,
         policy::{engine::PolicyEngine, service::PolicyAdmin},
         resolve::ConfigPolicy,
@@ -151,7 +152,11 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     });
     let (connector, flows) = connector(config, &policy, &db.pool, keys.clone())?;
     let shared = shared_sessions(config, &db);
-    let gateway = Arc::new(gateway(config, connector, &shared)?);
+    // Servers' list changes and questions, on their way to the endpoint's
+    // clients.
+    let downstream = config.endpoint.downstream();
+    let gateway =
+        Arc::new(gateway(config, connector, &shared)?.with_downstream(downstream.clone()));
     let resume = ResumeSeal::new(keys.clone(), config.resume_ttl);
     let repository = Arc::new(SqlIntegrationRepository::new(db.pool.clone(), keys));
     let integrations = IntegrationService::new(
@@ -178,7 +183,13 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         Arc::new(SqlToolsetRepository::new(db.pool.clone())),
         repository.clone(),
     );
-    let endpoint = mcp_endpoint(config, &authenticator, &integrations, toolsets, &audited);
+    let endpoint = mcp_endpoint(
+        config,
+        &authenticator,
+        &integrations,
+        (toolsets, downstream),
+        &audited,
+    );
     let stop_endpoint = endpoint.as_ref().map(McpEndpoint::stop_token);
     let api = mcp_api(config, &db, integrations, auditor, audited, resume);
     Ok(Built {
@@ -228,7 +239,7 @@ fn mcp_endpoint(
     config: &Config,
     authenticator: &Arc<Authenticator>,
     integrations: &IntegrationService,
-    toolsets: ToolsetResolver,
+    (toolsets, downstream): (ToolsetResolver, Downstream),
     calls: &AuditedCalls,
 ) -> Option<McpEndpoint> {
     config.endpoint.listen?;
@@ -240,6 +251,7 @@ fn mcp_endpoint(
             toolsets,
             calls: calls.clone(),
             issuer: config.common.auth.jwt_issuer.clone(),
+            downstream,
         },
     ))
 }

@@ -152,11 +152,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     });
     let (connector, flows) = connector(config, &policy, &db.pool, keys.clone())?;
     let shared = shared_sessions(config, &db);
-    // Servers' list changes and questions, on their way to the endpoint's
-    // clients.
-    let downstream = config.endpoint.downstream();
-    let gateway =
-        Arc::new(gateway(config, connector, &shared)?.with_downstream(downstream.clone()));
+    let (gateway, relay) = gateway(config, connector, &shared)?;
     let resume = ResumeSeal::new(keys.clone(), config.resume_ttl);
     let repository = Arc::new(SqlIntegrationRepository::new(db.pool.clone(), keys));
     let integrations = IntegrationService::new(
@@ -179,17 +175,9 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     let (calls, approval_api) = approvals(config, &db.pool, calls, auditor.clone());
     let policy_api = policy_api(config, policies, &integrations, &calls, auditor.clone());
     let audited = AuditedCalls::new(calls, auditor.clone());
-    let toolsets = ToolsetResolver::new(
-        Arc::new(SqlToolsetRepository::new(db.pool.clone())),
-        repository.clone(),
-    );
-    let endpoint = mcp_endpoint(
-        config,
-        &authenticator,
-        &integrations,
-        (toolsets, downstream),
-        &audited,
-    );
+    let store = Arc::new(SqlToolsetRepository::new(db.pool.clone()));
+    let toolsets = (ToolsetResolver::new(store, repository.clone()), relay);
+    let endpoint = mcp_endpoint(config, &authenticator, &integrations, toolsets, &audited);
     let stop_endpoint = endpoint.as_ref().map(McpEndpoint::stop_token);
     let api = mcp_api(config, &db, integrations, auditor, audited, resume);
     Ok(Built {

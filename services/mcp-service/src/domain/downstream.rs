@@ -143,12 +143,15 @@ pub struct Question {
 /// The upstream session whose questions a client answers.
 type Line = (OrgId, SessionScope);
 
+/// The clients registered for each line, each with its registration's id.
+type Lines = HashMap<Line, Vec<(u64, mpsc::Sender<Question>)>>;
+
 /// The clients that can answer the questions of upstream sessions, by the
 /// session's organization and scope: a client's call registers while it
 /// runs, and a server's question on that scope's session goes to it.
 #[derive(Debug)]
 pub struct ClientQuestions {
-    lines: Mutex<HashMap<Line, Vec<(u64, mpsc::Sender<Question>)>>>,
+    lines: Mutex<Lines>,
     next: AtomicU64,
     capacity: usize,
 }
@@ -164,7 +167,7 @@ impl ClientQuestions {
         }
     }
 
-    fn lines(&self) -> MutexGuard<'_, HashMap<Line, Vec<(u64, mpsc::Sender<Question>)>>> {
+    fn lines(&self) -> MutexGuard<'_, Lines> {
         // A panic while holding the lock leaves a map that is still valid.
         self.lines.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -3,6 +3,8 @@
 
 use std::{net::SocketAddr, time::Duration};
 
+use crate::domain::downstream::Downstream;
+
 /// The MCP endpoint's settings.
 #[derive(Debug, Clone, clap::Args)]
 pub struct EndpointArgs {
@@ -69,6 +71,25 @@ pub struct EndpointArgs {
     /// Largest request body the endpoint reads, in bytes; past it 413.
     #[arg(id = "mcp_endpoint_max_body_bytes", long = "mcp-endpoint-max-body-bytes", env = "SWITCHBOARD_MCP_ENDPOINT_MAX_BODY_BYTES", default_value_t = 4 << 20)]
     pub max_body_bytes: usize,
+    /// Most list changes of servers held for a client session that has not
+    /// passed them on yet; one that falls further behind is told that every
+    /// list may have changed.
+    #[arg(
+        id = "mcp_endpoint_change_buffer",
+        long = "mcp-endpoint-change-buffer",
+        env = "SWITCHBOARD_MCP_ENDPOINT_CHANGE_BUFFER",
+        default_value_t = 256
+    )]
+    pub change_buffer: usize,
+    /// Most elicitations of servers waiting for one client's call to
+    /// answer; one more is answered by `SWITCHBOARD_ELICITATION`.
+    #[arg(
+        id = "mcp_endpoint_max_pending_elicitations",
+        long = "mcp-endpoint-max-pending-elicitations",
+        env = "SWITCHBOARD_MCP_ENDPOINT_MAX_PENDING_ELICITATIONS",
+        default_value_t = 4
+    )]
+    pub max_pending_elicitations: usize,
 }
 
 impl Default for EndpointArgs {
@@ -82,6 +103,8 @@ impl Default for EndpointArgs {
             max_sessions_per_org: 100,
             session_idle_timeout: Duration::from_secs(600),
             max_body_bytes: 4 << 20,
+            change_buffer: 256,
+            max_pending_elicitations: 4,
         }
     }
 }
@@ -97,6 +120,12 @@ impl EndpointArgs {
         list(&self.allowed_origins)
     }
 
+    /// Where servers' list changes and questions wait for the endpoint's
+    /// clients, within these bounds.
+    pub fn downstream(&self) -> Downstream {
+        Downstream::new(self.change_buffer, self.max_pending_elicitations)
+    }
+
     /// Refuses settings the endpoint cannot run with.
     pub fn validate(&self) -> anyhow::Result<()> {
         anyhow::ensure!(
@@ -110,6 +139,14 @@ impl EndpointArgs {
         anyhow::ensure!(
             self.max_body_bytes >= 1024,
             "SWITCHBOARD_MCP_ENDPOINT_MAX_BODY_BYTES must be at least 1024"
+        );
+        anyhow::ensure!(
+            self.change_buffer > 0,
+            "SWITCHBOARD_MCP_ENDPOINT_CHANGE_BUFFER must be at least 1"
+        );
+        anyhow::ensure!(
+            self.max_pending_elicitations > 0,
+            "SWITCHBOARD_MCP_ENDPOINT_MAX_PENDING_ELICITATIONS must be at least 1"
         );
         anyhow::ensure!(
             !self.session_idle_timeout.is_zero(),

@@ -29,6 +29,7 @@ use crate::{
             AuditLog, Auditor, calls::AuditedCalls, changes::IntegrationChanges, trail::AuditTrail,
         },
         calls::CallService,
+        downstream::Downstream,
         integration::Timeouts,
         policy::{engine::PolicyEngine, service::PolicyAdmin},
         resolve::ConfigPolicy,
@@ -151,7 +152,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     });
     let (connector, flows) = connector(config, &policy, &db.pool, keys.clone())?;
     let shared = shared_sessions(config, &db);
-    let gateway = Arc::new(gateway(config, connector, &shared)?);
+    let (gateway, relay) = gateway(config, connector, &shared)?;
     let resume = ResumeSeal::new(keys.clone(), config.resume_ttl);
     let repository = Arc::new(SqlIntegrationRepository::new(db.pool.clone(), keys));
     let integrations = IntegrationService::new(
@@ -174,10 +175,8 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     let (calls, approval_api) = approvals(config, &db.pool, calls, auditor.clone());
     let policy_api = policy_api(config, policies, &integrations, &calls, auditor.clone());
     let audited = AuditedCalls::new(calls, auditor.clone());
-    let toolsets = ToolsetResolver::new(
-        Arc::new(SqlToolsetRepository::new(db.pool.clone())),
-        repository.clone(),
-    );
+    let store = Arc::new(SqlToolsetRepository::new(db.pool.clone()));
+    let toolsets = (ToolsetResolver::new(store, repository.clone()), relay);
     let endpoint = mcp_endpoint(config, &authenticator, &integrations, toolsets, &audited);
     let stop_endpoint = endpoint.as_ref().map(McpEndpoint::stop_token);
     let api = mcp_api(config, &db, integrations, auditor, audited, resume);
@@ -228,7 +227,7 @@ fn mcp_endpoint(
     config: &Config,
     authenticator: &Arc<Authenticator>,
     integrations: &IntegrationService,
-    toolsets: ToolsetResolver,
+    (toolsets, downstream): (ToolsetResolver, Downstream),
     calls: &AuditedCalls,
 ) -> Option<McpEndpoint> {
     config.endpoint.listen?;
@@ -240,6 +239,7 @@ fn mcp_endpoint(
             toolsets,
             calls: calls.clone(),
             issuer: config.common.auth.jwt_issuer.clone(),
+            downstream,
         },
     ))
 }

@@ -3,12 +3,13 @@
 use super::*;
 
 /// The MCP gateway: sessions pooled within their limits, discovery cached,
-/// results and listings bounded.
+/// results and listings bounded; and where its servers' list changes and
+/// questions go, on their way to the endpoint's clients.
 pub(super) fn gateway(
     config: &Config,
     connector: McpConnector,
     shared: &Arc<SharedSessions>,
-) -> anyhow::Result<RmcpGateway> {
+) -> anyhow::Result<(Arc<RmcpGateway>, Downstream)> {
     let tasks = config.task_polling()?;
     let limits = PoolLimits {
         max_sessions: config.max_sessions,
@@ -16,7 +17,8 @@ pub(super) fn gateway(
         max_stdio_sessions_per_org: config.max_stdio_sessions_per_org,
         idle_timeout: config.session_idle_timeout,
     };
-    Ok(RmcpGateway::new(
+    let downstream = config.endpoint.downstream();
+    let gateway = RmcpGateway::new(
         connector,
         SessionPool::new(limits, shared.clone()),
         DiscoveryCache::new(config.discovery_ttl),
@@ -30,7 +32,9 @@ pub(super) fn gateway(
             elicitation: config.elicitation,
             tasks,
         },
-    ))
+    )
+    .with_downstream(downstream.clone());
+    Ok((Arc::new(gateway), downstream))
 }
 
 /// How mcp-service reaches MCP servers: one HTTP client under the address

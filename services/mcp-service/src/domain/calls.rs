@@ -78,7 +78,7 @@ pub struct Grants<'a> {
 /// are chosen by callers, so another user's thread id must give a session of
 /// one's own, never theirs. Scopes are per integration, and integrations per
 /// organization, so no two organizations ever share a session either.
-fn scope(caller: &Principal, requested: &str) -> SessionScope {
+pub fn scope(caller: &Principal, requested: &str) -> SessionScope {
     // The user id's length first: no choice of scope text can make two
     // users' keys equal.
     let user = &caller.user_id;

@@ -9,6 +9,7 @@ pub mod caller_token;
 pub mod calls;
 pub mod catalog;
 pub mod digest;
+pub mod downstream;
 pub mod elicitation;
 pub mod error;
 pub mod input;

@@ -79,13 +79,24 @@ impl Endpoint {
 
 /// The official TypeScript SDK client, run by node with a plan.
 pub(crate) async fn sdk_client(url: &str, token: Option<&str>, steps: Value) -> Value {
+    sdk_client_with(url, token, None, steps).await
+}
+
+/// [`sdk_client`], answering every elicitation with `answer` when given
+/// (the client then declares form elicitation).
+pub(crate) async fn sdk_client_with(
+    url: &str,
+    token: Option<&str>,
+    answer: Option<&Value>,
+    steps: Value,
+) -> Value {
     let sdk = root().join(".tools/node_modules/@modelcontextprotocol/sdk");
     assert!(
         sdk.exists(),
         "{} is missing: run `make tools`",
         sdk.display()
     );
-    let plan = json!({ "url": url, "token": token, "steps": steps });
+    let plan = json!({ "url": url, "token": token, "steps": steps, "elicitation": answer });
     let mut run = tokio::process::Command::new("node");
     run.arg(root().join("services/mcp-service/tests/it/fixtures/mcp_client.mjs"))
         .arg(plan.to_string())
@@ -96,14 +107,31 @@ pub(crate) async fn sdk_client(url: &str, token: Option<&str>, steps: Value) -> 
 
 /// The official Python SDK client (`mcp`, in `.tools/venv`), run with a
 /// plan; `mode` is the SDK's (`auto` or `legacy`).
-async fn python_client(url: &str, token: Option<&str>, mode: &str, steps: Value) -> Value {
+pub(crate) async fn python_client(
+    url: &str,
+    token: Option<&str>,
+    mode: &str,
+    steps: Value,
+) -> Value {
+    python_client_with(url, token, mode, None, steps).await
+}
+
+/// [`python_client`], answering every elicitation with `answer` when given.
+pub(crate) async fn python_client_with(
+    url: &str,
+    token: Option<&str>,
+    mode: &str,
+    answer: Option<&Value>,
+    steps: Value,
+) -> Value {
     let python = root().join(".tools/venv/bin/python");
     assert!(
         python.exists(),
         "{} is missing: run `make tools`",
         python.display()
     );
-    let plan = json!({ "url": url, "token": token, "mode": mode, "steps": steps });
+    let plan =
+        json!({ "url": url, "token": token, "mode": mode, "steps": steps, "elicitation": answer });
     let mut run = tokio::process::Command::new(python);
     run.arg(root().join("services/mcp-service/tests/it/fixtures/mcp_client.py"))
         .arg(plan.to_string())

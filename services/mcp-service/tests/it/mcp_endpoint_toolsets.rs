@@ -7,10 +7,10 @@ use std::net::SocketAddr;
 use serde_json::json;
 use switchboard_example_mcp_server::{HttpServerOptions, spawn_http};
 use switchboard_proto::mcp::v1::{self as pb, toolsets_service_client::ToolsetsServiceClient};
-use switchboard_test_support::{DbKind, db_tests, grpc::free_port};
+use switchboard_test_support::{DbKind, db_tests, grpc::free_port, workspace_binary};
 
 use crate::{
-    mcp_endpoint::{names, sdk_client, step},
+    mcp_endpoint::{names, python_client, sdk_client, step},
     support::{admin, create, http_integration, member, req, start_with},
 };
 
@@ -107,4 +107,99 @@ async fn a_toolset_of_two_integrations_is_one_server_with_prefixed_names(kind: D
     }
 }
 
-db_tests!(a_toolset_of_two_integrations_is_one_server_with_prefixed_names);
+/// An integration of the example server over stdio, run as `binary`.
+fn stdio_integration(slug: &str, binary: &str) -> pb::CreateIntegrationRequest {
+    let mut request = http_integration(slug, "http://unused");
+    request.source = Some(pb::create_integration_request::Source::Custom(
+        pb::CustomIntegrationSpec {
+            transport: Some(pb::Transport {
+                kind: Some(pb::transport::Kind::Stdio(pb::StdioTransport {
+                    command: binary.to_owned(),
+                    args: vec!["--transport".into(), "stdio".into()],
+                    ..Default::default()
+                })),
+            }),
+            auth: None,
+        },
+    ));
+    request
+}
+
+async fn both_sdk_clients_use_a_toolset_of_an_http_and_a_stdio_integration(kind: DbKind) {
+    let upstream = spawn_http(HttpServerOptions::default())
+        .await
+        .expect("upstream");
+    let binary = workspace_binary("switchboard-example-mcp-server", "example-mcp-server")
+        .display()
+        .to_string();
+    let addr = SocketAddr::from(([127, 0, 0, 1], free_port().expect("a port")));
+    let allowed = format!("{binary} --transport stdio");
+    let mut h = start_with(kind, |config| {
+        config.endpoint.listen = Some(addr);
+        config.stdio_allow = allowed;
+    })
+    .await;
+    let token = admin("org-a");
+    let remote = create(&mut h, &token, http_integration("remote", &upstream.url())).await;
+    let local = create(&mut h, &token, stdio_integration("local", &binary)).await;
+    let mut toolsets = ToolsetsServiceClient::connect(h.server.url())
+        .await
+        .expect("connects");
+    let members = [remote.id, local.id]
+        .into_iter()
+        .map(|integration_id| pb::ToolsetMember {
+            integration_id,
+            ..Default::default()
+        })
+        .collect();
+    toolsets
+        .create_toolset(req(
+            pb::CreateToolsetRequest {
+                toolset: Some(pb::Toolset {
+                    name: "mixed".into(),
+                    description: "over HTTP and over stdio".into(),
+                    members,
+                    ..Default::default()
+                }),
+            },
+            &token,
+        ))
+        .await
+        .expect("created");
+
+    let url = format!("http://{addr}/mcp/toolsets/mixed");
+    let steps = json!([
+        { "op": "listTools" },
+        { "op": "callTool", "name": "local__echo", "arguments": { "text": "from a child process" } },
+        { "op": "callTool", "name": "remote__add", "arguments": { "a": 2, "b": 3 } },
+        { "op": "listPrompts" },
+    ]);
+    let typescript = sdk_client(&url, Some(&member("org-a")), steps.clone()).await;
+    let python = python_client(&url, Some(&member("org-a")), "auto", steps).await;
+    for out in [&typescript, &python] {
+        assert_eq!(out["connected"], true, "{out}");
+        let tools = names(&step(out, 0)["tools"]);
+        for name in [
+            "local__echo",
+            "local__process",
+            "remote__echo",
+            "remote__add",
+        ] {
+            assert!(tools.contains(&name.to_owned()), "{name} in {tools:?}");
+        }
+        assert_eq!(step(out, 1)["content"][0]["text"], "from a child process");
+        assert!(step(out, 2).to_string().contains('5'), "{out}");
+        assert_eq!(
+            names(&step(out, 3)["prompts"]),
+            vec![
+                "local__summarize".to_owned(),
+                "remote__summarize".to_owned()
+            ]
+        );
+    }
+}
+
+db_tests!(
+    a_toolset_of_two_integrations_is_one_server_with_prefixed_names,
+    both_sdk_clients_use_a_toolset_of_an_http_and_a_stdio_integration,
+);

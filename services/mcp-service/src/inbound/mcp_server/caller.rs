@@ -5,11 +5,15 @@
 use std::sync::Arc;
 
 use http::{HeaderMap, request::Parts};
-use rmcp::{ErrorData, RoleServer, service::RequestContext};
+use rmcp::{
+    ErrorData, RoleServer,
+    model::Extensions,
+    service::{NotificationContext, RequestContext},
+};
 use switchboard_auth::Principal;
 use tracing::Span;
 
-use crate::domain::surface::Surface;
+use crate::domain::{calls, integration::OrgId, ports::SessionScope, surface::Surface};
 
 /// The verified caller and their surface, put in the request's extensions
 /// by the access layer.
@@ -37,6 +41,23 @@ pub(crate) struct Caller {
 }
 
 impl Caller {
+    /// Whether the request belongs to a client session (initialize era),
+    /// which has a stream for the server's own messages.
+    pub fn in_session(&self) -> bool {
+        !self.session_scope.is_empty()
+    }
+
+    /// The caller's organization.
+    pub fn org(&self) -> OrgId {
+        OrgId(self.principal.org_id.clone())
+    }
+
+    /// The upstream session scope of the caller's calls, as the domain
+    /// makes it.
+    pub fn upstream_scope(&self) -> SessionScope {
+        calls::scope(&self.principal, &self.session_scope)
+    }
+
     /// A span for the MCP `method` on `target`, continuing the client's W3C
     /// trace, named and attributed after the MCP semantic conventions.
     pub fn span(&self, method: &'static str, target: Option<&str>) -> Span {
@@ -72,7 +93,16 @@ impl Caller {
 
 /// The caller of the request `context` serves.
 pub(crate) fn caller_of(context: &RequestContext<RoleServer>) -> Result<Caller, ErrorData> {
-    let parts = context.extensions.get::<Parts>().ok_or_else(|| {
+    caller_in(&context.extensions)
+}
+
+/// The caller who sent the notification `context` serves.
+pub(crate) fn notifier_of(context: &NotificationContext<RoleServer>) -> Result<Caller, ErrorData> {
+    caller_in(&context.extensions)
+}
+
+fn caller_in(extensions: &Extensions) -> Result<Caller, ErrorData> {
+    let parts = extensions.get::<Parts>().ok_or_else(|| {
         ErrorData::internal_error("the request came without its HTTP parts", None)
     })?;
     let admitted = parts

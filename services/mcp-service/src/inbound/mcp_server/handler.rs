@@ -2,7 +2,7 @@
 //! answered from the caller's surface through the same calls as the gRPC
 //! handlers (organization, policy, limits and audit included).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::future::join_all;
 use rmcp::{
@@ -12,20 +12,24 @@ use rmcp::{
         GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
         ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
         ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+        SubscriptionFilter,
     },
-    service::RequestContext,
+    service::{NotificationContext, RequestContext, SubscriptionContext},
 };
 use serde_json::Value;
+use tokio_util::sync::DropGuard;
 use tracing::Instrument as _;
 
 use super::{
-    caller::{Caller, caller_of},
+    caller::{Caller, caller_of, notifier_of},
     errors::{error_data, unknown},
     listing,
+    passthrough::{self, Ear},
 };
 use crate::domain::{
     audit::calls::AuditedCalls,
     calls::{Grants, PromptCall, ResourceQuery},
+    downstream::Downstream,
     policy::enforce::AllowList,
     ports::{Discovery, ToolCall},
     surface::Member,
@@ -37,16 +41,30 @@ const INSTRUCTIONS: &str = "Switchboard: the tools, resources and prompts of you
 
 /// The MCP server of the endpoint; one per client session (initialize era)
 /// or request (stateless era), holding nothing of the caller: each request
-/// brings its own [`Caller`].
+/// brings its own [`Caller`]. A session's server also passes the list
+/// changes its caller may hear on, while it lives.
 #[derive(Debug, Clone)]
 pub(crate) struct SurfaceServer {
     calls: AuditedCalls,
+    downstream: Downstream,
+    changes: Arc<Mutex<Option<DropGuard>>>,
 }
 
 impl SurfaceServer {
-    /// A server calling through `calls`.
-    pub(crate) fn new(calls: AuditedCalls) -> Self {
-        Self { calls }
+    /// A server calling through `calls`, passing on what servers send
+    /// through `downstream`.
+    pub(crate) fn new(calls: AuditedCalls, downstream: Downstream) -> Self {
+        Self {
+            calls,
+            downstream,
+            changes: Arc::default(),
+        }
+    }
+
+    /// A server for a new session: the same calls, none of another
+    /// session's state.
+    pub(crate) fn for_session(&self) -> Self {
+        Self::new(self.calls.clone(), self.downstream.clone())
     }
 
     /// What each member of the caller's surface offers the caller (policies
@@ -86,8 +104,11 @@ impl ServerHandler for SurfaceServer {
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_prompts()
+                .enable_prompts_list_changed()
                 .enable_resources()
+                .enable_resources_list_changed()
                 .enable_tools()
+                .enable_tool_list_changed()
                 .build(),
         )
         .with_server_info(Implementation::new(
@@ -95,6 +116,37 @@ impl ServerHandler for SurfaceServer {
             env!("CARGO_PKG_VERSION"),
         ))
         .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // A session's client hears of its surface's list changes for as
+        // long as the session lives.
+        let Ok(caller) = notifier_of(&context) else {
+            return;
+        };
+        let guard = passthrough::spawn_session_changes(
+            self.downstream.changes.clone(),
+            caller,
+            context.peer,
+        );
+        *self.changes.lock().unwrap_or_else(PoisonError::into_inner) = Some(guard);
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(passthrough::listen_filter(requested))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let caller = caller_of(context.request_context())?;
+        let ear = Ear::Listen(context.sink().clone());
+        tokio::select! {
+            () = passthrough::pass_changes(&self.downstream.changes, &caller, ear) => {}
+            () = context.cancelled() => {}
+        }
+        Ok(())
     }
 
     async fn list_tools(
@@ -135,18 +187,31 @@ impl ServerHandler for SurfaceServer {
                 allowed: &AllowList::any(),
                 approval_id: None,
             };
-            let outcome = self
-                .calls
-                .execute_tool(
-                    &caller.principal,
-                    member.integration,
-                    call,
-                    &caller.session_scope,
-                    grants,
-                    None,
-                )
-                .await
-                .map_err(error_data)?;
+            let calling = self.calls.execute_tool(
+                &caller.principal,
+                member.integration,
+                call,
+                &caller.session_scope,
+                grants,
+                None,
+            );
+            // A session's client that can answer elicitations answers its
+            // servers' questions during the call.
+            let can_answer = caller.in_session()
+                && context
+                    .peer
+                    .peer_info()
+                    .is_some_and(|info| info.capabilities.elicitation.is_some());
+            let outcome = if can_answer {
+                let (_line, questions) = self
+                    .downstream
+                    .questions
+                    .open(&caller.org(), &caller.upstream_scope());
+                passthrough::answering(calling, questions, &context.peer).await
+            } else {
+                calling.await
+            }
+            .map_err(error_data)?;
             Ok(CallToolResponse::Complete(tool_result(outcome)))
         }
         .instrument(span)

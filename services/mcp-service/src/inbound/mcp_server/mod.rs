@@ -9,6 +9,7 @@ mod caller;
 mod errors;
 mod handler;
 mod listing;
+mod passthrough;
 mod sessions;
 
 use std::{net::SocketAddr, sync::Arc};
@@ -30,7 +31,8 @@ use self::{
 use crate::{
     config::EndpointArgs,
     domain::{
-        audit::calls::AuditedCalls, service::IntegrationService, toolset::serve::ToolsetResolver,
+        audit::calls::AuditedCalls, downstream::Downstream, service::IntegrationService,
+        toolset::serve::ToolsetResolver,
     },
 };
 
@@ -46,6 +48,8 @@ pub(crate) struct EndpointParts {
     pub calls: AuditedCalls,
     /// The identity provider whose tokens are accepted.
     pub issuer: Option<String>,
+    /// What servers send toward the endpoint's clients.
+    pub downstream: Downstream,
 }
 
 /// The endpoint, ready to serve, and the token that stops it.
@@ -74,9 +78,9 @@ impl McpEndpoint {
         } else {
             config
         };
-        let server = SurfaceServer::new(parts.calls);
+        let server = SurfaceServer::new(parts.calls, parts.downstream);
         let service =
-            StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
+            StreamableHttpService::new(move || Ok(server.for_session()), sessions.clone(), config);
         let access = Arc::new(Access {
             authenticator: parts.authenticator,
             integrations: parts.integrations,

@@ -1,10 +1,99 @@
-//! The answer to a server's elicitation, in the protocol's terms, as the
-//! operator's [`ElicitationPolicy`] decides it.
+//! The answer to a server's elicitation, in the protocol's terms: the MCP
+//! client's whose call it is, when that client is connected to the
+//! endpoint and answers, or else as the operator's [`ElicitationPolicy`]
+//! decides it.
 
-use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+use std::sync::Arc;
+
+use rmcp::model::{
+    ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest, InputRequests,
+    InputResponses,
+};
 use serde_json::Value;
 
-use crate::domain::elicitation::ElicitationPolicy;
+use crate::domain::{
+    downstream::ClientQuestions, elicitation::ElicitationPolicy, integration::OrgId,
+    ports::SessionScope,
+};
+
+/// Who answers the elicitations of one upstream session: the endpoint's
+/// client whose call is on it, when one is, else the operator's policy.
+#[derive(Debug, Clone)]
+pub struct Answerer {
+    policy: ElicitationPolicy,
+    client: Option<(Arc<ClientQuestions>, OrgId, SessionScope)>,
+}
+
+impl Answerer {
+    /// Answers by `policy` alone.
+    pub fn by_policy(policy: ElicitationPolicy) -> Self {
+        Self {
+            policy,
+            client: None,
+        }
+    }
+
+    /// Asks the client registered in `questions` for `scope` of `org`
+    /// first, when there is one; by `policy` otherwise.
+    pub fn for_session(
+        policy: ElicitationPolicy,
+        questions: Arc<ClientQuestions>,
+        org: OrgId,
+        scope: SessionScope,
+    ) -> Self {
+        Self {
+            policy,
+            client: Some((questions, org, scope)),
+        }
+    }
+
+    /// The operator's policy.
+    pub fn policy(&self) -> ElicitationPolicy {
+        self.policy
+    }
+
+    /// Whether a client answers now.
+    pub fn has_client(&self) -> bool {
+        self.client
+            .as_ref()
+            .is_some_and(|(questions, org, scope)| questions.has_client(org, scope))
+    }
+
+    /// The answer to `request`: the client's, or the policy's when no
+    /// client takes it or its answer is not an `ElicitResult`.
+    pub async fn answer(&self, request: &ElicitRequestParams) -> ElicitResult {
+        if let Some((questions, org, scope)) = &self.client
+            && let Ok(params) = serde_json::to_value(request)
+            && let Some(reply) = questions.ask(org, scope, params).await
+        {
+            match serde_json::from_value::<ElicitResult>(reply) {
+                Ok(result) => {
+                    tracing::debug!(action = ?result.action, "elicitation answered by the client");
+                    return result;
+                }
+                Err(error) => {
+                    tracing::debug!(error = %error, "the client's answer is no elicitation result");
+                }
+            }
+        }
+        answer(self.policy, request)
+    }
+
+    /// The answers to every input request of a round, each elicitation
+    /// asked in turn; `None` when one of them is not an elicitation (only
+    /// the caller can give a sampling or the roots).
+    pub async fn answer_all(&self, requests: Option<&InputRequests>) -> Option<InputResponses> {
+        let mut answers = InputResponses::new();
+        for (key, request) in requests.into_iter().flatten() {
+            let InputRequest::Elicitation(elicitation) = request else {
+                return None;
+            };
+            let answer = self.answer(&elicitation.params).await;
+            answers.insert(key.clone(), serde_json::to_value(answer).ok()?);
+        }
+        Some(answers)
+    }
+}
 
 /// The answer to `request` under `policy`: a form accepted with the content
 /// the policy gives it, anything else declined.

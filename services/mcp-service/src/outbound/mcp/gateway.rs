@@ -23,6 +23,7 @@ use tokio::time::Instant;
 use tracing::Instrument as _;
 
 use crate::domain::{
+    downstream::Downstream,
     elicitation::ElicitationPolicy,
     integration::{Integration, IntegrationId},
     ports::{CallError, Discovery, InputAnswers, McpGateway, ProbeReport, SessionScope, ToolCall},
@@ -33,10 +34,11 @@ use crate::outbound::{
         ByteCounter, DiscoveryLimits, ListFailure, learn_tool_schemas, list_everything,
         server_identity,
     },
+    mcp::elicitation::Answerer,
     mcp::input_required::{self, Round, ToolAnswer},
     mcp::listen::ChangeListeners,
     mcp::session_pool::{SessionKey, SessionPool},
-    mcp::sessions::{DiscoveryCache, Live, SessionHandler},
+    mcp::sessions::{Announcer, DiscoveryCache, Live, SessionHandler},
     mcp::tasks::{self, TaskEnd, TaskPolling, TaskStart},
     mcp::transport::is_too_large,
     telemetry::metric_labels,
@@ -68,6 +70,7 @@ pub struct RmcpGateway {
     cache: DiscoveryCache,
     listeners: ChangeListeners,
     limits: GatewayLimits,
+    downstream: Downstream,
 }
 
 /// Whether `error` proves the request never reached the server, so that
@@ -116,13 +119,14 @@ enum OpFailure {
 /// the tool as, when it does; or the caller's task, resumed.
 async fn tool_call(
     peer: &rmcp::service::Peer<rmcp::RoleClient>,
-    policy: ElicitationPolicy,
+    answerer: &Answerer,
     polling: (TaskPolling, Duration),
     call: ToolCall,
 ) -> Result<Value, OpFailure> {
+    let policy = answerer.policy();
     let start = match call.task_id.clone() {
         Some(task_id) => TaskStart::resumed(task_id, call.answers.responses.clone()),
-        None => match input_required::call_tool(peer, policy, call).await? {
+        None => match input_required::call_tool(peer, answerer, call).await? {
             Round::Complete(ToolAnswer::Result(result)) => return Ok(to_json(&result)?),
             Round::InputRequired(result) => return Ok(to_json(&result)?),
             Round::Complete(ToolAnswer::Task(task)) => TaskStart::created(task),
@@ -177,24 +181,52 @@ impl RmcpGateway {
             cache,
             listeners: ChangeListeners::default(),
             limits,
+            downstream: Downstream::default(),
         }
     }
 
-    fn handler(&self, integration: &Integration) -> SessionHandler {
+    /// This gateway, passing its servers' list changes and questions on
+    /// to the endpoint's clients through `downstream`.
+    #[must_use]
+    pub fn with_downstream(mut self, downstream: Downstream) -> Self {
+        self.downstream = downstream;
+        self
+    }
+
+    /// Who answers the elicitations of `scope`'s session with `integration`.
+    fn answerer(&self, integration: &Integration, scope: &SessionScope) -> Answerer {
+        Answerer::for_session(
+            self.limits.elicitation,
+            self.downstream.questions.clone(),
+            integration.org_id.clone(),
+            scope.clone(),
+        )
+    }
+
+    fn announcer(&self, integration: &Integration, user: &str) -> Announcer {
+        Announcer::new(self.downstream.changes.clone(), integration, user)
+    }
+
+    fn handler(&self, integration: &Integration, scope: &SessionScope) -> SessionHandler {
         SessionHandler::new(
             client_config(),
             integration.id,
             self.cache.clone(),
-            self.limits.elicitation,
+            self.answerer(integration, scope),
         )
+        .with_announcer(self.announcer(integration, &scope.user))
     }
 
-    async fn connect(&self, integration: &Integration, user: &str) -> Result<Live, CallError> {
+    async fn connect(
+        &self,
+        integration: &Integration,
+        scope: &SessionScope,
+    ) -> Result<Live, CallError> {
         // Outside the caller's span: the session's task lives on in the pool
         // and would keep the span (and every parent of it) open for as long.
         let live = self
             .connector
-            .connect(integration, user, self.handler(integration))
+            .connect(integration, &scope.user, self.handler(integration, scope))
             .instrument(switchboard_telemetry::detached_span())
             .await?;
         // Without the schemas a call would lack its `Mcp-Param-*` headers,
@@ -254,7 +286,7 @@ impl RmcpGateway {
             loop {
                 let (slot, live) = self
                     .pool
-                    .get(&key, || self.connect(integration, &scope.user))
+                    .get(&key, || self.connect(integration, scope))
                     .await?;
                 match op(live).await {
                     Ok(value) => return Ok(value),
@@ -328,7 +360,10 @@ impl McpGateway for RmcpGateway {
         let (_, call_timeout) = self.connector.timeouts(integration);
         // A per-user integration is checked with nobody's token: its server
         // answering that it needs authorization shows it is reachable.
-        match self.connect(integration, "").await {
+        match self
+            .connect(integration, &SessionScope::new("", "probe"))
+            .await
+        {
             Err(error) => report.error = Some(error.to_string()),
             Ok(live) => {
                 let mut discovery = Discovery::default();
@@ -394,7 +429,12 @@ impl McpGateway for RmcpGateway {
             self.cache.put(integration, discovery.clone());
             // A server of 2026-07-28 tells of changes only to a client
             // that listens for them.
-            self.listeners.ensure(integration.id, &live, &self.cache);
+            self.listeners.ensure(
+                integration.id,
+                &live,
+                &self.cache,
+                self.announcer(integration, ""),
+            );
         }
         Ok(discovery)
     }
@@ -406,13 +446,17 @@ impl McpGateway for RmcpGateway {
         call: ToolCall,
         timeout: Duration,
     ) -> Result<Value, CallError> {
-        let (policy, polling) = (self.limits.elicitation, (self.limits.tasks, timeout));
+        let (answerer, polling) = (
+            self.answerer(integration, scope),
+            (self.limits.tasks, timeout),
+        );
+        let answerer = &answerer;
         let (name, arguments) = (call.name.clone(), call.arguments.clone());
         let calling = async {
             let result = self
                 .on_session(integration, scope, timeout, |live| {
                     let call = call.clone();
-                    async move { tool_call(live.session.peer(), policy, polling, call).await }
+                    async move { tool_call(live.session.peer(), answerer, polling, call).await }
                 })
                 .await?;
             self.check_size(result)
@@ -434,14 +478,19 @@ impl McpGateway for RmcpGateway {
         answers: InputAnswers,
         timeout: Duration,
     ) -> Result<Value, CallError> {
-        let policy = self.limits.elicitation;
+        let answerer = &self.answerer(integration, scope);
         let answers = &answers;
         let reading = async {
             let round = self
                 .on_session(integration, scope, timeout, |live| async move {
-                    input_required::read_resource(live.session.peer(), policy, uri, answers.clone())
-                        .await
-                        .map_err(OpFailure::from)
+                    input_required::read_resource(
+                        live.session.peer(),
+                        answerer,
+                        uri,
+                        answers.clone(),
+                    )
+                    .await
+                    .map_err(OpFailure::from)
                 })
                 .await?;
             self.check_size(round_json(&round)?)
@@ -458,14 +507,14 @@ impl McpGateway for RmcpGateway {
         answers: InputAnswers,
         timeout: Duration,
     ) -> Result<Value, CallError> {
-        let policy = self.limits.elicitation;
+        let answerer = &self.answerer(integration, scope);
         let (arguments, answers) = (&arguments, &answers);
         let rendering = async {
             let round = self
                 .on_session(integration, scope, timeout, |live| async move {
                     input_required::get_prompt(
                         live.session.peer(),
-                        policy,
+                        answerer,
                         (name, arguments),
                         answers.clone(),
                     )

@@ -4,8 +4,10 @@
 //! giving an opaque `requestState`; the client makes the request again with
 //! the answers and that state, unchanged, as a new JSON-RPC request.
 //!
-//! mcp-service answers what its operator's elicitation policy lets it answer
-//! and makes the request again itself. When any request is not its to
+//! The MCP client connected to the endpoint whose call it is answers the
+//! elicitations when there is one; otherwise mcp-service answers what its
+//! operator's elicitation policy lets it answer. Either way mcp-service
+//! makes the request again itself. When any request is not its to
 //! answer (the policy passes elicitations to the caller, or the server asks
 //! for a sampling or the roots, which only the caller can give), the whole
 //! `input_required` result goes back to the caller, who resumes with a later
@@ -28,7 +30,10 @@ use serde_json::{Map, Value};
 use crate::domain::ports::{InputAnswers, ToolCall};
 use crate::{
     domain::elicitation::ElicitationPolicy,
-    outbound::{mcp::elicitation, telemetry::with_trace},
+    outbound::{
+        mcp::elicitation::{self, Answerer},
+        telemetry::with_trace,
+    },
 };
 
 /// One answer of the server to a request that may take several rounds.
@@ -42,12 +47,14 @@ pub enum Round<T> {
 
 /// Makes a request with `send` until it completes or needs the caller:
 /// the first round carries the caller's `answers` (empty for a new
-/// request), each later one the policy's answers and the server's state.
+/// request), each later one the answers of the endpoint's client (when
+/// one is connected and takes them) or the policy's, and the server's
+/// state.
 ///
 /// Rounds are bounded by the SDK's cap ([`DEFAULT_MRTR_MAX_ROUNDS`]) and,
 /// by the caller, by the call's time limit.
 pub async fn drive<T, F, Fut>(
-    policy: ElicitationPolicy,
+    answerer: &Answerer,
     answers: InputAnswers,
     send: F,
 ) -> Result<Round<T>, ServiceError>
@@ -64,7 +71,12 @@ where
             Round::InputRequired(result) => result,
         };
         let requests = result.input_requests.as_ref();
-        let Some(answered) = answer_by_policy(policy, requests) else {
+        let answered = if answerer.has_client() {
+            answerer.answer_all(requests).await
+        } else {
+            answer_by_policy(answerer.policy(), requests)
+        };
+        let Some(answered) = answered else {
             return Ok(Round::InputRequired(result));
         };
         if answered.is_empty() {
@@ -97,11 +109,11 @@ pub enum ToolAnswer {
 /// task the server answers with ends the rounds: it is followed apart.
 pub async fn call_tool(
     peer: &Peer<RoleClient>,
-    policy: ElicitationPolicy,
+    answerer: &Answerer,
     call: ToolCall,
 ) -> Result<Round<ToolAnswer>, ServiceError> {
     let params = with_trace(CallToolRequestParams::new(call.name).with_arguments(call.arguments));
-    drive(policy, call.answers, |responses, state| {
+    drive(answerer, call.answers, |responses, state| {
         let mut params = params.clone();
         params.input_responses = responses;
         params.request_state = state;
@@ -125,11 +137,11 @@ pub async fn call_tool(
 /// has any.
 pub async fn read_resource(
     peer: &Peer<RoleClient>,
-    policy: ElicitationPolicy,
+    answerer: &Answerer,
     uri: &str,
     answers: InputAnswers,
 ) -> Result<Round<ReadResourceResult>, ServiceError> {
-    drive(policy, answers, |responses, state| {
+    drive(answerer, answers, |responses, state| {
         let mut params = with_trace(ReadResourceRequestParams::new(uri.to_owned()));
         params.input_responses = responses;
         params.request_state = state;
@@ -148,11 +160,11 @@ pub async fn read_resource(
 /// caller's answers when it has any.
 pub async fn get_prompt(
     peer: &Peer<RoleClient>,
-    policy: ElicitationPolicy,
+    answerer: &Answerer,
     (name, arguments): (&str, &Map<String, Value>),
     answers: InputAnswers,
 ) -> Result<Round<GetPromptResult>, ServiceError> {
-    drive(policy, answers, |responses, state| {
+    drive(answerer, answers, |responses, state| {
         let mut params = GetPromptRequestParams::new(name.to_owned());
         params.arguments = Some(arguments.clone());
         let mut params = with_trace(params);
@@ -226,7 +238,7 @@ mod tests {
     ) -> (Result<Round<&'static str>, ServiceError>, Sent) {
         let sent = Sent::default();
         let rounds = Mutex::new(rounds.into_iter());
-        let outcome = drive(policy, answers, |responses, state| {
+        let outcome = drive(&Answerer::by_policy(policy), answers, |responses, state| {
             sent.lock().unwrap().push((responses, state));
             let next = rounds.lock().unwrap().next().expect("another round");
             async move { Ok(next) }

@@ -2,8 +2,9 @@
 //! session to send `notifications/*/list_changed` on: a client that wants
 //! them opens a `subscriptions/listen` stream. mcp-service opens one on the
 //! discovery session of each integration whose discovery it caches, and
-//! drops the cached discovery when the server says a list changed, or when
-//! the stream ends (from then on a change would go unheard).
+//! drops the cached discovery when the server says a list changed (and
+//! announces the change to the endpoint's clients), or when the stream
+//! ends (from then on a change would go unheard).
 //!
 //! Servers of earlier versions send the notifications on their session;
 //! [`super::sessions::SessionHandler`] hears those.
@@ -20,8 +21,8 @@ use rmcp::{
 };
 use tokio::task::JoinHandle;
 
-use crate::domain::integration::IntegrationId;
-use crate::outbound::mcp::sessions::{DiscoveryCache, Live};
+use crate::domain::{downstream::ListKind, integration::IntegrationId};
+use crate::outbound::mcp::sessions::{Announcer, DiscoveryCache, Live};
 
 /// One listen stream per integration at most, each a task.
 #[derive(Debug, Clone, Default)]
@@ -33,7 +34,14 @@ impl ChangeListeners {
     /// Listens on `live` for changes of `integration`'s lists, unless a
     /// stream is open already or the server is of an earlier version. The
     /// stream lives as long as the session.
-    pub fn ensure(&self, integration: IntegrationId, live: &Live, cache: &DiscoveryCache) {
+    /// Changes heard are announced with `changes`.
+    pub fn ensure(
+        &self,
+        integration: IntegrationId,
+        live: &Live,
+        cache: &DiscoveryCache,
+        changes: Announcer,
+    ) {
         let speaks_listen = live.session.peer_info().is_some_and(|info| {
             info.protocol_version >= ProtocolVersion::V_2026_07_28
                 && capabilities_change(&info.capabilities)
@@ -51,7 +59,7 @@ impl ChangeListeners {
             return;
         }
         let peer = live.session.peer().clone();
-        let task = tokio::spawn(listen(peer, integration, cache.clone()));
+        let task = tokio::spawn(listen(peer, integration, cache.clone(), changes));
         tasks.insert(integration, task);
     }
 
@@ -85,7 +93,12 @@ fn capabilities_change(capabilities: &rmcp::model::ServerCapabilities) -> bool {
     tools || prompts || resources
 }
 
-async fn listen(peer: Peer<RoleClient>, integration: IntegrationId, cache: DiscoveryCache) {
+async fn listen(
+    peer: Peer<RoleClient>,
+    integration: IntegrationId,
+    cache: DiscoveryCache,
+    changes: Announcer,
+) {
     let filter = SubscriptionFilter::builder()
         .tools_list_changed()
         .prompts_list_changed()
@@ -102,14 +115,15 @@ async fn listen(peer: Peer<RoleClient>, integration: IntegrationId, cache: Disco
     loop {
         match subscription.next().await {
             Ok(Some(notification)) => {
-                let what = match notification {
-                    ServerNotification::ToolListChangedNotification(_) => "tools",
-                    ServerNotification::PromptListChangedNotification(_) => "prompts",
-                    ServerNotification::ResourceListChangedNotification(_) => "resources",
+                let kind = match notification {
+                    ServerNotification::ToolListChangedNotification(_) => ListKind::Tools,
+                    ServerNotification::PromptListChangedNotification(_) => ListKind::Prompts,
+                    ServerNotification::ResourceListChangedNotification(_) => ListKind::Resources,
                     _ => continue,
                 };
-                tracing::debug!(integration_id = %integration, what, "server list changed");
+                tracing::debug!(integration_id = %integration, ?kind, "server list changed");
                 cache.invalidate(integration);
+                changes.announce(integration, kind);
             }
             Ok(None) => break,
             Err(error) => {

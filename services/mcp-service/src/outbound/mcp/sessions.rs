@@ -15,39 +15,85 @@ use rmcp::{
     service::{NotificationContext, RequestContext, RunningService},
 };
 
-use crate::{domain::elicitation::ElicitationPolicy, outbound::mcp::elicitation};
-
-use crate::domain::{
-    integration::{Integration, IntegrationId},
-    ports::Discovery,
+use crate::{
+    domain::{
+        downstream::{ChangeFeed, ListChange, ListKind},
+        integration::{Integration, IntegrationId, OrgId},
+        ports::Discovery,
+    },
+    outbound::mcp::elicitation::Answerer,
 };
 
 /// Receives the server's notifications and requests for one session: a
-/// `list_changed` drops the integration's cached discovery, an elicitation
-/// is answered by the operator's policy.
+/// `list_changed` drops the integration's cached discovery and is announced
+/// to the endpoint's clients; an elicitation is answered by the endpoint's
+/// client whose call is on the session, or by the operator's policy.
 #[derive(Debug, Clone)]
 pub struct SessionHandler {
     config: ClientConfig,
     integration: IntegrationId,
     cache: DiscoveryCache,
-    elicitation: ElicitationPolicy,
+    answerer: Answerer,
+    changes: Option<Announcer>,
+}
+
+/// Where a session's list changes are announced, and for whom.
+#[derive(Debug, Clone)]
+pub struct Announcer {
+    /// The feed.
+    pub feed: ChangeFeed,
+    /// The integration's organization.
+    pub org: OrgId,
+    /// The session's user, when the integration's lists are each user's.
+    pub user: Option<String>,
+}
+
+impl Announcer {
+    /// Announces `integration`'s changes on `feed`, for the session of
+    /// `user` (heard by their own sessions only when the integration's
+    /// lists are each user's).
+    pub fn new(feed: ChangeFeed, integration: &Integration, user: &str) -> Self {
+        Self {
+            feed,
+            org: integration.org_id.clone(),
+            user: integration.is_per_user().then(|| user.to_owned()),
+        }
+    }
+
+    /// Announces that `integration`'s `kind` list changed.
+    pub fn announce(&self, integration: IntegrationId, kind: ListKind) {
+        self.feed.announce(ListChange {
+            org: self.org.clone(),
+            integration,
+            user: self.user.clone(),
+            kind,
+        });
+    }
 }
 
 impl SessionHandler {
     /// A handler announcing `config`, invalidating `integration` in `cache`,
-    /// answering elicitations by `elicitation`.
+    /// answering elicitations with `answerer`.
     pub fn new(
         config: ClientConfig,
         integration: IntegrationId,
         cache: DiscoveryCache,
-        elicitation: ElicitationPolicy,
+        answerer: Answerer,
     ) -> Self {
         Self {
             config,
             integration,
             cache,
-            elicitation,
+            answerer,
+            changes: None,
         }
+    }
+
+    /// This handler, announcing the server's list changes with `changes`.
+    #[must_use]
+    pub fn with_announcer(mut self, changes: Announcer) -> Self {
+        self.changes = Some(changes);
+        self
     }
 
     /// This handler, introducing itself at `version` in an initialize
@@ -57,9 +103,12 @@ impl SessionHandler {
         self
     }
 
-    fn list_changed(&self, what: &'static str) {
-        tracing::debug!(integration_id = %self.integration, what, "server list changed");
+    fn list_changed(&self, kind: ListKind) {
+        tracing::debug!(integration_id = %self.integration, ?kind, "server list changed");
         self.cache.invalidate(self.integration);
+        if let Some(changes) = &self.changes {
+            changes.announce(self.integration, kind);
+        }
     }
 }
 
@@ -73,21 +122,21 @@ impl ClientHandler for SessionHandler {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let answer = elicitation::answer(self.elicitation, &request);
-        tracing::debug!(integration_id = %self.integration, action = ?answer.action, "elicitation answered by policy");
+        let answer = self.answerer.answer(&request).await;
+        tracing::debug!(integration_id = %self.integration, action = ?answer.action, "elicitation answered");
         Ok(answer)
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.list_changed("tools");
+        self.list_changed(ListKind::Tools);
     }
 
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.list_changed("resources");
+        self.list_changed(ListKind::Resources);
     }
 
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.list_changed("prompts");
+        self.list_changed(ListKind::Prompts);
     }
 }
 

@@ -1,0 +1,381 @@
+//! What an integration's MCP server sends toward the MCP clients connected
+//! to Switchboard's endpoint: announcements that its lists changed, and
+//! questions (elicitations) asked in the middle of a call.
+//!
+//! Upstream sessions are shared (discovery sessions by every caller of an
+//! organization's integration), so who may hear what is decided here, once:
+//! a list change reaches only client sessions of the integration's own
+//! organization whose surface holds the integration (and, for a per-user
+//! integration, only its user's); a question reaches only the client whose
+//! call made it, found by its organization and upstream session scope.
+//!
+//! Both are bounded: the change feed holds at most its capacity of
+//! announcements (a listener that falls behind is told it missed some, and
+//! re-announces every list), and each call holds at most its capacity of
+//! unanswered questions (one past it is answered as if no client were
+//! there, by the operator's elicitation policy).
+
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex, MutexGuard, PoisonError,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use super::{
+    integration::{IntegrationId, OrgId},
+    ports::SessionScope,
+    surface::Surface,
+};
+
+/// Which list of a server changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ListKind {
+    /// `tools/list`.
+    Tools,
+    /// `resources/list` (and its templates).
+    Resources,
+    /// `prompts/list`.
+    Prompts,
+}
+
+impl ListKind {
+    /// Every list, re-announced when changes were missed.
+    pub const ALL: [Self; 3] = [Self::Tools, Self::Resources, Self::Prompts];
+}
+
+/// A server's announcement that one of its lists changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListChange {
+    /// The integration's organization.
+    pub org: OrgId,
+    /// The integration whose server announced it.
+    pub integration: IntegrationId,
+    /// The user whose session heard it, for an integration whose lists
+    /// are each user's own; `None` when the lists are the organization's.
+    pub user: Option<String>,
+    /// The list.
+    pub kind: ListKind,
+}
+
+impl ListChange {
+    /// Whether a client session of `user` in `org`, reaching `surface`,
+    /// may hear of this change.
+    pub fn reaches(&self, org: &OrgId, user: &str, surface: &Surface) -> bool {
+        self.org == *org
+            && self.user.as_deref().is_none_or(|own| own == user)
+            && surface
+                .members()
+                .iter()
+                .any(|member| member.integration == self.integration)
+    }
+}
+
+/// What a listener of the feed hears next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Heard {
+    /// A change.
+    Change(ListChange),
+    /// The listener fell behind and missed changes: any list may have
+    /// changed.
+    Missed,
+}
+
+/// Every server's list changes, for the client sessions of one replica.
+#[derive(Debug, Clone)]
+pub struct ChangeFeed {
+    sender: broadcast::Sender<ListChange>,
+}
+
+impl ChangeFeed {
+    /// A feed holding at most `capacity` announcements a listener has not
+    /// heard yet (at least one).
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            sender: broadcast::channel(capacity.max(1)).0,
+        }
+    }
+
+    /// Tells every listener of `change`; nobody listening is no failure.
+    pub fn announce(&self, change: ListChange) {
+        tracing::debug!(integration_id = %change.integration, kind = ?change.kind, "list change announced");
+        let _ = self.sender.send(change);
+    }
+
+    /// A listener hearing the changes announced from now on.
+    pub fn listen(&self) -> ChangeListener {
+        ChangeListener {
+            receiver: self.sender.subscribe(),
+        }
+    }
+}
+
+/// One listener of a [`ChangeFeed`].
+#[derive(Debug)]
+pub struct ChangeListener {
+    receiver: broadcast::Receiver<ListChange>,
+}
+
+impl ChangeListener {
+    /// The next thing heard, or `None` when the feed is gone.
+    pub async fn next(&mut self) -> Option<Heard> {
+        match self.receiver.recv().await {
+            Ok(change) => Some(Heard::Change(change)),
+            Err(broadcast::error::RecvError::Lagged(_)) => Some(Heard::Missed),
+            Err(broadcast::error::RecvError::Closed) => None,
+        }
+    }
+}
+
+/// A server's elicitation for the client whose call made it.
+#[derive(Debug)]
+pub struct Question {
+    /// The `ElicitRequestParams` wire JSON, as the server sent it.
+    pub params: Value,
+    /// Where the client's `ElicitResult` wire JSON goes.
+    pub answer: oneshot::Sender<Value>,
+}
+
+/// The upstream session whose questions a client answers.
+type Line = (OrgId, SessionScope);
+
+/// The clients registered for each line, each with its registration's id.
+type Lines = HashMap<Line, Vec<(u64, mpsc::Sender<Question>)>>;
+
+/// The clients that can answer the questions of upstream sessions, by the
+/// session's organization and scope: a client's call registers while it
+/// runs, and a server's question on that scope's session goes to it.
+#[derive(Debug)]
+pub struct ClientQuestions {
+    lines: Mutex<Lines>,
+    next: AtomicU64,
+    capacity: usize,
+}
+
+impl ClientQuestions {
+    /// No client yet; each holds at most `capacity` unanswered questions
+    /// (at least one).
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            lines: Mutex::default(),
+            next: AtomicU64::new(0),
+            capacity: capacity.max(1),
+        }
+    }
+
+    fn lines(&self) -> MutexGuard<'_, Lines> {
+        // A panic while holding the lock leaves a map that is still valid.
+        self.lines.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers a client, able to answer, for the upstream session of
+    /// `scope` in `org` while the returned guard lives; its questions come
+    /// out of the receiver.
+    pub fn open(
+        self: &Arc<Self>,
+        org: &OrgId,
+        scope: &SessionScope,
+    ) -> (OpenLine, mpsc::Receiver<Question>) {
+        let (sender, receiver) = mpsc::channel(self.capacity);
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let line = (org.clone(), scope.clone());
+        self.lines()
+            .entry(line.clone())
+            .or_default()
+            .push((id, sender));
+        let open = OpenLine {
+            questions: self.clone(),
+            line,
+            id,
+        };
+        (open, receiver)
+    }
+
+    /// Whether a client answers the questions of `scope` in `org` now.
+    pub fn has_client(&self, org: &OrgId, scope: &SessionScope) -> bool {
+        self.lines()
+            .get(&(org.clone(), scope.clone()))
+            .is_some_and(|clients| clients.iter().any(|(_, sender)| !sender.is_closed()))
+    }
+
+    /// Asks the client answering `scope` in `org` the elicitation `params`
+    /// and waits for its answer; `None` when no client can take it (none
+    /// registered, its questions at their limit, or it went away before
+    /// answering): then the question is answered as without a client.
+    pub async fn ask(&self, org: &OrgId, scope: &SessionScope, params: Value) -> Option<Value> {
+        let (answer, answered) = oneshot::channel();
+        let question = Question { params, answer };
+        let sent = {
+            let lines = self.lines();
+            // The latest call first: it is the one most likely waiting.
+            let client = lines
+                .get(&(org.clone(), scope.clone()))
+                .and_then(|clients| clients.iter().rev().find(|(_, s)| !s.is_closed()));
+            match client {
+                Some((_, sender)) => sender.try_send(question).is_ok(),
+                None => false,
+            }
+        };
+        if !sent {
+            tracing::debug!("no client takes the question: answered without one");
+            return None;
+        }
+        answered.await.ok()
+    }
+
+    fn close(&self, line: &Line, id: u64) {
+        let mut lines = self.lines();
+        if let Some(clients) = lines.get_mut(line) {
+            clients.retain(|(own, _)| *own != id);
+            if clients.is_empty() {
+                lines.remove(line);
+            }
+        }
+    }
+}
+
+/// A client registered to answer questions; unregistered when dropped.
+#[derive(Debug)]
+pub struct OpenLine {
+    questions: Arc<ClientQuestions>,
+    line: Line,
+    id: u64,
+}
+
+impl Drop for OpenLine {
+    fn drop(&mut self) {
+        self.questions.close(&self.line, self.id);
+    }
+}
+
+/// Everything flowing from servers toward the endpoint's clients.
+#[derive(Debug, Clone)]
+pub struct Downstream {
+    /// List changes.
+    pub changes: ChangeFeed,
+    /// Questions asked during calls.
+    pub questions: Arc<ClientQuestions>,
+}
+
+impl Downstream {
+    /// A feed of `changes` capacity, and calls holding at most
+    /// `questions` unanswered questions each.
+    pub fn new(changes: usize, questions: usize) -> Self {
+        Self {
+            changes: ChangeFeed::new(changes),
+            questions: Arc::new(ClientQuestions::new(questions)),
+        }
+    }
+}
+
+impl Default for Downstream {
+    /// The endpoint's default bounds.
+    fn default() -> Self {
+        Self::new(256, 4)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::domain::surface::Member;
+
+    fn org(name: &str) -> OrgId {
+        OrgId(name.to_owned())
+    }
+
+    fn change(org_name: &str, integration: IntegrationId, user: Option<&str>) -> ListChange {
+        ListChange {
+            org: org(org_name),
+            integration,
+            user: user.map(str::to_owned),
+            kind: ListKind::Tools,
+        }
+    }
+
+    #[test]
+    fn a_change_reaches_only_its_organization_its_surface_and_its_user() {
+        let (ours, other) = (IntegrationId::new(), IntegrationId::new());
+        let surface = Surface::of(vec![Member::whole(ours)]);
+        assert!(change("a", ours, None).reaches(&org("a"), "ada", &surface));
+        assert!(!change("a", ours, None).reaches(&org("b"), "ada", &surface));
+        assert!(!change("a", other, None).reaches(&org("a"), "ada", &surface));
+        assert!(change("a", ours, Some("ada")).reaches(&org("a"), "ada", &surface));
+        assert!(!change("a", ours, Some("bob")).reaches(&org("a"), "ada", &surface));
+    }
+
+    #[tokio::test]
+    async fn a_listener_past_the_feeds_capacity_hears_that_it_missed_changes() {
+        let feed = ChangeFeed::new(2);
+        let mut listener = feed.listen();
+        let id = IntegrationId::new();
+        for _ in 0..3 {
+            feed.announce(change("a", id, None));
+        }
+        assert_eq!(listener.next().await, Some(Heard::Missed));
+        assert_eq!(
+            listener.next().await,
+            Some(Heard::Change(change("a", id, None)))
+        );
+        feed.announce(change("a", id, None));
+        assert_eq!(
+            listener.next().await,
+            Some(Heard::Change(change("a", id, None)))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_question_reaches_the_client_of_its_scope_and_its_answer_comes_back() {
+        let questions = Arc::new(ClientQuestions::new(4));
+        let scope = SessionScope::new("ada", "mcp-session:1");
+        let (_open, mut received) = questions.open(&org("a"), &scope);
+        let client = tokio::spawn(async move {
+            let question = received.recv().await.expect("a question");
+            question
+                .answer
+                .send(json!({"action": "accept", "asked": question.params}))
+                .expect("sent");
+        });
+        let answer = questions
+            .ask(&org("a"), &scope, json!({"message": "sure?"}))
+            .await;
+        assert_eq!(
+            answer,
+            Some(json!({"action": "accept", "asked": {"message": "sure?"}}))
+        );
+        client.await.expect("client");
+        // Another organization's session of the same scope name has no
+        // client: its question is not this client's.
+        assert_eq!(questions.ask(&org("b"), &scope, json!({})).await, None);
+    }
+
+    #[tokio::test]
+    async fn questions_past_a_clients_limit_and_after_it_left_are_answered_without_it() {
+        let questions = Arc::new(ClientQuestions::new(1));
+        let scope = SessionScope::new("ada", "mcp-session:1");
+        let (open, received) = questions.open(&org("a"), &scope);
+        assert!(questions.has_client(&org("a"), &scope));
+        // The first question waits in the client's queue, unanswered.
+        let first = {
+            let questions = questions.clone();
+            let scope = scope.clone();
+            tokio::spawn(async move { questions.ask(&org("a"), &scope, json!(1)).await })
+        };
+        while received.is_empty() {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(questions.ask(&org("a"), &scope, json!(2)).await, None);
+        drop(received);
+        assert_eq!(first.await.expect("first"), None);
+        drop(open);
+        assert!(!questions.has_client(&org("a"), &scope));
+        assert!(questions.lines().is_empty(), "the line was closed");
+    }
+}

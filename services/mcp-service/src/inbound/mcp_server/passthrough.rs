@@ -1,0 +1,156 @@
+//! What the integrations' servers send toward the endpoint's MCP clients,
+//! passed on: their list changes, announced to each client session whose
+//! surface they concern, and their elicitations during a call, asked of the
+//! client that made it.
+//!
+//! Who may hear what is the domain's rule
+//! ([`crate::domain::downstream`]); this file only speaks the protocol.
+
+use std::future::Future;
+
+use futures::{StreamExt as _, stream::FuturesUnordered};
+use rmcp::{
+    RoleServer,
+    model::{ClientResult, ElicitRequest, ElicitRequestParams, ServerRequest, SubscriptionFilter},
+    service::{Peer, SubscriptionSink},
+};
+use tokio::sync::mpsc;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use super::caller::Caller;
+use crate::domain::downstream::{ChangeFeed, Heard, ListKind, Question};
+
+/// Where a client hears of changes: its session's stream (initialize era)
+/// or its `subscriptions/listen` stream (2026-07-28).
+pub(super) enum Ear {
+    /// A session's peer.
+    Session(Peer<RoleServer>),
+    /// A listen stream.
+    Listen(SubscriptionSink),
+}
+
+impl Ear {
+    /// Tells the client that `kind` changed; false when it cannot hear
+    /// any more.
+    async fn tell(&self, kind: ListKind) -> bool {
+        match self {
+            Self::Session(peer) => match kind {
+                ListKind::Tools => peer.notify_tool_list_changed().await.is_ok(),
+                ListKind::Resources => peer.notify_resource_list_changed().await.is_ok(),
+                ListKind::Prompts => peer.notify_prompt_list_changed().await.is_ok(),
+            },
+            Self::Listen(sink) => match kind {
+                ListKind::Tools => sink.notify_tool_list_changed().await.is_ok(),
+                ListKind::Resources => sink.notify_resource_list_changed().await.is_ok(),
+                ListKind::Prompts => sink.notify_prompt_list_changed().await.is_ok(),
+            },
+        }
+    }
+}
+
+/// Passes the changes of `feed` that `caller` may hear on to `ear` until
+/// the client cannot hear any more or the feed ends. A client that fell
+/// behind is told that every list changed.
+pub(super) async fn pass_changes(feed: &ChangeFeed, caller: &Caller, ear: Ear) {
+    let mut listener = feed.listen();
+    let org = caller.org();
+    while let Some(heard) = listener.next().await {
+        let kinds: &[ListKind] = match &heard {
+            Heard::Change(change)
+                if change.reaches(&org, &caller.principal.user_id, &caller.surface) =>
+            {
+                std::slice::from_ref(&change.kind)
+            }
+            Heard::Change(_) => continue,
+            Heard::Missed => &ListKind::ALL,
+        };
+        for kind in kinds {
+            if !ear.tell(*kind).await {
+                return;
+            }
+        }
+    }
+}
+
+/// Passes changes on to a session's client on a task of its own, until the
+/// returned guard is dropped (with the session) or the client is gone.
+pub(super) fn spawn_session_changes(
+    feed: ChangeFeed,
+    caller: Caller,
+    peer: Peer<RoleServer>,
+) -> DropGuard {
+    let stop = CancellationToken::new();
+    let running = stop.clone();
+    tokio::spawn(async move {
+        running
+            .run_until_cancelled(pass_changes(&feed, &caller, Ear::Session(peer)))
+            .await;
+    });
+    stop.drop_guard()
+}
+
+/// The list changes a `subscriptions/listen` client may ask for: those the
+/// endpoint announces.
+pub(super) fn listen_filter(requested: &SubscriptionFilter) -> SubscriptionFilter {
+    let mut accepted = SubscriptionFilter::builder();
+    if requested.tools_list_changed == Some(true) {
+        accepted = accepted.tools_list_changed();
+    }
+    if requested.resources_list_changed == Some(true) {
+        accepted = accepted.resources_list_changed();
+    }
+    if requested.prompts_list_changed == Some(true) {
+        accepted = accepted.prompts_list_changed();
+    }
+    accepted.build()
+}
+
+/// Runs `call` while answering the questions its servers ask through
+/// `questions` by asking the client on `peer`. Questions are asked from
+/// the call's own handler, so that they reach the client on the call's
+/// stream; whatever is unanswered when the call ends is dropped (the
+/// server then has the policy's answer).
+pub(super) async fn answering<T>(
+    call: impl Future<Output = T>,
+    mut questions: mpsc::Receiver<Question>,
+    peer: &Peer<RoleServer>,
+) -> T {
+    let mut asking = FuturesUnordered::new();
+    let mut open = true;
+    let call = std::pin::pin!(call);
+    let mut call = call;
+    loop {
+        tokio::select! {
+            outcome = &mut call => return outcome,
+            question = questions.recv(), if open => match question {
+                Some(question) => asking.push(ask(peer, question)),
+                None => open = false,
+            },
+            Some(()) = asking.next(), if !asking.is_empty() => {}
+        }
+    }
+}
+
+/// Asks the client one question and sends its answer back.
+async fn ask(peer: &Peer<RoleServer>, question: Question) {
+    let params = match serde_json::from_value::<ElicitRequestParams>(question.params) {
+        Ok(params) => params,
+        Err(error) => {
+            tracing::debug!(error = %error, "an elicitation the client cannot be asked");
+            return;
+        }
+    };
+    // The SDK's own `create_elicitation` is behind a feature that would
+    // build its whole elicitation schema support; this is the same request.
+    let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+    match peer.send_request(request).await {
+        Ok(ClientResult::ElicitResult(result)) => match serde_json::to_value(result) {
+            Ok(answer) => {
+                let _ = question.answer.send(answer);
+            }
+            Err(error) => tracing::debug!(error = %error, "the client's answer is unreadable"),
+        },
+        Ok(_) => tracing::debug!("the client answered the elicitation with something else"),
+        Err(error) => tracing::debug!(error = %error, "the client did not answer the elicitation"),
+    }
+}

@@ -23,6 +23,7 @@ mod integrations;
 mod mcp_endpoint;
 mod mcp_endpoint_toolsets;
 mod oauth_client_credentials;
+mod oauth_dpop;
 mod oauth_on_behalf;
 mod oauth_organization;
 mod oauth_users;

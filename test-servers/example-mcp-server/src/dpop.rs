@@ -221,7 +221,7 @@ impl DpopRealm {
         &mut self,
         proof: Option<&str>,
         token_url: &str,
-    ) -> Result<String, Response> {
+    ) -> Result<String, Box<Response>> {
         let nonce = self.required(true);
         let expected = Expected {
             method: "POST",
@@ -233,19 +233,19 @@ impl DpopRealm {
             Ok(jkt) => Ok(jkt),
             Err(Refusal::Nonce) => {
                 self.events.push("as-nonce".into());
-                Err(refusal(
+                Err(Box::new(refusal(
                     StatusCode::BAD_REQUEST,
                     &[("dpop-nonce", nonce.unwrap_or_default())],
                     json!({"error": "use_dpop_nonce"}),
-                ))
+                )))
             }
             Err(Refusal::Invalid(why)) => {
                 self.events.push(format!("as-invalid:{why}"));
-                Err(refusal(
+                Err(Box::new(refusal(
                     StatusCode::BAD_REQUEST,
                     &[],
                     json!({"error": "invalid_dpop_proof"}),
-                ))
+                )))
             }
         }
     }
@@ -263,7 +263,7 @@ impl DpopRealm {
         url: &str,
         authorization: Option<&str>,
         proof: Option<&str>,
-    ) -> Result<Option<String>, Response> {
+    ) -> Result<Option<String>, Box<Response>> {
         let unauthorized = |events: &mut Vec<String>, event: String, error: &str| {
             events.push(event);
             refusal(
@@ -277,11 +277,11 @@ impl DpopRealm {
         };
         if let Some(token) = authorization.strip_prefix("Bearer ") {
             if self.bound.contains_key(token) {
-                return Err(unauthorized(
+                return Err(Box::new(unauthorized(
                     &mut self.events,
                     "rs-bearer".into(),
                     "invalid_token",
-                ));
+                )));
             }
             return Ok(None);
         }
@@ -290,7 +290,11 @@ impl DpopRealm {
         };
         let Some(jkt) = self.bound.get(token).cloned() else {
             let event = "rs-invalid:unbound token".to_owned();
-            return Err(unauthorized(&mut self.events, event, "invalid_token"));
+            return Err(Box::new(unauthorized(
+                &mut self.events,
+                event,
+                "invalid_token",
+            )));
         };
         let nonce = self.required(false);
         let expected = Expected {
@@ -301,24 +305,24 @@ impl DpopRealm {
         };
         match check(proof, &expected, &mut self.seen) {
             Ok(proven) if proven == jkt => Ok(Some(token.to_owned())),
-            Ok(_) => Err(unauthorized(
+            Ok(_) => Err(Box::new(unauthorized(
                 &mut self.events,
                 "rs-invalid:key".into(),
                 "invalid_dpop_proof",
-            )),
+            ))),
             Err(Refusal::Nonce) => {
                 let mut response =
                     unauthorized(&mut self.events, "rs-nonce".into(), "use_dpop_nonce");
                 if let Some(value) = nonce.and_then(|n| HeaderValue::from_str(&n).ok()) {
                     response.headers_mut().insert("dpop-nonce", value);
                 }
-                Err(response)
+                Err(Box::new(response))
             }
-            Err(Refusal::Invalid(why)) => Err(unauthorized(
+            Err(Refusal::Invalid(why)) => Err(Box::new(unauthorized(
                 &mut self.events,
                 format!("rs-invalid:{why}"),
                 "invalid_dpop_proof",
-            )),
+            ))),
         }
     }
 }

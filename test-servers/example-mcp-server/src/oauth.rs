@@ -290,36 +290,40 @@ pub(crate) async fn guard(
             json_response(StatusCode::CREATED, registered)
         }
         "/authorize" => authorize(&realm, &base, &query),
-        "/token" => {
-            let proof = header_text(&request, "dpop");
-            let basic = request
-                .headers()
-                .get(header::AUTHORIZATION)
-                .and_then(|value| value.to_str().ok())
-                .map(str::to_owned);
-            let body = axum::body::to_bytes(request.into_body(), 64 * 1024)
-                .await
-                .unwrap_or_default();
-            let form = form(&body);
-            realm.state().token_requests.push(TokenRequest {
-                authorization: basic.clone(),
-                form: form.clone(),
-                dpop: proof.clone(),
-            });
-            let seen = basic.or_else(|| form.get("client_secret").cloned());
-            realm.state().token_credentials.extend(seen);
-            // The proof before the grant: a code is spent only once.
-            let jkt = match realm.state().dpop.as_mut() {
-                Some(dpop) => match dpop.token_proof(proof.as_deref(), &format!("{base}/token")) {
-                    Ok(jkt) => Some(jkt),
-                    Err(refused) => return refused,
-                },
-                None => None,
-            };
-            token(&realm, &form, jkt).await
-        }
+        "/token" => token_endpoint(&realm, &base, request).await,
         _ => mcp(&realm, &base, request, next).await,
     }
+}
+
+/// The token endpoint: the request recorded, its DPoP proof checked when
+/// tokens are bound, then the grant.
+async fn token_endpoint(realm: &OAuthRealm, base: &str, request: Request) -> Response {
+    let proof = header_text(&request, "dpop");
+    let basic = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    let body = axum::body::to_bytes(request.into_body(), 64 * 1024)
+        .await
+        .unwrap_or_default();
+    let form = form(&body);
+    realm.state().token_requests.push(TokenRequest {
+        authorization: basic.clone(),
+        form: form.clone(),
+        dpop: proof.clone(),
+    });
+    let seen = basic.or_else(|| form.get("client_secret").cloned());
+    realm.state().token_credentials.extend(seen);
+    // The proof before the grant: a code is spent only once.
+    let jkt = match realm.state().dpop.as_mut() {
+        Some(dpop) => match dpop.token_proof(proof.as_deref(), &format!("{base}/token")) {
+            Ok(jkt) => Some(jkt),
+            Err(refused) => return *refused,
+        },
+        None => None,
+    };
+    token(realm, &form, jkt).await
 }
 
 fn authorize(realm: &OAuthRealm, base: &str, query: &HashMap<String, String>) -> Response {
@@ -496,7 +500,7 @@ async fn mcp(realm: &OAuthRealm, base: &str, request: Request<Body>, next: Next)
             .as_deref()
             .and_then(|value| value.strip_prefix("Bearer "))
             .map(str::to_owned),
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let user = token.and_then(|token| realm.state().access.get(&token).cloned());
     let Some(user) = user else {

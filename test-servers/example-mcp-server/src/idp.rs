@@ -127,6 +127,7 @@ async fn token(
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned),
         form: form.clone(),
+        dpop: None,
     });
     let field = |name: &str| form.get(name).map(String::as_str).unwrap_or_default();
     let subject = claims(field("subject_token"))

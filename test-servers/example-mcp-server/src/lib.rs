@@ -29,6 +29,7 @@ mod catalog;
 mod confirm;
 mod cut;
 pub mod data;
+mod dpop;
 mod http;
 mod idp;
 mod listen;

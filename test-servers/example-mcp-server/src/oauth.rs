@@ -26,7 +26,7 @@ use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
-use crate::http::MCP_PATH;
+use crate::{dpop::DpopRealm, http::MCP_PATH};
 
 /// A code waiting to be exchanged.
 #[derive(Debug)]
@@ -54,7 +54,9 @@ struct RealmState {
     access_lifetime: Option<u64>,
     refresh_barrier: Option<(Arc<tokio::sync::Barrier>, usize)>,
     presented: Vec<String>,
+    presented_proofs: Vec<String>,
     refuse_exchanges: bool,
+    dpop: Option<DpopRealm>,
 }
 
 /// One request the token endpoint received.
@@ -64,6 +66,8 @@ pub struct TokenRequest {
     pub authorization: Option<String>,
     /// Its form fields.
     pub form: HashMap<String, String>,
+    /// Its `DPoP` proof header.
+    pub dpop: Option<String>,
 }
 
 /// The authorization server's state: issued tokens and whose they are,
@@ -109,6 +113,50 @@ impl OAuthRealm {
     /// Every `Authorization` header the MCP endpoint received, in order.
     pub fn presented(&self) -> Vec<String> {
         self.state().presented.clone()
+    }
+
+    /// Binds tokens with DPoP (RFC 9449): the metadata lists ES256, a
+    /// token request needs a proof, its tokens are bound to the proof's key
+    /// and the MCP endpoint accepts them only as DPoP tokens with a proof;
+    /// with `nonces`, both require their nonce.
+    pub fn require_dpop(&self, nonces: bool) {
+        let mut state = self.state();
+        state.dpop = Some(DpopRealm::new(nonces));
+        state
+            .metadata
+            .insert("dpop_signing_alg_values_supported".into(), json!(["ES256"]));
+    }
+
+    /// Both servers require new DPoP nonces from now on.
+    pub fn rotate_dpop_nonces(&self) {
+        if let Some(dpop) = self.state().dpop.as_mut() {
+            dpop.rotate_nonces();
+        }
+    }
+
+    /// Every DPoP check from now on requires a nonce never given before,
+    /// so none passes (a hostile server).
+    pub fn refuse_every_dpop_nonce(&self) {
+        if let Some(dpop) = self.state().dpop.as_mut() {
+            dpop.refuse_every_nonce();
+        }
+    }
+
+    /// The DPoP checks' outcomes other than success, in order:
+    /// `as-nonce`, `rs-nonce` (a nonce asked for), `as-invalid:<why>`,
+    /// `rs-invalid:<why>` (a proof refused), `rs-bearer` (a bound token
+    /// presented as a bearer token).
+    pub fn dpop_events(&self) -> Vec<String> {
+        self.state()
+            .dpop
+            .as_ref()
+            .map(DpopRealm::events)
+            .unwrap_or_default()
+    }
+
+    /// Every `DPoP` proof header the MCP endpoint received, in order.
+    pub fn presented_proofs(&self) -> Vec<String> {
+        self.state().presented_proofs.clone()
     }
 
     /// Refuses every token exchange with `invalid_grant`.
@@ -242,26 +290,40 @@ pub(crate) async fn guard(
             json_response(StatusCode::CREATED, registered)
         }
         "/authorize" => authorize(&realm, &base, &query),
-        "/token" => {
-            let basic = request
-                .headers()
-                .get(header::AUTHORIZATION)
-                .and_then(|value| value.to_str().ok())
-                .map(str::to_owned);
-            let body = axum::body::to_bytes(request.into_body(), 64 * 1024)
-                .await
-                .unwrap_or_default();
-            let form = form(&body);
-            realm.state().token_requests.push(TokenRequest {
-                authorization: basic.clone(),
-                form: form.clone(),
-            });
-            let seen = basic.or_else(|| form.get("client_secret").cloned());
-            realm.state().token_credentials.extend(seen);
-            token(&realm, &form).await
-        }
+        "/token" => token_endpoint(&realm, &base, request).await,
         _ => mcp(&realm, &base, request, next).await,
     }
+}
+
+/// The token endpoint: the request recorded, its DPoP proof checked when
+/// tokens are bound, then the grant.
+async fn token_endpoint(realm: &OAuthRealm, base: &str, request: Request) -> Response {
+    let proof = header_text(&request, "dpop");
+    let basic = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    let body = axum::body::to_bytes(request.into_body(), 64 * 1024)
+        .await
+        .unwrap_or_default();
+    let form = form(&body);
+    realm.state().token_requests.push(TokenRequest {
+        authorization: basic.clone(),
+        form: form.clone(),
+        dpop: proof.clone(),
+    });
+    let seen = basic.or_else(|| form.get("client_secret").cloned());
+    realm.state().token_credentials.extend(seen);
+    // The proof before the grant: a code is spent only once.
+    let jkt = match realm.state().dpop.as_mut() {
+        Some(dpop) => match dpop.token_proof(proof.as_deref(), &format!("{base}/token")) {
+            Ok(jkt) => Some(jkt),
+            Err(refused) => return *refused,
+        },
+        None => None,
+    };
+    token(realm, &form, jkt).await
 }
 
 fn authorize(realm: &OAuthRealm, base: &str, query: &HashMap<String, String>) -> Response {
@@ -297,7 +359,20 @@ fn authorize(realm: &OAuthRealm, base: &str, query: &HashMap<String, String>) ->
     response
 }
 
-async fn token(realm: &OAuthRealm, form: &HashMap<String, String>) -> Response {
+/// A request header as text.
+fn header_text(request: &Request, name: &str) -> Option<String> {
+    request
+        .headers()
+        .get(name)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
+}
+
+async fn token(
+    realm: &OAuthRealm,
+    form: &HashMap<String, String>,
+    dpop_key: Option<String>,
+) -> Response {
     let invalid = || json_response(StatusCode::BAD_REQUEST, json!({"error": "invalid_grant"}));
     let user = match form.get("grant_type").map(String::as_str) {
         Some("authorization_code") => {
@@ -341,6 +416,13 @@ async fn token(realm: &OAuthRealm, form: &HashMap<String, String>) -> Response {
         }
     };
     let mut issued = realm.issue(&user);
+    // Bound to the proof's key: a DPoP token (RFC 9449 section 5).
+    if let (Some(jkt), Some(access)) = (dpop_key, issued["access_token"].as_str()) {
+        if let Some(dpop) = realm.state().dpop.as_mut() {
+            dpop.bind(access, jkt);
+        }
+        issued["token_type"] = json!("DPoP");
+    }
     // Assertion grants get no refresh token (RFC 7523 section 3.1 advises
     // against one): a new assertion is the way to a new token.
     if form.get("grant_type").map(String::as_str)
@@ -395,19 +477,32 @@ async fn refresh(realm: &OAuthRealm, token: Option<&String>) -> Option<String> {
 }
 
 async fn mcp(realm: &OAuthRealm, base: &str, request: Request<Body>, next: Next) -> Response {
-    if let Some(value) = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
+    let authorization = header_text(&request, header::AUTHORIZATION.as_str());
+    let proof = header_text(&request, "dpop");
     {
-        realm.state().presented.push(value.to_owned());
+        let mut state = realm.state();
+        state.presented.extend(authorization.clone());
+        state.presented_proofs.extend(proof.clone());
     }
-    let user = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .and_then(|token| realm.state().access.get(token).cloned());
+    let url = format!("{base}{}", request.uri().path());
+    let proven = match realm.state().dpop.as_mut() {
+        Some(dpop) => dpop.resource_proof(
+            request.method().as_str(),
+            &url,
+            authorization.as_deref(),
+            proof.as_deref(),
+        ),
+        None => Ok(None),
+    };
+    let token = match proven {
+        Ok(Some(token)) => Some(token),
+        Ok(None) => authorization
+            .as_deref()
+            .and_then(|value| value.strip_prefix("Bearer "))
+            .map(str::to_owned),
+        Err(refused) => return *refused,
+    };
+    let user = token.and_then(|token| realm.state().access.get(&token).cloned());
     let Some(user) = user else {
         let challenge = format!(
             "Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource{MCP_PATH}\", scope=\"mcp\""

@@ -24,6 +24,7 @@ mod mcp_endpoint;
 mod mcp_endpoint_passthrough;
 mod mcp_endpoint_toolsets;
 mod oauth_client_credentials;
+mod oauth_dpop;
 mod oauth_on_behalf;
 mod oauth_organization;
 mod oauth_users;

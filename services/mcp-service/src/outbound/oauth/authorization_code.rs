@@ -11,7 +11,7 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 use async_trait::async_trait;
 use rmcp::transport::auth::{
     AuthError, AuthorizationManager, AuthorizationMetadata, CredentialStore,
-    InMemoryCredentialStore, InMemoryStateStore, OAuthClientConfig, StateStore,
+    InMemoryCredentialStore, InMemoryStateStore, OAuthClientConfig, OAuthHttpClient, StateStore,
 };
 
 use crate::domain::{
@@ -27,6 +27,8 @@ use crate::domain::{
 use crate::outbound::{
     http::check_request_url,
     oauth::client::{OAuthClients, failed},
+    oauth::dpop::{self, DpopKey},
+    oauth::dpop_http::DpopOAuthHttp,
     oauth::http::PolicyOAuthHttp,
     oauth::refresh::SealedCredentials,
     oauth::store::{ClientRegistration, Grant, GrantKey, LivePending, Pending, SqlOAuthStore},
@@ -103,14 +105,29 @@ impl AuthorizationCodeFlows {
             .clone()
     }
 
-    /// A manager for the MCP server at `url` that has read the authorization
-    /// server's metadata (from `challenge` when given).
+    /// The HTTP client of `grant`'s OAuth requests: with DPoP proofs at
+    /// the token endpoint when its tokens are bound to a key.
+    fn oauth_http(&self, grant: &Grant) -> Arc<dyn OAuthHttpClient> {
+        match &grant.dpop_key {
+            Some(key) => Arc::new(DpopOAuthHttp::new(
+                self.http.clone(),
+                key.clone(),
+                &grant.metadata.token_endpoint,
+            )),
+            None => self.http.clone(),
+        }
+    }
+
+    /// A manager for the MCP server at `url`, requesting through `http`,
+    /// that has read the authorization server's metadata (from `challenge`
+    /// when given).
     async fn manager(
         &self,
         url: &str,
         challenge: Option<&str>,
+        http: Arc<dyn OAuthHttpClient>,
     ) -> Result<(AuthorizationManager, AuthorizationMetadata), AuthorizationError> {
-        let mut manager = AuthorizationManager::new_with_oauth_http_client(url, self.http.clone())
+        let mut manager = AuthorizationManager::new_with_oauth_http_client(url, http)
             .await
             .map_err(failed)?;
         let resolution = manager
@@ -214,7 +231,16 @@ impl AuthorizationCodeFlows {
             Some(challenge) => Some(challenge.to_owned()),
             None => self.challenge(url).await?,
         };
-        let (mut manager, metadata) = self.manager(url, challenge.as_deref()).await?;
+        let (mut manager, metadata) = self
+            .manager(url, challenge.as_deref(), self.http.clone())
+            .await?;
+        // A key for the tokens to be bound to, when the authorization
+        // server binds them (made now: the grant carries it to whichever
+        // replica completes the flow).
+        let dpop_key = dpop::wanted_by(&metadata)
+            .then(DpopKey::generate)
+            .transpose()
+            .map_err(|e| AuthorizationError::Failed(e.to_string()))?;
         let grant_key = GrantKey {
             user: integration.grant_user(&key.user).to_owned(),
             ..key.clone()
@@ -249,6 +275,7 @@ impl AuthorizationCodeFlows {
                 client,
                 credentials: None,
                 refresh_rejected: false,
+                dpop_key,
             },
             state: stored,
             organization_wide: config.organization_wide,
@@ -262,12 +289,13 @@ impl AuthorizationCodeFlows {
     }
 
     /// A manager ready to hand out `key`'s tokens, refreshing them (and
-    /// sealing the refreshed ones) as they near expiry.
+    /// sealing the refreshed ones) as they near expiry, and the key the
+    /// access token is bound to when it is DPoP-bound.
     pub async fn session_manager(
         &self,
         integration: &Integration,
         user: &str,
-    ) -> Result<AuthorizationManager, CallError> {
+    ) -> Result<(AuthorizationManager, Option<DpopKey>), CallError> {
         let (url, _) = per_user(integration).map_err(|e| CallError::Connect(e.to_string()))?;
         let key = GrantKey {
             org: integration.org_id.clone(),
@@ -286,9 +314,10 @@ impl AuthorizationCodeFlows {
                     && grant.usable_credentials().is_some()
             })
             .ok_or(CallError::AuthorizationRequired(None))?;
-        let mut manager = AuthorizationManager::new_with_oauth_http_client(url, self.http.clone())
-            .await
-            .map_err(|e| CallError::Connect(e.to_string()))?;
+        let mut manager =
+            AuthorizationManager::new_with_oauth_http_client(url, self.oauth_http(&grant))
+                .await
+                .map_err(|e| CallError::Connect(e.to_string()))?;
         manager.set_metadata(grant.metadata.clone());
         manager
             .configure_client(client_config(&grant.client))
@@ -296,7 +325,7 @@ impl AuthorizationCodeFlows {
         let refresh = self.refresh_lock(&key);
         manager.set_credential_store(SealedCredentials::new(self.store.clone(), key, refresh));
         ready(&manager).await?;
-        Ok(manager)
+        Ok((manager, grant.dpop_bound_key().cloned()))
     }
 }
 
@@ -427,7 +456,11 @@ impl Authorizations for AuthorizationCodeFlows {
         // The same discovery as at the start, so that the token request
         // names the same resource the authorization request did.
         let (mut manager, _) = self
-            .manager(&grant.resource_url, grant.challenge.as_deref())
+            .manager(
+                &grant.resource_url,
+                grant.challenge.as_deref(),
+                self.oauth_http(&grant),
+            )
             .await?;
         manager.set_metadata(grant.metadata.clone());
         manager

@@ -49,16 +49,15 @@ impl PolicyOAuthHttp {
         }
     }
 
-    async fn execute_bounded(
+    /// Sends `request` (a redirect followed or not as `redirect_policy`
+    /// says, within `timeout` and never past [`MAX_REQUEST_TIME`]), its
+    /// answer read up to the bound.
+    pub async fn execute_bounded(
         &self,
-        request: OAuthHttpRequest,
+        request: http::Request<Vec<u8>>,
+        redirect_policy: OAuthHttpRedirectPolicy,
+        timeout: Option<Duration>,
     ) -> Result<http::Response<Vec<u8>>, OAuthHttpClientError> {
-        let OAuthHttpRequest {
-            request,
-            redirect_policy,
-            timeout,
-            ..
-        } = request;
         let client = match redirect_policy {
             OAuthHttpRedirectPolicy::Stop => &self.stop,
             _ => &self.follow,
@@ -96,6 +95,12 @@ impl PolicyOAuthHttp {
 
 impl OAuthHttpClient for PolicyOAuthHttp {
     fn execute(&self, request: OAuthHttpRequest) -> OAuthHttpClientFuture<'_> {
-        Box::pin(self.execute_bounded(request))
+        let OAuthHttpRequest {
+            request,
+            redirect_policy,
+            timeout,
+            ..
+        } = request;
+        Box::pin(self.execute_bounded(request, redirect_policy, timeout))
     }
 }

@@ -5,6 +5,8 @@
 pub mod authorization_code;
 pub mod client;
 pub mod client_credentials;
+pub mod dpop;
+pub mod dpop_http;
 pub mod http;
 pub mod on_behalf_of;
 pub mod refresh;

@@ -5,11 +5,13 @@
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use oauth2::TokenResponse as _;
 use rmcp::transport::auth::{AuthorizationMetadata, StoredAuthorizationState, StoredCredentials};
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 use sqlx::{AnyPool, Row};
 
 use crate::domain::integration::{IntegrationId, OrgId};
+use crate::outbound::oauth::dpop::DpopKey;
 use crate::outbound::storage::secret_box::{KeyRing, Sealed};
 
 /// How long a started authorization may be completed.
@@ -84,12 +86,33 @@ pub struct Grant {
     /// used; the user authorizes again.
     #[serde(default)]
     pub refresh_rejected: bool,
+    /// The key the grant's tokens are bound to (DPoP), when the
+    /// authorization server binds them: sealed with the tokens, which are
+    /// useless without it.
+    #[serde(default)]
+    pub dpop_key: Option<DpopKey>,
 }
 
 impl Grant {
     /// Tokens a call may use: present and not refused at refresh.
     pub fn usable_credentials(&self) -> Option<&StoredCredentials> {
         self.credentials.as_ref().filter(|_| !self.refresh_rejected)
+    }
+
+    /// The key to prove possession of the access token with, when the
+    /// tokens are DPoP-bound: the grant has a key and the authorization
+    /// server issued the token as a DPoP token (one it issued as a bearer
+    /// token is used as one).
+    pub fn dpop_bound_key(&self) -> Option<&DpopKey> {
+        let token_type = self
+            .credentials
+            .as_ref()?
+            .token_response
+            .as_ref()
+            .map(|response| response.token_type().as_ref().to_owned())?;
+        self.dpop_key
+            .as_ref()
+            .filter(|_| token_type.eq_ignore_ascii_case("dpop"))
     }
 }
 

@@ -2,6 +2,7 @@
 //! answers read as plain JSON, and the standalone stream awaited.
 
 pub mod capped;
+pub mod dpop;
 pub mod sse_answer;
 pub mod standalone_stream;
 
@@ -18,7 +19,7 @@ use rmcp::{
 };
 use secrecy::{ExposeSecret, SecretString};
 
-use self::{capped::CappedHttpClient, standalone_stream::StandaloneStream};
+use self::{capped::CappedHttpClient, dpop::DpopClient, standalone_stream::StandaloneStream};
 use crate::{
     domain::{
         integration::{AuthConfig, ClientAuth, Integration, Secrets},
@@ -76,17 +77,32 @@ pub(super) async fn open(
         // The user's (or the organization's) token on every request,
         // refreshed as it nears expiry and once more when the server
         // refuses it.
-        let manager = connector
+        let (manager, dpop_key) = connector
             .flows
             .session_manager(integration, integration.grant_user(user))
             .await?;
-        handshake(
-            AuthClient::new(capped, manager),
-            config,
-            handler,
-            integration,
-        )
-        .await
+        match dpop_key {
+            // A DPoP-bound token: never sent as a bearer token.
+            Some(key) => {
+                let client = DpopClient::new(capped, key, connector.http.clone());
+                handshake(
+                    AuthClient::new(client, manager),
+                    config,
+                    handler,
+                    integration,
+                )
+                .await
+            }
+            None => {
+                handshake(
+                    AuthClient::new(capped, manager),
+                    config,
+                    handler,
+                    integration,
+                )
+                .await
+            }
+        }
     } else {
         let attempt = |config| async {
             let config = static_auth(connector, integration, user, config).await?;

@@ -19,6 +19,7 @@ use serde_json::Value;
 use tracing::Instrument as _;
 
 use super::{
+    admission::{Admission, Method},
     caller::{Caller, caller_of},
     errors::{error_data, unknown},
     listing,
@@ -41,12 +42,13 @@ const INSTRUCTIONS: &str = "Switchboard: the tools, resources and prompts of you
 #[derive(Debug, Clone)]
 pub(crate) struct SurfaceServer {
     calls: AuditedCalls,
+    admission: Admission,
 }
 
 impl SurfaceServer {
-    /// A server calling through `calls`.
-    pub(crate) fn new(calls: AuditedCalls) -> Self {
-        Self { calls }
+    /// A server calling through `calls`, requests admitted by `admission`.
+    pub(crate) fn new(calls: AuditedCalls, admission: Admission) -> Self {
+        Self { calls, admission }
     }
 
     /// What each member of the caller's surface offers the caller (policies
@@ -104,12 +106,14 @@ impl ServerHandler for SurfaceServer {
     ) -> Result<ListToolsResult, ErrorData> {
         let caller = caller_of(&context)?;
         let span = caller.span("tools/list", None);
-        async {
+        let answer = async {
             let listings = self.discover_all(&caller).await?;
             Ok(ListToolsResult::with_all_items(listing::tools(&listings)))
-        }
-        .instrument(span)
-        .await
+        };
+        self.admission
+            .serve(&caller, Method::ListTools, answer)
+            .instrument(span)
+            .await
     }
 
     async fn call_tool(
@@ -119,7 +123,7 @@ impl ServerHandler for SurfaceServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let caller = caller_of(&context)?;
         let span = caller.span("tools/call", Some(&request.name));
-        async {
+        let answer = async {
             let (member, own) = caller
                 .surface
                 .route(&request.name)
@@ -148,9 +152,11 @@ impl ServerHandler for SurfaceServer {
                 .await
                 .map_err(error_data)?;
             Ok(CallToolResponse::Complete(tool_result(outcome)))
-        }
-        .instrument(span)
-        .await
+        };
+        self.admission
+            .serve(&caller, Method::CallTool, answer)
+            .instrument(span)
+            .await
     }
 
     async fn list_resources(
@@ -160,14 +166,16 @@ impl ServerHandler for SurfaceServer {
     ) -> Result<ListResourcesResult, ErrorData> {
         let caller = caller_of(&context)?;
         let span = caller.span("resources/list", None);
-        async {
+        let answer = async {
             let listings = self.discover_all(&caller).await?;
             Ok(ListResourcesResult::with_all_items(listing::resources(
                 &listings,
             )))
-        }
-        .instrument(span)
-        .await
+        };
+        self.admission
+            .serve(&caller, Method::ListResources, answer)
+            .instrument(span)
+            .await
     }
 
     async fn list_resource_templates(
@@ -177,14 +185,16 @@ impl ServerHandler for SurfaceServer {
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let caller = caller_of(&context)?;
         let span = caller.span("resources/templates/list", None);
-        async {
+        let answer = async {
             let listings = self.discover_all(&caller).await?;
             Ok(ListResourceTemplatesResult::with_all_items(
                 listing::resource_templates(&listings),
             ))
-        }
-        .instrument(span)
-        .await
+        };
+        self.admission
+            .serve(&caller, Method::ListResourceTemplates, answer)
+            .instrument(span)
+            .await
     }
 
     async fn read_resource(
@@ -194,7 +204,7 @@ impl ServerHandler for SurfaceServer {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let caller = caller_of(&context)?;
         let span = caller.span("resources/read", Some(&request.uri));
-        async {
+        let answer = async {
             let member = caller
                 .surface
                 .resource_member(&request.uri)
@@ -217,9 +227,11 @@ impl ServerHandler for SurfaceServer {
                 .await
                 .map_err(error_data)?;
             listing::complete(read.result).map(ReadResourceResponse::Complete)
-        }
-        .instrument(span)
-        .await
+        };
+        self.admission
+            .serve(&caller, Method::ReadResource, answer)
+            .instrument(span)
+            .await
     }
 
     async fn list_prompts(
@@ -229,14 +241,16 @@ impl ServerHandler for SurfaceServer {
     ) -> Result<ListPromptsResult, ErrorData> {
         let caller = caller_of(&context)?;
         let span = caller.span("prompts/list", None);
-        async {
+        let answer = async {
             let listings = self.discover_all(&caller).await?;
             Ok(ListPromptsResult::with_all_items(listing::prompts(
                 &listings,
             )))
-        }
-        .instrument(span)
-        .await
+        };
+        self.admission
+            .serve(&caller, Method::ListPrompts, answer)
+            .instrument(span)
+            .await
     }
 
     async fn get_prompt(
@@ -246,7 +260,7 @@ impl ServerHandler for SurfaceServer {
     ) -> Result<GetPromptResponse, ErrorData> {
         let caller = caller_of(&context)?;
         let span = caller.span("prompts/get", Some(&request.name));
-        async {
+        let answer = async {
             let (member, own) = caller
                 .surface
                 .route(&request.name)
@@ -268,9 +282,11 @@ impl ServerHandler for SurfaceServer {
                 .await
                 .map_err(error_data)?;
             listing::complete(result).map(GetPromptResponse::Complete)
-        }
-        .instrument(span)
-        .await
+        };
+        self.admission
+            .serve(&caller, Method::GetPrompt, answer)
+            .instrument(span)
+            .await
     }
 }
 

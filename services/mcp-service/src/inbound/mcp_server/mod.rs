@@ -5,6 +5,7 @@
 //! stateless requests with `server/discover` (2026-07-28).
 
 mod access;
+mod admission;
 mod caller;
 mod errors;
 mod handler;
@@ -22,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 
+pub(crate) use self::admission::Admission;
 use self::{
     access::{Access, INTEGRATIONS_PATH, METADATA_PATH, Site, TOOLSETS_PATH},
     handler::SurfaceServer,
@@ -46,6 +48,9 @@ pub(crate) struct EndpointParts {
     pub calls: AuditedCalls,
     /// The identity provider whose tokens are accepted.
     pub issuer: Option<String>,
+    /// The limits of the gRPC server, which the endpoint's calls count
+    /// against too.
+    pub admission: Admission,
 }
 
 /// The endpoint, ready to serve, and the token that stops it.
@@ -74,7 +79,7 @@ impl McpEndpoint {
         } else {
             config
         };
-        let server = SurfaceServer::new(parts.calls);
+        let server = SurfaceServer::new(parts.calls, parts.admission);
         let service =
             StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
         let access = Arc::new(Access {

@@ -126,8 +126,7 @@ impl ServerHandler for SurfaceServer {
         let answer = async {
             let (member, own) = caller
                 .surface
-                .route(&request.name)
-                .filter(|(member, own)| member.shows_tool(own))
+                .route_tool(&request.name)
                 .ok_or_else(|| unknown("tool", &request.name))?;
             let call = ToolCall {
                 name: own.to_owned(),

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use http::{Request, Response};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tonic::body::Body;
 use tower::{Layer, Service};
 
@@ -36,6 +36,24 @@ impl GlobalLimitLayer {
             permits: Arc::new(Semaphore::new(limit.min(Semaphore::MAX_PERMITS))),
         }
     }
+
+    /// Admits one call outside the gRPC stack (the MCP endpoint) against
+    /// the same permits as the gRPC calls, at once or not at all: the call
+    /// counts until the returned permit is dropped; None at the limit.
+    pub fn try_admit(&self) -> Option<GlobalPermit> {
+        self.permits
+            .clone()
+            .try_acquire_owned()
+            .ok()
+            .map(|permit| GlobalPermit { _permit: permit })
+    }
+}
+
+/// One call admitted by [`GlobalLimitLayer::try_admit`], counted against the
+/// process's calls in flight until dropped.
+#[derive(Debug)]
+pub struct GlobalPermit {
+    _permit: OwnedSemaphorePermit,
 }
 
 impl<S> Layer<S> for GlobalLimitLayer {
@@ -57,7 +75,7 @@ impl Gate for GlobalLimitLayer {
         S::Future: Send + 'static,
         B: Send + 'static,
     {
-        let Ok(permit) = self.permits.clone().try_acquire_owned() else {
+        let Some(permit) = self.try_admit() else {
             tracing::debug!("call refused at the process's concurrency limit");
             let response = tonic::Status::unavailable(OVERLOADED).into_http();
             return Box::pin(async move { Ok(response) });

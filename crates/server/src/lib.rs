@@ -19,6 +19,7 @@ pub mod error;
 mod gate;
 mod global_limit;
 mod held_body;
+mod limits;
 mod org_limits;
 pub mod paging;
 mod readiness;
@@ -38,11 +39,12 @@ pub use client_error::{ClientError, ErrorKind};
 pub use config::ServerArgs;
 pub use deadline::{DeadlineLayer, Deadlines};
 pub use error::{ApiError, FieldViolation, Refusal};
-pub use global_limit::GlobalLimitLayer;
+pub use global_limit::{GlobalLimitLayer, GlobalPermit};
+pub use limits::CallLimits;
 pub use org_limits::{
     Ask, GrantSettings, GrantedSlots, MemorySlotGrants, MemoryTokenBuckets, NotAdmitted,
-    OrgLimitLayer, OrgLimitTable, OrgLimits, OrgWaits, PgSlotGrants, PgTokenBuckets, SharedStores,
-    SlotGrants, Taken, TokenAsk, TokenBuckets, grant,
+    OrgLimitLayer, OrgLimitTable, OrgLimits, OrgPermit, OrgWaits, PgSlotGrants, PgTokenBuckets,
+    SharedStores, SlotGrants, Taken, TokenAsk, TokenBuckets, grant,
 };
 pub use request_id::{Begun, Idempotency, fingerprint, parse_request_id};
 pub use serve::{RunningServer, Services, bind_and_serve, serve, spawn};

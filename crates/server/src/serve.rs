@@ -10,7 +10,7 @@ use futures::future::{BoxFuture, Either, join_all};
 use switchboard_auth::Authenticator;
 
 use crate::AuthLayer;
-use switchboard_db::{Backend, Database};
+use switchboard_db::Database;
 use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
 use tonic::{
     body::Body,
@@ -24,8 +24,7 @@ use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use tracing::{Level, Span};
 
 use crate::{
-    DeadlineLayer, Deadlines, GlobalLimitLayer, GrantSettings, OrgLimitLayer, OrgWaits,
-    PgSlotGrants, PgTokenBuckets, ServerArgs, SharedStores,
+    CallLimits, DeadlineLayer, Deadlines, ServerArgs,
     readiness::{self, Watch},
     reflection::{reflection_v1, reflection_v1alpha},
     rpc_methods::RpcMethods,
@@ -47,6 +46,7 @@ pub struct Services {
     names: Vec<&'static str>,
     self_limited: HashSet<String>,
     database: Option<Database>,
+    limits: Option<CallLimits>,
     on_stop: OnStop,
 }
 
@@ -94,6 +94,15 @@ impl Services {
     /// Reports the services NOT_SERVING while `database` does not answer.
     pub fn watch_database(mut self, database: Database) -> Self {
         self.database = Some(database);
+        self
+    }
+
+    /// Enforces `limits` rather than limits of the server's own: a process
+    /// with another listener (the MCP endpoint) admits that listener's
+    /// requests against the same `limits`, so that an organization has one
+    /// budget whichever way it calls.
+    pub fn with_limits(mut self, limits: CallLimits) -> Self {
+        self.limits = Some(limits);
         self
     }
 
@@ -184,12 +193,17 @@ pub async fn serve(
         names,
         self_limited,
         database,
+        limits,
         on_stop,
     } = services;
     let health = report_serving(&mut routes, &names).await?;
     let tls = args.tls.files()?.map(ReloadingTls::load).transpose()?;
 
-    let org_limits = org_limit_layer(args, database.as_ref())?;
+    let limits = match limits {
+        Some(limits) => limits,
+        None => CallLimits::for_server(args, database.as_ref())?,
+    };
+    let org_limits = limits.org.clone();
     let background = AbortOnDrop(vec![
         Some(org_limits.spawn_forgetting(FORGET_IDLE_ORGS_EVERY)),
         Some(org_limits.spawn_heartbeat(args.org_slot_grant_heartbeat)),
@@ -210,7 +224,7 @@ pub async fn serve(
         // from the path a caller sent.
         methods: RpcMethods::of(&names)?,
         authenticator,
-        org_limits: org_limits.clone(),
+        limits,
         self_limited,
     };
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
@@ -238,41 +252,6 @@ pub async fn serve(
         );
     }
     drained
-}
-
-/// The limits of each organization, calls in flight counted in grants and
-/// calls per second in buckets the replicas share in the database on
-/// PostgreSQL, in memory on SQLite (one replica).
-fn org_limit_layer(
-    args: &ServerArgs,
-    database: Option<&Database>,
-) -> anyhow::Result<OrgLimitLayer> {
-    let ttl = args.org_slot_grant_ttl;
-    let stores = match database {
-        Some(db) if db.backend == Backend::Postgres => SharedStores {
-            slots: Arc::new(PgSlotGrants::new(db.pool.clone(), ttl)),
-            tokens: Arc::new(PgTokenBuckets::new(db.pool.clone())),
-        },
-        _ => SharedStores::in_memory(ttl),
-    };
-    let settings = GrantSettings {
-        batch: args.org_slot_grant_batch,
-        ttl,
-        token_batch: args.org_rate_grant_batch,
-    };
-    let replica = uuid::Uuid::now_v7().to_string();
-    Ok(OrgLimitLayer::new(
-        args.org_limits()?,
-        replica,
-        stores,
-        settings,
-        OrgWaits {
-            queue: args.org_queue_wait,
-            refusal_hold: args.org_rate_refusal_hold,
-            held_refusals: args.org_rate_held_refusals,
-            refused_tokens: args.org_rate_refused_tokens,
-        },
-    ))
 }
 
 /// Reports liveness and every service SERVING, and adds health and
@@ -304,7 +283,7 @@ async fn report_serving(
 struct Middleware {
     methods: RpcMethods,
     authenticator: Arc<Authenticator>,
-    org_limits: OrgLimitLayer,
+    limits: CallLimits,
     self_limited: HashSet<String>,
 }
 
@@ -320,7 +299,7 @@ fn grpc_server(
     let Middleware {
         methods,
         authenticator,
-        org_limits,
+        limits,
         self_limited,
     } = middleware;
     let stack = ServiceBuilder::new()
@@ -339,7 +318,7 @@ fn grpc_server(
         // its signature is checked: a caller flooding past its rate costs
         // the cores others need less. Never admits, spends nothing, and a
         // token never verified never matches.
-        .layer(org_limits.early_refusals())
+        .layer(limits.org.early_refusals())
         // Authenticate first: every layer below finds a verified principal.
         // Verification is a signature check (keys fetched at a bounded
         // rate), cheap beside the calls it admits.
@@ -351,13 +330,13 @@ fn grpc_server(
         // limit: a waiting call costs a parked task, and one organization's
         // line must not take the process's slots from the others. Health
         // and reflection carry no organization and pass.
-        .layer(org_limits)
+        .layer(limits.org)
         // Bound the calls in flight across all connections (a stream until
         // it ends), and with them memory and the fan-out to upstream MCP
         // servers and models; over the limit UNAVAILABLE at once, which gRPC
         // clients retry with backoff, since queueing behind slow calls only
         // turns overload into timeouts.
-        .layer(GlobalLimitLayer::new(args.concurrency_limit))
+        .layer(limits.global)
         // Deadlines: the caller's `grpc-timeout` up to a ceiling, so that a
         // tool call with a long limit of its own is not cut short.
         .layer(DeadlineLayer::new(Deadlines {

@@ -203,6 +203,28 @@ impl OrgLimitLayer {
         self.shared.slots.release().await;
     }
 
+    /// Admits one call of `org` outside the gRPC stack (the MCP endpoint),
+    /// against the same slots and tokens as the organization's gRPC calls:
+    /// the call counts until the returned permit is dropped. At the
+    /// concurrency limit it waits for a slot as a gRPC call does (nine
+    /// tenths of `deadline`, at most the queue wait); a refusal is the
+    /// status a gRPC call would get, its `RetryInfo` saying when to retry.
+    /// A verified `token` refused at the rate is remembered, so that its
+    /// next gRPC calls are refused before verification until the next token.
+    pub async fn admit(
+        &self,
+        org: &str,
+        token: Option<&BearerToken>,
+        deadline: Option<Duration>,
+    ) -> Result<OrgPermit, Status> {
+        let shared = self.shared.clone();
+        let until = Instant::now() + shared.wait_for(deadline);
+        match shared.clone().admit(org.to_owned(), until).await {
+            Ok(slot) => Ok(OrgPermit { _slot: slot }),
+            Err(refused) => Err(shared.answer(org, refused, token, deadline).await),
+        }
+    }
+
     /// Calls [`Self::forget_idle`] every `period` until aborted.
     pub fn spawn_forgetting(&self, period: Duration) -> tokio::task::JoinHandle<()> {
         let layer = self.clone();
@@ -222,6 +244,13 @@ impl<S> Layer<S> for OrgLimitLayer {
     fn layer(&self, inner: S) -> Self::Service {
         Gated::new(inner, self.clone())
     }
+}
+
+/// One call of an organization admitted by [`OrgLimitLayer::admit`],
+/// counted against its organization's calls in flight until dropped.
+#[derive(Debug)]
+pub struct OrgPermit {
+    _slot: Slot,
 }
 
 /// One call counted against its organization until dropped (with the
@@ -387,18 +416,16 @@ impl Gate for OrgLimitLayer {
             // Health and reflection: no organization to count.
             return Box::pin(inner.call(request));
         };
-        let shared = self.shared.clone();
+        let layer = self.clone();
         let deadline = crate::grpc_timeout(request.headers());
-        let until = Instant::now() + shared.wait_for(deadline);
         Box::pin(async move {
-            match shared.clone().admit(org.clone(), until).await {
-                Ok(slot) => {
+            let token = request.extensions().get::<BearerToken>().cloned();
+            match layer.admit(&org, token.as_ref(), deadline).await {
+                Ok(permit) => {
                     let response = inner.call(request).await?;
-                    Ok(response.map(|body| Body::new(HeldBody::new(body, slot))))
+                    Ok(response.map(|body| Body::new(HeldBody::new(body, permit))))
                 }
-                Err(refused) => {
-                    let token = request.extensions().get::<BearerToken>();
-                    let status = shared.answer(&org, refused, token, deadline).await;
+                Err(status) => {
                     tracing::debug!(org = %org, reason = %status.message(), "call refused at the organization's limit");
                     Ok(status.into_http())
                 }

@@ -15,8 +15,8 @@ use switchboard_proto::mcp::v1::{
     toolsets_service_server::ToolsetsServiceServer,
 };
 use switchboard_server::{
-    GrantSettings, GrantedSlots, Idempotency, MemorySlotGrants, PgSlotGrants, RunningServer,
-    Services, SlotGrants,
+    CallLimits, GrantSettings, GrantedSlots, Idempotency, MemorySlotGrants, PgSlotGrants,
+    RunningServer, Services, SlotGrants,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -38,7 +38,7 @@ use crate::{
     },
     inbound::{
         ApprovalApi, AuditApi, McpApi, PolicyApi, ResumeSeal, ToolsetsApi,
-        mcp_server::{EndpointParts, McpEndpoint},
+        mcp_server::{Admission, EndpointParts, McpEndpoint},
     },
     outbound::{
         http::{HttpClientOptions, build_client, build_client_without_redirects, read_roots},
@@ -146,22 +146,13 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         .database
         .open(SERVICE_NAME, MIGRATIONS)
         .await?;
-    let policy = Arc::new(ConfigPolicy {
-        addresses: config.address_policy()?,
-        stdio: config.stdio_allow_list()?,
-    });
+    let policy = Arc::new(config_policy(config)?);
     let (connector, flows) = connector(config, &policy, &db.pool, keys.clone())?;
     let shared = shared_sessions(config, &db);
     let (gateway, relay) = gateway(config, connector, &shared)?;
     let resume = ResumeSeal::new(keys.clone(), config.resume_ttl);
     let repository = Arc::new(SqlIntegrationRepository::new(db.pool.clone(), keys));
-    let integrations = IntegrationService::new(
-        repository.clone(),
-        gateway.clone(),
-        policy,
-        Arc::new(config.catalog()?),
-    )
-    .with_usable_cache(config.integration_cache_ttl);
+    let integrations = integration_service(config, repository.clone(), gateway.clone(), policy)?;
     let policies = policy_engine(config, &db.pool);
     let calls = CallService::new(
         integrations.clone(),
@@ -175,9 +166,19 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     let (calls, approval_api) = approvals(config, &db.pool, calls, auditor.clone());
     let policy_api = policy_api(config, policies, &integrations, &calls, auditor.clone());
     let audited = AuditedCalls::new(calls, auditor.clone());
+    // One set of limits for both listeners: an organization's MCP requests
+    // and gRPC calls count against the same budget.
+    let limits = CallLimits::for_server(&config.common.server, Some(&db))?;
     let store = Arc::new(SqlToolsetRepository::new(db.pool.clone()));
     let toolsets = (ToolsetResolver::new(store, repository.clone()), relay);
-    let endpoint = mcp_endpoint(config, &authenticator, &integrations, toolsets, &audited);
+    let endpoint = mcp_endpoint(
+        config,
+        &authenticator,
+        &integrations,
+        toolsets,
+        &audited,
+        &limits,
+    );
     let stop_endpoint = endpoint.as_ref().map(McpEndpoint::stop_token);
     let api = mcp_api(config, &db, integrations, auditor, audited, resume);
     Ok(Built {
@@ -190,6 +191,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
             .with(approval_api)
             .with(toolsets_api)
             .self_limited(UPSTREAM_METHODS)
+            .with_limits(limits)
             .on_stop(async move { shared.release().await })
             .on_stop(async move { stop_endpoint.iter().for_each(CancellationToken::cancel) })
             .watch_database(db),
@@ -222,13 +224,15 @@ fn mcp_api(
 }
 
 /// The MCP endpoint, when `SWITCHBOARD_MCP_ENDPOINT_LISTEN` turns it on:
-/// the same token verifier, integrations and audited calls as the gRPC API.
+/// the same token verifier, integrations, audited calls and limits as the
+/// gRPC API.
 fn mcp_endpoint(
     config: &Config,
     authenticator: &Arc<Authenticator>,
     integrations: &IntegrationService,
     (toolsets, downstream): (ToolsetResolver, Downstream),
     calls: &AuditedCalls,
+    limits: &CallLimits,
 ) -> Option<McpEndpoint> {
     config.endpoint.listen?;
     Some(McpEndpoint::new(
@@ -240,6 +244,7 @@ fn mcp_endpoint(
             calls: calls.clone(),
             issuer: config.common.auth.jwt_issuer.clone(),
             downstream,
+            admission: Admission::new(limits.clone()),
         },
     ))
 }
@@ -261,6 +266,28 @@ fn approvals(
         .max_decoding_message_size(max)
         .max_encoding_message_size(max);
     (calls.with_approvals(approvals), api)
+}
+
+/// Where integrations may connect: addresses and stdio commands allowed.
+fn config_policy(config: &Config) -> anyhow::Result<ConfigPolicy> {
+    Ok(ConfigPolicy {
+        addresses: config.address_policy()?,
+        stdio: config.stdio_allow_list()?,
+    })
+}
+
+/// The integrations of every organization, in `repository`, connected
+/// through `gateway` under `policy`; usable ones cached for the TTL.
+fn integration_service(
+    config: &Config,
+    repository: Arc<SqlIntegrationRepository>,
+    gateway: Arc<RmcpGateway>,
+    policy: Arc<ConfigPolicy>,
+) -> anyhow::Result<IntegrationService> {
+    Ok(
+        IntegrationService::new(repository, gateway, policy, Arc::new(config.catalog()?))
+            .with_usable_cache(config.integration_cache_ttl),
+    )
 }
 
 /// Each organization's compiled policies, read again after the cache TTL.

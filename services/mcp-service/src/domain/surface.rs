@@ -101,6 +101,20 @@ impl Surface {
             .find_map(|member| member.own(exposed).map(|own| (member, own)))
     }
 
+    /// The member and its own tool name that a client's tool name `exposed`
+    /// reaches: the first member (the longest prefix, as a toolset orders
+    /// them) whose prefix matches and that shows that tool. Slugs may hold
+    /// underscores, so `a___x` is `a_` + `x` when `a_` shows `x`, else
+    /// `a` + `_x`.
+    pub fn route_tool<'a>(&self, exposed: &'a str) -> Option<(&Member, &'a str)> {
+        self.members.iter().find_map(|member| {
+            member
+                .own(exposed)
+                .filter(|own| member.shows_tool(own))
+                .map(|own| (member, own))
+        })
+    }
+
     /// The member a resource `uri` is read from: the only one, or the first
     /// whose selection names it.
     pub fn resource_member(&self, uri: &str) -> Option<&Member> {

@@ -22,18 +22,18 @@ fn root() -> PathBuf {
 
 /// mcp-service with its MCP endpoint on, and the example server as
 /// integration `example` of org-a.
-struct Endpoint {
-    h: Harness,
+pub(crate) struct Endpoint {
+    pub h: Harness,
     upstream: RunningHttpServer,
     addr: SocketAddr,
-    id: String,
+    pub id: String,
 }
 
 async fn setup(kind: DbKind) -> Endpoint {
     setup_with(kind, |_| {}).await
 }
 
-async fn setup_with(
+pub(crate) async fn setup_with(
     kind: DbKind,
     configure: impl FnOnce(&mut switchboard_mcp_service::Config),
 ) -> Endpoint {
@@ -67,12 +67,17 @@ async fn setup_as(
 }
 
 impl Endpoint {
+    /// Where the endpoint listens.
+    pub(crate) fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
     fn url(&self, slug: &str) -> String {
         format!("http://{}/mcp/integrations/{slug}", self.addr)
     }
 
     /// Runs the SDK client against `slug` with `token` through `steps`.
-    async fn client(&self, slug: &str, token: Option<&str>, steps: Value) -> Value {
+    pub(crate) async fn client(&self, slug: &str, token: Option<&str>, steps: Value) -> Value {
         sdk_client(&self.url(slug), token, steps).await
     }
 }

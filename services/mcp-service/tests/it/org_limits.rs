@@ -179,13 +179,11 @@ async fn a_limits_file_with_an_unknown_key_stops_the_service_at_start(kind: DbKi
         switchboard_test_support::TEST_JWT_SECRET,
     );
     config.common.server.org_limits_file = Some(file);
-    let server = switchboard_mcp_service::spawn(config)
+    // The limits are built with the service, before it listens: one
+    // limiter for the gRPC server and the MCP endpoint.
+    let error = switchboard_mcp_service::spawn(config)
         .await
-        .expect("the listener is bound");
-    let error = server
-        .stop()
-        .await
-        .expect_err("the server refuses to serve");
+        .expect_err("the service refuses to start");
     let shown = format!("{error:#}");
     assert!(shown.contains("SWITCHBOARD_ORG_LIMITS_FILE"), "{shown}");
     assert!(shown.contains("concurency"), "{shown}");

@@ -274,14 +274,18 @@ async fn a_toolset_resolves_to_its_integrations_as_they_are_now(kind: DbKind) {
             (beta.id, "beta", "beta", true)
         ]
     );
-    assert_eq!(resolved.members[0].exposed_name("echo"), "renamed__echo");
-    let (routed, tool) = resolved.route_tool("renamed__echo").expect("served");
-    assert_eq!((routed.integration_id, tool), (alpha.id, "echo"));
-    assert!(
-        resolved.route_tool("renamed__add").is_none(),
-        "not selected"
-    );
-    assert!(resolved.members[1].serves_resource("file:///readme"));
+    // A disabled member is not on the surface; enabled, its tools are
+    // reached by its new slug, as selected.
+    let surface = resolved.clone().surface();
+    assert!(surface.route_tool("renamed__echo").is_none(), "disabled");
+    assert!(surface.members()[0].shows_resource("file:///readme"));
+    let mut enabled = resolved.clone();
+    enabled.members[0].enabled = true;
+    let surface = enabled.surface();
+    let (routed, tool) = surface.route_tool("renamed__echo").expect("served");
+    assert_eq!((routed.integration, tool), (alpha.id, "echo"));
+    assert_eq!(routed.exposed("echo"), "renamed__echo");
+    assert!(surface.route_tool("renamed__add").is_none(), "not selected");
 
     for (org_id, name) in [("org-b", "dev"), ("org-a", "nope"), ("org-a", "Not A Name")] {
         let caller = Principal::new(org_id, "user", vec![]);

@@ -11,7 +11,7 @@ use crate::domain::{
     error::McpError,
     integration::{IntegrationId, OrgId},
     ports::IntegrationRepository,
-    surface::{Member, PREFIX_SEPARATOR, Surface},
+    surface::{Member, Surface},
 };
 
 /// One integration of a resolved toolset.
@@ -21,7 +21,7 @@ pub struct ResolvedMember {
     pub integration_id: IntegrationId,
     /// Its current slug.
     pub slug: String,
-    /// What its tools' names start with, followed by [`PREFIX_SEPARATOR`]:
+    /// What its tools' names start with, followed by [`PREFIX_SEPARATOR`](crate::domain::surface::PREFIX_SEPARATOR):
     /// the slug.
     pub prefix: String,
     /// Whether the integration is enabled; a disabled one's calls are
@@ -32,29 +32,6 @@ pub struct ResolvedMember {
     /// The resources and templates served, by URI or URI template; every
     /// one when `None`.
     pub resources: Option<Vec<String>>,
-}
-
-impl ResolvedMember {
-    /// The name a client sees for the server's tool `tool`:
-    /// `{prefix}__{tool}`.
-    pub fn exposed_name(&self, tool: &str) -> String {
-        format!("{}{PREFIX_SEPARATOR}{tool}", self.prefix)
-    }
-
-    /// Whether the toolset serves the server's tool `tool`.
-    pub fn serves_tool(&self, tool: &str) -> bool {
-        self.tools
-            .as_ref()
-            .is_none_or(|tools| tools.iter().any(|t| t == tool))
-    }
-
-    /// Whether the toolset serves the resource or template `uri`, as the
-    /// server lists it.
-    pub fn serves_resource(&self, uri: &str) -> bool {
-        self.resources
-            .as_ref()
-            .is_none_or(|resources| resources.iter().any(|r| r == uri))
-    }
 }
 
 /// A toolset as the MCP endpoint serves it.
@@ -87,22 +64,6 @@ impl ResolvedToolset {
             .collect();
         members.sort_by_key(|m| std::cmp::Reverse(m.prefix.as_ref().map_or(0, String::len)));
         Surface::of(members)
-    }
-
-    /// The member and the server's own tool name behind the exposed name
-    /// `name`, when the toolset serves that tool.
-    pub fn route_tool<'a>(&'a self, name: &'a str) -> Option<(&'a ResolvedMember, &'a str)> {
-        // Slugs may hold underscores, so `a___x` could be `a` + `_x` or
-        // `a_` + `x`: the longest prefix wins, whatever the members' order.
-        self.members
-            .iter()
-            .filter_map(|member| {
-                let tool = name
-                    .strip_prefix(member.prefix.as_str())?
-                    .strip_prefix(PREFIX_SEPARATOR)?;
-                member.serves_tool(tool).then_some((member, tool))
-            })
-            .max_by_key(|(member, _)| member.prefix.len())
     }
 }
 

@@ -132,24 +132,42 @@ fn an_exposed_name_routes_to_its_member_and_tool_the_longest_prefix_first() {
         description: String::new(),
         members: vec![resolved("a", None), resolved("a_", Some(&["x"]))],
     };
-    assert_eq!(toolset.members[0].exposed_name("echo"), "a__echo");
-    let (member, tool) = toolset.route_tool("a___x").expect("routed");
-    assert_eq!((member.slug.as_str(), tool), ("a_", "x"));
-    let (member, tool) = toolset.route_tool("a___y").expect("routed");
-    assert_eq!((member.slug.as_str(), tool), ("a", "_y"));
-    assert!(toolset.route_tool("a_x").is_none());
-    assert!(toolset.route_tool("b__x").is_none());
+    let (a, a_) = (
+        toolset.members[0].integration_id,
+        toolset.members[1].integration_id,
+    );
+    let surface = toolset.surface();
+    let (member, tool) = surface.route_tool("a__echo").expect("routed");
+    assert_eq!((member.integration, tool), (a, "echo"));
+    assert_eq!(member.exposed("echo"), "a__echo");
+    let (member, tool) = surface.route_tool("a___x").expect("routed");
+    assert_eq!((member.integration, tool), (a_, "x"));
+    let (member, tool) = surface.route_tool("a___y").expect("routed");
+    assert_eq!((member.integration, tool), (a, "_y"));
+    assert!(surface.route_tool("a_x").is_none());
+    assert!(surface.route_tool("b__x").is_none());
 }
 
 #[test]
 fn a_selection_serves_only_what_it_names_and_none_serves_everything() {
-    let all = resolved("a", None);
-    assert!(all.serves_tool("anything") && all.serves_resource("file:///x"));
-    let some = ResolvedMember {
-        resources: Some(vec!["file:///{path}".into()]),
-        ..resolved("a", Some(&[]))
-    };
-    assert!(!some.serves_tool("echo"));
-    assert!(some.serves_resource("file:///{path}"));
-    assert!(!some.serves_resource("file:///x"));
+    let all = ResolvedToolset {
+        name: ToolsetName::parse("t").expect("valid"),
+        description: String::new(),
+        members: vec![resolved("a", None)],
+    }
+    .surface();
+    assert!(all.members()[0].shows_tool("anything"));
+    assert!(all.members()[0].shows_resource("file:///x"));
+    let some = ResolvedToolset {
+        name: ToolsetName::parse("t").expect("valid"),
+        description: String::new(),
+        members: vec![ResolvedMember {
+            resources: Some(vec!["file:///{path}".into()]),
+            ..resolved("a", Some(&[]))
+        }],
+    }
+    .surface();
+    assert!(some.route_tool("a__echo").is_none());
+    assert!(some.members()[0].shows_resource("file:///{path}"));
+    assert!(!some.members()[0].shows_resource("file:///x"));
 }

@@ -21,6 +21,7 @@ use tokio_util::sync::DropGuard;
 use tracing::Instrument as _;
 
 use super::{
+    admission::{Admission, Method},
     caller::{Caller, caller_of, notifier_of},
     errors::{error_data, unknown},
     listing,
@@ -48,23 +49,29 @@ pub(crate) struct SurfaceServer {
     calls: AuditedCalls,
     downstream: Downstream,
     changes: Arc<Mutex<Option<DropGuard>>>,
+    admission: Admission,
 }
 
 impl SurfaceServer {
-    /// A server calling through `calls`, passing on what servers send
-    /// through `downstream`.
-    pub(crate) fn new(calls: AuditedCalls, downstream: Downstream) -> Self {
+    /// A server calling through `calls`, requests admitted by `admission`,
+    /// passing on what servers send through `downstream`.
+    pub(crate) fn new(calls: AuditedCalls, downstream: Downstream, admission: Admission) -> Self {
         Self {
             calls,
             downstream,
             changes: Arc::default(),
+            admission,
         }
     }
 
-    /// A server for a new session: the same calls, none of another
-    /// session's state.
+    /// A server for a new session: the same calls and limits, none of
+    /// another session's state.
     pub(crate) fn for_session(&self) -> Self {
-        Self::new(self.calls.clone(), self.downstream.clone())
+        Self::new(
+            self.calls.clone(),
+            self.downstream.clone(),
+            self.admission.clone(),
+        )
     }
 
     /// What each member of the caller's surface offers the caller (policies
@@ -156,12 +163,14 @@ impl ServerHandler for SurfaceServer {
     ) -> Result<ListToolsResult, ErrorData> {
         let caller = caller_of(&context)?;
         let span = caller.span("tools/list", None);
-        async {
+        let answer = async {
             let listings = self.discover_all(&caller).await?;
             Ok(ListToolsResult::with_all_items(listing::tools(&listings)))
-        }
-        .instrument(span)
-        .await
+        };
+        self.admission
+            .serve(&caller, Method::ListTools, answer)
+            .instrument(span)
+            .await
     }
 
     async fn call_tool(
@@ -171,11 +180,10 @@ impl ServerHandler for SurfaceServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let caller = caller_of(&context)?;
         let span = caller.span("tools/call", Some(&request.name));
-        async {
+        let answer = async {
             let (member, own) = caller
                 .surface
-                .route(&request.name)
-                .filter(|(member, own)| member.shows_tool(own))
+                .route_tool(&request.name)
                 .ok_or_else(|| unknown("tool", &request.name))?;
             let call = ToolCall {
                 name: own.to_owned(),
@@ -213,9 +221,11 @@ impl ServerHandler for SurfaceServer {
             }
             .map_err(error_data)?;
             Ok(CallToolResponse::Complete(tool_result(outcome)))
-        }
-        .instrument(span)
-        .await
+        };
+        self.admission
+            .serve(&caller, Method::CallTool, answer)
+            .instrument(span)
+            .await
     }
 
     async fn list_resources(
@@ -225,14 +235,16 @@ impl ServerHandler for SurfaceServer {
     ) -> Result<ListResourcesResult, ErrorData> {
         let caller = caller_of(&context)?;
         let span = caller.span("resources/list", None);
-        async {
+        let answer = async {
             let listings = self.discover_all(&caller).await?;
             Ok(ListResourcesResult::with_all_items(listing::resources(
                 &listings,
             )))
-        }
-        .instrument(span)
-        .await
+        };
+        self.admission
+            .serve(&caller, Method::ListResources, answer)
+            .instrument(span)
+            .await
     }
 
     async fn list_resource_templates(
@@ -242,14 +254,16 @@ impl ServerHandler for SurfaceServer {
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let caller = caller_of(&context)?;
         let span = caller.span("resources/templates/list", None);
-        async {
+        let answer = async {
             let listings = self.discover_all(&caller).await?;
             Ok(ListResourceTemplatesResult::with_all_items(
                 listing::resource_templates(&listings),
             ))
-        }
-        .instrument(span)
-        .await
+        };
+        self.admission
+            .serve(&caller, Method::ListResourceTemplates, answer)
+            .instrument(span)
+            .await
     }
 
     async fn read_resource(
@@ -259,7 +273,7 @@ impl ServerHandler for SurfaceServer {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let caller = caller_of(&context)?;
         let span = caller.span("resources/read", Some(&request.uri));
-        async {
+        let answer = async {
             let member = caller
                 .surface
                 .resource_member(&request.uri)
@@ -282,9 +296,11 @@ impl ServerHandler for SurfaceServer {
                 .await
                 .map_err(error_data)?;
             listing::complete(read.result).map(ReadResourceResponse::Complete)
-        }
-        .instrument(span)
-        .await
+        };
+        self.admission
+            .serve(&caller, Method::ReadResource, answer)
+            .instrument(span)
+            .await
     }
 
     async fn list_prompts(
@@ -294,14 +310,16 @@ impl ServerHandler for SurfaceServer {
     ) -> Result<ListPromptsResult, ErrorData> {
         let caller = caller_of(&context)?;
         let span = caller.span("prompts/list", None);
-        async {
+        let answer = async {
             let listings = self.discover_all(&caller).await?;
             Ok(ListPromptsResult::with_all_items(listing::prompts(
                 &listings,
             )))
-        }
-        .instrument(span)
-        .await
+        };
+        self.admission
+            .serve(&caller, Method::ListPrompts, answer)
+            .instrument(span)
+            .await
     }
 
     async fn get_prompt(
@@ -311,7 +329,7 @@ impl ServerHandler for SurfaceServer {
     ) -> Result<GetPromptResponse, ErrorData> {
         let caller = caller_of(&context)?;
         let span = caller.span("prompts/get", Some(&request.name));
-        async {
+        let answer = async {
             let (member, own) = caller
                 .surface
                 .route(&request.name)
@@ -333,9 +351,11 @@ impl ServerHandler for SurfaceServer {
                 .await
                 .map_err(error_data)?;
             listing::complete(result).map(GetPromptResponse::Complete)
-        }
-        .instrument(span)
-        .await
+        };
+        self.admission
+            .serve(&caller, Method::GetPrompt, answer)
+            .instrument(span)
+            .await
     }
 }
 

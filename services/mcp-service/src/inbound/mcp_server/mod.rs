@@ -5,6 +5,7 @@
 //! stateless requests with `server/discover` (2026-07-28).
 
 mod access;
+mod admission;
 mod caller;
 mod errors;
 mod handler;
@@ -23,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 
+pub(crate) use self::admission::Admission;
 use self::{
     access::{Access, INTEGRATIONS_PATH, METADATA_PATH, Site, TOOLSETS_PATH},
     handler::SurfaceServer,
@@ -50,6 +52,9 @@ pub(crate) struct EndpointParts {
     pub issuer: Option<String>,
     /// What servers send toward the endpoint's clients.
     pub downstream: Downstream,
+    /// The limits of the gRPC server, which the endpoint's calls count
+    /// against too.
+    pub admission: Admission,
 }
 
 /// The endpoint, ready to serve, and the token that stops it.
@@ -78,7 +83,7 @@ impl McpEndpoint {
         } else {
             config
         };
-        let server = SurfaceServer::new(parts.calls, parts.downstream);
+        let server = SurfaceServer::new(parts.calls, parts.downstream, parts.admission);
         let service =
             StreamableHttpService::new(move || Ok(server.for_session()), sessions.clone(), config);
         let access = Arc::new(Access {

@@ -16,8 +16,7 @@
 use std::{future::Future, sync::Arc, time::Duration};
 
 use async_trait::async_trait;
-use rmcp::{ServiceError, transport::streamable_http_client::StreamableHttpError};
-use serde::Serialize;
+use rmcp::ServiceError;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 use tracing::Instrument as _;
@@ -31,15 +30,15 @@ use crate::domain::{
 use crate::outbound::{
     mcp::connect::{McpConnector, client_config},
     mcp::discovery::{
-        ByteCounter, DiscoveryLimits, ListFailure, learn_tool_schemas, list_everything,
-        server_identity,
+        ByteCounter, DiscoveryLimits, learn_tool_schemas, list_everything, server_identity,
     },
     mcp::elicitation::Answerer,
-    mcp::input_required::{self, Round, ToolAnswer},
+    mcp::input_required,
     mcp::listen::ChangeListeners,
+    mcp::operation::{OpFailure, never_delivered, round_json, tool_call},
     mcp::session_pool::{SessionKey, SessionPool},
     mcp::sessions::{Announcer, DiscoveryCache, Live, SessionHandler},
-    mcp::tasks::{self, TaskEnd, TaskPolling, TaskStart},
+    mcp::tasks::TaskPolling,
     mcp::transport::is_too_large,
     telemetry::metric_labels,
     telemetry::{Operation, observe},
@@ -71,100 +70,6 @@ pub struct RmcpGateway {
     listeners: ChangeListeners,
     limits: GatewayLimits,
     downstream: Downstream,
-}
-
-/// Whether `error` proves the request never reached the server, so that
-/// making it again cannot run anything twice: the connection could not be
-/// opened (HTTP), or the stdio server had closed its input before the
-/// request was written. A closed stream, a reset or a timeout may all come
-/// after the server got the request, so they are not retried.
-fn never_delivered(error: &ServiceError) -> bool {
-    let ServiceError::TransportSend(error) = error else {
-        return false;
-    };
-    let error = error.error.as_ref();
-    if let Some(StreamableHttpError::Client(error)) =
-        error.downcast_ref::<StreamableHttpError<reqwest::Error>>()
-    {
-        return error.is_connect();
-    }
-    error
-        .downcast_ref::<std::io::Error>()
-        .is_some_and(|error| error.kind() == std::io::ErrorKind::BrokenPipe)
-}
-
-fn to_json<T: Serialize>(value: &T) -> Result<Value, CallError> {
-    serde_json::to_value(value).map_err(|e| CallError::Transport(format!("unreadable result: {e}")))
-}
-
-/// The wire JSON of a request's last round: its result, or the server's
-/// `input_required` for the caller.
-fn round_json<T: Serialize>(round: &Round<T>) -> Result<Value, CallError> {
-    match round {
-        Round::Complete(result) => to_json(result),
-        Round::InputRequired(result) => to_json(result),
-    }
-}
-
-/// What an operation on a session can fail with.
-enum OpFailure {
-    Service(ServiceError),
-    /// A failure after the server started the tool (as a task): the
-    /// operation is never made again, whatever the error.
-    Unrepeatable(ServiceError),
-    Call(CallError),
-}
-
-/// One tool call on a session: its rounds, then the task the server runs
-/// the tool as, when it does; or the caller's task, resumed.
-async fn tool_call(
-    peer: &rmcp::service::Peer<rmcp::RoleClient>,
-    answerer: &Answerer,
-    polling: (TaskPolling, Duration),
-    call: ToolCall,
-) -> Result<Value, OpFailure> {
-    let policy = answerer.policy();
-    let start = match call.task_id.clone() {
-        Some(task_id) => TaskStart::resumed(task_id, call.answers.responses.clone()),
-        None => match input_required::call_tool(peer, answerer, call).await? {
-            Round::Complete(ToolAnswer::Result(result)) => return Ok(to_json(&result)?),
-            Round::InputRequired(result) => return Ok(to_json(&result)?),
-            Round::Complete(ToolAnswer::Task(task)) => TaskStart::created(task),
-        },
-    };
-    let ended = tasks::follow(peer, policy, polling, start)
-        .await
-        .map_err(OpFailure::Unrepeatable)?;
-    Ok(match ended {
-        TaskEnd::Complete(result) => to_json(&result)?,
-        // The caller sends the task's id back with the answers.
-        TaskEnd::InputRequired { task_id, requests } => serde_json::json!({
-            "resultType": "input_required",
-            "inputRequests": to_json(&requests)?,
-            "taskId": task_id,
-        }),
-    })
-}
-
-impl From<CallError> for OpFailure {
-    fn from(error: CallError) -> Self {
-        Self::Call(error)
-    }
-}
-
-impl From<ServiceError> for OpFailure {
-    fn from(error: ServiceError) -> Self {
-        Self::Service(error)
-    }
-}
-
-impl From<ListFailure> for OpFailure {
-    fn from(failure: ListFailure) -> Self {
-        match failure {
-            ListFailure::Service(error) => Self::Service(error),
-            ListFailure::Limit(message) => Self::Call(CallError::ListingTooLong(message)),
-        }
-    }
 }
 
 impl RmcpGateway {

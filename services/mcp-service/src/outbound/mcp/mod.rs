@@ -8,6 +8,7 @@ pub mod elicitation;
 pub mod gateway;
 pub mod input_required;
 pub mod listen;
+mod operation;
 pub mod session_pool;
 pub mod sessions;
 pub mod tasks;

@@ -59,6 +59,26 @@ pub trait IntegrationRepository: Send + Sync + 'static {
     async fn update(&self, integration: &Integration) -> Result<bool, RepositoryError>;
     /// Deletes an integration; false when it does not exist.
     async fn delete(&self, org: &OrgId, id: IntegrationId) -> Result<bool, RepositoryError>;
+    /// The name and state of each of `ids` that `org` has, in one read and
+    /// in no particular order; an id `org` does not have is left out. Reads
+    /// no secret.
+    async fn heads(
+        &self,
+        org: &OrgId,
+        ids: &[IntegrationId],
+    ) -> Result<Vec<IntegrationHead>, RepositoryError>;
+}
+
+/// What a toolset needs to know of a member integration: no configuration,
+/// no secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IntegrationHead {
+    /// The integration.
+    pub id: IntegrationId,
+    /// Its current slug.
+    pub slug: Slug,
+    /// Whether it is enabled.
+    pub enabled: bool,
 }
 
 /// What an MCP server said about itself when probed.

@@ -300,7 +300,54 @@ async fn a_toolset_resolves_to_its_integrations_as_they_are_now(kind: DbKind) {
     }
 }
 
+/// A toolset's members are read in one query, as many as a toolset may
+/// hold: only the organization's own, with their slug and state.
+async fn the_heads_of_a_full_toolset_are_read_at_once_and_only_the_organizations(kind: DbKind) {
+    let stores = stores(kind).await;
+    let repo = &stores.integrations;
+    let org = OrgId("org-heads".into());
+    let mut ids = Vec::new();
+    for n in 0..30 {
+        let mut own = integration("org-heads", &format!("member_{n}"));
+        own.enabled = n % 3 != 0;
+        repo.insert(&own).await.expect("stored");
+        ids.push(own.id);
+    }
+    let other = integration("org-other", "member_x");
+    repo.insert(&other).await.expect("stored");
+    ids.push(other.id);
+    ids.push(IntegrationId::new());
+    assert_eq!(ids.len(), 32, "the default member limit");
+
+    let mut heads = repo.heads(&org, &ids).await.expect("read");
+    heads.sort_by_key(|h| {
+        h.slug
+            .as_str()
+            .trim_start_matches("member_")
+            .parse::<u32>()
+            .unwrap_or(u32::MAX)
+    });
+    assert_eq!(
+        heads.len(),
+        30,
+        "another organization's and a missing one are left out"
+    );
+    for (n, head) in heads.iter().enumerate() {
+        assert_eq!(head.id, ids[n]);
+        assert_eq!(head.slug.as_str(), format!("member_{n}"));
+        assert_eq!(head.enabled, n % 3 != 0, "{}", head.slug.as_str());
+    }
+    assert!(repo.heads(&org, &[]).await.expect("read").is_empty());
+    assert!(
+        repo.heads(&OrgId("org-other".into()), &ids[..30])
+            .await
+            .expect("read")
+            .is_empty()
+    );
+}
+
 db_tests!(
     stored_toolsets_round_trip_page_by_name_and_stay_in_their_organization,
     a_toolset_resolves_to_its_integrations_as_they_are_now,
+    the_heads_of_a_full_toolset_are_read_at_once_and_only_the_organizations,
 );

@@ -2,7 +2,7 @@
 //! resolved for one caller into the integrations it holds now, each with
 //! the prefix of its tools' names and its selections.
 
-use std::sync::Arc;
+use std::{collections::HashMap, sync::Arc};
 
 use switchboard_auth::Principal;
 
@@ -10,7 +10,7 @@ use super::{model::ToolsetName, ports::ToolsetRepository};
 use crate::domain::{
     error::McpError,
     integration::{IntegrationId, OrgId},
-    ports::IntegrationRepository,
+    ports::{IntegrationHead, IntegrationRepository},
     surface::{Member, Surface},
 };
 
@@ -112,24 +112,33 @@ impl ToolsetResolver {
             .get(&org, &name)
             .await?
             .ok_or(McpError::ToolsetNotFound)?;
+        let ids: Vec<IntegrationId> = toolset
+            .body
+            .members
+            .iter()
+            .map(|m| m.integration_id)
+            .collect();
+        let heads: HashMap<IntegrationId, IntegrationHead> = self
+            .integrations
+            .heads(&org, &ids)
+            .await
+            .map_err(anyhow::Error::from)?
+            .into_iter()
+            .map(|head| (head.id, head))
+            .collect();
         let mut members = Vec::with_capacity(toolset.body.members.len());
         for member in toolset.body.members {
             let id = member.integration_id;
-            let Some(integration) = self
-                .integrations
-                .get(&org, id)
-                .await
-                .map_err(anyhow::Error::from)?
-            else {
+            let Some(head) = heads.get(&id) else {
                 tracing::warn!(toolset = %name, integration_id = %id, "a toolset member's integration is gone; left out");
                 continue;
             };
-            let slug = integration.slug.as_str().to_owned();
+            let slug = head.slug.as_str().to_owned();
             members.push(ResolvedMember {
                 integration_id: id,
                 prefix: slug.clone(),
                 slug,
-                enabled: integration.enabled,
+                enabled: head.enabled,
                 tools: member.tools,
                 resources: member.resources,
             });

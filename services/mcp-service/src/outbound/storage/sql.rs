@@ -13,7 +13,7 @@ use crate::domain::{
         AuthConfig, DisplayName, Integration, IntegrationId, IntegrationKind, OrgId, Secrets, Slug,
         Timeouts,
     },
-    ports::{IntegrationRepository, ListQuery, RepositoryError},
+    ports::{IntegrationHead, IntegrationRepository, ListQuery, RepositoryError},
     transport::Transport,
 };
 use crate::outbound::storage::secret_box::{KeyRing, Sealed};
@@ -246,6 +246,35 @@ impl IntegrationRepository for SqlIntegrationRepository {
         Ok(result.rows_affected() > 0)
     }
 
+    async fn heads(
+        &self,
+        org: &OrgId,
+        ids: &[IntegrationId],
+    ) -> Result<Vec<IntegrationHead>, RepositoryError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        // One placeholder per id: a toolset's members are bounded (32 by
+        // default), far below either database's limit on parameters.
+        let placeholders = (2..ids.len() + 2)
+            .map(|n| format!("${n}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "SELECT id, slug, enabled FROM integrations \
+             WHERE org_id = $1 AND id IN ({placeholders})"
+        );
+        let mut query = sqlx::query(&sql).bind(org.0.clone());
+        for id in ids {
+            query = query.bind(id.to_string());
+        }
+        let rows = query.fetch_all(&self.pool).await.map_err(read_error)?;
+        Ok(rows
+            .iter()
+            .map(decode_head)
+            .collect::<anyhow::Result<_>>()?)
+    }
+
     async fn delete(&self, org: &OrgId, id: IntegrationId) -> Result<bool, RepositoryError> {
         let result = sqlx::query("DELETE FROM integrations WHERE org_id = $1 AND id = $2")
             .bind(org.0.clone())
@@ -266,4 +295,15 @@ impl IntegrationRepository for SqlIntegrationRepository {
         }
         Ok(result.rows_affected() > 0)
     }
+}
+
+/// A row of `id`, `slug` and `enabled` as an [`IntegrationHead`].
+fn decode_head(row: &AnyRow) -> anyhow::Result<IntegrationHead> {
+    let id: String = row.try_get("id")?;
+    let slug: String = row.try_get("slug")?;
+    Ok(IntegrationHead {
+        id: IntegrationId::parse("id", &id).map_err(|v| anyhow::anyhow!(v.description))?,
+        slug: Slug::parse("slug", &slug).map_err(|v| anyhow::anyhow!(v.description))?,
+        enabled: row.try_get::<i64, _>("enabled")? != 0,
+    })
 }

@@ -281,6 +281,25 @@ struct Phase {
 }
 
 impl Phase {
+    /// The latencies (sorted) and refusals of `workers`, which make about
+    /// `calls` calls in all.
+    async fn of_workers<W>(workers: impl IntoIterator<Item = W>, calls: usize) -> Phase
+    where
+        W: Future<Output = Result<(Vec<Duration>, usize), tokio::task::JoinError>>,
+    {
+        let mut phase = Phase {
+            latencies: Vec::with_capacity(calls),
+            refused: 0,
+        };
+        for worker in futures::future::join_all(workers).await {
+            let (latencies, refused) = worker.expect("a worker");
+            phase.latencies.extend(latencies);
+            phase.refused += refused;
+        }
+        phase.latencies.sort_unstable();
+        phase
+    }
+
     fn at(&self, q: f64) -> Duration {
         let n = self.latencies.len();
         if n == 0 {
@@ -312,17 +331,7 @@ async fn quiet_phase(channel: &Channel, id: &str, token: &str) -> Phase {
             (latencies, refused)
         })
     });
-    let mut phase = Phase {
-        latencies: Vec::with_capacity(CALLS),
-        refused: 0,
-    };
-    for worker in futures::future::join_all(workers).await {
-        let (latencies, refused) = worker.expect("a worker");
-        phase.latencies.extend(latencies);
-        phase.refused += refused;
-    }
-    phase.latencies.sort_unstable();
-    phase
+    Phase::of_workers(workers, CALLS).await
 }
 
 fn report(name: &str, phase: &Phase) {

@@ -190,17 +190,7 @@ impl Quiet {
                 (latencies, refused)
             })
         });
-        let mut phase = Phase {
-            latencies: Vec::with_capacity(QUIET_IMPORTS),
-            refused: 0,
-        };
-        for worker in futures::future::join_all(workers).await {
-            let (latencies, refused) = worker.expect("a worker");
-            phase.latencies.extend(latencies);
-            phase.refused += refused;
-        }
-        phase.latencies.sort_unstable();
-        phase
+        Phase::of_workers(workers, QUIET_IMPORTS).await
     }
 }
 

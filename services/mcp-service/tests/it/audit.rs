@@ -381,6 +381,40 @@ async fn two_replicas_appending_for_one_org_keep_one_chain(kind: DbKind) {
     assert_eq!(verdict.events_checked, 1 + 2 * 10 * 3);
 }
 
+async fn verifying_while_another_replica_records_calls_finds_no_break(kind: DbKind) {
+    let mut t = setup(kind, |_| {}).await;
+    let config = switchboard_mcp_service::Config::for_tests(
+        &t.h.db.url,
+        switchboard_test_support::TEST_JWT_SECRET,
+    );
+    let second = switchboard_mcp_service::spawn(config)
+        .await
+        .expect("a second replica starts");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut callers = Vec::new();
+    for _ in 0..4 {
+        let (url, id, stop) = (second.url(), t.id.clone(), stop.clone());
+        callers.push(tokio::spawn(async move {
+            let mut client = McpServiceClient::connect(url).await.expect("connects");
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                execute(&mut client, &id, &member("org-a"), "echo", json!({})).await.expect("called");
+            }
+        }));
+    }
+    let mut verdicts = Vec::new();
+    for _ in 0..30 {
+        verdicts.push(t.verify().await);
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for caller in callers {
+        caller.await.expect("caller finished");
+    }
+    let broken: Vec<_> = verdicts.iter().filter(|v| !v.intact).collect();
+    assert!(broken.is_empty(), "{broken:?}");
+    let checked: Vec<i64> = verdicts.iter().map(|v| v.events_checked).collect();
+    assert!(checked.first() < checked.last(), "calls were recorded meanwhile: {checked:?}");
+}
+
 async fn retention_removes_old_events_and_the_chain_still_verifies(kind: DbKind) {
     let mut t = setup(kind, |config| {
         config.audit.retention = Duration::from_millis(400);
@@ -567,6 +601,7 @@ db_tests!(
     editing_a_stored_event_breaks_the_chain_at_its_sequence,
     deleting_a_stored_event_breaks_the_chain_at_its_sequence,
     two_replicas_appending_for_one_org_keep_one_chain,
+    verifying_while_another_replica_records_calls_finds_no_break,
     retention_removes_old_events_and_the_chain_still_verifies,
     a_member_cannot_read_the_trail,
     arguments_are_recorded_only_for_opted_in_orgs,

@@ -104,7 +104,6 @@ pub struct Verdict {
 /// Checks the events of one chain, in sequence order, page by page.
 #[derive(Debug)]
 pub struct Verifier {
-    bounds: ChainBounds,
     expected_sequence: i64,
     previous_hash: String,
     checked: i64,
@@ -113,11 +112,10 @@ pub struct Verifier {
 
 impl Verifier {
     /// A check from the first kept event of the chain `bounds` describes.
-    pub fn new(bounds: ChainBounds) -> Self {
+    pub fn new(bounds: &ChainBounds) -> Self {
         Self {
             expected_sequence: bounds.purged_through + 1,
             previous_hash: bounds.purged_hash.clone(),
-            bounds,
             checked: 0,
             broken: None,
         }
@@ -126,6 +124,11 @@ impl Verifier {
     /// Whether a broken link was found (later events need not be read).
     pub fn is_broken(&self) -> bool {
         self.broken.is_some()
+    }
+
+    /// The sequence of the first broken link, if one was found.
+    pub fn broken_at(&self) -> Option<i64> {
+        self.broken.as_ref().map(|(sequence, _)| *sequence)
     }
 
     /// The sequence after which the next page starts.
@@ -168,20 +171,24 @@ impl Verifier {
         self.previous_hash.clone_from(&event.hash);
     }
 
-    /// The verdict, once every kept event was checked: the last one must be
-    /// the chain's head, or newer events were removed.
-    pub fn finish(self) -> Verdict {
+    /// The verdict, once every kept event up to the head of `bounds` was
+    /// checked: the last one must be that head, or newer events were
+    /// removed (or the head moved back).
+    pub fn finish(self, bounds: &ChainBounds) -> Verdict {
         let broken = self.broken.or_else(|| {
             let last = self.expected_sequence - 1;
-            if last != self.bounds.head_sequence {
+            let head = bounds.head_sequence;
+            if last > head {
+                Some((
+                    head + 1,
+                    format!("event {} is past the chain's head, event {head}", head + 1),
+                ))
+            } else if last < head {
                 Some((
                     last + 1,
-                    format!(
-                        "the chain ends at event {last}, its head is event {}",
-                        self.bounds.head_sequence
-                    ),
+                    format!("the chain ends at event {last}, its head is event {head}"),
                 ))
-            } else if last > 0 && self.previous_hash != self.bounds.head_hash {
+            } else if last > 0 && self.previous_hash != bounds.head_hash {
                 Some((last, "its hash is not the chain head's".to_owned()))
             } else {
                 None

@@ -22,3 +22,5 @@ pub use recorder::{AuditSettings, Auditor};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod trail_tests;

@@ -30,11 +30,11 @@ fn bounds_of(events: &[AuditEvent]) -> ChainBounds {
 }
 
 fn verify(bounds: ChainBounds, events: &[AuditEvent]) -> Option<(i64, String)> {
-    let mut verifier = Verifier::new(bounds);
+    let mut verifier = Verifier::new(&bounds);
     for event in events {
         verifier.check(event);
     }
-    verifier.finish().broken
+    verifier.finish(&bounds).broken
 }
 
 #[test]

@@ -16,7 +16,7 @@ use super::{
     },
     ports::{
         AuthorizationAnswer, Authorizations, CallError, Discovery, InputAnswers, McpGateway,
-        SessionScope, StartedAuthorization, ToolCall,
+        SessionRequest, SessionScope, StartedAuthorization, ToolCall,
     },
     resource::{ResourceRead, expand_uri},
     service::IntegrationService,
@@ -388,6 +388,37 @@ impl CallService {
             Ok(prompt) => Ok(prompt),
             Err(error) => {
                 tracing::info!(integration_id = %id, error = %error, "prompt failed");
+                Err(self.refused(caller, &integration, error).await)
+            }
+        }
+    }
+
+    /// Makes `request` of the caller's session `session_scope` with the
+    /// integration's server, as the caller's own session asks it: a
+    /// subscription to a resource only where the policies let the caller
+    /// read it.
+    pub async fn session_request(
+        &self,
+        caller: &Principal,
+        id: IntegrationId,
+        request: SessionRequest,
+        session_scope: &str,
+    ) -> Result<(), McpError> {
+        let integration = self.integrations.usable(caller, id).await?;
+        let timeout = self.timeout(&integration, None);
+        if let SessionRequest::Subscribe(uri) = &request {
+            self.authorize(caller, &integration, Called::Resource(uri), timeout)
+                .await?;
+        }
+        let scope = scope(caller, session_scope);
+        match self
+            .gateway
+            .session_request(&integration, &scope, request, timeout)
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(error) => {
+                tracing::info!(integration_id = %id, error = %error, "session request failed");
                 Err(self.refused(caller, &integration, error).await)
             }
         }

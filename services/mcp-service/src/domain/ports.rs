@@ -307,6 +307,19 @@ pub struct InputAnswers {
     pub request_state: Option<String>,
 }
 
+/// A request an MCP client makes of the upstream session the endpoint
+/// opened for its session, passed on as it is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionRequest {
+    /// `logging/setLevel`: the least severe level the server's log
+    /// messages on the session should have (`debug` … `emergency`).
+    SetLevel(String),
+    /// `resources/subscribe`: tell of the resource's updates.
+    Subscribe(String),
+    /// `resources/unsubscribe`: stop telling of them.
+    Unsubscribe(String),
+}
+
 /// Talks to the MCP servers of integrations on reused sessions.
 #[async_trait]
 pub trait McpGateway: Send + Sync + 'static {
@@ -358,6 +371,15 @@ pub trait McpGateway: Send + Sync + 'static {
         answers: InputAnswers,
         timeout: Duration,
     ) -> Result<serde_json::Value, CallError>;
+    /// Makes `request` on `scope`'s session with `integration`'s server,
+    /// opening it when it is not open yet.
+    async fn session_request(
+        &self,
+        integration: &Integration,
+        scope: &SessionScope,
+        request: SessionRequest,
+        timeout: Duration,
+    ) -> Result<(), CallError>;
     /// Drops the sessions and cached discovery of an integration that changed
     /// or was deleted.
     async fn forget(&self, integration: IntegrationId);

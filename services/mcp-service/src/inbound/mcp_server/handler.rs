@@ -5,6 +5,11 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::future::join_all;
+#[expect(
+    deprecated,
+    reason = "logging is what clients of the initialize era speak; deprecated only for 2026-07-28"
+)]
+use rmcp::model::SetLevelRequestParams;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
@@ -12,7 +17,7 @@ use rmcp::{
         GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
         ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
         ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
-        SubscriptionFilter,
+        SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
@@ -32,7 +37,7 @@ use crate::domain::{
     calls::{Grants, PromptCall, ResourceQuery},
     downstream::Downstream,
     policy::enforce::AllowList,
-    ports::{Discovery, ToolCall},
+    ports::{Discovery, SessionRequest, ToolCall},
     surface::Member,
 };
 
@@ -43,12 +48,13 @@ const INSTRUCTIONS: &str = "Switchboard: the tools, resources and prompts of you
 /// The MCP server of the endpoint; one per client session (initialize era)
 /// or request (stateless era), holding nothing of the caller: each request
 /// brings its own [`Caller`]. A session's server also passes the list
-/// changes its caller may hear on, while it lives.
+/// changes its caller may hear, and the notices of its upstream sessions,
+/// on while it lives.
 #[derive(Debug, Clone)]
 pub(crate) struct SurfaceServer {
     calls: AuditedCalls,
     downstream: Downstream,
-    changes: Arc<Mutex<Option<DropGuard>>>,
+    passing: Arc<Mutex<Vec<DropGuard>>>,
     admission: Admission,
 }
 
@@ -59,7 +65,7 @@ impl SurfaceServer {
         Self {
             calls,
             downstream,
-            changes: Arc::default(),
+            passing: Arc::default(),
             admission,
         }
     }
@@ -104,16 +110,83 @@ impl SurfaceServer {
             _ => Ok(found),
         }
     }
+
+    /// Makes `request` of the caller's upstream sessions with `members`,
+    /// as `method`. A member that fails is skipped when others answer; when
+    /// none answers, the first failure is the answer. Only a client session
+    /// has upstream sessions of its own to make it of.
+    async fn on_sessions(
+        &self,
+        context: &RequestContext<RoleServer>,
+        method: Method,
+        members: impl FnOnce(&Caller) -> Result<Vec<Member>, ErrorData>,
+        request: SessionRequest,
+    ) -> Result<(), ErrorData> {
+        let caller = caller_of(context)?;
+        let span = caller.span(method.name(), None);
+        let answer = async {
+            if !caller.in_session() {
+                return Err(ErrorData::invalid_request(
+                    format!("{} needs an MCP session (initialize)", method.name()),
+                    None,
+                ));
+            }
+            let members = members(&caller)?;
+            let answers = join_all(members.iter().map(|member| {
+                self.calls.session_request(
+                    &caller.principal,
+                    member.integration,
+                    request.clone(),
+                    &caller.session_scope,
+                )
+            }))
+            .await;
+            let mut first_error = None;
+            let mut answered = false;
+            for (member, answer) in members.iter().zip(answers) {
+                match answer {
+                    Ok(()) => answered = true,
+                    Err(error) => {
+                        tracing::debug!(integration_id = %member.integration, error = %error, "a member did not take the request");
+                        first_error.get_or_insert(error);
+                    }
+                }
+            }
+            match first_error {
+                Some(error) if !answered => Err(error_data(error)),
+                _ => Ok(()),
+            }
+        };
+        self.admission
+            .serve(&caller, method, answer)
+            .instrument(span)
+            .await
+    }
+}
+
+/// The member of the caller's surface serving the resource `uri`.
+fn resource_owner(caller: &Caller, uri: &str) -> Result<Vec<Member>, ErrorData> {
+    caller
+        .surface
+        .resource_member(uri)
+        .map(|member| vec![member.clone()])
+        .ok_or_else(|| unknown("resource", uri))
 }
 
 impl ServerHandler for SurfaceServer {
+    #[expect(
+        deprecated,
+        reason = "logging is what clients of the initialize era speak; deprecated only for 2026-07-28"
+    )]
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_prompts()
                 .enable_prompts_list_changed()
+                .enable_logging()
                 .enable_resources()
                 .enable_resources_list_changed()
+                .enable_resources_subscribe()
                 .enable_tools()
                 .enable_tool_list_changed()
                 .build(),
@@ -131,12 +204,68 @@ impl ServerHandler for SurfaceServer {
         let Ok(caller) = notifier_of(&context) else {
             return;
         };
-        let guard = passthrough::spawn_session_changes(
+        let notices = passthrough::spawn_session_notices(
+            &self.downstream.notices,
+            &caller,
+            context.peer.clone(),
+        );
+        let changes = passthrough::spawn_session_changes(
             self.downstream.changes.clone(),
             caller,
             context.peer,
         );
-        *self.changes.lock().unwrap_or_else(PoisonError::into_inner) = Some(guard);
+        self.passing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend([notices, changes]);
+    }
+
+    #[expect(
+        deprecated,
+        reason = "logging is what clients of the initialize era speak; deprecated only for 2026-07-28"
+    )]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // The level as the protocol spells it, for every member's server.
+        let level = serde_json::to_value(request.level)
+            .ok()
+            .and_then(|level| level.as_str().map(str::to_owned))
+            .ok_or_else(|| ErrorData::invalid_params("an unknown logging level", None))?;
+        let members = |caller: &Caller| Ok(caller.surface.members().to_vec());
+        self.on_sessions(
+            &context,
+            Method::SetLevel,
+            members,
+            SessionRequest::SetLevel(level),
+        )
+        .await
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let uri = request.uri;
+        let owner = |caller: &Caller| resource_owner(caller, &uri);
+        let subscribe = SessionRequest::Subscribe(uri.clone());
+        self.on_sessions(&context, Method::Subscribe, owner, subscribe)
+            .await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let uri = request.uri;
+        let owner = |caller: &Caller| resource_owner(caller, &uri);
+        let unsubscribe = SessionRequest::Unsubscribe(uri.clone());
+        self.on_sessions(&context, Method::Unsubscribe, owner, unsubscribe)
+            .await
     }
 
     fn accepted_subscription_filter(

@@ -31,6 +31,7 @@ use super::{
     errors::{error_data, unknown},
     listing,
     passthrough::{self, Ear},
+    session_requests::{SessionRequests, resource_owner},
 };
 use crate::domain::{
     audit::calls::AuditedCalls,
@@ -80,6 +81,15 @@ impl SurfaceServer {
         )
     }
 
+    /// What passes the requests of a client session on to its upstream
+    /// sessions.
+    fn session_requests(&self) -> SessionRequests<'_> {
+        SessionRequests {
+            calls: &self.calls,
+            admission: &self.admission,
+        }
+    }
+
     /// What each member of the caller's surface offers the caller (policies
     /// applied). A member that fails is skipped when others answer; when
     /// none answers, the first failure is the answer.
@@ -110,67 +120,6 @@ impl SurfaceServer {
             _ => Ok(found),
         }
     }
-
-    /// Makes `request` of the caller's upstream sessions with `members`,
-    /// as `method`. A member that fails is skipped when others answer; when
-    /// none answers, the first failure is the answer. Only a client session
-    /// has upstream sessions of its own to make it of.
-    async fn on_sessions(
-        &self,
-        context: &RequestContext<RoleServer>,
-        method: Method,
-        members: impl FnOnce(&Caller) -> Result<Vec<Member>, ErrorData>,
-        request: SessionRequest,
-    ) -> Result<(), ErrorData> {
-        let caller = caller_of(context)?;
-        let span = caller.span(method.name(), None);
-        let answer = async {
-            if !caller.in_session() {
-                return Err(ErrorData::invalid_request(
-                    format!("{} needs an MCP session (initialize)", method.name()),
-                    None,
-                ));
-            }
-            let members = members(&caller)?;
-            let answers = join_all(members.iter().map(|member| {
-                self.calls.session_request(
-                    &caller.principal,
-                    member.integration,
-                    request.clone(),
-                    &caller.session_scope,
-                )
-            }))
-            .await;
-            let mut first_error = None;
-            let mut answered = false;
-            for (member, answer) in members.iter().zip(answers) {
-                match answer {
-                    Ok(()) => answered = true,
-                    Err(error) => {
-                        tracing::debug!(integration_id = %member.integration, error = %error, "a member did not take the request");
-                        first_error.get_or_insert(error);
-                    }
-                }
-            }
-            match first_error {
-                Some(error) if !answered => Err(error_data(error)),
-                _ => Ok(()),
-            }
-        };
-        self.admission
-            .serve(&caller, method, answer)
-            .instrument(span)
-            .await
-    }
-}
-
-/// The member of the caller's surface serving the resource `uri`.
-fn resource_owner(caller: &Caller, uri: &str) -> Result<Vec<Member>, ErrorData> {
-    caller
-        .surface
-        .resource_member(uri)
-        .map(|member| vec![member.clone()])
-        .ok_or_else(|| unknown("resource", uri))
 }
 
 impl ServerHandler for SurfaceServer {
@@ -235,13 +184,14 @@ impl ServerHandler for SurfaceServer {
             .and_then(|level| level.as_str().map(str::to_owned))
             .ok_or_else(|| ErrorData::invalid_params("an unknown logging level", None))?;
         let members = |caller: &Caller| Ok(caller.surface.members().to_vec());
-        self.on_sessions(
-            &context,
-            Method::SetLevel,
-            members,
-            SessionRequest::SetLevel(level),
-        )
-        .await
+        self.session_requests()
+            .on_sessions(
+                &context,
+                Method::SetLevel,
+                members,
+                SessionRequest::SetLevel(level),
+            )
+            .await
     }
 
     async fn subscribe(
@@ -252,7 +202,8 @@ impl ServerHandler for SurfaceServer {
         let uri = request.uri;
         let owner = |caller: &Caller| resource_owner(caller, &uri);
         let subscribe = SessionRequest::Subscribe(uri.clone());
-        self.on_sessions(&context, Method::Subscribe, owner, subscribe)
+        self.session_requests()
+            .on_sessions(&context, Method::Subscribe, owner, subscribe)
             .await
     }
 
@@ -264,7 +215,8 @@ impl ServerHandler for SurfaceServer {
         let uri = request.uri;
         let owner = |caller: &Caller| resource_owner(caller, &uri);
         let unsubscribe = SessionRequest::Unsubscribe(uri.clone());
-        self.on_sessions(&context, Method::Unsubscribe, owner, unsubscribe)
+        self.session_requests()
+            .on_sessions(&context, Method::Unsubscribe, owner, unsubscribe)
             .await
     }
 

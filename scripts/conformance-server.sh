@@ -4,7 +4,9 @@
 #   - the reference server @modelcontextprotocol/server-everything directly;
 #   - the same server as an integration passed through Switchboard's MCP
 #     endpoint (/mcp/integrations/everything), reached through a loopback
-#     proxy that adds the bearer token the suite does not send.
+#     proxy that adds the bearer token the suite does not send; the endpoint
+#     allows the origin the suite names (the proxy's), as an operator allows
+#     the origin of its own site.
 # Results go to target/conformance-server/<target>-<set>/; the terminal gets
 # each set's scenarios side by side and both tallies. It judges parity: it
 # exits non-zero when a scenario that passes against the server directly
@@ -50,6 +52,7 @@ PORT=$everything_port "$node22" --require "$root/tests/support/listen-loopback.c
 pids+=($!)
 env SWITCHBOARD_JWT_SECRET="$secret" SWITCHBOARD_DEV_MODE=true SWITCHBOARD_DATA_DIR="$dir/mcp" \
   SWITCHBOARD_OUTBOUND_ALLOW=127.0.0.1/32 SWITCHBOARD_MCP_ENDPOINT_LISTEN="127.0.0.1:$endpoint_port" \
+  SWITCHBOARD_MCP_ENDPOINT_ALLOWED_ORIGINS="http://127.0.0.1:$proxy_port" \
   "$bin/mcp-service" --listen "127.0.0.1:$grpc_port" >"$out/mcp-service.log" 2>&1 &
 pids+=($!)
 wait_for_port server-everything "$everything_port"

@@ -318,6 +318,18 @@ pub enum SessionRequest {
     Subscribe(String),
     /// `resources/unsubscribe`: stop telling of them.
     Unsubscribe(String),
+    /// `completion/complete` of an argument of what it names, its
+    /// `CompleteRequestParams` wire JSON (with the server's own names).
+    Complete(Completing, serde_json::Value),
+}
+
+/// What a completion completes an argument of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Completing {
+    /// A prompt, by the server's own name.
+    Prompt(String),
+    /// A resource template, by its URI template.
+    Resource(String),
 }
 
 /// Talks to the MCP servers of integrations on reused sessions.
@@ -372,14 +384,15 @@ pub trait McpGateway: Send + Sync + 'static {
         timeout: Duration,
     ) -> Result<serde_json::Value, CallError>;
     /// Makes `request` on `scope`'s session with `integration`'s server,
-    /// opening it when it is not open yet.
+    /// opening it when it is not open yet; returns the result's wire JSON
+    /// (`null` for the requests whose result is empty).
     async fn session_request(
         &self,
         integration: &Integration,
         scope: &SessionScope,
         request: SessionRequest,
         timeout: Duration,
-    ) -> Result<(), CallError>;
+    ) -> Result<serde_json::Value, CallError>;
     /// Drops the sessions and cached discovery of an integration that changed
     /// or was deleted.
     async fn forget(&self, integration: IntegrationId);

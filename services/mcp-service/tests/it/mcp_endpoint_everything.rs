@@ -1,7 +1,7 @@
 //! The reference server (`@modelcontextprotocol/server-everything`) behind
 //! the endpoint, reached by the official TypeScript SDK client: what a
 //! client session asks of its own upstream session (the logging level,
-//! resource subscriptions) is passed on over that session, and what the
+//! resource subscriptions, completions) is passed on over that session, and what the
 //! server tells that session (its log messages, its resource updates)
 //! reaches that client session, and no other organization's.
 
@@ -65,6 +65,10 @@ async fn a_client_sessions_level_and_subscriptions_reach_its_upstream_session_an
             { "op": "waitNotice", "kind": "updated", "ms": 5000 },
             { "op": "unsubscribe", "uri": DOCUMENT },
             { "op": "waitNotice", "kind": "logs", "seen": 1, "ms": 5000 },
+            // A prompt argument's completion, by the server.
+            { "op": "complete",
+              "ref": { "type": "ref/prompt", "name": "completable-prompt" },
+              "argument": { "name": "department", "value": "S" } },
         ]),
     );
     let bystander = sdk_client(
@@ -105,6 +109,11 @@ async fn a_client_sessions_level_and_subscriptions_reach_its_upstream_session_an
         logs_mentioning(&subscriber, "Unsubscribe Resource request").len(),
         1,
         "the unsubscription reached the same upstream session: {subscriber}"
+    );
+    assert_eq!(
+        ok(&subscriber, 7)["completion"]["values"],
+        json!(["Sales", "Support"]),
+        "{subscriber}"
     );
 
     ok(&bystander, 0);

@@ -62,6 +62,8 @@ pub(super) enum Method {
     Subscribe,
     /// `resources/unsubscribe`.
     Unsubscribe,
+    /// `completion/complete`.
+    Complete,
 }
 
 impl Method {
@@ -78,6 +80,7 @@ impl Method {
             Self::SetLevel => "logging/setLevel",
             Self::Subscribe => "resources/subscribe",
             Self::Unsubscribe => "resources/unsubscribe",
+            Self::Complete => "completion/complete",
         }
     }
 
@@ -280,6 +283,7 @@ mod tests {
             Method::SetLevel,
             Method::Subscribe,
             Method::Unsubscribe,
+            Method::Complete,
         ]
         .into_iter()
         .filter(|m| m.is_limited())
@@ -293,7 +297,8 @@ mod tests {
                 "prompts/get",
                 "logging/setLevel",
                 "resources/subscribe",
-                "resources/unsubscribe"
+                "resources/unsubscribe",
+                "completion/complete"
             ]
         );
     }

@@ -13,11 +13,12 @@ use rmcp::model::SetLevelRequestParams;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
-        GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
-        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-        ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
-        SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+        CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
+        CompleteResult, ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation,
+        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+        PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+        ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter,
+        UnsubscribeRequestParams,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
@@ -31,7 +32,7 @@ use super::{
     errors::{error_data, unknown},
     listing,
     passthrough::{self, Ear},
-    session_requests::{SessionRequests, resource_owner},
+    session_requests::{SessionRequests, completion_owner, every_member, resource_owner},
 };
 use crate::domain::{
     audit::calls::AuditedCalls,
@@ -132,6 +133,7 @@ impl ServerHandler for SurfaceServer {
             ServerCapabilities::builder()
                 .enable_prompts()
                 .enable_prompts_list_changed()
+                .enable_completions()
                 .enable_logging()
                 .enable_resources()
                 .enable_resources_list_changed()
@@ -183,15 +185,13 @@ impl ServerHandler for SurfaceServer {
             .ok()
             .and_then(|level| level.as_str().map(str::to_owned))
             .ok_or_else(|| ErrorData::invalid_params("an unknown logging level", None))?;
-        let members = |caller: &Caller| Ok(caller.surface.members().to_vec());
+        let request = SessionRequest::SetLevel(level);
         self.session_requests()
-            .on_sessions(
-                &context,
-                Method::SetLevel,
-                members,
-                SessionRequest::SetLevel(level),
-            )
+            .on_sessions(&context, Method::SetLevel, |caller| {
+                every_member(caller, &request)
+            })
             .await
+            .map(drop)
     }
 
     async fn subscribe(
@@ -200,11 +200,13 @@ impl ServerHandler for SurfaceServer {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let uri = request.uri;
-        let owner = |caller: &Caller| resource_owner(caller, &uri);
         let subscribe = SessionRequest::Subscribe(uri.clone());
         self.session_requests()
-            .on_sessions(&context, Method::Subscribe, owner, subscribe)
+            .on_sessions(&context, Method::Subscribe, |caller| {
+                resource_owner(caller, &uri, subscribe)
+            })
             .await
+            .map(drop)
     }
 
     async fn unsubscribe(
@@ -213,11 +215,32 @@ impl ServerHandler for SurfaceServer {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let uri = request.uri;
-        let owner = |caller: &Caller| resource_owner(caller, &uri);
         let unsubscribe = SessionRequest::Unsubscribe(uri.clone());
         self.session_requests()
-            .on_sessions(&context, Method::Unsubscribe, owner, unsubscribe)
+            .on_sessions(&context, Method::Unsubscribe, |caller| {
+                resource_owner(caller, &uri, unsubscribe)
+            })
             .await
+            .map(drop)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let answer = self
+            .session_requests()
+            .on_sessions(&context, Method::Complete, |caller| {
+                completion_owner(caller, request)
+            })
+            .await?;
+        serde_json::from_value(answer).map_err(|error| {
+            ErrorData::internal_error(
+                format!("the MCP server's completion could not be read: {error}"),
+                None,
+            )
+        })
     }
 
     fn accepted_subscription_filter(

@@ -163,6 +163,10 @@ clients: tools ## Generate the Python, TypeScript and Go clients of proto/ into 
 conformance: ## The MCP conformance suite (client side, 2025-11-25 and 2026-07-28) against mcp-service
 	bash scripts/conformance.sh
 
+.PHONY: conformance-server
+conformance-server: ## The conformance suite's server scenarios (both sets) against server-everything directly and through the MCP endpoint; fails when a scenario passing directly fails through the endpoint
+	bash scripts/conformance-server.sh
+
 .PHONY: conformance-under-load
 conformance-under-load: ## The conformance suite 5 times in a row with every core kept busy; fails if any run fails (not in ci)
 	bash scripts/conformance-under-load.sh
@@ -237,4 +241,4 @@ image-check: tools deploy-tools postgres ## Build the images from the tests' deb
 	$(TOOLS)/deploy-venv/bin/python scripts/image_check.py
 
 .PHONY: ci
-ci: lint deny fuzz-ci test conformance demo-check helm-check image-check ## What CI runs: lints, supply-chain checks, a short fuzz run, the tests on SQLite and PostgreSQL, the MCP conformance suite, the demo, the chart and image checks
+ci: lint deny fuzz-ci test conformance conformance-server demo-check helm-check image-check ## What CI runs: lints, supply-chain checks, a short fuzz run, the tests on SQLite and PostgreSQL, the MCP conformance suite (client side, and the endpoint's parity with the reference server), the demo, the chart and image checks

@@ -90,6 +90,15 @@ pub struct EndpointArgs {
         default_value_t = 4
     )]
     pub max_pending_elicitations: usize,
+    /// Most log messages and resource updates of servers held for one
+    /// client session that has not passed them on yet; one more is dropped.
+    #[arg(
+        id = "mcp_endpoint_notice_buffer",
+        long = "mcp-endpoint-notice-buffer",
+        env = "SWITCHBOARD_MCP_ENDPOINT_NOTICE_BUFFER",
+        default_value_t = 64
+    )]
+    pub notice_buffer: usize,
 }
 
 impl Default for EndpointArgs {
@@ -105,6 +114,7 @@ impl Default for EndpointArgs {
             max_body_bytes: 4 << 20,
             change_buffer: 256,
             max_pending_elicitations: 4,
+            notice_buffer: 64,
         }
     }
 }
@@ -120,10 +130,14 @@ impl EndpointArgs {
         list(&self.allowed_origins)
     }
 
-    /// Where servers' list changes and questions wait for the endpoint's
+    /// Where servers' list changes, questions and notices wait for the endpoint's
     /// clients, within these bounds.
     pub fn downstream(&self) -> Downstream {
-        Downstream::new(self.change_buffer, self.max_pending_elicitations)
+        Downstream::new(
+            self.change_buffer,
+            self.max_pending_elicitations,
+            self.notice_buffer,
+        )
     }
 
     /// Refuses settings the endpoint cannot run with.
@@ -147,6 +161,10 @@ impl EndpointArgs {
         anyhow::ensure!(
             self.max_pending_elicitations > 0,
             "SWITCHBOARD_MCP_ENDPOINT_MAX_PENDING_ELICITATIONS must be at least 1"
+        );
+        anyhow::ensure!(
+            self.notice_buffer > 0,
+            "SWITCHBOARD_MCP_ENDPOINT_NOTICE_BUFFER must be at least 1"
         );
         anyhow::ensure!(
             !self.session_idle_timeout.is_zero(),
@@ -193,5 +211,12 @@ mod tests {
         assert_eq!(config.endpoint.max_sessions, 7);
         assert_eq!(config.max_sessions, 9);
         assert!(config.endpoint.validate().is_ok());
+        assert_eq!(config.endpoint.notice_buffer, 64, "the default");
+        let none = Config::try_parse_from(["mcp-service", "--mcp-endpoint-notice-buffer=0"])
+            .expect("parses");
+        assert!(
+            none.endpoint.validate().is_err(),
+            "a session that could hold no notice is refused"
+        );
     }
 }

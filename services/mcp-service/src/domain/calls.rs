@@ -15,8 +15,8 @@ use super::{
         engine::PolicyEngine,
     },
     ports::{
-        AuthorizationAnswer, Authorizations, CallError, Discovery, InputAnswers, McpGateway,
-        SessionScope, StartedAuthorization, ToolCall,
+        AuthorizationAnswer, Authorizations, CallError, Completing, Discovery, InputAnswers,
+        McpGateway, SessionRequest, SessionScope, StartedAuthorization, ToolCall,
     },
     resource::{ResourceRead, expand_uri},
     service::IntegrationService,
@@ -388,6 +388,44 @@ impl CallService {
             Ok(prompt) => Ok(prompt),
             Err(error) => {
                 tracing::info!(integration_id = %id, error = %error, "prompt failed");
+                Err(self.refused(caller, &integration, error).await)
+            }
+        }
+    }
+
+    /// Makes `request` of the caller's session `session_scope` with the
+    /// integration's server, as the caller's own session asks it: a
+    /// subscription to a resource, or a completion of a prompt's or a
+    /// resource's argument, only where the policies let the caller read
+    /// the resource or get the prompt. Returns the result's wire JSON.
+    pub async fn session_request(
+        &self,
+        caller: &Principal,
+        id: IntegrationId,
+        request: SessionRequest,
+        session_scope: &str,
+    ) -> Result<Value, McpError> {
+        let integration = self.integrations.usable(caller, id).await?;
+        let timeout = self.timeout(&integration, None);
+        let called = match &request {
+            SessionRequest::Subscribe(uri)
+            | SessionRequest::Complete(Completing::Resource(uri), _) => Some(Called::Resource(uri)),
+            SessionRequest::Complete(Completing::Prompt(name), _) => Some(Called::Prompt(name)),
+            SessionRequest::SetLevel(_) | SessionRequest::Unsubscribe(_) => None,
+        };
+        if let Some(called) = called {
+            self.authorize(caller, &integration, called, timeout)
+                .await?;
+        }
+        let scope = scope(caller, session_scope);
+        match self
+            .gateway
+            .session_request(&integration, &scope, request, timeout)
+            .await
+        {
+            Ok(result) => Ok(result),
+            Err(error) => {
+                tracing::info!(integration_id = %id, error = %error, "session request failed");
                 Err(self.refused(caller, &integration, error).await)
             }
         }

@@ -9,6 +9,10 @@
 //! integration, only its user's); a question reaches only the client whose
 //! call made it, found by its organization and upstream session scope.
 //!
+//! A server's log messages and resource updates, told on the upstream
+//! session of one client session, go to that session alone
+//! ([`super::notices`]).
+//!
 //! Both are bounded: the change feed holds at most its capacity of
 //! announcements (a listener that falls behind is told it missed some, and
 //! re-announces every list), and each call holds at most its capacity of
@@ -28,6 +32,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::{
     integration::{IntegrationId, OrgId},
+    notices::ClientNotices,
     ports::SessionScope,
     surface::Surface,
 };
@@ -259,15 +264,19 @@ pub struct Downstream {
     pub changes: ChangeFeed,
     /// Questions asked during calls.
     pub questions: Arc<ClientQuestions>,
+    /// Log messages and resource updates, for their client session.
+    pub notices: Arc<ClientNotices>,
 }
 
 impl Downstream {
-    /// A feed of `changes` capacity, and calls holding at most
-    /// `questions` unanswered questions each.
-    pub fn new(changes: usize, questions: usize) -> Self {
+    /// A feed of `changes` capacity, calls holding at most `questions`
+    /// unanswered questions each, and client sessions holding at most
+    /// `notices` notices not passed on yet.
+    pub fn new(changes: usize, questions: usize, notices: usize) -> Self {
         Self {
             changes: ChangeFeed::new(changes),
             questions: Arc::new(ClientQuestions::new(questions)),
+            notices: Arc::new(ClientNotices::new(notices)),
         }
     }
 }
@@ -275,7 +284,7 @@ impl Downstream {
 impl Default for Downstream {
     /// The endpoint's default bounds.
     fn default() -> Self {
-        Self::new(256, 4)
+        Self::new(256, 4, 64)
     }
 }
 

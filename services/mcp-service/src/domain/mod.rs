@@ -14,6 +14,7 @@ pub mod elicitation;
 pub mod error;
 pub mod input;
 pub mod integration;
+pub mod notices;
 pub mod oauth_input;
 pub mod oauth_url;
 pub mod policy;

@@ -307,6 +307,31 @@ pub struct InputAnswers {
     pub request_state: Option<String>,
 }
 
+/// A request an MCP client makes of the upstream session the endpoint
+/// opened for its session, passed on as it is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionRequest {
+    /// `logging/setLevel`: the least severe level the server's log
+    /// messages on the session should have (`debug` … `emergency`).
+    SetLevel(String),
+    /// `resources/subscribe`: tell of the resource's updates.
+    Subscribe(String),
+    /// `resources/unsubscribe`: stop telling of them.
+    Unsubscribe(String),
+    /// `completion/complete` of an argument of what it names, its
+    /// `CompleteRequestParams` wire JSON (with the server's own names).
+    Complete(Completing, serde_json::Value),
+}
+
+/// What a completion completes an argument of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Completing {
+    /// A prompt, by the server's own name.
+    Prompt(String),
+    /// A resource template, by its URI template.
+    Resource(String),
+}
+
 /// Talks to the MCP servers of integrations on reused sessions.
 #[async_trait]
 pub trait McpGateway: Send + Sync + 'static {
@@ -356,6 +381,16 @@ pub trait McpGateway: Send + Sync + 'static {
         name: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
         answers: InputAnswers,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, CallError>;
+    /// Makes `request` on `scope`'s session with `integration`'s server,
+    /// opening it when it is not open yet; returns the result's wire JSON
+    /// (`null` for the requests whose result is empty).
+    async fn session_request(
+        &self,
+        integration: &Integration,
+        scope: &SessionScope,
+        request: SessionRequest,
         timeout: Duration,
     ) -> Result<serde_json::Value, CallError>;
     /// Drops the sessions and cached discovery of an integration that changed

@@ -45,7 +45,7 @@ fn node() -> PathBuf {
     std::fs::canonicalize(path).expect("node resolves")
 }
 
-struct NodeServer(Child);
+pub(crate) struct NodeServer(Child);
 
 impl Drop for NodeServer {
     fn drop(&mut self) {
@@ -55,7 +55,7 @@ impl Drop for NodeServer {
 }
 
 /// Starts the reference server over streamable HTTP on a loopback port.
-fn start_http_everything() -> (NodeServer, String) {
+pub(crate) fn start_http_everything() -> (NodeServer, String) {
     let port = free_port().expect("a port");
     let mut child = Command::new(node())
         .arg("--require")

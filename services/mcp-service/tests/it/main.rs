@@ -21,6 +21,7 @@ mod hostile_tokens;
 mod input_required;
 mod integrations;
 mod mcp_endpoint;
+mod mcp_endpoint_everything;
 mod mcp_endpoint_limits;
 mod mcp_endpoint_passthrough;
 mod mcp_endpoint_toolsets;

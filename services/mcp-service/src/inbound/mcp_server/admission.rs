@@ -56,6 +56,14 @@ pub(super) enum Method {
     ListPrompts,
     /// `prompts/get`.
     GetPrompt,
+    /// `logging/setLevel`.
+    SetLevel,
+    /// `resources/subscribe`.
+    Subscribe,
+    /// `resources/unsubscribe`.
+    Unsubscribe,
+    /// `completion/complete`.
+    Complete,
 }
 
 impl Method {
@@ -69,12 +77,20 @@ impl Method {
             Self::ReadResource => "resources/read",
             Self::ListPrompts => "prompts/list",
             Self::GetPrompt => "prompts/get",
+            Self::SetLevel => "logging/setLevel",
+            Self::Subscribe => "resources/subscribe",
+            Self::Unsubscribe => "resources/unsubscribe",
+            Self::Complete => "completion/complete",
         }
     }
 
-    /// Whether requests of the method count against the limits.
+    /// Whether requests of the method count against the limits: those
+    /// a server answers, rather than a listing.
     fn is_limited(self) -> bool {
-        matches!(self, Self::CallTool | Self::ReadResource | Self::GetPrompt)
+        !matches!(
+            self,
+            Self::ListTools | Self::ListResources | Self::ListResourceTemplates | Self::ListPrompts
+        )
     }
 }
 
@@ -255,7 +271,7 @@ mod tests {
     }
 
     #[test]
-    fn only_calls_reads_and_prompts_are_limited() {
+    fn only_requests_a_server_answers_are_limited() {
         let limited: Vec<_> = [
             Method::ListTools,
             Method::CallTool,
@@ -264,11 +280,26 @@ mod tests {
             Method::ReadResource,
             Method::ListPrompts,
             Method::GetPrompt,
+            Method::SetLevel,
+            Method::Subscribe,
+            Method::Unsubscribe,
+            Method::Complete,
         ]
         .into_iter()
         .filter(|m| m.is_limited())
         .map(Method::name)
         .collect();
-        assert_eq!(limited, ["tools/call", "resources/read", "prompts/get"]);
+        assert_eq!(
+            limited,
+            [
+                "tools/call",
+                "resources/read",
+                "prompts/get",
+                "logging/setLevel",
+                "resources/subscribe",
+                "resources/unsubscribe",
+                "completion/complete"
+            ]
+        );
     }
 }

@@ -5,14 +5,20 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::future::join_all;
+#[expect(
+    deprecated,
+    reason = "logging is what clients of the initialize era speak; deprecated only for 2026-07-28"
+)]
+use rmcp::model::SetLevelRequestParams;
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
-        GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
-        ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-        ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
-        SubscriptionFilter,
+        CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams,
+        CompleteResult, ContentBlock, GetPromptRequestParams, GetPromptResponse, Implementation,
+        ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+        PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+        ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter,
+        UnsubscribeRequestParams,
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
@@ -26,13 +32,14 @@ use super::{
     errors::{error_data, unknown},
     listing,
     passthrough::{self, Ear},
+    session_requests::{SessionRequests, completion_owner, every_member, resource_owner},
 };
 use crate::domain::{
     audit::calls::AuditedCalls,
     calls::{Grants, PromptCall, ResourceQuery},
     downstream::Downstream,
     policy::enforce::AllowList,
-    ports::{Discovery, ToolCall},
+    ports::{Discovery, SessionRequest, ToolCall},
     surface::Member,
 };
 
@@ -43,12 +50,13 @@ const INSTRUCTIONS: &str = "Switchboard: the tools, resources and prompts of you
 /// The MCP server of the endpoint; one per client session (initialize era)
 /// or request (stateless era), holding nothing of the caller: each request
 /// brings its own [`Caller`]. A session's server also passes the list
-/// changes its caller may hear on, while it lives.
+/// changes its caller may hear, and the notices of its upstream sessions,
+/// on while it lives.
 #[derive(Debug, Clone)]
 pub(crate) struct SurfaceServer {
     calls: AuditedCalls,
     downstream: Downstream,
-    changes: Arc<Mutex<Option<DropGuard>>>,
+    passing: Arc<Mutex<Vec<DropGuard>>>,
     admission: Admission,
 }
 
@@ -59,7 +67,7 @@ impl SurfaceServer {
         Self {
             calls,
             downstream,
-            changes: Arc::default(),
+            passing: Arc::default(),
             admission,
         }
     }
@@ -72,6 +80,15 @@ impl SurfaceServer {
             self.downstream.clone(),
             self.admission.clone(),
         )
+    }
+
+    /// What passes the requests of a client session on to its upstream
+    /// sessions.
+    fn session_requests(&self) -> SessionRequests<'_> {
+        SessionRequests {
+            calls: &self.calls,
+            admission: &self.admission,
+        }
     }
 
     /// What each member of the caller's surface offers the caller (policies
@@ -107,13 +124,20 @@ impl SurfaceServer {
 }
 
 impl ServerHandler for SurfaceServer {
+    #[expect(
+        deprecated,
+        reason = "logging is what clients of the initialize era speak; deprecated only for 2026-07-28"
+    )]
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_prompts()
                 .enable_prompts_list_changed()
+                .enable_completions()
+                .enable_logging()
                 .enable_resources()
                 .enable_resources_list_changed()
+                .enable_resources_subscribe()
                 .enable_tools()
                 .enable_tool_list_changed()
                 .build(),
@@ -131,12 +155,92 @@ impl ServerHandler for SurfaceServer {
         let Ok(caller) = notifier_of(&context) else {
             return;
         };
-        let guard = passthrough::spawn_session_changes(
+        let notices = passthrough::spawn_session_notices(
+            &self.downstream.notices,
+            &caller,
+            context.peer.clone(),
+        );
+        let changes = passthrough::spawn_session_changes(
             self.downstream.changes.clone(),
             caller,
             context.peer,
         );
-        *self.changes.lock().unwrap_or_else(PoisonError::into_inner) = Some(guard);
+        self.passing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend([notices, changes]);
+    }
+
+    #[expect(
+        deprecated,
+        reason = "logging is what clients of the initialize era speak; deprecated only for 2026-07-28"
+    )]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // The level as the protocol spells it, for every member's server.
+        let level = serde_json::to_value(request.level)
+            .ok()
+            .and_then(|level| level.as_str().map(str::to_owned))
+            .ok_or_else(|| ErrorData::invalid_params("an unknown logging level", None))?;
+        let request = SessionRequest::SetLevel(level);
+        self.session_requests()
+            .on_sessions(&context, Method::SetLevel, |caller| {
+                every_member(caller, &request)
+            })
+            .await
+            .map(drop)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let uri = request.uri;
+        let subscribe = SessionRequest::Subscribe(uri.clone());
+        self.session_requests()
+            .on_sessions(&context, Method::Subscribe, |caller| {
+                resource_owner(caller, &uri, subscribe)
+            })
+            .await
+            .map(drop)
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let uri = request.uri;
+        let unsubscribe = SessionRequest::Unsubscribe(uri.clone());
+        self.session_requests()
+            .on_sessions(&context, Method::Unsubscribe, |caller| {
+                resource_owner(caller, &uri, unsubscribe)
+            })
+            .await
+            .map(drop)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let answer = self
+            .session_requests()
+            .on_sessions(&context, Method::Complete, |caller| {
+                completion_owner(caller, request)
+            })
+            .await?;
+        serde_json::from_value(answer).map_err(|error| {
+            ErrorData::internal_error(
+                format!("the MCP server's completion could not be read: {error}"),
+                None,
+            )
+        })
     }
 
     fn accepted_subscription_filter(

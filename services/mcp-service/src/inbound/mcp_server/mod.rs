@@ -11,6 +11,7 @@ mod errors;
 mod handler;
 mod listing;
 mod passthrough;
+mod session_requests;
 mod sessions;
 
 use std::{net::SocketAddr, sync::Arc};

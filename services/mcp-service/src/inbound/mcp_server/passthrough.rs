@@ -1,24 +1,36 @@
 //! What the integrations' servers send toward the endpoint's MCP clients,
 //! passed on: their list changes, announced to each client session whose
-//! surface they concern, and their elicitations during a call, asked of the
-//! client that made it.
+//! surface they concern; their elicitations during a call, asked of the
+//! client that made it; their log messages and resource updates, told to
+//! the client session whose upstream session they came on.
 //!
 //! Who may hear what is the domain's rule
 //! ([`crate::domain::downstream`]); this file only speaks the protocol.
 
-use std::future::Future;
+use std::{future::Future, sync::Arc};
 
 use futures::{StreamExt as _, stream::FuturesUnordered};
+#[expect(
+    deprecated,
+    reason = "logging is what clients of the initialize era speak; deprecated only for 2026-07-28"
+)]
+use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::{
     RoleServer,
-    model::{ClientResult, ElicitRequest, ElicitRequestParams, ServerRequest, SubscriptionFilter},
+    model::{
+        ClientResult, ElicitRequest, ElicitRequestParams, ResourceUpdatedNotificationParam,
+        ServerRequest, SubscriptionFilter,
+    },
     service::{Peer, SubscriptionSink},
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::caller::Caller;
-use crate::domain::downstream::{ChangeFeed, Heard, ListKind, Question};
+use crate::domain::{
+    downstream::{ChangeFeed, Heard, ListKind, Question},
+    notices::{ClientNotices, Notice, NoticeKind},
+};
 
 /// Where a client hears of changes: its session's stream (initialize era)
 /// or its `subscriptions/listen` stream (2026-07-28).
@@ -87,6 +99,64 @@ pub(super) fn spawn_session_changes(
             .await;
     });
     stop.drop_guard()
+}
+
+/// Tells a session's client the log messages and resource updates of its
+/// upstream sessions, on a task of its own, until the returned guard is
+/// dropped (with the session) or the client is gone.
+pub(super) fn spawn_session_notices(
+    notices: &Arc<ClientNotices>,
+    caller: &Caller,
+    peer: Peer<RoleServer>,
+) -> DropGuard {
+    let (line, mut heard) = notices.open(&caller.org(), &caller.upstream_scope());
+    let stop = CancellationToken::new();
+    let running = stop.clone();
+    tokio::spawn(async move {
+        // Registered for as long as the task runs.
+        let _line = line;
+        running
+            .run_until_cancelled(async move {
+                while let Some(notice) = heard.recv().await {
+                    if !tell(&peer, notice).await {
+                        return;
+                    }
+                }
+            })
+            .await;
+    });
+    stop.drop_guard()
+}
+
+/// Tells the client on `peer` of `notice`; false when it cannot hear any
+/// more. A notice whose params the client could not read is skipped.
+#[expect(
+    deprecated,
+    reason = "logging is what clients of the initialize era speak; deprecated only for 2026-07-28"
+)]
+async fn tell(peer: &Peer<RoleServer>, notice: Notice) -> bool {
+    let Notice { kind, params } = notice;
+    let sent = match kind {
+        NoticeKind::Log => {
+            match serde_json::from_value::<LoggingMessageNotificationParam>(params) {
+                Ok(params) => peer.notify_logging_message(params).await,
+                Err(error) => {
+                    tracing::debug!(error = %error, "a log message the client cannot be told");
+                    return true;
+                }
+            }
+        }
+        NoticeKind::ResourceUpdated => {
+            match serde_json::from_value::<ResourceUpdatedNotificationParam>(params) {
+                Ok(params) => peer.notify_resource_updated(params).await,
+                Err(error) => {
+                    tracing::debug!(error = %error, "a resource update the client cannot be told");
+                    return true;
+                }
+            }
+        }
+    };
+    sent.is_ok()
 }
 
 /// The list changes a `subscriptions/listen` client may ask for: those the

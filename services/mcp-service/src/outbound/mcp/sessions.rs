@@ -9,17 +9,24 @@ use std::{
     time::{Duration, Instant},
 };
 
+#[expect(
+    deprecated,
+    reason = "logging is what clients of the initialize era speak; deprecated only for 2026-07-28"
+)]
+use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::{
     ClientHandler, ErrorData, RoleClient,
-    model::{ClientConfig, ElicitRequestParams, ElicitResult},
+    model::{ClientConfig, ElicitRequestParams, ElicitResult, ResourceUpdatedNotificationParam},
     service::{NotificationContext, RequestContext, RunningService},
 };
+use serde::Serialize;
 
 use crate::{
     domain::{
         downstream::{ChangeFeed, ListChange, ListKind},
         integration::{Integration, IntegrationId, OrgId},
-        ports::Discovery,
+        notices::{ClientNotices, Notice, NoticeKind},
+        ports::{Discovery, SessionScope},
     },
     outbound::mcp::elicitation::Answerer,
 };
@@ -27,7 +34,9 @@ use crate::{
 /// Receives the server's notifications and requests for one session: a
 /// `list_changed` drops the integration's cached discovery and is announced
 /// to the endpoint's clients; an elicitation is answered by the endpoint's
-/// client whose call is on the session, or by the operator's policy.
+/// client whose call is on the session, or by the operator's policy; a log
+/// message or resource update is told to the endpoint's client session the
+/// session was opened for, if it was.
 #[derive(Debug, Clone)]
 pub struct SessionHandler {
     config: ClientConfig,
@@ -35,6 +44,32 @@ pub struct SessionHandler {
     cache: DiscoveryCache,
     answerer: Answerer,
     changes: Option<Announcer>,
+    teller: Option<Teller>,
+}
+
+/// Where a session's log messages and resource updates are told: the
+/// client session registered for the session's organization and scope.
+#[derive(Debug, Clone)]
+pub struct Teller {
+    /// The client sessions.
+    pub notices: Arc<ClientNotices>,
+    /// The integration's organization.
+    pub org: OrgId,
+    /// The session's scope.
+    pub scope: SessionScope,
+}
+
+impl Teller {
+    /// Tells the session's client of `params`, a notice of `kind`.
+    fn tell(&self, kind: NoticeKind, params: &impl Serialize) {
+        match serde_json::to_value(params) {
+            Ok(params) => {
+                self.notices
+                    .tell(&self.org, &self.scope, Notice { kind, params });
+            }
+            Err(error) => tracing::debug!(error = %error, "an unreadable notice"),
+        }
+    }
 }
 
 /// Where a session's list changes are announced, and for whom.
@@ -86,7 +121,16 @@ impl SessionHandler {
             cache,
             answerer,
             changes: None,
+            teller: None,
         }
+    }
+
+    /// This handler, telling the server's log messages and resource
+    /// updates with `teller`.
+    #[must_use]
+    pub fn with_teller(mut self, teller: Teller) -> Self {
+        self.teller = Some(teller);
+        self
     }
 
     /// This handler, announcing the server's list changes with `changes`.
@@ -137,6 +181,30 @@ impl ClientHandler for SessionHandler {
 
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.list_changed(ListKind::Prompts);
+    }
+
+    #[expect(
+        deprecated,
+        reason = "logging is what clients of the initialize era speak; deprecated only for 2026-07-28"
+    )]
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(teller) = &self.teller {
+            teller.tell(NoticeKind::Log, &params);
+        }
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(teller) = &self.teller {
+            teller.tell(NoticeKind::ResourceUpdated, &params);
+        }
     }
 }
 

@@ -367,8 +367,8 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_panic_ends_its_work_not_the_thread() {
         let pool = CpuPool::new(1, 0);
-        let failed = pool.run("a", far(), || panic!("a bug")).await;
-        assert_eq!(failed.map(|()| ()), Err(PoolError::Stopped));
+        let failed: Result<(), _> = pool.run("a", far(), || panic!("a bug")).await;
+        assert_eq!(failed, Err(PoolError::Stopped));
         assert_eq!(pool.run("a", far(), || 7).await, Ok(7));
     }
 

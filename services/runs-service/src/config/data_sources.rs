@@ -53,10 +53,10 @@ pub struct DataSourceArgs {
     /// (a model's parallel calls); past it, more are refused at once.
     #[arg(long = "data-source-queued-per-org", env = "SWITCHBOARD_DATA_SOURCE_QUEUED_PER_ORG", default_value_t = Capacity::default().queued_per_org)]
     pub queued_per_org: usize,
-    /// Threads that do data-source work (an import's parsing, a query's
-    /// engine) for all organizations, in turns fair between them; by
-    /// default one fewer than the cores, at least one, so that a core is
-    /// left for calls.
+    /// Threads that parse imports for all organizations, in turns fair
+    /// between them, and the threads of each query's process; by default
+    /// one fewer than the cores, at least one, so that a core is left for
+    /// calls.
     #[arg(long = "data-source-threads", env = "SWITCHBOARD_DATA_SOURCE_THREADS")]
     pub threads: Option<usize>,
     /// Nice levels below the service's that data-source work runs at (0 to

@@ -200,9 +200,8 @@ pub struct Capacity {
     pub queued_per_org: usize,
     /// The most CSV bytes all data sources of one organization may hold.
     pub org_bytes: u64,
-    /// Threads that do data-source work for all organizations (an import's
-    /// parsing, a query), in turns fair between organizations; also the
-    /// most threads one query's engine runs.
+    /// Threads that parse imports for all organizations, in turns fair
+    /// between organizations; also the threads of each query's process.
     pub threads: usize,
     /// Nice levels below the service's that data-source work runs at, so
     /// that the kernel gives a core to a request first.

@@ -9,7 +9,9 @@
 //! as before); the server's CPU time per refusal is read from `/proc`.
 //! Last, SQL load: another organization importing large CSVs into its data
 //! sources in runs-service back to back, while the quiet organization makes
-//! small imports there and its ExecuteTool calls (`sql.rs`).
+//! small imports there and its ExecuteTool calls (`sql.rs`), twice: with
+//! runs-service's data-source threads as before they were a pool of their
+//! own (4 at the service's priority), and as by default.
 //! `BENCH_FAIRNESS=sql` runs only that row, `=calls` all but it.
 //! mcp-service and the example MCP server run as release binaries; the
 //! hanging MCP server (accepts, never answers) runs in this process. See
@@ -359,9 +361,9 @@ struct SqlScenario {
 
 /// The quiet organization's ExecuteTool calls and small imports alone,
 /// then beside an organization importing large CSVs back to back.
-async fn sql_scenario(dir: &std::path::Path, quiet_upstream: &str) -> SqlScenario {
+async fn sql_scenario(dir: &std::path::Path, quiet_upstream: &str, pool: sql::Pool) -> SqlScenario {
     let (_service, url, _pid) = mcp_service(dir, ORG_LIMIT, "250ms").await;
-    let (_runs, runs_url) = sql::runs_service(dir, &url).await;
+    let (_runs, runs_url) = sql::runs_service(dir, &url, pool).await;
     let quiet_channel = channel(&url).await;
     let token = token("quiet", "quiet-user", &["admin"]);
     let id = integration(&quiet_channel, &token, "example", quiet_upstream).await;
@@ -385,21 +387,31 @@ async fn sql_scenario(dir: &std::path::Path, quiet_upstream: &str) -> SqlScenari
     }
 }
 
-/// The rows of the SQL-load scenario.
+/// The SQL-load rows: data-source threads as before they were a pool of
+/// their own, then as by default.
+async fn sql_rows(dir: &std::path::Path, quiet_upstream: &str) {
+    for (name, pool) in [
+        ("4 threads at nice 0 (as before)", sql::Pool::AS_BEFORE),
+        ("default threads and nice", sql::Pool::DEFAULT),
+    ] {
+        println!("SQL load, runs-service's data-source threads: {name}");
+        report_sql(&sql_scenario(dir, quiet_upstream, pool).await);
+        println!();
+    }
+}
+
+/// The rows of one SQL-load scenario.
 fn report_sql(scenario: &SqlScenario) {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    report("SQL load: quiet ExecuteTool alone", &scenario.calls_alone);
-    report(
-        "SQL load: quiet ExecuteTool beside it",
-        &scenario.calls_beside,
-    );
+    report("  quiet ExecuteTool alone", &scenario.calls_alone);
+    report("  quiet ExecuteTool beside it", &scenario.calls_beside);
     report_of(
-        "SQL load: quiet small imports alone",
+        "  quiet small imports alone",
         &scenario.imports_alone,
         sql::QUIET_IMPORTS,
     );
     report_of(
-        "SQL load: quiet small imports beside it",
+        "  quiet small imports beside it",
         &scenario.imports_beside,
         sql::QUIET_IMPORTS,
     );
@@ -504,7 +516,7 @@ async fn main() {
 
     let only = std::env::var("BENCH_FAIRNESS").unwrap_or_default();
     if only == "sql" {
-        report_sql(&sql_scenario(dir.path(), &quiet_upstream).await);
+        sql_rows(dir.path(), &quiet_upstream).await;
         return;
     }
     println!(
@@ -572,6 +584,6 @@ async fn main() {
     }
     if only != "calls" {
         println!();
-        report_sql(&sql_scenario(dir.path(), &quiet_upstream).await);
+        sql_rows(dir.path(), &quiet_upstream).await;
     }
 }

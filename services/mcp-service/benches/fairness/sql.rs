@@ -35,15 +35,49 @@ pub const NOISY_IMPORTERS: usize = 8;
 /// Rows of one of the noisy organization's imports (about 2.5 MB).
 pub const NOISY_ROWS: usize = 50_000;
 
+/// How runs-service's data-source threads are set for a row.
+#[derive(Debug, Clone, Copy)]
+pub struct Pool {
+    /// `SWITCHBOARD_DATA_SOURCE_THREADS`, or the default.
+    pub threads: Option<usize>,
+    /// `SWITCHBOARD_DATA_SOURCE_NICE`, or the default.
+    pub nice: Option<i32>,
+}
+
+impl Pool {
+    /// As data-source work ran before it had threads of its own: as many
+    /// imports parsed at once as hold a slot (4), at the service's priority.
+    pub const AS_BEFORE: Self = Self {
+        threads: Some(4),
+        nice: Some(0),
+    };
+    /// The defaults.
+    pub const DEFAULT: Self = Self {
+        threads: None,
+        nice: None,
+    };
+}
+
 /// runs-service as a release binary on SQLite, its data sources bounded
-/// only by the machine (the noisy organization imports for the whole row).
-pub async fn runs_service(dir: &Path, mcp_url: &str) -> (KillOnDrop, String) {
+/// only by the machine (the noisy organization imports for the whole row)
+/// and its data-source threads set as `pool` says.
+pub async fn runs_service(dir: &Path, mcp_url: &str, pool: Pool) -> (KillOnDrop, String) {
     let port = free_port().expect("a port");
-    let child = Command::new(workspace_binary("switchboard-runs-service", "runs-service"))
+    let mut command = Command::new(workspace_binary("switchboard-runs-service", "runs-service"));
+    if let Some(threads) = pool.threads {
+        command.env("SWITCHBOARD_DATA_SOURCE_THREADS", threads.to_string());
+    }
+    if let Some(nice) = pool.nice {
+        command.env("SWITCHBOARD_DATA_SOURCE_NICE", nice.to_string());
+    }
+    let child = command
         .args(["--listen", &format!("127.0.0.1:{port}")])
         .current_dir(dir)
         .env_remove("DATABASE_URL")
-        .env("SWITCHBOARD_DATA_DIR", dir.join("runs-data"))
+        .env(
+            "SWITCHBOARD_DATA_DIR",
+            dir.join(format!("runs-data-{port}")),
+        )
         .env("SWITCHBOARD_JWT_SECRET", TEST_JWT_SECRET)
         .env("SWITCHBOARD_MCP_SERVICE_URL", mcp_url)
         // Agents must name a provider; no run is started here.

@@ -11,6 +11,12 @@ use crate::domain::{
 /// ordinary answers would be stored or cut.
 const MIN_TABLE_BYTES: usize = 1024;
 
+/// The most [`DataSourceArgs::threads`]: each query's process runs as many.
+const MAX_THREADS: usize = 256;
+
+/// The highest nice value.
+const MAX_NICE: i32 = 19;
+
 /// What data sources may hold, use and run at once.
 ///
 /// Memory adds up as: `cache_bytes` (decoded tables kept between queries)
@@ -47,6 +53,16 @@ pub struct DataSourceArgs {
     /// (a model's parallel calls); past it, more are refused at once.
     #[arg(long = "data-source-queued-per-org", env = "SWITCHBOARD_DATA_SOURCE_QUEUED_PER_ORG", default_value_t = Capacity::default().queued_per_org)]
     pub queued_per_org: usize,
+    /// Threads that parse imports for all organizations, in turns fair
+    /// between them, and the threads of each query's process; by default
+    /// one fewer than the cores, at least one, so that a core is left for
+    /// calls.
+    #[arg(long = "data-source-threads", env = "SWITCHBOARD_DATA_SOURCE_THREADS")]
+    pub threads: Option<usize>,
+    /// Nice levels below the service's that data-source work runs at (0 to
+    /// 19), so that the kernel gives a core to a request first.
+    #[arg(long = "data-source-nice", env = "SWITCHBOARD_DATA_SOURCE_NICE", default_value_t = Capacity::DEFAULT_NICE)]
+    pub nice: i32,
     /// CSV bytes all data sources of one organization may hold.
     #[arg(long = "data-source-org-bytes", env = "SWITCHBOARD_DATA_SOURCE_ORG_BYTES", default_value_t = Capacity::default().org_bytes)]
     pub org_bytes: u64,
@@ -90,6 +106,8 @@ impl Default for DataSourceArgs {
             concurrent_work_per_org: capacity.concurrent_work_per_org,
             queued_per_org: capacity.queued_per_org,
             org_bytes: capacity.org_bytes,
+            threads: None,
+            nice: capacity.nice,
             query_max_result_bytes: query.max_result_bytes,
             query_max_value_bytes: query.max_value_bytes,
             query_max_memory_bytes: query.process_memory_bytes,
@@ -115,6 +133,17 @@ impl DataSourceArgs {
              SWITCHBOARD_DATA_SOURCE_CONCURRENT_WORK ({}), so that one organization never holds every slot",
             self.concurrent_work_per_org,
             self.concurrent_work
+        );
+        ensure!(
+            self.threads
+                .is_none_or(|threads| (1..=MAX_THREADS).contains(&threads)),
+            "SWITCHBOARD_DATA_SOURCE_THREADS ({}) must be between 1 and {MAX_THREADS}",
+            self.threads.unwrap_or_default()
+        );
+        ensure!(
+            (0..=MAX_NICE).contains(&self.nice),
+            "SWITCHBOARD_DATA_SOURCE_NICE ({}) must be between 0 and {MAX_NICE}",
+            self.nice
         );
         ensure!(
             self.query_max_memory_bytes > self.query_memory_bytes,
@@ -160,6 +189,8 @@ impl DataSourceArgs {
             concurrent_work_per_org: self.concurrent_work_per_org,
             queued_per_org: self.queued_per_org,
             org_bytes: self.org_bytes,
+            threads: self.threads.unwrap_or_else(Capacity::default_threads),
+            nice: self.nice,
         }
     }
 }

@@ -450,4 +450,47 @@ mod tests {
         assert_eq!(settings.query_limits().memory_bytes, 2000);
         assert_eq!(settings.capacity().org_bytes, 3000);
     }
+
+    #[test]
+    fn the_data_source_threads_leave_a_core_and_their_limits_are_checked() {
+        let defaults = Config::try_parse_from(["runs-service"]).expect("defaults parse");
+        let capacity = defaults.data_sources.capacity();
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        assert_eq!(capacity.threads, cores.saturating_sub(1).max(1));
+        assert_eq!(capacity.nice, 10);
+        let at = |threads: usize, nice: i32| DataSourceArgs {
+            threads: Some(threads),
+            nice,
+            ..DataSourceArgs::default()
+        };
+        let message_bytes = 16 * 1024 * 1024;
+        at(1, 0).check(message_bytes).expect("one thread, no nice");
+        at(256, 19).check(message_bytes).expect("the most");
+        for (threads, nice, named) in [
+            (0, 10, "SWITCHBOARD_DATA_SOURCE_THREADS"),
+            (257, 10, "SWITCHBOARD_DATA_SOURCE_THREADS"),
+            (1, 20, "SWITCHBOARD_DATA_SOURCE_NICE"),
+            (1, -1, "SWITCHBOARD_DATA_SOURCE_NICE"),
+        ] {
+            let error = at(threads, nice)
+                .check(message_bytes)
+                .expect_err("out of range");
+            assert!(error.to_string().contains(named), "{error}");
+        }
+        let set = Config::try_parse_from([
+            "runs-service",
+            "--data-source-threads",
+            "3",
+            "--data-source-nice",
+            "0",
+        ])
+        .expect("parsed");
+        assert_eq!(
+            (
+                set.data_sources.capacity().threads,
+                set.data_sources.capacity().nice
+            ),
+            (3, 0)
+        );
+    }
 }

@@ -200,6 +200,26 @@ pub struct Capacity {
     pub queued_per_org: usize,
     /// The most CSV bytes all data sources of one organization may hold.
     pub org_bytes: u64,
+    /// Threads that parse imports for all organizations, in turns fair
+    /// between organizations; also the threads of each query's process.
+    pub threads: usize,
+    /// Nice levels below the service's that data-source work runs at, so
+    /// that the kernel gives a core to a request first.
+    pub nice: i32,
+}
+
+impl Capacity {
+    /// The default [`Self::threads`]: one fewer than the machine's cores
+    /// (at least one), to leave a core for calls.
+    pub fn default_threads() -> usize {
+        std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .saturating_sub(1)
+            .max(1)
+    }
+
+    /// The default [`Self::nice`].
+    pub const DEFAULT_NICE: i32 = 10;
 }
 
 impl Default for Capacity {
@@ -210,6 +230,8 @@ impl Default for Capacity {
             concurrent_work_per_org: 2,
             queued_per_org: 16,
             org_bytes: 1024 * 1024 * 1024,
+            threads: Self::default_threads(),
+            nice: Self::DEFAULT_NICE,
         }
     }
 }

@@ -306,7 +306,77 @@ async fn a_query_past_its_time_has_ended_before_its_slot_is_given_back(kind: DbK
     );
 }
 
+/// The nice value and the number of threads of process `pid`, from
+/// `/proc/<pid>/stat` (fields 19 and 20, after the parenthesized name).
+fn nice_and_threads(pid: u32) -> Option<(i32, usize)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    Some((fields.get(16)?.parse().ok()?, fields.get(17)?.parse().ok()?))
+}
+
+async fn a_query_process_runs_below_the_service_priority_on_the_pool_threads(kind: DbKind) {
+    let capacity = Capacity {
+        threads: 1,
+        nice: 5,
+        ..Capacity::default()
+    };
+    let fx = Fixture::new(kind, ImportLimits::default(), limits(), capacity).await;
+    let thread = fx.thread("org-a").await;
+    let slow = "SELECT sum(value % 7) FROM generate_series(1, 1000000000000)";
+    let query = {
+        let sources = Arc::clone(&fx.sources);
+        tokio::spawn(async move { sources.query(thread, slow).await })
+    };
+    let mut seen = None;
+    for _ in 0..300 {
+        // Read once the engine's runtime has started (a thread past main).
+        seen = worker_of(thread)
+            .and_then(nice_and_threads)
+            .filter(|&(_, threads)| threads > 1);
+        if seen.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (nice, threads) = seen.expect("the query runs in a process of its own");
+    let service = rustix::process::getpriority_process(None).expect("reads");
+    assert_eq!(nice, (service + 5).min(19), "five levels below the service");
+    // The main thread and the engine's one worker; the engine's blocking
+    // threads, if any, are few.
+    assert!(threads <= 4, "{threads} threads for a pool of one");
+    query.abort();
+}
+
+async fn imports_of_two_organizations_all_run_on_one_data_source_thread(kind: DbKind) {
+    let capacity = Capacity {
+        threads: 1,
+        concurrent_work: 4,
+        concurrent_work_per_org: 3,
+        ..Capacity::default()
+    };
+    let fx = Arc::new(Fixture::new(kind, ImportLimits::default(), limits(), capacity).await);
+    let (a, b) = (fx.thread("org-a").await, fx.thread("org-b").await);
+    let imports: Vec<_> = [(a, "a1"), (a, "a2"), (a, "a3"), (b, "b1")]
+        .into_iter()
+        .map(|(thread, name)| {
+            let fx = Arc::clone(&fx);
+            tokio::spawn(async move { fx.import(thread, name, &numbers_csv(20_000)).await })
+        })
+        .collect();
+    for import in imports {
+        import.await.expect("each import ends stored");
+    }
+    let result = fx
+        .sources
+        .query(b, "SELECT count(*) FROM b1")
+        .await
+        .expect("queried");
+    assert_eq!(result.rows, [["20000"]]);
+}
+
 db_tests!(
+    imports_of_two_organizations_all_run_on_one_data_source_thread,
+    a_query_process_runs_below_the_service_priority_on_the_pool_threads,
     the_to_char_bomb_ends_with_a_clear_error_and_others_keep_querying,
     functions_off_the_list_are_refused_by_name,
     a_query_that_would_grow_past_the_memory_ceiling_ends_with_a_clear_error,

@@ -19,7 +19,7 @@ use bytes::Bytes;
 use rustix::process::{Resource, Rlimit, Signal, set_parent_process_death_signal, setrlimit};
 
 use super::{
-    engine,
+    engine, pool,
     protocol::{self, Limits, Request, Response},
 };
 use crate::domain::datasource::{QueryError, QueryLimits};
@@ -50,6 +50,8 @@ fn serve() -> anyhow::Result<()> {
     let mut input = std::io::stdin().lock();
     let request = read_request(&mut input)?;
     confine(&request.limits, request.partitions)?;
+    // Before the engine's threads start, which inherit it.
+    pool::run_at_most_at(request.priority);
     let tables = read_tables(&mut input, &request)?;
     let limits = QueryLimits::from(request.limits);
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -14,6 +14,10 @@
 //! tables it reads counted in); imports and queries share
 //! [`Capacity::concurrent_work`] slots, at most
 //! [`Capacity::concurrent_work_per_org`] per organization.
+//!
+//! CPU: imports are parsed on [`Capacity::threads`] threads shared by all
+//! organizations in fair turns (`pool.rs`); a query's process runs as many
+//! threads. Both run below the priority of the threads that serve requests.
 
 pub mod allowlist;
 mod bounded;
@@ -24,6 +28,7 @@ mod concat;
 mod engine;
 mod gate;
 mod import;
+mod pool;
 mod protocol;
 mod slots;
 mod worker;
@@ -41,16 +46,18 @@ use anyhow::Context as _;
 use async_trait::async_trait;
 use bytes::Bytes;
 use sqlx::{AnyPool, Row, any::AnyRow};
+use tokio::time::Instant;
 
 use crate::domain::{
     datasource::{
-        Capacity, Column, DataSource, DataSources, ImportError, ImportLimits, QueryError,
+        Busy, Capacity, Column, DataSource, DataSources, ImportError, ImportLimits, QueryError,
         QueryLimits, QueryResult, Refusal,
     },
     ids::{DataSourceId, IntegrationId, ThreadId},
 };
 use crate::outbound::sql::{stored_id, stored_optional_id};
 use cache::TableCache;
+use pool::{CpuPool, PoolError};
 use slots::{Slot, Slots};
 use worker::QueryWorker;
 
@@ -66,8 +73,9 @@ pub struct SqlDataSources {
     store: Arc<Store>,
     import: ImportLimits,
     limits: QueryLimits,
-    /// Parallelism of a query: the machine's cores.
-    partitions: usize,
+    /// Where imports are parsed; its threads are also a query's
+    /// parallelism, and its priority a query process's.
+    pool: CpuPool,
     slots: Slots,
     /// The most CSV bytes an organization's data sources hold (or its own).
     org_bytes: u64,
@@ -99,7 +107,7 @@ impl SqlDataSources {
             }),
             import,
             limits: query,
-            partitions: std::thread::available_parallelism().map_or(2, usize::from),
+            pool: CpuPool::new(capacity.threads, capacity.nice),
             slots: Slots::new(
                 capacity.concurrent_work,
                 capacity.concurrent_work_per_org,
@@ -140,6 +148,7 @@ impl SqlDataSources {
                 capacity.queued_per_org,
             ),
             org_bytes: capacity.org_bytes,
+            pool: CpuPool::new(capacity.threads, capacity.nice),
             ..self.with_cache_bytes(capacity.cache_bytes)
         }
     }
@@ -290,18 +299,25 @@ pub fn parse_csv(csv: &[u8], limits: &ImportLimits) -> Result<(Vec<Column>, usiz
     import::parse_csv(csv, limits).map(|parsed| (parsed.columns, parsed.batch.num_rows()))
 }
 
-/// Parses and encodes a CSV off the async workers: both are CPU work.
+/// Parses and encodes a CSV in `org`'s turn of `pool`, off the async
+/// workers: both are CPU work.
 async fn parse_and_encode(
+    pool: &CpuPool,
+    org: &str,
+    deadline: Instant,
     bytes: Vec<u8>,
     limits: ImportLimits,
 ) -> Result<(import::ParsedTable, Vec<u8>), ImportError> {
-    tokio::task::spawn_blocking(move || {
+    pool.run(org, deadline, move || {
         let parsed = import::parse_csv(&bytes, &limits)?;
         let content = codec::encode(&parsed.batch).map_err(ImportError::Storage)?;
         Ok::<_, ImportError>((parsed, content))
     })
     .await
-    .map_err(|e| ImportError::Storage(anyhow::Error::new(e).context("the import stopped")))?
+    .map_err(|error| match error {
+        PoolError::Waited(wait) => ImportError::Busy(Busy::Timeout(wait)),
+        PoolError::Stopped => ImportError::Storage(anyhow::anyhow!("the import stopped")),
+    })?
 }
 
 fn decode_source(row: &AnyRow) -> anyhow::Result<DataSource> {
@@ -344,13 +360,15 @@ impl DataSources for SqlDataSources {
             .map_err(ImportError::Storage)?
             .ok_or_else(|| ImportError::Storage(anyhow::anyhow!("the thread does not exist")))?;
         // Parsing and encoding take memory and CPU like a query.
+        let deadline = Instant::now() + self.limits.timeout;
         let _slot = self
             .slots
             .acquire(&org, self.limits.timeout)
             .await
             .map_err(ImportError::Busy)?;
         self.check_org_quota(&org, csv.len()).await?;
-        let (parsed, content) = parse_and_encode(csv.to_vec(), self.import).await?;
+        let (parsed, content) =
+            parse_and_encode(&self.pool, &org, deadline, csv.to_vec(), self.import).await?;
 
         let row_count = parsed.batch.num_rows();
         let mut source = DataSource {
@@ -416,12 +434,17 @@ impl DataSources for SqlDataSources {
             .named_tables(thread_id, &named)
             .await
             .map_err(QueryError::Internal)?;
+        // A query runs in a process of its own, which the kernel shares the
+        // cores with fairly (a long query holds no turn of the pool), below
+        // the service's priority and with as many threads as the pool.
+        let partitions = self.pool.threads();
         match &self.runner {
             Runner::Worker(worker) => {
                 let request = protocol::Request {
                     sql: sql.to_owned(),
                     limits: (&limits).into(),
-                    partitions: self.partitions,
+                    partitions,
+                    priority: self.pool.priority(),
                     tables: tables
                         .iter()
                         .map(|(name, content)| protocol::TableHeader {
@@ -438,7 +461,7 @@ impl DataSources for SqlDataSources {
                 let tables = tables.into_iter().collect();
                 tokio::time::timeout(
                     limits.timeout,
-                    engine::execute(tables, sql, limits, self.partitions),
+                    engine::execute(tables, sql, limits, partitions),
                 )
                 .await
                 .unwrap_or(Err(QueryError::Timeout(limits.timeout)))

@@ -26,6 +26,10 @@ pub(super) struct Request {
     pub limits: Limits,
     /// Parallelism of the query.
     pub partitions: usize,
+    /// The nice value the worker runs at, at least (the service's
+    /// data-source threads').
+    #[serde(default)]
+    pub priority: i32,
     /// The tables whose bytes follow, in order.
     pub tables: Vec<TableHeader>,
 }

@@ -1,0 +1,392 @@
+//! The threads that parse and encode every organization's imports.
+//!
+//! Two things keep that work from slowing the rest of the machine. The pool
+//! has a fixed number of threads, by default one fewer than the cores, so
+//! that at least one core is left for calls; and its threads run at a lower
+//! CPU priority (a higher nice value) than the service's request-serving
+//! threads, so that when both want a core the kernel gives it to the
+//! request. A query's worker process (`child.rs`) runs as many threads, at
+//! the same priority; it holds no turn here, so that a long query cannot
+//! keep another organization's from starting (the kernel shares the cores
+//! between the processes). A piece of work here is bounded by the largest
+//! CSV an import takes. Between organizations, turns go
+//! round: each organization with work waiting has its own line, and a free
+//! thread takes the first piece of the next organization's line and sends
+//! that organization to the back, so that an organization with many pieces
+//! waiting cannot hold the pool: another waits behind at most one piece of
+//! each other organization's.
+//!
+//! What waits here is bounded by the slots (`slots.rs`): a piece of work is
+//! given to the pool only while it holds one, and stops waiting at its
+//! caller's deadline.
+
+use std::{
+    collections::{HashMap, VecDeque},
+    panic::AssertUnwindSafe,
+    sync::{
+        Arc, Condvar, Mutex, MutexGuard, PoisonError,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use tokio::{sync::oneshot, time::Instant};
+
+/// A piece of work as the pool's threads run it.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Threads for CPU-heavy data-source work, with turns fair between
+/// organizations. Its threads end when it is dropped, each after the piece
+/// of work it is doing.
+#[derive(Debug)]
+pub(super) struct CpuPool {
+    shared: Arc<Shared>,
+    threads: usize,
+    /// The nice value its threads run at.
+    priority: i32,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    lines: Mutex<Lines>,
+    ready: Condvar,
+}
+
+/// Each organization's line of waiting work and whose turn is next.
+#[derive(Default)]
+struct Lines {
+    /// Organizations with work waiting, in the order of their next turn.
+    turns: VecDeque<String>,
+    waiting: HashMap<String, VecDeque<Job>>,
+    closed: bool,
+}
+
+impl std::fmt::Debug for Lines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lines")
+            .field("turns", &self.turns)
+            .field("closed", &self.closed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Lines {
+    /// The next organization's first piece of work; that organization goes
+    /// to the back if it has more.
+    fn next(&mut self) -> Option<Job> {
+        let org = self.turns.pop_front()?;
+        let line = self.waiting.get_mut(&org)?;
+        let job = line.pop_front();
+        if line.is_empty() {
+            self.waiting.remove(&org);
+        } else {
+            self.turns.push_back(org);
+        }
+        job
+    }
+
+    fn push(&mut self, org: &str, job: Job) {
+        match self.waiting.get_mut(org) {
+            Some(line) => line.push_back(job),
+            None => {
+                self.waiting.insert(org.to_owned(), VecDeque::from([job]));
+                self.turns.push_back(org.to_owned());
+            }
+        }
+    }
+}
+
+/// Why the pool did not run a piece of work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum PoolError {
+    /// No thread took it before the caller's deadline.
+    Waited(Duration),
+    /// It stopped without an answer (it panicked, or the pool was dropped).
+    Stopped,
+}
+
+/// Marks the work as not to be started once the caller no longer waits for
+/// it (its deadline passed, or its future was dropped).
+struct Abandon(Arc<AtomicBool>);
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+impl CpuPool {
+    /// A pool of `threads` threads (at least one), each running `nice`
+    /// levels below the priority of the thread that starts it (at most at
+    /// nice 19).
+    pub fn new(threads: usize, nice: i32) -> Self {
+        let threads = threads.max(1);
+        let now = rustix::process::getpriority_process(None).unwrap_or(0);
+        let priority = now.saturating_add(nice.max(0)).min(MAX_NICE);
+        let shared = Arc::new(Shared::default());
+        for n in 0..threads {
+            let shared = Arc::clone(&shared);
+            let started = std::thread::Builder::new()
+                .name(format!("data-source-{n}"))
+                .spawn(move || {
+                    run_at_most_at(priority);
+                    serve(&shared);
+                });
+            if let Err(error) = started {
+                tracing::error!(error = %error, "failed to start a data-source thread");
+            }
+        }
+        Self {
+            shared,
+            threads,
+            priority,
+        }
+    }
+
+    /// The pool's threads.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// The nice value the pool's threads run at, for a query's process to
+    /// run at too.
+    pub fn priority(&self) -> i32 {
+        self.priority
+    }
+
+    /// Runs `work` on one of the pool's threads in `org`'s turn, waiting
+    /// for a turn until `deadline`; not at all if the caller stopped
+    /// waiting before its turn came.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        org: &str,
+        deadline: Instant,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, PoolError> {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        let taken = Arc::new(AtomicBool::new(false));
+        let (started_tx, started) = oneshot::channel::<()>();
+        let (answer_tx, answer) = oneshot::channel::<T>();
+        let job_taken = Arc::clone(&taken);
+        let job: Job = Box::new(move || {
+            // Whoever sets it first decides: the thread, or the caller that
+            // stopped waiting.
+            if job_taken.swap(true, Ordering::SeqCst) {
+                return;
+            }
+            let _ = started_tx.send(());
+            let _ = answer_tx.send(work());
+        });
+        self.push(org, job)?;
+        let abandon = Abandon(taken);
+        if tokio::time::timeout_at(deadline, started).await.is_err()
+            && !abandon.0.swap(true, Ordering::SeqCst)
+        {
+            return Err(PoolError::Waited(wait));
+        }
+        answer.await.map_err(|_| PoolError::Stopped)
+    }
+
+    fn push(&self, org: &str, job: Job) -> Result<(), PoolError> {
+        let mut lines = lock(&self.shared.lines);
+        if lines.closed {
+            return Err(PoolError::Stopped);
+        }
+        lines.push(org, job);
+        drop(lines);
+        self.shared.ready.notify_one();
+        Ok(())
+    }
+}
+
+impl Drop for CpuPool {
+    fn drop(&mut self) {
+        let mut lines = lock(&self.shared.lines);
+        lines.closed = true;
+        // Their callers are told the work stopped.
+        lines.waiting.clear();
+        lines.turns.clear();
+        drop(lines);
+        self.shared.ready.notify_all();
+    }
+}
+
+/// A pool thread's loop: the next organization's work, until the pool is
+/// dropped.
+fn serve(shared: &Shared) {
+    loop {
+        let job = {
+            let mut lines = lock(&shared.lines);
+            loop {
+                if lines.closed {
+                    return;
+                }
+                if let Some(job) = lines.next() {
+                    break job;
+                }
+                lines = shared
+                    .ready
+                    .wait(lines)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+        };
+        // A panic ends that piece of work (its caller is told), not the thread.
+        let _ = std::panic::catch_unwind(AssertUnwindSafe(job));
+    }
+}
+
+fn lock(lines: &Mutex<Lines>) -> MutexGuard<'_, Lines> {
+    // Each change is a few pushes and pops under the lock, so a poisoned
+    // lock is consistent.
+    lines.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The highest nice value (the lowest priority).
+const MAX_NICE: i32 = 19;
+
+/// Lowers the calling thread's CPU priority to nice value `priority` if it
+/// runs above it, for the kernel to prefer the service's other threads. On
+/// Linux the nice value is per thread, and the threads and processes a
+/// thread starts inherit it. Best effort: a failure is logged and the
+/// thread runs as it was.
+pub(super) fn run_at_most_at(priority: i32) {
+    let lowered = rustix::process::getpriority_process(None).and_then(|now| {
+        if now < priority {
+            rustix::process::setpriority_process(None, priority.min(MAX_NICE))
+        } else {
+            Ok(())
+        }
+    });
+    if let Err(error) = lowered {
+        tracing::warn!(error = %error, priority, "failed to lower a data-source thread's priority");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+
+    use super::*;
+
+    fn far() -> Instant {
+        Instant::now() + Duration::from_secs(30)
+    }
+
+    /// A piece of work of `org` that holds its thread until `release` says.
+    async fn held(
+        pool: Arc<CpuPool>,
+        org: &'static str,
+        order: mpsc::Sender<&'static str>,
+    ) -> (tokio::task::JoinHandle<()>, mpsc::Sender<()>) {
+        let (release, hold) = mpsc::channel::<()>();
+        let task = tokio::spawn(async move {
+            pool.run(org, far(), move || {
+                order.send(org).expect("the test listens");
+                let _ = hold.recv();
+            })
+            .await
+            .expect("runs");
+        });
+        (task, release)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_organization_with_work_waiting_gets_the_next_turn_before_a_busy_ones_rest() {
+        // One thread, held by org a; a queues three more, then b one.
+        let pool = Arc::new(CpuPool::new(1, 0));
+        let (order, ran) = mpsc::channel();
+        let (first, release_first) = held(Arc::clone(&pool), "a", order.clone()).await;
+        assert_eq!(ran.recv_timeout(Duration::from_secs(10)), Ok("a"));
+        let mut waiting = Vec::new();
+        for org in ["a", "a", "a", "b"] {
+            let (pool, order) = (Arc::clone(&pool), order.clone());
+            waiting.push(tokio::spawn(async move {
+                pool.run(org, far(), move || order.send(org).expect("listens"))
+                    .await
+                    .expect("runs");
+            }));
+            // Queued in this order.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        release_first.send(()).expect("held");
+        first.await.expect("ends");
+        for task in waiting {
+            task.await.expect("ends");
+        }
+        let turns: Vec<_> = ran.try_iter().collect();
+        assert_eq!(
+            turns,
+            ["a", "b", "a", "a"],
+            "b waits behind one of a's, not three"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_pool_runs_at_most_its_threads_at_once() {
+        let pool = Arc::new(CpuPool::new(2, 0));
+        let (order, ran) = mpsc::channel();
+        let (_one, release_one) = held(Arc::clone(&pool), "a", order.clone()).await;
+        let (_two, release_two) = held(Arc::clone(&pool), "b", order.clone()).await;
+        let (_three, release_three) = held(Arc::clone(&pool), "c", order.clone()).await;
+        let mut started: Vec<_> = (0..2)
+            .map(|_| {
+                ran.recv_timeout(Duration::from_secs(10))
+                    .expect("two start")
+            })
+            .collect();
+        started.sort_unstable();
+        assert_eq!(started, ["a", "b"]);
+        assert!(
+            ran.recv_timeout(Duration::from_millis(200)).is_err(),
+            "a third runs only when one of two ends"
+        );
+        release_one.send(()).expect("held");
+        assert_eq!(ran.recv_timeout(Duration::from_secs(10)), Ok("c"));
+        let _ = (release_two.send(()), release_three.send(()));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn work_that_waited_past_its_deadline_is_not_run() {
+        let pool = Arc::new(CpuPool::new(1, 0));
+        let (order, ran) = mpsc::channel();
+        let (_first, release) = held(Arc::clone(&pool), "a", order.clone()).await;
+        assert_eq!(ran.recv_timeout(Duration::from_secs(10)), Ok("a"));
+        let late = pool
+            .run("b", Instant::now() + Duration::from_millis(50), move || {
+                order.send("b").expect("listens");
+            })
+            .await;
+        assert!(matches!(late, Err(PoolError::Waited(_))), "{late:?}");
+        release.send(()).expect("held");
+        // The thread is free again and skips b's abandoned work.
+        let after = pool.run("c", far(), || "c").await;
+        assert_eq!(after, Ok("c"));
+        assert!(ran.try_recv().is_err(), "b's work never ran");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_panic_ends_its_work_not_the_thread() {
+        let pool = CpuPool::new(1, 0);
+        let failed: Result<(), _> = pool.run("a", far(), || panic!("a bug")).await;
+        assert_eq!(failed, Err(PoolError::Stopped));
+        assert_eq!(pool.run("a", far(), || 7).await, Ok(7));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_threads_run_below_the_service_priority() {
+        let before = rustix::process::getpriority_process(None).expect("reads");
+        let pool = CpuPool::new(1, 7);
+        assert_eq!(pool.priority(), (before + 7).min(19));
+        let inside = pool
+            .run("a", far(), || rustix::process::getpriority_process(None))
+            .await
+            .expect("runs")
+            .expect("reads");
+        assert_eq!(inside, (before + 7).min(19));
+        assert_eq!(
+            rustix::process::getpriority_process(None).expect("reads"),
+            before,
+            "only the pool's threads"
+        );
+    }
+}

@@ -171,6 +171,8 @@ install and read back from the cluster on upgrades.
   value: {{ printf "%dms" (int $v.orgLimits.refusalHoldMilliseconds) | quote }}
 - name: SWITCHBOARD_ORG_RATE_HELD_REFUSALS
   value: {{ $v.orgLimits.heldRefusals | int | quote }}
+- name: SWITCHBOARD_ORG_RATE_REFUSED_TOKENS
+  value: {{ $v.orgLimits.refusedTokens | int | quote }}
 {{- if $v.orgLimits.overrides }}
 - name: SWITCHBOARD_ORG_LIMITS_FILE
   value: /etc/switchboard/org-limits/limits.toml

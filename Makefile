@@ -78,7 +78,7 @@ run-runs: build ## Run runs-service alone (embedded SQLite)
 	  SWITCHBOARD_MODEL_PROVIDERS='$(SWITCHBOARD_MODEL_PROVIDERS)' ./target/debug/runs-service --listen $(RUNS_LISTEN)
 
 .PHONY: bench
-bench: bench-mcp bench-runs bench-data bench-fairness bench-org-limits bench-execute-tool bench-mcp-client bench-soak bench-policy bench-audit ## Run every benchmark (release builds; see BENCHMARKS.md)
+bench: bench-mcp bench-runs bench-data bench-fairness bench-org-limits bench-execute-tool bench-mcp-client bench-mcp-endpoint bench-soak bench-policy bench-audit ## Run every benchmark (release builds; see BENCHMARKS.md)
 
 .PHONY: bench-mcp
 bench-mcp: ## ExecuteTool through mcp-service vs direct, sessions vs connect-per-call, idle-session RSS
@@ -121,6 +121,11 @@ bench-tracing: ## ExecuteTool and runs with every span exported to an in-process
 bench-mcp-client: ## The MCP client path alone: an rmcp session as mcp-service builds it vs a bare HTTP POST, 1 and 16 callers
 	$(CARGO) build --release --locked -p switchboard-example-mcp-server --bin example-mcp-server
 	$(CARGO) bench -p switchboard-mcp-service --bench mcp_client
+
+.PHONY: bench-mcp-endpoint
+bench-mcp-endpoint: ## A recorded tools/call through the MCP endpoint (/mcp/integrations/{slug}) vs the same server directly, 1 and 16 callers
+	$(CARGO) build --release --locked -p switchboard-mcp-service --bin mcp-service -p switchboard-example-mcp-server --bin example-mcp-server
+	$(CARGO) bench --locked -p switchboard-mcp-service --bench mcp_endpoint
 
 .PHONY: bench-fairness
 bench-fairness: ## A quiet organization's p50/p99 alone and beside a hanging server, a rate-limit flood, SQL load

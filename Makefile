@@ -127,6 +127,12 @@ bench-mcp-endpoint: ## A recorded tools/call through the MCP endpoint (/mcp/inte
 	$(CARGO) build --release --locked -p switchboard-mcp-service --bin mcp-service -p switchboard-example-mcp-server --bin example-mcp-server
 	$(CARGO) bench --locked -p switchboard-mcp-service --bench mcp_endpoint
 
+.PHONY: bench-mcp-endpoint-smoke
+bench-mcp-endpoint-smoke: ## CI's short run of bench-mcp-endpoint on the debug build (after make test built the binaries): that it runs, not its figures
+	$(CARGO) build --workspace --locked --bins
+	SWITCHBOARD_BENCH_ROUNDS=1 SWITCHBOARD_BENCH_CALLS_ONE=50 SWITCHBOARD_BENCH_CALLS_MANY=160 \
+	  $(CARGO) bench --profile dev --locked --workspace --bench mcp_endpoint
+
 .PHONY: bench-fairness
 bench-fairness: ## A quiet organization's p50/p99 alone and beside a hanging server, a rate-limit flood, SQL load
 	$(CARGO) build --release --locked -p switchboard-mcp-service --bin mcp-service -p switchboard-example-mcp-server --bin example-mcp-server -p switchboard-runs-service --bin runs-service
@@ -242,4 +248,4 @@ image-check: tools deploy-tools postgres ## Build the images from the tests' deb
 	$(TOOLS)/deploy-venv/bin/python scripts/image_check.py
 
 .PHONY: ci
-ci: lint deny fuzz-ci test conformance demo-check helm-check image-check ## What CI runs: lints, supply-chain checks, a short fuzz run, the tests on SQLite and PostgreSQL, the MCP conformance suite, the demo, the chart and image checks
+ci: lint deny fuzz-ci test bench-mcp-endpoint-smoke conformance demo-check helm-check image-check ## What CI runs: lints, supply-chain checks, a short fuzz run, the tests on SQLite and PostgreSQL, the MCP conformance suite, the demo, the chart and image checks

@@ -8,7 +8,8 @@
 //! the same noise; the summary takes the median of the rounds. See
 //! BENCHMARKS.md.
 //!
-//! `make bench-mcp-endpoint`; `SWITCHBOARD_BENCH_ROUNDS`,
+//! `make bench-mcp-endpoint` (release); `make bench-mcp-endpoint-smoke`, CI's
+//! short run of the debug build, checks that it runs. `SWITCHBOARD_BENCH_ROUNDS`,
 //! `SWITCHBOARD_BENCH_CALLS_ONE` and `SWITCHBOARD_BENCH_CALLS_MANY` set the
 //! rounds and the calls per run.
 
@@ -20,6 +21,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use client::{Client, Target};
 use switchboard_test_support::cpu_time;
+
+/// Calls of the warm-up on each side (fewer when a run makes fewer).
+const WARM_UP_CALLS: usize = 2000;
 
 /// Callers of the two load levels.
 const CALLERS: [usize; 2] = [1, 16];
@@ -151,7 +155,7 @@ async fn main() -> anyhow::Result<()> {
     // Warm-up: upstream sessions opened, connections pooled, caches filled.
     for (side, slot) in SIDES.iter().zip(clients.iter_mut()) {
         let all = slot.take().context("every side has its clients")?;
-        let (all, _) = drive(all, 2000, service_pid)
+        let (all, _) = drive(all, calls_many.min(WARM_UP_CALLS), service_pid)
             .await
             .with_context(|| format!("warming up {}", side.name()))?;
         *slot = Some(all);

@@ -1,5 +1,5 @@
 //! The processes under load: the example MCP server (streamable HTTP) and
-//! mcp-service (release binary, SQLite) with its MCP endpoint on, the
+//! mcp-service (SQLite) with its MCP endpoint on, the
 //! example server as its integration `bench`.
 
 use std::{
@@ -74,7 +74,7 @@ pub async fn start() -> anyhow::Result<Setup> {
 
 /// The example server over streamable HTTP on `port`.
 fn example_http(port: u16) -> anyhow::Result<KillOnDrop> {
-    let child = Command::new(release_binary("example-mcp-server")?)
+    let child = Command::new(sibling_binary("example-mcp-server")?)
         .args(["--transport", "http", "--listen"])
         .arg(format!("127.0.0.1:{port}"))
         .env("RUST_LOG", "warn")
@@ -85,9 +85,10 @@ fn example_http(port: u16) -> anyhow::Result<KillOnDrop> {
     Ok(KillOnDrop(child))
 }
 
-/// A release binary of the workspace, built by `make bench-mcp-endpoint`
-/// beside this benchmark (target/release).
-fn release_binary(name: &str) -> anyhow::Result<PathBuf> {
+/// A binary of the workspace built beside this benchmark: target/release by
+/// `make bench-mcp-endpoint`, target/debug for CI's smoke run
+/// (`make bench-mcp-endpoint-smoke`).
+fn sibling_binary(name: &str) -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe()?;
     // target/release/deps/<bench> → target/release/<name>
     let path = exe
@@ -106,7 +107,7 @@ fn release_binary(name: &str) -> anyhow::Result<PathBuf> {
 /// URL.
 async fn mcp_service(dir: &Path, endpoint: SocketAddr) -> anyhow::Result<(KillOnDrop, String)> {
     let port = free_port()?;
-    let child = Command::new(release_binary("mcp-service")?)
+    let child = Command::new(sibling_binary("mcp-service")?)
         .args(["--listen", &format!("127.0.0.1:{port}")])
         .current_dir(dir)
         .env_remove("DATABASE_URL")

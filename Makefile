@@ -78,7 +78,7 @@ run-runs: build ## Run runs-service alone (embedded SQLite)
 	  SWITCHBOARD_MODEL_PROVIDERS='$(SWITCHBOARD_MODEL_PROVIDERS)' ./target/debug/runs-service --listen $(RUNS_LISTEN)
 
 .PHONY: bench
-bench: bench-mcp bench-runs bench-data bench-fairness bench-org-limits bench-execute-tool bench-mcp-client bench-soak bench-policy bench-audit ## Run every benchmark (release builds; see BENCHMARKS.md)
+bench: bench-mcp bench-runs bench-data bench-fairness bench-org-limits bench-execute-tool bench-mcp-client bench-mcp-endpoint bench-soak bench-policy bench-audit ## Run every benchmark (release builds; see BENCHMARKS.md)
 
 .PHONY: bench-mcp
 bench-mcp: ## ExecuteTool through mcp-service vs direct, sessions vs connect-per-call, idle-session RSS
@@ -121,6 +121,17 @@ bench-tracing: ## ExecuteTool and runs with every span exported to an in-process
 bench-mcp-client: ## The MCP client path alone: an rmcp session as mcp-service builds it vs a bare HTTP POST, 1 and 16 callers
 	$(CARGO) build --release --locked -p switchboard-example-mcp-server --bin example-mcp-server
 	$(CARGO) bench -p switchboard-mcp-service --bench mcp_client
+
+.PHONY: bench-mcp-endpoint
+bench-mcp-endpoint: ## A recorded tools/call through the MCP endpoint (/mcp/integrations/{slug}) vs the same server directly, 1 and 16 callers
+	$(CARGO) build --release --locked -p switchboard-mcp-service --bin mcp-service -p switchboard-example-mcp-server --bin example-mcp-server
+	$(CARGO) bench --locked -p switchboard-mcp-service --bench mcp_endpoint
+
+.PHONY: bench-mcp-endpoint-smoke
+bench-mcp-endpoint-smoke: ## CI's short run of bench-mcp-endpoint on the debug build (after make test built the binaries): that it runs, not its figures
+	$(CARGO) build --workspace --locked --bins
+	SWITCHBOARD_BENCH_ROUNDS=1 SWITCHBOARD_BENCH_CALLS_ONE=50 SWITCHBOARD_BENCH_CALLS_MANY=160 \
+	  $(CARGO) bench --profile dev --locked --workspace --bench mcp_endpoint
 
 .PHONY: bench-fairness
 bench-fairness: ## A quiet organization's p50/p99 alone and beside a hanging server, a rate-limit flood, SQL load
@@ -241,4 +252,4 @@ image-check: tools deploy-tools postgres ## Build the images from the tests' deb
 	$(TOOLS)/deploy-venv/bin/python scripts/image_check.py
 
 .PHONY: ci
-ci: lint deny fuzz-ci test conformance conformance-server demo-check helm-check image-check ## What CI runs: lints, supply-chain checks, a short fuzz run, the tests on SQLite and PostgreSQL, the MCP conformance suite (client side, and the endpoint's parity with the reference server), the demo, the chart and image checks
+ci: lint deny fuzz-ci test bench-mcp-endpoint-smoke conformance conformance-server demo-check helm-check image-check ## What CI runs: lints, supply-chain checks, a short fuzz run, the tests on SQLite and PostgreSQL, a short run of the MCP endpoint's benchmark, the MCP conformance suite (client side, and the endpoint's parity with the reference server), the demo, the chart and image checks

@@ -3,7 +3,7 @@
 //! clients at `/mcp/toolsets/{name}`.
 
 use clap::{Args, Subcommand};
-use switchboard_proto::mcp::v1 as mcp;
+use switchboard_proto::{mcp::v1 as mcp, runs::v1 as runs};
 
 use super::Context;
 use crate::{
@@ -54,6 +54,11 @@ pub struct WriteArgs {
     /// (repeatable, one URI each). Every resource without it.
     #[arg(long = "resource", value_name = "INTEGRATION=URI")]
     resources: Vec<KeyValue>,
+    /// Take the members from an agent (by id or unique name): its
+    /// integrations, each narrowed to the agent's tool allow-list for it.
+    /// A copy made now: later changes of the agent do not change the toolset.
+    #[arg(long, value_name = "AGENT", conflicts_with_all = ["members", "no_members"])]
+    from_agent: Option<String>,
     /// On update: leave the toolset with no members.
     #[arg(long, conflicts_with = "members")]
     no_members: bool,
@@ -98,6 +103,9 @@ pub async fn run(ctx: &Context, command: ToolsetsCommand) -> Result<(), CliError
 /// The members the arguments name, each integration resolved to its id
 /// and given the selections written for it.
 async fn members(ctx: &Context, args: &WriteArgs) -> Result<Vec<mcp::ToolsetMember>, CliError> {
+    if let Some(agent) = &args.from_agent {
+        return agent_members(ctx, agent).await;
+    }
     for selection in args.tools.iter().chain(&args.resources) {
         if !args.members.contains(&selection.key) {
             return Err(CliError::Usage(format!(
@@ -134,6 +142,41 @@ async fn members(ctx: &Context, args: &WriteArgs) -> Result<Vec<mcp::ToolsetMemb
     Ok(members)
 }
 
+/// The members of the toolset an agent's selection makes: every
+/// integration of the agent, with the agent's tool allow-list for it as the
+/// tool selection (every tool when the agent has none).
+async fn agent_members(
+    ctx: &Context,
+    reference: &str,
+) -> Result<Vec<mcp::ToolsetMember>, CliError> {
+    let id = refs::agent(&ctx.clients, reference).await?;
+    let agent = ctx
+        .clients
+        .runs()?
+        .get_agent(ctx.clients.unary(runs::GetAgentRequest { id }))
+        .await
+        .map_err(CliError::from(Service::Runs))?
+        .into_inner()
+        .agent
+        .unwrap_or_default();
+    Ok(agent
+        .mcp_integration_ids
+        .iter()
+        .map(|integration_id| mcp::ToolsetMember {
+            integration_id: integration_id.clone(),
+            integration_slug: String::new(),
+            tools: agent
+                .tool_filters
+                .iter()
+                .find(|filter| &filter.integration_id == integration_id)
+                .map(|filter| mcp::ToolsetSelection {
+                    names: filter.allowed_tools.clone(),
+                }),
+            resources: None,
+        })
+        .collect())
+}
+
 async fn create(ctx: &Context, args: WriteArgs) -> Result<(), CliError> {
     let members = members(ctx, &args).await?;
     let created = ctx
@@ -166,12 +209,12 @@ async fn update(ctx: &Context, args: WriteArgs) -> Result<(), CliError> {
     if args.description.is_some() {
         paths.push("description".to_owned());
     }
-    if !args.members.is_empty() || args.no_members {
+    if !args.members.is_empty() || args.no_members || args.from_agent.is_some() {
         paths.push("members".to_owned());
     }
     if paths.is_empty() {
         return Err(CliError::Usage(
-            "nothing to change: give --description, --member or --no-members".into(),
+            "nothing to change: give --description, --member, --from-agent or --no-members".into(),
         ));
     }
     let members = members(ctx, &args).await?;

@@ -1,6 +1,9 @@
 //! `switchboard toolsets`: a toolset created from integrations named by
 //! slug, with tool and resource selections, read, listed, changed and
-//! deleted.
+//! deleted; a toolset made from an agent's selection.
+
+use switchboard_proto::runs::v1::{self as runs, runs_service_client::RunsServiceClient};
+use switchboard_test_support::authed;
 
 use crate::world::{World, id};
 
@@ -94,4 +97,109 @@ async fn a_toolset_is_created_by_slug_read_listed_updated_and_deleted() {
         "{}",
         String::from_utf8_lossy(&gone.stderr)
     );
+}
+
+/// `toolsets create --from-agent`: the agent's integrations become the
+/// members, each narrowed to the agent's tool allow-list for it; `update
+/// --from-agent` takes them again after the agent changed.
+#[tokio::test]
+async fn a_toolset_is_made_from_an_agents_integrations_and_tool_allow_list() {
+    let world = World::start(Vec::new()).await;
+    let (example, agent) = world.agent(&[]).await;
+    let second = id(&world
+        .json(&[
+            "integrations",
+            "create",
+            "--slug",
+            "second",
+            "--url",
+            &world.upstream.url(),
+        ])
+        .await);
+    let mut runs = RunsServiceClient::connect(world.runs_url.clone())
+        .await
+        .expect("connects");
+    let narrowed = runs::Agent {
+        id: agent.clone(),
+        mcp_integration_ids: vec![example.clone(), second.clone()],
+        tool_filters: vec![runs::IntegrationToolFilter {
+            integration_id: second.clone(),
+            allowed_tools: vec!["echo".into()],
+        }],
+        ..Default::default()
+    };
+    runs.update_agent(authed(
+        runs::UpdateAgentRequest {
+            agent: Some(narrowed),
+            update_mask: Some(prost_types::FieldMask {
+                paths: vec!["mcp_integration_ids".into(), "tool_filters".into()],
+            }),
+        },
+        &world.token,
+    ))
+    .await
+    .expect("the agent is narrowed");
+
+    let created = world
+        .json(&[
+            "toolsets",
+            "create",
+            "assistant-tools",
+            "--from-agent",
+            "assistant",
+        ])
+        .await;
+    let members = created["members"].as_array().expect("members");
+    assert_eq!(members.len(), 2, "{created}");
+    assert_eq!(members[0]["integrationId"], example.as_str());
+    assert!(members[0].get("tools").is_none(), "every tool: {created}");
+    assert_eq!(members[1]["integrationSlug"], "second");
+    assert_eq!(members[1]["tools"]["names"], serde_json::json!(["echo"]));
+
+    let both = world
+        .run(&[
+            "toolsets",
+            "create",
+            "mixed",
+            "--from-agent",
+            &agent,
+            "--member",
+            "example",
+        ])
+        .await;
+    assert!(!both.status.success(), "--from-agent or --member, not both");
+
+    runs.update_agent(authed(
+        runs::UpdateAgentRequest {
+            agent: Some(runs::Agent {
+                id: agent.clone(),
+                mcp_integration_ids: vec![second.clone()],
+                ..Default::default()
+            }),
+            update_mask: Some(prost_types::FieldMask {
+                paths: vec!["mcp_integration_ids".into()],
+            }),
+        },
+        &world.token,
+    ))
+    .await
+    .expect("the agent changes");
+    let unchanged = world.json(&["toolsets", "get", "assistant-tools"]).await;
+    assert_eq!(
+        unchanged["members"].as_array().map(Vec::len),
+        Some(2),
+        "a copy"
+    );
+    let updated = world
+        .json(&[
+            "toolsets",
+            "update",
+            "assistant-tools",
+            "--from-agent",
+            &agent,
+        ])
+        .await;
+    let members = updated["members"].as_array().expect("members");
+    assert_eq!(members.len(), 1, "{updated}");
+    assert_eq!(members[0]["integrationSlug"], "second");
 }

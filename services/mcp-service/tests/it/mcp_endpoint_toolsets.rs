@@ -5,13 +5,13 @@
 use std::net::SocketAddr;
 
 use serde_json::json;
-use switchboard_example_mcp_server::{HttpServerOptions, spawn_http};
+use switchboard_example_mcp_server::{HttpServerOptions, RunningHttpServer, spawn_http};
 use switchboard_proto::mcp::v1::{self as pb, toolsets_service_client::ToolsetsServiceClient};
 use switchboard_test_support::{DbKind, db_tests, grpc::free_port, workspace_binary};
 
 use crate::{
     mcp_endpoint::{names, python_client, sdk_client, step},
-    support::{admin, create, http_integration, member, req, start_with},
+    support::{Harness, admin, create, http_integration, member, req, start_with},
 };
 
 async fn a_toolset_of_two_integrations_is_one_server_with_prefixed_names(kind: DbKind) {
@@ -125,7 +125,16 @@ fn stdio_integration(slug: &str, binary: &str) -> pb::CreateIntegrationRequest {
     request
 }
 
-async fn both_sdk_clients_use_a_toolset_of_an_http_and_a_stdio_integration(kind: DbKind) {
+/// mcp-service with its endpoint on, and toolset `mixed` of org-a: the
+/// example server as integration `remote` (HTTP) and as `local` (stdio).
+struct Mixed {
+    _h: Harness,
+    _upstream: RunningHttpServer,
+    /// The toolset's URL on the endpoint.
+    url: String,
+}
+
+async fn mixed_toolset(kind: DbKind) -> Mixed {
     let upstream = spawn_http(HttpServerOptions::default())
         .await
         .expect("upstream");
@@ -166,16 +175,24 @@ async fn both_sdk_clients_use_a_toolset_of_an_http_and_a_stdio_integration(kind:
         ))
         .await
         .expect("created");
+    Mixed {
+        _h: h,
+        _upstream: upstream,
+        url: format!("http://{addr}/mcp/toolsets/mixed"),
+    }
+}
 
-    let url = format!("http://{addr}/mcp/toolsets/mixed");
+async fn both_sdk_clients_use_a_toolset_of_an_http_and_a_stdio_integration(kind: DbKind) {
+    let mixed = mixed_toolset(kind).await;
+    let url = &mixed.url;
     let steps = json!([
         { "op": "listTools" },
         { "op": "callTool", "name": "local__echo", "arguments": { "text": "from a child process" } },
         { "op": "callTool", "name": "remote__add", "arguments": { "a": 2, "b": 3 } },
         { "op": "listPrompts" },
     ]);
-    let typescript = sdk_client(&url, Some(&member("org-a")), steps.clone()).await;
-    let python = python_client(&url, Some(&member("org-a")), "auto", steps).await;
+    let typescript = sdk_client(url, Some(&member("org-a")), steps.clone()).await;
+    let python = python_client(url, Some(&member("org-a")), "auto", steps).await;
     for out in [&typescript, &python] {
         assert_eq!(out["connected"], true, "{out}");
         let tools = names(&step(out, 0)["tools"]);
@@ -199,7 +216,35 @@ async fn both_sdk_clients_use_a_toolset_of_an_http_and_a_stdio_integration(kind:
     }
 }
 
+/// A tool its server runs as a task (the Tasks extension): mcp-service
+/// follows the task on the client's behalf (`tasks/get` upstream until it
+/// ends) and both SDK clients, which call it as any tool, get its result,
+/// over HTTP and over stdio, in both eras.
+async fn both_sdk_clients_get_the_result_of_a_tool_their_server_runs_as_a_task(kind: DbKind) {
+    let mixed = mixed_toolset(kind).await;
+    let steps = json!([
+        { "op": "callTool", "name": "remote__task_sleep", "arguments": { "ms": 150 } },
+        { "op": "callTool", "name": "local__task_sleep", "arguments": { "ms": 150 } },
+        { "op": "callTool", "name": "remote__task_fail", "arguments": { "message": "no luck" } },
+    ]);
+    let token = member("org-a");
+    let typescript = sdk_client(&mixed.url, Some(&token), steps.clone()).await;
+    let stateless = python_client(&mixed.url, Some(&token), "auto", steps.clone()).await;
+    let session = python_client(&mixed.url, Some(&token), "legacy", steps).await;
+    for out in [&typescript, &stateless, &session] {
+        assert_eq!(out["connected"], true, "{out}");
+        for i in [0, 1] {
+            assert_eq!(step(out, i)["content"][0]["text"], "slept 150ms", "{out}");
+            assert_ne!(step(out, i)["isError"], true, "{out}");
+        }
+        // A task that fails is the call's tool error, its message kept.
+        assert_eq!(step(out, 2)["isError"], true, "{out}");
+        assert!(step(out, 2).to_string().contains("no luck"), "{out}");
+    }
+}
+
 db_tests!(
     a_toolset_of_two_integrations_is_one_server_with_prefixed_names,
     both_sdk_clients_use_a_toolset_of_an_http_and_a_stdio_integration,
+    both_sdk_clients_get_the_result_of_a_tool_their_server_runs_as_a_task,
 );

@@ -17,7 +17,7 @@ mod sessions;
 use std::{net::SocketAddr, sync::Arc};
 
 use anyhow::Context as _;
-use axum::{Router, middleware::from_fn_with_state, routing::get};
+use axum::{Router, middleware::from_fn_with_state, routing::get, serve::ListenerExt as _};
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use switchboard_auth::Authenticator;
 use tokio::net::TcpListener;
@@ -137,6 +137,14 @@ impl McpEndpoint {
             format!("failed to listen on {listen} (SWITCHBOARD_MCP_ENDPOINT_LISTEN)")
         })?;
         let addr = listener.local_addr()?;
+        // An answer is written in more than one segment (headers, then the
+        // body or its SSE event): with Nagle's algorithm on, the second
+        // waits for the client's delayed ACK, some 40 ms a call.
+        let listener = listener.tap_io(|stream| {
+            if let Err(error) = stream.set_nodelay(true) {
+                tracing::debug!(error = %error, "TCP_NODELAY not set on an MCP client's connection");
+            }
+        });
         tracing::info!(%addr, "MCP endpoint listening");
         let stop = self.stop.clone();
         tokio::spawn(async move {

@@ -17,7 +17,7 @@ use rmcp::{
         streamable_http_client::{StreamableHttpClient, StreamableHttpClientTransportConfig},
     },
 };
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::ExposeSecret;
 
 use self::{capped::CappedHttpClient, dpop::DpopClient, standalone_stream::StandaloneStream};
 use crate::{
@@ -32,7 +32,8 @@ use crate::{
             sessions::{McpSession, SessionHandler},
         },
         oauth::{
-            client_credentials::Grant,
+            client_credentials::{AccessToken, Grant},
+            dpop::DpopKey,
             on_behalf_of::{self, CallerGrant},
             token_request::Credential,
         },
@@ -105,10 +106,16 @@ pub(super) async fn open(
         }
     } else {
         let attempt = |config| async {
-            let config = static_auth(connector, integration, user, config).await?;
-            Ok::<_, CallError>(
-                handshake(capped.clone(), config, handler.clone(), integration).await,
-            )
+            let (config, dpop_key) = static_auth(connector, integration, user, config).await?;
+            let handler = handler.clone();
+            Ok::<_, CallError>(match dpop_key {
+                // A DPoP-bound token: never sent as a bearer token.
+                Some(key) => {
+                    let client = DpopClient::new(capped.clone(), key, connector.http.clone());
+                    handshake(client, config, handler, integration).await
+                }
+                None => handshake(capped.clone(), config, handler, integration).await,
+            })
         };
         match attempt(config.clone()).await? {
             // A cached token revoked or rotated before its stated expiry:
@@ -131,13 +138,14 @@ pub(super) async fn open(
 }
 
 /// `config` with the integration's credentials for `user`: fixed ones, or
-/// a token exchanged for the caller's own.
+/// a token exchanged for the caller's own; and the key the token is bound
+/// to, when its authorization server bound it with DPoP.
 async fn static_auth(
     connector: &McpConnector,
     integration: &Integration,
     user: &str,
     mut config: StreamableHttpClientTransportConfig,
-) -> Result<StreamableHttpClientTransportConfig, CallError> {
+) -> Result<(StreamableHttpClientTransportConfig, Option<DpopKey>), CallError> {
     match &integration.auth {
         AuthConfig::None | AuthConfig::OAuthAuthorizationCode(_) => {}
         AuthConfig::BearerToken => {
@@ -162,10 +170,11 @@ async fn static_auth(
         }
         AuthConfig::OAuthClientCredentials { .. } => {
             let token = oauth_token(connector, integration, user).await?;
-            config = config.auth_header(token.expose_secret().to_owned());
+            config = config.auth_header(token.token.expose_secret().to_owned());
+            return Ok((config, token.dpop));
         }
     }
-    Ok(config)
+    Ok((config, None))
 }
 
 /// The OAuth token of a client-credentials integration's session for
@@ -174,7 +183,7 @@ async fn oauth_token(
     connector: &McpConnector,
     integration: &Integration,
     user: &str,
-) -> Result<SecretString, CallError> {
+) -> Result<AccessToken, CallError> {
     let AuthConfig::OAuthClientCredentials {
         token_url,
         client_id,
@@ -189,6 +198,7 @@ async fn oauth_token(
         ));
     };
     let credential = credential(integration, client_auth).map_err(CallError::Connect)?;
+    let dpop_key = dpop_key(integration).map_err(CallError::Connect)?;
     let grant = Grant {
         integration_id: integration.id,
         mcp_url: integration.transport.url().unwrap_or_default(),
@@ -197,6 +207,7 @@ async fn oauth_token(
         client_id,
         credential,
         scopes,
+        dpop_key: dpop_key.as_ref(),
     };
     if !on_behalf_of.is_caller() {
         return connector
@@ -212,7 +223,21 @@ async fn oauth_token(
         version: integration.updated_at,
         subject: user,
     };
-    on_behalf_of::token(&connector.tokens, &connector.exchanged, &grant).await
+    let token = on_behalf_of::token(&connector.tokens, &connector.exchanged, &grant).await?;
+    Ok(AccessToken { token, dpop: None })
+}
+
+/// The integration's sealed DPoP key, if it has one (an integration made
+/// before they were has none, and is sent bearer tokens only).
+fn dpop_key(integration: &Integration) -> Result<Option<DpopKey>, String> {
+    integration
+        .secrets
+        .get(Secrets::OAUTH_DPOP_KEY)
+        .map(|key| {
+            serde_json::from_value(serde_json::Value::from(key.expose_secret()))
+                .map_err(|_| "the stored DPoP key is unusable".to_owned())
+        })
+        .transpose()
 }
 
 /// What `integration` proves itself with at its token endpoint, by

@@ -105,28 +105,14 @@ pub(super) async fn open(
             }
         }
     } else {
-        let attempt = |config| async {
-            let (config, dpop_key) = static_auth(connector, integration, user, config).await?;
-            let handler = handler.clone();
-            Ok::<_, CallError>(match dpop_key {
-                // A DPoP-bound token: never sent as a bearer token.
-                Some(key) => {
-                    let client = DpopClient::new(capped.clone(), key, connector.http.clone());
-                    handshake(client, config, handler, integration).await
-                }
-                None => handshake(capped.clone(), config, handler, integration).await,
-            })
+        let session = StaticSession {
+            connector,
+            integration,
+            user,
+            client: capped,
+            handler,
         };
-        match attempt(config.clone()).await? {
-            // A cached token revoked or rotated before its stated expiry:
-            // once more with a fresh one (the handshake did not run).
-            Err(ClientInitializeError::TransportError { error, .. })
-                if connector.refused_token(integration, user, &error) =>
-            {
-                attempt(config).await?
-            }
-            result => result,
-        }
+        session.connect(config).await?
     };
     let session = connected.map_err(|error| match error.auth_challenge() {
         Some(challenge) if code_flow => {
@@ -135,6 +121,56 @@ pub(super) async fn open(
         _ => CallError::Connect(format!("MCP handshake failed: {error}")),
     })?;
     Ok((session, standalone))
+}
+
+/// A session whose credentials are the integration's own or exchanged for
+/// the caller's (not the authorization code flow's).
+struct StaticSession<'a> {
+    connector: &'a McpConnector,
+    integration: &'a Integration,
+    user: &'a str,
+    client: CappedHttpClient,
+    handler: SessionHandler,
+}
+
+impl StaticSession<'_> {
+    /// The handshake, made once more with a fresh token when the server
+    /// refused a cached one (revoked or rotated before its stated expiry;
+    /// the handshake did not run).
+    async fn connect(
+        &self,
+        config: StreamableHttpClientTransportConfig,
+    ) -> Result<Result<McpSession, ClientInitializeError>, CallError> {
+        match self.handshake(config.clone()).await? {
+            Err(ClientInitializeError::TransportError { error, .. })
+                if self
+                    .connector
+                    .refused_token(self.integration, self.user, &error) =>
+            {
+                self.handshake(config).await
+            }
+            result => Ok(result),
+        }
+    }
+
+    /// The handshake with the credentials as they are now (a cached token,
+    /// or a fresh one); the error is the token's when none could be had.
+    async fn handshake(
+        &self,
+        config: StreamableHttpClientTransportConfig,
+    ) -> Result<Result<McpSession, ClientInitializeError>, CallError> {
+        let (config, dpop_key) =
+            static_auth(self.connector, self.integration, self.user, config).await?;
+        let (client, handler) = (self.client.clone(), self.handler.clone());
+        Ok(match dpop_key {
+            // A DPoP-bound token: never sent as a bearer token.
+            Some(key) => {
+                let client = DpopClient::new(client, key, self.connector.http.clone());
+                handshake(client, config, handler, self.integration).await
+            }
+            None => handshake(client, config, handler, self.integration).await,
+        })
+    }
 }
 
 /// `config` with the integration's credentials for `user`: fixed ones, or

@@ -81,7 +81,7 @@ run-runs: build ## Run runs-service alone (embedded SQLite)
 bench: bench-mcp bench-runs bench-data bench-fairness bench-org-limits bench-execute-tool bench-mcp-client bench-mcp-endpoint bench-soak bench-policy bench-audit ## Run every benchmark (release builds; see BENCHMARKS.md)
 
 .PHONY: bench-mcp
-bench-mcp: ## ExecuteTool through mcp-service vs direct, sessions vs connect-per-call, idle-session RSS
+bench-mcp: ## ExecuteTool through mcp-service vs direct, over mutual TLS vs plaintext, sessions vs connect-per-call, idle-session RSS
 	$(CARGO) build --release --locked -p switchboard-example-mcp-server --bin example-mcp-server
 	$(CARGO) bench -p switchboard-mcp-service --bench execute_tool
 

@@ -32,7 +32,7 @@ use futures::StreamExt as _;
 use switchboard_proto::runs::v1::{self as runs, execute_run_response::Event};
 use switchboard_test_support::{authed, peak_rss_mib};
 
-use crate::fleet::{Fleet, Workload};
+use crate::fleet::{Fleet, Hop, Workload};
 
 /// What one run came to.
 struct Outcome {
@@ -58,7 +58,7 @@ async fn main() -> anyhow::Result<()> {
         // The production default: a loaded replica's heartbeats may lag.
         lease: Duration::from_secs(30),
     };
-    let mut fleet = Fleet::start(workload).await?;
+    let mut fleet = Fleet::start_over(workload, Hop::Plaintext).await?;
     let mut threads = Vec::with_capacity(runs_wanted);
     for index in 0..runs_wanted {
         threads.push((index % 2, new_thread(&fleet, index % 2).await?));

@@ -11,12 +11,12 @@ use tonic::Code;
 use crate::world::{Options, World, final_run, tool_messages_sent, world};
 
 async fn confirming_world() -> World {
-    asking_world("example__confirm").await
+    asking_world("example__confirm", false).await
 }
 
 /// The model calls `tool` of the example server once, then says what it
-/// returned.
-async fn asking_world(tool: &str) -> World {
+/// returned; the services talk over mutual TLS when `mutual_tls`.
+async fn asking_world(tool: &str, mutual_tls: bool) -> World {
     world(Options {
         turns: vec![
             Turn::ToolCalls(vec![ScriptedToolCall::new(
@@ -27,6 +27,7 @@ async fn asking_world(tool: &str) -> World {
             Turn::FromToolResults("The tool said: {last_tool_result}".into()),
         ],
         questions_to_caller: true,
+        mutual_tls,
         ..Options::default()
     })
     .await
@@ -70,7 +71,19 @@ fn statuses(events: &[runs::ExecuteRunResponse]) -> Vec<runs::ToolCallStatus> {
 
 #[tokio::test]
 async fn a_servers_question_pauses_the_run_and_the_callers_answer_completes_the_call() {
-    let mut w = confirming_world().await;
+    the_callers_answer_completes_the_call(false).await;
+}
+
+#[tokio::test]
+async fn a_servers_question_pauses_the_run_and_the_callers_answer_completes_the_call_over_mutual_tls()
+ {
+    the_callers_answer_completes_the_call(true).await;
+}
+
+/// A question, the caller's answer, the call made again with it; over
+/// mutual TLS between the services when `mutual_tls`.
+async fn the_callers_answer_completes_the_call(mutual_tls: bool) {
+    let mut w = asking_world("example__confirm", mutual_tls).await;
     let events = w.say("Deploy it.").await;
     let paused = final_run(&events);
     assert_eq!(
@@ -153,7 +166,7 @@ async fn a_declined_question_is_the_tools_answer_to_the_model() {
 
 #[tokio::test]
 async fn a_question_from_a_task_is_answered_to_that_task_and_the_tool_runs_once() {
-    let mut w = asking_world("example__task_confirm").await;
+    let mut w = asking_world("example__task_confirm", false).await;
     let events = w.say("Deploy it.").await;
     let paused = final_run(&events);
     assert_eq!(

@@ -38,6 +38,7 @@ fn address(server: &RunningServer) -> SocketAddr {
     server
         .url()
         .trim_start_matches("http://")
+        .trim_start_matches("https://")
         .parse()
         .expect("a socket address")
 }
@@ -67,11 +68,23 @@ fn counted(w: &World) -> Vec<u64> {
 
 #[tokio::test]
 async fn a_thread_keeps_one_upstream_session_until_its_replica_goes_away() {
+    keeps_one_session_until_its_replica_goes_away(false).await;
+}
+
+#[tokio::test]
+async fn a_thread_keeps_one_upstream_session_until_its_replica_goes_away_over_mutual_tls() {
+    keeps_one_session_until_its_replica_goes_away(true).await;
+}
+
+/// Nine rounds on one thread, its replica stopped after the third; over
+/// mutual TLS between the services when `mutual_tls`.
+async fn keeps_one_session_until_its_replica_goes_away(mutual_tls: bool) {
     const BEFORE: usize = 3;
     const AFTER: usize = 6;
     let mut w = world(Options {
         turns: (0..BEFORE + AFTER).flat_map(counting_run).collect(),
         mcp_replicas: 1,
+        mutual_tls,
         ..Options::default()
     })
     .await;

@@ -160,6 +160,17 @@ async fn two_parallel_tool_calls_come_back_in_call_order() {
 
 #[tokio::test]
 async fn tool_errors_timeouts_and_unknown_tools_reach_the_model_as_text() {
+    tool_errors_reach_the_model(false).await;
+}
+
+#[tokio::test]
+async fn tool_errors_timeouts_and_unknown_tools_reach_the_model_as_text_over_mutual_tls() {
+    tool_errors_reach_the_model(true).await;
+}
+
+/// A failing, a timed-out and an unknown tool in one step; over mutual TLS
+/// between the services when `mutual_tls`.
+async fn tool_errors_reach_the_model(mutual_tls: bool) {
     let mut w = world(Options {
         turns: vec![
             Turn::ToolCalls(vec![
@@ -174,6 +185,7 @@ async fn tool_errors_timeouts_and_unknown_tools_reach_the_model_as_text() {
             Turn::Text("I could not do it.".into()),
         ],
         call_timeout_secs: Some(1),
+        mutual_tls,
         ..Options::default()
     })
     .await;

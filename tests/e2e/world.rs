@@ -13,7 +13,9 @@ use switchboard_proto::{
 use switchboard_scripted_model::{ScriptedModel, Turn};
 use switchboard_server::RunningServer;
 use switchboard_test_support::{
-    TEST_JWT_SECRET, TestDb, authed, http_integration_with_auth, pki::TestPki, token,
+    TEST_JWT_SECRET, TestDb, authed, http_integration_with_auth,
+    pki::{Issued, TestPki},
+    token,
 };
 use tonic::transport::{Channel, ClientTlsConfig};
 
@@ -41,6 +43,9 @@ pub struct World {
     pub thread_id: String,
     /// The cluster's CA, when the services talk over mutual TLS.
     pub pki: Option<TestPki>,
+    /// The client certificate runs-service presents to mcp-service, when
+    /// the services talk over mutual TLS.
+    pub runs_client_certificate: Option<Issued>,
 }
 
 /// Builds the model's script from the integration's id.
@@ -149,24 +154,26 @@ pub async fn world(options: Options) -> World {
         mcp_config.elicitation = ElicitationPolicy::Caller;
     }
     let pki = options.mutual_tls.then(|| TestPki::new("cluster CA"));
-    if let Some(pki) = &pki {
-        let cert = pki.server("mcp-service");
-        let tls = &mut mcp_config.common.server.tls;
-        tls.tls_cert_file = Some(cert.cert_file);
-        tls.tls_key_file = Some(cert.key_file);
-        tls.tls_client_ca_file = Some(pki.ca_file());
-    }
+    let serve_mutual_tls = |config: &mut switchboard_mcp_service::Config| {
+        if let Some(pki) = &pki {
+            let cert = pki.server("mcp-service");
+            let tls = &mut config.common.server.tls;
+            tls.tls_cert_file = Some(cert.cert_file);
+            tls.tls_key_file = Some(cert.key_file);
+            tls.tls_client_ca_file = Some(pki.ca_file());
+        }
+    };
+    serve_mutual_tls(&mut mcp_config);
     let mcp = switchboard_mcp_service::spawn(mcp_config)
         .await
         .expect("mcp-service");
     let mut mcp_replicas = Vec::new();
     for _ in 0..options.mcp_replicas {
-        let replica = switchboard_mcp_service::spawn(switchboard_mcp_service::Config::for_tests(
-            &mcp_db.url,
-            TEST_JWT_SECRET,
-        ))
-        .await
-        .expect("mcp-service replica");
+        let mut config = switchboard_mcp_service::Config::for_tests(&mcp_db.url, TEST_JWT_SECRET);
+        serve_mutual_tls(&mut config);
+        let replica = switchboard_mcp_service::spawn(config)
+            .await
+            .expect("mcp-service replica");
         mcp_replicas.push(replica);
     }
     let mcp_urls = std::iter::once(&mcp)
@@ -201,6 +208,7 @@ pub async fn world(options: Options) -> World {
     );
     config.model_providers = format!("scripted={},{}", options.provider_kind, model.base_url());
     config.tool_timeout = Duration::from_secs(20);
+    let mut runs_client_certificate = None;
     if let Some(pki) = &pki {
         let serving = pki.server("runs-service");
         config.common.server.tls.tls_cert_file = Some(serving.cert_file);
@@ -208,8 +216,9 @@ pub async fn world(options: Options) -> World {
         let client = pki.client("runs-client", Some(RUNS_SPIFFE_ID), "runs-service");
         let tls = &mut config.mcp_service_tls;
         tls.mcp_service_tls_ca_file = Some(pki.ca_file());
-        tls.mcp_service_tls_cert_file = Some(client.cert_file);
-        tls.mcp_service_tls_key_file = Some(client.key_file);
+        tls.mcp_service_tls_cert_file = Some(client.cert_file.clone());
+        tls.mcp_service_tls_key_file = Some(client.key_file.clone());
+        runs_client_certificate = Some(client);
     }
     let runs = switchboard_runs_service::spawn(config)
         .await
@@ -273,6 +282,7 @@ pub async fn world(options: Options) -> World {
         agent_id,
         thread_id,
         pki,
+        runs_client_certificate,
     }
 }
 

@@ -16,9 +16,12 @@ use switchboard_scripted_model::{Looping, ScriptedModel};
 use switchboard_test_support::{
     TEST_JWT_SECRET, authed, example_http_server,
     grpc::{ServiceProcess, free_port, start_binary, wait_serving},
-    http_integration_request, token, workspace_binary,
+    http_integration_request,
+    pki::{Issued, TestPki},
+    token, workspace_binary,
 };
 use tonic::transport::Channel;
+use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
 
 use crate::cluster::Cluster;
 
@@ -51,6 +54,27 @@ impl Default for Workload {
 /// heartbeat (short, so a killed replica's runs end within the test).
 pub const STALE_AFTER: Duration = Duration::from_secs(3);
 
+/// How runs-service reaches mcp-service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hop {
+    /// Plaintext HTTP/2.
+    Plaintext,
+    /// Mutual TLS: mcp-service serves TLS and requires a client
+    /// certificate, runs-service presents its own.
+    MutualTls,
+}
+
+/// The certificates of a fleet over mutual TLS, from a CA of its own.
+struct Certificates {
+    pki: TestPki,
+    /// mcp-service's serving certificate.
+    mcp: Issued,
+    /// runs-service's client certificate.
+    runs: Issued,
+    /// The test's own client certificate, to call mcp-service with.
+    test: Issued,
+}
+
 /// The whole system under test.
 pub struct Fleet {
     pub cluster: Cluster,
@@ -60,6 +84,7 @@ pub struct Fleet {
     upstream_port: u16,
     pub calls_log: PathBuf,
     workload: Workload,
+    certificates: Option<Certificates>,
     _dir: tempfile::TempDir,
     _model: ScriptedModel,
     pub token: String,
@@ -67,7 +92,8 @@ pub struct Fleet {
 }
 
 impl Fleet {
-    pub async fn start(workload: Workload) -> anyhow::Result<Self> {
+    /// A fleet whose runs-service reaches mcp-service over `hop`.
+    pub async fn start_over(workload: Workload, hop: Hop) -> anyhow::Result<Self> {
         let cluster = Cluster::start()?;
         cluster.create_database("mcp")?;
         cluster.create_database("runs")?;
@@ -85,6 +111,15 @@ impl Fleet {
         .await?;
         let mut fleet = Self {
             workload,
+            certificates: (hop == Hop::MutualTls).then(|| {
+                let pki = TestPki::new("fleet CA");
+                Certificates {
+                    mcp: pki.server("mcp-service"),
+                    runs: pki.client("runs-service", Some(RUNS_SPIFFE_ID), "runs-service"),
+                    test: pki.client("faults", None, "faults"),
+                    pki,
+                }
+            }),
             mcp: Vec::new(),
             runs: Vec::new(),
             upstream: None,
@@ -140,7 +175,14 @@ impl Fleet {
 
     async fn start_mcp(&self, port: u16) -> anyhow::Result<ServiceProcess> {
         let binary = workspace_binary("switchboard-mcp-service", "mcp-service");
-        let child = Command::new(binary)
+        let mut command = Command::new(binary);
+        if let Some(certificates) = &self.certificates {
+            command
+                .env("SWITCHBOARD_TLS_CERT_FILE", &certificates.mcp.cert_file)
+                .env("SWITCHBOARD_TLS_KEY_FILE", &certificates.mcp.key_file)
+                .env("SWITCHBOARD_TLS_CLIENT_CA_FILE", certificates.pki.ca_file());
+        }
+        let child = command
             .current_dir(self._dir.path())
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .env("DATABASE_URL", self.cluster.url("mcp"))
@@ -155,11 +197,16 @@ impl Fleet {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .spawn()?;
+        let scheme = if self.certificates.is_some() {
+            "https"
+        } else {
+            "http"
+        };
         let process = ServiceProcess {
             child,
-            url: format!("http://127.0.0.1:{port}"),
+            url: format!("{scheme}://127.0.0.1:{port}"),
         };
-        wait_serving(&process.url, "", Duration::from_secs(60)).await?;
+        self.wait_mcp_serving(&process.url).await?;
         Ok(process)
     }
 
@@ -193,25 +240,85 @@ impl Fleet {
         let providers = format!("scripted=openai,{}", self._model.base_url());
         let stale = format!("{}ms", self.workload.lease.as_millis());
         let heartbeat = format!("{}ms", (self.workload.lease / 6).as_millis());
-        let process = start_binary(
-            &binary.display().to_string(),
-            self._dir.path(),
-            &[
-                ("DATABASE_URL", url.as_str()),
-                ("SWITCHBOARD_JWT_SECRET", TEST_JWT_SECRET),
-                ("SWITCHBOARD_MCP_SERVICE_URL", mcp_urls.as_str()),
-                ("SWITCHBOARD_MODEL_PROVIDERS", providers.as_str()),
-                ("SWITCHBOARD_RUN_STALE_AFTER", stale.as_str()),
-                ("SWITCHBOARD_RUN_HEARTBEAT_INTERVAL", heartbeat.as_str()),
-                ("SWITCHBOARD_REPLICA_NAME", name.as_str()),
-                ("SWITCHBOARD_TOOL_TIMEOUT", "20s"),
-                ("SWITCHBOARD_READINESS_INTERVAL", "500ms"),
-                ("SWITCHBOARD_LOG_FORMAT", "pretty"),
-                ("RUST_LOG", "warn"),
-            ],
-        )?;
+        let mut tls = Vec::new();
+        if let Some(certificates) = &self.certificates {
+            tls = vec![
+                (
+                    "SWITCHBOARD_MCP_SERVICE_TLS_CA_FILE",
+                    certificates.pki.ca_file(),
+                ),
+                (
+                    "SWITCHBOARD_MCP_SERVICE_TLS_CERT_FILE",
+                    certificates.runs.cert_file.clone(),
+                ),
+                (
+                    "SWITCHBOARD_MCP_SERVICE_TLS_KEY_FILE",
+                    certificates.runs.key_file.clone(),
+                ),
+            ];
+        }
+        let tls = tls
+            .iter()
+            .map(|(name, file)| (*name, file.display().to_string()))
+            .collect::<Vec<_>>();
+        let mut env = vec![
+            ("DATABASE_URL", url.as_str()),
+            ("SWITCHBOARD_JWT_SECRET", TEST_JWT_SECRET),
+            ("SWITCHBOARD_MCP_SERVICE_URL", mcp_urls.as_str()),
+            ("SWITCHBOARD_MODEL_PROVIDERS", providers.as_str()),
+            ("SWITCHBOARD_RUN_STALE_AFTER", stale.as_str()),
+            ("SWITCHBOARD_RUN_HEARTBEAT_INTERVAL", heartbeat.as_str()),
+            ("SWITCHBOARD_REPLICA_NAME", name.as_str()),
+            ("SWITCHBOARD_TOOL_TIMEOUT", "20s"),
+            ("SWITCHBOARD_READINESS_INTERVAL", "500ms"),
+            ("SWITCHBOARD_LOG_FORMAT", "pretty"),
+            ("RUST_LOG", "warn"),
+        ];
+        env.extend(tls.iter().map(|(name, file)| (*name, file.as_str())));
+        let process = start_binary(&binary.display().to_string(), self._dir.path(), &env)?;
         wait_serving(&process.url, "", Duration::from_secs(60)).await?;
         Ok(process)
+    }
+
+    /// A connection to mcp-service at `url`, over mutual TLS with the
+    /// test's own certificate when the fleet's hop is.
+    async fn mcp_channel(&self, url: &str) -> anyhow::Result<Channel> {
+        let mut endpoint = Channel::from_shared(url.to_owned())?;
+        if let Some(certificates) = &self.certificates {
+            endpoint =
+                endpoint.tls_config(certificates.pki.client_tls(Some(&certificates.test)))?;
+        }
+        Ok(endpoint.connect().await?)
+    }
+
+    /// A connection to mcp-service replica `index`, as the test's own
+    /// service.
+    pub async fn mcp_replica(&self, index: usize) -> anyhow::Result<Channel> {
+        let replica = self.mcp[index]
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("mcp-service replica {index} is down"))?;
+        self.mcp_channel(&replica.url).await
+    }
+
+    /// Waits until the mcp-service replica at `url` answers SERVING.
+    async fn wait_mcp_serving(&self, url: &str) -> anyhow::Result<()> {
+        let limit = Duration::from_secs(60);
+        let start = std::time::Instant::now();
+        loop {
+            if let Ok(channel) = self.mcp_channel(url).await {
+                let status = HealthClient::new(channel)
+                    .check(HealthCheckRequest::default())
+                    .await;
+                if status.is_ok_and(|r| r.into_inner().status == 1) {
+                    return Ok(());
+                }
+            }
+            anyhow::ensure!(
+                start.elapsed() < limit,
+                "mcp-service at {url} was not SERVING within {limit:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     /// A client of runs-service replica `index`.
@@ -236,8 +343,7 @@ impl Fleet {
     }
 
     async fn create_agent(&self) -> anyhow::Result<String> {
-        let mcp = self.mcp[0].as_ref().expect("mcp-service is up");
-        let mut mcp_client = McpServiceClient::connect(mcp.url.clone()).await?;
+        let mut mcp_client = McpServiceClient::new(self.mcp_replica(0).await?);
         let upstream = format!("http://127.0.0.1:{}/mcp", self.upstream_port);
         let integration = mcp_client
             .create_integration(authed(
@@ -280,6 +386,9 @@ impl Drop for Fleet {
         self.kill_upstream();
     }
 }
+
+/// The SPIFFE ID of runs-service's client certificate over mutual TLS.
+pub const RUNS_SPIFFE_ID: &str = "spiffe://cluster.local/ns/switchboard/sa/runs-service";
 
 /// The key both mcp-service replicas seal credentials with.
 const SEALING_KEY: &str = "faults:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";

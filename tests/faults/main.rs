@@ -13,10 +13,13 @@ mod fleet;
 use std::time::Duration;
 
 use futures::StreamExt as _;
-use switchboard_proto::runs::v1::{self as runs, execute_run_response::Event};
+use switchboard_proto::{
+    mcp::v1::{self as mcp, audit_service_client::AuditServiceClient},
+    runs::v1::{self as runs, execute_run_response::Event},
+};
 use switchboard_test_support::authed;
 
-use crate::fleet::{Fleet, Workload};
+use crate::fleet::{Fleet, Hop, RUNS_SPIFFE_ID, Workload};
 
 /// Runs in each batch, one per thread, spread over both runs-service
 /// replicas.
@@ -112,8 +115,8 @@ async fn strike(fleet: &mut Fleet, fault: Fault) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn survive(fault: Fault) {
-    let mut fleet = Fleet::start(Workload::default())
+async fn survive(fault: Fault, hop: Hop) {
+    let mut fleet = Fleet::start_over(Workload::default(), hop)
         .await
         .expect("the fleet starts");
     let batch = start_batch(&fleet).await.expect("the runs start");
@@ -131,25 +134,77 @@ async fn survive(fault: Fault) {
     let report = checks::after_the_fault(&fleet, &seen)
         .await
         .expect("nothing lost, nothing run twice");
-    eprintln!("faults: {fault:?}\n{report}");
+    eprintln!("faults: {fault:?} over {hop:?}\n{report}");
+    if hop == Hop::MutualTls {
+        tool_calls_came_from_runs_service(&fleet)
+            .await
+            .expect("the tool calls were made over mutual TLS");
+    }
+}
+
+/// Checks that mcp-service's audit trail names runs-service's certificate
+/// as the calling service of every tool call: the calls came over mutual
+/// TLS, before the fault and after it.
+async fn tool_calls_came_from_runs_service(fleet: &Fleet) -> anyhow::Result<()> {
+    let live = fleet
+        .mcp
+        .iter()
+        .position(Option::is_some)
+        .ok_or_else(|| anyhow::anyhow!("no mcp-service replica is up"))?;
+    let mut audit = AuditServiceClient::new(fleet.mcp_replica(live).await?);
+    let mut calls = 0;
+    let mut page_token = String::new();
+    loop {
+        let request = mcp::ListAuditEventsRequest {
+            page_size: 100,
+            page_token,
+            ..Default::default()
+        };
+        let page = audit
+            .list_audit_events(authed(request, &fleet.token))
+            .await?
+            .into_inner();
+        for event in &page.events {
+            if event.action() == mcp::AuditAction::ToolCall {
+                anyhow::ensure!(event.service == RUNS_SPIFFE_ID, "{event:?}");
+                calls += 1;
+            }
+        }
+        if page.next_page_token.is_empty() {
+            break;
+        }
+        page_token = page.next_page_token;
+    }
+    anyhow::ensure!(calls > 0, "no tool call was audited");
+    Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn killing_the_runs_service_replica_running_a_run() {
-    survive(Fault::RunsReplica).await;
+    survive(Fault::RunsReplica, Hop::Plaintext).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn killing_the_mcp_service_replica_holding_a_session() {
-    survive(Fault::McpReplica).await;
+    survive(Fault::McpReplica, Hop::Plaintext).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn killing_the_upstream_mcp_server_mid_call() {
-    survive(Fault::Upstream).await;
+    survive(Fault::Upstream, Hop::Plaintext).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn restarting_postgresql_mid_run() {
-    survive(Fault::Database).await;
+    survive(Fault::Database, Hop::Plaintext).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn killing_the_runs_service_replica_running_a_run_over_mutual_tls() {
+    survive(Fault::RunsReplica, Hop::MutualTls).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn killing_the_mcp_service_replica_holding_a_session_over_mutual_tls() {
+    survive(Fault::McpReplica, Hop::MutualTls).await;
 }

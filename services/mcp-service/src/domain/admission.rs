@@ -181,6 +181,9 @@ pub fn carried_to_new_destination(
     }
     kept.names()
         .filter(|name| !entered.contains(*name))
+        // A DPoP key is never sent anywhere (only proofs it signs are, and
+        // its public half): it cannot be entered, and goes nowhere new.
+        .filter(|name| *name != Secrets::OAUTH_DPOP_KEY)
         .map(|name| {
             let field = match name {
                 Secrets::BEARER_TOKEN => format!("{auth_field}.bearer_token.token"),

@@ -332,6 +332,11 @@ impl Secrets {
     pub const OAUTH_CLIENT_SECRET: &'static str = "oauth_client_secret";
     /// The private key of [`ClientAuth::PrivateKeyJwt`] (PEM).
     pub const OAUTH_CLIENT_PRIVATE_KEY: &'static str = "oauth_client_private_key";
+    /// The DPoP key of [`AuthConfig::OAuthClientCredentials`] (an ES256
+    /// key pair's PKCS#8 document, base64url), made when the integration
+    /// is: its tokens are bound to it where the authorization server asks
+    /// for DPoP.
+    pub const OAUTH_DPOP_KEY: &'static str = "oauth_dpop_key";
     /// Prefix of secret environment variables of the stdio transport.
     pub const ENV_PREFIX: &'static str = "env:";
 

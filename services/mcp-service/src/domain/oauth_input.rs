@@ -100,6 +100,22 @@ pub(super) struct ClientCredentialsSecrets {
     pub client_secret: Option<SecretString>,
     /// The stored private key.
     pub private_key: Option<SecretString>,
+    /// The stored DPoP key.
+    pub dpop_key: Option<SecretString>,
+}
+
+/// A new DPoP key for an integration (an ES256 key pair, its PKCS#8
+/// document in base64url): sealed with its other secrets, it proves
+/// possession of the tokens its authorization server binds to it, when the
+/// server asks for DPoP. `None` only when the system's random source fails.
+fn new_dpop_key() -> Option<SecretString> {
+    use base64::{Engine as _, engine::general_purpose::URL_SAFE_NO_PAD};
+    use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
+    let rng = ring::rand::SystemRandom::new();
+    let document = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).ok()?;
+    Some(SecretString::from(
+        URL_SAFE_NO_PAD.encode(document.as_ref()),
+    ))
 }
 
 /// OAuth client credentials: a client id (but with workload identity),
@@ -158,6 +174,11 @@ pub(super) async fn client_credentials(
         secrets,
         violations,
     );
+    // Kept across updates: tokens cached for the integration stay bound to
+    // a key it still has.
+    if let Some(key) = stored.dpop_key.or_else(new_dpop_key) {
+        secrets.insert(Secrets::OAUTH_DPOP_KEY, key);
+    }
     if !token_url.is_empty() {
         check_token_url(prefix, &token_url, addresses, violations).await;
     }

@@ -184,6 +184,7 @@ impl ConfigPolicy {
                 let stored = ClientCredentialsSecrets {
                     client_secret: kept(Secrets::OAUTH_CLIENT_SECRET),
                     private_key: kept(Secrets::OAUTH_CLIENT_PRIVATE_KEY),
+                    dpop_key: kept(Secrets::OAUTH_DPOP_KEY),
                 };
                 client_credentials(&prefix, input, stored, &self.addresses, secrets, violations)
                     .await

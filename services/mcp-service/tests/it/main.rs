@@ -27,6 +27,7 @@ mod mcp_endpoint_passthrough;
 mod mcp_endpoint_toolsets;
 mod oauth_client_credentials;
 mod oauth_dpop;
+mod oauth_dpop_client_credentials;
 mod oauth_on_behalf;
 mod oauth_organization;
 mod oauth_users;

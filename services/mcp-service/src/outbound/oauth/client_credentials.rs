@@ -4,6 +4,14 @@
 //! server's metadata name), cached until shortly before they expire, fetched
 //! again after.
 //!
+//! Where the authorization server's metadata asks for DPoP (RFC 9449), the
+//! token request carries a proof of the integration's own key (sealed with
+//! its other secrets) and, when the server gives one, its nonce; a token
+//! the server says is DPoP-bound is presented with proofs of that key.
+//! The nonce is not kept between fetches: a server requiring one costs each
+//! fetch (a few minutes apart at most once per token lifetime) one refused
+//! request, and nothing about a tenant's server outlives its fetch.
+//!
 //! Token endpoints are chosen by tenants, so each is treated as hostile:
 //! one integration's fetch never waits on another's (single flight per
 //! integration, no process-wide lock), the response is read up to a bound,
@@ -27,6 +35,7 @@ use crate::domain::{
 use crate::outbound::http::check_request_url;
 use crate::outbound::oauth::{
     client::{same_issuer, summary},
+    dpop::{self, DPOP_HEADER, DpopKey, Nonce, USE_NONCE},
     http::PolicyOAuthHttp,
     token_request::{self, Credential, Target, WorkloadToken},
 };
@@ -54,6 +63,37 @@ struct TokenResponse {
     access_token: String,
     #[serde(default)]
     expires_in: Option<Value>,
+    #[serde(default)]
+    token_type: Option<String>,
+}
+
+/// An access token of a grant, and the key it is bound to when the
+/// authorization server bound it with DPoP.
+#[derive(Clone)]
+pub struct AccessToken {
+    /// The token.
+    pub token: SecretString,
+    /// The key every request presenting it must prove possession of.
+    pub dpop: Option<DpopKey>,
+}
+
+impl std::fmt::Debug for AccessToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AccessToken")
+            .field("dpop", &self.dpop)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the token endpoint issued: the token, how long it is good for,
+/// and whether it is bound to the key the request proved.
+pub(super) struct Issued {
+    /// The access token.
+    pub token: SecretString,
+    /// Its lifetime, clamped.
+    pub lifetime: Duration,
+    /// Whether the server bound it with DPoP (`token_type` `DPoP`).
+    pub dpop_bound: bool,
 }
 
 /// The lifetime a token response states, clamped to [`MAX_LIFETIME`]:
@@ -74,7 +114,7 @@ pub(super) fn lifetime(expires_in: Option<&Value>) -> Duration {
 }
 
 struct Cached {
-    token: SecretString,
+    token: AccessToken,
     expires_at: Instant,
     client_secret_fingerprint: Vec<u8>,
 }
@@ -100,6 +140,9 @@ pub struct Grant<'a> {
     pub credential: Credential<'a>,
     /// Requested scopes.
     pub scopes: &'a [String],
+    /// The integration's DPoP key, proven where the authorization server
+    /// asks for DPoP.
+    pub dpop_key: Option<&'a DpopKey>,
 }
 
 /// The token endpoint a grant's request goes to.
@@ -108,6 +151,8 @@ pub(super) struct Endpoint {
     pub token_url: String,
     /// Its authorization server's issuer, when known.
     pub issuer: Option<String>,
+    /// Whether its metadata asks for DPoP-bound tokens (ES256 proofs).
+    pub dpop: bool,
 }
 
 /// Why a token request failed.
@@ -162,6 +207,11 @@ fn fingerprint(grant: &Grant<'_>) -> Vec<u8> {
         secret.as_bytes(),
         algorithm.as_bytes(),
         grant.scopes.join(" ").as_bytes(),
+        grant
+            .dpop_key
+            .map(DpopKey::thumbprint)
+            .unwrap_or_default()
+            .as_bytes(),
     ]
     .join(&0u8)
 }
@@ -225,7 +275,7 @@ impl OAuthTokens {
     /// A valid access token for `grant`, from the cache when fresh. Callers
     /// of one integration share one fetch; other integrations never wait
     /// for it.
-    pub async fn token(&self, grant: &Grant<'_>) -> Result<SecretString, String> {
+    pub async fn token(&self, grant: &Grant<'_>) -> Result<AccessToken, String> {
         let fingerprint = fingerprint(grant);
         let slot = self.slot(grant.integration_id);
         let mut cached = slot.lock().await;
@@ -235,12 +285,16 @@ impl OAuthTokens {
         {
             return Ok(token.token.clone());
         }
-        let (token, lifetime) = self.fetch(grant).await?;
+        let issued = self.fetch(grant).await?;
+        let token = AccessToken {
+            token: issued.token,
+            dpop: grant.dpop_key.filter(|_| issued.dpop_bound).cloned(),
+        };
         let now = Instant::now();
         *cached = Some(Cached {
             token: token.clone(),
             expires_at: now
-                .checked_add(lifetime.saturating_sub(EXPIRY_MARGIN))
+                .checked_add(issued.lifetime.saturating_sub(EXPIRY_MARGIN))
                 .unwrap_or(now),
             client_secret_fingerprint: fingerprint,
         });
@@ -295,6 +349,7 @@ impl OAuthTokens {
             return Ok(Endpoint {
                 token_url: grant.token_url.to_owned(),
                 issuer: grant.issuer.map(str::to_owned),
+                dpop: false,
             });
         }
         let http = self
@@ -332,6 +387,7 @@ impl OAuthTokens {
             );
         }
         Ok(Endpoint {
+            dpop: dpop::wanted_by(&metadata),
             token_url: metadata.token_endpoint,
             issuer: metadata.issuer,
         })
@@ -359,7 +415,7 @@ impl OAuthTokens {
             .map(str::to_owned))
     }
 
-    async fn fetch(&self, grant: &Grant<'_>) -> Result<(SecretString, Duration), String> {
+    async fn fetch(&self, grant: &Grant<'_>) -> Result<Issued, String> {
         let endpoint = self.checked_endpoint(grant).await?;
         let request = token_request::build(
             &Target {
@@ -373,7 +429,8 @@ impl OAuthTokens {
             &self.workload,
         )
         .await?;
-        self.send(&endpoint.token_url, &request)
+        let dpop_key = grant.dpop_key.filter(|_| endpoint.dpop);
+        self.send(&endpoint.token_url, &request, dpop_key)
             .await
             .map_err(TokenFailure::into_message)
     }
@@ -387,25 +444,28 @@ impl OAuthTokens {
         Ok(endpoint)
     }
 
-    /// Sends `request` to `token_url`: the access token and how long it is
-    /// good for, or why not.
+    /// Sends `request` to `token_url`, with a proof of `dpop_key` when
+    /// given: the access token and how long it is good for, or why not.
     pub(super) async fn send(
         &self,
         token_url: &str,
         request: &token_request::TokenRequest,
-    ) -> Result<(SecretString, Duration), TokenFailure> {
-        let mut post = self.http.post(token_url).form(&request.form);
-        if let Some((client_id, secret)) = &request.basic {
-            post = post.basic_auth(client_id, Some(secret.expose_secret()));
+        dpop_key: Option<&DpopKey>,
+    ) -> Result<Issued, TokenFailure> {
+        let nonce = Nonce::default();
+        let (mut status, mut body, headers) = self.post(token_url, request, dpop_key, None).await?;
+        // A server asking for its nonce is sent the request once more with
+        // it, never more.
+        if let Some(key) = dpop_key
+            && status == http::StatusCode::BAD_REQUEST
+            && serde_json::from_slice::<TokenError>(&body).is_ok_and(|e| e.error == USE_NONCE)
+            && nonce.learn(&headers)
+        {
+            tracing::debug!("token endpoint asked for its dpop nonce; sending once more");
+            (status, body, _) = self
+                .post(token_url, request, Some(key), nonce.get().as_deref())
+                .await?;
         }
-        let response = post.send().await.map_err(|e| {
-            TokenFailure::Failed(format!("token endpoint unreachable: {}", e.without_url()))
-        })?;
-        let status = response.status();
-        let body = self
-            .bounded_body(response)
-            .await
-            .map_err(TokenFailure::Failed)?;
         if !status.is_success() {
             // The OAuth error code only: a description is the server's
             // free text.
@@ -424,10 +484,48 @@ impl OAuthTokens {
         let body: TokenResponse = serde_json::from_slice(&body).map_err(|_| {
             TokenFailure::Failed("token endpoint answered without an access_token".to_owned())
         })?;
-        Ok((
-            SecretString::from(body.access_token),
-            lifetime(body.expires_in.as_ref()),
-        ))
+        let dpop_bound = dpop_key.is_some()
+            && body
+                .token_type
+                .as_deref()
+                .is_some_and(|kind| kind.eq_ignore_ascii_case("dpop"));
+        Ok(Issued {
+            token: SecretString::from(body.access_token),
+            lifetime: lifetime(body.expires_in.as_ref()),
+            dpop_bound,
+        })
+    }
+
+    /// POSTs `request` to `token_url`, with a proof of `dpop_key` (and the
+    /// server's `nonce`) when given: the answer's status, body (bounded)
+    /// and headers.
+    async fn post(
+        &self,
+        token_url: &str,
+        request: &token_request::TokenRequest,
+        dpop_key: Option<&DpopKey>,
+        nonce: Option<&str>,
+    ) -> Result<(http::StatusCode, Vec<u8>, http::HeaderMap), TokenFailure> {
+        let mut post = self.http.post(token_url).form(&request.form);
+        if let Some((client_id, secret)) = &request.basic {
+            post = post.basic_auth(client_id, Some(secret.expose_secret()));
+        }
+        if let Some(key) = dpop_key {
+            let proof = key
+                .proof("POST", token_url, nonce, None)
+                .map_err(|e| TokenFailure::Failed(e.to_string()))?;
+            post = post.header(DPOP_HEADER, proof);
+        }
+        let response = post.send().await.map_err(|e| {
+            TokenFailure::Failed(format!("token endpoint unreachable: {}", e.without_url()))
+        })?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = self
+            .bounded_body(response)
+            .await
+            .map_err(TokenFailure::Failed)?;
+        Ok((status, body, headers))
     }
 }
 

@@ -262,8 +262,9 @@ async fn exchange(
     .await
     .map_err(CallError::Connect)?;
     tokens
-        .send(&endpoint.token_url, &request)
+        .send(&endpoint.token_url, &request, None)
         .await
+        .map(|issued| (issued.token, issued.lifetime))
         .map_err(call_error)
 }
 

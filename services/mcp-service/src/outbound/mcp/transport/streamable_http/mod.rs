@@ -17,7 +17,7 @@ use rmcp::{
         streamable_http_client::{StreamableHttpClient, StreamableHttpClientTransportConfig},
     },
 };
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::ExposeSecret;
 
 use self::{capped::CappedHttpClient, dpop::DpopClient, standalone_stream::StandaloneStream};
 use crate::{
@@ -32,7 +32,8 @@ use crate::{
             sessions::{McpSession, SessionHandler},
         },
         oauth::{
-            client_credentials::Grant,
+            client_credentials::{AccessToken, Grant},
+            dpop::DpopKey,
             on_behalf_of::{self, CallerGrant},
             token_request::Credential,
         },
@@ -104,22 +105,14 @@ pub(super) async fn open(
             }
         }
     } else {
-        let attempt = |config| async {
-            let config = static_auth(connector, integration, user, config).await?;
-            Ok::<_, CallError>(
-                handshake(capped.clone(), config, handler.clone(), integration).await,
-            )
+        let session = StaticSession {
+            connector,
+            integration,
+            user,
+            client: capped,
+            handler,
         };
-        match attempt(config.clone()).await? {
-            // A cached token revoked or rotated before its stated expiry:
-            // once more with a fresh one (the handshake did not run).
-            Err(ClientInitializeError::TransportError { error, .. })
-                if connector.refused_token(integration, user, &error) =>
-            {
-                attempt(config).await?
-            }
-            result => result,
-        }
+        session.connect(config).await?
     };
     let session = connected.map_err(|error| match error.auth_challenge() {
         Some(challenge) if code_flow => {
@@ -130,14 +123,65 @@ pub(super) async fn open(
     Ok((session, standalone))
 }
 
+/// A session whose credentials are the integration's own or exchanged for
+/// the caller's (not the authorization code flow's).
+struct StaticSession<'a> {
+    connector: &'a McpConnector,
+    integration: &'a Integration,
+    user: &'a str,
+    client: CappedHttpClient,
+    handler: SessionHandler,
+}
+
+impl StaticSession<'_> {
+    /// The handshake, made once more with a fresh token when the server
+    /// refused a cached one (revoked or rotated before its stated expiry;
+    /// the handshake did not run).
+    async fn connect(
+        &self,
+        config: StreamableHttpClientTransportConfig,
+    ) -> Result<Result<McpSession, ClientInitializeError>, CallError> {
+        match self.handshake(config.clone()).await? {
+            Err(ClientInitializeError::TransportError { error, .. })
+                if self
+                    .connector
+                    .refused_token(self.integration, self.user, &error) =>
+            {
+                self.handshake(config).await
+            }
+            result => Ok(result),
+        }
+    }
+
+    /// The handshake with the credentials as they are now (a cached token,
+    /// or a fresh one); the error is the token's when none could be had.
+    async fn handshake(
+        &self,
+        config: StreamableHttpClientTransportConfig,
+    ) -> Result<Result<McpSession, ClientInitializeError>, CallError> {
+        let (config, dpop_key) =
+            static_auth(self.connector, self.integration, self.user, config).await?;
+        let (client, handler) = (self.client.clone(), self.handler.clone());
+        Ok(match dpop_key {
+            // A DPoP-bound token: never sent as a bearer token.
+            Some(key) => {
+                let client = DpopClient::new(client, key, self.connector.http.clone());
+                handshake(client, config, handler, self.integration).await
+            }
+            None => handshake(client, config, handler, self.integration).await,
+        })
+    }
+}
+
 /// `config` with the integration's credentials for `user`: fixed ones, or
-/// a token exchanged for the caller's own.
+/// a token exchanged for the caller's own; and the key the token is bound
+/// to, when its authorization server bound it with DPoP.
 async fn static_auth(
     connector: &McpConnector,
     integration: &Integration,
     user: &str,
     mut config: StreamableHttpClientTransportConfig,
-) -> Result<StreamableHttpClientTransportConfig, CallError> {
+) -> Result<(StreamableHttpClientTransportConfig, Option<DpopKey>), CallError> {
     match &integration.auth {
         AuthConfig::None | AuthConfig::OAuthAuthorizationCode(_) => {}
         AuthConfig::BearerToken => {
@@ -162,10 +206,11 @@ async fn static_auth(
         }
         AuthConfig::OAuthClientCredentials { .. } => {
             let token = oauth_token(connector, integration, user).await?;
-            config = config.auth_header(token.expose_secret().to_owned());
+            config = config.auth_header(token.token.expose_secret().to_owned());
+            return Ok((config, token.dpop));
         }
     }
-    Ok(config)
+    Ok((config, None))
 }
 
 /// The OAuth token of a client-credentials integration's session for
@@ -174,7 +219,7 @@ async fn oauth_token(
     connector: &McpConnector,
     integration: &Integration,
     user: &str,
-) -> Result<SecretString, CallError> {
+) -> Result<AccessToken, CallError> {
     let AuthConfig::OAuthClientCredentials {
         token_url,
         client_id,
@@ -189,6 +234,7 @@ async fn oauth_token(
         ));
     };
     let credential = credential(integration, client_auth).map_err(CallError::Connect)?;
+    let dpop_key = dpop_key(integration).map_err(CallError::Connect)?;
     let grant = Grant {
         integration_id: integration.id,
         mcp_url: integration.transport.url().unwrap_or_default(),
@@ -197,6 +243,7 @@ async fn oauth_token(
         client_id,
         credential,
         scopes,
+        dpop_key: dpop_key.as_ref(),
     };
     if !on_behalf_of.is_caller() {
         return connector
@@ -212,7 +259,21 @@ async fn oauth_token(
         version: integration.updated_at,
         subject: user,
     };
-    on_behalf_of::token(&connector.tokens, &connector.exchanged, &grant).await
+    let token = on_behalf_of::token(&connector.tokens, &connector.exchanged, &grant).await?;
+    Ok(AccessToken { token, dpop: None })
+}
+
+/// The integration's sealed DPoP key, if it has one (an integration made
+/// before they were has none, and is sent bearer tokens only).
+fn dpop_key(integration: &Integration) -> Result<Option<DpopKey>, String> {
+    integration
+        .secrets
+        .get(Secrets::OAUTH_DPOP_KEY)
+        .map(|key| {
+            serde_json::from_value(serde_json::Value::from(key.expose_secret()))
+                .map_err(|_| "the stored DPoP key is unusable".to_owned())
+        })
+        .transpose()
 }
 
 /// What `integration` proves itself with at its token endpoint, by

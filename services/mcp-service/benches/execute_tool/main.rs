@@ -1,8 +1,12 @@
-//! ExecuteTool through mcp-service against a direct rmcp client call, and the
-//! reused-session path against connecting per call; memory with 1,000 idle
-//! upstream sessions. See BENCHMARKS.md.
+//! ExecuteTool through mcp-service against a direct rmcp client call, over
+//! mutual TLS against plaintext, and the reused-session path against
+//! connecting per call; memory with 1,000 idle upstream sessions. See
+//! BENCHMARKS.md.
 //!
 //! `cargo bench -p switchboard-mcp-service --bench execute_tool`
+//! (`BENCH_TLS=off` leaves out the rows over TLS).
+
+mod tls_rows;
 
 use std::{
     future::Future,
@@ -25,10 +29,11 @@ use switchboard_test_support::{
     bench::{drive_callers, quiet_example_http_server},
     cpu_time, http_integration_request,
     otlp::Collector,
-    pki::TestPki,
     token,
 };
 use tonic::transport::Channel;
+
+use crate::tls_rows::{Caller, tls_rows};
 
 /// Calls per row; `BENCH_CALLS` sets another count.
 fn calls() -> usize {
@@ -41,7 +46,7 @@ fn calls() -> usize {
 /// Runs `row` and prints the CPU time this process spent per call in it,
 /// less that of the OTLP collector (on a thread of its own) when there is
 /// one, which is printed apart.
-async fn with_cpu<T>(
+pub(crate) async fn with_cpu<T>(
     name: &str,
     calls: usize,
     collector: Option<&Collector>,
@@ -88,10 +93,10 @@ fn rss_kib(pid: u32) -> u64 {
 }
 
 #[derive(Debug)]
-struct Stats {
-    p50: Duration,
-    p99: Duration,
-    per_second: f64,
+pub(crate) struct Stats {
+    pub p50: Duration,
+    pub p99: Duration,
+    pub per_second: f64,
 }
 
 fn stats(mut latencies: Vec<Duration>, wall: Duration) -> Stats {
@@ -105,7 +110,7 @@ fn stats(mut latencies: Vec<Duration>, wall: Duration) -> Stats {
 }
 
 /// Runs `calls` calls of `op` from `concurrency` callers.
-async fn drive<F, Fut>(concurrency: usize, calls: usize, op: F) -> Stats
+pub(crate) async fn drive<F, Fut>(concurrency: usize, calls: usize, op: F) -> Stats
 where
     F: Fn() -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ()> + Send,
@@ -117,7 +122,7 @@ where
 /// Runs `calls` calls each of `a` and `b` from one caller, alternating, so
 /// that whatever else the machine does slows both alike; calls/s is from the
 /// time spent in the calls.
-async fn interleaved<A, AF, B, BF>(calls: usize, a: A, b: B) -> (Stats, Stats)
+pub(crate) async fn interleaved<A, AF, B, BF>(calls: usize, a: A, b: B) -> (Stats, Stats)
 where
     A: Fn() -> AF,
     AF: Future<Output = ()>,
@@ -138,7 +143,7 @@ where
     (stats(first, first_busy), stats(second, second_busy))
 }
 
-fn report(name: &str, s: &Stats) {
+pub(crate) fn report(name: &str, s: &Stats) {
     println!(
         "{name:<44} p50 {:>8.3} ms   p99 {:>8.3} ms   {:>9.0} calls/s",
         s.p50.as_secs_f64() * 1e3,
@@ -190,25 +195,15 @@ async fn main() {
     // `BENCH_AUDIT=off`: without the audit trail, to tell its cost per call
     // from the rest of the path's.
     config.audit.enabled = std::env::var("BENCH_AUDIT").as_deref() != Ok("off");
-    // `BENCH_TLS=on`: mcp-service serves TLS and the callers connect over
-    // it, to compare ExecuteTool over TLS with plaintext.
-    let pki = (std::env::var("BENCH_TLS").as_deref() == Ok("on")).then(|| TestPki::new("bench CA"));
-    if let Some(pki) = &pki {
-        let cert = pki.server("mcp-service");
-        config.common.server.tls.tls_cert_file = Some(cert.cert_file);
-        config.common.server.tls.tls_key_file = Some(cert.key_file);
-        println!("mcp-service serves TLS");
-    }
+    let tls_config = config.clone();
     let server = switchboard_mcp_service::spawn(config)
         .await
         .expect("mcp-service starts");
-    let mut endpoint = Channel::from_shared(server.url()).expect("url");
-    if let Some(pki) = &pki {
-        endpoint = endpoint
-            .tls_config(pki.client_tls(None))
-            .expect("a TLS configuration");
-    }
-    let channel = endpoint.connect().await.expect("connects");
+    let channel = Channel::from_shared(server.url())
+        .expect("url")
+        .connect()
+        .await
+        .expect("connects");
     let mut client = McpServiceClient::new(channel.clone());
     let admin = token("bench", "bench-user", &["admin"]);
     let id = client
@@ -221,35 +216,15 @@ async fn main() {
         .id;
 
     let arguments = json_to_struct(&json!({"text": "ping"}));
+    let caller = Caller {
+        channel: channel.clone(),
+        integration_id: id.clone(),
+        token: admin.clone(),
+        arguments: arguments.clone(),
+    };
     let via_service = {
-        let (channel, id, admin, arguments) = (
-            channel.clone(),
-            id.clone(),
-            admin.clone(),
-            arguments.clone(),
-        );
-        move || {
-            let mut client = McpServiceClient::new(channel.clone());
-            let request = authed(
-                pb::ExecuteToolRequest {
-                    integration_id: id.clone(),
-                    tool_name: "echo".into(),
-                    arguments: arguments.clone(),
-                    session_scope: "bench".into(),
-                    arguments_json: String::new(),
-                    ..Default::default()
-                },
-                &admin,
-            );
-            async move {
-                let response = client
-                    .execute_tool(request)
-                    .await
-                    .expect("answered")
-                    .into_inner();
-                assert!(!response.is_error, "{}", response.error_message);
-            }
-        }
+        let caller = caller.clone();
+        move || caller.call()
     };
     let direct_client = Arc::new(
         ().serve(StreamableHttpClientTransport::from_uri(url.clone()))
@@ -290,6 +265,9 @@ async fn main() {
     )
     .await;
     report("through mcp-service, 16 callers", &service_16);
+    if std::env::var("BENCH_TLS").as_deref() != Ok("off") {
+        tls_rows(tls_config, &server.url(), &caller, calls, collector).await;
+    }
     if std::env::var_os("BENCH_OVERHEAD_ONLY").is_some() {
         println!(
             "added p50 at 1 caller: {:.3} ms; throughput at 16 callers: {:.0}% of direct",

@@ -397,7 +397,9 @@ async fn verifying_while_another_replica_records_calls_finds_no_break(kind: DbKi
         callers.push(tokio::spawn(async move {
             let mut client = McpServiceClient::connect(url).await.expect("connects");
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                execute(&mut client, &id, &member("org-a"), "echo", json!({})).await.expect("called");
+                execute(&mut client, &id, &member("org-a"), "echo", json!({}))
+                    .await
+                    .expect("called");
             }
         }));
     }
@@ -412,7 +414,10 @@ async fn verifying_while_another_replica_records_calls_finds_no_break(kind: DbKi
     let broken: Vec<_> = verdicts.iter().filter(|v| !v.intact).collect();
     assert!(broken.is_empty(), "{broken:?}");
     let checked: Vec<i64> = verdicts.iter().map(|v| v.events_checked).collect();
-    assert!(checked.first() < checked.last(), "calls were recorded meanwhile: {checked:?}");
+    assert!(
+        checked.first() < checked.last(),
+        "calls were recorded meanwhile: {checked:?}"
+    );
 }
 
 async fn retention_removes_old_events_and_the_chain_still_verifies(kind: DbKind) {

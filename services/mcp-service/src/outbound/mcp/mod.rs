@@ -10,6 +10,7 @@ pub mod input_required;
 pub mod listen;
 mod operation;
 pub mod session_pool;
+mod session_requests;
 pub mod sessions;
 pub mod tasks;
 pub mod transport;

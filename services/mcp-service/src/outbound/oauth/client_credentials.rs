@@ -25,8 +25,6 @@ use std::{
 
 use rmcp::transport::auth::AuthorizationManager;
 use secrecy::{ExposeSecret, SecretString};
-use serde::Deserialize;
-use serde_json::Value;
 
 use crate::domain::{
     address_policy::AddressPolicy, integration::IntegrationId, oauth_url::check_oauth_url,
@@ -38,34 +36,16 @@ use crate::outbound::oauth::{
     dpop::{self, DPOP_HEADER, DpopKey, Nonce, USE_NONCE},
     http::PolicyOAuthHttp,
     token_request::{self, Credential, Target, WorkloadToken},
+    token_response::{Issued, TokenError, TokenResponse, lifetime},
 };
 
 /// A token is renewed this long before the endpoint says it expires.
 pub(super) const EXPIRY_MARGIN: Duration = Duration::from_secs(30);
-/// Lifetime assumed when the endpoint gives none.
-pub(super) const DEFAULT_LIFETIME: Duration = Duration::from_secs(300);
-/// Longest lifetime believed: a token is fetched again at least this often,
-/// whatever the endpoint claims (and `now + lifetime` cannot overflow).
-pub(super) const MAX_LIFETIME: Duration = Duration::from_secs(24 * 60 * 60);
 /// The longest the MCP server may take to answer the request that asks
 /// for its challenge.
 const CHALLENGE_TIME: Duration = Duration::from_secs(30);
 /// Default bound on a token response.
 const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024;
-
-#[derive(Deserialize)]
-struct TokenError {
-    error: String,
-}
-
-#[derive(Deserialize)]
-struct TokenResponse {
-    access_token: String,
-    #[serde(default)]
-    expires_in: Option<Value>,
-    #[serde(default)]
-    token_type: Option<String>,
-}
 
 /// An access token of a grant, and the key it is bound to when the
 /// authorization server bound it with DPoP.
@@ -83,34 +63,6 @@ impl std::fmt::Debug for AccessToken {
             .field("dpop", &self.dpop)
             .finish_non_exhaustive()
     }
-}
-
-/// What the token endpoint issued: the token, how long it is good for,
-/// and whether it is bound to the key the request proved.
-pub(super) struct Issued {
-    /// The access token.
-    pub token: SecretString,
-    /// Its lifetime, clamped.
-    pub lifetime: Duration,
-    /// Whether the server bound it with DPoP (`token_type` `DPoP`).
-    pub dpop_bound: bool,
-}
-
-/// The lifetime a token response states, clamped to [`MAX_LIFETIME`]:
-/// seconds as a JSON number or a numeric string (some endpoints send one).
-pub(super) fn lifetime(expires_in: Option<&Value>) -> Duration {
-    let seconds = match expires_in {
-        Some(Value::Number(n)) => n.as_u64().or_else(|| {
-            n.as_f64()
-                .filter(|s| *s >= 0.0)
-                .map(|s| s.min(u64::MAX as f64) as u64)
-        }),
-        Some(Value::String(s)) => s.trim().parse::<u64>().ok(),
-        _ => None,
-    };
-    seconds.map_or(DEFAULT_LIFETIME, |s| {
-        Duration::from_secs(s).min(MAX_LIFETIME)
-    })
 }
 
 struct Cached {
@@ -526,20 +478,5 @@ impl OAuthTokens {
             .await
             .map_err(TokenFailure::Failed)?;
         Ok((status, body, headers))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_lifetime_is_read_from_a_number_or_a_string_and_clamped() {
-        assert_eq!(lifetime(Some(&Value::from(60))), Duration::from_secs(60));
-        assert_eq!(lifetime(Some(&Value::from("60"))), Duration::from_secs(60));
-        assert_eq!(lifetime(Some(&Value::from(u64::MAX))), MAX_LIFETIME);
-        assert_eq!(lifetime(Some(&Value::from(1e300))), MAX_LIFETIME);
-        assert_eq!(lifetime(Some(&Value::from(-5))), DEFAULT_LIFETIME);
-        assert_eq!(lifetime(None), DEFAULT_LIFETIME);
     }
 }

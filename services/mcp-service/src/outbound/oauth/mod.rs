@@ -12,3 +12,4 @@ pub mod on_behalf_of;
 pub mod refresh;
 pub mod store;
 pub mod token_request;
+mod token_response;

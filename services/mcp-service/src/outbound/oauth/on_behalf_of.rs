@@ -358,8 +358,8 @@ async fn enterprise_managed(
         SecretString::from(token.access_token.secret().to_owned()),
         token
             .expires_in
-            .unwrap_or(super::client_credentials::DEFAULT_LIFETIME)
-            .min(super::client_credentials::MAX_LIFETIME),
+            .unwrap_or(super::token_response::DEFAULT_LIFETIME)
+            .min(super::token_response::MAX_LIFETIME),
     ))
 }
 

@@ -19,18 +19,13 @@
 //! unanswered questions (one past it is answered as if no client were
 //! there, by the operator's elicitation policy).
 
-use std::{
-    collections::HashMap,
-    sync::{
-        Arc, Mutex, MutexGuard, PoisonError,
-        atomic::{AtomicU64, Ordering},
-    },
-};
+use std::sync::Arc;
 
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{broadcast, oneshot};
 
 use super::{
+    client_lines::{ClientLines, LineGuard},
     integration::{IntegrationId, OrgId},
     notices::ClientNotices,
     ports::SessionScope,
@@ -145,66 +140,20 @@ pub struct Question {
     pub answer: oneshot::Sender<Value>,
 }
 
-/// The upstream session whose questions a client answers.
-type Line = (OrgId, SessionScope);
-
-/// The clients registered for each line, each with its registration's id.
-type Lines = HashMap<Line, Vec<(u64, mpsc::Sender<Question>)>>;
-
 /// The clients that can answer the questions of upstream sessions, by the
 /// session's organization and scope: a client's call registers while it
 /// runs, and a server's question on that scope's session goes to it.
-#[derive(Debug)]
-pub struct ClientQuestions {
-    lines: Mutex<Lines>,
-    next: AtomicU64,
-    capacity: usize,
-}
+pub type ClientQuestions = ClientLines<Question>;
 
-impl ClientQuestions {
-    /// No client yet; each holds at most `capacity` unanswered questions
-    /// (at least one).
-    pub fn new(capacity: usize) -> Self {
-        Self {
-            lines: Mutex::default(),
-            next: AtomicU64::new(0),
-            capacity: capacity.max(1),
-        }
-    }
+/// A client registered to answer questions; unregistered when dropped.
+pub type OpenLine = LineGuard<Question>;
 
-    fn lines(&self) -> MutexGuard<'_, Lines> {
-        // A panic while holding the lock leaves a map that is still valid.
-        self.lines.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Registers a client, able to answer, for the upstream session of
-    /// `scope` in `org` while the returned guard lives; its questions come
-    /// out of the receiver.
-    pub fn open(
-        self: &Arc<Self>,
-        org: &OrgId,
-        scope: &SessionScope,
-    ) -> (OpenLine, mpsc::Receiver<Question>) {
-        let (sender, receiver) = mpsc::channel(self.capacity);
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let line = (org.clone(), scope.clone());
-        self.lines()
-            .entry(line.clone())
-            .or_default()
-            .push((id, sender));
-        let open = OpenLine {
-            questions: self.clone(),
-            line,
-            id,
-        };
-        (open, receiver)
-    }
-
+impl ClientLines<Question> {
     /// Whether a client answers the questions of `scope` in `org` now.
     pub fn has_client(&self, org: &OrgId, scope: &SessionScope) -> bool {
-        self.lines()
-            .get(&(org.clone(), scope.clone()))
-            .is_some_and(|clients| clients.iter().any(|(_, sender)| !sender.is_closed()))
+        self.with_clients(org, scope, |clients| {
+            clients.iter().any(|(_, sender)| !sender.is_closed())
+        })
     }
 
     /// Asks the client answering `scope` in `org` the elicitation `params`
@@ -214,46 +163,19 @@ impl ClientQuestions {
     pub async fn ask(&self, org: &OrgId, scope: &SessionScope, params: Value) -> Option<Value> {
         let (answer, answered) = oneshot::channel();
         let question = Question { params, answer };
-        let sent = {
-            let lines = self.lines();
-            // The latest call first: it is the one most likely waiting.
-            let client = lines
-                .get(&(org.clone(), scope.clone()))
-                .and_then(|clients| clients.iter().rev().find(|(_, s)| !s.is_closed()));
-            match client {
-                Some((_, sender)) => sender.try_send(question).is_ok(),
-                None => false,
-            }
-        };
+        // The latest call first: it is the one most likely waiting.
+        let sent = self.with_clients(org, scope, |clients| {
+            clients
+                .iter()
+                .rev()
+                .find(|(_, sender)| !sender.is_closed())
+                .is_some_and(|(_, sender)| sender.try_send(question).is_ok())
+        });
         if !sent {
             tracing::debug!("no client takes the question: answered without one");
             return None;
         }
         answered.await.ok()
-    }
-
-    fn close(&self, line: &Line, id: u64) {
-        let mut lines = self.lines();
-        if let Some(clients) = lines.get_mut(line) {
-            clients.retain(|(own, _)| *own != id);
-            if clients.is_empty() {
-                lines.remove(line);
-            }
-        }
-    }
-}
-
-/// A client registered to answer questions; unregistered when dropped.
-#[derive(Debug)]
-pub struct OpenLine {
-    questions: Arc<ClientQuestions>,
-    line: Line,
-    id: u64,
-}
-
-impl Drop for OpenLine {
-    fn drop(&mut self) {
-        self.questions.close(&self.line, self.id);
     }
 }
 
@@ -385,6 +307,6 @@ mod tests {
         assert_eq!(first.await.expect("first"), None);
         drop(open);
         assert!(!questions.has_client(&org("a"), &scope));
-        assert!(questions.lines().is_empty(), "the line was closed");
+        assert!(questions.is_empty(), "the line was closed");
     }
 }

@@ -8,6 +8,7 @@ pub mod audit;
 pub mod caller_token;
 pub mod calls;
 pub mod catalog;
+pub mod client_lines;
 pub mod digest;
 pub mod downstream;
 pub mod elicitation;

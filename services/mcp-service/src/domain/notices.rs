@@ -12,18 +12,14 @@
 //! passed on yet; one past it is dropped (a log line or an update the
 //! client did not keep up with), never queued without bound.
 
-use std::{
-    collections::HashMap,
-    sync::{
-        Arc, Mutex, MutexGuard, PoisonError,
-        atomic::{AtomicU64, Ordering},
-    },
-};
-
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::{integration::OrgId, ports::SessionScope};
+use super::{
+    client_lines::{ClientLines, LineGuard},
+    integration::OrgId,
+    ports::SessionScope,
+};
 
 /// What a server told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,110 +39,39 @@ pub struct Notice {
     pub params: Value,
 }
 
-/// The upstream session whose notices a client session hears.
-type Line = (OrgId, SessionScope);
-
-/// The client sessions registered for each line, each with its
-/// registration's id.
-type Lines = HashMap<Line, Vec<(u64, mpsc::Sender<Notice>)>>;
-
 /// The client sessions hearing the notices of upstream sessions, by the
 /// upstream session's organization and scope.
-#[derive(Debug)]
-pub struct ClientNotices {
-    lines: Mutex<Lines>,
-    next: AtomicU64,
-    capacity: usize,
-}
+pub type ClientNotices = ClientLines<Notice>;
 
-impl ClientNotices {
-    /// No client session yet; each holds at most `capacity` notices not
-    /// yet passed on (at least one).
-    pub fn new(capacity: usize) -> Self {
-        Self {
-            lines: Mutex::default(),
-            next: AtomicU64::new(0),
-            capacity: capacity.max(1),
-        }
-    }
+/// A client session registered to hear notices; unregistered when dropped.
+pub type NoticeLine = LineGuard<Notice>;
 
-    fn lines(&self) -> MutexGuard<'_, Lines> {
-        // A panic while holding the lock leaves a map that is still valid.
-        self.lines.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Registers a client session for the upstream sessions of `scope` in
-    /// `org` while the returned guard lives; the notices come out of the
-    /// receiver.
-    pub fn open(
-        self: &Arc<Self>,
-        org: &OrgId,
-        scope: &SessionScope,
-    ) -> (NoticeLine, mpsc::Receiver<Notice>) {
-        let (sender, receiver) = mpsc::channel(self.capacity);
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let line = (org.clone(), scope.clone());
-        self.lines()
-            .entry(line.clone())
-            .or_default()
-            .push((id, sender));
-        let open = NoticeLine {
-            notices: self.clone(),
-            line,
-            id,
-        };
-        (open, receiver)
-    }
-
+impl ClientLines<Notice> {
     /// Passes `notice`, sent on the upstream session of `scope` in `org`,
     /// to the client sessions registered for it; false when none took it
     /// (none registered, or each at its capacity).
     pub fn tell(&self, org: &OrgId, scope: &SessionScope, notice: Notice) -> bool {
-        let lines = self.lines();
-        let Some(clients) = lines.get(&(org.clone(), scope.clone())) else {
-            return false;
-        };
-        let mut told = false;
-        for (_, sender) in clients {
-            match sender.try_send(notice.clone()) {
-                Ok(()) => told = true,
-                Err(mpsc::error::TrySendError::Full(_)) => {
-                    tracing::debug!(kind = ?notice.kind, "a client session is behind: notice dropped");
+        self.with_clients(org, scope, |clients| {
+            let mut told = false;
+            for (_, sender) in clients {
+                match sender.try_send(notice.clone()) {
+                    Ok(()) => told = true,
+                    Err(mpsc::error::TrySendError::Full(_)) => {
+                        tracing::debug!(kind = ?notice.kind, "a client session is behind: notice dropped");
+                    }
+                    Err(mpsc::error::TrySendError::Closed(_)) => {}
                 }
-                Err(mpsc::error::TrySendError::Closed(_)) => {}
             }
-        }
-        told
-    }
-
-    fn close(&self, line: &Line, id: u64) {
-        let mut lines = self.lines();
-        if let Some(clients) = lines.get_mut(line) {
-            clients.retain(|(own, _)| *own != id);
-            if clients.is_empty() {
-                lines.remove(line);
-            }
-        }
-    }
-}
-
-/// A client session registered to hear notices; unregistered when dropped.
-#[derive(Debug)]
-pub struct NoticeLine {
-    notices: Arc<ClientNotices>,
-    line: Line,
-    id: u64,
-}
-
-impl Drop for NoticeLine {
-    fn drop(&mut self) {
-        self.notices.close(&self.line, self.id);
+            told
+        })
     }
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+    use std::sync::Arc;
+
     use serde_json::json;
 
     use super::*;
@@ -193,7 +118,7 @@ mod tests {
         assert!(heard.try_recv().is_err(), "the dropped notice never came");
         assert!(notices.tell(&org("a"), &scope, log(4)), "room again");
         drop(line);
-        assert!(notices.lines().is_empty(), "the line was closed");
+        assert!(notices.is_empty(), "the line was closed");
         assert!(!notices.tell(&org("a"), &scope, log(5)));
     }
 }

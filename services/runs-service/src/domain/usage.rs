@@ -84,15 +84,21 @@ impl UsageDelta {
     /// a tool call per tool result among the messages.
     #[must_use]
     pub fn of_write(run: &Run, before: (i64, i64), messages: &[Message], started: bool) -> Self {
-        let tool_calls = messages.iter().filter(|m| m.role == Role::Tool).count();
         Self {
             // Totals only grow; a smaller one (a write replayed out of
             // order) adds nothing.
             input_tokens: run.usage.input_tokens.saturating_sub(before.0).max(0),
             output_tokens: run.usage.output_tokens.saturating_sub(before.1).max(0),
-            tool_calls: i64::try_from(tool_calls).unwrap_or(i64::MAX),
+            tool_calls: Self::tool_calls(messages),
             runs: i64::from(started),
         }
+    }
+
+    /// The tool calls `messages` answer: one per tool result.
+    #[must_use]
+    pub fn tool_calls(messages: &[Message]) -> i64 {
+        let answered = messages.iter().filter(|m| m.role == Role::Tool).count();
+        i64::try_from(answered).unwrap_or(i64::MAX)
     }
 
     /// Whether it adds nothing.

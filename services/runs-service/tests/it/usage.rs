@@ -170,10 +170,46 @@ async fn runs_written_by_many_callers_at_once_all_add_up(store: Store) {
     assert_eq!(total[0].input_tokens, 250 * RUNS);
 }
 
+/// A write whose totals did not grow (a save past midnight with nothing
+/// new, or one replayed out of order with smaller totals) adds nothing:
+/// no tokens, and no empty row for its day.
+async fn writes_that_use_nothing_add_nothing(store: Store) {
+    let (_db, repo) = repository(store).await;
+    let t = thread("org-a", "alice", AgentId::new(), NOV_25);
+    repo.insert_thread(&t).await.expect("thread");
+    let mut r = run(&t, NOV_25);
+    repo.start_run_with(&r, &[]).await.expect("started");
+    r.usage = Usage {
+        input_tokens: 100,
+        output_tokens: 10,
+    };
+    repo.update_run(&r).await.expect("a step");
+    // The next day: totals that did not grow, then smaller ones.
+    r.updated_at = NOV_26;
+    repo.update_run(&r).await.expect("saved again");
+    r.usage.input_tokens = 90;
+    repo.update_run(&r).await.expect("replayed");
+    assert_eq!(
+        repo.usage(&query(UsageGroup::Organization))
+            .await
+            .expect("usage"),
+        [UsageRow {
+            period: "2026-11-25".into(),
+            agent_id: String::new(),
+            user_id: String::new(),
+            input_tokens: 100,
+            output_tokens: 10,
+            tool_calls: 0,
+            runs: 1,
+        }]
+    );
+}
+
 store_tests!(
     every_store: [
         runs_add_up_per_day_agent_and_user_and_outlive_their_thread,
         runs_written_by_many_callers_at_once_all_add_up,
+        writes_that_use_nothing_add_nothing,
     ],
     databases_only: [],
 );

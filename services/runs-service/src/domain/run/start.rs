@@ -111,19 +111,19 @@ impl RunStarter {
         let place = self.counts.reserve(&caller)?;
         self.counts.check_all_replicas(&*self.repo, &caller).await?;
         let (thread, agent, provider) = self.load(&caller, thread_id).await?;
+        let resuming = !matches!(input, RunInput::UserMessage(_));
         let Opened {
             run,
             input,
             resumed,
             budget,
         } = self.open(&caller, &thread, &agent, input).await?;
-        // A resumed run's events continue its stream's numbering.
-        let after = match self.repo.last_run_event(run.id).await {
-            Ok(after) => after,
-            Err(error) => {
-                tracing::warn!(run_id = %run.id, error = %error, "failed to read a run's last event");
-                0
-            }
+        // A resumed run's events continue its stream's numbering; a new
+        // run has none yet.
+        let after = if resuming {
+            self.last_event(run.id).await
+        } else {
+            0
         };
         let (tx, rx) = mpsc::channel(64);
         let context = RunContext {
@@ -163,6 +163,18 @@ impl RunStarter {
             span,
         ));
         Ok(rx)
+    }
+
+    /// The sequence of `run_id`'s last stored event; 0 when it cannot be
+    /// read, so its stream starts over.
+    async fn last_event(&self, run_id: RunId) -> i64 {
+        self.repo
+            .last_run_event(run_id)
+            .await
+            .unwrap_or_else(|error| {
+                tracing::warn!(run_id = %run_id, error = %error, "failed to read a run's last event");
+                0
+            })
     }
 
     /// The run `input` starts: a new one with the user's message, or the

@@ -22,11 +22,23 @@ pub(super) async fn append_run_events(
         .iter()
         .map(|event| Ok((event, to_json(event, "failed to encode a run event")?)))
         .collect::<Result<Vec<_>, RepositoryError>>()?;
+    let statements = statements(&rows);
+    if let [only] = statements[..] {
+        // One statement is atomic on its own: a transaction around it
+        // would only add its BEGIN and COMMIT, two more round trips to the
+        // connection for what is most often a single event.
+        let mut conn = repo
+            .pool
+            .acquire()
+            .await
+            .map_err(failed("failed to store run events"))?;
+        return insert(&mut conn, only).await;
+    }
     let mut tx = repo
         .begin_write()
         .await
         .map_err(failed("failed to store run events"))?;
-    for statement in statements(&rows) {
+    for statement in statements {
         insert(&mut tx, statement).await?;
     }
     tx.commit()

@@ -103,9 +103,11 @@ impl SqlRunsRepository {
         } else {
             Some(Append::new(run.thread_id, messages)?)
         };
+        let tool_calls = UsageDelta::tool_calls(messages);
         for _ in 0..APPEND_ATTEMPTS {
             let mut tx = self.begin_write().await.map_err(failed(write.what()))?;
-            let before = usage::stored_tokens(&mut tx, run).await?;
+            let started = matches!(write, RunWrite::Insert);
+            usage::add_write(&mut tx, self.postgres, run, tool_calls, started).await?;
             write.on(self, &mut tx, run).await?;
             let seqs = match &append {
                 Some(append) => match append.on(&mut tx).await? {
@@ -114,9 +116,6 @@ impl SqlRunsRepository {
                 },
                 None => Vec::new(),
             };
-            let used =
-                UsageDelta::of_write(run, before, messages, matches!(write, RunWrite::Insert));
-            usage::add(&mut tx, run, used).await?;
             tx.commit().await.map_err(run_write_failed(write.what()))?;
             return Ok(seqs);
         }

@@ -5,57 +5,54 @@ use sqlx::{AnyConnection, Row};
 
 use super::{SqlRunsRepository, failed};
 use crate::domain::{
-    entities::Run,
+    entities::{Run, Usage},
     ports::RepositoryError,
-    usage::{UsageDelta, UsageGroup, UsageQuery, UsageRow, day_of},
+    usage::{UsageGroup, UsageQuery, UsageRow, day_of},
 };
 
-/// A run's token totals as stored, before this write; zero for a new run.
-pub(super) async fn stored_tokens(
+/// Adds what a write of `run` uses to the day of its last change, for its
+/// thread's organization and user and its agent: the tokens its totals grew
+/// by since they were last stored, `tool_calls` and, when `started`, one
+/// run. Runs in the write's transaction before the run row is written, so
+/// the stored totals it subtracts are the ones this write replaces; the
+/// read and the addition are one statement.
+pub(super) async fn add_write(
     conn: &mut AnyConnection,
+    postgres: bool,
     run: &Run,
-) -> Result<(i64, i64), RepositoryError> {
-    let row = sqlx::query("SELECT input_tokens, output_tokens FROM runs WHERE id = $1")
-        .bind(run.id.to_string())
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(failed("failed to read a run's usage"))?;
-    row.map_or(Ok((0, 0)), |row| {
-        Ok((
-            row.try_get("input_tokens")
-                .map_err(failed("failed to read a run's usage"))?,
-            row.try_get("output_tokens")
-                .map_err(failed("failed to read a run's usage"))?,
-        ))
-    })
-}
-
-/// Adds `delta` to the day of `run`'s last change, for its thread's
-/// organization and user and its agent.
-pub(super) async fn add(
-    conn: &mut AnyConnection,
-    run: &Run,
-    delta: UsageDelta,
+    tool_calls: i64,
+    started: bool,
 ) -> Result<(), RepositoryError> {
-    if delta.is_empty() {
+    let runs = i64::from(started);
+    // Totals only grow; a smaller one (a write replayed out of order) adds
+    // nothing. A run that never used a token adds none.
+    if tool_calls == 0 && runs == 0 && run.usage == Usage::default() {
         return Ok(());
     }
-    sqlx::query(
+    let greatest = if postgres { "GREATEST" } else { "MAX" };
+    sqlx::query(&format!(
         "INSERT INTO usage_daily (org_id, day, agent_id, user_id, input_tokens, output_tokens, tool_calls, runs) \
-         SELECT t.org_id, $2, $3, t.user_id, $4, $5, $6, $7 FROM threads t WHERE t.id = $1 \
+         SELECT org_id, day, agent_id, user_id, input_tokens, output_tokens, tool_calls, runs FROM \
+           (SELECT t.org_id, $2 AS day, $3 AS agent_id, t.user_id, \
+                   {greatest}($4 - COALESCE(r.input_tokens, 0), 0) AS input_tokens, \
+                   {greatest}($5 - COALESCE(r.output_tokens, 0), 0) AS output_tokens, \
+                   $6 AS tool_calls, $7 AS runs \
+            FROM threads t LEFT JOIN runs r ON r.id = $8 WHERE t.id = $1) AS used \
+         WHERE input_tokens > 0 OR output_tokens > 0 OR tool_calls > 0 OR runs > 0 \
          ON CONFLICT (org_id, day, agent_id, user_id) DO UPDATE SET \
          input_tokens = usage_daily.input_tokens + excluded.input_tokens, \
          output_tokens = usage_daily.output_tokens + excluded.output_tokens, \
          tool_calls = usage_daily.tool_calls + excluded.tool_calls, \
          runs = usage_daily.runs + excluded.runs",
-    )
+    ))
     .bind(run.thread_id.to_string())
     .bind(day_of(run.updated_at))
     .bind(run.agent_id.to_string())
-    .bind(delta.input_tokens)
-    .bind(delta.output_tokens)
-    .bind(delta.tool_calls)
-    .bind(delta.runs)
+    .bind(run.usage.input_tokens)
+    .bind(run.usage.output_tokens)
+    .bind(tool_calls)
+    .bind(runs)
+    .bind(run.id.to_string())
     .execute(&mut *conn)
     .await
     .map_err(failed("failed to record usage"))?;

@@ -310,13 +310,8 @@ pub const BINARIES_BUILT: &str = "SWITCHBOARD_TEST_BINARIES_BUILT";
 /// compiles much of the workspace a second time while the tests wait.
 pub fn workspace_binary(package: &str, name: &str) -> std::path::PathBuf {
     static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-    let exe = std::env::current_exe().expect("the test binary has a path");
-    // target/<profile>/deps/<test> → target/<profile>/<name>
-    let dir = exe
-        .parent()
-        .and_then(std::path::Path::parent)
-        .expect("test binaries live in target/<profile>/deps");
-    let path = dir.join(name);
+    let path = beside_this_binary(name);
+    let dir = path.parent().expect("a binary's path has a directory");
     if std::env::var_os(BINARIES_BUILT).is_some() && path.is_file() {
         return path;
     }
@@ -335,6 +330,27 @@ pub fn workspace_binary(package: &str, name: &str) -> std::path::PathBuf {
         built.push(name.to_owned());
     }
     path
+}
+
+/// Where cargo puts the workspace binary `name` of the profile this test
+/// or benchmark was built with: target/<profile>/deps/<this> →
+/// target/<profile>/<name>.
+fn beside_this_binary(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test binary has a path");
+    exe.parent()
+        .and_then(std::path::Path::parent)
+        .expect("test binaries live in target/<profile>/deps")
+        .join(name)
+}
+
+/// The workspace binary `name` already built with this benchmark's profile,
+/// never built here (a benchmark's script builds every binary at once, with
+/// the features the workspace build gives them); the error says `how` to
+/// build it.
+pub fn built_binary(name: &str, how: &str) -> anyhow::Result<std::path::PathBuf> {
+    let path = beside_this_binary(name);
+    anyhow::ensure!(path.is_file(), "{} is missing: {how}", path.display());
+    Ok(path)
 }
 
 /// The most memory process `pid` has held (`VmHWM` in `/proc/<pid>/status`),

@@ -138,20 +138,7 @@ async fn wait_for_file(path: &Path) -> anyhow::Result<()> {
 /// with the features the workspace build gives it (building each package
 /// alone would build its dependencies again with fewer features).
 fn release_binary(name: &str) -> anyhow::Result<PathBuf> {
-    let exe = std::env::current_exe()?;
-    // target/release/deps/<bench> → target/release/<name>
-    let path = exe
-        .parent()
-        .and_then(Path::parent)
-        .context("the benchmark lives in target/<profile>/deps")?
-        .join(name);
-    if !path.is_file() {
-        bail!(
-            "{} is missing: run scripts/bench-execute-tool.sh",
-            path.display()
-        );
-    }
-    Ok(path)
+    switchboard_test_support::built_binary(name, "run scripts/bench-execute-tool.sh")
 }
 
 /// The CPU of the load generator and the HTTP example servers, and the one

@@ -89,17 +89,7 @@ fn example_http(port: u16) -> anyhow::Result<KillOnDrop> {
 /// `make bench-mcp-endpoint`, target/debug for CI's smoke run
 /// (`make bench-mcp-endpoint-smoke`).
 fn sibling_binary(name: &str) -> anyhow::Result<PathBuf> {
-    let exe = std::env::current_exe()?;
-    // target/release/deps/<bench> → target/release/<name>
-    let path = exe
-        .parent()
-        .and_then(Path::parent)
-        .context("the benchmark lives in target/<profile>/deps")?
-        .join(name);
-    if !path.is_file() {
-        bail!("{} is missing: run make bench-mcp-endpoint", path.display());
-    }
-    Ok(path)
+    switchboard_test_support::built_binary(name, "run make bench-mcp-endpoint")
 }
 
 /// mcp-service with its endpoint on `endpoint`, and limits that leave the

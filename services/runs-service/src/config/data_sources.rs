@@ -63,6 +63,12 @@ pub struct DataSourceArgs {
     /// 19), so that the kernel gives a core to a request first.
     #[arg(long = "data-source-nice", env = "SWITCHBOARD_DATA_SOURCE_NICE", default_value_t = Capacity::DEFAULT_NICE)]
     pub nice: i32,
+    /// CSV bytes an import parses in one turn of the data-source threads
+    /// (and cells typed and encoded in one, as many as those bytes hold),
+    /// between which the turns go round the organizations; from 1 to
+    /// `SWITCHBOARD_DATA_SOURCE_MAX_CSV_BYTES` (a whole import a turn).
+    #[arg(long = "data-source-piece-bytes", env = "SWITCHBOARD_DATA_SOURCE_PIECE_BYTES", default_value_t = Capacity::DEFAULT_PIECE_BYTES)]
+    pub piece_bytes: usize,
     /// CSV bytes all data sources of one organization may hold.
     #[arg(long = "data-source-org-bytes", env = "SWITCHBOARD_DATA_SOURCE_ORG_BYTES", default_value_t = Capacity::default().org_bytes)]
     pub org_bytes: u64,
@@ -108,6 +114,7 @@ impl Default for DataSourceArgs {
             org_bytes: capacity.org_bytes,
             threads: None,
             nice: capacity.nice,
+            piece_bytes: capacity.piece_bytes,
             query_max_result_bytes: query.max_result_bytes,
             query_max_value_bytes: query.max_value_bytes,
             query_max_memory_bytes: query.process_memory_bytes,
@@ -144,6 +151,13 @@ impl DataSourceArgs {
             (0..=MAX_NICE).contains(&self.nice),
             "SWITCHBOARD_DATA_SOURCE_NICE ({}) must be between 0 and {MAX_NICE}",
             self.nice
+        );
+        ensure!(
+            (1..=self.max_csv_bytes.max(1)).contains(&self.piece_bytes),
+            "SWITCHBOARD_DATA_SOURCE_PIECE_BYTES ({}) must be between 1 and \
+             SWITCHBOARD_DATA_SOURCE_MAX_CSV_BYTES ({}): a larger piece is a whole import",
+            self.piece_bytes,
+            self.max_csv_bytes
         );
         ensure!(
             self.query_max_memory_bytes > self.query_memory_bytes,
@@ -191,6 +205,7 @@ impl DataSourceArgs {
             org_bytes: self.org_bytes,
             threads: self.threads.unwrap_or_else(Capacity::default_threads),
             nice: self.nice,
+            piece_bytes: self.piece_bytes,
         }
     }
 }

@@ -25,7 +25,7 @@ use std::{
     panic::AssertUnwindSafe,
     sync::{
         Arc, Condvar, Mutex, MutexGuard, PoisonError,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
     time::Duration,
 };
@@ -50,6 +50,8 @@ pub(super) struct CpuPool {
 struct Shared {
     lines: Mutex<Lines>,
     ready: Condvar,
+    /// Pieces of work run.
+    pieces_run: AtomicU64,
 }
 
 /// Each organization's line of waiting work and whose turn is next.
@@ -154,30 +156,56 @@ impl CpuPool {
         self.priority
     }
 
+    /// Pieces of work the pool's threads have run since it started.
+    pub fn pieces_run(&self) -> u64 {
+        self.shared.pieces_run.load(Ordering::Relaxed)
+    }
+
     /// Runs `work` on one of the pool's threads in `org`'s turn, waiting
     /// for a turn until `deadline`; not at all if the caller stopped
-    /// waiting before its turn came.
+    /// waiting before its turn came. One piece.
+    #[cfg(test)]
     pub async fn run<T: Send + 'static>(
         &self,
         org: &str,
         deadline: Instant,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, PoolError> {
+        let mut work = Some(work);
+        self.run_in_pieces(org, deadline, move || match work.take() {
+            Some(work) => Turn::Done(work()),
+            None => Turn::More,
+        })
+        .await
+    }
+
+    /// Runs `piece` on the pool's threads in `org`'s turns until it says it
+    /// is done: after each piece that is not the last, `org` goes to the back
+    /// of the turns (another organization with work waiting goes first) and
+    /// the work to the back of `org`'s line. Waits for the first turn until
+    /// `deadline` and does not start if the caller stopped waiting before
+    /// it; once started, goes on until done or until the caller stops
+    /// waiting, and then stops at the next piece's start, dropping `piece`
+    /// with what it holds.
+    pub async fn run_in_pieces<T: Send + 'static>(
+        &self,
+        org: &str,
+        deadline: Instant,
+        piece: impl FnMut() -> Turn<T> + Send + 'static,
+    ) -> Result<T, PoolError> {
         let wait = deadline.saturating_duration_since(Instant::now());
         let taken = Arc::new(AtomicBool::new(false));
         let (started_tx, started) = oneshot::channel::<()>();
         let (answer_tx, answer) = oneshot::channel::<T>();
-        let job_taken = Arc::clone(&taken);
-        let job: Job = Box::new(move || {
-            // Whoever sets it first decides: the thread, or the caller that
-            // stopped waiting.
-            if job_taken.swap(true, Ordering::SeqCst) {
-                return;
-            }
-            let _ = started_tx.send(());
-            let _ = answer_tx.send(work());
-        });
-        self.push(org, job)?;
+        let work = Pieces {
+            shared: Arc::clone(&self.shared),
+            org: org.to_owned(),
+            taken: Arc::clone(&taken),
+            started: Some(started_tx),
+            answer: answer_tx,
+            piece: Box::new(piece),
+        };
+        push(&self.shared, org, work.into_job())?;
         let abandon = Abandon(taken);
         if tokio::time::timeout_at(deadline, started).await.is_err()
             && !abandon.0.swap(true, Ordering::SeqCst)
@@ -186,17 +214,73 @@ impl CpuPool {
         }
         answer.await.map_err(|_| PoolError::Stopped)
     }
+}
 
-    fn push(&self, org: &str, job: Job) -> Result<(), PoolError> {
-        let mut lines = lock(&self.shared.lines);
-        if lines.closed {
-            return Err(PoolError::Stopped);
-        }
-        lines.push(org, job);
-        drop(lines);
-        self.shared.ready.notify_one();
-        Ok(())
+/// What a piece of work says at the end of its turn.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Turn<T> {
+    /// It has more to do, in a later turn.
+    More,
+    /// It is done, with this answer.
+    Done(T),
+}
+
+/// Work run in pieces, between which it waits for its organization's turn.
+struct Pieces<T> {
+    shared: Arc<Shared>,
+    org: String,
+    /// Set by the thread that starts it or by the caller that stopped
+    /// waiting for its start, whichever is first.
+    taken: Arc<AtomicBool>,
+    /// Tells the caller it started; `None` once it has.
+    started: Option<oneshot::Sender<()>>,
+    answer: oneshot::Sender<T>,
+    piece: Box<dyn FnMut() -> Turn<T> + Send>,
+}
+
+impl<T: Send + 'static> Pieces<T> {
+    fn into_job(self) -> Job {
+        Box::new(move || self.run_piece())
     }
+
+    /// Runs the next piece, if the caller still waits, and puts the work
+    /// back in its organization's line if it has more to do.
+    fn run_piece(mut self) {
+        match self.started.take() {
+            // Whoever sets it first decides: the thread, or the caller that
+            // stopped waiting.
+            Some(_) if self.taken.swap(true, Ordering::SeqCst) => return,
+            Some(started) => {
+                let _ = started.send(());
+            }
+            // The caller stopped waiting part-way: stop here.
+            None if self.answer.is_closed() => return,
+            None => {}
+        }
+        self.shared.pieces_run.fetch_add(1, Ordering::Relaxed);
+        match (self.piece)() {
+            Turn::Done(answer) => {
+                let _ = self.answer.send(answer);
+            }
+            Turn::More => {
+                let (shared, org) = (Arc::clone(&self.shared), self.org.clone());
+                // A dropped pool tells the caller the work stopped.
+                let _ = push(&shared, &org, self.into_job());
+            }
+        }
+    }
+}
+
+/// Puts `job` at the back of `org`'s line.
+fn push(shared: &Shared, org: &str, job: Job) -> Result<(), PoolError> {
+    let mut lines = lock(&shared.lines);
+    if lines.closed {
+        return Err(PoolError::Stopped);
+    }
+    lines.push(org, job);
+    drop(lines);
+    shared.ready.notify_one();
+    Ok(())
 }
 
 impl Drop for CpuPool {

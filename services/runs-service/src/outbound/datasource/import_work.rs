@@ -160,3 +160,92 @@ impl ImportWork {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::outbound::datasource::{codec, import, slots::Slots};
+
+    /// A CSV of every column type, with NULLs, `rows` rows.
+    fn csv(rows: usize) -> Vec<u8> {
+        let mut out = String::from("\u{feff}id,name,score,ok,day,at,code\n");
+        for i in 0..rows {
+            let name = if i % 5 == 0 {
+                String::new()
+            } else {
+                format!("name {i}")
+            };
+            out.push_str(&format!(
+                "{i},{name},{}.5,{},2024-01-{:02},2024-01-01 10:00:{:02},0{}\n",
+                i % 97,
+                i % 2 == 0,
+                i % 28 + 1,
+                i % 60,
+                i % 9
+            ));
+        }
+        out.into_bytes()
+    }
+
+    /// Runs `work` to its end; its answer and the pieces it took.
+    fn run(work: &mut ImportWork) -> (Result<Encoded, ImportError>, usize) {
+        let mut pieces = 1;
+        loop {
+            match work.piece() {
+                Turn::Done(answer) => return (answer, pieces),
+                Turn::More => pieces += 1,
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn an_import_in_pieces_stores_the_same_bytes_as_at_once() {
+        let slots = Slots::new(4, 2, 4);
+        let limits = ImportLimits::default();
+        let csv = csv(3000);
+        let parsed = import::parse_csv(&csv, &limits).expect("parses");
+        let at_once = codec::encode(&parsed.batch).expect("encodes");
+        for piece_bytes in [1, 100, 4096, csv.len()] {
+            let slot = slots
+                .acquire("org", Duration::from_secs(1))
+                .await
+                .expect("a slot");
+            let (answer, pieces) =
+                run(&mut ImportWork::new(csv.clone(), limits, piece_bytes, slot));
+            let encoded = answer.expect("imports");
+            assert!(encoded.content == at_once, "{piece_bytes} bytes a piece");
+            assert_eq!((encoded.rows, &encoded.columns), (3000, &parsed.columns));
+            match piece_bytes {
+                1 => assert!(pieces > 3000, "a row a piece: {pieces}"),
+                100 => assert!(pieces > csv.len() / 100, "{pieces} pieces"),
+                _ if piece_bytes == csv.len() => assert_eq!(pieces, 1, "a whole import a turn"),
+                _ => assert!(pieces > 1),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn an_error_in_a_later_piece_is_the_same_error_and_frees_the_slot() {
+        let slots = Slots::new(1, 1, 1);
+        let mut csv = csv(2000);
+        csv.extend_from_slice(b"1,2,3,4,5,6,7,8\n");
+        let limits = ImportLimits::default();
+        let whole = import::parse_csv(&csv, &limits).expect_err("refused");
+        let slot = slots
+            .acquire("org", Duration::from_secs(1))
+            .await
+            .expect("a slot");
+        let mut work = ImportWork::new(csv, limits, 512, slot);
+        let (answer, pieces) = run(&mut work);
+        let error = answer.expect_err("refused");
+        assert_eq!(error.to_string(), whole.to_string());
+        assert!(pieces > 10, "{pieces}");
+        slots
+            .acquire("org", Duration::from_millis(100))
+            .await
+            .expect("the slot was given back before the work was dropped");
+        drop(work);
+    }
+}

@@ -10,8 +10,10 @@
 //! Last, SQL load: another organization importing large CSVs into its data
 //! sources in runs-service back to back, while the quiet organization makes
 //! small imports there and its ExecuteTool calls (`sql.rs`), twice: with
-//! runs-service's data-source threads as before they were a pool of their
-//! own (4 at the service's priority), and as by default.
+//! runs-service's data-source threads taking a whole import a turn (as
+//! before imports were parsed in pieces), and as by default;
+//! `BENCH_SQL_ROWS=all` adds a first row with the threads as before they
+//! were a pool of their own (4 at the service's priority).
 //! `BENCH_FAIRNESS=sql` runs only that row, `=calls` all but it.
 //! mcp-service and the example MCP server run as release binaries; the
 //! hanging MCP server (accepts, never answers) runs in this process. See

@@ -8,13 +8,15 @@
 //! request. A query's worker process (`child.rs`) runs as many threads, at
 //! the same priority; it holds no turn here, so that a long query cannot
 //! keep another organization's from starting (the kernel shares the cores
-//! between the processes). A piece of work here is bounded by the largest
-//! CSV an import takes. Between organizations, turns go
-//! round: each organization with work waiting has its own line, and a free
-//! thread takes the first piece of the next organization's line and sends
-//! that organization to the back, so that an organization with many pieces
+//! between the processes). Work here runs in pieces, a turn each: an
+//! import's piece is about `SWITCHBOARD_DATA_SOURCE_PIECE_BYTES` of its CSV
+//! (`import_work.rs`), after which the work goes to the back of its
+//! organization's line. Between organizations, turns go round: each
+//! organization with work waiting has its own line, and a free thread takes
+//! the first piece of the next organization's line and sends that
+//! organization to the back, so that an organization with many pieces
 //! waiting cannot hold the pool: another waits behind at most one piece of
-//! each other organization's.
+//! each other organization's, not a whole import.
 //!
 //! What waits here is bounded by the slots (`slots.rs`): a piece of work is
 //! given to the pool only while it holds one, and stops waiting at its

@@ -209,3 +209,41 @@ impl DataSourceArgs {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+    use crate::config::Config;
+
+    #[test]
+    fn the_import_piece_size_is_checked_between_one_byte_and_the_largest_csv() {
+        let defaults = Config::try_parse_from(["runs-service"]).expect("defaults parse");
+        assert_eq!(defaults.data_sources.capacity().piece_bytes, 64 * 1024);
+        let message_bytes = 16 * 1024 * 1024;
+        let at = |piece_bytes: usize| DataSourceArgs {
+            piece_bytes,
+            ..DataSourceArgs::default()
+        };
+        at(1).check(message_bytes).expect("a byte a piece");
+        let most = DataSourceArgs::default().max_csv_bytes;
+        at(most)
+            .check(message_bytes)
+            .expect("a whole import a piece");
+        for piece_bytes in [0, most + 1] {
+            let error = at(piece_bytes)
+                .check(message_bytes)
+                .expect_err("out of range");
+            assert!(
+                error
+                    .to_string()
+                    .contains("SWITCHBOARD_DATA_SOURCE_PIECE_BYTES"),
+                "{error}"
+            );
+        }
+        let set = Config::try_parse_from(["runs-service", "--data-source-piece-bytes", "4096"])
+            .expect("parsed");
+        assert_eq!(set.data_sources.capacity().piece_bytes, 4096);
+    }
+}

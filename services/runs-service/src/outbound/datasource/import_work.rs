@@ -37,7 +37,7 @@ enum Stage {
     Typing(Conversion),
     Encoding {
         columns: Vec<Column>,
-        encoder: TableEncoder,
+        encoder: Box<TableEncoder>,
     },
     /// Done or failed.
     Over,
@@ -97,7 +97,8 @@ impl ImportWork {
             Stage::Typing(mut conversion) => {
                 if conversion.convert_piece(self.piece_cells) {
                     let parsed = conversion.finish()?;
-                    let encoder = TableEncoder::new(parsed.batch).map_err(ImportError::Storage)?;
+                    let encoder =
+                        Box::new(TableEncoder::new(parsed.batch).map_err(ImportError::Storage)?);
                     Stage::Encoding {
                         columns: parsed.columns,
                         encoder,
@@ -144,7 +145,7 @@ impl ImportWork {
     fn encoded(
         &mut self,
         columns: Vec<Column>,
-        encoder: TableEncoder,
+        encoder: Box<TableEncoder>,
     ) -> Result<Encoded, ImportError> {
         let rows = encoder.rows();
         let content = encoder.finish().map_err(ImportError::Storage)?;

@@ -10,8 +10,10 @@
 //! Last, SQL load: another organization importing large CSVs into its data
 //! sources in runs-service back to back, while the quiet organization makes
 //! small imports there and its ExecuteTool calls (`sql.rs`), twice: with
-//! runs-service's data-source threads as before they were a pool of their
-//! own (4 at the service's priority), and as by default.
+//! runs-service's data-source threads taking a whole import a turn (as
+//! before imports were parsed in pieces), and as by default;
+//! `BENCH_SQL_ROWS=all` adds a first row with the threads as before they
+//! were a pool of their own (4 at the service's priority).
 //! `BENCH_FAIRNESS=sql` runs only that row, `=calls` all but it.
 //! mcp-service and the example MCP server run as release binaries; the
 //! hanging MCP server (accepts, never answers) runs in this process. See
@@ -387,13 +389,22 @@ async fn sql_scenario(dir: &std::path::Path, quiet_upstream: &str, pool: sql::Po
     }
 }
 
-/// The SQL-load rows: data-source threads as before they were a pool of
-/// their own, then as by default.
+/// The SQL-load rows: data-source threads by default, with a whole import
+/// a turn (as before imports were parsed in pieces; `BENCH_SQL_ROWS=all`
+/// also first as before the threads were a pool of their own), then with
+/// the default pieces.
 async fn sql_rows(dir: &std::path::Path, quiet_upstream: &str) {
-    for (name, pool) in [
-        ("4 threads at nice 0 (as before)", sql::Pool::AS_BEFORE),
-        ("default threads and nice", sql::Pool::DEFAULT),
-    ] {
+    let mut rows = vec![
+        (
+            "default threads and nice, a whole import a turn",
+            sql::Pool::WHOLE_IMPORTS,
+        ),
+        ("default threads, nice and pieces", sql::Pool::DEFAULT),
+    ];
+    if std::env::var("BENCH_SQL_ROWS").is_ok_and(|rows| rows == "all") {
+        rows.insert(0, ("4 threads at nice 0 (as before)", sql::Pool::AS_BEFORE));
+    }
+    for (name, pool) in rows {
         println!("SQL load, runs-service's data-source threads: {name}");
         report_sql(&sql_scenario(dir, quiet_upstream, pool).await);
         println!();

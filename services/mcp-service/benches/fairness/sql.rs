@@ -42,6 +42,8 @@ pub struct Pool {
     pub threads: Option<usize>,
     /// `SWITCHBOARD_DATA_SOURCE_NICE`, or the default.
     pub nice: Option<i32>,
+    /// `SWITCHBOARD_DATA_SOURCE_PIECE_BYTES`, or the default.
+    pub piece_bytes: Option<usize>,
 }
 
 impl Pool {
@@ -50,11 +52,20 @@ impl Pool {
     pub const AS_BEFORE: Self = Self {
         threads: Some(4),
         nice: Some(0),
+        piece_bytes: None,
+    };
+    /// The default threads and nice, with a whole import a turn (pieces as
+    /// large as the largest CSV), as before imports were parsed in pieces.
+    pub const WHOLE_IMPORTS: Self = Self {
+        threads: None,
+        nice: None,
+        piece_bytes: Some(15 * 1024 * 1024),
     };
     /// The defaults.
     pub const DEFAULT: Self = Self {
         threads: None,
         nice: None,
+        piece_bytes: None,
     };
 }
 
@@ -69,6 +80,9 @@ pub async fn runs_service(dir: &Path, mcp_url: &str, pool: Pool) -> (KillOnDrop,
     }
     if let Some(nice) = pool.nice {
         command.env("SWITCHBOARD_DATA_SOURCE_NICE", nice.to_string());
+    }
+    if let Some(bytes) = pool.piece_bytes {
+        command.env("SWITCHBOARD_DATA_SOURCE_PIECE_BYTES", bytes.to_string());
     }
     let child = command
         .args(["--listen", &format!("127.0.0.1:{port}")])

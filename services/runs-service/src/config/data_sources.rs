@@ -63,6 +63,12 @@ pub struct DataSourceArgs {
     /// 19), so that the kernel gives a core to a request first.
     #[arg(long = "data-source-nice", env = "SWITCHBOARD_DATA_SOURCE_NICE", default_value_t = Capacity::DEFAULT_NICE)]
     pub nice: i32,
+    /// CSV bytes an import parses in one turn of the data-source threads
+    /// (and cells typed and encoded in one, as many as those bytes hold),
+    /// between which the turns go round the organizations; from 1 to
+    /// `SWITCHBOARD_DATA_SOURCE_MAX_CSV_BYTES` (a whole import a turn).
+    #[arg(long = "data-source-piece-bytes", env = "SWITCHBOARD_DATA_SOURCE_PIECE_BYTES", default_value_t = Capacity::DEFAULT_PIECE_BYTES)]
+    pub piece_bytes: usize,
     /// CSV bytes all data sources of one organization may hold.
     #[arg(long = "data-source-org-bytes", env = "SWITCHBOARD_DATA_SOURCE_ORG_BYTES", default_value_t = Capacity::default().org_bytes)]
     pub org_bytes: u64,
@@ -108,6 +114,7 @@ impl Default for DataSourceArgs {
             org_bytes: capacity.org_bytes,
             threads: None,
             nice: capacity.nice,
+            piece_bytes: capacity.piece_bytes,
             query_max_result_bytes: query.max_result_bytes,
             query_max_value_bytes: query.max_value_bytes,
             query_max_memory_bytes: query.process_memory_bytes,
@@ -144,6 +151,13 @@ impl DataSourceArgs {
             (0..=MAX_NICE).contains(&self.nice),
             "SWITCHBOARD_DATA_SOURCE_NICE ({}) must be between 0 and {MAX_NICE}",
             self.nice
+        );
+        ensure!(
+            (1..=self.max_csv_bytes.max(1)).contains(&self.piece_bytes),
+            "SWITCHBOARD_DATA_SOURCE_PIECE_BYTES ({}) must be between 1 and \
+             SWITCHBOARD_DATA_SOURCE_MAX_CSV_BYTES ({}): a larger piece is a whole import",
+            self.piece_bytes,
+            self.max_csv_bytes
         );
         ensure!(
             self.query_max_memory_bytes > self.query_memory_bytes,
@@ -191,6 +205,45 @@ impl DataSourceArgs {
             org_bytes: self.org_bytes,
             threads: self.threads.unwrap_or_else(Capacity::default_threads),
             nice: self.nice,
+            piece_bytes: self.piece_bytes,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+    use crate::config::Config;
+
+    #[test]
+    fn the_import_piece_size_is_checked_between_one_byte_and_the_largest_csv() {
+        let defaults = Config::try_parse_from(["runs-service"]).expect("defaults parse");
+        assert_eq!(defaults.data_sources.capacity().piece_bytes, 64 * 1024);
+        let message_bytes = 16 * 1024 * 1024;
+        let at = |piece_bytes: usize| DataSourceArgs {
+            piece_bytes,
+            ..DataSourceArgs::default()
+        };
+        at(1).check(message_bytes).expect("a byte a piece");
+        let most = DataSourceArgs::default().max_csv_bytes;
+        at(most)
+            .check(message_bytes)
+            .expect("a whole import a piece");
+        for piece_bytes in [0, most + 1] {
+            let error = at(piece_bytes)
+                .check(message_bytes)
+                .expect_err("out of range");
+            assert!(
+                error
+                    .to_string()
+                    .contains("SWITCHBOARD_DATA_SOURCE_PIECE_BYTES"),
+                "{error}"
+            );
+        }
+        let set = Config::try_parse_from(["runs-service", "--data-source-piece-bytes", "4096"])
+            .expect("parsed");
+        assert_eq!(set.data_sources.capacity().piece_bytes, 4096);
     }
 }

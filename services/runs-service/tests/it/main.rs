@@ -3,6 +3,7 @@
 mod agent_settings;
 mod chassis;
 mod counting;
+mod datasource_pieces;
 mod datasource_replicas;
 mod datasources;
 mod hostile_datasources;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::{datatypes::SchemaRef, record_batch::RecordBatch};
 use parquet::{
-    arrow::{ArrowWriter, arrow_reader::ParquetRecordBatchReaderBuilder},
+    arrow::arrow_reader::ParquetRecordBatchReaderBuilder,
     basic::{Compression, ZstdLevel},
     file::properties::WriterProperties,
 };
@@ -19,13 +19,20 @@ use parquet::{
 /// Rows per decoded batch, DataFusion's default batch size.
 pub(super) const BATCH_ROWS: usize = 8192;
 
-/// Encodes `batch` for storage.
-pub(super) fn encode(batch: &RecordBatch) -> anyhow::Result<Vec<u8>> {
-    let properties = WriterProperties::builder()
+/// How tables are written for storage.
+pub(super) fn properties() -> anyhow::Result<WriterProperties> {
+    Ok(WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(1)?))
-        .build();
-    let mut writer = ArrowWriter::try_new(Vec::new(), batch.schema(), Some(properties))
-        .context("failed to start encoding a table")?;
+        .build())
+}
+
+/// Encodes `batch` for storage, all at once.
+#[cfg(test)]
+pub(super) fn encode(batch: &RecordBatch) -> anyhow::Result<Vec<u8>> {
+    let properties = properties()?;
+    let mut writer =
+        parquet::arrow::ArrowWriter::try_new(Vec::new(), batch.schema(), Some(properties))
+            .context("failed to start encoding a table")?;
     writer.write(batch).context("failed to encode a table")?;
     writer
         .into_inner()

@@ -25,9 +25,11 @@ mod cache;
 mod child;
 mod codec;
 mod concat;
+mod encoder;
 mod engine;
 mod gate;
 mod import;
+mod import_work;
 mod pool;
 mod protocol;
 mod quota;
@@ -58,6 +60,7 @@ use crate::domain::{
 };
 use crate::outbound::sql::{stored_id, stored_optional_id};
 use cache::TableCache;
+use import_work::{Encoded, ImportWork};
 use pool::{CpuPool, PoolError};
 use slots::{Slot, Slots};
 use worker::QueryWorker;
@@ -77,6 +80,8 @@ pub struct SqlDataSources {
     /// Where imports are parsed; its threads are also a query's
     /// parallelism, and its priority a query process's.
     pool: CpuPool,
+    /// CSV bytes an import parses in one turn of the pool.
+    piece_bytes: usize,
     slots: Slots,
     /// The most CSV bytes an organization's data sources hold (or its own).
     org_bytes: u64,
@@ -109,6 +114,7 @@ impl SqlDataSources {
             import,
             limits: query,
             pool: CpuPool::new(capacity.threads, capacity.nice),
+            piece_bytes: capacity.piece_bytes,
             slots: Slots::new(
                 capacity.concurrent_work,
                 capacity.concurrent_work_per_org,
@@ -150,8 +156,16 @@ impl SqlDataSources {
             ),
             org_bytes: capacity.org_bytes,
             pool: CpuPool::new(capacity.threads, capacity.nice),
+            piece_bytes: capacity.piece_bytes,
             ..self.with_cache_bytes(capacity.cache_bytes)
         }
+    }
+
+    /// Pieces of import work (a turn each) the data-source threads have run
+    /// since the start: what an import that stopped part-way shows it
+    /// stopped by.
+    pub fn import_pieces_run(&self) -> u64 {
+        self.pool.pieces_run()
     }
 
     /// The same, with a limit of data-source bytes of their own for the
@@ -255,25 +269,22 @@ pub fn parse_csv(csv: &[u8], limits: &ImportLimits) -> Result<(Vec<Column>, usiz
     import::parse_csv(csv, limits).map(|parsed| (parsed.columns, parsed.batch.num_rows()))
 }
 
-/// Parses and encodes a CSV in `org`'s turn of `pool`, off the async
-/// workers: both are CPU work.
+/// Parses and encodes a CSV in `org`'s turns of `pool`, a piece a turn,
+/// off the async workers: both are CPU work. The work holds `slot` until
+/// it ends, and gives it back with the table.
 async fn parse_and_encode(
     pool: &CpuPool,
     org: &str,
     deadline: Instant,
-    bytes: Vec<u8>,
-    limits: ImportLimits,
-) -> Result<(import::ParsedTable, Vec<u8>), ImportError> {
-    pool.run(org, deadline, move || {
-        let parsed = import::parse_csv(&bytes, &limits)?;
-        let content = codec::encode(&parsed.batch).map_err(ImportError::Storage)?;
-        Ok::<_, ImportError>((parsed, content))
-    })
-    .await
-    .map_err(|error| match error {
-        PoolError::Waited(wait) => ImportError::Busy(Busy::Timeout(wait)),
-        PoolError::Stopped => ImportError::Storage(anyhow::anyhow!("the import stopped")),
-    })?
+    work: ImportWork,
+) -> Result<Encoded, ImportError> {
+    let mut work = work;
+    pool.run_in_pieces(org, deadline, move || work.piece())
+        .await
+        .map_err(|error| match error {
+            PoolError::Waited(wait) => ImportError::Busy(Busy::Timeout(wait)),
+            PoolError::Stopped => ImportError::Storage(anyhow::anyhow!("the import stopped")),
+        })?
 }
 
 fn decode_source(row: &AnyRow) -> anyhow::Result<DataSource> {
@@ -317,23 +328,27 @@ impl DataSources for SqlDataSources {
             .ok_or_else(|| ImportError::Storage(anyhow::anyhow!("the thread does not exist")))?;
         // Parsing and encoding take memory and CPU like a query.
         let deadline = Instant::now() + self.limits.timeout;
-        let _slot = self
+        let slot = self
             .slots
             .acquire(&org, self.limits.timeout)
             .await
             .map_err(ImportError::Busy)?;
         self.check_org_quota(&org, csv.len()).await?;
-        let (parsed, content) =
-            parse_and_encode(&self.pool, &org, deadline, csv.to_vec(), self.import).await?;
+        let work = ImportWork::new(csv.to_vec(), self.import, self.piece_bytes, slot);
+        let Encoded {
+            columns,
+            rows: row_count,
+            content,
+            slot: _slot,
+        } = parse_and_encode(&self.pool, &org, deadline, work).await?;
 
-        let row_count = parsed.batch.num_rows();
         let mut source = DataSource {
             id: DataSourceId::new(),
             thread_id,
             table_name: String::new(),
             origin: origin.to_owned(),
             integration_id,
-            columns: parsed.columns,
+            columns,
             row_count: i64::try_from(row_count).unwrap_or(i64::MAX),
             size_bytes: i64::try_from(csv.len()).unwrap_or(i64::MAX),
             created_at: switchboard_db::now_millis(),

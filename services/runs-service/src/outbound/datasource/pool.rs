@@ -8,13 +8,15 @@
 //! request. A query's worker process (`child.rs`) runs as many threads, at
 //! the same priority; it holds no turn here, so that a long query cannot
 //! keep another organization's from starting (the kernel shares the cores
-//! between the processes). A piece of work here is bounded by the largest
-//! CSV an import takes. Between organizations, turns go
-//! round: each organization with work waiting has its own line, and a free
-//! thread takes the first piece of the next organization's line and sends
-//! that organization to the back, so that an organization with many pieces
+//! between the processes). Work here runs in pieces, a turn each: an
+//! import's piece is about `SWITCHBOARD_DATA_SOURCE_PIECE_BYTES` of its CSV
+//! (`import_work.rs`), after which the work goes to the back of its
+//! organization's line. Between organizations, turns go round: each
+//! organization with work waiting has its own line, and a free thread takes
+//! the first piece of the next organization's line and sends that
+//! organization to the back, so that an organization with many pieces
 //! waiting cannot hold the pool: another waits behind at most one piece of
-//! each other organization's.
+//! each other organization's, not a whole import.
 //!
 //! What waits here is bounded by the slots (`slots.rs`): a piece of work is
 //! given to the pool only while it holds one, and stops waiting at its
@@ -25,7 +27,7 @@ use std::{
     panic::AssertUnwindSafe,
     sync::{
         Arc, Condvar, Mutex, MutexGuard, PoisonError,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
     time::Duration,
 };
@@ -50,6 +52,8 @@ pub(super) struct CpuPool {
 struct Shared {
     lines: Mutex<Lines>,
     ready: Condvar,
+    /// Pieces of work run.
+    pieces_run: AtomicU64,
 }
 
 /// Each organization's line of waiting work and whose turn is next.
@@ -154,30 +158,56 @@ impl CpuPool {
         self.priority
     }
 
+    /// Pieces of work the pool's threads have run since it started.
+    pub fn pieces_run(&self) -> u64 {
+        self.shared.pieces_run.load(Ordering::Relaxed)
+    }
+
     /// Runs `work` on one of the pool's threads in `org`'s turn, waiting
     /// for a turn until `deadline`; not at all if the caller stopped
-    /// waiting before its turn came.
+    /// waiting before its turn came. One piece.
+    #[cfg(test)]
     pub async fn run<T: Send + 'static>(
         &self,
         org: &str,
         deadline: Instant,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, PoolError> {
+        let mut work = Some(work);
+        self.run_in_pieces(org, deadline, move || match work.take() {
+            Some(work) => Turn::Done(work()),
+            None => Turn::More,
+        })
+        .await
+    }
+
+    /// Runs `piece` on the pool's threads in `org`'s turns until it says it
+    /// is done: after each piece that is not the last, `org` goes to the back
+    /// of the turns (another organization with work waiting goes first) and
+    /// the work to the back of `org`'s line. Waits for the first turn until
+    /// `deadline` and does not start if the caller stopped waiting before
+    /// it; once started, goes on until done or until the caller stops
+    /// waiting, and then stops at the next piece's start, dropping `piece`
+    /// with what it holds.
+    pub async fn run_in_pieces<T: Send + 'static>(
+        &self,
+        org: &str,
+        deadline: Instant,
+        piece: impl FnMut() -> Turn<T> + Send + 'static,
+    ) -> Result<T, PoolError> {
         let wait = deadline.saturating_duration_since(Instant::now());
         let taken = Arc::new(AtomicBool::new(false));
         let (started_tx, started) = oneshot::channel::<()>();
         let (answer_tx, answer) = oneshot::channel::<T>();
-        let job_taken = Arc::clone(&taken);
-        let job: Job = Box::new(move || {
-            // Whoever sets it first decides: the thread, or the caller that
-            // stopped waiting.
-            if job_taken.swap(true, Ordering::SeqCst) {
-                return;
-            }
-            let _ = started_tx.send(());
-            let _ = answer_tx.send(work());
-        });
-        self.push(org, job)?;
+        let work = Pieces {
+            shared: Arc::clone(&self.shared),
+            org: org.to_owned(),
+            taken: Arc::clone(&taken),
+            started: Some(started_tx),
+            answer: answer_tx,
+            piece: Box::new(piece),
+        };
+        push(&self.shared, org, work.into_job())?;
         let abandon = Abandon(taken);
         if tokio::time::timeout_at(deadline, started).await.is_err()
             && !abandon.0.swap(true, Ordering::SeqCst)
@@ -186,17 +216,73 @@ impl CpuPool {
         }
         answer.await.map_err(|_| PoolError::Stopped)
     }
+}
 
-    fn push(&self, org: &str, job: Job) -> Result<(), PoolError> {
-        let mut lines = lock(&self.shared.lines);
-        if lines.closed {
-            return Err(PoolError::Stopped);
-        }
-        lines.push(org, job);
-        drop(lines);
-        self.shared.ready.notify_one();
-        Ok(())
+/// What a piece of work says at the end of its turn.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Turn<T> {
+    /// It has more to do, in a later turn.
+    More,
+    /// It is done, with this answer.
+    Done(T),
+}
+
+/// Work run in pieces, between which it waits for its organization's turn.
+struct Pieces<T> {
+    shared: Arc<Shared>,
+    org: String,
+    /// Set by the thread that starts it or by the caller that stopped
+    /// waiting for its start, whichever is first.
+    taken: Arc<AtomicBool>,
+    /// Tells the caller it started; `None` once it has.
+    started: Option<oneshot::Sender<()>>,
+    answer: oneshot::Sender<T>,
+    piece: Box<dyn FnMut() -> Turn<T> + Send>,
+}
+
+impl<T: Send + 'static> Pieces<T> {
+    fn into_job(self) -> Job {
+        Box::new(move || self.run_piece())
     }
+
+    /// Runs the next piece, if the caller still waits, and puts the work
+    /// back in its organization's line if it has more to do.
+    fn run_piece(mut self) {
+        match self.started.take() {
+            // Whoever sets it first decides: the thread, or the caller that
+            // stopped waiting.
+            Some(_) if self.taken.swap(true, Ordering::SeqCst) => return,
+            Some(started) => {
+                let _ = started.send(());
+            }
+            // The caller stopped waiting part-way: stop here.
+            None if self.answer.is_closed() => return,
+            None => {}
+        }
+        self.shared.pieces_run.fetch_add(1, Ordering::Relaxed);
+        match (self.piece)() {
+            Turn::Done(answer) => {
+                let _ = self.answer.send(answer);
+            }
+            Turn::More => {
+                let (shared, org) = (Arc::clone(&self.shared), self.org.clone());
+                // A dropped pool tells the caller the work stopped.
+                let _ = push(&shared, &org, self.into_job());
+            }
+        }
+    }
+}
+
+/// Puts `job` at the back of `org`'s line.
+fn push(shared: &Shared, org: &str, job: Job) -> Result<(), PoolError> {
+    let mut lines = lock(&shared.lines);
+    if lines.closed {
+        return Err(PoolError::Stopped);
+    }
+    lines.push(org, job);
+    drop(lines);
+    shared.ready.notify_one();
+    Ok(())
 }
 
 impl Drop for CpuPool {
@@ -263,130 +349,5 @@ pub(super) fn run_at_most_at(priority: i32) {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::sync::mpsc;
-
-    use super::*;
-
-    fn far() -> Instant {
-        Instant::now() + Duration::from_secs(30)
-    }
-
-    /// A piece of work of `org` that holds its thread until `release` says.
-    async fn held(
-        pool: Arc<CpuPool>,
-        org: &'static str,
-        order: mpsc::Sender<&'static str>,
-    ) -> (tokio::task::JoinHandle<()>, mpsc::Sender<()>) {
-        let (release, hold) = mpsc::channel::<()>();
-        let task = tokio::spawn(async move {
-            pool.run(org, far(), move || {
-                order.send(org).expect("the test listens");
-                let _ = hold.recv();
-            })
-            .await
-            .expect("runs");
-        });
-        (task, release)
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn an_organization_with_work_waiting_gets_the_next_turn_before_a_busy_ones_rest() {
-        // One thread, held by org a; a queues three more, then b one.
-        let pool = Arc::new(CpuPool::new(1, 0));
-        let (order, ran) = mpsc::channel();
-        let (first, release_first) = held(Arc::clone(&pool), "a", order.clone()).await;
-        assert_eq!(ran.recv_timeout(Duration::from_secs(10)), Ok("a"));
-        let mut waiting = Vec::new();
-        for org in ["a", "a", "a", "b"] {
-            let (pool, order) = (Arc::clone(&pool), order.clone());
-            waiting.push(tokio::spawn(async move {
-                pool.run(org, far(), move || order.send(org).expect("listens"))
-                    .await
-                    .expect("runs");
-            }));
-            // Queued in this order.
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        release_first.send(()).expect("held");
-        first.await.expect("ends");
-        for task in waiting {
-            task.await.expect("ends");
-        }
-        let turns: Vec<_> = ran.try_iter().collect();
-        assert_eq!(
-            turns,
-            ["a", "b", "a", "a"],
-            "b waits behind one of a's, not three"
-        );
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_pool_runs_at_most_its_threads_at_once() {
-        let pool = Arc::new(CpuPool::new(2, 0));
-        let (order, ran) = mpsc::channel();
-        let (_one, release_one) = held(Arc::clone(&pool), "a", order.clone()).await;
-        let (_two, release_two) = held(Arc::clone(&pool), "b", order.clone()).await;
-        let (_three, release_three) = held(Arc::clone(&pool), "c", order.clone()).await;
-        let mut started: Vec<_> = (0..2)
-            .map(|_| {
-                ran.recv_timeout(Duration::from_secs(10))
-                    .expect("two start")
-            })
-            .collect();
-        started.sort_unstable();
-        assert_eq!(started, ["a", "b"]);
-        assert!(
-            ran.recv_timeout(Duration::from_millis(200)).is_err(),
-            "a third runs only when one of two ends"
-        );
-        release_one.send(()).expect("held");
-        assert_eq!(ran.recv_timeout(Duration::from_secs(10)), Ok("c"));
-        let _ = (release_two.send(()), release_three.send(()));
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn work_that_waited_past_its_deadline_is_not_run() {
-        let pool = Arc::new(CpuPool::new(1, 0));
-        let (order, ran) = mpsc::channel();
-        let (_first, release) = held(Arc::clone(&pool), "a", order.clone()).await;
-        assert_eq!(ran.recv_timeout(Duration::from_secs(10)), Ok("a"));
-        let late = pool
-            .run("b", Instant::now() + Duration::from_millis(50), move || {
-                order.send("b").expect("listens");
-            })
-            .await;
-        assert!(matches!(late, Err(PoolError::Waited(_))), "{late:?}");
-        release.send(()).expect("held");
-        // The thread is free again and skips b's abandoned work.
-        let after = pool.run("c", far(), || "c").await;
-        assert_eq!(after, Ok("c"));
-        assert!(ran.try_recv().is_err(), "b's work never ran");
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_panic_ends_its_work_not_the_thread() {
-        let pool = CpuPool::new(1, 0);
-        let failed: Result<(), _> = pool.run("a", far(), || panic!("a bug")).await;
-        assert_eq!(failed, Err(PoolError::Stopped));
-        assert_eq!(pool.run("a", far(), || 7).await, Ok(7));
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_threads_run_below_the_service_priority() {
-        let before = rustix::process::getpriority_process(None).expect("reads");
-        let pool = CpuPool::new(1, 7);
-        assert_eq!(pool.priority(), (before + 7).min(19));
-        let inside = pool
-            .run("a", far(), || rustix::process::getpriority_process(None))
-            .await
-            .expect("runs")
-            .expect("reads");
-        assert_eq!(inside, (before + 7).min(19));
-        assert_eq!(
-            rustix::process::getpriority_process(None).expect("reads"),
-            before,
-            "only the pool's threads"
-        );
-    }
-}
+#[path = "pool_tests.rs"]
+mod tests;

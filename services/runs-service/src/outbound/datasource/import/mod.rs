@@ -18,22 +18,22 @@
 //!   (RFC 3339, or `YYYY-MM-DD HH:MM:SS[.fff]` read as UTC; dates mixed in are
 //!   midnight), otherwise Text. A column with no values at all is Text.
 
-use std::{collections::HashSet, sync::Arc};
+use std::collections::HashSet;
 
-use chrono::{DateTime, NaiveDate, NaiveDateTime};
-use datafusion::arrow::{
-    array::{
-        Array, ArrayRef, BooleanBuilder, Date32Builder, Float64Builder, Int64Builder, StringArray,
-        StringBuilder, TimestampMicrosecondBuilder,
-    },
-    datatypes::{Field, Schema, SchemaRef},
-    record_batch::RecordBatch,
-};
+use datafusion::arrow::record_batch::RecordBatch;
 
 use self::names::{sanitize, unique};
-use crate::domain::datasource::{Column, ColumnType, ImportError, ImportLimits};
+#[cfg(test)]
+use self::values::Inference;
+#[cfg(test)]
+use crate::domain::datasource::ColumnType;
+use crate::domain::datasource::{Column, ImportError, ImportLimits};
 
 mod names;
+mod pieces;
+mod values;
+
+pub(super) use pieces::{Conversion, CsvParse};
 
 /// A parsed CSV: its columns and all its rows in one batch.
 #[derive(Debug)]
@@ -44,30 +44,18 @@ pub(super) struct ParsedTable {
     pub batch: RecordBatch,
 }
 
-/// Parses `csv` within `limits`.
+/// Parses `csv` within `limits`, all at once.
 pub(super) fn parse_csv(csv: &[u8], limits: &ImportLimits) -> Result<ParsedTable, ImportError> {
-    if csv.len() > limits.max_bytes {
-        return Err(ImportError::TooLarge {
-            limit: limits.max_bytes,
-            actual: csv.len(),
-        });
-    }
-    let csv = csv.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(csv);
-    if csv.iter().all(u8::is_ascii_whitespace) {
-        return Err(ImportError::Empty);
-    }
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .from_reader(csv);
-    let names = read_header(&mut reader, limits)?;
-    let columns = read_rows(&mut reader, names.len(), csv.len(), limits)?;
-    build_table(names, columns)
+    let mut parse = CsvParse::start(csv, limits)?;
+    while !parse.read_piece(usize::MAX)? {}
+    let mut conversion = parse.finish()?;
+    while !conversion.convert_piece(usize::MAX) {}
+    conversion.finish()
 }
 
 /// The header row's column names.
-fn read_header(
-    reader: &mut csv::Reader<&[u8]>,
+fn read_header<R: std::io::Read>(
+    reader: &mut csv::Reader<R>,
     limits: &ImportLimits,
 ) -> Result<Vec<String>, ImportError> {
     let mut record = csv::StringRecord::new();
@@ -88,96 +76,9 @@ fn read_header(
     Ok(column_names(record.iter()))
 }
 
-/// The data rows, column by column as text, with what each column's values
-/// look like.
-fn read_rows(
-    reader: &mut csv::Reader<&[u8]>,
-    width: usize,
-    file_bytes: usize,
-    limits: &ImportLimits,
-) -> Result<Vec<(StringBuilder, Inference)>, ImportError> {
-    // Rough per-column capacity from the file size, to avoid regrowing.
-    let capacity_hint = file_bytes / width.max(1);
-    let mut columns: Vec<(StringBuilder, Inference)> = (0..width)
-        .map(|_| {
-            (
-                StringBuilder::with_capacity(1024, capacity_hint),
-                Inference::default(),
-            )
-        })
-        .collect();
-    let mut record = csv::StringRecord::new();
-    let mut rows = 0usize;
-    while read(reader, &mut record)? {
-        let line = record.position().map_or(0, csv::Position::line);
-        rows += 1;
-        // Checked before the row is kept: a short row costs a full row of
-        // cells, so a small file of short rows must stop here, not after.
-        if rows.saturating_mul(width) > limits.max_cells {
-            return Err(ImportError::TooManyCells {
-                limit: limits.max_cells,
-                columns: width,
-                rows: rows - 1,
-                line,
-            });
-        }
-        if rows > limits.max_rows {
-            // Keep counting, so that the error says how many rows there are.
-            continue;
-        }
-        if record.len() > width && record.iter().skip(width).any(|f| !f.trim().is_empty()) {
-            return Err(ImportError::ExtraFields {
-                line,
-                expected: width,
-                actual: record.len(),
-            });
-        }
-        check_fields(&record, line, limits)?;
-        for (index, (builder, inference)) in columns.iter_mut().enumerate() {
-            let field = record.get(index).unwrap_or("").trim();
-            if field.is_empty() {
-                builder.append_null();
-            } else {
-                inference.observe(field);
-                builder.append_value(field);
-            }
-        }
-    }
-    if rows > limits.max_rows {
-        return Err(ImportError::TooManyRows {
-            limit: limits.max_rows,
-            actual: rows,
-        });
-    }
-    Ok(columns)
-}
-
-/// The typed table: each column converted to the type its values fit.
-fn build_table(
-    names: Vec<String>,
-    text_columns: Vec<(StringBuilder, Inference)>,
-) -> Result<ParsedTable, ImportError> {
-    let width = names.len();
-    let mut columns = Vec::with_capacity(width);
-    let mut fields = Vec::with_capacity(width);
-    let mut arrays = Vec::with_capacity(width);
-    for (name, (mut builder, inference)) in names.into_iter().zip(text_columns) {
-        let column_type = inference.column_type();
-        let array = convert(builder.finish(), column_type);
-        fields.push(Field::new(&name, array.data_type().clone(), true));
-        arrays.push(array);
-        columns.push(Column { name, column_type });
-    }
-    let schema: SchemaRef = Arc::new(Schema::new(fields));
-    let batch = RecordBatch::try_new(schema, arrays).map_err(|e| {
-        ImportError::Storage(anyhow::Error::new(e).context("failed to build the table"))
-    })?;
-    Ok(ParsedTable { columns, batch })
-}
-
 /// Reads the next record, turning the reader's errors into import errors.
-fn read(
-    reader: &mut csv::Reader<&[u8]>,
+fn read<R: std::io::Read>(
+    reader: &mut csv::Reader<R>,
     record: &mut csv::StringRecord,
 ) -> Result<bool, ImportError> {
     reader.read_record(record).map_err(|error| {
@@ -211,199 +112,6 @@ fn check_fields(
             actual: field.len(),
         }),
         None => Ok(()),
-    }
-}
-
-/// Which types every value seen so far fits.
-#[derive(Debug, Clone, Copy)]
-struct Inference {
-    seen: bool,
-    integer: bool,
-    float: bool,
-    boolean: bool,
-    date: bool,
-    timestamp: bool,
-}
-
-impl Default for Inference {
-    fn default() -> Self {
-        Self {
-            seen: false,
-            integer: true,
-            float: true,
-            boolean: true,
-            date: true,
-            timestamp: true,
-        }
-    }
-}
-
-impl Inference {
-    fn observe(&mut self, value: &str) {
-        self.seen = true;
-        if self.integer {
-            self.integer = parse_integer(value).is_some();
-        }
-        if self.float {
-            self.float = parse_float(value).is_some();
-        }
-        if self.boolean {
-            self.boolean = parse_boolean(value).is_some();
-        }
-        let is_date = (self.date || self.timestamp) && parse_date(value).is_some();
-        if self.date {
-            self.date = is_date;
-        }
-        if self.timestamp {
-            self.timestamp = is_date || parse_timestamp(value).is_some();
-        }
-    }
-
-    fn column_type(&self) -> ColumnType {
-        if !self.seen {
-            ColumnType::Text
-        } else if self.integer {
-            ColumnType::Integer
-        } else if self.float {
-            ColumnType::Float
-        } else if self.boolean {
-            ColumnType::Boolean
-        } else if self.date {
-            ColumnType::Date
-        } else if self.timestamp {
-            ColumnType::Timestamp
-        } else {
-            ColumnType::Text
-        }
-    }
-}
-
-/// The digits of a number without a redundant leading zero (`0`, `0.5` and
-/// `0e3` are numbers, `007` is not).
-fn plain_digits(digits: &str) -> bool {
-    !digits.is_empty()
-        && digits.bytes().all(|b| b.is_ascii_digit())
-        && !(digits.len() > 1 && digits.starts_with('0'))
-}
-
-fn parse_integer(value: &str) -> Option<i64> {
-    let digits = value.strip_prefix(['-', '+']).unwrap_or(value);
-    if !plain_digits(digits) {
-        return None;
-    }
-    value.parse().ok()
-}
-
-fn parse_float(value: &str) -> Option<f64> {
-    let unsigned = value.strip_prefix(['-', '+']).unwrap_or(value);
-    let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
-        Some(at) => (&unsigned[..at], Some(&unsigned[at + 1..])),
-        None => (unsigned, None),
-    };
-    let (whole, fraction) = match mantissa.split_once('.') {
-        Some((whole, fraction)) => (whole, Some(fraction)),
-        None => (mantissa, None),
-    };
-    let whole_ok = whole.is_empty() || plain_digits(whole);
-    let fraction_ok = fraction.is_none_or(|f| f.bytes().all(|b| b.is_ascii_digit()));
-    let has_digit = !whole.is_empty() || fraction.is_some_and(|f| !f.is_empty());
-    let exponent_ok = exponent.is_none_or(|e| {
-        let e = e.strip_prefix(['-', '+']).unwrap_or(e);
-        !e.is_empty() && e.bytes().all(|b| b.is_ascii_digit())
-    });
-    if !(whole_ok && fraction_ok && has_digit && exponent_ok) {
-        return None;
-    }
-    value.parse().ok()
-}
-
-fn parse_boolean(value: &str) -> Option<bool> {
-    if value.eq_ignore_ascii_case("true") {
-        Some(true)
-    } else if value.eq_ignore_ascii_case("false") {
-        Some(false)
-    } else {
-        None
-    }
-}
-
-/// Days since 1970-01-01 of a `YYYY-MM-DD` date.
-fn parse_date(value: &str) -> Option<i32> {
-    let b = value.as_bytes();
-    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
-        return None;
-    }
-    let number = |range: std::ops::Range<usize>| -> Option<u32> {
-        let part = &value[range];
-        part.bytes()
-            .all(|b| b.is_ascii_digit())
-            .then(|| part.parse().ok())
-            .flatten()
-    };
-    let year = i32::try_from(number(0..4)?).ok()?;
-    let date = NaiveDate::from_ymd_opt(year, number(5..7)?, number(8..10)?)?;
-    let days = date.signed_duration_since(NaiveDate::default()).num_days();
-    i32::try_from(days).ok()
-}
-
-/// Microseconds since the Unix epoch (UTC) of an RFC 3339 or
-/// `YYYY-MM-DD HH:MM:SS[.fff]` timestamp.
-fn parse_timestamp(value: &str) -> Option<i64> {
-    let b = value.as_bytes();
-    if b.len() < 19 || b[4] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
-    }
-    if let Ok(naive) = NaiveDateTime::parse_from_str(value, "%Y-%m-%d %H:%M:%S%.f")
-        .or_else(|_| NaiveDateTime::parse_from_str(value, "%Y-%m-%dT%H:%M:%S%.f"))
-    {
-        return Some(naive.and_utc().timestamp_micros());
-    }
-    DateTime::parse_from_rfc3339(value)
-        .ok()
-        .map(|t| t.timestamp_micros())
-}
-
-/// The typed array of `text`, whose values all fit `column_type`.
-fn convert(text: StringArray, column_type: ColumnType) -> ArrayRef {
-    let n = text.len();
-    // Inference has checked every value, so a parse failing here cannot
-    // happen; such a value would become NULL rather than stop the import.
-    match column_type {
-        ColumnType::Text => Arc::new(text),
-        ColumnType::Integer => {
-            let mut b = Int64Builder::with_capacity(n);
-            text.iter()
-                .for_each(|v| b.append_option(v.and_then(parse_integer)));
-            Arc::new(b.finish())
-        }
-        ColumnType::Float => {
-            let mut b = Float64Builder::with_capacity(n);
-            text.iter()
-                .for_each(|v| b.append_option(v.and_then(parse_float)));
-            Arc::new(b.finish())
-        }
-        ColumnType::Boolean => {
-            let mut b = BooleanBuilder::with_capacity(n);
-            text.iter()
-                .for_each(|v| b.append_option(v.and_then(parse_boolean)));
-            Arc::new(b.finish())
-        }
-        ColumnType::Date => {
-            let mut b = Date32Builder::with_capacity(n);
-            text.iter()
-                .for_each(|v| b.append_option(v.and_then(parse_date)));
-            Arc::new(b.finish())
-        }
-        ColumnType::Timestamp => {
-            let mut b = TimestampMicrosecondBuilder::with_capacity(n);
-            text.iter().for_each(|v| {
-                b.append_option(v.and_then(|v| {
-                    parse_timestamp(v)
-                        .or_else(|| parse_date(v).map(|days| i64::from(days) * 86_400_000_000))
-                }));
-            });
-            Arc::new(b.finish())
-        }
     }
 }
 

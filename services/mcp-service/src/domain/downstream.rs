@@ -188,17 +188,22 @@ pub struct Downstream {
     pub questions: Arc<ClientQuestions>,
     /// Log messages and resource updates, for their client session.
     pub notices: Arc<ClientNotices>,
+    /// How many progress reports a call holds that its client has not been
+    /// told yet (the notices' bound: reports are notices of one call).
+    pub progress_capacity: usize,
 }
 
 impl Downstream {
     /// A feed of `changes` capacity, calls holding at most `questions`
-    /// unanswered questions each, and client sessions holding at most
-    /// `notices` notices not passed on yet.
+    /// unanswered questions each, and client sessions (and calls, of
+    /// their progress) holding at most `notices` notices not passed on
+    /// yet.
     pub fn new(changes: usize, questions: usize, notices: usize) -> Self {
         Self {
             changes: ChangeFeed::new(changes),
             questions: Arc::new(ClientQuestions::new(questions)),
             notices: Arc::new(ClientNotices::new(notices)),
+            progress_capacity: notices.max(1),
         }
     }
 }

@@ -19,6 +19,7 @@ pub mod notices;
 pub mod oauth_input;
 pub mod oauth_url;
 pub mod policy;
+pub mod progress;
 pub mod ports;
 pub mod resolve;
 pub mod resource;

@@ -24,6 +24,7 @@ mod mcp_endpoint;
 mod mcp_endpoint_everything;
 mod mcp_endpoint_limits;
 mod mcp_endpoint_passthrough;
+mod mcp_endpoint_progress;
 mod mcp_endpoint_toolsets;
 mod oauth_client_credentials;
 mod oauth_dpop;

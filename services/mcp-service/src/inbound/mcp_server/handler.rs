@@ -31,14 +31,15 @@ use super::{
     caller::{Caller, caller_of, notifier_of},
     errors::{error_data, unknown},
     listing,
-    passthrough::{self, Ear},
+    passthrough::{self, Ear, Relay},
     session_requests::{SessionRequests, completion_owner, every_member, resource_owner},
 };
 use crate::domain::{
     audit::calls::AuditedCalls,
     calls::{Grants, PromptCall, ResourceQuery},
-    downstream::Downstream,
+    downstream::{Downstream, OpenLine},
     policy::enforce::AllowList,
+    progress::ProgressSink,
     ports::{Discovery, SessionRequest, ToolCall},
     surface::Member,
 };
@@ -89,6 +90,40 @@ impl SurfaceServer {
             calls: &self.calls,
             admission: &self.admission,
         }
+    }
+
+    /// What a call passes on to its client while it runs: its servers'
+    /// questions, when the client is a session's that answers
+    /// elicitations (registered while the returned line lives), and their
+    /// progress, when the client gave the request a progress token (the
+    /// sink goes with the call; the client's token stays here).
+    fn relay(
+        &self,
+        caller: &Caller,
+        context: &RequestContext<RoleServer>,
+    ) -> (Option<OpenLine>, Relay, Option<ProgressSink>) {
+        let can_answer = caller.in_session()
+            && context
+                .peer
+                .peer_info()
+                .is_some_and(|info| info.capabilities.elicitation.is_some());
+        let (line, questions) = if can_answer {
+            let (line, questions) = self
+                .downstream
+                .questions
+                .open(&caller.org(), &caller.upstream_scope());
+            (Some(line), Some(questions))
+        } else {
+            (None, None)
+        };
+        let (sink, progress) = match context.meta.get_progress_token() {
+            Some(token) => {
+                let (sink, reports) = ProgressSink::new(self.downstream.progress_capacity);
+                (Some(sink), Some((token, reports)))
+            }
+            None => (None, None),
+        };
+        (line, Relay { questions, progress }, sink)
     }
 
     /// What each member of the caller's surface offers the caller (policies
@@ -289,11 +324,13 @@ impl ServerHandler for SurfaceServer {
                 .surface
                 .route_tool(&request.name)
                 .ok_or_else(|| unknown("tool", &request.name))?;
+            let (_line, relay, progress) = self.relay(&caller, &context);
             let call = ToolCall {
                 name: own.to_owned(),
                 arguments: request.arguments.clone().unwrap_or_default(),
                 answers: Default::default(),
                 task_id: None,
+                progress,
             };
             let grants = Grants {
                 allowed: &AllowList::any(),
@@ -307,23 +344,9 @@ impl ServerHandler for SurfaceServer {
                 grants,
                 None,
             );
-            // A session's client that can answer elicitations answers its
-            // servers' questions during the call.
-            let can_answer = caller.in_session()
-                && context
-                    .peer
-                    .peer_info()
-                    .is_some_and(|info| info.capabilities.elicitation.is_some());
-            let outcome = if can_answer {
-                let (_line, questions) = self
-                    .downstream
-                    .questions
-                    .open(&caller.org(), &caller.upstream_scope());
-                passthrough::answering(calling, questions, &context.peer).await
-            } else {
-                calling.await
-            }
-            .map_err(error_data)?;
+            let outcome = passthrough::relaying(calling, relay, &context.peer)
+                .await
+                .map_err(error_data)?;
             Ok(CallToolResponse::Complete(tool_result(outcome)))
         };
         self.admission

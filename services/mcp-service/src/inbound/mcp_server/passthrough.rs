@@ -1,7 +1,7 @@
 //! What the integrations' servers send toward the endpoint's MCP clients,
 //! passed on: their list changes, announced to each client session whose
-//! surface they concern; their elicitations during a call, asked of the
-//! client that made it; their log messages and resource updates, told to
+//! surface they concern; their elicitations and progress during a call,
+//! asked of and told to the client that made it; their log messages and resource updates, told to
 //! the client session whose upstream session they came on.
 //!
 //! Who may hear what is the domain's rule
@@ -18,8 +18,8 @@ use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::{
     RoleServer,
     model::{
-        ClientResult, ElicitRequest, ElicitRequestParams, ResourceUpdatedNotificationParam,
-        ServerRequest, SubscriptionFilter,
+        ClientResult, ElicitRequest, ElicitRequestParams, ProgressNotificationParam,
+        ProgressToken, ResourceUpdatedNotificationParam, ServerRequest, SubscriptionFilter,
     },
     service::{Peer, SubscriptionSink},
 };
@@ -30,6 +30,7 @@ use super::caller::Caller;
 use crate::domain::{
     downstream::{ChangeFeed, Heard, ListKind, Question},
     notices::{ClientNotices, Notice, NoticeKind},
+    progress::Progress,
 };
 
 /// Where a client hears of changes: its session's stream (initialize era)
@@ -175,29 +176,73 @@ pub(super) fn listen_filter(requested: &SubscriptionFilter) -> SubscriptionFilte
     accepted.build()
 }
 
-/// Runs `call` while answering the questions its servers ask through
-/// `questions` by asking the client on `peer`. Questions are asked from
-/// the call's own handler, so that they reach the client on the call's
-/// stream; whatever is unanswered when the call ends is dropped (the
-/// server then has the policy's answer).
-pub(super) async fn answering<T>(
+/// What a call passes on to its client while it runs.
+#[derive(Debug, Default)]
+pub(super) struct Relay {
+    /// The questions its servers ask, when the client answers them.
+    pub questions: Option<mpsc::Receiver<Question>>,
+    /// The progress its servers report, with the client's own token for
+    /// it, when the client asked for progress.
+    pub progress: Option<(ProgressToken, mpsc::Receiver<Progress>)>,
+}
+
+/// Runs `call` while passing what `relay` holds on to the client on
+/// `peer`: its servers' questions, asked from the call's own handler so
+/// that they reach the client on the call's stream, and their progress,
+/// told with the client's token (every report come in before the call
+/// ended is told before its result). Whatever is unanswered when the call
+/// ends is dropped (the server then has the policy's answer).
+pub(super) async fn relaying<T>(
     call: impl Future<Output = T>,
-    mut questions: mpsc::Receiver<Question>,
+    relay: Relay,
     peer: &Peer<RoleServer>,
 ) -> T {
+    let Relay {
+        mut questions,
+        mut progress,
+    } = relay;
     let mut asking = FuturesUnordered::new();
-    let mut open = true;
-    let call = std::pin::pin!(call);
-    let mut call = call;
+    let mut call = std::pin::pin!(call);
     loop {
         tokio::select! {
-            outcome = &mut call => return outcome,
-            question = questions.recv(), if open => match question {
+            outcome = &mut call => {
+                if let Some((token, reports)) = &mut progress {
+                    while let Ok(report) = reports.try_recv() {
+                        notify_progress(peer, token, report).await;
+                    }
+                }
+                return outcome;
+            }
+            question = next_of(questions.as_mut()) => match question {
                 Some(question) => asking.push(ask(peer, question)),
-                None => open = false,
+                None => questions = None,
             },
+            report = next_of(progress.as_mut().map(|(_, reports)| reports)) => {
+                match (report, &progress) {
+                    (Some(report), Some((token, _))) => notify_progress(peer, token, report).await,
+                    _ => progress = None,
+                }
+            }
             Some(()) = asking.next(), if !asking.is_empty() => {}
         }
+    }
+}
+
+/// The next item of `receiver`; never, when there is none.
+async fn next_of<T>(receiver: Option<&mut mpsc::Receiver<T>>) -> Option<T> {
+    match receiver {
+        Some(receiver) => receiver.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Tells the client on `peer` of `report`, under its own `token`.
+async fn notify_progress(peer: &Peer<RoleServer>, token: &ProgressToken, report: Progress) {
+    let mut params = ProgressNotificationParam::new(token.clone(), report.progress);
+    params.total = report.total;
+    params.message = report.message;
+    if let Err(error) = peer.notify_progress(params).await {
+        tracing::debug!(error = %error, "the client was not told of the progress");
     }
 }
 

@@ -370,7 +370,12 @@ impl McpGateway for RmcpGateway {
             let result = self
                 .on_session(integration, scope, timeout, |live| {
                     let call = call.clone();
-                    async move { tool_call(live.session.peer(), answerer, polling, call).await }
+                    async move { tool_call(
+                            (live.session.peer(), live.session.service().progress()),
+                            answerer,
+                            polling,
+                            call,
+                        ).await }
                 })
                 .await?;
             self.check_size(result)

@@ -16,7 +16,10 @@ use std::{
 use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::{
     ClientHandler, ErrorData, RoleClient,
-    model::{ClientConfig, ElicitRequestParams, ElicitResult, ResourceUpdatedNotificationParam},
+    model::{
+        ClientConfig, ElicitRequestParams, ElicitResult, ProgressNotificationParam,
+        ResourceUpdatedNotificationParam,
+    },
     service::{NotificationContext, RequestContext, RunningService},
 };
 use serde::Serialize;
@@ -28,7 +31,7 @@ use crate::{
         notices::{ClientNotices, Notice, NoticeKind},
         ports::{Discovery, SessionScope},
     },
-    outbound::mcp::elicitation::Answerer,
+    outbound::mcp::{elicitation::Answerer, progress::ProgressRoutes},
 };
 
 /// Receives the server's notifications and requests for one session: a
@@ -36,7 +39,8 @@ use crate::{
 /// to the endpoint's clients; an elicitation is answered by the endpoint's
 /// client whose call is on the session, or by the operator's policy; a log
 /// message or resource update is told to the endpoint's client session the
-/// session was opened for, if it was.
+/// session was opened for, if it was; a progress report goes to the call
+/// whose request it is about, if that call's client asked for progress.
 #[derive(Debug, Clone)]
 pub struct SessionHandler {
     config: ClientConfig,
@@ -45,6 +49,7 @@ pub struct SessionHandler {
     answerer: Answerer,
     changes: Option<Announcer>,
     teller: Option<Teller>,
+    progress: ProgressRoutes,
 }
 
 /// Where a session's log messages and resource updates are told: the
@@ -122,7 +127,13 @@ impl SessionHandler {
             answerer,
             changes: None,
             teller: None,
+            progress: ProgressRoutes::default(),
         }
+    }
+
+    /// The calls hearing the progress of the session's requests.
+    pub fn progress(&self) -> &ProgressRoutes {
+        &self.progress
     }
 
     /// This handler, telling the server's log messages and resource
@@ -169,6 +180,14 @@ impl ClientHandler for SessionHandler {
         let answer = self.answerer.answer(&request).await;
         tracing::debug!(integration_id = %self.integration, action = ?answer.action, "elicitation answered");
         Ok(answer)
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.tell(params).await;
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

@@ -1,6 +1,7 @@
 //! mcp-service's domain: the integration model, its use cases and the ports
 //! they need.
 
+pub mod abilities;
 pub mod address_policy;
 pub mod admission;
 pub mod approvals;
@@ -19,8 +20,8 @@ pub mod notices;
 pub mod oauth_input;
 pub mod oauth_url;
 pub mod policy;
-pub mod progress;
 pub mod ports;
+pub mod progress;
 pub mod resolve;
 pub mod resource;
 pub mod service;

@@ -25,6 +25,7 @@ mod mcp_endpoint_everything;
 mod mcp_endpoint_limits;
 mod mcp_endpoint_passthrough;
 mod mcp_endpoint_progress;
+mod mcp_endpoint_sampling;
 mod mcp_endpoint_toolsets;
 mod oauth_client_credentials;
 mod oauth_dpop;

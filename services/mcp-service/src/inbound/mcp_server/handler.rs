@@ -31,15 +31,15 @@ use super::{
     caller::{Caller, caller_of, notifier_of},
     errors::{error_data, unknown},
     listing,
-    passthrough::{self, Ear, Relay},
+    passthrough::{self, Ear},
     session_requests::{SessionRequests, completion_owner, every_member, resource_owner},
 };
 use crate::domain::{
+    abilities::AbilitiesGuard,
     audit::calls::AuditedCalls,
     calls::{Grants, PromptCall, ResourceQuery},
-    downstream::{Downstream, OpenLine},
+    downstream::Downstream,
     policy::enforce::AllowList,
-    progress::ProgressSink,
     ports::{Discovery, SessionRequest, ToolCall},
     surface::Member,
 };
@@ -58,6 +58,7 @@ pub(crate) struct SurfaceServer {
     calls: AuditedCalls,
     downstream: Downstream,
     passing: Arc<Mutex<Vec<DropGuard>>>,
+    declared: Arc<Mutex<Option<AbilitiesGuard>>>,
     admission: Admission,
 }
 
@@ -69,6 +70,7 @@ impl SurfaceServer {
             calls,
             downstream,
             passing: Arc::default(),
+            declared: Arc::default(),
             admission,
         }
     }
@@ -90,40 +92,6 @@ impl SurfaceServer {
             calls: &self.calls,
             admission: &self.admission,
         }
-    }
-
-    /// What a call passes on to its client while it runs: its servers'
-    /// questions, when the client is a session's that answers
-    /// elicitations (registered while the returned line lives), and their
-    /// progress, when the client gave the request a progress token (the
-    /// sink goes with the call; the client's token stays here).
-    fn relay(
-        &self,
-        caller: &Caller,
-        context: &RequestContext<RoleServer>,
-    ) -> (Option<OpenLine>, Relay, Option<ProgressSink>) {
-        let can_answer = caller.in_session()
-            && context
-                .peer
-                .peer_info()
-                .is_some_and(|info| info.capabilities.elicitation.is_some());
-        let (line, questions) = if can_answer {
-            let (line, questions) = self
-                .downstream
-                .questions
-                .open(&caller.org(), &caller.upstream_scope());
-            (Some(line), Some(questions))
-        } else {
-            (None, None)
-        };
-        let (sink, progress) = match context.meta.get_progress_token() {
-            Some(token) => {
-                let (sink, reports) = ProgressSink::new(self.downstream.progress_capacity);
-                (Some(sink), Some((token, reports)))
-            }
-            None => (None, None),
-        };
-        (line, Relay { questions, progress }, sink)
     }
 
     /// What each member of the caller's surface offers the caller (policies
@@ -190,6 +158,9 @@ impl ServerHandler for SurfaceServer {
         let Ok(caller) = notifier_of(&context) else {
             return;
         };
+        // Its upstream sessions declare to their servers what it declared.
+        let declared = passthrough::declare_abilities(&self.downstream, &caller, &context.peer);
+        *self.declared.lock().unwrap_or_else(PoisonError::into_inner) = declared;
         let notices = passthrough::spawn_session_notices(
             &self.downstream.notices,
             &caller,
@@ -324,7 +295,7 @@ impl ServerHandler for SurfaceServer {
                 .surface
                 .route_tool(&request.name)
                 .ok_or_else(|| unknown("tool", &request.name))?;
-            let (_line, relay, progress) = self.relay(&caller, &context);
+            let (_line, relay, progress) = passthrough::relay(&self.downstream, &caller, &context);
             let call = ToolCall {
                 name: own.to_owned(),
                 arguments: request.arguments.clone().unwrap_or_default(),

@@ -15,22 +15,29 @@ use futures::{StreamExt as _, stream::FuturesUnordered};
     reason = "logging is what clients of the initialize era speak; deprecated only for 2026-07-28"
 )]
 use rmcp::model::LoggingMessageNotificationParam;
+#[expect(
+    deprecated,
+    reason = "sampling and roots are what clients of the initialize era answer; deprecated only for 2026-07-28"
+)]
+use rmcp::model::{CreateMessageRequest, ListRootsRequest};
 use rmcp::{
     RoleServer,
     model::{
-        ClientResult, ElicitRequest, ElicitRequestParams, ProgressNotificationParam,
-        ProgressToken, ResourceUpdatedNotificationParam, ServerRequest, SubscriptionFilter,
+        ClientResult, ElicitRequest, ProgressNotificationParam, ProgressToken,
+        ResourceUpdatedNotificationParam, ServerRequest, SubscriptionFilter,
     },
-    service::{Peer, SubscriptionSink},
+    service::{Peer, RequestContext, SubscriptionSink},
 };
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::caller::Caller;
 use crate::domain::{
-    downstream::{ChangeFeed, Heard, ListKind, Question},
+    abilities::{Abilities, AbilitiesGuard},
+    downstream::{ChangeFeed, Downstream, Heard, ListKind, OpenLine, Question, QuestionKind},
     notices::{ClientNotices, Notice, NoticeKind},
-    progress::Progress,
+    progress::{Progress, ProgressSink},
 };
 
 /// Where a client hears of changes: its session's stream (initialize era)
@@ -186,6 +193,69 @@ pub(super) struct Relay {
     pub progress: Option<(ProgressToken, mpsc::Receiver<Progress>)>,
 }
 
+/// What a call passes on to its client while it runs: its servers'
+/// questions, when the client is a session's that answers
+/// elicitations, samplings or its roots (registered while the returned
+/// line lives), and their
+/// progress, when the client gave the request a progress token (the
+/// sink goes with the call; the client's token stays here).
+pub(super) fn relay(
+    downstream: &Downstream,
+    caller: &Caller,
+    context: &RequestContext<RoleServer>,
+) -> (Option<OpenLine>, Relay, Option<ProgressSink>) {
+    let can_answer = caller.in_session()
+        && context.peer.peer_info().is_some_and(|info| {
+            let declared = &info.capabilities;
+            declared.elicitation.is_some()
+                || declared.sampling.is_some()
+                || declared.roots.is_some()
+        });
+    let (line, questions) = if can_answer {
+        let (line, questions) = downstream
+            .questions
+            .open(&caller.org(), &caller.upstream_scope());
+        (Some(line), Some(questions))
+    } else {
+        (None, None)
+    };
+    let (sink, progress) = match context.meta.get_progress_token() {
+        Some(token) => {
+            let (sink, reports) = ProgressSink::new(downstream.progress_capacity);
+            (Some(sink), Some((token, reports)))
+        }
+        None => (None, None),
+    };
+    (
+        line,
+        Relay {
+            questions,
+            progress,
+        },
+        sink,
+    )
+}
+
+/// Records what the client of a new session declared it answers besides
+/// elicitations, for as long as the returned guard lives (with the
+/// session): its upstream sessions declare the same to their servers.
+pub(super) fn declare_abilities(
+    downstream: &Downstream,
+    caller: &Caller,
+    peer: &Peer<RoleServer>,
+) -> Option<AbilitiesGuard> {
+    let declared = &peer.peer_info()?.capabilities;
+    let abilities = Abilities {
+        sampling: declared.sampling.is_some(),
+        roots: declared.roots.is_some(),
+    };
+    Some(
+        downstream
+            .abilities
+            .declare(&caller.org(), &caller.upstream_scope(), abilities),
+    )
+}
+
 /// Runs `call` while passing what `relay` holds on to the client on
 /// `peer`: its servers' questions, asked from the call's own handler so
 /// that they reach the client on the call's stream, and their progress,
@@ -246,26 +316,73 @@ async fn notify_progress(peer: &Peer<RoleServer>, token: &ProgressToken, report:
     }
 }
 
-/// Asks the client one question and sends its answer back.
+/// Asks the client one question and sends its answer back. A question of
+/// a kind the client did not declare is not asked (it is then answered as
+/// without a client).
 async fn ask(peer: &Peer<RoleServer>, question: Question) {
-    let params = match serde_json::from_value::<ElicitRequestParams>(question.params) {
-        Ok(params) => params,
+    let Question {
+        kind,
+        params,
+        answer,
+    } = question;
+    let Some(request) = request_of(peer, kind, params) else {
+        return;
+    };
+    let result = match peer.send_request(request).await {
+        Ok(ClientResult::ElicitResult(result)) if kind == QuestionKind::Elicitation => {
+            serde_json::to_value(result)
+        }
+        Ok(ClientResult::CreateMessageResult(result)) if kind == QuestionKind::Sampling => {
+            serde_json::to_value(result)
+        }
+        Ok(ClientResult::ListRootsResult(result)) if kind == QuestionKind::Roots => {
+            serde_json::to_value(result)
+        }
+        Ok(_) => {
+            tracing::debug!(?kind, "the client answered with something else");
+            return;
+        }
         Err(error) => {
-            tracing::debug!(error = %error, "an elicitation the client cannot be asked");
+            tracing::debug!(?kind, error = %error, "the client did not answer");
             return;
         }
     };
-    // The SDK's own `create_elicitation` is behind a feature that would
-    // build its whole elicitation schema support; this is the same request.
-    let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
-    match peer.send_request(request).await {
-        Ok(ClientResult::ElicitResult(result)) => match serde_json::to_value(result) {
-            Ok(answer) => {
-                let _ = question.answer.send(answer);
-            }
-            Err(error) => tracing::debug!(error = %error, "the client's answer is unreadable"),
-        },
-        Ok(_) => tracing::debug!("the client answered the elicitation with something else"),
-        Err(error) => tracing::debug!(error = %error, "the client did not answer the elicitation"),
+    match result {
+        Ok(result) => {
+            let _ = answer.send(result);
+        }
+        Err(error) => tracing::debug!(error = %error, "the client's answer is unreadable"),
     }
+}
+
+/// The request asking the client on `peer` a question of `kind`; `None`
+/// when the client did not declare it answers such questions, or `params`
+/// are none of its kind.
+#[expect(
+    deprecated,
+    reason = "sampling and roots are what clients of the initialize era answer; deprecated only for 2026-07-28"
+)]
+fn request_of(peer: &Peer<RoleServer>, kind: QuestionKind, params: Value) -> Option<ServerRequest> {
+    let declared = peer.peer_info().map(|info| info.capabilities.clone())?;
+    let request = match kind {
+        // The SDK's own `create_elicitation` is behind a feature that
+        // would build its whole elicitation schema support; this is the
+        // same request.
+        QuestionKind::Elicitation if declared.elicitation.is_some() => {
+            ServerRequest::ElicitRequest(ElicitRequest::new(serde_json::from_value(params).ok()?))
+        }
+        QuestionKind::Sampling if declared.sampling.is_some() => {
+            ServerRequest::CreateMessageRequest(CreateMessageRequest::new(
+                serde_json::from_value(params).ok()?,
+            ))
+        }
+        QuestionKind::Roots if declared.roots.is_some() => {
+            ServerRequest::ListRootsRequest(ListRootsRequest::default())
+        }
+        _ => {
+            tracing::debug!(?kind, "the client does not answer such questions");
+            return None;
+        }
+    };
+    Some(request)
 }

@@ -18,10 +18,10 @@ use std::{future::Future, time::Duration};
 use rmcp::{
     RoleClient, ServiceError,
     model::{
-        CallToolRequest, CallToolRequestParams, CallToolResponse, ClientRequest, ServerResult, CallToolResult, DEFAULT_MRTR_MAX_ROUNDS,
-        GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequest,
-        InputRequiredResult, InputResponses, ReadResourceRequestParams, ReadResourceResponse,
-        ReadResourceResult, Task,
+        CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest,
+        DEFAULT_MRTR_MAX_ROUNDS, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+        InputRequest, InputRequiredResult, InputResponses, ReadResourceRequestParams,
+        ReadResourceResponse, ReadResourceResult, ServerResult, Task,
     },
     service::Peer,
 };
@@ -126,7 +126,9 @@ pub async fn call_tool(
         params.request_state = state;
         async move {
             let response = match sink {
-                Some(sink) => tool_response(routes.send(peer, tool_request(params), Some(sink)).await?)?,
+                Some(sink) => {
+                    tool_response(routes.send(peer, tool_request(params), Some(sink)).await?)?
+                }
                 None => peer.call_tool_once(params).await?,
             };
             match response {

@@ -158,7 +158,10 @@ mod tests {
         routes.tell(report(7, 1.0)).await;
         routes.tell(report(8, 2.0)).await;
         assert_eq!(told.try_recv().map(|p| p.progress).ok(), Some(1.0));
-        assert!(told.try_recv().is_err(), "another token's report is not ours");
+        assert!(
+            told.try_recv().is_err(),
+            "another token's report is not ours"
+        );
         drop(route);
         assert!(routes.is_empty(), "the route went with its request");
         routes.tell(report(7, 3.0)).await;

@@ -5,7 +5,7 @@
 //! choosing the same token on the same upstream server each hear only their
 //! own call's, and a session that asked for nothing hears none.
 
-use std::net::SocketAddr;
+use std::{net::SocketAddr, time::Duration};
 
 use serde_json::{Value, json};
 use switchboard_test_support::{DbKind, db_tests, grpc::free_port};
@@ -42,7 +42,12 @@ async fn a_calls_progress_reaches_its_client_under_its_own_token_and_no_other_se
 ) {
     let (_everything, upstream) = start_http_everything();
     let addr = SocketAddr::from(([127, 0, 0, 1], free_port().expect("a port")));
-    let mut h = start_with(kind, |config| config.endpoint.listen = Some(addr)).await;
+    let mut h = start_with(kind, |config| {
+        config.endpoint.listen = Some(addr);
+        // Node servers start slowly on a busy machine.
+        config.connect_timeout = Duration::from_secs(30);
+    })
+    .await;
     create(
         &mut h,
         &admin("org-a"),

@@ -6,7 +6,7 @@
 //! A client session that declared neither has upstream sessions that
 //! declare neither, so the server offers it no tool that would ask.
 
-use std::net::SocketAddr;
+use std::{net::SocketAddr, time::Duration};
 
 use serde_json::{Value, json};
 use switchboard_test_support::{DbKind, db_tests, grpc::free_port};
@@ -30,7 +30,12 @@ async fn a_servers_sampling_and_roots_requests_are_answered_by_the_client_whose_
 ) {
     let (_everything, upstream) = start_http_everything();
     let addr = SocketAddr::from(([127, 0, 0, 1], free_port().expect("a port")));
-    let mut h = start_with(kind, |config| config.endpoint.listen = Some(addr)).await;
+    let mut h = start_with(kind, |config| {
+        config.endpoint.listen = Some(addr);
+        // Node servers start slowly on a busy machine.
+        config.connect_timeout = Duration::from_secs(30);
+    })
+    .await;
     create(
         &mut h,
         &admin("org-a"),

@@ -194,10 +194,9 @@ pub(super) struct Relay {
 }
 
 /// What a call passes on to its client while it runs: its servers'
-/// questions, when the client is a session's that answers
-/// elicitations, samplings or its roots (registered while the returned
-/// line lives), and their
-/// progress, when the client gave the request a progress token (the
+/// questions, when the client is a session's that answers elicitations,
+/// samplings or its roots (registered while the returned line lives), and
+/// their progress, when the client gave the request a progress token (the
 /// sink goes with the call; the client's token stays here).
 pub(super) fn relay(
     downstream: &Downstream,

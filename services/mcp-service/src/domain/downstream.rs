@@ -25,6 +25,7 @@ use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 
 use super::{
+    abilities::ClientAbilities,
     client_lines::{ClientLines, LineGuard},
     integration::{IntegrationId, OrgId},
     notices::ClientNotices,
@@ -131,12 +132,26 @@ impl ChangeListener {
     }
 }
 
-/// A server's elicitation for the client whose call made it.
+/// What a server asks the client whose call made it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuestionKind {
+    /// `elicitation/create`: a form or a URL for the user.
+    Elicitation,
+    /// `sampling/createMessage`: a completion by the client's model.
+    Sampling,
+    /// `roots/list`: the client's roots.
+    Roots,
+}
+
+/// A server's request for the client whose call made it.
 #[derive(Debug)]
 pub struct Question {
-    /// The `ElicitRequestParams` wire JSON, as the server sent it.
+    /// What is asked.
+    pub kind: QuestionKind,
+    /// The request's params wire JSON, as the server sent them (`null`
+    /// for `roots/list`).
     pub params: Value,
-    /// Where the client's `ElicitResult` wire JSON goes.
+    /// Where the client's result wire JSON goes.
     pub answer: oneshot::Sender<Value>,
 }
 
@@ -156,13 +171,24 @@ impl ClientLines<Question> {
         })
     }
 
-    /// Asks the client answering `scope` in `org` the elicitation `params`
-    /// and waits for its answer; `None` when no client can take it (none
-    /// registered, its questions at their limit, or it went away before
-    /// answering): then the question is answered as without a client.
-    pub async fn ask(&self, org: &OrgId, scope: &SessionScope, params: Value) -> Option<Value> {
+    /// Asks the client answering `scope` in `org` the question of `kind`
+    /// with `params` and waits for its answer; `None` when no client can
+    /// take it (none registered, its questions at their limit, or it went
+    /// away or declined to answer): then the question is answered as
+    /// without a client.
+    pub async fn ask(
+        &self,
+        org: &OrgId,
+        scope: &SessionScope,
+        kind: QuestionKind,
+        params: Value,
+    ) -> Option<Value> {
         let (answer, answered) = oneshot::channel();
-        let question = Question { params, answer };
+        let question = Question {
+            kind,
+            params,
+            answer,
+        };
         // The latest call first: it is the one most likely waiting.
         let sent = self.with_clients(org, scope, |clients| {
             clients
@@ -188,17 +214,25 @@ pub struct Downstream {
     pub questions: Arc<ClientQuestions>,
     /// Log messages and resource updates, for their client session.
     pub notices: Arc<ClientNotices>,
+    /// What each client session declared it answers besides elicitations.
+    pub abilities: Arc<ClientAbilities>,
+    /// How many progress reports a call holds that its client has not been
+    /// told yet (the notices' bound: reports are notices of one call).
+    pub progress_capacity: usize,
 }
 
 impl Downstream {
     /// A feed of `changes` capacity, calls holding at most `questions`
-    /// unanswered questions each, and client sessions holding at most
-    /// `notices` notices not passed on yet.
+    /// unanswered questions each, and client sessions (and calls, of
+    /// their progress) holding at most `notices` notices not passed on
+    /// yet.
     pub fn new(changes: usize, questions: usize, notices: usize) -> Self {
         Self {
             changes: ChangeFeed::new(changes),
             questions: Arc::new(ClientQuestions::new(questions)),
             notices: Arc::new(ClientNotices::new(notices)),
+            abilities: Arc::default(),
+            progress_capacity: notices.max(1),
         }
     }
 }
@@ -275,7 +309,12 @@ mod tests {
                 .expect("sent");
         });
         let answer = questions
-            .ask(&org("a"), &scope, json!({"message": "sure?"}))
+            .ask(
+                &org("a"),
+                &scope,
+                QuestionKind::Elicitation,
+                json!({"message": "sure?"}),
+            )
             .await;
         assert_eq!(
             answer,
@@ -284,7 +323,12 @@ mod tests {
         client.await.expect("client");
         // Another organization's session of the same scope name has no
         // client: its question is not this client's.
-        assert_eq!(questions.ask(&org("b"), &scope, json!({})).await, None);
+        assert_eq!(
+            questions
+                .ask(&org("b"), &scope, QuestionKind::Roots, json!(null))
+                .await,
+            None
+        );
     }
 
     #[tokio::test]
@@ -297,12 +341,21 @@ mod tests {
         let first = {
             let questions = questions.clone();
             let scope = scope.clone();
-            tokio::spawn(async move { questions.ask(&org("a"), &scope, json!(1)).await })
+            tokio::spawn(async move {
+                questions
+                    .ask(&org("a"), &scope, QuestionKind::Sampling, json!(1))
+                    .await
+            })
         };
         while received.is_empty() {
             tokio::task::yield_now().await;
         }
-        assert_eq!(questions.ask(&org("a"), &scope, json!(2)).await, None);
+        assert_eq!(
+            questions
+                .ask(&org("a"), &scope, QuestionKind::Elicitation, json!(2))
+                .await,
+            None
+        );
         drop(received);
         assert_eq!(first.await.expect("first"), None);
         drop(open);

@@ -1,6 +1,7 @@
 //! mcp-service's domain: the integration model, its use cases and the ports
 //! they need.
 
+pub mod abilities;
 pub mod address_policy;
 pub mod admission;
 pub mod approvals;
@@ -20,6 +21,7 @@ pub mod oauth_input;
 pub mod oauth_url;
 pub mod policy;
 pub mod ports;
+pub mod progress;
 pub mod resolve;
 pub mod resource;
 pub mod service;

@@ -293,6 +293,9 @@ pub struct ToolCall {
     /// call as a task (the MCP Tasks extension): the call resumes that task
     /// and never starts the tool again.
     pub task_id: Option<String>,
+    /// Where the server's progress reports on the call go, when its caller
+    /// asked for them.
+    pub progress: Option<crate::domain::progress::ProgressSink>,
 }
 
 /// The caller's answers to a server's input requests, carried into a call

@@ -303,6 +303,7 @@ pub(super) fn tool_call(request: &pb::ExecuteToolRequest) -> Result<ToolCall, St
         arguments: tool_arguments(request)?,
         answers: input_answers(&request.input_responses, request.request_state.as_ref())?,
         task_id: task_id(request)?,
+        progress: None,
     })
 }
 

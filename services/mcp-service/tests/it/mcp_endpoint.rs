@@ -95,13 +95,19 @@ pub(crate) async fn sdk_client_with(
     answer: Option<&Value>,
     steps: Value,
 ) -> Value {
+    let plan = json!({ "url": url, "token": token, "steps": steps, "elicitation": answer });
+    sdk_client_plan(plan).await
+}
+
+/// The official TypeScript SDK client, run with a whole plan (see
+/// `fixtures/mcp_client.mjs`).
+pub(crate) async fn sdk_client_plan(plan: Value) -> Value {
     let sdk = root().join(".tools/node_modules/@modelcontextprotocol/sdk");
     assert!(
         sdk.exists(),
         "{} is missing: run `make tools`",
         sdk.display()
     );
-    let plan = json!({ "url": url, "token": token, "steps": steps, "elicitation": answer });
     let mut run = tokio::process::Command::new("node");
     run.arg(root().join("services/mcp-service/tests/it/fixtures/mcp_client.mjs"))
         .arg(plan.to_string())

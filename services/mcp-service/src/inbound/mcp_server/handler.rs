@@ -35,6 +35,7 @@ use super::{
     session_requests::{SessionRequests, completion_owner, every_member, resource_owner},
 };
 use crate::domain::{
+    abilities::AbilitiesGuard,
     audit::calls::AuditedCalls,
     calls::{Grants, PromptCall, ResourceQuery},
     downstream::Downstream,
@@ -57,6 +58,7 @@ pub(crate) struct SurfaceServer {
     calls: AuditedCalls,
     downstream: Downstream,
     passing: Arc<Mutex<Vec<DropGuard>>>,
+    declared: Arc<Mutex<Option<AbilitiesGuard>>>,
     admission: Admission,
 }
 
@@ -68,6 +70,7 @@ impl SurfaceServer {
             calls,
             downstream,
             passing: Arc::default(),
+            declared: Arc::default(),
             admission,
         }
     }
@@ -155,6 +158,9 @@ impl ServerHandler for SurfaceServer {
         let Ok(caller) = notifier_of(&context) else {
             return;
         };
+        // Its upstream sessions declare to their servers what it declared.
+        let declared = passthrough::declare_abilities(&self.downstream, &caller, &context.peer);
+        *self.declared.lock().unwrap_or_else(PoisonError::into_inner) = declared;
         let notices = passthrough::spawn_session_notices(
             &self.downstream.notices,
             &caller,
@@ -289,11 +295,13 @@ impl ServerHandler for SurfaceServer {
                 .surface
                 .route_tool(&request.name)
                 .ok_or_else(|| unknown("tool", &request.name))?;
+            let (_line, relay, progress) = passthrough::relay(&self.downstream, &caller, &context);
             let call = ToolCall {
                 name: own.to_owned(),
                 arguments: request.arguments.clone().unwrap_or_default(),
                 answers: Default::default(),
                 task_id: None,
+                progress,
             };
             let grants = Grants {
                 allowed: &AllowList::any(),
@@ -307,23 +315,9 @@ impl ServerHandler for SurfaceServer {
                 grants,
                 None,
             );
-            // A session's client that can answer elicitations answers its
-            // servers' questions during the call.
-            let can_answer = caller.in_session()
-                && context
-                    .peer
-                    .peer_info()
-                    .is_some_and(|info| info.capabilities.elicitation.is_some());
-            let outcome = if can_answer {
-                let (_line, questions) = self
-                    .downstream
-                    .questions
-                    .open(&caller.org(), &caller.upstream_scope());
-                passthrough::answering(calling, questions, &context.peer).await
-            } else {
-                calling.await
-            }
-            .map_err(error_data)?;
+            let outcome = passthrough::relaying(calling, relay, &context.peer)
+                .await
+                .map_err(error_data)?;
             Ok(CallToolResponse::Complete(tool_result(outcome)))
         };
         self.admission

@@ -9,6 +9,7 @@ mod admission;
 mod caller;
 mod errors;
 mod handler;
+mod input_responses;
 mod listing;
 mod passthrough;
 mod session_requests;
@@ -100,14 +101,19 @@ impl McpEndpoint {
         });
         // Authenticated and resolved before the MCP server sees it: what
         // the server then serves is the caller's own.
+        // Malformed answers to a server's input requests are refused
+        // before the MCP server reads them, once the caller is admitted.
+        let input_check = from_fn_with_state(settings.max_body_bytes, input_responses::check);
         let integrations = Router::new()
             .route_service(&format!("{INTEGRATIONS_PATH}/{{slug}}"), service.clone())
+            .route_layer(input_check.clone())
             .route_layer(from_fn_with_state(
                 access.clone(),
                 access::admit_integration,
             ));
         let toolsets = Router::new()
             .route_service(&format!("{TOOLSETS_PATH}/{{name}}"), service)
+            .route_layer(input_check)
             .route_layer(from_fn_with_state(access.clone(), access::admit_toolset));
         let router = integrations
             .merge(toolsets)

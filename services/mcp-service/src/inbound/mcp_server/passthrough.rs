@@ -1,7 +1,7 @@
 //! What the integrations' servers send toward the endpoint's MCP clients,
 //! passed on: their list changes, announced to each client session whose
-//! surface they concern; their elicitations during a call, asked of the
-//! client that made it; their log messages and resource updates, told to
+//! surface they concern; their elicitations and progress during a call,
+//! asked of and told to the client that made it; their log messages and resource updates, told to
 //! the client session whose upstream session they came on.
 //!
 //! Who may hear what is the domain's rule
@@ -15,21 +15,29 @@ use futures::{StreamExt as _, stream::FuturesUnordered};
     reason = "logging is what clients of the initialize era speak; deprecated only for 2026-07-28"
 )]
 use rmcp::model::LoggingMessageNotificationParam;
+#[expect(
+    deprecated,
+    reason = "sampling and roots are what clients of the initialize era answer; deprecated only for 2026-07-28"
+)]
+use rmcp::model::{CreateMessageRequest, ListRootsRequest};
 use rmcp::{
     RoleServer,
     model::{
-        ClientResult, ElicitRequest, ElicitRequestParams, ResourceUpdatedNotificationParam,
-        ServerRequest, SubscriptionFilter,
+        ClientResult, ElicitRequest, ProgressNotificationParam, ProgressToken,
+        ResourceUpdatedNotificationParam, ServerRequest, SubscriptionFilter,
     },
-    service::{Peer, SubscriptionSink},
+    service::{Peer, RequestContext, SubscriptionSink},
 };
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::caller::Caller;
 use crate::domain::{
-    downstream::{ChangeFeed, Heard, ListKind, Question},
+    abilities::{Abilities, AbilitiesGuard},
+    downstream::{ChangeFeed, Downstream, Heard, ListKind, OpenLine, Question, QuestionKind},
     notices::{ClientNotices, Notice, NoticeKind},
+    progress::{Progress, ProgressSink},
 };
 
 /// Where a client hears of changes: its session's stream (initialize era)
@@ -175,52 +183,205 @@ pub(super) fn listen_filter(requested: &SubscriptionFilter) -> SubscriptionFilte
     accepted.build()
 }
 
-/// Runs `call` while answering the questions its servers ask through
-/// `questions` by asking the client on `peer`. Questions are asked from
-/// the call's own handler, so that they reach the client on the call's
-/// stream; whatever is unanswered when the call ends is dropped (the
-/// server then has the policy's answer).
-pub(super) async fn answering<T>(
+/// What a call passes on to its client while it runs.
+#[derive(Debug, Default)]
+pub(super) struct Relay {
+    /// The questions its servers ask, when the client answers them.
+    pub questions: Option<mpsc::Receiver<Question>>,
+    /// The progress its servers report, with the client's own token for
+    /// it, when the client asked for progress.
+    pub progress: Option<(ProgressToken, mpsc::Receiver<Progress>)>,
+}
+
+/// What a call passes on to its client while it runs: its servers'
+/// questions, when the client is a session's that answers elicitations,
+/// samplings or its roots (registered while the returned line lives), and
+/// their progress, when the client gave the request a progress token (the
+/// sink goes with the call; the client's token stays here).
+pub(super) fn relay(
+    downstream: &Downstream,
+    caller: &Caller,
+    context: &RequestContext<RoleServer>,
+) -> (Option<OpenLine>, Relay, Option<ProgressSink>) {
+    let can_answer = caller.in_session()
+        && context.peer.peer_info().is_some_and(|info| {
+            let declared = &info.capabilities;
+            declared.elicitation.is_some()
+                || declared.sampling.is_some()
+                || declared.roots.is_some()
+        });
+    let (line, questions) = if can_answer {
+        let (line, questions) = downstream
+            .questions
+            .open(&caller.org(), &caller.upstream_scope());
+        (Some(line), Some(questions))
+    } else {
+        (None, None)
+    };
+    let (sink, progress) = match context.meta.get_progress_token() {
+        Some(token) => {
+            let (sink, reports) = ProgressSink::new(downstream.progress_capacity);
+            (Some(sink), Some((token, reports)))
+        }
+        None => (None, None),
+    };
+    (
+        line,
+        Relay {
+            questions,
+            progress,
+        },
+        sink,
+    )
+}
+
+/// Records what the client of a new session declared it answers besides
+/// elicitations, for as long as the returned guard lives (with the
+/// session): its upstream sessions declare the same to their servers.
+pub(super) fn declare_abilities(
+    downstream: &Downstream,
+    caller: &Caller,
+    peer: &Peer<RoleServer>,
+) -> Option<AbilitiesGuard> {
+    let declared = &peer.peer_info()?.capabilities;
+    let abilities = Abilities {
+        sampling: declared.sampling.is_some(),
+        roots: declared.roots.is_some(),
+    };
+    Some(
+        downstream
+            .abilities
+            .declare(&caller.org(), &caller.upstream_scope(), abilities),
+    )
+}
+
+/// Runs `call` while passing what `relay` holds on to the client on
+/// `peer`: its servers' questions, asked from the call's own handler so
+/// that they reach the client on the call's stream, and their progress,
+/// told with the client's token (every report come in before the call
+/// ended is told before its result). Whatever is unanswered when the call
+/// ends is dropped (the server then has the policy's answer).
+pub(super) async fn relaying<T>(
     call: impl Future<Output = T>,
-    mut questions: mpsc::Receiver<Question>,
+    relay: Relay,
     peer: &Peer<RoleServer>,
 ) -> T {
+    let Relay {
+        mut questions,
+        mut progress,
+    } = relay;
     let mut asking = FuturesUnordered::new();
-    let mut open = true;
-    let call = std::pin::pin!(call);
-    let mut call = call;
+    let mut call = std::pin::pin!(call);
     loop {
         tokio::select! {
-            outcome = &mut call => return outcome,
-            question = questions.recv(), if open => match question {
+            outcome = &mut call => {
+                if let Some((token, reports)) = &mut progress {
+                    while let Ok(report) = reports.try_recv() {
+                        notify_progress(peer, token, report).await;
+                    }
+                }
+                return outcome;
+            }
+            question = next_of(questions.as_mut()) => match question {
                 Some(question) => asking.push(ask(peer, question)),
-                None => open = false,
+                None => questions = None,
             },
+            report = next_of(progress.as_mut().map(|(_, reports)| reports)) => {
+                match (report, &progress) {
+                    (Some(report), Some((token, _))) => notify_progress(peer, token, report).await,
+                    _ => progress = None,
+                }
+            }
             Some(()) = asking.next(), if !asking.is_empty() => {}
         }
     }
 }
 
-/// Asks the client one question and sends its answer back.
+/// The next item of `receiver`; never, when there is none.
+async fn next_of<T>(receiver: Option<&mut mpsc::Receiver<T>>) -> Option<T> {
+    match receiver {
+        Some(receiver) => receiver.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Tells the client on `peer` of `report`, under its own `token`.
+async fn notify_progress(peer: &Peer<RoleServer>, token: &ProgressToken, report: Progress) {
+    let mut params = ProgressNotificationParam::new(token.clone(), report.progress);
+    params.total = report.total;
+    params.message = report.message;
+    if let Err(error) = peer.notify_progress(params).await {
+        tracing::debug!(error = %error, "the client was not told of the progress");
+    }
+}
+
+/// Asks the client one question and sends its answer back. A question of
+/// a kind the client did not declare is not asked (it is then answered as
+/// without a client).
 async fn ask(peer: &Peer<RoleServer>, question: Question) {
-    let params = match serde_json::from_value::<ElicitRequestParams>(question.params) {
-        Ok(params) => params,
+    let Question {
+        kind,
+        params,
+        answer,
+    } = question;
+    let Some(request) = request_of(peer, kind, params) else {
+        return;
+    };
+    let result = match peer.send_request(request).await {
+        Ok(ClientResult::ElicitResult(result)) if kind == QuestionKind::Elicitation => {
+            serde_json::to_value(result)
+        }
+        Ok(ClientResult::CreateMessageResult(result)) if kind == QuestionKind::Sampling => {
+            serde_json::to_value(result)
+        }
+        Ok(ClientResult::ListRootsResult(result)) if kind == QuestionKind::Roots => {
+            serde_json::to_value(result)
+        }
+        Ok(_) => {
+            tracing::debug!(?kind, "the client answered with something else");
+            return;
+        }
         Err(error) => {
-            tracing::debug!(error = %error, "an elicitation the client cannot be asked");
+            tracing::debug!(?kind, error = %error, "the client did not answer");
             return;
         }
     };
-    // The SDK's own `create_elicitation` is behind a feature that would
-    // build its whole elicitation schema support; this is the same request.
-    let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
-    match peer.send_request(request).await {
-        Ok(ClientResult::ElicitResult(result)) => match serde_json::to_value(result) {
-            Ok(answer) => {
-                let _ = question.answer.send(answer);
-            }
-            Err(error) => tracing::debug!(error = %error, "the client's answer is unreadable"),
-        },
-        Ok(_) => tracing::debug!("the client answered the elicitation with something else"),
-        Err(error) => tracing::debug!(error = %error, "the client did not answer the elicitation"),
+    match result {
+        Ok(result) => {
+            let _ = answer.send(result);
+        }
+        Err(error) => tracing::debug!(error = %error, "the client's answer is unreadable"),
     }
+}
+
+/// The request asking the client on `peer` a question of `kind`; `None`
+/// when the client did not declare it answers such questions, or `params`
+/// are none of its kind.
+#[expect(
+    deprecated,
+    reason = "sampling and roots are what clients of the initialize era answer; deprecated only for 2026-07-28"
+)]
+fn request_of(peer: &Peer<RoleServer>, kind: QuestionKind, params: Value) -> Option<ServerRequest> {
+    let declared = peer.peer_info().map(|info| info.capabilities.clone())?;
+    let request = match kind {
+        // The SDK's own `create_elicitation` is behind a feature that
+        // would build its whole elicitation schema support; this is the
+        // same request.
+        QuestionKind::Elicitation if declared.elicitation.is_some() => {
+            ServerRequest::ElicitRequest(ElicitRequest::new(serde_json::from_value(params).ok()?))
+        }
+        QuestionKind::Sampling if declared.sampling.is_some() => {
+            ServerRequest::CreateMessageRequest(CreateMessageRequest::new(
+                serde_json::from_value(params).ok()?,
+            ))
+        }
+        QuestionKind::Roots if declared.roots.is_some() => {
+            ServerRequest::ListRootsRequest(ListRootsRequest::default())
+        }
+        _ => {
+            tracing::debug!(?kind, "the client does not answer such questions");
+            return None;
+        }
+    };
+    Some(request)
 }

@@ -7,7 +7,7 @@ use std::{sync::Arc, time::Duration};
 use rmcp::{
     model::{
         ClientCapabilities, ClientConfig, ElicitationCapability, FormElicitationCapability,
-        Implementation, ProtocolVersion, TASKS_EXTENSION_ID,
+        Implementation, ProtocolVersion, RootsCapabilities, SamplingCapability, TASKS_EXTENSION_ID,
     },
     service::ClientLifecycleMode,
     transport::streamable_http_client::AuthRequiredError,
@@ -18,6 +18,7 @@ use super::{
     transport::{self, stdio::home::StdioHomes, streamable_http::standalone_stream::Waited},
 };
 use crate::{
+    domain::abilities::Abilities,
     domain::{
         integration::{AuthConfig, Integration},
         ports::CallError,
@@ -68,9 +69,17 @@ pub fn lifecycle() -> ClientLifecycleMode {
 /// How mcp-service introduces itself to MCP servers: it answers form
 /// elicitations (by the operator's policy, see [`super::elicitation`]) and
 /// follows the tasks a server runs its calls as (the Tasks extension, see
-/// [`crate::outbound::mcp::tasks`]).
-pub fn client_config() -> ClientConfig {
+/// [`crate::outbound::mcp::tasks`]); it takes sampling and roots requests
+/// only on a session opened for an endpoint client that declared them
+/// (`abilities`), whose client answers them.
+pub fn client_config(abilities: Abilities) -> ClientConfig {
     let mut capabilities = ClientCapabilities::default();
+    if abilities.sampling {
+        capabilities.sampling = Some(SamplingCapability::default());
+    }
+    if abilities.roots {
+        capabilities.roots = Some(RootsCapabilities::default());
+    }
     capabilities.elicitation =
         Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
     capabilities

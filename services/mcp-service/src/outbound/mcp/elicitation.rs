@@ -1,7 +1,7 @@
 //! The answer to a server's elicitation, in the protocol's terms: the MCP
 //! client's whose call it is, when that client is connected to the
 //! endpoint and answers, or else as the operator's [`ElicitationPolicy`]
-//! decides it.
+//! decides it. A sampling or the roots only that client can give.
 
 use std::sync::Arc;
 
@@ -12,7 +12,9 @@ use rmcp::model::{
 use serde_json::Value;
 
 use crate::domain::{
-    downstream::ClientQuestions, elicitation::ElicitationPolicy, integration::OrgId,
+    downstream::{ClientQuestions, QuestionKind},
+    elicitation::ElicitationPolicy,
+    integration::OrgId,
     ports::SessionScope,
 };
 
@@ -59,12 +61,18 @@ impl Answerer {
             .is_some_and(|(questions, org, scope)| questions.has_client(org, scope))
     }
 
+    /// The client's answer to a question of `kind` with `params`; `None`
+    /// when there is no client, or it does not answer.
+    pub async fn ask_client(&self, kind: QuestionKind, params: Value) -> Option<Value> {
+        let (questions, org, scope) = self.client.as_ref()?;
+        questions.ask(org, scope, kind, params).await
+    }
+
     /// The answer to `request`: the client's, or the policy's when no
     /// client takes it or its answer is not an `ElicitResult`.
     pub async fn answer(&self, request: &ElicitRequestParams) -> ElicitResult {
-        if let Some((questions, org, scope)) = &self.client
-            && let Ok(params) = serde_json::to_value(request)
-            && let Some(reply) = questions.ask(org, scope, params).await
+        if let Ok(params) = serde_json::to_value(request)
+            && let Some(reply) = self.ask_client(QuestionKind::Elicitation, params).await
         {
             match serde_json::from_value::<ElicitResult>(reply) {
                 Ok(result) => {
@@ -79,17 +87,27 @@ impl Answerer {
         answer(self.policy, request)
     }
 
-    /// The answers to every input request of a round, each elicitation
-    /// asked in turn; `None` when one of them is not an elicitation (only
-    /// the caller can give a sampling or the roots).
+    /// The answers to every input request of a round, each asked in turn:
+    /// an elicitation of the client or else by the policy, a sampling or
+    /// the roots of the client alone; `None` when the client does not
+    /// answer one of those (only the caller can give it then).
     pub async fn answer_all(&self, requests: Option<&InputRequests>) -> Option<InputResponses> {
         let mut answers = InputResponses::new();
         for (key, request) in requests.into_iter().flatten() {
-            let InputRequest::Elicitation(elicitation) = request else {
-                return None;
+            let answer = match request {
+                InputRequest::Elicitation(elicitation) => {
+                    serde_json::to_value(self.answer(&elicitation.params).await).ok()?
+                }
+                InputRequest::CreateMessage(sampling) => {
+                    let params = serde_json::to_value(&sampling.params).ok()?;
+                    self.ask_client(QuestionKind::Sampling, params).await?
+                }
+                InputRequest::ListRoots(_) => {
+                    self.ask_client(QuestionKind::Roots, Value::Null).await?
+                }
+                _ => return None,
             };
-            let answer = self.answer(&elicitation.params).await;
-            answers.insert(key.clone(), serde_json::to_value(answer).ok()?);
+            answers.insert(key.clone(), answer);
         }
         Some(answers)
     }

@@ -117,8 +117,9 @@ impl RmcpGateway {
     }
 
     fn handler(&self, integration: &Integration, scope: &SessionScope) -> SessionHandler {
+        let abilities = self.downstream.abilities.of(&integration.org_id, scope);
         SessionHandler::new(
-            client_config(),
+            client_config(abilities),
             integration.id,
             self.cache.clone(),
             self.answerer(integration, scope),
@@ -370,7 +371,15 @@ impl McpGateway for RmcpGateway {
             let result = self
                 .on_session(integration, scope, timeout, |live| {
                     let call = call.clone();
-                    async move { tool_call(live.session.peer(), answerer, polling, call).await }
+                    async move {
+                        tool_call(
+                            (live.session.peer(), live.session.service().progress()),
+                            answerer,
+                            polling,
+                            call,
+                        )
+                        .await
+                    }
                 })
                 .await?;
             self.check_size(result)

@@ -18,10 +18,10 @@ use std::{future::Future, time::Duration};
 use rmcp::{
     RoleClient, ServiceError,
     model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, DEFAULT_MRTR_MAX_ROUNDS,
-        GetPromptRequestParams, GetPromptResponse, GetPromptResult, InputRequest,
-        InputRequiredResult, InputResponses, ReadResourceRequestParams, ReadResourceResponse,
-        ReadResourceResult, Task,
+        CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest,
+        DEFAULT_MRTR_MAX_ROUNDS, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+        InputRequest, InputRequiredResult, InputResponses, ReadResourceRequestParams,
+        ReadResourceResponse, ReadResourceResult, ServerResult, Task,
     },
     service::Peer,
 };
@@ -31,7 +31,10 @@ use crate::domain::ports::{InputAnswers, ToolCall};
 use crate::{
     domain::elicitation::ElicitationPolicy,
     outbound::{
-        mcp::elicitation::{self, Answerer},
+        mcp::{
+            elicitation::{self, Answerer},
+            progress::ProgressRoutes,
+        },
         telemetry::with_trace,
     },
 };
@@ -107,18 +110,28 @@ pub enum ToolAnswer {
 
 /// A `tools/call`, resumed with the caller's answers when it has any. A
 /// task the server answers with ends the rounds: it is followed apart.
+/// The progress of each round goes to the call's sink, when its caller
+/// asked for progress, through the session's `routes`.
 pub async fn call_tool(
     peer: &Peer<RoleClient>,
     answerer: &Answerer,
+    routes: &ProgressRoutes,
     call: ToolCall,
 ) -> Result<Round<ToolAnswer>, ServiceError> {
     let params = with_trace(CallToolRequestParams::new(call.name).with_arguments(call.arguments));
+    let sink = call.progress.as_ref();
     drive(answerer, call.answers, |responses, state| {
         let mut params = params.clone();
         params.input_responses = responses;
         params.request_state = state;
         async move {
-            match peer.call_tool_once(params).await? {
+            let response = match sink {
+                Some(sink) => {
+                    tool_response(routes.send(peer, tool_request(params), Some(sink)).await?)?
+                }
+                None => peer.call_tool_once(params).await?,
+            };
+            match response {
                 CallToolResponse::Complete(result) => {
                     Ok(Round::Complete(ToolAnswer::Result(result)))
                 }
@@ -131,6 +144,21 @@ pub async fn call_tool(
         }
     })
     .await
+}
+
+fn tool_request(params: CallToolRequestParams) -> ClientRequest {
+    ClientRequest::CallToolRequest(CallToolRequest::new(params))
+}
+
+/// A server's answer to a `tools/call`, as the SDK's `call_tool_once`
+/// reads it.
+fn tool_response(result: ServerResult) -> Result<CallToolResponse, ServiceError> {
+    match result {
+        ServerResult::CallToolResult(result) => Ok(CallToolResponse::Complete(result)),
+        ServerResult::InputRequiredResult(result) => Ok(CallToolResponse::InputRequired(result)),
+        ServerResult::CreateTaskResult(result) => Ok(CallToolResponse::Task(result)),
+        _ => Err(ServiceError::UnexpectedResponse),
+    }
 }
 
 /// A `resources/read` of `uri`, resumed with the caller's answers when it

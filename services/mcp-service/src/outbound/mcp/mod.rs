@@ -9,6 +9,7 @@ pub mod gateway;
 pub mod input_required;
 pub mod listen;
 mod operation;
+pub mod progress;
 pub mod session_pool;
 mod session_requests;
 pub mod sessions;

@@ -12,6 +12,7 @@ use crate::outbound::mcp::{
     discovery::ListFailure,
     elicitation::Answerer,
     input_required::{self, Round, ToolAnswer},
+    progress::ProgressRoutes,
     tasks::{self, TaskEnd, TaskPolling, TaskStart},
 };
 
@@ -60,7 +61,7 @@ pub(super) enum OpFailure {
 /// One tool call on a session: its rounds, then the task the server runs
 /// the tool as, when it does; or the caller's task, resumed.
 pub(super) async fn tool_call(
-    peer: &rmcp::service::Peer<rmcp::RoleClient>,
+    (peer, routes): (&rmcp::service::Peer<rmcp::RoleClient>, &ProgressRoutes),
     answerer: &Answerer,
     polling: (TaskPolling, Duration),
     call: ToolCall,
@@ -68,7 +69,7 @@ pub(super) async fn tool_call(
     let policy = answerer.policy();
     let start = match call.task_id.clone() {
         Some(task_id) => TaskStart::resumed(task_id, call.answers.responses.clone()),
-        None => match input_required::call_tool(peer, answerer, call).await? {
+        None => match input_required::call_tool(peer, answerer, routes, call).await? {
             Round::Complete(ToolAnswer::Result(result)) => return Ok(to_json(&result)?),
             Round::InputRequired(result) => return Ok(to_json(&result)?),
             Round::Complete(ToolAnswer::Task(task)) => TaskStart::created(task),

@@ -14,29 +14,41 @@ use std::{
     reason = "logging is what clients of the initialize era speak; deprecated only for 2026-07-28"
 )]
 use rmcp::model::LoggingMessageNotificationParam;
+#[expect(
+    deprecated,
+    reason = "sampling and roots are what clients of the initialize era answer; deprecated only for 2026-07-28"
+)]
+use rmcp::model::{CreateMessageRequestParams, CreateMessageResult, ListRootsResult};
 use rmcp::{
     ClientHandler, ErrorData, RoleClient,
-    model::{ClientConfig, ElicitRequestParams, ElicitResult, ResourceUpdatedNotificationParam},
+    model::{
+        ClientConfig, CreateMessageRequestMethod, ElicitRequestParams, ElicitResult,
+        ListRootsRequestMethod, ProgressNotificationParam, ResourceUpdatedNotificationParam,
+    },
     service::{NotificationContext, RequestContext, RunningService},
 };
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::{
     domain::{
-        downstream::{ChangeFeed, ListChange, ListKind},
+        downstream::{ChangeFeed, ListChange, ListKind, QuestionKind},
         integration::{Integration, IntegrationId, OrgId},
         notices::{ClientNotices, Notice, NoticeKind},
         ports::{Discovery, SessionScope},
     },
-    outbound::mcp::elicitation::Answerer,
+    outbound::mcp::{elicitation::Answerer, progress::ProgressRoutes},
 };
 
 /// Receives the server's notifications and requests for one session: a
 /// `list_changed` drops the integration's cached discovery and is announced
 /// to the endpoint's clients; an elicitation is answered by the endpoint's
-/// client whose call is on the session, or by the operator's policy; a log
+/// client whose call is on the session, or by the operator's policy, and a
+/// sampling or roots request by that client alone, when it declared them
+/// (the session declares to the server what its client did); a log
 /// message or resource update is told to the endpoint's client session the
-/// session was opened for, if it was.
+/// session was opened for, if it was; a progress report goes to the call
+/// whose request it is about, if that call's client asked for progress.
 #[derive(Debug, Clone)]
 pub struct SessionHandler {
     config: ClientConfig,
@@ -45,6 +57,7 @@ pub struct SessionHandler {
     answerer: Answerer,
     changes: Option<Announcer>,
     teller: Option<Teller>,
+    progress: ProgressRoutes,
 }
 
 /// Where a session's log messages and resource updates are told: the
@@ -122,7 +135,13 @@ impl SessionHandler {
             answerer,
             changes: None,
             teller: None,
+            progress: ProgressRoutes::default(),
         }
+    }
+
+    /// The calls hearing the progress of the session's requests.
+    pub fn progress(&self) -> &ProgressRoutes {
+        &self.progress
     }
 
     /// This handler, telling the server's log messages and resource
@@ -147,6 +166,29 @@ impl SessionHandler {
         self
     }
 
+    /// The answer of the endpoint's client whose call is on the session to
+    /// a question of `kind`; an error for the server when no client is
+    /// there to answer, or it does not.
+    async fn ask_client<T: serde::de::DeserializeOwned>(
+        &self,
+        kind: QuestionKind,
+        params: Value,
+    ) -> Result<T, ErrorData> {
+        let Some(reply) = self.answerer.ask_client(kind, params).await else {
+            tracing::debug!(integration_id = %self.integration, ?kind, "no client answered the request");
+            return Err(ErrorData::internal_error(
+                "no MCP client answered the request: it is passed to the client whose call is running, when it declared the capability",
+                None,
+            ));
+        };
+        serde_json::from_value(reply).map_err(|error| {
+            ErrorData::internal_error(
+                format!("the MCP client's answer is unreadable: {error}"),
+                None,
+            )
+        })
+    }
+
     fn list_changed(&self, kind: ListKind) {
         tracing::debug!(integration_id = %self.integration, ?kind, "server list changed");
         self.cache.invalidate(self.integration);
@@ -169,6 +211,45 @@ impl ClientHandler for SessionHandler {
         let answer = self.answerer.answer(&request).await;
         tracing::debug!(integration_id = %self.integration, action = ?answer.action, "elicitation answered");
         Ok(answer)
+    }
+
+    #[expect(
+        deprecated,
+        reason = "sampling and roots are what clients of the initialize era answer; deprecated only for 2026-07-28"
+    )]
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        if self.config.capabilities.sampling.is_none() {
+            return Err(ErrorData::method_not_found::<CreateMessageRequestMethod>());
+        }
+        let params = serde_json::to_value(&params)
+            .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+        self.ask_client(QuestionKind::Sampling, params).await
+    }
+
+    #[expect(
+        deprecated,
+        reason = "sampling and roots are what clients of the initialize era answer; deprecated only for 2026-07-28"
+    )]
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        if self.config.capabilities.roots.is_none() {
+            return Err(ErrorData::method_not_found::<ListRootsRequestMethod>());
+        }
+        self.ask_client(QuestionKind::Roots, Value::Null).await
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.tell(params).await;
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {

@@ -9,7 +9,7 @@ use std::{
     time::Duration,
 };
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use switchboard_proto::mcp::v1::mcp_service_client::McpServiceClient;
 use switchboard_test_support::{
     TEST_JWT_SECRET, authed,

@@ -92,13 +92,18 @@ async fn an_organization_rate_holds_across_two_replicas_on_one_postgresql() {
         (12 - stranded..=12 + refilled).contains(&twelve),
         "{twelve} admitted of a burst of 12"
     );
-    // The bucket is empty for either replica.
+    // The bucket is empty for either replica: what either admits now is
+    // what the rate put back since the test began (a second's token, or
+    // more on a slow machine), never a replica's own burst.
+    let mut more = 0;
     for client in &both {
-        assert_eq!(
-            admitted(std::slice::from_ref(client), &admin("org-twelve"), 2).await,
-            0
-        );
+        more += admitted(std::slice::from_ref(client), &admin("org-twelve"), 2).await;
     }
+    let refilled = usize::try_from(started.elapsed().as_secs()).expect("small") + 1;
+    assert!(
+        twelve + more <= 12 + refilled,
+        "{twelve} then {more} admitted of a burst of 12 and {refilled} tokens of refill"
+    );
     // Another organization's own burst holds beside it, and one with the
     // defaults is served in full.
     let three = admitted(&both, &admin("org-three"), 3).await;

@@ -88,6 +88,31 @@ pub(crate) fn start_http_everything() -> (NodeServer, String) {
     (server, format!("http://127.0.0.1:{port}/mcp"))
 }
 
+/// server-everything over HTTP, `org-a`'s integration `everything` in an
+/// mcp-service whose MCP endpoint listens: the service, the server and the
+/// integration's URL on the endpoint.
+pub(crate) async fn everything_behind_the_endpoint(kind: DbKind) -> (Harness, NodeServer, String) {
+    let (everything, upstream) = start_http_everything();
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], free_port().expect("a port")));
+    let mut h = start_with(kind, |config| {
+        config.endpoint.listen = Some(addr);
+        // Node servers start slowly on a busy machine.
+        config.connect_timeout = Duration::from_secs(30);
+    })
+    .await;
+    create(
+        &mut h,
+        &admin("org-a"),
+        http_integration("everything", &upstream),
+    )
+    .await;
+    (
+        h,
+        everything,
+        format!("http://{addr}/mcp/integrations/everything"),
+    )
+}
+
 async fn call(
     h: &mut Harness,
     id: &str,

@@ -5,15 +5,13 @@
 //! choosing the same token on the same upstream server each hear only their
 //! own call's, and a session that asked for nothing hears none.
 
-use std::{net::SocketAddr, time::Duration};
-
 use serde_json::{Value, json};
-use switchboard_test_support::{DbKind, db_tests, grpc::free_port};
+use switchboard_test_support::{DbKind, db_tests};
 
 use crate::{
-    everything::start_http_everything,
+    everything::everything_behind_the_endpoint,
     mcp_endpoint::{sdk_client, step},
-    support::{admin, create, http_integration, member, start_with},
+    support::member,
 };
 
 /// A long-running operation of `steps` steps, asking for progress.
@@ -40,21 +38,7 @@ fn heard(out: &Value) -> Vec<(f64, f64)> {
 async fn a_calls_progress_reaches_its_client_under_its_own_token_and_no_other_session(
     kind: DbKind,
 ) {
-    let (_everything, upstream) = start_http_everything();
-    let addr = SocketAddr::from(([127, 0, 0, 1], free_port().expect("a port")));
-    let mut h = start_with(kind, |config| {
-        config.endpoint.listen = Some(addr);
-        // Node servers start slowly on a busy machine.
-        config.connect_timeout = Duration::from_secs(30);
-    })
-    .await;
-    create(
-        &mut h,
-        &admin("org-a"),
-        http_integration("everything", &upstream),
-    )
-    .await;
-    let url = format!("http://{addr}/mcp/integrations/everything");
+    let (_h, _everything, url) = everything_behind_the_endpoint(kind).await;
     let token = member("org-a");
 
     // Both SDK clients give their call the same token (their request's

@@ -6,15 +6,13 @@
 //! A client session that declared neither has upstream sessions that
 //! declare neither, so the server offers it no tool that would ask.
 
-use std::{net::SocketAddr, time::Duration};
-
 use serde_json::{Value, json};
-use switchboard_test_support::{DbKind, db_tests, grpc::free_port};
+use switchboard_test_support::{DbKind, db_tests};
 
 use crate::{
-    everything::start_http_everything,
+    everything::everything_behind_the_endpoint,
     mcp_endpoint::{sdk_client, sdk_client_plan, step},
-    support::{admin, create, http_integration, member, start_with},
+    support::member,
 };
 
 /// The text of a step's tool result.
@@ -28,21 +26,7 @@ fn text(out: &Value, i: usize) -> String {
 async fn a_servers_sampling_and_roots_requests_are_answered_by_the_client_whose_call_it_is(
     kind: DbKind,
 ) {
-    let (_everything, upstream) = start_http_everything();
-    let addr = SocketAddr::from(([127, 0, 0, 1], free_port().expect("a port")));
-    let mut h = start_with(kind, |config| {
-        config.endpoint.listen = Some(addr);
-        // Node servers start slowly on a busy machine.
-        config.connect_timeout = Duration::from_secs(30);
-    })
-    .await;
-    create(
-        &mut h,
-        &admin("org-a"),
-        http_integration("everything", &upstream),
-    )
-    .await;
-    let url = format!("http://{addr}/mcp/integrations/everything");
+    let (_h, _everything, url) = everything_behind_the_endpoint(kind).await;
     let token = member("org-a");
 
     let asked = sdk_client_plan(json!({

@@ -9,18 +9,12 @@ use std::{
 };
 
 use sqlx::Row;
-use switchboard_db::DatabaseArgs;
 use switchboard_runs_service::{
     domain::{
         datasource::{Capacity, DataSource, DataSources, ImportLimits, QueryLimits},
-        entities::Thread,
-        ids::{AgentId, ThreadId},
-        ports::RunsRepository,
+        ids::ThreadId,
     },
-    outbound::{
-        datasource::SqlDataSources,
-        sql::{MIGRATIONS, SqlRunsRepository},
-    },
+    outbound::{datasource::SqlDataSources, sql::SqlRunsRepository},
 };
 use switchboard_test_support::{DbKind, TestDb, db_tests};
 
@@ -33,11 +27,7 @@ struct World {
 impl World {
     async fn new(kind: DbKind) -> Self {
         let db = TestDb::new(kind).await.expect("a test database");
-        let pool = DatabaseArgs::for_url(&db.url)
-            .open("runs", MIGRATIONS)
-            .await
-            .expect("migrated")
-            .pool;
+        let pool = crate::stores::migrated_pool(&db.url).await;
         Self {
             _db: db,
             repo: SqlRunsRepository::new(pool.clone()),
@@ -67,20 +57,7 @@ impl World {
     }
 
     async fn thread(&self, org: &str) -> ThreadId {
-        let thread = Thread {
-            id: ThreadId::new(),
-            org_id: org.into(),
-            user_id: "alice".into(),
-            agent_id: AgentId::new(),
-            title: "Data".into(),
-            created_at: 1000,
-            updated_at: 1000,
-        };
-        self.repo
-            .insert_thread(&thread)
-            .await
-            .expect("thread stored");
-        thread.id
+        crate::stores::stored_thread(&self.repo, org, "alice").await
     }
 
     /// The stored bytes of `source`.

@@ -3,18 +3,12 @@
 //! (two adapters on one PostgreSQL database) keep to one limit, and an
 //! organization's own limit from the limits file holds on both.
 
-use switchboard_db::DatabaseArgs;
 use switchboard_runs_service::{
     domain::{
         datasource::{Capacity, DataSources, ImportError, ImportLimits, QueryLimits},
-        entities::Thread,
-        ids::{AgentId, ThreadId},
-        ports::RunsRepository,
+        ids::ThreadId,
     },
-    outbound::{
-        datasource::SqlDataSources,
-        sql::{MIGRATIONS, SqlRunsRepository},
-    },
+    outbound::{datasource::SqlDataSources, sql::SqlRunsRepository},
 };
 use switchboard_test_support::{DbKind, TestDb};
 
@@ -23,11 +17,7 @@ use crate::hostile_datasources::numbers_csv;
 /// One replica's data sources on the database at `url`, with `org_bytes`
 /// for every organization and `own` for some.
 async fn replica(url: &str, org_bytes: u64, own: &[(&str, u64)]) -> SqlDataSources {
-    let pool = DatabaseArgs::for_url(url)
-        .open("runs", MIGRATIONS)
-        .await
-        .expect("migrated")
-        .pool;
+    let pool = crate::stores::migrated_pool(url).await;
     let capacity = Capacity {
         org_bytes,
         ..Capacity::default()
@@ -38,17 +28,7 @@ async fn replica(url: &str, org_bytes: u64, own: &[(&str, u64)]) -> SqlDataSourc
 }
 
 async fn thread(repo: &SqlRunsRepository, org: &str) -> ThreadId {
-    let thread = Thread {
-        id: ThreadId::new(),
-        org_id: org.into(),
-        user_id: "alice".into(),
-        agent_id: AgentId::new(),
-        title: "Data".into(),
-        created_at: 1000,
-        updated_at: 1000,
-    };
-    repo.insert_thread(&thread).await.expect("thread stored");
-    thread.id
+    crate::stores::stored_thread(repo, org, "alice").await
 }
 
 async fn import(
@@ -73,13 +53,7 @@ async fn an_organization_data_source_bytes_hold_across_two_replicas_on_one_postg
     let own = [("org-big", 4 * size)];
     let a = replica(&db.url, 2 * size, &own).await;
     let b = replica(&db.url, 2 * size, &own).await;
-    let repo = SqlRunsRepository::new(
-        DatabaseArgs::for_url(&db.url)
-            .open("runs", MIGRATIONS)
-            .await
-            .expect("migrated")
-            .pool,
-    );
+    let repo = SqlRunsRepository::new(crate::stores::migrated_pool(&db.url).await);
 
     // One file on each replica fills the organization's two; a third is
     // refused on either (each replica alone would take two).

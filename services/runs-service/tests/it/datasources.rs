@@ -3,22 +3,18 @@
 
 use std::time::{Duration, Instant};
 
-use switchboard_db::DatabaseArgs;
 use switchboard_runs_service::{
     domain::{
         datasource::{
             Capacity, ColumnType, DataSource, DataSources, ImportError, ImportLimits, QueryError,
             QueryLimits, QueryResult,
         },
-        entities::{Thread, new_id},
-        ids::{AgentId, IntegrationId, ThreadId},
+        entities::new_id,
+        ids::{IntegrationId, ThreadId},
         ports::RunsRepository,
         texts,
     },
-    outbound::{
-        datasource::SqlDataSources,
-        sql::{MIGRATIONS, SqlRunsRepository},
-    },
+    outbound::{datasource::SqlDataSources, sql::SqlRunsRepository},
 };
 use switchboard_test_support::{DbKind, TestDb, db_tests};
 
@@ -52,11 +48,7 @@ struct Fixture {
 impl Fixture {
     async fn new(kind: DbKind) -> Self {
         let db = TestDb::new(kind).await.expect("a test database");
-        let pool = DatabaseArgs::for_url(&db.url)
-            .open("runs", MIGRATIONS)
-            .await
-            .expect("migrated")
-            .pool;
+        let pool = crate::stores::migrated_pool(&db.url).await;
         let (import, query) = test_limits();
         Self {
             _db: db,
@@ -73,20 +65,7 @@ impl Fixture {
 
     /// A new stored thread's id.
     async fn thread(&self) -> ThreadId {
-        let thread = Thread {
-            id: ThreadId::new(),
-            org_id: "org-a".into(),
-            user_id: "alice".into(),
-            agent_id: AgentId::new(),
-            title: "Data".into(),
-            created_at: 1000,
-            updated_at: 1000,
-        };
-        self.repo
-            .insert_thread(&thread)
-            .await
-            .expect("thread stored");
-        thread.id
+        crate::stores::stored_thread(&self.repo, "org-a", "alice").await
     }
 
     async fn import(&self, thread: ThreadId, name: &str, csv: &str) -> DataSource {

@@ -6,20 +6,15 @@
 use std::{sync::Arc, time::Duration};
 
 use serde_json::json;
-use switchboard_db::DatabaseArgs;
 use switchboard_runs_service::{
     domain::{
         datasource::{Capacity, DataSources, ImportError, ImportLimits, QueryError, QueryLimits},
-        entities::Thread,
-        ids::{AgentId, ThreadId},
+        ids::ThreadId,
         ports::RunsRepository,
         texts,
         tools::{SourceQuery, ToolArguments, ToolOutcome},
     },
-    outbound::{
-        datasource::SqlDataSources,
-        sql::{MIGRATIONS, SqlRunsRepository},
-    },
+    outbound::{datasource::SqlDataSources, sql::SqlRunsRepository},
 };
 use switchboard_test_support::{DbKind, TestDb, db_tests};
 
@@ -55,11 +50,7 @@ impl Fixture {
         capacity: Capacity,
     ) -> Self {
         let db = TestDb::new(kind).await.expect("a test database");
-        let pool = DatabaseArgs::for_url(&db.url)
-            .open("runs", MIGRATIONS)
-            .await
-            .expect("migrated")
-            .pool;
+        let pool = crate::stores::migrated_pool(&db.url).await;
         Self {
             _db: db,
             repo: SqlRunsRepository::new(pool.clone()),
@@ -82,20 +73,7 @@ impl Fixture {
 
     /// A new stored thread of `org`.
     pub(crate) async fn thread(&self, org: &str) -> ThreadId {
-        let thread = Thread {
-            id: ThreadId::new(),
-            org_id: org.into(),
-            user_id: "mallory".into(),
-            agent_id: AgentId::new(),
-            title: "Data".into(),
-            created_at: 1000,
-            updated_at: 1000,
-        };
-        self.repo
-            .insert_thread(&thread)
-            .await
-            .expect("thread stored");
-        thread.id
+        crate::stores::stored_thread(&self.repo, org, "mallory").await
     }
 
     pub(crate) async fn import(&self, thread: ThreadId, name: &str, csv: &str) {

@@ -3,7 +3,11 @@
 
 use switchboard_db::DatabaseArgs;
 use switchboard_runs_service::{
-    domain::ports::RunsRepository,
+    domain::{
+        entities::Thread,
+        ids::{AgentId, ThreadId},
+        ports::RunsRepository,
+    },
     fakes::MemoryRepository,
     outbound::sql::{MIGRATIONS, SqlRunsRepository},
 };
@@ -23,4 +27,28 @@ pub async fn runs_repository(store: Store) -> (Option<TestDb>, Box<dyn RunsRepos
         }
         Store::Memory => (None, Box::new(MemoryRepository::default())),
     }
+}
+
+/// A pool on the runs database at `url`, migrated.
+pub async fn migrated_pool(url: &str) -> sqlx::AnyPool {
+    DatabaseArgs::for_url(url)
+        .open("runs", MIGRATIONS)
+        .await
+        .expect("migrated")
+        .pool
+}
+
+/// A new thread of `user` in `org`, stored; its id.
+pub async fn stored_thread(repo: &dyn RunsRepository, org: &str, user: &str) -> ThreadId {
+    let thread = Thread {
+        id: ThreadId::new(),
+        org_id: org.into(),
+        user_id: user.into(),
+        agent_id: AgentId::new(),
+        title: "Data".into(),
+        created_at: 1000,
+        updated_at: 1000,
+    };
+    repo.insert_thread(&thread).await.expect("thread stored");
+    thread.id
 }

@@ -375,7 +375,7 @@ async fn sql_scenario(dir: &std::path::Path, quiet_upstream: &str, pool: sql::Po
     imports.phase("warm").await;
     let calls_alone = quiet_phase(&quiet_channel, &id, &token).await;
     let imports_alone = imports.phase("alone").await;
-    let noisy = sql::Noisy::start(channel(&runs_url).await).await;
+    let noisy = sql::Noisy::start(&runs_url).await;
     let before = noisy.done.load(Ordering::Relaxed);
     let calls_beside = quiet_phase(&quiet_channel, &id, &token).await;
     let imports_beside = imports.phase("beside").await;

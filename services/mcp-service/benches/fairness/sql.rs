@@ -243,57 +243,85 @@ impl Quiet {
 }
 
 /// The noisy organization: `NOISY_IMPORTERS` callers importing
-/// `NOISY_ROWS`-row CSVs back to back.
+/// `NOISY_ROWS`-row CSVs back to back. They run on a runtime of their own,
+/// as another team's clients run on their own machines: they share the
+/// machine's cores with the quiet organization's callers, but not the
+/// worker threads that time them.
 pub struct Noisy {
     stop: Arc<AtomicBool>,
     /// Imports done.
     pub done: Arc<AtomicU64>,
+    runtime: Option<tokio::runtime::Runtime>,
 }
 
 impl Noisy {
-    pub async fn start(channel: Channel) -> Self {
-        let mut client = RunsServiceClient::new(channel);
-        let token = token("sql-noisy", "noisy-user", &["admin"]);
-        let thread = thread(&mut client, &token).await;
-        let csv = Arc::new(csv(NOISY_ROWS));
+    pub async fn start(url: &str) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("noisy")
+            .enable_all()
+            .build()
+            .expect("the noisy organization's runtime");
         let (stop, done) = (
             Arc::new(AtomicBool::new(false)),
             Arc::new(AtomicU64::new(0)),
         );
-        for worker in 0..NOISY_IMPORTERS {
-            let (mut client, thread, token, csv, stop, done) = (
-                client.clone(),
-                thread.clone(),
-                token.clone(),
-                csv.clone(),
-                stop.clone(),
-                done.clone(),
-            );
-            tokio::spawn(async move {
-                let mut n = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    n += 1;
-                    let name = format!("noisy_{worker}_{n}");
-                    if client
-                        .import_data_source(import(&thread, name, &csv, &token))
-                        .await
-                        .is_ok()
-                    {
-                        done.fetch_add(1, Ordering::Relaxed);
-                    } else {
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
-                }
-            });
-        }
+        let started = runtime.spawn(importers(url.to_owned(), stop.clone(), done.clone()));
+        started.await.expect("the noisy organization starts");
         // Time for the imports to be under way.
         tokio::time::sleep(Duration::from_secs(1)).await;
-        Self { stop, done }
+        Self {
+            stop,
+            done,
+            runtime: Some(runtime),
+        }
+    }
+}
+
+/// Starts the noisy organization's importers on the current runtime.
+async fn importers(url: String, stop: Arc<AtomicBool>, done: Arc<AtomicU64>) {
+    let channel = Channel::from_shared(url)
+        .expect("a URL")
+        .connect()
+        .await
+        .expect("connects");
+    let mut client = RunsServiceClient::new(channel);
+    let token = token("sql-noisy", "noisy-user", &["admin"]);
+    let thread = thread(&mut client, &token).await;
+    let csv = Arc::new(csv(NOISY_ROWS));
+    for worker in 0..NOISY_IMPORTERS {
+        let (mut client, thread, token, csv, stop, done) = (
+            client.clone(),
+            thread.clone(),
+            token.clone(),
+            csv.clone(),
+            stop.clone(),
+            done.clone(),
+        );
+        tokio::spawn(async move {
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                let name = format!("noisy_{worker}_{n}");
+                if client
+                    .import_data_source(import(&thread, name, &csv, &token))
+                    .await
+                    .is_ok()
+                {
+                    done.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        });
     }
 }
 
 impl Drop for Noisy {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
     }
 }

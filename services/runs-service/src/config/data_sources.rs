@@ -63,6 +63,12 @@ pub struct DataSourceArgs {
     /// 19), so that the kernel gives a core to a request first.
     #[arg(long = "data-source-nice", env = "SWITCHBOARD_DATA_SOURCE_NICE", default_value_t = Capacity::DEFAULT_NICE)]
     pub nice: i32,
+    /// Whether data-source work runs in the kernel's idle class
+    /// (`SCHED_IDLE`): only on a core no request wants, giving it up at once
+    /// when one does; `false` leaves only the nice value between it and
+    /// the requests.
+    #[arg(long = "data-source-sched-idle", env = "SWITCHBOARD_DATA_SOURCE_SCHED_IDLE", default_value_t = Capacity::default().sched_idle, action = clap::ArgAction::Set)]
+    pub sched_idle: bool,
     /// CSV bytes an import parses in one turn of the data-source threads
     /// (and cells typed and encoded in one, as many as those bytes hold),
     /// between which the turns go round the organizations; from 1 to
@@ -114,6 +120,7 @@ impl Default for DataSourceArgs {
             org_bytes: capacity.org_bytes,
             threads: None,
             nice: capacity.nice,
+            sched_idle: capacity.sched_idle,
             piece_bytes: capacity.piece_bytes,
             query_max_result_bytes: query.max_result_bytes,
             query_max_value_bytes: query.max_value_bytes,
@@ -205,6 +212,7 @@ impl DataSourceArgs {
             org_bytes: self.org_bytes,
             threads: self.threads.unwrap_or_else(Capacity::default_threads),
             nice: self.nice,
+            sched_idle: self.sched_idle,
             piece_bytes: self.piece_bytes,
         }
     }

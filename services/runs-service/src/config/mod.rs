@@ -458,6 +458,7 @@ mod tests {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         assert_eq!(capacity.threads, cores.saturating_sub(1).max(1));
         assert_eq!(capacity.nice, 10);
+        assert!(capacity.sched_idle, "in the idle class by default");
         let at = |threads: usize, nice: i32| DataSourceArgs {
             threads: Some(threads),
             nice,
@@ -483,14 +484,14 @@ mod tests {
             "3",
             "--data-source-nice",
             "0",
+            "--data-source-sched-idle",
+            "false",
         ])
         .expect("parsed");
+        let capacity = set.data_sources.capacity();
         assert_eq!(
-            (
-                set.data_sources.capacity().threads,
-                set.data_sources.capacity().nice
-            ),
-            (3, 0)
+            (capacity.threads, capacity.nice, capacity.sched_idle),
+            (3, 0, false)
         );
     }
 }

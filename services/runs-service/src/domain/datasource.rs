@@ -206,6 +206,10 @@ pub struct Capacity {
     /// Nice levels below the service's that data-source work runs at, so
     /// that the kernel gives a core to a request first.
     pub nice: i32,
+    /// Whether data-source work runs in the kernel's idle class
+    /// (`SCHED_IDLE`): only on a core no request wants, giving it up as soon
+    /// as one does.
+    pub sched_idle: bool,
     /// CSV bytes an import parses in one turn of those threads; between
     /// turns it waits behind the other organizations' imports, so that each
     /// waits behind at most about one such piece of another's. Typing and
@@ -246,6 +250,7 @@ impl Default for Capacity {
             org_bytes: 1024 * 1024 * 1024,
             threads: Self::default_threads(),
             nice: Self::DEFAULT_NICE,
+            sched_idle: true,
             piece_bytes: Self::DEFAULT_PIECE_BYTES,
         }
     }

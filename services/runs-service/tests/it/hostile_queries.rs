@@ -306,20 +306,60 @@ async fn a_query_past_its_time_has_ended_before_its_slot_is_given_back(kind: DbK
     );
 }
 
-/// The nice value and the number of threads of process `pid`, from
-/// `/proc/<pid>/stat` (fields 19 and 20, after the parenthesized name).
-fn nice_and_threads(pid: u32) -> Option<(i32, usize)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    Some((fields.get(16)?.parse().ok()?, fields.get(17)?.parse().ok()?))
+/// How process `pid`'s main thread is scheduled, from `/proc/<pid>/stat`.
+#[derive(Debug, Clone, Copy)]
+struct Scheduled {
+    nice: i32,
+    threads: usize,
+    /// The kernel's scheduling policy: 0 normal, 5 the idle class.
+    policy: u32,
 }
 
+/// Fields 19, 20 and 41 of `/proc/<pid>/stat`, counted after the
+/// parenthesized name (the third field).
+fn scheduled(pid: u32) -> Option<Scheduled> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    Some(Scheduled {
+        nice: fields.get(16)?.parse().ok()?,
+        threads: fields.get(17)?.parse().ok()?,
+        policy: fields.get(38)?.parse().ok()?,
+    })
+}
+
+/// The kernel's number for its idle class, `SCHED_IDLE`.
+const SCHED_IDLE: u32 = 5;
+
 async fn a_query_process_runs_below_the_service_priority_on_the_pool_threads(kind: DbKind) {
-    let capacity = Capacity {
-        threads: 1,
-        nice: 5,
-        ..Capacity::default()
-    };
+    for sched_idle in [false, true] {
+        let capacity = Capacity {
+            threads: 1,
+            nice: 5,
+            sched_idle,
+            ..Capacity::default()
+        };
+        let seen = query_process_of(kind, capacity).await;
+        let service = rustix::process::getpriority_process(None).expect("reads");
+        assert_eq!(
+            seen.nice,
+            (service + 5).min(19),
+            "five levels below the service"
+        );
+        let policy = if sched_idle { SCHED_IDLE } else { 0 };
+        assert_eq!(seen.policy, policy, "the idle class set: {sched_idle}");
+        // The main thread and the engine's one worker; the engine's blocking
+        // threads, if any, are few.
+        assert!(
+            seen.threads <= 4,
+            "{} threads for a pool of one",
+            seen.threads
+        );
+    }
+}
+
+/// How the process of a long query runs under `capacity`, once its
+/// engine's runtime has started (a thread past main).
+async fn query_process_of(kind: DbKind, capacity: Capacity) -> Scheduled {
     let fx = Fixture::new(kind, ImportLimits::default(), limits(), capacity).await;
     let thread = fx.thread("org-a").await;
     let slow = "SELECT sum(value % 7) FROM generate_series(1, 1000000000000)";
@@ -329,22 +369,16 @@ async fn a_query_process_runs_below_the_service_priority_on_the_pool_threads(kin
     };
     let mut seen = None;
     for _ in 0..300 {
-        // Read once the engine's runtime has started (a thread past main).
         seen = worker_of(thread)
-            .and_then(nice_and_threads)
-            .filter(|&(_, threads)| threads > 1);
+            .and_then(scheduled)
+            .filter(|seen| seen.threads > 1);
         if seen.is_some() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let (nice, threads) = seen.expect("the query runs in a process of its own");
-    let service = rustix::process::getpriority_process(None).expect("reads");
-    assert_eq!(nice, (service + 5).min(19), "five levels below the service");
-    // The main thread and the engine's one worker; the engine's blocking
-    // threads, if any, are few.
-    assert!(threads <= 4, "{threads} threads for a pool of one");
     query.abort();
+    seen.expect("the query runs in a process of its own")
 }
 
 async fn imports_of_two_organizations_all_run_on_one_data_source_thread(kind: DbKind) {

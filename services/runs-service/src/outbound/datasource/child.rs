@@ -19,7 +19,8 @@ use bytes::Bytes;
 use rustix::process::{Resource, Rlimit, Signal, set_parent_process_death_signal, setrlimit};
 
 use super::{
-    engine, pool,
+    engine,
+    priority::CpuPriority,
     protocol::{self, Limits, Request, Response},
 };
 use crate::domain::datasource::{QueryError, QueryLimits};
@@ -51,7 +52,11 @@ fn serve() -> anyhow::Result<()> {
     let request = read_request(&mut input)?;
     confine(&request.limits, request.partitions)?;
     // Before the engine's threads start, which inherit it.
-    pool::run_at_most_at(request.priority);
+    CpuPriority {
+        nice: request.priority,
+        idle: request.idle,
+    }
+    .lower_current_thread();
     let tables = read_tables(&mut input, &request)?;
     let limits = QueryLimits::from(request.limits);
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -31,6 +31,7 @@ mod gate;
 mod import;
 mod import_work;
 mod pool;
+mod priority;
 mod protocol;
 mod quota;
 mod slots;
@@ -62,6 +63,7 @@ use crate::outbound::sql::{stored_id, stored_optional_id};
 use cache::TableCache;
 use import_work::{Encoded, ImportWork};
 use pool::{CpuPool, PoolError};
+use priority::CpuPriority;
 use slots::{Slot, Slots};
 use worker::QueryWorker;
 
@@ -113,7 +115,7 @@ impl SqlDataSources {
             }),
             import,
             limits: query,
-            pool: CpuPool::new(capacity.threads, capacity.nice),
+            pool: CpuPool::new(capacity.threads, priority(&capacity)),
             piece_bytes: capacity.piece_bytes,
             slots: Slots::new(
                 capacity.concurrent_work,
@@ -155,7 +157,7 @@ impl SqlDataSources {
                 capacity.queued_per_org,
             ),
             org_bytes: capacity.org_bytes,
-            pool: CpuPool::new(capacity.threads, capacity.nice),
+            pool: CpuPool::new(capacity.threads, priority(&capacity)),
             piece_bytes: capacity.piece_bytes,
             ..self.with_cache_bytes(capacity.cache_bytes)
         }
@@ -287,6 +289,12 @@ async fn parse_and_encode(
         })?
 }
 
+/// The priority of the data-source threads and query processes `capacity`
+/// sets, below the service's.
+fn priority(capacity: &Capacity) -> CpuPriority {
+    CpuPriority::below_current(capacity.nice, capacity.sched_idle)
+}
+
 fn decode_source(row: &AnyRow) -> anyhow::Result<DataSource> {
     let columns_json: String = row.try_get("columns_json")?;
     let columns: Vec<Column> =
@@ -415,7 +423,8 @@ impl DataSources for SqlDataSources {
                     sql: sql.to_owned(),
                     limits: (&limits).into(),
                     partitions,
-                    priority: self.pool.priority(),
+                    priority: self.pool.priority().nice,
+                    idle: self.pool.priority().idle,
                     tables: tables
                         .iter()
                         .map(|(name, content)| protocol::TableHeader {

@@ -3,9 +3,8 @@
 //! Two things keep that work from slowing the rest of the machine. The pool
 //! has a fixed number of threads, by default one fewer than the cores, so
 //! that at least one core is left for calls; and its threads run at a lower
-//! CPU priority (a higher nice value) than the service's request-serving
-//! threads, so that when both want a core the kernel gives it to the
-//! request. A query's worker process (`child.rs`) runs as many threads, at
+//! CPU priority than the service's request-serving threads (`priority.rs`),
+//! so that when both want a core the kernel gives it to the request. A query's worker process (`child.rs`) runs as many threads, at
 //! the same priority; it holds no turn here, so that a long query cannot
 //! keep another organization's from starting (the kernel shares the cores
 //! between the processes). Work here runs in pieces, a turn each: an
@@ -34,6 +33,8 @@ use std::{
 
 use tokio::{sync::oneshot, time::Instant};
 
+use super::priority::CpuPriority;
+
 /// A piece of work as the pool's threads run it.
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -44,8 +45,8 @@ type Job = Box<dyn FnOnce() + Send>;
 pub(super) struct CpuPool {
     shared: Arc<Shared>,
     threads: usize,
-    /// The nice value its threads run at.
-    priority: i32,
+    /// The priority its threads run at.
+    priority: CpuPriority,
 }
 
 #[derive(Debug, Default)]
@@ -120,20 +121,17 @@ impl Drop for Abandon {
 }
 
 impl CpuPool {
-    /// A pool of `threads` threads (at least one), each running `nice`
-    /// levels below the priority of the thread that starts it (at most at
-    /// nice 19).
-    pub fn new(threads: usize, nice: i32) -> Self {
+    /// A pool of `threads` threads (at least one), each running at
+    /// `priority`.
+    pub fn new(threads: usize, priority: CpuPriority) -> Self {
         let threads = threads.max(1);
-        let now = rustix::process::getpriority_process(None).unwrap_or(0);
-        let priority = now.saturating_add(nice.max(0)).min(MAX_NICE);
         let shared = Arc::new(Shared::default());
         for n in 0..threads {
             let shared = Arc::clone(&shared);
             let started = std::thread::Builder::new()
                 .name(format!("data-source-{n}"))
                 .spawn(move || {
-                    run_at_most_at(priority);
+                    priority.lower_current_thread();
                     serve(&shared);
                 });
             if let Err(error) = started {
@@ -152,9 +150,9 @@ impl CpuPool {
         self.threads
     }
 
-    /// The nice value the pool's threads run at, for a query's process to
+    /// The priority the pool's threads run at, for a query's process to
     /// run at too.
-    pub fn priority(&self) -> i32 {
+    pub fn priority(&self) -> CpuPriority {
         self.priority
     }
 
@@ -325,27 +323,6 @@ fn lock(lines: &Mutex<Lines>) -> MutexGuard<'_, Lines> {
     // Each change is a few pushes and pops under the lock, so a poisoned
     // lock is consistent.
     lines.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The highest nice value (the lowest priority).
-const MAX_NICE: i32 = 19;
-
-/// Lowers the calling thread's CPU priority to nice value `priority` if it
-/// runs above it, for the kernel to prefer the service's other threads. On
-/// Linux the nice value is per thread, and the threads and processes a
-/// thread starts inherit it. Best effort: a failure is logged and the
-/// thread runs as it was.
-pub(super) fn run_at_most_at(priority: i32) {
-    let lowered = rustix::process::getpriority_process(None).and_then(|now| {
-        if now < priority {
-            rustix::process::setpriority_process(None, priority.min(MAX_NICE))
-        } else {
-            Ok(())
-        }
-    });
-    if let Err(error) = lowered {
-        tracing::warn!(error = %error, priority, "failed to lower a data-source thread's priority");
-    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,12 @@
 use std::sync::mpsc;
 
 use super::*;
+use crate::outbound::datasource::priority::{self, CpuPriority};
+
+/// The priority of the test's own threads.
+fn at_service_priority() -> CpuPriority {
+    CpuPriority::below_current(0, false)
+}
 
 fn far() -> Instant {
     Instant::now() + Duration::from_secs(30)
@@ -29,7 +35,7 @@ async fn held(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_organization_with_work_waiting_gets_the_next_turn_before_a_busy_ones_rest() {
     // One thread, held by org a; a queues three more, then b one.
-    let pool = Arc::new(CpuPool::new(1, 0));
+    let pool = Arc::new(CpuPool::new(1, at_service_priority()));
     let (order, ran) = mpsc::channel();
     let (first, release_first) = held(Arc::clone(&pool), "a", order.clone()).await;
     assert_eq!(ran.recv_timeout(Duration::from_secs(10)), Ok("a"));
@@ -59,7 +65,7 @@ async fn an_organization_with_work_waiting_gets_the_next_turn_before_a_busy_ones
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pool_runs_at_most_its_threads_at_once() {
-    let pool = Arc::new(CpuPool::new(2, 0));
+    let pool = Arc::new(CpuPool::new(2, at_service_priority()));
     let (order, ran) = mpsc::channel();
     // Each started before the next is sent, so that the third is the one
     // left waiting.
@@ -79,7 +85,7 @@ async fn the_pool_runs_at_most_its_threads_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn work_that_waited_past_its_deadline_is_not_run() {
-    let pool = Arc::new(CpuPool::new(1, 0));
+    let pool = Arc::new(CpuPool::new(1, at_service_priority()));
     let (order, ran) = mpsc::channel();
     let (_first, release) = held(Arc::clone(&pool), "a", order.clone()).await;
     assert_eq!(ran.recv_timeout(Duration::from_secs(10)), Ok("a"));
@@ -98,7 +104,7 @@ async fn work_that_waited_past_its_deadline_is_not_run() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panic_ends_its_work_not_the_thread() {
-    let pool = CpuPool::new(1, 0);
+    let pool = CpuPool::new(1, at_service_priority());
     let failed: Result<(), _> = pool.run("a", far(), || panic!("a bug")).await;
     assert_eq!(failed, Err(PoolError::Stopped));
     assert_eq!(pool.run("a", far(), || 7).await, Ok(7));
@@ -107,18 +113,49 @@ async fn a_panic_ends_its_work_not_the_thread() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_threads_run_below_the_service_priority() {
     let before = rustix::process::getpriority_process(None).expect("reads");
-    let pool = CpuPool::new(1, 7);
-    assert_eq!(pool.priority(), (before + 7).min(19));
-    let inside = pool
-        .run("a", far(), || rustix::process::getpriority_process(None))
+    let pool = CpuPool::new(1, CpuPriority::below_current(7, false));
+    assert_eq!(pool.priority().nice, (before + 7).min(19));
+    let (nice, idle) = pool
+        .run("a", far(), || {
+            (
+                rustix::process::getpriority_process(None),
+                priority::runs_only_when_idle(),
+            )
+        })
         .await
-        .expect("runs")
-        .expect("reads");
-    assert_eq!(inside, (before + 7).min(19));
+        .expect("runs");
+    assert_eq!(nice.expect("reads"), (before + 7).min(19));
+    assert!(!idle, "not in the idle class unless set");
     assert_eq!(
         rustix::process::getpriority_process(None).expect("reads"),
         before,
         "only the pool's threads"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_threads_run_in_the_idle_class_when_set() {
+    let before = rustix::process::getpriority_process(None).expect("reads");
+    let pool = CpuPool::new(1, CpuPriority::below_current(19, true));
+    let (nice, idle) = pool
+        .run("a", far(), || {
+            (
+                rustix::process::getpriority_process(None),
+                priority::runs_only_when_idle(),
+            )
+        })
+        .await
+        .expect("runs");
+    assert!(idle, "the pool's thread runs in the idle class");
+    assert_eq!(
+        nice.expect("reads"),
+        19,
+        "and at the nice value set, the highest"
+    );
+    assert!(!priority::runs_only_when_idle(), "only the pool's threads");
+    assert_eq!(
+        rustix::process::getpriority_process(None).expect("reads"),
+        before
     );
 }
 
@@ -145,7 +182,7 @@ fn pieced(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn between_the_pieces_of_one_organization_another_gets_a_turn() {
-    let pool = Arc::new(CpuPool::new(1, 0));
+    let pool = Arc::new(CpuPool::new(1, at_service_priority()));
     let (order, ran) = mpsc::channel();
     let (release, hold) = mpsc::channel();
     let long = {
@@ -179,7 +216,7 @@ async fn between_the_pieces_of_one_organization_another_gets_a_turn() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn work_whose_caller_stopped_waiting_stops_at_the_next_piece() {
-    let pool = Arc::new(CpuPool::new(1, 0));
+    let pool = Arc::new(CpuPool::new(1, at_service_priority()));
     let (order, ran) = mpsc::channel();
     let (release, hold) = mpsc::channel();
     let caller = {

@@ -30,6 +30,10 @@ pub(super) struct Request {
     /// data-source threads').
     #[serde(default)]
     pub priority: i32,
+    /// Whether the worker runs in the kernel's idle class, as the
+    /// service's data-source threads do.
+    #[serde(default)]
+    pub idle: bool,
     /// The tables whose bytes follow, in order.
     pub tables: Vec<TableHeader>,
 }

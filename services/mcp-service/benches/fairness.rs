@@ -13,7 +13,9 @@
 //! runs-service's data-source threads taking a whole import a turn (as
 //! before imports were parsed in pieces), and as by default;
 //! `BENCH_SQL_ROWS=all` adds a first row with the threads as before they
-//! were a pool of their own (4 at the service's priority).
+//! were a pool of their own (4 at the service's priority). Before them, the
+//! machine's floor (`floor.rs`): the quiet calls beside spin loops in the
+//! kernel's idle class, what any work on those cores costs them.
 //! `BENCH_FAIRNESS=sql` runs only that row, `=calls` all but it.
 //! mcp-service and the example MCP server run as release binaries; the
 //! hanging MCP server (accepts, never answers) runs in this process. See
@@ -21,6 +23,8 @@
 //!
 //! `cargo bench -p switchboard-mcp-service --bench fairness`
 
+#[path = "fairness/floor.rs"]
+mod floor;
 #[path = "fairness/sql.rs"]
 mod sql;
 
@@ -404,11 +408,38 @@ async fn sql_rows(dir: &std::path::Path, quiet_upstream: &str) {
     if std::env::var("BENCH_SQL_ROWS").is_ok_and(|rows| rows == "all") {
         rows.insert(0, ("4 threads at nice 0 (as before)", sql::Pool::AS_BEFORE));
     }
+    floor_row(dir, quiet_upstream).await;
     for (name, pool) in rows {
         println!("SQL load, runs-service's data-source threads: {name}");
         report_sql(&sql_scenario(dir, quiet_upstream, pool).await);
         println!();
     }
+}
+
+/// The quiet organization's ExecuteTool alone and beside spin loops in the
+/// kernel's idle class (`floor.rs`): the least any work on those cores
+/// costs it on this machine.
+async fn floor_row(dir: &std::path::Path, quiet_upstream: &str) {
+    let (_service, url, _pid) = mcp_service(dir, ORG_LIMIT, "250ms").await;
+    let channel = channel(&url).await;
+    let token = token("quiet", "quiet-user", &["admin"]);
+    let id = integration(&channel, &token, "example", quiet_upstream).await;
+    quiet_phase(&channel, &id, &token).await;
+    let alone = quiet_phase(&channel, &id, &token).await;
+    let threads = floor::default_data_source_threads();
+    let spinners = floor::Spinners::start(threads);
+    let beside = quiet_phase(&channel, &id, &token).await;
+    drop(spinners);
+    println!("The floor: {threads} spin loop(s) in the kernel's idle class (SCHED_IDLE)");
+    report("  quiet ExecuteTool alone", &alone);
+    report("  quiet ExecuteTool beside them", &beside);
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "added by work of the lowest priority: p50 {:+.3} ms, p99 {:+.3} ms ({:+.0} %)\n",
+        ms(beside.at(0.5)) - ms(alone.at(0.5)),
+        ms(beside.at(0.99)) - ms(alone.at(0.99)),
+        (ms(beside.at(0.99)) / ms(alone.at(0.99)) - 1.0) * 100.0,
+    );
 }
 
 /// The rows of one SQL-load scenario.

@@ -115,7 +115,7 @@ impl SqlDataSources {
             }),
             import,
             limits: query,
-            pool: CpuPool::new(capacity.threads, priority(&capacity)),
+            pool: CpuPool::new(capacity.threads, CpuPriority::of(&capacity)),
             piece_bytes: capacity.piece_bytes,
             slots: Slots::new(
                 capacity.concurrent_work,
@@ -157,7 +157,7 @@ impl SqlDataSources {
                 capacity.queued_per_org,
             ),
             org_bytes: capacity.org_bytes,
-            pool: CpuPool::new(capacity.threads, priority(&capacity)),
+            pool: CpuPool::new(capacity.threads, CpuPriority::of(&capacity)),
             piece_bytes: capacity.piece_bytes,
             ..self.with_cache_bytes(capacity.cache_bytes)
         }
@@ -287,12 +287,6 @@ async fn parse_and_encode(
             PoolError::Waited(wait) => ImportError::Busy(Busy::Timeout(wait)),
             PoolError::Stopped => ImportError::Storage(anyhow::anyhow!("the import stopped")),
         })?
-}
-
-/// The priority of the data-source threads and query processes `capacity`
-/// sets, below the service's.
-fn priority(capacity: &Capacity) -> CpuPriority {
-    CpuPriority::below_current(capacity.nice, capacity.sched_idle)
 }
 
 fn decode_source(row: &AnyRow) -> anyhow::Result<DataSource> {

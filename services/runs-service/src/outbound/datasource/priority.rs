@@ -16,6 +16,7 @@
 //! Both only lower a thread's priority, which needs no privilege; a failure
 //! is logged and the thread runs as it was.
 
+use crate::domain::datasource::Capacity;
 use thread_priority::{
     NormalThreadSchedulePolicy, ThreadPriority, ThreadSchedulePolicy,
     set_thread_priority_and_policy, thread_native_id, thread_schedule_policy,
@@ -42,6 +43,11 @@ impl CpuPriority {
             nice: now.saturating_add(nice.max(0)).min(MAX_NICE),
             idle,
         }
+    }
+
+    /// The priority `capacity` sets, below the calling thread's.
+    pub fn of(capacity: &Capacity) -> Self {
+        Self::below_current(capacity.nice, capacity.sched_idle)
     }
 
     /// Lowers the calling thread to this priority, where it runs above it.

@@ -4,8 +4,9 @@
 //! has a fixed number of threads, by default one fewer than the cores, so
 //! that at least one core is left for calls; and its threads run at a lower
 //! CPU priority than the service's request-serving threads (`priority.rs`),
-//! so that when both want a core the kernel gives it to the request. A query's worker process (`child.rs`) runs as many threads, at
-//! the same priority; it holds no turn here, so that a long query cannot
+//! so that when both want a core the kernel gives it to the request. A
+//! query's worker process (`child.rs`) runs as many threads, at the same
+//! priority; it holds no turn here, so that a long query cannot
 //! keep another organization's from starting (the kernel shares the cores
 //! between the processes). Work here runs in pieces, a turn each: an
 //! import's piece is about `SWITCHBOARD_DATA_SOURCE_PIECE_BYTES` of its CSV

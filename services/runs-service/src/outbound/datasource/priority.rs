@@ -23,11 +23,11 @@ use thread_priority::{
 };
 
 /// The highest nice value (the lowest priority).
-pub(super) const MAX_NICE: i32 = 19;
+const MAX_NICE: i32 = 19;
 
 /// How data-source work is scheduled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct CpuPriority {
+pub(super) struct CpuPriority {
     /// The nice value it runs at, at least.
     pub nice: i32,
     /// Whether it runs in the kernel's idle class.

@@ -110,11 +110,9 @@ async fn a_panic_ends_its_work_not_the_thread() {
     assert_eq!(pool.run("a", far(), || 7).await, Ok(7));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_threads_run_below_the_service_priority() {
-    let before = rustix::process::getpriority_process(None).expect("reads");
-    let pool = CpuPool::new(1, CpuPriority::below_current(7, false));
-    assert_eq!(pool.priority().nice, (before + 7).min(19));
+/// The nice value of a thread of `pool`, and whether it runs in the idle
+/// class, read on that thread.
+async fn scheduling_inside(pool: &CpuPool) -> (i32, bool) {
     let (nice, idle) = pool
         .run("a", far(), || {
             (
@@ -124,7 +122,16 @@ async fn the_threads_run_below_the_service_priority() {
         })
         .await
         .expect("runs");
-    assert_eq!(nice.expect("reads"), (before + 7).min(19));
+    (nice.expect("reads"), idle)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_threads_run_below_the_service_priority() {
+    let before = rustix::process::getpriority_process(None).expect("reads");
+    let pool = CpuPool::new(1, CpuPriority::below_current(7, false));
+    assert_eq!(pool.priority().nice, (before + 7).min(19));
+    let (nice, idle) = scheduling_inside(&pool).await;
+    assert_eq!(nice, (before + 7).min(19));
     assert!(!idle, "not in the idle class unless set");
     assert_eq!(
         rustix::process::getpriority_process(None).expect("reads"),
@@ -137,21 +144,9 @@ async fn the_threads_run_below_the_service_priority() {
 async fn the_threads_run_in_the_idle_class_when_set() {
     let before = rustix::process::getpriority_process(None).expect("reads");
     let pool = CpuPool::new(1, CpuPriority::below_current(19, true));
-    let (nice, idle) = pool
-        .run("a", far(), || {
-            (
-                rustix::process::getpriority_process(None),
-                priority::runs_only_when_idle(),
-            )
-        })
-        .await
-        .expect("runs");
+    let (nice, idle) = scheduling_inside(&pool).await;
     assert!(idle, "the pool's thread runs in the idle class");
-    assert_eq!(
-        nice.expect("reads"),
-        19,
-        "and at the nice value set, the highest"
-    );
+    assert_eq!(nice, 19, "and at the nice value set, the highest");
     assert!(!priority::runs_only_when_idle(), "only the pool's threads");
     assert_eq!(
         rustix::process::getpriority_process(None).expect("reads"),

@@ -1,5 +1,6 @@
 //! Wiring: storage, adapters, the gRPC server and the MCP endpoint.
 
+mod unpinned;
 mod upstream;
 
 use self::upstream::{connector, gateway};
@@ -152,6 +153,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     let (gateway, relay) = gateway(config, connector, &shared)?;
     let resume = ResumeSeal::new(keys.clone(), config.resume_ttl);
     let repository = Arc::new(SqlIntegrationRepository::new(db.pool.clone(), keys));
+    unpinned::report_unpinned_credentials(&repository).await;
     let integrations = integration_service(config, repository.clone(), gateway.clone(), policy)?;
     let policies = policy_engine(config, &db.pool);
     let calls = CallService::new(

@@ -1,7 +1,18 @@
 //! Checking an OAuth configuration before it is saved: its URLs (see
 //! [`check_oauth_url`]), a client secret only with the client id and issuer
 //! it belongs to, and for client credentials the credential their client
-//! authentication method needs.
+//! authentication method needs and the token URL or issuer it goes to.
+//!
+//! Where a credential may go: a credential Switchboard or the operator
+//! holds (a client secret, a private key's assertion, the workload token,
+//! the caller's token or ID token) is sent only to an endpoint the
+//! configuration pins, a token URL or an issuer whose own metadata names
+//! it. The authorization code flow without a pre-registered secret needs no
+//! pin: all it sends (the code, its PKCE verifier, refresh tokens, a
+//! dynamically registered client's secret) was issued within the flow by
+//! the authorization server the MCP server names, and goes back only to
+//! the token endpoint of that server's own metadata, recorded with the
+//! grant.
 
 use jsonwebtoken::{Algorithm, EncodingKey};
 use secrecy::{ExposeSecret as _, SecretString};
@@ -14,6 +25,20 @@ use super::{
     integration::{AuthConfig, ClientAuth, IdentityProvider, OAuthCodeConfig, OnBehalfOf, Secrets},
     oauth_url::check_oauth_url,
 };
+
+/// Why a client-credentials configuration needs a token URL or an issuer.
+const UNPINNED: &str = "a token_url or an issuer is required: the client's credential (and, on behalf of the caller, the caller's token) goes only to a token endpoint the integration names, never to one the MCP server points to";
+
+/// Whether `auth` would send a credential to a token endpoint nobody
+/// pinned: client credentials (any client authentication, either grant on
+/// behalf of the caller) naming neither a token URL nor an issuer. Only a
+/// configuration saved before either was required; calls refuse it.
+pub fn credential_destination_unpinned(auth: &AuthConfig) -> bool {
+    matches!(
+        auth,
+        AuthConfig::OAuthClientCredentials { token_url, issuer: None, .. } if token_url.is_empty()
+    )
+}
 
 /// OAuth authorization code: a client secret only with the client id it was
 /// issued with and the issuer it is bound to.
@@ -159,6 +184,9 @@ pub(super) async fn client_credentials(
     }
     if let Some(Err(error)) = issuer.as_deref().map(|i| check_oauth_url(addresses, i)) {
         violation("issuer", &error.to_string());
+    }
+    if token_url.is_empty() && issuer.is_none() {
+        violation("token_url", UNPINNED);
     }
     let client_secret = client_secret
         .filter(|s| !s.expose_secret().is_empty())

@@ -10,6 +10,7 @@ mod exact_json;
 mod hostile_authorization;
 mod hostile_calls;
 mod hostile_config;
+mod hostile_credential_destinations;
 mod hostile_metrics;
 mod hostile_names;
 mod hostile_oauth;

@@ -26,10 +26,11 @@ use crate::domain::{
 };
 use crate::outbound::{
     http::check_request_url,
-    oauth::client::{OAuthClients, failed},
+    oauth::client::{OAuthClients, check_bound_issuer, failed},
     oauth::dpop::{self, DpopKey},
     oauth::dpop_http::DpopOAuthHttp,
     oauth::http::PolicyOAuthHttp,
+    oauth::pinned_issuer::pinned_metadata,
     oauth::refresh::SealedCredentials,
     oauth::store::{ClientRegistration, Grant, GrantKey, LivePending, Pending, SqlOAuthStore},
 };
@@ -119,24 +120,51 @@ impl AuthorizationCodeFlows {
     }
 
     /// A manager for the MCP server at `url`, requesting through `http`,
-    /// that has read the authorization server's metadata (from `challenge`
-    /// when given).
-    async fn manager(
+    /// that has resolved its metadata (from `challenge` when given), and
+    /// the authorization server metadata the MCP server points to.
+    async fn discovered(
         &self,
         url: &str,
         challenge: Option<&str>,
         http: Arc<dyn OAuthHttpClient>,
     ) -> Result<(AuthorizationManager, AuthorizationMetadata), AuthorizationError> {
-        let mut manager = AuthorizationManager::new_with_oauth_http_client(url, http)
+        let manager = AuthorizationManager::new_with_oauth_http_client(url, http)
             .await
             .map_err(failed)?;
-        let resolution = manager
+        let named = manager
             .resolve_metadata_from_challenge(challenge)
             .await
-            .map_err(failed)?;
-        check_endpoints(&self.policy, &resolution.metadata)?;
-        manager.set_metadata(resolution.metadata.clone());
-        Ok((manager, resolution.metadata))
+            .map_err(failed)?
+            .metadata;
+        Ok((manager, named))
+    }
+
+    /// A manager for the MCP server at `url` (see [`Self::discovered`])
+    /// holding the metadata of its authorization server: the one the MCP
+    /// server names, or `pinned`, with the endpoints that issuer's own
+    /// document names (see [`pinned_metadata`]), never those of a document
+    /// the MCP server points to.
+    async fn manager(
+        &self,
+        url: &str,
+        challenge: Option<&str>,
+        pinned: Option<&str>,
+    ) -> Result<(AuthorizationManager, AuthorizationMetadata), AuthorizationError> {
+        let (mut manager, named) = self.discovered(url, challenge, self.http.clone()).await?;
+        if pinned.is_some() {
+            check_bound_issuer(pinned, &named)?;
+        }
+        // Without an issuer (the endpoints a server of the 2025-03-26
+        // revision implies on its own origin) there is no document to read.
+        let metadata = match pinned.or(named.issuer.as_deref()) {
+            Some(issuer) => pinned_metadata(&self.http, issuer)
+                .await
+                .map_err(AuthorizationError::Failed)?,
+            None => named,
+        };
+        check_endpoints(&self.policy, &metadata)?;
+        manager.set_metadata(metadata.clone());
+        Ok((manager, metadata))
     }
 
     /// The server's `WWW-Authenticate` challenge to an unauthenticated
@@ -232,7 +260,7 @@ impl AuthorizationCodeFlows {
             None => self.challenge(url).await?,
         };
         let (mut manager, metadata) = self
-            .manager(url, challenge.as_deref(), self.http.clone())
+            .manager(url, challenge.as_deref(), config.issuer.as_deref())
             .await?;
         // A key for the tokens to be bound to, when the authorization
         // server binds them (made now: the grant carries it to whichever
@@ -456,7 +484,7 @@ impl Authorizations for AuthorizationCodeFlows {
         // The same discovery as at the start, so that the token request
         // names the same resource the authorization request did.
         let (mut manager, _) = self
-            .manager(
+            .discovered(
                 &grant.resource_url,
                 grant.challenge.as_deref(),
                 self.oauth_http(&grant),

@@ -87,7 +87,7 @@ pub fn same_issuer(a: &str, b: &str) -> bool {
 }
 
 /// Refuses `metadata` unless it is the bound issuer's.
-fn check_bound_issuer(
+pub(super) fn check_bound_issuer(
     bound: Option<&str>,
     metadata: &AuthorizationMetadata,
 ) -> Result<(), AuthorizationError> {

@@ -1,8 +1,7 @@
 //! OAuth 2.0 client-credentials tokens for integrations that authenticate
 //! that way: fetched from the token endpoint (the configured one, or the one
-//! the MCP server's protected resource metadata and its authorization
-//! server's metadata name), cached until shortly before they expire, fetched
-//! again after.
+//! the configured issuer's own metadata names; never one the MCP server
+//! points to), cached until shortly before they expire, fetched again after.
 //!
 //! Where the authorization server's metadata asks for DPoP (RFC 9449), the
 //! token request carries a proof of the integration's own key (sealed with
@@ -23,27 +22,26 @@ use std::{
     time::{Duration, Instant},
 };
 
-use rmcp::transport::auth::AuthorizationManager;
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::domain::{
     address_policy::AddressPolicy, integration::IntegrationId, oauth_url::check_oauth_url,
     ports::ByteSize,
 };
-use crate::outbound::http::check_request_url;
 use crate::outbound::oauth::{
-    client::{same_issuer, summary},
+    client::summary,
     dpop::{self, DPOP_HEADER, DpopKey, Nonce, USE_NONCE},
     http::PolicyOAuthHttp,
+    pinned_issuer::pinned_metadata,
     token_request::{self, Credential, Target, WorkloadToken},
     token_response::{Issued, TokenError, TokenResponse, lifetime},
 };
 
 /// A token is renewed this long before the endpoint says it expires.
 pub(super) const EXPIRY_MARGIN: Duration = Duration::from_secs(30);
-/// The longest the MCP server may take to answer the request that asks
-/// for its challenge.
-const CHALLENGE_TIME: Duration = Duration::from_secs(30);
+/// Why a grant naming neither a token URL nor an issuer is refused: its
+/// token endpoint could come only from the MCP server's metadata.
+pub(super) const UNPINNED: &str = "the integration names neither a token_url nor an issuer, so its token endpoint could come only from the MCP server's metadata: set the integration's token_url or issuer; no credential was sent";
 /// Default bound on a token response.
 const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024;
 
@@ -79,12 +77,12 @@ type TokenSlot = Arc<tokio::sync::Mutex<Option<Cached>>>;
 pub struct Grant<'a> {
     /// The integration the token is for (the cache key).
     pub integration_id: IntegrationId,
-    /// The MCP server the token is for: the `resource` asked for, and where
-    /// the token endpoint is discovered from when none is configured.
+    /// The MCP server the token is for: the `resource` asked for.
     pub mcp_url: &'a str,
-    /// Token endpoint; empty to discover it.
+    /// Token endpoint; empty to read it from the issuer's metadata.
     pub token_url: &'a str,
-    /// The authorization server a discovered token endpoint must belong to.
+    /// The authorization server whose own metadata names the token
+    /// endpoint when no token URL is configured.
     pub issuer: Option<&'a str>,
     /// Client id.
     pub client_id: &'a str,
@@ -294,8 +292,10 @@ impl OAuthTokens {
     }
 
     /// The token endpoint of `grant`: the configured one, or the one the
-    /// MCP server's metadata names (RFC 9728, then RFC 8414), of the pinned
-    /// issuer when there is one.
+    /// configured issuer's own metadata names (see [`pinned_metadata`]).
+    /// Never one the MCP server's metadata names: without a token URL or an
+    /// issuer nothing is requested (a configuration saved before either
+    /// was required).
     async fn endpoint(&self, grant: &Grant<'_>) -> Result<Endpoint, String> {
         if !grant.token_url.is_empty() {
             return Ok(Endpoint {
@@ -304,67 +304,17 @@ impl OAuthTokens {
                 dpop: false,
             });
         }
+        let issuer = grant.issuer.ok_or(UNPINNED)?;
         let http = self
             .discovery
             .clone()
-            .ok_or("no token endpoint is configured")?;
-        let manager = AuthorizationManager::new_with_oauth_http_client(grant.mcp_url, http)
-            .await
-            .map_err(|e| {
-                format!(
-                    "token endpoint discovery failed: {}",
-                    summary(&e.to_string())
-                )
-            })?;
-        let challenge = self.challenge(grant.mcp_url).await?;
-        let metadata = manager
-            .resolve_metadata_from_challenge(challenge.as_deref())
-            .await
-            .map_err(|e| {
-                format!(
-                    "token endpoint discovery failed: {}",
-                    summary(&e.to_string())
-                )
-            })?
-            .metadata;
-        if let Some(pinned) = grant.issuer
-            && !metadata
-                .issuer
-                .as_deref()
-                .is_some_and(|issuer| same_issuer(issuer, pinned))
-        {
-            return Err(
-                "the MCP server names an authorization server other than the configured issuer; no credential is sent"
-                    .into(),
-            );
-        }
+            .ok_or("no HTTP client for OAuth metadata is configured; no credential was sent")?;
+        let metadata = pinned_metadata(&http, issuer).await?;
         Ok(Endpoint {
             dpop: dpop::wanted_by(&metadata),
             token_url: metadata.token_endpoint,
             issuer: metadata.issuer,
         })
-    }
-
-    /// The MCP server's `WWW-Authenticate` challenge to a request without
-    /// a token, if it sends one: where its protected resource metadata is
-    /// (RFC 9728 section 5.1), which the well-known paths may not be.
-    async fn challenge(&self, url: &str) -> Result<Option<String>, String> {
-        check_request_url(&self.policy, url).map_err(|e| e.to_string())?;
-        let body = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "ping"});
-        let response = self
-            .http
-            .post(url)
-            .header(http::header::ACCEPT, "application/json, text/event-stream")
-            .json(&body)
-            .timeout(CHALLENGE_TIME)
-            .send()
-            .await
-            .map_err(|e| format!("the MCP server is unreachable: {}", e.without_url()))?;
-        Ok(response
-            .headers()
-            .get(http::header::WWW_AUTHENTICATE)
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_owned))
     }
 
     async fn fetch(&self, grant: &Grant<'_>) -> Result<Issued, String> {

@@ -9,6 +9,7 @@ pub mod dpop;
 pub mod dpop_http;
 pub mod http;
 pub mod on_behalf_of;
+pub mod pinned_issuer;
 pub mod refresh;
 pub mod store;
 pub mod token_request;

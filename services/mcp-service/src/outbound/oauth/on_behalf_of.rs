@@ -5,9 +5,11 @@
 //! assertion, presented at the MCP server's authorization server as a JWT
 //! bearer grant, with rmcp's implementation of both steps).
 //!
-//! The token endpoint is the configured or discovered one, under the same
-//! rules as client credentials (see [`super::client_credentials`]): the
-//! client's secret and the caller's token go nowhere else. Exchanged tokens
+//! The token endpoint is the configured one or the one the configured
+//! issuer's own metadata names, under the same rules as client credentials
+//! (see [`super::client_credentials`]): the client's secret and the
+//! caller's token go nowhere else, and never to an endpoint the MCP server
+//! points to. Exchanged tokens
 //! are kept in memory per organization, integration (as configured now),
 //! caller and audience until shortly before they expire (and never past the
 //! caller's own token's expiry); the cache holds a bounded number of them,
@@ -329,7 +331,7 @@ async fn enterprise_managed(
         .map_err(CallError::Connect)?;
     let issuer = endpoint.issuer.ok_or_else(|| {
         CallError::Connect(
-            "enterprise-managed authorization needs the authorization server's issuer (configure it, or leave the token URL to be discovered)"
+            "enterprise-managed authorization needs the authorization server's issuer: set the integration's issuer; no credential was sent"
                 .into(),
         )
     })?;

@@ -51,6 +51,32 @@ impl SqlIntegrationRepository {
         Self { pool, keys }
     }
 
+    /// The organization, id and auth configuration of every integration
+    /// whose auth is client credentials (secrets left sealed): what the
+    /// start-up report of credential destinations reads.
+    pub async fn client_credentials_auth(
+        &self,
+    ) -> anyhow::Result<Vec<(OrgId, IntegrationId, AuthConfig)>> {
+        let rows = sqlx::query(
+            "SELECT id, org_id, config_json FROM integrations \
+             WHERE config_json LIKE '%client_credentials%' ORDER BY org_id, id",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .context("failed to read the integrations")?;
+        let mut found = Vec::with_capacity(rows.len());
+        for row in rows {
+            let id: String = row.try_get("id")?;
+            let id =
+                IntegrationId::parse("id", &id).map_err(|v| anyhow::anyhow!(v.description))?;
+            let config: StoredConfig =
+                serde_json::from_str(&row.try_get::<String, _>("config_json")?)
+                    .context("stored integration configuration is not valid")?;
+            found.push((OrgId(row.try_get("org_id")?), id, config.auth));
+        }
+        Ok(found)
+    }
+
     /// Secrets are bound to their row: a ciphertext moved to another
     /// integration or organization does not open.
     fn binding(org: &OrgId, id: IntegrationId) -> Vec<u8> {

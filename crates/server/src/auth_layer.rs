@@ -10,6 +10,7 @@ use tower::{Layer, Service};
 
 use crate::{
     ApiError, PeerIdentity,
+    connections::ConnectionHandle,
     gate::{BoxFuture, Gate, Gated},
 };
 
@@ -70,6 +71,10 @@ impl Gate for AuthLayer {
                         principal.service = service.to_owned();
                     }
                     tracing::Span::current().record("enduser.id", principal.user_id.as_str());
+                    // The connection leaves the evictable, short-lived set.
+                    if let Some(connection) = request.extensions().get::<ConnectionHandle>() {
+                        connection.authenticated(&principal.org_id);
+                    }
                     request.extensions_mut().insert(principal);
                     request.extensions_mut().insert(token);
                     inner.call(request).await

@@ -2,7 +2,7 @@
 
 use std::{net::SocketAddr, num::NonZeroU32, path::PathBuf, time::Duration};
 
-use crate::{OrgLimitTable, OrgLimits, TlsArgs};
+use crate::{OrgLimitTable, OrgLimits, TlsArgs, connections::ConnectionArgs};
 
 /// How the gRPC server listens, limits and stops.
 #[derive(Debug, Clone, clap::Args)]
@@ -130,6 +130,9 @@ pub struct ServerArgs {
     /// TLS and mutual TLS; plaintext when no certificate is set.
     #[command(flatten)]
     pub tls: TlsArgs,
+    /// Bounds of the connections: timeouts, caps, HTTP/2 limits.
+    #[command(flatten)]
+    pub connections: ConnectionArgs,
 }
 
 impl ServerArgs {
@@ -160,6 +163,7 @@ impl ServerArgs {
             http2_keepalive_interval: Duration::from_secs(30),
             http2_keepalive_timeout: Duration::from_secs(20),
             tls: TlsArgs::default(),
+            connections: ConnectionArgs::default(),
         }
     }
 
@@ -224,6 +228,7 @@ impl ServerArgs {
             !self.readiness_interval.is_zero() && !self.readiness_timeout.is_zero(),
             "SWITCHBOARD_READINESS_INTERVAL and SWITCHBOARD_READINESS_TIMEOUT must be positive"
         );
+        self.connections.validate()?;
         self.tls.validate()
     }
 }

@@ -14,6 +14,7 @@ mod auth_layer;
 mod byte_size;
 pub mod client_error;
 mod config;
+pub mod connections;
 mod deadline;
 pub mod error;
 mod gate;

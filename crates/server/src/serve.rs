@@ -13,10 +13,7 @@ use crate::AuthLayer;
 use switchboard_db::Database;
 use tokio::{net::TcpListener, sync::oneshot, task::JoinHandle};
 use tonic::{
-    body::Body,
-    server::NamedService,
-    service::RoutesBuilder,
-    transport::{Server, server::TcpIncoming},
+    body::Body, server::NamedService, service::RoutesBuilder, transport::server::TcpIncoming,
 };
 use tonic_health::{ServingStatus, server::HealthReporter};
 use tower::{Service, ServiceBuilder};
@@ -25,6 +22,7 @@ use tracing::{Level, Span};
 
 use crate::{
     CallLimits, DeadlineLayer, Deadlines, ServerArgs,
+    connections::{self, FdBudget, serve_connections},
     readiness::{self, Watch},
     reflection::{reflection_v1, reflection_v1alpha},
     rpc_methods::RpcMethods,
@@ -232,7 +230,7 @@ pub async fn serve(
     tokio::pin!(server);
 
     tokio::select! {
-        result = &mut server => return result.context("gRPC server failed"),
+        () = &mut server => anyhow::bail!("gRPC server stopped unasked"),
         () = shutdown => {}
     }
 
@@ -295,7 +293,7 @@ fn grpc_server(
     routes: RoutesBuilder,
     (listener, tls): (TcpListener, Option<Arc<ReloadingTls>>),
     stop: oneshot::Receiver<()>,
-) -> impl Future<Output = Result<(), tonic::transport::Error>> {
+) -> impl Future<Output = ()> {
     let Middleware {
         methods,
         authenticator,
@@ -346,20 +344,22 @@ fn grpc_server(
         }))
         .into_inner();
 
-    let router = Server::builder()
-        // HTTP/2 pings keep a quiet stream (a run waiting on a long tool
-        // call) from being closed as idle by a proxy, and find dead peers.
-        .http2_keepalive_interval(Some(args.http2_keepalive_interval))
-        .http2_keepalive_timeout(Some(args.http2_keepalive_timeout))
+    // Request bodies as tonic reads them, then the stack, then the routes.
+    let service = ServiceBuilder::new()
+        .map_request(|request: http::Request<hyper::body::Incoming>| request.map(Body::new))
         .layer(stack)
-        .add_routes(routes.routes());
+        .service(routes.routes().prepare());
+    let budget = FdBudget::of_process();
+    let keepalive = (args.http2_keepalive_interval, args.http2_keepalive_timeout);
+    let limits = args.connections.limits(&budget, keepalive);
+    connections::log_limits("grpc", &limits, &budget);
     let stop = async {
         let _ = stop.await;
     };
     match tls {
         None => {
             let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
-            Either::Left(router.serve_with_incoming_shutdown(incoming, stop))
+            Either::Left(serve_connections(incoming, service, limits, stop))
         }
         Some(tls) => {
             let incoming = tls_incoming(
@@ -368,7 +368,7 @@ fn grpc_server(
                 args.tls.tls_handshake_timeout,
                 args.tls.tls_max_handshakes,
             );
-            Either::Right(router.serve_with_incoming_shutdown(incoming, stop))
+            Either::Right(serve_connections(incoming, service, limits, stop))
         }
     }
 }
@@ -380,7 +380,7 @@ async fn drain(
     health: &HealthReporter,
     names: &[&'static str],
     stop_listening: oneshot::Sender<()>,
-    mut server: Pin<&mut impl Future<Output = Result<(), tonic::transport::Error>>>,
+    mut server: Pin<&mut impl Future<Output = ()>>,
 ) -> anyhow::Result<()> {
     tracing::info!("shutting down: reporting NOT_SERVING");
     for name in names.iter().copied().chain([""]) {
@@ -391,7 +391,7 @@ async fn drain(
     tokio::time::sleep(args.shutdown_delay).await;
     let _ = stop_listening.send(());
     match tokio::time::timeout(args.drain_timeout, &mut server).await {
-        Ok(result) => result.context("gRPC server failed while draining")?,
+        Ok(()) => {}
         Err(_) => tracing::warn!(
             drain_timeout = ?args.drain_timeout,
             "drain deadline passed; closing the remaining calls"

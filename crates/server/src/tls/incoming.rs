@@ -18,6 +18,7 @@ use tokio_rustls::{TlsAcceptor, server::TlsStream};
 use tonic::transport::server::{Connected, TcpIncoming};
 
 use super::{PeerIdentity, ReloadingTls, peer_identity};
+use crate::connections::Accepted;
 
 /// One client's connection after its TLS handshake.
 #[derive(Debug)]
@@ -33,6 +34,12 @@ impl Connected for TlsConnection {
     /// connection, where the auth layer finds the calling service.
     fn connect_info(&self) -> PeerIdentity {
         self.peer.clone()
+    }
+}
+
+impl Accepted for TlsConnection {
+    fn remote_ip(&self) -> Option<std::net::IpAddr> {
+        self.peer.remote_addr.map(|addr| addr.ip())
     }
 }
 

@@ -174,6 +174,16 @@ pub struct Config {
     /// Largest tool, resource or prompt result passed on, in bytes.
     #[arg(long, env = "SWITCHBOARD_MCP_MAX_RESULT_BYTES", default_value_t = 4 * 1024 * 1024)]
     pub max_result_bytes: usize,
+    /// Largest arguments of a call (a tool's or a prompt's arguments, a
+    /// template's parameters, the caller's answers), each as JSON text, in
+    /// bytes; past it the call is refused on every front door.
+    #[arg(long, env = "SWITCHBOARD_MCP_MAX_ARGUMENTS_BYTES", default_value_t = 1 << 20)]
+    pub max_arguments_bytes: usize,
+    /// Longest text of a server about a call (a JSON-RPC error's message,
+    /// a failure's detail) passed on to callers, logged or recorded in the
+    /// audit trail, in bytes; past it the text is cut and says so.
+    #[arg(long, env = "SWITCHBOARD_MCP_MAX_SERVER_TEXT_BYTES", default_value_t = 4096)]
+    pub max_server_text_bytes: usize,
     /// Most upstream MCP sessions (and validations in progress) one
     /// organization holds; beyond it its least recently used idle session is
     /// closed, or the call refused when all are in use.

@@ -170,6 +170,15 @@ impl EndpointArgs {
             !self.session_idle_timeout.is_zero(),
             "SWITCHBOARD_MCP_ENDPOINT_SESSION_IDLE_TIMEOUT must be more than zero"
         );
+        if let Some(entry) = self
+            .allowed_hosts()
+            .into_iter()
+            .find(|entry| !crate::inbound::mcp_server::is_host_entry(entry))
+        {
+            anyhow::bail!(
+                "SWITCHBOARD_MCP_ENDPOINT_ALLOWED_HOSTS: `{entry}` is not a host or host:port"
+            );
+        }
         if let Some(url) = &self.public_url {
             let parsed = url::Url::parse(url)
                 .map_err(|e| anyhow::anyhow!("SWITCHBOARD_MCP_ENDPOINT_PUBLIC_URL: {e}"))?;

@@ -90,6 +90,8 @@ impl Config {
             endpoint: EndpointArgs::default(),
             resume_ttl: Duration::from_secs(24 * 3600),
             max_result_bytes: 4 * 1024 * 1024,
+            max_arguments_bytes: 1 << 20,
+            max_server_text_bytes: 4096,
             max_sessions_per_org: 200,
             max_stdio_sessions_per_org: 20,
             discovery_max_pages: 100,

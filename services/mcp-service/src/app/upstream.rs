@@ -24,6 +24,7 @@ pub(super) fn gateway(
         DiscoveryCache::new(config.discovery_ttl),
         GatewayLimits {
             max_result_bytes: config.max_result_bytes,
+            max_server_text_bytes: config.max_server_text_bytes,
             discovery: DiscoveryLimits {
                 max_pages: config.discovery_max_pages,
                 max_items: config.discovery_max_items,

@@ -8,6 +8,7 @@ use switchboard_auth::Principal;
 
 use super::{
     approvals::service::{Approvals, GatedCall},
+    bounds::{CallBounds, PromptName, ResourceUri},
     error::McpError,
     integration::{Integration, IntegrationId, OrgId},
     policy::{
@@ -31,6 +32,7 @@ pub struct CallService {
     default_call_timeout: Duration,
     policies: Option<PolicyEnforcer>,
     approvals: Option<Approvals>,
+    bounds: CallBounds,
 }
 
 impl std::fmt::Debug for CallService {
@@ -44,7 +46,7 @@ impl std::fmt::Debug for CallService {
 #[derive(Debug)]
 pub struct ResourceQuery<'a> {
     /// The URI or URI template.
-    pub uri: &'a str,
+    pub uri: &'a ResourceUri,
     /// Values for the template's variables.
     pub parameters: &'a Map<String, Value>,
     /// The caller's answers; empty for a new read.
@@ -56,7 +58,7 @@ pub struct ResourceQuery<'a> {
 #[derive(Debug)]
 pub struct PromptCall {
     /// The prompt's name.
-    pub name: String,
+    pub name: PromptName,
     /// Its arguments.
     pub arguments: Map<String, Value>,
     /// The caller's answers; empty for a new rendering.
@@ -107,7 +109,20 @@ impl CallService {
             default_call_timeout,
             policies: None,
             approvals: None,
+            bounds: CallBounds::default(),
         }
+    }
+
+    /// Refuses calls past `bounds` rather than the defaults.
+    #[must_use]
+    pub fn with_bounds(mut self, bounds: CallBounds) -> Self {
+        self.bounds = bounds;
+        self
+    }
+
+    /// The bounds of what callers send with a call.
+    pub fn bounds(&self) -> &CallBounds {
+        &self.bounds
     }
 
     /// Holds calls a policy gates until an approval of `approvals` lets
@@ -147,6 +162,12 @@ impl CallService {
             }
             None => Ok(()),
         }
+    }
+
+    /// `error` with a server's text in it cut to the bound, before it is
+    /// logged, recorded or returned.
+    fn bounded(&self, error: CallError) -> CallError {
+        error.bounded(self.bounds.max_server_text_bytes)
     }
 
     /// A call's failure as the caller's error: a server that needs the
@@ -244,6 +265,7 @@ impl CallService {
             .gateway
             .discover(&integration, &caller.user_id, bypass_cache, timeout)
             .await
+            .map_err(|error| self.bounded(error))
         {
             Ok(discovery) => {
                 let discovery = match &self.policies {
@@ -277,6 +299,7 @@ impl CallService {
         grants: Grants<'_>,
         deadline: Option<Duration>,
     ) -> Result<Result<Value, CallError>, McpError> {
+        self.bounds.check_tool_call(&call, session_scope)?;
         let integration = self.integrations.usable(caller, id).await?;
         let timeout = self.timeout(&integration, deadline);
         let tool = call.name.clone();
@@ -307,7 +330,8 @@ impl CallService {
         let outcome = self
             .gateway
             .call_tool(&integration, &scope(caller, session_scope), call, timeout)
-            .await;
+            .await
+            .map_err(|error| self.bounded(error));
         match &outcome {
             // A limit of mcp-service, not the tool's answer: the caller
             // retries later, the model is not told the tool failed.
@@ -341,6 +365,8 @@ impl CallService {
         session_scope: &str,
         deadline: Option<Duration>,
     ) -> Result<ResourceRead, McpError> {
+        self.bounds
+            .check_input(session_scope, query.parameters, &query.answers)?;
         let uri =
             expand_uri("parameters", query.uri, query.parameters).map_err(McpError::Invalid)?;
         let integration = self.integrations.usable(caller, id).await?;
@@ -352,6 +378,7 @@ impl CallService {
             .gateway
             .read_resource(&integration, &scope, &uri, query.answers, timeout)
             .await
+            .map_err(|error| self.bounded(error))
         {
             Ok(result) => Ok(ResourceRead::new(uri, result)),
             Err(error) => {
@@ -370,6 +397,8 @@ impl CallService {
         session_scope: &str,
         deadline: Option<Duration>,
     ) -> Result<Value, McpError> {
+        self.bounds
+            .check_input(session_scope, &prompt.arguments, &prompt.answers)?;
         let integration = self.integrations.usable(caller, id).await?;
         let timeout = self.timeout(&integration, deadline);
         let PromptCall {
@@ -384,6 +413,7 @@ impl CallService {
             .gateway
             .get_prompt(&integration, &scope, &name, arguments, answers, timeout)
             .await
+            .map_err(|error| self.bounded(error))
         {
             Ok(prompt) => Ok(prompt),
             Err(error) => {
@@ -405,6 +435,7 @@ impl CallService {
         request: SessionRequest,
         session_scope: &str,
     ) -> Result<Value, McpError> {
+        super::bounds::SESSION_SCOPE.check_optional("session_scope", session_scope)?;
         let integration = self.integrations.usable(caller, id).await?;
         let timeout = self.timeout(&integration, None);
         let called = match &request {
@@ -422,6 +453,7 @@ impl CallService {
             .gateway
             .session_request(&integration, &scope, request, timeout)
             .await
+            .map_err(|error| self.bounded(error))
         {
             Ok(result) => Ok(result),
             Err(error) => {

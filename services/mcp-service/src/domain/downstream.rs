@@ -181,8 +181,9 @@ impl ClientLines<Question> {
         org: &OrgId,
         scope: &SessionScope,
         kind: QuestionKind,
-        params: Value,
+        mut params: Value,
     ) -> Option<Value> {
+        super::server_text::bound_question(kind, &mut params);
         let (answer, answered) = oneshot::channel();
         let question = Question {
             kind,

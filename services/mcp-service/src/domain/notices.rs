@@ -50,7 +50,14 @@ impl ClientLines<Notice> {
     /// Passes `notice`, sent on the upstream session of `scope` in `org`,
     /// to the client sessions registered for it; false when none took it
     /// (none registered, or each at its capacity).
+    /// A notice past [`MAX_NOTICE_BYTES`] is cut to it first, or dropped.
+    ///
+    /// [`MAX_NOTICE_BYTES`]: super::server_text::MAX_NOTICE_BYTES
     pub fn tell(&self, org: &OrgId, scope: &SessionScope, notice: Notice) -> bool {
+        let Some(notice) = super::server_text::bounded_notice(notice) else {
+            tracing::debug!("a notice past its bound: dropped");
+            return false;
+        };
         self.with_clients(org, scope, |clients| {
             let mut told = false;
             for (_, sender) in clients {

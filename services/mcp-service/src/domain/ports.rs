@@ -281,10 +281,10 @@ impl SessionScope {
 
 /// A tool call: the tool, its arguments, and the caller's answers when it
 /// resumes a multi-round-trip request.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ToolCall {
     /// The server's own tool name.
-    pub name: String,
+    pub name: super::bounds::ToolName,
     /// The arguments, a JSON object.
     pub arguments: serde_json::Map<String, serde_json::Value>,
     /// The caller's answers; empty for a new call.
@@ -318,9 +318,9 @@ pub enum SessionRequest {
     /// messages on the session should have (`debug` … `emergency`).
     SetLevel(String),
     /// `resources/subscribe`: tell of the resource's updates.
-    Subscribe(String),
+    Subscribe(super::bounds::ResourceUri),
     /// `resources/unsubscribe`: stop telling of them.
-    Unsubscribe(String),
+    Unsubscribe(super::bounds::ResourceUri),
     /// `completion/complete` of an argument of what it names, its
     /// `CompleteRequestParams` wire JSON (with the server's own names).
     Complete(Completing, serde_json::Value),
@@ -330,9 +330,9 @@ pub enum SessionRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Completing {
     /// A prompt, by the server's own name.
-    Prompt(String),
+    Prompt(super::bounds::PromptName),
     /// A resource template, by its URI template.
-    Resource(String),
+    Resource(super::bounds::ResourceUri),
 }
 
 /// Talks to the MCP servers of integrations on reused sessions.

@@ -22,6 +22,7 @@ use super::{
 };
 use crate::domain::{
     audit::{calls::AuditedCalls, changes::IntegrationChanges},
+    bounds::{PromptName, ResourceUri},
     caller_token::{CallerToken, with_caller_token},
     calls::{Grants, PromptCall, ResourceQuery},
     error::McpError,
@@ -310,8 +311,9 @@ impl McpService for McpApi {
             request.request_state.as_ref(),
             &binding,
         )?;
+        let uri = ResourceUri::parse("uri", request.uri.as_str()).map_err(status)?;
         let query = ResourceQuery {
-            uri: &request.uri,
+            uri: &uri,
             parameters: &parameters,
             answers: input_answers(&request.input_responses, state.as_ref())?,
         };
@@ -349,7 +351,7 @@ impl McpService for McpApi {
         )?;
         let prompt = PromptCall {
             answers: input_answers(&request.input_responses, state.as_ref())?,
-            name: request.name,
+            name: PromptName::parse("name", request.name).map_err(status)?,
             arguments,
         };
         let rendering =

@@ -15,6 +15,7 @@ use super::{
     error::status,
 };
 use crate::domain::{
+    bounds::{Bound, PROMPT_NAME, RESOURCE_URI, SESSION_SCOPE, TASK_ID, TOOL_NAME, ToolName},
     error::McpError,
     input::{IntegrationPatch, NewIntegration, Source},
     integration::{DisplayName, IntegrationId, Slug},
@@ -188,26 +189,24 @@ fn parse_patch(
 pub(super) fn tool_target(request: &pb::ExecuteToolRequest) -> Result<IntegrationId, Status> {
     call_target(
         &request.integration_id,
-        ("tool_name", &request.tool_name, MAX_NAME_BYTES),
+        ("tool_name", &request.tool_name, TOOL_NAME),
         &request.session_scope,
     )
 }
 
 /// The integration a call goes to, after what it names (a tool, a prompt, a
-/// URI) and its session scope are checked against their bounds.
+/// URI) and its session scope are checked against the domain's bounds,
+/// before the request's resumption state is bound to them.
 fn call_target(
     integration_id: &str,
-    (field, named, max_bytes): (&str, &str, usize),
+    (field, named, bound): (&str, &str, Bound),
     session_scope: &str,
 ) -> Result<IntegrationId, Status> {
     let id = parse_id("integration_id", integration_id)?;
-    bounded_text(field, named, max_bytes, true)?;
-    bounded_text(
-        "session_scope",
-        session_scope,
-        MAX_SESSION_SCOPE_BYTES,
-        false,
-    )?;
+    bound.check(field, named).map_err(status)?;
+    SESSION_SCOPE
+        .check_optional("session_scope", session_scope)
+        .map_err(status)?;
     Ok(id)
 }
 
@@ -218,7 +217,7 @@ pub(super) fn resource_target(
 ) -> Result<(IntegrationId, Map<String, Value>), Status> {
     let id = call_target(
         &request.integration_id,
-        ("uri", &request.uri, MAX_URI_BYTES),
+        ("uri", &request.uri, RESOURCE_URI),
         &request.session_scope,
     )?;
     #[allow(deprecated)] // still honoured for callers that only know it
@@ -232,7 +231,7 @@ pub(super) fn resource_target(
 pub(super) fn prompt_target(request: &pb::GetPromptRequest) -> Result<IntegrationId, Status> {
     call_target(
         &request.integration_id,
-        ("name", &request.name, MAX_NAME_BYTES),
+        ("name", &request.name, PROMPT_NAME),
         &request.session_scope,
     )
 }
@@ -299,45 +298,13 @@ pub(super) fn tool_arguments(
 /// it resumes a multi-round-trip request.
 pub(super) fn tool_call(request: &pb::ExecuteToolRequest) -> Result<ToolCall, Status> {
     Ok(ToolCall {
-        name: request.tool_name.clone(),
+        name: ToolName::parse("tool_name", request.tool_name.as_str()).map_err(status)?,
         arguments: tool_arguments(request)?,
         answers: input_answers(&request.input_responses, request.request_state.as_ref())?,
         task_id: task_id(request)?,
         progress: None,
     })
 }
-
-/// Longest tool or prompt name accepted. Servers name their tools in at
-/// most 128 characters (the MCP specification's limit); the bound leaves room
-/// for servers that do not follow it while keeping a caller's text out of
-/// log lines, spans and session keys at any size it likes.
-pub const MAX_NAME_BYTES: usize = 1024;
-
-/// Longest resource URI accepted.
-pub const MAX_URI_BYTES: usize = 8 * 1024;
-
-/// Longest `session_scope` accepted: it is part of the key of an upstream
-/// session, held as long as the session lives (a thread id is 36 bytes).
-pub const MAX_SESSION_SCOPE_BYTES: usize = 1024;
-
-/// Checks a caller's text that names something: present when `required`,
-/// and at most `max` bytes.
-fn bounded_text(field: &str, value: &str, max: usize, required: bool) -> Result<(), Status> {
-    if required && value.is_empty() {
-        return Err(status(McpError::invalid(field, "is required")));
-    }
-    if value.len() > max {
-        return Err(status(McpError::invalid(
-            field,
-            format!("is longer than {max} bytes"),
-        )));
-    }
-    Ok(())
-}
-
-/// Longest `task_id` accepted: servers name their tasks with short ids
-/// (UUIDs, say), and the id is sent on in every request about the task.
-pub const MAX_TASK_ID_BYTES: usize = 1024;
 
 /// The task a resumed call answers, when it answers one.
 fn task_id(request: &pb::ExecuteToolRequest) -> Result<Option<String>, Status> {
@@ -346,8 +313,8 @@ fn task_id(request: &pb::ExecuteToolRequest) -> Result<Option<String>, Status> {
     };
     let problem = if task_id.is_empty() {
         Some("is empty".to_owned())
-    } else if task_id.len() > MAX_TASK_ID_BYTES {
-        Some(format!("is longer than {MAX_TASK_ID_BYTES} bytes"))
+    } else if task_id.len() > TASK_ID.max_bytes {
+        Some(format!("is longer than {} bytes", TASK_ID.max_bytes))
     } else if request.request_state.is_some() {
         Some("is never sent with request_state: a task keeps its own state".to_owned())
     } else {

@@ -111,6 +111,8 @@ impl AuditedCalls {
         grants: Grants<'_>,
         deadline: Option<Duration>,
     ) -> Result<Result<Value, CallError>, McpError> {
+        // Past a bound, refused before anything of it is recorded.
+        self.calls.bounds().check_tool_call(&call, session_scope)?;
         let mut started = self.start(
             caller,
             AuditAction::ToolCall,
@@ -142,6 +144,9 @@ impl AuditedCalls {
         session_scope: &str,
         deadline: Option<Duration>,
     ) -> Result<ResourceRead, McpError> {
+        self.calls
+            .bounds()
+            .check_input(session_scope, query.parameters, &query.answers)?;
         let started = self.start(
             caller,
             AuditAction::ResourceRead,
@@ -166,6 +171,9 @@ impl AuditedCalls {
         session_scope: &str,
         deadline: Option<Duration>,
     ) -> Result<Value, McpError> {
+        self.calls
+            .bounds()
+            .check_input(session_scope, &prompt.arguments, &prompt.answers)?;
         let started = self.start(
             caller,
             AuditAction::PromptGet,

@@ -10,7 +10,13 @@ use super::{
     ports::AuditLog,
     record::{AuditOutcome, AuditRecord},
 };
-use crate::domain::{digest::arguments_digest, error::McpError, ports::CallError};
+use crate::domain::{
+    bounds::RESOURCE_URI,
+    digest::arguments_digest,
+    error::McpError,
+    ports::CallError,
+    server_text::{DEFAULT_MAX_SERVER_TEXT_BYTES, bound_in_place},
+};
 
 /// Which organizations' arguments are recorded, and how much of them.
 #[derive(Debug, Clone, Default)]
@@ -75,7 +81,13 @@ impl Auditor {
     /// happened (a tool with side effects has run), so refusing its result
     /// would only make the caller retry and run it twice. The failure is
     /// logged at `error` with the whole event, which the log pipeline keeps.
-    pub async fn record(&self, record: AuditRecord) {
+    ///
+    /// Its target and reason are cut to their bounds first (a resource
+    /// URI's, a server's text's), whatever wrote them: a row never holds
+    /// more of a caller's or a server's text than a response would.
+    pub async fn record(&self, mut record: AuditRecord) {
+        bound_in_place(&mut record.target, RESOURCE_URI.max_bytes);
+        bound_in_place(&mut record.reason, DEFAULT_MAX_SERVER_TEXT_BYTES);
         emit(&record);
         if let Err(error) = self.log.append(record.clone()).await {
             tracing::error!(

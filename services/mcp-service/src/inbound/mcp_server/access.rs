@@ -13,9 +13,10 @@ use axum::{
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use serde_json::json;
 use switchboard_auth::{AuthError, Authenticator};
-use switchboard_server::bearer_principal;
+use switchboard_server::{bearer_principal, connections::ConnectionHandle};
 
 use super::{
+    authority::Authority,
     caller::Admitted,
     sessions::{BoundedSessions, OPENING, Opening, Owner},
 };
@@ -48,46 +49,64 @@ pub(super) struct Site {
     /// The URL clients reach it at, when configured.
     pub public_url: Option<String>,
     /// The hosts it answers to; empty for any.
-    pub allowed_hosts: Vec<String>,
+    pub allowed_hosts: Vec<Authority>,
     /// The identity provider whose tokens it accepts.
     pub issuer: Option<String>,
 }
 
 impl Site {
+    /// The endpoint under `allowed_hosts` as configured (entries that are
+    /// no host are dropped; the settings refuse them at start-up).
+    pub fn new(public_url: Option<String>, allowed_hosts: &[String], issuer: Option<String>) -> Self {
+        Self {
+            public_url,
+            allowed_hosts: allowed_hosts
+                .iter()
+                .filter_map(|entry| Authority::parse_entry(entry))
+                .collect(),
+            issuer,
+        }
+    }
+
     /// The endpoint's base URL as the client reached it: the configured
-    /// public URL, else `http://` and the request's `Host` when it is
-    /// allowed. None when the host is not one the endpoint answers to.
-    fn base(&self, headers: &HeaderMap) -> Option<String> {
+    /// public URL, else `http://` and the request's host as parsed (never
+    /// the header's text). None when the host is not one the endpoint
+    /// answers to.
+    fn base(&self, request: &RequestHost<'_>) -> Option<String> {
         if let Some(url) = &self.public_url {
             return Some(url.trim_end_matches('/').to_owned());
         }
-        let host = headers.get(header::HOST)?.to_str().ok()?;
-        self.allows(host).then(|| format!("http://{host}"))
+        self.host(request).map(|host| format!("http://{host}"))
     }
 
-    /// Whether `authority` (`host` or `host:port`) is allowed: an entry
-    /// names it exactly, or names its host for any port.
-    pub fn allows(&self, authority: &str) -> bool {
-        if self.allowed_hosts.is_empty() {
-            return true;
-        }
-        let authority = authority.to_ascii_lowercase();
-        let host = host_of(&authority);
-        self.allowed_hosts.iter().any(|allowed| {
-            let allowed = allowed.to_ascii_lowercase();
-            allowed == authority || allowed.trim_matches(['[', ']']) == host
-        })
+    /// The host a request names (its `Host`, else the `:authority` of an
+    /// HTTP/2 request), parsed, when the endpoint answers to it: an entry
+    /// names its host on any port, or its host and port. None when the
+    /// request names no host, something that is no host, or another host.
+    pub fn host(&self, request: &RequestHost<'_>) -> Option<Authority> {
+        let text = match request.headers.get(header::HOST) {
+            Some(value) => value.to_str().ok()?,
+            None => request.uri.authority()?.as_str(),
+        };
+        let host = Authority::parse(text)?;
+        let allowed = self.allowed_hosts.is_empty()
+            || self.allowed_hosts.iter().any(|entry| entry.admits(&host));
+        allowed.then_some(host)
     }
 }
 
-/// The host of an authority, without its port or an IPv6 literal's brackets.
-fn host_of(authority: &str) -> &str {
-    if let Some(rest) = authority.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or(rest);
-    }
-    match authority.rsplit_once(':') {
-        Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
-        _ => authority,
+/// Where a request says it is going: its headers and its URI.
+pub(super) struct RequestHost<'a> {
+    pub headers: &'a HeaderMap,
+    pub uri: &'a http::Uri,
+}
+
+impl<'a> RequestHost<'a> {
+    fn of<B>(request: &'a http::Request<B>) -> Self {
+        Self {
+            headers: request.headers(),
+            uri: request.uri(),
+        }
     }
 }
 
@@ -125,12 +144,7 @@ pub(super) async fn admit_toolset(
 /// session limit is reached.
 async fn admit(access: &Access, target: Target, mut request: Request, next: Next) -> Response {
     let path = request.uri().path().to_owned();
-    if request
-        .headers()
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .is_some_and(|host| !access.site.allows(host))
-    {
+    if access.site.host(&RequestHost::of(&request)).is_none() {
         return (
             StatusCode::FORBIDDEN,
             "Forbidden: Host header is not allowed",
@@ -138,8 +152,16 @@ async fn admit(access: &Access, target: Target, mut request: Request, next: Next
             .into_response();
     }
     let principal = match bearer_principal(&access.authenticator, request.headers()).await {
-        Ok((principal, _token)) => principal,
-        Err(error) => return unauthenticated(&access.site, request.headers(), &path, &error),
+        Ok((principal, _token)) => {
+            // The connection leaves the evictable, short-lived set.
+            if let Some(connection) = request.extensions().get::<ConnectionHandle>() {
+                connection.authenticated(&principal.org_id);
+            }
+            principal
+        }
+        Err(error) => {
+            return unauthenticated(&access.site, &RequestHost::of(&request), &path, &error);
+        }
     };
     let surface = match resolve(access, &principal, &target).await {
         Ok(surface) => surface,
@@ -207,7 +229,12 @@ async fn resolve(
 
 /// 401 with the challenge that names the metadata (RFC 9728 §5.1), or 503
 /// when the identity provider's keys could not be had.
-fn unauthenticated(site: &Site, headers: &HeaderMap, path: &str, error: &AuthError) -> Response {
+fn unauthenticated(
+    site: &Site,
+    request: &RequestHost<'_>,
+    path: &str,
+    error: &AuthError,
+) -> Response {
     if matches!(error, AuthError::KeysUnavailable) {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
@@ -216,7 +243,7 @@ fn unauthenticated(site: &Site, headers: &HeaderMap, path: &str, error: &AuthErr
             .into_response();
     }
     let mut challenge = String::from("Bearer");
-    if let Some(base) = site.base(headers) {
+    if let Some(base) = site.base(request) {
         challenge.push_str(&format!(
             r#" resource_metadata="{base}{METADATA_PATH}{path}""#
         ));
@@ -263,7 +290,10 @@ pub(super) async fn resource_metadata(
     headers: HeaderMap,
 ) -> Response {
     let resource = uri.path().strip_prefix(METADATA_PATH).unwrap_or_default();
-    let Some(base) = access.site.base(&headers) else {
+    let Some(base) = access.site.base(&RequestHost {
+        headers: &headers,
+        uri: &uri,
+    }) else {
         return (
             StatusCode::FORBIDDEN,
             "Forbidden: Host header is not allowed",
@@ -296,33 +326,71 @@ mod tests {
     use super::*;
 
     fn site(hosts: &[&str]) -> Site {
-        Site {
-            public_url: None,
-            allowed_hosts: hosts.iter().map(|h| (*h).to_owned()).collect(),
-            issuer: None,
-        }
+        let hosts: Vec<String> = hosts.iter().map(|h| (*h).to_owned()).collect();
+        Site::new(None, &hosts, None)
+    }
+
+    fn host(site: &Site, host: &str) -> Option<String> {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::HOST, HeaderValue::from_str(host).expect("a header"));
+        let uri = http::Uri::from_static("/mcp/integrations/docs");
+        site.host(&RequestHost {
+            headers: &headers,
+            uri: &uri,
+        })
+        .map(|host| host.to_string())
     }
 
     #[test]
     fn hosts_are_allowed_by_name_for_any_port_or_by_exact_authority() {
         let site = site(&["localhost", "mcp.example.com:8443", "::1"]);
-        assert!(site.allows("localhost"));
-        assert!(site.allows("LOCALHOST:3000"));
-        assert!(site.allows("mcp.example.com:8443"));
-        assert!(!site.allows("mcp.example.com:443"));
-        assert!(site.allows("[::1]:8080"));
-        assert!(!site.allows("evil.example"));
-        assert!(!site.allows("localhost.evil.example"));
-        assert!(self::site(&[]).allows("anything"));
+        let allows = |name: &str| host(&site, name).is_some();
+        assert!(allows("localhost"));
+        assert!(allows("LOCALHOST:3000"));
+        assert!(allows("mcp.example.com:8443"));
+        assert!(!allows("mcp.example.com:443"));
+        assert!(allows("[::1]:8080"));
+        assert!(!allows("evil.example"));
+        assert!(!allows("localhost.evil.example"));
+        assert!(self::host(&self::site(&[]), "anything").is_some());
+    }
+
+    #[test]
+    fn a_host_with_more_than_host_and_port_is_refused_even_when_any_host_is() {
+        let loopback = site(&["localhost", "::1"]);
+        for text in ["[localhost]evil.example", "[::1]@evil.example", "localhost@evil.example"] {
+            assert_eq!(host(&loopback, text), None, "{text}");
+            assert_eq!(host(&site(&[]), text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn an_http2_request_is_judged_by_its_authority() {
+        let site = site(&["localhost"]);
+        let headers = HeaderMap::new();
+        let allowed = http::Uri::from_static("http://localhost:9000/mcp/integrations/docs");
+        let other = http::Uri::from_static("http://evil.example/mcp/integrations/docs");
+        let judge = |uri: &http::Uri| {
+            site.host(&RequestHost {
+                headers: &headers,
+                uri,
+            })
+        };
+        assert!(judge(&allowed).is_some());
+        assert!(judge(&other).is_none());
     }
 
     #[test]
     fn the_challenge_names_the_metadata_of_the_path() {
         let mut headers = HeaderMap::new();
         headers.insert(header::HOST, HeaderValue::from_static("localhost:9000"));
+        let uri = http::Uri::from_static("/mcp/integrations/docs");
         let response = unauthenticated(
             &site(&["localhost"]),
-            &headers,
+            &RequestHost {
+                headers: &headers,
+                uri: &uri,
+            },
             "/mcp/integrations/docs",
             &AuthError::Invalid,
         );

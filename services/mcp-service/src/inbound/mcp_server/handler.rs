@@ -37,6 +37,7 @@ use super::{
 use crate::domain::{
     abilities::AbilitiesGuard,
     audit::calls::AuditedCalls,
+    bounds::{PromptName, ResourceUri, ToolName},
     calls::{Grants, PromptCall, ResourceQuery},
     downstream::Downstream,
     policy::enforce::AllowList,
@@ -205,7 +206,7 @@ impl ServerHandler for SurfaceServer {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let uri = request.uri;
+        let uri = ResourceUri::parse("uri", request.uri).map_err(error_data)?;
         let subscribe = SessionRequest::Subscribe(uri.clone());
         self.session_requests()
             .on_sessions(&context, Method::Subscribe, |caller| {
@@ -220,7 +221,7 @@ impl ServerHandler for SurfaceServer {
         request: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let uri = request.uri;
+        let uri = ResourceUri::parse("uri", request.uri).map_err(error_data)?;
         let unsubscribe = SessionRequest::Unsubscribe(uri.clone());
         self.session_requests()
             .on_sessions(&context, Method::Unsubscribe, |caller| {
@@ -289,15 +290,16 @@ impl ServerHandler for SurfaceServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let caller = caller_of(&context)?;
-        let span = caller.span("tools/call", Some(&request.name));
+        let name = ToolName::parse("name", request.name).map_err(error_data)?;
+        let span = caller.span("tools/call", Some(&name));
         let answer = async {
             let (member, own) = caller
                 .surface
-                .route_tool(&request.name)
-                .ok_or_else(|| unknown("tool", &request.name))?;
+                .route_tool(&name)
+                .ok_or_else(|| unknown("tool", &name))?;
             let (_line, relay, progress) = passthrough::relay(&self.downstream, &caller, &context);
             let call = ToolCall {
-                name: own.to_owned(),
+                name: ToolName::parse("name", own).map_err(error_data)?,
                 arguments: request.arguments.clone().unwrap_or_default(),
                 answers: Default::default(),
                 task_id: None,
@@ -370,15 +372,16 @@ impl ServerHandler for SurfaceServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let caller = caller_of(&context)?;
-        let span = caller.span("resources/read", Some(&request.uri));
+        let uri = ResourceUri::parse("uri", request.uri).map_err(error_data)?;
+        let span = caller.span("resources/read", Some(&uri));
         let answer = async {
             let member = caller
                 .surface
-                .resource_member(&request.uri)
-                .ok_or_else(|| unknown("resource", &request.uri))?;
+                .resource_member(&uri)
+                .ok_or_else(|| unknown("resource", &uri))?;
             let parameters = serde_json::Map::new();
             let query = ResourceQuery {
-                uri: &request.uri,
+                uri: &uri,
                 parameters: &parameters,
                 answers: Default::default(),
             };
@@ -426,14 +429,15 @@ impl ServerHandler for SurfaceServer {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let caller = caller_of(&context)?;
-        let span = caller.span("prompts/get", Some(&request.name));
+        let name = PromptName::parse("name", request.name).map_err(error_data)?;
+        let span = caller.span("prompts/get", Some(&name));
         let answer = async {
             let (member, own) = caller
                 .surface
-                .route(&request.name)
-                .ok_or_else(|| unknown("prompt", &request.name))?;
+                .route(&name)
+                .ok_or_else(|| unknown("prompt", &name))?;
             let prompt = PromptCall {
-                name: own.to_owned(),
+                name: PromptName::parse("name", own).map_err(error_data)?,
                 arguments: request.arguments.clone().unwrap_or_default(),
                 answers: Default::default(),
             };

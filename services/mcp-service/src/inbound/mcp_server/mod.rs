@@ -6,6 +6,7 @@
 
 mod access;
 mod admission;
+mod authority;
 mod caller;
 mod errors;
 mod handler;
@@ -39,6 +40,12 @@ use crate::{
         toolset::serve::ToolsetResolver,
     },
 };
+
+/// Whether `entry` of the allowed hosts is a host, `host:port` or a bare
+/// IPv6 address.
+pub(crate) fn is_host_entry(entry: &str) -> bool {
+    authority::Authority::parse_entry(entry).is_some()
+}
 
 /// What the endpoint calls: the same verifier and use cases as gRPC.
 pub(crate) struct EndpointParts {
@@ -93,11 +100,11 @@ impl McpEndpoint {
             integrations: parts.integrations,
             toolsets: parts.toolsets,
             sessions,
-            site: Site {
-                public_url: settings.public_url.clone(),
-                allowed_hosts: settings.allowed_hosts(),
-                issuer: parts.issuer,
-            },
+            site: Site::new(
+                settings.public_url.clone(),
+                &settings.allowed_hosts(),
+                parts.issuer,
+            ),
         });
         // Authenticated and resolved before the MCP server sees it: what
         // the server then serves is the caller's own.

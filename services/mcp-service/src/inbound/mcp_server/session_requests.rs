@@ -18,6 +18,7 @@ use super::{
     errors::{error_data, unknown},
 };
 use crate::domain::{
+    bounds::{PromptName, ResourceUri},
     audit::calls::AuditedCalls,
     ports::{Completing, SessionRequest},
     surface::Member,
@@ -120,20 +121,23 @@ pub(super) fn resource_owner(caller: &Caller, uri: &str, request: SessionRequest
 pub(super) fn completion_owner(caller: &Caller, mut request: CompleteRequestParams) -> Routed {
     let (member, completing) = match &mut request.r#ref {
         Reference::Prompt(prompt) => {
+            let name = PromptName::parse("ref.name", prompt.name.as_str()).map_err(error_data)?;
             let (member, own) = caller
                 .surface
-                .route(&prompt.name)
-                .ok_or_else(|| unknown("prompt", &prompt.name))?;
+                .route(&name)
+                .ok_or_else(|| unknown("prompt", &name))?;
             let (member, own) = (member.clone(), own.to_owned());
             prompt.name.clone_from(&own);
+            let own = PromptName::parse("ref.name", own).map_err(error_data)?;
             (member, Completing::Prompt(own))
         }
         Reference::Resource(resource) => {
+            let uri = ResourceUri::parse("ref.uri", resource.uri.as_str()).map_err(error_data)?;
             let member = caller
                 .surface
-                .resource_member(&resource.uri)
-                .ok_or_else(|| unknown("resource", &resource.uri))?;
-            (member.clone(), Completing::Resource(resource.uri.clone()))
+                .resource_member(&uri)
+                .ok_or_else(|| unknown("resource", &uri))?;
+            (member.clone(), Completing::Resource(uri))
         }
         _ => {
             return Err(ErrorData::invalid_params(

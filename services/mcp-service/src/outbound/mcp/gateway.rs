@@ -29,6 +29,7 @@ use crate::domain::{
         CallError, Discovery, InputAnswers, McpGateway, ProbeReport, SessionRequest, SessionScope,
         ToolCall,
     },
+    server_text::bounded,
 };
 use crate::outbound::{
     mcp::connect::{McpConnector, client_config},
@@ -57,6 +58,8 @@ const DISCOVERY_SCOPE: &str = "discovery";
 pub struct GatewayLimits {
     /// Largest tool, resource or prompt result passed on, in bytes (as JSON).
     pub max_result_bytes: usize,
+    /// Longest text of a server about a call (an error's message) kept.
+    pub max_server_text_bytes: usize,
     /// Bounds on one discovery.
     pub discovery: DiscoveryLimits,
     /// How servers' elicitations are answered.
@@ -161,7 +164,7 @@ impl RmcpGateway {
             },
             ServiceError::McpError(data) => CallError::Upstream {
                 code: data.code.0,
-                message: data.message.into_owned(),
+                message: bounded(&data.message, self.limits.max_server_text_bytes).into_owned(),
             },
             ServiceError::Timeout { timeout } => CallError::Timeout(timeout),
             ServiceError::InputRequiredRoundsExceeded { max_rounds } => CallError::Upstream {
@@ -175,7 +178,9 @@ impl RmcpGateway {
                  out and was not repeated"
                     .to_owned(),
             ),
-            other => CallError::Transport(other.to_string()),
+            other => CallError::Transport(
+                bounded(&other.to_string(), self.limits.max_server_text_bytes).into_owned(),
+            ),
         }
     }
 

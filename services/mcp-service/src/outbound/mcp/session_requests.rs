@@ -30,9 +30,13 @@ pub(super) async fn pass_on(
             let level = serde_json::from_value(Value::String(level)).map_err(unreadable)?;
             peer.set_level(SetLevelRequestParams::new(level)).await?;
         }
-        SessionRequest::Subscribe(uri) => peer.subscribe(SubscribeRequestParams::new(uri)).await?,
+        SessionRequest::Subscribe(uri) => {
+            peer.subscribe(SubscribeRequestParams::new(uri.into_string()))
+                .await?;
+        }
         SessionRequest::Unsubscribe(uri) => {
-            peer.unsubscribe(UnsubscribeRequestParams::new(uri)).await?;
+            peer.unsubscribe(UnsubscribeRequestParams::new(uri.into_string()))
+                .await?;
         }
         SessionRequest::Complete(_, params) => {
             let params: CompleteRequestParams =

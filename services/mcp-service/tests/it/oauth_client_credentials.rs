@@ -17,7 +17,9 @@ use switchboard_proto::{
 };
 use switchboard_test_support::{DbKind, db_tests};
 
-use crate::support::{Harness, admin, create, http_integration_with_auth, req, start, start_with};
+use crate::support::{
+    Harness, admin, create, http_integration_with_auth, pinned_to_origin, req, start, start_with,
+};
 
 async fn protected_server() -> (OAuthRealm, RunningHttpServer) {
     let realm = OAuthRealm::default();
@@ -57,7 +59,7 @@ async fn integration(h: &mut Harness, slug: &str, url: &str, auth: Method) -> St
     create(
         h,
         &admin("org-a"),
-        http_integration_with_auth(slug, url, Some(auth)),
+        http_integration_with_auth(slug, url, Some(pinned_to_origin(url, auth))),
     )
     .await
     .id
@@ -264,9 +266,7 @@ async fn a_discovered_authorization_server_other_than_the_pinned_issuer_gets_no_
     let answer = echo(&mut h, &id).await;
     assert!(answer.is_error);
     assert!(
-        answer
-            .error_message
-            .contains("other than the configured issuer"),
+        answer.error_message.contains("no credential was sent"),
         "{}",
         answer.error_message
     );
@@ -293,12 +293,15 @@ async fn a_private_key_that_does_not_parse_for_its_algorithm_is_refused_on_creat
                 http_integration_with_auth(
                     "signed",
                     &upstream.url(),
-                    Some(client_credentials(pb::OAuthClientCredentialsAuth {
+                    Some(pinned_to_origin(
+                        &upstream.url(),
+                        client_credentials(pb::OAuthClientCredentialsAuth {
                         private_key: private_key.clone(),
                         signing_algorithm: algorithm.into(),
                         client_authentication: pb::ClientAuthentication::PrivateKeyJwt.into(),
                         ..Default::default()
-                    })),
+                    }),
+                    )),
                 ),
                 &admin("org-a"),
             ))

@@ -16,7 +16,7 @@ use switchboard_proto::{
 use switchboard_test_support::{DbKind, db_tests};
 use tonic::transport::Channel;
 
-use crate::support::{admin, create, http_integration_with_auth, req, start_with};
+use crate::support::{admin, create, http_integration_with_auth, pinned_to_origin, req, start_with};
 
 db_tests!(a_client_credentials_token_is_bound_to_the_integrations_own_sealed_dpop_key);
 
@@ -79,12 +79,13 @@ async fn a_client_credentials_token_is_bound_to_the_integrations_own_sealed_dpop
     };
     let mut h = start_with(kind, sealing).await;
     let auth = || {
-        Some(Method::OauthClientCredentials(
-            pb::OAuthClientCredentialsAuth {
+        Some(pinned_to_origin(
+            &upstream.url(),
+            Method::OauthClientCredentials(pb::OAuthClientCredentialsAuth {
                 client_id: "svc-client".into(),
                 client_secret: "basic-secret".into(),
                 ..Default::default()
-            },
+            }),
         ))
     };
     let first = create(

@@ -17,8 +17,8 @@ use switchboard_test_support::{DbKind, db_tests, token};
 use tonic::Code;
 
 use crate::support::{
-    Harness, admin, bad_fields, create, http_integration_with_auth, req, start, start_with,
-    validate,
+    Harness, admin, bad_fields, create, http_integration_with_auth, pinned_to_origin, req, start,
+    start_with, validate,
 };
 
 const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
@@ -49,7 +49,7 @@ async fn integration(h: &mut Harness, url: &str, auth: Method) -> String {
     create(
         h,
         &admin("org-a"),
-        http_integration_with_auth("on_behalf", url, Some(auth)),
+        http_integration_with_auth("on_behalf", url, Some(pinned_to_origin(url, auth))),
     )
     .await
     .id

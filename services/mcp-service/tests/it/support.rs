@@ -1,7 +1,9 @@
 //! Starting mcp-service for a test and talking to it.
 
 use switchboard_mcp_service::Config;
-use switchboard_proto::mcp::v1::{self as pb, mcp_service_client::McpServiceClient};
+use switchboard_proto::mcp::v1::{
+    self as pb, auth_config::Method, mcp_service_client::McpServiceClient,
+};
 use switchboard_server::RunningServer;
 use switchboard_test_support::{DbKind, TEST_JWT_SECRET, TestDb, authed, token};
 use tonic::{Code, Status, transport::Channel};
@@ -105,4 +107,22 @@ pub fn bad_fields(status: &Status) -> Vec<String> {
         .iter()
         .map(|v| v.field.clone())
         .collect()
+}
+
+/// `auth` with its issuer pinned to `mcp_url`'s origin when it is client
+/// credentials naming neither a token URL nor an issuer: the example
+/// server is its own authorization server, at its origin.
+pub fn pinned_to_origin(mcp_url: &str, auth: Method) -> Method {
+    match auth {
+        Method::OauthClientCredentials(mut oauth)
+            if oauth.token_url.is_empty() && oauth.issuer.is_empty() =>
+        {
+            oauth.issuer = url::Url::parse(mcp_url)
+                .expect("a URL")
+                .origin()
+                .ascii_serialization();
+            Method::OauthClientCredentials(oauth)
+        }
+        other => other,
+    }
 }

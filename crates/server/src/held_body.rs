@@ -16,7 +16,7 @@ use http_body::{Body, Frame};
 
 pin_project_lite::pin_project! {
     /// `inner`, holding `held` until it ends or is dropped.
-    pub(crate) struct HeldBody<B, H> {
+    pub struct HeldBody<B, H> {
         #[pin]
         inner: B,
         held: Option<H>,
@@ -25,7 +25,7 @@ pin_project_lite::pin_project! {
 
 impl<B, H> HeldBody<B, H> {
     /// `inner`, holding `held`.
-    pub(crate) fn new(inner: B, held: H) -> Self {
+    pub fn new(inner: B, held: H) -> Self {
         Self {
             inner,
             held: Some(held),

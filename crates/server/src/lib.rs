@@ -41,6 +41,7 @@ pub use config::ServerArgs;
 pub use deadline::{DeadlineLayer, Deadlines};
 pub use error::{ApiError, FieldViolation, Refusal};
 pub use global_limit::{GlobalLimitLayer, GlobalPermit};
+pub use held_body::HeldBody;
 pub use limits::CallLimits;
 pub use org_limits::{
     Ask, GrantSettings, GrantedSlots, MemorySlotGrants, MemoryTokenBuckets, NotAdmitted,

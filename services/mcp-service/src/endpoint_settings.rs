@@ -69,6 +69,34 @@ pub struct EndpointArgs {
     #[arg(id = "mcp_endpoint_session_idle_timeout", long = "mcp-endpoint-session-idle-timeout", env = "SWITCHBOARD_MCP_ENDPOINT_SESSION_IDLE_TIMEOUT", default_value = "10m", value_parser = humantime::parse_duration)]
     pub session_idle_timeout: Duration,
     /// Largest request body the endpoint reads, in bytes; past it 413.
+    /// Most long-lived streams (`subscriptions/listen`, and sessions' GET
+    /// streams) open at once, over all organizations; past it 503 or a
+    /// JSON-RPC error.
+    #[arg(
+        id = "mcp_endpoint_max_streams",
+        long = "mcp-endpoint-max-streams",
+        env = "SWITCHBOARD_MCP_ENDPOINT_MAX_STREAMS",
+        default_value_t = 1000
+    )]
+    pub max_streams: usize,
+    /// Most long-lived streams one organization has open at once; well
+    /// below the endpoint's, so that the others keep room.
+    #[arg(
+        id = "mcp_endpoint_max_streams_per_org",
+        long = "mcp-endpoint-max-streams-per-org",
+        env = "SWITCHBOARD_MCP_ENDPOINT_MAX_STREAMS_PER_ORG",
+        default_value_t = 100
+    )]
+    pub max_streams_per_org: usize,
+    /// Most GET streams one MCP client session has open at once; past it
+    /// 409.
+    #[arg(
+        id = "mcp_endpoint_max_streams_per_session",
+        long = "mcp-endpoint-max-streams-per-session",
+        env = "SWITCHBOARD_MCP_ENDPOINT_MAX_STREAMS_PER_SESSION",
+        default_value_t = 2
+    )]
+    pub max_streams_per_session: usize,
     #[arg(id = "mcp_endpoint_max_body_bytes", long = "mcp-endpoint-max-body-bytes", env = "SWITCHBOARD_MCP_ENDPOINT_MAX_BODY_BYTES", default_value_t = 4 << 20)]
     pub max_body_bytes: usize,
     /// Most list changes of servers held for a client session that has not
@@ -117,6 +145,9 @@ impl Default for EndpointArgs {
             notice_buffer: 64,
         }
     }
+            max_streams: 1000,
+            max_streams_per_org: 100,
+            max_streams_per_session: 2,
 }
 
 impl EndpointArgs {
@@ -157,6 +188,14 @@ impl EndpointArgs {
         anyhow::ensure!(
             self.change_buffer > 0,
             "SWITCHBOARD_MCP_ENDPOINT_CHANGE_BUFFER must be at least 1"
+        );
+        anyhow::ensure!(
+            self.max_streams_per_org > 0 && self.max_streams_per_session > 0,
+            "SWITCHBOARD_MCP_ENDPOINT_MAX_STREAMS_PER_ORG and _MAX_STREAMS_PER_SESSION must be at least 1"
+        );
+        anyhow::ensure!(
+            self.max_streams >= self.max_streams_per_org,
+            "SWITCHBOARD_MCP_ENDPOINT_MAX_STREAMS must be at least SWITCHBOARD_MCP_ENDPOINT_MAX_STREAMS_PER_ORG"
         );
         anyhow::ensure!(
             self.max_pending_elicitations > 0,
@@ -215,6 +254,27 @@ mod tests {
             "--mcp-endpoint-max-sessions=7",
             "--max-sessions=9",
         ])
+    #[test]
+    fn an_organizations_stream_cap_fits_within_the_endpoints() {
+        let defaults = super::EndpointArgs::default();
+        assert!(defaults.validate().is_ok());
+        assert!(
+            defaults.max_streams_per_org * 10 <= defaults.max_streams,
+            "one organization at its cap leaves the others room"
+        );
+        let wider = super::EndpointArgs {
+            max_streams: 10,
+            max_streams_per_org: 11,
+            ..super::EndpointArgs::default()
+        };
+        assert!(wider.validate().is_err());
+        let none = super::EndpointArgs {
+            max_streams_per_session: 0,
+            ..super::EndpointArgs::default()
+        };
+        assert!(none.validate().is_err());
+    }
+
         .expect("parses");
         assert_eq!(config.endpoint.listen, Some(([127, 0, 0, 1], 8080).into()));
         assert_eq!(config.endpoint.max_sessions, 7);

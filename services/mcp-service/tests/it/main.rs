@@ -30,6 +30,7 @@ mod mcp_endpoint_progress;
 mod mcp_endpoint_sampling;
 mod mcp_endpoint_toolsets;
 mod oauth_client_credentials;
+mod mcp_endpoint_streams;
 mod oauth_dpop;
 mod oauth_dpop_client_credentials;
 mod oauth_on_behalf;

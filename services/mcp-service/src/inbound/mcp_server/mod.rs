@@ -15,6 +15,7 @@ mod listing;
 mod passthrough;
 mod session_requests;
 mod sessions;
+mod streams;
 
 use std::{net::SocketAddr, sync::Arc};
 
@@ -34,6 +35,7 @@ use self::{
     sessions::{BoundedSessions, SessionLimits},
 };
 use crate::{
+    streams::{StreamLimits, Streams},
     config::EndpointArgs,
     domain::{
         audit::calls::AuditedCalls, downstream::Downstream, service::IntegrationService,
@@ -81,17 +83,7 @@ impl McpEndpoint {
             max_per_org: settings.max_sessions_per_org,
             idle_timeout: settings.session_idle_timeout,
         }));
-        let config = StreamableHttpServerConfig::default()
-            .with_allowed_hosts(settings.allowed_hosts())
-            .with_allowed_origins(settings.allowed_origins())
-            .enforce_origin_validation()
-            .with_max_request_body_bytes(settings.max_body_bytes)
-            .with_cancellation_token(stop.child_token());
-        let config = if settings.allowed_hosts().is_empty() {
-            config.disable_allowed_hosts()
-        } else {
-            config
-        };
+        let config = transport_config(settings, &stop);
         let server = SurfaceServer::new(parts.calls, parts.downstream, parts.admission);
         let service =
             StreamableHttpService::new(move || Ok(server.for_session()), sessions.clone(), config);
@@ -114,8 +106,12 @@ impl McpEndpoint {
         let integrations = Router::new()
             .route_service(&format!("{INTEGRATIONS_PATH}/{{slug}}"), service.clone())
             .route_layer(input_check.clone())
+        // Each long-lived stream holds a slot of its organization and of
+        // the process for its life, or is refused before it begins.
+        let streams = from_fn_with_state(stream_slots(settings), streams::hold);
             .route_layer(from_fn_with_state(
                 access.clone(),
+            .route_layer(streams.clone())
                 access::admit_integration,
             ));
         let toolsets = Router::new()
@@ -123,6 +119,7 @@ impl McpEndpoint {
             .route_layer(input_check)
             .route_layer(from_fn_with_state(access.clone(), access::admit_toolset));
         let router = integrations
+            .route_layer(streams)
             .merge(toolsets)
             .route(
                 &format!("{METADATA_PATH}{INTEGRATIONS_PATH}/{{slug}}"),
@@ -176,6 +173,36 @@ fn request_span(request: &http::Request<axum::body::Body>) -> Span {
     let span = tracing::info_span!(
         "mcp.endpoint",
         otel.name = %format!("{} mcp", request.method()),
+/// The streamable HTTP transport under `settings`, stopped by `stop`.
+fn transport_config(
+    settings: &EndpointArgs,
+    stop: &CancellationToken,
+) -> StreamableHttpServerConfig {
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(settings.allowed_hosts())
+        .with_allowed_origins(settings.allowed_origins())
+        .enforce_origin_validation()
+        .with_max_request_body_bytes(settings.max_body_bytes)
+        .with_cancellation_token(stop.child_token());
+    if settings.allowed_hosts().is_empty() {
+        config.disable_allowed_hosts()
+    } else {
+        config
+    }
+}
+
+/// The endpoint's count of open streams, within its settings' caps.
+fn stream_slots(settings: &EndpointArgs) -> Arc<Streams> {
+    Streams::new(
+        StreamLimits {
+            max: settings.max_streams,
+            max_per_org: settings.max_streams_per_org,
+            max_per_session: settings.max_streams_per_session,
+        },
+        settings.max_body_bytes,
+    )
+}
+
         otel.kind = "server",
         http.request.method = %request.method(),
         url.path = %request.uri().path(),

@@ -7,6 +7,7 @@ mod changes;
 mod chassis;
 mod everything;
 mod exact_json;
+mod front_door;
 mod hostile_authorization;
 mod hostile_calls;
 mod hostile_config;

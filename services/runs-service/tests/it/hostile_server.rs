@@ -255,6 +255,79 @@ async fn watch_streams_hold_their_organization_slot_until_they_end(kind: DbKind)
     service.stop().await;
 }
 
+/// Opens two runs under limits `tune` sets to two streams, and checks that
+/// a third stream, a run's or a watch's, is refused as `refused` says
+/// until one of the runs' streams ends.
+async fn two_run_streams_fill(kind: DbKind, tune: impl FnOnce(&mut Config), refused: fn(&Status)) {
+    let mut service = start(kind, tune, None).await;
+    let mut threads = Vec::new();
+    for _ in 0..3 {
+        threads.push(service.thread("runner").await);
+    }
+    let mut open = Vec::new();
+    for (token, thread_id) in &threads[..2] {
+        open.push(
+            service
+                .run(token, thread_id, false)
+                .await
+                .expect("within the limit"),
+        );
+    }
+    let (token, third) = &threads[2];
+    refused(
+        &service
+            .run(token, third, false)
+            .await
+            .expect_err("a third stream"),
+    );
+    refused(
+        &service
+            .watch(token, &open[0].0)
+            .await
+            .expect_err("a watch beside two runs"),
+    );
+    // A run's stream that ends gives its slot back.
+    drop(open.pop());
+    let started = Instant::now();
+    loop {
+        match service.run(token, third, false).await {
+            Ok(run) => {
+                open.push(run);
+                break;
+            }
+            Err(status) if started.elapsed() < EVENTUALLY => {
+                refused(&status);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(status) => panic!("no slot came free: {status:?}"),
+        }
+    }
+    drop(open);
+    service.stop().await;
+}
+
+async fn run_streams_hold_their_organization_slot_until_they_end(kind: DbKind) {
+    let tune = |config: &mut Config| {
+        config.common.server.org_concurrency_limit = 2;
+        config.common.server.org_queue_wait = Duration::from_millis(300);
+    };
+    two_run_streams_fill(kind, tune, |status| {
+        assert_eq!(
+            exhausted_reason(status),
+            "ERROR_REASON_ORGANIZATION_CONCURRENCY_LIMIT"
+        );
+    })
+    .await;
+}
+
+async fn run_streams_hold_a_slot_of_the_process_until_they_end(kind: DbKind) {
+    let tune = |config: &mut Config| config.common.server.concurrency_limit = 2;
+    two_run_streams_fill(kind, tune, |status| {
+        assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    })
+    .await;
+}
+
 async fn runs_past_the_limits_of_their_user_and_organization_are_refused(kind: DbKind) {
     let mut service = start(
         kind,
@@ -374,6 +447,8 @@ async fn the_watchers_of_one_run_share_one_storage_poll(kind: DbKind) {
 
 db_tests!(
     watch_streams_hold_their_organization_slot_until_they_end,
+    run_streams_hold_their_organization_slot_until_they_end,
+    run_streams_hold_a_slot_of_the_process_until_they_end,
     runs_past_the_limits_of_their_user_and_organization_are_refused,
     the_watchers_of_one_run_share_one_storage_poll,
 );

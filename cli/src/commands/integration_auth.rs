@@ -98,12 +98,18 @@ impl OnBehalfOfArgs {
 
 /// The OAuth client credentials flags of `integrations create`.
 #[derive(Debug, Args)]
+#[command(group(
+    clap::ArgGroup::new("token_destination")
+        .args(["token_url", "token_issuer"])
+        .multiple(true)
+))]
 pub struct ClientCredentialsArgs {
     /// Authenticate as the service itself with OAuth client credentials,
-    /// proving it this way at the token endpoint.
-    #[arg(long, value_name = "METHOD", conflicts_with_all = ["bearer_token", "header", "oauth_redirect_uri"])]
+    /// proving it this way at the token endpoint; needs `--token-url` or
+    /// `--token-issuer` (a credential goes only to a pinned endpoint).
+    #[arg(long, value_name = "METHOD", conflicts_with_all = ["bearer_token", "header", "oauth_redirect_uri"], requires = "token_destination")]
     client_credentials: Option<ClientAuth>,
-    /// The token endpoint [default: discovered from the MCP server's metadata].
+    /// The token endpoint [default: named by the `--token-issuer`'s metadata].
     #[arg(long, value_name = "URL", requires = "client_credentials")]
     token_url: Option<String>,
     /// The OAuth client id (optional with workload-identity).
@@ -118,8 +124,9 @@ pub struct ClientCredentialsArgs {
     /// The private-key-jwt signing algorithm [default: ES256].
     #[arg(long, value_name = "ALG", requires = "private_key_file")]
     signing_algorithm: Option<String>,
-    /// The authorization server (its issuer URL) a discovered token endpoint
-    /// must belong to: credentials are sent to that server only.
+    /// The authorization server (its issuer URL) whose own metadata names
+    /// the token endpoint when `--token-url` is not given: credentials are
+    /// sent to that server only.
     #[arg(long, value_name = "URL", requires = "client_credentials")]
     token_issuer: Option<String>,
     /// A scope to ask for with the token (repeatable).

@@ -388,10 +388,10 @@ fn auth(auth: Option<&mcp::AuthConfig>) -> String {
             } else {
                 &o.client_id
             },
-            if o.token_url.is_empty() {
-                "the server's authorization server"
-            } else {
-                &o.token_url
+            match (o.token_url.as_str(), o.issuer.as_str()) {
+                ("", "") => "no pinned token endpoint (calls are refused: set a token URL or issuer)",
+                ("", issuer) => issuer,
+                (token_url, _) => token_url,
             },
             yes_no(o.client_secret_set),
             yes_no(o.private_key_set)

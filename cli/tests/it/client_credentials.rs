@@ -1,13 +1,13 @@
 //! `integrations create --client-credentials`: the service authenticates
-//! as itself, the token endpoint discovered from the MCP server, the client
-//! secret sent the way the flag says.
+//! as itself, the token endpoint named by the pinned issuer's metadata, the
+//! client secret sent the way the flag says.
 
 use switchboard_example_mcp_server::OAuthRealm;
 
 use crate::world::{Setup, World};
 
 #[tokio::test]
-async fn an_integration_created_with_client_credentials_discovers_its_token_endpoint() {
+async fn an_integration_created_with_client_credentials_reads_its_issuers_token_endpoint() {
     let realm = OAuthRealm::default();
     let world = World::start_with(
         Vec::new(),
@@ -32,6 +32,8 @@ async fn an_integration_created_with_client_credentials_discovers_its_token_endp
             "cli-client",
             "--client-secret",
             "cli-secret",
+            "--token-issuer",
+            &realm.base(),
         ])
         .await;
     let shown = world.ok(&["integrations", "show", "example"]).await;
@@ -73,6 +75,8 @@ async fn an_integration_created_on_behalf_of_the_caller_exchanges_the_callers_to
             "cli-client",
             "--client-secret",
             "cli-secret",
+            "--token-issuer",
+            &realm.base(),
             "--on-behalf-of",
             "token-exchange",
             "--token-audience",

@@ -22,21 +22,53 @@ const REDIRECT_URI: &str = "http://localhost:3000/callback";
 /// The client ID metadata document the scenarios accept.
 const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
-/// The integration's auth: client credentials (the token endpoint
-/// discovered) for the scenarios of the client credentials and workload
-/// identity extensions; enterprise-managed authorization with the
-/// scenario's identity provider for its scenario; else the authorization code flow, pre-registered
-/// when the scenario gives a client, else a client ID metadata document or
-/// dynamic registration.
-pub fn auth_config(scenario: &Scenario) -> pb::auth_config::Method {
+/// The issuer an admin pins for a client-credentials scenario: the one the
+/// scenario names, else the authorization server its MCP server names
+/// (RFC 9728), looked up here as an admin would before configuring it.
+/// mcp-service sends a client credential only to a pinned issuer's token
+/// endpoint.
+async fn issuer_to_pin(scenario: &Scenario) -> anyhow::Result<String> {
+    if let Some(issuer) = scenario.context["issuer"].as_str() {
+        return Ok(issuer.to_owned());
+    }
+    let server = url::Url::parse(&scenario.server_url).context("the server URL")?;
+    let path = server.path().trim_end_matches('/');
+    let http = reqwest::Client::new();
+    for well_known in [
+        format!("/.well-known/oauth-protected-resource{path}"),
+        "/.well-known/oauth-protected-resource".to_owned(),
+    ] {
+        let mut url = server.clone();
+        url.set_path(&well_known);
+        url.set_query(None);
+        let response = http.get(url).send().await?;
+        if !response.status().is_success() {
+            continue;
+        }
+        let metadata: serde_json::Value = response.json().await?;
+        if let Some(issuer) = metadata["authorization_servers"][0].as_str() {
+            return Ok(issuer.to_owned());
+        }
+    }
+    bail!("the scenario's server names no authorization server to pin")
+}
+
+/// The integration's auth: client credentials (pinned to the issuer the
+/// scenario's server names) for the scenarios of the client credentials,
+/// workload identity and enterprise-managed authorization extensions
+/// (with the scenario's identity provider); else the authorization code
+/// flow, pre-registered when the scenario gives a client, else a client ID
+/// metadata document or dynamic registration.
+pub async fn auth_config(scenario: &Scenario) -> anyhow::Result<pb::auth_config::Method> {
     let text = |name: &str| {
         scenario.context[name]
             .as_str()
             .unwrap_or_default()
             .to_owned()
     };
-    let client_credentials = |authentication: pb::ClientAuthentication| {
+    let client_credentials = |authentication: pb::ClientAuthentication, issuer: String| {
         pb::auth_config::Method::OauthClientCredentials(pb::OAuthClientCredentialsAuth {
+            issuer,
             client_id: text("client_id"),
             client_secret: text("client_secret"),
             private_key: text("private_key_pem"),
@@ -47,17 +79,27 @@ pub fn auth_config(scenario: &Scenario) -> pb::auth_config::Method {
     };
     match scenario.name.as_str() {
         "auth/client-credentials-basic" => {
-            return client_credentials(pb::ClientAuthentication::ClientSecretBasic);
+            return Ok(client_credentials(
+                pb::ClientAuthentication::ClientSecretBasic,
+                issuer_to_pin(scenario).await?,
+            ));
         }
         "auth/client-credentials-jwt" => {
-            return client_credentials(pb::ClientAuthentication::PrivateKeyJwt);
+            return Ok(client_credentials(
+                pb::ClientAuthentication::PrivateKeyJwt,
+                issuer_to_pin(scenario).await?,
+            ));
         }
         "auth/wif-jwt-bearer" => {
-            return client_credentials(pb::ClientAuthentication::WorkloadIdentity);
+            return Ok(client_credentials(
+                pb::ClientAuthentication::WorkloadIdentity,
+                issuer_to_pin(scenario).await?,
+            ));
         }
         "auth/enterprise-managed-authorization" => {
-            return pb::auth_config::Method::OauthClientCredentials(
+            return Ok(pb::auth_config::Method::OauthClientCredentials(
                 pb::OAuthClientCredentialsAuth {
+                    issuer: issuer_to_pin(scenario).await?,
                     client_id: text("client_id"),
                     client_secret: text("client_secret"),
                     on_behalf_of: pb::OnBehalfOf::EnterpriseManaged.into(),
@@ -68,11 +110,11 @@ pub fn auth_config(scenario: &Scenario) -> pb::auth_config::Method {
                     }),
                     ..Default::default()
                 },
-            );
+            ));
         }
         _ => {}
     }
-    pb::auth_config::Method::OauthAuthorizationCode(pb::OAuthAuthorizationCodeAuth {
+    Ok(pb::auth_config::Method::OauthAuthorizationCode(pb::OAuthAuthorizationCodeAuth {
         redirect_uri: REDIRECT_URI.to_owned(),
         client_id: text("client_id"),
         client_secret: text("client_secret"),
@@ -80,7 +122,7 @@ pub fn auth_config(scenario: &Scenario) -> pb::auth_config::Method {
         issuer: text("issuer"),
         client_metadata_url: CLIENT_METADATA_URL.to_owned(),
         ..Default::default()
-    })
+    }))
 }
 
 /// Where the workload identity token of `auth/wif-jwt-bearer` is written

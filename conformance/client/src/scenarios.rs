@@ -63,10 +63,11 @@ fn plan(scenario: &Scenario) -> Plan {
 
 /// Runs `scenario` against its server through mcp-service.
 pub async fn run(switchboard: &mut Switchboard, scenario: &Scenario) -> anyhow::Result<()> {
-    let auth = scenario
-        .name
-        .starts_with("auth/")
-        .then(|| oauth::auth_config(scenario));
+    let auth = if scenario.name.starts_with("auth/") {
+        Some(oauth::auth_config(scenario).await?)
+    } else {
+        None
+    };
     let id = switchboard
         .create_integration(&scenario.server_url, auth)
         .await?;

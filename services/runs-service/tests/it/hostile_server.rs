@@ -1,5 +1,6 @@
 //! Hostile use of the shared server stack, as runs-service sees it: streams
-//! hold their organization's slot until they end, runs in flight are capped
+//! (WatchRun, ExecuteRun) hold their organization's slot and one of the
+//! process's until they end, runs in flight are capped
 //! per organization and per user, and the watchers of one run share one
 //! storage poll. Real gRPC on loopback, the real scripted model server, on
 //! both databases.

@@ -112,8 +112,8 @@ pub fn destinations(transport: &Transport, auth: &AuthConfig) -> BTreeSet<String
             out.insert(format!("identity provider {}", origin(&idp.token_url)));
             out.insert(format!("identity provider issuer {}", origin(&idp.issuer)));
         }
-        // A discovered token endpoint is the one the MCP server names (or
-        // the pinned issuer's).
+        // Without a token URL, the token endpoint is the one the pinned
+        // issuer's own metadata names: the issuer is the destination.
         if !token_url.is_empty() {
             out.insert(format!("token {}", origin(token_url)));
         }

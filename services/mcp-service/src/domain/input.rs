@@ -44,8 +44,8 @@ pub enum AuthInput {
         client_auth: ClientAuth,
         /// The private key of `private_key_jwt` (PEM).
         private_key: Option<SecretString>,
-        /// The authorization server a discovered token endpoint must
-        /// belong to.
+        /// The authorization server whose own metadata names the token
+        /// endpoint when no token URL is configured.
         issuer: Option<String>,
         /// Whose identity the token carries.
         on_behalf_of: OnBehalfOf,

@@ -127,7 +127,10 @@ pub enum AuthConfig {
     /// [`Secrets::OAUTH_CLIENT_SECRET`] (or the private key
     /// [`Secrets::OAUTH_CLIENT_PRIVATE_KEY`]).
     OAuthClientCredentials {
-        /// Token endpoint; empty when discovered from the MCP server.
+        /// Token endpoint; empty to read it from the issuer's own metadata
+        /// (one of the two is required since credentials go only to a
+        /// pinned endpoint; a configuration saved before has neither, and
+        /// its calls are refused).
         token_url: String,
         /// Client id.
         client_id: String,
@@ -136,8 +139,8 @@ pub enum AuthConfig {
         /// How the service proves itself at the token endpoint.
         #[serde(default)]
         client_auth: ClientAuth,
-        /// The authorization server a discovered token endpoint must
-        /// belong to.
+        /// The authorization server whose own metadata names the token
+        /// endpoint when no token URL is configured.
         #[serde(default)]
         issuer: Option<String>,
         /// Whose identity the token carries: the service's, or the

@@ -1,6 +1,6 @@
 //! OAuth client credentials as the MCP extension defines them, end to end
 //! against the example server's authorization server: the token endpoint
-//! discovered from the MCP server's metadata (no token URL configured),
+//! named by the pinned issuer's own metadata (no token URL configured),
 //! each client authentication method as the token endpoint receives it, and
 //! the service's workload identity token as a JWT bearer grant, read afresh
 //! on every token request and sent only to the authorization server it is

@@ -1,7 +1,7 @@
 //! Integrations acting on behalf of the caller by token exchange (RFC 8693),
 //! end to end against the example server's authorization server: each
-//! caller's own gRPC token is exchanged at the discovered token endpoint
-//! for a token of their own, which alone reaches the MCP server, on
+//! caller's own gRPC token is exchanged at the token endpoint the pinned
+//! issuer's metadata names for a token of their own, which alone reaches the MCP server, on
 //! sessions of their own; exchanged tokens are reused until they expire and
 //! kept up to a bound; a refused exchange is the caller's PERMISSION_DENIED.
 

@@ -5,6 +5,10 @@ use std::{net::SocketAddr, time::Duration};
 
 use crate::domain::downstream::Downstream;
 
+mod connections;
+
+pub use self::connections::EndpointConnectionArgs;
+
 /// The MCP endpoint's settings.
 #[derive(Debug, Clone, clap::Args)]
 pub struct EndpointArgs {
@@ -127,6 +131,9 @@ pub struct EndpointArgs {
         default_value_t = 64
     )]
     pub notice_buffer: usize,
+    /// Bounds of the endpoint's connections: timeouts, caps, HTTP/2 limits.
+    #[command(flatten)]
+    pub connections: EndpointConnectionArgs,
 }
 
 impl Default for EndpointArgs {
@@ -143,6 +150,7 @@ impl Default for EndpointArgs {
             change_buffer: 256,
             max_pending_elicitations: 4,
             notice_buffer: 64,
+            connections: EndpointConnectionArgs::default(),
         }
     }
             max_streams: 1000,
@@ -218,6 +226,7 @@ impl EndpointArgs {
                 "SWITCHBOARD_MCP_ENDPOINT_ALLOWED_HOSTS: `{entry}` is not a host or host:port"
             );
         }
+        self.connections.validate()?;
         if let Some(url) = &self.public_url {
             let parsed = url::Url::parse(url)
                 .map_err(|e| anyhow::anyhow!("SWITCHBOARD_MCP_ENDPOINT_PUBLIC_URL: {e}"))?;

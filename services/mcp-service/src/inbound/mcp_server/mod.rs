@@ -20,10 +20,12 @@ mod streams;
 use std::{net::SocketAddr, sync::Arc};
 
 use anyhow::Context as _;
-use axum::{Router, middleware::from_fn_with_state, routing::get, serve::ListenerExt as _};
+use axum::{Router, middleware::from_fn_with_state, routing::get};
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use switchboard_auth::Authenticator;
+use switchboard_server::connections::{ConnectionLimits, FdBudget, log_limits, serve_connections};
 use tokio::net::TcpListener;
+use tonic::transport::server::TcpIncoming;
 use tokio_util::sync::CancellationToken;
 use tower_http::trace::TraceLayer;
 use tracing::Span;
@@ -72,6 +74,7 @@ pub(crate) struct EndpointParts {
 pub(crate) struct McpEndpoint {
     router: Router,
     stop: CancellationToken,
+    connections: ConnectionLimits,
 }
 
 impl McpEndpoint {
@@ -133,7 +136,11 @@ impl McpEndpoint {
             // A span per HTTP request continuing the client's W3C trace;
             // each MCP operation gets its own span in the handler.
             .layer(TraceLayer::new_for_http().make_span_with(request_span));
-        Self { router, stop }
+        Self {
+            router,
+            stop,
+            connections: settings.connections.limits(&FdBudget::of_process()),
+        }
     }
 
     /// A token that stops the endpoint when cancelled.
@@ -150,21 +157,18 @@ impl McpEndpoint {
         // An answer is written in more than one segment (headers, then the
         // body or its SSE event): with Nagle's algorithm on, the second
         // waits for the client's delayed ACK, some 40 ms a call.
-        let listener = listener.tap_io(|stream| {
-            if let Err(error) = stream.set_nodelay(true) {
-                tracing::debug!(error = %error, "TCP_NODELAY not set on an MCP client's connection");
-            }
-        });
+        let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
         tracing::info!(%addr, "MCP endpoint listening");
-        let stop = self.stop.clone();
-        tokio::spawn(async move {
-            let served = axum::serve(listener, self.router)
-                .with_graceful_shutdown(stop.cancelled_owned())
-                .await;
-            if let Err(error) = served {
-                tracing::error!(error = %error, "the MCP endpoint failed");
-            }
-        });
+        log_limits("mcp-endpoint", &self.connections, &FdBudget::of_process());
+        // Within the connection bounds (header-read, first-request and idle
+        // timeouts, caps of unauthenticated connections); on stop, every
+        // connection is closed gracefully.
+        tokio::spawn(serve_connections(
+            incoming,
+            self.router,
+            self.connections,
+            self.stop.cancelled_owned(),
+        ));
         Ok(addr)
     }
 }

@@ -69,10 +69,6 @@ pub struct EndpointArgs {
         default_value_t = 100
     )]
     pub max_sessions_per_org: usize,
-    /// How long an MCP client session may stay idle before it is closed.
-    #[arg(id = "mcp_endpoint_session_idle_timeout", long = "mcp-endpoint-session-idle-timeout", env = "SWITCHBOARD_MCP_ENDPOINT_SESSION_IDLE_TIMEOUT", default_value = "10m", value_parser = humantime::parse_duration)]
-    pub session_idle_timeout: Duration,
-    /// Largest request body the endpoint reads, in bytes; past it 413.
     /// Most long-lived streams (`subscriptions/listen`, and sessions' GET
     /// streams) open at once, over all organizations; past it 503 or a
     /// JSON-RPC error.
@@ -101,6 +97,10 @@ pub struct EndpointArgs {
         default_value_t = 2
     )]
     pub max_streams_per_session: usize,
+    /// How long an MCP client session may stay idle before it is closed.
+    #[arg(id = "mcp_endpoint_session_idle_timeout", long = "mcp-endpoint-session-idle-timeout", env = "SWITCHBOARD_MCP_ENDPOINT_SESSION_IDLE_TIMEOUT", default_value = "10m", value_parser = humantime::parse_duration)]
+    pub session_idle_timeout: Duration,
+    /// Largest request body the endpoint reads, in bytes; past it 413.
     #[arg(id = "mcp_endpoint_max_body_bytes", long = "mcp-endpoint-max-body-bytes", env = "SWITCHBOARD_MCP_ENDPOINT_MAX_BODY_BYTES", default_value_t = 4 << 20)]
     pub max_body_bytes: usize,
     /// Most list changes of servers held for a client session that has not
@@ -145,6 +145,9 @@ impl Default for EndpointArgs {
             public_url: None,
             max_sessions: 1000,
             max_sessions_per_org: 100,
+            max_streams: 1000,
+            max_streams_per_org: 100,
+            max_streams_per_session: 2,
             session_idle_timeout: Duration::from_secs(600),
             max_body_bytes: 4 << 20,
             change_buffer: 256,
@@ -153,9 +156,6 @@ impl Default for EndpointArgs {
             connections: EndpointConnectionArgs::default(),
         }
     }
-            max_streams: 1000,
-            max_streams_per_org: 100,
-            max_streams_per_session: 2,
 }
 
 impl EndpointArgs {
@@ -190,20 +190,20 @@ impl EndpointArgs {
             "SWITCHBOARD_MCP_ENDPOINT_MAX_SESSIONS_PER_ORG must be at least 1"
         );
         anyhow::ensure!(
-            self.max_body_bytes >= 1024,
-            "SWITCHBOARD_MCP_ENDPOINT_MAX_BODY_BYTES must be at least 1024"
-        );
-        anyhow::ensure!(
-            self.change_buffer > 0,
-            "SWITCHBOARD_MCP_ENDPOINT_CHANGE_BUFFER must be at least 1"
-        );
-        anyhow::ensure!(
             self.max_streams_per_org > 0 && self.max_streams_per_session > 0,
             "SWITCHBOARD_MCP_ENDPOINT_MAX_STREAMS_PER_ORG and _MAX_STREAMS_PER_SESSION must be at least 1"
         );
         anyhow::ensure!(
             self.max_streams >= self.max_streams_per_org,
             "SWITCHBOARD_MCP_ENDPOINT_MAX_STREAMS must be at least SWITCHBOARD_MCP_ENDPOINT_MAX_STREAMS_PER_ORG"
+        );
+        anyhow::ensure!(
+            self.max_body_bytes >= 1024,
+            "SWITCHBOARD_MCP_ENDPOINT_MAX_BODY_BYTES must be at least 1024"
+        );
+        anyhow::ensure!(
+            self.change_buffer > 0,
+            "SWITCHBOARD_MCP_ENDPOINT_CHANGE_BUFFER must be at least 1"
         );
         anyhow::ensure!(
             self.max_pending_elicitations > 0,
@@ -255,15 +255,6 @@ mod tests {
     use crate::Config;
 
     #[test]
-    fn the_endpoint_settings_parse_beside_the_others() {
-        Config::command().debug_assert();
-        let config = Config::try_parse_from([
-            "mcp-service",
-            "--mcp-endpoint-listen=127.0.0.1:8080",
-            "--mcp-endpoint-max-sessions=7",
-            "--max-sessions=9",
-        ])
-    #[test]
     fn an_organizations_stream_cap_fits_within_the_endpoints() {
         let defaults = super::EndpointArgs::default();
         assert!(defaults.validate().is_ok());
@@ -284,6 +275,15 @@ mod tests {
         assert!(none.validate().is_err());
     }
 
+    #[test]
+    fn the_endpoint_settings_parse_beside_the_others() {
+        Config::command().debug_assert();
+        let config = Config::try_parse_from([
+            "mcp-service",
+            "--mcp-endpoint-listen=127.0.0.1:8080",
+            "--mcp-endpoint-max-sessions=7",
+            "--max-sessions=9",
+        ])
         .expect("parses");
         assert_eq!(config.endpoint.listen, Some(([127, 0, 0, 1], 8080).into()));
         assert_eq!(config.endpoint.max_sessions, 7);

@@ -35,9 +35,9 @@ use self::{
     access::{Access, INTEGRATIONS_PATH, METADATA_PATH, Site, TOOLSETS_PATH},
     handler::SurfaceServer,
     sessions::{BoundedSessions, SessionLimits},
+    streams::{StreamLimits, Streams},
 };
 use crate::{
-    streams::{StreamLimits, Streams},
     config::EndpointArgs,
     domain::{
         audit::calls::AuditedCalls, downstream::Downstream, service::IntegrationService,
@@ -106,23 +106,23 @@ impl McpEndpoint {
         // Malformed answers to a server's input requests are refused
         // before the MCP server reads them, once the caller is admitted.
         let input_check = from_fn_with_state(settings.max_body_bytes, input_responses::check);
-        let integrations = Router::new()
-            .route_service(&format!("{INTEGRATIONS_PATH}/{{slug}}"), service.clone())
-            .route_layer(input_check.clone())
         // Each long-lived stream holds a slot of its organization and of
         // the process for its life, or is refused before it begins.
         let streams = from_fn_with_state(stream_slots(settings), streams::hold);
+        let integrations = Router::new()
+            .route_service(&format!("{INTEGRATIONS_PATH}/{{slug}}"), service.clone())
+            .route_layer(streams.clone())
+            .route_layer(input_check.clone())
             .route_layer(from_fn_with_state(
                 access.clone(),
-            .route_layer(streams.clone())
                 access::admit_integration,
             ));
         let toolsets = Router::new()
             .route_service(&format!("{TOOLSETS_PATH}/{{name}}"), service)
+            .route_layer(streams)
             .route_layer(input_check)
             .route_layer(from_fn_with_state(access.clone(), access::admit_toolset));
         let router = integrations
-            .route_layer(streams)
             .merge(toolsets)
             .route(
                 &format!("{METADATA_PATH}{INTEGRATIONS_PATH}/{{slug}}"),
@@ -173,10 +173,6 @@ impl McpEndpoint {
     }
 }
 
-fn request_span(request: &http::Request<axum::body::Body>) -> Span {
-    let span = tracing::info_span!(
-        "mcp.endpoint",
-        otel.name = %format!("{} mcp", request.method()),
 /// The streamable HTTP transport under `settings`, stopped by `stop`.
 fn transport_config(
     settings: &EndpointArgs,
@@ -207,6 +203,10 @@ fn stream_slots(settings: &EndpointArgs) -> Arc<Streams> {
     )
 }
 
+fn request_span(request: &http::Request<axum::body::Body>) -> Span {
+    let span = tracing::info_span!(
+        "mcp.endpoint",
+        otel.name = %format!("{} mcp", request.method()),
         otel.kind = "server",
         http.request.method = %request.method(),
         url.path = %request.uri().path(),

@@ -159,6 +159,24 @@ install and read back from the cluster on upgrades.
   value: {{ printf "%ds" (int $v.shutdown.delaySeconds) | quote }}
 - name: SWITCHBOARD_DRAIN_TIMEOUT
   value: {{ printf "%ds" (int $v.shutdown.drainSeconds) | quote }}
+- name: SWITCHBOARD_FIRST_REQUEST_TIMEOUT
+  value: {{ $v.connections.firstRequestTimeout | quote }}
+- name: SWITCHBOARD_CONNECTION_IDLE_TIMEOUT
+  value: {{ $v.connections.idleTimeout | quote }}
+{{- range $name, $cap := dict "SWITCHBOARD_MAX_CONNECTIONS" $v.connections.maxConnections "SWITCHBOARD_MAX_UNAUTHENTICATED_CONNECTIONS" $v.connections.maxUnauthenticated "SWITCHBOARD_MAX_UNAUTHENTICATED_CONNECTIONS_PER_IP" $v.connections.maxUnauthenticatedPerIp "SWITCHBOARD_MAX_CONNECTIONS_PER_ORG" $v.connections.maxPerOrg }}
+{{- if $cap }}
+- name: {{ $name }}
+  value: {{ $cap | int | quote }}
+{{- end }}
+{{- end }}
+- name: SWITCHBOARD_HTTP2_MAX_CONCURRENT_STREAMS
+  value: {{ $v.connections.http2MaxConcurrentStreams | int | quote }}
+- name: SWITCHBOARD_HTTP2_MAX_PENDING_RESET_STREAMS
+  value: {{ $v.connections.http2MaxPendingResetStreams | int | quote }}
+- name: SWITCHBOARD_HTTP2_MAX_LOCAL_ERROR_RESET_STREAMS
+  value: {{ $v.connections.http2MaxLocalErrorResetStreams | int | quote }}
+- name: SWITCHBOARD_HTTP2_MAX_HEADER_LIST_BYTES
+  value: {{ $v.connections.http2MaxHeaderListBytes | int | quote }}
 - name: SWITCHBOARD_ORG_CONCURRENCY_LIMIT
   value: {{ $v.orgLimits.concurrency | int | quote }}
 - name: SWITCHBOARD_ORG_RATE_LIMIT

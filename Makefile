@@ -127,6 +127,10 @@ bench-mcp-endpoint: ## A recorded tools/call through the MCP endpoint (/mcp/inte
 	$(CARGO) build --release --locked -p switchboard-mcp-service --bin mcp-service -p switchboard-example-mcp-server --bin example-mcp-server
 	$(CARGO) bench --locked -p switchboard-mcp-service --bench mcp_endpoint
 
+.PHONY: bench-connection-flood
+bench-connection-flood: ## 2,000 idle and half-open connections against each of mcp-service's listeners beside a quiet organization's calls: its p50/p99 alone and during the flood
+	$(CARGO) test --release --locked -p switchboard-mcp-service --test it -- connection_flood::a_flood --nocapture
+
 .PHONY: bench-mcp-endpoint-smoke
 bench-mcp-endpoint-smoke: ## CI's short run of bench-mcp-endpoint on the debug build (after make test built the binaries): that it runs, not its figures
 	$(CARGO) build --workspace --locked --bins

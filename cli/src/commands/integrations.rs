@@ -389,7 +389,8 @@ fn auth(auth: Option<&mcp::AuthConfig>) -> String {
                 &o.client_id
             },
             match (o.token_url.as_str(), o.issuer.as_str()) {
-                ("", "") => "no pinned token endpoint (calls are refused: set a token URL or issuer)",
+                ("", "") =>
+                    "no pinned token endpoint (calls are refused: set a token URL or issuer)",
                 ("", issuer) => issuer,
                 (token_url, _) => token_url,
             },

@@ -114,15 +114,17 @@ pub async fn auth_config(scenario: &Scenario) -> anyhow::Result<pb::auth_config:
         }
         _ => {}
     }
-    Ok(pb::auth_config::Method::OauthAuthorizationCode(pb::OAuthAuthorizationCodeAuth {
-        redirect_uri: REDIRECT_URI.to_owned(),
-        client_id: text("client_id"),
-        client_secret: text("client_secret"),
-        // A pre-registered secret goes only to the issuer it was given for.
-        issuer: text("issuer"),
-        client_metadata_url: CLIENT_METADATA_URL.to_owned(),
-        ..Default::default()
-    }))
+    Ok(pb::auth_config::Method::OauthAuthorizationCode(
+        pb::OAuthAuthorizationCodeAuth {
+            redirect_uri: REDIRECT_URI.to_owned(),
+            client_id: text("client_id"),
+            client_secret: text("client_secret"),
+            // A pre-registered secret goes only to the issuer it was given for.
+            issuer: text("issuer"),
+            client_metadata_url: CLIENT_METADATA_URL.to_owned(),
+            ..Default::default()
+        },
+    ))
 }
 
 /// Where the workload identity token of `auth/wif-jwt-bearer` is written

@@ -153,8 +153,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     let shared = shared_sessions(config, &db);
     let (gateway, relay) = gateway(config, connector, &shared)?;
     let resume = ResumeSeal::new(keys.clone(), config.resume_ttl);
-    let repository = Arc::new(SqlIntegrationRepository::new(db.pool.clone(), keys));
-    unpinned::report_unpinned_credentials(&repository).await;
+    let repository = unpinned::reported_repository(&db.pool, keys).await;
     let integrations = integration_service(config, repository.clone(), gateway.clone(), policy)?;
     let policies = policy_engine(config, &db.pool);
     let calls = CallService::new(

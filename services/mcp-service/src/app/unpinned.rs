@@ -3,17 +3,32 @@
 //! was required. Calls refuse them until an admin sets one; the report
 //! names them so that operators need not wait for the failing calls.
 
+use std::sync::Arc;
+
+use sqlx::AnyPool;
+
 use crate::{
     domain::oauth_input::credential_destination_unpinned,
-    outbound::storage::sql::SqlIntegrationRepository,
+    outbound::storage::{secret_box::KeyRing, sql::SqlIntegrationRepository},
 };
 
 /// Most integrations named in the report; the count is always whole.
 const MAX_NAMED: usize = 100;
 
+/// The integrations on `pool`, sealed with `keys`, once their report is
+/// logged (see [`report_unpinned_credentials`]).
+pub(super) async fn reported_repository(
+    pool: &AnyPool,
+    keys: Arc<KeyRing>,
+) -> Arc<SqlIntegrationRepository> {
+    let repository = Arc::new(SqlIntegrationRepository::new(pool.clone(), keys));
+    report_unpinned_credentials(&repository).await;
+    repository
+}
+
 /// Logs, once, the integrations calls will refuse for want of a pinned
 /// credential destination. A failure to read them is logged, not fatal.
-pub(super) async fn report_unpinned_credentials(repository: &SqlIntegrationRepository) {
+async fn report_unpinned_credentials(repository: &SqlIntegrationRepository) {
     let configs = match repository.client_credentials_auth().await {
         Ok(configs) => configs,
         Err(error) => {

@@ -182,12 +182,6 @@ pub(super) async fn client_credentials(
     {
         violation("scopes", "scopes must be non-empty and contain no spaces");
     }
-    if let Some(Err(error)) = issuer.as_deref().map(|i| check_oauth_url(addresses, i)) {
-        violation("issuer", &error.to_string());
-    }
-    if token_url.is_empty() && issuer.is_none() {
-        violation("token_url", UNPINNED);
-    }
     let client_secret = client_secret
         .filter(|s| !s.expose_secret().is_empty())
         .or(stored.client_secret);
@@ -207,9 +201,7 @@ pub(super) async fn client_credentials(
     if let Some(key) = stored.dpop_key.or_else(new_dpop_key) {
         secrets.insert(Secrets::OAUTH_DPOP_KEY, key);
     }
-    if !token_url.is_empty() {
-        check_token_url(prefix, &token_url, addresses, violations).await;
-    }
+    check_destination(prefix, &token_url, issuer.as_deref(), addresses, violations).await;
     AuthConfig::OAuthClientCredentials {
         token_url,
         client_id,
@@ -217,6 +209,29 @@ pub(super) async fn client_credentials(
         client_auth,
         issuer,
         on_behalf_of,
+    }
+}
+
+/// Where the client's credential goes: a token URL, or an issuer whose own
+/// metadata names the token endpoint (at least one), each one OAuth may
+/// use.
+async fn check_destination(
+    prefix: &str,
+    token_url: &str,
+    issuer: Option<&str>,
+    addresses: &AddressPolicy,
+    violations: &mut Vec<FieldViolation>,
+) {
+    if let Some(Err(error)) = issuer.map(|i| check_oauth_url(addresses, i)) {
+        violations.push(FieldViolation::new(
+            format!("{prefix}.issuer"),
+            error.to_string(),
+        ));
+    }
+    if !token_url.is_empty() {
+        check_token_url(prefix, token_url, addresses, violations).await;
+    } else if issuer.is_none() {
+        violations.push(FieldViolation::new(format!("{prefix}.token_url"), UNPINNED));
     }
 }
 

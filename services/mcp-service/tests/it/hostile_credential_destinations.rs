@@ -21,9 +21,7 @@ use tokio::{
     net::{TcpListener, TcpStream},
 };
 
-use crate::support::{
-    Harness, admin, bad_fields, create, http_integration_with_auth, req, start,
-};
+use crate::support::{Harness, admin, bad_fields, create, http_integration_with_auth, req, start};
 
 const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 const CLIENT_SECRET: &str = "svc-secret";
@@ -206,15 +204,12 @@ async fn a_token_exchange_naming_neither_token_url_nor_issuer_is_refused_on_crea
 /// The stored configuration of `id` with its issuer removed, as saved
 /// before an issuer or token URL was required.
 async fn strip_issuer(h: &Harness, id: &str) {
-    let pool = sqlx::AnyPool::connect(&h.db.url)
+    let pool = sqlx::AnyPool::connect(&h.db.url).await.expect("raw access");
+    let (config,): (String,) = sqlx::query_as("SELECT config_json FROM integrations WHERE id = $1")
+        .bind(id)
+        .fetch_one(&pool)
         .await
-        .expect("raw access");
-    let (config,): (String,) =
-        sqlx::query_as("SELECT config_json FROM integrations WHERE id = $1")
-            .bind(id)
-            .fetch_one(&pool)
-            .await
-            .expect("the row");
+        .expect("the row");
     let mut config: Value = serde_json::from_str(&config).expect("json");
     config["auth"]
         .as_object_mut()
@@ -276,7 +271,10 @@ async fn a_server_claiming_the_pinned_issuer_gets_neither_secret_nor_callers_tok
     for request in &seen {
         assert!(!request.contains(&alice), "the caller's token: {request}");
         assert!(!request.contains(CLIENT_SECRET), "the secret: {request}");
-        assert!(!request.contains("c3ZjLWNsaWVudDpzdmMtc2VjcmV0"), "{request}");
+        assert!(
+            !request.contains("c3ZjLWNsaWVudDpzdmMtc2VjcmV0"),
+            "{request}"
+        );
     }
 }
 
@@ -293,5 +291,8 @@ async fn a_pinned_issuer_exchanges_the_callers_token_at_its_own_token_endpoint()
     assert_eq!(requests[0].form["grant_type"], TOKEN_EXCHANGE);
     assert_eq!(requests[0].form["subject_token"], alice);
     let calls = realm.calls();
-    assert!(!calls.is_empty() && calls.iter().all(|c| c == "alice"), "{calls:?}");
+    assert!(
+        !calls.is_empty() && calls.iter().all(|c| c == "alice"),
+        "{calls:?}"
+    );
 }

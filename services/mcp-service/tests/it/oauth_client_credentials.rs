@@ -296,11 +296,11 @@ async fn a_private_key_that_does_not_parse_for_its_algorithm_is_refused_on_creat
                     Some(pinned_to_origin(
                         &upstream.url(),
                         client_credentials(pb::OAuthClientCredentialsAuth {
-                        private_key: private_key.clone(),
-                        signing_algorithm: algorithm.into(),
-                        client_authentication: pb::ClientAuthentication::PrivateKeyJwt.into(),
-                        ..Default::default()
-                    }),
+                            private_key: private_key.clone(),
+                            signing_algorithm: algorithm.into(),
+                            client_authentication: pb::ClientAuthentication::PrivateKeyJwt.into(),
+                            ..Default::default()
+                        }),
                     )),
                 ),
                 &admin("org-a"),

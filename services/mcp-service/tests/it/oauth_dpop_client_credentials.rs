@@ -16,7 +16,9 @@ use switchboard_proto::{
 use switchboard_test_support::{DbKind, db_tests};
 use tonic::transport::Channel;
 
-use crate::support::{admin, create, http_integration_with_auth, pinned_to_origin, req, start_with};
+use crate::support::{
+    admin, create, http_integration_with_auth, pinned_to_origin, req, start_with,
+};
 
 db_tests!(a_client_credentials_token_is_bound_to_the_integrations_own_sealed_dpop_key);
 

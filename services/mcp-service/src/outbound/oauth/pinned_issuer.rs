@@ -133,11 +133,23 @@ mod tests {
 
     #[test]
     fn issuers_match_exactly_but_for_a_root_slash() {
-        assert!(is_pinned_issuer("https://as.example/", "https://as.example"));
+        assert!(is_pinned_issuer(
+            "https://as.example/",
+            "https://as.example"
+        ));
         assert!(is_pinned_issuer("https://as.example", "https://as.example"));
-        assert!(!is_pinned_issuer("https://as.example/t/", "https://as.example/t"));
-        assert!(!is_pinned_issuer("https://AS.example", "https://as.example"));
-        assert!(!is_pinned_issuer("https://as.example.evil", "https://as.example"));
+        assert!(!is_pinned_issuer(
+            "https://as.example/t/",
+            "https://as.example/t"
+        ));
+        assert!(!is_pinned_issuer(
+            "https://AS.example",
+            "https://as.example"
+        ));
+        assert!(!is_pinned_issuer(
+            "https://as.example.evil",
+            "https://as.example"
+        ));
         assert!(!is_pinned_issuer("http://as.example", "https://as.example"));
     }
 }

@@ -67,8 +67,7 @@ impl SqlIntegrationRepository {
         let mut found = Vec::with_capacity(rows.len());
         for row in rows {
             let id: String = row.try_get("id")?;
-            let id =
-                IntegrationId::parse("id", &id).map_err(|v| anyhow::anyhow!(v.description))?;
+            let id = IntegrationId::parse("id", &id).map_err(|v| anyhow::anyhow!(v.description))?;
             let config: StoredConfig =
                 serde_json::from_str(&row.try_get::<String, _>("config_json")?)
                     .context("stored integration configuration is not valid")?;

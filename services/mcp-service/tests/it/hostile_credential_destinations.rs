@@ -8,14 +8,22 @@
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
+use switchboard_db::DatabaseArgs;
 use switchboard_example_mcp_server::{
     HttpServerOptions, OAuthRealm, RunningHttpServer, spawn_http,
+};
+use switchboard_mcp_service::{
+    domain::oauth_input::credential_destination_unpinned,
+    outbound::storage::{
+        secret_box::KeyRing,
+        sql::{MIGRATIONS, SqlIntegrationRepository},
+    },
 };
 use switchboard_proto::{
     json::json_to_struct,
     mcp::v1::{self as pb, auth_config::Method},
 };
-use switchboard_test_support::token;
+use switchboard_test_support::{DbKind, db_tests, token};
 use tokio::{
     io::{AsyncReadExt as _, AsyncWriteExt as _},
     net::{TcpListener, TcpStream},
@@ -185,7 +193,7 @@ async fn read_request(stream: &mut TcpStream) -> String {
 #[tokio::test]
 async fn a_token_exchange_naming_neither_token_url_nor_issuer_is_refused_on_create() {
     let (_realm, upstream) = realm_server().await;
-    let mut h = start(switchboard_test_support::DbKind::Sqlite).await;
+    let mut h = start(DbKind::Sqlite).await;
     let status = h
         .client
         .create_integration(req(
@@ -226,7 +234,7 @@ async fn strip_issuer(h: &Harness, id: &str) {
 #[tokio::test]
 async fn a_stored_token_exchange_without_a_pin_sends_the_callers_token_nowhere() {
     let (realm, upstream) = realm_server().await;
-    let mut h = start(switchboard_test_support::DbKind::Sqlite).await;
+    let mut h = start(DbKind::Sqlite).await;
     let id = integration(&mut h, &upstream.url(), token_exchange(Some(&realm.base()))).await;
     strip_issuer(&h, &id).await;
     let alice = token("org-a", "alice", &["member"]);
@@ -247,11 +255,46 @@ async fn a_stored_token_exchange_without_a_pin_sends_the_callers_token_nowhere()
     }
 }
 
+/// The start-up report reads the stored configurations of both databases:
+/// the legacy one is found unpinned, a pinned one is not.
+async fn the_start_up_report_finds_a_stored_configuration_without_a_pin(kind: DbKind) {
+    let (realm, upstream) = realm_server().await;
+    let mut h = start(kind).await;
+    let legacy = integration(&mut h, &upstream.url(), token_exchange(Some(&realm.base()))).await;
+    strip_issuer(&h, &legacy).await;
+    let pinned = create(
+        &mut h,
+        &admin("org-a"),
+        http_integration_with_auth(
+            "still_pinned",
+            &upstream.url(),
+            Some(token_exchange(Some(&realm.base()))),
+        ),
+    )
+    .await
+    .id;
+    let database = DatabaseArgs::for_url(&h.db.url)
+        .open("mcp", MIGRATIONS)
+        .await
+        .expect("opened");
+    let repository = SqlIntegrationRepository::new(database.pool, Arc::new(KeyRing::development()));
+    let found = repository.client_credentials_auth().await.expect("listed");
+    let unpinned: Vec<String> = found
+        .iter()
+        .filter(|(_, _, auth)| credential_destination_unpinned(auth))
+        .map(|(org, id, _)| format!("{org}/{id}"))
+        .collect();
+    assert_eq!(unpinned, [format!("org-a/{legacy}")]);
+    assert!(found.iter().any(|(_, id, _)| id.to_string() == pinned));
+}
+
+db_tests!(the_start_up_report_finds_a_stored_configuration_without_a_pin);
+
 #[tokio::test]
 async fn a_server_claiming_the_pinned_issuer_gets_neither_secret_nor_callers_token() {
     let (realm, _upstream) = realm_server().await;
     let (hostile, seen) = hostile_server(realm.base()).await;
-    let mut h = start(switchboard_test_support::DbKind::Sqlite).await;
+    let mut h = start(DbKind::Sqlite).await;
     let id = integration(
         &mut h,
         &format!("{hostile}/mcp"),
@@ -281,7 +324,7 @@ async fn a_server_claiming_the_pinned_issuer_gets_neither_secret_nor_callers_tok
 #[tokio::test]
 async fn a_pinned_issuer_exchanges_the_callers_token_at_its_own_token_endpoint() {
     let (realm, upstream) = realm_server().await;
-    let mut h = start(switchboard_test_support::DbKind::Sqlite).await;
+    let mut h = start(DbKind::Sqlite).await;
     let id = integration(&mut h, &upstream.url(), token_exchange(Some(&realm.base()))).await;
     let alice = token("org-a", "alice", &["member"]);
 

@@ -20,7 +20,9 @@ pub struct EndpointConnectionArgs {
     #[arg(id = "mcp_endpoint_first_request_timeout", long = "mcp-endpoint-first-request-timeout", env = "SWITCHBOARD_MCP_ENDPOINT_FIRST_REQUEST_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
     pub first_request_timeout: Duration,
     /// An authenticated connection with no request in flight this long is
-    /// closed; an open stream (SSE) is a request in flight.
+    /// closed; an open stream (SSE) is a request in flight. An HTTP/1
+    /// connection waiting for its next request is waiting for headers too,
+    /// so the header-read timeout closes it first when shorter.
     #[arg(id = "mcp_endpoint_connection_idle_timeout", long = "mcp-endpoint-connection-idle-timeout", env = "SWITCHBOARD_MCP_ENDPOINT_CONNECTION_IDLE_TIMEOUT", default_value = "2m", value_parser = humantime::parse_duration)]
     pub idle_timeout: Duration,
     /// Connections open at once; at the cap a new one evicts the oldest

@@ -29,7 +29,7 @@ use tonic::transport::server::Connected;
 use tower::Service;
 
 pub use self::{
-    args::ConnectionArgs,
+    args::{ConnectionArgs, caps_within},
     fd_budget::{ConnectionCaps, FdBudget, raise_nofile_to_hard_limit},
     tracker::ConnectionHandle,
 };

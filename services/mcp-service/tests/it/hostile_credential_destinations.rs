@@ -168,10 +168,7 @@ async fn serve(mut stream: TcpStream, base: String, issuer: String, seen: Seen) 
 async fn read_request(stream: &mut TcpStream) -> String {
     let mut seen = Vec::new();
     let mut buf = [0u8; 4096];
-    loop {
-        let Ok(n) = stream.read(&mut buf).await else {
-            break;
-        };
+    while let Ok(n) = stream.read(&mut buf).await {
         if n == 0 {
             break;
         }

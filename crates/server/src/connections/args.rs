@@ -61,8 +61,9 @@ pub struct ConnectionArgs {
         default_value_t = 256
     )]
     pub http2_max_local_error_reset_streams: usize,
-    /// Largest header list of a call, in bytes.
-    #[arg(long, env = "SWITCHBOARD_HTTP2_MAX_HEADER_LIST_BYTES", default_value_t = 64 * 1024)]
+    /// Largest header list of a call, in bytes (hyper's default; a token
+    /// of a few KiB fits with room).
+    #[arg(long, env = "SWITCHBOARD_HTTP2_MAX_HEADER_LIST_BYTES", default_value_t = 16 * 1024)]
     pub http2_max_header_list_bytes: u32,
 }
 
@@ -78,7 +79,7 @@ impl Default for ConnectionArgs {
             http2_max_concurrent_streams: 1024,
             http2_max_pending_reset_streams: 20,
             http2_max_local_error_reset_streams: 256,
-            http2_max_header_list_bytes: 64 * 1024,
+            http2_max_header_list_bytes: 16 * 1024,
         }
     }
 }

@@ -73,7 +73,7 @@ pub struct EndpointConnectionArgs {
         id = "mcp_endpoint_http2_max_header_list_bytes",
         long = "mcp-endpoint-http2-max-header-list-bytes",
         env = "SWITCHBOARD_MCP_ENDPOINT_HTTP2_MAX_HEADER_LIST_BYTES",
-        default_value_t = 64 * 1024
+        default_value_t = 16 * 1024
     )]
     pub http2_max_header_list_bytes: u32,
 }
@@ -95,7 +95,7 @@ impl Default for EndpointConnectionArgs {
             max_unauthenticated_per_ip: None,
             max_per_org: None,
             http2_max_concurrent_streams: 100,
-            http2_max_header_list_bytes: 64 * 1024,
+            http2_max_header_list_bytes: 16 * 1024,
         }
     }
 }

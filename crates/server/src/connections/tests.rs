@@ -187,18 +187,25 @@ async fn a_header_list_past_its_limit_is_refused_and_one_within_is_served() {
     let server = server(|a| a.connections.http2_max_header_list_bytes = 32 * 1024).await;
     let (mut send, _driver) = h2(server.addr).await;
     let sized = |bytes: usize| {
-        http::Request::post(format!("http://{}/grpc.health.v1.Health/Check", server.addr))
-            .header("content-type", "application/grpc")
-            .header("te", "trailers")
-            .header("x-padding", "a".repeat(bytes))
-            .body(Full::new(Bytes::from_static(&[0, 0, 0, 0, 0])))
-            .expect("a request")
+        http::Request::post(format!(
+            "http://{}/grpc.health.v1.Health/Check",
+            server.addr
+        ))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .header("x-padding", "a".repeat(bytes))
+        .body(Full::new(Bytes::from_static(&[0, 0, 0, 0, 0])))
+        .expect("a request")
     };
-    let within = send.send_request(sized(24 * 1024)).await.expect("an answer");
+    let within = send
+        .send_request(sized(24 * 1024))
+        .await
+        .expect("an answer");
     assert_eq!(within.status(), http::StatusCode::OK);
     let past = send.send_request(sized(40 * 1024)).await;
     assert!(
-        past.as_ref().map_or(true, |answer| answer.status() != http::StatusCode::OK),
+        past.as_ref()
+            .map_or(true, |answer| answer.status() != http::StatusCode::OK),
         "{past:?}"
     );
 }

@@ -182,7 +182,11 @@ pub struct Config {
     /// Longest text of a server about a call (a JSON-RPC error's message,
     /// a failure's detail) passed on to callers, logged or recorded in the
     /// audit trail, in bytes; past it the text is cut and says so.
-    #[arg(long, env = "SWITCHBOARD_MCP_MAX_SERVER_TEXT_BYTES", default_value_t = 4096)]
+    #[arg(
+        long,
+        env = "SWITCHBOARD_MCP_MAX_SERVER_TEXT_BYTES",
+        default_value_t = 4096
+    )]
     pub max_server_text_bytes: usize,
     /// Most upstream MCP sessions (and validations in progress) one
     /// organization holds; beyond it its least recently used idle session is
@@ -276,6 +280,14 @@ impl std::fmt::Debug for Config {
 }
 
 impl Config {
+    /// The bounds of what callers send with a call, and of a server's text.
+    pub fn call_bounds(&self) -> crate::domain::bounds::CallBounds {
+        crate::domain::bounds::CallBounds {
+            max_arguments_bytes: self.max_arguments_bytes,
+            max_server_text_bytes: self.max_server_text_bytes,
+        }
+    }
+
     /// How tasks are polled; refuses a floor under 10ms (a server
     /// suggesting no pause would be polled without rest) or above the cap.
     pub fn task_polling(&self) -> anyhow::Result<TaskPolling> {

@@ -29,7 +29,6 @@ use crate::{
         audit::{
             AuditLog, Auditor, calls::AuditedCalls, changes::IntegrationChanges, trail::AuditTrail,
         },
-        bounds::CallBounds,
         calls::CallService,
         downstream::Downstream,
         integration::Timeouts,
@@ -162,10 +161,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         Arc::new(flows),
         config.call_timeout,
     )
-    .with_bounds(CallBounds {
-        max_arguments_bytes: config.max_arguments_bytes,
-        max_server_text_bytes: config.max_server_text_bytes,
-    })
+    .with_bounds(config.call_bounds())
     .with_policies(policies.clone());
     let (audit_api, auditor) = audit(config, &db);
     let toolsets_api = toolsets_api(config, &db.pool, repository.clone(), auditor.clone());

@@ -9,6 +9,9 @@
 //! specification limits tool names to 128 characters); the arguments are a
 //! payload, bounded by a setting ([`CallBounds`]).
 //!
+//! This module names nothing else of the domain: every other module may
+//! look down to it.
+//!
 //! [`ToolCall`]: super::ports::ToolCall
 //! [`PromptCall`]: super::calls::PromptCall
 //! [`ResourceQuery`]: super::calls::ResourceQuery
@@ -17,12 +20,7 @@
 use std::{fmt, io, ops::Deref};
 
 use serde::Serialize;
-use serde_json::{Map, Value};
-
-use super::{
-    error::McpError,
-    ports::{InputAnswers, ToolCall},
-};
+use switchboard_server::FieldViolation;
 
 /// One bound: what it bounds and its largest size in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +58,11 @@ pub const TASK_ID: Bound = Bound {
     max_bytes: 1024,
 };
 
+/// The default of [`CallBounds::max_server_text_bytes`]: a readable
+/// paragraph or a short stack trace, far below what any log line, audit
+/// row or model context should carry of one error.
+pub const DEFAULT_MAX_SERVER_TEXT_BYTES: usize = 4096;
+
 /// The default of [`CallBounds::max_arguments_bytes`].
 pub const DEFAULT_MAX_ARGUMENTS_BYTES: usize = 1 << 20;
 
@@ -80,56 +83,34 @@ impl Default for CallBounds {
     fn default() -> Self {
         Self {
             max_arguments_bytes: DEFAULT_MAX_ARGUMENTS_BYTES,
-            max_server_text_bytes: super::server_text::DEFAULT_MAX_SERVER_TEXT_BYTES,
+            max_server_text_bytes: DEFAULT_MAX_SERVER_TEXT_BYTES,
         }
     }
 }
 
 impl CallBounds {
     /// Refuses `value` (arguments, parameters, answers) when its JSON text
-    /// is longer than the bound; counted without building the text, and
-    /// stopped at the bound.
-    pub fn check_arguments(&self, field: &str, value: &impl Serialize) -> Result<(), McpError> {
-        let mut counter = Counter {
-            written: 0,
-            max: self.max_arguments_bytes,
-        };
-        if serde_json::to_writer(&mut counter, value).is_err() {
-            return Err(McpError::invalid(
-                field,
-                format!("is longer than {} bytes", self.max_arguments_bytes),
-            ));
+    /// is longer than the bound.
+    pub fn check_arguments(
+        &self,
+        field: &str,
+        value: &impl Serialize,
+    ) -> Result<(), FieldViolation> {
+        if json_within(value, self.max_arguments_bytes) {
+            return Ok(());
         }
-        Ok(())
+        Err(FieldViolation::new(
+            field,
+            format!("is longer than {} bytes", self.max_arguments_bytes),
+        ))
     }
 }
 
-impl CallBounds {
-    /// Refuses a tool call past its bounds: its session scope, task id,
-    /// arguments and answers (its name is a [`ToolName`] already).
-    pub fn check_tool_call(&self, call: &ToolCall, session_scope: &str) -> Result<(), McpError> {
-        if let Some(task_id) = &call.task_id {
-            TASK_ID.check("task_id", task_id)?;
-        }
-        self.check_input(session_scope, &call.arguments, &call.answers)
-    }
-
-    /// Refuses a call's session scope, arguments (or parameters) and
-    /// answers past their bounds.
-    pub fn check_input(
-        &self,
-        session_scope: &str,
-        arguments: &Map<String, Value>,
-        answers: &InputAnswers,
-    ) -> Result<(), McpError> {
-        SESSION_SCOPE.check_optional("session_scope", session_scope)?;
-        self.check_arguments("arguments", arguments)?;
-        self.check_arguments("input_responses", &answers.responses)?;
-        if let Some(state) = &answers.request_state {
-            self.check_arguments("request_state", state)?;
-        }
-        Ok(())
-    }
+/// Whether `value`'s JSON text is at most `max` bytes: counted without
+/// building the text, and stopped at the bound.
+pub fn json_within(value: &impl Serialize, max: usize) -> bool {
+    let mut counter = Counter { written: 0, max };
+    serde_json::to_writer(&mut counter, value).is_ok()
 }
 
 /// Counts bytes written, failing past `max`.
@@ -154,18 +135,18 @@ impl io::Write for Counter {
 
 impl Bound {
     /// Refuses `value` for `field` when it is empty or longer than the bound.
-    pub fn check(&self, field: &str, value: &str) -> Result<(), McpError> {
+    pub fn check(&self, field: &str, value: &str) -> Result<(), FieldViolation> {
         if value.is_empty() {
-            return Err(McpError::invalid(field, "is required"));
+            return Err(FieldViolation::new(field, "is required"));
         }
         self.check_optional(field, value)
     }
 
     /// Refuses `value` for `field` when it is longer than the bound; empty
     /// is allowed.
-    pub fn check_optional(&self, field: &str, value: &str) -> Result<(), McpError> {
+    pub fn check_optional(&self, field: &str, value: &str) -> Result<(), FieldViolation> {
         if value.len() > self.max_bytes {
-            return Err(McpError::invalid(
+            return Err(FieldViolation::new(
                 field,
                 format!("is longer than {} bytes", self.max_bytes),
             ));
@@ -186,7 +167,7 @@ macro_rules! bounded_text {
             pub const BOUND: Bound = $bound;
 
             /// `value` of `field`, refused when empty or past the bound.
-            pub fn parse(field: &str, value: impl Into<String>) -> Result<Self, McpError> {
+            pub fn parse(field: &str, value: impl Into<String>) -> Result<Self, FieldViolation> {
                 let value = value.into();
                 Self::BOUND.check(field, &value)?;
                 Ok(Self(value))
@@ -263,12 +244,15 @@ mod tests {
         for bound in TABLE {
             assert!(bound.check("f", &"a".repeat(bound.max_bytes)).is_ok());
             let refused = bound.check("f", &"a".repeat(bound.max_bytes + 1));
-            assert!(matches!(refused, Err(McpError::Invalid(_))), "{bound:?}");
+            assert!(refused.is_err(), "{bound:?}");
             assert!(bound.check("f", "").is_err());
             assert!(bound.check_optional("f", "").is_ok());
         }
         assert!(ToolName::parse("name", "a".repeat(1025)).is_err());
-        assert_eq!(ToolName::parse("name", "echo").expect("a name").as_str(), "echo");
+        assert_eq!(
+            ToolName::parse("name", "echo").expect("a name").as_str(),
+            "echo"
+        );
     }
 
     #[test]
@@ -278,8 +262,16 @@ mod tests {
             ..CallBounds::default()
         };
         // {"a":"0123456"} is 15 bytes, {"a":"01234567"} 16, one more 17.
-        assert!(bounds.check_arguments("arguments", &json!({"a": "0123456"})).is_ok());
-        assert!(bounds.check_arguments("arguments", &json!({"a": "01234567"})).is_ok());
+        assert!(
+            bounds
+                .check_arguments("arguments", &json!({"a": "0123456"}))
+                .is_ok()
+        );
+        assert!(
+            bounds
+                .check_arguments("arguments", &json!({"a": "01234567"}))
+                .is_ok()
+        );
         assert!(
             bounds
                 .check_arguments("arguments", &json!({"a": "012345678"}))

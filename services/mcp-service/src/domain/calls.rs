@@ -9,6 +9,7 @@ use switchboard_auth::Principal;
 use super::{
     approvals::service::{Approvals, GatedCall},
     bounds::{CallBounds, PromptName, ResourceUri},
+    call_input::{check_input, check_tool_call},
     error::McpError,
     integration::{Integration, IntegrationId, OrgId},
     policy::{
@@ -299,7 +300,7 @@ impl CallService {
         grants: Grants<'_>,
         deadline: Option<Duration>,
     ) -> Result<Result<Value, CallError>, McpError> {
-        self.bounds.check_tool_call(&call, session_scope)?;
+        check_tool_call(&self.bounds, &call, session_scope)?;
         let integration = self.integrations.usable(caller, id).await?;
         let timeout = self.timeout(&integration, deadline);
         let tool = call.name.clone();
@@ -365,8 +366,12 @@ impl CallService {
         session_scope: &str,
         deadline: Option<Duration>,
     ) -> Result<ResourceRead, McpError> {
-        self.bounds
-            .check_input(session_scope, query.parameters, &query.answers)?;
+        check_input(
+            &self.bounds,
+            session_scope,
+            query.parameters,
+            &query.answers,
+        )?;
         let uri =
             expand_uri("parameters", query.uri, query.parameters).map_err(McpError::Invalid)?;
         let integration = self.integrations.usable(caller, id).await?;
@@ -397,8 +402,12 @@ impl CallService {
         session_scope: &str,
         deadline: Option<Duration>,
     ) -> Result<Value, McpError> {
-        self.bounds
-            .check_input(session_scope, &prompt.arguments, &prompt.answers)?;
+        check_input(
+            &self.bounds,
+            session_scope,
+            &prompt.arguments,
+            &prompt.answers,
+        )?;
         let integration = self.integrations.usable(caller, id).await?;
         let timeout = self.timeout(&integration, deadline);
         let PromptCall {

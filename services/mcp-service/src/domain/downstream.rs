@@ -183,7 +183,7 @@ impl ClientLines<Question> {
         kind: QuestionKind,
         mut params: Value,
     ) -> Option<Value> {
-        super::server_text::bound_question(kind, &mut params);
+        bound_question(kind, &mut params);
         let (answer, answered) = oneshot::channel();
         let question = Question {
             kind,
@@ -203,6 +203,18 @@ impl ClientLines<Question> {
             return None;
         }
         answered.await.ok()
+    }
+}
+
+/// An elicitation's `message` (the text a user reads) cut to the text
+/// bound; its form and the other questions' params are bounded by the
+/// message size of the session they came on.
+fn bound_question(kind: QuestionKind, params: &mut Value) {
+    if kind != QuestionKind::Elicitation {
+        return;
+    }
+    if let Some(Value::String(message)) = params.get_mut("message") {
+        super::server_text::bound_in_place(message, super::bounds::DEFAULT_MAX_SERVER_TEXT_BYTES);
     }
 }
 

@@ -7,6 +7,7 @@ pub mod admission;
 pub mod approvals;
 pub mod audit;
 pub mod bounds;
+pub mod call_input;
 pub mod caller_token;
 pub mod calls;
 pub mod catalog;

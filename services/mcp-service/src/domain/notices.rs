@@ -16,9 +16,11 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{
+    bounds::{DEFAULT_MAX_SERVER_TEXT_BYTES, json_within},
     client_lines::{ClientLines, LineGuard},
     integration::OrgId,
     ports::SessionScope,
+    server_text::bounded,
 };
 
 /// What a server told.
@@ -39,6 +41,34 @@ pub struct Notice {
     pub params: Value,
 }
 
+/// The most bytes of one notice (a log message, a resource update) held
+/// for a client session, as JSON: four times the text bound, so a log
+/// message's structured `data` keeps its shape when it is small.
+pub const MAX_NOTICE_BYTES: usize = 4 * DEFAULT_MAX_SERVER_TEXT_BYTES;
+
+/// `notice` within [`MAX_NOTICE_BYTES`]: a log message whose `data` is
+/// larger gets it as text, cut and marked; a notice still past the bound
+/// (a resource URI past its own) is dropped, `None`.
+fn bounded_notice(mut notice: Notice) -> Option<Notice> {
+    if json_within(&notice.params, MAX_NOTICE_BYTES) {
+        return Some(notice);
+    }
+    if notice.kind == NoticeKind::Log
+        && let Some(params) = notice.params.as_object_mut()
+    {
+        for field in ["data", "logger"] {
+            if let Some(value) = params.get_mut(field) {
+                let text = match &mut *value {
+                    Value::String(text) => std::mem::take(text),
+                    other => other.to_string(),
+                };
+                *value = Value::String(bounded(&text, DEFAULT_MAX_SERVER_TEXT_BYTES).into_owned());
+            }
+        }
+    }
+    json_within(&notice.params, MAX_NOTICE_BYTES).then_some(notice)
+}
+
 /// The client sessions hearing the notices of upstream sessions, by the
 /// upstream session's organization and scope.
 pub type ClientNotices = ClientLines<Notice>;
@@ -52,9 +82,8 @@ impl ClientLines<Notice> {
     /// (none registered, or each at its capacity).
     /// A notice past [`MAX_NOTICE_BYTES`] is cut to it first, or dropped.
     ///
-    /// [`MAX_NOTICE_BYTES`]: super::server_text::MAX_NOTICE_BYTES
     pub fn tell(&self, org: &OrgId, scope: &SessionScope, notice: Notice) -> bool {
-        let Some(notice) = super::server_text::bounded_notice(notice) else {
+        let Some(notice) = bounded_notice(notice) else {
             tracing::debug!("a notice past its bound: dropped");
             return false;
         };
@@ -82,6 +111,28 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_log_notice_past_the_bound_keeps_its_data_as_cut_text() {
+        let notice = Notice {
+            kind: NoticeKind::Log,
+            params: json!({"level": "info", "data": {"blob": "x".repeat(100_000)}}),
+        };
+        let bounded = bounded_notice(notice).unwrap();
+        let data = bounded.params["data"].as_str().unwrap();
+        assert!(
+            data.len() < DEFAULT_MAX_SERVER_TEXT_BYTES + 64,
+            "{}",
+            data.len()
+        );
+        assert!(data.ends_with("bytes]"), "{data}");
+        assert_eq!(bounded.params["level"], "info");
+        let update = Notice {
+            kind: NoticeKind::ResourceUpdated,
+            params: json!({"uri": "x".repeat(100_000)}),
+        };
+        assert_eq!(bounded_notice(update), None);
+    }
 
     fn org(name: &str) -> OrgId {
         OrgId(name.to_owned())

@@ -311,7 +311,7 @@ impl McpService for McpApi {
             request.request_state.as_ref(),
             &binding,
         )?;
-        let uri = ResourceUri::parse("uri", request.uri.as_str()).map_err(status)?;
+        let uri = ResourceUri::parse("uri", request.uri.as_str()).map_err(|v| status(v.into()))?;
         let query = ResourceQuery {
             uri: &uri,
             parameters: &parameters,
@@ -351,7 +351,7 @@ impl McpService for McpApi {
         )?;
         let prompt = PromptCall {
             answers: input_answers(&request.input_responses, state.as_ref())?,
-            name: PromptName::parse("name", request.name).map_err(status)?,
+            name: PromptName::parse("name", request.name).map_err(|v| status(v.into()))?,
             arguments,
         };
         let rendering =

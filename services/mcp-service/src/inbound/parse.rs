@@ -203,10 +203,10 @@ fn call_target(
     session_scope: &str,
 ) -> Result<IntegrationId, Status> {
     let id = parse_id("integration_id", integration_id)?;
-    bound.check(field, named).map_err(status)?;
+    bound.check(field, named).map_err(|v| status(v.into()))?;
     SESSION_SCOPE
         .check_optional("session_scope", session_scope)
-        .map_err(status)?;
+        .map_err(|v| status(v.into()))?;
     Ok(id)
 }
 
@@ -298,7 +298,8 @@ pub(super) fn tool_arguments(
 /// it resumes a multi-round-trip request.
 pub(super) fn tool_call(request: &pb::ExecuteToolRequest) -> Result<ToolCall, Status> {
     Ok(ToolCall {
-        name: ToolName::parse("tool_name", request.tool_name.as_str()).map_err(status)?,
+        name: ToolName::parse("tool_name", request.tool_name.as_str())
+            .map_err(|v| status(v.into()))?,
         arguments: tool_arguments(request)?,
         answers: input_answers(&request.input_responses, request.request_state.as_ref())?,
         task_id: task_id(request)?,

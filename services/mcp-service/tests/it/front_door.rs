@@ -10,7 +10,9 @@ use std::{net::SocketAddr, time::Duration};
 
 use rmcp::{
     RoleClient,
-    model::{CallToolRequestParams, GetPromptRequestParams, ProtocolVersion, ReadResourceRequestParams},
+    model::{
+        CallToolRequestParams, GetPromptRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    },
     service::{ClientLifecycleMode, ClientServiceExt as _, RunningService, ServiceError},
     transport::{
         StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
@@ -51,9 +53,13 @@ async fn doors_with(kind: DbKind, max_arguments_bytes: usize) -> Doors {
         config.max_arguments_bytes = max_arguments_bytes;
     })
     .await;
-    let id = create(&mut h, &admin("org-a"), http_integration("example", &upstream.url()))
-        .await
-        .id;
+    let id = create(
+        &mut h,
+        &admin("org-a"),
+        http_integration("example", &upstream.url()),
+    )
+    .await
+    .id;
     Doors {
         h,
         upstream,
@@ -145,7 +151,10 @@ async fn through_grpc(d: &mut Doors, asked: Asked, text: String) -> Result<(), t
                 arguments_json,
                 ..Default::default()
             };
-            d.h.client.execute_tool(req(request, &token)).await.map(drop)
+            d.h.client
+                .execute_tool(req(request, &token))
+                .await
+                .map(drop)
         }
         Asked::PromptName => {
             let request = pb::GetPromptRequest {
@@ -161,7 +170,10 @@ async fn through_grpc(d: &mut Doors, asked: Asked, text: String) -> Result<(), t
                 uri: text,
                 ..Default::default()
             };
-            d.h.client.retrieve_resource(req(request, &token)).await.map(drop)
+            d.h.client
+                .retrieve_resource(req(request, &token))
+                .await
+                .map(drop)
         }
     }
 }
@@ -172,7 +184,9 @@ async fn through_endpoint(
     text: String,
 ) -> Result<Value, ServiceError> {
     let answer = match asked {
-        Asked::ToolName => serde_json::to_value(client.call_tool(CallToolRequestParams::new(text)).await?),
+        Asked::ToolName => {
+            serde_json::to_value(client.call_tool(CallToolRequestParams::new(text)).await?)
+        }
         Asked::ToolArguments => {
             let mut arguments = serde_json::Map::new();
             arguments.insert("text".into(), json!(text));
@@ -204,15 +218,31 @@ async fn each_front_door_refuses_past_each_bound_before_any_server_or_record(kin
         let status = through_grpc(&mut d, asked, over.clone())
             .await
             .expect_err("refused");
-        assert_eq!(status.code(), Code::InvalidArgument, "{asked:?}: {status:?}");
-        assert!(status.message().contains(field), "{asked:?}: {}", status.message());
+        assert_eq!(
+            status.code(),
+            Code::InvalidArgument,
+            "{asked:?}: {status:?}"
+        );
+        assert!(
+            status.message().contains(field),
+            "{asked:?}: {}",
+            status.message()
+        );
         let error = through_endpoint(&client, asked, over)
             .await
             .expect_err("refused");
         assert!(refused_as_too_long(&error), "{asked:?}: {error}");
     }
-    assert_eq!(d.upstream.stats.snapshot().sessions, 0, "no server was contacted");
-    assert_eq!(d.audited_targets().await, Vec::new(), "nothing was recorded");
+    assert_eq!(
+        d.upstream.stats.snapshot().sessions,
+        0,
+        "no server was contacted"
+    );
+    assert_eq!(
+        d.audited_targets().await,
+        Vec::new(),
+        "nothing was recorded"
+    );
 
     // At each bound the call goes on to the server, which answers for itself.
     for (asked, bound, _) in TABLE {
@@ -220,15 +250,25 @@ async fn each_front_door_refuses_past_each_bound_before_any_server_or_record(kin
         // The server's own refusals (an unknown prompt) say so; none is
         // Switchboard's bound.
         if let Err(status) = through_grpc(&mut d, asked, at.clone()).await {
-            assert!(!status.message().contains("longer than"), "{asked:?}: {status:?}");
+            assert!(
+                !status.message().contains("longer than"),
+                "{asked:?}: {status:?}"
+            );
         }
         if let Err(error) = through_endpoint(&client, asked, at).await {
             assert!(!refused_as_too_long(&error), "{asked:?}: {error}");
         }
     }
-    assert!(d.upstream.stats.snapshot().sessions > 0, "the server was reached");
+    assert!(
+        d.upstream.stats.snapshot().sessions > 0,
+        "the server was reached"
+    );
     let targets = d.audited_targets().await;
-    assert!(targets.iter().all(|(target, _)| target.len() <= RESOURCE_URI.max_bytes));
+    assert!(
+        targets
+            .iter()
+            .all(|(target, _)| target.len() <= RESOURCE_URI.max_bytes)
+    );
     let _ = client.cancel().await;
 }
 
@@ -237,9 +277,7 @@ async fn each_front_door_refuses_past_each_bound_before_any_server_or_record(kin
 /// makes it.
 const LONG_ERROR_INPUT: usize = 200_000;
 
-async fn a_servers_long_error_is_cut_and_marked_through_every_door_and_in_the_audit(
-    kind: DbKind,
-) {
+async fn a_servers_long_error_is_cut_and_marked_through_every_door_and_in_the_audit(kind: DbKind) {
     let mut d = doors_with(kind, 2 * LONG_ERROR_INPUT).await;
     let token = member("org-a");
     let loud = json!({ "bytes": "e".repeat(LONG_ERROR_INPUT) });
@@ -249,13 +287,12 @@ async fn a_servers_long_error_is_cut_and_marked_through_every_door_and_in_the_au
         arguments_json: loud.to_string(),
         ..Default::default()
     };
-    let answered = d
-        .h
-        .client
-        .execute_tool(req(request, &token))
-        .await
-        .expect("answered")
-        .into_inner();
+    let answered =
+        d.h.client
+            .execute_tool(req(request, &token))
+            .await
+            .expect("answered")
+            .into_inner();
     assert!(answered.is_error);
     assert_cut(&answered.error_message);
 
@@ -287,13 +324,21 @@ async fn a_servers_long_error_is_cut_and_marked_through_every_door_and_in_the_au
 
 fn assert_cut(text: &str) {
     assert!(text.len() < MAX_TEXT + 128, "{} bytes", text.len());
-    assert!(text.ends_with(" bytes]"), "{}", &text[text.len().saturating_sub(80)..]);
+    assert!(
+        text.ends_with(" bytes]"),
+        "{}",
+        &text[text.len().saturating_sub(80)..]
+    );
 }
 
 async fn a_host_that_is_more_than_host_and_port_is_refused_and_never_reflected(kind: DbKind) {
     let d = doors(kind).await;
     let http = reqwest::Client::new();
-    for host in ["[localhost]evil.example", "[::1]@evil.example", "localhost@evil.example"] {
+    for host in [
+        "[localhost]evil.example",
+        "[::1]@evil.example",
+        "localhost@evil.example",
+    ] {
         let call = http
             .post(d.url())
             .header("host", host)
@@ -330,7 +375,10 @@ async fn a_host_that_is_more_than_host_and_port_is_refused_and_never_reflected(k
         .expect("JSON");
     assert_eq!(
         metadata["resource"],
-        format!("http://localhost:{}/mcp/integrations/example", d.addr.port())
+        format!(
+            "http://localhost:{}/mcp/integrations/example",
+            d.addr.port()
+        )
     );
 }
 

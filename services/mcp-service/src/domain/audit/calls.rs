@@ -12,6 +12,7 @@ use super::{
 };
 use crate::domain::{
     approvals::service::MAX_ID_BYTES,
+    call_input::{check_input, check_tool_call},
     calls::{CallService, Grants, PromptCall, ResourceQuery},
     error::McpError,
     integration::IntegrationId,
@@ -112,7 +113,7 @@ impl AuditedCalls {
         deadline: Option<Duration>,
     ) -> Result<Result<Value, CallError>, McpError> {
         // Past a bound, refused before anything of it is recorded.
-        self.calls.bounds().check_tool_call(&call, session_scope)?;
+        check_tool_call(self.calls.bounds(), &call, session_scope)?;
         let mut started = self.start(
             caller,
             AuditAction::ToolCall,
@@ -144,9 +145,12 @@ impl AuditedCalls {
         session_scope: &str,
         deadline: Option<Duration>,
     ) -> Result<ResourceRead, McpError> {
-        self.calls
-            .bounds()
-            .check_input(session_scope, query.parameters, &query.answers)?;
+        check_input(
+            self.calls.bounds(),
+            session_scope,
+            query.parameters,
+            &query.answers,
+        )?;
         let started = self.start(
             caller,
             AuditAction::ResourceRead,
@@ -171,9 +175,12 @@ impl AuditedCalls {
         session_scope: &str,
         deadline: Option<Duration>,
     ) -> Result<Value, McpError> {
-        self.calls
-            .bounds()
-            .check_input(session_scope, &prompt.arguments, &prompt.answers)?;
+        check_input(
+            self.calls.bounds(),
+            session_scope,
+            &prompt.arguments,
+            &prompt.answers,
+        )?;
         let started = self.start(
             caller,
             AuditAction::PromptGet,

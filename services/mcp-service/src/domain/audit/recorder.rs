@@ -11,11 +11,11 @@ use super::{
     record::{AuditOutcome, AuditRecord},
 };
 use crate::domain::{
-    bounds::RESOURCE_URI,
+    bounds::{DEFAULT_MAX_SERVER_TEXT_BYTES, RESOURCE_URI},
     digest::arguments_digest,
     error::McpError,
     ports::CallError,
-    server_text::{DEFAULT_MAX_SERVER_TEXT_BYTES, bound_in_place},
+    server_text::bound_in_place,
 };
 
 /// Which organizations' arguments are recorded, and how much of them.

@@ -57,7 +57,11 @@ pub(super) struct Site {
 impl Site {
     /// The endpoint under `allowed_hosts` as configured (entries that are
     /// no host are dropped; the settings refuse them at start-up).
-    pub fn new(public_url: Option<String>, allowed_hosts: &[String], issuer: Option<String>) -> Self {
+    pub fn new(
+        public_url: Option<String>,
+        allowed_hosts: &[String],
+        issuer: Option<String>,
+    ) -> Self {
         Self {
             public_url,
             allowed_hosts: allowed_hosts
@@ -359,7 +363,11 @@ mod tests {
     #[test]
     fn a_host_with_more_than_host_and_port_is_refused_even_when_any_host_is() {
         let loopback = site(&["localhost", "::1"]);
-        for text in ["[localhost]evil.example", "[::1]@evil.example", "localhost@evil.example"] {
+        for text in [
+            "[localhost]evil.example",
+            "[::1]@evil.example",
+            "localhost@evil.example",
+        ] {
             assert_eq!(host(&loopback, text), None, "{text}");
             assert_eq!(host(&site(&[]), text), None, "{text}");
         }

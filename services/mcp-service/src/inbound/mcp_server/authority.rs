@@ -104,7 +104,9 @@ fn registered_name(name: &str) -> Option<String> {
         && name.split('.').all(|label| {
             !label.is_empty()
                 && label.len() <= 63
-                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
         });
     valid.then(|| name.to_ascii_lowercase())
 }

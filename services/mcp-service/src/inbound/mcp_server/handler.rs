@@ -206,7 +206,7 @@ impl ServerHandler for SurfaceServer {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let uri = ResourceUri::parse("uri", request.uri).map_err(error_data)?;
+        let uri = ResourceUri::parse("uri", request.uri).map_err(|v| error_data(v.into()))?;
         let subscribe = SessionRequest::Subscribe(uri.clone());
         self.session_requests()
             .on_sessions(&context, Method::Subscribe, |caller| {
@@ -221,7 +221,7 @@ impl ServerHandler for SurfaceServer {
         request: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let uri = ResourceUri::parse("uri", request.uri).map_err(error_data)?;
+        let uri = ResourceUri::parse("uri", request.uri).map_err(|v| error_data(v.into()))?;
         let unsubscribe = SessionRequest::Unsubscribe(uri.clone());
         self.session_requests()
             .on_sessions(&context, Method::Unsubscribe, |caller| {
@@ -290,7 +290,7 @@ impl ServerHandler for SurfaceServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let caller = caller_of(&context)?;
-        let name = ToolName::parse("name", request.name).map_err(error_data)?;
+        let name = ToolName::parse("name", request.name).map_err(|v| error_data(v.into()))?;
         let span = caller.span("tools/call", Some(&name));
         let answer = async {
             let (member, own) = caller
@@ -299,7 +299,7 @@ impl ServerHandler for SurfaceServer {
                 .ok_or_else(|| unknown("tool", &name))?;
             let (_line, relay, progress) = passthrough::relay(&self.downstream, &caller, &context);
             let call = ToolCall {
-                name: ToolName::parse("name", own).map_err(error_data)?,
+                name: ToolName::parse("name", own).map_err(|v| error_data(v.into()))?,
                 arguments: request.arguments.clone().unwrap_or_default(),
                 answers: Default::default(),
                 task_id: None,
@@ -372,7 +372,7 @@ impl ServerHandler for SurfaceServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let caller = caller_of(&context)?;
-        let uri = ResourceUri::parse("uri", request.uri).map_err(error_data)?;
+        let uri = ResourceUri::parse("uri", request.uri).map_err(|v| error_data(v.into()))?;
         let span = caller.span("resources/read", Some(&uri));
         let answer = async {
             let member = caller
@@ -429,7 +429,7 @@ impl ServerHandler for SurfaceServer {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let caller = caller_of(&context)?;
-        let name = PromptName::parse("name", request.name).map_err(error_data)?;
+        let name = PromptName::parse("name", request.name).map_err(|v| error_data(v.into()))?;
         let span = caller.span("prompts/get", Some(&name));
         let answer = async {
             let (member, own) = caller
@@ -437,7 +437,7 @@ impl ServerHandler for SurfaceServer {
                 .route(&name)
                 .ok_or_else(|| unknown("prompt", &name))?;
             let prompt = PromptCall {
-                name: PromptName::parse("name", own).map_err(error_data)?,
+                name: PromptName::parse("name", own).map_err(|v| error_data(v.into()))?,
                 arguments: request.arguments.clone().unwrap_or_default(),
                 answers: Default::default(),
             };

@@ -25,8 +25,8 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use switchboard_auth::Authenticator;
 use switchboard_server::connections::{ConnectionLimits, FdBudget, log_limits, serve_connections};
 use tokio::net::TcpListener;
-use tonic::transport::server::TcpIncoming;
 use tokio_util::sync::CancellationToken;
+use tonic::transport::server::TcpIncoming;
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 

@@ -18,8 +18,8 @@ use super::{
     errors::{error_data, unknown},
 };
 use crate::domain::{
-    bounds::{PromptName, ResourceUri},
     audit::calls::AuditedCalls,
+    bounds::{PromptName, ResourceUri},
     ports::{Completing, SessionRequest},
     surface::Member,
 };
@@ -121,18 +121,20 @@ pub(super) fn resource_owner(caller: &Caller, uri: &str, request: SessionRequest
 pub(super) fn completion_owner(caller: &Caller, mut request: CompleteRequestParams) -> Routed {
     let (member, completing) = match &mut request.r#ref {
         Reference::Prompt(prompt) => {
-            let name = PromptName::parse("ref.name", prompt.name.as_str()).map_err(error_data)?;
+            let name = PromptName::parse("ref.name", prompt.name.as_str())
+                .map_err(|v| error_data(v.into()))?;
             let (member, own) = caller
                 .surface
                 .route(&name)
                 .ok_or_else(|| unknown("prompt", &name))?;
             let (member, own) = (member.clone(), own.to_owned());
             prompt.name.clone_from(&own);
-            let own = PromptName::parse("ref.name", own).map_err(error_data)?;
+            let own = PromptName::parse("ref.name", own).map_err(|v| error_data(v.into()))?;
             (member, Completing::Prompt(own))
         }
         Reference::Resource(resource) => {
-            let uri = ResourceUri::parse("ref.uri", resource.uri.as_str()).map_err(error_data)?;
+            let uri = ResourceUri::parse("ref.uri", resource.uri.as_str())
+                .map_err(|v| error_data(v.into()))?;
             let member = caller
                 .surface
                 .resource_member(&uri)

@@ -118,7 +118,9 @@ pub async fn call_tool(
     routes: &ProgressRoutes,
     call: ToolCall,
 ) -> Result<Round<ToolAnswer>, ServiceError> {
-    let params = with_trace(CallToolRequestParams::new(call.name.into_string()).with_arguments(call.arguments));
+    let params = with_trace(
+        CallToolRequestParams::new(call.name.into_string()).with_arguments(call.arguments),
+    );
     let sink = call.progress.as_ref();
     drive(answerer, call.answers, |responses, state| {
         let mut params = params.clone();

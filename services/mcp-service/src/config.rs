@@ -177,7 +177,12 @@ pub struct Config {
     /// Largest arguments of a call (a tool's or a prompt's arguments, a
     /// template's parameters, the caller's answers), each as JSON text, in
     /// bytes; past it the call is refused on every front door.
-    #[arg(long, env = "SWITCHBOARD_MCP_MAX_ARGUMENTS_BYTES", default_value_t = 1 << 20)]
+    #[arg(
+        id = "call_max_arguments_bytes",
+        long = "max-arguments-bytes",
+        env = "SWITCHBOARD_MCP_MAX_ARGUMENTS_BYTES",
+        default_value_t = 1 << 20
+    )]
     pub max_arguments_bytes: usize,
     /// Longest text of a server about a call (a JSON-RPC error's message,
     /// a failure's detail) passed on to callers, logged or recorded in the

@@ -173,7 +173,7 @@ struct Latencies {
 impl Latencies {
     /// `p50 / p99` of each door, for the report.
     fn summary(&mut self) -> String {
-        let mut line = |calls: &mut Vec<Duration>| {
+        let line = |calls: &mut Vec<Duration>| {
             calls.sort();
             let at = |q: f64| calls[((calls.len() - 1) as f64 * q) as usize];
             format!(

@@ -77,42 +77,31 @@ pub async fn auth_config(scenario: &Scenario) -> anyhow::Result<pb::auth_config:
             ..Default::default()
         })
     };
-    match scenario.name.as_str() {
-        "auth/client-credentials-basic" => {
-            return Ok(client_credentials(
-                pb::ClientAuthentication::ClientSecretBasic,
-                issuer_to_pin(scenario).await?,
-            ));
-        }
-        "auth/client-credentials-jwt" => {
-            return Ok(client_credentials(
-                pb::ClientAuthentication::PrivateKeyJwt,
-                issuer_to_pin(scenario).await?,
-            ));
-        }
-        "auth/wif-jwt-bearer" => {
-            return Ok(client_credentials(
-                pb::ClientAuthentication::WorkloadIdentity,
-                issuer_to_pin(scenario).await?,
-            ));
-        }
-        "auth/enterprise-managed-authorization" => {
-            return Ok(pb::auth_config::Method::OauthClientCredentials(
-                pb::OAuthClientCredentialsAuth {
-                    issuer: issuer_to_pin(scenario).await?,
-                    client_id: text("client_id"),
-                    client_secret: text("client_secret"),
-                    on_behalf_of: pb::OnBehalfOf::EnterpriseManaged.into(),
-                    identity_provider: Some(pb::IdentityProvider {
-                        issuer: text("idp_issuer"),
-                        token_url: text("idp_token_endpoint"),
-                        client_id: text("idp_client_id"),
-                    }),
-                    ..Default::default()
-                },
-            ));
-        }
-        _ => {}
+    let authentication = match scenario.name.as_str() {
+        "auth/client-credentials-basic" => Some(pb::ClientAuthentication::ClientSecretBasic),
+        "auth/client-credentials-jwt" => Some(pb::ClientAuthentication::PrivateKeyJwt),
+        "auth/wif-jwt-bearer" => Some(pb::ClientAuthentication::WorkloadIdentity),
+        _ => None,
+    };
+    if let Some(authentication) = authentication {
+        let issuer = issuer_to_pin(scenario).await?;
+        return Ok(client_credentials(authentication, issuer));
+    }
+    if scenario.name == "auth/enterprise-managed-authorization" {
+        return Ok(pb::auth_config::Method::OauthClientCredentials(
+            pb::OAuthClientCredentialsAuth {
+                issuer: issuer_to_pin(scenario).await?,
+                client_id: text("client_id"),
+                client_secret: text("client_secret"),
+                on_behalf_of: pb::OnBehalfOf::EnterpriseManaged.into(),
+                identity_provider: Some(pb::IdentityProvider {
+                    issuer: text("idp_issuer"),
+                    token_url: text("idp_token_endpoint"),
+                    client_id: text("idp_client_id"),
+                }),
+                ..Default::default()
+            },
+        ));
     }
     Ok(pb::auth_config::Method::OauthAuthorizationCode(
         pb::OAuthAuthorizationCodeAuth {

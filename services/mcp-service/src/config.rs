@@ -17,7 +17,8 @@ use crate::{
         elicitation::ElicitationPolicy,
         stdio_policy::{ChildSettings, Sandbox, StdioAllowList},
     },
-    outbound::{mcp::tasks::TaskPolling, storage::secret_box::KeyRing},
+    outbound::mcp::tasks::TaskPolling,
+    sealing::KeyRing,
 };
 
 /// Everything mcp-service is configured with.

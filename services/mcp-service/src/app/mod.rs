@@ -60,11 +60,11 @@ use crate::{
             audit::SqlAuditLog,
             audit_writer::BatchingAuditLog,
             policies::SqlPolicyRepository,
-            secret_box::KeyRing,
             sql::{MIGRATIONS, SqlIntegrationRepository},
             toolsets::SqlToolsetRepository,
         },
     },
+    sealing::KeyRing,
 };
 
 /// The name the service reports in telemetry.

@@ -12,7 +12,8 @@ use crate::{
         integration::{AuthConfig, IntegrationId, OrgId},
         oauth_input::credential_destination_unpinned,
     },
-    outbound::storage::{secret_box::KeyRing, sql::SqlIntegrationRepository},
+    outbound::storage::sql::SqlIntegrationRepository,
+    sealing::KeyRing,
 };
 
 /// Most integrations named in the report; the count is always whole.

@@ -43,20 +43,20 @@ pub enum McpError {
     /// A policy rule gates the call behind an approval, and the call
     /// carries none.
     #[error("the call needs an approval: {}", .0.reason)]
-    ApprovalRequired(Box<super::policy::Gate>),
+    ApprovalRequired(Box<super::gate::Gate>),
     /// A gated call without an approval: a new pending approval was made
     /// for it; the tool has not run.
     #[error("the call needs an approval: {}", .0.gate.reason)]
-    ApprovalPending(Box<super::approvals::Approval>),
+    ApprovalPending(Box<super::approval::Approval>),
     /// The presented approval was denied; the tool has not run.
     #[error("the call was not approved")]
-    ApprovalDenied(Box<super::approvals::Approval>),
+    ApprovalDenied(Box<super::approval::Approval>),
     /// The presented approval does not fit the call, or cannot be used.
     #[error("{}", approval_refusal(.0))]
-    ApprovalRefused(super::approvals::RedeemRefusal),
+    ApprovalRefused(super::approval::RedeemRefusal),
     /// The approval is no longer pending.
     #[error("the approval is {} already", .0.as_str())]
-    ApprovalDecided(super::approvals::ApprovalState),
+    ApprovalDecided(super::approval::ApprovalState),
     /// No such approval the caller may see.
     #[error("approval not found")]
     ApprovalNotFound,
@@ -76,7 +76,7 @@ pub enum McpError {
     PolicyNotFound,
     /// A policy write conflicts with the stored versions.
     #[error(transparent)]
-    PolicyStore(super::policy::ports::PolicyStoreError),
+    PolicyStore(PolicyStoreError),
     /// No such toolset in the caller's organization.
     #[error("toolset not found")]
     ToolsetNotFound,
@@ -91,10 +91,34 @@ pub enum McpError {
     Internal(#[from] anyhow::Error),
 }
 
+/// Why a policy write or read failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyStoreError {
+    /// A policy of that name exists (a create with `expected_version` 0).
+    #[error("policy `{0}` already exists; pass its current version to replace it")]
+    Exists(String),
+    /// The expected version is not the current one any more.
+    #[error("policy `{name}` is at version {current}, not {expected}")]
+    Stale {
+        /// The policy.
+        name: String,
+        /// The version the writer expected.
+        expected: i64,
+        /// The current version.
+        current: i64,
+    },
+    /// No such policy (or it is deleted).
+    #[error("policy not found")]
+    NotFound,
+    /// Anything else.
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
 /// What the caller reads of an approval that cannot be used: the class of
 /// the problem only.
-fn approval_refusal(refusal: &super::approvals::RedeemRefusal) -> String {
-    use super::approvals::{Mismatch, RedeemRefusal};
+fn approval_refusal(refusal: &super::approval::RedeemRefusal) -> String {
+    use super::approval::{Mismatch, RedeemRefusal};
     match refusal {
         RedeemRefusal::NotFound => "approval not found".to_owned(),
         RedeemRefusal::Mismatch(Mismatch::Requester) => {
@@ -129,9 +153,8 @@ impl From<FieldViolation> for McpError {
     }
 }
 
-impl From<super::policy::ports::PolicyStoreError> for McpError {
-    fn from(error: super::policy::ports::PolicyStoreError) -> Self {
-        use super::policy::ports::PolicyStoreError;
+impl From<PolicyStoreError> for McpError {
+    fn from(error: PolicyStoreError) -> Self {
         match error {
             PolicyStoreError::NotFound => Self::PolicyNotFound,
             PolicyStoreError::Other(error) => Self::Internal(error),

@@ -4,8 +4,10 @@
 pub mod abilities;
 pub mod address_policy;
 pub mod admission;
+pub mod approval;
 pub mod approvals;
 pub mod audit;
+pub mod audited;
 pub mod bounds;
 pub mod call_input;
 pub mod caller_token;
@@ -16,6 +18,7 @@ pub mod digest;
 pub mod downstream;
 pub mod elicitation;
 pub mod error;
+pub mod gate;
 pub mod input;
 pub mod integration;
 pub mod notices;

@@ -23,7 +23,7 @@ use tonic::Status;
 use super::error::status;
 use crate::{
     domain::{error::McpError, integration::IntegrationId},
-    outbound::storage::secret_box::{KeyRing, Sealed},
+    sealing::{KeyRing, Sealed},
 };
 
 /// Marks a sealed value, and the format's version.

@@ -8,6 +8,7 @@
 //! - [`oversized`]: tool results too large for the context, as tables or
 //!   cut.
 //! - [`pins`]: the tools each thread pinned, and how a change is seen.
+//! - [`problems`]: what a check finds wrong with a tool call or result.
 //! - [`ports`]: storage, mcp-service and model providers, as the domain
 //!   needs them.
 
@@ -22,6 +23,7 @@ pub mod model;
 pub mod oversized;
 pub mod pins;
 pub mod ports;
+pub mod problems;
 pub mod run;
 pub mod service;
 pub mod texts;

@@ -4,18 +4,17 @@
 //!
 //! [`record`] holds the record, [`chain`] its canonical form, hash and the
 //! verification, [`ports`] the [`AuditLog`] port, [`recorder`] what the use
-//! cases call, [`calls`] / [`changes`] the decorators that record them, and
-//! [`trail`] the reading and verification.
+//! cases call and [`trail`] the reading and verification; the decorators
+//! that record the use cases are in [`super::audited`].
 
-pub mod calls;
 pub mod chain;
-pub mod changes;
 pub mod ports;
 pub mod record;
 pub mod recorder;
 pub mod retention;
 pub mod trail;
 
+pub use super::audited::{calls, changes};
 pub use ports::{AuditLog, AuditQuery, ChainAnchor};
 pub use record::{AuditAction, AuditEvent, AuditOutcome, AuditRecord};
 pub use recorder::{AuditSettings, Auditor};

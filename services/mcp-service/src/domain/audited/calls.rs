@@ -6,12 +6,12 @@ use std::{ops::Deref, time::Duration, time::Instant};
 use serde_json::Value;
 use switchboard_auth::Principal;
 
-use super::{
-    record::{AuditAction, AuditOutcome, AuditRecord},
-    recorder::{Auditor, micros_since, refusal},
-};
 use crate::domain::{
     approvals::service::MAX_ID_BYTES,
+    audit::{
+        record::{AuditAction, AuditOutcome, AuditRecord},
+        recorder::{Auditor, micros_since, refusal},
+    },
     call_input::{check_input, check_tool_call},
     calls::{CallService, Grants, PromptCall, ResourceQuery},
     error::McpError,

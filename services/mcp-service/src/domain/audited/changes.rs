@@ -6,11 +6,11 @@ use std::ops::Deref;
 
 use switchboard_auth::Principal;
 
-use super::{
-    record::{AuditAction, AuditOutcome, AuditRecord},
-    recorder::{Auditor, refusal},
-};
 use crate::domain::{
+    audit::{
+        record::{AuditAction, AuditOutcome, AuditRecord},
+        recorder::{Auditor, refusal},
+    },
     error::McpError,
     input::{IntegrationPatch, NewIntegration},
     integration::{Integration, IntegrationId},

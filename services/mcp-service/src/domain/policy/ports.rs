@@ -3,31 +3,8 @@
 use async_trait::async_trait;
 
 use super::model::{PolicyBody, PolicyName, PolicyVersion};
+pub use crate::domain::error::PolicyStoreError;
 use crate::domain::integration::OrgId;
-
-/// Why a policy write or read failed.
-#[derive(Debug, thiserror::Error)]
-pub enum PolicyStoreError {
-    /// A policy of that name exists (a create with `expected_version` 0).
-    #[error("policy `{0}` already exists; pass its current version to replace it")]
-    Exists(String),
-    /// The expected version is not the current one any more.
-    #[error("policy `{name}` is at version {current}, not {expected}")]
-    Stale {
-        /// The policy.
-        name: String,
-        /// The version the writer expected.
-        expected: i64,
-        /// The current version.
-        current: i64,
-    },
-    /// No such policy (or it is deleted).
-    #[error("policy not found")]
-    NotFound,
-    /// Anything else.
-    #[error(transparent)]
-    Other(#[from] anyhow::Error),
-}
 
 /// Durable, versioned storage of policies: every write is a new version,
 /// a delete marks the policy deleted, and old versions stay readable.

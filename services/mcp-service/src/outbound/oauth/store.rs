@@ -12,7 +12,7 @@ use sqlx::{AnyPool, Row};
 
 use crate::domain::integration::{IntegrationId, OrgId};
 use crate::outbound::oauth::dpop::DpopKey;
-use crate::outbound::storage::secret_box::{KeyRing, Sealed};
+use crate::sealing::{KeyRing, Sealed};
 
 /// How long a started authorization may be completed.
 pub const PENDING_LIFETIME_MILLIS: i64 = 10 * 60 * 1000;

@@ -1,10 +1,12 @@
-//! Integrations and their secrets at rest: SQL storage, and the key ring
-//! that seals secrets before they reach the database.
+//! Integrations and their secrets at rest: SQL storage; the key ring that
+//! seals secrets before they reach the database is [`crate::sealing`],
+//! named here too as `secret_box`.
 
 pub mod approvals;
 pub mod audit;
 pub mod audit_writer;
 pub mod policies;
-pub mod secret_box;
 pub mod sql;
 pub mod toolsets;
+
+pub use crate::sealing as secret_box;

@@ -16,7 +16,7 @@ use crate::domain::{
     ports::{IntegrationHead, IntegrationRepository, ListQuery, RepositoryError},
     transport::Transport,
 };
-use crate::outbound::storage::secret_box::{KeyRing, Sealed};
+use crate::sealing::{KeyRing, Sealed};
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");

@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use super::mcp_tool_failed;
-use crate::domain::tools::{Problem, ResultMismatch};
+use crate::domain::problems::{Problem, ResultMismatch};
 
 /// A required parameter of a resource or prompt call is missing or blank.
 pub fn parameter_required(name: &str) -> String {

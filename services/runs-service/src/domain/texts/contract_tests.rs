@@ -115,7 +115,7 @@ fn the_resource_tools_are_offered_with_the_references_schemas() {
 
 #[test]
 fn arguments_an_input_schema_refuses_are_named_field_by_field() {
-    use crate::domain::tools::Problem;
+    use crate::domain::problems::Problem;
     let problem = |at: &str, what: &str| Problem {
         at: at.into(),
         what: what.into(),
@@ -138,7 +138,7 @@ fn arguments_an_input_schema_refuses_are_named_field_by_field() {
 
 #[test]
 fn a_result_its_output_schema_refuses_is_named_field_by_field() {
-    use crate::domain::tools::{Problem, ResultMismatch};
+    use crate::domain::problems::{Problem, ResultMismatch};
     let mismatch = ResultMismatch::Problems(
         vec![Problem {
             at: "/sum".into(),

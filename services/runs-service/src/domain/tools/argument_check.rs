@@ -11,9 +11,7 @@ use jsonschema::{PatternOptions, Validator};
 use serde_json::Value;
 
 use crate::domain::ids::IntegrationId;
-
-/// Most problems told to the model for one call; the rest are counted.
-pub const MAX_REPORTED_PROBLEMS: usize = 3;
+pub use crate::domain::problems::{MAX_REPORTED_PROBLEMS, Problem};
 
 /// Longest description of one problem, in characters: the validator's
 /// message quotes the model's value, which may be long.
@@ -22,16 +20,6 @@ const MAX_PROBLEM_CHARS: usize = 200;
 /// Largest compiled regex of one `pattern`, in bytes; patterns run on the
 /// linear-time engine, so a hostile one costs its size, never a backtrack.
 const MAX_PATTERN_BYTES: usize = 1 << 20;
-
-/// One problem of a call's arguments: where (a JSON pointer, empty for
-/// the arguments as a whole) and what.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    /// The field, as a JSON pointer.
-    pub at: String,
-    /// What is wrong with it.
-    pub what: String,
-}
 
 /// The compiled input schemas of a run's MCP tools, by the name the model
 /// calls each by.

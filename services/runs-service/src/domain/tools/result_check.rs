@@ -10,19 +10,8 @@ use std::{collections::HashMap, sync::Arc};
 use jsonschema::Validator;
 use serde_json::Value;
 
-use super::argument_check::{Checked, Problem, compile_schemas, problems_of};
-
-/// How a structured result differs from its tool's output schema.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ResultMismatch {
-    /// The tool declares an output schema and returned no structured result.
-    Missing,
-    /// The structured result is not JSON.
-    NotJson,
-    /// What is wrong, at most [`super::MAX_REPORTED_PROBLEMS`], and how
-    /// many more.
-    Problems(Vec<Problem>, usize),
-}
+use super::argument_check::{Checked, compile_schemas, problems_of};
+pub use crate::domain::problems::ResultMismatch;
 
 /// The compiled output schemas of a run's MCP tools that declare one, by
 /// the name the model calls each by.
@@ -62,7 +51,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::domain::ids::IntegrationId;
+    use crate::domain::{ids::IntegrationId, problems::Problem};
 
     fn sum() -> ResultChecks {
         let schema = json!({

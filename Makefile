@@ -223,7 +223,7 @@ size-check: ## No source file of a crate over 500 lines, no function outside tes
 	bash scripts/size-check.sh
 
 .PHONY: deps-check
-deps-check: ## The import rules: no circle in a service's domain/, no port importing a use case, nothing outside a service importing its outbound/
+deps-check: ## The import rules: no circle in a service's domain/ at any depth, no port importing a use case, inbound/ not importing outbound/, nothing outside a service importing its outbound/
 	python3 scripts/import-graph.py
 
 .PHONY: lint

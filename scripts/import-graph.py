@@ -5,15 +5,19 @@ Usage: scripts/import-graph.py [services/<name> ...]   (default: every service)
 
 Reads the `use crate::...`, `use super::...` and `use self::...` lines of a
 service's `src/` (and such paths written inline in code, or through a child
-module; unit tests are left out) and checks three rules:
+module; unit tests are left out) and checks four rules:
 
-(a) no circle between the modules of `src/domain`: a module is a file or a
-    directory at depth domain/X/Y (`domain/run/steps/mod.rs` and everything under
-    `domain/run/steps/` are one module, `domain/run/mod.rs` is `domain/run`);
+(a) no circle between the modules of `src/domain`, at every depth: the graph
+    is built once with a node per domain/X (`domain/run/mod.rs` and everything
+    under `domain/run/` are one node) and once with a node per domain/X/Y
+    (`domain/run/steps/mod.rs` and everything under `domain/run/steps/` are
+    one node), and neither may hold a circle;
 (b) no port (`domain/ports.rs` or `domain/ports/*`) imports a use case: a
     domain module that itself imports a port is one (what a port names must
     sit below the ports, not above them);
-(c) nothing in another room (`crates/`, `cli/`, `test-servers/`,
+(c) the service's `inbound` never imports its `outbound`: the adapters meet
+    only in `app` (the wiring), through the domain's ports;
+(d) nothing in another room (`crates/`, `cli/`, `test-servers/`,
     `conformance/`) or another service imports the service's `outbound`;
     the end-to-end tests (`tests/`) and the fuzz targets (`fuzz/`) exercise
     adapters directly and may.
@@ -30,7 +34,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEPTH = 3  # domain/X/Y
+DEPTHS = (2, 3)  # domain/X, domain/X/Y
 # The rooms beside services/ whose code must not reach into a service's outbound/.
 OUTSIDE_ROOMS = ("crates", "cli", "test-servers", "conformance")
 
@@ -221,9 +225,9 @@ class Crate:
         return module
 
 
-def node(module):
-    """The graph node of a module: domain/X/Y at most."""
-    return "/".join(module[:DEPTH])
+def node(module, depth):
+    """The graph node of a module at `depth`: domain/X (2) or domain/X/Y (3)."""
+    return "/".join(module[:depth])
 
 
 def in_domain(module):
@@ -234,17 +238,17 @@ def is_port(module):
     return len(module) >= 2 and module[:2] == ("domain", "ports")
 
 
-def domain_graph(crate):
+def domain_graph(crate, depth):
     edges = {}
     for mod, uses in crate.uses.items():
         if not in_domain(mod):
             continue
-        src = node(mod)
+        src = node(mod, depth)
         for path in uses:
             target = crate.resolve(path)
             if not in_domain(target):
                 continue
-            dst = node(target)
+            dst = node(target, depth)
             if dst != src:
                 edges.setdefault(src, {}).setdefault(dst, set()).add(
                     (os.path.relpath(crate.files[mod], ROOT), "::".join(path))
@@ -289,18 +293,30 @@ def circles(edges):
 def check_service(service_dir, crate_name, others):
     problems = []
     crate = Crate(os.path.join(service_dir, "src"))
-    edges = domain_graph(crate)
-    for comp in circles(edges):
-        lines = [f"circle between {', '.join(comp)}:"]
-        members = set(comp)
-        for src in comp:
-            for dst, why in sorted(edges.get(src, {}).items()):
-                if dst in members:
-                    file, path = sorted(why)[0]
-                    lines.append(f"    {src} -> {dst} ({file}: {path})")
-        problems.append("\n".join(lines))
+    for depth in DEPTHS:
+        edges = domain_graph(crate, depth)
+        for comp in circles(edges):
+            lines = [f"circle between {', '.join(comp)}:"]
+            members = set(comp)
+            for src in comp:
+                for dst, why in sorted(edges.get(src, {}).items()):
+                    if dst in members:
+                        file, path = sorted(why)[0]
+                        lines.append(f"    {src} -> {dst} ({file}: {path})")
+            problems.append("\n".join(lines))
+    problems += port_problems(crate)
+    problems += inbound_problems(crate)
+    problems += outside_problems(crate_name, others)
+    return problems
+
+
+def port_problems(crate):
+    """Rule (b), on the graph of domain/X/Y."""
+    problems = []
+    depth = DEPTHS[-1]
+    edges = domain_graph(crate, depth)
     port_users = {
-        node(mod)
+        node(mod, depth)
         for mod, uses in crate.uses.items()
         if in_domain(mod) and not is_port(mod)
         and any(is_port(crate.resolve(p)) for p in uses)
@@ -314,6 +330,26 @@ def check_service(service_dir, crate_name, others):
                 problems.append(
                     f"port {src} imports {dst}, a use case (it imports a port) ({file}: {path})"
                 )
+    return problems
+
+
+def inbound_problems(crate):
+    """Rule (c): no module under `inbound` imports one under `outbound`."""
+    problems = []
+    for mod, uses in sorted(crate.uses.items()):
+        if not mod or mod[0] != "inbound":
+            continue
+        for path in sorted(set(uses)):
+            target = crate.resolve(path)
+            if path[0] == "outbound" or (target and target[0] == "outbound"):
+                file = os.path.relpath(crate.files[mod], ROOT)
+                problems.append(f"inbound imports outbound ({file}: {'::'.join(path)})")
+    return problems
+
+
+def outside_problems(crate_name, others):
+    """Rule (d): no other room or service imports the crate's `outbound`."""
+    problems = []
     pattern = re.compile(r"\b" + crate_name + r"\s*::\s*(?:\{[^}]*\b)?outbound\b")
     for top in others:
         for dirpath, _, names in os.walk(top):
@@ -358,8 +394,8 @@ def main(argv):
             for p in problems:
                 print("  " + p, file=sys.stderr)
         else:
-            print(f"import-graph: {name}: no circle in domain/, no port imports a use case, "
-                  "no outside import of outbound/")
+            print(f"import-graph: {name}: no circle in domain/ at any depth, no port imports "
+                  "a use case, inbound/ does not import outbound/, no outside import of outbound/")
     return 1 if failed else 0
 
 

@@ -226,8 +226,12 @@ size-check: ## No source file of a crate over 500 lines, no function outside tes
 deps-check: ## The import rules: no circle in a service's domain/ at any depth, no port importing a use case, inbound/ not importing outbound/, nothing outside a service importing its outbound/
 	python3 scripts/import-graph.py
 
+.PHONY: doc-links
+doc-links: ## Every relative Markdown link names a file that exists and a heading it holds
+	python3 scripts/doc-links.py
+
 .PHONY: lint
-lint: fmt-check clippy size-check deps-check proto-lint proto-breaking ## All lints
+lint: fmt-check clippy size-check deps-check doc-links proto-lint proto-breaking ## All lints
 
 .PHONY: deploy-tools
 deploy-tools: ## Install helm, crane, kube-score, kubernetes-validate and the chart README generator into .tools/

@@ -1,10 +1,13 @@
 //! An approval of a gated call: what it is bound to, where it stands and
 //! why it cannot be redeemed; the values [`super::approvals`] keeps and
-//! [`super::error`] reports.
+//! reports, and the decorators that record calls read.
 
 use std::time::Duration;
 
 use super::gate::Gate;
+
+/// Longest approval id accepted (a UUID is 36 bytes).
+pub const MAX_ID_BYTES: usize = 64;
 
 /// Where an approval stands (the states of `approvals.proto`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,12 +1,13 @@
 //! What a caller sends with a call, checked against [`CallBounds`] by the
 //! call use cases before anything of it is recorded, logged or sent: the
-//! session scope, a resumed task's id, the arguments and the answers.
+//! session scope, a resumed task's id, the arguments and the answers. A
+//! refusal is the field it names; the service error wraps it from above.
 
 use serde_json::{Map, Value};
+use switchboard_server::FieldViolation;
 
 use super::{
     bounds::{CallBounds, SESSION_SCOPE, TASK_ID},
-    error::McpError,
     ports::{InputAnswers, ToolCall},
 };
 
@@ -16,7 +17,7 @@ pub fn check_tool_call(
     bounds: &CallBounds,
     call: &ToolCall,
     session_scope: &str,
-) -> Result<(), McpError> {
+) -> Result<(), FieldViolation> {
     if let Some(task_id) = &call.task_id {
         TASK_ID.check("task_id", task_id)?;
     }
@@ -30,7 +31,7 @@ pub fn check_input(
     session_scope: &str,
     arguments: &Map<String, Value>,
     answers: &InputAnswers,
-) -> Result<(), McpError> {
+) -> Result<(), FieldViolation> {
     SESSION_SCOPE.check_optional("session_scope", session_scope)?;
     bounds.check_arguments("arguments", arguments)?;
     bounds.check_arguments("input_responses", &answers.responses)?;

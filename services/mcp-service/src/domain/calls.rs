@@ -13,6 +13,7 @@ use super::{
     error::McpError,
     integration::{Integration, IntegrationId, OrgId},
     policy::{
+        PolicyError,
         enforce::{AllowList, Called, PolicyEnforcer},
         engine::PolicyEngine,
     },
@@ -156,11 +157,9 @@ impl CallService {
         timeout: Duration,
     ) -> Result<(), McpError> {
         match &self.policies {
-            Some(policies) => {
-                policies
-                    .authorize(caller, integration, called, timeout)
-                    .await
-            }
+            Some(policies) => Ok(policies
+                .authorize(caller, integration, called, timeout)
+                .await?),
             None => Ok(()),
         }
     }
@@ -305,14 +304,12 @@ impl CallService {
         let timeout = self.timeout(&integration, deadline);
         let tool = call.name.clone();
         let tool = tool.as_str();
-        if !grants.allowed.allows(tool) {
-            return Err(McpError::OutsideAllowList(tool.to_owned()));
-        }
+        grants.allowed.check(tool)?;
         let gate = match self
             .authorize(caller, &integration, Called::Tool(tool), timeout)
             .await
         {
-            Err(McpError::ApprovalRequired(gate)) => Some(*gate),
+            Err(McpError::Policy(PolicyError::ApprovalRequired(gate))) => Some(*gate),
             decided => decided.map(|()| None)?,
         };
         if let Some(approvals) = &self.approvals {
@@ -326,7 +323,7 @@ impl CallService {
                 .gate(caller, gated, grants.approval_id, gate)
                 .await?;
         } else if let Some(gate) = gate {
-            return Err(McpError::ApprovalRequired(Box::new(gate)));
+            return Err(PolicyError::ApprovalRequired(Box::new(gate)).into());
         }
         let outcome = self
             .gateway

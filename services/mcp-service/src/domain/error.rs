@@ -1,8 +1,16 @@
-//! What can go wrong in mcp-service's use cases.
+//! What can go wrong in mcp-service's use cases: the service error, which
+//! wraps from above the errors the policy, approval and audit modules own
+//! (none of them names it), and how each failure ends in the audit trail.
 
 use switchboard_server::FieldViolation;
 
-use super::integration::IntegrationId;
+use super::{
+    approvals::ApprovalError,
+    audit::{AuditError, AuditOutcome},
+    integration::IntegrationId,
+    policy::PolicyError,
+    ports::CallError,
+};
 
 /// A use-case failure. `inbound` maps it to a gRPC status in one place.
 #[derive(Debug, thiserror::Error)]
@@ -24,7 +32,7 @@ pub enum McpError {
     Disabled(IntegrationId),
     /// The MCP server could not answer.
     #[error(transparent)]
-    Upstream(#[from] super::ports::CallError),
+    Upstream(#[from] CallError),
     /// The caller must authorize the integration's server first.
     #[error("connect your account to the integration first, at its authorization URL")]
     AuthorizationRequired {
@@ -40,43 +48,15 @@ pub enum McpError {
     /// An authorization could not be started or completed.
     #[error(transparent)]
     Authorization(super::ports::AuthorizationError),
-    /// A policy rule gates the call behind an approval, and the call
-    /// carries none.
-    #[error("the call needs an approval: {}", .0.reason)]
-    ApprovalRequired(Box<super::gate::Gate>),
-    /// A gated call without an approval: a new pending approval was made
-    /// for it; the tool has not run.
-    #[error("the call needs an approval: {}", .0.gate.reason)]
-    ApprovalPending(Box<super::approval::Approval>),
-    /// The presented approval was denied; the tool has not run.
-    #[error("the call was not approved")]
-    ApprovalDenied(Box<super::approval::Approval>),
-    /// The presented approval does not fit the call, or cannot be used.
-    #[error("{}", approval_refusal(.0))]
-    ApprovalRefused(super::approval::RedeemRefusal),
-    /// The approval is no longer pending.
-    #[error("the approval is {} already", .0.as_str())]
-    ApprovalDecided(super::approval::ApprovalState),
-    /// No such approval the caller may see.
-    #[error("approval not found")]
-    ApprovalNotFound,
-    /// A policy rule refuses the call.
-    #[error("denied by policy rule {rule}: {reason}")]
-    PolicyDenied {
-        /// The deciding rule, `policy@version/rule`.
-        rule: String,
-        /// The rule's reason.
-        reason: String,
-    },
-    /// The tool is not on the calling agent's allow-list.
-    #[error("the agent may not call tool `{0}`: it is not on the agent's tool list")]
-    OutsideAllowList(String),
-    /// No such policy in the caller's organization.
-    #[error("policy not found")]
-    PolicyNotFound,
-    /// A policy write conflicts with the stored versions.
+    /// A policy use case failed, or a policy refuses the call.
     #[error(transparent)]
-    PolicyStore(PolicyStoreError),
+    Policy(#[from] PolicyError),
+    /// An approval use case failed, or the approval gate holds the call.
+    #[error(transparent)]
+    Approval(#[from] ApprovalError),
+    /// Reading the audit trail failed.
+    #[error(transparent)]
+    Audit(#[from] AuditError),
     /// No such toolset in the caller's organization.
     #[error("toolset not found")]
     ToolsetNotFound,
@@ -89,55 +69,6 @@ pub enum McpError {
     /// Anything unexpected (storage, crypto).
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
-}
-
-/// Why a policy write or read failed.
-#[derive(Debug, thiserror::Error)]
-pub enum PolicyStoreError {
-    /// A policy of that name exists (a create with `expected_version` 0).
-    #[error("policy `{0}` already exists; pass its current version to replace it")]
-    Exists(String),
-    /// The expected version is not the current one any more.
-    #[error("policy `{name}` is at version {current}, not {expected}")]
-    Stale {
-        /// The policy.
-        name: String,
-        /// The version the writer expected.
-        expected: i64,
-        /// The current version.
-        current: i64,
-    },
-    /// No such policy (or it is deleted).
-    #[error("policy not found")]
-    NotFound,
-    /// Anything else.
-    #[error(transparent)]
-    Other(#[from] anyhow::Error),
-}
-
-/// What the caller reads of an approval that cannot be used: the class of
-/// the problem only.
-fn approval_refusal(refusal: &super::approval::RedeemRefusal) -> String {
-    use super::approval::{Mismatch, RedeemRefusal};
-    match refusal {
-        RedeemRefusal::NotFound => "approval not found".to_owned(),
-        RedeemRefusal::Mismatch(Mismatch::Requester) => {
-            "the approval was not given to this caller".to_owned()
-        }
-        RedeemRefusal::Mismatch(Mismatch::Integration) => {
-            "the approval was given for another integration".to_owned()
-        }
-        RedeemRefusal::Mismatch(Mismatch::Tool) => {
-            "the approval was given for another tool".to_owned()
-        }
-        RedeemRefusal::Mismatch(Mismatch::Arguments) => {
-            "the approval was given for other arguments".to_owned()
-        }
-        RedeemRefusal::Pending => "the approval is still waiting for an approver".to_owned(),
-        RedeemRefusal::AlreadyUsed => "the approval was used already: its call ran once".to_owned(),
-        RedeemRefusal::Expired => "the approval expired".to_owned(),
-        RedeemRefusal::Denied { .. } => "the call was not approved".to_owned(),
-    }
 }
 
 impl McpError {
@@ -153,12 +84,50 @@ impl From<FieldViolation> for McpError {
     }
 }
 
-impl From<PolicyStoreError> for McpError {
-    fn from(error: PolicyStoreError) -> Self {
-        match error {
-            PolicyStoreError::NotFound => Self::PolicyNotFound,
-            PolicyStoreError::Other(error) => Self::Internal(error),
-            error => Self::PolicyStore(error),
+/// How a use case's refusal ends in the trail: its outcome, reason and rule.
+pub fn refusal(error: &McpError) -> (AuditOutcome, String, String) {
+    let denied = || (AuditOutcome::Denied, error.to_string(), String::new());
+    match error {
+        McpError::Policy(PolicyError::ApprovalRequired(gate)) => (
+            AuditOutcome::PendingApproval,
+            gate.reason.clone(),
+            gate.rule.clone(),
+        ),
+        McpError::Approval(ApprovalError::Pending(approval)) => (
+            AuditOutcome::PendingApproval,
+            approval.gate.reason.clone(),
+            approval.gate.rule.clone(),
+        ),
+        McpError::Approval(ApprovalError::Denied(approval)) => (
+            AuditOutcome::Denied,
+            error.to_string(),
+            approval.gate.rule.clone(),
+        ),
+        McpError::Policy(PolicyError::Denied { rule, reason }) => {
+            (AuditOutcome::Denied, reason.clone(), rule.clone())
         }
+        McpError::Policy(PolicyError::Internal(_))
+        | McpError::Approval(ApprovalError::Internal(_))
+        | McpError::Audit(AuditError::Internal(_)) => failed(error),
+        McpError::Upstream(CallError::Exhausted { .. })
+        | McpError::Invalid(_)
+        | McpError::NotFound
+        | McpError::SlugTaken(_)
+        | McpError::Forbidden(_)
+        | McpError::Disabled(_)
+        | McpError::AuthorizationRequired { .. }
+        | McpError::OrganizationConnectionRequired
+        | McpError::Policy(_)
+        | McpError::Approval(_)
+        | McpError::Audit(_)
+        | McpError::ToolsetNotFound
+        | McpError::ToolsetExists(_)
+        | McpError::LimitReached(_) => denied(),
+        McpError::Upstream(_) | McpError::Authorization(_) | McpError::Internal(_) => failed(error),
     }
+}
+
+/// A refusal that is a failure of the service or the server, not a denial.
+fn failed(error: &McpError) -> (AuditOutcome, String, String) {
+    (AuditOutcome::Failed, error.to_string(), String::new())
 }

@@ -5,9 +5,10 @@ use std::time::Duration;
 use switchboard_server::{ApiError, Refusal, ServerFacts};
 
 use crate::domain::{
-    approvals::{ApprovalState, Mismatch, RedeemRefusal},
+    approvals::{ApprovalError, ApprovalState, Mismatch, RedeemRefusal},
+    audit::AuditError,
     error::McpError,
-    policy::ports::PolicyStoreError,
+    policy::{PolicyError, PolicyStoreError},
     ports::{AuthorizationError, CallError},
 };
 
@@ -31,30 +32,9 @@ impl From<McpError> for ApiError {
                 authorization_url: String::new(),
             },
             McpError::Authorization(error) => authorization(error),
-            error @ McpError::ApprovalRequired(_) => Self::FailedPrecondition(error.to_string()),
-            // Answered as ExecuteTool responses; a status only elsewhere.
-            error @ (McpError::ApprovalPending(_) | McpError::ApprovalDenied(_)) => {
-                Self::FailedPrecondition(error.to_string())
-            }
-            McpError::ApprovalRefused(RedeemRefusal::NotFound) | McpError::ApprovalNotFound => {
-                Self::NotFound("approval".to_owned())
-            }
-            error @ McpError::ApprovalRefused(_) => approval_refused(error),
-            error @ McpError::ApprovalDecided(state) => {
-                let refusal = if state == ApprovalState::Expired {
-                    Refusal::ApprovalExpired
-                } else {
-                    Refusal::ApprovalDecided
-                };
-                Self::refused(refusal, error.to_string())
-            }
-            McpError::PolicyDenied { rule, reason } => Self::PolicyDenied {
-                message: policy_denial(&rule, &reason),
-                rule,
-            },
-            error @ McpError::OutsideAllowList(_) => Self::PermissionDenied(error.to_string()),
-            McpError::PolicyNotFound => Self::NotFound("policy".to_owned()),
-            McpError::PolicyStore(error) => policy_store(error),
+            McpError::Policy(error) => error.into(),
+            McpError::Approval(error) => error.into(),
+            McpError::Audit(error) => error.into(),
             McpError::ToolsetNotFound => Self::NotFound("toolset".to_owned()),
             error @ McpError::ToolsetExists(_) => Self::AlreadyExists(error.to_string()),
             McpError::LimitReached(message) => Self::ResourceExhausted(message),
@@ -63,12 +43,65 @@ impl From<McpError> for ApiError {
     }
 }
 
+impl From<PolicyError> for ApiError {
+    fn from(error: PolicyError) -> Self {
+        match error {
+            PolicyError::Invalid(violations) => Self::InvalidArgument(violations),
+            PolicyError::Forbidden(message) => Self::PermissionDenied(message.to_owned()),
+            PolicyError::Denied { rule, reason } => Self::PolicyDenied {
+                message: policy_denial(&rule, &reason),
+                rule,
+            },
+            error @ PolicyError::ApprovalRequired(_) => Self::FailedPrecondition(error.to_string()),
+            error @ PolicyError::OutsideAllowList(_) => Self::PermissionDenied(error.to_string()),
+            PolicyError::NotFound => Self::NotFound("policy".to_owned()),
+            PolicyError::Conflict(error) => policy_store(error),
+            PolicyError::LimitReached(message) => Self::ResourceExhausted(message),
+            PolicyError::Internal(error) => Self::Internal(error),
+        }
+    }
+}
+
+impl From<ApprovalError> for ApiError {
+    fn from(error: ApprovalError) -> Self {
+        match error {
+            ApprovalError::Invalid(violations) => Self::InvalidArgument(violations),
+            ApprovalError::Forbidden(message) => Self::PermissionDenied(message.to_owned()),
+            // Answered as ExecuteTool responses; a status only elsewhere.
+            error @ (ApprovalError::Pending(_) | ApprovalError::Denied(_)) => {
+                Self::FailedPrecondition(error.to_string())
+            }
+            ApprovalError::Refused(RedeemRefusal::NotFound) | ApprovalError::NotFound => {
+                Self::NotFound("approval".to_owned())
+            }
+            ApprovalError::Refused(refused) => approval_refused(&refused),
+            error @ ApprovalError::Decided(state) => {
+                let refusal = if state == ApprovalState::Expired {
+                    Refusal::ApprovalExpired
+                } else {
+                    Refusal::ApprovalDecided
+                };
+                Self::refused(refusal, error.to_string())
+            }
+            ApprovalError::LimitReached(message) => Self::ResourceExhausted(message),
+            ApprovalError::Internal(error) => Self::Internal(error),
+        }
+    }
+}
+
+impl From<AuditError> for ApiError {
+    fn from(error: AuditError) -> Self {
+        match error {
+            AuditError::Forbidden(message) => Self::PermissionDenied(message.to_owned()),
+            AuditError::Internal(error) => Self::Internal(error),
+        }
+    }
+}
+
 /// An approval that does not fit the call, or cannot be used: the reason
 /// names the class.
-fn approval_refused(error: McpError) -> ApiError {
-    let McpError::ApprovalRefused(refused) = &error else {
-        return ApiError::FailedPrecondition(error.to_string());
-    };
+fn approval_refused(refused: &RedeemRefusal) -> ApiError {
+    let message = ApprovalError::Refused(refused.clone()).to_string();
     let refusal = match refused {
         RedeemRefusal::Mismatch(Mismatch::Requester) => Refusal::ApprovalOtherRequester,
         RedeemRefusal::Mismatch(Mismatch::Integration) => Refusal::ApprovalOtherIntegration,
@@ -78,10 +111,10 @@ fn approval_refused(error: McpError) -> ApiError {
         RedeemRefusal::AlreadyUsed => Refusal::ApprovalUsed,
         RedeemRefusal::Expired => Refusal::ApprovalExpired,
         RedeemRefusal::NotFound | RedeemRefusal::Denied { .. } => {
-            return ApiError::FailedPrecondition(error.to_string());
+            return ApiError::FailedPrecondition(message);
         }
     };
-    ApiError::refused(refusal, error.to_string())
+    ApiError::refused(refusal, message)
 }
 
 /// What a caller (and the model) reads of a denial: the rule, and its
@@ -122,6 +155,24 @@ fn authorization(error: AuthorizationError) -> ApiError {
 /// mapping above.
 impl From<McpError> for tonic::Status {
     fn from(error: McpError) -> Self {
+        ApiError::from(error).into()
+    }
+}
+
+impl From<PolicyError> for tonic::Status {
+    fn from(error: PolicyError) -> Self {
+        ApiError::from(error).into()
+    }
+}
+
+impl From<ApprovalError> for tonic::Status {
+    fn from(error: ApprovalError) -> Self {
+        ApiError::from(error).into()
+    }
+}
+
+impl From<AuditError> for tonic::Status {
+    fn from(error: AuditError) -> Self {
         ApiError::from(error).into()
     }
 }

@@ -21,6 +21,7 @@ use super::{
     wire,
 };
 use crate::domain::{
+    approvals::ApprovalError,
     audit::{calls::AuditedCalls, changes::IntegrationChanges},
     bounds::{PromptName, ResourceUri},
     caller_token::{CallerToken, with_caller_token},
@@ -269,11 +270,11 @@ impl McpService for McpApi {
         );
         let outcome = with_caller_token(token, executing).await;
         let outcome = match outcome {
-            Err(McpError::ApprovalPending(approval)) => {
+            Err(McpError::Approval(ApprovalError::Pending(approval))) => {
                 let reason = pb::ToolFailureReason::ApprovalRequired;
                 return Ok(Response::new(gated_response(&approval, reason)));
             }
-            Err(McpError::ApprovalDenied(approval)) => {
+            Err(McpError::Approval(ApprovalError::Denied(approval))) => {
                 let reason = pb::ToolFailureReason::ApprovalDenied;
                 return Ok(Response::new(gated_response(&approval, reason)));
             }

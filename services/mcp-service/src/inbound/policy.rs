@@ -14,8 +14,8 @@ use crate::domain::{
         decide::{RuleRef, Verdict},
         enforce::{AllowList, Called},
         facts::Subject,
-        model::{Effect, PolicyVersion, Rule},
-        service::{PolicyAdmin, policy_name},
+        model::{Effect, PolicyName, PolicyVersion, Rule},
+        service::PolicyAdmin,
         validate::{PolicyInput, RuleInput},
     },
     service::IntegrationService,
@@ -164,6 +164,12 @@ fn proto_verdict(verdict: &Verdict) -> pb::ExplainPolicyResponse {
             })
             .collect(),
     }
+}
+
+/// A policy name from a request, or the field's error.
+fn policy_name(field: &str, name: &str) -> Result<PolicyName, McpError> {
+    PolicyName::parse(name)
+        .ok_or_else(|| McpError::invalid(field, "must match ^[a-z0-9][a-z0-9-]{0,62}$"))
 }
 
 /// A version asked for: 0 is the current one.

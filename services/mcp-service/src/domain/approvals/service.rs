@@ -6,16 +6,16 @@ use std::{sync::Arc, time::Duration};
 
 use serde_json::{Map, Value};
 use switchboard_auth::Principal;
+use switchboard_server::FieldViolation;
 
 use super::{
-    Approval, ApprovalLimits, ApprovalState, Binding, RedeemRefusal, arguments_digest,
+    Approval, ApprovalLimits, ApprovalState, Binding, MAX_ID_BYTES, RedeemRefusal,
+    arguments_digest,
+    error::ApprovalError,
     ports::{ApprovalQuery, ApprovalRepository, Decision},
     refusal,
 };
-use crate::domain::{error::McpError, policy::Gate};
-
-/// Longest approval id accepted (a UUID is 36 bytes).
-pub const MAX_ID_BYTES: usize = 64;
+use crate::domain::gate::Gate;
 /// Most of a caller's roles an approval listing matches approver roles to.
 const MAX_LISTED_ROLES: usize = 64;
 
@@ -51,12 +51,12 @@ fn millis(duration: Duration) -> i64 {
 
 /// An approval id from a caller: bounded; anything else is no approval of
 /// theirs.
-fn checked_id(id: &str) -> Result<&str, McpError> {
+fn checked_id(id: &str) -> Result<&str, FieldViolation> {
     if id.is_empty() {
-        return Err(McpError::invalid("approval_id", "is required"));
+        return Err(FieldViolation::new("approval_id", "is required"));
     }
     if id.len() > MAX_ID_BYTES {
-        return Err(McpError::invalid(
+        return Err(FieldViolation::new(
             "approval_id",
             format!("at most {MAX_ID_BYTES} bytes"),
         ));
@@ -79,16 +79,16 @@ impl Approvals {
     /// rule's approval gate when it set one. A presented `approval_id` is
     /// used (marked used before the call goes out, whatever the tool then
     /// answers) and lets the call run; without one, a gated call gets a new
-    /// pending approval (`McpError::ApprovalPending`). A denied approval is
-    /// `McpError::ApprovalDenied`; one that does not fit, or cannot be used,
-    /// is `McpError::ApprovalRefused`.
+    /// pending approval ([`ApprovalError::Pending`]). A denied approval is
+    /// [`ApprovalError::Denied`]; one that does not fit, or cannot be used,
+    /// is [`ApprovalError::Refused`].
     pub async fn gate(
         &self,
         caller: &Principal,
         call: GatedCall<'_>,
         approval_id: Option<&str>,
         gate: Option<Gate>,
-    ) -> Result<(), McpError> {
+    ) -> Result<(), ApprovalError> {
         if approval_id.is_none() && gate.is_none() {
             // Nothing to bind: the digest is not worth its cost.
             return Ok(());
@@ -105,19 +105,19 @@ impl Approvals {
             (Some(id), _) => self.redeem(checked_id(id)?, &binding, now).await,
             (None, Some(gate)) => {
                 let approval = self.create(binding, call.arguments, gate, now).await?;
-                Err(McpError::ApprovalPending(Box::new(approval)))
+                Err(ApprovalError::Pending(Box::new(approval)))
             }
             (None, None) => Ok(()),
         }
     }
 
-    async fn redeem(&self, id: &str, call: &Binding, now: i64) -> Result<(), McpError> {
+    async fn redeem(&self, id: &str, call: &Binding, now: i64) -> Result<(), ApprovalError> {
         if self.repository.redeem(id, call, now).await? {
             tracing::info!(approval_id = id, tool = %call.tool_name, "approval used");
             return Ok(());
         }
         let Some(approval) = self.repository.get(&call.org_id, id).await? else {
-            return Err(McpError::ApprovalRefused(RedeemRefusal::NotFound));
+            return Err(ApprovalError::Refused(RedeemRefusal::NotFound));
         };
         let refused = refusal(
             &approval.binding,
@@ -131,8 +131,8 @@ impl Approvals {
         // meanwhile.
         .unwrap_or(RedeemRefusal::AlreadyUsed);
         match refused {
-            RedeemRefusal::Denied { .. } => Err(McpError::ApprovalDenied(Box::new(approval))),
-            refused => Err(McpError::ApprovalRefused(refused)),
+            RedeemRefusal::Denied { .. } => Err(ApprovalError::Denied(Box::new(approval))),
+            refused => Err(ApprovalError::Refused(refused)),
         }
     }
 
@@ -142,7 +142,7 @@ impl Approvals {
         arguments: &Map<String, Value>,
         gate: Gate,
         now: i64,
-    ) -> Result<Approval, McpError> {
+    ) -> Result<Approval, ApprovalError> {
         let approval = Approval {
             id: uuid::Uuid::now_v7().to_string(),
             binding,
@@ -157,7 +157,7 @@ impl Approvals {
         };
         let max = self.limits.max_pending_per_org;
         if !self.repository.create(&approval, max, now).await? {
-            return Err(McpError::LimitReached(format!(
+            return Err(ApprovalError::LimitReached(format!(
                 "the organization has {max} approvals waiting for a decision, the most it may; decide some first"
             )));
         }
@@ -174,11 +174,11 @@ impl Approvals {
     }
 
     /// One approval the caller may see; another's is NOT_FOUND.
-    pub async fn get(&self, caller: &Principal, id: &str) -> Result<Approval, McpError> {
+    pub async fn get(&self, caller: &Principal, id: &str) -> Result<Approval, ApprovalError> {
         let id = checked_id(id)?;
         match self.repository.get(&caller.org_id, id).await? {
             Some(approval) if Self::visible(caller, &approval) => Ok(approval),
-            _ => Err(McpError::ApprovalNotFound),
+            _ => Err(ApprovalError::NotFound),
         }
     }
 
@@ -191,28 +191,29 @@ impl Approvals {
         id: &str,
         approve: bool,
         comment: &str,
-    ) -> Result<Approval, McpError> {
+    ) -> Result<Approval, ApprovalError> {
         if comment.len() > self.limits.max_comment_bytes {
-            return Err(McpError::invalid(
+            return Err(FieldViolation::new(
                 "comment",
                 format!("at most {} bytes", self.limits.max_comment_bytes),
-            ));
+            )
+            .into());
         }
         let approval = self.get(caller, id).await?;
         if !caller.has_role(&approval.gate.approver_role) {
-            return Err(McpError::Forbidden(
+            return Err(ApprovalError::Forbidden(
                 "deciding this approval needs the approver role its rule names",
             ));
         }
         if approval.binding.requester == caller.user_id && !approval.gate.caller_may_approve {
-            return Err(McpError::Forbidden(
+            return Err(ApprovalError::Forbidden(
                 "the requester may not decide their own approval under this rule",
             ));
         }
         let now = switchboard_db::now_millis();
         let state = approval.state_at(now);
         if state != ApprovalState::Pending {
-            return Err(McpError::ApprovalDecided(state));
+            return Err(ApprovalError::Decided(state));
         }
         let decision = Decision {
             approve,
@@ -232,7 +233,7 @@ impl Approvals {
         {
             // Decided through another replica meanwhile.
             let current = self.get(caller, &approval.id).await?;
-            return Err(McpError::ApprovalDecided(current.state_at(now)));
+            return Err(ApprovalError::Decided(current.state_at(now)));
         }
         tracing::info!(approval_id = %approval.id, approve, "approval decided");
         self.get(caller, &approval.id).await
@@ -247,7 +248,7 @@ impl Approvals {
         states: Vec<ApprovalState>,
         before: Option<(i64, String)>,
         limit: usize,
-    ) -> Result<Vec<Approval>, McpError> {
+    ) -> Result<Vec<Approval>, ApprovalError> {
         let visible_to = (!caller.is_admin()).then(|| {
             let roles = caller
                 .roles

@@ -8,6 +8,7 @@
 //! that record the use cases are in [`super::audited`].
 
 pub mod chain;
+pub mod error;
 pub mod ports;
 pub mod record;
 pub mod recorder;
@@ -15,6 +16,7 @@ pub mod retention;
 pub mod trail;
 
 pub use super::audited::{calls, changes};
+pub use error::AuditError;
 pub use ports::{AuditLog, AuditQuery, ChainAnchor};
 pub use record::{AuditAction, AuditEvent, AuditOutcome, AuditRecord};
 pub use recorder::{AuditSettings, Auditor};

@@ -6,15 +6,10 @@ use std::{collections::HashSet, sync::Arc, time::Instant};
 
 use serde_json::Value;
 
-use super::{
-    ports::AuditLog,
-    record::{AuditOutcome, AuditRecord},
-};
+use super::{ports::AuditLog, record::AuditRecord};
 use crate::domain::{
     bounds::{DEFAULT_MAX_SERVER_TEXT_BYTES, RESOURCE_URI},
     digest::arguments_digest,
-    error::McpError,
-    ports::CallError,
     server_text::bound_in_place,
 };
 
@@ -124,48 +119,4 @@ fn emit(record: &AuditRecord) {
 /// Microseconds since `started`.
 pub fn micros_since(started: Instant) -> i64 {
     i64::try_from(started.elapsed().as_micros()).unwrap_or(i64::MAX)
-}
-
-/// How a use case's refusal ends in the trail: its outcome, reason and rule.
-pub fn refusal(error: &McpError) -> (AuditOutcome, String, String) {
-    match error {
-        McpError::ApprovalRequired(gate) => (
-            AuditOutcome::PendingApproval,
-            gate.reason.clone(),
-            gate.rule.clone(),
-        ),
-        McpError::ApprovalPending(approval) => (
-            AuditOutcome::PendingApproval,
-            approval.gate.reason.clone(),
-            approval.gate.rule.clone(),
-        ),
-        McpError::ApprovalDenied(approval) => (
-            AuditOutcome::Denied,
-            error.to_string(),
-            approval.gate.rule.clone(),
-        ),
-        McpError::PolicyDenied { rule, reason } => {
-            (AuditOutcome::Denied, reason.clone(), rule.clone())
-        }
-        McpError::Upstream(CallError::Exhausted { .. })
-        | McpError::Invalid(_)
-        | McpError::NotFound
-        | McpError::SlugTaken(_)
-        | McpError::Forbidden(_)
-        | McpError::Disabled(_)
-        | McpError::AuthorizationRequired { .. }
-        | McpError::OrganizationConnectionRequired
-        | McpError::OutsideAllowList(_)
-        | McpError::ApprovalRefused(_)
-        | McpError::ApprovalDecided(_)
-        | McpError::ApprovalNotFound
-        | McpError::PolicyNotFound
-        | McpError::PolicyStore(_)
-        | McpError::ToolsetNotFound
-        | McpError::ToolsetExists(_)
-        | McpError::LimitReached(_) => (AuditOutcome::Denied, error.to_string(), String::new()),
-        McpError::Upstream(_) | McpError::Authorization(_) | McpError::Internal(_) => {
-            (AuditOutcome::Failed, error.to_string(), String::new())
-        }
-    }
 }

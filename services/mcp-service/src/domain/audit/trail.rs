@@ -7,10 +7,10 @@ use switchboard_auth::Principal;
 
 use super::{
     chain::{Verdict, Verifier},
+    error::AuditError,
     ports::{AuditLog, AuditQuery},
     record::AuditEvent,
 };
-use crate::domain::error::McpError;
 
 /// Events per page when the request names no size.
 pub const DEFAULT_PAGE_SIZE: usize = 100;
@@ -34,11 +34,11 @@ impl std::fmt::Debug for AuditTrail {
     }
 }
 
-fn require_admin(caller: &Principal) -> Result<(), McpError> {
+fn require_admin(caller: &Principal) -> Result<(), AuditError> {
     if caller.is_admin() {
         Ok(())
     } else {
-        Err(McpError::Forbidden(
+        Err(AuditError::Forbidden(
             "reading the audit trail needs the admin role",
         ))
     }
@@ -56,7 +56,7 @@ impl AuditTrail {
         &self,
         caller: &Principal,
         query: &AuditQuery,
-    ) -> Result<Vec<AuditEvent>, McpError> {
+    ) -> Result<Vec<AuditEvent>, AuditError> {
         require_admin(caller)?;
         self.log.flush().await?;
         Ok(self.log.list(&caller.org_id, query).await?)
@@ -70,7 +70,7 @@ impl AuditTrail {
     /// it were appended meanwhile and are read on up to it. A check that
     /// found a gap the purge explains starts again from the new first kept
     /// event, at most [`VERIFY_ATTEMPTS`] times.
-    pub async fn verify(&self, caller: &Principal) -> Result<Verdict, McpError> {
+    pub async fn verify(&self, caller: &Principal) -> Result<Verdict, AuditError> {
         require_admin(caller)?;
         self.log.flush().await?;
         let org = &caller.org_id;
@@ -101,7 +101,7 @@ impl AuditTrail {
         org: &str,
         verifier: &mut Verifier,
         up_to: Option<i64>,
-    ) -> Result<(), McpError> {
+    ) -> Result<(), AuditError> {
         while !verifier.is_broken() {
             let limit = up_to.map_or(VERIFY_PAGE, |head| {
                 usize::try_from(head - verifier.position())

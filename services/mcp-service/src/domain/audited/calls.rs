@@ -7,14 +7,14 @@ use serde_json::Value;
 use switchboard_auth::Principal;
 
 use crate::domain::{
-    approvals::service::MAX_ID_BYTES,
+    approvals::{ApprovalError, MAX_ID_BYTES},
     audit::{
         record::{AuditAction, AuditOutcome, AuditRecord},
-        recorder::{Auditor, micros_since, refusal},
+        recorder::{Auditor, micros_since},
     },
     call_input::{check_input, check_tool_call},
     calls::{CallService, Grants, PromptCall, ResourceQuery},
-    error::McpError,
+    error::{McpError, refusal},
     integration::IntegrationId,
     ports::{AuthorizationAnswer, CallError, ToolCall},
     resource::ResourceRead,
@@ -89,8 +89,9 @@ impl AuditedCalls {
                 (record.outcome, record.reason, record.rule) = refusal(error);
                 // A gated call names the approval it now waits for, so that
                 // the trail links the call to its decision.
-                if let McpError::ApprovalPending(approval) | McpError::ApprovalDenied(approval) =
-                    error
+                if let McpError::Approval(
+                    ApprovalError::Pending(approval) | ApprovalError::Denied(approval),
+                ) = error
                     && record.approval_id.is_empty()
                 {
                     record.approval_id.clone_from(&approval.id);

@@ -9,9 +9,9 @@ use switchboard_auth::Principal;
 use crate::domain::{
     audit::{
         record::{AuditAction, AuditOutcome, AuditRecord},
-        recorder::{Auditor, refusal},
+        recorder::Auditor,
     },
-    error::McpError,
+    error::{McpError, refusal},
     input::{IntegrationPatch, NewIntegration},
     integration::{Integration, IntegrationId},
     service::IntegrationService,

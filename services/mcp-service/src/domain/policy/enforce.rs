@@ -9,10 +9,10 @@ use switchboard_auth::Principal;
 use super::{
     decide::{Decision, PolicySet, Verdict},
     engine::PolicyEngine,
+    error::PolicyError,
     facts::{CallFacts, IntegrationFacts, Subject, Target, ToolAnnotations},
 };
 use crate::domain::{
-    error::McpError,
     integration::{Integration, OrgId},
     ports::{Discovery, McpGateway},
 };
@@ -37,6 +37,15 @@ impl AllowList {
     /// Whether `tool` is on the list.
     pub fn allows(&self, tool: &str) -> bool {
         self.0.as_ref().is_none_or(|tools| tools.contains(tool))
+    }
+
+    /// Refuses a call of `tool` when it is not on the list.
+    pub fn check(&self, tool: &str) -> Result<(), PolicyError> {
+        if self.allows(tool) {
+            Ok(())
+        } else {
+            Err(PolicyError::OutsideAllowList(tool.to_owned()))
+        }
     }
 }
 
@@ -75,8 +84,8 @@ fn integration_facts(integration: &Integration) -> IntegrationFacts {
 }
 
 /// The denial of a call policy refused.
-fn denied(rule: String, reason: String) -> McpError {
-    McpError::PolicyDenied { rule, reason }
+fn denied(rule: String, reason: String) -> PolicyError {
+    PolicyError::Denied { rule, reason }
 }
 
 impl PolicyEnforcer {
@@ -160,7 +169,7 @@ impl PolicyEnforcer {
         integration: &Integration,
         called: Called<'_>,
         timeout: Duration,
-    ) -> Result<(), McpError> {
+    ) -> Result<(), PolicyError> {
         let set = self.engine.set_for(&integration.org_id).await?;
         if set.is_empty() {
             return Ok(());
@@ -172,7 +181,7 @@ impl PolicyEnforcer {
             (Decision::Allow, _) => Ok(()),
             (Decision::Deny { rule, reason }, _) => Err(denied(rule, reason)),
             (Decision::RequireApproval(gate), Called::Tool(_)) => {
-                Err(McpError::ApprovalRequired(Box::new(gate)))
+                Err(PolicyError::ApprovalRequired(Box::new(gate)))
             }
             (Decision::RequireApproval(gate), _) => Err(denied(
                 gate.rule,
@@ -192,7 +201,7 @@ impl PolicyEnforcer {
         integration: &Integration,
         discovery: Arc<Discovery>,
         allowed: &AllowList,
-    ) -> Result<Arc<Discovery>, McpError> {
+    ) -> Result<Arc<Discovery>, PolicyError> {
         let set = self.engine.set_for(&integration.org_id).await?;
         if set.is_empty() && allowed.0.is_none() {
             return Ok(discovery);
@@ -245,7 +254,7 @@ impl PolicyEnforcer {
         integration: &Integration,
         called: Called<'_>,
         timeout: Duration,
-    ) -> Result<Verdict, McpError> {
+    ) -> Result<Verdict, PolicyError> {
         let set = self
             .engine
             .set_for(&OrgId(subject.organization.clone()))

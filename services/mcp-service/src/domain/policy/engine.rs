@@ -12,9 +12,10 @@ use cel::Env;
 
 use super::{
     decide::{CompiledPolicy, PolicySet},
+    error::PolicyError,
     ports::PolicyRepository,
 };
-use crate::domain::{error::McpError, integration::OrgId};
+use crate::domain::integration::OrgId;
 
 /// Most organizations whose policies are kept at once; past it, entries
 /// past their time to live go first, then everything.
@@ -70,7 +71,7 @@ impl PolicyEngine {
     }
 
     /// The organization's compiled policies, from the cache while fresh.
-    pub async fn set_for(&self, org: &OrgId) -> Result<Arc<PolicySet>, McpError> {
+    pub async fn set_for(&self, org: &OrgId) -> Result<Arc<PolicySet>, PolicyError> {
         let previous = self.cached(org);
         if let Some((Some(at), set)) = &previous
             && at.elapsed() < self.ttl
@@ -81,7 +82,7 @@ impl PolicyEngine {
             .repository
             .current(org)
             .await
-            .map_err(|e| McpError::Internal(anyhow::Error::new(e)))?;
+            .map_err(|e| PolicyError::Internal(anyhow::Error::new(e)))?;
         // A version compiled before is reused: versions never change.
         let compiled: HashMap<(String, i64), Arc<CompiledPolicy>> = previous
             .map(|(_, set)| {
@@ -111,12 +112,12 @@ impl PolicyEngine {
     fn compile_stored(
         &self,
         version: super::model::PolicyVersion,
-    ) -> Result<CompiledPolicy, McpError> {
+    ) -> Result<CompiledPolicy, PolicyError> {
         let name = version.name.to_string();
         CompiledPolicy::compile(version, &self.env)
             .map_err(|(i, e)| anyhow::anyhow!("rule {i}: {e}"))
             .with_context(|| format!("stored policy `{name}` does not compile"))
-            .map_err(McpError::Internal)
+            .map_err(PolicyError::Internal)
     }
 
     fn remember(&self, org: &OrgId, set: Arc<PolicySet>) {

@@ -12,6 +12,7 @@ pub mod condition;
 pub mod decide;
 pub mod enforce;
 pub mod engine;
+pub mod error;
 pub mod facts;
 pub mod model;
 pub mod ports;
@@ -19,6 +20,7 @@ pub mod service;
 pub mod validate;
 
 pub use super::gate::Gate;
+pub use error::{PolicyError, PolicyStoreError};
 
 #[cfg(test)]
 mod tests;

@@ -2,8 +2,8 @@
 
 use async_trait::async_trait;
 
+pub use super::error::PolicyStoreError;
 use super::model::{PolicyBody, PolicyName, PolicyVersion};
-pub use crate::domain::error::PolicyStoreError;
 use crate::domain::integration::OrgId;
 
 /// Durable, versioned storage of policies: every write is a new version,

@@ -4,15 +4,16 @@
 use std::sync::Arc;
 
 use switchboard_auth::Principal;
+use switchboard_server::FieldViolation;
 
 use super::{
     engine::PolicyEngine,
+    error::PolicyError,
     model::{PolicyLimits, PolicyName, PolicyVersion},
     validate::{PolicyInput, validate},
 };
 use crate::domain::{
     audit::{AuditRecord, Auditor},
-    error::McpError,
     integration::OrgId,
 };
 
@@ -27,11 +28,11 @@ pub struct PolicyAdmin {
 /// Most versions one page of `ListPolicyVersions` holds.
 pub const MAX_VERSIONS_PAGE: usize = 500;
 
-fn require_admin(caller: &Principal) -> Result<(), McpError> {
+fn require_admin(caller: &Principal) -> Result<(), PolicyError> {
     if caller.is_admin() {
         Ok(())
     } else {
-        Err(McpError::Forbidden(
+        Err(PolicyError::Forbidden(
             "managing policies needs the admin role",
         ))
     }
@@ -39,12 +40,6 @@ fn require_admin(caller: &Principal) -> Result<(), McpError> {
 
 fn org(caller: &Principal) -> OrgId {
     OrgId(caller.org_id.clone())
-}
-
-/// A policy name from a request, or the field's error.
-pub fn policy_name(field: &str, name: &str) -> Result<PolicyName, McpError> {
-    PolicyName::parse(name)
-        .ok_or_else(|| McpError::invalid(field, "must match ^[a-z0-9][a-z0-9-]{0,62}$"))
 }
 
 impl PolicyAdmin {
@@ -76,26 +71,19 @@ impl PolicyAdmin {
         caller: &Principal,
         input: PolicyInput,
         expected_version: i64,
-    ) -> Result<PolicyVersion, McpError> {
+    ) -> Result<PolicyVersion, PolicyError> {
         require_admin(caller)?;
         if expected_version < 0 {
-            return Err(McpError::invalid(
-                "expected_version",
-                "must not be negative",
-            ));
+            return Err(FieldViolation::new("expected_version", "must not be negative").into());
         }
         let (name, body) =
-            validate(input, self.limits, self.engine.env()).map_err(McpError::Invalid)?;
+            validate(input, self.limits, self.engine.env()).map_err(PolicyError::Invalid)?;
         let org = org(caller);
         let repository = self.engine.repository();
         if expected_version == 0 {
-            let count = repository
-                .current(&org)
-                .await
-                .map_err(McpError::from)?
-                .len();
+            let count = repository.current(&org).await?.len();
             if count >= self.limits.max_policies_per_org {
-                return Err(McpError::LimitReached(format!(
+                return Err(PolicyError::LimitReached(format!(
                     "the organization has {count} policies, the most it may have"
                 )));
             }
@@ -121,16 +109,16 @@ impl PolicyAdmin {
         caller: &Principal,
         name: &PolicyName,
         version: Option<i64>,
-    ) -> Result<PolicyVersion, McpError> {
+    ) -> Result<PolicyVersion, PolicyError> {
         self.engine
             .repository()
             .get(&org(caller), name, version)
             .await?
-            .ok_or(McpError::PolicyNotFound)
+            .ok_or(PolicyError::NotFound)
     }
 
     /// The organization's current policies, by name.
-    pub async fn list(&self, caller: &Principal) -> Result<Vec<PolicyVersion>, McpError> {
+    pub async fn list(&self, caller: &Principal) -> Result<Vec<PolicyVersion>, PolicyError> {
         let mut policies = self.engine.repository().current(&org(caller)).await?;
         policies.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(policies)
@@ -143,14 +131,14 @@ impl PolicyAdmin {
         name: &PolicyName,
         before: Option<i64>,
         limit: usize,
-    ) -> Result<Vec<PolicyVersion>, McpError> {
+    ) -> Result<Vec<PolicyVersion>, PolicyError> {
         let versions = self
             .engine
             .repository()
             .versions(&org(caller), name, before, limit.min(MAX_VERSIONS_PAGE))
             .await?;
         if versions.is_empty() && before.is_none() {
-            return Err(McpError::PolicyNotFound);
+            return Err(PolicyError::NotFound);
         }
         Ok(versions)
     }
@@ -161,7 +149,7 @@ impl PolicyAdmin {
         caller: &Principal,
         name: &PolicyName,
         expected_version: i64,
-    ) -> Result<(), McpError> {
+    ) -> Result<(), PolicyError> {
         require_admin(caller)?;
         let org = org(caller);
         self.engine

@@ -12,8 +12,8 @@ use super::{
     validate::{BodyInput, MemberInput, toolset_name, validate_body},
 };
 use crate::domain::{
-    audit::{AuditAction, AuditOutcome, AuditRecord, Auditor, recorder::refusal},
-    error::McpError,
+    audit::{AuditAction, AuditOutcome, AuditRecord, Auditor},
+    error::{McpError, refusal},
     integration::{IntegrationId, OrgId},
     ports::IntegrationRepository,
 };

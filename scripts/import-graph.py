@@ -20,7 +20,16 @@ module; unit tests are left out) and checks four rules:
 (d) nothing in another room (`crates/`, `cli/`, `test-servers/`,
     `conformance/`) or another service imports the service's `outbound`;
     the end-to-end tests (`tests/`) and the fuzz targets (`fuzz/`) exercise
-    adapters directly and may.
+    adapters directly and may;
+(e) the service error (`domain/error.rs`) sits above what it wraps: only a
+    use case (a domain module that imports a port: `domain/ports*`, or a
+    `ports` module of its own like `domain/policy/ports.rs`) imports it, and
+    no port,
+    no module a port imports (at any depth) and no module whose error the
+    service error wraps (anything `domain/error.rs` imports, at any depth)
+    does. The others return their own errors (`PolicyError`,
+    `RepositoryError`, `InvalidInput`, a `FieldViolation`...), which the
+    service error wraps with `#[from]`. On the graph of domain/X.
 
 A `pub use` only passes names on: it is not an arrow itself, and an import of
 a re-exported name counts as an arrow to the module that defines it.
@@ -305,6 +314,7 @@ def check_service(service_dir, crate_name, others):
                         lines.append(f"    {src} -> {dst} ({file}: {path})")
             problems.append("\n".join(lines))
     problems += port_problems(crate)
+    problems += service_error_problems(crate)
     problems += inbound_problems(crate)
     problems += outside_problems(crate_name, others)
     return problems
@@ -330,6 +340,46 @@ def port_problems(crate):
                 problems.append(
                     f"port {src} imports {dst}, a use case (it imports a port) ({file}: {path})"
                 )
+    return problems
+
+
+def service_error_problems(crate):
+    """Rule (e), on the graph of domain/X."""
+    edges = domain_graph(crate, DEPTHS[0])
+    error = "domain/error"
+    below = {n for n in edges if n.startswith("domain/ports")} | set(edges.get(error, {}))
+    stack = list(below)
+    while stack:
+        for dst in edges.get(stack.pop(), {}):
+            if dst not in below and dst != error:
+                below.add(dst)
+                stack.append(dst)
+    depth = DEPTHS[0]
+    def port_of_any_module(module):
+        return is_port(module) or (in_domain(module) and "ports" in module[2:])
+
+    use_cases = {
+        node(mod, depth)
+        for mod, uses in crate.uses.items()
+        if in_domain(mod) and not is_port(mod)
+        and any(port_of_any_module(crate.resolve(p)) for p in uses)
+    }
+    problems = []
+    for src, targets in sorted(edges.items()):
+        why = targets.get(error)
+        if not why:
+            continue
+        file, path = sorted(why)[0]
+        if src in below:
+            problems.append(
+                f"{src} imports the service error, which sits above it (at or below "
+                f"the ports, or wrapped by it): return its own error ({file}: {path})"
+            )
+        elif src not in use_cases:
+            problems.append(
+                f"{src} imports the service error but is no use case (it imports no "
+                f"port): return its own error ({file}: {path})"
+            )
     return problems
 
 
@@ -395,7 +445,8 @@ def main(argv):
                 print("  " + p, file=sys.stderr)
         else:
             print(f"import-graph: {name}: no circle in domain/ at any depth, no port imports "
-                  "a use case, inbound/ does not import outbound/, no outside import of outbound/")
+                  "a use case, the service error above what it wraps, inbound/ does not "
+                  "import outbound/, no outside import of outbound/")
     return 1 if failed else 0
 
 

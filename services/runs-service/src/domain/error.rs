@@ -2,7 +2,7 @@
 
 use switchboard_server::FieldViolation;
 
-use super::ports::RepositoryError;
+use super::{input::InvalidInput, ports::RepositoryError};
 
 /// A use-case failure; `inbound` maps it to a gRPC status in one place.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +56,12 @@ impl RunsError {
 impl From<FieldViolation> for RunsError {
     fn from(violation: FieldViolation) -> Self {
         Self::Invalid(vec![violation])
+    }
+}
+
+impl From<InvalidInput> for RunsError {
+    fn from(InvalidInput(violations): InvalidInput) -> Self {
+        Self::Invalid(violations)
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use switchboard_server::FieldViolation;
 
-use super::{error::RunsError, ids::RunId};
+use super::ids::RunId;
 
 /// The result of one client-side tool call.
 #[derive(Debug, Clone)]
@@ -69,9 +69,15 @@ pub struct InputLimits {
     pub max_client_tool_result_bytes: usize,
 }
 
+/// The fields of a run's input past their limits, every one named. The
+/// service error wraps it from above.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid request")]
+pub struct InvalidInput(pub Vec<FieldViolation>);
+
 impl InputLimits {
     /// Checks `input` against the limits, naming every field past one.
-    pub fn check(&self, input: &RunInput) -> Result<(), RunsError> {
+    pub fn check(&self, input: &RunInput) -> Result<(), InvalidInput> {
         let mut violations = Vec::new();
         match input {
             RunInput::UserMessage(text) => {
@@ -97,7 +103,7 @@ impl InputLimits {
         if violations.is_empty() {
             Ok(())
         } else {
-            Err(RunsError::Invalid(violations))
+            Err(InvalidInput(violations))
         }
     }
 

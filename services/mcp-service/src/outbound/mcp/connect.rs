@@ -1,32 +1,31 @@
 //! Connecting to MCP servers with `rmcp`: what every session shares (how
-//! mcp-service introduces itself, the lifecycle, the connect limit), the
-//! transport's own part being in [`super::transport`].
+//! mcp-service introduces itself, the connect limit), the transport's own
+//! part (and its state) being in [`super::transport`], which this module
+//! looks down to and never the other way.
 
 use std::{sync::Arc, time::Duration};
 
-use rmcp::{
-    model::{
-        ClientCapabilities, ClientConfig, ElicitationCapability, FormElicitationCapability,
-        Implementation, ProtocolVersion, RootsCapabilities, SamplingCapability, TASKS_EXTENSION_ID,
-    },
-    service::ClientLifecycleMode,
-    transport::streamable_http_client::AuthRequiredError,
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ElicitationCapability, FormElicitationCapability,
+    Implementation, RootsCapabilities, SamplingCapability, TASKS_EXTENSION_ID,
 };
 
 use super::{
     sessions::{Live, SessionHandler},
-    transport::{self, stdio::home::StdioHomes, streamable_http::standalone_stream::Waited},
+    transport::{
+        Opened, Transports,
+        streamable_http::{HttpRoom, standalone_stream::Waited},
+    },
 };
 use crate::{
     domain::abilities::Abilities,
-    domain::{
-        integration::{AuthConfig, Integration},
-        ports::CallError,
-        resolve::ConfigPolicy,
-    },
-    outbound::oauth::{
-        authorization_code::AuthorizationCodeFlows, client_credentials::OAuthTokens,
-        on_behalf_of::ExchangedTokens,
+    domain::{integration::Integration, ports::CallError, resolve::ConfigPolicy},
+    outbound::{
+        oauth::{
+            authorization_code::AuthorizationCodeFlows, client_credentials::OAuthTokens,
+            on_behalf_of::ExchangedTokens,
+        },
+        telemetry::SessionOpen,
     },
 };
 
@@ -47,23 +46,8 @@ pub struct ConnectDefaults {
 /// Opens MCP sessions to integrations' servers.
 #[derive(Debug, Clone)]
 pub struct McpConnector {
-    pub(super) http: reqwest::Client,
-    pub(super) policy: Arc<ConfigPolicy>,
-    pub(super) tokens: OAuthTokens,
-    pub(super) exchanged: ExchangedTokens,
-    pub(super) flows: AuthorizationCodeFlows,
-    pub(super) defaults: ConnectDefaults,
-    pub(super) homes: StdioHomes,
-}
-
-/// The lifecycle a session is opened with first: the newest protocol
-/// through `server/discover`. A server of an earlier era is then reached
-/// with the initialize handshake (see
-/// [`super::transport::streamable_http`]).
-pub fn lifecycle() -> ClientLifecycleMode {
-    ClientLifecycleMode::Discover {
-        preferred_versions: vec![ProtocolVersion::LATEST],
-    }
+    transports: Transports,
+    defaults: ConnectDefaults,
 }
 
 /// How mcp-service introduces itself to MCP servers: it answers form
@@ -102,22 +86,18 @@ impl McpConnector {
         flows: AuthorizationCodeFlows,
         defaults: ConnectDefaults,
     ) -> Self {
-        let homes = StdioHomes::new(policy.stdio.child_settings());
+        let bytes = defaults.max_message_bytes;
+        let http = HttpRoom::new(http, policy.clone(), tokens, flows, bytes);
         Self {
-            http,
-            policy,
-            tokens,
-            exchanged: ExchangedTokens::default(),
-            flows,
+            transports: Transports::new(http, policy, bytes),
             defaults,
-            homes,
         }
     }
 
     /// Keeps the tokens exchanged on behalf of callers in `exchanged`.
     #[must_use]
     pub fn with_exchanged_tokens(mut self, exchanged: ExchangedTokens) -> Self {
-        self.exchanged = exchanged;
+        self.transports.http = self.transports.http.with_exchanged_tokens(exchanged);
         self
     }
 
@@ -147,12 +127,17 @@ impl McpConnector {
     ) -> Result<Live, CallError> {
         let (connect_timeout, _) = self.timeouts(integration);
         let started = tokio::time::Instant::now();
-        let connecting = transport::open(self, integration, user, handler);
-        let (live, standalone) = tokio::time::timeout(connect_timeout, connecting)
+        let connecting = self.transports.open(integration, user, handler);
+        let opened = tokio::time::timeout(connect_timeout, connecting)
             .await
             .map_err(|_| {
                 CallError::Connect(format!("connecting timed out after {connect_timeout:?}"))
             })??;
+        let Opened {
+            session,
+            attachment,
+            standalone,
+        } = opened;
         if let Some(standalone) = standalone {
             // Within what is left of the connect limit.
             let left = connect_timeout.saturating_sub(started.elapsed());
@@ -165,41 +150,22 @@ impl McpConnector {
                 );
             }
         }
-        Ok(live)
+        Ok(Live {
+            session,
+            transport: attachment,
+            open: SessionOpen::new(integration.id),
+        })
     }
 
     /// Whether `error` is the server refusing a client-credentials token
-    /// with a 401, in which case the cached token is forgotten. A 401 means
-    /// the server refused the request before running anything, so it is
-    /// safe to make once more with a fresh token.
-    /// `user` is whom the session acts for: the caller whose exchanged
-    /// token is forgotten, for an integration acting on their behalf.
+    /// with a 401 (see [`HttpRoom::refused_token`]): nothing ran, and the
+    /// cached token is forgotten.
     pub fn refused_token(
         &self,
         integration: &Integration,
         user: &str,
         error: &(dyn std::error::Error + 'static),
     ) -> bool {
-        if !matches!(integration.auth, AuthConfig::OAuthClientCredentials { .. }) {
-            return false;
-        }
-        let mut source = Some(error);
-        let mut refused = false;
-        while let Some(current) = source {
-            if current.is::<AuthRequiredError>() {
-                refused = true;
-                break;
-            }
-            source = current.source();
-        }
-        if refused {
-            tracing::info!(integration_id = %integration.id, "token refused with 401; fetching a new one");
-            if integration.acts_for_caller() {
-                self.exchanged.invalidate(integration.id, user);
-            } else {
-                self.tokens.invalidate(integration.id);
-            }
-        }
-        refused
+        self.transports.http.refused_token(integration, user, error)
     }
 }

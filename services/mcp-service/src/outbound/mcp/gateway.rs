@@ -208,12 +208,12 @@ impl RmcpGateway {
                     .pool
                     .get(&key, || self.connect(integration, scope))
                     .await?;
-                match op(live).await {
+                match op(live.clone()).await {
                     Ok(value) => return Ok(value),
                     Err(OpFailure::Call(error)) => return Err(error),
                     Err(OpFailure::Service(error))
                         if !retried
-                            && (never_delivered(&error)
+                            && (never_delivered(&live, &error)
                                 || self.connector.refused_token(
                                     integration,
                                     &scope.user,
@@ -308,9 +308,11 @@ impl McpGateway for RmcpGateway {
                 report.resource_template_count = discovery.resource_templates.len();
                 report.prompt_count = discovery.prompts.len();
                 report.server = server_identity(&live);
-                let Live { session, child, .. } = live;
+                let Live {
+                    session, transport, ..
+                } = live;
                 let _ = session.cancel().await;
-                drop(child);
+                drop(transport);
             }
         }
         report.latency = started.elapsed();

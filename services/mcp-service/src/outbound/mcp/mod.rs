@@ -15,4 +15,3 @@ mod session_requests;
 pub mod sessions;
 pub mod tasks;
 pub mod transport;
-pub mod upstream_trace;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use rmcp::{ServiceError, transport::streamable_http_client::StreamableHttpError};
+use rmcp::ServiceError;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -13,27 +13,17 @@ use crate::outbound::mcp::{
     elicitation::Answerer,
     input_required::{self, Round, ToolAnswer},
     progress::ProgressRoutes,
+    sessions::Live,
     tasks::{self, TaskEnd, TaskPolling, TaskStart},
 };
 
-/// Whether `error` proves the request never reached the server, so that
-/// making it again cannot run anything twice: the connection could not be
-/// opened (HTTP), or the stdio server had closed its input before the
-/// request was written. A closed stream, a reset or a timeout may all come
-/// after the server got the request, so they are not retried.
-pub(super) fn never_delivered(error: &ServiceError) -> bool {
-    let ServiceError::TransportSend(error) = error else {
-        return false;
-    };
-    let error = error.error.as_ref();
-    if let Some(StreamableHttpError::Client(error)) =
-        error.downcast_ref::<StreamableHttpError<reqwest::Error>>()
-    {
-        return error.is_connect();
-    }
-    error
-        .downcast_ref::<std::io::Error>()
-        .is_some_and(|error| error.kind() == std::io::ErrorKind::BrokenPipe)
+/// Whether `error` proves the request never reached the server of `live`,
+/// so that making it again cannot run anything twice: the session's
+/// transport answers (see [`Attachment::never_delivered`]).
+///
+/// [`Attachment::never_delivered`]: crate::outbound::mcp::transport::Attachment::never_delivered
+pub(super) fn never_delivered(live: &Live, error: &ServiceError) -> bool {
+    live.transport.never_delivered(error)
 }
 
 pub(super) fn to_json<T: Serialize>(value: &T) -> Result<Value, CallError> {

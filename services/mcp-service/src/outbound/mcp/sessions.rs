@@ -1,6 +1,7 @@
 //! What one live upstream MCP session is made of: the client handler
-//! receiving the server's notifications, the stdio child that lives as long
-//! as the session, and the discovery cache the notifications invalidate.
+//! receiving the server's notifications, what its transport keeps alive as
+//! long as the session, and the discovery cache the notifications
+//! invalidate.
 //! Which sessions are kept, and for whom, is [`super::session_pool`]'s job.
 
 use std::{
@@ -37,7 +38,11 @@ use crate::{
         notices::{ClientNotices, Notice, NoticeKind},
         ports::{Discovery, SessionScope},
     },
-    outbound::mcp::{elicitation::Answerer, progress::ProgressRoutes},
+    outbound::mcp::{
+        elicitation::Answerer,
+        progress::ProgressRoutes,
+        transport::{Attachment, SessionClient},
+    },
 };
 
 /// Receives the server's notifications and requests for one session: a
@@ -198,6 +203,12 @@ impl SessionHandler {
     }
 }
 
+impl SessionClient for SessionHandler {
+    fn at_version(self, version: rmcp::model::ProtocolVersion) -> Self {
+        self.with_protocol_version(version)
+    }
+}
+
 impl ClientHandler for SessionHandler {
     fn get_info(&self) -> ClientConfig {
         self.config.clone()
@@ -292,50 +303,14 @@ impl ClientHandler for SessionHandler {
 /// A live MCP client session.
 pub type McpSession = RunningService<RoleClient, SessionHandler>;
 
-/// A stdio server's process group, killed with the session, and its
-/// private home, removed after it.
-pub struct StdioChild {
-    /// The process group (shared with the disk quota check, which may end it).
-    pub process: crate::outbound::mcp::transport::stdio::home::SharedChild,
-    /// The session's home; dropped after the kill.
-    pub home: crate::outbound::mcp::transport::stdio::home::PrivateHome,
-}
-
-impl std::fmt::Debug for StdioChild {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let pid = self
-            .process
-            .lock()
-            .map(|child| child.id())
-            .unwrap_or_default();
-        f.debug_struct("StdioChild")
-            .field("pid", &pid)
-            .field("home", &self.home)
-            .finish()
-    }
-}
-
-impl Drop for StdioChild {
-    fn drop(&mut self) {
-        // The group leader's id is the group id: this kills the server and
-        // anything it started.
-        let mut child = self
-            .process
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Err(error) = child.start_kill() {
-            tracing::debug!(error = %error, "stdio server already gone");
-        }
-    }
-}
-
 /// An open session and what must live as long as it.
 #[derive(Debug)]
 pub struct Live {
     /// The session.
     pub session: McpSession,
-    /// The stdio process, when the transport is stdio.
-    pub child: Option<StdioChild>,
+    /// What the transport keeps alive with the session (a stdio server's
+    /// process group), and answers for when a request fails.
+    pub transport: Attachment,
     /// Counts the session as open while it lives.
     pub open: crate::outbound::telemetry::SessionOpen,
 }

@@ -29,11 +29,9 @@ use tracing::Instrument as _;
 use super::{
     sse_answer::answer_or_stream,
     standalone_stream::{StandaloneStream, is_initialize},
-};
-use crate::outbound::mcp::{
-    transport::TOO_LARGE_MARKER,
     upstream_trace::{record_failure, upstream_request},
 };
+use crate::outbound::mcp::transport::TOO_LARGE_MARKER;
 
 /// What rmcp's SSE reader says when an event crosses the size bound (its
 /// error type is private, its message is not).

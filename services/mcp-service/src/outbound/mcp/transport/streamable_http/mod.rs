@@ -1,41 +1,38 @@
 //! The streamable HTTP transport: rmcp's client with bounded answers, SSE
-//! answers read as plain JSON, and the standalone stream awaited.
+//! answers read as plain JSON, and the standalone stream awaited. The room
+//! owns the outbound HTTP client and the tokens its sessions carry
+//! ([`auth`]).
 
+pub mod auth;
 pub mod capped;
 pub mod dpop;
 pub mod sse_answer;
 pub mod standalone_stream;
+pub mod upstream_trace;
 
-use std::collections::HashMap;
+use std::sync::Arc;
 
 use rmcp::{
-    ClientServiceExt,
+    ClientServiceExt, ServiceError,
     model::{ErrorCode, ProtocolVersion},
     service::{ClientInitializeError, ClientLifecycleMode},
     transport::{
-        AuthClient, StreamableHttpClientTransport,
-        streamable_http_client::{StreamableHttpClient, StreamableHttpClientTransportConfig},
+        StreamableHttpClientTransport,
+        streamable_http_client::{
+            StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
+        },
     },
 };
-use secrecy::ExposeSecret;
 
-use self::{capped::CappedHttpClient, dpop::DpopClient, standalone_stream::StandaloneStream};
+use self::{auth::Carrier, capped::CappedHttpClient, standalone_stream::StandaloneStream};
+use super::{Session, SessionClient};
 use crate::{
-    domain::{
-        integration::{AuthConfig, ClientAuth, Integration, Secrets},
-        ports::CallError,
-    },
+    domain::{integration::Integration, ports::CallError, resolve::ConfigPolicy},
     outbound::{
         http::check_request_url,
-        mcp::{
-            connect::{McpConnector, lifecycle},
-            sessions::{McpSession, SessionHandler},
-        },
         oauth::{
-            client_credentials::{AccessToken, Grant},
-            dpop::DpopKey,
-            on_behalf_of::{self, CallerGrant},
-            token_request::Credential,
+            authorization_code::AuthorizationCodeFlows, client_credentials::OAuthTokens,
+            on_behalf_of::ExchangedTokens,
         },
     },
 };
@@ -49,258 +46,165 @@ const MAX_POSTS_IN_FLIGHT: usize = 1024;
 /// earlier era: the newest of the initialize era.
 const LEGACY_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 
-/// Opens a streamable HTTP session to `url` with the integration's
-/// credentials (`user`'s token for a per-user integration), and the
-/// session's standalone stream to await.
-pub(super) async fn open(
-    connector: &McpConnector,
-    integration: &Integration,
-    url: &str,
-    user: &str,
-    handler: SessionHandler,
-) -> Result<(McpSession, StandaloneStream), CallError> {
-    // IP literals never reach the resolver, so they are checked here; host
-    // names are checked by the client's resolver on the address it dials.
-    check_request_url(&connector.policy.addresses, url)
-        .map_err(|e| CallError::Connect(e.to_string()))?;
-    let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned())
-        .reinit_on_expired_session(true)
-        .max_sse_event_size(connector.defaults.max_message_bytes)
-        // A request's POST lasts until its answer when the server answers
-        // with JSON (or with an SSE stream holding only the answer, see
-        // `sse_answer`), so this cap is the session's calls in flight; the
-        // server's concurrency limits bound those, not the transport.
-        .max_concurrent_requests(MAX_POSTS_IN_FLIGHT);
-    let standalone = StandaloneStream::default();
-    let capped = CappedHttpClient::new(connector.http.clone(), standalone.clone());
-    let code_flow = integration.uses_authorization_code();
-    let connected = if code_flow {
-        // The user's (or the organization's) token on every request,
-        // refreshed as it nears expiry and once more when the server
-        // refuses it.
-        let (manager, dpop_key) = connector
-            .flows
-            .session_manager(integration, integration.grant_user(user))
-            .await?;
-        match dpop_key {
-            // A DPoP-bound token: never sent as a bearer token.
-            Some(key) => {
-                let client = DpopClient::new(capped, key, connector.http.clone());
-                handshake(
-                    AuthClient::new(client, manager),
-                    config,
-                    handler,
-                    integration,
-                )
-                .await
-            }
-            None => {
-                handshake(
-                    AuthClient::new(capped, manager),
-                    config,
-                    handler,
-                    integration,
-                )
-                .await
-            }
+/// What every streamable HTTP session shares: the outbound HTTP client
+/// (built by [`crate::outbound::http::build_client`]), the address policy,
+/// the tokens, and the longest SSE event accepted.
+#[derive(Debug, Clone)]
+pub struct HttpRoom {
+    http: reqwest::Client,
+    policy: Arc<ConfigPolicy>,
+    tokens: OAuthTokens,
+    exchanged: ExchangedTokens,
+    flows: AuthorizationCodeFlows,
+    max_event_bytes: usize,
+}
+
+/// The lifecycle a session is opened with first: the newest protocol
+/// through `server/discover`. A server of an earlier era is then reached
+/// with the initialize handshake (see [`handshake`]).
+pub fn lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::LATEST],
+    }
+}
+
+/// Whether `error` proves the request never reached the server: the
+/// connection to it could not be opened. A closed stream, a reset or a
+/// timeout may all come after the server got the request.
+pub fn never_delivered(error: &ServiceError) -> bool {
+    let ServiceError::TransportSend(error) = error else {
+        return false;
+    };
+    match error
+        .error
+        .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+    {
+        Some(StreamableHttpError::Client(error)) => error.is_connect(),
+        _ => false,
+    }
+}
+
+impl HttpRoom {
+    /// The room dialling with `http` under `policy`'s address policy, its
+    /// sessions carrying `tokens` and `flows`' grants.
+    pub fn new(
+        http: reqwest::Client,
+        policy: Arc<ConfigPolicy>,
+        tokens: OAuthTokens,
+        flows: AuthorizationCodeFlows,
+        max_event_bytes: usize,
+    ) -> Self {
+        Self {
+            http,
+            policy,
+            tokens,
+            exchanged: ExchangedTokens::default(),
+            flows,
+            max_event_bytes,
         }
-    } else {
-        let session = StaticSession {
-            connector,
-            integration,
-            user,
-            client: capped,
-            handler,
+    }
+
+    /// Keeps the tokens exchanged on behalf of callers in `exchanged`.
+    #[must_use]
+    pub fn with_exchanged_tokens(mut self, exchanged: ExchangedTokens) -> Self {
+        self.exchanged = exchanged;
+        self
+    }
+
+    /// Opens a streamable HTTP session to `url` with the integration's
+    /// credentials (`user`'s token for a per-user integration), and the
+    /// session's standalone stream to await.
+    pub(super) async fn open<H: SessionClient>(
+        &self,
+        integration: &Integration,
+        url: &str,
+        user: &str,
+        handler: H,
+    ) -> Result<(Session<H>, StandaloneStream), CallError> {
+        // IP literals never reach the resolver, so they are checked here;
+        // host names are checked by the client's resolver on the address it
+        // dials.
+        check_request_url(&self.policy.addresses, url)
+            .map_err(|e| CallError::Connect(e.to_string()))?;
+        let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned())
+            .reinit_on_expired_session(true)
+            .max_sse_event_size(self.max_event_bytes)
+            // A request's POST lasts until its answer when the server answers
+            // with JSON (or with an SSE stream holding only the answer, see
+            // `sse_answer`), so this cap is the session's calls in flight;
+            // the server's concurrency limits bound those, not the transport.
+            .max_concurrent_requests(MAX_POSTS_IN_FLIGHT);
+        let standalone = StandaloneStream::default();
+        let capped = CappedHttpClient::new(self.http.clone(), standalone.clone());
+        let code_flow = integration.uses_authorization_code();
+        let connected = if code_flow {
+            // The user's (or the organization's) token on every request,
+            // refreshed as it nears expiry and once more when the server
+            // refuses it.
+            let (manager, dpop) = self
+                .flows
+                .session_manager(integration, integration.grant_user(user))
+                .await?;
+            let carrier = Carrier {
+                manager: Some(manager),
+                dpop,
+            };
+            self.handshake_as(capped, carrier, config, handler, integration)
+                .await
+        } else {
+            self.static_handshake(integration, user, capped, config, handler)
+                .await?
         };
-        session.connect(config).await?
-    };
-    let session = connected.map_err(|error| match error.auth_challenge() {
-        Some(challenge) if code_flow => {
-            CallError::AuthorizationRequired(Some(challenge.to_owned()))
-        }
-        _ => CallError::Connect(format!("MCP handshake failed: {error}")),
-    })?;
-    Ok((session, standalone))
-}
-
-/// A session whose credentials are the integration's own or exchanged for
-/// the caller's (not the authorization code flow's).
-struct StaticSession<'a> {
-    connector: &'a McpConnector,
-    integration: &'a Integration,
-    user: &'a str,
-    client: CappedHttpClient,
-    handler: SessionHandler,
-}
-
-impl StaticSession<'_> {
-    /// The handshake, made once more with a fresh token when the server
-    /// refused a cached one (revoked or rotated before its stated expiry;
-    /// the handshake did not run).
-    async fn connect(
-        &self,
-        config: StreamableHttpClientTransportConfig,
-    ) -> Result<Result<McpSession, ClientInitializeError>, CallError> {
-        match self.handshake(config.clone()).await? {
-            Err(ClientInitializeError::TransportError { error, .. })
-                if self
-                    .connector
-                    .refused_token(self.integration, self.user, &error) =>
-            {
-                self.handshake(config).await
+        let session = connected.map_err(|error| match error.auth_challenge() {
+            Some(challenge) if code_flow => {
+                CallError::AuthorizationRequired(Some(challenge.to_owned()))
             }
-            result => Ok(result),
-        }
+            _ => CallError::Connect(format!("MCP handshake failed: {error}")),
+        })?;
+        Ok((session, standalone))
     }
 
-    /// The handshake with the credentials as they are now (a cached token,
-    /// or a fresh one); the error is the token's when none could be had.
-    async fn handshake(
+    /// The handshake with credentials that are the integration's own or
+    /// exchanged for the caller's (not the authorization code flow's), made
+    /// once more with a fresh token when the server refused a cached one
+    /// (revoked or rotated before its stated expiry; the handshake did not
+    /// run).
+    async fn static_handshake<H: SessionClient>(
         &self,
+        integration: &Integration,
+        user: &str,
+        capped: CappedHttpClient,
         config: StreamableHttpClientTransportConfig,
-    ) -> Result<Result<McpSession, ClientInitializeError>, CallError> {
-        let (config, dpop_key) =
-            static_auth(self.connector, self.integration, self.user, config).await?;
-        let (client, handler) = (self.client.clone(), self.handler.clone());
-        Ok(match dpop_key {
-            // A DPoP-bound token: never sent as a bearer token.
-            Some(key) => {
-                let client = DpopClient::new(client, key, self.connector.http.clone());
-                handshake(client, config, handler, self.integration).await
+        handler: H,
+    ) -> Result<Result<Session<H>, ClientInitializeError>, CallError> {
+        let mut retried = false;
+        loop {
+            // The credentials as they are now (a cached token, or a fresh
+            // one); the error is the token's when none could be had.
+            let (authorized, dpop) = self.static_auth(integration, user, config.clone()).await?;
+            let carrier = Carrier {
+                manager: None,
+                dpop,
+            };
+            let result = self
+                .handshake_as(
+                    capped.clone(),
+                    carrier,
+                    authorized,
+                    handler.clone(),
+                    integration,
+                )
+                .await;
+            match result {
+                Err(ClientInitializeError::TransportError { error, .. })
+                    if !retried && self.refused_token(integration, user, &error) =>
+                {
+                    retried = true;
+                }
+                result => return Ok(result),
             }
-            None => handshake(client, config, handler, self.integration).await,
-        })
-    }
-}
-
-/// `config` with the integration's credentials for `user`: fixed ones, or
-/// a token exchanged for the caller's own; and the key the token is bound
-/// to, when its authorization server bound it with DPoP.
-async fn static_auth(
-    connector: &McpConnector,
-    integration: &Integration,
-    user: &str,
-    mut config: StreamableHttpClientTransportConfig,
-) -> Result<(StreamableHttpClientTransportConfig, Option<DpopKey>), CallError> {
-    match &integration.auth {
-        AuthConfig::None | AuthConfig::OAuthAuthorizationCode(_) => {}
-        AuthConfig::BearerToken => {
-            let token = integration
-                .secrets
-                .get(Secrets::BEARER_TOKEN)
-                .ok_or_else(|| CallError::Connect("the bearer token is not set".into()))?;
-            config = config.auth_header(token.expose_secret().to_owned());
-        }
-        AuthConfig::Header { header_name } => {
-            let invalid = |what: &str| CallError::Connect(what.to_owned());
-            let value = integration
-                .secrets
-                .get(Secrets::HEADER_VALUE)
-                .ok_or_else(|| invalid("the header value is not set"))?;
-            let name = http::HeaderName::from_bytes(header_name.as_bytes())
-                .map_err(|_| invalid("the stored header name is invalid"))?;
-            let mut value = http::HeaderValue::from_str(value.expose_secret())
-                .map_err(|_| invalid("the stored header value is invalid"))?;
-            value.set_sensitive(true);
-            config = config.custom_headers(HashMap::from([(name, value)]));
-        }
-        AuthConfig::OAuthClientCredentials { .. } => {
-            let token = oauth_token(connector, integration, user).await?;
-            config = config.auth_header(token.token.expose_secret().to_owned());
-            return Ok((config, token.dpop));
         }
     }
-    Ok((config, None))
-}
-
-/// The OAuth token of a client-credentials integration's session for
-/// `user`: the service's own, or one exchanged for the caller's.
-async fn oauth_token(
-    connector: &McpConnector,
-    integration: &Integration,
-    user: &str,
-) -> Result<AccessToken, CallError> {
-    let AuthConfig::OAuthClientCredentials {
-        token_url,
-        client_id,
-        scopes,
-        client_auth,
-        issuer,
-        on_behalf_of,
-    } = &integration.auth
-    else {
-        return Err(CallError::Connect(
-            "the integration does not use OAuth client credentials".into(),
-        ));
-    };
-    let credential = credential(integration, client_auth).map_err(CallError::Connect)?;
-    let dpop_key = dpop_key(integration).map_err(CallError::Connect)?;
-    let grant = Grant {
-        integration_id: integration.id,
-        mcp_url: integration.transport.url().unwrap_or_default(),
-        token_url,
-        issuer: issuer.as_deref(),
-        client_id,
-        credential,
-        scopes,
-        dpop_key: dpop_key.as_ref(),
-    };
-    if !on_behalf_of.is_caller() {
-        return connector
-            .tokens
-            .token(&grant)
-            .await
-            .map_err(CallError::Connect);
-    }
-    let grant = CallerGrant {
-        grant,
-        on_behalf_of,
-        org: &integration.org_id.0,
-        version: integration.updated_at,
-        subject: user,
-    };
-    let token = on_behalf_of::token(&connector.tokens, &connector.exchanged, &grant).await?;
-    Ok(AccessToken { token, dpop: None })
-}
-
-/// The integration's sealed DPoP key, if it has one (an integration made
-/// before they were has none, and is sent bearer tokens only).
-fn dpop_key(integration: &Integration) -> Result<Option<DpopKey>, String> {
-    integration
-        .secrets
-        .get(Secrets::OAUTH_DPOP_KEY)
-        .map(|key| {
-            serde_json::from_value(serde_json::Value::from(key.expose_secret()))
-                .map_err(|_| "the stored DPoP key is unusable".to_owned())
-        })
-        .transpose()
-}
-
-/// What `integration` proves itself with at its token endpoint, by
-/// `client_auth`, from its stored secrets.
-fn credential<'a>(
-    integration: &'a Integration,
-    client_auth: &'a ClientAuth,
-) -> Result<Credential<'a>, String> {
-    let secret = |name: &str, what: &str| {
-        integration
-            .secrets
-            .get(name)
-            .ok_or_else(|| format!("the OAuth {what} is not set"))
-    };
-    Ok(match client_auth {
-        ClientAuth::ClientSecretBasic => {
-            Credential::SecretBasic(secret(Secrets::OAUTH_CLIENT_SECRET, "client secret")?)
-        }
-        ClientAuth::ClientSecretPost => {
-            Credential::SecretPost(secret(Secrets::OAUTH_CLIENT_SECRET, "client secret")?)
-        }
-        ClientAuth::PrivateKeyJwt { algorithm } => Credential::PrivateKeyJwt {
-            key: secret(Secrets::OAUTH_CLIENT_PRIVATE_KEY, "private key")?,
-            algorithm,
-        },
-        ClientAuth::WorkloadIdentity => Credential::WorkloadIdentity,
-    })
 }
 
 /// Opens a session over `client`, the lifecycle chosen per server as the
@@ -317,16 +221,17 @@ fn credential<'a>(
 /// answers `server/discover` (a server of an earlier era with an error, as
 /// JSON-RPC requires), so the probe here waits for that answer, within the
 /// connect limit.
-async fn handshake<C>(
+async fn handshake<C, H>(
     client: C,
     config: StreamableHttpClientTransportConfig,
-    handler: SessionHandler,
+    handler: H,
     integration: &Integration,
-) -> Result<McpSession, ClientInitializeError>
+) -> Result<Session<H>, ClientInitializeError>
 where
     C: StreamableHttpClient + Clone + Send + Sync + 'static,
+    H: SessionClient,
 {
-    let connect = |handler: SessionHandler, lifecycle| {
+    let connect = |handler: H, lifecycle| {
         let transport = StreamableHttpClientTransport::with_client(client.clone(), config.clone());
         handler.serve_with_lifecycle(transport, lifecycle)
     };
@@ -347,6 +252,6 @@ where
         result => return result,
     };
     tracing::debug!(integration_id = %integration.id, reason = earlier_era, "using initialize");
-    let handler = handler.with_protocol_version(LEGACY_VERSION);
+    let handler = handler.at_version(LEGACY_VERSION);
     connect(handler, ClientLifecycleMode::Initialize).await
 }

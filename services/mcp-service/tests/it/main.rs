@@ -55,4 +55,5 @@ mod tasks;
 mod tls;
 mod toolset_repository;
 mod toolsets;
+mod transport_suite;
 mod validate;

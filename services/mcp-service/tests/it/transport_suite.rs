@@ -5,13 +5,10 @@
 //! [`transport_suite!`] runs it over each; what differs between transports
 //! (how a server is started, broken, counted) is in [`Upstream`].
 
+mod front;
+
 use std::{
-    net::SocketAddr,
     path::{Path, PathBuf},
-    sync::{
-        Arc, Mutex,
-        atomic::{AtomicUsize, Ordering},
-    },
     time::{Duration, Instant},
 };
 
@@ -24,8 +21,8 @@ use switchboard_proto::{
     mcp::v1::{self as pb, ToolFailureReason as Reason, content_block::Block},
 };
 use switchboard_test_support::{DbKind, workspace_binary};
-use tokio::{net::TcpListener, task::JoinHandle};
 
+use self::front::Front;
 use crate::support::{Harness, admin, create, http_integration, req, start_with, validate};
 
 /// Runs each named case over every transport: `stdio::case` and
@@ -72,84 +69,6 @@ struct Options {
     /// holds its stdout open, so that once the server dies its stdin is
     /// closed while the session still looks open.
     output_outlives_server: bool,
-}
-
-/// A TCP front of a streamable HTTP server: counts the connections open
-/// through it and can stop accepting (the port then refuses connections)
-/// and start again on the same address.
-struct Front {
-    addr: SocketAddr,
-    upstream: SocketAddr,
-    open: Arc<AtomicUsize>,
-    tasks: Arc<Mutex<Vec<JoinHandle<()>>>>,
-}
-
-/// Counts a connection open while it lives.
-struct OpenGuard(Arc<AtomicUsize>);
-
-impl Drop for OpenGuard {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-impl Front {
-    /// A front of `upstream` on a free loopback port.
-    async fn start(upstream: SocketAddr) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("the front binds");
-        let front = Self {
-            addr: listener.local_addr().expect("an address"),
-            upstream,
-            open: Arc::default(),
-            tasks: Arc::default(),
-        };
-        front.accept(listener);
-        front
-    }
-
-    /// Accepts again on the same address after [`Front::stop`].
-    async fn listen(&self) {
-        let listener = TcpListener::bind(self.addr).await.expect("the front binds");
-        self.accept(listener);
-    }
-
-    fn accept(&self, listener: TcpListener) {
-        let (open, tasks, upstream) = (self.open.clone(), self.tasks.clone(), self.upstream);
-        let accepting = tokio::spawn({
-            let tasks = tasks.clone();
-            async move {
-                while let Ok((mut client, _)) = listener.accept().await {
-                    open.fetch_add(1, Ordering::SeqCst);
-                    let guard = OpenGuard(open.clone());
-                    let relay = tokio::spawn(async move {
-                        let _guard = guard;
-                        if let Ok(mut server) = tokio::net::TcpStream::connect(upstream).await {
-                            let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
-                        }
-                    });
-                    tasks.lock().expect("the task list").push(relay);
-                }
-            }
-        });
-        tasks.lock().expect("the task list").push(accepting);
-    }
-
-    /// Closes the listener and every connection: the port refuses.
-    fn stop(&self) {
-        for task in self.tasks.lock().expect("the task list").drain(..) {
-            task.abort();
-        }
-    }
-
-    fn open(&self) -> usize {
-        self.open.load(Ordering::SeqCst)
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}/mcp", self.addr)
-    }
 }
 
 /// The server of a case, as its transport reaches it.

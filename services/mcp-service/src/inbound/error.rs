@@ -263,6 +263,71 @@ mod tests {
             .clone()
     }
 
+    /// A module's own error reads the same to the caller whether a
+    /// handler returns it alone or a use case wrapped it in `McpError`.
+    #[test]
+    fn an_owned_error_is_the_same_status_alone_and_wrapped() {
+        let policy = || {
+            [
+                PolicyError::Denied {
+                    rule: "guard@2/no-deletes".into(),
+                    reason: "deletes need a ticket".into(),
+                },
+                PolicyError::Conflict(PolicyStoreError::Stale {
+                    name: "guard".into(),
+                    expected: 1,
+                    current: 2,
+                }),
+                PolicyError::NotFound,
+                PolicyError::OutsideAllowList("drop_table".into()),
+            ]
+        };
+        let approval = || {
+            [
+                ApprovalError::Refused(RedeemRefusal::Mismatch(Mismatch::Tool)),
+                ApprovalError::Refused(RedeemRefusal::NotFound),
+                ApprovalError::Decided(ApprovalState::Expired),
+                ApprovalError::Forbidden("deciding needs the approver role"),
+            ]
+        };
+        let expected = [
+            (
+                Code::PermissionDenied,
+                "denied by policy rule guard@2/no-deletes: deletes need a ticket",
+            ),
+            (
+                Code::FailedPrecondition,
+                "policy `guard` is at version 2, not 1",
+            ),
+            (Code::NotFound, "policy not found"),
+            (
+                Code::PermissionDenied,
+                "the agent may not call tool `drop_table`: it is not on the agent's tool list",
+            ),
+            (
+                Code::PermissionDenied,
+                "the approval was given for another tool",
+            ),
+            (Code::NotFound, "approval not found"),
+            (Code::FailedPrecondition, "the approval is expired already"),
+            (Code::PermissionDenied, "deciding needs the approver role"),
+        ];
+        let alone = policy()
+            .into_iter()
+            .map(tonic::Status::from)
+            .chain(approval().into_iter().map(tonic::Status::from));
+        let wrapped = policy()
+            .into_iter()
+            .map(McpError::from)
+            .chain(approval().into_iter().map(McpError::from))
+            .map(status);
+        for ((alone, wrapped), (code, message)) in alone.zip(wrapped).zip(expected) {
+            assert_eq!((alone.code(), alone.message()), (code, message));
+            assert_eq!((wrapped.code(), wrapped.message()), (code, message));
+            assert_eq!(alone.details(), wrapped.details(), "{message}");
+        }
+    }
+
     #[test]
     fn an_unreachable_server_is_unavailable_with_a_retry_delay() {
         let status = status(McpError::Upstream(CallError::Connect("refused".into())));

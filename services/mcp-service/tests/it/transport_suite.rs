@@ -284,6 +284,22 @@ fn ended(pid: u32) -> bool {
     state.is_empty() || state.split_whitespace().nth(2) == Some("Z")
 }
 
+/// Whether every process of group `pgid` has ended.
+fn group_ended(pgid: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    entries.flatten().all(|entry| {
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // After the command's closing parenthesis: state, parent, group.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        fields.get(2) != Some(&pgid.to_string().as_str()) || fields.first() == Some(&"Z")
+    })
+}
+
 async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + PATIENCE;
     while !done() {
@@ -425,8 +441,16 @@ async fn a_call_past_its_limit_is_cancelled_at_the_server(transport: Transport) 
     }
 }
 
+/// Closing a session frees what its transport held: a stdio server's whole
+/// process group (here a helper it started, which would outlive a server
+/// that ends by itself on its closed input) and home; an HTTP session's
+/// connections.
 async fn closing_the_session_frees_everything(transport: Transport) {
-    let mut s = setup(transport, Options::default()).await;
+    let options = Options {
+        output_outlives_server: true,
+        ..Options::default()
+    };
+    let mut s = setup(transport, options).await;
     assert_eq!(s.text("echo", json!({"text": "x"})).await, "x");
     let pid = match transport {
         Transport::Stdio => Some(s.pid().await),
@@ -436,7 +460,10 @@ async fn closing_the_session_frees_everything(transport: Transport) {
     match &s.upstream {
         Upstream::Stdio { homes, .. } => {
             let pid = pid.expect("a stdio server's pid");
-            eventually("the stdio server ended with its session", || ended(pid)).await;
+            eventually("the stdio server's process group ended with its session", || {
+                group_ended(pid)
+            })
+            .await;
             eventually("the session's home was removed", || {
                 std::fs::read_dir(homes).map_or(true, |mut entries| entries.next().is_none())
             })

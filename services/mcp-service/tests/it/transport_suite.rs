@@ -460,9 +460,10 @@ async fn closing_the_session_frees_everything(transport: Transport) {
     match &s.upstream {
         Upstream::Stdio { homes, .. } => {
             let pid = pid.expect("a stdio server's pid");
-            eventually("the stdio server's process group ended with its session", || {
-                group_ended(pid)
-            })
+            eventually(
+                "the stdio server's process group ended with its session",
+                || group_ended(pid),
+            )
             .await;
             eventually("the session's home was removed", || {
                 std::fs::read_dir(homes).map_or(true, |mut entries| entries.next().is_none())

@@ -1,10 +1,11 @@
 //! [`DataSources`] with none: a thread without data sources, whose imports
-//! are refused.
+//! are refused and whose queries fail as the engine's do on a thread
+//! without tables (`tests/it/data_sources_suite.rs` holds it to that).
 
 use async_trait::async_trait;
 
 use crate::domain::{
-    datasource::{DataSource, DataSources, ImportError, QueryError, QueryResult, Refusal},
+    datasource::{DataSource, DataSources, ImportError, QueryError, QueryResult},
     ids::{IntegrationId, ThreadId},
 };
 
@@ -32,6 +33,11 @@ impl DataSources for NoSources {
     }
 
     async fn query(&self, _thread_id: ThreadId, _sql: &str) -> Result<QueryResult, QueryError> {
-        Err(QueryError::Refused(Refusal::NoDataSources))
+        // The engine's words for a table the thread does not have: every
+        // table is one, since the thread has none.
+        Err(QueryError::Engine(
+            "Error during planning: the thread has no tables; a table named in the query was not found"
+                .to_owned(),
+        ))
     }
 }

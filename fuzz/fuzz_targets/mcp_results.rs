@@ -5,7 +5,8 @@
 //!
 //! Input: one selector byte, then the server's JSON. The selector picks the
 //! result kind (tool call, resource read, prompt, discovery) and whether the
-//! JSON goes through the protocol's types first.
+//! JSON goes through the protocol's types first (a tool call's always does,
+//! as the MCP client reads it).
 //!
 //! Checked on every input: no panic; the response decodes on the other side
 //! of the hop as it was sent; neither the response nor the model's text is
@@ -16,13 +17,16 @@
 use libfuzzer_sys::fuzz_target;
 use prost::Message;
 use rmcp::model::{
-    CallToolResult, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, ReadResourceResult,
+    CallToolResult, GetPromptResult, InputRequiredResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, ReadResourceResult,
 };
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::Value;
 use switchboard_mcp_service::{
-    domain::ports::{Discovery, ServerIdentity},
+    domain::{
+        outcome::{InputRequired, ToolOutcome},
+        ports::{Discovery, ServerIdentity},
+    },
     wire,
 };
 use switchboard_runs_service::{domain::texts, outbound::mcp::tool_output};
@@ -53,10 +57,10 @@ fuzz_target!(|data: &[u8]| {
     let bound = GROWTH * json.len() + SLACK;
     match (selector >> 1) % 4 {
         0 => {
-            let Some(result) = through::<CallToolResult>(value, typed) else {
+            let Some(outcome) = tool_outcome(value) else {
                 return;
             };
-            let response = hop(wire::tool_result(Ok(result), "fuzz_tool"), bound);
+            let response = hop(wire::tool_result(Ok(outcome), "fuzz_tool"), bound);
             let (text, _) = texts::tool_output("fuzz_tool", &tool_output(response));
             assert!(text.len() <= bound, "{} bytes of text", text.len());
         }
@@ -79,6 +83,26 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 });
+
+/// A tool call's answer as the MCP client reads it: a result, or the
+/// server's request for input; `None` when it is neither.
+fn tool_outcome(value: Value) -> Option<ToolOutcome> {
+    let task_id = value
+        .get("taskId")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    match serde_json::from_value::<CallToolResult>(value.clone()) {
+        Ok(result) => Some(ToolOutcome::Complete(result)),
+        Err(_) => {
+            let asked: InputRequiredResult = serde_json::from_value(value).ok()?;
+            Some(ToolOutcome::InputRequired(InputRequired {
+                requests: asked.input_requests.unwrap_or_default(),
+                request_state: asked.request_state,
+                task_id,
+            }))
+        }
+    }
+}
 
 /// `value`, first read into the protocol type `T` and written back when
 /// `typed` (as the MCP client hands results on); `None` when `T` refuses it.

@@ -33,10 +33,16 @@ pub mod wire {
     use serde_json::Value;
     use switchboard_proto::mcp::v1 as pb;
 
-    use crate::domain::ports::{CallError, Discovery};
+    use crate::domain::{
+        outcome::ToolOutcome,
+        ports::{CallError, Discovery},
+    };
 
-    /// A `CallToolResult` (or a failed call) as the ExecuteTool response.
-    pub fn tool_result(outcome: Result<Value, CallError>, tool: &str) -> pb::ExecuteToolResponse {
+    /// A tool call's outcome (or a failed call) as the ExecuteTool response.
+    pub fn tool_result(
+        outcome: Result<ToolOutcome, CallError>,
+        tool: &str,
+    ) -> pb::ExecuteToolResponse {
         crate::inbound::wire::tool_result(outcome, tool)
     }
 

@@ -12,6 +12,7 @@ use super::{
     call_input::{check_input, check_tool_call},
     error::McpError,
     integration::{Integration, IntegrationId, OrgId},
+    outcome::ToolOutcome,
     policy::{
         PolicyError,
         enforce::{AllowList, Called, PolicyEnforcer},
@@ -298,7 +299,7 @@ impl CallService {
         session_scope: &str,
         grants: Grants<'_>,
         deadline: Option<Duration>,
-    ) -> Result<Result<Value, CallError>, McpError> {
+    ) -> Result<Result<ToolOutcome, CallError>, McpError> {
         check_tool_call(&self.bounds, &call, session_scope)?;
         let integration = self.integrations.usable(caller, id).await?;
         let timeout = self.timeout(&integration, deadline);

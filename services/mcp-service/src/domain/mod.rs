@@ -24,6 +24,7 @@ pub mod integration;
 pub mod notices;
 pub mod oauth_input;
 pub mod oauth_url;
+pub mod outcome;
 pub mod policy;
 pub mod ports;
 pub mod progress;

@@ -9,6 +9,7 @@ use async_trait::async_trait;
 pub use switchboard_server::ByteSize;
 
 use super::integration::{Integration, IntegrationId, OrgId, Slug};
+use super::outcome::ToolOutcome;
 
 /// A page request over an organization's integrations, oldest first.
 #[derive(Debug, Clone, Default)]
@@ -351,19 +352,18 @@ pub trait McpGateway: Send + Sync + 'static {
         timeout: Duration,
     ) -> Result<Arc<Discovery>, CallError>;
     /// Calls a tool, resuming with `answers` when they are not empty (and
-    /// the server's task `call.task_id`, when set); returns the
-    /// `CallToolResult` wire JSON, or the `InputRequiredResult` wire JSON
-    /// when the server asks for input only the caller can give. When a
-    /// task of the server asks, that JSON carries the task's `taskId`
-    /// beside its `inputRequests`. A task the server runs for the call is
-    /// followed to its end within `timeout`, and cancelled past it.
+    /// the server's task `call.task_id`, when set); returns its result, or
+    /// the input the server asks for that only the caller can give (with
+    /// the task's id when a task of the server asks). A task the server
+    /// runs for the call is followed to its end within `timeout`, and
+    /// cancelled past it.
     async fn call_tool(
         &self,
         integration: &Integration,
         scope: &SessionScope,
         call: ToolCall,
         timeout: Duration,
-    ) -> Result<serde_json::Value, CallError>;
+    ) -> Result<ToolOutcome, CallError>;
     /// Reads a resource, resuming with `answers` when they are not empty;
     /// returns the `ReadResourceResult` wire JSON (or, as for a tool call,
     /// the `InputRequiredResult`).

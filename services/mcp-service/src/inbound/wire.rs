@@ -5,7 +5,13 @@ use base64::{Engine as _, engine::general_purpose::STANDARD};
 use serde_json::{Map, Value};
 use switchboard_proto::{json::map_to_struct, mcp::v1 as pb};
 
+use rmcp::model::{
+    CallToolResult, ConstString as _, ContentBlock, CreateMessageRequestMethod,
+    ElicitationCreateRequestMethod, InputRequest, ListRootsRequestMethod, ResourceContents,
+};
+
 use crate::domain::{
+    outcome::{InputRequired, Outcome, ToolOutcome, reports_error},
     ports::{CallError, Discovery},
     resource::{ResourceKind, ResourceRead},
 };
@@ -165,22 +171,76 @@ fn content_block(value: &Value) -> Option<pb::ContentBlock> {
     Some(pb::ContentBlock { block: Some(block) })
 }
 
-fn content_blocks(value: &Value, key: &str) -> Vec<pb::ContentBlock> {
-    value
-        .get(key)
-        .and_then(Value::as_array)
-        .map(|blocks| blocks.iter().filter_map(content_block).collect())
-        .unwrap_or_default()
+fn typed_contents(contents: &ResourceContents) -> pb::ResourceContents {
+    use pb::resource_contents::Content;
+    let (uri, mime_type, content) = match contents {
+        ResourceContents::TextResourceContents {
+            uri,
+            mime_type,
+            text,
+            ..
+        } => (uri, mime_type, Some(Content::Text(text.clone()))),
+        ResourceContents::BlobResourceContents {
+            uri,
+            mime_type,
+            blob,
+            ..
+        } => (uri, mime_type, Some(Content::Blob(decoded(blob)))),
+        #[allow(unreachable_patterns)]
+        _ => return pb::ResourceContents::default(),
+    };
+    pb::ResourceContents {
+        uri: uri.clone(),
+        mime_type: mime_type.clone().unwrap_or_default(),
+        content,
+    }
+}
+
+fn decoded(base64: &str) -> Vec<u8> {
+    // Servers send base64; undecodable data is passed on empty rather than
+    // failing the whole result.
+    STANDARD.decode(base64).unwrap_or_default()
+}
+
+fn typed_block(block: &ContentBlock) -> Option<pb::ContentBlock> {
+    use pb::content_block::Block;
+    let block = match block {
+        ContentBlock::Text(text) => Block::Text(pb::TextContent {
+            text: text.text.clone(),
+        }),
+        ContentBlock::Image(image) => Block::Image(pb::ImageContent {
+            data: decoded(&image.data),
+            mime_type: image.mime_type.clone(),
+        }),
+        ContentBlock::Audio(audio) => Block::Audio(pb::AudioContent {
+            data: decoded(&audio.data),
+            mime_type: audio.mime_type.clone(),
+        }),
+        ContentBlock::Resource(embedded) => Block::Resource(pb::EmbeddedResource {
+            resource: Some(typed_contents(&embedded.resource)),
+        }),
+        ContentBlock::ResourceLink(link) => Block::ResourceLink(pb::ResourceLink {
+            uri: link.uri.clone(),
+            name: link.name.clone(),
+            title: link.title.clone().unwrap_or_default(),
+            description: link.description.clone().unwrap_or_default(),
+            mime_type: link.mime_type.clone().unwrap_or_default(),
+            size: link.size.and_then(|size| i64::try_from(size).ok()),
+        }),
+        _ => return None,
+    };
+    Some(pb::ContentBlock { block: Some(block) })
 }
 
 /// A `CallToolResult` as the ExecuteTool response; a failed call as an error
 /// result with its typed reason and the facts a caller words it from.
 pub(crate) fn tool_result(
-    outcome: Result<Value, CallError>,
+    outcome: Result<ToolOutcome, CallError>,
     tool: &str,
 ) -> pb::ExecuteToolResponse {
     match outcome {
-        Ok(result) => call_result(&result, tool),
+        Ok(Outcome::Complete(result)) => call_result(result, tool),
+        Ok(Outcome::InputRequired(asked)) => input_required(&asked, tool),
         Err(error) => failed_call(error, tool),
     }
 }
@@ -243,15 +303,9 @@ fn duration(limit: std::time::Duration) -> prost_types::Duration {
     }
 }
 
-fn call_result(result: &Value, tool: &str) -> pb::ExecuteToolResponse {
-    if is_input_required(result) {
-        return input_required(result, tool);
-    }
-    let is_error = result
-        .get("isError")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    let structured = result.get("structuredContent");
+fn call_result(result: CallToolResult, tool: &str) -> pb::ExecuteToolResponse {
+    let is_error = reports_error(&result);
+    let structured = result.structured_content.as_ref();
     let structured_content = structured.map(|structured| match structured {
         Value::Object(map) => map_to_struct(map),
         // The contract carries an object; other JSON is wrapped.
@@ -259,11 +313,12 @@ fn call_result(result: &Value, tool: &str) -> pb::ExecuteToolResponse {
     });
     let error_message = if is_error {
         let texts: Vec<&str> = result
-            .get("content")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .content
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::Text(text) => Some(text.text.as_str()),
+                _ => None,
+            })
             .collect();
         if texts.is_empty() {
             format!("the tool `{tool}` reported an error")
@@ -275,7 +330,7 @@ fn call_result(result: &Value, tool: &str) -> pb::ExecuteToolResponse {
     };
     pb::ExecuteToolResponse {
         is_error,
-        content: content_blocks(result, "content"),
+        content: result.content.iter().filter_map(typed_block).collect(),
         structured_content,
         error_message,
         failure_reason: if is_error {
@@ -328,17 +383,52 @@ fn input_required_of(result: &Value) -> pb::InputRequired {
     }
 }
 
-/// An `InputRequiredResult` the caller is to answer, as an error result
-/// with its reason: a caller that does not know the reason tells the model
-/// the tool could not finish, with the server's questions in the message.
-fn input_required(result: &Value, tool: &str) -> pb::ExecuteToolResponse {
-    let questions: Vec<&str> = result
-        .get("inputRequests")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .filter_map(|(_, request)| request.pointer("/params/message")?.as_str())
+/// What a server asks the caller, as the contract's `InputRequired`: each
+/// request's method and its params as the protocol writes them.
+fn asked(asked: &InputRequired) -> pb::InputRequired {
+    let requests = asked
+        .requests
+        .iter()
+        .map(|(key, request)| {
+            let (method, params_json) = request_wire(request);
+            pb::InputRequest {
+                key: key.clone(),
+                method: method.to_owned(),
+                params_json,
+            }
+        })
         .collect();
+    pb::InputRequired {
+        requests,
+        request_state: asked.request_state.clone(),
+        task_id: asked.task_id.clone(),
+    }
+}
+
+/// A request's method and its params' JSON text (empty when it has none).
+fn request_wire(request: &InputRequest) -> (&'static str, String) {
+    let json = |params: Result<String, serde_json::Error>| params.unwrap_or_default();
+    match request {
+        InputRequest::Elicitation(request) => (
+            ElicitationCreateRequestMethod::VALUE,
+            json(serde_json::to_string(&request.params)),
+        ),
+        InputRequest::CreateMessage(request) => (
+            CreateMessageRequestMethod::VALUE,
+            json(serde_json::to_string(&request.params)),
+        ),
+        InputRequest::ListRoots(_) => (ListRootsRequestMethod::VALUE, String::new()),
+        // A request of a later protocol: passed on whole, as the protocol
+        // writes it, for the caller to recognize or refuse.
+        other => ("", json(serde_json::to_string(other))),
+    }
+}
+
+/// Input the caller is to answer, as an error result with its reason: a
+/// caller that does not know the reason tells the model the tool could not
+/// finish, with the server's questions in the message.
+fn input_required(input: &InputRequired, tool: &str) -> pb::ExecuteToolResponse {
+    let questions: Vec<&str> = input.questions().collect();
     let error_message = if questions.is_empty() {
         format!("the tool `{tool}` needs input before it can finish")
     } else {
@@ -351,7 +441,7 @@ fn input_required(result: &Value, tool: &str) -> pb::ExecuteToolResponse {
         is_error: true,
         error_message,
         failure_reason: pb::ToolFailureReason::InputRequired.into(),
-        input_required: Some(input_required_of(result)),
+        input_required: Some(asked(input)),
         ..Default::default()
     }
 }

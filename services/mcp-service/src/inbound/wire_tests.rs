@@ -6,8 +6,14 @@ use std::time::Duration;
 
 use switchboard_proto::mcp::v1 as pb;
 
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::json;
+
 use super::wire::tool_result;
-use crate::domain::ports::CallError;
+use crate::domain::{
+    outcome::{InputRequired, ToolOutcome},
+    ports::CallError,
+};
 
 fn failed(error: CallError) -> pb::ExecuteToolResponse {
     let response = tool_result(Err(error), "deploy");
@@ -124,7 +130,9 @@ fn each_failure_sends_its_reason_its_facts_and_the_same_description() {
 #[test]
 fn a_result_carries_no_failure_facts() {
     let answered = tool_result(
-        Ok(serde_json::json!({"content": [{"type": "text", "text": "no"}], "isError": true})),
+        Ok(ToolOutcome::Complete(CallToolResult::error(vec![
+            ContentBlock::text("no"),
+        ]))),
         "deploy",
     );
     assert_eq!(answered.failure_reason(), pb::ToolFailureReason::ToolError);
@@ -139,4 +147,71 @@ fn a_result_carries_no_failure_facts() {
         ),
         (None, None, None, None, None)
     );
+}
+
+#[test]
+fn input_required_carries_each_request_its_state_and_task() {
+    let requests = serde_json::from_value(json!({
+        "ask": {"method": "elicitation/create", "params": {
+            "message": "which region?",
+            "requestedSchema": {"type": "object", "properties": {}}
+        }},
+        "think": {"method": "sampling/createMessage", "params": {
+            "messages": [], "maxTokens": 10
+        }},
+        "where": {"method": "roots/list"}
+    }))
+    .expect("input requests");
+    let asked = ToolOutcome::InputRequired(InputRequired {
+        requests,
+        request_state: Some("s-1".into()),
+        task_id: Some("task-7".into()),
+    });
+    let response = tool_result(Ok(asked), "deploy");
+    assert!(response.is_error);
+    assert_eq!(
+        response.failure_reason(),
+        pb::ToolFailureReason::InputRequired
+    );
+    assert_eq!(
+        response.error_message,
+        "the tool `deploy` needs input before it can finish: which region?"
+    );
+    let input = response.input_required.expect("input required");
+    assert_eq!(input.request_state.as_deref(), Some("s-1"));
+    assert_eq!(input.task_id.as_deref(), Some("task-7"));
+    let methods: Vec<_> = input
+        .requests
+        .iter()
+        .map(|r| (r.key.as_str(), r.method.as_str()))
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            ("ask", "elicitation/create"),
+            ("think", "sampling/createMessage"),
+            ("where", "roots/list")
+        ]
+    );
+    let params: serde_json::Value =
+        serde_json::from_str(&input.requests[0].params_json).expect("params JSON");
+    assert_eq!(params["message"], "which region?");
+    assert_eq!(input.requests[2].params_json, "");
+}
+
+#[test]
+fn a_structured_result_comes_back_exactly() {
+    let mut result = CallToolResult::success(vec![ContentBlock::text("done")]);
+    result.structured_content =
+        Some(serde_json::from_str(r#"{"id": 9007199254740993, "ratio": 1.5}"#).expect("JSON"));
+    let response = tool_result(Ok(ToolOutcome::Complete(result)), "record");
+    assert!(!response.is_error);
+    assert_eq!(
+        response.structured_content_json,
+        r#"{"id":9007199254740993,"ratio":1.5}"#
+    );
+    let Some(pb::content_block::Block::Text(text)) = &response.content[0].block else {
+        panic!("a text block: {:?}", response.content);
+    };
+    assert_eq!(text.text, "done");
 }

@@ -16,6 +16,7 @@ use crate::domain::{
     calls::{CallService, Grants, PromptCall, ResourceQuery},
     error::{McpError, refusal},
     integration::IntegrationId,
+    outcome::ToolOutcome,
     ports::{AuthorizationAnswer, CallError, ToolCall},
     resource::ResourceRead,
 };
@@ -112,7 +113,7 @@ impl AuditedCalls {
         session_scope: &str,
         grants: Grants<'_>,
         deadline: Option<Duration>,
-    ) -> Result<Result<Value, CallError>, McpError> {
+    ) -> Result<Result<ToolOutcome, CallError>, McpError> {
         // Past a bound, refused before anything of it is recorded.
         check_tool_call(self.calls.bounds(), &call, session_scope)?;
         let mut started = self.start(
@@ -219,12 +220,10 @@ impl AuditedCalls {
 
 /// Why a tool call that returned failed: the server's error, or the tool's
 /// own error result.
-fn tool_failure(result: &Result<Value, CallError>) -> Option<String> {
+fn tool_failure(result: &Result<ToolOutcome, CallError>) -> Option<String> {
     match result {
         Err(error) => Some(error.to_string()),
-        Ok(value) if value.get("isError").and_then(Value::as_bool) == Some(true) => {
-            Some("the tool returned an error result".to_owned())
-        }
+        Ok(outcome) if outcome.is_error() => Some("the tool returned an error result".to_owned()),
         Ok(_) => None,
     }
 }

@@ -22,7 +22,6 @@ use rmcp::{
     },
     service::{NotificationContext, RequestContext, SubscriptionContext},
 };
-use serde_json::Value;
 use tokio_util::sync::DropGuard;
 use tracing::Instrument as _;
 
@@ -40,6 +39,7 @@ use crate::domain::{
     bounds::{PromptName, ResourceUri, ToolName},
     calls::{Grants, PromptCall, ResourceQuery},
     downstream::Downstream,
+    outcome::{Outcome, ToolOutcome},
     policy::enforce::AllowList,
     ports::{Discovery, SessionRequest, ToolCall},
     surface::Member,
@@ -464,18 +464,12 @@ impl ServerHandler for SurfaceServer {
 /// A tool call's outcome as the client's result: the server's result as it
 /// sent it, or what went wrong on the server's side as an error result for
 /// the model to read, as ExecuteTool words it.
-fn tool_result(outcome: Result<Value, crate::domain::ports::CallError>) -> CallToolResult {
+fn tool_result(outcome: Result<ToolOutcome, crate::domain::ports::CallError>) -> CallToolResult {
     match outcome {
-        Ok(value) if listing::is_input_required(&value) => {
-            CallToolResult::error(vec![ContentBlock::text(
-                "the tool asked for input, which this endpoint does not pass on yet",
-            )])
-        }
-        Ok(value) => serde_json::from_value(listing::completed(value)).unwrap_or_else(|error| {
-            CallToolResult::error(vec![ContentBlock::text(format!(
-                "the MCP server's result could not be read: {error}"
-            ))])
-        }),
+        Ok(Outcome::InputRequired(_)) => CallToolResult::error(vec![ContentBlock::text(
+            "the tool asked for input, which this endpoint does not pass on yet",
+        )]),
+        Ok(Outcome::Complete(result)) => listing::said_complete(result),
         Err(error) => CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use rmcp::{
     ErrorData,
-    model::{Prompt, Resource, ResourceTemplate, Tool},
+    model::{CallToolResult, Prompt, Resource, ResourceTemplate, ResultType, Tool},
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -105,6 +105,13 @@ pub(super) fn completed(mut result: Value) -> Value {
             .entry("resultType")
             .or_insert_with(|| Value::String("complete".to_owned()));
     }
+    result
+}
+
+/// A tool's complete result says so (`resultType`), as clients of
+/// 2026-07-28 require, whichever era the server that produced it speaks.
+pub(super) fn said_complete(mut result: CallToolResult) -> CallToolResult {
+    result.result_type.get_or_insert(ResultType::COMPLETE);
     result
 }
 

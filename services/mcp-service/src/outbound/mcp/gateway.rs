@@ -1,9 +1,10 @@
 //! [`McpGateway`] over `rmcp`: calls on pooled sessions, discovery through a
-//! cache, results handed back as MCP wire JSON.
+//! cache, results handed back in the protocol's types.
 //!
-//! Results cross into the domain as the protocol's JSON rather than as rmcp's
-//! structs: the wire format is the stable contract, rmcp's types change
-//! between releases.
+//! Results cross into the domain as `rmcp::model`'s data types, read once
+//! here: whether a call completed or asks the caller for input is decided
+//! where the server's answer is read (`operation.rs`), and nothing after
+//! reads the protocol's JSON by key.
 //!
 //! A call is made once. It is made again (on a new session) only when the
 //! request provably never reached the server: the connection to it could
@@ -25,6 +26,7 @@ use crate::domain::{
     downstream::Downstream,
     elicitation::ElicitationPolicy,
     integration::{Integration, IntegrationId},
+    outcome::{Outcome, ToolOutcome},
     ports::{
         CallError, Discovery, InputAnswers, McpGateway, ProbeReport, SessionRequest, SessionScope,
         ToolCall,
@@ -249,17 +251,23 @@ impl RmcpGateway {
             .map_err(|_| CallError::Timeout(timeout))?
     }
 
-    fn check_size(&self, value: Value) -> Result<Value, CallError> {
-        // Counted as it is written out, without holding the encoded copy.
+    /// Refuses a result larger than the bound, counted as it is written
+    /// out, without holding the encoded copy.
+    fn check_size<T: serde::Serialize + ?Sized>(&self, value: &T) -> Result<(), CallError> {
         let mut counter = ByteCounter(0);
-        let size = serde_json::to_writer(&mut counter, &value).map_or(usize::MAX, |()| counter.0);
+        let size = serde_json::to_writer(&mut counter, value).map_or(usize::MAX, |()| counter.0);
         if size > self.limits.max_result_bytes {
             Err(CallError::TooLarge {
                 limit: self.limits.max_result_bytes,
             })
         } else {
-            Ok(value)
+            Ok(())
         }
+    }
+
+    /// `value` when it is within the result bound.
+    fn sized(&self, value: Value) -> Result<Value, CallError> {
+        self.check_size(&value).map(|()| value)
     }
 }
 
@@ -367,7 +375,7 @@ impl McpGateway for RmcpGateway {
         scope: &SessionScope,
         call: ToolCall,
         timeout: Duration,
-    ) -> Result<Value, CallError> {
+    ) -> Result<ToolOutcome, CallError> {
         let (answerer, polling) = (
             self.answerer(integration, scope),
             (self.limits.tasks, timeout),
@@ -389,7 +397,11 @@ impl McpGateway for RmcpGateway {
                     }
                 })
                 .await?;
-            self.check_size(result)
+            match &result {
+                Outcome::Complete(complete) => self.check_size(complete)?,
+                Outcome::InputRequired(asked) => self.check_size(&asked.requests)?,
+            }
+            Ok(result)
         };
         observe(
             integration,
@@ -423,7 +435,7 @@ impl McpGateway for RmcpGateway {
                     .map_err(OpFailure::from)
                 })
                 .await?;
-            self.check_size(round_json(&round)?)
+            self.sized(round_json(&round)?)
         };
         observe(integration, Operation::ReadResource(uri), None, reading).await
     }
@@ -452,7 +464,7 @@ impl McpGateway for RmcpGateway {
                     .map_err(OpFailure::from)
                 })
                 .await?;
-            self.check_size(round_json(&round)?)
+            self.sized(round_json(&round)?)
         };
         observe(
             integration,

@@ -7,7 +7,12 @@ use rmcp::ServiceError;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::domain::ports::{CallError, ToolCall};
+use rmcp::model::InputRequiredResult;
+
+use crate::domain::{
+    outcome::{InputRequired, Outcome, ToolOutcome},
+    ports::{CallError, ToolCall},
+};
 use crate::outbound::mcp::{
     discovery::ListFailure,
     elicitation::Answerer,
@@ -49,19 +54,20 @@ pub(super) enum OpFailure {
 }
 
 /// One tool call on a session: its rounds, then the task the server runs
-/// the tool as, when it does; or the caller's task, resumed.
+/// the tool as, when it does; or the caller's task, resumed. Whether the
+/// call completed or asks the caller for input is decided here, once.
 pub(super) async fn tool_call(
     (peer, routes): (&rmcp::service::Peer<rmcp::RoleClient>, &ProgressRoutes),
     answerer: &Answerer,
     polling: (TaskPolling, Duration),
     call: ToolCall,
-) -> Result<Value, OpFailure> {
+) -> Result<ToolOutcome, OpFailure> {
     let policy = answerer.policy();
     let start = match call.task_id.clone() {
         Some(task_id) => TaskStart::resumed(task_id, call.answers.responses.clone()),
         None => match input_required::call_tool(peer, answerer, routes, call).await? {
-            Round::Complete(ToolAnswer::Result(result)) => return Ok(to_json(&result)?),
-            Round::InputRequired(result) => return Ok(to_json(&result)?),
+            Round::Complete(ToolAnswer::Result(result)) => return Ok(Outcome::Complete(result)),
+            Round::InputRequired(asked) => return Ok(Outcome::InputRequired(asked_of(asked))),
             Round::Complete(ToolAnswer::Task(task)) => TaskStart::created(task),
         },
     };
@@ -69,14 +75,23 @@ pub(super) async fn tool_call(
         .await
         .map_err(OpFailure::Unrepeatable)?;
     Ok(match ended {
-        TaskEnd::Complete(result) => to_json(&result)?,
+        TaskEnd::Complete(result) => Outcome::Complete(result),
         // The caller sends the task's id back with the answers.
-        TaskEnd::InputRequired { task_id, requests } => serde_json::json!({
-            "resultType": "input_required",
-            "inputRequests": to_json(&requests)?,
-            "taskId": task_id,
+        TaskEnd::InputRequired { task_id, requests } => Outcome::InputRequired(InputRequired {
+            requests,
+            request_state: None,
+            task_id: Some(task_id),
         }),
     })
+}
+
+/// A server's `input_required` answer as what the caller is asked.
+pub(super) fn asked_of(result: InputRequiredResult) -> InputRequired {
+    InputRequired {
+        requests: result.input_requests.unwrap_or_default(),
+        request_state: result.request_state,
+        task_id: None,
+    }
 }
 
 impl From<CallError> for OpFailure {

@@ -5,8 +5,8 @@
 //!
 //! Input: one selector byte, then the server's JSON. The selector picks the
 //! result kind (tool call, resource read, prompt, discovery) and whether the
-//! JSON goes through the protocol's types first (a tool call's always does,
-//! as the MCP client reads it).
+//! JSON goes through the protocol's types first (a tool call's and a
+//! listing's always do, as the MCP client reads them).
 //!
 //! Checked on every input: no panic; the response decodes on the other side
 //! of the hop as it was sent; neither the response nor the model's text is
@@ -78,7 +78,7 @@ fuzz_target!(|data: &[u8]| {
             hop(wire::prompt_result(&result), bound);
         }
         _ => {
-            let discovery = discovery(&value, typed);
+            let discovery = discovery(&value);
             hop(wire::discovery(&discovery), bound);
         }
     }
@@ -114,8 +114,9 @@ fn through<T: DeserializeOwned + Serialize>(value: Value, typed: bool) -> Option
     serde_json::to_value(&parsed).ok()
 }
 
-/// The items of the list `key` of `value`, through the page type `T`.
-fn items<T: DeserializeOwned + Serialize>(value: &Value, key: &str, typed: bool) -> Vec<Value> {
+/// The items of the list `key` of `value`, read as the page type `P` (as
+/// the MCP client reads a listing); none when `P` refuses the page.
+fn items<P: DeserializeOwned, T>(value: &Value, key: &str, of: impl FnOnce(P) -> Vec<T>) -> Vec<T> {
     let page = match value.get(key) {
         Some(Value::Array(items)) => Value::Object(serde_json::Map::from_iter([(
             key.to_owned(),
@@ -123,12 +124,12 @@ fn items<T: DeserializeOwned + Serialize>(value: &Value, key: &str, typed: bool)
         )])),
         _ => return Vec::new(),
     };
-    through::<T>(page, typed)
-        .and_then(|page| page.get(key).and_then(Value::as_array).cloned())
+    serde_json::from_value::<P>(page)
+        .map(of)
         .unwrap_or_default()
 }
 
-fn discovery(value: &Value, typed: bool) -> Discovery {
+fn discovery(value: &Value) -> Discovery {
     let text = |key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
     Discovery {
         server: ServerIdentity {
@@ -138,10 +139,16 @@ fn discovery(value: &Value, typed: bool) -> Discovery {
             protocol_version: text("protocolVersion").unwrap_or_default(),
             instructions: text("instructions"),
         },
-        tools: items::<ListToolsResult>(value, "tools", typed),
-        resources: items::<ListResourcesResult>(value, "resources", typed),
-        resource_templates: items::<ListResourceTemplatesResult>(value, "resourceTemplates", typed),
-        prompts: items::<ListPromptsResult>(value, "prompts", typed),
+        tools: items(value, "tools", |page: ListToolsResult| page.tools),
+        resources: items(value, "resources", |page: ListResourcesResult| {
+            page.resources
+        }),
+        resource_templates: items(
+            value,
+            "resourceTemplates",
+            |page: ListResourceTemplatesResult| page.resource_templates,
+        ),
+        prompts: items(value, "prompts", |page: ListPromptsResult| page.prompts),
         discovered_at: value
             .get("discoveredAt")
             .and_then(Value::as_i64)

@@ -4,6 +4,7 @@
 use std::{sync::Arc, time::Duration};
 
 use async_trait::async_trait;
+use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
 // Limits in messages are spelled as runs-service spells them when it words
 // a failure from the same number.
 pub use switchboard_server::ByteSize;
@@ -117,20 +118,20 @@ pub struct ProbeReport {
     pub latency: Duration,
 }
 
-/// What an integration's server offers, as the MCP wire JSON of each item
-/// (the protocol's own model; `inbound` maps it to the contract).
+/// What an integration's server offers, each item in the protocol's own
+/// type (`inbound` maps it to the contract; schemas stay exact JSON).
 #[derive(Debug, Clone, Default)]
 pub struct Discovery {
     /// The server.
     pub server: ServerIdentity,
-    /// `Tool` objects, every page.
-    pub tools: Vec<serde_json::Value>,
-    /// `Resource` objects, every page.
-    pub resources: Vec<serde_json::Value>,
-    /// `ResourceTemplate` objects, every page.
-    pub resource_templates: Vec<serde_json::Value>,
-    /// `Prompt` objects, every page.
-    pub prompts: Vec<serde_json::Value>,
+    /// Tools, every page, ordered by name.
+    pub tools: Vec<Tool>,
+    /// Resources, every page.
+    pub resources: Vec<Resource>,
+    /// Resource templates, every page.
+    pub resource_templates: Vec<ResourceTemplate>,
+    /// Prompts, every page.
+    pub prompts: Vec<Prompt>,
     /// When the server was asked, Unix milliseconds.
     pub discovered_at: i64,
     /// How long the server says its listings stay fresh (the shortest

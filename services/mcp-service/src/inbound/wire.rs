@@ -7,7 +7,8 @@ use switchboard_proto::{json::map_to_struct, mcp::v1 as pb};
 
 use rmcp::model::{
     CallToolResult, ConstString as _, ContentBlock, CreateMessageRequestMethod,
-    ElicitationCreateRequestMethod, InputRequest, ListRootsRequestMethod, ResourceContents,
+    ElicitationCreateRequestMethod, InputRequest, ListRootsRequestMethod, Prompt, Resource,
+    ResourceContents, ResourceTemplate, Tool,
 };
 
 use crate::domain::{
@@ -24,10 +25,6 @@ fn text(value: &Value, key: &str) -> String {
         .to_owned()
 }
 
-fn object(value: &Value, key: &str) -> Option<prost_types::Struct> {
-    value.get(key).and_then(Value::as_object).map(map_to_struct)
-}
-
 fn size(value: &Value) -> Option<i64> {
     value.get("size").and_then(Value::as_i64)
 }
@@ -38,64 +35,61 @@ fn bytes(value: &Value, key: &str) -> Vec<u8> {
     STANDARD.decode(text(value, key)).unwrap_or_default()
 }
 
-fn tool(value: &Value) -> pb::Tool {
-    let annotations = value.get("annotations").map(|a| pb::ToolAnnotations {
-        title: text(a, "title"),
-        read_only_hint: a.get("readOnlyHint").and_then(Value::as_bool),
-        destructive_hint: a.get("destructiveHint").and_then(Value::as_bool),
-        idempotent_hint: a.get("idempotentHint").and_then(Value::as_bool),
-        open_world_hint: a.get("openWorldHint").and_then(Value::as_bool),
+fn tool(tool: &Tool) -> pb::Tool {
+    let annotations = tool.annotations.as_ref().map(|a| pb::ToolAnnotations {
+        title: a.title.clone().unwrap_or_default(),
+        read_only_hint: a.read_only_hint,
+        destructive_hint: a.destructive_hint,
+        idempotent_hint: a.idempotent_hint,
+        open_world_hint: a.open_world_hint,
     });
     pb::Tool {
-        name: text(value, "name"),
-        title: text(value, "title"),
-        description: text(value, "description"),
-        input_schema: object(value, "inputSchema"),
-        output_schema: object(value, "outputSchema"),
+        name: tool.name.to_string(),
+        title: tool.title.clone().unwrap_or_default(),
+        description: tool.description.as_deref().unwrap_or_default().to_owned(),
+        input_schema: Some(map_to_struct(&tool.input_schema)),
+        output_schema: tool.output_schema.as_deref().map(map_to_struct),
         annotations,
     }
 }
 
-fn resource(value: &Value) -> pb::Resource {
+fn resource(resource: &Resource) -> pb::Resource {
     pb::Resource {
-        uri: text(value, "uri"),
-        name: text(value, "name"),
-        title: text(value, "title"),
-        description: text(value, "description"),
-        mime_type: text(value, "mimeType"),
-        size: size(value),
+        uri: resource.uri.clone(),
+        name: resource.name.clone(),
+        title: resource.title.clone().unwrap_or_default(),
+        description: resource.description.clone().unwrap_or_default(),
+        mime_type: resource.mime_type.clone().unwrap_or_default(),
+        size: resource.size.and_then(|size| i64::try_from(size).ok()),
     }
 }
 
-fn resource_template(value: &Value) -> pb::ResourceTemplate {
+fn resource_template(template: &ResourceTemplate) -> pb::ResourceTemplate {
     pb::ResourceTemplate {
-        uri_template: text(value, "uriTemplate"),
-        name: text(value, "name"),
-        title: text(value, "title"),
-        description: text(value, "description"),
-        mime_type: text(value, "mimeType"),
+        uri_template: template.uri_template.clone(),
+        name: template.name.clone(),
+        title: template.title.clone().unwrap_or_default(),
+        description: template.description.clone().unwrap_or_default(),
+        mime_type: template.mime_type.clone().unwrap_or_default(),
     }
 }
 
-fn prompt(value: &Value) -> pb::Prompt {
-    let arguments = value
-        .get("arguments")
-        .and_then(Value::as_array)
-        .map(|args| {
-            args.iter()
-                .map(|a| pb::PromptArgument {
-                    name: text(a, "name"),
-                    title: text(a, "title"),
-                    description: text(a, "description"),
-                    required: a.get("required").and_then(Value::as_bool).unwrap_or(false),
-                })
-                .collect()
+fn prompt(prompt: &Prompt) -> pb::Prompt {
+    let arguments = prompt
+        .arguments
+        .iter()
+        .flatten()
+        .map(|a| pb::PromptArgument {
+            name: a.name.clone(),
+            title: a.title.clone().unwrap_or_default(),
+            description: a.description.clone().unwrap_or_default(),
+            required: a.required.unwrap_or(false),
         })
-        .unwrap_or_default();
+        .collect();
     pb::Prompt {
-        name: text(value, "name"),
-        title: text(value, "title"),
-        description: text(value, "description"),
+        name: prompt.name.clone(),
+        title: prompt.title.clone().unwrap_or_default(),
+        description: prompt.description.clone().unwrap_or_default(),
         arguments,
     }
 }

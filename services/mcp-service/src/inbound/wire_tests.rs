@@ -215,3 +215,39 @@ fn a_structured_result_comes_back_exactly() {
     };
     assert_eq!(text.text, "done");
 }
+
+#[test]
+fn a_discovered_tool_keeps_its_schema_and_its_hints() {
+    let tool: rmcp::model::Tool = serde_json::from_value(json!({
+        "name": "deploy",
+        "description": "ships it",
+        "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
+        "annotations": {"title": "Deploy", "readOnlyHint": false, "destructiveHint": true}
+    }))
+    .expect("a tool");
+    let discovery = crate::domain::ports::Discovery {
+        tools: vec![tool],
+        ..Default::default()
+    };
+    let listed = super::wire::discovery(&discovery).tools;
+    let [tool] = listed.as_slice() else {
+        panic!("one tool: {listed:?}");
+    };
+    assert_eq!(
+        (tool.name.as_str(), tool.description.as_str()),
+        ("deploy", "ships it")
+    );
+    let schema = tool.input_schema.as_ref().expect("its input schema");
+    assert!(schema.fields.contains_key("properties"));
+    assert_eq!(tool.output_schema, None);
+    let hints = tool.annotations.as_ref().expect("its annotations");
+    assert_eq!(hints.title, "Deploy");
+    assert_eq!(
+        (
+            hints.read_only_hint,
+            hints.destructive_hint,
+            hints.idempotent_hint
+        ),
+        (Some(false), Some(true), None)
+    );
+}

@@ -112,7 +112,7 @@ impl PolicyEnforcer {
             Ok(discovery) => discovery
                 .tools
                 .iter()
-                .find(|t| t.get("name").and_then(serde_json::Value::as_str) == Some(tool))
+                .find(|t| t.name == tool)
                 .map(ToolAnnotations::of_tool)
                 .unwrap_or_default(),
             Err(error) => {
@@ -212,35 +212,26 @@ impl PolicyEnforcer {
             target,
         };
         let listed = |target: Target| !matches!(set.decide(&facts(target)), Decision::Deny { .. });
-        let text = |value: &serde_json::Value, key: &str| {
-            value
-                .get(key)
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
         let mut narrowed = (*discovery).clone();
         narrowed.tools.retain(|tool| {
-            let name = text(tool, "name");
+            let name = tool.name.to_string();
             allowed.allows(&name)
                 && listed(Target::Tool {
                     name,
                     annotations: ToolAnnotations::of_tool(tool),
                 })
         });
-        narrowed.resources.retain(|r| {
-            listed(Target::Resource {
-                uri: text(r, "uri"),
-            })
-        });
+        narrowed
+            .resources
+            .retain(|r| listed(Target::Resource { uri: r.uri.clone() }));
         narrowed.resource_templates.retain(|r| {
             listed(Target::Resource {
-                uri: text(r, "uriTemplate"),
+                uri: r.uri_template.clone(),
             })
         });
         narrowed.prompts.retain(|p| {
             listed(Target::Prompt {
-                name: text(p, "name"),
+                name: p.name.clone(),
             })
         });
         Ok(Arc::new(narrowed))

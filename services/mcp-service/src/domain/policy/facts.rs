@@ -75,22 +75,18 @@ impl Default for ToolAnnotations {
 }
 
 impl ToolAnnotations {
-    /// The annotations of a discovered `Tool` object, each hint the server
-    /// leaves out (or sends as something other than a bool) at its default.
-    pub fn of_tool(tool: &serde_json::Value) -> Self {
+    /// The annotations of a discovered tool, each hint the server leaves
+    /// out at its default.
+    pub fn of_tool(tool: &rmcp::model::Tool) -> Self {
         let defaults = Self::default();
-        let annotations = tool.get("annotations");
-        let hint = |key: &str, default: bool| {
-            annotations
-                .and_then(|a| a.get(key))
-                .and_then(serde_json::Value::as_bool)
-                .unwrap_or(default)
+        let Some(said) = &tool.annotations else {
+            return defaults;
         };
         Self {
-            read_only: hint("readOnlyHint", defaults.read_only),
-            destructive: hint("destructiveHint", defaults.destructive),
-            idempotent: hint("idempotentHint", defaults.idempotent),
-            open_world: hint("openWorldHint", defaults.open_world),
+            read_only: said.read_only_hint.unwrap_or(defaults.read_only),
+            destructive: said.destructive_hint.unwrap_or(defaults.destructive),
+            idempotent: said.idempotent_hint.unwrap_or(defaults.idempotent),
+            open_world: said.open_world_hint.unwrap_or(defaults.open_world),
         }
     }
 }

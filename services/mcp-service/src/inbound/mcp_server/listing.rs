@@ -20,13 +20,15 @@ pub(super) fn tools(listings: &Listings) -> Vec<Tool> {
     listings
         .iter()
         .flat_map(|(member, discovery)| {
-            discovery.tools.iter().filter_map(move |tool| {
-                let name = tool.get("name")?.as_str()?;
-                member
-                    .shows_tool(name)
-                    .then(|| renamed(tool, "name", &member.exposed(name)))
-                    .and_then(parsed)
-            })
+            discovery
+                .tools
+                .iter()
+                .filter(move |tool| member.shows_tool(&tool.name))
+                .map(move |tool| {
+                    let mut tool = tool.clone();
+                    tool.name = member.exposed(&tool.name).into();
+                    tool
+                })
         })
         .collect()
 }
@@ -36,9 +38,10 @@ pub(super) fn prompts(listings: &Listings) -> Vec<Prompt> {
     listings
         .iter()
         .flat_map(|(member, discovery)| {
-            discovery.prompts.iter().filter_map(move |prompt| {
-                let name = prompt.get("name")?.as_str()?;
-                parsed(renamed(prompt, "name", &member.exposed(name)))
+            discovery.prompts.iter().map(move |prompt| {
+                let mut prompt = prompt.clone();
+                prompt.name = member.exposed(&prompt.name);
+                prompt
             })
         })
         .collect()
@@ -49,13 +52,11 @@ pub(super) fn resources(listings: &Listings) -> Vec<Resource> {
     listings
         .iter()
         .flat_map(|(member, discovery)| {
-            discovery.resources.iter().filter_map(move |resource| {
-                let uri = resource.get("uri")?.as_str()?;
-                member
-                    .shows_resource(uri)
-                    .then(|| parsed(resource.clone()))
-                    .flatten()
-            })
+            discovery
+                .resources
+                .iter()
+                .filter(move |resource| member.shows_resource(&resource.uri))
+                .cloned()
         })
         .collect()
 }
@@ -65,12 +66,7 @@ pub(super) fn resource_templates(listings: &Listings) -> Vec<ResourceTemplate> {
     listings
         .iter()
         .filter(|(member, _)| member.resources.is_none())
-        .flat_map(|(_, discovery)| {
-            discovery
-                .resource_templates
-                .iter()
-                .filter_map(|template| parsed(template.clone()))
-        })
+        .flat_map(|(_, discovery)| discovery.resource_templates.iter().cloned())
         .collect()
 }
 
@@ -113,20 +109,4 @@ pub(super) fn completed(mut result: Value) -> Value {
 pub(super) fn said_complete(mut result: CallToolResult) -> CallToolResult {
     result.result_type.get_or_insert(ResultType::COMPLETE);
     result
-}
-
-fn renamed(item: &Value, field: &str, name: &str) -> Value {
-    let mut item = item.clone();
-    if let Some(object) = item.as_object_mut() {
-        object.insert(field.to_owned(), Value::String(name.to_owned()));
-    }
-    item
-}
-
-/// An item of a listing as the SDK's type; one that does not fit is left
-/// out (discovery already kept only well-formed items).
-fn parsed<T: DeserializeOwned>(item: Value) -> Option<T> {
-    serde_json::from_value(item)
-        .inspect_err(|error| tracing::debug!(error = %error, "a listed item was left out"))
-        .ok()
 }

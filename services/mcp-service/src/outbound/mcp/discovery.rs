@@ -15,10 +15,9 @@ use std::{
 
 use rmcp::{
     ServiceError,
-    model::{PaginatedRequestParams, ProtocolVersion},
+    model::{PaginatedRequestParams, ProtocolVersion, Tool},
 };
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::domain::ports::{ByteSize, Discovery, ServerIdentity};
 use crate::outbound::{mcp::sessions::Live, telemetry::with_trace};
@@ -108,8 +107,9 @@ impl std::io::Write for ByteCounter {
 }
 
 impl Budget {
-    /// Takes `items` into the budget as JSON, or says which bound they cross.
-    fn take<T: Serialize>(&self, what: &str, items: Vec<T>) -> Result<Vec<Value>, ListFailure> {
+    /// Takes `items` into the budget (their bytes counted as JSON), or says
+    /// which bound they cross.
+    fn take<T: Serialize>(&self, what: &str, items: Vec<T>) -> Result<Vec<T>, ListFailure> {
         let count = self.items.fetch_add(items.len(), Ordering::Relaxed) + items.len();
         if count > self.limits.max_items {
             return Err(ListFailure::Limit(format!(
@@ -130,9 +130,7 @@ impl Budget {
                     ByteSize(self.limits.max_bytes)
                 )));
             }
-            if let Ok(value) = serde_json::to_value(item) {
-                values.push(value);
-            }
+            values.push(item);
         }
         Ok(values)
     }
@@ -146,7 +144,7 @@ async fn paged<T, F, Fut>(
     what: &'static str,
     budget: &Budget,
     fetch: F,
-) -> Result<Vec<Value>, ListFailure>
+) -> Result<Vec<T>, ListFailure>
 where
     T: Serialize,
     F: Fn(PaginatedRequestParams) -> Fut,
@@ -293,32 +291,26 @@ pub async fn list_everything(
 }
 
 /// `tools` ordered by their `name` (stable for equal names).
-fn sorted_by_name(mut tools: Vec<Value>) -> Vec<Value> {
-    tools.sort_by(|a, b| {
-        let name = |tool: &Value| tool.get("name").and_then(Value::as_str).map(str::to_owned);
-        name(a).cmp(&name(b))
-    });
+fn sorted_by_name(mut tools: Vec<Tool>) -> Vec<Tool> {
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
     tools
 }
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use std::sync::Arc;
 
     use super::*;
 
     #[test]
     fn tools_are_ordered_by_name_whatever_the_server_order() {
-        let tools = vec![
-            json!({"name": "b"}),
-            json!({"name": "a"}),
-            json!({"name": "c"}),
-        ];
+        let tool = |name: &'static str| Tool::new(name, "", Arc::default());
+        let tools = vec![tool("b"), tool("a"), tool("c")];
         let names: Vec<_> = sorted_by_name(tools)
             .into_iter()
-            .map(|tool| tool["name"].clone())
+            .map(|tool| tool.name)
             .collect();
-        assert_eq!(names, [json!("a"), json!("b"), json!("c")]);
+        assert_eq!(names, ["a", "b", "c"]);
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod examples;
 mod hostile_resources;
 mod input_required;
 mod large_results;
+mod mcp_port_suite;
 mod mcp_replicas;
 mod mutual_tls;
 mod policy;

@@ -70,6 +70,12 @@ impl FakeMcp {
         self
     }
 
+    /// Adds the integration with `slug`, with no tools.
+    pub fn integration(mut self, slug: &str) -> Self {
+        self.named(slug);
+        self
+    }
+
     /// Makes the discovery of the integration with `slug` fail with `error`.
     pub fn unreachable(mut self, slug: &str, error: &str) -> Self {
         let id = self.named(slug);
@@ -103,6 +109,16 @@ impl FakeMcp {
         &self.approvals
     }
 
+    /// The slug of the integration `id`; as mcp-service answers for an
+    /// integration that is not the caller organization's, when none was set
+    /// up with that id.
+    fn known(&self, id: IntegrationId) -> Result<String, McpCallError> {
+        self.slugs
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| McpCallError::NotFound(format!("integration {id} not found")))
+    }
+
     /// The calls made so far: integration, tool and arguments, in the order
     /// they started.
     pub fn calls(&self) -> Vec<(IntegrationId, String, String)> {
@@ -123,6 +139,7 @@ impl McpPort for FakeMcp {
         if let Some(error) = self.unreachable.get(&integration_id) {
             return Err(McpCallError::Unavailable(error.clone()));
         }
+        let slug = self.known(integration_id)?;
         let mut tools: Vec<McpTool> = self
             .tools
             .iter()
@@ -140,11 +157,7 @@ impl McpPort for FakeMcp {
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(Capabilities {
             integration_id,
-            slug: self
-                .slugs
-                .get(&integration_id)
-                .cloned()
-                .unwrap_or_else(|| integration_id.to_string()),
+            slug,
             tools,
             resources: Vec::new(),
             resource_templates: Vec::new(),
@@ -167,6 +180,7 @@ impl McpPort for FakeMcp {
             ..
         } = call;
         self.record_allow_list("execute", allowed_tools);
+        self.known(integration_id)?;
         let behaviour = self
             .tools
             .get(&(integration_id, tool.to_owned()))
@@ -227,6 +241,7 @@ impl McpPort for FakeMcp {
         read: McpResourceRequest<'_>,
         _timeout: Duration,
     ) -> Result<ResourceData, McpCallError> {
+        self.known(read.integration_id)?;
         Err(McpCallError::NotFound(format!("no resource {}", read.uri)))
     }
 

@@ -20,7 +20,9 @@ use crate::{
 /// A run of an agent using the fake's integration `shop`: what the model's
 /// call of `tool` with `arguments` reads back.
 async fn answer(tool: &str, arguments: serde_json::Value) -> String {
-    outcome(FakeMcp::default(), tool, arguments).await.text
+    outcome(FakeMcp::default().integration("shop"), tool, arguments)
+        .await
+        .text
 }
 
 /// The outcome of the model's call of `tool` with `arguments` in a run of

@@ -1,12 +1,12 @@
 //! What an MCP server answers, as far as the model: the server's JSON read
-//! into the protocol's types (as the MCP client does) or taken as it is,
-//! converted to the gRPC response (mcp-service), encoded and decoded again
-//! (the hop to runs-service), and rendered as the text the model reads.
+//! into the protocol's types (as the MCP client does), converted to the
+//! gRPC response (mcp-service), encoded and decoded again (the hop to
+//! runs-service), and rendered as the text the model reads.
 //!
 //! Input: one selector byte, then the server's JSON. The selector picks the
-//! result kind (tool call, resource read, prompt, discovery) and whether the
-//! JSON goes through the protocol's types first (a tool call's and a
-//! listing's always do, as the MCP client reads them).
+//! result kind (tool call, resource read, prompt, discovery; the URI of a
+//! read); the JSON is read into the protocol's types first, as the MCP
+//! client reads it.
 //!
 //! Checked on every input: no panic; the response decodes on the other side
 //! of the hop as it was sent; neither the response nor the model's text is
@@ -20,11 +20,11 @@ use rmcp::model::{
     CallToolResult, GetPromptResult, InputRequiredResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, ReadResourceResult,
 };
-use serde::{Serialize, de::DeserializeOwned};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use switchboard_mcp_service::{
     domain::{
-        outcome::{InputRequired, ToolOutcome},
+        outcome::{InputRequired, Outcome},
         ports::{Discovery, ServerIdentity},
     },
     wire,
@@ -53,11 +53,10 @@ fuzz_target!(|data: &[u8]| {
     let Ok(value) = serde_json::from_slice::<Value>(json) else {
         return;
     };
-    let typed = selector & 1 == 1;
     let bound = GROWTH * json.len() + SLACK;
     match (selector >> 1) % 4 {
         0 => {
-            let Some(outcome) = tool_outcome(value) else {
+            let Some(outcome) = answer::<CallToolResult>(value) else {
                 return;
             };
             let response = hop(wire::tool_result(Ok(outcome), "fuzz_tool"), bound);
@@ -65,14 +64,14 @@ fuzz_target!(|data: &[u8]| {
             assert!(text.len() <= bound, "{} bytes of text", text.len());
         }
         1 => {
-            let Some(result) = through::<ReadResourceResult>(value, typed) else {
+            let Some(result) = answer::<ReadResourceResult>(value) else {
                 return;
             };
             let uri = URIS[usize::from(selector >> 3) % URIS.len()];
-            hop(wire::resource_read(uri.to_owned(), &result), bound);
+            hop(wire::resource_read(uri.to_owned(), result), bound);
         }
         2 => {
-            let Some(result) = through::<GetPromptResult>(value, typed) else {
+            let Some(result) = answer::<GetPromptResult>(value) else {
                 return;
             };
             hop(wire::prompt_result(&result), bound);
@@ -84,34 +83,24 @@ fuzz_target!(|data: &[u8]| {
     }
 });
 
-/// A tool call's answer as the MCP client reads it: a result, or the
+/// A server's answer as the MCP client reads it: the result `T`, or the
 /// server's request for input; `None` when it is neither.
-fn tool_outcome(value: Value) -> Option<ToolOutcome> {
+fn answer<T: DeserializeOwned>(value: Value) -> Option<Outcome<T>> {
     let task_id = value
         .get("taskId")
         .and_then(Value::as_str)
         .map(str::to_owned);
-    match serde_json::from_value::<CallToolResult>(value.clone()) {
-        Ok(result) => Some(ToolOutcome::Complete(result)),
+    match serde_json::from_value::<T>(value.clone()) {
+        Ok(result) => Some(Outcome::Complete(result)),
         Err(_) => {
             let asked: InputRequiredResult = serde_json::from_value(value).ok()?;
-            Some(ToolOutcome::InputRequired(InputRequired {
+            Some(Outcome::InputRequired(InputRequired {
                 requests: asked.input_requests.unwrap_or_default(),
                 request_state: asked.request_state,
                 task_id,
             }))
         }
     }
-}
-
-/// `value`, first read into the protocol type `T` and written back when
-/// `typed` (as the MCP client hands results on); `None` when `T` refuses it.
-fn through<T: DeserializeOwned + Serialize>(value: Value, typed: bool) -> Option<Value> {
-    if !typed {
-        return Some(value);
-    }
-    let parsed: T = serde_json::from_value(value).ok()?;
-    serde_json::to_value(&parsed).ok()
 }
 
 /// The items of the list `key` of `value`, read as the page type `P` (as

@@ -30,11 +30,11 @@ pub use domain::elicitation::ElicitationPolicy;
 /// fuzz targets (`fuzz/`); not an API of the service.
 #[doc(hidden)]
 pub mod wire {
-    use serde_json::Value;
+    use rmcp::model::{GetPromptResult, ReadResourceResult};
     use switchboard_proto::mcp::v1 as pb;
 
     use crate::domain::{
-        outcome::ToolOutcome,
+        outcome::{Outcome, ToolOutcome},
         ports::{CallError, Discovery},
     };
 
@@ -46,15 +46,18 @@ pub mod wire {
         crate::inbound::wire::tool_result(outcome, tool)
     }
 
-    /// A `ReadResourceResult` as the RetrieveResource response, its kind
-    /// decided as the domain decides it.
-    pub fn resource_read(uri: String, result: &Value) -> pb::RetrieveResourceResponse {
-        let read = crate::domain::resource::ResourceRead::new(uri, result.clone());
+    /// A resource read as the RetrieveResource response, its kind decided
+    /// as the domain decides it.
+    pub fn resource_read(
+        uri: String,
+        result: Outcome<ReadResourceResult>,
+    ) -> pb::RetrieveResourceResponse {
+        let read = crate::domain::resource::ResourceRead::new(uri, result);
         crate::inbound::wire::resource_read(read)
     }
 
-    /// A `GetPromptResult` as the GetPrompt response.
-    pub fn prompt_result(result: &Value) -> pb::GetPromptResponse {
+    /// A rendered prompt as the GetPrompt response.
+    pub fn prompt_result(result: &Outcome<GetPromptResult>) -> pb::GetPromptResponse {
         crate::inbound::wire::prompt_result(result)
     }
 

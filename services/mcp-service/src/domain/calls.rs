@@ -3,6 +3,7 @@
 
 use std::{sync::Arc, time::Duration};
 
+use rmcp::model::GetPromptResult;
 use serde_json::{Map, Value};
 use switchboard_auth::Principal;
 
@@ -12,7 +13,7 @@ use super::{
     call_input::{check_input, check_tool_call},
     error::McpError,
     integration::{Integration, IntegrationId, OrgId},
-    outcome::ToolOutcome,
+    outcome::{Outcome, ToolOutcome},
     policy::{
         PolicyError,
         enforce::{AllowList, Called, PolicyEnforcer},
@@ -399,7 +400,7 @@ impl CallService {
         prompt: PromptCall,
         session_scope: &str,
         deadline: Option<Duration>,
-    ) -> Result<Value, McpError> {
+    ) -> Result<Outcome<GetPromptResult>, McpError> {
         check_input(
             &self.bounds,
             session_scope,

@@ -4,13 +4,13 @@
 use std::{sync::Arc, time::Duration};
 
 use async_trait::async_trait;
-use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
+use rmcp::model::{GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool};
 // Limits in messages are spelled as runs-service spells them when it words
 // a failure from the same number.
 pub use switchboard_server::ByteSize;
 
 use super::integration::{Integration, IntegrationId, OrgId, Slug};
-use super::outcome::ToolOutcome;
+use super::outcome::{Outcome, ToolOutcome};
 
 /// A page request over an organization's integrations, oldest first.
 #[derive(Debug, Clone, Default)]
@@ -366,8 +366,7 @@ pub trait McpGateway: Send + Sync + 'static {
         timeout: Duration,
     ) -> Result<ToolOutcome, CallError>;
     /// Reads a resource, resuming with `answers` when they are not empty;
-    /// returns the `ReadResourceResult` wire JSON (or, as for a tool call,
-    /// the `InputRequiredResult`).
+    /// returns its contents (or, as for a tool call, the input asked).
     async fn read_resource(
         &self,
         integration: &Integration,
@@ -375,9 +374,9 @@ pub trait McpGateway: Send + Sync + 'static {
         uri: &str,
         answers: InputAnswers,
         timeout: Duration,
-    ) -> Result<serde_json::Value, CallError>;
-    /// Renders a prompt; returns the `GetPromptResult` wire JSON (or, as
-    /// for a tool call, the `InputRequiredResult`).
+    ) -> Result<Outcome<ReadResourceResult>, CallError>;
+    /// Renders a prompt; returns its messages (or, as for a tool call, the
+    /// input asked).
     async fn get_prompt(
         &self,
         integration: &Integration,
@@ -386,7 +385,7 @@ pub trait McpGateway: Send + Sync + 'static {
         arguments: serde_json::Map<String, serde_json::Value>,
         answers: InputAnswers,
         timeout: Duration,
-    ) -> Result<serde_json::Value, CallError>;
+    ) -> Result<Outcome<GetPromptResult>, CallError>;
     /// Makes `request` on `scope`'s session with `integration`'s server,
     /// opening it when it is not open yet; returns the result's wire JSON
     /// (`null` for the requests whose result is empty).

@@ -8,8 +8,11 @@ use iri_string::{
         simple_context::{SimpleContext, Value},
     },
 };
+use rmcp::model::{ReadResourceResult, ResourceContents};
 use serde_json::Map;
 use switchboard_server::FieldViolation;
+
+use super::outcome::Outcome;
 
 /// What a resource holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,34 +25,34 @@ pub enum ResourceKind {
     Binary,
 }
 
-/// A resource read: the URI after template expansion, the result JSON, and
-/// what the resource holds, decided here once so that every caller reads the
-/// same kind.
+/// A resource read: the URI after template expansion, the server's answer,
+/// and what the resource holds, decided here once so that every caller
+/// reads the same kind.
 #[derive(Debug)]
 pub struct ResourceRead {
     /// The URI that was read.
     pub uri: String,
-    /// The `ReadResourceResult` wire JSON.
-    pub result: serde_json::Value,
+    /// The contents read, or the input the server asks for first.
+    pub result: Outcome<ReadResourceResult>,
     /// What the resource holds, from its first contents item.
     pub kind: ResourceKind,
 }
 
 impl ResourceRead {
-    /// The read of `uri` that returned `result`, its kind decided from the
+    /// The read of `uri` that answered `result`, its kind decided from the
     /// first contents item's MIME type and whether it is text (no contents
-    /// at all count as text).
-    pub fn new(uri: String, result: serde_json::Value) -> Self {
-        let first = result
-            .get("contents")
-            .and_then(serde_json::Value::as_array)
-            .and_then(|items| items.first());
-        let mime_type = first
-            .and_then(|item| item.get("mimeType"))
-            .and_then(serde_json::Value::as_str)
-            .filter(|mime| !mime.is_empty());
-        let is_text =
-            first.is_none_or(|item| item.get("text").is_some_and(serde_json::Value::is_string));
+    /// at all, or no contents yet, count as text).
+    pub fn new(uri: String, result: Outcome<ReadResourceResult>) -> Self {
+        let first = match &result {
+            Outcome::Complete(read) => read.contents.first(),
+            Outcome::InputRequired(_) => None,
+        };
+        let (mime_type, is_text) = match first {
+            Some(ResourceContents::TextResourceContents { mime_type, .. }) => (mime_type, true),
+            Some(ResourceContents::BlobResourceContents { mime_type, .. }) => (mime_type, false),
+            _ => (&None, true),
+        };
+        let mime_type = mime_type.as_deref().filter(|mime| !mime.is_empty());
         let kind = resource_kind(&uri, mime_type, is_text);
         Self { uri, result, kind }
     }
@@ -201,8 +204,10 @@ mod tests {
 
     #[test]
     fn a_read_takes_its_kind_from_its_first_contents_item() {
-        let kind =
-            |uri: &str, result: serde_json::Value| ResourceRead::new(uri.into(), result).kind;
+        let kind = |uri: &str, result: serde_json::Value| {
+            let read = serde_json::from_value(result).expect("a ReadResourceResult");
+            ResourceRead::new(uri.into(), Outcome::Complete(read)).kind
+        };
         let blob = json!({"contents": [{"uri": "x://a", "blob": "AAE=", "mimeType": "image/png"}]});
         assert_eq!(kind("x://a", blob), ResourceKind::Binary);
         let csv_blob =
@@ -210,8 +215,14 @@ mod tests {
         assert_eq!(kind("x://a", csv_blob), ResourceKind::Csv);
         let text = json!({"contents": [{"uri": "x://a", "text": "hi", "mimeType": ""}]});
         assert_eq!(kind("x://a", text), ResourceKind::Text);
-        assert_eq!(kind("x://a.csv", json!({})), ResourceKind::Csv);
+        assert_eq!(kind("x://a.csv", json!({"contents": []})), ResourceKind::Csv);
         assert_eq!(kind("x://a", json!({"contents": []})), ResourceKind::Text);
+        let asked = Outcome::InputRequired(crate::domain::outcome::InputRequired::default());
+        assert_eq!(
+            ResourceRead::new("x://a".into(), asked).kind,
+            ResourceKind::Text,
+            "no contents yet"
+        );
     }
 
     #[test]

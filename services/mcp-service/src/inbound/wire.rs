@@ -1,39 +1,20 @@
-//! MCP wire JSON (tools, resources, content blocks, results) to the
+//! MCP's typed answers (tools, resources, content blocks, results) to the
 //! `switchboard.mcp.v1` messages, kept typed rather than flattened.
 
 use base64::{Engine as _, engine::general_purpose::STANDARD};
-use serde_json::{Map, Value};
-use switchboard_proto::{json::map_to_struct, mcp::v1 as pb};
-
 use rmcp::model::{
     CallToolResult, ConstString as _, ContentBlock, CreateMessageRequestMethod,
     ElicitationCreateRequestMethod, InputRequest, ListRootsRequestMethod, Prompt, Resource,
-    ResourceContents, ResourceTemplate, Tool,
+    ResourceContents, ResourceTemplate, Role, Tool, GetPromptResult,
 };
+use serde_json::{Map, Value};
+use switchboard_proto::{json::map_to_struct, mcp::v1 as pb};
 
 use crate::domain::{
     outcome::{InputRequired, Outcome, ToolOutcome, reports_error},
     ports::{CallError, Discovery},
     resource::{ResourceKind, ResourceRead},
 };
-
-fn text(value: &Value, key: &str) -> String {
-    value
-        .get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
-}
-
-fn size(value: &Value) -> Option<i64> {
-    value.get("size").and_then(Value::as_i64)
-}
-
-fn bytes(value: &Value, key: &str) -> Vec<u8> {
-    // Servers send base64; undecodable data is passed on empty rather than
-    // failing the whole result.
-    STANDARD.decode(text(value, key)).unwrap_or_default()
-}
 
 fn tool(tool: &Tool) -> pb::Tool {
     let annotations = tool.annotations.as_ref().map(|a| pb::ToolAnnotations {
@@ -120,52 +101,7 @@ pub(crate) fn discovery(discovery: &Discovery) -> pb::DiscoverResponse {
     }
 }
 
-fn resource_contents(value: &Value) -> pb::ResourceContents {
-    let content = match (value.get("text"), value.get("blob")) {
-        (Some(Value::String(text)), _) => Some(pb::resource_contents::Content::Text(text.clone())),
-        (_, Some(Value::String(_))) => {
-            Some(pb::resource_contents::Content::Blob(bytes(value, "blob")))
-        }
-        _ => None,
-    };
-    pb::ResourceContents {
-        uri: text(value, "uri"),
-        mime_type: text(value, "mimeType"),
-        content,
-    }
-}
-
-fn content_block(value: &Value) -> Option<pb::ContentBlock> {
-    use pb::content_block::Block;
-    let block = match value.get("type").and_then(Value::as_str)? {
-        "text" => Block::Text(pb::TextContent {
-            text: text(value, "text"),
-        }),
-        "image" => Block::Image(pb::ImageContent {
-            data: bytes(value, "data"),
-            mime_type: text(value, "mimeType"),
-        }),
-        "audio" => Block::Audio(pb::AudioContent {
-            data: bytes(value, "data"),
-            mime_type: text(value, "mimeType"),
-        }),
-        "resource" => Block::Resource(pb::EmbeddedResource {
-            resource: value.get("resource").map(resource_contents),
-        }),
-        "resource_link" => Block::ResourceLink(pb::ResourceLink {
-            uri: text(value, "uri"),
-            name: text(value, "name"),
-            title: text(value, "title"),
-            description: text(value, "description"),
-            mime_type: text(value, "mimeType"),
-            size: size(value),
-        }),
-        _ => return None,
-    };
-    Some(pb::ContentBlock { block: Some(block) })
-}
-
-fn typed_contents(contents: &ResourceContents) -> pb::ResourceContents {
+fn resource_contents(contents: &ResourceContents) -> pb::ResourceContents {
     use pb::resource_contents::Content;
     let (uri, mime_type, content) = match contents {
         ResourceContents::TextResourceContents {
@@ -196,7 +132,7 @@ fn decoded(base64: &str) -> Vec<u8> {
     STANDARD.decode(base64).unwrap_or_default()
 }
 
-fn typed_block(block: &ContentBlock) -> Option<pb::ContentBlock> {
+fn content_block(block: &ContentBlock) -> Option<pb::ContentBlock> {
     use pb::content_block::Block;
     let block = match block {
         ContentBlock::Text(text) => Block::Text(pb::TextContent {
@@ -211,7 +147,7 @@ fn typed_block(block: &ContentBlock) -> Option<pb::ContentBlock> {
             mime_type: audio.mime_type.clone(),
         }),
         ContentBlock::Resource(embedded) => Block::Resource(pb::EmbeddedResource {
-            resource: Some(typed_contents(&embedded.resource)),
+            resource: Some(resource_contents(&embedded.resource)),
         }),
         ContentBlock::ResourceLink(link) => Block::ResourceLink(pb::ResourceLink {
             uri: link.uri.clone(),
@@ -324,7 +260,7 @@ fn call_result(result: CallToolResult, tool: &str) -> pb::ExecuteToolResponse {
     };
     pb::ExecuteToolResponse {
         is_error,
-        content: result.content.iter().filter_map(typed_block).collect(),
+        content: result.content.iter().filter_map(content_block).collect(),
         structured_content,
         error_message,
         failure_reason: if is_error {
@@ -340,40 +276,6 @@ fn call_result(result: CallToolResult, tool: &str) -> pb::ExecuteToolResponse {
         detail: None,
         jsonrpc_error: None,
         retry_after: None,
-    }
-}
-
-/// Whether `result` is a server's `InputRequiredResult` for the caller.
-fn is_input_required(result: &Value) -> bool {
-    result.get("resultType").and_then(Value::as_str) == Some("input_required")
-}
-
-/// The server's requests and state of an `InputRequiredResult`.
-fn input_required_of(result: &Value) -> pb::InputRequired {
-    let requests = result
-        .get("inputRequests")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .map(|(key, request)| pb::InputRequest {
-            key: key.clone(),
-            method: text(request, "method"),
-            params_json: request
-                .get("params")
-                .map(Value::to_string)
-                .unwrap_or_default(),
-        })
-        .collect();
-    pb::InputRequired {
-        requests,
-        request_state: result
-            .get("requestState")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        task_id: result
-            .get("taskId")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
     }
 }
 
@@ -459,19 +361,18 @@ fn failure_reason(error: &CallError) -> pb::ToolFailureReason {
 /// A read resource as the RetrieveResource response.
 pub(crate) fn resource_read(read: ResourceRead) -> pb::RetrieveResourceResponse {
     let ResourceRead { uri, result, kind } = read;
-    let result = &result;
-    if is_input_required(result) {
-        return pb::RetrieveResourceResponse {
-            uri,
-            input_required: Some(input_required_of(result)),
-            ..Default::default()
-        };
-    }
-    let contents: Vec<pb::ResourceContents> = result
-        .get("contents")
-        .and_then(Value::as_array)
-        .map(|items| items.iter().map(resource_contents).collect())
-        .unwrap_or_default();
+    let result = match result {
+        Outcome::Complete(result) => result,
+        Outcome::InputRequired(input) => {
+            return pb::RetrieveResourceResponse {
+                uri,
+                input_required: Some(asked(&input)),
+                ..Default::default()
+            };
+        }
+    };
+    let contents: Vec<pb::ResourceContents> =
+        result.contents.iter().map(resource_contents).collect();
     let mime_type = contents
         .first()
         .map(|c| c.mime_type.clone())
@@ -490,33 +391,31 @@ pub(crate) fn resource_read(read: ResourceRead) -> pb::RetrieveResourceResponse 
     }
 }
 
-/// A `GetPromptResult` as the GetPrompt response.
-pub(crate) fn prompt_result(result: &Value) -> pb::GetPromptResponse {
-    if is_input_required(result) {
-        return pb::GetPromptResponse {
-            input_required: Some(input_required_of(result)),
-            ..Default::default()
-        };
-    }
+/// A rendered prompt (or the input asked first) as the GetPrompt response.
+pub(crate) fn prompt_result(outcome: &Outcome<GetPromptResult>) -> pb::GetPromptResponse {
+    let result = match outcome {
+        Outcome::Complete(result) => result,
+        Outcome::InputRequired(input) => {
+            return pb::GetPromptResponse {
+                input_required: Some(asked(input)),
+                ..Default::default()
+            };
+        }
+    };
     let messages = result
-        .get("messages")
-        .and_then(Value::as_array)
-        .map(|messages| {
-            messages
-                .iter()
-                .map(|m| pb::PromptMessage {
-                    role: match m.get("role").and_then(Value::as_str) {
-                        Some("assistant") => pb::Role::Assistant,
-                        _ => pb::Role::User,
-                    }
-                    .into(),
-                    content: m.get("content").and_then(content_block),
-                })
-                .collect()
+        .messages
+        .iter()
+        .map(|message| pb::PromptMessage {
+            role: match message.role {
+                Role::Assistant => pb::Role::Assistant,
+                Role::User => pb::Role::User,
+            }
+            .into(),
+            content: content_block(&message.content),
         })
-        .unwrap_or_default();
+        .collect();
     pb::GetPromptResponse {
-        description: text(result, "description"),
+        description: result.description.clone().unwrap_or_default(),
         messages,
         input_required: None,
     }

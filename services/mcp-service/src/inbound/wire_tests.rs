@@ -251,3 +251,35 @@ fn a_discovered_tool_keeps_its_schema_and_its_hints() {
         (Some(false), Some(true), None)
     );
 }
+
+#[test]
+fn a_read_and_a_prompt_carry_their_contents_and_messages() {
+    use crate::domain::{outcome::Outcome, resource::ResourceRead};
+    let read = serde_json::from_value(json!({"contents": [
+        {"uri": "mem://a", "blob": "AAE=", "mimeType": "image/png"},
+        {"uri": "mem://b", "text": "hi"}
+    ]}))
+    .expect("a read");
+    let response =
+        super::wire::resource_read(ResourceRead::new("mem://a".into(), Outcome::Complete(read)));
+    assert_eq!(response.kind(), pb::ResourceKind::Binary);
+    assert_eq!(response.mime_type, "image/png");
+    use pb::resource_contents::Content;
+    assert_eq!(
+        response.contents[0].content,
+        Some(Content::Blob(vec![0, 1]))
+    );
+    assert_eq!(
+        response.contents[1].content,
+        Some(Content::Text("hi".into()))
+    );
+
+    let prompt = serde_json::from_value(json!({"description": "greets", "messages": [
+        {"role": "assistant", "content": {"type": "text", "text": "hello"}}
+    ]}))
+    .expect("a prompt");
+    let response = super::wire::prompt_result(&Outcome::Complete(prompt));
+    assert_eq!(response.description, "greets");
+    assert_eq!(response.messages[0].role(), pb::Role::Assistant);
+    assert!(response.input_required.is_none());
+}

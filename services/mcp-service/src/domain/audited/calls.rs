@@ -3,6 +3,7 @@
 
 use std::{ops::Deref, time::Duration, time::Instant};
 
+use rmcp::model::GetPromptResult;
 use serde_json::Value;
 use switchboard_auth::Principal;
 
@@ -16,7 +17,7 @@ use crate::domain::{
     calls::{CallService, Grants, PromptCall, ResourceQuery},
     error::{McpError, refusal},
     integration::IntegrationId,
-    outcome::ToolOutcome,
+    outcome::{Outcome, ToolOutcome},
     ports::{AuthorizationAnswer, CallError, ToolCall},
     resource::ResourceRead,
 };
@@ -176,7 +177,7 @@ impl AuditedCalls {
         prompt: PromptCall,
         session_scope: &str,
         deadline: Option<Duration>,
-    ) -> Result<Value, McpError> {
+    ) -> Result<Outcome<GetPromptResult>, McpError> {
         check_input(
             self.calls.bounds(),
             session_scope,

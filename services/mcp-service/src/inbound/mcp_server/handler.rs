@@ -396,7 +396,9 @@ impl ServerHandler for SurfaceServer {
                 )
                 .await
                 .map_err(error_data)?;
-            listing::complete(read.result).map(ReadResourceResponse::Complete)
+            let mut read = listing::complete(read.result)?;
+            listing::said_complete(&mut read.result_type);
+            Ok(ReadResourceResponse::Complete(read))
         };
         self.admission
             .serve(&caller, Method::ReadResource, answer)
@@ -452,7 +454,9 @@ impl ServerHandler for SurfaceServer {
                 )
                 .await
                 .map_err(error_data)?;
-            listing::complete(result).map(GetPromptResponse::Complete)
+            let mut prompt = listing::complete(result)?;
+            listing::said_complete(&mut prompt.result_type);
+            Ok(GetPromptResponse::Complete(prompt))
         };
         self.admission
             .serve(&caller, Method::GetPrompt, answer)
@@ -469,7 +473,10 @@ fn tool_result(outcome: Result<ToolOutcome, crate::domain::ports::CallError>) ->
         Ok(Outcome::InputRequired(_)) => CallToolResult::error(vec![ContentBlock::text(
             "the tool asked for input, which this endpoint does not pass on yet",
         )]),
-        Ok(Outcome::Complete(result)) => listing::said_complete(result),
+        Ok(Outcome::Complete(mut result)) => {
+            listing::said_complete(&mut result.result_type);
+            result
+        }
         Err(error) => CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
     }
 }

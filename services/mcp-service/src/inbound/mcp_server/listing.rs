@@ -5,12 +5,10 @@ use std::sync::Arc;
 
 use rmcp::{
     ErrorData,
-    model::{CallToolResult, Prompt, Resource, ResourceTemplate, ResultType, Tool},
+    model::{Prompt, Resource, ResourceTemplate, ResultType, Tool},
 };
-use serde::de::DeserializeOwned;
-use serde_json::Value;
 
-use crate::domain::{ports::Discovery, surface::Member};
+use crate::domain::{outcome::Outcome, ports::Discovery, surface::Member};
 
 /// The members' listings the surface shows.
 type Listings = [(Member, Arc<Discovery>)];
@@ -70,43 +68,20 @@ pub(super) fn resource_templates(listings: &Listings) -> Vec<ResourceTemplate> {
         .collect()
 }
 
-/// Whether a server's result asks the caller for input first.
-pub(super) fn is_input_required(result: &Value) -> bool {
-    result.get("resultType").and_then(Value::as_str) == Some("input_required")
-}
-
-/// A server's complete result as the client's; a server that asked for
-/// input is answered with an error, as the endpoint does not pass such
-/// questions on yet.
-pub(super) fn complete<T: DeserializeOwned>(result: Value) -> Result<T, ErrorData> {
-    if is_input_required(&result) {
-        return Err(ErrorData::invalid_request(
+/// A server's complete result; a server that asked for input is answered
+/// with an error, as the endpoint does not pass such questions on yet.
+pub(super) fn complete<T>(outcome: Outcome<T>) -> Result<T, ErrorData> {
+    match outcome {
+        Outcome::Complete(result) => Ok(result),
+        Outcome::InputRequired(_) => Err(ErrorData::invalid_request(
             "the MCP server asked for input, which this endpoint does not pass on yet",
             None,
-        ));
+        )),
     }
-    serde_json::from_value(completed(result)).map_err(|error| {
-        ErrorData::internal_error(
-            format!("the MCP server's result could not be read: {error}"),
-            None,
-        )
-    })
 }
 
 /// A complete result says so (`resultType`), as clients of 2026-07-28
 /// require, whichever era the server that produced it speaks.
-pub(super) fn completed(mut result: Value) -> Value {
-    if let Some(object) = result.as_object_mut() {
-        object
-            .entry("resultType")
-            .or_insert_with(|| Value::String("complete".to_owned()));
-    }
-    result
-}
-
-/// A tool's complete result says so (`resultType`), as clients of
-/// 2026-07-28 require, whichever era the server that produced it speaks.
-pub(super) fn said_complete(mut result: CallToolResult) -> CallToolResult {
-    result.result_type.get_or_insert(ResultType::COMPLETE);
-    result
+pub(super) fn said_complete(result_type: &mut Option<ResultType>) {
+    result_type.get_or_insert(ResultType::COMPLETE);
 }

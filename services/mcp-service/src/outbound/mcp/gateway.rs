@@ -17,7 +17,10 @@
 use std::{future::Future, sync::Arc, time::Duration};
 
 use async_trait::async_trait;
-use rmcp::ServiceError;
+use rmcp::{
+    ServiceError,
+    model::{GetPromptResult, ReadResourceResult},
+};
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 use tracing::Instrument as _;
@@ -35,13 +38,11 @@ use crate::domain::{
 };
 use crate::outbound::{
     mcp::connect::{McpConnector, client_config},
-    mcp::discovery::{
-        ByteCounter, DiscoveryLimits, learn_tool_schemas, list_everything, server_identity,
-    },
+    mcp::discovery::{DiscoveryLimits, learn_tool_schemas, list_everything, server_identity},
     mcp::elicitation::Answerer,
     mcp::input_required,
     mcp::listen::ChangeListeners,
-    mcp::operation::{OpFailure, never_delivered, round_json, tool_call},
+    mcp::operation::{OpFailure, never_delivered, outcome, sized, tool_call},
     mcp::session_pool::{SessionKey, SessionPool},
     mcp::session_requests::pass_on,
     mcp::sessions::{Announcer, DiscoveryCache, Live, SessionHandler, Teller},
@@ -250,25 +251,6 @@ impl RmcpGateway {
             .await
             .map_err(|_| CallError::Timeout(timeout))?
     }
-
-    /// Refuses a result larger than the bound, counted as it is written
-    /// out, without holding the encoded copy.
-    fn check_size<T: serde::Serialize + ?Sized>(&self, value: &T) -> Result<(), CallError> {
-        let mut counter = ByteCounter(0);
-        let size = serde_json::to_writer(&mut counter, value).map_or(usize::MAX, |()| counter.0);
-        if size > self.limits.max_result_bytes {
-            Err(CallError::TooLarge {
-                limit: self.limits.max_result_bytes,
-            })
-        } else {
-            Ok(())
-        }
-    }
-
-    /// `value` when it is within the result bound.
-    fn sized(&self, value: Value) -> Result<Value, CallError> {
-        self.check_size(&value).map(|()| value)
-    }
 }
 
 #[async_trait]
@@ -397,11 +379,7 @@ impl McpGateway for RmcpGateway {
                     }
                 })
                 .await?;
-            match &result {
-                Outcome::Complete(complete) => self.check_size(complete)?,
-                Outcome::InputRequired(asked) => self.check_size(&asked.requests)?,
-            }
-            Ok(result)
+            sized(self.limits.max_result_bytes, result)
         };
         observe(
             integration,
@@ -419,7 +397,7 @@ impl McpGateway for RmcpGateway {
         uri: &str,
         answers: InputAnswers,
         timeout: Duration,
-    ) -> Result<Value, CallError> {
+    ) -> Result<Outcome<ReadResourceResult>, CallError> {
         let answerer = &self.answerer(integration, scope);
         let answers = &answers;
         let reading = async {
@@ -435,7 +413,7 @@ impl McpGateway for RmcpGateway {
                     .map_err(OpFailure::from)
                 })
                 .await?;
-            self.sized(round_json(&round)?)
+            sized(self.limits.max_result_bytes, outcome(round))
         };
         observe(integration, Operation::ReadResource(uri), None, reading).await
     }
@@ -448,7 +426,7 @@ impl McpGateway for RmcpGateway {
         arguments: Map<String, Value>,
         answers: InputAnswers,
         timeout: Duration,
-    ) -> Result<Value, CallError> {
+    ) -> Result<Outcome<GetPromptResult>, CallError> {
         let answerer = &self.answerer(integration, scope);
         let (arguments, answers) = (&arguments, &answers);
         let rendering = async {
@@ -464,7 +442,7 @@ impl McpGateway for RmcpGateway {
                     .map_err(OpFailure::from)
                 })
                 .await?;
-            self.sized(round_json(&round)?)
+            sized(self.limits.max_result_bytes, outcome(round))
         };
         observe(
             integration,

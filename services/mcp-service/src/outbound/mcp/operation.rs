@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use rmcp::ServiceError;
 use serde::Serialize;
-use serde_json::Value;
 
 use rmcp::model::InputRequiredResult;
 
@@ -14,7 +13,7 @@ use crate::domain::{
     ports::{CallError, ToolCall},
 };
 use crate::outbound::mcp::{
-    discovery::ListFailure,
+    discovery::{ByteCounter, ListFailure},
     elicitation::Answerer,
     input_required::{self, Round, ToolAnswer},
     progress::ProgressRoutes,
@@ -31,17 +30,32 @@ pub(super) fn never_delivered(live: &Live, error: &ServiceError) -> bool {
     live.transport.never_delivered(error)
 }
 
-pub(super) fn to_json<T: Serialize>(value: &T) -> Result<Value, CallError> {
-    serde_json::to_value(value).map_err(|e| CallError::Transport(format!("unreadable result: {e}")))
+/// A request's last round as its outcome: its result, or the server's
+/// `input_required` for the caller.
+pub(super) fn outcome<T>(round: Round<T>) -> Outcome<T> {
+    match round {
+        Round::Complete(result) => Outcome::Complete(result),
+        Round::InputRequired(asked) => Outcome::InputRequired(asked_of(asked)),
+    }
 }
 
-/// The wire JSON of a request's last round: its result, or the server's
-/// `input_required` for the caller.
-pub(super) fn round_json<T: Serialize>(round: &Round<T>) -> Result<Value, CallError> {
-    match round {
-        Round::Complete(result) => to_json(result),
-        Round::InputRequired(result) => to_json(result),
+/// `outcome` when it is within `limit` bytes (its result, or its requests
+/// for input, counted as JSON as it is written out, without holding the
+/// encoded copy).
+pub(super) fn sized<T: Serialize>(
+    limit: usize,
+    outcome: Outcome<T>,
+) -> Result<Outcome<T>, CallError> {
+    let mut counter = ByteCounter(0);
+    let written = match &outcome {
+        Outcome::Complete(result) => serde_json::to_writer(&mut counter, result),
+        Outcome::InputRequired(asked) => serde_json::to_writer(&mut counter, &asked.requests),
+    };
+    let size = written.map_or(usize::MAX, |()| counter.0);
+    if size > limit {
+        return Err(CallError::TooLarge { limit });
     }
+    Ok(outcome)
 }
 
 /// What an operation on a session can fail with.

@@ -15,8 +15,8 @@ use switchboard_runs_service::{
     domain::{
         ids::IntegrationId,
         ports::{
-            Caller, Content, McpCallError, McpPort, McpResourceRequest, McpToolRequest,
-            ToolFailure, ToolOutput,
+            Caller, Content, FailureFacts, McpCallError, McpPort, McpResourceRequest,
+            McpToolRequest, ToolFailure, ToolOutput,
         },
     },
     fakes::{FakeMcp, ToolBehaviour},
@@ -213,6 +213,48 @@ async fn an_integration_of_no_one_is_not_found(of: Impl) {
     assert!(matches!(read, Err(McpCallError::NotFound(_))), "{read:?}");
 }
 
+async fn an_agents_allow_list_narrows_what_is_discovered_and_called(of: Impl) {
+    let p = port(of).await;
+    let allowed = ["echo".to_owned()];
+    let found = p
+        .mcp
+        .discover(&p.caller, p.example, Some(&allowed), TIMEOUT)
+        .await
+        .expect("discovered");
+    let names: Vec<_> = found.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["echo"]);
+    let arguments = json!({"message": "boom"}).to_string();
+    let call = McpToolRequest {
+        integration_id: p.example,
+        tool: "fail",
+        arguments: &arguments,
+        scope: "thread-1",
+        answers: None,
+        approval_id: None,
+        allowed_tools: Some(&allowed),
+    };
+    let refused = p.mcp.execute_tool(&p.caller, call, TIMEOUT).await;
+    assert!(
+        matches!(refused, Err(McpCallError::Refused(_))),
+        "{refused:?}"
+    );
+}
+
+async fn a_tool_the_server_does_not_have_is_the_servers_json_rpc_error(of: Impl) {
+    let p = port(of).await;
+    let output = p.call(p.example, "no_such_tool", json!({})).await;
+    assert_eq!(output.failure, Some(ToolFailure::Protocol));
+    // Invalid params: the code MCP gives an unknown tool.
+    assert!(
+        matches!(
+            output.facts,
+            Some(FailureFacts::JsonRpc { code: -32602, .. })
+        ),
+        "{output:?}"
+    );
+    assert!(output.content.is_empty());
+}
+
 macro_rules! mcp_port_suite {
     ($($case:ident),* $(,)?) => {
         mod grpc {
@@ -240,4 +282,6 @@ mcp_port_suite!(
     a_tool_error_is_a_result_carrying_the_tools_text,
     a_structured_result_comes_as_exact_json,
     an_integration_of_no_one_is_not_found,
+    an_agents_allow_list_narrows_what_is_discovered_and_called,
+    a_tool_the_server_does_not_have_is_the_servers_json_rpc_error,
 );

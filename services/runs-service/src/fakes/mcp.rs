@@ -143,7 +143,10 @@ impl McpPort for FakeMcp {
         let mut tools: Vec<McpTool> = self
             .tools
             .iter()
-            .filter(|((integration, _), _)| *integration == integration_id)
+            .filter(|((integration, name), _)| {
+                *integration == integration_id
+                    && allowed_tools.is_none_or(|allowed| allowed.contains(name))
+            })
             .map(|((_, name), behaviour)| McpTool {
                 name: name.clone(),
                 description: format!("the {name} tool"),
@@ -181,11 +184,25 @@ impl McpPort for FakeMcp {
         } = call;
         self.record_allow_list("execute", allowed_tools);
         self.known(integration_id)?;
-        let behaviour = self
-            .tools
-            .get(&(integration_id, tool.to_owned()))
-            .cloned()
-            .ok_or_else(|| McpCallError::Failed(format!("no tool {tool}")))?;
+        if allowed_tools.is_some_and(|allowed| !allowed.iter().any(|a| a == tool)) {
+            return Err(McpCallError::Refused(format!(
+                "the tool `{tool}` is not on the agent's allow-list"
+            )));
+        }
+        let Some(behaviour) = self.tools.get(&(integration_id, tool.to_owned())).cloned() else {
+            // As mcp-service reports the server's answer to a tool it does
+            // not have: invalid params, in the server's words.
+            let message = format!("unknown tool: {tool}");
+            return Ok(ToolOutput {
+                failure: Some(ToolFailure::Protocol),
+                error_message: message.clone(),
+                facts: Some(FailureFacts::JsonRpc {
+                    code: -32602,
+                    message,
+                }),
+                ..ToolOutput::default()
+            });
+        };
         if matches!(behaviour, ToolBehaviour::Gated(_))
             && let Some(held) = self.approvals.gate(tool, approval_id)?
         {

@@ -2,6 +2,7 @@
 
 mod approvals;
 mod audit;
+mod audit_log_suite;
 mod calls;
 mod changes;
 mod chassis;

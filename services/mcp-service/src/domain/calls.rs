@@ -3,7 +3,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use rmcp::model::GetPromptResult;
+use rmcp::model::{CompleteResult, GetPromptResult};
 use serde_json::{Map, Value};
 use switchboard_auth::Principal;
 
@@ -435,14 +435,15 @@ impl CallService {
     /// integration's server, as the caller's own session asks it: a
     /// subscription to a resource, or a completion of a prompt's or a
     /// resource's argument, only where the policies let the caller read
-    /// the resource or get the prompt. Returns the result's wire JSON.
+    /// the resource or get the prompt. Returns the completion of a
+    /// completion request, `None` for the others.
     pub async fn session_request(
         &self,
         caller: &Principal,
         id: IntegrationId,
         request: SessionRequest,
         session_scope: &str,
-    ) -> Result<Value, McpError> {
+    ) -> Result<Option<CompleteResult>, McpError> {
         super::bounds::SESSION_SCOPE.check_optional("session_scope", session_scope)?;
         let integration = self.integrations.usable(caller, id).await?;
         let timeout = self.timeout(&integration, None);

@@ -4,7 +4,10 @@
 use std::{sync::Arc, time::Duration};
 
 use async_trait::async_trait;
-use rmcp::model::{GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool};
+use rmcp::model::{
+    CompleteRequestParams, CompleteResult, GetPromptResult, Prompt, ReadResourceResult, Resource,
+    ResourceTemplate, Tool,
+};
 // Limits in messages are spelled as runs-service spells them when it words
 // a failure from the same number.
 pub use switchboard_server::ByteSize;
@@ -323,9 +326,9 @@ pub enum SessionRequest {
     Subscribe(super::bounds::ResourceUri),
     /// `resources/unsubscribe`: stop telling of them.
     Unsubscribe(super::bounds::ResourceUri),
-    /// `completion/complete` of an argument of what it names, its
-    /// `CompleteRequestParams` wire JSON (with the server's own names).
-    Complete(Completing, serde_json::Value),
+    /// `completion/complete` of an argument of what it names, its params
+    /// with the server's own names.
+    Complete(Completing, CompleteRequestParams),
 }
 
 /// What a completion completes an argument of.
@@ -387,15 +390,15 @@ pub trait McpGateway: Send + Sync + 'static {
         timeout: Duration,
     ) -> Result<Outcome<GetPromptResult>, CallError>;
     /// Makes `request` on `scope`'s session with `integration`'s server,
-    /// opening it when it is not open yet; returns the result's wire JSON
-    /// (`null` for the requests whose result is empty).
+    /// opening it when it is not open yet; returns the completion of a
+    /// completion request, `None` for the requests whose result is empty.
     async fn session_request(
         &self,
         integration: &Integration,
         scope: &SessionScope,
         request: SessionRequest,
         timeout: Duration,
-    ) -> Result<serde_json::Value, CallError>;
+    ) -> Result<Option<CompleteResult>, CallError>;
     /// Drops the sessions and cached discovery of an integration that changed
     /// or was deleted.
     async fn forget(&self, integration: IntegrationId);

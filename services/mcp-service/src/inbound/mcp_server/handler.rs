@@ -242,12 +242,8 @@ impl ServerHandler for SurfaceServer {
                 completion_owner(caller, request)
             })
             .await?;
-        serde_json::from_value(answer).map_err(|error| {
-            ErrorData::internal_error(
-                format!("the MCP server's completion could not be read: {error}"),
-                None,
-            )
-        })
+        answer
+            .ok_or_else(|| ErrorData::internal_error("no MCP server answered the completion", None))
     }
 
     fn accepted_subscription_filter(

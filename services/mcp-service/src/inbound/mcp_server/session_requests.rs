@@ -6,10 +6,9 @@
 use futures::future::join_all;
 use rmcp::{
     ErrorData, RoleServer,
-    model::{CompleteRequestParams, Reference},
+    model::{CompleteRequestParams, CompleteResult, Reference},
     service::RequestContext,
 };
-use serde_json::Value;
 use tracing::Instrument as _;
 
 use super::{
@@ -39,7 +38,7 @@ pub(super) struct SessionRequests<'a> {
 
 impl SessionRequests<'_> {
     /// Makes the requests `route` gives of the caller's upstream sessions,
-    /// as `method`, and returns the first answer's wire JSON. A member
+    /// as `method`, and returns the first answer. A member
     /// that fails is skipped when others answer; when none answers, the
     /// first failure is the answer. The logging level and subscriptions
     /// are a client session's (they hold for its upstream sessions, and
@@ -50,7 +49,7 @@ impl SessionRequests<'_> {
         context: &RequestContext<RoleServer>,
         method: Method,
         route: impl FnOnce(&Caller) -> Routed,
-    ) -> Result<Value, ErrorData> {
+    ) -> Result<Option<CompleteResult>, ErrorData> {
         let caller = caller_of(context)?;
         let span = caller.span(method.name(), None);
         let answer = async {
@@ -86,7 +85,7 @@ impl SessionRequests<'_> {
             match (first_answer, first_error) {
                 (Some(answer), _) => Ok(answer),
                 (None, Some(error)) => Err(error_data(error)),
-                (None, None) => Ok(Value::Null),
+                (None, None) => Ok(None),
             }
         };
         self.admission
@@ -148,7 +147,8 @@ pub(super) fn completion_owner(caller: &Caller, mut request: CompleteRequestPara
             ));
         }
     };
-    let params = serde_json::to_value(&request)
-        .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
-    Ok(vec![(member, SessionRequest::Complete(completing, params))])
+    Ok(vec![(
+        member,
+        SessionRequest::Complete(completing, request),
+    )])
 }

@@ -19,7 +19,7 @@ use std::{future::Future, sync::Arc, time::Duration};
 use async_trait::async_trait;
 use rmcp::{
     ServiceError,
-    model::{GetPromptResult, ReadResourceResult},
+    model::{CompleteResult, GetPromptResult, ReadResourceResult},
 };
 use serde_json::{Map, Value};
 use tokio::time::Instant;
@@ -459,7 +459,7 @@ impl McpGateway for RmcpGateway {
         scope: &SessionScope,
         request: SessionRequest,
         timeout: Duration,
-    ) -> Result<Value, CallError> {
+    ) -> Result<Option<CompleteResult>, CallError> {
         let request = &request;
         self.on_session(integration, scope, timeout, |live| async move {
             pass_on(live.session.peer(), request.clone())

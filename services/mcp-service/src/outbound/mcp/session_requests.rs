@@ -1,13 +1,13 @@
 //! Requests of an MCP client session made as they are on its upstream
 //! session: the log level, resource subscriptions and completions.
 
-use rmcp::ServiceError;
+use rmcp::{ServiceError, model::CompleteResult};
 use serde_json::Value;
 
 use crate::domain::ports::SessionRequest;
 
-/// Makes `request` on the session of `peer`; the result's wire JSON, `null`
-/// when it is empty. Logging and `resources/subscribe` are deprecated in
+/// Makes `request` on the session of `peer`; the completion of a
+/// completion request, `None` for the others (their results are empty). Logging and `resources/subscribe` are deprecated in
 /// the newest protocol, and still what a session of the initialize era
 /// speaks.
 #[expect(
@@ -17,11 +17,8 @@ use crate::domain::ports::SessionRequest;
 pub(super) async fn pass_on(
     peer: &rmcp::service::Peer<rmcp::RoleClient>,
     request: SessionRequest,
-) -> Result<Value, ServiceError> {
-    use rmcp::model::{
-        CompleteRequestParams, SetLevelRequestParams, SubscribeRequestParams,
-        UnsubscribeRequestParams,
-    };
+) -> Result<Option<CompleteResult>, ServiceError> {
+    use rmcp::model::{SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams};
     fn unreadable(error: serde_json::Error) -> ServiceError {
         ServiceError::McpError(rmcp::ErrorData::invalid_params(error.to_string(), None))
     }
@@ -38,12 +35,7 @@ pub(super) async fn pass_on(
             peer.unsubscribe(UnsubscribeRequestParams::new(uri.into_string()))
                 .await?;
         }
-        SessionRequest::Complete(_, params) => {
-            let params: CompleteRequestParams =
-                serde_json::from_value(params).map_err(unreadable)?;
-            let result = peer.complete(params).await?;
-            return serde_json::to_value(result).map_err(unreadable);
-        }
+        SessionRequest::Complete(_, params) => return Ok(Some(peer.complete(params).await?)),
     }
-    Ok(Value::Null)
+    Ok(None)
 }

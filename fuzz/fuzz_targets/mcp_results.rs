@@ -4,9 +4,9 @@
 //! runs-service), and rendered as the text the model reads.
 //!
 //! Input: one selector byte, then the server's JSON. The selector picks the
-//! result kind (tool call, resource read, prompt, discovery; the URI of a
-//! read); the JSON is read into the protocol's types first, as the MCP
-//! client reads it.
+//! result kind (tool call, resource read, prompt, discovery), whether a tool
+//! call's request for input is a task's, and the URI of a read; the JSON is
+//! read into the protocol's types first, as the MCP client reads it.
 //!
 //! Checked on every input: no panic; the response decodes on the other side
 //! of the hop as it was sent; neither the response nor the model's text is
@@ -54,9 +54,12 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let bound = GROWTH * json.len() + SLACK;
+    // A task's request for input carries the task's id, which the client
+    // knows from the task, not from the answer.
+    let task_id = (selector & 1 == 1).then(|| "fuzz-task".to_owned());
     match (selector >> 1) % 4 {
         0 => {
-            let Some(outcome) = answer::<CallToolResult>(value) else {
+            let Some(outcome) = answer::<CallToolResult>(value, task_id) else {
                 return;
             };
             let response = hop(wire::tool_result(Ok(outcome), "fuzz_tool"), bound);
@@ -64,14 +67,14 @@ fuzz_target!(|data: &[u8]| {
             assert!(text.len() <= bound, "{} bytes of text", text.len());
         }
         1 => {
-            let Some(result) = answer::<ReadResourceResult>(value) else {
+            let Some(result) = answer::<ReadResourceResult>(value, None) else {
                 return;
             };
             let uri = URIS[usize::from(selector >> 3) % URIS.len()];
             hop(wire::resource_read(uri.to_owned(), result), bound);
         }
         2 => {
-            let Some(result) = answer::<GetPromptResult>(value) else {
+            let Some(result) = answer::<GetPromptResult>(value, None) else {
                 return;
             };
             hop(wire::prompt_result(&result), bound);
@@ -84,12 +87,9 @@ fuzz_target!(|data: &[u8]| {
 });
 
 /// A server's answer as the MCP client reads it: the result `T`, or the
-/// server's request for input; `None` when it is neither.
-fn answer<T: DeserializeOwned>(value: Value) -> Option<Outcome<T>> {
-    let task_id = value
-        .get("taskId")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
+/// server's request for input (a task's, when `task_id`); `None` when it is
+/// neither.
+fn answer<T: DeserializeOwned>(value: Value, task_id: Option<String>) -> Option<Outcome<T>> {
     match serde_json::from_value::<T>(value.clone()) {
         Ok(result) => Some(Outcome::Complete(result)),
         Err(_) => {

@@ -119,6 +119,24 @@ impl FakeMcp {
             .ok_or_else(|| McpCallError::NotFound(format!("integration {id} not found")))
     }
 
+    /// Whether a call of `tool` of the integration `id` goes to its server,
+    /// as mcp-service decides it: the integration is known and the tool on
+    /// the allow-list, when there is one.
+    fn admit(
+        &self,
+        id: IntegrationId,
+        tool: &str,
+        allowed_tools: Option<&[String]>,
+    ) -> Result<(), McpCallError> {
+        self.known(id)?;
+        if allowed_tools.is_some_and(|allowed| !allowed.iter().any(|a| a == tool)) {
+            return Err(McpCallError::Refused(format!(
+                "the tool `{tool}` is not on the agent's allow-list"
+            )));
+        }
+        Ok(())
+    }
+
     /// The calls made so far: integration, tool and arguments, in the order
     /// they started.
     pub fn calls(&self) -> Vec<(IntegrationId, String, String)> {
@@ -183,25 +201,9 @@ impl McpPort for FakeMcp {
             ..
         } = call;
         self.record_allow_list("execute", allowed_tools);
-        self.known(integration_id)?;
-        if allowed_tools.is_some_and(|allowed| !allowed.iter().any(|a| a == tool)) {
-            return Err(McpCallError::Refused(format!(
-                "the tool `{tool}` is not on the agent's allow-list"
-            )));
-        }
+        self.admit(integration_id, tool, allowed_tools)?;
         let Some(behaviour) = self.tools.get(&(integration_id, tool.to_owned())).cloned() else {
-            // As mcp-service reports the server's answer to a tool it does
-            // not have: invalid params, in the server's words.
-            let message = format!("unknown tool: {tool}");
-            return Ok(ToolOutput {
-                failure: Some(ToolFailure::Protocol),
-                error_message: message.clone(),
-                facts: Some(FailureFacts::JsonRpc {
-                    code: -32602,
-                    message,
-                }),
-                ..ToolOutput::default()
-            });
+            return Ok(unknown_tool(tool));
         };
         if matches!(behaviour, ToolBehaviour::Gated(_))
             && let Some(held) = self.approvals.gate(tool, approval_id)?
@@ -283,6 +285,21 @@ impl McpPort for FakeMcp {
             decision.approve,
             decision.comment,
         )
+    }
+}
+
+/// As mcp-service reports a server's answer to a tool it does not have:
+/// invalid params, in the server's words.
+fn unknown_tool(tool: &str) -> ToolOutput {
+    let message = format!("unknown tool: {tool}");
+    ToolOutput {
+        failure: Some(ToolFailure::Protocol),
+        error_message: message.clone(),
+        facts: Some(FailureFacts::JsonRpc {
+            code: -32602,
+            message,
+        }),
+        ..ToolOutput::default()
     }
 }
 

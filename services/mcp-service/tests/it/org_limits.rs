@@ -9,7 +9,6 @@ use switchboard_proto::{
     json::json_to_struct,
     mcp::v1::{self as pb, mcp_service_client::McpServiceClient},
 };
-use switchboard_server::{Ask, MemorySlotGrants, PgSlotGrants, SlotGrants};
 use switchboard_test_support::{DbKind, db_tests};
 use tokio::{net::TcpListener, sync::mpsc, task::JoinHandle};
 use tonic::{Code, Status, transport::Channel};
@@ -263,61 +262,6 @@ async fn an_organization_limit_holds_across_two_replicas_on_one_postgresql() {
     again.start(&b, &ten_id, &ten, 11);
     again.expect_refused(1).await;
     assert_eq!(granted(&a.db.url, "org-ten").await, 10);
-}
-
-/// What every [`SlotGrants`] store keeps to, grants expiring `SUITE_TTL`
-/// after their last renewal.
-async fn grants_keep_to_the_limit_until_one_expires(store: &dyn SlotGrants) {
-    let ask = |keep| Ask {
-        keep,
-        want: 1,
-        limit: 3,
-    };
-    let take = |replica, org, keep| store.acquire(replica, org, ask(keep));
-    assert_eq!(take("a", "org", 0).await.expect("granted"), 1);
-    assert_eq!(take("a", "org", 1).await.expect("granted"), 2);
-    assert_eq!(take("b", "org", 0).await.expect("granted"), 1);
-    assert_eq!(take("b", "org", 1).await.expect("full"), 1);
-    assert_eq!(take("b", "other", 0).await.expect("granted"), 1);
-
-    // a shrinks, and b takes what a gave back.
-    assert!(store.shrink("a", "org", 1).await.expect("shrunk"));
-    assert_eq!(take("b", "org", 1).await.expect("granted"), 2);
-    assert_eq!(take("a", "org", 1).await.expect("full"), 1);
-
-    // b keeps renewing, a stops: a's slot comes back after the TTL.
-    tokio::time::sleep(SUITE_TTL * 5 / 8).await;
-    let mut renewed = store.renew("b").await.expect("renewed");
-    renewed.sort();
-    assert_eq!(renewed, ["org", "other"]);
-    tokio::time::sleep(SUITE_TTL * 5 / 8).await;
-    assert_eq!(take("b", "org", 2).await.expect("granted"), 3);
-    assert!(!store.shrink("a", "org", 1).await.expect("gone"));
-    assert!(store.renew("a").await.expect("renewed").is_empty());
-
-    // Giving up a grant, or all of them, frees the slots at once.
-    assert!(store.shrink("b", "other", 0).await.expect("given up"));
-    store.release("b").await.expect("released");
-    assert_eq!(take("c", "org", 2).await.expect("granted"), 3);
-    assert_eq!(take("c", "other", 0).await.expect("granted"), 1);
-}
-
-const SUITE_TTL: Duration = Duration::from_millis(800);
-
-#[tokio::test]
-async fn grants_in_memory_keep_to_the_limit_until_one_expires() {
-    grants_keep_to_the_limit_until_one_expires(&MemorySlotGrants::new(SUITE_TTL)).await;
-}
-
-#[tokio::test]
-async fn grants_in_postgresql_keep_to_the_limit_until_one_expires() {
-    // The service's migrations create the table.
-    let h = start_with(DbKind::Postgres, |_| {}).await;
-    sqlx::any::install_default_drivers();
-    let pool = sqlx::AnyPool::connect(&h.db.url)
-        .await
-        .expect("the database");
-    grants_keep_to_the_limit_until_one_expires(&PgSlotGrants::new(pool, SUITE_TTL)).await;
 }
 
 db_tests!(

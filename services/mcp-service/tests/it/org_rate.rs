@@ -2,10 +2,9 @@
 //! spend tokens of one bucket per organization, kept in the shared
 //! database (`org_rate_buckets`) on PostgreSQL.
 
-use std::{num::NonZeroU32, time::Duration};
+use std::time::Duration;
 
 use switchboard_proto::mcp::v1::{self as pb, mcp_service_client::McpServiceClient};
-use switchboard_server::{MemoryTokenBuckets, PgTokenBuckets, TokenAsk, TokenBuckets};
 use switchboard_test_support::{DbKind, db_tests};
 use tokio::time::Instant;
 use tonic::{Code, Status, transport::Channel};
@@ -17,10 +16,6 @@ use crate::{
 };
 
 const RATE_REASON: &str = "ERROR_REASON_ORGANIZATION_RATE_LIMIT";
-
-fn nz(n: u32) -> NonZeroU32 {
-    NonZeroU32::new(n).expect("not zero")
-}
 
 /// Makes `n` calls of the holder of `token` on each of `clients` at once;
 /// returns how many were admitted, checking that every other one was
@@ -109,58 +104,6 @@ async fn an_organization_rate_holds_across_two_replicas_on_one_postgresql() {
     let three = admitted(&both, &admin("org-three"), 3).await;
     assert!((3..=4).contains(&three), "{three} admitted of a burst of 3");
     assert_eq!(admitted(&both, &admin("org-default"), 20).await, 40);
-}
-
-/// What every [`TokenBuckets`] store keeps to.
-async fn a_bucket_gives_its_burst_then_its_rate(store: &dyn TokenBuckets) {
-    let ask = TokenAsk {
-        want: 2,
-        rate: nz(5),
-        burst: nz(5),
-    };
-    // A new bucket is full: a batch while it holds one, then what is left.
-    let mut taken = Vec::new();
-    for _ in 0..3 {
-        taken.push(store.take("org", ask).await.expect("taken").tokens);
-    }
-    assert_eq!(taken, [2, 2, 1]);
-    let empty = store.take("org", ask).await.expect("asked");
-    assert_eq!(empty.tokens, 0);
-    assert!(
-        empty.retry_after > Duration::ZERO && empty.retry_after <= Duration::from_millis(200),
-        "{empty:?}"
-    );
-    assert_eq!(store.take("other", ask).await.expect("taken").tokens, 2);
-    // Five a second: one token 200 ms later, not the burst.
-    tokio::time::sleep(Duration::from_millis(250)).await;
-    assert_eq!(store.take("org", ask).await.expect("taken").tokens, 1);
-    assert_eq!(store.take("org", ask).await.expect("asked").tokens, 0);
-    // A bucket refills up to its burst, no more.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let mut refilled = 0;
-    loop {
-        match store.take("org", ask).await.expect("taken").tokens {
-            0 => break,
-            tokens => refilled += tokens,
-        }
-    }
-    assert_eq!(refilled, 5, "the burst");
-}
-
-#[tokio::test]
-async fn buckets_in_memory_give_their_burst_then_their_rate() {
-    a_bucket_gives_its_burst_then_its_rate(&MemoryTokenBuckets::new()).await;
-}
-
-#[tokio::test]
-async fn buckets_in_postgresql_give_their_burst_then_their_rate() {
-    // The service's migrations create the table.
-    let h = start_with(DbKind::Postgres, |_| {}).await;
-    sqlx::any::install_default_drivers();
-    let pool = sqlx::AnyPool::connect(&h.db.url)
-        .await
-        .expect("the database");
-    a_bucket_gives_its_burst_then_its_rate(&PgTokenBuckets::new(pool)).await;
 }
 
 /// The retry delay a refusal at the rate tells its caller.

@@ -215,7 +215,10 @@ mod tests {
         assert_eq!(kind("x://a", csv_blob), ResourceKind::Csv);
         let text = json!({"contents": [{"uri": "x://a", "text": "hi", "mimeType": ""}]});
         assert_eq!(kind("x://a", text), ResourceKind::Text);
-        assert_eq!(kind("x://a.csv", json!({"contents": []})), ResourceKind::Csv);
+        assert_eq!(
+            kind("x://a.csv", json!({"contents": []})),
+            ResourceKind::Csv
+        );
         assert_eq!(kind("x://a", json!({"contents": []})), ResourceKind::Text);
         let asked = Outcome::InputRequired(crate::domain::outcome::InputRequired::default());
         assert_eq!(

@@ -4,8 +4,8 @@
 use base64::{Engine as _, engine::general_purpose::STANDARD};
 use rmcp::model::{
     CallToolResult, ConstString as _, ContentBlock, CreateMessageRequestMethod,
-    ElicitationCreateRequestMethod, InputRequest, ListRootsRequestMethod, Prompt, Resource,
-    ResourceContents, ResourceTemplate, Role, Tool, GetPromptResult,
+    ElicitationCreateRequestMethod, GetPromptResult, InputRequest, ListRootsRequestMethod, Prompt,
+    Resource, ResourceContents, ResourceTemplate, Role, Tool,
 };
 use serde_json::{Map, Value};
 use switchboard_proto::{json::map_to_struct, mcp::v1 as pb};

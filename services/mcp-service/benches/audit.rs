@@ -144,7 +144,7 @@ async fn store_rows(kind: DbKind, appends: usize) {
     let database = switchboard_db::open(&db.url, MIGRATIONS, 8)
         .await
         .expect("opened");
-    let store = SqlAuditLog::new(database.pool.clone(), database.backend);
+    let store = SqlAuditLog::new(database.pool.clone());
     let mut times = Vec::with_capacity(appends);
     for _ in 0..appends {
         let started = Instant::now();

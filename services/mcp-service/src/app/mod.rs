@@ -342,7 +342,7 @@ fn toolsets_api(
 /// purge removes what retention no longer keeps; no auditor when the trail
 /// is off (`AuditService` still reads what was recorded).
 fn audit(config: &Config, db: &Database) -> (AuditServiceServer<AuditApi>, Option<Auditor>) {
-    let store = Arc::new(SqlAuditLog::new(db.pool.clone(), db.backend));
+    let store = Arc::new(SqlAuditLog::new(db.pool.clone()));
     let log: Arc<dyn AuditLog> = Arc::new(BatchingAuditLog::start(
         store,
         config.audit.queue,

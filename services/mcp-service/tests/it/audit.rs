@@ -586,7 +586,7 @@ async fn cut_the_waiting_append(pool: &sqlx::AnyPool) -> i64 {
         let ended: i64 = sqlx::query(
             "SELECT COUNT(pg_terminate_backend(pid))::BIGINT FROM pg_stat_activity \
              WHERE datname = current_database() AND wait_event_type = 'Lock' \
-             AND query LIKE '%FROM audit_chains%'",
+             AND query LIKE '%audit_chains%'",
         )
         .fetch_one(pool)
         .await

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use switchboard_db::Backend;
 use switchboard_mcp_service::{
     domain::audit::{
         AuditAction, AuditEvent, AuditLog, AuditOutcome, AuditQuery, AuditRecord,
@@ -31,14 +30,13 @@ struct Logs {
 async fn logs(of: Impl) -> Logs {
     let (Impl::Sql(kind) | Impl::Batching(kind)) = of;
     let db = TestDb::new(kind).await.expect("a test database");
-    let backend = Backend::from_url(&db.url).expect("a database URL");
     let mut handles = Vec::new();
     for _ in 0..2 {
         let pool = switchboard_db::open(&db.url, MIGRATIONS, 4)
             .await
             .expect("the database")
             .pool;
-        let sql = Arc::new(SqlAuditLog::new(pool, backend));
+        let sql = Arc::new(SqlAuditLog::new(pool));
         let handle: Arc<dyn AuditLog> = match of {
             Impl::Sql(_) => sql,
             Impl::Batching(_) => Arc::new(BatchingAuditLog::start(sql, 64, 8)),
@@ -283,6 +281,41 @@ async fn a_purge_removes_the_oldest_and_the_rest_still_verifies(of: Impl) {
             .is_empty()
     );
 }
+
+/// One transaction of more events than one INSERT statement holds, for two
+/// organizations interleaved: every event is stored once, in order, each
+/// chain linked through the statements' seams and on into the next append.
+async fn one_append_of_more_events_than_a_statement_holds_keeps_each_chain(kind: DbKind) {
+    let db = TestDb::new(kind).await.expect("a test database");
+    let pool = switchboard_db::open(&db.url, MIGRATIONS, 4)
+        .await
+        .expect("the database")
+        .pool;
+    let sql = SqlAuditLog::new(pool);
+    let org = |i: i64| if i % 3 == 0 { "org-b" } else { "org-a" };
+    let records: Vec<_> = (1..=200)
+        .map(|i| record(org(i), i, "alice", AuditOutcome::Ok))
+        .collect();
+    sql.append_all(records.clone()).await.expect("appended");
+    sql.append_all(vec![record("org-a", 201, "alice", AuditOutcome::Ok)])
+        .await
+        .expect("appended");
+    assert_eq!(verify(&sql, "org-a").await, (135, None));
+    assert_eq!(verify(&sql, "org-b").await, (66, None));
+    let stored = sql.chain_page("org-a", 0, 500).await.expect("a page");
+    assert_eq!(sequences(&stored), (1..=135).collect::<Vec<_>>());
+    let expected: Vec<_> = records
+        .into_iter()
+        .filter(|r| r.org_id == "org-a")
+        .chain([record("org-a", 201, "alice", AuditOutcome::Ok)])
+        .collect();
+    let stored: Vec<_> = stored.into_iter().map(|e| e.record).collect();
+    assert_eq!(stored, expected);
+}
+
+switchboard_test_support::db_tests!(
+    one_append_of_more_events_than_a_statement_holds_keeps_each_chain
+);
 
 macro_rules! audit_log_suite {
     ($($case:ident),* $(,)?) => {

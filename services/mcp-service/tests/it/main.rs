@@ -29,6 +29,7 @@ mod mcp_endpoint_everything;
 mod mcp_endpoint_input;
 mod mcp_endpoint_limits;
 mod mcp_endpoint_passthrough;
+mod mcp_endpoint_paths;
 mod mcp_endpoint_progress;
 mod mcp_endpoint_sampling;
 mod mcp_endpoint_streams;

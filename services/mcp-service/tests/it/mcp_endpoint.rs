@@ -72,7 +72,7 @@ impl Endpoint {
         self.addr
     }
 
-    fn url(&self, slug: &str) -> String {
+    pub(crate) fn url(&self, slug: &str) -> String {
         format!("http://{}/mcp/integrations/{slug}", self.addr)
     }
 

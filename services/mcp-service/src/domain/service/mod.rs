@@ -198,13 +198,22 @@ impl IntegrationService {
     }
 
     /// The integration of the caller's organization with `slug`: another
-    /// organization's is as missing as one that does not exist.
+    /// organization's is as missing as one that does not exist. Read
+    /// through the cache of integrations read for calls (the MCP endpoint
+    /// resolves its path on every request), as fresh as [`Self::usable`].
     pub async fn by_slug(&self, caller: &Principal, slug: &Slug) -> Result<Integration, McpError> {
-        self.repository
-            .find_by_slug(&org_of(caller), slug)
+        let org = org_of(caller);
+        if let Some(cached) = self.usable.by_slug(&org, slug) {
+            return Ok(cached);
+        }
+        let integration = self
+            .repository
+            .find_by_slug(&org, slug)
             .await
             .map_err(|e| storage(e, ""))?
-            .ok_or(McpError::NotFound)
+            .ok_or(McpError::NotFound)?;
+        self.usable.put(&integration);
+        Ok(integration)
     }
 
     /// An integration the caller may call: it exists in their organization

@@ -1,17 +1,18 @@
 //! The audit chains in SQL (SQLite or PostgreSQL through `sqlx::Any`).
 //!
 //! An append locks its organization's row of `audit_chains` for the rest
-//! of its transaction (PostgreSQL: `SELECT … FOR UPDATE`; SQLite: the first
-//! statement is a write, which takes the database's one write lock), so two
-//! replicas appending for one organization take turns and the chain never
-//! forks.
+//! of its transaction (an upsert: PostgreSQL locks the row, SQLite takes
+//! the database's one write lock), so two replicas appending for one
+//! organization take turns and the chain never forks. One transaction
+//! costs a statement to lock each organization's chain, one per
+//! [`ROWS_PER_INSERT`] events and one to move each head: each statement is
+//! a round trip to the database (for SQLite, to its connection's thread).
 
 use std::collections::BTreeMap;
 
 use anyhow::Context as _;
 use async_trait::async_trait;
 use sqlx::{Any, AnyPool, Row, Transaction, any::AnyRow};
-use switchboard_db::Backend;
 
 use crate::domain::audit::{
     AuditAction, AuditEvent, AuditLog, AuditOutcome, AuditQuery, AuditRecord, ChainAnchor,
@@ -22,7 +23,6 @@ use crate::domain::audit::{
 #[derive(Debug, Clone)]
 pub struct SqlAuditLog {
     pool: AnyPool,
-    backend: Backend,
 }
 
 /// Why an append failed, and whether its events may be in the store.
@@ -38,39 +38,35 @@ pub enum AppendFailed {
     Unknown(anyhow::Error),
 }
 
+/// Most events one INSERT statement writes (19 parameters each: far below
+/// the parameter limits of SQLite and PostgreSQL).
+const ROWS_PER_INSERT: usize = 64;
+
 const COLUMNS: &str = "org_id, sequence, time_millis, action, outcome, subject, roles_json, \
      service, integration_id, target, arguments_digest, arguments_json, reason, rule, \
      duration_micros, trace_id, approval_id, previous_hash, hash";
 
 impl SqlAuditLog {
-    /// The chains in `pool`, a database of kind `backend`.
-    pub fn new(pool: AnyPool, backend: Backend) -> Self {
-        Self { pool, backend }
+    /// The chains in `pool` (SQLite or PostgreSQL).
+    pub fn new(pool: AnyPool) -> Self {
+        Self { pool }
     }
 
-    /// Locks `org`'s chain row for the transaction and returns its bounds.
+    /// Locks `org`'s chain row for the transaction (creating it the first
+    /// time) and returns its bounds, in one statement: an upsert takes the
+    /// row's lock on PostgreSQL and the write lock on SQLite.
     async fn lock_chain(
         &self,
         tx: &mut Transaction<'static, Any>,
         org: &str,
     ) -> anyhow::Result<ChainAnchor> {
-        sqlx::query(
+        let row = sqlx::query(
             "INSERT INTO audit_chains \
              (org_id, head_sequence, head_hash, purged_through, purged_hash) \
-             VALUES ($1, 0, '', 0, '') ON CONFLICT (org_id) DO NOTHING",
+             VALUES ($1, 0, '', 0, '') \
+             ON CONFLICT (org_id) DO UPDATE SET head_sequence = audit_chains.head_sequence \
+             RETURNING head_sequence, head_hash, purged_through, purged_hash",
         )
-        .bind(org)
-        .execute(&mut **tx)
-        .await
-        .context("failed to create an audit chain")?;
-        let lock = match self.backend {
-            Backend::Postgres => " FOR UPDATE",
-            Backend::Sqlite => "",
-        };
-        let row = sqlx::query(&format!(
-            "SELECT head_sequence, head_hash, purged_through, purged_hash \
-             FROM audit_chains WHERE org_id = $1{lock}"
-        ))
         .bind(org)
         .fetch_one(&mut **tx)
         .await
@@ -110,11 +106,15 @@ impl SqlAuditLog {
         for (org, records) in by_org {
             let bounds = self.lock_chain(&mut tx, &org).await?;
             let mut head = (bounds.head_sequence, bounds.head_hash);
+            let mut events = Vec::with_capacity(records.len());
             for record in records {
                 let previous = (head.0 > 0).then_some((head.0, head.1.as_str()));
                 let event = link(previous, record);
-                insert(&mut tx, &event).await?;
-                head = (event.sequence, event.hash);
+                head = (event.sequence, event.hash.clone());
+                events.push(event);
+            }
+            for rows in events.chunks(ROWS_PER_INSERT) {
+                insert(&mut tx, rows).await?;
             }
             sqlx::query(
                 "UPDATE audit_chains SET head_sequence = $2, head_hash = $3 WHERE org_id = $1",
@@ -175,36 +175,55 @@ impl SqlAuditLog {
     }
 }
 
-async fn insert(tx: &mut Transaction<'static, Any>, event: &AuditEvent) -> anyhow::Result<()> {
-    let record = &event.record;
-    let roles = serde_json::to_string(&record.roles).context("failed to encode roles")?;
-    sqlx::query(&format!(
-        "INSERT INTO audit_events ({COLUMNS}) VALUES \
-         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)"
-    ))
-    .bind(&record.org_id)
-    .bind(event.sequence)
-    .bind(record.time_millis)
-    .bind(record.action.as_str())
-    .bind(record.outcome.as_str())
-    .bind(&record.subject)
-    .bind(roles)
-    .bind(&record.service)
-    .bind(&record.integration_id)
-    .bind(&record.target)
-    .bind(&record.arguments_digest)
-    .bind(&record.arguments_json)
-    .bind(&record.reason)
-    .bind(&record.rule)
-    .bind(record.duration_micros.unwrap_or(-1))
-    .bind(&record.trace_id)
-    .bind(&record.approval_id)
-    .bind(&event.previous_hash)
-    .bind(&event.hash)
-    .execute(&mut **tx)
-    .await
-    .context("failed to insert an audit event")?;
+/// Inserts `events` in one statement.
+async fn insert(tx: &mut Transaction<'static, Any>, events: &[AuditEvent]) -> anyhow::Result<()> {
+    let sql = format!(
+        "INSERT INTO audit_events ({COLUMNS}) VALUES {}",
+        placeholders(events.len(), COLUMNS.split(',').count())
+    );
+    let mut statement = sqlx::query(&sql);
+    for event in events {
+        let record = &event.record;
+        let roles = serde_json::to_string(&record.roles).context("failed to encode roles")?;
+        statement = statement
+            .bind(&record.org_id)
+            .bind(event.sequence)
+            .bind(record.time_millis)
+            .bind(record.action.as_str())
+            .bind(record.outcome.as_str())
+            .bind(&record.subject)
+            .bind(roles)
+            .bind(&record.service)
+            .bind(&record.integration_id)
+            .bind(&record.target)
+            .bind(&record.arguments_digest)
+            .bind(&record.arguments_json)
+            .bind(&record.reason)
+            .bind(&record.rule)
+            .bind(record.duration_micros.unwrap_or(-1))
+            .bind(&record.trace_id)
+            .bind(&record.approval_id)
+            .bind(&event.previous_hash)
+            .bind(&event.hash);
+    }
+    statement
+        .execute(&mut **tx)
+        .await
+        .context("failed to insert audit events")?;
     Ok(())
+}
+
+/// `($1, …, $columns), ($columns+1, …)`: the values of `rows` rows.
+fn placeholders(rows: usize, columns: usize) -> String {
+    (0..rows)
+        .map(|row| {
+            let values: Vec<String> = (1..=columns)
+                .map(|column| format!("${}", row * columns + column))
+                .collect();
+            format!("({})", values.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn anchor(row: &AnyRow) -> anyhow::Result<ChainAnchor> {

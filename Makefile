@@ -122,6 +122,11 @@ bench-mcp-client: ## The MCP client path alone: an rmcp session as mcp-service b
 	$(CARGO) build --release --locked -p switchboard-example-mcp-server --bin example-mcp-server
 	$(CARGO) bench -p switchboard-mcp-service --bench mcp_client
 
+.PHONY: bench-pipeline
+bench-pipeline: ## Both front doors per call, the shared side-by-side script over this tree's release build (TREES="name=dir ..." adds other builds, AGW_DIR agentgateway)
+	$(CARGO) build --release --locked -p switchboard-mcp-service --bin mcp-service -p switchboard-example-mcp-server --bin example-mcp-server -p switchboard-auth --bin switchboard-token
+	bash scripts/bench-pipeline/run.sh $(or $(ROUNDS),3) $(or $(SECS),10) this=$(CURDIR)/target/release $(TREES)
+
 .PHONY: bench-mcp-endpoint
 bench-mcp-endpoint: ## A recorded tools/call through the MCP endpoint (/mcp/integrations/{slug}) vs the same server directly, 1 and 16 callers
 	$(CARGO) build --release --locked -p switchboard-mcp-service --bin mcp-service -p switchboard-example-mcp-server --bin example-mcp-server

@@ -149,8 +149,9 @@ pub struct Config {
     /// `list_changed` notification or an integration update drops it sooner).
     #[arg(long, env = "SWITCHBOARD_MCP_DISCOVERY_TTL", default_value = "5m", value_parser = humantime::parse_duration)]
     pub discovery_ttl: Duration,
-    /// How long an integration read for a call is reused by later calls;
-    /// changes through another replica take effect within this time.
+    /// How long an integration read for a call (or for a path of the MCP
+    /// endpoint, by its slug) is reused by later calls; changes through
+    /// another replica take effect within this time.
     #[arg(long, env = "SWITCHBOARD_INTEGRATION_CACHE_TTL", default_value = "2s", value_parser = humantime::parse_duration)]
     pub integration_cache_ttl: Duration,
     /// Tool policies: their cache and limits.

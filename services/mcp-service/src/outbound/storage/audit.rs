@@ -4,9 +4,10 @@
 //! of its transaction (an upsert: PostgreSQL locks the row, SQLite takes
 //! the database's one write lock), so two replicas appending for one
 //! organization take turns and the chain never forks. One transaction
-//! costs a statement to lock each organization's chain, one per
-//! [`ROWS_PER_INSERT`] events and one to move each head: each statement is
-//! a round trip to the database (for SQLite, to its connection's thread).
+//! costs a statement to lock each organization's chain, a few multi-row
+//! INSERTs (see [`statement_rows`]) and one to move each head: each
+//! statement is a round trip to the database (for SQLite, to its
+//! connection's thread).
 
 use std::collections::BTreeMap;
 
@@ -41,6 +42,15 @@ pub enum AppendFailed {
 /// Most events one INSERT statement writes (19 parameters each: far below
 /// the parameter limits of SQLite and PostgreSQL).
 const ROWS_PER_INSERT: usize = 64;
+
+/// How many of `pending` events the next INSERT writes: the largest power
+/// of two up to [`ROWS_PER_INSERT`]. Each connection keeps every statement
+/// it prepared, so the statements' shapes are few (seven), and a batch of
+/// `n` events costs at most log₂ n + 1 of them below the cap.
+fn statement_rows(pending: usize) -> usize {
+    let cap = pending.clamp(1, ROWS_PER_INSERT);
+    1 << cap.ilog2()
+}
 
 const COLUMNS: &str = "org_id, sequence, time_millis, action, outcome, subject, roles_json, \
      service, integration_id, target, arguments_digest, arguments_json, reason, rule, \
@@ -113,8 +123,11 @@ impl SqlAuditLog {
                 head = (event.sequence, event.hash.clone());
                 events.push(event);
             }
-            for rows in events.chunks(ROWS_PER_INSERT) {
+            let mut rest = events.as_slice();
+            while !rest.is_empty() {
+                let (rows, after) = rest.split_at(statement_rows(rest.len()));
                 insert(&mut tx, rows).await?;
+                rest = after;
             }
             sqlx::query(
                 "UPDATE audit_chains SET head_sequence = $2, head_hash = $3 WHERE org_id = $1",
@@ -377,5 +390,32 @@ impl AuditLog for SqlAuditLog {
             removed += self.purge_chain(&org, before_millis, left).await?;
         }
         Ok(removed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_goes_in_powers_of_two_up_to_the_cap() {
+        let split = |mut n: usize| {
+            let mut rows = Vec::new();
+            while n > 0 {
+                rows.push(statement_rows(n));
+                n -= rows[rows.len() - 1];
+            }
+            rows
+        };
+        assert_eq!(split(1), [1]);
+        assert_eq!(split(13), [8, 4, 1]);
+        assert_eq!(split(64), [64]);
+        assert_eq!(split(200), [64, 64, 64, 8]);
+        assert_eq!(statement_rows(0), 1, "never a statement of no rows");
+    }
+
+    #[test]
+    fn placeholders_number_every_value_once() {
+        assert_eq!(placeholders(2, 3), "($1, $2, $3), ($4, $5, $6)");
     }
 }

@@ -633,8 +633,13 @@ async fn an_idle_session_is_closed_and_makes_room(kind: DbKind) {
 
 /// An `initialize` POST of the 2025-11-25 era with `token`.
 async fn initialize(e: &Endpoint, token: &str) -> reqwest::Response {
+    initialize_at(e, "example", token).await
+}
+
+/// An `initialize` POST of the 2025-11-25 era to `slug`'s path with `token`.
+pub(crate) async fn initialize_at(e: &Endpoint, slug: &str, token: &str) -> reqwest::Response {
     reqwest::Client::new()
-        .post(e.url("example"))
+        .post(e.url(slug))
         .bearer_auth(token)
         .header("accept", "application/json, text/event-stream")
         .json(&json!({

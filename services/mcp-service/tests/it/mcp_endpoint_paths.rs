@@ -10,28 +10,13 @@ use switchboard_proto::mcp::v1 as pb;
 use switchboard_test_support::{DbKind, db_tests};
 
 use crate::{
-    mcp_endpoint::{Endpoint, setup_with},
+    mcp_endpoint::{Endpoint, initialize_at, setup_with},
     support::{admin, member, req},
 };
 
 /// The status of an `initialize` POST to `slug` with `token`.
 async fn initialize(e: &Endpoint, slug: &str, token: &str) -> reqwest::StatusCode {
-    reqwest::Client::new()
-        .post(e.url(slug))
-        .bearer_auth(token)
-        .header("accept", "application/json, text/event-stream")
-        .json(&json!({
-            "jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": { "name": "probe", "version": "1" }
-            }
-        }))
-        .send()
-        .await
-        .expect("answers")
-        .status()
+    initialize_at(e, slug, token).await.status()
 }
 
 fn renamed(id: &str, slug: &str) -> pb::UpdateIntegrationRequest {

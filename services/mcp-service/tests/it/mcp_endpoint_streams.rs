@@ -127,21 +127,7 @@ async fn listen_once_free(e: &Endpoint, token: &str) -> reqwest::Response {
 /// A new session of `token` (initialize era), initialized: its id.
 async fn session(e: &Endpoint, token: &str) -> String {
     let http = reqwest::Client::new();
-    let opened = http
-        .post(url(e))
-        .bearer_auth(token)
-        .header("accept", "application/json, text/event-stream")
-        .json(&json!({
-            "jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": { "name": "probe", "version": "1" }
-            }
-        }))
-        .send()
-        .await
-        .expect("answers");
+    let opened = crate::mcp_endpoint::initialize_at(e, "example", token).await;
     assert_eq!(opened.status(), reqwest::StatusCode::OK);
     let id = opened.headers()["mcp-session-id"]
         .to_str()

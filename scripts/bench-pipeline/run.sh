@@ -4,10 +4,11 @@
 # agentgateway when AGW_DIR holds its build) run one round per tree in turn, the order rotated
 # each round, then the medians per tree, path and callers.
 #
-#   bash scripts/bench-pipeline/run.sh ROUNDS SECS NAME=RELEASE_DIR [NAME=RELEASE_DIR ...]
+#   bash scripts/bench-pipeline/run.sh ROUNDS SECS NAME=RELEASE_DIR[=AGW_DIR] [...]
 #
 # RELEASE_DIR holds mcp-service and example-mcp-server (release builds; for the tree in this
-# checkout, `make bench-pipeline` builds them). Env: OUT (default target/bench-pipeline),
+# checkout, `make bench-pipeline` builds them); AGW_DIR, where given, the agentgateway of that
+# tree's rounds (floor.sh puts the floor there). Env: OUT (default target/bench-pipeline),
 # ONLY (default "sb-mcp sb-grpc"; add "direct", "agw", the "-pol" paths), AGW_DIR, PY (a Python
 # with grpcio, grpcio-reflection and grpcio-health-checking; made in OUT/venv when unset),
 # LOADMAX (3) and LOADWAIT (30 s) before each round. The stage table: see stages.py.
@@ -34,12 +35,13 @@ trees=("$@")
 for r in $(seq 1 "$rounds"); do
   n=${#trees[@]}
   for ((k = 0; k < n; k++)); do
-    tree=${trees[$(((k + r) % n))]}; name=${tree%%=*}; dir=${tree#*=}
+    tree=${trees[$(((k + r) % n))]}; name=${tree%%=*}; dir=${tree#*=}; agw=${AGW_DIR:-/nonexistent}
+    [[ $dir == *=* ]] && { agw=${dir#*=}; dir=${dir%%=*}; }
     mkdir -p "$out/$name"; rm -rf "$out/$name/w$r"
     echo "round $r: $name ($dir)" >&2
     SBS_DIR="$out/$name/w$r" LOADMAX=${LOADMAX:-3} LOADWAIT=${LOADWAIT:-30} \
       ONLY="${ONLY:-sb-mcp sb-grpc}" PY="$PY" \
-      bash "$shared/agw_side_by_side.sh" "$dir" "${AGW_DIR:-/nonexistent}" 1 "$secs" "$token_dir" \
+      bash "$shared/agw_side_by_side.sh" "$dir" "$agw" 1 "$secs" "$token_dir" \
       > "$out/$name/r$r.out" 2>&1 || { tail -5 "$out/$name/r$r.out" >&2; exit 1; }
     cp "$out/$name/w$r/results.jsonl" "$out/$name/r$r.jsonl"
   done

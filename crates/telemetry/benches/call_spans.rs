@@ -6,9 +6,11 @@
 //! often as an async call polls it.
 //!
 //! Runs itself once per mode, side by side, alternating rounds: no
-//! subscriber, the services' default (spans made, nothing exported, logs at
-//! `warn`), and every span exported to an OTLP collector that accepts and
-//! drops them. See BENCHMARKS.md.
+//! subscriber (`none`); the services' default, nothing exported and logs at
+//! `warn`, where spans keep only their trace ids (`ids`); the same with
+//! OpenTelemetry spans made and dropped, as when `OTEL_TRACES_SAMPLER` is set
+//! and no exporter is (`spans`); and every span exported to an OTLP collector
+//! that accepts and drops them (`export`). See BENCHMARKS.md.
 //!
 //! `cargo bench -p switchboard-telemetry --bench call_spans`
 
@@ -21,14 +23,13 @@ use std::{
 use opentelemetry::{KeyValue, metrics::Histogram};
 use switchboard_telemetry::{
     Extractor, Injector, TelemetryConfig, context_from, continue_trace, duration_histogram,
-    inject_current, inject_span,
+    inject_current, inject_span, set_parent,
 };
 use tracing::Span;
-use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 const CALLS: u32 = 20_000;
 const ROUNDS: usize = 5;
-const MODES: [&str; 3] = ["none", "local", "export"];
+const MODES: [&str; 4] = ["none", "ids", "spans", "export"];
 /// How often each span is entered and left: about the polls of a call.
 const POLLS: usize = 4;
 
@@ -77,7 +78,7 @@ fn call(incoming: &http::HeaderMap, instruments: &Instruments) {
         mcp.session.id = "f5a4c1e0b2d34e0e9c1f3a7b6d8e2c41",
         jsonrpc.request.id = 7,
     );
-    let _ = upstream.set_parent(context_from(&meta));
+    set_parent(&upstream, context_from(&meta));
     let mut headers = Fields::default();
     inject_span(&upstream, &mut headers);
     poll(&upstream);
@@ -187,10 +188,14 @@ fn main() {
         MODES.iter().map(|mode| (*mode, Vec::new(), 0)).collect();
     for _ in 0..3 {
         for (mode, times, exported) in &mut results {
-            let output = Command::new(&exe)
-                .env("CALL_SPANS_MODE", *mode)
-                .output()
-                .expect("the bench runs a mode");
+            let mut run = Command::new(&exe);
+            run.env("CALL_SPANS_MODE", *mode)
+                .env_remove("OTEL_TRACES_SAMPLER");
+            if *mode == "spans" {
+                // The SDK's default sampler, named: spans are made, not exported.
+                run.env("OTEL_TRACES_SAMPLER", "parentbased_always_on");
+            }
+            let output = run.output().expect("the bench runs a mode");
             let line = String::from_utf8_lossy(&output.stdout);
             let mut fields = line.split_whitespace().skip(1);
             times.push(fields.next().and_then(|n| n.parse().ok()).unwrap_or(0));

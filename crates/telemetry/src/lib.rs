@@ -14,6 +14,7 @@ mod content;
 mod logs;
 mod metrics;
 mod propagation;
+mod trace_ids;
 mod traces;
 
 use std::{io, net::SocketAddr, str::FromStr};
@@ -39,6 +40,7 @@ pub use propagation::{
     context_from, continue_trace, extract_context, inject_context, inject_current,
     inject_current_context, inject_current_headers, inject_span, record_error,
 };
+pub use trace_ids::{set_parent, span_context};
 pub use traces::detached_span;
 
 /// How log lines are written.
@@ -195,7 +197,7 @@ where
         )?),
         _ => None,
     };
-    subscriber(config, writer, &tracer, logger.as_ref())?
+    subscriber(config, writer, spans(config, &tracer), logger.as_ref())?
         .try_init()
         .context("failed to install the tracing subscriber")?;
     global::set_tracer_provider(tracer.clone());
@@ -208,6 +210,26 @@ where
     })
 }
 
+/// What becomes of spans: OpenTelemetry spans of `tracer` when something
+/// may read them (an exporter is configured, or `OTEL_TRACES_SAMPLER` chooses
+/// what is sampled), else only their W3C ids ([`trace_ids`]): the context
+/// forwarded and written on log lines is the same, and nothing is built
+/// that no one reads.
+pub(crate) enum Spans<'a> {
+    /// OpenTelemetry spans of this tracer.
+    Traced(&'a SdkTracerProvider),
+    /// Trace and span ids only.
+    IdsOnly,
+}
+
+fn spans<'a>(config: &TelemetryConfig, tracer: &'a SdkTracerProvider) -> Spans<'a> {
+    if config.otlp_endpoint.is_some() || std::env::var_os("OTEL_TRACES_SAMPLER").is_some() {
+        Spans::Traced(tracer)
+    } else {
+        Spans::IdsOnly
+    }
+}
+
 /// Log lines (as the log filter chooses), spans (every one at `info`
 /// and above, whatever the log filter says, so quieting the logs with
 /// `RUST_LOG=warn` neither stops traces nor loses the trace ids of the lines
@@ -217,7 +239,7 @@ where
 fn subscriber<W>(
     config: &TelemetryConfig,
     writer: W,
-    tracer: &SdkTracerProvider,
+    spans: Spans<'_>,
     logger: Option<&SdkLoggerProvider>,
 ) -> anyhow::Result<impl tracing::Subscriber + Send + Sync + 'static>
 where
@@ -231,16 +253,26 @@ where
     // Nothing reads the OpenTelemetry context as "current" (propagation and
     // log lines take it from the tracing span), so entering a span does not
     // make its context current: that would cost every poll inside a span.
-    let otel_layer = tracing_opentelemetry::layer()
-        .with_tracer(tracer.tracer(config.service_name.clone()))
-        .with_location(false)
-        .with_threads(false)
-        .with_tracked_inactivity(false)
-        .with_context_activation(false)
-        .with_filter(traces::exported());
+    let (otel_layer, ids_layer) = match spans {
+        Spans::Traced(tracer) => {
+            let layer = tracing_opentelemetry::layer()
+                .with_tracer(tracer.tracer(config.service_name.clone()))
+                .with_location(false)
+                .with_threads(false)
+                .with_tracked_inactivity(false)
+                .with_context_activation(false)
+                .with_filter(traces::exported());
+            (Some(layer), None)
+        }
+        Spans::IdsOnly => (
+            None,
+            Some(trace_ids::IdsLayer::default().with_filter(traces::exported())),
+        ),
+    };
     Ok(tracing_subscriber::registry()
         .with(logs::layer(config.log_format, writer).with_filter(filter.or(traces::detached())))
         .with(otel_layer)
+        .with(ids_layer)
         .with(audit_logs::layer(logger)))
 }
 

@@ -121,12 +121,17 @@ fn traced_context_around(event: &Event<'_>, dispatch: &Dispatch) -> Option<opent
         .find_map(|span| traced_context(&span, dispatch))
 }
 
-/// The trace context of `span` when the OpenTelemetry layer traces it and
-/// its context is valid.
+/// The trace context of `span` when a layer traces it (the OpenTelemetry
+/// layer, or [`crate::trace_ids::IdsLayer`]) and its context is valid.
 fn traced_context(
     span: &SpanRef<'_, Registry>,
     dispatch: &Dispatch,
 ) -> Option<opentelemetry::Context> {
+    if let Some(context) = crate::trace_ids::kept(span) {
+        return context
+            .is_valid()
+            .then(|| opentelemetry::Context::new().with_remote_span_context(context));
+    }
     let mut extensions = span.extensions_mut();
     extensions.get_mut::<OtelData>()?;
     let context = tracing_opentelemetry::get_otel_context(&mut extensions, dispatch)?;

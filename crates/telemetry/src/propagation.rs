@@ -9,6 +9,8 @@ use opentelemetry::{
 use tonic::metadata::{MetadataKey, MetadataMap, MetadataValue};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
+use crate::trace_ids::{context_of, set_parent};
+
 struct MetadataInjector<'a>(&'a mut MetadataMap);
 
 impl Injector for MetadataInjector<'_> {
@@ -56,7 +58,7 @@ pub fn inject_context(context: &Context, metadata: &mut MetadataMap) {
 
 /// Writes the current tracing span's context into outgoing gRPC metadata.
 pub fn inject_current_context(metadata: &mut MetadataMap) {
-    inject_context(&tracing::Span::current().context(), metadata);
+    inject_context(&context_of(&tracing::Span::current()), metadata);
 }
 
 /// Writes the current tracing span's context into outgoing HTTP headers.
@@ -72,7 +74,7 @@ pub fn inject_current(injector: &mut dyn Injector) {
 
 /// Writes `span`'s context through `injector`, without entering the span.
 pub fn inject_span(span: &tracing::Span, injector: &mut dyn Injector) {
-    let context = span.context();
+    let context = context_of(span);
     global::get_text_map_propagator(|propagator| {
         propagator.inject_context(&context, injector);
     });
@@ -91,9 +93,7 @@ pub fn extract_context(headers: &http::HeaderMap) -> Context {
 
 /// Makes the caller's trace (from incoming request headers) the parent of `span`.
 pub fn continue_trace(span: &tracing::Span, headers: &http::HeaderMap) {
-    // Fails only when no OpenTelemetry layer is installed; then there is
-    // nothing to continue.
-    let _ = span.set_parent(extract_context(headers));
+    set_parent(span, extract_context(headers));
 }
 
 /// Marks `span` failed, with `error.type` (a low-cardinality class of the

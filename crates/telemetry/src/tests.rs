@@ -1,23 +1,27 @@
 //! The log filter and traces, side by side.
 
-use opentelemetry::trace::TraceContextExt as _;
-use tracing_opentelemetry::OpenTelemetrySpanExt as _;
-
 use super::*;
 use crate::logs::tests::Buffer;
 
-/// The services' subscriber with `log_filter`, writing its lines to `buffer`.
-fn subscriber_writing_to(log_filter: &str, buffer: &Buffer) -> tracing::Dispatch {
+/// The services' subscriber with `log_filter`, writing its lines to
+/// `buffer`, with OpenTelemetry spans or (`ids_only`) trace ids alone.
+fn subscriber_writing_to(log_filter: &str, buffer: &Buffer, ids_only: bool) -> tracing::Dispatch {
     let config = TelemetryConfig {
         log_filter: log_filter.into(),
         ..TelemetryConfig::new("test")
     };
     let tracer = SdkTracerProvider::builder().build();
+    let spans = if ids_only {
+        Spans::IdsOnly
+    } else {
+        Spans::Traced(&tracer)
+    };
     let writer = buffer.clone();
-    tracing::Dispatch::new(
-        subscriber(&config, move || writer.clone(), &tracer, None).expect("built"),
-    )
+    tracing::Dispatch::new(subscriber(&config, move || writer.clone(), spans, None).expect("built"))
 }
+
+/// Both ways of tracing spans.
+const BOTH: [bool; 2] = [false, true];
 
 fn text_of(buffer: &Buffer) -> String {
     String::from_utf8(buffer.0.lock().expect("not poisoned").clone()).expect("utf-8")
@@ -25,14 +29,20 @@ fn text_of(buffer: &Buffer) -> String {
 
 #[test]
 fn quieted_logs_keep_spans_and_the_trace_ids_of_the_lines_written() {
+    for ids_only in BOTH {
+        quieted_logs_keep_the_trace_ids_of_the_lines_written(ids_only);
+    }
+}
+
+fn quieted_logs_keep_the_trace_ids_of_the_lines_written(ids_only: bool) {
     let buffer = Buffer::default();
-    let subscriber = subscriber_writing_to("warn", &buffer);
+    let subscriber = subscriber_writing_to("warn", &buffer, ids_only);
     let trace_id = tracing::dispatcher::with_default(&subscriber, || {
         let span = tracing::info_span!("work");
         let _entered = span.enter();
         tracing::info!("not written");
         tracing::warn!("written");
-        span.context().span().span_context().trace_id()
+        span_context(&span).trace_id()
     });
 
     assert_ne!(
@@ -57,15 +67,21 @@ fn quieted_logs_keep_spans_and_the_trace_ids_of_the_lines_written() {
 
 #[test]
 fn a_line_in_a_library_span_carries_the_ids_of_the_traced_span_around_it() {
+    for ids_only in BOTH {
+        a_library_line_carries_the_ids_around_it(ids_only);
+    }
+}
+
+fn a_library_line_carries_the_ids_around_it(ids_only: bool) {
     let buffer = Buffer::default();
-    let subscriber = subscriber_writing_to("info", &buffer);
+    let subscriber = subscriber_writing_to("info", &buffer, ids_only);
     let span_id = tracing::dispatcher::with_default(&subscriber, || {
         let span = tracing::info_span!("work");
         let _entered = span.enter();
         let library = tracing::info_span!(target: "rmcp::service", "serve");
         let _in_library = library.enter();
         tracing::warn!("written");
-        span.context().span().span_context().span_id()
+        span_context(&span).span_id()
     });
 
     let text = text_of(&buffer);
@@ -76,32 +92,34 @@ fn a_line_in_a_library_span_carries_the_ids_of_the_traced_span_around_it() {
 
 #[test]
 fn a_traced_span_inside_a_library_span_is_the_child_of_the_traced_span_around_it() {
-    let subscriber = subscriber_writing_to("warn", &Buffer::default());
-    let (outer, inner) = tracing::dispatcher::with_default(&subscriber, || {
-        let call = tracing::info_span!("call");
-        let _in_call = call.enter();
-        let library = tracing::info_span!(target: "hyper::client", "send");
-        let _in_library = library.enter();
-        let request = tracing::info_span!("request");
-        (call.context(), request.context())
-    });
-    let outer = outer.span().span_context().clone();
-    let inner = inner.span().span_context().clone();
-    assert!(outer.is_valid() && inner.is_valid());
-    assert_eq!(inner.trace_id(), outer.trace_id(), "one trace");
-    assert_ne!(inner.span_id(), outer.span_id(), "a span of its own");
+    for ids_only in BOTH {
+        let subscriber = subscriber_writing_to("warn", &Buffer::default(), ids_only);
+        let (outer, inner) = tracing::dispatcher::with_default(&subscriber, || {
+            let call = tracing::info_span!("call");
+            let _in_call = call.enter();
+            let library = tracing::info_span!(target: "hyper::client", "send");
+            let _in_library = library.enter();
+            let request = tracing::info_span!("request");
+            (span_context(&call), span_context(&request))
+        });
+        assert!(outer.is_valid() && inner.is_valid(), "ids only: {ids_only}");
+        assert_eq!(inner.trace_id(), outer.trace_id(), "one trace");
+        assert_ne!(inner.span_id(), outer.span_id(), "a span of its own");
+    }
 }
 
 #[test]
 fn work_in_a_detached_span_is_outside_the_callers_span_under_quiet_logs() {
-    let subscriber = subscriber_writing_to("warn", &Buffer::default());
-    let current = tracing::dispatcher::with_default(&subscriber, || {
-        let call = tracing::info_span!("call");
-        call.in_scope(|| detached_span().in_scope(tracing::Span::current))
-    });
-    assert_eq!(
-        current.metadata().map(tracing::Metadata::name),
-        Some("detached"),
-        "a task spawned here would hold the caller's span open"
-    );
+    for ids_only in BOTH {
+        let subscriber = subscriber_writing_to("warn", &Buffer::default(), ids_only);
+        let current = tracing::dispatcher::with_default(&subscriber, || {
+            let call = tracing::info_span!("call");
+            call.in_scope(|| detached_span().in_scope(tracing::Span::current))
+        });
+        assert_eq!(
+            current.metadata().map(tracing::Metadata::name),
+            Some("detached"),
+            "a task spawned here would hold the caller's span open"
+        );
+    }
 }

@@ -18,7 +18,7 @@ use opentelemetry_sdk::{
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::*;
-use crate::{TelemetryConfig, logs::tests::Buffer, subscriber};
+use crate::{Spans, TelemetryConfig, logs::tests::Buffer, subscriber};
 
 /// Keeps every record exported, for the test to read back.
 #[derive(Debug, Clone, Default)]
@@ -47,7 +47,12 @@ fn subscriber_with(log_filter: &str, logger: &SdkLoggerProvider, buffer: &Buffer
     };
     let tracer = SdkTracerProvider::builder().build();
     let writer = buffer.clone();
-    let subscriber = subscriber(&config, move || writer.clone(), &tracer, Some(logger));
+    let subscriber = subscriber(
+        &config,
+        move || writer.clone(),
+        Spans::Traced(&tracer),
+        Some(logger),
+    );
     Dispatch::new(subscriber.expect("built"))
 }
 

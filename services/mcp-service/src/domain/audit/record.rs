@@ -248,11 +248,7 @@ pub struct AuditEvent {
 
 /// The current span's W3C trace id, hex; empty when it is not traced.
 fn current_trace_id() -> String {
-    use opentelemetry::trace::TraceContextExt as _;
-    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
-    let context = tracing::Span::current().context();
-    let span = context.span();
-    let span_context = span.span_context();
+    let span_context = switchboard_telemetry::span_context(&tracing::Span::current());
     if span_context.is_valid() {
         span_context.trace_id().to_string()
     } else {

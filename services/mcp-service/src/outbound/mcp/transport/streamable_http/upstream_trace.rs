@@ -16,7 +16,6 @@ use rmcp::{
 };
 use switchboard_telemetry::{Extractor, Injector};
 use tracing::Span;
-use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 /// The `_meta` of the requests mcp-service sends with a trace context.
 fn meta_of(request: &ClientRequest) -> Option<&RequestMetaObject> {
@@ -86,8 +85,10 @@ pub fn upstream_request(
         mcp.session.id = session_id,
         jsonrpc.request.id = %request.id,
     );
-    // Fails only without an OpenTelemetry layer; then there is no trace.
-    let _ = span.set_parent(switchboard_telemetry::context_from(&MetaFields(meta)));
+    switchboard_telemetry::set_parent(
+        &span,
+        switchboard_telemetry::context_from(&MetaFields(meta)),
+    );
     switchboard_telemetry::inject_span(&span, &mut Headers(&mut headers));
     (span, headers)
 }

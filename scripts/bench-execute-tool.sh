@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # ExecuteTool under load from outside (BENCHMARKS.md): builds the release
-# mcp-service and example MCP server, then runs the load generator
-# (services/mcp-service/benches/execute_tool_load), which starts both as
-# processes and drives, round after round, the example server directly over
-# HTTP and ExecuteTool through mcp-service (streamable HTTP and stdio) at 1
-# and 16 callers.
+# mcp-service and example MCP server, installs the Python mcp-proxy (PyPI,
+# pinned) into a venv at target/bench-venv the first time, then runs the
+# load generator (services/mcp-service/benches/execute_tool_load), which
+# starts them as processes and drives, round after round, the example server
+# directly over HTTP, ExecuteTool through mcp-service (streamable HTTP, HTTPS
+# and stdio) and the Python mcp-proxy in front of the same server over stdio
+# (what the stdio path is compared with) at 1 and 16 callers.
 #
 #   bash scripts/bench-execute-tool.sh              the rounds and their ratios
 #   bash scripts/bench-execute-tool.sh --profile D  then a perf profile and a
@@ -12,7 +14,8 @@
 #                                                   under load, into D
 # SWITCHBOARD_BENCH_ROUNDS, SWITCHBOARD_BENCH_CALLS_ONE and
 # SWITCHBOARD_BENCH_CALLS_MANY set the rounds and the calls per run;
-# SWITCHBOARD_BENCH_PIN=1 gives mcp-service a CPU of its own (taskset).
+# SWITCHBOARD_BENCH_PIN=1 gives mcp-service (and the Python mcp-proxy it is
+# compared with, in its turn) a CPU of its own (taskset).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,6 +35,16 @@ fi
 
 "$cargo" build --release --locked -p switchboard-mcp-service --bin mcp-service \
   -p switchboard-example-mcp-server --bin example-mcp-server
+
+# The Python mcp-proxy, once (again if the venv holds another version).
+mcp_proxy_version="0.13.0"
+venv="$root/target/bench-venv"
+if [ "$("$venv/bin/mcp-proxy" --version 2>/dev/null)" != "mcp-proxy $mcp_proxy_version" ]; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "mcp-proxy==$mcp_proxy_version"
+fi
+
+SWITCHBOARD_BENCH_MCP_PROXY="$venv/bin/mcp-proxy" \
 SWITCHBOARD_BENCH_PROFILE="$profile_dir" \
   "$cargo" bench --locked -p switchboard-mcp-service --bench execute_tool_load
 

@@ -3,7 +3,6 @@
 //! every call's latency is kept and every answer checked.
 
 use std::{
-    net::SocketAddr,
     sync::{
         Arc,
         atomic::{AtomicU64, Ordering},
@@ -13,26 +12,17 @@ use std::{
 
 use anyhow::{Context as _, bail};
 use bytes::Bytes;
-use http::{HeaderMap, Request, StatusCode};
-use http_body_util::{BodyExt as _, Full};
+use http_body_util::Full;
 use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
 use switchboard_proto::mcp::v1::{self as pb, mcp_service_client::McpServiceClient};
 use switchboard_test_support::authed;
-use tokio::net::TcpStream;
 use tonic::transport::Channel;
 use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
 
-use crate::setup::{PROTOCOL_VERSION, Setup};
-
-/// The direct MCP session on the example server.
-#[derive(Debug, Clone)]
-pub struct DirectSession {
-    /// Where the server listens.
-    pub addr: SocketAddr,
-    /// The session every direct call joins.
-    pub session_id: String,
-}
+use crate::{
+    mcp_session::{McpSession, connect_http, post},
+    setup::Setup,
+};
 
 /// What is measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,15 +38,20 @@ pub enum Path {
     ViaHttps,
     /// ExecuteTool through mcp-service, upstream over stdio.
     ViaStdio,
+    /// MCP `tools/call` to the Python `mcp-proxy` (PyPI), which serves
+    /// streamable HTTP in front of the example server over stdio: the
+    /// reference the stdio path is compared with.
+    PythonProxyStdio,
 }
 
 impl Path {
     /// Every path, in the order each round runs them.
-    pub const ALL: [Path; 5] = [
+    pub const ALL: [Path; 6] = [
         Path::Direct,
         Path::ViaHttp,
         Path::GrpcEcho,
         Path::ViaStdio,
+        Path::PythonProxyStdio,
         Path::ViaHttps,
     ];
 
@@ -68,6 +63,7 @@ impl Path {
             Path::ViaHttp => "mcp-service → streamable HTTP",
             Path::ViaStdio => "mcp-service → stdio",
             Path::ViaHttps => "mcp-service → streamable HTTPS",
+            Path::PythonProxyStdio => "Python mcp-proxy → stdio",
         }
     }
 }
@@ -90,41 +86,11 @@ fn stats(mut latencies: Vec<Duration>, wall: Duration) -> Stats {
     }
 }
 
-/// A bare HTTP/1.1 connection to `addr`, with TCP_NODELAY.
-pub async fn connect_http(addr: SocketAddr) -> anyhow::Result<SendRequest<Full<Bytes>>> {
-    let stream = TcpStream::connect(addr).await?;
-    stream.set_nodelay(true)?;
-    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    tokio::spawn(connection);
-    Ok(sender)
-}
-
-/// POSTs `message` to the MCP endpoint; the status, headers and whole body.
-pub async fn post(
-    sender: &mut SendRequest<Full<Bytes>>,
-    addr: SocketAddr,
-    session: Option<&str>,
-    message: Bytes,
-) -> anyhow::Result<(StatusCode, HeaderMap, Bytes)> {
-    let mut request = Request::post("/mcp")
-        .header("host", addr.to_string())
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", PROTOCOL_VERSION);
-    if let Some(session) = session {
-        request = request.header("mcp-session-id", session);
-    }
-    let request = request.body(Full::new(message))?;
-    sender.ready().await?;
-    let response = sender.send_request(request).await?;
-    let (parts, body) = response.into_parts();
-    let body = body.collect().await?.to_bytes();
-    Ok((parts.status, parts.headers, body))
-}
-
 /// One caller: its own connection to whatever it calls.
 enum Caller {
-    Direct(SendRequest<Full<Bytes>>, DirectSession, Arc<AtomicU64>),
+    /// MCP `tools/call` on a session of its own connection (direct, or
+    /// through the Python proxy).
+    Mcp(Path, SendRequest<Full<Bytes>>, McpSession, Arc<AtomicU64>),
     Echo(HealthClient<Channel>, String),
     Execute(
         McpServiceClient<Channel>,
@@ -140,9 +106,14 @@ impl Caller {
         ids: &Arc<AtomicU64>,
         number: usize,
     ) -> anyhow::Result<Self> {
-        if path == Path::Direct {
-            let sender = connect_http(setup.direct.addr).await?;
-            return Ok(Caller::Direct(sender, setup.direct.clone(), ids.clone()));
+        let session = match path {
+            Path::Direct => Some(&setup.direct),
+            Path::PythonProxyStdio => Some(&setup.python_proxy.session),
+            _ => None,
+        };
+        if let Some(session) = session {
+            let sender = connect_http(session.addr).await?;
+            return Ok(Caller::Mcp(path, sender, session.clone(), ids.clone()));
         }
         let channel = Channel::from_shared(setup.grpc_url.clone())?
             .tcp_nodelay(true)
@@ -177,7 +148,7 @@ impl Caller {
 
     async fn call(&mut self) -> anyhow::Result<()> {
         match self {
-            Caller::Direct(sender, session, ids) => {
+            Caller::Mcp(path, sender, session, ids) => {
                 let id = ids.fetch_add(1, Ordering::Relaxed);
                 let message = format!(
                     r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"ping"}}}}}}"#
@@ -191,7 +162,7 @@ impl Caller {
                 .await?;
                 let body = std::str::from_utf8(&body)?;
                 if !status.is_success() || !body.contains(r#""text":"ping""#) {
-                    bail!("direct call answered {status}: {body}");
+                    bail!("{} answered {status}: {body}", path.name());
                 }
             }
             Caller::Echo(client, token) => {

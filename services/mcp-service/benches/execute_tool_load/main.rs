@@ -3,25 +3,28 @@
 //! generator (a fixed number of callers, each on its own connection). In
 //! every round it drives, one after the other, the example server directly
 //! over HTTP (MCP `tools/call` on one session), mcp-service's gRPC health
-//! check (a gRPC echo), and ExecuteTool through mcp-service to the same
-//! server over streamable HTTP and over stdio, at 1 and at 16 callers; the
-//! ratios the targets name are taken within each round. See BENCHMARKS.md.
+//! check (a gRPC echo), ExecuteTool through mcp-service to the same server
+//! over streamable HTTP, HTTPS and stdio, and the Python `mcp-proxy` (PyPI,
+//! `SWITCHBOARD_BENCH_MCP_PROXY`, installed by the script) in front of the
+//! same server over stdio, at 1 and at 16 callers; the ratios the targets
+//! name are taken within each round. See BENCHMARKS.md.
 //!
 //! `bash scripts/bench-execute-tool.sh` (`make bench-execute-tool`);
 //! `SWITCHBOARD_BENCH_PROFILE=<dir>` also records a `perf` profile and a
 //! syscall count of mcp-service under load into that directory;
 //! `SWITCHBOARD_BENCH_PIN=1` gives mcp-service a CPU of its own.
 
+mod cpu;
 mod load;
+mod mcp_session;
 mod profile;
+mod python_proxy;
 mod report;
 mod setup;
 
-use std::time::Duration;
-
+use cpu::Cpu;
 use load::{Path, drive};
 use report::{Measurement, Round};
-use switchboard_test_support::cpu_time;
 
 /// Rounds, calls per run at 1 caller and at 16, from the environment.
 fn settings() -> (usize, usize, usize) {
@@ -47,17 +50,13 @@ async fn measure(
     callers: usize,
     calls: usize,
 ) -> anyhow::Result<Measurement> {
-    let (service, upstream) = (setup.service.0.id(), setup.upstream.0.id());
-    let before = (cpu_time(service), cpu_time(upstream));
+    let before = Cpu::now(setup);
     let stats = drive(setup, path, callers, calls).await?;
-    let after = (cpu_time(service), cpu_time(upstream));
-    let per_call = |spent: Duration| spent / calls as u32;
     Ok(Measurement {
         path,
         callers,
         stats,
-        service_cpu: per_call(after.0.saturating_sub(before.0)),
-        upstream_cpu: per_call(after.1.saturating_sub(before.1)),
+        cpu: Cpu::now(setup).per_call_since(before, calls),
     })
 }
 
@@ -66,12 +65,14 @@ async fn main() -> anyhow::Result<()> {
     let (rounds, calls_one, calls_many) = settings();
     let setup = setup::start().await?;
     println!(
-        "mcp-service pid {}, example server pid {}; {rounds} rounds, {calls_one} calls at 1 caller, \
-         {calls_many} at 16{}",
+        "mcp-service pid {}, example server pid {}, Python mcp-proxy pid {}; {rounds} rounds, \
+         {calls_one} calls at 1 caller, {calls_many} at 16{}",
         setup.service.0.id(),
         setup.upstream.0.id(),
+        setup.python_proxy.process.0.id(),
         if setup::pinned() {
-            "; mcp-service and its stdio server on CPU 1, the rest on CPU 0"
+            "; mcp-service and the Python mcp-proxy (each with its stdio server) on CPU 1, the \
+             rest on CPU 0"
         } else {
             ""
         }

@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
-use crate::load::{Path, Stats};
+use crate::{
+    cpu::Cpu,
+    load::{Path, Stats},
+};
 
 /// One run: a path at a number of callers.
 #[derive(Debug, Clone, Copy)]
@@ -11,10 +14,8 @@ pub struct Measurement {
     pub path: Path,
     pub callers: usize,
     pub stats: Stats,
-    /// mcp-service's CPU time per call over the run.
-    pub service_cpu: Duration,
-    /// The example server's (HTTP process) CPU time per call over the run.
-    pub upstream_cpu: Duration,
+    /// Each process's CPU time per call over the run.
+    pub cpu: Cpu,
 }
 
 /// The runs of one round.
@@ -30,15 +31,27 @@ fn ms(d: Duration) -> f64 {
 
 /// Prints one run.
 pub fn line(round: usize, m: &Measurement) {
+    let c = m.cpu;
     let cpu = match m.path {
-        Path::Direct => format!("upstream CPU {:.3} ms/call", ms(m.upstream_cpu)),
+        Path::Direct => format!("upstream CPU {:.3} ms/call", ms(c.upstream)),
         // The same upstream process as the direct calls.
         Path::ViaHttp => format!(
             "mcp-service CPU {:.3} ms/call, upstream {:.3}",
-            ms(m.service_cpu),
-            ms(m.upstream_cpu)
+            ms(c.service),
+            ms(c.upstream)
         ),
-        _ => format!("mcp-service CPU {:.3} ms/call", ms(m.service_cpu)),
+        // Each stdio path with the stdio server its front process started.
+        Path::ViaStdio => format!(
+            "mcp-service CPU {:.3} ms/call, its stdio server {:.3}",
+            ms(c.service),
+            ms(c.service_stdio)
+        ),
+        Path::PythonProxyStdio => format!(
+            "mcp-proxy CPU {:.3} ms/call, its stdio server {:.3}",
+            ms(c.proxy),
+            ms(c.proxy_stdio)
+        ),
+        _ => format!("mcp-service CPU {:.3} ms/call", ms(c.service)),
     };
     println!(
         "round {round}  {:>2} callers  {:<31} p50 {:>6.3} ms  p99 {:>6.3} ms  {:>7.0} calls/s  {cpu}",
@@ -65,6 +78,17 @@ pub struct Ratios {
     pub cpu_http: f64,
     /// mcp-service's CPU per call over stdio at 16 callers, in ms.
     pub cpu_stdio: f64,
+    /// Through mcp-service over stdio, in multiples of the Python mcp-proxy's
+    /// calls/s in front of the same server, 1 caller.
+    pub over_proxy_one: f64,
+    /// The same at 16 callers.
+    pub over_proxy_many: f64,
+    /// mcp-service's CPU per call over stdio at 16 callers with the stdio
+    /// server it started, in ms.
+    pub cpu_stdio_whole: f64,
+    /// The Python mcp-proxy's CPU per call at 16 callers with the stdio
+    /// server it started, in ms.
+    pub cpu_proxy_whole: f64,
 }
 
 impl Round {
@@ -90,13 +114,21 @@ impl Round {
     pub fn ratios(&self) -> Ratios {
         let rate = |path, callers| self.get(path, callers).stats.per_second;
         let p50 = |path| ms(self.get(path, 1).stats.p50);
+        let (stdio, proxy) = (
+            self.get(Path::ViaStdio, 16).cpu,
+            self.get(Path::PythonProxyStdio, 16).cpu,
+        );
         Ratios {
             http_share: rate(Path::ViaHttp, 16) / rate(Path::Direct, 16),
             stdio_share: rate(Path::ViaStdio, 16) / rate(Path::Direct, 16),
             added_p50: p50(Path::ViaHttp) - p50(Path::GrpcEcho) - p50(Path::Direct),
             http_share_one: rate(Path::ViaHttp, 1) / rate(Path::Direct, 1),
-            cpu_http: ms(self.get(Path::ViaHttp, 16).service_cpu),
-            cpu_stdio: ms(self.get(Path::ViaStdio, 16).service_cpu),
+            cpu_http: ms(self.get(Path::ViaHttp, 16).cpu.service),
+            cpu_stdio: ms(stdio.service),
+            over_proxy_one: rate(Path::ViaStdio, 1) / rate(Path::PythonProxyStdio, 1),
+            over_proxy_many: rate(Path::ViaStdio, 16) / rate(Path::PythonProxyStdio, 16),
+            cpu_stdio_whole: ms(stdio.service + stdio.service_stdio),
+            cpu_proxy_whole: ms(proxy.proxy + proxy.proxy_stdio),
         }
     }
 
@@ -105,7 +137,7 @@ impl Round {
         println!(
             "round {}: 16 callers: HTTP {:.0} % of direct (target ≥ 60 %), stdio {:.0} % \
              (target ≥ 85 %); 1 caller: HTTP {:.0} % of direct, p50 {:+.3} ms over gRPC echo + \
-             direct (target ≤ 0.1 ms); mcp-service CPU/call at 16: HTTP {:.3} ms, stdio {:.3} ms\n",
+             direct (target ≤ 0.1 ms); mcp-service CPU/call at 16: HTTP {:.3} ms, stdio {:.3} ms",
             self.number,
             r.http_share * 100.0,
             r.stdio_share * 100.0,
@@ -113,6 +145,12 @@ impl Round {
             r.added_p50,
             r.cpu_http,
             r.cpu_stdio,
+        );
+        println!(
+            "round {}: stdio through mcp-service {:.1}× the calls/s of the Python mcp-proxy in \
+             front of the same server at 1 caller (target ≥ 10×), {:.1}× at 16; CPU/call at 16 \
+             with the stdio server: mcp-service {:.3} ms, Python mcp-proxy {:.3} ms\n",
+            self.number, r.over_proxy_one, r.over_proxy_many, r.cpu_stdio_whole, r.cpu_proxy_whole,
         );
     }
 }
@@ -163,6 +201,21 @@ pub fn summary(rounds: &[Round]) {
     row(
         "mcp-service CPU per call, HTTP / stdio, 16 callers",
         &|r| format!("{:.3} / {:.3} ms", r.cpu_http, r.cpu_stdio),
+        "—",
+    );
+    row(
+        "stdio through mcp-service, × Python mcp-proxy → stdio calls/s, 1 caller",
+        &|r| format!("{:.1}×", r.over_proxy_one),
+        "≥ 10×",
+    );
+    row(
+        "stdio through mcp-service, × Python mcp-proxy → stdio calls/s, 16 callers",
+        &|r| format!("{:.1}×", r.over_proxy_many),
+        "—",
+    );
+    row(
+        "CPU per call with the stdio server, mcp-service / Python mcp-proxy, 16 callers",
+        &|r| format!("{:.3} / {:.3} ms", r.cpu_stdio_whole, r.cpu_proxy_whole),
         "—",
     );
 }

@@ -1,7 +1,8 @@
 //! The processes under load and what the calls need: the example MCP server
 //! (streamable HTTP, and a second one on TLS), mcp-service (release binary,
 //! SQLite), an HTTP, an HTTPS and a stdio integration of the example server,
-//! and a direct MCP session on it.
+//! a direct MCP session on it, and the Python mcp-proxy in front of it over
+//! stdio.
 
 use std::{
     net::SocketAddr,
@@ -20,11 +21,10 @@ use switchboard_test_support::{
 };
 use tonic::transport::Channel;
 
-use crate::load::{DirectSession, connect_http};
-
-/// The MCP protocol version the direct session speaks (the example server's
-/// stateful mode speaks the initialize-era lifecycle).
-pub const PROTOCOL_VERSION: &str = "2025-11-25";
+use crate::{
+    mcp_session::{McpSession, open_session},
+    python_proxy::{self, PythonProxy},
+};
 
 /// Everything a benchmark run calls.
 #[derive(Debug)]
@@ -40,7 +40,9 @@ pub struct Setup {
     /// The integration starting the example server over stdio.
     pub stdio_integration: String,
     /// The direct MCP session on the example server.
-    pub direct: DirectSession,
+    pub direct: McpSession,
+    /// The Python mcp-proxy in front of the example server over stdio.
+    pub python_proxy: PythonProxy,
     /// mcp-service's process.
     pub service: KillOnDrop,
     /// The example server's process.
@@ -49,8 +51,10 @@ pub struct Setup {
     _dir: tempfile::TempDir,
 }
 
-/// Starts both processes and creates the integrations.
+/// Starts the processes and creates the integrations.
 pub async fn start() -> anyhow::Result<Setup> {
+    // First: without the proxy there is nothing to compare the stdio path with.
+    let proxy_program = python_proxy::program()?;
     if pinned() {
         // Before the example servers start: they inherit this CPU.
         taskset(&["-a", "-p", "-c", LOAD_CPU, &std::process::id().to_string()])?;
@@ -90,7 +94,8 @@ pub async fn start() -> anyhow::Result<Setup> {
     )
     .await?;
     let stdio_integration = create(&channel, &token, stdio_request(&example)).await?;
-    let direct = open_direct_session(upstream_addr).await?;
+    let direct = open_session(upstream_addr).await?;
+    let python_proxy = python_proxy::start(&proxy_program, &example).await?;
     Ok(Setup {
         grpc_url,
         token,
@@ -98,6 +103,7 @@ pub async fn start() -> anyhow::Result<Setup> {
         https_integration,
         stdio_integration,
         direct,
+        python_proxy,
         service,
         upstream,
         _tls_upstream: tls_upstream,
@@ -142,10 +148,11 @@ fn release_binary(name: &str) -> anyhow::Result<PathBuf> {
 }
 
 /// The CPU of the load generator and the HTTP example servers, and the one
-/// of mcp-service (with the stdio server it starts, as in its own pod), when
+/// of mcp-service (with the stdio server it starts, as in its own pod) and of
+/// the Python mcp-proxy it is compared with (with its stdio server), when
 /// [`pinned`].
 const LOAD_CPU: &str = "0";
-const SERVICE_CPU: &str = "1";
+pub const SERVICE_CPU: &str = "1";
 
 /// SWITCHBOARD_BENCH_PIN=1: mcp-service on a CPU of its own, so that its
 /// calls/s show what it serves with one core rather than what is left of
@@ -253,48 +260,4 @@ async fn create(
         .await?
         .into_inner();
     Ok(created.integration.context("no integration")?.id)
-}
-
-/// `initialize` and `notifications/initialized` on the example server: the
-/// session every direct call joins.
-async fn open_direct_session(addr: SocketAddr) -> anyhow::Result<DirectSession> {
-    let mut sender = connect_http(addr).await?;
-    let initialize = serde_json::json!({
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {
-            "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "execute-tool-load", "version": "0"}
-        }
-    });
-    let (status, headers, body) = crate::load::post(
-        &mut sender,
-        addr,
-        None,
-        serde_json::to_vec(&initialize)?.into(),
-    )
-    .await?;
-    if !status.is_success() {
-        bail!(
-            "initialize answered {status}: {}",
-            String::from_utf8_lossy(&body)
-        );
-    }
-    let session_id = headers
-        .get("mcp-session-id")
-        .context("initialize answered without a session id")?
-        .to_str()?
-        .to_owned();
-    let initialized = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let (status, _, _) = crate::load::post(
-        &mut sender,
-        addr,
-        Some(&session_id),
-        serde_json::to_vec(&initialized)?.into(),
-    )
-    .await?;
-    if !status.is_success() {
-        bail!("notifications/initialized answered {status}");
-    }
-    Ok(DirectSession { addr, session_id })
 }

@@ -101,7 +101,7 @@ bench-runs: ## Orchestration overhead per step, 500 concurrent runs, discovery o
 	$(CARGO) bench -p switchboard-e2e --bench runs
 
 .PHONY: bench-execute-tool
-bench-execute-tool: ## ExecuteTool under load from outside: release mcp-service vs the upstream direct, HTTP and stdio, 1 and 16 callers
+bench-execute-tool: ## ExecuteTool under load from outside: release mcp-service vs the upstream direct, HTTP and stdio, and vs the Python mcp-proxy over stdio, 1 and 16 callers
 	bash scripts/bench-execute-tool.sh
 
 .PHONY: bench-soak
@@ -126,6 +126,11 @@ bench-mcp-client: ## The MCP client path alone: an rmcp session as mcp-service b
 bench-pipeline: ## Both front doors per call, the shared side-by-side script over this tree's release build (TREES="name=dir ..." adds other builds, AGW_DIR agentgateway)
 	$(CARGO) build --release --locked -p switchboard-mcp-service --bin mcp-service -p switchboard-example-mcp-server --bin example-mcp-server -p switchboard-auth --bin switchboard-token
 	bash scripts/bench-pipeline/run.sh $(or $(ROUNDS),3) $(or $(SECS),10) this=$(CURDIR)/target/release $(TREES)
+
+.PHONY: bench-pipeline-floor
+bench-pipeline-floor: ## The floor of an MCP-to-MCP gateway on hyper (a byte-forwarding proxy) in agentgateway's place, beside agentgateway and both front doors (AGW_DIR: agentgateway's build)
+	$(CARGO) build --release --locked -p switchboard-mcp-service --bin mcp-service -p switchboard-example-mcp-server --bin example-mcp-server -p switchboard-auth --bin switchboard-token
+	bash scripts/bench-pipeline/floor.sh $(or $(ROUNDS),3) $(or $(SECS),10) $(CURDIR)/target/release
 
 .PHONY: bench-mcp-endpoint
 bench-mcp-endpoint: ## A recorded tools/call through the MCP endpoint (/mcp/integrations/{slug}) vs the same server directly, 1 and 16 callers

@@ -12,8 +12,10 @@ use switchboard_proto::mcp::v1::{
 use switchboard_test_support::{
     TEST_JWT_SECRET, authed,
     grpc::{start_binary, wait_serving},
-    http_integration_request, token, workspace_binary,
+    token, workspace_binary,
 };
+
+use crate::world::create_integration;
 
 const CALLER_SPAN: &str = "00f067aa0ba902b7";
 
@@ -42,17 +44,7 @@ async fn a_service_exporting_nothing_carries_the_callers_trace_to_the_server_and
     let mut client = McpServiceClient::connect(service.url.clone())
         .await
         .expect("connects");
-    let integration_id = client
-        .create_integration(authed(
-            http_integration_request("ex", &upstream.url()),
-            &admin,
-        ))
-        .await
-        .expect("created")
-        .into_inner()
-        .integration
-        .expect("an integration")
-        .id;
+    let integration_id = create_integration(&mut client, &admin, "ex", &upstream.url(), None).await;
 
     for (trace, flags) in [
         ("4bf92f3577b34da6a3ce929d0e0e4736", "01"),

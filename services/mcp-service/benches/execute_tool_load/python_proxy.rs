@@ -7,7 +7,7 @@
 use std::{
     net::SocketAddr,
     path::{Path, PathBuf},
-    process::{Command, Stdio},
+    process::Stdio,
 };
 
 use anyhow::{Context as _, bail, ensure};
@@ -19,7 +19,7 @@ use switchboard_test_support::{
 use crate::{
     cpu,
     mcp_session::{McpSession, open_session},
-    setup::{SERVICE_CPU, pinned},
+    setup::on_service_cpu,
 };
 
 /// The environment variable holding the proxy's executable.
@@ -59,17 +59,10 @@ pub fn program() -> anyhow::Result<PathBuf> {
 /// Starts `mcp-proxy --host 127.0.0.1 --port PORT --log-level WARNING --
 /// EXAMPLE --transport stdio` (the stdio command line of mcp-service's
 /// integration; warnings only, as mcp-service runs) and opens a session on
-/// it. When [`pinned`], it runs on mcp-service's CPU, as mcp-service would.
+/// it. When [`crate::setup::pinned`], it runs on mcp-service's CPU, as mcp-service would.
 pub async fn start(program: &Path, example: &Path) -> anyhow::Result<PythonProxy> {
     let port = free_port()?;
-    let mut command = if pinned() {
-        let mut command = Command::new("taskset");
-        command.args(["-c", SERVICE_CPU]).arg(program);
-        command
-    } else {
-        Command::new(program)
-    };
-    let child = command
+    let child = on_service_cpu(program)
         .args(["--host", "127.0.0.1", "--port", &port.to_string()])
         .args(["--log-level", "WARNING", "--"])
         .arg(example)

@@ -152,13 +152,24 @@ fn release_binary(name: &str) -> anyhow::Result<PathBuf> {
 /// the Python mcp-proxy it is compared with (with its stdio server), when
 /// [`pinned`].
 const LOAD_CPU: &str = "0";
-pub const SERVICE_CPU: &str = "1";
+const SERVICE_CPU: &str = "1";
 
 /// SWITCHBOARD_BENCH_PIN=1: mcp-service on a CPU of its own, so that its
 /// calls/s show what it serves with one core rather than what is left of
 /// two cores shared with the load generator and the upstream.
 pub fn pinned() -> bool {
     std::env::var("SWITCHBOARD_BENCH_PIN").is_ok_and(|value| value == "1")
+}
+
+/// A command running `program`, on mcp-service's CPU when [`pinned`].
+pub fn on_service_cpu(program: &Path) -> Command {
+    if pinned() {
+        let mut command = Command::new("taskset");
+        command.args(["-c", SERVICE_CPU]).arg(program);
+        command
+    } else {
+        Command::new(program)
+    }
 }
 
 fn taskset(args: &[&str]) -> anyhow::Result<()> {
@@ -185,13 +196,7 @@ async fn mcp_service(
         Some(path) => PathBuf::from(path),
         None => release_binary("mcp-service")?,
     };
-    let mut command = if pinned() {
-        let mut command = Command::new("taskset");
-        command.args(["-c", SERVICE_CPU]).arg(binary);
-        command
-    } else {
-        Command::new(binary)
-    };
+    let mut command = on_service_cpu(&binary);
     // SWITCHBOARD_BENCH_MCP_WORKERS: mcp-service's runtime threads
     // (TOKIO_WORKER_THREADS), for comparing runtime sizes; the load
     // generator and the example server keep theirs.

@@ -18,7 +18,7 @@ use opentelemetry_sdk::{
 use tracing::{Dispatch, Event, Subscriber};
 use tracing_subscriber::{
     Layer,
-    filter::{FilterFn, filter_fn},
+    filter::{FilterFn, LevelFilter, filter_fn},
     layer::{Context, Identity},
     registry::LookupSpan,
 };
@@ -55,13 +55,15 @@ pub(crate) fn logger_provider(
 /// carrying the trace and span ids of the traced span it happens in; one
 /// doing nothing without a provider. (Boxed rather than an `Option`: an
 /// `Option` layer does not tell the layer inside the dispatcher it is
-/// registered with.)
+/// registered with.) The layer doing nothing is filtered to nothing: a layer
+/// without a filter asks for every span and event at every level, and the
+/// registry would make each trace span of h2, hyper and tokio for it.
 pub(crate) fn layer<S>(provider: Option<&SdkLoggerProvider>) -> Box<dyn Layer<S> + Send + Sync>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     let Some(provider) = provider else {
-        return Identity::new().boxed();
+        return Identity::new().with_filter(LevelFilter::OFF).boxed();
     };
     AuditRecords {
         bridge: OpenTelemetryTracingBridge::new(provider),

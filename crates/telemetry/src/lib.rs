@@ -253,26 +253,25 @@ where
     // Nothing reads the OpenTelemetry context as "current" (propagation and
     // log lines take it from the tracing span), so entering a span does not
     // make its context current: that would cost every poll inside a span.
-    let (otel_layer, ids_layer) = match spans {
-        Spans::Traced(tracer) => {
-            let layer = tracing_opentelemetry::layer()
-                .with_tracer(tracer.tracer(config.service_name.clone()))
-                .with_location(false)
-                .with_threads(false)
-                .with_tracked_inactivity(false)
-                .with_context_activation(false)
-                .with_filter(traces::exported());
-            (Some(layer), None)
-        }
-        Spans::IdsOnly => (
-            None,
-            Some(trace_ids::IdsLayer::default().with_filter(traces::exported())),
-        ),
+    // One boxed layer either way: an `Option` layer left `None` would ask
+    // for every callsite the other layers turn down, and the registry would
+    // make each library span nothing reads.
+    let spans_layer = match spans {
+        Spans::Traced(tracer) => tracing_opentelemetry::layer()
+            .with_tracer(tracer.tracer(config.service_name.clone()))
+            .with_location(false)
+            .with_threads(false)
+            .with_tracked_inactivity(false)
+            .with_context_activation(false)
+            .with_filter(traces::exported())
+            .boxed(),
+        Spans::IdsOnly => trace_ids::IdsLayer::default()
+            .with_filter(traces::exported())
+            .boxed(),
     };
     Ok(tracing_subscriber::registry()
         .with(logs::layer(config.log_format, writer).with_filter(filter.or(traces::detached())))
-        .with(otel_layer)
-        .with(ids_layer)
+        .with(spans_layer)
         .with(audit_logs::layer(logger)))
 }
 

@@ -123,3 +123,67 @@ fn work_in_a_detached_span_is_outside_the_callers_span_under_quiet_logs() {
         );
     }
 }
+
+#[test]
+fn library_spans_and_events_no_layer_reads_are_not_made_under_a_quiet_log_filter() {
+    for ids_only in BOTH {
+        let config = TelemetryConfig {
+            log_filter: "warn".into(),
+            ..TelemetryConfig::new("test")
+        };
+        let tracer = SdkTracerProvider::builder().build();
+        let spans = if ids_only {
+            Spans::IdsOnly
+        } else {
+            Spans::Traced(&tracer)
+        };
+        let subscriber = subscriber(&config, io::sink, spans, None).expect("built");
+        assert_eq!(
+            tracing::Subscriber::max_level_hint(&subscriber),
+            Some(tracing::level_filters::LevelFilter::INFO),
+            "spans are made at info and above, nothing finer (ids only: {ids_only})"
+        );
+        // Asked directly: a callsite's interest is shared by every subscriber
+        // in the process, and other tests install their own.
+        let subscriber = tracing::Dispatch::new(subscriber);
+        let frame = tracing::callsite!(
+            name: "pop_frame",
+            kind: tracing::metadata::Kind::SPAN,
+            target: "h2::proto",
+            level: tracing::Level::TRACE,
+            fields: []
+        );
+        let serve = tracing::callsite!(
+            name: "serve",
+            kind: tracing::metadata::Kind::SPAN,
+            target: "rmcp::service",
+            level: tracing::Level::INFO,
+            fields: []
+        );
+        let event = tracing::callsite!(
+            name: "frame decoded",
+            kind: tracing::metadata::Kind::EVENT,
+            target: "h2::codec",
+            level: tracing::Level::TRACE,
+            fields: []
+        );
+        assert!(
+            subscriber
+                .register_callsite(tracing::callsite::Callsite::metadata(frame))
+                .is_never(),
+            "a library's trace span would be made and closed per poll (ids only: {ids_only})"
+        );
+        assert!(
+            subscriber
+                .register_callsite(tracing::callsite::Callsite::metadata(serve))
+                .is_never(),
+            "a library's info span, traced by no layer, would be made (ids only: {ids_only})"
+        );
+        assert!(
+            subscriber
+                .register_callsite(tracing::callsite::Callsite::metadata(event))
+                .is_never(),
+            "a library's trace event would reach every layer (ids only: {ids_only})"
+        );
+    }
+}

@@ -59,6 +59,7 @@ use crate::{
             approvals::SqlApprovalRepository,
             audit::SqlAuditLog,
             audit_writer::BatchingAuditLog,
+            endpoint_sessions::SqlEndpointSessions,
             policies::SqlPolicyRepository,
             sql::{MIGRATIONS, SqlIntegrationRepository},
             toolsets::SqlToolsetRepository,
@@ -179,7 +180,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         &integrations,
         toolsets,
         &audited,
-        &limits,
+        (&limits, &db.pool),
     );
     let stop_endpoint = endpoint.as_ref().map(McpEndpoint::stop_token);
     let api = mcp_api(config, &db, integrations, auditor, audited, resume);
@@ -234,7 +235,7 @@ fn mcp_endpoint(
     integrations: &IntegrationService,
     (toolsets, downstream): (ToolsetResolver, Downstream),
     calls: &AuditedCalls,
-    limits: &CallLimits,
+    (limits, pool): (&CallLimits, &sqlx::AnyPool),
 ) -> Option<McpEndpoint> {
     config.endpoint.listen?;
     Some(McpEndpoint::new(
@@ -247,6 +248,7 @@ fn mcp_endpoint(
             issuer: config.common.auth.jwt_issuer.clone(),
             downstream,
             admission: Admission::new(limits.clone()),
+            sessions: Arc::new(SqlEndpointSessions::new(pool.clone())),
         },
     ))
 }

@@ -17,6 +17,7 @@ pub mod client_lines;
 pub mod digest;
 pub mod downstream;
 pub mod elicitation;
+pub mod endpoint_session;
 pub mod error;
 pub mod gate;
 pub mod input;

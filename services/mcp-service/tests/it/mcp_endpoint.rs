@@ -135,14 +135,20 @@ pub(crate) async fn python_client_with(
     answer: Option<&Value>,
     steps: Value,
 ) -> Value {
+    let plan =
+        json!({ "url": url, "token": token, "mode": mode, "steps": steps, "elicitation": answer });
+    python_client_plan(plan).await
+}
+
+/// The official Python SDK client, run with a whole plan (see
+/// `fixtures/mcp_client.py`).
+pub(crate) async fn python_client_plan(plan: Value) -> Value {
     let python = root().join(".tools/venv/bin/python");
     assert!(
         python.exists(),
         "{} is missing: run `make tools`",
         python.display()
     );
-    let plan =
-        json!({ "url": url, "token": token, "mode": mode, "steps": steps, "elicitation": answer });
     let mut run = tokio::process::Command::new(python);
     run.arg(root().join("services/mcp-service/tests/it/fixtures/mcp_client.py"))
         .arg(plan.to_string())

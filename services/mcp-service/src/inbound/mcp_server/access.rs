@@ -180,10 +180,17 @@ async fn admit(access: &Access, target: Target, mut request: Request, next: Next
         .headers()
         .get("mcp-session-id")
         .and_then(|id| id.to_str().ok());
-    if let Some(id) = session
-        && access.sessions.owner(id).is_some_and(|o| o != owner)
-    {
-        return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+    if let Some(id) = session {
+        match access.sessions.owner(id).await {
+            Ok(Some(stored)) if stored != owner => {
+                return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+            }
+            Ok(_) => access.sessions.used(id),
+            Err(error) => {
+                tracing::error!(error = %error, "the endpoint's session could not be looked up");
+                return (StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable").into_response();
+            }
+        }
     }
     tracing::Span::current().record("enduser.id", principal.user_id.as_str());
     request.extensions_mut().insert(Admitted {

@@ -15,6 +15,7 @@ mod listing;
 mod passthrough;
 mod session_requests;
 mod sessions;
+mod shared_sessions;
 mod streams;
 
 use std::{net::SocketAddr, sync::Arc};
@@ -35,13 +36,14 @@ use self::{
     access::{Access, INTEGRATIONS_PATH, METADATA_PATH, Site, TOOLSETS_PATH},
     handler::SurfaceServer,
     sessions::{BoundedSessions, SessionLimits},
+    shared_sessions::{SharedSessions, purge_idle},
     streams::{StreamLimits, Streams},
 };
 use crate::{
     config::EndpointArgs,
     domain::{
-        audit::calls::AuditedCalls, downstream::Downstream, service::IntegrationService,
-        toolset::serve::ToolsetResolver,
+        audit::calls::AuditedCalls, downstream::Downstream, endpoint_session::EndpointSessionStore,
+        service::IntegrationService, toolset::serve::ToolsetResolver,
     },
 };
 
@@ -68,11 +70,14 @@ pub(crate) struct EndpointParts {
     /// The limits of the gRPC server, which the endpoint's calls count
     /// against too.
     pub admission: Admission,
+    /// The sessions every replica can serve.
+    pub sessions: Arc<dyn EndpointSessionStore>,
 }
 
 /// The endpoint, ready to serve, and the token that stops it.
 pub(crate) struct McpEndpoint {
     router: Router,
+    sessions: Arc<BoundedSessions>,
     stop: CancellationToken,
     connections: ConnectionLimits,
 }
@@ -81,12 +86,15 @@ impl McpEndpoint {
     /// The endpoint under `settings`, calling `parts`.
     pub(crate) fn new(settings: &EndpointArgs, parts: EndpointParts) -> Self {
         let stop = CancellationToken::new();
-        let sessions = Arc::new(BoundedSessions::new(SessionLimits {
-            max: settings.max_sessions,
-            max_per_org: settings.max_sessions_per_org,
-            idle_timeout: settings.session_idle_timeout,
-        }));
-        let config = transport_config(settings, &stop);
+        let sessions = Arc::new(BoundedSessions::new(
+            SessionLimits {
+                max: settings.max_sessions,
+                max_per_org: settings.max_sessions_per_org,
+                idle_timeout: settings.session_idle_timeout,
+            },
+            parts.sessions.clone(),
+        ));
+        let config = transport_config(settings, &stop, parts.sessions);
         let server = SurfaceServer::new(parts.calls, parts.downstream, parts.admission);
         let service =
             StreamableHttpService::new(move || Ok(server.for_session()), sessions.clone(), config);
@@ -94,7 +102,7 @@ impl McpEndpoint {
             authenticator: parts.authenticator,
             integrations: parts.integrations,
             toolsets: parts.toolsets,
-            sessions,
+            sessions: sessions.clone(),
             site: Site::new(
                 settings.public_url.clone(),
                 &settings.allowed_hosts(),
@@ -138,6 +146,7 @@ impl McpEndpoint {
             .layer(TraceLayer::new_for_http().make_span_with(request_span));
         Self {
             router,
+            sessions,
             stop,
             connections: settings.connections.limits(&FdBudget::of_process()),
         }
@@ -163,6 +172,11 @@ impl McpEndpoint {
         // Within the connection bounds (header-read, first-request and idle
         // timeouts, caps of unauthenticated connections); on stop, every
         // connection is closed gracefully.
+        tokio::spawn(purge_idle(
+            self.sessions.shared().clone(),
+            self.sessions.idle_timeout(),
+            self.stop.clone(),
+        ));
         tokio::spawn(serve_connections(
             incoming,
             self.router,
@@ -173,17 +187,23 @@ impl McpEndpoint {
     }
 }
 
-/// The streamable HTTP transport under `settings`, stopped by `stop`.
+/// The streamable HTTP transport under `settings`, stopped by `stop`, its
+/// sessions shared in `sessions`.
 fn transport_config(
     settings: &EndpointArgs,
     stop: &CancellationToken,
+    sessions: Arc<dyn EndpointSessionStore>,
 ) -> StreamableHttpServerConfig {
-    let config = StreamableHttpServerConfig::default()
+    let mut config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(settings.allowed_hosts())
         .with_allowed_origins(settings.allowed_origins())
         .enforce_origin_validation()
         .with_max_request_body_bytes(settings.max_body_bytes)
         .with_cancellation_token(stop.child_token());
+    config.session_store = Some(Arc::new(SharedSessions::new(
+        sessions,
+        settings.session_idle_timeout,
+    )));
     if settings.allowed_hosts().is_empty() {
         config.disable_allowed_hosts()
     } else {

@@ -1,6 +1,13 @@
 //! [`BoundedSessions`]: the MCP client sessions of the initialize era,
 //! counted overall and per organization, each bound to the caller that
 //! opened it, closed after an idle time.
+//!
+//! Sessions are shared by the replicas ([`EndpointSessionStore`]): a client
+//! sends its requests on whatever connections it likes, and a replica that
+//! does not hold a session restores it from the store (the SDK replays the
+//! client's `initialize` on a new local session) once the caller is shown
+//! to be its owner. Each replica holds its own copy of a session it
+//! serves; the calls and their upstream sessions are the replica's own.
 
 use std::{
     collections::HashMap,
@@ -8,28 +15,24 @@ use std::{
     time::Duration,
 };
 
+use tokio::time::Instant;
+
 use futures::Stream;
 use rmcp::{
     model::{ClientJsonRpcMessage, ServerJsonRpcMessage},
     transport::{
         WorkerTransport,
         streamable_http_server::session::{
-            ServerSseMessage, SessionId, SessionManager,
+            RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
             local::{LocalSessionManager, LocalSessionManagerError, LocalSessionWorker},
         },
     },
 };
 
+use crate::domain::endpoint_session::{EndpointSessionStore, SessionOwner};
+
 /// Who opened a session, and on which path: only they may use it there.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Owner {
-    /// The caller's organization.
-    pub org_id: String,
-    /// The caller's user.
-    pub user_id: String,
-    /// The endpoint path the session was opened on.
-    pub path: String,
-}
+pub(super) type Owner = SessionOwner;
 
 /// A request that may open a session: its caller, and why it was refused
 /// one, when it was.
@@ -46,6 +49,11 @@ impl Opening {
             owner,
             refused: Mutex::new(None),
         })
+    }
+
+    /// Who made the request.
+    pub fn owner(&self) -> &Owner {
+        &self.owner
     }
 
     /// Why the request was refused a session, if it was.
@@ -86,39 +94,104 @@ pub(super) enum SessionError {
     /// The SDK's session store failed.
     #[error(transparent)]
     Local(#[from] LocalSessionManagerError),
+    /// The shared store could not be read.
+    #[error("the shared session store failed: {0:#}")]
+    Shared(anyhow::Error),
 }
 
-/// In-memory sessions (one replica's; a client whose replica goes opens a
-/// new one), bounded.
+/// This replica's sessions, bounded, and their shared records.
 pub(super) struct BoundedSessions {
     inner: LocalSessionManager,
-    owners: Mutex<HashMap<SessionId, Owner>>,
+    owners: Mutex<HashMap<SessionId, Local>>,
+    shared: Arc<dyn EndpointSessionStore>,
     limits: SessionLimits,
 }
 
+/// A session this replica holds: its owner, and when its use was last
+/// written to the shared store.
+struct Local {
+    owner: Owner,
+    noted: Instant,
+}
+
 impl BoundedSessions {
-    /// No sessions yet.
-    pub fn new(limits: SessionLimits) -> Self {
+    /// No sessions yet; shared ones in `shared`.
+    pub fn new(limits: SessionLimits, shared: Arc<dyn EndpointSessionStore>) -> Self {
         let mut inner = LocalSessionManager::default();
         inner.session_config.keep_alive = Some(limits.idle_timeout);
         Self {
             inner,
             owners: Mutex::new(HashMap::new()),
+            shared,
             limits,
         }
     }
 
-    /// Who owns session `id`, if it is open.
-    pub fn owner(&self, id: &str) -> Option<Owner> {
-        self.owners().get(id).cloned()
+    /// The shared store.
+    pub fn shared(&self) -> &Arc<dyn EndpointSessionStore> {
+        &self.shared
     }
 
-    fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Owner>> {
+    /// The idle time after which a session closes.
+    pub fn idle_timeout(&self) -> Duration {
+        self.limits.idle_timeout
+    }
+
+    /// Who owns session `id`, if this replica holds it or the shared store
+    /// has it (used within the idle time).
+    pub async fn owner(&self, id: &str) -> Result<Option<Owner>, SessionError> {
+        if let Some(local) = self.owners().get(id) {
+            return Ok(Some(local.owner.clone()));
+        }
+        let stored = self
+            .shared
+            .load(id, used_since(self.limits.idle_timeout))
+            .await
+            .map_err(SessionError::Shared)?;
+        Ok(stored.map(|session| session.owner))
+    }
+
+    /// Notes a use of session `id`: written to the shared store at most
+    /// once a quarter of the idle time, in the background, so that a
+    /// session in use on any replica does not expire.
+    pub fn used(&self, id: &str) {
+        let now = Instant::now();
+        let due = {
+            let mut owners = self.owners();
+            match owners.get_mut(id) {
+                Some(local) if now - local.noted >= self.limits.idle_timeout / 4 => {
+                    local.noted = now;
+                    true
+                }
+                _ => false,
+            }
+        };
+        if due {
+            let shared = self.shared.clone();
+            let id = id.to_owned();
+            tokio::spawn(async move {
+                if let Err(error) = shared.touch(&id, switchboard_db::now_millis()).await {
+                    tracing::warn!(
+                        error = format!("{error:#}"),
+                        "a session's use was not noted"
+                    );
+                }
+            });
+        }
+    }
+
+    fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Local>> {
         self.owners.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Counts the new session of `owner` in, or says which limit is reached.
-    fn admit(&self, id: &SessionId, owner: &Owner) -> Result<(), String> {
+    /// Counts the new session of `owner` in, or says which limit is reached:
+    /// this replica's, and the organization's across the replicas.
+    async fn admit(&self, id: &SessionId, owner: &Owner) -> Result<(), String> {
+        let shared = self
+            .shared
+            .count_of_org(&owner.org_id, used_since(self.limits.idle_timeout))
+            .await
+            .map_err(|error| format!("the shared session store failed: {error:#}"))?;
         let mut owners = self.owners();
         if owners.len() >= self.limits.max {
             return Err(format!(
@@ -126,16 +199,47 @@ impl BoundedSessions {
                 self.limits.max
             ));
         }
-        let of_org = owners.values().filter(|o| o.org_id == owner.org_id).count();
-        if of_org >= self.limits.max_per_org {
+        let of_org = owners
+            .values()
+            .filter(|local| local.owner.org_id == owner.org_id)
+            .count();
+        if usize::try_from(shared).unwrap_or(usize::MAX).max(of_org) >= self.limits.max_per_org {
             return Err(format!(
                 "the organization has {} MCP sessions open, its limit",
                 self.limits.max_per_org
             ));
         }
-        owners.insert(id.clone(), owner.clone());
+        owners.insert(
+            id.clone(),
+            Local {
+                owner: owner.clone(),
+                noted: Instant::now(),
+            },
+        );
         Ok(())
     }
+
+    /// The owner of the request being served, admitted as the owner of
+    /// session `id`; a refusal is told to the request.
+    async fn admit_opening(&self, id: &SessionId) -> Result<(), SessionError> {
+        let opening = OPENING
+            .try_with(Arc::clone)
+            .map_err(|_| SessionError::NoOwner)?;
+        if let Err(reason) = self.admit(id, &opening.owner).await {
+            *opening
+                .refused
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(reason.clone());
+            return Err(SessionError::Full(reason));
+        }
+        Ok(())
+    }
+}
+
+/// The earliest last use of a session that has not expired.
+pub(super) fn used_since(idle_timeout: Duration) -> i64 {
+    let idle = i64::try_from(idle_timeout.as_millis()).unwrap_or(i64::MAX);
+    switchboard_db::now_millis().saturating_sub(idle)
 }
 
 impl SessionManager for BoundedSessions {
@@ -143,19 +247,24 @@ impl SessionManager for BoundedSessions {
     type Transport = WorkerTransport<LocalSessionWorker>;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        let opening = OPENING
-            .try_with(Arc::clone)
-            .map_err(|_| SessionError::NoOwner)?;
         let (id, transport) = self.inner.create_session().await?;
-        if let Err(reason) = self.admit(&id, &opening.owner) {
+        if let Err(error) = self.admit_opening(&id).await {
             let _ = self.inner.close_session(&id).await;
-            *opening
-                .refused
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = Some(reason.clone());
-            return Err(SessionError::Full(reason));
+            return Err(error);
         }
         Ok((id, transport))
+    }
+
+    async fn restore_session(
+        &self,
+        id: SessionId,
+    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        self.admit_opening(&id).await?;
+        let outcome = self.inner.restore_session(id.clone()).await;
+        if matches!(outcome, Err(_) | Ok(RestoreOutcome::NotSupported)) {
+            self.owners().remove(&id);
+        }
+        Ok(outcome?)
     }
 
     async fn initialize_session(

@@ -5,6 +5,7 @@
 pub mod approvals;
 pub mod audit;
 pub mod audit_writer;
+pub mod endpoint_sessions;
 pub mod policies;
 pub mod sql;
 pub mod toolsets;

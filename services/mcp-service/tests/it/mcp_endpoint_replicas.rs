@@ -1,0 +1,208 @@
+//! The MCP endpoint on two replicas of one database behind a proxy that
+//! sends each new connection to the other replica: a session opened on one
+//! is served by both, to its owner only.
+
+use std::{
+    net::SocketAddr,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use serde_json::{Value, json};
+use switchboard_server::RunningServer;
+use switchboard_test_support::{DbKind, db_tests, grpc::free_port, token};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::mcp_endpoint::{Endpoint, initialize_at, python_client_plan, setup_with};
+use crate::support::{admin, member};
+
+/// A TCP proxy handing each new connection to the next of `backends` in
+/// turn; counts the connections each was given.
+struct RoundRobin {
+    addr: SocketAddr,
+    backends: Vec<SocketAddr>,
+    given: Arc<Vec<AtomicUsize>>,
+}
+
+impl RoundRobin {
+    async fn start(backends: Vec<SocketAddr>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("binds");
+        let addr = listener.local_addr().expect("an address");
+        let given: Arc<Vec<AtomicUsize>> =
+            Arc::new(backends.iter().map(|_| AtomicUsize::new(0)).collect());
+        let counts = given.clone();
+        let targets = backends.clone();
+        tokio::spawn(async move {
+            let backends = targets;
+            let mut next = 0;
+            while let Ok((mut client, _)) = listener.accept().await {
+                let index = next % backends.len();
+                next += 1;
+                counts[index].fetch_add(1, Ordering::Relaxed);
+                let backend = backends[index];
+                tokio::spawn(async move {
+                    if let Ok(mut server) = TcpStream::connect(backend).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+            }
+        });
+        Self {
+            addr,
+            backends,
+            given,
+        }
+    }
+
+    fn given(&self) -> Vec<usize> {
+        self.given
+            .iter()
+            .map(|count| count.load(Ordering::Relaxed))
+            .collect()
+    }
+}
+
+/// Replica A (the endpoint's harness), a second replica B on its database,
+/// and the proxy in front of both.
+async fn two_replicas(kind: DbKind) -> (Endpoint, RunningServer, RoundRobin) {
+    let e = setup_with(kind, |_| {}).await;
+    let b_addr = SocketAddr::from(([127, 0, 0, 1], free_port().expect("a port")));
+    let (b, _client) =
+        e.h.replica(|config| config.endpoint.listen = Some(b_addr))
+            .await;
+    let proxy = RoundRobin::start(vec![e.addr(), b_addr]).await;
+    (e, b, proxy)
+}
+
+fn through(proxy: &RoundRobin, slug: &str) -> String {
+    format!("http://{}/mcp/integrations/{slug}", proxy.addr)
+}
+
+fn echo_steps(calls: usize) -> Value {
+    Value::Array(
+        (0..calls)
+            .map(|i| json!({ "op": "callTool", "name": "echo", "arguments": { "text": format!("call {i}") } }))
+            .collect(),
+    )
+}
+
+fn failures(out: &Value) -> Vec<&Value> {
+    out["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .filter(|step| step.get("ok").is_none())
+        .collect()
+}
+
+async fn a_session_is_served_by_whichever_replica_a_request_lands_on(kind: DbKind) {
+    let (_e, _b, proxy) = two_replicas(kind).await;
+    let calls = 200;
+    let out = python_client_plan(json!({
+        "url": through(&proxy, "example"),
+        "token": admin("org-a"),
+        "mode": "legacy",
+        "fresh_connections": true,
+        "steps": echo_steps(calls),
+    }))
+    .await;
+
+    assert_eq!(out["connected"], true, "{out}");
+    assert_eq!(out["steps"].as_array().map(Vec::len), Some(calls), "{out}");
+    assert!(failures(&out).is_empty(), "failed: {:?}", failures(&out));
+    for (i, step) in out["steps"].as_array().expect("steps").iter().enumerate() {
+        assert_eq!(
+            step["ok"]["content"][0]["text"],
+            format!("call {i}"),
+            "call {i} answered in order"
+        );
+    }
+    let given = proxy.given();
+    assert!(
+        given.iter().all(|&count| count > calls / 4),
+        "the connections went to both replicas: {given:?}"
+    );
+}
+
+/// A `tools/list` POST on session `session` at `url` with `token`.
+async fn list_tools(url: &str, session: &str, token: &str) -> reqwest::StatusCode {
+    reqwest::Client::new()
+        .post(url)
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(&json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" }))
+        .send()
+        .await
+        .expect("answers")
+        .status()
+}
+
+async fn another_replica_serves_a_session_to_its_owner_only(kind: DbKind) {
+    let (e, _b, proxy) = two_replicas(kind).await;
+    let opened = initialize_at(&e, "example", &member("org-a")).await;
+    assert_eq!(opened.status(), reqwest::StatusCode::OK);
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .expect("text")
+        .to_owned();
+    drop(opened);
+    let b_url = format!("http://{}/mcp/integrations/example", proxy.backends[1]);
+
+    let another_user = token("org-a", "another-user", &["member"]);
+    for (who, token) in [
+        ("another user", another_user),
+        ("another organization", admin("org-b")),
+    ] {
+        assert_eq!(
+            list_tools(&b_url, &session, &token).await,
+            reqwest::StatusCode::NOT_FOUND,
+            "{who} is not served the session on the replica that did not open it"
+        );
+    }
+    assert_eq!(
+        list_tools(&b_url, "not-a-session", &member("org-a")).await,
+        reqwest::StatusCode::NOT_FOUND,
+        "an unknown session is not found"
+    );
+    assert_eq!(
+        list_tools(&b_url, &session, &member("org-a")).await,
+        reqwest::StatusCode::OK,
+        "its owner is served on the other replica"
+    );
+}
+
+async fn a_session_idle_past_its_time_is_not_restored(kind: DbKind) {
+    let idle = Duration::from_millis(400);
+    let e = setup_with(kind, |config| config.endpoint.session_idle_timeout = idle).await;
+    let b_addr = SocketAddr::from(([127, 0, 0, 1], free_port().expect("a port")));
+    let (_b, _client) =
+        e.h.replica(|config| {
+            config.endpoint.listen = Some(b_addr);
+            config.endpoint.session_idle_timeout = idle;
+        })
+        .await;
+    let opened = initialize_at(&e, "example", &member("org-a")).await;
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .expect("text")
+        .to_owned();
+    drop(opened);
+    tokio::time::sleep(idle * 3).await;
+    let b_url = format!("http://{b_addr}/mcp/integrations/example");
+    assert_eq!(
+        list_tools(&b_url, &session, &member("org-a")).await,
+        reqwest::StatusCode::NOT_FOUND,
+        "a session idle past its time is gone on every replica"
+    );
+}
+
+db_tests!(
+    a_session_is_served_by_whichever_replica_a_request_lands_on,
+    another_replica_serves_a_session_to_its_owner_only,
+    a_session_idle_past_its_time_is_not_restored,
+);

@@ -45,7 +45,34 @@ pub trait EndpointSessionStore: Send + Sync + std::fmt::Debug + 'static {
     /// `used_since`.
     async fn count_of_org(&self, org_id: &str, used_since: i64) -> anyhow::Result<u64>;
 
-    /// Forgets at most `batch` sessions last used before `used_before`;
-    /// how many it forgot.
+    /// Forgets at most `batch` sessions last used before `used_before`,
+    /// and relayed answers left since before `used_before`; how many
+    /// sessions it forgot.
     async fn purge_idle(&self, used_before: i64, batch: usize) -> anyhow::Result<u64>;
+
+    /// Leaves the answer `message_json` of session `session_id`'s client for
+    /// replica `replica`, unless `max_waiting` answers of the session wait
+    /// already; whether it was left.
+    async fn relay_answer(
+        &self,
+        answer: &RelayedAnswer,
+        max_waiting: usize,
+        now: i64,
+    ) -> anyhow::Result<bool>;
+
+    /// Takes (and forgets) at most `limit` answers left for `replica`,
+    /// oldest first.
+    async fn take_answers(&self, replica: &str, limit: usize)
+    -> anyhow::Result<Vec<RelayedAnswer>>;
+}
+
+/// A client's answer to a server's request, for the replica that asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelayedAnswer {
+    /// The replica that asked.
+    pub replica: String,
+    /// The session it was asked in.
+    pub session_id: String,
+    /// The client's JSON-RPC response or error.
+    pub message_json: String,
 }

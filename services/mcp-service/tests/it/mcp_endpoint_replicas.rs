@@ -12,12 +12,15 @@ use std::{
 };
 
 use serde_json::{Value, json};
+use switchboard_example_mcp_server::{CONFIRM_TOOL, HttpServerOptions, spawn_http};
 use switchboard_server::RunningServer;
 use switchboard_test_support::{DbKind, db_tests, grpc::free_port, token};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::mcp_endpoint::{Endpoint, initialize_at, python_client_plan, setup_with};
-use crate::support::{admin, member};
+use crate::mcp_endpoint::{
+    Endpoint, initialize_at, python_client_plan, sdk_client_plan, setup_with,
+};
+use crate::support::{Harness, admin, create, http_integration, member, start_with};
 
 /// A TCP proxy handing each new connection to the next of `backends` in
 /// turn; counts the connections each was given.
@@ -201,7 +204,73 @@ async fn a_session_idle_past_its_time_is_not_restored(kind: DbKind) {
     );
 }
 
+/// Two replicas in front of a server that asks before it confirms
+/// ([`CONFIRM_TOOL`]), as integration `example` of org-a.
+async fn two_replicas_confirming(kind: DbKind) -> (Harness, RunningServer, RoundRobin) {
+    let upstream = spawn_http(HttpServerOptions {
+        stateful: false,
+        confirm_tool: true,
+        ..HttpServerOptions::default()
+    })
+    .await
+    .expect("upstream");
+    let addrs: Vec<SocketAddr> = (0..2)
+        .map(|_| SocketAddr::from(([127, 0, 0, 1], free_port().expect("a port"))))
+        .collect();
+    let mut h = start_with(kind, |config| config.endpoint.listen = Some(addrs[0])).await;
+    create(
+        &mut h,
+        &admin("org-a"),
+        http_integration("example", &upstream.url()),
+    )
+    .await;
+    let (b, _client) = h
+        .replica(|config| config.endpoint.listen = Some(addrs[1]))
+        .await;
+    // The upstream lives as long as the test's process needs it.
+    std::mem::forget(upstream);
+    (h, b, RoundRobin::start(addrs).await)
+}
+
+async fn a_servers_question_reaches_the_client_whichever_replica_its_answer_lands_on(kind: DbKind) {
+    let (_h, _b, proxy) = two_replicas_confirming(kind).await;
+    let calls = 200;
+    let steps: Vec<Value> = (0..calls)
+        .map(|i| {
+            if i % 10 == 9 {
+                json!({ "op": "callTool", "name": CONFIRM_TOOL, "arguments": { "action": format!("deploy {i}") } })
+            } else {
+                json!({ "op": "callTool", "name": "echo", "arguments": { "text": format!("call {i}") } })
+            }
+        })
+        .collect();
+    let out = python_client_plan(json!({
+        "url": through(&proxy, "example"),
+        "token": member("org-a"),
+        "mode": "legacy",
+        "fresh_connections": true,
+        "elicitation": { "action": "accept", "content": { "confirmed": true } },
+        "steps": steps,
+    }))
+    .await;
+
+    assert!(failures(&out).is_empty(), "failed: {:?}", failures(&out));
+    assert_eq!(
+        out["elicitations"].as_array().map(Vec::len),
+        Some(calls / 10),
+        "{out}"
+    );
+    for i in (9..calls).step_by(10) {
+        assert_eq!(
+            out["steps"][i]["ok"]["content"][0]["text"],
+            format!("confirmed deploy {i}"),
+            "the server heard the answer to question {i}"
+        );
+    }
+}
+
 db_tests!(
+    a_servers_question_reaches_the_client_whichever_replica_its_answer_lands_on,
     a_session_is_served_by_whichever_replica_a_request_lands_on,
     another_replica_serves_a_session_to_its_owner_only,
     a_session_idle_past_its_time_is_not_restored,

@@ -6,6 +6,7 @@
 
 mod access;
 mod admission;
+mod answers;
 mod authority;
 mod caller;
 mod errors;
@@ -35,7 +36,7 @@ pub(crate) use self::admission::Admission;
 use self::{
     access::{Access, INTEGRATIONS_PATH, METADATA_PATH, Site, TOOLSETS_PATH},
     handler::SurfaceServer,
-    sessions::{BoundedSessions, SessionLimits},
+    sessions::{BoundedSessions, SessionLimits, deliver_relayed},
     shared_sessions::{SharedSessions, purge_idle},
     streams::{StreamLimits, Streams},
 };
@@ -172,6 +173,7 @@ impl McpEndpoint {
         // Within the connection bounds (header-read, first-request and idle
         // timeouts, caps of unauthenticated connections); on stop, every
         // connection is closed gracefully.
+        tokio::spawn(deliver_relayed(self.sessions.clone(), self.stop.clone()));
         tokio::spawn(purge_idle(
             self.sessions.shared().clone(),
             self.sessions.idle_timeout(),

@@ -17,7 +17,7 @@ use std::{
 
 use tokio::time::Instant;
 
-use futures::Stream;
+use futures::{Stream, StreamExt as _};
 use rmcp::{
     model::{ClientJsonRpcMessage, ServerJsonRpcMessage},
     transport::{
@@ -29,7 +29,8 @@ use rmcp::{
     },
 };
 
-use crate::domain::endpoint_session::{EndpointSessionStore, SessionOwner};
+use super::answers::{Asks, Incoming, MAX_RELAYED_PER_SESSION, POLL_EVERY, TAKE_PER_POLL};
+use crate::domain::endpoint_session::{EndpointSessionStore, RelayedAnswer, SessionOwner};
 
 /// Who opened a session, and on which path: only they may use it there.
 pub(super) type Owner = SessionOwner;
@@ -97,11 +98,15 @@ pub(super) enum SessionError {
     /// The shared store could not be read.
     #[error("the shared session store failed: {0:#}")]
     Shared(anyhow::Error),
+    /// An answer for another replica could not be left for it.
+    #[error("{0}")]
+    Relay(String),
 }
 
 /// This replica's sessions, bounded, and their shared records.
 pub(super) struct BoundedSessions {
     inner: LocalSessionManager,
+    asks: Arc<Asks>,
     owners: Mutex<HashMap<SessionId, Local>>,
     shared: Arc<dyn EndpointSessionStore>,
     limits: SessionLimits,
@@ -121,6 +126,7 @@ impl BoundedSessions {
         inner.session_config.keep_alive = Some(limits.idle_timeout);
         Self {
             inner,
+            asks: Arc::new(Asks::new()),
             owners: Mutex::new(HashMap::new()),
             shared,
             limits,
@@ -130,6 +136,15 @@ impl BoundedSessions {
     /// The shared store.
     pub fn shared(&self) -> &Arc<dyn EndpointSessionStore> {
         &self.shared
+    }
+
+    /// Gives the client's `message` to this replica's copy of session `id`.
+    pub async fn accept_here(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), SessionError> {
+        Ok(self.inner.accept_message(id, message).await?)
     }
 
     /// The idle time after which a session closes.
@@ -236,6 +251,98 @@ impl BoundedSessions {
     }
 }
 
+impl BoundedSessions {
+    /// `stream` of session `id`, its requests' ids naming this replica.
+    fn tagged(
+        &self,
+        id: &SessionId,
+        stream: impl Stream<Item = ServerSseMessage> + Send + Sync + 'static,
+    ) -> impl Stream<Item = ServerSseMessage> + Send + Sync + 'static {
+        let (asks, id) = (self.asks.clone(), id.clone());
+        stream.map(move |event| asks.outgoing(&id, event))
+    }
+
+    /// Leaves the client's answer `message` in session `id` for `replica`.
+    async fn relay(
+        &self,
+        id: &SessionId,
+        message: &ClientJsonRpcMessage,
+        replica: String,
+    ) -> Result<(), SessionError> {
+        let answer = RelayedAnswer {
+            replica,
+            session_id: id.to_string(),
+            message_json: serde_json::to_string(message)
+                .map_err(|error| SessionError::Relay(error.to_string()))?,
+        };
+        let left = self
+            .shared
+            .relay_answer(
+                &answer,
+                MAX_RELAYED_PER_SESSION,
+                switchboard_db::now_millis(),
+            )
+            .await
+            .map_err(SessionError::Shared)?;
+        if left {
+            Ok(())
+        } else {
+            Err(SessionError::Relay(format!(
+                "the session has {MAX_RELAYED_PER_SESSION} answers waiting for other replicas"
+            )))
+        }
+    }
+}
+
+/// Gives the answers other replicas left for this one to its copies of the
+/// sessions, while any of its requests waits, until `stop`.
+pub(super) async fn deliver_relayed(
+    sessions: Arc<BoundedSessions>,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(POLL_EVERY) => {}
+        }
+        if !sessions.asks.any_waiting() {
+            continue;
+        }
+        let answers = match sessions
+            .shared
+            .take_answers(sessions.asks.tag(), TAKE_PER_POLL)
+            .await
+        {
+            Ok(answers) => answers,
+            Err(error) => {
+                tracing::warn!(
+                    error = format!("{error:#}"),
+                    "relayed answers were not read"
+                );
+                continue;
+            }
+        };
+        for answer in answers {
+            sessions.deliver(answer).await;
+        }
+    }
+}
+
+impl BoundedSessions {
+    async fn deliver(&self, answer: RelayedAnswer) {
+        let Ok(message) = serde_json::from_str::<ClientJsonRpcMessage>(&answer.message_json) else {
+            tracing::warn!("a relayed answer is not a JSON-RPC message");
+            return;
+        };
+        let id = SessionId::from(answer.session_id);
+        if let Incoming::Here(message) = self.asks.incoming(&id, message)
+            && let Err(error) = self.accept_here(&id, *message).await
+        {
+            tracing::warn!(error = %error, "a relayed answer's session is gone");
+        }
+    }
+}
+
 /// The earliest last use of a session that has not expired.
 pub(super) fn used_since(idle_timeout: Duration) -> i64 {
     let idle = i64::try_from(idle_timeout.as_millis()).unwrap_or(i64::MAX);
@@ -281,6 +388,7 @@ impl SessionManager for BoundedSessions {
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         self.owners().remove(id);
+        self.asks.forget(id);
         Ok(self.inner.close_session(id).await?)
     }
 
@@ -289,7 +397,8 @@ impl SessionManager for BoundedSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(self.inner.create_stream(id, message).await?)
+        let stream = self.inner.create_stream(id, message).await?;
+        Ok(self.tagged(id, stream))
     }
 
     async fn accept_message(
@@ -297,14 +406,18 @@ impl SessionManager for BoundedSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<(), Self::Error> {
-        Ok(self.inner.accept_message(id, message).await?)
+        match self.asks.incoming(id, message.clone()) {
+            Incoming::Here(message) => self.accept_here(id, *message).await,
+            Incoming::Elsewhere { replica } => self.relay(id, &message, replica).await,
+        }
     }
 
     async fn create_standalone_stream(
         &self,
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(self.inner.create_standalone_stream(id).await?)
+        let stream = self.inner.create_standalone_stream(id).await?;
+        Ok(self.tagged(id, stream))
     }
 
     async fn resume(
@@ -312,6 +425,7 @@ impl SessionManager for BoundedSessions {
         id: &SessionId,
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(self.inner.resume(id, last_event_id).await?)
+        let stream = self.inner.resume(id, last_event_id).await?;
+        Ok(self.tagged(id, stream))
     }
 }

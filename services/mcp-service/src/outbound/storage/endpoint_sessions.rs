@@ -5,7 +5,9 @@ use anyhow::Context as _;
 use async_trait::async_trait;
 use sqlx::{AnyPool, Row};
 
-use crate::domain::endpoint_session::{EndpointSessionStore, SessionOwner, StoredSession};
+use crate::domain::endpoint_session::{
+    EndpointSessionStore, RelayedAnswer, SessionOwner, StoredSession,
+};
 
 /// [`EndpointSessionStore`] over a SQL database.
 #[derive(Debug, Clone)]
@@ -105,6 +107,76 @@ impl EndpointSessionStore for SqlEndpointSessions {
         .execute(&self.pool)
         .await
         .context("failed to forget idle endpoint sessions")?;
+        sqlx::query("DELETE FROM endpoint_session_answers WHERE created_at < $1")
+            .bind(used_before)
+            .execute(&self.pool)
+            .await
+            .context("failed to forget answers no replica took")?;
         Ok(done.rows_affected())
+    }
+
+    async fn relay_answer(
+        &self,
+        answer: &RelayedAnswer,
+        max_waiting: usize,
+        now: i64,
+    ) -> anyhow::Result<bool> {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM endpoint_session_answers WHERE session_id = $1",
+        )
+        .bind(&answer.session_id)
+        .fetch_one(&self.pool)
+        .await
+        .context("failed to count a session's relayed answers")?;
+        if usize::try_from(waiting).unwrap_or(usize::MAX) >= max_waiting {
+            return Ok(false);
+        }
+        sqlx::query(
+            "INSERT INTO endpoint_session_answers \
+             (id, replica, session_id, message_json, created_at) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(uuid::Uuid::new_v4().to_string())
+        .bind(&answer.replica)
+        .bind(&answer.session_id)
+        .bind(&answer.message_json)
+        .bind(now)
+        .execute(&self.pool)
+        .await
+        .context("failed to relay an answer")?;
+        Ok(true)
+    }
+
+    async fn take_answers(
+        &self,
+        replica: &str,
+        limit: usize,
+    ) -> anyhow::Result<Vec<RelayedAnswer>> {
+        let rows = sqlx::query(
+            "SELECT id, session_id, message_json FROM endpoint_session_answers \
+             WHERE replica = $1 ORDER BY created_at LIMIT $2",
+        )
+        .bind(replica)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await
+        .context("failed to read relayed answers")?;
+        let mut answers = Vec::with_capacity(rows.len());
+        for row in rows {
+            let id: String = row.try_get("id")?;
+            let taken = sqlx::query("DELETE FROM endpoint_session_answers WHERE id = $1")
+                .bind(&id)
+                .execute(&self.pool)
+                .await
+                .context("failed to take a relayed answer")?;
+            // Taken once, whichever poll gets there first.
+            if taken.rows_affected() == 1 {
+                answers.push(RelayedAnswer {
+                    replica: replica.to_owned(),
+                    session_id: row.try_get("session_id")?,
+                    message_json: row.try_get("message_json")?,
+                });
+            }
+        }
+        Ok(answers)
     }
 }

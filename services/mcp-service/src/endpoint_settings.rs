@@ -61,7 +61,8 @@ pub struct EndpointArgs {
         default_value_t = 1000
     )]
     pub max_sessions: usize,
-    /// Most MCP client sessions one organization has open at once.
+    /// Most MCP client sessions one organization has open at once, over all
+    /// replicas.
     #[arg(
         id = "mcp_endpoint_max_sessions_per_org",
         long = "mcp-endpoint-max-sessions-per-org",

@@ -14,7 +14,11 @@ use std::{
 use serde_json::{Value, json};
 use switchboard_example_mcp_server::{CONFIRM_TOOL, HttpServerOptions, spawn_http};
 use switchboard_server::RunningServer;
-use switchboard_test_support::{DbKind, db_tests, grpc::free_port, token};
+use switchboard_test_support::{
+    DbKind, TEST_JWT_SECRET, db_tests,
+    grpc::{ServiceProcess, free_port, start_binary},
+    token,
+};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::mcp_endpoint::{
@@ -23,7 +27,8 @@ use crate::mcp_endpoint::{
 use crate::support::{Harness, admin, create, http_integration, member, start_with};
 
 /// A TCP proxy handing each new connection to the next of `backends` in
-/// turn; counts the connections each was given.
+/// turn (the one after, when it refuses); counts the connections each was
+/// given.
 struct RoundRobin {
     addr: SocketAddr,
     backends: Vec<SocketAddr>,
@@ -45,10 +50,17 @@ impl RoundRobin {
                 let index = next % backends.len();
                 next += 1;
                 counts[index].fetch_add(1, Ordering::Relaxed);
-                let backend = backends[index];
+                let order: Vec<SocketAddr> = (0..backends.len())
+                    .map(|k| backends[(index + k) % backends.len()])
+                    .collect();
                 tokio::spawn(async move {
-                    if let Ok(mut server) = TcpStream::connect(backend).await {
-                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    // A backend that refuses connections is passed over, as a
+                    // Service leaves out a pod that is gone.
+                    for backend in order {
+                        if let Ok(mut server) = TcpStream::connect(backend).await {
+                            let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                            return;
+                        }
                     }
                 });
             }
@@ -87,7 +99,7 @@ fn through(proxy: &RoundRobin, slug: &str) -> String {
 fn echo_steps(calls: usize) -> Value {
     Value::Array(
         (0..calls)
-            .map(|i| json!({ "op": "callTool", "name": "echo", "arguments": { "text": format!("call {i}") } }))
+            .map(|i| json!({ "op": "callTool", "name": "echo", "arguments": { "text": format!("call {i}") }, "timeoutMs": 5000 }))
             .collect(),
     )
 }
@@ -269,7 +281,74 @@ async fn a_servers_question_reaches_the_client_whichever_replica_its_answer_land
     }
 }
 
+/// A second replica as a process of its own on the harness's database,
+/// its endpoint on `endpoint`.
+fn replica_process(h: &Harness, endpoint: SocketAddr) -> ServiceProcess {
+    let endpoint = endpoint.to_string();
+    start_binary(
+        env!("CARGO_BIN_EXE_mcp-service"),
+        &std::env::temp_dir(),
+        &[
+            ("DATABASE_URL", h.db.url.as_str()),
+            ("SWITCHBOARD_JWT_SECRET", TEST_JWT_SECRET),
+            // The integration holds no secret: any key ring will do.
+            (
+                "SWITCHBOARD_SECRET_KEYS",
+                "test:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+            ),
+            ("SWITCHBOARD_OUTBOUND_ALLOW", "127.0.0.0/8"),
+            ("SWITCHBOARD_MCP_ENDPOINT_LISTEN", endpoint.as_str()),
+            ("RUST_LOG", "error"),
+        ],
+    )
+    .expect("the replica starts")
+}
+
+async fn listening(addr: SocketAddr) {
+    for _ in 0..200 {
+        if TcpStream::connect(addr).await.is_ok() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("nothing listens on {addr}");
+}
+
+async fn a_replica_killed_mid_way_costs_at_most_the_call_in_flight(kind: DbKind) {
+    let e = setup_with(kind, |_| {}).await;
+    let b_addr = SocketAddr::from(([127, 0, 0, 1], free_port().expect("a port")));
+    let mut b = replica_process(&e.h, b_addr);
+    listening(b_addr).await;
+    let proxy = RoundRobin::start(vec![e.addr(), b_addr]).await;
+    let calls = 200;
+    let client = tokio::spawn(sdk_client_plan(json!({
+        "url": through(&proxy, "example"),
+        "token": member("org-a"),
+        "mode": "legacy",
+        "fresh_connections": true,
+        "steps": echo_steps(calls),
+    })));
+    while proxy.given().iter().sum::<usize>() < calls / 2 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    b.child.kill().expect("killed");
+    let out = client.await.expect("the client ran");
+
+    assert_eq!(out["steps"].as_array().map(Vec::len), Some(calls), "{out}");
+    let failed = failures(&out);
+    assert!(
+        failed.len() <= 1,
+        "a sequential client has one call in flight when its replica dies: {failed:?}"
+    );
+    let given = proxy.given();
+    assert!(
+        given[1] > 10,
+        "the killed replica served calls first: {given:?}"
+    );
+}
+
 db_tests!(
+    a_replica_killed_mid_way_costs_at_most_the_call_in_flight,
     a_servers_question_reaches_the_client_whichever_replica_its_answer_lands_on,
     a_session_is_served_by_whichever_replica_a_request_lands_on,
     another_replica_serves_a_session_to_its_owner_only,

@@ -42,7 +42,10 @@ pub(super) enum Incoming {
     /// To this replica's copy of the session, as it is now.
     Here(Box<ClientJsonRpcMessage>),
     /// To the replica `replica`, through the shared store.
-    Elsewhere { replica: String },
+    Elsewhere {
+        replica: String,
+        message: Box<ClientJsonRpcMessage>,
+    },
 }
 
 impl Asks {
@@ -117,6 +120,7 @@ impl Asks {
             return if is_tag(tag) {
                 Incoming::Elsewhere {
                     replica: tag.to_owned(),
+                    message: Box::new(message),
                 }
             } else {
                 Incoming::Here(Box::new(message))

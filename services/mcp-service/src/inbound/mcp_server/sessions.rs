@@ -406,9 +406,9 @@ impl SessionManager for BoundedSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<(), Self::Error> {
-        match self.asks.incoming(id, message.clone()) {
+        match self.asks.incoming(id, message) {
             Incoming::Here(message) => self.accept_here(id, *message).await,
-            Incoming::Elsewhere { replica } => self.relay(id, &message, replica).await,
+            Incoming::Elsewhere { replica, message } => self.relay(id, &message, replica).await,
         }
     }
 

@@ -34,7 +34,7 @@ fn answered_id(incoming: Incoming) -> RequestId {
             JsonRpcMessage::Response(response) => response.id,
             other => panic!("a response, not {other:?}"),
         },
-        Incoming::Elsewhere { replica } => panic!("kept here, not sent to {replica}"),
+        Incoming::Elsewhere { replica, .. } => panic!("kept here, not sent to {replica}"),
     }
 }
 
@@ -63,7 +63,7 @@ fn an_answer_naming_another_replica_goes_to_it() {
     let session = SessionId::from("s1");
     let wire = sent_id(&there.outgoing(&session, ping_from_server(NumberOrString::Number(0))));
     match here.incoming(&session, answer(&wire)) {
-        Incoming::Elsewhere { replica } => assert_eq!(replica, there.tag()),
+        Incoming::Elsewhere { replica, .. } => assert_eq!(replica, there.tag()),
         Incoming::Here(message) => panic!("sent to the replica that asked, not kept: {message:?}"),
     }
 }

@@ -50,6 +50,11 @@ pub struct AuditArgs {
         default_value_t = 256
     )]
     pub max_batch: usize,
+    /// Longest the writer gathers events for one append transaction after
+    /// the first arrives (a call never waits for it; a listing flushes at
+    /// once); 0 appends whatever has queued.
+    #[arg(long = "audit-batch-wait", env = "SWITCHBOARD_AUDIT_BATCH_WAIT", default_value = "2ms", value_parser = humantime::parse_duration)]
+    pub batch_wait: Duration,
 }
 
 impl Default for AuditArgs {
@@ -63,6 +68,7 @@ impl Default for AuditArgs {
             purge_batch: 1000,
             queue: 10_000,
             max_batch: 256,
+            batch_wait: Duration::from_millis(2),
         }
     }
 }

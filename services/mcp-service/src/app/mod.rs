@@ -58,7 +58,7 @@ use crate::{
         storage::{
             approvals::SqlApprovalRepository,
             audit::SqlAuditLog,
-            audit_writer::BatchingAuditLog,
+            audit_writer::{BatchShape, BatchingAuditLog},
             endpoint_sessions::SqlEndpointSessions,
             policies::SqlPolicyRepository,
             sql::{MIGRATIONS, SqlIntegrationRepository},
@@ -348,7 +348,10 @@ fn audit(config: &Config, db: &Database) -> (AuditServiceServer<AuditApi>, Optio
     let log: Arc<dyn AuditLog> = Arc::new(BatchingAuditLog::start(
         store,
         config.audit.queue,
-        config.audit.max_batch,
+        BatchShape {
+            max: config.audit.max_batch,
+            wait: config.audit.batch_wait,
+        },
     ));
     config.audit.retention().spawn(log.clone());
     let auditor = config

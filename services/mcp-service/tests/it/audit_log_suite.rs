@@ -2,14 +2,18 @@
 //! append its own transaction) and `BatchingAuditLog` (group commit over
 //! it), each over SQLite and PostgreSQL.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use switchboard_mcp_service::{
     domain::audit::{
         AuditAction, AuditEvent, AuditLog, AuditOutcome, AuditQuery, AuditRecord,
         chain::{Verifier, event_hash},
     },
-    outbound::storage::{audit::SqlAuditLog, audit_writer::BatchingAuditLog, sql::MIGRATIONS},
+    outbound::storage::{
+        audit::SqlAuditLog,
+        audit_writer::{BatchShape, BatchingAuditLog},
+        sql::MIGRATIONS,
+    },
 };
 use switchboard_test_support::{DbKind, TestDb};
 
@@ -39,7 +43,14 @@ async fn logs(of: Impl) -> Logs {
         let sql = Arc::new(SqlAuditLog::new(pool));
         let handle: Arc<dyn AuditLog> = match of {
             Impl::Sql(_) => sql,
-            Impl::Batching(_) => Arc::new(BatchingAuditLog::start(sql, 64, 8)),
+            Impl::Batching(_) => Arc::new(BatchingAuditLog::start(
+                sql,
+                64,
+                BatchShape {
+                    max: 8,
+                    wait: Duration::from_millis(5),
+                },
+            )),
         };
         handles.push(handle);
     }
@@ -313,8 +324,63 @@ async fn one_append_of_more_events_than_a_statement_holds_keeps_each_chain(kind:
     assert_eq!(stored, expected);
 }
 
+/// A writer over a fresh database gathering for `wait`, and its store.
+async fn writer(kind: DbKind, wait: Duration) -> (BatchingAuditLog, Arc<SqlAuditLog>, TestDb) {
+    let db = TestDb::new(kind).await.expect("a test database");
+    let pool = switchboard_db::open(&db.url, MIGRATIONS, 4)
+        .await
+        .expect("the database")
+        .pool;
+    let sql = Arc::new(SqlAuditLog::new(pool));
+    let shape = BatchShape { max: 64, wait };
+    (BatchingAuditLog::start(sql.clone(), 64, shape), sql, db)
+}
+
+/// A listing's flush is answered at once, whatever the batch wait.
+async fn a_flush_does_not_wait_for_the_batch_wait(kind: DbKind) {
+    let (log, sql, _db) = writer(kind, Duration::from_secs(30)).await;
+    log.append(record("org-a", 1, "alice", AuditOutcome::Ok))
+        .await
+        .expect("appended");
+    tokio::time::timeout(Duration::from_secs(5), log.flush())
+        .await
+        .expect("flushed long before the batch wait")
+        .expect("flushed");
+    assert_eq!(
+        sequences(&sql.list("org-a", &query(10)).await.expect("listed")),
+        [1]
+    );
+}
+
+/// Without a flush, what was appended is written once the batch wait is
+/// over, every event of a burst in the one chain.
+async fn a_burst_is_written_within_the_batch_wait_without_a_flush(kind: DbKind) {
+    let (log, sql, _db) = writer(kind, Duration::from_millis(200)).await;
+    for i in 1..=20 {
+        log.append(record("org-a", i, "alice", AuditOutcome::Ok))
+            .await
+            .expect("appended");
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let listed = sql.list("org-a", &query(50)).await.expect("listed");
+        if listed.len() == 20 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "written within the batch wait: {} of 20",
+            listed.len()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(verify(sql.as_ref(), "org-a").await, (20, None));
+}
+
 switchboard_test_support::db_tests!(
-    one_append_of_more_events_than_a_statement_holds_keeps_each_chain
+    one_append_of_more_events_than_a_statement_holds_keeps_each_chain,
+    a_flush_does_not_wait_for_the_batch_wait,
+    a_burst_is_written_within_the_batch_wait_without_a_flush,
 );
 
 macro_rules! audit_log_suite {

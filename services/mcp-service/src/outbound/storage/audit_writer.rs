@@ -2,9 +2,15 @@
 //! writer task per replica through a bounded queue and goes on; the writer
 //! appends whatever has queued up meanwhile in one transaction. A call then
 //! pays for a queue send, not for a database commit, and a busy replica
-//! pays one commit for many calls.
+//! pays one commit for many calls. Once a record arrives the writer waits a
+//! moment (the batch wait) for more before it appends: a transaction is
+//! several statements, and without the wait a replica whose calls come
+//! just further apart than one append takes pays a transaction per call. A
+//! flush does not wait.
 
 use std::{sync::Arc, time::Duration};
+
+use tokio::time::Instant;
 
 use anyhow::Context as _;
 use async_trait::async_trait;
@@ -42,20 +48,35 @@ pub struct BatchingAuditLog {
 
 impl BatchingAuditLog {
     /// Starts the writer over `store`: at most `capacity` records wait, and
-    /// one transaction appends at most `max_batch`.
-    pub fn start(store: Arc<SqlAuditLog>, capacity: usize, max_batch: usize) -> Self {
+    /// one transaction appends at most `batch.max` of them, gathered for at
+    /// most `batch.wait` after the first.
+    pub fn start(store: Arc<SqlAuditLog>, capacity: usize, batch: BatchShape) -> Self {
         let (queue, receiver) = mpsc::channel(capacity.max(1));
-        tokio::spawn(write(store.clone(), receiver, max_batch.max(1)));
+        let batch = BatchShape {
+            max: batch.max.max(1),
+            ..batch
+        };
+        tokio::spawn(write(store.clone(), receiver, batch));
         Self { store, queue }
     }
 }
 
-/// The writer: takes what is queued, appends it, answers the flushes that
-/// were queued behind it; ends when every sender is gone and the queue is
-/// drained.
-async fn write(store: Arc<SqlAuditLog>, mut receiver: mpsc::Receiver<Message>, max_batch: usize) {
-    let mut messages = Vec::with_capacity(max_batch);
-    while receiver.recv_many(&mut messages, max_batch).await > 0 {
+/// How the writer gathers a batch.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchShape {
+    /// Most records one transaction appends.
+    pub max: usize,
+    /// Longest the first record of a batch waits for more.
+    pub wait: Duration,
+}
+
+/// The writer: takes what is queued (gathering for the batch wait), appends
+/// it, answers the flushes that were queued behind it; ends when every
+/// sender is gone and the queue is drained.
+async fn write(store: Arc<SqlAuditLog>, mut receiver: mpsc::Receiver<Message>, batch: BatchShape) {
+    let mut messages = Vec::with_capacity(batch.max);
+    while receiver.recv_many(&mut messages, batch.max).await > 0 {
+        gather(&mut receiver, &mut messages, batch).await;
         let mut records = Vec::with_capacity(messages.len());
         let mut flushes = Vec::new();
         for message in messages.drain(..) {
@@ -69,6 +90,27 @@ async fn write(store: Arc<SqlAuditLog>, mut receiver: mpsc::Receiver<Message>, m
         }
         for done in flushes {
             let _ = done.send(());
+        }
+    }
+}
+
+/// Adds to `messages` what arrives within the batch wait, until the batch
+/// is full or a flush asks for what is there.
+async fn gather(
+    receiver: &mut mpsc::Receiver<Message>,
+    messages: &mut Vec<Message>,
+    batch: BatchShape,
+) {
+    if batch.wait.is_zero() {
+        return;
+    }
+    let deadline = Instant::now() + batch.wait;
+    let flushing = |messages: &[Message]| messages.iter().any(|m| matches!(m, Message::Flush(_)));
+    while messages.len() < batch.max && !flushing(messages) {
+        let room = batch.max - messages.len();
+        match tokio::time::timeout_at(deadline, receiver.recv_many(messages, room)).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
         }
     }
 }

@@ -22,7 +22,7 @@ use crate::{
     },
     inbound::RunsApi,
     outbound::{
-        datasource::SqlDataSources,
+        datasource::{SqlDataSources, TableObjects},
         llm::{ModelRegistry, parse_providers},
         mcp::{GrpcMcp, McpEndpoints},
         sql::{MIGRATIONS, Replica, SqlRunsRepository},
@@ -92,7 +92,15 @@ async fn build(config: &Config, wrap: WrapRepository) -> anyhow::Result<Built> {
     if let Some(worker) = &settings.query_worker {
         sources = sources.with_query_worker(worker.clone());
     }
-    let sources: Arc<dyn DataSources> = Arc::new(sources);
+    if let Some(store) = config.data_source_store.settings()? {
+        tracing::info!(url = %store.url, "data source tables kept in an object store");
+        sources = sources.with_objects(TableObjects::new(&store)?);
+    }
+    let sources = Arc::new(sources);
+    if sources.objects().is_some() {
+        spawn_object_sweep(&sources, config.data_source_store.sweep_interval);
+    }
+    let sources: Arc<dyn DataSources> = sources;
     let orchestrator = Orchestrator::new(
         RunPorts {
             repo: repo.clone(),
@@ -124,6 +132,28 @@ async fn build(config: &Config, wrap: WrapRepository) -> anyhow::Result<Built> {
         authenticator,
         services: Services::new().with(api).watch_database(db),
     })
+}
+
+/// Sweeps, every `interval` while the service runs, the objects that a
+/// failed thread deletion left.
+fn spawn_object_sweep(sources: &Arc<SqlDataSources>, interval: Duration) {
+    let sources = Arc::downgrade(sources);
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(interval);
+        loop {
+            ticks.tick().await;
+            let Some(sources) = sources.upgrade() else {
+                return;
+            };
+            match sources.sweep_objects().await {
+                Ok(0) => {}
+                Ok(deleted) => tracing::info!(objects = deleted, "swept deleted threads' objects"),
+                Err(error) => {
+                    tracing::warn!(error = %format!("{error:#}"), "data source object sweep failed");
+                }
+            }
+        }
+    });
 }
 
 /// Storage, writing runs for this replica process.

@@ -1,6 +1,7 @@
 //! runs-service settings, from flags or environment.
 
 mod budgets;
+mod data_source_store;
 mod data_sources;
 mod run_limits;
 
@@ -14,6 +15,7 @@ use crate::{
     outbound::llm::{DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, StreamLimits},
 };
 pub use budgets::BudgetArgs;
+pub use data_source_store::ObjectStoreArgs;
 pub use data_sources::DataSourceArgs;
 pub use run_limits::RunLimitArgs;
 use switchboard_server::{AuthArgs, CommonArgs, ServerArgs, TelemetryArgs};
@@ -128,6 +130,9 @@ pub struct Config {
     /// Data-source limits: CSV imports and SQL over them.
     #[command(flatten)]
     pub data_sources: DataSourceArgs,
+    /// Where data sources' tables are kept.
+    #[command(flatten)]
+    pub data_source_store: ObjectStoreArgs,
     /// Runs in flight per organization and per user.
     #[command(flatten)]
     pub run_limits: RunLimitArgs,
@@ -326,6 +331,7 @@ impl Config {
             },
             model_limits: ModelLimitArgs::default(),
             data_sources: DataSourceArgs::default(),
+            data_source_store: ObjectStoreArgs::default(),
             run_limits: RunLimitArgs::default(),
             budgets: BudgetArgs::default(),
         }

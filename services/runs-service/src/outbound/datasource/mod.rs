@@ -4,6 +4,15 @@
 //! An imported CSV is stored as one row of `data_sources`: its metadata and
 //! the whole table as Parquet bytes, so that any replica can serve it and it
 //! survives restarts. Stored tables are kept in a bounded in-memory cache.
+//!
+//! With an object store set (`objects.rs`), the table's Parquet is instead
+//! uploaded to an S3-compatible store and the row keeps only the metadata
+//! and the object's key; the query's worker scans the object row group by
+//! row group, so neither the service nor the worker holds such a table
+//! whole, and the cache is not used for it. Rows from before a store was
+//! set keep their bytes and stay readable. Deleting a thread deletes its
+//! objects after its rows, with a record that a sweep finishes from
+//! (`sweeps.rs`; `objects.rs` says why in that order).
 //! Each query runs in a worker process of its own (`worker.rs`), which is
 //! killed when its time is up, so that no query holds the service's threads
 //! or memory past its answer.
@@ -30,14 +39,17 @@ mod engine;
 mod gate;
 mod import;
 mod import_work;
+mod objects;
 mod pool;
 mod priority;
 mod protocol;
 mod quota;
 mod slots;
+mod sweeps;
 mod worker;
 
 pub use child::run_query_worker;
+pub use objects::{MIN_PART_BYTES, ObjectSettings, StoreAccess, TableObjects};
 pub use worker::WORKER_SUBCOMMAND;
 
 use std::{
@@ -77,6 +89,8 @@ const METADATA_COLUMNS: &str = "id, thread_id, table_name, origin, integration_i
 #[derive(Debug)]
 pub struct SqlDataSources {
     store: Arc<Store>,
+    /// Where new tables go: the database (`None`) or a store of objects.
+    objects: Option<Arc<TableObjects>>,
     import: ImportLimits,
     limits: QueryLimits,
     /// Where imports are parsed; its threads are also a query's
@@ -113,6 +127,7 @@ impl SqlDataSources {
                 pool,
                 cache: TableCache::new(capacity.cache_bytes),
             }),
+            objects: None,
             import,
             limits: query,
             pool: CpuPool::new(capacity.threads, CpuPriority::of(&capacity)),
@@ -136,6 +151,20 @@ impl SqlDataSources {
             runner: Runner::Worker(QueryWorker::new(program)),
             ..self
         }
+    }
+
+    /// The same, keeping new tables as objects in `objects` (their rows
+    /// keep only metadata); tables already in the database stay readable.
+    pub fn with_objects(self, objects: TableObjects) -> Self {
+        Self {
+            objects: Some(Arc::new(objects)),
+            ..self
+        }
+    }
+
+    /// The store of objects, if tables go to one.
+    pub fn objects(&self) -> Option<&Arc<TableObjects>> {
+        self.objects.as_ref()
     }
 
     /// The same, running queries in this process, without a memory ceiling
@@ -192,8 +221,16 @@ impl SqlDataSources {
         &self,
         source: &DataSource,
         name: &str,
-        content: &[u8],
+        content: &Stored,
     ) -> anyhow::Result<String> {
+        let (bytes, object_key, object_bytes): (&[u8], Option<&str>, Option<i64>) = match content {
+            Stored::Bytes(bytes) => (bytes.as_ref(), None, None),
+            Stored::Object { key, bytes } => (
+                &[],
+                Some(key.as_str()),
+                Some(i64::try_from(*bytes).unwrap_or(i64::MAX)),
+            ),
+        };
         let columns_json =
             serde_json::to_string(&source.columns).context("failed to encode columns")?;
         for _ in 0..NAME_ATTEMPTS {
@@ -209,8 +246,8 @@ impl SqlDataSources {
             let table_name = import::table_name(name, &taken);
             let inserted = sqlx::query(
                 "INSERT INTO data_sources (id, thread_id, table_name, origin, integration_id, \
-                 columns_json, row_count, size_bytes, content, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                 columns_json, row_count, size_bytes, content, created_at, object_key, \
+                 object_bytes) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
             )
             .bind(source.id.to_string())
             .bind(source.thread_id.to_string())
@@ -220,8 +257,10 @@ impl SqlDataSources {
             .bind(columns_json.as_str())
             .bind(source.row_count)
             .bind(source.size_bytes)
-            .bind(content)
+            .bind(bytes)
             .bind(source.created_at)
+            .bind(object_key)
+            .bind(object_bytes)
             .execute(&self.store.pool)
             .await;
             match inserted {
@@ -235,6 +274,14 @@ impl SqlDataSources {
         }
         anyhow::bail!("no unique table name found after {NAME_ATTEMPTS} tries")
     }
+}
+
+/// A table as stored: its Parquet bytes, or the key and size of the object
+/// that holds them.
+#[derive(Debug, Clone)]
+pub(super) enum Stored {
+    Bytes(Bytes),
+    Object { key: String, bytes: u64 },
 }
 
 /// Stored tables and the cache of decoded ones.
@@ -344,8 +391,25 @@ impl DataSources for SqlDataSources {
             slot: _slot,
         } = parse_and_encode(&self.pool, &org, deadline, work).await?;
 
+        let stored_bytes = content.len();
+        let content = Bytes::from(content);
+        let id = DataSourceId::new();
+        let stored = match &self.objects {
+            None => Stored::Bytes(content.clone()),
+            Some(objects) => {
+                let key = objects.key(thread_id, id);
+                objects
+                    .upload(&key, content.clone())
+                    .await
+                    .map_err(ImportError::Storage)?;
+                Stored::Object {
+                    key,
+                    bytes: stored_bytes as u64,
+                }
+            }
+        };
         let mut source = DataSource {
-            id: DataSourceId::new(),
+            id,
             thread_id,
             table_name: String::new(),
             origin: origin.to_owned(),
@@ -355,14 +419,19 @@ impl DataSources for SqlDataSources {
             size_bytes: i64::try_from(csv.len()).unwrap_or(i64::MAX),
             created_at: switchboard_db::now_millis(),
         };
-        source.table_name = self
-            .insert(&source, name, &content)
-            .await
-            .map_err(ImportError::Storage)?;
+        source.table_name = match self.insert(&source, name, &stored).await {
+            Ok(table_name) => table_name,
+            Err(error) => {
+                self.forget_object(&stored).await;
+                return Err(ImportError::Storage(error));
+            }
+        };
 
-        // The model usually queries a table right after importing it.
-        let stored_bytes = content.len();
-        self.store.cache.insert(source.id, Bytes::from(content));
+        // The model usually queries a table right after importing it; one
+        // in a store is read from there by the query's worker.
+        if let Stored::Bytes(content) = stored {
+            self.store.cache.insert(source.id, content);
+        }
         tracing::info!(
             %thread_id,
             table = %source.table_name,
@@ -419,52 +488,93 @@ impl DataSources for SqlDataSources {
                     partitions,
                     priority: self.pool.priority().nice,
                     idle: self.pool.priority().idle,
+                    store: self
+                        .objects
+                        .as_ref()
+                        .map(|objects| objects.access().clone()),
                     tables: tables
                         .iter()
-                        .map(|(name, content)| protocol::TableHeader {
-                            name: name.clone(),
-                            bytes: content.len(),
-                        })
+                        .map(|(name, stored)| protocol::TableHeader::of(name, stored))
                         .collect(),
                 };
-                let contents = tables.into_iter().map(|(_, content)| content).collect();
+                let contents = tables
+                    .into_iter()
+                    .filter_map(|(_, stored)| match stored {
+                        Stored::Bytes(content) => Some(content),
+                        Stored::Object { .. } => None,
+                    })
+                    .collect();
                 run_in_worker(worker.clone(), thread_id, request, contents, limits, slot).await
             }
             Runner::Missing(why) => Err(QueryError::Internal(anyhow::anyhow!(why.clone()))),
             Runner::InProcess => {
                 let tables = tables.into_iter().collect();
+                let store = self.objects.as_ref().map(|objects| objects.store());
                 tokio::time::timeout(
                     limits.timeout,
-                    engine::execute(tables, sql, limits, partitions),
+                    engine::execute(tables, store, sql, limits, partitions),
                 )
                 .await
                 .unwrap_or(Err(QueryError::Timeout(limits.timeout)))
             }
         }
     }
+
+    async fn thread_deleting(&self, thread_id: ThreadId) -> Result<(), anyhow::Error> {
+        self.mark_for_sweep(thread_id).await
+    }
+
+    async fn thread_deleted(&self, thread_id: ThreadId) {
+        self.delete_thread_objects(thread_id).await;
+    }
 }
 
 impl SqlDataSources {
-    /// The stored bytes of the thread's tables whose names `named` holds
-    /// (lowercase): the only ones the query can read.
+    /// The thread's tables whose names `named` holds (lowercase): the only
+    /// ones the query can read; their bytes, or their objects.
     async fn named_tables(
         &self,
         thread_id: ThreadId,
         named: &HashSet<String>,
-    ) -> anyhow::Result<Vec<(String, Bytes)>> {
-        let rows = sqlx::query("SELECT id, table_name FROM data_sources WHERE thread_id = $1")
-            .bind(thread_id.to_string())
-            .fetch_all(&self.store.pool)
-            .await
-            .context("failed to read the thread's data sources")?;
+    ) -> anyhow::Result<Vec<(String, Stored)>> {
+        let rows = sqlx::query(
+            "SELECT id, table_name, object_key, object_bytes FROM data_sources \
+             WHERE thread_id = $1",
+        )
+        .bind(thread_id.to_string())
+        .fetch_all(&self.store.pool)
+        .await
+        .context("failed to read the thread's data sources")?;
         let mut tables = Vec::new();
         for row in &rows {
             let name: String = row.try_get("table_name")?;
-            if named.contains(&name.to_lowercase()) {
-                tables.push((name, self.store.load(stored_id(row, "id")?).await?));
+            if !named.contains(&name.to_lowercase()) {
+                continue;
             }
+            let key: Option<String> = row.try_get("object_key")?;
+            let stored = match key {
+                Some(key) => {
+                    let bytes: Option<i64> = row.try_get("object_bytes")?;
+                    Stored::Object {
+                        key,
+                        bytes: bytes.and_then(|b| u64::try_from(b).ok()).unwrap_or(0),
+                    }
+                }
+                None => Stored::Bytes(self.store.load(stored_id(row, "id")?).await?),
+            };
+            tables.push((name, stored));
         }
         Ok(tables)
+    }
+
+    /// Deletes the object of a table whose row was not written; one left
+    /// behind is logged (the thread's deletion or sweep removes it later).
+    async fn forget_object(&self, stored: &Stored) {
+        if let (Some(objects), Stored::Object { key, .. }) = (&self.objects, stored) {
+            if let Err(error) = objects.delete(key).await {
+                tracing::warn!(key = %key, error = %format!("{error:#}"), "failed to delete an unstored table's object");
+            }
+        }
     }
 }
 

@@ -58,6 +58,23 @@ fn free_ports(count: usize) -> anyhow::Result<Vec<u16>> {
         .collect::<Result<_, _>>()?)
 }
 
+/// Writes the S3 identity file of the test key into `dir`; its path.
+fn write_identities(dir: &std::path::Path) -> anyhow::Result<PathBuf> {
+    let config = dir.join("s3.json");
+    std::fs::write(
+        &config,
+        serde_json::json!({
+            "identities": [{
+                "name": "switchboard-test",
+                "credentials": [{"accessKey": ACCESS_KEY_ID, "secretKey": SECRET_ACCESS_KEY}],
+                "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+            }]
+        })
+        .to_string(),
+    )?;
+    Ok(config)
+}
+
 impl SeaweedFs {
     /// Starts a server with `bucket`; returns once its S3 port accepts
     /// connections.
@@ -69,18 +86,7 @@ impl SeaweedFs {
             weed.display()
         );
         let dir = tempfile::tempdir()?;
-        let config = dir.path().join("s3.json");
-        std::fs::write(
-            &config,
-            serde_json::json!({
-                "identities": [{
-                    "name": "switchboard-test",
-                    "credentials": [{"accessKey": ACCESS_KEY_ID, "secretKey": SECRET_ACCESS_KEY}],
-                    "actions": ["Admin", "Read", "Write", "List", "Tagging"],
-                }]
-            })
-            .to_string(),
-        )?;
+        let config = write_identities(dir.path())?;
         let data = dir.path().join("data");
         std::fs::create_dir(&data)?;
         let ports = free_ports(10)?;

@@ -81,26 +81,7 @@ async fn build(config: &Config, wrap: WrapRepository) -> anyhow::Result<Built> {
     crate::metrics::name_only(&known, config.metrics_models.split(','));
     let mcp = mcp_service(config).await?;
     let settings = &config.data_sources;
-    settings.check(config.common.server.max_message_bytes)?;
-    let mut sources = SqlDataSources::new(
-        db.pool.clone(),
-        settings.import_limits(),
-        settings.query_limits(),
-    )
-    .with_capacity(settings.capacity())
-    .with_org_bytes(own_data_source_bytes(config));
-    if let Some(worker) = &settings.query_worker {
-        sources = sources.with_query_worker(worker.clone());
-    }
-    if let Some(store) = config.data_source_store.settings()? {
-        tracing::info!(url = %store.url, "data source tables kept in an object store");
-        sources = sources.with_objects(TableObjects::new(&store)?);
-    }
-    let sources = Arc::new(sources);
-    if sources.objects().is_some() {
-        spawn_object_sweep(&sources, config.data_source_store.sweep_interval);
-    }
-    let sources: Arc<dyn DataSources> = sources;
+    let sources: Arc<dyn DataSources> = data_sources(config, &db)?;
     let orchestrator = Orchestrator::new(
         RunPorts {
             repo: repo.clone(),
@@ -132,6 +113,35 @@ async fn build(config: &Config, wrap: WrapRepository) -> anyhow::Result<Built> {
         authenticator,
         services: Services::new().with(api).watch_database(db),
     })
+}
+
+/// The data sources in `db` (and the object store, if one is set), with
+/// the store's sweep started.
+fn data_sources(
+    config: &Config,
+    db: &switchboard_db::Database,
+) -> anyhow::Result<Arc<SqlDataSources>> {
+    let settings = &config.data_sources;
+    settings.check(config.common.server.max_message_bytes)?;
+    let mut sources = SqlDataSources::new(
+        db.pool.clone(),
+        settings.import_limits(),
+        settings.query_limits(),
+    )
+    .with_capacity(settings.capacity())
+    .with_org_bytes(own_data_source_bytes(config));
+    if let Some(worker) = &settings.query_worker {
+        sources = sources.with_query_worker(worker.clone());
+    }
+    if let Some(store) = config.data_source_store.settings()? {
+        tracing::info!(url = %store.url, "data source tables kept in an object store");
+        sources = sources.with_objects(TableObjects::new(&store)?);
+    }
+    let sources = Arc::new(sources);
+    if sources.objects().is_some() {
+        spawn_object_sweep(&sources, config.data_source_store.sweep_interval);
+    }
+    Ok(sources)
 }
 
 /// Sweeps, every `interval` while the service runs, the objects that a

@@ -189,7 +189,7 @@ async fn a_table_in_the_store_is_queried_and_its_row_holds_no_table_bytes() {
     let bytes: i64 = row.try_get("object_bytes").expect("a size");
     assert_eq!(stored, 0, "the row holds no table bytes");
     assert_eq!(key, format!("test/threads/{thread}/{}.parquet", source.id));
-    assert_eq!(fx.objects().await, [key.clone()]);
+    assert_eq!(fx.objects().await, std::slice::from_ref(&key));
     let meta = fx
         .bucket
         .head(&ObjectPath::from(key.as_str()))
@@ -373,10 +373,10 @@ impl PeakWorker {
         let task = tokio::spawn(async move {
             let mut peak = None;
             loop {
-                if let Some(pid) = worker_of(thread) {
-                    if let Some(mib) = switchboard_test_support::peak_rss_mib(pid) {
-                        peak = peak.max(Some(mib));
-                    }
+                if let Some(pid) = worker_of(thread)
+                    && let Some(mib) = switchboard_test_support::peak_rss_mib(pid)
+                {
+                    peak = peak.max(Some(mib));
                 }
                 tokio::select! {
                     _ = &mut stopped => return peak,

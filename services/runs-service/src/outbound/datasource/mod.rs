@@ -392,22 +392,11 @@ impl DataSources for SqlDataSources {
         } = parse_and_encode(&self.pool, &org, deadline, work).await?;
 
         let stored_bytes = content.len();
-        let content = Bytes::from(content);
         let id = DataSourceId::new();
-        let stored = match &self.objects {
-            None => Stored::Bytes(content.clone()),
-            Some(objects) => {
-                let key = objects.key(thread_id, id);
-                objects
-                    .upload(&key, content.clone())
-                    .await
-                    .map_err(ImportError::Storage)?;
-                Stored::Object {
-                    key,
-                    bytes: stored_bytes as u64,
-                }
-            }
-        };
+        let stored = self
+            .store_table(thread_id, id, Bytes::from(content))
+            .await
+            .map_err(ImportError::Storage)?;
         let mut source = DataSource {
             id,
             thread_id,
@@ -419,13 +408,7 @@ impl DataSources for SqlDataSources {
             size_bytes: i64::try_from(csv.len()).unwrap_or(i64::MAX),
             created_at: switchboard_db::now_millis(),
         };
-        source.table_name = match self.insert(&source, name, &stored).await {
-            Ok(table_name) => table_name,
-            Err(error) => {
-                self.forget_object(&stored).await;
-                return Err(ImportError::Storage(error));
-            }
-        };
+        source.table_name = self.insert_or_forget(&source, name, &stored).await?;
 
         // The model usually queries a table right after importing it; one
         // in a store is read from there by the query's worker.
@@ -567,13 +550,46 @@ impl SqlDataSources {
         Ok(tables)
     }
 
+    /// Keeps `content`, the table of data source `id`: as it is (for the
+    /// row), or uploaded to the store.
+    async fn store_table(
+        &self,
+        thread_id: ThreadId,
+        id: DataSourceId,
+        content: Bytes,
+    ) -> anyhow::Result<Stored> {
+        let Some(objects) = &self.objects else {
+            return Ok(Stored::Bytes(content));
+        };
+        let key = objects.key(thread_id, id);
+        let bytes = content.len() as u64;
+        objects.upload(&key, content).await?;
+        Ok(Stored::Object { key, bytes })
+    }
+
+    /// Writes the row of `source`; deletes its object if that fails.
+    async fn insert_or_forget(
+        &self,
+        source: &DataSource,
+        name: &str,
+        stored: &Stored,
+    ) -> Result<String, ImportError> {
+        match self.insert(source, name, stored).await {
+            Ok(table_name) => Ok(table_name),
+            Err(error) => {
+                self.forget_object(stored).await;
+                Err(ImportError::Storage(error))
+            }
+        }
+    }
+
     /// Deletes the object of a table whose row was not written; one left
     /// behind is logged (the thread's deletion or sweep removes it later).
     async fn forget_object(&self, stored: &Stored) {
-        if let (Some(objects), Stored::Object { key, .. }) = (&self.objects, stored) {
-            if let Err(error) = objects.delete(key).await {
-                tracing::warn!(key = %key, error = %format!("{error:#}"), "failed to delete an unstored table's object");
-            }
+        if let (Some(objects), Stored::Object { key, .. }) = (&self.objects, stored)
+            && let Err(error) = objects.delete(key).await
+        {
+            tracing::warn!(key = %key, error = %format!("{error:#}"), "failed to delete an unstored table's object");
         }
     }
 }

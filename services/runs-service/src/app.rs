@@ -133,13 +133,13 @@ fn data_sources(
     if let Some(worker) = &settings.query_worker {
         sources = sources.with_query_worker(worker.clone());
     }
-    if let Some(store) = config.data_source_store.settings()? {
+    if let Some(store) = settings.store.settings()? {
         tracing::info!(url = %store.url, "data source tables kept in an object store");
         sources = sources.with_objects(TableObjects::new(&store)?);
     }
     let sources = Arc::new(sources);
     if sources.objects().is_some() {
-        spawn_object_sweep(&sources, config.data_source_store.sweep_interval);
+        spawn_object_sweep(&sources, settings.store.sweep_interval);
     }
     Ok(sources)
 }

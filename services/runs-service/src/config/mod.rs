@@ -130,9 +130,6 @@ pub struct Config {
     /// Data-source limits: CSV imports and SQL over them.
     #[command(flatten)]
     pub data_sources: DataSourceArgs,
-    /// Where data sources' tables are kept.
-    #[command(flatten)]
-    pub data_source_store: ObjectStoreArgs,
     /// Runs in flight per organization and per user.
     #[command(flatten)]
     pub run_limits: RunLimitArgs,
@@ -331,7 +328,6 @@ impl Config {
             },
             model_limits: ModelLimitArgs::default(),
             data_sources: DataSourceArgs::default(),
-            data_source_store: ObjectStoreArgs::default(),
             run_limits: RunLimitArgs::default(),
             budgets: BudgetArgs::default(),
         }

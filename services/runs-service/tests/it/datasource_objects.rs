@@ -353,6 +353,7 @@ async fn a_table_larger_than_the_query_memory_streams_from_the_store() {
         .query(other, sql)
         .await
         .expect_err("too large to load");
+    eprintln!("objstore: the same query, table in the database: {error}");
     assert!(
         matches!(&error, QueryError::OutOfMemory { .. })
             || matches!(&error, QueryError::Engine(why) if why.contains("more than this query has left")),

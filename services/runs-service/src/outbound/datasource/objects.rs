@@ -208,15 +208,26 @@ impl TableObjects {
             .context("failed to start uploading a table")?;
         let mut writer = WriteMultipart::new_with_chunk_size(upload, self.part_bytes);
         let mut at = 0;
-        while at < content.len() {
-            if let Err(error) = writer.wait_for_capacity(self.concurrent_parts).await {
+        // Up to the last part, then until every part is in: a failed part
+        // aborts the upload, so that its other parts do not linger.
+        loop {
+            let in_flight = if at < content.len() {
+                self.concurrent_parts
+            } else {
+                0
+            };
+            if let Err(error) = writer.wait_for_capacity(in_flight).await {
                 let _ = writer.abort().await;
                 return Err(anyhow::Error::new(error).context("failed to upload a table"));
+            }
+            if at >= content.len() {
+                break;
             }
             let end = content.len().min(at + self.part_bytes);
             writer.put(content.slice(at..end));
             at = end;
         }
+        // `finish` aborts the upload itself if completing it fails.
         writer
             .finish()
             .await

@@ -92,9 +92,11 @@ impl fmt::Debug for StoreAccess {
 
 impl StoreAccess {
     /// The access the standard AWS environment variables (`AWS_ACCESS_KEY_ID`,
-    /// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`,
-    /// `AWS_ENDPOINT`, `AWS_ALLOW_HTTP`) give for `bucket`; the explicit
-    /// settings then override it.
+    /// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION` or
+    /// `AWS_DEFAULT_REGION`, `AWS_ENDPOINT`, `AWS_ALLOW_HTTP`) give for
+    /// `bucket`; the explicit settings then override it. Web-identity and
+    /// container credentials are not among them: a query's worker, whose
+    /// environment is empty, could not renew them.
     pub fn from_env(bucket: &str) -> Self {
         let env = AmazonS3Builder::from_env();
         let value = |key| {
@@ -104,7 +106,8 @@ impl StoreAccess {
         Self {
             bucket: bucket.to_owned(),
             endpoint: value(AmazonS3ConfigKey::Endpoint),
-            region: value(AmazonS3ConfigKey::Region),
+            region: value(AmazonS3ConfigKey::Region)
+                .or_else(|| value(AmazonS3ConfigKey::DefaultRegion)),
             access_key_id: value(AmazonS3ConfigKey::AccessKeyId),
             secret_access_key: value(AmazonS3ConfigKey::SecretAccessKey),
             session_token: value(AmazonS3ConfigKey::Token),

@@ -29,6 +29,16 @@ tmux: ## Make sure tmux is installed (the CLI's terminal test drives chat in a t
 postgres: ## Make sure the test PostgreSQL answers on 127.0.0.1:5432
 	@bash scripts/ensure-postgres.sh
 
+.PHONY: seaweedfs
+seaweedfs: ## Install the pinned SeaweedFS (an S3-compatible store the data-source tests start) into .tools/
+	@bash scripts/ensure-seaweedfs.sh
+
+.PHONY: objstore-1g
+objstore-1g: seaweedfs ## A 1 GB CSV imported into SeaweedFS and queried with the query worker's memory ceiling at 512 MiB (release build; prints the times and the worker's peak memory)
+	SWITCHBOARD_OBJSTORE_CSV_MB=1024 SWITCHBOARD_OBJSTORE_CEILING_MB=512 $(CARGO) test --release --locked \
+	  -p switchboard-runs-service --test it -- --exact --nocapture \
+	  datasource_objects::a_table_larger_than_the_query_memory_streams_from_the_store
+
 EXAMPLE_MCP_LISTEN ?= 127.0.0.1:8931
 SCRIPTED_MODEL_LISTEN ?= 127.0.0.1:8090
 # The model: a scripted one on this machine unless a real endpoint is given
@@ -197,7 +207,7 @@ conformance-under-load: ## The conformance suite 5 times in a row with every cor
 	bash scripts/conformance-under-load.sh
 
 .PHONY: test
-test: tools postgres tmux clients ## Run every test, on SQLite and PostgreSQL
+test: tools postgres tmux seaweedfs clients ## Run every test, on SQLite and PostgreSQL (and SeaweedFS for data sources in an object store)
 	SWITCHBOARD_TEST_BINARIES_BUILT=1 $(CARGO) test --workspace --locked
 
 .PHONY: fmt

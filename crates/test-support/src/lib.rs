@@ -10,6 +10,7 @@ pub mod grpc;
 pub mod logs;
 pub mod otlp;
 pub mod pki;
+pub mod seaweedfs;
 
 use std::str::FromStr;
 

@@ -22,7 +22,7 @@ use crate::{
     },
     inbound::RunsApi,
     outbound::{
-        datasource::SqlDataSources,
+        datasource::{SqlDataSources, TableObjects},
         llm::{ModelRegistry, parse_providers},
         mcp::{GrpcMcp, McpEndpoints},
         sql::{MIGRATIONS, Replica, SqlRunsRepository},
@@ -81,18 +81,7 @@ async fn build(config: &Config, wrap: WrapRepository) -> anyhow::Result<Built> {
     crate::metrics::name_only(&known, config.metrics_models.split(','));
     let mcp = mcp_service(config).await?;
     let settings = &config.data_sources;
-    settings.check(config.common.server.max_message_bytes)?;
-    let mut sources = SqlDataSources::new(
-        db.pool.clone(),
-        settings.import_limits(),
-        settings.query_limits(),
-    )
-    .with_capacity(settings.capacity())
-    .with_org_bytes(own_data_source_bytes(config));
-    if let Some(worker) = &settings.query_worker {
-        sources = sources.with_query_worker(worker.clone());
-    }
-    let sources: Arc<dyn DataSources> = Arc::new(sources);
+    let sources: Arc<dyn DataSources> = data_sources(config, &db)?;
     let orchestrator = Orchestrator::new(
         RunPorts {
             repo: repo.clone(),
@@ -124,6 +113,57 @@ async fn build(config: &Config, wrap: WrapRepository) -> anyhow::Result<Built> {
         authenticator,
         services: Services::new().with(api).watch_database(db),
     })
+}
+
+/// The data sources in `db` (and the object store, if one is set), with
+/// the store's sweep started.
+fn data_sources(
+    config: &Config,
+    db: &switchboard_db::Database,
+) -> anyhow::Result<Arc<SqlDataSources>> {
+    let settings = &config.data_sources;
+    settings.check(config.common.server.max_message_bytes)?;
+    let mut sources = SqlDataSources::new(
+        db.pool.clone(),
+        settings.import_limits(),
+        settings.query_limits(),
+    )
+    .with_capacity(settings.capacity())
+    .with_org_bytes(own_data_source_bytes(config));
+    if let Some(worker) = &settings.query_worker {
+        sources = sources.with_query_worker(worker.clone());
+    }
+    if let Some(store) = settings.store.settings()? {
+        tracing::info!(url = %store.url, "data source tables kept in an object store");
+        sources = sources.with_objects(TableObjects::new(&store)?);
+    }
+    let sources = Arc::new(sources);
+    if sources.objects().is_some() {
+        spawn_object_sweep(&sources, settings.store.sweep_interval);
+    }
+    Ok(sources)
+}
+
+/// Sweeps, every `interval` while the service runs, the objects that a
+/// failed thread deletion left.
+fn spawn_object_sweep(sources: &Arc<SqlDataSources>, interval: Duration) {
+    let sources = Arc::downgrade(sources);
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(interval);
+        loop {
+            ticks.tick().await;
+            let Some(sources) = sources.upgrade() else {
+                return;
+            };
+            match sources.sweep_objects().await {
+                Ok(0) => {}
+                Ok(deleted) => tracing::info!(objects = deleted, "swept deleted threads' objects"),
+                Err(error) => {
+                    tracing::warn!(error = %format!("{error:#}"), "data source object sweep failed");
+                }
+            }
+        }
+    });
 }
 
 /// Storage, writing runs for this replica process.

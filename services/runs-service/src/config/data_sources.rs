@@ -2,6 +2,8 @@
 
 use anyhow::ensure;
 
+use super::ObjectStoreArgs;
+
 use crate::domain::{
     datasource::{Capacity, ImportLimits, QueryLimits},
     tools::DEFAULT_TABLE_BYTES,
@@ -100,6 +102,9 @@ pub struct DataSourceArgs {
         env = "SWITCHBOARD_DATA_SOURCE_QUERY_WORKER"
     )]
     pub query_worker: Option<std::path::PathBuf>,
+    /// Where the tables are kept: the database, or an object store.
+    #[command(flatten)]
+    pub store: ObjectStoreArgs,
 }
 
 impl Default for DataSourceArgs {
@@ -127,6 +132,7 @@ impl Default for DataSourceArgs {
             query_max_memory_bytes: query.process_memory_bytes,
             tool_result_table_bytes: DEFAULT_TABLE_BYTES,
             query_worker: None,
+            store: ObjectStoreArgs::default(),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! runs-service settings, from flags or environment.
 
 mod budgets;
+mod data_source_store;
 mod data_sources;
 mod run_limits;
 
@@ -14,6 +15,7 @@ use crate::{
     outbound::llm::{DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RESPONSE_BYTES, StreamLimits},
 };
 pub use budgets::BudgetArgs;
+pub use data_source_store::ObjectStoreArgs;
 pub use data_sources::DataSourceArgs;
 pub use run_limits::RunLimitArgs;
 use switchboard_server::{AuthArgs, CommonArgs, ServerArgs, TelemetryArgs};

@@ -472,4 +472,17 @@ pub trait DataSources: Send + Sync + 'static {
 
     /// Runs one read-only SQL query over the thread's data sources.
     async fn query(&self, thread_id: ThreadId, sql: &str) -> Result<QueryResult, QueryError>;
+
+    /// Called before the thread and its data sources' rows are deleted:
+    /// records that what they hold outside the database (objects in a
+    /// store) must go once the thread is gone, so that a failure after the
+    /// rows are deleted leaves a record to finish from.
+    async fn thread_deleting(&self, _thread_id: ThreadId) -> Result<(), anyhow::Error> {
+        Ok(())
+    }
+
+    /// Called after the thread's rows were deleted: deletes what its data
+    /// sources held outside the database. A failure is logged and left to
+    /// the record [`DataSources::thread_deleting`] wrote.
+    async fn thread_deleted(&self, _thread_id: ThreadId) {}
 }

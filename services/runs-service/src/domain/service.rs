@@ -253,11 +253,13 @@ impl RunsService {
 
     /// Deletes a thread of the caller with everything in it.
     pub async fn delete_thread(&self, caller: &Principal, id: ThreadId) -> Result<(), RunsError> {
+        self.sources.thread_deleting(id).await?;
         if self
             .repo
             .delete_thread(&caller.org_id, &caller.user_id, id)
             .await?
         {
+            self.sources.thread_deleted(id).await;
             Ok(())
         } else {
             Err(RunsError::NotFound("thread"))

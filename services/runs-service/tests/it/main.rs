@@ -4,6 +4,7 @@ mod agent_settings;
 mod chassis;
 mod counting;
 mod data_sources_suite;
+mod datasource_objects;
 mod datasource_pieces;
 mod datasource_replicas;
 mod datasources;

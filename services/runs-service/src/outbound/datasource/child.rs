@@ -19,7 +19,7 @@ use bytes::Bytes;
 use rustix::process::{Resource, Rlimit, Signal, set_parent_process_death_signal, setrlimit};
 
 use super::{
-    engine,
+    Stored, engine,
     priority::CpuPriority,
     protocol::{self, Limits, Request, Response},
 };
@@ -63,13 +63,24 @@ fn serve() -> anyhow::Result<()> {
         .worker_threads(request.partitions.max(1))
         .thread_name("query")
         .thread_stack_size(QUERY_THREAD_STACK_BYTES)
-        .enable_time()
+        // Time for the limit; I/O for a store's client.
+        .enable_all()
         .build()
         .context("failed to start the query runtime")?;
+    let store = match &request.store {
+        Some(access) => {
+            // The store's client speaks TLS with the same provider as the
+            // service.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let _guard = runtime.enter();
+            Some(access.open()?)
+        }
+        None => None,
+    };
     let outcome = runtime.block_on(async {
         tokio::time::timeout(
             limits.timeout,
-            engine::execute(tables, &request.sql, limits, request.partitions),
+            engine::execute(tables, store, &request.sql, limits, request.partitions),
         )
         .await
         .unwrap_or(Err(QueryError::Timeout(limits.timeout)))
@@ -92,16 +103,26 @@ fn read_request(input: &mut impl std::io::BufRead) -> anyhow::Result<Request> {
     serde_json::from_slice(&line).context("the request is not valid")
 }
 
-fn read_tables(input: &mut impl Read, request: &Request) -> anyhow::Result<HashMap<String, Bytes>> {
+fn read_tables(
+    input: &mut impl Read,
+    request: &Request,
+) -> anyhow::Result<HashMap<String, Stored>> {
     request
         .tables
         .iter()
         .map(|table| {
+            if let Some(key) = &table.object {
+                let stored = Stored::Object {
+                    key: key.clone(),
+                    bytes: table.bytes as u64,
+                };
+                return Ok((table.name.clone(), stored));
+            }
             let mut content = vec![0; table.bytes];
             input
                 .read_exact(&mut content)
                 .with_context(|| format!("failed to read the table {}", table.name))?;
-            Ok((table.name.clone(), Bytes::from(content)))
+            Ok((table.name.clone(), Stored::Bytes(Bytes::from(content))))
         })
         .collect()
 }

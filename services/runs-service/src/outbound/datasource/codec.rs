@@ -19,10 +19,16 @@ use parquet::{
 /// Rows per decoded batch, DataFusion's default batch size.
 pub(super) const BATCH_ROWS: usize = 8192;
 
+/// Rows of one row group: the unit a scan of a table in a store decodes
+/// at a time, so what bounds a streaming query's memory per partition
+/// (128 Ki rows of a few dozen columns are tens of MiB decoded).
+pub(super) const ROW_GROUP_ROWS: usize = 128 * 1024;
+
 /// How tables are written for storage.
 pub(super) fn properties() -> anyhow::Result<WriterProperties> {
     Ok(WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(1)?))
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .build())
 }
 

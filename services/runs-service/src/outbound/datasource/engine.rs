@@ -2,8 +2,10 @@
 //! worker process (`worker.rs`).
 //!
 //! Each query gets a fresh session whose catalog holds only the tables the
-//! query names (decoded when the planner asks for them), no object stores
-//! (so no file or URL can be read), no spill files, and a memory pool of its
+//! query names (decoded when the planner asks for them, or, for a table in a
+//! store, scanned from its object row group by row group), no object store
+//! but the tables' (under a host name no query can write, since the gate
+//! refuses every file and URL), no spill files, and a memory pool of its
 //! own. The text passes the gate (`gate.rs`) and the function list
 //! (`allowlist.rs`); the plan is checked again for DDL, DML, statements and
 //! unlisted functions, and its growing functions are bounded, before
@@ -15,8 +17,13 @@ use std::{
     sync::{Arc, Mutex},
 };
 
+use anyhow::Context as _;
 use async_trait::async_trait;
 use bytes::Bytes;
+use datafusion::datasource::{
+    file_format::parquet::ParquetFormat,
+    listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl},
+};
 use datafusion::{
     arrow::{
         record_batch::RecordBatch,
@@ -41,7 +48,7 @@ use futures::StreamExt as _;
 use url::Url;
 
 use super::{
-    allowlist,
+    Stored, allowlist,
     bounded::{self, ValueLimits},
     codec::{self, LoadedTable},
     gate,
@@ -51,9 +58,14 @@ use crate::domain::{
     texts::rendered_line_bytes,
 };
 
-/// Plans and runs `sql` over `tables` (table name → stored bytes).
+/// The host of the URL the tables' store is registered under.
+const TABLES_HOST: &str = "switchboard-tables";
+
+/// Plans and runs `sql` over `tables` (table name → stored bytes or
+/// object), the objects read from `store`.
 pub(super) async fn execute(
-    tables: HashMap<String, Bytes>,
+    tables: HashMap<String, Stored>,
+    store: Option<Arc<dyn ObjectStore>>,
     sql: &str,
     limits: QueryLimits,
     partitions: usize,
@@ -61,7 +73,7 @@ pub(super) async fn execute(
     let statement = gate::check_statement(sql)?;
     allowlist::check_statement(&statement)?;
     let failure = Arc::new(Mutex::new(None));
-    let runtime = query_runtime(&limits).map_err(QueryError::Internal)?;
+    let runtime = query_runtime(&limits, store).map_err(QueryError::Internal)?;
     let schema = Arc::new(ThreadSchema {
         tables,
         partitions,
@@ -69,6 +81,7 @@ pub(super) async fn execute(
         pool: Arc::clone(&runtime.memory_pool),
         decoded: Mutex::new(HashMap::new()),
         reservations: Mutex::new(HashMap::new()),
+        objects: Mutex::new(HashMap::new()),
     });
     let outcome = plan_and_collect(schema, runtime, statement, &limits, partitions).await;
     // A table that failed to decode surfaces as an engine error; it is ours.
@@ -89,7 +102,11 @@ async fn plan_and_collect(
     limits: &QueryLimits,
     partitions: usize,
 ) -> Result<QueryResult, QueryError> {
-    let ctx = session(schema, runtime, partitions).map_err(QueryError::Internal)?;
+    let ctx = session(Arc::clone(&schema), runtime, partitions).map_err(QueryError::Internal)?;
+    schema
+        .open_objects(&ctx)
+        .await
+        .map_err(QueryError::Internal)?;
     let engine = |e: DataFusionError| QueryError::Engine(e.strip_backtrace());
     let plan = checked_plan(&ctx, statement, limits).await?;
     // One row more than shown tells whether the result was cut; the limit
@@ -245,13 +262,16 @@ fn cut(text: String, max_chars: usize) -> String {
 
 /// The memory pool and environment of one query: a limit of its own, no
 /// spill files, no object stores.
-fn query_runtime(limits: &QueryLimits) -> anyhow::Result<Arc<RuntimeEnv>> {
+fn query_runtime(
+    limits: &QueryLimits,
+    store: Option<Arc<dyn ObjectStore>>,
+) -> anyhow::Result<Arc<RuntimeEnv>> {
     Ok(RuntimeEnvBuilder::new()
         .with_memory_limit(limits.memory_bytes, 1.0)
         .with_disk_manager_builder(
             DiskManagerBuilder::default().with_mode(DiskManagerMode::Disabled),
         )
-        .with_object_store_registry(Arc::new(NoObjectStores))
+        .with_object_store_registry(Arc::new(TablesOnly { store }))
         .build_arc()?)
 }
 
@@ -276,11 +296,14 @@ fn session(
     Ok(ctx)
 }
 
-/// An object store registry that has none: a query can name no file or URL.
+/// An object store registry with the tables' store only (if they are in
+/// one), under `s3://switchboard-tables`; nothing can be registered.
 #[derive(Debug)]
-struct NoObjectStores;
+struct TablesOnly {
+    store: Option<Arc<dyn ObjectStore>>,
+}
 
-impl ObjectStoreRegistry for NoObjectStores {
+impl ObjectStoreRegistry for TablesOnly {
     fn register_store(
         &self,
         _url: &Url,
@@ -290,17 +313,24 @@ impl ObjectStoreRegistry for NoObjectStores {
     }
 
     fn get_store(&self, url: &Url) -> datafusion::error::Result<Arc<dyn ObjectStore>> {
-        Err(DataFusionError::Plan(format!(
-            "files and URLs cannot be read ({url}); query the thread's tables"
-        )))
+        match &self.store {
+            Some(store) if url.scheme() == "s3" && url.host_str() == Some(TABLES_HOST) => {
+                Ok(Arc::clone(store))
+            }
+            _ => Err(DataFusionError::Plan(format!(
+                "files and URLs cannot be read ({url}); query the thread's tables"
+            ))),
+        }
     }
 }
 
 /// The tables a query names, decoded when the planner asks for them.
 #[derive(Debug)]
 struct ThreadSchema {
-    /// Table name → stored bytes.
-    tables: HashMap<String, Bytes>,
+    /// Table name → stored bytes or object.
+    tables: HashMap<String, Stored>,
+    /// The scans of the tables in a store, opened before planning.
+    objects: Mutex<HashMap<String, Arc<dyn TableProvider>>>,
     partitions: usize,
     /// Why decoding a table failed, if it did.
     failure: Arc<Mutex<Option<anyhow::Error>>>,
@@ -313,6 +343,35 @@ struct ThreadSchema {
 }
 
 impl ThreadSchema {
+    /// Opens a scan of each table held in a store: its schema comes from
+    /// the object's footer; its rows are read row group by row group as
+    /// the query runs, never the whole table at once.
+    async fn open_objects(&self, ctx: &SessionContext) -> anyhow::Result<()> {
+        let state = ctx.state();
+        for (name, stored) in &self.tables {
+            let Stored::Object { key, .. } = stored else {
+                continue;
+            };
+            let url = ListingTableUrl::parse(format!("s3://{TABLES_HOST}/{key}"))
+                .context("invalid table object key")?;
+            // Partitions come from the session (`with_target_partitions`).
+            let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
+                .with_file_extension(".parquet");
+            let config = ListingTableConfig::new(url)
+                .with_listing_options(options)
+                .infer_schema(&state)
+                .await
+                .with_context(|| format!("failed to open the table {name}"))?;
+            let table = ListingTable::try_new(config)
+                .with_context(|| format!("failed to open the table {name}"))?;
+            self.objects
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(name.clone(), Arc::new(table));
+        }
+        Ok(())
+    }
+
     /// Counts `table` in the query's memory pool, once per table.
     fn reserve(&self, name: &str, table: &LoadedTable) -> datafusion::error::Result<()> {
         let mut reservations = self
@@ -355,8 +414,16 @@ impl SchemaProvider for ThreadSchema {
     }
 
     async fn table(&self, name: &str) -> datafusion::error::Result<Option<Arc<dyn TableProvider>>> {
-        let Some(content) = self.tables.get(name) else {
-            return Ok(None);
+        let content = match self.tables.get(name) {
+            None => return Ok(None),
+            Some(Stored::Object { .. }) => {
+                let objects = self
+                    .objects
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                return Ok(objects.get(name).cloned());
+            }
+            Some(Stored::Bytes(content)) => content,
         };
         let loaded = match self.decode(name, content) {
             Ok(loaded) => loaded,

@@ -4,6 +4,15 @@
 //! An imported CSV is stored as one row of `data_sources`: its metadata and
 //! the whole table as Parquet bytes, so that any replica can serve it and it
 //! survives restarts. Stored tables are kept in a bounded in-memory cache.
+//!
+//! With an object store set (`objects.rs`), the table's Parquet is instead
+//! uploaded to an S3-compatible store and the row keeps only the metadata
+//! and the object's key; the query's worker scans the object row group by
+//! row group, so neither the service nor the worker holds such a table
+//! whole, and the cache is not used for it. Rows from before a store was
+//! set keep their bytes and stay readable. Deleting a thread deletes its
+//! objects after its rows, with a record that a sweep finishes from
+//! (`sweeps.rs`; `objects.rs` says why in that order).
 //! Each query runs in a worker process of its own (`worker.rs`), which is
 //! killed when its time is up, so that no query holds the service's threads
 //! or memory past its answer.
@@ -30,26 +39,26 @@ mod engine;
 mod gate;
 mod import;
 mod import_work;
+mod objects;
 mod pool;
 mod priority;
 mod protocol;
 mod quota;
+mod rows;
 mod slots;
+mod sweeps;
 mod worker;
 
 pub use child::run_query_worker;
+pub use objects::{MIN_PART_BYTES, ObjectSettings, StoreAccess, TableObjects};
 pub use worker::WORKER_SUBCOMMAND;
 
-use std::{
-    collections::{HashMap, HashSet},
-    path::PathBuf,
-    sync::Arc,
-};
+use std::{collections::HashMap, path::PathBuf, sync::Arc};
 
 use anyhow::Context as _;
 use async_trait::async_trait;
 use bytes::Bytes;
-use sqlx::{AnyPool, Row, any::AnyRow};
+use sqlx::AnyPool;
 use tokio::time::Instant;
 
 use crate::domain::{
@@ -59,24 +68,20 @@ use crate::domain::{
     },
     ids::{DataSourceId, IntegrationId, ThreadId},
 };
-use crate::outbound::sql::{stored_id, stored_optional_id};
 use cache::TableCache;
 use import_work::{Encoded, ImportWork};
 use pool::{CpuPool, PoolError};
 use priority::CpuPriority;
+use rows::{METADATA_COLUMNS, Store, Stored, decode_source};
 use slots::{Slot, Slots};
 use worker::QueryWorker;
-
-/// Tries at a unique table name when concurrent imports pick the same one.
-const NAME_ATTEMPTS: usize = 8;
-
-const METADATA_COLUMNS: &str = "id, thread_id, table_name, origin, integration_id, \
-     columns_json, row_count, size_bytes, created_at";
 
 /// [`DataSources`] over a SQL database.
 #[derive(Debug)]
 pub struct SqlDataSources {
     store: Arc<Store>,
+    /// Where new tables go: the database (`None`) or a store of objects.
+    objects: Option<Arc<TableObjects>>,
     import: ImportLimits,
     limits: QueryLimits,
     /// Where imports are parsed; its threads are also a query's
@@ -113,6 +118,7 @@ impl SqlDataSources {
                 pool,
                 cache: TableCache::new(capacity.cache_bytes),
             }),
+            objects: None,
             import,
             limits: query,
             pool: CpuPool::new(capacity.threads, CpuPriority::of(&capacity)),
@@ -136,6 +142,20 @@ impl SqlDataSources {
             runner: Runner::Worker(QueryWorker::new(program)),
             ..self
         }
+    }
+
+    /// The same, keeping new tables as objects in `objects` (their rows
+    /// keep only metadata); tables already in the database stay readable.
+    pub fn with_objects(self, objects: TableObjects) -> Self {
+        Self {
+            objects: Some(Arc::new(objects)),
+            ..self
+        }
+    }
+
+    /// The store of objects, if tables go to one.
+    pub fn objects(&self) -> Option<&Arc<TableObjects>> {
+        self.objects.as_ref()
     }
 
     /// The same, running queries in this process, without a memory ceiling
@@ -187,81 +207,6 @@ impl SqlDataSources {
         });
         self
     }
-
-    async fn insert(
-        &self,
-        source: &DataSource,
-        name: &str,
-        content: &[u8],
-    ) -> anyhow::Result<String> {
-        let columns_json =
-            serde_json::to_string(&source.columns).context("failed to encode columns")?;
-        for _ in 0..NAME_ATTEMPTS {
-            let taken: HashSet<String> =
-                sqlx::query("SELECT table_name FROM data_sources WHERE thread_id = $1")
-                    .bind(source.thread_id.to_string())
-                    .fetch_all(&self.store.pool)
-                    .await
-                    .context("failed to read the thread's table names")?
-                    .iter()
-                    .map(|row| row.try_get("table_name"))
-                    .collect::<Result<_, _>>()?;
-            let table_name = import::table_name(name, &taken);
-            let inserted = sqlx::query(
-                "INSERT INTO data_sources (id, thread_id, table_name, origin, integration_id, \
-                 columns_json, row_count, size_bytes, content, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-            )
-            .bind(source.id.to_string())
-            .bind(source.thread_id.to_string())
-            .bind(table_name.as_str())
-            .bind(source.origin.as_str())
-            .bind(source.integration_id.map(String::from))
-            .bind(columns_json.as_str())
-            .bind(source.row_count)
-            .bind(source.size_bytes)
-            .bind(content)
-            .bind(source.created_at)
-            .execute(&self.store.pool)
-            .await;
-            match inserted {
-                Ok(_) => return Ok(table_name),
-                // Another import took the name in between: pick again.
-                Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {}
-                Err(error) => {
-                    return Err(anyhow::Error::new(error).context("failed to insert a data source"));
-                }
-            }
-        }
-        anyhow::bail!("no unique table name found after {NAME_ATTEMPTS} tries")
-    }
-}
-
-/// Stored tables and the cache of decoded ones.
-#[derive(Debug)]
-struct Store {
-    pool: AnyPool,
-    cache: TableCache,
-}
-
-impl Store {
-    /// The stored bytes of data source `id`, from the cache or the database.
-    async fn load(&self, id: DataSourceId) -> anyhow::Result<Bytes> {
-        if let Some(content) = self.cache.get(id) {
-            return Ok(content);
-        }
-        let content: Vec<u8> = sqlx::query("SELECT content FROM data_sources WHERE id = $1")
-            .bind(id.to_string())
-            .fetch_optional(&self.pool)
-            .await
-            .context("failed to read a data source")?
-            .context("the data source was deleted")?
-            .try_get("content")
-            .context("failed to read a data source")?;
-        let content = Bytes::from(content);
-        self.cache.insert(id, content.clone());
-        Ok(content)
-    }
 }
 
 /// Parses `csv` as an import does, without storing it: the columns and the
@@ -287,23 +232,6 @@ async fn parse_and_encode(
             PoolError::Waited(wait) => ImportError::Busy(Busy::Timeout(wait)),
             PoolError::Stopped => ImportError::Storage(anyhow::anyhow!("the import stopped")),
         })?
-}
-
-fn decode_source(row: &AnyRow) -> anyhow::Result<DataSource> {
-    let columns_json: String = row.try_get("columns_json")?;
-    let columns: Vec<Column> =
-        serde_json::from_str(&columns_json).context("stored columns are not valid")?;
-    Ok(DataSource {
-        id: stored_id(row, "id")?,
-        thread_id: stored_id(row, "thread_id")?,
-        table_name: row.try_get("table_name")?,
-        origin: row.try_get("origin")?,
-        integration_id: stored_optional_id(row, "integration_id")?,
-        columns,
-        row_count: row.try_get("row_count")?,
-        size_bytes: row.try_get("size_bytes")?,
-        created_at: row.try_get("created_at")?,
-    })
 }
 
 #[async_trait]
@@ -344,8 +272,14 @@ impl DataSources for SqlDataSources {
             slot: _slot,
         } = parse_and_encode(&self.pool, &org, deadline, work).await?;
 
+        let stored_bytes = content.len();
+        let id = DataSourceId::new();
+        let stored = self
+            .store_table(thread_id, id, Bytes::from(content))
+            .await
+            .map_err(ImportError::Storage)?;
         let mut source = DataSource {
-            id: DataSourceId::new(),
+            id,
             thread_id,
             table_name: String::new(),
             origin: origin.to_owned(),
@@ -355,14 +289,13 @@ impl DataSources for SqlDataSources {
             size_bytes: i64::try_from(csv.len()).unwrap_or(i64::MAX),
             created_at: switchboard_db::now_millis(),
         };
-        source.table_name = self
-            .insert(&source, name, &content)
-            .await
-            .map_err(ImportError::Storage)?;
+        source.table_name = self.insert_or_forget(&source, name, &stored).await?;
 
-        // The model usually queries a table right after importing it.
-        let stored_bytes = content.len();
-        self.store.cache.insert(source.id, Bytes::from(content));
+        // The model usually queries a table right after importing it; one
+        // in a store is read from there by the query's worker.
+        if let Stored::Bytes(content) = stored {
+            self.store.cache.insert(source.id, content);
+        }
         tracing::info!(
             %thread_id,
             table = %source.table_name,
@@ -419,52 +352,44 @@ impl DataSources for SqlDataSources {
                     partitions,
                     priority: self.pool.priority().nice,
                     idle: self.pool.priority().idle,
+                    store: self
+                        .objects
+                        .as_ref()
+                        .map(|objects| objects.access().clone()),
                     tables: tables
                         .iter()
-                        .map(|(name, content)| protocol::TableHeader {
-                            name: name.clone(),
-                            bytes: content.len(),
-                        })
+                        .map(|(name, stored)| protocol::TableHeader::of(name, stored))
                         .collect(),
                 };
-                let contents = tables.into_iter().map(|(_, content)| content).collect();
+                let contents = tables
+                    .into_iter()
+                    .filter_map(|(_, stored)| match stored {
+                        Stored::Bytes(content) => Some(content),
+                        Stored::Object { .. } => None,
+                    })
+                    .collect();
                 run_in_worker(worker.clone(), thread_id, request, contents, limits, slot).await
             }
             Runner::Missing(why) => Err(QueryError::Internal(anyhow::anyhow!(why.clone()))),
             Runner::InProcess => {
                 let tables = tables.into_iter().collect();
+                let store = self.objects.as_ref().map(|objects| objects.store());
                 tokio::time::timeout(
                     limits.timeout,
-                    engine::execute(tables, sql, limits, partitions),
+                    engine::execute(tables, store, sql, limits, partitions),
                 )
                 .await
                 .unwrap_or(Err(QueryError::Timeout(limits.timeout)))
             }
         }
     }
-}
 
-impl SqlDataSources {
-    /// The stored bytes of the thread's tables whose names `named` holds
-    /// (lowercase): the only ones the query can read.
-    async fn named_tables(
-        &self,
-        thread_id: ThreadId,
-        named: &HashSet<String>,
-    ) -> anyhow::Result<Vec<(String, Bytes)>> {
-        let rows = sqlx::query("SELECT id, table_name FROM data_sources WHERE thread_id = $1")
-            .bind(thread_id.to_string())
-            .fetch_all(&self.store.pool)
-            .await
-            .context("failed to read the thread's data sources")?;
-        let mut tables = Vec::new();
-        for row in &rows {
-            let name: String = row.try_get("table_name")?;
-            if named.contains(&name.to_lowercase()) {
-                tables.push((name, self.store.load(stored_id(row, "id")?).await?));
-            }
-        }
-        Ok(tables)
+    async fn thread_deleting(&self, thread_id: ThreadId) -> Result<(), anyhow::Error> {
+        self.mark_for_sweep(thread_id).await
+    }
+
+    async fn thread_deleted(&self, thread_id: ThreadId) {
+        self.delete_thread_objects(thread_id).await;
     }
 }
 

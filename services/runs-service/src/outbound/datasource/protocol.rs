@@ -1,14 +1,17 @@
 //! What the service and a query's worker process say to each other.
 //!
 //! The service writes one request to the worker's stdin: a JSON line (the
-//! SQL, the limits, the names and sizes of the tables it names), then each
-//! table's stored bytes in that order. The worker writes one JSON response
+//! SQL, the limits, the names and sizes of the tables it names, and for a
+//! table in a store its object's key and how to reach the store), then the
+//! stored bytes of each table held in the database, in that order; a
+//! table in a store the worker reads from there. The worker writes one JSON response
 //! to stdout and exits.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::{Stored, objects::StoreAccess};
 use crate::domain::datasource::{QueryError, QueryLimits, QueryResult, Refusal};
 
 /// Longest request line a worker reads: the SQL (at most 64 KiB) and the
@@ -34,15 +37,41 @@ pub(super) struct Request {
     /// service's data-source threads do.
     #[serde(default)]
     pub idle: bool,
-    /// The tables whose bytes follow, in order.
+    /// The store the tables with an object are read from, as the operator
+    /// configured it.
+    #[serde(default)]
+    pub store: Option<StoreAccess>,
+    /// The tables, in the order their bytes follow.
     pub tables: Vec<TableHeader>,
 }
 
-/// A table whose stored bytes follow the request line.
+/// A table: its stored bytes follow the request line, or it is an object.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct TableHeader {
     pub name: String,
+    /// Its stored size.
     pub bytes: usize,
+    /// The key of the object that holds it; no bytes follow for it.
+    #[serde(default)]
+    pub object: Option<String>,
+}
+
+impl TableHeader {
+    /// The header of the table `name` stored as `stored`.
+    pub fn of(name: &str, stored: &Stored) -> Self {
+        match stored {
+            Stored::Bytes(content) => Self {
+                name: name.to_owned(),
+                bytes: content.len(),
+                object: None,
+            },
+            Stored::Object { key, bytes } => Self {
+                name: name.to_owned(),
+                bytes: usize::try_from(*bytes).unwrap_or(usize::MAX),
+                object: Some(key.clone()),
+            },
+        }
+    }
 }
 
 /// [`QueryLimits`] on the wire.

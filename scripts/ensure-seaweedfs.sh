@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs a pinned SeaweedFS (`weed`, an S3-compatible object store) into
 # .tools/bin, for the tests and benchmarks of data sources kept in an object
-# store. Idempotent: a binary of the pinned version already there is kept
-# (CI caches .tools/), so only the first run pays for the build (several
-# minutes of `go build` on two cores).
+# store. Idempotent: a binary of the pinned version already there is kept,
+# so only the first run on a machine pays for the build (7–8 minutes of CPU
+# for `go build`). Runs at once wait for one another (a lock in .tools/):
+# .ci/run starts one in the background while the other checks run.
 #
 # The module is built from the Go module proxy's copy of its source, inside
 # its own module: `go install module@version` refuses modules whose go.mod
@@ -16,6 +17,9 @@ VERSION=v0.0.0-20261109003541-7506e5f91cd6
 BIN=.tools/bin/weed
 STAMP=.tools/bin/weed.version
 
+mkdir -p .tools/bin
+exec 9>.tools/seaweedfs.lock
+flock 9
 if [ -x "$BIN" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$VERSION" ]; then
   exit 0
 fi

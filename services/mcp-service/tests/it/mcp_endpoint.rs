@@ -644,8 +644,13 @@ async fn initialize(e: &Endpoint, token: &str) -> reqwest::Response {
 
 /// An `initialize` POST of the 2025-11-25 era to `slug`'s path with `token`.
 pub(crate) async fn initialize_at(e: &Endpoint, slug: &str, token: &str) -> reqwest::Response {
+    initialize_url(&e.url(slug), token).await
+}
+
+/// An `initialize` POST of the 2025-11-25 era to `url` with `token`.
+pub(crate) async fn initialize_url(url: &str, token: &str) -> reqwest::Response {
     reqwest::Client::new()
-        .post(e.url(slug))
+        .post(url)
         .bearer_auth(token)
         .header("accept", "application/json, text/event-stream")
         .json(&json!({

@@ -22,7 +22,7 @@ use switchboard_test_support::{
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::mcp_endpoint::{
-    Endpoint, initialize_at, python_client_plan, sdk_client_plan, setup_with,
+    Endpoint, initialize_at, initialize_url, python_client_plan, sdk_client_plan, setup_with,
 };
 use crate::support::{Harness, admin, create, http_integration, member, start_with};
 
@@ -347,7 +347,71 @@ async fn a_replica_killed_mid_way_costs_at_most_the_call_in_flight(kind: DbKind)
     );
 }
 
+/// POSTs `message` on session `session` at `url` with `token`.
+async fn post(url: &str, session: &str, token: &str, message: Value) -> reqwest::StatusCode {
+    reqwest::Client::new()
+        .post(url)
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(&message)
+        .send()
+        .await
+        .expect("answers")
+        .status()
+}
+
+async fn answers_left_for_another_replica_stop_at_the_limit(kind: DbKind) {
+    let e = setup_with(kind, |_| {}).await;
+    let opened = initialize_at(&e, "example", &member("org-a")).await;
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .expect("text")
+        .to_owned();
+    drop(opened);
+    // Answers naming a replica tag no replica of this test has.
+    let answer = |i: usize| json!({ "jsonrpc": "2.0", "id": format!("0123456789abcdef.n{i}"), "result": {} });
+    for i in 0..16 {
+        assert_eq!(
+            post(&e.url("example"), &session, &member("org-a"), answer(i)).await,
+            reqwest::StatusCode::ACCEPTED,
+            "answer {i} is left for its replica"
+        );
+    }
+    assert_eq!(
+        post(&e.url("example"), &session, &member("org-a"), answer(16)).await,
+        reqwest::StatusCode::INTERNAL_SERVER_ERROR,
+        "the 17th answer waiting for other replicas is refused"
+    );
+}
+
+async fn an_organizations_session_limit_counts_every_replica(kind: DbKind) {
+    let e = setup_with(kind, |config| config.endpoint.max_sessions_per_org = 1).await;
+    let b_addr = SocketAddr::from(([127, 0, 0, 1], free_port().expect("a port")));
+    let (_b, _client) =
+        e.h.replica(|config| {
+            config.endpoint.listen = Some(b_addr);
+            config.endpoint.max_sessions_per_org = 1;
+        })
+        .await;
+    let first = initialize_at(&e, "example", &member("org-a")).await;
+    assert_eq!(first.status(), reqwest::StatusCode::OK);
+    let on_b = initialize_url(
+        &format!("http://{b_addr}/mcp/integrations/example"),
+        &member("org-a"),
+    )
+    .await;
+    assert_eq!(
+        on_b.status(),
+        reqwest::StatusCode::SERVICE_UNAVAILABLE,
+        "the organization's one session is open on the other replica"
+    );
+}
+
 db_tests!(
+    answers_left_for_another_replica_stop_at_the_limit,
+    an_organizations_session_limit_counts_every_replica,
     a_replica_killed_mid_way_costs_at_most_the_call_in_flight,
     a_servers_question_reaches_the_client_whichever_replica_its_answer_lands_on,
     a_session_is_served_by_whichever_replica_a_request_lands_on,

@@ -189,10 +189,11 @@ impl Latencies {
 }
 
 /// The quiet organization's calls, gRPC and endpoint, one of each and more
-/// until `until`; each must succeed.
-async fn quiet_calls(e: &Endpoint, until: Instant) -> Latencies {
+/// until `until`; each must succeed. `http` keeps its connection between
+/// calls, as the gRPC client does: a steady client's connection is
+/// authenticated before a flood starts.
+async fn quiet_calls(e: &Endpoint, http: &reqwest::Client, until: Instant) -> Latencies {
     let token = member("org-a");
-    let http = reqwest::Client::new();
     let url = format!("http://{}/mcp/integrations/example", e.addr());
     let mut took = Latencies::default();
     loop {
@@ -245,7 +246,8 @@ async fn a_flood_of_idle_connections_leaves_a_quiet_organization_served() {
     let e = setup_with(DbKind::Sqlite, flood_settings).await;
     let grpc_addr: SocketAddr = e.h.server.addr;
     // Connected and authenticated before the flood, as a steady client is.
-    let mut quiet = quiet_calls(&e, Instant::now() + QUIET_FOR).await;
+    let http = reqwest::Client::new();
+    let mut quiet = quiet_calls(&e, &http, Instant::now() + QUIET_FOR).await;
 
     let (grpc_closed, endpoint_closed) = (Arc::default(), Arc::default());
     let started = Instant::now();
@@ -259,7 +261,7 @@ async fn a_flood_of_idle_connections_leaves_a_quiet_organization_served() {
             Arc::clone(&endpoint_closed),
         ),
     );
-    let flooded = quiet_calls(&e, Instant::now() + QUIET_FOR);
+    let flooded = quiet_calls(&e, &http, Instant::now() + QUIET_FOR);
     let (_, mut flooded) = futures::future::join(floods, flooded).await;
     let flooded_in = started.elapsed();
     let open = |closed: &AtomicUsize| FLOOD - closed.load(Ordering::Relaxed);

@@ -111,6 +111,11 @@ impl Renderer {
                 passed.soft_budget_tokens
             ))?,
             Event::ToolDefinitionChanged(change) => self.note(tool_changed(change))?,
+            Event::RunContinued(continued) => self.note(format!(
+                "{} the run's replica stopped; another continues it ({} tool calls may have run)",
+                style("↻").yellow().bold(),
+                continued.unresolved_tool_call_ids.len()
+            ))?,
             Event::AuthorizationRequired(needed) => {
                 self.note(format!(
                     "{} integration {} needs you to connect your account",
@@ -239,6 +244,11 @@ impl Renderer {
             Ok(ToolCallStatus::ApprovalRequired) => format!(
                 "{} {} waits for an approval",
                 style("⏸").yellow().bold(),
+                call.tool_name
+            ),
+            Ok(ToolCallStatus::MayHaveRun) => format!(
+                "{} {} may have run; it is not made again",
+                style("?").yellow().bold(),
                 call.tool_name
             ),
             Ok(ToolCallStatus::NotFound) => format!(

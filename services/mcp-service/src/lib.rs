@@ -18,7 +18,7 @@ mod endpoint_settings;
 mod inbound;
 pub mod outbound;
 mod policy_settings;
-pub mod sealing;
+pub use switchboard_sealing as sealing;
 mod test_config;
 mod toolset_settings;
 

@@ -24,13 +24,7 @@ fn test_home_root() -> String {
 
 /// A random sealing key ring of one key, for tests.
 fn test_secret_keys() -> String {
-    use aes_gcm::{KeyInit as _, aead::OsRng};
-    use base64::Engine as _;
-    let key = aes_gcm::Aes256Gcm::generate_key(&mut OsRng);
-    format!(
-        "test:{}",
-        base64::engine::general_purpose::STANDARD.encode(key)
-    )
+    crate::sealing::KeyRing::random_spec("test")
 }
 
 /// The shared settings of a test server: loopback, the given database and

@@ -14,8 +14,8 @@ use crate::{
         datasource::DataSources,
         ports::{McpPort, RunsRepository},
         run::{
-            ActiveRuns, LeaseSettings, Orchestrator, RunPorts, RunSettings, WatchSettings,
-            keep_leases,
+            ActiveRuns, Keeping, LeaseSettings, Orchestrator, RunPorts, RunSettings,
+            WatchSettings, keep_leases,
         },
         service::RunsService,
         tools::ToolRouter,
@@ -75,8 +75,19 @@ async fn build(config: &Config, wrap: WrapRepository) -> anyhow::Result<Built> {
         .database
         .open(SERVICE_NAME, MIGRATIONS)
         .await?;
-    let repo = wrap(repository(config, &db)?);
-    let active = take_over_runs(&repo, config).await?;
+    let sql = repository(config, &db)?;
+    let keeping = match config.takeovers.callers(&authenticator)? {
+        Some(callers) => {
+            tracing::info!("runs of agents that continue are taken over when their replica stops");
+            Some(Keeping {
+                store: sql.clone(),
+                keeper: Arc::new(callers),
+            })
+        }
+        None => None,
+    };
+    let repo = wrap(sql);
+    let active = interrupt_stopped_runs(&repo).await?;
     let (models, known) = model_providers(config)?;
     crate::metrics::name_only(&known, config.metrics_models.split(','));
     let mcp = mcp_service(config).await?;
@@ -91,9 +102,19 @@ async fn build(config: &Config, wrap: WrapRepository) -> anyhow::Result<Built> {
                 ToolRouter::new(mcp, sources.clone(), config.tool_timeout)
                     .with_table_bytes(settings.tool_result_table_bytes),
             ),
+            keeping,
         },
         run_settings(config)?,
+        active.clone(),
+    );
+    keep_leases(
+        Arc::downgrade(&repo),
         active,
+        LeaseSettings {
+            lease: config.run_stale_after,
+            heartbeat_every: config.replicas.run_heartbeat_interval,
+        },
+        orchestrator.takeover(),
     );
     let service = RunsService::new(repo, known, sources);
     let max = config.common.server.max_message_bytes;
@@ -170,9 +191,10 @@ fn spawn_object_sweep(sources: &Arc<SqlDataSources>, interval: Duration) {
 fn repository(
     config: &Config,
     db: &switchboard_db::Database,
-) -> anyhow::Result<Arc<dyn RunsRepository>> {
+) -> anyhow::Result<Arc<SqlRunsRepository>> {
     config.replicas.check(config.run_stale_after)?;
-    let replica = Replica::new(config.replicas.name(), config.run_stale_after);
+    let replica = Replica::new(config.replicas.name(), config.run_stale_after)
+        .with_max_takeovers(config.takeovers.run_max_takeovers);
     tracing::info!(replica = %replica.id, name = ?replica.name, "runs-service replica");
     Ok(Arc::new(
         SqlRunsRepository::new(db.pool.clone()).with_replica(replica),
@@ -212,11 +234,9 @@ fn run_settings(config: &Config) -> anyhow::Result<RunSettings> {
 }
 
 /// Marks the runs of this replica's previous process, and runs whose lease
-/// expired, as interrupted, and starts the heartbeats of this process's.
-async fn take_over_runs(
-    repo: &Arc<dyn RunsRepository>,
-    config: &Config,
-) -> anyhow::Result<ActiveRuns> {
+/// expired, as interrupted, except those that continue (taken over by the
+/// lease loop); the runs this process will execute.
+async fn interrupt_stopped_runs(repo: &Arc<dyn RunsRepository>) -> anyhow::Result<ActiveRuns> {
     let restarted = repo.interrupt_previous_process_runs().await?;
     let expired = repo.interrupt_expired_runs().await?;
     if restarted + expired > 0 {
@@ -226,16 +246,7 @@ async fn take_over_runs(
             "marked runs of stopped processes as interrupted"
         );
     }
-    let active = ActiveRuns::default();
-    keep_leases(
-        Arc::downgrade(repo),
-        active.clone(),
-        LeaseSettings {
-            lease: config.run_stale_after,
-            heartbeat_every: config.replicas.run_heartbeat_interval,
-        },
-    );
-    Ok(active)
+    Ok(ActiveRuns::default())
 }
 
 /// The configured model providers, and their names.

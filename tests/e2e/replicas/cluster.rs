@@ -292,6 +292,7 @@ pub fn kind_of(event: &runs::ExecuteRunResponse) -> &'static str {
         Some(E::ToolApprovalRequired(_)) => "tool_approval_required",
         Some(E::SoftBudgetExceeded(_)) => "soft_budget_exceeded",
         Some(E::ToolDefinitionChanged(_)) => "tool_definition_changed",
+        Some(E::RunContinued(_)) => "run_continued",
         None => "none",
     }
 }

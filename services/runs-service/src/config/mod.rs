@@ -4,6 +4,7 @@ mod budgets;
 mod data_source_store;
 mod data_sources;
 mod run_limits;
+mod takeovers;
 
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use crate::{
 };
 pub use budgets::BudgetArgs;
 pub use data_source_store::ObjectStoreArgs;
+pub use takeovers::TakeoverArgs;
 pub use data_sources::DataSourceArgs;
 pub use run_limits::RunLimitArgs;
 use switchboard_server::{AuthArgs, CommonArgs, ServerArgs, TelemetryArgs};
@@ -136,6 +138,9 @@ pub struct Config {
     /// Monthly token budgets per organization.
     #[command(flatten)]
     pub budgets: BudgetArgs,
+    /// Runs that continue on another replica when theirs stops.
+    #[command(flatten)]
+    pub takeovers: TakeoverArgs,
 }
 
 /// How runs are kept across replicas, and how their streams stay alive.
@@ -330,6 +335,10 @@ impl Config {
             data_sources: DataSourceArgs::default(),
             run_limits: RunLimitArgs::default(),
             budgets: BudgetArgs::default(),
+            takeovers: TakeoverArgs {
+                run_max_takeovers: 2,
+                ..TakeoverArgs::default()
+            },
         }
     }
 }

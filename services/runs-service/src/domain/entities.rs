@@ -8,6 +8,7 @@ use uuid::Uuid;
 use super::{
     ids::{AgentId, IntegrationId, MessageId, RunId, ThreadId},
     pins::ToolDriftPolicy,
+    recovery::RunRecovery,
 };
 
 /// A new time-ordered id.
@@ -53,6 +54,14 @@ pub struct AgentConfig {
     /// thread pinned it; agents stored before it have the service default.
     #[serde(default)]
     pub tool_drift: ToolDriftPolicy,
+    /// What a run does when its replica stops; agents stored before it
+    /// have the service default (interrupt).
+    #[serde(default)]
+    pub recovery: RunRecovery,
+    /// Tools (as the model names them) made again when a continued run
+    /// finds their call without a recorded result.
+    #[serde(default)]
+    pub idempotent_tools: Vec<String>,
 }
 
 /// Reads stored allow-lists, leaving out those keyed by something that is

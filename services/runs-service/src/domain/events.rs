@@ -10,6 +10,7 @@ use super::{
     ids::{IntegrationId, RunId},
     model::ToolCall,
     pins::ToolDefinitionChanged,
+    recovery::Continuation,
     usage::SoftBudgetPassed,
 };
 
@@ -40,6 +41,10 @@ pub enum ToolCallStatus {
     InputRequired,
     /// A policy rule gates the call behind an approval; the run pauses.
     ApprovalRequired,
+    /// Its replica stopped before its result was recorded and the run
+    /// continued elsewhere: it may have reached its server, and it was not
+    /// made again.
+    MayHaveRun,
 }
 
 /// Something that happened in a run.
@@ -98,6 +103,13 @@ pub enum RunEvent {
         arguments: String,
         /// The call and its approval.
         approval: PendingApproval,
+    },
+    /// The replica running the run stopped and this one continues it.
+    Continued {
+        /// The run as taken over.
+        run: Run,
+        /// How the calls in flight were resolved.
+        continuation: Continuation,
     },
     /// The run started past its organization's soft monthly token budget.
     SoftBudgetPassed(SoftBudgetPassed),

@@ -9,6 +9,7 @@
 //!   cut.
 //! - [`pins`]: the tools each thread pinned, and how a change is seen.
 //! - [`problems`]: what a check finds wrong with a tool call or result.
+//! - [`recovery`]: what a run does when its replica stops.
 //! - [`ports`]: storage, mcp-service and model providers, as the domain
 //!   needs them.
 
@@ -24,6 +25,7 @@ pub mod oversized;
 pub mod pins;
 pub mod ports;
 pub mod problems;
+pub mod recovery;
 pub mod run;
 pub mod service;
 pub mod texts;

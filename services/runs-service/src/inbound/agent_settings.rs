@@ -11,6 +11,7 @@ use crate::domain::{
     error::RunsError,
     ids::{IntegrationId, ParsedId},
     pins::ToolDriftPolicy,
+    recovery::{RunRecovery, check_idempotent_tools},
 };
 
 /// An agent message's settings and what of them is not valid.
@@ -52,6 +53,15 @@ impl AgentSettings {
         let tool_drift = tool_drift(agent.tool_drift)
             .map_err(|v| invalid.push(("tool_drift", v)))
             .unwrap_or_default();
+        let recovery = recovery(agent.recovery)
+            .map_err(|v| invalid.push(("recovery", v)))
+            .unwrap_or_default();
+        if let Some(problem) = check_idempotent_tools(&agent.idempotent_tools) {
+            invalid.push((
+                "idempotent_tools",
+                FieldViolation::new("agent.idempotent_tools", problem),
+            ));
+        }
         let model = agent.model.clone().unwrap_or_default();
         let config = AgentConfig {
             instructions: agent.instructions.clone(),
@@ -63,6 +73,8 @@ impl AgentSettings {
             max_steps: u32::try_from(agent.max_steps).unwrap_or(0),
             disable_resource_tools: agent.disable_resource_tools,
             tool_drift,
+            recovery,
+            idempotent_tools: agent.idempotent_tools.clone(),
         };
         Self { config, invalid }
     }
@@ -114,6 +126,19 @@ fn tool_drift(value: i32) -> Result<ToolDriftPolicy, FieldViolation> {
         Err(_) => Err(FieldViolation::new(
             "agent.tool_drift",
             format!("{value} is not a ToolDriftPolicy"),
+        )),
+    }
+}
+
+/// The agent's `recovery`; a number the enum does not name is invalid.
+fn recovery(value: i32) -> Result<RunRecovery, FieldViolation> {
+    match pb::RunRecovery::try_from(value) {
+        Ok(pb::RunRecovery::Unspecified) => Ok(RunRecovery::Unspecified),
+        Ok(pb::RunRecovery::Interrupt) => Ok(RunRecovery::Interrupt),
+        Ok(pb::RunRecovery::Continue) => Ok(RunRecovery::Continue),
+        Err(_) => Err(FieldViolation::new(
+            "agent.recovery",
+            format!("{value} is not a RunRecovery"),
         )),
     }
 }

@@ -12,6 +12,7 @@ use crate::domain::{
     ids::IntegrationId,
     model::ToolCall,
     pins::{ToolDefinitionChanged, ToolDriftPolicy},
+    recovery::RunRecovery,
     ports::Cursor,
 };
 
@@ -72,6 +73,8 @@ pub(crate) fn proto_agent(agent: &Agent) -> pb::Agent {
         max_steps: i32::try_from(config.max_steps).unwrap_or(i32::MAX),
         disable_resource_tools: config.disable_resource_tools,
         tool_drift: drift_policy(config.tool_drift).into(),
+        recovery: run_recovery(config.recovery).into(),
+        idempotent_tools: config.idempotent_tools.clone(),
         create_time: Some(timestamp(agent.created_at)),
         update_time: Some(timestamp(agent.updated_at)),
     }
@@ -211,6 +214,7 @@ fn tool_status(status: ToolCallStatus) -> pb::ToolCallStatus {
         ToolCallStatus::NotFound => pb::ToolCallStatus::NotFound,
         ToolCallStatus::InputRequired => pb::ToolCallStatus::InputRequired,
         ToolCallStatus::ApprovalRequired => pb::ToolCallStatus::ApprovalRequired,
+        ToolCallStatus::MayHaveRun => pb::ToolCallStatus::MayHaveRun,
     }
 }
 
@@ -318,6 +322,14 @@ fn authorization_required(
     }
 }
 
+fn run_recovery(recovery: RunRecovery) -> pb::RunRecovery {
+    match recovery {
+        RunRecovery::Unspecified => pb::RunRecovery::Unspecified,
+        RunRecovery::Interrupt => pb::RunRecovery::Interrupt,
+        RunRecovery::Continue => pb::RunRecovery::Continue,
+    }
+}
+
 fn drift_policy(policy: ToolDriftPolicy) -> pb::ToolDriftPolicy {
     match policy {
         ToolDriftPolicy::Unspecified => pb::ToolDriftPolicy::Unspecified,
@@ -352,6 +364,14 @@ pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
     let event = match envelope.event {
         RunEvent::Started(run) => E::RunStarted(pb::RunStarted {
             run: Some(proto_run(&run)),
+        }),
+        RunEvent::Continued { run, continuation } => E::RunContinued(pb::RunContinued {
+            run: Some(proto_run(&run)),
+            after_sequence: continuation.after_sequence,
+            takeovers: i32::try_from(continuation.takeovers).unwrap_or(i32::MAX),
+            recovered_tool_call_ids: continuation.recovered,
+            repeated_tool_call_ids: continuation.repeated,
+            unresolved_tool_call_ids: continuation.unresolved,
         }),
         RunEvent::TextDelta(text) => E::TextDelta(pb::TextDelta { text }),
         RunEvent::MessageCreated(message) => E::MessageCreated(pb::MessageCreated {

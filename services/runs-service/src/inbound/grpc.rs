@@ -185,6 +185,10 @@ impl RunsRpc for RunsApi {
                             config.disable_resource_tools = new.disable_resource_tools
                         }
                         "tool_drift" => config.tool_drift = new.tool_drift,
+                        "recovery" => config.recovery = new.recovery,
+                        "idempotent_tools" => {
+                            config.idempotent_tools = new.idempotent_tools.clone()
+                        }
                         other => {
                             return Err(RunsError::invalid(
                                 "update_mask",

@@ -11,6 +11,7 @@ use switchboard_runs_service::domain::{
     },
     ids::{AgentId, IntegrationId, MessageId, RunId, ThreadId},
     pins::ToolDriftPolicy,
+    recovery::RunRecovery,
     ports::{RepositoryError, RunsRepository},
 };
 use switchboard_test_support::{Store, store_tests};
@@ -42,6 +43,8 @@ fn agent(org: &str, name: &str, created_at: i64) -> Agent {
             max_steps: 7,
             disable_resource_tools: true,
             tool_drift: ToolDriftPolicy::Accept,
+            recovery: RunRecovery::Continue,
+            idempotent_tools: vec!["example_search".into()],
         },
         created_at,
         updated_at: created_at,

@@ -1,9 +1,11 @@
 //! What runs-service's domain needs from the outside: storage, mcp-service
-//! and model providers.
+//! and model providers, and the keeping of callers of runs that continue on
+//! another replica.
 
 mod mcp;
 mod model;
 mod repository;
+mod takeovers;
 
 use switchboard_auth::{BearerToken, Principal};
 
@@ -15,6 +17,7 @@ pub use mcp::{
 };
 pub use model::{ModelProvider, ModelProviders, ModelStream};
 pub use repository::{Cursor, LeaseState, LiveRuns, RepositoryError, RunsRepository};
+pub use takeovers::{CallerKeeper, Claimed, RunTakeovers, SealedCaller};
 
 /// The caller a run acts for: mcp-service is called with their token, so it
 /// enforces the same organization.

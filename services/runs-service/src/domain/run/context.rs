@@ -29,6 +29,18 @@ pub(super) struct RunContext {
     /// Set when the organization passed its soft budget: told after the
     /// run's first event.
     pub(super) budget: Option<SoftBudgetPassed>,
+    /// Set when this process took the run over from a replica that
+    /// stopped: the run continues from its record.
+    pub(super) takeover: Option<Takeover>,
+}
+
+/// A run this process took over.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Takeover {
+    /// The last of its events stored before.
+    pub(super) after_sequence: i64,
+    /// How many times it was taken over, this one included.
+    pub(super) takeovers: u32,
 }
 
 /// The run an input starts: its first messages, the calls to make again,

@@ -62,6 +62,8 @@ pub(super) struct Emitter {
 pub(super) struct EmitterStart {
     /// The sequence of the run's last event so far (0 for a new run).
     pub(super) after: i64,
+    /// How many of the run's events are stored already.
+    pub(super) stored: u64,
     /// Events stored per run at most.
     pub(super) max_stored: u64,
     /// Whether the run goes on when its client leaves.
@@ -79,7 +81,7 @@ impl Emitter {
             tx,
             run_id,
             sequence: start.after,
-            stored: u64::try_from(start.after).unwrap_or(0),
+            stored: start.stored,
             max_stored: start.max_stored,
             log,
             detached: start.detached,

@@ -2,8 +2,10 @@
 //! heartbeats renew their leases on the database's clock (so replicas whose
 //! clocks disagree still agree on when a lease ran out), carry `CancelRun`
 //! requests made on other replicas to the owner, and tell a replica that
-//! lost a run (its lease expired and another replica interrupted it) to stop
-//! writing it. The same loop interrupts runs whose lease expired.
+//! lost a run (its lease expired and another replica interrupted it or took
+//! it over) to stop writing it. The same loop takes over the stopped runs
+//! that continue (their agent's `recovery`), and interrupts the others
+//! whose lease expired.
 
 use std::{
     collections::HashMap,
@@ -13,6 +15,7 @@ use std::{
 
 use tokio::sync::watch;
 
+use super::RunTakeover;
 use crate::domain::{
     entities::RunStatus,
     ids::RunId,
@@ -111,9 +114,15 @@ pub struct LeaseSettings {
     pub heartbeat_every: Duration,
 }
 
-/// Renews the leases of this process's runs and interrupts runs whose
-/// lease expired, until the repository is dropped.
-pub fn keep_leases(repo: Weak<dyn RunsRepository>, active: ActiveRuns, settings: LeaseSettings) {
+/// Renews the leases of this process's runs, takes over stopped runs that
+/// continue (with `takeover`) and interrupts the other runs whose lease
+/// expired, until the repository is dropped.
+pub fn keep_leases(
+    repo: Weak<dyn RunsRepository>,
+    active: ActiveRuns,
+    settings: LeaseSettings,
+    takeover: Option<Weak<RunTakeover>>,
+) {
     tokio::spawn(async move {
         let mut ticker = tokio::time::interval(settings.heartbeat_every);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -138,6 +147,12 @@ pub fn keep_leases(repo: Weak<dyn RunsRepository>, active: ActiveRuns, settings:
                         );
                         active.halt_all(Halt::LeaseLost);
                     }
+                }
+            }
+            if let Some(takeover) = takeover.as_ref().and_then(Weak::upgrade) {
+                match takeover.take_over().await {
+                    0 => {}
+                    runs => tracing::warn!(runs, "took over runs whose replica stopped"),
                 }
             }
             match repo.interrupt_expired_runs().await {

@@ -144,6 +144,7 @@ async fn a_cancel_requested_elsewhere_reaches_the_run_through_its_heartbeat() {
             lease: Duration::from_secs(30),
             heartbeat_every: Duration::from_millis(10),
         },
+        None,
     );
     let run = ended(&world, run_id).await;
     assert_eq!(run.status, RunStatus::Cancelled);
@@ -168,6 +169,7 @@ async fn a_run_whose_lease_was_lost_stops_even_while_it_writes_nothing() {
             lease: Duration::from_secs(30),
             heartbeat_every: Duration::from_millis(10),
         },
+        None,
     );
     let mut last = None;
     while let Some(envelope) = rx.recv().await {

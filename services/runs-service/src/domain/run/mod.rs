@@ -44,6 +44,7 @@ mod resume;
 mod run_limits;
 mod start;
 mod steps;
+mod takeover;
 mod watch;
 
 use std::{sync::Arc, time::Duration};
@@ -53,6 +54,7 @@ use tokio::sync::mpsc;
 pub use feed::WatchSettings;
 pub use lease::{ActiveRuns, Halt, LeaseSettings, keep_leases};
 pub use run_limits::RunLimits;
+pub use takeover::RunTakeover;
 
 use super::{
     entities::Run,
@@ -61,7 +63,7 @@ use super::{
     history::HistoryLimits,
     ids::ThreadId,
     input::{InputLimits, RunInput},
-    ports::{Caller, McpPort, ModelProviders, RunsRepository},
+    ports::{CallerKeeper, Caller, McpPort, ModelProviders, RunTakeovers, RunsRepository},
     tools::ToolRouter,
     usage::Budgets,
 };
@@ -105,6 +107,25 @@ pub struct RunPorts {
     pub models: Arc<dyn ModelProviders>,
     /// Every tool call.
     pub tools: Arc<ToolRouter>,
+    /// Where the callers of runs that continue on another replica are
+    /// kept; `None` without caller keys (every run ends interrupted when
+    /// its replica stops).
+    pub keeping: Option<Keeping>,
+}
+
+/// The ports of runs that continue on another replica.
+#[derive(Clone)]
+pub struct Keeping {
+    /// Their storage.
+    pub store: Arc<dyn RunTakeovers>,
+    /// Their callers, sealed and opened.
+    pub keeper: Arc<dyn CallerKeeper>,
+}
+
+impl std::fmt::Debug for Keeping {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keeping").finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for RunPorts {
@@ -120,6 +141,7 @@ pub struct Orchestrator {
     starter: start::RunStarter,
     watcher: watch::RunWatcher,
     canceller: manage::RunCanceller,
+    takeover: Option<Arc<RunTakeover>>,
 }
 
 impl std::fmt::Debug for Orchestrator {
@@ -136,6 +158,7 @@ impl Orchestrator {
             mcp,
             models,
             tools,
+            keeping,
         } = ports;
         let steps = steps::StepLoop {
             repo: Arc::clone(&repo),
@@ -157,17 +180,28 @@ impl Orchestrator {
             active: active.clone(),
             steps,
         };
+        let counts = run_limits::RunCounts::new(settings.limits);
+        let takeover = keeping.clone().map(|keeping| Arc::new(RunTakeover {
+            repo: Arc::clone(&repo),
+            keeping,
+            models: Arc::clone(&models),
+            counts: counts.clone(),
+            active: active.clone(),
+            task: task.clone(),
+            max_stored_events: settings.max_stored_events,
+        }));
         Self {
             starter: start::RunStarter {
                 repo: Arc::clone(&repo),
                 models,
                 input: settings.input,
                 max_stored_events: settings.max_stored_events,
-                counts: run_limits::RunCounts::new(settings.limits),
+                counts,
                 budgets: settings.budgets,
                 active: active.clone(),
                 task,
                 tools,
+                keeping,
             },
             watcher: watch::RunWatcher {
                 repo: Arc::clone(&repo),
@@ -175,7 +209,14 @@ impl Orchestrator {
                 settings: settings.watch,
             },
             canceller: manage::RunCanceller { repo, active },
+            takeover,
         }
+    }
+
+    /// The job that takes over runs whose replica stopped, while this
+    /// orchestrator lives; `None` without caller keys.
+    pub fn takeover(&self) -> Option<std::sync::Weak<RunTakeover>> {
+        self.takeover.as_ref().map(Arc::downgrade)
     }
 
     /// Checks the request, records the run, and starts it on a task. The

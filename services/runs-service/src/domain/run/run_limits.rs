@@ -93,6 +93,22 @@ impl RunCounts {
         })
     }
 
+    /// A place for a run of `caller` that was admitted on another replica
+    /// and continues here: counted, never refused (it counted against the
+    /// limits when it started, and still does on every replica).
+    pub(super) fn take(&self, caller: &Caller) -> RunPlace {
+        let org = &caller.principal.org_id;
+        let user = &caller.principal.user_id;
+        let mut counts = lock(&self.counts);
+        *counts.orgs.entry(org.clone()).or_insert(0) += 1;
+        *counts.users.entry((org.clone(), user.clone())).or_insert(0) += 1;
+        RunPlace {
+            counts: self.counts.clone(),
+            org: org.clone(),
+            user: user.clone(),
+        }
+    }
+
     /// Refuses a run of `caller` while the runs running on all replicas
     /// already reach the organization's or the user's limit. The caller
     /// holds a place on this replica (its own run is not recorded yet).

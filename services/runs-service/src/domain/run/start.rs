@@ -8,6 +8,7 @@ use switchboard_db::now_millis;
 use tokio::sync::mpsc;
 
 use super::{
+    Keeping,
     context::{Opened, Resumption, RunContext, message, numbered},
     drive::{Launch, RunTask},
     emitter::EmitterStart,
@@ -42,6 +43,9 @@ pub(super) struct RunStarter {
     pub(super) task: RunTask,
     /// Decides the approvals a resuming caller decides.
     pub(super) tools: Arc<ToolRouter>,
+    /// Where the callers of runs that continue elsewhere are kept; `None`
+    /// without caller keys.
+    pub(super) keeping: Option<Keeping>,
 }
 
 impl RunStarter {
@@ -134,7 +138,11 @@ impl RunStarter {
             input,
             resumed,
             budget,
+            takeover: None,
         };
+        if context.agent.config.recovery.continues() {
+            self.keep_caller(run.id, &context.caller).await;
+        }
         let task = self.task.clone();
         let launch = Launch {
             events: tx,
@@ -142,6 +150,7 @@ impl RunStarter {
             place,
             start: EmitterStart {
                 after,
+                stored: u64::try_from(after).unwrap_or(0),
                 max_stored: self.max_stored_events,
                 detached,
             },
@@ -163,6 +172,23 @@ impl RunStarter {
             span,
         ));
         Ok(rx)
+    }
+
+    /// Keeps the caller of `run_id`, whose agent continues runs on another
+    /// replica, while it runs. Without caller keys, or when it cannot be
+    /// kept, the run still starts: it ends interrupted if its replica
+    /// stops, as every run did before.
+    async fn keep_caller(&self, run_id: RunId, caller: &Caller) {
+        let Some(keeping) = &self.keeping else {
+            tracing::debug!(run_id = %run_id, "no caller keys: the run cannot continue on another replica");
+            return;
+        };
+        let Some(sealed) = keeping.keeper.seal(run_id, caller) else {
+            return;
+        };
+        if let Err(error) = keeping.store.keep_caller(run_id, &sealed).await {
+            tracing::warn!(run_id = %run_id, error = %error, "failed to keep a run's caller; the run cannot continue on another replica");
+        }
     }
 
     /// The sequence of `run_id`'s last stored event; 0 when it cannot be

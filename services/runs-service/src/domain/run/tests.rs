@@ -107,6 +107,7 @@ impl World {
                 Arc::new(NoSources),
                 Duration::from_secs(5),
             )),
+            keeping: None,
         };
         let active = ActiveRuns::default();
         let orchestrator = Orchestrator::new(ports.clone(), settings(), active.clone());

@@ -1,7 +1,8 @@
-//! What the model reads of a tool call a policy rule gated behind an
-//! approval, once the run goes on: the approver's denial, or an approval
-//! that could not be used. A call still waiting is not told to the model:
-//! the run pauses for it.
+//! What the model reads of a tool call that was not made, or not made
+//! again, though the model asked for it: a policy rule gated it behind an
+//! approval that was denied or could not be used, or it may have run
+//! already (its run continued on another replica). A call still waiting is
+//! not told to the model: the run pauses for it.
 
 use super::mcp_tool_failed;
 use crate::domain::ports::ApprovalUnusable;
@@ -56,4 +57,13 @@ mod tests {
             "MCP tool execution failed: the call of `delete_repo` was not made: its approval expired before it was used"
         );
     }
+}
+
+/// The call of `tool` was in flight when the replica running the run
+/// stopped, and no result of it was recorded: it may have taken effect, and
+/// it is not made again (its tool is not listed as idempotent).
+pub fn may_have_run(tool: &str) -> String {
+    mcp_tool_failed(&format!(
+        "the call of `{tool}` was interrupted before its result was recorded and is not made again. It may have taken effect; check before asking for it again"
+    ))
 }

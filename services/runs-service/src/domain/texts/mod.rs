@@ -23,7 +23,7 @@ mod system;
 #[cfg(test)]
 mod tests;
 
-pub use approvals::{approval_denied, approval_unusable};
+pub use approvals::{approval_denied, approval_unusable, may_have_run};
 pub use arguments::{
     QUERY_REQUIRED, arguments_mismatch, integration_unavailable, no_resource_named, not_an_object,
     parameter_required, result_mismatch,

@@ -13,8 +13,21 @@ use crate::domain::{entities::RunStatus, ports::LeaseState};
 /// The error a run records when its lease expired.
 pub(super) const LEASE_EXPIRED: &str =
     "interrupted: its lease expired (the replica running it stopped renewing it)";
+/// What a run taken over and then interrupted records first.
+pub(super) const REPLICA_STOPPED: &str =
+    "interrupted: the replica running it stopped, and another could not continue it";
 /// The error a run records when its replica restarted while running it.
 const REPLICA_RESTARTED: &str = "interrupted: the replica running it restarted";
+
+/// Takeovers of one run at most, unless configured.
+pub const DEFAULT_MAX_TAKEOVERS: u32 = 2;
+
+/// The SQL condition of a run that another replica takes over rather than
+/// interrupts: it keeps its caller and was taken over fewer than `$max`
+/// times (`max` is the parameter's number).
+pub(super) fn continues(max: usize) -> String {
+    format!("(caller_sealed IS NOT NULL AND takeovers < ${max})")
+}
 
 /// The replica process a repository writes for.
 #[derive(Debug, Clone)]
@@ -26,6 +39,9 @@ pub struct Replica {
     pub name: Option<String>,
     /// How long a lease lasts past its last renewal.
     pub lease: Duration,
+    /// How many times a run that continues on another replica may be
+    /// taken over; past it, the run ends interrupted.
+    pub max_takeovers: u32,
 }
 
 impl Replica {
@@ -35,7 +51,14 @@ impl Replica {
             id: crate::domain::entities::new_id(),
             name,
             lease,
+            max_takeovers: DEFAULT_MAX_TAKEOVERS,
         }
+    }
+
+    /// The same process, taking a run over at most `max` times.
+    pub fn with_max_takeovers(mut self, max: u32) -> Self {
+        self.max_takeovers = max;
+        self
     }
 
     pub(super) fn lease_millis(&self) -> i64 {
@@ -134,19 +157,26 @@ fn lease_of(status: &str, owned: bool, cancel_requested: bool) -> LeaseState {
     }
 }
 
+/// Marks running runs whose lease expired as interrupted: of thread
+/// `thread_id` (a new run of the thread supersedes them, whatever their
+/// agent's recovery), or of every thread except those another replica
+/// takes over (see [`continues`]).
 pub(super) async fn interrupt_expired_runs(
     repo: &SqlRunsRepository,
     thread_id: Option<ThreadId>,
 ) -> Result<u64, RepositoryError> {
     let now = repo.db_now();
     let result = sqlx::query(&format!(
-        "UPDATE runs SET status = 'interrupted', error = $1, updated_at = $2 \
+        "UPDATE runs SET status = 'interrupted', error = $1, updated_at = $2, \
+           caller_key_id = NULL, caller_sealed = NULL \
          WHERE status = 'running' AND lease_expires_at < {now} \
-           AND ($3 = '' OR thread_id = $3)"
+           AND (($3 = '' AND NOT {}) OR thread_id = $3)",
+        continues(4)
     ))
     .bind(LEASE_EXPIRED)
     .bind(switchboard_db::now_millis())
     .bind(thread_id.map(|id| id.to_string()).unwrap_or_default())
+    .bind(i64::from(repo.replica.max_takeovers))
     .execute(&repo.pool)
     .await
     .map_err(failed("failed to interrupt runs whose lease expired"))?;
@@ -184,20 +214,25 @@ pub(super) async fn live_runs(
     })
 }
 
+/// Marks the running runs of this replica's previous process as
+/// interrupted, except those this process takes over (see [`continues`]).
 pub(super) async fn interrupt_previous_process_runs(
     repo: &SqlRunsRepository,
 ) -> Result<u64, RepositoryError> {
     let Some(name) = &repo.replica.name else {
         return Ok(0);
     };
-    let result = sqlx::query(
-        "UPDATE runs SET status = 'interrupted', error = $1, updated_at = $2 \
-         WHERE status = 'running' AND owner_name = $3 AND owner <> $4",
-    )
+    let result = sqlx::query(&format!(
+        "UPDATE runs SET status = 'interrupted', error = $1, updated_at = $2, \
+           caller_key_id = NULL, caller_sealed = NULL \
+         WHERE status = 'running' AND owner_name = $3 AND owner <> $4 AND NOT {}",
+        continues(5)
+    ))
     .bind(REPLICA_RESTARTED)
     .bind(switchboard_db::now_millis())
     .bind(name.as_str())
     .bind(repo.replica.id.as_str())
+    .bind(i64::from(repo.replica.max_takeovers))
     .execute(&repo.pool)
     .await
     .map_err(failed(
@@ -215,7 +250,8 @@ pub(super) async fn request_cancel(
     // No process executes a paused run, nor one whose lease expired: they
     // end here.
     sqlx::query(&format!(
-        "UPDATE runs SET status = 'cancelled', error = $2, updated_at = $3, pending_json = NULL \
+        "UPDATE runs SET status = 'cancelled', error = $2, updated_at = $3, pending_json = NULL, \
+           caller_key_id = NULL, caller_sealed = NULL \
          WHERE id = $1 AND (status = 'requires_action' \
            OR (status = 'running' AND lease_expires_at < {now}))"
     ))

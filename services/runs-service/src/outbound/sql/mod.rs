@@ -28,10 +28,11 @@ mod messages;
 mod pins;
 mod run_events;
 mod runs;
+mod takeovers;
 mod threads;
 mod usage;
 
-pub use leases::Replica;
+pub use leases::{DEFAULT_MAX_TAKEOVERS, Replica};
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");

@@ -79,9 +79,11 @@ impl RunWrite {
     ) -> Result<(), RepositoryError> {
         match self {
             Self::Insert => insert_run(repo, conn, run).await,
-            Self::Update => update_run_row(conn, run, "('running', 'requires_action')").await,
+            Self::Update => {
+                update_run_row(repo, conn, run, "('running', 'requires_action')").await
+            }
             Self::Resume => {
-                update_run_row(conn, run, "('requires_action')").await?;
+                update_run_row(repo, conn, run, "('requires_action')").await?;
                 claim(repo, conn, run.id).await
             }
         }
@@ -180,9 +182,12 @@ async fn insert_run(
 }
 
 /// Saves `run`'s state, compare-and-set: only while its stored status is one
-/// of `expected` (an SQL list). Otherwise the run changed hands, and
-/// [`RepositoryError::RunEnded`] stops this writer.
+/// of `expected` (an SQL list) and, while it runs, this process owns it.
+/// Otherwise the run changed hands (ended elsewhere, or taken over by
+/// another replica), and [`RepositoryError::RunEnded`] stops this writer.
+/// A run that stops running (ends or pauses) lets go of its kept caller.
 async fn update_run_row(
+    repo: &SqlRunsRepository,
     conn: &mut AnyConnection,
     run: &Run,
     expected: &str,
@@ -192,8 +197,10 @@ async fn update_run_row(
     let result = sqlx::query(&format!(
         "UPDATE runs SET status = $2, steps = $3, input_tokens = $4, output_tokens = $5, \
          error = $6, tool_bindings_json = $7, pending_json = $8, updated_at = $9, \
-         heartbeat_at = CASE WHEN $10 = 1 THEN $9 ELSE heartbeat_at END \
-         WHERE id = $1 AND status IN {expected}"
+         heartbeat_at = CASE WHEN $10 = 1 THEN $9 ELSE heartbeat_at END, \
+         caller_key_id = CASE WHEN $10 = 1 THEN caller_key_id ELSE NULL END, \
+         caller_sealed = CASE WHEN $10 = 1 THEN caller_sealed ELSE NULL END \
+         WHERE id = $1 AND status IN {expected} AND (status <> 'running' OR owner = $11)"
     ))
     .bind(run.id.to_string())
     .bind(run.status.as_str())
@@ -208,6 +215,7 @@ async fn update_run_row(
     .bind(pending_json(run)?)
     .bind(run.updated_at)
     .bind(i64::from(run.status == RunStatus::Running))
+    .bind(repo.replica.id.as_str())
     .execute(&mut *conn)
     .await
     .map_err(run_write_failed("failed to update a run"))?;

@@ -7,6 +7,7 @@ use std::{collections::BTreeSet, sync::Arc};
 use futures::StreamExt as _;
 use switchboard_db::now_millis;
 
+mod recover;
 mod telemetry;
 mod tools;
 
@@ -113,7 +114,22 @@ impl StepLoop {
         run: &mut Run,
         emitter: &mut Emitter,
     ) -> Result<(), Stop> {
-        emitter.emit(RunEvent::Started(run.clone())).await?;
+        let recovery = match context.takeover {
+            Some(takeover) => {
+                let plan = self.recovery(run, &context.agent, takeover).await?;
+                emitter
+                    .emit(RunEvent::Continued {
+                        run: run.clone(),
+                        continuation: plan.continuation.clone(),
+                    })
+                    .await?;
+                Some(plan)
+            }
+            None => {
+                emitter.emit(RunEvent::Started(run.clone())).await?;
+                None
+            }
+        };
         if let Some(passed) = context.budget {
             emitter.emit(RunEvent::SoftBudgetPassed(passed)).await?;
         }
@@ -133,6 +149,11 @@ impl StepLoop {
         let mut running = self
             .prepare(caller, thread, agent, &**provider, run, emitter)
             .await?;
+        if let Some(plan) = recovery
+            && running.recover(plan).await? == Step::Done
+        {
+            return Ok(());
+        }
         if running.resume_calls(resumed).await? == Step::Done {
             return Ok(());
         }

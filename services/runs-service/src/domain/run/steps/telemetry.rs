@@ -134,6 +134,7 @@ pub(super) async fn execute_tool(
         ToolCallStatus::Failed => Some("tool_error"),
         ToolCallStatus::TimedOut => Some("timeout"),
         ToolCallStatus::NotFound => Some("tool_not_found"),
+        ToolCallStatus::MayHaveRun => Some("may_have_run"),
     };
     if let Some(error_type) = error_type {
         switchboard_telemetry::record_error(&span, error_type, "the tool call failed");

@@ -1,10 +1,13 @@
-//! Sealing integration secrets at rest with AES-256-GCM.
+//! Sealing secrets at rest with AES-256-GCM: mcp-service's integration
+//! secrets and grants, runs-service's callers' tokens of runs that continue
+//! on another replica.
 //!
 //! Keys form a ring: the first key seals, every key can open, and each
 //! ciphertext is stored with the id of the key that sealed it, so keys rotate
-//! by putting a new key first and re-saving at leisure. The integration's id
-//! and organization are bound as associated data, so a ciphertext copied to
-//! another row does not open.
+//! by putting a new key first and re-saving at leisure. The caller binds
+//! what the secret belongs to (an integration's id and organization, a run's
+//! id) as associated data, so a ciphertext copied to another row does not
+//! open.
 
 use aes_gcm::{
     Aes256Gcm, Key, Nonce,
@@ -91,6 +94,14 @@ impl KeyRing {
             active,
             others: keys.collect(),
         })
+    }
+
+    /// The configuration of a ring of one new random key named `id`, in the
+    /// form [`KeyRing::parse`] reads: for tests, and for operators who
+    /// generate a key.
+    pub fn random_spec(id: &str) -> String {
+        let key = Aes256Gcm::generate_key(&mut OsRng);
+        format!("{id}:{}", STANDARD.encode(key))
     }
 
     /// A fixed, publicly known key for local development only.
@@ -188,6 +199,14 @@ mod tests {
             without_old.open(&sealed, b"aad"),
             Err(SecretBoxError::UnknownKey("k1".into()))
         );
+    }
+
+    #[test]
+    fn a_random_spec_parses_and_differs_each_time() {
+        let (one, two) = (KeyRing::random_spec("r"), KeyRing::random_spec("r"));
+        assert_ne!(one, two);
+        let ring = KeyRing::parse(&one).expect("valid");
+        assert_eq!(ring.active_key_id(), "r");
     }
 
     #[test]

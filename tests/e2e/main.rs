@@ -3,6 +3,7 @@
 
 mod argument_checks;
 mod config_docs;
+mod continued_runs;
 mod exact_json;
 mod examples;
 mod hostile_resources;

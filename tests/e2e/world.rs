@@ -74,6 +74,9 @@ pub struct Options {
     /// Whether both services serve TLS, mcp-service requires client
     /// certificates, and runs-service presents its own to it.
     pub mutual_tls: bool,
+    /// runs-service's caller keys (runs continue on another replica), with
+    /// heartbeats every 200 ms, so that a stopped run is taken over soon.
+    pub caller_keys: Option<String>,
 }
 
 impl Default for Options {
@@ -90,6 +93,7 @@ impl Default for Options {
             integration_auth: None,
             questions_to_caller: false,
             mutual_tls: false,
+            caller_keys: None,
         }
     }
 }
@@ -208,6 +212,10 @@ pub async fn world(options: Options) -> World {
     );
     config.model_providers = format!("scripted={},{}", options.provider_kind, model.base_url());
     config.tool_timeout = Duration::from_secs(20);
+    if let Some(keys) = options.caller_keys {
+        config.takeovers.run_caller_keys = Some(keys);
+        config.replicas.run_heartbeat_interval = Duration::from_millis(200);
+    }
     let mut runs_client_certificate = None;
     if let Some(pki) = &pki {
         let serving = pki.server("runs-service");

@@ -37,6 +37,8 @@ pub struct Workload {
     /// The runs' lease (`SWITCHBOARD_RUN_STALE_AFTER`); heartbeats come six
     /// times as often.
     pub lease: Duration,
+    /// What the agent's runs do when their replica stops.
+    pub recovery: runs::RunRecovery,
 }
 
 impl Default for Workload {
@@ -46,6 +48,7 @@ impl Default for Workload {
             calls: 2,
             sleep_ms: 1500,
             lease: STALE_AFTER,
+            recovery: runs::RunRecovery::Unspecified,
         }
     }
 }
@@ -269,6 +272,7 @@ impl Fleet {
             ("SWITCHBOARD_RUN_STALE_AFTER", stale.as_str()),
             ("SWITCHBOARD_RUN_HEARTBEAT_INTERVAL", heartbeat.as_str()),
             ("SWITCHBOARD_REPLICA_NAME", name.as_str()),
+            ("SWITCHBOARD_RUN_CALLER_KEYS", CALLER_KEYS),
             ("SWITCHBOARD_TOOL_TIMEOUT", "20s"),
             ("SWITCHBOARD_READINESS_INTERVAL", "500ms"),
             ("SWITCHBOARD_LOG_FORMAT", "pretty"),
@@ -362,6 +366,7 @@ impl Fleet {
                 model: "test-model".into(),
             }),
             mcp_integration_ids: vec![integration.id],
+            recovery: self.workload.recovery.into(),
             ..Default::default()
         };
         let mut client = self.runs_client(0).await?;
@@ -389,6 +394,10 @@ impl Drop for Fleet {
 
 /// The SPIFFE ID of runs-service's client certificate over mutual TLS.
 pub const RUNS_SPIFFE_ID: &str = "spiffe://cluster.local/ns/switchboard/sa/runs-service";
+
+/// The key both runs-service replicas seal the callers of runs that
+/// continue with.
+const CALLER_KEYS: &str = "faults:ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=";
 
 /// The key both mcp-service replicas seal credentials with.
 const SEALING_KEY: &str = "faults:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";

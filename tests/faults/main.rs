@@ -8,6 +8,7 @@
 
 mod checks;
 mod cluster;
+mod continued;
 mod fleet;
 
 use std::time::Duration;

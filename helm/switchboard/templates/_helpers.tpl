@@ -97,8 +97,9 @@ value alone.
 
 {{/*
 What the chart's own Secret holds (YAML): values given inline, and for a
-one-line install an HS256 secret and a sealing key generated on the first
-install and read back from the cluster on upgrades.
+one-line install an HS256 secret, a sealing key and a key for the callers of
+runs that continue, generated on the first install and read back from the
+cluster on upgrades.
 */}}
 {{- define "switchboard.inlineSecretData" -}}
 {{- $v := .Values -}}
@@ -115,6 +116,11 @@ install and read back from the cluster on upgrades.
 {{- if not $v.sealingKeys.existingSecret -}}
 {{- $generated := printf "generated:%s" (randBytes 32) -}}
 {{- $_ := set $data "sealing-keys" ($v.sealingKeys.value | default (get $existing "sealing-keys") | default $generated) -}}
+{{- end -}}
+{{- $callerKeys := $v.runsService.recovery.callerKeys -}}
+{{- if not $callerKeys.existingSecret -}}
+{{- $generated := printf "generated:%s" (randBytes 32) -}}
+{{- $_ := set $data "run-caller-keys" ($callerKeys.value | default (get $existing "run-caller-keys") | default $generated) -}}
 {{- end -}}
 {{- if eq $v.database.kind "postgres" -}}
 {{- range $name := list "mcp" "runs" -}}

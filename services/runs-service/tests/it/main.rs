@@ -16,5 +16,6 @@ mod leases;
 mod repository;
 mod run_writes;
 mod stores;
+mod takeovers;
 mod tool_pins;
 mod usage;

@@ -79,7 +79,10 @@ async fn leave_a_stopped_run(w: &World, keys: &str) -> RunId {
         created_at: now,
     };
     let asked = message(Role::User, vec![Part::Text { text: "go".into() }]);
-    stopped.start_run_with(&run, &[asked]).await.expect("started");
+    stopped
+        .start_run_with(&run, &[asked])
+        .await
+        .expect("started");
     let turn = calls()
         .into_iter()
         .map(|c| Part::ToolCall {
@@ -168,7 +171,11 @@ async fn a_run_taken_over_repeats_only_the_idempotent_call_and_tells_the_model_t
             _ => None,
         })
         .expect("a run_continued event");
-    assert_eq!(continued.0, (1 << 32) + 1, "numbered from the takeover's epoch");
+    assert_eq!(
+        continued.0,
+        (1 << 32) + 1,
+        "numbered from the takeover's epoch"
+    );
     assert_eq!(continued.1.after_sequence, 5);
     assert_eq!(continued.1.takeovers, 1);
     assert_eq!(continued.1.recovered_tool_call_ids, ["recorded"]);
@@ -195,7 +202,10 @@ async fn a_run_taken_over_repeats_only_the_idempotent_call_and_tells_the_model_t
     let Some(Event::RunCompleted(done)) = last else {
         panic!("the run completes: {last:?}");
     };
-    assert_eq!(done.run.expect("a run").status(), runs::RunStatus::Completed);
+    assert_eq!(
+        done.run.expect("a run").status(),
+        runs::RunStatus::Completed
+    );
     // The model read the three results in the order it called.
     let messages = w.messages().await;
     let answer = messages.last().expect("an answer");
@@ -204,9 +214,11 @@ async fn a_run_taken_over_repeats_only_the_idempotent_call_and_tells_the_model_t
     };
     let read = &text.text;
     let (recorded, repeated, unresolved) = (
-        read.find("once (as recorded)").expect("the recorded result"),
+        read.find("once (as recorded)")
+            .expect("the recorded result"),
         read.find('5').expect("the repeated result"),
-        read.find("may have taken effect").expect("the may-have-run result"),
+        read.find("may have taken effect")
+            .expect("the may-have-run result"),
     );
     assert!(recorded < repeated && repeated < unresolved, "{read}");
 }

@@ -10,9 +10,7 @@ use std::{collections::HashSet, time::Duration};
 
 use anyhow::{bail, ensure};
 use futures::StreamExt as _;
-use switchboard_proto::runs::v1::{
-    self as runs, content_part::Part, execute_run_response::Event,
-};
+use switchboard_proto::runs::v1::{self as runs, content_part::Part, execute_run_response::Event};
 use switchboard_test_support::authed;
 
 use crate::{
@@ -176,7 +174,8 @@ async fn told_may_have_run(fleet: &Fleet, run: &Seen, ids: &[String]) -> anyhow:
                 _ => None,
             });
         match result {
-            Some(result) if result.is_error && result.content.contains("may have taken effect") => {}
+            Some(result) if result.is_error && result.content.contains("may have taken effect") => {
+            }
             other => bail!("call {id} has no may-have-run result: {other:?}"),
         }
     }

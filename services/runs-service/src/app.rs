@@ -14,8 +14,8 @@ use crate::{
         datasource::DataSources,
         ports::{McpPort, RunsRepository},
         run::{
-            ActiveRuns, Keeping, LeaseSettings, Orchestrator, RunPorts, RunSettings,
-            WatchSettings, keep_leases,
+            ActiveRuns, Keeping, LeaseSettings, Orchestrator, RunPorts, RunSettings, WatchSettings,
+            keep_leases,
         },
         service::RunsService,
         tools::ToolRouter,

@@ -17,10 +17,10 @@ use crate::{
 };
 pub use budgets::BudgetArgs;
 pub use data_source_store::ObjectStoreArgs;
-pub use takeovers::TakeoverArgs;
 pub use data_sources::DataSourceArgs;
 pub use run_limits::RunLimitArgs;
 use switchboard_server::{AuthArgs, CommonArgs, ServerArgs, TelemetryArgs};
+pub use takeovers::TakeoverArgs;
 
 /// How runs-service reaches mcp-service over TLS.
 #[derive(Debug, Clone, Default, clap::Args)]

@@ -70,8 +70,10 @@ mod tests {
 
     fn authenticator() -> Arc<Authenticator> {
         Arc::new(
-            Authenticator::new(&switchboard_auth::VerifierConfig::hs256("a-test-secret-of-at-least-32-bytes!!"))
-                .expect("an authenticator"),
+            Authenticator::new(&switchboard_auth::VerifierConfig::hs256(
+                "a-test-secret-of-at-least-32-bytes!!",
+            ))
+            .expect("an authenticator"),
         )
     }
 
@@ -84,7 +86,10 @@ mod tests {
             ..TakeoverArgs::default()
         };
         let error = bad.callers(&authenticator()).expect_err("refused");
-        assert!(format!("{error:#}").contains("SWITCHBOARD_RUN_CALLER_KEYS"), "{error:#}");
+        assert!(
+            format!("{error:#}").contains("SWITCHBOARD_RUN_CALLER_KEYS"),
+            "{error:#}"
+        );
         let good = TakeoverArgs {
             run_caller_keys: Some(KeyRing::random_spec("k1")),
             ..TakeoverArgs::default()

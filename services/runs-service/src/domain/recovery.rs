@@ -42,9 +42,8 @@ pub fn check_idempotent_tools(names: &[String]) -> Option<String> {
         ));
     }
     names.iter().find_map(|name| {
-        (name.is_empty() || name.len() > MAX_IDEMPOTENT_TOOL_BYTES).then(|| {
-            format!("each name must have 1 to {MAX_IDEMPOTENT_TOOL_BYTES} bytes")
-        })
+        (name.is_empty() || name.len() > MAX_IDEMPOTENT_TOOL_BYTES)
+            .then(|| format!("each name must have 1 to {MAX_IDEMPOTENT_TOOL_BYTES} bytes"))
     })
 }
 

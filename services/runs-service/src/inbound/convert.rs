@@ -12,8 +12,8 @@ use crate::domain::{
     ids::IntegrationId,
     model::ToolCall,
     pins::{ToolDefinitionChanged, ToolDriftPolicy},
-    recovery::RunRecovery,
     ports::Cursor,
+    recovery::RunRecovery,
 };
 
 pub(crate) use switchboard_server::paging::{page_size, timestamp};

@@ -220,7 +220,42 @@ async fn a_tool_drift_policy_is_kept_and_an_unknown_one_refused(kind: DbKind) {
     );
 }
 
+async fn a_recovery_and_its_idempotent_tools_are_kept_and_bounded(kind: DbKind) {
+    let mut service = Service::start(kind).await;
+    let mut unknown = agent(&[INTEGRATION], vec![]);
+    unknown.recovery = 7;
+    unknown.idempotent_tools = vec!["x".repeat(129)];
+    let refused = service.create(unknown).await.expect_err("refused");
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+    assert_eq!(
+        bad_fields(&refused),
+        ["agent.recovery", "agent.idempotent_tools"]
+    );
+    let mut too_many = agent(&[INTEGRATION], vec![]);
+    too_many.idempotent_tools = vec!["t".into(); 257];
+    let refused = service.create(too_many).await.expect_err("refused");
+    assert_eq!(bad_fields(&refused), ["agent.idempotent_tools"]);
+
+    let mut continuing = agent(&[INTEGRATION], vec![]);
+    continuing.recovery = runs::RunRecovery::Continue.into();
+    continuing.idempotent_tools = vec!["x".repeat(128); 256];
+    let created = service.create(continuing).await.expect("at the limits");
+    assert_eq!(created.recovery, i32::from(runs::RunRecovery::Continue));
+    assert_eq!(created.idempotent_tools.len(), 256);
+    let mut patch = agent(&[INTEGRATION], vec![]);
+    patch.id = created.id.clone();
+    patch.recovery = runs::RunRecovery::Interrupt.into();
+    patch.idempotent_tools = vec!["example__add".into()];
+    let updated = service
+        .update(patch, &["recovery", "idempotent_tools"])
+        .await
+        .expect("updated");
+    assert_eq!(updated.recovery, i32::from(runs::RunRecovery::Interrupt));
+    assert_eq!(updated.idempotent_tools, ["example__add"]);
+}
+
 db_tests!(
+    a_recovery_and_its_idempotent_tools_are_kept_and_bounded,
     a_tool_drift_policy_is_kept_and_an_unknown_one_refused,
     integration_ids_that_are_not_uuids_are_refused_by_field,
     an_agents_integrations_read_back_in_one_spelling,

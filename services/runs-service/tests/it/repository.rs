@@ -11,8 +11,8 @@ use switchboard_runs_service::domain::{
     },
     ids::{AgentId, IntegrationId, MessageId, RunId, ThreadId},
     pins::ToolDriftPolicy,
-    recovery::RunRecovery,
     ports::{RepositoryError, RunsRepository},
+    recovery::RunRecovery,
 };
 use switchboard_test_support::{Store, store_tests};
 

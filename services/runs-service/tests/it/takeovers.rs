@@ -3,7 +3,8 @@
 //! that keeps its caller is taken over by exactly one replica and never
 //! interrupted while takeovers remain; its old owner can no longer write
 //! it; a run lets go of its caller when it stops running; a new run of the
-//! thread, or the takeover limit, ends it interrupted.
+//! thread, the takeover limit, or a whole lease with no replica taking it,
+//! ends it interrupted.
 
 use std::time::Duration;
 
@@ -28,9 +29,8 @@ async fn replica(db: &TestDb, name: Option<&str>, lease: Duration, max: u32) -> 
         .open("runs", MIGRATIONS)
         .await
         .expect("migrated");
-    SqlRunsRepository::new(database.pool).with_replica(
-        Replica::new(name.map(str::to_owned), lease).with_max_takeovers(max),
-    )
+    SqlRunsRepository::new(database.pool)
+        .with_replica(Replica::new(name.map(str::to_owned), lease).with_max_takeovers(max))
 }
 
 fn sealed() -> SealedCaller {
@@ -72,7 +72,11 @@ async fn kept_run(repo: &SqlRunsRepository) -> Run {
 }
 
 async fn status(repo: &SqlRunsRepository, id: RunId) -> RunStatus {
-    repo.find_run(id).await.expect("read").expect("found").status
+    repo.find_run(id)
+        .await
+        .expect("read")
+        .expect("found")
+        .status
 }
 
 async fn one_replica_takes_a_stopped_run_over_and_its_old_owner_cannot_write_it(kind: DbKind) {
@@ -121,7 +125,10 @@ async fn a_run_taken_over_as_often_as_allowed_ends_interrupted(kind: DbKind) {
     let run = kept_run(&first).await;
     tokio::time::sleep(PAST_SHORT).await;
     let second = replica(&db, None, SHORT, 1).await;
-    assert_eq!(second.claim_stopped_runs(16).await.expect("claimed").len(), 1);
+    assert_eq!(
+        second.claim_stopped_runs(16).await.expect("claimed").len(),
+        1
+    );
     // The second replica stops too.
     tokio::time::sleep(PAST_SHORT).await;
     let third = replica(&db, None, HOUR, 1).await;
@@ -138,7 +145,12 @@ async fn a_run_that_pauses_lets_go_of_its_caller(kind: DbKind) {
     let mut run = kept_run(&owner).await;
     run.status = RunStatus::RequiresAction;
     owner.update_run(&run).await.expect("paused");
-    assert!(owner.resume_run(run.id, now_millis()).await.expect("resumed"));
+    assert!(
+        owner
+            .resume_run(run.id, now_millis())
+            .await
+            .expect("resumed")
+    );
     // Back to running without a kept caller (a resume keeps the new
     // caller's again): once stopped, it is interrupted, not taken over.
     tokio::time::sleep(PAST_SHORT).await;
@@ -155,7 +167,10 @@ async fn a_new_run_of_the_thread_supersedes_a_stopped_run_that_continues(kind: D
     let other = replica(&db, None, HOUR, 2).await;
     let mut next = run.clone();
     next.id = RunId::new();
-    other.start_run(&next).await.expect("the thread takes a new run");
+    other
+        .start_run(&next)
+        .await
+        .expect("the thread takes a new run");
     assert_eq!(status(&other, run.id).await, RunStatus::Interrupted);
     assert!(other.claim_stopped_runs(16).await.expect("read").is_empty());
 }
@@ -165,7 +180,13 @@ async fn a_restarted_replica_takes_its_previous_process_runs_over_at_once(kind: 
     let before = replica(&db, Some("pod-a"), HOUR, 2).await;
     let run = kept_run(&before).await;
     let after = replica(&db, Some("pod-a"), HOUR, 2).await;
-    assert_eq!(after.interrupt_previous_process_runs().await.expect("swept"), 0);
+    assert_eq!(
+        after
+            .interrupt_previous_process_runs()
+            .await
+            .expect("swept"),
+        0
+    );
     // Its lease has an hour to run, but its process is provably gone.
     let claimed = after.claim_stopped_runs(16).await.expect("claimed");
     assert_eq!(claimed.len(), 1);
@@ -185,10 +206,29 @@ async fn claims_come_a_batch_at_a_time(kind: DbKind) {
     tokio::time::sleep(PAST_SHORT).await;
     let other = replica(&db, None, HOUR, 2).await;
     assert_eq!(other.claim_stopped_runs(2).await.expect("claimed").len(), 2);
-    assert_eq!(other.claim_stopped_runs(16).await.expect("claimed").len(), 3);
+    assert_eq!(
+        other.claim_stopped_runs(16).await.expect("claimed").len(),
+        3
+    );
+}
+
+async fn a_stopped_run_no_replica_takes_over_is_interrupted_a_lease_later(kind: DbKind) {
+    let db = TestDb::new(kind).await.expect("a test database");
+    let stopped = replica(&db, None, SHORT, 2).await;
+    let run = kept_run(&stopped).await;
+    tokio::time::sleep(PAST_SHORT).await;
+    // A replica with an hour's lease waits an hour for a taker.
+    let patient = replica(&db, None, HOUR, 2).await;
+    assert_eq!(patient.interrupt_expired_runs().await.expect("swept"), 0);
+    // Past a whole lease since it expired, nobody took it: interrupted.
+    tokio::time::sleep(PAST_SHORT).await;
+    let sweeper = replica(&db, None, SHORT, 2).await;
+    assert_eq!(sweeper.interrupt_expired_runs().await.expect("swept"), 1);
+    assert_eq!(status(&sweeper, run.id).await, RunStatus::Interrupted);
 }
 
 db_tests!(
+    a_stopped_run_no_replica_takes_over_is_interrupted_a_lease_later,
     one_replica_takes_a_stopped_run_over_and_its_old_owner_cannot_write_it,
     a_run_taken_over_as_often_as_allowed_ends_interrupted,
     a_run_that_pauses_lets_go_of_its_caller,

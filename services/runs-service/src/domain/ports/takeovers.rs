@@ -54,8 +54,11 @@ pub struct Claimed {
 pub trait RunTakeovers: Send + Sync + 'static {
     /// Keeps run `run_id`'s caller while this process runs it; cleared by
     /// any write that ends or pauses the run.
-    async fn keep_caller(&self, run_id: RunId, sealed: &SealedCaller)
-    -> Result<(), RepositoryError>;
+    async fn keep_caller(
+        &self,
+        run_id: RunId,
+        sealed: &SealedCaller,
+    ) -> Result<(), RepositoryError>;
     /// Makes this process the owner of at most `limit` running runs that
     /// keep their caller, were taken over fewer times than the limit, and
     /// whose lease expired (or whose process was this replica's previous
@@ -64,6 +67,9 @@ pub trait RunTakeovers: Send + Sync + 'static {
     async fn claim_stopped_runs(&self, limit: u32) -> Result<Vec<Claimed>, RepositoryError>;
     /// Ends run `run_id`, which this process took over, as interrupted
     /// with `reason`.
-    async fn interrupt_taken_over(&self, run_id: RunId, reason: &str)
-    -> Result<(), RepositoryError>;
+    async fn interrupt_taken_over(
+        &self,
+        run_id: RunId,
+        reason: &str,
+    ) -> Result<(), RepositoryError>;
 }

@@ -63,7 +63,7 @@ use super::{
     history::HistoryLimits,
     ids::ThreadId,
     input::{InputLimits, RunInput},
-    ports::{CallerKeeper, Caller, McpPort, ModelProviders, RunTakeovers, RunsRepository},
+    ports::{Caller, CallerKeeper, McpPort, ModelProviders, RunTakeovers, RunsRepository},
     tools::ToolRouter,
     usage::Budgets,
 };
@@ -181,15 +181,17 @@ impl Orchestrator {
             steps,
         };
         let counts = run_limits::RunCounts::new(settings.limits);
-        let takeover = keeping.clone().map(|keeping| Arc::new(RunTakeover {
-            repo: Arc::clone(&repo),
-            keeping,
-            models: Arc::clone(&models),
-            counts: counts.clone(),
-            active: active.clone(),
-            task: task.clone(),
-            max_stored_events: settings.max_stored_events,
-        }));
+        let takeover = keeping.clone().map(|keeping| {
+            Arc::new(RunTakeover {
+                repo: Arc::clone(&repo),
+                keeping,
+                models: Arc::clone(&models),
+                counts: counts.clone(),
+                active: active.clone(),
+                task: task.clone(),
+                max_stored_events: settings.max_stored_events,
+            })
+        });
         Self {
             starter: start::RunStarter {
                 repo: Arc::clone(&repo),

@@ -76,7 +76,12 @@ impl RunTakeover {
             }
             Err(reason) => {
                 tracing::warn!(run_id = %run_id, reason, "a run whose replica stopped cannot continue");
-                if let Err(error) = self.keeping.store.interrupt_taken_over(run_id, &reason).await {
+                if let Err(error) = self
+                    .keeping
+                    .store
+                    .interrupt_taken_over(run_id, &reason)
+                    .await
+                {
                     tracing::error!(run_id = %run_id, error = %error, "failed to interrupt a run taken over");
                 }
             }
@@ -118,12 +123,15 @@ impl RunTakeover {
             .map_err(|error| format!("its thread could not be read: {error}"))?
             .ok_or_else(|| "its thread is not its caller's".to_owned())?;
         let agent = agent.ok_or_else(|| "its agent was deleted".to_owned())?;
-        let provider = self.models.provider(&agent.config.provider).ok_or_else(|| {
-            format!(
-                "the model provider `{}` of its agent is not configured",
-                agent.config.provider
-            )
-        })?;
+        let provider = self
+            .models
+            .provider(&agent.config.provider)
+            .ok_or_else(|| {
+                format!(
+                    "the model provider `{}` of its agent is not configured",
+                    agent.config.provider
+                )
+            })?;
         Ok((thread, agent, provider))
     }
 

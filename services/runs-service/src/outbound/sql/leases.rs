@@ -160,7 +160,9 @@ fn lease_of(status: &str, owned: bool, cancel_requested: bool) -> LeaseState {
 /// Marks running runs whose lease expired as interrupted: of thread
 /// `thread_id` (a new run of the thread supersedes them, whatever their
 /// agent's recovery), or of every thread except those another replica
-/// takes over (see [`continues`]).
+/// takes over (see [`continues`]) — unless none did for a whole lease past
+/// the expiry (no replica with the caller keys is left), so that no run
+/// stays running for ever.
 pub(super) async fn interrupt_expired_runs(
     repo: &SqlRunsRepository,
     thread_id: Option<ThreadId>,
@@ -170,13 +172,14 @@ pub(super) async fn interrupt_expired_runs(
         "UPDATE runs SET status = 'interrupted', error = $1, updated_at = $2, \
            caller_key_id = NULL, caller_sealed = NULL \
          WHERE status = 'running' AND lease_expires_at < {now} \
-           AND (($3 = '' AND NOT {}) OR thread_id = $3)",
+           AND (($3 = '' AND (NOT {} OR lease_expires_at < {now} - $5)) OR thread_id = $3)",
         continues(4)
     ))
     .bind(LEASE_EXPIRED)
     .bind(switchboard_db::now_millis())
     .bind(thread_id.map(|id| id.to_string()).unwrap_or_default())
     .bind(i64::from(repo.replica.max_takeovers))
+    .bind(repo.replica.lease_millis())
     .execute(&repo.pool)
     .await
     .map_err(failed("failed to interrupt runs whose lease expired"))?;

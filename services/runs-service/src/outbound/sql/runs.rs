@@ -79,9 +79,7 @@ impl RunWrite {
     ) -> Result<(), RepositoryError> {
         match self {
             Self::Insert => insert_run(repo, conn, run).await,
-            Self::Update => {
-                update_run_row(repo, conn, run, "('running', 'requires_action')").await
-            }
+            Self::Update => update_run_row(repo, conn, run, "('running', 'requires_action')").await,
             Self::Resume => {
                 update_run_row(repo, conn, run, "('requires_action')").await?;
                 claim(repo, conn, run.id).await

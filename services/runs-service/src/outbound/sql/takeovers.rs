@@ -114,7 +114,9 @@ impl SqlRunsRepository {
         .fetch_one(&self.pool)
         .await
         .map_err(failed("failed to read a run taken over"))?;
-        let read = |e| RepositoryError::Other(anyhow::Error::new(e).context("failed to read a run taken over"));
+        let read = |e| {
+            RepositoryError::Other(anyhow::Error::new(e).context("failed to read a run taken over"))
+        };
         let key_id: Option<String> = row.try_get("caller_key_id").map_err(read)?;
         let sealed: Option<String> = row.try_get("caller_sealed").map_err(read)?;
         let takeovers: i64 = row.try_get("takeovers").map_err(read)?;

@@ -72,8 +72,9 @@ impl StepLoop {
             let id = call.id.clone();
             match finished.get(&id) {
                 _ if is_client(&call.name) => recovery.client.push(call.clone()),
-                Some((status, result)) if *status != ToolCallStatus::ApprovalRequired
-                    && *status != ToolCallStatus::InputRequired =>
+                Some((status, result))
+                    if *status != ToolCallStatus::ApprovalRequired
+                        && *status != ToolCallStatus::InputRequired =>
                 {
                     recovery.recorded.insert(
                         id.clone(),
@@ -174,7 +175,8 @@ impl Running<'_> {
             client,
         } = plan;
         let toolset = self.toolset();
-        let unresolved: HashSet<&str> = continuation.unresolved.iter().map(String::as_str).collect();
+        let unresolved: HashSet<&str> =
+            continuation.unresolved.iter().map(String::as_str).collect();
         for call in calls.iter().filter(|c| unresolved.contains(c.id.as_str())) {
             self.emitter
                 .emit(RunEvent::ToolCallFinished {

@@ -57,6 +57,7 @@ async fn main() -> anyhow::Result<()> {
         sleep_ms: u64::try_from(setting("SOAK_SLEEP_MS", 200))?,
         // The production default: a loaded replica's heartbeats may lag.
         lease: Duration::from_secs(30),
+        ..Workload::default()
     };
     let mut fleet = Fleet::start_over(workload, Hop::Plaintext).await?;
     let mut threads = Vec::with_capacity(runs_wanted);

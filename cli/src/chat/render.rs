@@ -84,6 +84,9 @@ impl Renderer {
         let Some(kind) = &event.event else {
             return Ok(None);
         };
+        if let Some(line) = notice(kind) {
+            return self.note(line).map(|()| None);
+        }
         match kind {
             Event::TextDelta(delta) if !self.out.is_json() => {
                 self.out.text(&delta.text)?;
@@ -93,29 +96,11 @@ impl Renderer {
             }
             Event::ToolCallStarted(call) => self.tool_started(call)?,
             Event::ToolCallFinished(call) => self.tool_finished(call)?,
-            Event::IntegrationDiscoveryFailed(failed) => self.note(format!(
-                "{} integration {} is skipped: {}",
-                style("!").yellow().bold(),
-                failed.integration_id,
-                crate::error::one_line(&failed.error)
-            ))?,
             Event::ClientToolCallsRequired(required) => {
                 self.pending.clone_from(&required.tool_calls);
             }
             Event::ToolInputRequired(asked) => self.asked.push(asked.clone()),
             Event::ToolApprovalRequired(asked) => self.approvals.push(asked.clone()),
-            Event::SoftBudgetExceeded(passed) => self.note(format!(
-                "{} your organization used {} tokens this month, past its soft budget of {}",
-                style("!").yellow().bold(),
-                passed.used_tokens,
-                passed.soft_budget_tokens
-            ))?,
-            Event::ToolDefinitionChanged(change) => self.note(tool_changed(change))?,
-            Event::RunContinued(continued) => self.note(format!(
-                "{} the run's replica stopped; another continues it ({} tool calls may have run)",
-                style("↻").yellow().bold(),
-                continued.unresolved_tool_call_ids.len()
-            ))?,
             Event::AuthorizationRequired(needed) => {
                 self.note(format!(
                     "{} integration {} needs you to connect your account",
@@ -307,6 +292,31 @@ fn kind_label(kind: i32) -> &'static str {
 }
 
 /// The note for a tool its server changed since the thread pinned it.
+/// The line of an event that only tells something; `None` for the others.
+fn notice(kind: &Event) -> Option<String> {
+    Some(match kind {
+        Event::IntegrationDiscoveryFailed(failed) => format!(
+            "{} integration {} is skipped: {}",
+            style("!").yellow().bold(),
+            failed.integration_id,
+            crate::error::one_line(&failed.error)
+        ),
+        Event::SoftBudgetExceeded(passed) => format!(
+            "{} your organization used {} tokens this month, past its soft budget of {}",
+            style("!").yellow().bold(),
+            passed.used_tokens,
+            passed.soft_budget_tokens
+        ),
+        Event::ToolDefinitionChanged(change) => tool_changed(change),
+        Event::RunContinued(continued) => format!(
+            "{} the run's replica stopped; another continues it ({} tool calls may have run)",
+            style("↻").yellow().bold(),
+            continued.unresolved_tool_call_ids.len()
+        ),
+        _ => return None,
+    })
+}
+
 fn tool_changed(change: &runs::ToolDefinitionChanged) -> String {
     let parts = match (change.description_changed, change.input_schema_changed) {
         (true, true) => "its description and input schema",

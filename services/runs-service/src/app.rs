@@ -76,16 +76,7 @@ async fn build(config: &Config, wrap: WrapRepository) -> anyhow::Result<Built> {
         .open(SERVICE_NAME, MIGRATIONS)
         .await?;
     let sql = repository(config, &db)?;
-    let keeping = match config.takeovers.callers(&authenticator)? {
-        Some(callers) => {
-            tracing::info!("runs of agents that continue are taken over when their replica stops");
-            Some(Keeping {
-                store: sql.clone(),
-                keeper: Arc::new(callers),
-            })
-        }
-        None => None,
-    };
+    let keeping = keeping(config, &authenticator, &sql)?;
     let repo = wrap(sql);
     let active = interrupt_stopped_runs(&repo).await?;
     let (models, known) = model_providers(config)?;
@@ -107,15 +98,7 @@ async fn build(config: &Config, wrap: WrapRepository) -> anyhow::Result<Built> {
         run_settings(config)?,
         active.clone(),
     );
-    keep_leases(
-        Arc::downgrade(&repo),
-        active,
-        LeaseSettings {
-            lease: config.run_stale_after,
-            heartbeat_every: config.replicas.run_heartbeat_interval,
-        },
-        orchestrator.takeover(),
-    );
+    start_leases(config, &repo, active, &orchestrator);
     let service = RunsService::new(repo, known, sources);
     let max = config.common.server.max_message_bytes;
     let idempotency = Idempotency::new(RequestIds::new(
@@ -134,6 +117,42 @@ async fn build(config: &Config, wrap: WrapRepository) -> anyhow::Result<Built> {
         authenticator,
         services: Services::new().with(api).watch_database(db),
     })
+}
+
+/// Starts the heartbeats of this process's runs, and the takeover of
+/// stopped runs that continue.
+fn start_leases(
+    config: &Config,
+    repo: &Arc<dyn RunsRepository>,
+    active: ActiveRuns,
+    orchestrator: &Orchestrator,
+) {
+    keep_leases(
+        Arc::downgrade(repo),
+        active,
+        LeaseSettings {
+            lease: config.run_stale_after,
+            heartbeat_every: config.replicas.run_heartbeat_interval,
+        },
+        orchestrator.takeover(),
+    );
+}
+
+/// Where the callers of runs that continue on another replica are kept,
+/// when caller keys are set.
+fn keeping(
+    config: &Config,
+    authenticator: &Arc<Authenticator>,
+    sql: &Arc<SqlRunsRepository>,
+) -> anyhow::Result<Option<Keeping>> {
+    let Some(callers) = config.takeovers.callers(authenticator)? else {
+        return Ok(None);
+    };
+    tracing::info!("runs of agents that continue are taken over when their replica stops");
+    Ok(Some(Keeping {
+        store: sql.clone(),
+        keeper: Arc::new(callers),
+    }))
 }
 
 /// The data sources in `db` (and the object store, if one is set), with

@@ -13,7 +13,7 @@ use crate::domain::{
     model::ToolCall,
     pins::{ToolDefinitionChanged, ToolDriftPolicy},
     ports::Cursor,
-    recovery::RunRecovery,
+    recovery::{Continuation, RunRecovery},
 };
 
 pub(crate) use switchboard_server::paging::{page_size, timestamp};
@@ -322,6 +322,17 @@ fn authorization_required(
     }
 }
 
+fn run_continued(run: &Run, continuation: Continuation) -> pb::RunContinued {
+    pb::RunContinued {
+        run: Some(proto_run(run)),
+        after_sequence: continuation.after_sequence,
+        takeovers: i32::try_from(continuation.takeovers).unwrap_or(i32::MAX),
+        recovered_tool_call_ids: continuation.recovered,
+        repeated_tool_call_ids: continuation.repeated,
+        unresolved_tool_call_ids: continuation.unresolved,
+    }
+}
+
 fn run_recovery(recovery: RunRecovery) -> pb::RunRecovery {
     match recovery {
         RunRecovery::Unspecified => pb::RunRecovery::Unspecified,
@@ -365,14 +376,9 @@ pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
         RunEvent::Started(run) => E::RunStarted(pb::RunStarted {
             run: Some(proto_run(&run)),
         }),
-        RunEvent::Continued { run, continuation } => E::RunContinued(pb::RunContinued {
-            run: Some(proto_run(&run)),
-            after_sequence: continuation.after_sequence,
-            takeovers: i32::try_from(continuation.takeovers).unwrap_or(i32::MAX),
-            recovered_tool_call_ids: continuation.recovered,
-            repeated_tool_call_ids: continuation.repeated,
-            unresolved_tool_call_ids: continuation.unresolved,
-        }),
+        RunEvent::Continued { run, continuation } => {
+            E::RunContinued(run_continued(&run, continuation))
+        }
         RunEvent::TextDelta(text) => E::TextDelta(pb::TextDelta { text }),
         RunEvent::MessageCreated(message) => E::MessageCreated(pb::MessageCreated {
             message: Some(proto_message(&message)),

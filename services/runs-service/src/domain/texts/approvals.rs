@@ -30,6 +30,15 @@ pub fn approval_unusable(tool: &str, why: ApprovalUnusable) -> String {
     }
 }
 
+/// The call of `tool` was in flight when the replica running the run
+/// stopped, and no result of it was recorded: it may have taken effect, and
+/// it is not made again (its tool is not listed as idempotent).
+pub fn may_have_run(tool: &str) -> String {
+    mcp_tool_failed(&format!(
+        "the call of `{tool}` was interrupted before its result was recorded and is not made again. It may have taken effect; check before asking for it again"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,13 +66,12 @@ mod tests {
             "MCP tool execution failed: the call of `delete_repo` was not made: its approval expired before it was used"
         );
     }
-}
 
-/// The call of `tool` was in flight when the replica running the run
-/// stopped, and no result of it was recorded: it may have taken effect, and
-/// it is not made again (its tool is not listed as idempotent).
-pub fn may_have_run(tool: &str) -> String {
-    mcp_tool_failed(&format!(
-        "the call of `{tool}` was interrupted before its result was recorded and is not made again. It may have taken effect; check before asking for it again"
-    ))
+    #[test]
+    fn a_call_left_without_a_result_says_it_may_have_run() {
+        assert_eq!(
+            may_have_run("send_invoice"),
+            "MCP tool execution failed: the call of `send_invoice` was interrupted before its result was recorded and is not made again. It may have taken effect; check before asking for it again"
+        );
+    }
 }

@@ -188,30 +188,12 @@ impl Running<'_> {
                 .await?;
         }
         let ran = self.run_tools(&toolset, repeat).await?;
-        let mut repeated: HashMap<String, Part> = ran
-            .parts
-            .into_iter()
-            .filter_map(|part| match &part {
-                Part::ToolResult { tool_call_id, .. } => Some((tool_call_id.clone(), part)),
-                _ => None,
-            })
-            .collect();
-        let mut parts = Vec::new();
-        for call in &calls {
-            if let Some(part) = recorded
-                .remove(&call.id)
-                .or_else(|| repeated.remove(&call.id))
-            {
-                parts.push(part);
-            } else if unresolved.contains(call.id.as_str()) {
-                parts.push(Part::ToolResult {
-                    tool_call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    content: may_have_run(&call.name),
-                    is_error: true,
-                });
+        for part in ran.parts {
+            if let Part::ToolResult { tool_call_id, .. } = &part {
+                recorded.insert(tool_call_id.clone(), part);
             }
         }
+        let parts = in_call_order(&calls, recorded, &unresolved);
         let mut waiting: Vec<PendingCall> = client
             .into_iter()
             .map(|c| PendingCall {
@@ -230,4 +212,29 @@ impl Running<'_> {
         })
         .await
     }
+}
+
+/// The results of `calls` in the order the model made them: the recorded or
+/// repeated one of each call that has one, the may-have-run one of each
+/// unresolved call; calls that wait (client tools, approvals) have none.
+fn in_call_order(
+    calls: &[ToolCall],
+    mut results: HashMap<String, Part>,
+    unresolved: &HashSet<&str>,
+) -> Vec<Part> {
+    calls
+        .iter()
+        .filter_map(|call| {
+            results.remove(&call.id).or_else(|| {
+                unresolved
+                    .contains(call.id.as_str())
+                    .then(|| Part::ToolResult {
+                        tool_call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        content: may_have_run(&call.name),
+                        is_error: true,
+                    })
+            })
+        })
+        .collect()
 }

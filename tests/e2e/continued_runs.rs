@@ -25,7 +25,7 @@ use switchboard_runs_service::{
         sql::{MIGRATIONS, Replica, SqlRunsRepository},
     },
 };
-use switchboard_scripted_model::Turn;
+use switchboard_scripted_model::{ScriptedToolCall, Turn};
 use switchboard_sealing::KeyRing;
 use switchboard_test_support::{TEST_JWT_SECRET, authed};
 
@@ -221,4 +221,88 @@ async fn a_run_taken_over_repeats_only_the_idempotent_call_and_tells_the_model_t
             .expect("the may-have-run result"),
     );
     assert!(recorded < repeated && repeated < unresolved, "{read}");
+}
+
+#[tokio::test]
+async fn a_replica_that_lost_its_run_to_another_stores_no_end_of_it() {
+    let keys = KeyRing::random_spec("e2e");
+    let mut w = world(Options {
+        turns: vec![
+            Turn::ToolCalls(vec![ScriptedToolCall::new(
+                "slow",
+                "example__sleep",
+                r#"{"ms":3000}"#,
+            )]),
+            Turn::Text("done".into()),
+        ],
+        agent: Box::new(|agent| agent.recovery = runs::RunRecovery::Continue.into()),
+        caller_keys: Some(keys),
+        ..Options::default()
+    })
+    .await;
+    let request = runs::ExecuteRunRequest {
+        thread_id: w.thread_id.clone(),
+        input: Some(runs::execute_run_request::Input::UserMessage(
+            runs::UserMessageInput { text: "go".into() },
+        )),
+        ..Default::default()
+    };
+    let mut stream = w
+        .runs_client
+        .execute_run(authed(request, &w.token))
+        .await
+        .expect("the run starts")
+        .into_inner();
+    let mut run_id = String::new();
+    while let Some(event) = stream.next().await {
+        let event = event.expect("an event");
+        run_id.clone_from(&event.run_id);
+        if matches!(event.event, Some(Event::ToolCallStarted(_))) {
+            break;
+        }
+    }
+    // Another replica takes the run over while this one lives on (cut off
+    // from the database for a lease, say), as its claim would.
+    let pool = sqlx::AnyPool::connect(&w._runs_db.url)
+        .await
+        .expect("the runs database");
+    sqlx::query(
+        "UPDATE runs SET owner = 'another-process', owner_name = 'another-replica' WHERE id = $1",
+    )
+    .bind(&run_id)
+    .execute(&pool)
+    .await
+    .expect("taken over");
+    let rest: Vec<_> = tokio::time::timeout(Duration::from_secs(20), stream.collect::<Vec<_>>())
+        .await
+        .expect("the stream ends at the next heartbeat");
+    let last = rest
+        .last()
+        .and_then(|e| e.as_ref().ok())
+        .and_then(|e| e.event.clone());
+    let Some(Event::RunFailed(failed)) = last else {
+        panic!("the stream ends telling where the run went: {last:?}");
+    };
+    assert!(
+        failed.error.contains("continues on another replica"),
+        "{}",
+        failed.error
+    );
+    // Nothing the old owner said is stored as the run's: its watchers
+    // follow the new owner.
+    let database = switchboard_db::DatabaseArgs::for_url(&w._runs_db.url)
+        .open("runs", MIGRATIONS)
+        .await
+        .expect("the runs database");
+    let repo = SqlRunsRepository::new(database.pool);
+    let id: RunId = run_id.parse().expect("a run id");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let stored = repo.run_events(id, 1, 1000).await.expect("events");
+    assert!(
+        stored.iter().all(|e| !e.event.is_last()),
+        "the old owner stored an end: {:?}",
+        stored.last()
+    );
+    let run = repo.find_run(id).await.expect("read").expect("found");
+    assert_eq!(run.status, RunStatus::Running);
 }

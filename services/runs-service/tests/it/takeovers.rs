@@ -227,7 +227,20 @@ async fn a_stopped_run_no_replica_takes_over_is_interrupted_a_lease_later(kind: 
     assert_eq!(status(&sweeper, run.id).await, RunStatus::Interrupted);
 }
 
+async fn a_process_never_takes_over_its_own_run(kind: DbKind) {
+    let db = TestDb::new(kind).await.expect("a test database");
+    let own = replica(&db, Some("pod-a"), SHORT, 2).await;
+    kept_run(&own).await;
+    // Its lease expired under it (its heartbeats failed): its own task is
+    // stopping it; another replica takes it.
+    tokio::time::sleep(PAST_SHORT).await;
+    assert!(own.claim_stopped_runs(16).await.expect("read").is_empty());
+    let other = replica(&db, Some("pod-b"), HOUR, 2).await;
+    assert_eq!(other.claim_stopped_runs(16).await.expect("claimed").len(), 1);
+}
+
 db_tests!(
+    a_process_never_takes_over_its_own_run,
     a_stopped_run_no_replica_takes_over_is_interrupted_a_lease_later,
     one_replica_takes_a_stopped_run_over_and_its_old_owner_cannot_write_it,
     a_run_taken_over_as_often_as_allowed_ends_interrupted,

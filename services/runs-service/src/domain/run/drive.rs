@@ -22,6 +22,10 @@ use crate::domain::{
     ports::{RepositoryError, RunsRepository},
 };
 
+/// What the stream of a run another replica took over ends with.
+const CONTINUES_ELSEWHERE: &str =
+    "the run continues on another replica, which took it over; follow it there with WatchRun";
+
 /// The error a run cancelled by its client's leaving records.
 const DISCONNECTED: &str = "cancelled: the client closed the stream";
 
@@ -135,7 +139,10 @@ impl RunTask {
 
     /// A run ended elsewhere while this process drove it, or this process
     /// lost its lease: nothing more is written to the run; the client is
-    /// told what storage says.
+    /// told what storage says. A run another replica took over (still
+    /// running there) is not ended: the client is told where to follow it,
+    /// and nothing is stored, so that the run's watchers follow the replica
+    /// that runs it.
     async fn report_ended_elsewhere(&self, run: &Run, emitter: &mut Emitter) {
         let stored = match self.repo.find_run(run.id).await {
             Ok(Some(stored)) => stored,
@@ -146,6 +153,11 @@ impl RunTask {
             }
         };
         tracing::warn!(run_id = %run.id, status = stored.status.as_str(), "the run was ended elsewhere or its lease lost; this process stops writing it");
+        if stored.status == RunStatus::Running {
+            let error = CONTINUES_ELSEWHERE.to_owned();
+            let _ = emitter.tell(RunEvent::Failed { run: stored, error }).await;
+            return;
+        }
         let error = format!(
             "the run was ended elsewhere ({})",
             stored.error.as_deref().unwrap_or(stored.status.as_str())

@@ -111,6 +111,22 @@ impl Emitter {
         Ok(())
     }
 
+    /// Sends `event` to the client without storing it: what this process
+    /// says of a run it no longer owns, which its watchers must not read as
+    /// the run's.
+    pub(super) async fn tell(&mut self, event: RunEvent) -> Result<(), Stop> {
+        self.sequence += 1;
+        let envelope = Envelope {
+            run_id: self.run_id,
+            sequence: self.sequence,
+            event,
+        };
+        if self.live && self.tx.send(envelope).await.is_err() && !self.detached {
+            return Err(Stop::Disconnected);
+        }
+        Ok(())
+    }
+
     /// Stores `envelope` for watchers, within the run's bound: queued, or
     /// for the run's last event stored before it is sent, so that a watcher
     /// or a next run finds it. A failure is logged by the log's writer, not

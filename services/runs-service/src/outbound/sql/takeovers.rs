@@ -37,8 +37,11 @@ impl RunTakeovers for SqlRunsRepository {
     async fn claim_stopped_runs(&self, limit: u32) -> Result<Vec<Claimed>, RepositoryError> {
         let now = self.db_now();
         // Stopped: its lease expired, or its process was this replica's
-        // previous one (the same name, another process).
-        let stopped = format!("(lease_expires_at < {now} OR (owner_name = $2 AND owner <> $3))");
+        // previous one (the same name, another process). Never a run of
+        // this process: one whose lease expired under it (its heartbeats
+        // failed) is being stopped by its own task, and is another
+        // replica's to take.
+        let stopped = format!("((lease_expires_at < {now} OR owner_name = $2) AND owner <> $3)");
         let candidates = sqlx::query(&format!(
             "SELECT id FROM runs WHERE status = 'running' AND {stopped} AND {} \
              ORDER BY lease_expires_at LIMIT $4",

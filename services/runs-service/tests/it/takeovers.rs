@@ -236,7 +236,10 @@ async fn a_process_never_takes_over_its_own_run(kind: DbKind) {
     tokio::time::sleep(PAST_SHORT).await;
     assert!(own.claim_stopped_runs(16).await.expect("read").is_empty());
     let other = replica(&db, Some("pod-b"), HOUR, 2).await;
-    assert_eq!(other.claim_stopped_runs(16).await.expect("claimed").len(), 1);
+    assert_eq!(
+        other.claim_stopped_runs(16).await.expect("claimed").len(),
+        1
+    );
 }
 
 db_tests!(

@@ -12,9 +12,9 @@ use crate::{
     Config,
     domain::{
         datasource::DataSources,
-        ports::{McpPort, RunsRepository},
+        ports::{Keeping, McpPort, RunsRepository},
         run::{
-            ActiveRuns, Keeping, LeaseSettings, Orchestrator, RunPorts, RunSettings, WatchSettings,
+            ActiveRuns, LeaseSettings, Orchestrator, RunPorts, RunSettings, WatchSettings,
             keep_leases,
         },
         service::RunsService,

@@ -17,7 +17,7 @@ pub use mcp::{
 };
 pub use model::{ModelProvider, ModelProviders, ModelStream};
 pub use repository::{Cursor, LeaseState, LiveRuns, RepositoryError, RunsRepository};
-pub use takeovers::{CallerKeeper, Claimed, RunTakeovers, SealedCaller};
+pub use takeovers::{CallerKeeper, Claimed, Keeping, RunTakeovers, SealedCaller};
 
 /// The caller a run acts for: mcp-service is called with their token, so it
 /// enforces the same organization.

@@ -2,6 +2,8 @@
 //! caller is kept while it runs, and how a replica takes over runs whose
 //! own replica stopped.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 
 use super::{Caller, RepositoryError};
@@ -72,4 +74,19 @@ pub trait RunTakeovers: Send + Sync + 'static {
         run_id: RunId,
         reason: &str,
     ) -> Result<(), RepositoryError>;
+}
+
+/// The ports of runs that continue on another replica.
+#[derive(Clone)]
+pub struct Keeping {
+    /// Their storage.
+    pub store: Arc<dyn RunTakeovers>,
+    /// Their callers, sealed and opened.
+    pub keeper: Arc<dyn CallerKeeper>,
+}
+
+impl std::fmt::Debug for Keeping {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keeping").finish_non_exhaustive()
+    }
 }

@@ -15,7 +15,6 @@ use std::{
 
 use tokio::sync::watch;
 
-use super::RunTakeover;
 use crate::domain::{
     entities::RunStatus,
     ids::RunId,
@@ -105,6 +104,14 @@ pub(super) async fn halted(mut halt: watch::Receiver<Option<Halt>>) -> Halt {
     }
 }
 
+/// Takes over, each heartbeat, the stopped runs that continue (see
+/// `takeover`).
+#[async_trait::async_trait]
+pub trait TakeOver: Send + Sync {
+    /// Claims a batch of stopped runs and starts them; how many.
+    async fn take_over(&self) -> usize;
+}
+
 /// How leases are kept.
 #[derive(Debug, Clone, Copy)]
 pub struct LeaseSettings {
@@ -121,7 +128,7 @@ pub fn keep_leases(
     repo: Weak<dyn RunsRepository>,
     active: ActiveRuns,
     settings: LeaseSettings,
-    takeover: Option<Weak<RunTakeover>>,
+    takeover: Option<Weak<dyn TakeOver>>,
 ) {
     tokio::spawn(async move {
         let mut ticker = tokio::time::interval(settings.heartbeat_every);

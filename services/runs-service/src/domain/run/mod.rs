@@ -52,7 +52,7 @@ use std::{sync::Arc, time::Duration};
 use tokio::sync::mpsc;
 
 pub use feed::WatchSettings;
-pub use lease::{ActiveRuns, Halt, LeaseSettings, keep_leases};
+pub use lease::{ActiveRuns, Halt, LeaseSettings, TakeOver, keep_leases};
 pub use run_limits::RunLimits;
 pub use takeover::RunTakeover;
 
@@ -63,7 +63,7 @@ use super::{
     history::HistoryLimits,
     ids::ThreadId,
     input::{InputLimits, RunInput},
-    ports::{Caller, CallerKeeper, McpPort, ModelProviders, RunTakeovers, RunsRepository},
+    ports::{Caller, Keeping, McpPort, ModelProviders, RunsRepository},
     tools::ToolRouter,
     usage::Budgets,
 };
@@ -111,21 +111,6 @@ pub struct RunPorts {
     /// kept; `None` without caller keys (every run ends interrupted when
     /// its replica stops).
     pub keeping: Option<Keeping>,
-}
-
-/// The ports of runs that continue on another replica.
-#[derive(Clone)]
-pub struct Keeping {
-    /// Their storage.
-    pub store: Arc<dyn RunTakeovers>,
-    /// Their callers, sealed and opened.
-    pub keeper: Arc<dyn CallerKeeper>,
-}
-
-impl std::fmt::Debug for Keeping {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Keeping").finish_non_exhaustive()
-    }
 }
 
 impl std::fmt::Debug for RunPorts {
@@ -217,8 +202,11 @@ impl Orchestrator {
 
     /// The job that takes over runs whose replica stopped, while this
     /// orchestrator lives; `None` without caller keys.
-    pub fn takeover(&self) -> Option<std::sync::Weak<RunTakeover>> {
-        self.takeover.as_ref().map(Arc::downgrade)
+    pub fn takeover(&self) -> Option<std::sync::Weak<dyn TakeOver>> {
+        self.takeover.as_ref().map(|takeover| {
+            let takeover: Arc<dyn TakeOver> = takeover.clone();
+            Arc::downgrade(&takeover)
+        })
     }
 
     /// Checks the request, records the run, and starts it on a task. The

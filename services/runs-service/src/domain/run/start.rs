@@ -8,7 +8,6 @@ use switchboard_db::now_millis;
 use tokio::sync::mpsc;
 
 use super::{
-    Keeping,
     context::{Opened, Resumption, RunContext, message, numbered},
     drive::{Launch, RunTask},
     emitter::EmitterStart,
@@ -21,7 +20,7 @@ use crate::domain::{
     events::Envelope,
     ids::{RunId, ThreadId},
     input::{InputLimits, RunInput},
-    ports::{Caller, ModelProvider, ModelProviders, RunsRepository},
+    ports::{Caller, Keeping, ModelProvider, ModelProviders, RunsRepository},
     tools::ToolRouter,
     usage::{Budgets, SoftBudgetPassed},
 };

@@ -9,16 +9,15 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::{
-    Keeping,
     context::{RunContext, Takeover},
     drive::{Launch, RunTask},
     emitter::EmitterStart,
-    lease::ActiveRuns,
+    lease::{ActiveRuns, TakeOver},
     run_limits::RunCounts,
 };
 use crate::domain::{
     entities::{Agent, Thread},
-    ports::{Caller, Claimed, ModelProvider, ModelProviders, RunsRepository},
+    ports::{Caller, Claimed, Keeping, ModelProvider, ModelProviders, RunsRepository},
 };
 
 /// Runs claimed per heartbeat at most: a replica takes its share of a
@@ -47,10 +46,11 @@ impl std::fmt::Debug for RunTakeover {
     }
 }
 
-impl RunTakeover {
+#[async_trait::async_trait]
+impl TakeOver for RunTakeover {
     /// Claims a batch of stopped runs that continue, and starts each one's
     /// task; how many were claimed.
-    pub async fn take_over(&self) -> usize {
+    async fn take_over(&self) -> usize {
         let claimed = match self.keeping.store.claim_stopped_runs(CLAIMS_PER_BEAT).await {
             Ok(claimed) => claimed,
             Err(error) => {
@@ -65,7 +65,9 @@ impl RunTakeover {
         }
         count
     }
+}
 
+impl RunTakeover {
     /// Continues one claimed run, or ends it interrupted saying why not.
     async fn continue_run(&self, claimed: Claimed) {
         let run_id = claimed.run.id;

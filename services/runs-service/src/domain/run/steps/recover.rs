@@ -23,9 +23,9 @@ use crate::domain::{
 const EVENTS_PAGE: u32 = 500;
 
 /// How a continued run resolves the calls it left without results.
-pub(in crate::domain::run) struct Recovery {
+pub(super) struct Recovery {
     /// What the run's `RunContinued` event tells.
-    pub(in crate::domain::run) continuation: Continuation,
+    pub(super) continuation: Continuation,
     /// The calls without a stored result, in the order the model made them.
     calls: Vec<ToolCall>,
     /// Results the stopped replica recorded, by call id.
@@ -39,7 +39,7 @@ pub(in crate::domain::run) struct Recovery {
 impl StepLoop {
     /// Finds the calls run `run` left without results and decides what
     /// becomes of each.
-    pub(in crate::domain::run) async fn recovery(
+    pub(super) async fn recovery(
         &self,
         run: &Run,
         agent: &Agent,
@@ -163,7 +163,7 @@ impl Running<'_> {
     /// Resolves the calls the run left without results (see
     /// [`StepLoop::recovery`]) and stores their results in one write; the
     /// run pauses if client calls or approvals wait.
-    pub(in crate::domain::run) async fn recover(&mut self, plan: Recovery) -> Result<Step, Stop> {
+    pub(super) async fn recover(&mut self, plan: Recovery) -> Result<Step, Stop> {
         if plan.calls.is_empty() {
             return Ok(Step::Continue);
         }

@@ -101,18 +101,7 @@ async fn check_messages(
     fleet: &Fleet,
     run: &Seen,
 ) -> anyhow::Result<usize> {
-    let messages = client
-        .list_messages(authed(
-            runs::ListMessagesRequest {
-                thread_id: run.thread_id.clone(),
-                page_size: 500,
-                page_token: String::new(),
-            },
-            &fleet.token,
-        ))
-        .await?
-        .into_inner()
-        .messages;
+    let messages = messages_of(client, fleet, &run.thread_id).await?;
     let ids: HashSet<&str> = messages.iter().map(|m| m.id.as_str()).collect();
     ensure!(
         ids.len() == messages.len(),
@@ -154,6 +143,31 @@ async fn check_messages(
         );
     }
     Ok(calls.len())
+}
+
+/// The messages of thread `thread_id`, as the live replica lists them.
+pub async fn thread_messages(fleet: &Fleet, thread_id: &str) -> anyhow::Result<Vec<runs::Message>> {
+    let mut client = fleet.runs_client(fleet.live_runs_replica()).await?;
+    messages_of(&mut client, fleet, thread_id).await
+}
+
+async fn messages_of(
+    client: &mut runs::runs_service_client::RunsServiceClient<tonic::transport::Channel>,
+    fleet: &Fleet,
+    thread_id: &str,
+) -> anyhow::Result<Vec<runs::Message>> {
+    Ok(client
+        .list_messages(authed(
+            runs::ListMessagesRequest {
+                thread_id: thread_id.to_owned(),
+                page_size: 500,
+                page_token: String::new(),
+            },
+            &fleet.token,
+        ))
+        .await?
+        .into_inner()
+        .messages)
 }
 
 /// How many times the upstream server ran the tool (its call log).

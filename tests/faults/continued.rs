@@ -6,7 +6,7 @@
 //! sees one sequence from `run_started` through `run_continued` to
 //! `run_completed`.
 
-use std::{collections::HashSet, time::Duration};
+use std::collections::HashSet;
 
 use anyhow::{bail, ensure};
 use futures::StreamExt as _;
@@ -16,7 +16,7 @@ use switchboard_test_support::authed;
 use crate::{
     Fault, Seen, checks,
     fleet::{Fleet, Hop, Workload},
-    start_batch, strike,
+    strike_mid_batch,
 };
 
 /// What a watcher saw of one continued run.
@@ -36,20 +36,7 @@ async fn killing_the_runs_service_replica_continues_its_runs_on_the_other() {
     let mut fleet = Fleet::start_over(workload, Hop::Plaintext)
         .await
         .expect("the fleet starts");
-    let batch = start_batch(&fleet).await.expect("the runs start");
-    // Each run's first tool call is under way.
-    tokio::time::sleep(Duration::from_millis(1200)).await;
-    strike(&mut fleet, Fault::RunsReplica)
-        .await
-        .expect("the fault strikes");
-    let mut seen = Vec::new();
-    for handle in batch {
-        let run = tokio::time::timeout(Duration::from_secs(120), handle)
-            .await
-            .expect("every stream ends")
-            .expect("the stream task ends");
-        seen.push(run);
-    }
+    let seen = strike_mid_batch(&mut fleet, Fault::RunsReplica).await;
     let report = checks::after_the_fault(&fleet, &seen)
         .await
         .expect("nothing lost, nothing run twice");
@@ -152,19 +139,7 @@ async fn watch(fleet: &Fleet, run: &Seen) -> anyhow::Result<Watched> {
 /// The thread holds one result for each unresolved call, telling the model
 /// it may have run.
 async fn told_may_have_run(fleet: &Fleet, run: &Seen, ids: &[String]) -> anyhow::Result<()> {
-    let mut client = fleet.runs_client(fleet.live_runs_replica()).await?;
-    let messages = client
-        .list_messages(authed(
-            runs::ListMessagesRequest {
-                thread_id: run.thread_id.clone(),
-                page_size: 500,
-                page_token: String::new(),
-            },
-            &fleet.token,
-        ))
-        .await?
-        .into_inner()
-        .messages;
+    let messages = checks::thread_messages(fleet, &run.thread_id).await?;
     for id in ids {
         let result = messages
             .iter()

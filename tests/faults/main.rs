@@ -116,14 +116,12 @@ async fn strike(fleet: &mut Fleet, fault: Fault) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn survive(fault: Fault, hop: Hop) {
-    let mut fleet = Fleet::start_over(Workload::default(), hop)
-        .await
-        .expect("the fleet starts");
-    let batch = start_batch(&fleet).await.expect("the runs start");
-    // Each run's first tool call is under way.
+/// Starts a batch, strikes `fault` while each run's first tool call is
+/// under way, and collects what each client's stream saw.
+async fn strike_mid_batch(fleet: &mut Fleet, fault: Fault) -> Vec<Seen> {
+    let batch = start_batch(fleet).await.expect("the runs start");
     tokio::time::sleep(Duration::from_millis(1200)).await;
-    strike(&mut fleet, fault).await.expect("the fault strikes");
+    strike(fleet, fault).await.expect("the fault strikes");
     let mut seen = Vec::new();
     for handle in batch {
         let run = tokio::time::timeout(Duration::from_secs(120), handle)
@@ -132,6 +130,14 @@ async fn survive(fault: Fault, hop: Hop) {
             .expect("the stream task ends");
         seen.push(run);
     }
+    seen
+}
+
+async fn survive(fault: Fault, hop: Hop) {
+    let mut fleet = Fleet::start_over(Workload::default(), hop)
+        .await
+        .expect("the fleet starts");
+    let seen = strike_mid_batch(&mut fleet, fault).await;
     let report = checks::after_the_fault(&fleet, &seen)
         .await
         .expect("nothing lost, nothing run twice");

@@ -9,10 +9,11 @@ use crate::domain::{
     entities::{
         Agent, InputAnswers, Message, Part, PendingApproval, PendingInput, Role, Run, Thread,
     },
-    ids::{MessageId, RunId},
+    error::RunsError,
+    ids::{MessageId, RunId, ThreadId},
     input::{ApprovalChoice, ClientResult, ToolAnswers},
     model::ToolCall,
-    ports::{Caller, ModelProvider, RepositoryError, RunsRepository},
+    ports::{Caller, ModelProvider, ModelProviders, RepositoryError, RunsRepository},
     usage::SoftBudgetPassed,
 };
 
@@ -99,6 +100,47 @@ pub(super) enum ResumedWith {
     },
     /// The approval a policy rule gated it by.
     Approval(PendingApproval),
+}
+
+/// `caller`'s thread `thread_id`, its agent and the agent's model
+/// provider: what starting, resuming and continuing a run all read.
+pub(super) async fn load(
+    repo: &dyn RunsRepository,
+    models: &dyn ModelProviders,
+    caller: &Caller,
+    thread_id: ThreadId,
+) -> Result<(Thread, Agent, Arc<dyn ModelProvider>), RunsError> {
+    let principal = &caller.principal;
+    let (thread, agent) = repo
+        .get_thread_with_agent(&principal.org_id, &principal.user_id, thread_id)
+        .await?
+        .ok_or(RunsError::NotFound("thread"))?;
+    let agent = agent
+        .ok_or_else(|| RunsError::FailedPrecondition("the thread's agent was deleted".into()))?;
+    let provider = models.provider(&agent.config.provider).ok_or_else(|| {
+        RunsError::FailedPrecondition(format!(
+            "the model provider `{}` of the agent is not configured",
+            agent.config.provider
+        ))
+    })?;
+    Ok((thread, agent, provider))
+}
+
+/// The span a run's work follows (OpenTelemetry GenAI conventions), itself
+/// a child of the current span: the calls the run makes to mcp-service and
+/// to the model carry the caller's trace. `takeovers` is recorded on a run
+/// taken over.
+pub(super) fn invoke_agent_span(context: &RunContext, run_id: RunId) -> tracing::Span {
+    tracing::info_span!(
+        "invoke_agent",
+        otel.name = %format!("invoke_agent {}", context.agent.name),
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.agent.id = %context.agent.id,
+        gen_ai.agent.name = %context.agent.name,
+        gen_ai.conversation.id = %context.thread.id,
+        run_id = %run_id,
+        takeovers = tracing::field::Empty,
+    )
 }
 
 /// Saves `run`'s state, stamped now.

@@ -92,37 +92,36 @@ impl Emitter {
     /// Stores and sends `event`; [`Stop::Disconnected`] when the client has
     /// gone and the run is not detached.
     pub(super) async fn emit(&mut self, event: RunEvent) -> Result<(), Stop> {
-        self.sequence += 1;
-        let envelope = Envelope {
-            run_id: self.run_id,
-            sequence: self.sequence,
-            event,
-        };
+        let envelope = self.numbered(event);
         self.store(&envelope).await;
-        if !self.live {
-            return Ok(());
-        }
-        if self.tx.send(envelope).await.is_err() {
-            if !self.detached {
-                return Err(Stop::Disconnected);
-            }
-            self.live = false;
-        }
-        Ok(())
+        self.send(envelope).await
     }
 
     /// Sends `event` to the client without storing it: what this process
     /// says of a run it no longer owns, which its watchers must not read as
     /// the run's.
     pub(super) async fn tell(&mut self, event: RunEvent) -> Result<(), Stop> {
+        let envelope = self.numbered(event);
+        self.send(envelope).await
+    }
+
+    /// `event` with the run's next sequence.
+    fn numbered(&mut self, event: RunEvent) -> Envelope {
         self.sequence += 1;
-        let envelope = Envelope {
+        Envelope {
             run_id: self.run_id,
             sequence: self.sequence,
             event,
-        };
-        if self.live && self.tx.send(envelope).await.is_err() && !self.detached {
-            return Err(Stop::Disconnected);
+        }
+    }
+
+    /// Sends `envelope` while the client reads the stream.
+    async fn send(&mut self, envelope: Envelope) -> Result<(), Stop> {
+        if self.live && self.tx.send(envelope).await.is_err() {
+            if !self.detached {
+                return Err(Stop::Disconnected);
+            }
+            self.live = false;
         }
         Ok(())
     }

@@ -8,7 +8,7 @@ use switchboard_db::now_millis;
 use tokio::sync::mpsc;
 
 use super::{
-    context::{Opened, Resumption, RunContext, message, numbered},
+    context::{Opened, Resumption, RunContext, invoke_agent_span, load, message, numbered},
     drive::{Launch, RunTask},
     emitter::EmitterStart,
     lease::ActiveRuns,
@@ -20,7 +20,7 @@ use crate::domain::{
     events::Envelope,
     ids::{RunId, ThreadId},
     input::{InputLimits, RunInput},
-    ports::{Caller, Keeping, ModelProvider, ModelProviders, RunsRepository},
+    ports::{Caller, Keeping, ModelProviders, RunsRepository},
     tools::ToolRouter,
     usage::{Budgets, SoftBudgetPassed},
 };
@@ -113,7 +113,8 @@ impl RunStarter {
         // runs of every replica are counted.
         let place = self.counts.reserve(&caller)?;
         self.counts.check_all_replicas(&*self.repo, &caller).await?;
-        let (thread, agent, provider) = self.load(&caller, thread_id).await?;
+        let (thread, agent, provider) =
+            load(&*self.repo, &*self.models, &caller, thread_id).await?;
         let resuming = !matches!(input, RunInput::UserMessage(_));
         let Opened {
             run,
@@ -154,18 +155,7 @@ impl RunStarter {
                 detached,
             },
         };
-        // The run's work follows its span (OpenTelemetry GenAI conventions),
-        // itself a child of the caller's ExecuteRun span: the calls it makes
-        // to mcp-service and to the model carry the caller's trace.
-        let span = tracing::info_span!(
-            "invoke_agent",
-            otel.name = %format!("invoke_agent {}", context.agent.name),
-            gen_ai.operation.name = "invoke_agent",
-            gen_ai.agent.id = %context.agent.id,
-            gen_ai.agent.name = %context.agent.name,
-            gen_ai.conversation.id = %context.thread.id,
-            run_id = %run.id,
-        );
+        let span = invoke_agent_span(&context, run.id);
         tokio::spawn(tracing::Instrument::instrument(
             async move { task.drive(context, run, launch).await },
             span,
@@ -243,33 +233,6 @@ impl RunStarter {
                 })
             }
         }
-    }
-
-    /// The caller's thread, its agent and the agent's model provider.
-    async fn load(
-        &self,
-        caller: &Caller,
-        thread_id: ThreadId,
-    ) -> Result<(Thread, Agent, Arc<dyn ModelProvider>), RunsError> {
-        let principal = &caller.principal;
-        let (thread, agent) = self
-            .repo
-            .get_thread_with_agent(&principal.org_id, &principal.user_id, thread_id)
-            .await?
-            .ok_or(RunsError::NotFound("thread"))?;
-        let agent = agent.ok_or_else(|| {
-            RunsError::FailedPrecondition("the thread's agent was deleted".into())
-        })?;
-        let provider = self
-            .models
-            .provider(&agent.config.provider)
-            .ok_or_else(|| {
-                RunsError::FailedPrecondition(format!(
-                    "the model provider `{}` of the agent is not configured",
-                    agent.config.provider
-                ))
-            })?;
-        Ok((thread, agent, provider))
     }
 
     /// A new run with the user's message, stored together.

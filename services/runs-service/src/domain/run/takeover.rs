@@ -9,15 +9,15 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::{
-    context::{RunContext, Takeover},
+    context::{RunContext, Takeover, invoke_agent_span, load},
     drive::{Launch, RunTask},
     emitter::EmitterStart,
     lease::{ActiveRuns, TakeOver},
     run_limits::RunCounts,
 };
 use crate::domain::{
-    entities::{Agent, Thread},
-    ports::{Caller, Claimed, Keeping, ModelProvider, ModelProviders, RunsRepository},
+    error::RunsError,
+    ports::{Claimed, Keeping, ModelProviders, RunsRepository},
 };
 
 /// Runs claimed per heartbeat at most: a replica takes its share of a
@@ -95,7 +95,12 @@ impl RunTakeover {
     async fn context(&self, claimed: &Claimed) -> Result<RunContext, String> {
         let run = &claimed.run;
         let caller = self.keeping.keeper.open(run.id, &claimed.caller).await?;
-        let (thread, agent, provider) = self.load(&caller, run.thread_id).await?;
+        let (thread, agent, provider) = load(&*self.repo, &*self.models, &caller, run.thread_id)
+            .await
+            .map_err(|error| match error {
+                RunsError::NotFound(_) => "its thread is not its caller's".to_owned(),
+                other => other.to_string(),
+            })?;
         let after_sequence = self.repo.last_run_event(run.id).await.unwrap_or(0);
         Ok(RunContext {
             caller,
@@ -110,31 +115,6 @@ impl RunTakeover {
                 takeovers: claimed.takeovers,
             }),
         })
-    }
-
-    async fn load(
-        &self,
-        caller: &Caller,
-        thread_id: crate::domain::ids::ThreadId,
-    ) -> Result<(Thread, Agent, Arc<dyn ModelProvider>), String> {
-        let principal = &caller.principal;
-        let (thread, agent) = self
-            .repo
-            .get_thread_with_agent(&principal.org_id, &principal.user_id, thread_id)
-            .await
-            .map_err(|error| format!("its thread could not be read: {error}"))?
-            .ok_or_else(|| "its thread is not its caller's".to_owned())?;
-        let agent = agent.ok_or_else(|| "its agent was deleted".to_owned())?;
-        let provider = self
-            .models
-            .provider(&agent.config.provider)
-            .ok_or_else(|| {
-                format!(
-                    "the model provider `{}` of its agent is not configured",
-                    agent.config.provider
-                )
-            })?;
-        Ok((thread, agent, provider))
     }
 
     /// Drives the run on a task of this process, as a detached run: its
@@ -158,16 +138,8 @@ impl RunTakeover {
                 detached: true,
             },
         };
-        let span = tracing::info_span!(
-            "invoke_agent",
-            otel.name = %format!("invoke_agent {}", context.agent.name),
-            gen_ai.operation.name = "invoke_agent",
-            gen_ai.agent.id = %context.agent.id,
-            gen_ai.agent.name = %context.agent.name,
-            gen_ai.conversation.id = %context.thread.id,
-            run_id = %run.id,
-            takeovers = claimed.takeovers,
-        );
+        let span = invoke_agent_span(&context, run.id);
+        span.record("takeovers", claimed.takeovers);
         let task = self.task.clone();
         tracing::Instrument::instrument(task.drive(context, run, launch), span).await;
     }

@@ -6,9 +6,13 @@
 //! present or all NULL, from the start of each call), so each column is
 //! given to it in slices of exactly that length, one column after another;
 //! the column chunks are joined into row groups as the writer would.
+//!
+//! The table may come in several batches, each a whole number of row groups
+//! but the last, so that an import holds one row group at a time; the bytes
+//! of the row groups written so far can be taken before the file ends.
 
 use anyhow::Context as _;
-use datafusion::arrow::{array::Array, record_batch::RecordBatch};
+use datafusion::arrow::{array::Array, datatypes::SchemaRef, record_batch::RecordBatch};
 use parquet::{
     arrow::{
         ArrowWriter,
@@ -23,6 +27,7 @@ use super::codec;
 
 /// A table being encoded, column after column in slices.
 pub(super) struct TableEncoder {
+    /// The rows being encoded (the last batch given).
     batch: RecordBatch,
     file: SerializedFileWriter<Vec<u8>>,
     factory: ArrowRowGroupWriterFactory,
@@ -32,8 +37,8 @@ pub(super) struct TableEncoder {
     /// all present or all NULL, and otherwise.
     uniform_run: usize,
     mixed_run: usize,
-    /// The row group being written: its first row, its columns' writers
-    /// (those not yet finished) and finished chunks.
+    /// The row group being written: its first row in `batch`, its columns'
+    /// writers (those not yet finished) and finished chunks.
     group_start: usize,
     writers: std::vec::IntoIter<ArrowColumnWriter>,
     writing: Option<ArrowColumnWriter>,
@@ -41,12 +46,14 @@ pub(super) struct TableEncoder {
     /// The column and row encoded next.
     column: usize,
     row: usize,
+    /// Bytes of the file taken so far.
+    taken: usize,
 }
 
 impl std::fmt::Debug for TableEncoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TableEncoder")
-            .field("rows", &self.batch.num_rows())
+            .field("batch_rows", &self.batch.num_rows())
             .field("column", &self.column)
             .field("row", &self.row)
             .finish_non_exhaustive()
@@ -54,13 +61,14 @@ impl std::fmt::Debug for TableEncoder {
 }
 
 impl TableEncoder {
-    /// Starts encoding `batch`.
-    pub(super) fn new(batch: RecordBatch) -> anyhow::Result<Self> {
-        Self::with_properties(batch, codec::properties()?)
+    /// Starts encoding a table of `schema`, without rows until
+    /// [`Self::push`] gives some.
+    pub(super) fn new(schema: SchemaRef) -> anyhow::Result<Self> {
+        Self::with_properties(schema, codec::properties()?)
     }
 
-    /// Starts encoding `batch` with `properties`.
-    fn with_properties(batch: RecordBatch, properties: WriterProperties) -> anyhow::Result<Self> {
+    /// Starts encoding a table of `schema` with `properties`.
+    fn with_properties(schema: SchemaRef, properties: WriterProperties) -> anyhow::Result<Self> {
         let group_rows = properties
             .max_row_group_row_count()
             .unwrap_or(usize::MAX)
@@ -69,7 +77,8 @@ impl TableEncoder {
             properties.data_page_row_count_limit().max(1),
             properties.write_batch_size().max(1),
         );
-        let writer = ArrowWriter::try_new(Vec::new(), batch.schema(), Some(properties))
+        let batch = RecordBatch::new_empty(SchemaRef::clone(&schema));
+        let writer = ArrowWriter::try_new(Vec::new(), schema, Some(properties))
             .context("failed to start encoding a table")?;
         let (file, factory) = writer
             .into_serialized_writer()
@@ -87,11 +96,22 @@ impl TableEncoder {
             chunks: Vec::new(),
             column: 0,
             row: 0,
+            taken: 0,
         })
     }
 
+    /// Gives the encoder the next rows of the table, once the rows given
+    /// before are encoded. Every batch but the last must hold a whole number
+    /// of row groups, for the groups to be cut where a writer given the
+    /// whole table at once cuts them.
+    pub(super) fn push(&mut self, batch: RecordBatch) {
+        debug_assert!(self.group_start >= self.batch.num_rows());
+        self.batch = batch;
+        (self.group_start, self.column, self.row) = (0, 0, 0);
+    }
+
     /// Encodes about `cells` more values (at least one slice); whether the
-    /// whole table is encoded.
+    /// rows given are all encoded.
     pub(super) fn encode_piece(&mut self, cells: usize) -> anyhow::Result<bool> {
         let mut budget = cells.max(1);
         while budget > 0 {
@@ -174,12 +194,24 @@ impl TableEncoder {
         Ok(())
     }
 
-    /// The table's rows.
-    pub(super) fn rows(&self) -> usize {
-        self.batch.num_rows()
+    /// Bytes of the file written and not yet taken.
+    pub(super) fn written(&self) -> usize {
+        self.file.bytes_written() - self.taken
     }
 
-    /// The stored bytes, once the whole table is encoded.
+    /// The bytes of the file written since they were last taken: the row
+    /// groups finished since then.
+    pub(super) fn take_written(&mut self) -> anyhow::Result<Vec<u8>> {
+        self.file.flush().context("failed to encode a table")?;
+        // The writer counts the bytes it wrote itself, so taking them from
+        // its buffer leaves the offsets in the footer right.
+        let bytes = std::mem::take(self.file.inner_mut());
+        self.taken += bytes.len();
+        Ok(bytes)
+    }
+
+    /// The file's bytes not yet taken, with its footer, once every row is
+    /// encoded.
     pub(super) fn finish(self) -> anyhow::Result<Vec<u8>> {
         self.file
             .into_inner()
@@ -240,7 +272,8 @@ mod tests {
         properties: WriterProperties,
         cells: usize,
     ) -> (Vec<u8>, usize) {
-        let mut encoder = TableEncoder::with_properties(batch.clone(), properties).expect("starts");
+        let mut encoder = TableEncoder::with_properties(batch.schema(), properties).expect("starts");
+        encoder.push(batch.clone());
         let mut pieces = 1;
         while !encoder.encode_piece(cells).expect("encodes") {
             pieces += 1;
@@ -279,5 +312,34 @@ mod tests {
                 "{cells} cells a piece"
             );
         }
+    }
+
+    #[test]
+    fn a_table_given_a_row_group_at_a_time_and_taken_as_written_is_the_same_bytes() {
+        let properties = || {
+            WriterProperties::builder()
+                .set_max_row_group_row_count(Some(30_000))
+                .build()
+        };
+        let batch = table(70_000);
+        let whole = at_once(&batch, properties());
+        let mut encoder = TableEncoder::with_properties(batch.schema(), properties()).expect("starts");
+        let (mut bytes, mut takes) = (Vec::new(), Vec::new());
+        for start in (0..70_000).step_by(30_000) {
+            encoder.push(batch.slice(start, (70_000 - start).min(30_000)));
+            while !encoder.encode_piece(7_000).expect("encodes") {}
+            let written = encoder.written();
+            let taken = encoder.take_written().expect("taken");
+            assert_eq!(taken.len(), written, "what written() said was there");
+            takes.push(taken.len());
+            bytes.extend(taken);
+            assert_eq!(encoder.written(), 0, "nothing left once taken");
+        }
+        bytes.extend(encoder.finish().expect("ends"));
+        assert!(bytes == whole, "the same file");
+        assert!(
+            takes.iter().all(|&taken| taken > 0),
+            "each row group's bytes were out before the next was given: {takes:?}"
+        );
     }
 }

@@ -53,7 +53,7 @@ pub use child::run_query_worker;
 pub use objects::{MIN_PART_BYTES, ObjectSettings, StoreAccess, TableObjects};
 pub use worker::WORKER_SUBCOMMAND;
 
-use std::{collections::HashMap, path::PathBuf, sync::Arc};
+use std::{collections::HashMap, path::PathBuf, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use async_trait::async_trait;
@@ -69,10 +69,10 @@ use crate::domain::{
     ids::{DataSourceId, IntegrationId, ThreadId},
 };
 use cache::TableCache;
-use import_work::{Encoded, ImportWork};
-use pool::{CpuPool, PoolError};
+use import_work::{Encoded, ImportWork, Produced};
+use pool::{CpuPool, PoolError, Turn};
 use priority::CpuPriority;
-use rows::{METADATA_COLUMNS, Store, Stored, decode_source};
+use rows::{METADATA_COLUMNS, Storing, Store, Stored, decode_source};
 use slots::{Slot, Slots};
 use worker::QueryWorker;
 
@@ -217,21 +217,45 @@ pub fn parse_csv(csv: &[u8], limits: &ImportLimits) -> Result<(Vec<Column>, usiz
 }
 
 /// Parses and encodes a CSV in `org`'s turns of `pool`, a piece a turn,
-/// off the async workers: both are CPU work. The work holds `slot` until
-/// it ends, and gives it back with the table.
+/// off the async workers: both are CPU work. Each part of the table is
+/// handed to `storing` as it is ready, while the work waits for its next
+/// turn; the rest comes with the table. The work holds `slot` until it
+/// ends, and gives it back with the table. It waits for its first turn until
+/// `deadline`, and for each turn after a part at most `turn_wait`.
 async fn parse_and_encode(
     pool: &CpuPool,
     org: &str,
-    deadline: Instant,
+    (deadline, turn_wait): (Instant, Duration),
     work: ImportWork,
+    storing: &mut Storing<'_>,
 ) -> Result<Encoded, ImportError> {
-    let mut work = work;
-    pool.run_in_pieces(org, deadline, move || work.piece())
-        .await
-        .map_err(|error| match error {
-            PoolError::Waited(wait) => ImportError::Busy(Busy::Timeout(wait)),
-            PoolError::Stopped => ImportError::Storage(anyhow::anyhow!("the import stopped")),
-        })?
+    let (mut work, mut deadline) = (Some(work), deadline);
+    loop {
+        let mut held = work.take();
+        // The work comes back with a part, to go on after it.
+        let (produced, back) = pool
+            .run_in_pieces(org, deadline, move || match held.as_mut().map(ImportWork::piece) {
+                Some(Turn::More) => Turn::More,
+                Some(Turn::Done(produced)) => Turn::Done(produced.map(|p| (p, held.take()))),
+                None => Turn::Done(Err(over())),
+            })
+            .await
+            .map_err(|error| match error {
+                PoolError::Waited(wait) => ImportError::Busy(Busy::Timeout(wait)),
+                PoolError::Stopped => ImportError::Storage(anyhow::anyhow!("the import stopped")),
+            })??;
+        match produced {
+            Produced::Table(encoded) => return Ok(encoded),
+            Produced::Part(part) => {
+                storing.put(part).await.map_err(ImportError::Storage)?;
+                (work, deadline) = (back, Instant::now() + turn_wait);
+            }
+        }
+    }
+}
+
+fn over() -> ImportError {
+    ImportError::Storage(anyhow::anyhow!("the import was over"))
 }
 
 #[async_trait]
@@ -264,20 +288,38 @@ impl DataSources for SqlDataSources {
             .await
             .map_err(ImportError::Busy)?;
         self.check_org_quota(&org, csv.len()).await?;
-        let work = ImportWork::new(csv.to_vec(), self.import, self.piece_bytes, slot);
+        let id = DataSourceId::new();
+        let mut storing = self.storing(thread_id, id);
+        let csv = Bytes::copy_from_slice(csv);
+        let work = ImportWork::new(
+            csv.clone(),
+            self.import,
+            self.piece_bytes,
+            storing.part_bytes(),
+            slot,
+        );
+        let waits = (deadline, self.limits.timeout);
+        let encoded = parse_and_encode(&self.pool, &org, waits, work, &mut storing).await;
         let Encoded {
             columns,
             rows: row_count,
             content,
             slot: _slot,
-        } = parse_and_encode(&self.pool, &org, deadline, work).await?;
-
-        let stored_bytes = content.len();
-        let id = DataSourceId::new();
-        let stored = self
-            .store_table(thread_id, id, Bytes::from(content))
+        } = match encoded {
+            Ok(encoded) => encoded,
+            Err(error) => {
+                storing.abort().await;
+                return Err(error);
+            }
+        };
+        let stored = storing
+            .finish(content)
             .await
             .map_err(ImportError::Storage)?;
+        let stored_bytes = match &stored {
+            Stored::Bytes(bytes) => bytes.len() as u64,
+            Stored::Object { bytes, .. } => *bytes,
+        };
         let mut source = DataSource {
             id,
             thread_id,

@@ -147,6 +147,55 @@ impl StoreAccess {
     }
 }
 
+/// An object being uploaded in parts of [`ObjectSettings::part_bytes`], at
+/// most [`ObjectSettings::concurrent_parts`] in flight. Dropped unfinished,
+/// its parts in flight stop; [`Upload::abort`] also removes those the store
+/// already has.
+pub(super) struct Upload {
+    writer: WriteMultipart,
+    concurrent_parts: usize,
+    bytes: u64,
+}
+
+impl fmt::Debug for Upload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Upload")
+            .field("bytes", &self.bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Upload {
+    /// Hands on the object's next bytes: each full part is uploaded, while
+    /// the caller goes on, once fewer than the parts allowed are in flight.
+    /// The parts are slices of `bytes` (no copy).
+    pub(super) async fn put(&mut self, bytes: Bytes) -> anyhow::Result<()> {
+        self.bytes += bytes.len() as u64;
+        self.writer.put(bytes);
+        self.writer
+            .wait_for_capacity(self.concurrent_parts)
+            .await
+            .context("failed to upload a table")
+    }
+
+    /// Uploads what is left and completes the object; its size.
+    pub(super) async fn finish(self) -> anyhow::Result<u64> {
+        // `finish` aborts the upload itself if completing it fails.
+        self.writer
+            .finish()
+            .await
+            .context("failed to finish uploading a table")?;
+        Ok(self.bytes)
+    }
+
+    /// Stops the upload and removes the parts the store has.
+    pub(super) async fn abort(self) {
+        if let Err(error) = self.writer.abort().await {
+            tracing::warn!(error = %error, "failed to abort a table's upload");
+        }
+    }
+}
+
 /// The store of a service's tables.
 #[derive(Debug)]
 pub struct TableObjects {
@@ -200,42 +249,23 @@ impl TableObjects {
         format!("{}{id}.parquet", self.thread_prefix(thread))
     }
 
-    /// Uploads `content` as `key` in parts, aborting the upload if a part
-    /// fails. The parts are slices of `content` (no copy).
-    pub(super) async fn upload(&self, key: &str, content: Bytes) -> anyhow::Result<()> {
-        let location = Path::from(key);
+    /// Starts uploading the object `key` in parts.
+    pub(super) async fn start_upload(&self, key: &str) -> anyhow::Result<Upload> {
         let upload = self
             .store
-            .put_multipart(&location)
+            .put_multipart(&Path::from(key))
             .await
             .context("failed to start uploading a table")?;
-        let mut writer = WriteMultipart::new_with_chunk_size(upload, self.part_bytes);
-        let mut at = 0;
-        // Up to the last part, then until every part is in: a failed part
-        // aborts the upload, so that its other parts do not linger.
-        loop {
-            let in_flight = if at < content.len() {
-                self.concurrent_parts
-            } else {
-                0
-            };
-            if let Err(error) = writer.wait_for_capacity(in_flight).await {
-                let _ = writer.abort().await;
-                return Err(anyhow::Error::new(error).context("failed to upload a table"));
-            }
-            if at >= content.len() {
-                break;
-            }
-            let end = content.len().min(at + self.part_bytes);
-            writer.put(content.slice(at..end));
-            at = end;
-        }
-        // `finish` aborts the upload itself if completing it fails.
-        writer
-            .finish()
-            .await
-            .context("failed to finish uploading a table")?;
-        Ok(())
+        Ok(Upload {
+            writer: WriteMultipart::new_with_chunk_size(upload, self.part_bytes),
+            concurrent_parts: self.concurrent_parts,
+            bytes: 0,
+        })
+    }
+
+    /// Bytes of one part of an upload.
+    pub(super) fn part_bytes(&self) -> usize {
+        self.part_bytes
     }
 
     /// Deletes the object `key`; one that is already gone is no error.

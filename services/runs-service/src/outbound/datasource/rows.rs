@@ -8,7 +8,12 @@ use anyhow::Context as _;
 use bytes::Bytes;
 use sqlx::{AnyPool, Row, any::AnyRow};
 
-use super::{SqlDataSources, cache::TableCache, import};
+use super::{
+    SqlDataSources,
+    cache::TableCache,
+    import,
+    objects::{TableObjects, Upload},
+};
 use crate::domain::{
     datasource::{Column, DataSource, ImportError},
     ids::{DataSourceId, ThreadId},
@@ -168,21 +173,16 @@ impl SqlDataSources {
         Ok(tables)
     }
 
-    /// Keeps `content`, the table of data source `id`: as it is (for the
-    /// row), or uploaded to the store.
-    pub(super) async fn store_table(
-        &self,
-        thread_id: ThreadId,
-        id: DataSourceId,
-        content: Bytes,
-    ) -> anyhow::Result<Stored> {
-        let Some(objects) = &self.objects else {
-            return Ok(Stored::Bytes(content));
-        };
-        let key = objects.key(thread_id, id);
-        let bytes = content.len() as u64;
-        objects.upload(&key, content).await?;
-        Ok(Stored::Object { key, bytes })
+    /// Where the table of data source `id` of `thread_id` goes as it is
+    /// encoded.
+    pub(super) fn storing(&self, thread_id: ThreadId, id: DataSourceId) -> Storing<'_> {
+        Storing {
+            objects: self
+                .objects
+                .as_deref()
+                .map(|objects| (objects, objects.key(thread_id, id))),
+            upload: None,
+        }
     }
 
     /// Writes the row of `source`; deletes its object if that fails.
@@ -208,6 +208,59 @@ impl SqlDataSources {
             && let Err(error) = objects.delete(key).await
         {
             tracing::warn!(key = %key, error = %format!("{error:#}"), "failed to delete an unstored table's object");
+        }
+    }
+}
+
+/// Where an import's table goes as it is encoded: its object, uploaded
+/// part by part as the parts come (the upload starts with the first), or,
+/// without a store, the row, whole at the end.
+#[derive(Debug)]
+pub(super) struct Storing<'a> {
+    objects: Option<(&'a TableObjects, String)>,
+    upload: Option<Upload>,
+}
+
+impl Storing<'_> {
+    /// Encoded bytes to hand on as a part once there are as many: a part of
+    /// the upload, or none without a store.
+    pub(super) fn part_bytes(&self) -> Option<usize> {
+        self.objects.as_ref().map(|(objects, _)| objects.part_bytes())
+    }
+
+    /// Hands on the table's next bytes.
+    pub(super) async fn put(&mut self, part: Vec<u8>) -> anyhow::Result<()> {
+        let Some((objects, key)) = &self.objects else {
+            anyhow::bail!("a part of a table without a store");
+        };
+        let upload = match &mut self.upload {
+            Some(upload) => upload,
+            None => self.upload.insert(objects.start_upload(key).await?),
+        };
+        upload.put(Bytes::from(part)).await
+    }
+
+    /// The table stored, given its last bytes: the object completed, or the
+    /// bytes for the row.
+    pub(super) async fn finish(mut self, rest: Vec<u8>) -> anyhow::Result<Stored> {
+        let Some((_, key)) = self.objects.clone() else {
+            return Ok(Stored::Bytes(Bytes::from(rest)));
+        };
+        if let Err(error) = self.put(rest).await {
+            self.abort().await;
+            return Err(error);
+        }
+        let bytes = match self.upload {
+            Some(upload) => upload.finish().await?,
+            None => 0,
+        };
+        Ok(Stored::Object { key, bytes })
+    }
+
+    /// Stops an upload under way, removing its parts.
+    pub(super) async fn abort(self) {
+        if let Some(upload) = self.upload {
+            upload.abort().await;
         }
     }
 }

@@ -29,10 +29,12 @@ use self::values::Inference;
 use crate::domain::datasource::ColumnType;
 use crate::domain::datasource::{Column, ImportError, ImportLimits};
 
+mod groups;
 mod names;
 mod pieces;
 mod values;
 
+pub(super) use groups::{Read, RowGroups};
 pub(super) use pieces::{Conversion, CsvParse};
 
 /// A parsed CSV: its columns and all its rows in one batch.

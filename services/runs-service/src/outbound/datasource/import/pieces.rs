@@ -2,8 +2,15 @@
 //! per piece, then the columns' typed values about a number of cells per
 //! piece, so that a large import can give way to others between pieces.
 //! Read whole or in pieces, a CSV gives the same table.
+//!
+//! A parse either keeps the rows' text (a whole table, [`CsvParse::start`])
+//! or only checks the rows and infers the columns' types
+//! ([`CsvParse::infer`]), for an import that then reads the rows again a
+//! row group at a time (`groups.rs`).
 
 use std::{io::Cursor, sync::Arc};
+
+use bytes::Bytes;
 
 use datafusion::arrow::{
     array::{Array, StringArray, StringBuilder},
@@ -17,13 +24,15 @@ use super::{
 };
 use crate::domain::datasource::{Column, ImportError, ImportLimits};
 
-/// A CSV whose rows are being read, column by column as text, with what
-/// each column's values look like.
+/// A CSV whose rows are being read, with what each column's values look
+/// like, and, when kept, the columns' text.
 pub(in super::super) struct CsvParse<R> {
     reader: csv::Reader<R>,
     limits: ImportLimits,
     names: Vec<String>,
-    columns: Vec<(StringBuilder, Inference)>,
+    inferences: Vec<Inference>,
+    /// The columns' text; `None` when only the types are inferred.
+    texts: Option<Vec<StringBuilder>>,
     record: csv::StringRecord,
     /// Data rows read so far, also past the limit (for the error to say
     /// how many there are).
@@ -39,26 +48,39 @@ impl<'a> CsvParse<&'a [u8]> {
         limits: &ImportLimits,
     ) -> Result<Self, ImportError> {
         let data = checked(csv, limits)?;
-        Self::new(data, data.len(), limits)
+        Self::new(data, data.len(), limits, true)
     }
 }
 
-impl CsvParse<Cursor<Vec<u8>>> {
-    /// Starts reading `csv`, which it keeps until it is dropped.
-    pub(in super::super) fn start_owned(
-        csv: Vec<u8>,
-        limits: &ImportLimits,
-    ) -> Result<Self, ImportError> {
+impl CsvParse<Cursor<Bytes>> {
+    /// Starts checking `csv` and inferring its columns' types, without
+    /// keeping its rows.
+    pub(in super::super) fn infer(csv: Bytes, limits: &ImportLimits) -> Result<Self, ImportError> {
         let bytes = checked(&csv, limits)?.len();
-        let mut cursor = Cursor::new(csv);
-        cursor.set_position(u64::try_from(cursor.get_ref().len() - bytes).unwrap_or(0));
-        Self::new(cursor, bytes, limits)
+        Self::new(after_bom(csv, bytes), bytes, limits, false)
     }
+}
+
+/// A reader of the last `bytes` of `csv` (its data after the byte order
+/// mark).
+pub(super) fn after_bom(csv: Bytes, bytes: usize) -> Cursor<Bytes> {
+    let mut cursor = Cursor::new(csv);
+    cursor.set_position(u64::try_from(cursor.get_ref().len() - bytes).unwrap_or(0));
+    cursor
+}
+
+/// A reader of CSV records as an import reads them: the header is a
+/// record, and records may be shorter or longer than it.
+pub(super) fn records<R: std::io::Read>(data: R) -> csv::Reader<R> {
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(data)
 }
 
 /// The CSV's data after its byte order mark, if it is not too large or
 /// empty.
-fn checked<'a>(csv: &'a [u8], limits: &ImportLimits) -> Result<&'a [u8], ImportError> {
+pub(super) fn checked<'a>(csv: &'a [u8], limits: &ImportLimits) -> Result<&'a [u8], ImportError> {
     if csv.len() > limits.max_bytes {
         return Err(ImportError::TooLarge {
             limit: limits.max_bytes,
@@ -73,28 +95,23 @@ fn checked<'a>(csv: &'a [u8], limits: &ImportLimits) -> Result<&'a [u8], ImportE
 }
 
 impl<R: std::io::Read> CsvParse<R> {
-    fn new(data: R, bytes: usize, limits: &ImportLimits) -> Result<Self, ImportError> {
-        let mut reader = csv::ReaderBuilder::new()
-            .has_headers(false)
-            .flexible(true)
-            .from_reader(data);
+    fn new(data: R, bytes: usize, limits: &ImportLimits, keep: bool) -> Result<Self, ImportError> {
+        let mut reader = records(data);
         let names = read_header(&mut reader, limits)?;
         let width = names.len();
         // Rough per-column capacity from the file size, to avoid regrowing.
         let capacity_hint = bytes / width.max(1);
-        let columns = (0..width)
-            .map(|_| {
-                (
-                    StringBuilder::with_capacity(1024, capacity_hint),
-                    Inference::default(),
-                )
-            })
-            .collect();
+        let texts = keep.then(|| {
+            (0..width)
+                .map(|_| StringBuilder::with_capacity(1024, capacity_hint))
+                .collect()
+        });
         Ok(Self {
             reader,
             limits: *limits,
             names,
-            columns,
+            inferences: vec![Inference::default(); width],
+            texts,
             record: csv::StringRecord::new(),
             rows: 0,
             bytes,
@@ -127,7 +144,7 @@ impl<R: std::io::Read> CsvParse<R> {
 
     /// Checks the row just read and keeps its fields.
     fn keep_row(&mut self) -> Result<(), ImportError> {
-        let (record, limits, width) = (&self.record, &self.limits, self.columns.len());
+        let (record, limits, width) = (&self.record, &self.limits, self.inferences.len());
         let line = record.position().map_or(0, csv::Position::line);
         self.rows += 1;
         // Checked before the row is kept: a short row costs a full row of
@@ -152,45 +169,63 @@ impl<R: std::io::Read> CsvParse<R> {
             });
         }
         check_fields(record, line, limits)?;
-        for (index, (builder, inference)) in self.columns.iter_mut().enumerate() {
-            let field = record.get(index).unwrap_or("").trim();
-            if field.is_empty() {
-                builder.append_null();
-            } else {
-                inference.observe(field);
-                builder.append_value(field);
+        for (index, inference) in self.inferences.iter_mut().enumerate() {
+            let value = field(record, index);
+            if let Some(value) = value {
+                inference.observe(value);
+            }
+            if let Some(texts) = &mut self.texts {
+                texts[index].append_option(value);
             }
         }
         Ok(())
     }
 
-    /// The text columns, once every row was read, ready to be typed.
+    /// The columns' names and types and the data rows, once every row was
+    /// read.
+    pub(in super::super) fn finish_shape(self) -> Result<(Vec<Column>, usize), ImportError> {
+        let (columns, _, rows) = self.finish_columns()?;
+        Ok((columns, rows))
+    }
+
+    /// The kept text columns, once every row was read, ready to be typed.
     pub(in super::super) fn finish(self) -> Result<Conversion, ImportError> {
+        let (columns, texts, _) = self.finish_columns()?;
+        let texts = texts
+            .unwrap_or_default()
+            .into_iter()
+            .map(|mut builder| builder.finish())
+            .collect();
+        Ok(Conversion::new(columns, texts))
+    }
+
+    fn finish_columns(self) -> Result<TextColumns, ImportError> {
         if self.rows > self.limits.max_rows {
             return Err(ImportError::TooManyRows {
                 limit: self.limits.max_rows,
                 actual: self.rows,
             });
         }
-        let mut texts = Vec::with_capacity(self.columns.len());
-        let mut columns = Vec::with_capacity(self.columns.len());
-        let mut typed = Vec::with_capacity(self.columns.len());
-        for (name, (mut builder, inference)) in self.names.into_iter().zip(self.columns) {
-            let text = builder.finish();
-            let column_type = inference.column_type();
-            typed.push(Typed::new(column_type, text.len()));
-            texts.push(text);
-            columns.push(Column { name, column_type });
-        }
-        Ok(Conversion {
-            rows: texts.first().map_or(0, Array::len),
-            columns,
-            texts,
-            typed,
-            column: 0,
-            row: 0,
-        })
+        let columns = self
+            .names
+            .into_iter()
+            .zip(&self.inferences)
+            .map(|(name, inference)| Column {
+                name,
+                column_type: inference.column_type(),
+            })
+            .collect();
+        Ok((columns, self.texts, self.rows))
     }
+}
+
+/// The columns, their kept text, and the data rows read.
+type TextColumns = (Vec<Column>, Option<Vec<StringBuilder>>, usize);
+
+/// The value of field `index` of `record`: trimmed, and `None` when empty,
+/// only spaces or missing (a short row).
+pub(super) fn field(record: &csv::StringRecord, index: usize) -> Option<&str> {
+    Some(record.get(index)?.trim()).filter(|value| !value.is_empty())
 }
 
 /// The columns of a read CSV, each being converted to the type its values
@@ -207,9 +242,22 @@ pub(in super::super) struct Conversion {
 }
 
 impl Conversion {
-    /// The table's rows and columns.
-    pub(in super::super) fn cells(&self) -> usize {
-        self.rows.saturating_mul(self.columns.len())
+    /// The conversion of `texts`, the text of `columns`, to the columns'
+    /// types.
+    pub(in super::super) fn new(columns: Vec<Column>, texts: Vec<StringArray>) -> Self {
+        let rows = texts.first().map_or(0, Array::len);
+        let typed = columns
+            .iter()
+            .map(|column| Typed::new(column.column_type, rows))
+            .collect();
+        Self {
+            columns,
+            texts,
+            typed,
+            rows,
+            column: 0,
+            row: 0,
+        }
     }
 
     /// Converts about `cells` more cells (a text column costs none); whether

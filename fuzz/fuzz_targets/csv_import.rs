@@ -54,7 +54,7 @@ async fn check(fx: &Fixture, name: &str, csv: &[u8]) {
     let limits = import_limits();
     let source = match fx
         .sources
-        .import_csv(thread_id(), name, "fuzz.csv", None, csv)
+        .import_csv(thread_id(), name, "fuzz.csv", None, csv.to_vec().into())
         .await
     {
         Ok(source) => source,

@@ -47,7 +47,7 @@ static FIXTURE: LazyLock<Fixture> = LazyLock::new(|| {
             .with_queries_in_process();
         for (name, csv) in [("sales.csv", SALES), ("regions.csv", REGIONS)] {
             sources
-                .import_csv(thread_id(), name, name, None, csv.as_bytes())
+                .import_csv(thread_id(), name, name, None, csv.as_bytes().to_vec().into())
                 .await
                 .expect("the fixture tables import (a set-up invariant)");
         }

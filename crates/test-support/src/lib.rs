@@ -357,8 +357,18 @@ pub fn built_binary(name: &str, how: &str) -> anyhow::Result<std::path::PathBuf>
 /// The most memory process `pid` has held (`VmHWM` in `/proc/<pid>/status`),
 /// in MiB; `None` when it cannot be read.
 pub fn peak_rss_mib(pid: u32) -> Option<u64> {
+    status_mib(pid, "VmHWM:")
+}
+
+/// The memory process `pid` holds now (`VmRSS`), in MiB; `None` when it
+/// cannot be read.
+pub fn rss_mib(pid: u32) -> Option<u64> {
+    status_mib(pid, "VmRSS:")
+}
+
+fn status_mib(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib / 1024)
 }

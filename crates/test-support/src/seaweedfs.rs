@@ -28,6 +28,10 @@ pub struct SeaweedFs {
     pub endpoint: String,
     /// The bucket it was started with.
     pub bucket: String,
+    /// `http://127.0.0.1:<port>`, its filer's HTTP endpoint, which lists
+    /// what the S3 endpoint does not (a bucket's multipart uploads under
+    /// way, in `/buckets/<bucket>/.uploads/`).
+    pub filer: String,
     child: Child,
     _dir: tempfile::TempDir,
 }
@@ -127,6 +131,7 @@ impl SeaweedFs {
         let server = Self {
             endpoint: format!("http://127.0.0.1:{}", ports[6]),
             bucket: bucket.to_owned(),
+            filer: format!("http://127.0.0.1:{}", ports[2]),
             child,
             _dir: dir,
         };

@@ -170,7 +170,13 @@ async fn main() -> anyhow::Result<()> {
 
     let start = Instant::now();
     let source = sources
-        .import_csv(thread_id, "sales", "bench", None, &csv)
+        .import_csv(
+            thread_id,
+            "sales",
+            "bench",
+            None,
+            bytes::Bytes::copy_from_slice(&csv),
+        )
         .await?;
     let import = start.elapsed();
     drop(csv);

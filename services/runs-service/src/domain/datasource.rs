@@ -1,6 +1,7 @@
 //! Data sources: CSV files imported into a thread as tables the model queries
 //! with read-only SQL.
 
+use bytes::Bytes;
 use std::{fmt, time::Duration};
 
 use async_trait::async_trait;
@@ -464,7 +465,7 @@ pub trait DataSources: Send + Sync + 'static {
         name: &str,
         origin: &str,
         integration_id: Option<IntegrationId>,
-        csv: &[u8],
+        csv: Bytes,
     ) -> Result<DataSource, ImportError>;
 
     /// The thread's data sources, oldest first.

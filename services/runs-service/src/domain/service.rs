@@ -1,5 +1,6 @@
 //! Agents, threads and messages: tenancy, roles and validation.
 
+use bytes::Bytes;
 use std::sync::Arc;
 
 use switchboard_auth::Principal;
@@ -337,7 +338,7 @@ impl RunsService {
         caller: &Principal,
         thread_id: ThreadId,
         name: &str,
-        csv: &[u8],
+        csv: Bytes,
     ) -> Result<DataSource, RunsError> {
         if name.trim().is_empty() {
             return Err(RunsError::invalid("name", "is required"));

@@ -21,7 +21,7 @@ impl DataSources for NoSources {
         _name: &str,
         _origin: &str,
         _integration_id: Option<IntegrationId>,
-        _csv: &[u8],
+        _csv: bytes::Bytes,
     ) -> Result<DataSource, ImportError> {
         Err(ImportError::Storage(anyhow::anyhow!(
             "these tests import no data sources"

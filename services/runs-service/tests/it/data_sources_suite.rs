@@ -73,7 +73,13 @@ impl Sources {
 
     async fn import(&self, thread: ThreadId, name: &str, csv: &str) -> String {
         self.sources
-            .import_csv(thread, name, "client", None, csv.as_bytes())
+            .import_csv(
+                thread,
+                name,
+                "client",
+                None,
+                bytes::Bytes::copy_from_slice(csv.as_bytes()),
+            )
             .await
             .expect("imported")
             .table_name
@@ -124,7 +130,7 @@ async fn imports_are_listed_oldest_first_under_safe_unique_names(kind: DbKind) {
             "Sales Q1!",
             "mcp://x/sales",
             Some(integration),
-            SALES.as_bytes(),
+            bytes::Bytes::copy_from_slice(SALES.as_bytes()),
         )
         .await
         .expect("imported");
@@ -182,7 +188,13 @@ async fn an_import_past_the_size_limit_is_refused_with_both_sizes(kind: DbKind) 
     let csv = format!("a\n{}", "1\n".repeat(IMPORT.max_bytes));
     match s
         .sources
-        .import_csv(thread, "big", "client", None, csv.as_bytes())
+        .import_csv(
+            thread,
+            "big",
+            "client",
+            None,
+            bytes::Bytes::copy_from_slice(csv.as_bytes()),
+        )
         .await
     {
         Err(ImportError::TooLarge { limit, actual }) => {

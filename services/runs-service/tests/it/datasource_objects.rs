@@ -15,6 +15,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use bytes::Bytes;
 use futures::TryStreamExt as _;
 use object_store::{ObjectStore, ObjectStoreExt as _, path::Path as ObjectPath};
 use sqlx::Row as _;
@@ -56,9 +57,9 @@ fn settings(endpoint: &str) -> ObjectSettings {
     }
 }
 
-struct Fixture {
+pub(crate) struct Fixture {
     _db: TestDb,
-    server: SeaweedFs,
+    pub(crate) server: SeaweedFs,
     pool: sqlx::AnyPool,
     repo: Arc<SqlRunsRepository>,
     /// The bucket, as the tests list it.
@@ -66,7 +67,7 @@ struct Fixture {
 }
 
 impl Fixture {
-    async fn new() -> Self {
+    pub(crate) async fn new() -> Self {
         let server = SeaweedFs::start(BUCKET).expect("SeaweedFS starts");
         let db = TestDb::sqlite().expect("a test database");
         let pool = crate::stores::migrated_pool(&db.url).await;
@@ -82,7 +83,7 @@ impl Fixture {
     }
 
     /// Data sources kept in the store, within `query` limits.
-    fn sources(&self, import: ImportLimits, query: QueryLimits) -> SqlDataSources {
+    pub(crate) fn sources(&self, import: ImportLimits, query: QueryLimits) -> SqlDataSources {
         SqlDataSources::new(self.pool.clone(), import, query)
             .with_capacity(Capacity {
                 org_bytes: u64::MAX,
@@ -99,12 +100,12 @@ impl Fixture {
         })
     }
 
-    async fn thread(&self) -> ThreadId {
+    pub(crate) async fn thread(&self) -> ThreadId {
         crate::stores::stored_thread(self.repo.as_ref(), "org-a", "alice").await
     }
 
     /// The keys of the bucket's objects.
-    async fn objects(&self) -> Vec<String> {
+    pub(crate) async fn objects(&self) -> Vec<String> {
         let mut keys: Vec<String> = self
             .bucket
             .list(None)
@@ -142,7 +143,7 @@ fn principal(org: &str, user: &str) -> Principal {
     Principal::new(org, user, Vec::new())
 }
 
-fn small_limits() -> (ImportLimits, QueryLimits) {
+pub(crate) fn small_limits() -> (ImportLimits, QueryLimits) {
     (
         ImportLimits::default(),
         QueryLimits {
@@ -164,7 +165,7 @@ async fn a_table_in_the_store_is_queried_and_its_row_holds_no_table_bytes() {
             "sales.csv",
             "client",
             None,
-            b"region,amount\neu,10\nus,20\neu,5\n",
+            Bytes::from_static(b"region,amount\neu,10\nus,20\neu,5\n"),
         )
         .await
         .expect("imported");
@@ -210,7 +211,13 @@ async fn deleting_a_thread_deletes_its_objects_and_a_failed_deletion_is_swept() 
     let (kept, deleted) = (fx.thread().await, fx.thread().await);
     for (thread, name) in [(kept, "a.csv"), (deleted, "b.csv"), (deleted, "c.csv")] {
         sources
-            .import_csv(thread, name, "client", None, b"x\n1\n2\n")
+            .import_csv(
+                thread,
+                name,
+                "client",
+                None,
+                Bytes::from_static(b"x\n1\n2\n"),
+            )
             .await
             .expect("imported");
     }
@@ -288,7 +295,7 @@ async fn a_table_larger_than_the_query_memory_streams_from_the_store() {
     let fx = Fixture::new().await;
     let csv_mb = env_mb("SWITCHBOARD_OBJSTORE_CSV_MB", 48);
     let ceiling = env_mb("SWITCHBOARD_OBJSTORE_CEILING_MB", 192) * 1024 * 1024;
-    let csv = large_csv(csv_mb);
+    let csv = Bytes::from(large_csv(csv_mb));
     let import = ImportLimits {
         max_bytes: csv.len() + 1,
         max_rows: usize::MAX,
@@ -311,13 +318,18 @@ async fn a_table_larger_than_the_query_memory_streams_from_the_store() {
     let sources = fx.sources(import, query);
     let thread = fx.thread().await;
     let started = Instant::now();
+    let this = std::process::id();
+    let before = switchboard_test_support::rss_mib(this);
+    let importing = Peak::watch(move || switchboard_test_support::rss_mib(this));
     let source = sources
-        .import_csv(thread, "big.csv", "client", None, &csv)
+        .import_csv(thread, "big.csv", "client", None, csv.clone())
         .await
         .expect("imported into the store");
     let import_time = started.elapsed();
+    let import_peak = importing.stop().await;
     let started = Instant::now();
-    let watcher = PeakWorker::watch(thread);
+    let watcher =
+        Peak::watch(move || worker_of(thread).and_then(switchboard_test_support::peak_rss_mib));
     let result = sources
         .query(thread, sql)
         .await
@@ -334,18 +346,22 @@ async fn a_table_larger_than_the_query_memory_streams_from_the_store() {
     // Amounts go 0..999 by id: the rows whose amount is at least 500.
     let expected = rows / 1000 * 500 + (rows % 1000 - 500).max(0);
     assert_eq!(counted, expected);
+    let mib = |value: Option<u64>| value.map_or_else(|| "?".to_owned(), |v| v.to_string());
     eprintln!(
         "objstore: {csv_mb} MB CSV, {rows} rows, ceiling {} MiB: import {import_time:?}, \
-         query {query_time:?}, worker peak RSS {} MiB",
+         query {query_time:?}, worker peak RSS {} MiB; this process's RSS {} MiB before \
+         the import (the CSV in it), at most {} MiB during it",
         ceiling / (1024 * 1024),
-        peak.map_or_else(|| "?".to_owned(), |p| p.to_string())
+        mib(peak),
+        mib(before),
+        mib(import_peak),
     );
 
     // The same table in the database's storage is read whole: refused.
     let database = fx.database_sources(import, query);
     let other = fx.thread().await;
     database
-        .import_csv(other, "big.csv", "client", None, &csv)
+        .import_csv(other, "big.csv", "client", None, csv.clone())
         .await
         .expect("imported into the database");
     drop(csv);
@@ -361,22 +377,20 @@ async fn a_table_larger_than_the_query_memory_streams_from_the_store() {
     );
 }
 
-/// The peak resident memory of the query worker of a thread, sampled while
-/// the query runs.
-struct PeakWorker {
+/// The most memory a reading gave, sampled every 20 ms until stopped (a
+/// query's worker while the query runs, this process while it imports).
+struct Peak {
     stop: tokio::sync::oneshot::Sender<()>,
     task: tokio::task::JoinHandle<Option<u64>>,
 }
 
-impl PeakWorker {
-    fn watch(thread: ThreadId) -> Self {
+impl Peak {
+    fn watch(read: impl Fn() -> Option<u64> + Send + 'static) -> Self {
         let (stop, mut stopped) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(async move {
             let mut peak = None;
             loop {
-                if let Some(pid) = worker_of(thread)
-                    && let Some(mib) = switchboard_test_support::peak_rss_mib(pid)
-                {
+                if let Some(mib) = read() {
                     peak = peak.max(Some(mib));
                 }
                 tokio::select! {

@@ -111,13 +111,25 @@ async fn a_small_import_finishes_before_another_organizations_large_one(kind: Db
         let sources = Arc::clone(&sources);
         tokio::spawn(async move {
             sources
-                .import_csv(noisy, "large", "client", None, &large)
+                .import_csv(
+                    noisy,
+                    "large",
+                    "client",
+                    None,
+                    bytes::Bytes::copy_from_slice(&large),
+                )
                 .await
         })
     };
     until_pieces(&sources, 3).await;
     let small = sources
-        .import_csv(quiet, "small", "client", None, &csv(20))
+        .import_csv(
+            quiet,
+            "small",
+            "client",
+            None,
+            bytes::Bytes::copy_from_slice(&csv(20)),
+        )
         .await
         .expect("imported");
     let at_small = sources.import_pieces_run();
@@ -148,7 +160,13 @@ async fn an_import_whose_caller_gives_up_stops_at_the_next_piece(kind: DbKind) {
         let sources = Arc::clone(&sources);
         tokio::spawn(async move {
             sources
-                .import_csv(thread, "given_up", "client", None, &csv(60_000))
+                .import_csv(
+                    thread,
+                    "given_up",
+                    "client",
+                    None,
+                    bytes::Bytes::copy_from_slice(&csv(60_000)),
+                )
                 .await
         })
     };
@@ -166,7 +184,13 @@ async fn an_import_whose_caller_gives_up_stops_at_the_next_piece(kind: DbKind) {
     // The slot and the thread are free again at once.
     let next = tokio::time::timeout(
         Duration::from_secs(10),
-        sources.import_csv(thread, "next", "client", None, &csv(20)),
+        sources.import_csv(
+            thread,
+            "next",
+            "client",
+            None,
+            bytes::Bytes::copy_from_slice(&csv(20)),
+        ),
     )
     .await
     .expect("the slot and the thread were given back")
@@ -188,7 +212,13 @@ async fn the_piece_size_at_its_limits_stores_the_same_table(kind: DbKind) {
         let sources = world.sources(piece_bytes, 2);
         let thread = world.thread("org-a").await;
         let source = sources
-            .import_csv(thread, "sales", "client", None, &data)
+            .import_csv(
+                thread,
+                "sales",
+                "client",
+                None,
+                bytes::Bytes::copy_from_slice(&data),
+            )
             .await
             .expect("imported");
         let pieces = sources.import_pieces_run();

@@ -38,7 +38,13 @@ async fn import(
     csv: &str,
 ) -> Result<(), ImportError> {
     sources
-        .import_csv(thread, name, "client", None, csv.as_bytes())
+        .import_csv(
+            thread,
+            name,
+            "client",
+            None,
+            bytes::Bytes::copy_from_slice(csv.as_bytes()),
+        )
         .await
         .map(drop)
 }

@@ -70,7 +70,13 @@ impl Fixture {
 
     async fn import(&self, thread: ThreadId, name: &str, csv: &str) -> DataSource {
         self.sources
-            .import_csv(thread, name, "client", None, csv.as_bytes())
+            .import_csv(
+                thread,
+                name,
+                "client",
+                None,
+                bytes::Bytes::copy_from_slice(csv.as_bytes()),
+            )
             .await
             .expect("imported")
     }
@@ -79,7 +85,13 @@ impl Fixture {
         let thread = self.thread().await;
         match self
             .sources
-            .import_csv(thread, "bad", "client", None, csv)
+            .import_csv(
+                thread,
+                "bad",
+                "client",
+                None,
+                bytes::Bytes::copy_from_slice(csv),
+            )
             .await
         {
             Err(error) => error,
@@ -228,7 +240,13 @@ async fn concurrent_imports_of_one_name_get_distinct_tables(kind: DbKind) {
         let (sources, thread) = (&fx.sources, thread);
         async move {
             sources
-                .import_csv(thread, "same", "client", None, csv.as_bytes())
+                .import_csv(
+                    thread,
+                    "same",
+                    "client",
+                    None,
+                    bytes::Bytes::copy_from_slice(csv.as_bytes()),
+                )
                 .await
                 .expect("imported")
                 .table_name
@@ -250,7 +268,7 @@ async fn deleting_a_thread_deletes_its_data_sources(kind: DbKind) {
             "sales",
             "dataset://sales",
             Some(integration),
-            SALES.as_bytes(),
+            bytes::Bytes::copy_from_slice(SALES.as_bytes()),
         )
         .await
         .expect("imported");
@@ -385,7 +403,13 @@ async fn an_import_into_an_unknown_thread_fails_in_storage(kind: DbKind) {
     let fx = Fixture::new(kind).await;
     let error = fx
         .sources
-        .import_csv(ThreadId::new(), "sales", "client", None, SALES.as_bytes())
+        .import_csv(
+            ThreadId::new(),
+            "sales",
+            "client",
+            None,
+            bytes::Bytes::copy_from_slice(SALES.as_bytes()),
+        )
         .await
         .expect_err("no such thread");
     assert!(matches!(error, ImportError::Storage(_)), "{error:?}");

@@ -78,7 +78,13 @@ impl Fixture {
 
     pub(crate) async fn import(&self, thread: ThreadId, name: &str, csv: &str) {
         self.sources
-            .import_csv(thread, name, "client", None, csv.as_bytes())
+            .import_csv(
+                thread,
+                name,
+                "client",
+                None,
+                bytes::Bytes::copy_from_slice(csv.as_bytes()),
+            )
             .await
             .unwrap_or_else(|e| panic!("{name} imported: {e}"));
     }
@@ -397,7 +403,13 @@ async fn an_organization_past_its_data_source_bytes_is_refused(kind: DbKind) {
     fx.import(second, "two", &csv).await;
     let error = fx
         .sources
-        .import_csv(second, "three", "client", None, csv.as_bytes())
+        .import_csv(
+            second,
+            "three",
+            "client",
+            None,
+            bytes::Bytes::copy_from_slice(csv.as_bytes()),
+        )
         .await
         .expect_err("past the organization's bytes");
     assert!(
@@ -435,7 +447,13 @@ async fn a_csv_of_short_rows_is_refused_while_reading(kind: DbKind) {
     }
     let error = fx
         .sources
-        .import_csv(thread, "wide", "client", None, &csv)
+        .import_csv(
+            thread,
+            "wide",
+            "client",
+            None,
+            bytes::Bytes::copy_from_slice(&csv),
+        )
         .await
         .expect_err("too many padded cells");
     let limit = ImportLimits::default().max_cells;

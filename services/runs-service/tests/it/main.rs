@@ -7,6 +7,7 @@ mod data_sources_suite;
 mod datasource_objects;
 mod datasource_pieces;
 mod datasource_replicas;
+mod datasource_uploads;
 mod datasources;
 mod hostile_datasources;
 mod hostile_model;

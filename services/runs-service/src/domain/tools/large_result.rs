@@ -11,6 +11,7 @@ use crate::domain::{
     oversized::{self, Cut, Shape, Tabular},
     texts,
 };
+use bytes::Bytes;
 
 /// The default of [`LargeResults::limit`]: 64 KiB (about 16,000 tokens),
 /// the most a `source_query` result renders, so that no single tool result
@@ -88,7 +89,7 @@ impl LargeResults<'_> {
                 tool,
                 &origin,
                 Some(integration_id),
-                csv,
+                Bytes::copy_from_slice(csv),
             )
             .await
             .map_err(|error| texts::import_failed(&error))?;

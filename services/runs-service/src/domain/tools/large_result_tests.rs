@@ -36,7 +36,7 @@ impl DataSources for Recording {
         name: &str,
         origin: &str,
         integration_id: Option<IntegrationId>,
-        csv: &[u8],
+        csv: bytes::Bytes,
     ) -> Result<DataSource, ImportError> {
         if self.refuse {
             return Err(ImportError::TooManyRows {
@@ -49,7 +49,7 @@ impl DataSources for Recording {
             origin.to_owned(),
             csv.to_vec(),
         ));
-        let text = String::from_utf8_lossy(csv);
+        let text = String::from_utf8_lossy(&csv);
         let header = text.lines().next().unwrap_or_default();
         Ok(DataSource {
             id: DataSourceId::fixed(1),

@@ -4,6 +4,7 @@
 //! comes back as is (capped), binary is described. [`Reader`] is the one
 //! path every resource tool reads through.
 
+use bytes::Bytes;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -167,7 +168,7 @@ impl Reader<'_> {
                         &name,
                         &resource.uri,
                         Some(wanted.integration_id),
-                        &csv,
+                        Bytes::from(csv),
                     )
                     .await
                 {

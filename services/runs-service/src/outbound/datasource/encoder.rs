@@ -272,7 +272,8 @@ mod tests {
         properties: WriterProperties,
         cells: usize,
     ) -> (Vec<u8>, usize) {
-        let mut encoder = TableEncoder::with_properties(batch.schema(), properties).expect("starts");
+        let mut encoder =
+            TableEncoder::with_properties(batch.schema(), properties).expect("starts");
         encoder.push(batch.clone());
         let mut pieces = 1;
         while !encoder.encode_piece(cells).expect("encodes") {
@@ -323,7 +324,8 @@ mod tests {
         };
         let batch = table(70_000);
         let whole = at_once(&batch, properties());
-        let mut encoder = TableEncoder::with_properties(batch.schema(), properties()).expect("starts");
+        let mut encoder =
+            TableEncoder::with_properties(batch.schema(), properties()).expect("starts");
         let (mut bytes, mut takes) = (Vec::new(), Vec::new());
         for start in (0..70_000).step_by(30_000) {
             encoder.push(batch.slice(start, (70_000 - start).min(30_000)));

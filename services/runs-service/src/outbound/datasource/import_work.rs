@@ -308,7 +308,10 @@ mod tests {
             .expect("a slot");
         let mut work = ImportWork::new(Bytes::from(csv), limits, 512, Some(1), slot);
         let (answer, parts, pieces) = run(&mut work);
-        assert!(parts.is_empty(), "nothing is encoded before every row is checked");
+        assert!(
+            parts.is_empty(),
+            "nothing is encoded before every row is checked"
+        );
         let error = answer.expect_err("refused");
         assert_eq!(error.to_string(), whole.to_string());
         assert!(pieces > 10, "{pieces}");
@@ -333,7 +336,8 @@ mod tests {
         let at_once = codec::encode(&parsed.batch).expect("encodes");
         drop(parsed);
         let csv = Bytes::from(csv);
-        for (piece_bytes, part_bytes) in [(csv.len(), 1), (256 * 1024, 1), (256 * 1024, usize::MAX)] {
+        for (piece_bytes, part_bytes) in [(csv.len(), 1), (256 * 1024, 1), (256 * 1024, usize::MAX)]
+        {
             let slot = slots
                 .acquire("org", Duration::from_secs(1))
                 .await
@@ -345,7 +349,10 @@ mod tests {
             assert_eq!(parts.len(), expected_parts, "a part after each row group");
             let mut stored: Vec<u8> = parts.concat();
             stored.extend_from_slice(&encoded.content);
-            assert!(stored == at_once, "the same file, {piece_bytes} bytes a piece");
+            assert!(
+                stored == at_once,
+                "the same file, {piece_bytes} bytes a piece"
+            );
             assert_eq!(encoded.rows, rows);
             if part_bytes == 1 {
                 assert!(

@@ -72,7 +72,7 @@ use cache::TableCache;
 use import_work::{Encoded, ImportWork, Produced};
 use pool::{CpuPool, PoolError, Turn};
 use priority::CpuPriority;
-use rows::{METADATA_COLUMNS, Storing, Store, Stored, decode_source};
+use rows::{METADATA_COLUMNS, Store, Stored, Storing, decode_source};
 use slots::{Slot, Slots};
 use worker::QueryWorker;
 
@@ -234,10 +234,12 @@ async fn parse_and_encode(
         let mut held = work.take();
         // The work comes back with a part, to go on after it.
         let (produced, back) = pool
-            .run_in_pieces(org, deadline, move || match held.as_mut().map(ImportWork::piece) {
-                Some(Turn::More) => Turn::More,
-                Some(Turn::Done(produced)) => Turn::Done(produced.map(|p| (p, held.take()))),
-                None => Turn::Done(Err(over())),
+            .run_in_pieces(org, deadline, move || {
+                match held.as_mut().map(ImportWork::piece) {
+                    Some(Turn::More) => Turn::More,
+                    Some(Turn::Done(produced)) => Turn::Done(produced.map(|p| (p, held.take()))),
+                    None => Turn::Done(Err(over())),
+                }
             })
             .await
             .map_err(|error| match error {
@@ -266,9 +268,9 @@ impl DataSources for SqlDataSources {
         name: &str,
         origin: &str,
         integration_id: Option<IntegrationId>,
-        csv: &[u8],
+        csv: Bytes,
     ) -> Result<DataSource, ImportError> {
-        // Refused before the bytes are copied.
+        // Refused before any work.
         if csv.len() > self.import.max_bytes {
             return Err(ImportError::TooLarge {
                 limit: self.import.max_bytes,
@@ -290,9 +292,9 @@ impl DataSources for SqlDataSources {
         self.check_org_quota(&org, csv.len()).await?;
         let id = DataSourceId::new();
         let mut storing = self.storing(thread_id, id);
-        let csv = Bytes::copy_from_slice(csv);
+        let csv_bytes = csv.len();
         let work = ImportWork::new(
-            csv.clone(),
+            csv,
             self.import,
             self.piece_bytes,
             storing.part_bytes(),
@@ -328,7 +330,7 @@ impl DataSources for SqlDataSources {
             integration_id,
             columns,
             row_count: i64::try_from(row_count).unwrap_or(i64::MAX),
-            size_bytes: i64::try_from(csv.len()).unwrap_or(i64::MAX),
+            size_bytes: i64::try_from(csv_bytes).unwrap_or(i64::MAX),
             created_at: switchboard_db::now_millis(),
         };
         source.table_name = self.insert_or_forget(&source, name, &stored).await?;
@@ -342,7 +344,7 @@ impl DataSources for SqlDataSources {
             %thread_id,
             table = %source.table_name,
             rows = row_count,
-            csv_bytes = csv.len(),
+            csv_bytes,
             stored_bytes,
             "data source imported"
         );

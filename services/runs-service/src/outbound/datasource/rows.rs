@@ -214,7 +214,9 @@ impl SqlDataSources {
 
 /// Where an import's table goes as it is encoded: its object, uploaded
 /// part by part as the parts come (the upload starts with the first), or,
-/// without a store, the row, whole at the end.
+/// without a store, the row, whole at the end. Dropped with an upload under
+/// way (its caller stopped waiting), it aborts the upload in the background,
+/// so that the store keeps none of its parts.
 #[derive(Debug)]
 pub(super) struct Storing<'a> {
     objects: Option<(&'a TableObjects, String)>,
@@ -225,7 +227,9 @@ impl Storing<'_> {
     /// Encoded bytes to hand on as a part once there are as many: a part of
     /// the upload, or none without a store.
     pub(super) fn part_bytes(&self) -> Option<usize> {
-        self.objects.as_ref().map(|(objects, _)| objects.part_bytes())
+        self.objects
+            .as_ref()
+            .map(|(objects, _)| objects.part_bytes())
     }
 
     /// Hands on the table's next bytes.
@@ -250,7 +254,7 @@ impl Storing<'_> {
             self.abort().await;
             return Err(error);
         }
-        let bytes = match self.upload {
+        let bytes = match self.upload.take() {
             Some(upload) => upload.finish().await?,
             None => 0,
         };
@@ -258,9 +262,19 @@ impl Storing<'_> {
     }
 
     /// Stops an upload under way, removing its parts.
-    pub(super) async fn abort(self) {
-        if let Some(upload) = self.upload {
+    pub(super) async fn abort(mut self) {
+        if let Some(upload) = self.upload.take() {
             upload.abort().await;
+        }
+    }
+}
+
+impl Drop for Storing<'_> {
+    fn drop(&mut self) {
+        if let Some(upload) = self.upload.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(upload.abort());
         }
     }
 }

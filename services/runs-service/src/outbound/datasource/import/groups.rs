@@ -54,7 +54,9 @@ impl RowGroups {
     }
 
     fn empty_group(&self) -> Vec<StringBuilder> {
-        (0..self.columns.len()).map(|_| StringBuilder::new()).collect()
+        (0..self.columns.len())
+            .map(|_| StringBuilder::new())
+            .collect()
     }
 
     /// Reads rows until at least `piece_bytes` more of the CSV were read

@@ -40,7 +40,7 @@ use switchboard_test_support::{
 const BUCKET: &str = "switchboard-tables";
 
 /// How the tests reach `server`, and the settings of the service's store.
-fn settings(endpoint: &str) -> ObjectSettings {
+pub(crate) fn settings(endpoint: &str) -> ObjectSettings {
     ObjectSettings {
         url: format!("s3://{BUCKET}/test").parse().expect("a URL"),
         access: StoreAccess {
@@ -51,6 +51,7 @@ fn settings(endpoint: &str) -> ObjectSettings {
             secret_access_key: Some(SECRET_ACCESS_KEY.to_owned()),
             session_token: None,
             allow_http: true,
+            renewing: Vec::new(),
         },
         part_bytes: 5 * 1024 * 1024,
         concurrent_parts: 2,
@@ -84,12 +85,22 @@ impl Fixture {
 
     /// Data sources kept in the store, within `query` limits.
     pub(crate) fn sources(&self, import: ImportLimits, query: QueryLimits) -> SqlDataSources {
+        self.sources_in(&settings(&self.server.endpoint), import, query)
+    }
+
+    /// Data sources kept in the store `settings` name.
+    pub(crate) fn sources_in(
+        &self,
+        settings: &ObjectSettings,
+        import: ImportLimits,
+        query: QueryLimits,
+    ) -> SqlDataSources {
         SqlDataSources::new(self.pool.clone(), import, query)
             .with_capacity(Capacity {
                 org_bytes: u64::MAX,
                 ..Capacity::default()
             })
-            .with_objects(TableObjects::new(&settings(&self.server.endpoint)).expect("a store"))
+            .with_objects(TableObjects::new(settings).expect("a store"))
     }
 
     /// Data sources kept in the database, within `query` limits.

@@ -1,16 +1,25 @@
 //! An import's upload to the store (a real SeaweedFS): the table goes up
 //! part by part while the import encodes it, and an import whose caller
-//! stops waiting part-way leaves no upload behind.
+//! stops waiting part-way leaves no upload behind; and renewing credentials
+//! (a container's credentials endpoint, scripted by the test) reach the
+//! query's worker, which could not renew them itself.
 
 use std::{
     fmt::Write as _,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
     time::{Duration, Instant},
 };
 
 use bytes::Bytes;
+use object_store::aws::AmazonS3ConfigKey;
 use switchboard_runs_service::domain::datasource::DataSources as _;
+use switchboard_test_support::seaweedfs::{ACCESS_KEY_ID, SECRET_ACCESS_KEY};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use crate::datasource_objects::{Fixture, small_limits};
+use crate::datasource_objects::{Fixture, settings, small_limits};
 
 /// A CSV of about `mb` MB whose values barely compress: an id and 40
 /// pseudo-random hexadecimal digits a row, so that its Parquet passes an
@@ -84,5 +93,97 @@ async fn an_import_given_up_during_its_upload_leaves_no_upload_behind() {
     assert!(
         sources.list(thread).await.expect("listed").is_empty(),
         "no row was written"
+    );
+}
+
+/// A container's credentials endpoint (as EKS Pod Identity serves it): it
+/// answers a request that carries `token` with the test identity's keys
+/// and a session token, and counts the requests it answered.
+async fn credentials_endpoint(token: &'static str) -> (String, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
+    let url = format!(
+        "http://{}/credentials",
+        listener.local_addr().expect("bound")
+    );
+    let answered = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&answered);
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut request = Vec::new();
+            let mut buffer = [0u8; 4096];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buffer).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buffer[..n]),
+                }
+            }
+            let request = String::from_utf8_lossy(&request).to_ascii_lowercase();
+            let (status, body) = if request.contains(&format!("authorization: {token}")) {
+                counter.fetch_add(1, Ordering::SeqCst);
+                let expiration = chrono::Utc::now() + chrono::Duration::hours(1);
+                let body = serde_json::json!({
+                    "AccessKeyId": ACCESS_KEY_ID,
+                    "SecretAccessKey": SECRET_ACCESS_KEY,
+                    "Token": "session-token",
+                    "Expiration": expiration.to_rfc3339(),
+                });
+                ("200 OK", body.to_string())
+            } else {
+                ("401 Unauthorized", String::new())
+            };
+            let answer = format!(
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(answer.as_bytes()).await;
+        }
+    });
+    (url, answered)
+}
+
+#[tokio::test]
+async fn a_query_worker_reads_the_store_with_credentials_the_service_renewed() {
+    let fx = Fixture::new().await;
+    let token = "pod-identity-token";
+    let (url, answered) = credentials_endpoint(token).await;
+    let dir = tempfile::tempdir().expect("a directory");
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, token).expect("written");
+    let mut store = settings(&fx.server.endpoint);
+    store.access.access_key_id = None;
+    store.access.secret_access_key = None;
+    store.access.renewing = vec![
+        (AmazonS3ConfigKey::ContainerCredentialsFullUri, url),
+        (
+            AmazonS3ConfigKey::ContainerAuthorizationTokenFile,
+            token_file.display().to_string(),
+        ),
+    ];
+    let (import, query) = small_limits();
+    let sources = fx.sources_in(&store, import, query);
+    let thread = fx.thread().await;
+    sources
+        .import_csv(
+            thread,
+            "sales.csv",
+            "client",
+            None,
+            Bytes::from_static(b"region,amount\neu,10\nus,20\neu,5\n"),
+        )
+        .await
+        .expect("uploaded with renewed credentials");
+    let result = sources
+        .query(
+            thread,
+            "SELECT region, SUM(amount) AS total FROM sales GROUP BY region ORDER BY region",
+        )
+        .await
+        .expect("the worker read the object with the credentials it was handed");
+    assert_eq!(result.rows, [["eu", "15"], ["us", "20"]]);
+    assert!(
+        answered.load(Ordering::SeqCst) >= 1,
+        "the credentials came from the endpoint"
     );
 }

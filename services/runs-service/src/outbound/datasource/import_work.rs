@@ -53,10 +53,10 @@ enum Stage {
     /// Not started: the CSV.
     Waiting(Bytes),
     /// The first pass, over the CSV.
-    Checking(CsvParse<Cursor<Bytes>>, Bytes),
+    Checking(Box<CsvParse<Cursor<Bytes>>>, Bytes),
     /// The second pass: reading a group's rows, typing them, encoding them.
     Reading(Box<Writing>),
-    Typing(Box<Writing>, Conversion),
+    Typing(Box<Writing>, Box<Conversion>),
     Encoding(Box<Writing>),
     /// Done or failed.
     Over,
@@ -131,12 +131,12 @@ impl ImportWork {
         self.stage = match std::mem::replace(&mut self.stage, Stage::Over) {
             Stage::Waiting(csv) => {
                 let parse = CsvParse::infer(Bytes::clone(&csv), &self.limits)?;
-                self.check(parse, csv)?
+                self.check(Box::new(parse), csv)?
             }
             Stage::Checking(parse, csv) => self.check(parse, csv)?,
             Stage::Reading(mut writing) => match writing.groups.read_piece(self.piece_bytes)? {
                 Read::More => Stage::Reading(writing),
-                Read::Group(conversion) => Stage::Typing(writing, conversion),
+                Read::Group(conversion) => Stage::Typing(writing, Box::new(conversion)),
                 Read::Ended => return self.encoded(*writing).map(Some),
             },
             Stage::Typing(mut writing, mut conversion) => {
@@ -170,7 +170,7 @@ impl ImportWork {
     /// Checks the next piece of rows; the stage after it.
     fn check(
         &mut self,
-        mut parse: CsvParse<Cursor<Bytes>>,
+        mut parse: Box<CsvParse<Cursor<Bytes>>>,
         csv: Bytes,
     ) -> Result<Stage, ImportError> {
         if !parse.read_piece(self.piece_bytes)? {

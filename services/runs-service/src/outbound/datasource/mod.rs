@@ -216,6 +216,52 @@ pub fn parse_csv(csv: &[u8], limits: &ImportLimits) -> Result<(Vec<Column>, usiz
     import::parse_csv(csv, limits).map(|parsed| (parsed.columns, parsed.batch.num_rows()))
 }
 
+impl SqlDataSources {
+    /// Parses and encodes `csv` in `org`'s turns, holding `slot`, and
+    /// stores it as the table of data source `id` of `thread_id`: its
+    /// columns, its rows, where it is stored, and the slot, to hold until
+    /// its row is written.
+    async fn encode_and_store(
+        &self,
+        org: &str,
+        deadline: Instant,
+        slot: Slot,
+        (thread_id, id): (ThreadId, DataSourceId),
+        csv: Bytes,
+    ) -> Result<(Vec<Column>, usize, Stored, Slot), ImportError> {
+        let mut storing = self.storing(thread_id, id);
+        let part_bytes = storing.part_bytes();
+        let work = ImportWork::new(csv, self.import, self.piece_bytes, part_bytes, slot);
+        let waits = (deadline, self.limits.timeout);
+        let encoded = match parse_and_encode(&self.pool, org, waits, work, &mut storing).await {
+            Ok(encoded) => encoded,
+            Err(error) => {
+                storing.abort().await;
+                return Err(error);
+            }
+        };
+        let stored = storing
+            .finish(encoded.content)
+            .await
+            .map_err(ImportError::Storage)?;
+        Ok((encoded.columns, encoded.rows, stored, encoded.slot))
+    }
+
+    /// What a query's worker needs to read the tables in the store, if
+    /// one is set.
+    async fn worker_store(&self) -> Result<Option<StoreAccess>, QueryError> {
+        match &self.objects {
+            Some(objects) => Ok(Some(
+                objects
+                    .worker_access()
+                    .await
+                    .map_err(QueryError::Internal)?,
+            )),
+            None => Ok(None),
+        }
+    }
+}
+
 /// Parses and encodes a CSV in `org`'s turns of `pool`, a piece a turn,
 /// off the async workers: both are CPU work. Each part of the table is
 /// handed to `storing` as it is ready, while the work waits for its next
@@ -227,7 +273,7 @@ async fn parse_and_encode(
     org: &str,
     (deadline, turn_wait): (Instant, Duration),
     work: ImportWork,
-    storing: &mut Storing<'_>,
+    storing: &mut Storing,
 ) -> Result<Encoded, ImportError> {
     let (mut work, mut deadline) = (Some(work), deadline);
     loop {
@@ -291,33 +337,10 @@ impl DataSources for SqlDataSources {
             .map_err(ImportError::Busy)?;
         self.check_org_quota(&org, csv.len()).await?;
         let id = DataSourceId::new();
-        let mut storing = self.storing(thread_id, id);
         let csv_bytes = csv.len();
-        let work = ImportWork::new(
-            csv,
-            self.import,
-            self.piece_bytes,
-            storing.part_bytes(),
-            slot,
-        );
-        let waits = (deadline, self.limits.timeout);
-        let encoded = parse_and_encode(&self.pool, &org, waits, work, &mut storing).await;
-        let Encoded {
-            columns,
-            rows: row_count,
-            content,
-            slot: _slot,
-        } = match encoded {
-            Ok(encoded) => encoded,
-            Err(error) => {
-                storing.abort().await;
-                return Err(error);
-            }
-        };
-        let stored = storing
-            .finish(content)
-            .await
-            .map_err(ImportError::Storage)?;
+        let (columns, row_count, stored, _slot) = self
+            .encode_and_store(&org, deadline, slot, (thread_id, id), csv)
+            .await?;
         let stored_bytes = match &stored {
             Stored::Bytes(bytes) => bytes.len() as u64,
             Stored::Object { bytes, .. } => *bytes,
@@ -390,16 +413,14 @@ impl DataSources for SqlDataSources {
         let partitions = self.pool.threads();
         match &self.runner {
             Runner::Worker(worker) => {
+                let store = self.worker_store().await?;
                 let request = protocol::Request {
                     sql: sql.to_owned(),
                     limits: (&limits).into(),
                     partitions,
                     priority: self.pool.priority().nice,
                     idle: self.pool.priority().idle,
-                    store: self
-                        .objects
-                        .as_ref()
-                        .map(|objects| objects.access().clone()),
+                    store,
                     tables: tables
                         .iter()
                         .map(|(name, stored)| protocol::TableHeader::of(name, stored))

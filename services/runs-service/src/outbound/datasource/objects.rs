@@ -7,7 +7,11 @@
 //! name or an organization id (which comes from a token).
 //!
 //! An upload is a multipart upload of [`ObjectSettings::part_bytes`] parts,
-//! at most [`ObjectSettings::concurrent_parts`] in flight. A query's worker
+//! at most [`ObjectSettings::concurrent_parts`] in flight. An import hands
+//! its Parquet on as it encodes it, a row group at a time
+//! (`import_work.rs`), so the upload runs while the import works and the
+//! import never holds the whole table; one given up part-way is aborted, so
+//! that the store keeps none of its parts. A query's worker
 //! reads the object through DataFusion's Parquet scan, row group by row
 //! group, with the credentials the operator configured, which the service
 //! hands it over its stdin (the worker's environment is empty).
@@ -28,7 +32,7 @@ use bytes::Bytes;
 use futures::{StreamExt as _, TryStreamExt as _};
 use object_store::{
     ObjectStore, ObjectStoreExt as _, WriteMultipart,
-    aws::{AmazonS3Builder, AmazonS3ConfigKey},
+    aws::{AmazonS3, AmazonS3Builder, AmazonS3ConfigKey},
     path::Path,
 };
 use serde::{Deserialize, Serialize};
@@ -75,7 +79,27 @@ pub struct StoreAccess {
     pub session_token: Option<String>,
     /// Whether plain HTTP is allowed (a store on loopback).
     pub allow_http: bool,
+    /// Where renewing credentials come from, as the AWS environment names
+    /// it: a web identity (`AWS_WEB_IDENTITY_TOKEN_FILE`, `AWS_ROLE_ARN`,
+    /// …) or a container's credentials endpoint
+    /// (`AWS_CONTAINER_CREDENTIALS_FULL_URI`, …). The service renews them and
+    /// hands a query's worker the current credentials; this itself never
+    /// goes to the worker.
+    #[serde(skip)]
+    pub renewing: Vec<(AmazonS3ConfigKey, String)>,
 }
+
+/// The settings of renewing credentials the service reads from the AWS
+/// environment.
+const RENEWING: [AmazonS3ConfigKey; 7] = [
+    AmazonS3ConfigKey::WebIdentityTokenFile,
+    AmazonS3ConfigKey::RoleArn,
+    AmazonS3ConfigKey::RoleSessionName,
+    AmazonS3ConfigKey::StsEndpoint,
+    AmazonS3ConfigKey::ContainerCredentialsRelativeUri,
+    AmazonS3ConfigKey::ContainerCredentialsFullUri,
+    AmazonS3ConfigKey::ContainerAuthorizationTokenFile,
+];
 
 impl fmt::Debug for StoreAccess {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -86,6 +110,10 @@ impl fmt::Debug for StoreAccess {
             .field("region", &self.region)
             .field("access_key_id", &self.access_key_id)
             .field("allow_http", &self.allow_http)
+            .field(
+                "renewing",
+                &self.renewing.iter().map(|(key, _)| key).collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -94,9 +122,9 @@ impl StoreAccess {
     /// The access the standard AWS environment variables (`AWS_ACCESS_KEY_ID`,
     /// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION` or
     /// `AWS_DEFAULT_REGION`, `AWS_ENDPOINT`, `AWS_ALLOW_HTTP`) give for
-    /// `bucket`; the explicit settings then override it. Web-identity and
-    /// container credentials are not among them: a query's worker, whose
-    /// environment is empty, could not renew them.
+    /// `bucket`, with the settings of renewing credentials (web identity,
+    /// a container's credentials endpoint); the explicit settings then
+    /// override it.
     pub fn from_env(bucket: &str) -> Self {
         let env = AmazonS3Builder::from_env();
         let value = |key| {
@@ -115,12 +143,21 @@ impl StoreAccess {
                 object_store::ClientConfigKey::AllowHttp,
             ))
             .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+            renewing: RENEWING
+                .into_iter()
+                .filter_map(|key| Some((key, value(key)?)))
+                .collect(),
         }
     }
 
-    /// A client of the store. Without keys, the client finds credentials
-    /// as the AWS SDKs do on an instance (its metadata service).
+    /// A client of the store. Without keys, the client renews credentials
+    /// from [`Self::renewing`], or finds them as the AWS SDKs do on an
+    /// instance (its metadata service).
     pub fn open(&self) -> anyhow::Result<Arc<dyn ObjectStore>> {
+        Ok(Arc::new(self.open_s3()?))
+    }
+
+    fn open_s3(&self) -> anyhow::Result<AmazonS3> {
         let mut builder = AmazonS3Builder::new()
             .with_bucket_name(&self.bucket)
             .with_allow_http(self.allow_http);
@@ -139,20 +176,23 @@ impl StoreAccess {
         if let Some(token) = &self.session_token {
             builder = builder.with_token(token);
         }
-        Ok(Arc::new(
-            builder
-                .build()
-                .context("invalid data source object store settings")?,
-        ))
+        for (key, value) in &self.renewing {
+            builder = builder.with_config(*key, value);
+        }
+        builder
+            .build()
+            .context("invalid data source object store settings")
     }
 }
 
 /// An object being uploaded in parts of [`ObjectSettings::part_bytes`], at
-/// most [`ObjectSettings::concurrent_parts`] in flight. Dropped unfinished,
-/// its parts in flight stop; [`Upload::abort`] also removes those the store
-/// already has.
+/// most [`ObjectSettings::concurrent_parts`] in flight. Dropped unfinished
+/// (its import's caller stopped waiting, or it was never taken from where
+/// it was handed), it aborts itself in the background, so that the store
+/// keeps none of its parts.
 pub(super) struct Upload {
-    writer: WriteMultipart,
+    /// `None` once finished or aborted.
+    writer: Option<WriteMultipart>,
     concurrent_parts: usize,
     bytes: u64,
 }
@@ -170,18 +210,20 @@ impl Upload {
     /// the caller goes on, once fewer than the parts allowed are in flight.
     /// The parts are slices of `bytes` (no copy).
     pub(super) async fn put(&mut self, bytes: Bytes) -> anyhow::Result<()> {
+        let writer = self.writer.as_mut().context("the upload is over")?;
         self.bytes += bytes.len() as u64;
-        self.writer.put(bytes);
-        self.writer
+        writer.put(bytes);
+        writer
             .wait_for_capacity(self.concurrent_parts)
             .await
             .context("failed to upload a table")
     }
 
     /// Uploads what is left and completes the object; its size.
-    pub(super) async fn finish(self) -> anyhow::Result<u64> {
+    pub(super) async fn finish(mut self) -> anyhow::Result<u64> {
+        let writer = self.writer.take().context("the upload is over")?;
         // `finish` aborts the upload itself if completing it fails.
-        self.writer
+        writer
             .finish()
             .await
             .context("failed to finish uploading a table")?;
@@ -189,17 +231,37 @@ impl Upload {
     }
 
     /// Stops the upload and removes the parts the store has.
-    pub(super) async fn abort(self) {
-        if let Err(error) = self.writer.abort().await {
-            tracing::warn!(error = %error, "failed to abort a table's upload");
+    pub(super) async fn abort(mut self) {
+        if let Some(writer) = self.writer.take() {
+            abort(writer).await;
         }
+    }
+}
+
+impl Drop for Upload {
+    fn drop(&mut self) {
+        if let Some(writer) = self.writer.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(abort(writer));
+        }
+    }
+}
+
+/// Aborts an upload. The parts in flight are let finish first: a part the
+/// store is still receiving when the upload is aborted would be kept after
+/// the abort.
+async fn abort(mut writer: WriteMultipart) {
+    let _ = writer.wait_for_capacity(0).await;
+    if let Err(error) = writer.abort().await {
+        tracing::warn!(error = %error, "failed to abort a table's upload");
     }
 }
 
 /// The store of a service's tables.
 #[derive(Debug)]
 pub struct TableObjects {
-    store: Arc<dyn ObjectStore>,
+    store: Arc<AmazonS3>,
     access: StoreAccess,
     /// The key prefix of every table (the URL's path), without slashes at
     /// its ends; may be empty.
@@ -217,7 +279,7 @@ impl TableObjects {
             settings.url
         );
         Ok(Self {
-            store: settings.access.open()?,
+            store: Arc::new(settings.access.open_s3()?),
             access: settings.access.clone(),
             prefix: settings.url.path().trim_matches('/').to_owned(),
             part_bytes: settings.part_bytes.max(MIN_PART_BYTES),
@@ -227,12 +289,27 @@ impl TableObjects {
 
     /// The client of the store.
     pub(super) fn store(&self) -> Arc<dyn ObjectStore> {
-        Arc::clone(&self.store)
+        Arc::<AmazonS3>::clone(&self.store)
     }
 
-    /// What a query's worker needs to read the tables.
-    pub(super) fn access(&self) -> &StoreAccess {
-        &self.access
+    /// What a query's worker needs to read the tables: the operator's
+    /// settings, with the current renewing credentials in place of where
+    /// they come from (the worker could not renew them).
+    pub(super) async fn worker_access(&self) -> anyhow::Result<StoreAccess> {
+        let mut access = self.access.clone();
+        if access.access_key_id.is_none() && !access.renewing.is_empty() {
+            let credential = self
+                .store
+                .credentials()
+                .get_credential()
+                .await
+                .context("failed to renew the data source store's credentials")?;
+            access.access_key_id = Some(credential.key_id.clone());
+            access.secret_access_key = Some(credential.secret_key.clone());
+            access.session_token.clone_from(&credential.token);
+        }
+        access.renewing.clear();
+        Ok(access)
     }
 
     /// The prefix of all of `thread`'s objects, ending in a slash.
@@ -257,7 +334,7 @@ impl TableObjects {
             .await
             .context("failed to start uploading a table")?;
         Ok(Upload {
-            writer: WriteMultipart::new_with_chunk_size(upload, self.part_bytes),
+            writer: Some(WriteMultipart::new_with_chunk_size(upload, self.part_bytes)),
             concurrent_parts: self.concurrent_parts,
             bytes: 0,
         })

@@ -2,11 +2,12 @@
 //! the tables a query names, and where a table's bytes are kept (the row,
 //! or an object in the store).
 
-use std::collections::HashSet;
+use std::{collections::HashSet, sync::Arc};
 
 use anyhow::Context as _;
 use bytes::Bytes;
 use sqlx::{AnyPool, Row, any::AnyRow};
+use tokio::sync::oneshot;
 
 use super::{
     SqlDataSources,
@@ -175,12 +176,12 @@ impl SqlDataSources {
 
     /// Where the table of data source `id` of `thread_id` goes as it is
     /// encoded.
-    pub(super) fn storing(&self, thread_id: ThreadId, id: DataSourceId) -> Storing<'_> {
+    pub(super) fn storing(&self, thread_id: ThreadId, id: DataSourceId) -> Storing {
         Storing {
             objects: self
                 .objects
-                .as_deref()
-                .map(|objects| (objects, objects.key(thread_id, id))),
+                .as_ref()
+                .map(|objects| (Arc::clone(objects), objects.key(thread_id, id))),
             upload: None,
         }
     }
@@ -215,15 +216,14 @@ impl SqlDataSources {
 /// Where an import's table goes as it is encoded: its object, uploaded
 /// part by part as the parts come (the upload starts with the first), or,
 /// without a store, the row, whole at the end. Dropped with an upload under
-/// way (its caller stopped waiting), it aborts the upload in the background,
-/// so that the store keeps none of its parts.
+/// way (its caller stopped waiting), the upload aborts itself.
 #[derive(Debug)]
-pub(super) struct Storing<'a> {
-    objects: Option<(&'a TableObjects, String)>,
+pub(super) struct Storing {
+    objects: Option<(Arc<TableObjects>, String)>,
     upload: Option<Upload>,
 }
 
-impl Storing<'_> {
+impl Storing {
     /// Encoded bytes to hand on as a part once there are as many: a part of
     /// the upload, or none without a store.
     pub(super) fn part_bytes(&self) -> Option<usize> {
@@ -239,7 +239,7 @@ impl Storing<'_> {
         };
         let upload = match &mut self.upload {
             Some(upload) => upload,
-            None => self.upload.insert(objects.start_upload(key).await?),
+            None => self.upload.insert(start(objects, key).await?),
         };
         upload.put(Bytes::from(part)).await
     }
@@ -254,10 +254,10 @@ impl Storing<'_> {
             self.abort().await;
             return Err(error);
         }
-        let bytes = match self.upload.take() {
-            Some(upload) => upload.finish().await?,
-            None => 0,
+        let Some(upload) = self.upload.take() else {
+            anyhow::bail!("a table's upload was never started");
         };
+        let bytes = complete(self.objects.map(|(objects, _)| objects), upload, &key).await?;
         Ok(Stored::Object { key, bytes })
     }
 
@@ -269,12 +269,41 @@ impl Storing<'_> {
     }
 }
 
-impl Drop for Storing<'_> {
-    fn drop(&mut self) {
-        if let Some(upload) = self.upload.take()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+/// Completes `upload` of `key` in a task of its own: a caller that stops
+/// waiting while the store completes it must not leave an object no row
+/// points at, so the task runs the completion to its end and deletes the
+/// object whose caller is gone.
+async fn complete(
+    objects: Option<Arc<TableObjects>>,
+    upload: Upload,
+    key: &str,
+) -> anyhow::Result<u64> {
+    let key = key.to_owned();
+    let (completed, bytes) = oneshot::channel();
+    tokio::spawn(async move {
+        if let Err(Ok(_)) = completed.send(upload.finish().await)
+            && let Some(objects) = objects
+            && let Err(error) = objects.delete(&key).await
         {
-            runtime.spawn(upload.abort());
+            tracing::warn!(key = %key, error = %format!("{error:#}"), "failed to delete a given-up table's object");
         }
-    }
+    });
+    bytes
+        .await
+        .map_err(|_| anyhow::anyhow!("completing an upload stopped"))?
+}
+
+/// Starts uploading `key`, in a task of its own: a caller that stops
+/// waiting while the store creates the upload must not leave an upload that
+/// no one knows of, so the task runs the start to its end; an upload whose
+/// caller is gone is dropped and aborts itself.
+async fn start(objects: &Arc<TableObjects>, key: &str) -> anyhow::Result<Upload> {
+    let (objects, key) = (Arc::clone(objects), key.to_owned());
+    let (started, upload) = oneshot::channel();
+    tokio::spawn(async move {
+        let _ = started.send(objects.start_upload(&key).await);
+    });
+    upload
+        .await
+        .map_err(|_| anyhow::anyhow!("starting an upload stopped"))?
 }

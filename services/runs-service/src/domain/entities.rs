@@ -444,6 +444,26 @@ pub struct Run {
     pub updated_at: i64,
 }
 
+impl Run {
+    /// A new run of `agent_id` on `thread_id`, running from `at` (Unix ms)
+    /// with nothing done yet.
+    pub fn started(thread_id: ThreadId, agent_id: AgentId, at: i64) -> Self {
+        Self {
+            id: RunId::new(),
+            thread_id,
+            agent_id,
+            status: RunStatus::Running,
+            steps: 0,
+            usage: Usage::default(),
+            error: None,
+            bindings: Vec::new(),
+            pending: Vec::new(),
+            created_at: at,
+            updated_at: at,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,7 +22,7 @@ use sqlx::Row as _;
 use switchboard_auth::Principal;
 use switchboard_runs_service::{
     domain::{
-        datasource::{Capacity, DataSources, ImportLimits, QueryError, QueryLimits},
+        datasource::{Capacity, DataSource, DataSources, ImportLimits, QueryError, QueryLimits},
         ids::ThreadId,
         ports::RunsRepository,
         service::RunsService,
@@ -164,12 +164,9 @@ pub(crate) fn small_limits() -> (ImportLimits, QueryLimits) {
     )
 }
 
-#[tokio::test]
-async fn a_table_in_the_store_is_queried_and_its_row_holds_no_table_bytes() {
-    let fx = Fixture::new().await;
-    let (import, query) = small_limits();
-    let sources = fx.sources(import, query);
-    let thread = fx.thread().await;
+/// Imports a small sales table into `thread` and checks its totals by
+/// region, read through the query's worker; the data source.
+pub(crate) async fn import_and_sum_sales(sources: &SqlDataSources, thread: ThreadId) -> DataSource {
     let source = sources
         .import_csv(
             thread,
@@ -188,6 +185,16 @@ async fn a_table_in_the_store_is_queried_and_its_row_holds_no_table_bytes() {
         .await
         .expect("queried");
     assert_eq!(result.rows, [["eu", "15"], ["us", "20"]]);
+    source
+}
+
+#[tokio::test]
+async fn a_table_in_the_store_is_queried_and_its_row_holds_no_table_bytes() {
+    let fx = Fixture::new().await;
+    let (import, query) = small_limits();
+    let sources = fx.sources(import, query);
+    let thread = fx.thread().await;
+    let source = import_and_sum_sales(&sources, thread).await;
 
     let row = sqlx::query(
         "SELECT LENGTH(content) AS stored, object_key, object_bytes FROM data_sources WHERE id = $1",

@@ -19,7 +19,7 @@ use switchboard_runs_service::domain::datasource::DataSources as _;
 use switchboard_test_support::seaweedfs::{ACCESS_KEY_ID, SECRET_ACCESS_KEY};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use crate::datasource_objects::{Fixture, settings, small_limits};
+use crate::datasource_objects::{Fixture, import_and_sum_sales, settings, small_limits};
 
 /// A CSV of about `mb` MB whose values barely compress: an id and 40
 /// pseudo-random hexadecimal digits a row, so that its Parquet passes an
@@ -164,24 +164,9 @@ async fn a_query_worker_reads_the_store_with_credentials_the_service_renewed() {
     let (import, query) = small_limits();
     let sources = fx.sources_in(&store, import, query);
     let thread = fx.thread().await;
-    sources
-        .import_csv(
-            thread,
-            "sales.csv",
-            "client",
-            None,
-            Bytes::from_static(b"region,amount\neu,10\nus,20\neu,5\n"),
-        )
-        .await
-        .expect("uploaded with renewed credentials");
-    let result = sources
-        .query(
-            thread,
-            "SELECT region, SUM(amount) AS total FROM sales GROUP BY region ORDER BY region",
-        )
-        .await
-        .expect("the worker read the object with the credentials it was handed");
-    assert_eq!(result.rows, [["eu", "15"], ["us", "20"]]);
+    // Uploaded with the renewed credentials, and read by the worker with
+    // the credentials it was handed.
+    import_and_sum_sales(&sources, thread).await;
     assert!(
         answered.load(Ordering::SeqCst) >= 1,
         "the credentials came from the endpoint"

@@ -6,7 +6,7 @@ use std::time::Duration;
 use switchboard_db::{DatabaseArgs, now_millis};
 use switchboard_runs_service::{
     domain::{
-        entities::{PendingCall, Run, RunStatus, Thread, Usage},
+        entities::{PendingCall, Run, RunStatus, Thread},
         events::{Envelope, RunEvent},
         ids::{AgentId, RunId, ThreadId},
         ports::{LeaseState, RepositoryError, RunsRepository},
@@ -44,19 +44,7 @@ async fn thread(repo: &dyn RunsRepository) -> Thread {
 
 /// A run whose replica's clock says `at` (Unix ms).
 fn run(thread: &Thread, at: i64) -> Run {
-    Run {
-        id: RunId::new(),
-        thread_id: thread.id,
-        agent_id: thread.agent_id,
-        status: RunStatus::Running,
-        steps: 0,
-        usage: Usage::default(),
-        error: None,
-        bindings: Vec::new(),
-        pending: Vec::new(),
-        created_at: at,
-        updated_at: at,
-    }
+    Run::started(thread.id, thread.agent_id, at)
 }
 
 async fn status(repo: &SqlRunsRepository, id: RunId) -> (RunStatus, Option<String>) {

@@ -85,19 +85,7 @@ pub(crate) fn text(text: &str) -> Vec<Part> {
 }
 
 pub(crate) fn run(thread: &Thread, created_at: i64) -> Run {
-    Run {
-        id: RunId::new(),
-        thread_id: thread.id,
-        agent_id: thread.agent_id,
-        status: RunStatus::Running,
-        steps: 0,
-        usage: Usage::default(),
-        error: None,
-        bindings: Vec::new(),
-        pending: Vec::new(),
-        created_at,
-        updated_at: created_at,
-    }
+    Run::started(thread.id, thread.agent_id, created_at)
 }
 
 /// A stored thread of `user` in `org-a`.

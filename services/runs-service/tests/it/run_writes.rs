@@ -7,8 +7,8 @@ use std::time::Duration;
 use switchboard_db::DatabaseArgs;
 use switchboard_runs_service::{
     domain::{
-        entities::{Message, Part, Role, Run, RunStatus, Thread, Usage},
-        ids::{AgentId, MessageId, RunId, ThreadId},
+        entities::{Message, Part, Role, Run, RunStatus, Thread},
+        ids::{AgentId, MessageId, ThreadId},
         ports::{RepositoryError, RunsRepository},
     },
     outbound::sql::{MIGRATIONS, Replica, SqlRunsRepository},
@@ -44,19 +44,7 @@ async fn stored_thread(repo: &dyn RunsRepository) -> Thread {
 }
 
 fn run(thread: &Thread) -> Run {
-    Run {
-        id: RunId::new(),
-        thread_id: thread.id,
-        agent_id: thread.agent_id,
-        status: RunStatus::Running,
-        steps: 0,
-        usage: Usage::default(),
-        error: None,
-        bindings: Vec::new(),
-        pending: Vec::new(),
-        created_at: 200,
-        updated_at: 200,
-    }
+    Run::started(thread.id, thread.agent_id, 200)
 }
 
 fn result(run: &Run, content: &str) -> Message {

@@ -40,6 +40,11 @@ pub async fn migrated_pool(url: &str) -> sqlx::AnyPool {
 
 /// A new thread of `user` in `org`, stored; its id.
 pub async fn stored_thread(repo: &dyn RunsRepository, org: &str, user: &str) -> ThreadId {
+    new_thread(repo, org, user).await.id
+}
+
+/// A new thread of `user` in `org`, stored.
+pub async fn new_thread(repo: &dyn RunsRepository, org: &str, user: &str) -> Thread {
     let thread = Thread {
         id: ThreadId::new(),
         org_id: org.into(),
@@ -50,5 +55,5 @@ pub async fn stored_thread(repo: &dyn RunsRepository, org: &str, user: &str) -> 
         updated_at: 1000,
     };
     repo.insert_thread(&thread).await.expect("thread stored");
-    thread.id
+    thread
 }

@@ -11,8 +11,8 @@ use std::time::Duration;
 use switchboard_db::{DatabaseArgs, now_millis};
 use switchboard_runs_service::{
     domain::{
-        entities::{Run, RunStatus, Thread, Usage},
-        ids::{AgentId, RunId, ThreadId},
+        entities::{Run, RunStatus},
+        ids::RunId,
         ports::{LeaseState, RepositoryError, RunTakeovers as _, RunsRepository, SealedCaller},
     },
     outbound::sql::{MIGRATIONS, Replica, SqlRunsRepository},
@@ -42,30 +42,9 @@ fn sealed() -> SealedCaller {
 
 /// A running run of a new thread, started by `repo` with its caller kept.
 async fn kept_run(repo: &SqlRunsRepository) -> Run {
-    let thread = Thread {
-        id: ThreadId::new(),
-        org_id: "org".into(),
-        user_id: "alice".into(),
-        agent_id: AgentId::new(),
-        title: String::new(),
-        created_at: 1,
-        updated_at: 1,
-    };
-    repo.insert_thread(&thread).await.expect("thread");
+    let thread = crate::stores::new_thread(repo, "org", "alice").await;
     let now = now_millis();
-    let run = Run {
-        id: RunId::new(),
-        thread_id: thread.id,
-        agent_id: thread.agent_id,
-        status: RunStatus::Running,
-        steps: 0,
-        usage: Usage::default(),
-        error: None,
-        bindings: Vec::new(),
-        pending: Vec::new(),
-        created_at: now,
-        updated_at: now,
-    };
+    let run = Run::started(thread.id, thread.agent_id, now);
     repo.start_run(&run).await.expect("started");
     repo.keep_caller(run.id, &sealed()).await.expect("kept");
     run

@@ -15,7 +15,7 @@ use super::{
     run_limits::RunCounts,
 };
 use crate::domain::{
-    entities::{Agent, Message, Part, Role, Run, RunStatus, Thread, Usage},
+    entities::{Agent, Message, Part, Role, Run, Thread},
     error::RunsError,
     events::Envelope,
     ids::{RunId, ThreadId},
@@ -243,19 +243,7 @@ impl RunStarter {
         text: String,
     ) -> Result<(Run, Vec<Message>), RunsError> {
         let now = now_millis();
-        let run = Run {
-            id: RunId::new(),
-            thread_id: thread.id,
-            agent_id: agent.id,
-            status: RunStatus::Running,
-            steps: 0,
-            usage: Usage::default(),
-            error: None,
-            bindings: Vec::new(),
-            pending: Vec::new(),
-            created_at: now,
-            updated_at: now,
-        };
+        let run = Run::started(thread.id, agent.id, now);
         let mut input = vec![message(&run, Role::User, vec![Part::Text { text }], now)];
         let seqs = self.repo.start_run_with(&run, &input).await?;
         numbered(&mut input, seqs);

@@ -298,18 +298,20 @@ mod tests {
         }
     }
 
+    /// Writer properties that cut row groups of 30,000 rows.
+    fn groups_of_30_000() -> WriterProperties {
+        WriterProperties::builder()
+            .set_max_row_group_row_count(Some(30_000))
+            .build()
+    }
+
     #[test]
     fn row_groups_are_cut_where_the_writer_cuts_them() {
-        let properties = || {
-            WriterProperties::builder()
-                .set_max_row_group_row_count(Some(30_000))
-                .build()
-        };
         let batch = table(70_000);
-        let whole = at_once(&batch, properties());
+        let whole = at_once(&batch, groups_of_30_000());
         for cells in [1, 25_000, usize::MAX] {
             assert!(
-                in_pieces(&batch, properties(), cells).0 == whole,
+                in_pieces(&batch, groups_of_30_000(), cells).0 == whole,
                 "{cells} cells a piece"
             );
         }
@@ -317,15 +319,10 @@ mod tests {
 
     #[test]
     fn a_table_given_a_row_group_at_a_time_and_taken_as_written_is_the_same_bytes() {
-        let properties = || {
-            WriterProperties::builder()
-                .set_max_row_group_row_count(Some(30_000))
-                .build()
-        };
         let batch = table(70_000);
-        let whole = at_once(&batch, properties());
+        let whole = at_once(&batch, groups_of_30_000());
         let mut encoder =
-            TableEncoder::with_properties(batch.schema(), properties()).expect("starts");
+            TableEncoder::with_properties(batch.schema(), groups_of_30_000()).expect("starts");
         let (mut bytes, mut takes) = (Vec::new(), Vec::new());
         for start in (0..70_000).step_by(30_000) {
             encoder.push(batch.slice(start, (70_000 - start).min(30_000)));

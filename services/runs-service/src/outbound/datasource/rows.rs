@@ -247,7 +247,7 @@ impl Storing {
     /// The table stored, given its last bytes: the object completed, or the
     /// bytes for the row.
     pub(super) async fn finish(mut self, rest: Vec<u8>) -> anyhow::Result<Stored> {
-        let Some((_, key)) = self.objects.clone() else {
+        let Some((objects, key)) = self.objects.clone() else {
             return Ok(Stored::Bytes(Bytes::from(rest)));
         };
         if let Err(error) = self.put(rest).await {
@@ -257,7 +257,17 @@ impl Storing {
         let Some(upload) = self.upload.take() else {
             anyhow::bail!("a table's upload was never started");
         };
-        let bytes = complete(self.objects.map(|(objects, _)| objects), upload, &key).await?;
+        // Completed to its end: an object whose caller is gone would have
+        // no row, so it is deleted.
+        let forget = key.clone();
+        let bytes = to_its_end(upload.finish(), |completed| async move {
+            if completed.is_ok()
+                && let Err(error) = objects.delete(&forget).await
+            {
+                tracing::warn!(key = %forget, error = %format!("{error:#}"), "failed to delete a given-up table's object");
+            }
+        })
+        .await??;
         Ok(Stored::Object { key, bytes })
     }
 
@@ -269,41 +279,34 @@ impl Storing {
     }
 }
 
-/// Completes `upload` of `key` in a task of its own: a caller that stops
-/// waiting while the store completes it must not leave an object no row
-/// points at, so the task runs the completion to its end and deletes the
-/// object whose caller is gone.
-async fn complete(
-    objects: Option<Arc<TableObjects>>,
-    upload: Upload,
-    key: &str,
-) -> anyhow::Result<u64> {
-    let key = key.to_owned();
-    let (completed, bytes) = oneshot::channel();
-    tokio::spawn(async move {
-        if let Err(Ok(_)) = completed.send(upload.finish().await)
-            && let Some(objects) = objects
-            && let Err(error) = objects.delete(&key).await
-        {
-            tracing::warn!(key = %key, error = %format!("{error:#}"), "failed to delete a given-up table's object");
-        }
-    });
-    bytes
-        .await
-        .map_err(|_| anyhow::anyhow!("completing an upload stopped"))?
-}
-
-/// Starts uploading `key`, in a task of its own: a caller that stops
-/// waiting while the store creates the upload must not leave an upload that
-/// no one knows of, so the task runs the start to its end; an upload whose
-/// caller is gone is dropped and aborts itself.
+/// Starts uploading `key` to its end: an upload whose caller is gone is
+/// dropped, and aborts itself.
 async fn start(objects: &Arc<TableObjects>, key: &str) -> anyhow::Result<Upload> {
     let (objects, key) = (Arc::clone(objects), key.to_owned());
-    let (started, upload) = oneshot::channel();
+    to_its_end(async move { objects.start_upload(&key).await }, |_| async {
+    })
+    .await?
+}
+
+/// Runs `work` in a task of its own to its end, and its answer; when the
+/// caller stops waiting first, `orphaned` gets the answer. A request to the
+/// store cut part-way may have taken effect there unseen (an upload
+/// created, an object completed), so such requests are never cut.
+async fn to_its_end<T, F>(
+    work: impl Future<Output = T> + Send + 'static,
+    orphaned: impl FnOnce(T) -> F + Send + 'static,
+) -> anyhow::Result<T>
+where
+    T: Send + 'static,
+    F: Future<Output = ()> + Send,
+{
+    let (done, answer) = oneshot::channel();
     tokio::spawn(async move {
-        let _ = started.send(objects.start_upload(&key).await);
+        if let Err(answer) = done.send(work.await) {
+            orphaned(answer).await;
+        }
     });
-    upload
+    answer
         .await
-        .map_err(|_| anyhow::anyhow!("starting an upload stopped"))?
+        .map_err(|_| anyhow::anyhow!("a request to the data source store stopped"))
 }

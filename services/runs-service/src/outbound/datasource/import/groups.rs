@@ -10,7 +10,7 @@ use bytes::Bytes;
 use datafusion::arrow::array::StringBuilder;
 
 use super::{
-    pieces::{Conversion, after_bom, checked, field, records},
+    pieces::{Conversion, after_bom, checked, field, piece_end, records},
     read,
 };
 use crate::domain::datasource::{Column, ImportError, ImportLimits};
@@ -62,11 +62,7 @@ impl RowGroups {
     /// Reads rows until at least `piece_bytes` more of the CSV were read
     /// (at least one row) or the group is full.
     pub(in super::super) fn read_piece(&mut self, piece_bytes: usize) -> Result<Read, ImportError> {
-        let until = self
-            .reader
-            .position()
-            .byte()
-            .saturating_add(u64::try_from(piece_bytes).unwrap_or(u64::MAX));
+        let until = piece_end(&self.reader, piece_bytes);
         loop {
             if self.rows >= self.group_rows {
                 return Ok(Read::Group(self.take_group()));

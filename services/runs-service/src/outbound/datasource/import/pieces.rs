@@ -126,11 +126,7 @@ impl<R: std::io::Read> CsvParse<R> {
     /// Reads rows until at least `piece_bytes` more of the CSV were read
     /// (at least one row); whether the CSV has ended.
     pub(in super::super) fn read_piece(&mut self, piece_bytes: usize) -> Result<bool, ImportError> {
-        let until = self
-            .reader
-            .position()
-            .byte()
-            .saturating_add(u64::try_from(piece_bytes).unwrap_or(u64::MAX));
+        let until = piece_end(&self.reader, piece_bytes);
         loop {
             if !read(&mut self.reader, &mut self.record)? {
                 return Ok(true);
@@ -221,6 +217,15 @@ impl<R: std::io::Read> CsvParse<R> {
 
 /// The columns, their kept text, and the data rows read.
 type TextColumns = (Vec<Column>, Option<Vec<StringBuilder>>, usize);
+
+/// Where a piece of `piece_bytes` read from `reader`'s position ends (its
+/// byte offset in the CSV).
+pub(super) fn piece_end<R: std::io::Read>(reader: &csv::Reader<R>, piece_bytes: usize) -> u64 {
+    reader
+        .position()
+        .byte()
+        .saturating_add(u64::try_from(piece_bytes).unwrap_or(u64::MAX))
+}
 
 /// The value of field `index` of `record`: trimmed, and `None` when empty,
 /// only spaces or missing (a short row).

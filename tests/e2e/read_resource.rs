@@ -94,38 +94,38 @@ async fn mcp_read_resource_reads_by_uri_by_name_and_by_a_uri_a_template_produces
         "{templated}"
     );
     assert!(templated.contains("Rows: 3"), "{templated}");
-    let listing = format!(
-        "Available resources:\n- sales (integrationId: {id}, uri: data://sales.csv, mimeType: text/csv): Sales by region and product\n",
-        id = w.integration_id
-    );
-    let nothing = told(3);
-    assert!(
-        nothing.starts_with(&format!(
-            "Resource URI or valid resourceName is required\n{listing}"
-        )),
-        "{nothing}"
-    );
-    assert!(
-        nothing.ends_with(&format!(
-            "- sales_by_region (integrationId: {}, uri template: data://sales/{{region}}.csv, mimeType: text/csv): Sales of one region",
-            w.integration_id
-        )),
-        "{nothing}"
-    );
-    assert!(
-        told(4).starts_with(&format!(
-            "Failed to read resource: no integration of this conversation lists the resource data://nowhere.csv\n{listing}"
-        )),
-        "{}",
-        told(4)
-    );
-    assert!(
-        told(5).starts_with(&format!(
-            "Resource URI or valid resourceName is required\n{listing}"
-        )),
-        "{}",
-        told(5)
-    );
+    // A failed read is the plan's JSON: its error and what can be read.
+    let failed = |i: usize| -> serde_json::Value {
+        serde_json::from_str(&told(i)).unwrap_or_else(|e| panic!("{e}: {}", told(i)))
+    };
+    let sales = serde_json::json!({
+        "name": "sales",
+        "uri": "data://sales.csv",
+        "description": "Sales by region and product",
+        "mimeType": "text/csv",
+        "integrationId": w.integration_id,
+    });
+    let by_region = serde_json::json!({
+        "name": "sales_by_region",
+        "uriTemplate": "data://sales/{region}.csv",
+        "description": "Sales of one region",
+        "mimeType": "text/csv",
+        "integrationId": w.integration_id,
+    });
+    for (i, error) in [
+        (3, "Resource URI or valid resourceName is required"),
+        (
+            4,
+            "Failed to read resource: no integration of this conversation lists the resource data://nowhere.csv",
+        ),
+        (5, "Resource URI or valid resourceName is required"),
+    ] {
+        let answer = failed(i);
+        assert_eq!(answer["error"], error, "{answer}");
+        let available = answer["availableResources"].as_array().expect("a list");
+        assert_eq!(available.first(), Some(&sales), "{answer}");
+        assert_eq!(available.last(), Some(&by_region), "{answer}");
+    }
     // A URI alone is enough when one integration lists it.
     assert!(
         told(6).starts_with("Switchboard example server."),
@@ -186,15 +186,17 @@ async fn a_resource_two_integrations_list_is_read_once_the_model_names_one() {
     let both = format!("{}, {twin}", w.integration_id);
     assert_eq!(
         tool_messages_sent(&w.model, 1)[0],
-        format!(
-            "Failed to read resource: data://sales.csv is offered by several integrations ({both}); call retrieve_mcp_resource with the integrationId of the one you mean and the resourceUri"
-        )
+        serde_json::json!({
+            "error": format!("Failed to read resource: data://sales.csv is offered by several integrations ({both}); call retrieve_mcp_resource with the integrationId of the one you mean and the resourceUri")
+        })
+        .to_string()
     );
     assert_eq!(
         tool_messages_sent(&w.model, 2)[1],
-        format!(
-            "Failed to read resource: readme is offered by several integrations ({both}); call retrieve_mcp_resource with the integrationId of the one you mean and the resourceUri"
-        )
+        serde_json::json!({
+            "error": format!("Failed to read resource: readme is offered by several integrations ({both}); call retrieve_mcp_resource with the integrationId of the one you mean and the resourceUri")
+        })
+        .to_string()
     );
     assert_eq!(
         tool_messages_sent(&w.model, 3)[2],

@@ -194,6 +194,14 @@ async fn resources_by_name_text_binary_and_the_list() {
         list.contains("data://sales/{region}.csv"),
         "templates are listed: {list}"
     );
+    // The plan's JSON: the resources, their count and its message.
+    let list: serde_json::Value = serde_json::from_str(list).expect("a JSON list");
+    let count = list["resources"].as_array().expect("resources").len();
+    assert_eq!(list["count"], count);
+    assert_eq!(
+        list["message"],
+        format!("Found {count} available resources")
+    );
     let missing = &tool_messages_sent(&w.model, 4)[3];
     assert!(
         missing.starts_with("Resource retrieval failed: no resource is named nonexistent"),

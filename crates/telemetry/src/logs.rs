@@ -12,6 +12,7 @@ use tracing::{Dispatch, Event, Subscriber, dispatcher::WeakDispatch};
 use tracing_opentelemetry::OtelData;
 use tracing_subscriber::{
     Layer,
+    field::MakeExt as _,
     fmt::{FmtContext, FormatEvent, FormatFields, MakeWriter, format::Writer},
     registry::{LookupSpan, Registry, SpanRef},
 };
@@ -38,8 +39,42 @@ where
             .with_writer(writer)
             .and_then(dispatcher)
             .boxed(),
-        LogFormat::Pretty => tracing_subscriber::fmt::layer().with_writer(writer).boxed(),
+        LogFormat::Pretty => tracing_subscriber::fmt::layer()
+            .fmt_fields(escaped_fields())
+            .with_writer(writer)
+            .boxed(),
     }
+}
+
+/// How human-readable lines write an event's and a span's fields: each
+/// value with its control characters escaped, so that a value a client, a
+/// model or an MCP server chose (a URI, a name, an error) cannot start a
+/// line of its own. JSON lines escape them already.
+pub fn escaped_fields() -> impl for<'w> FormatFields<'w> + Send + Sync + 'static {
+    tracing_subscriber::fmt::format::debug_fn(|writer, field, value| {
+        let text = escape_controls(&format!("{value:?}"));
+        if field.name() == "message" {
+            write!(writer, "{text}")
+        } else {
+            write!(writer, "{field}={text}")
+        }
+    })
+    .delimited(" ")
+}
+
+/// `text` with its control characters (line breaks, escape, …) written as
+/// escapes.
+fn escape_controls(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
 }
 
 /// The dispatcher a layer is part of, kept once the subscriber is made one:
@@ -199,5 +234,25 @@ pub(crate) mod tests {
         assert_eq!(lines[1]["trace_id"], trace_id.to_string(), "{text}");
         assert_eq!(lines[1]["span_id"], span_id.to_string(), "{text}");
         assert_eq!(lines[1]["answer"], 42, "{text}");
+    }
+
+    #[test]
+    fn a_chosen_value_cannot_start_a_human_readable_line_of_its_own() {
+        let buffer = Buffer::default();
+        let writer = buffer.clone();
+        let subscriber =
+            tracing_subscriber::registry().with(layer(LogFormat::Pretty, move || writer.clone()));
+        tracing::subscriber::with_default(subscriber, || {
+            let uri = "data://x\nERROR forged: the audit trail was cleared";
+            tracing::info!(uri = %uri, name = ?uri, "read {uri}");
+        });
+        let text =
+            String::from_utf8(buffer.0.lock().expect("not poisoned").clone()).expect("utf-8");
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(
+            text.contains(r"read data://x\nERROR forged")
+                && text.contains(r"uri=data://x\nERROR forged"),
+            "{text}"
+        );
     }
 }

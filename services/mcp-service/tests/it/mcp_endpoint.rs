@@ -156,22 +156,44 @@ pub(crate) async fn python_client_plan(plan: Value) -> Value {
     client_report(run).await
 }
 
-/// What a client fixture printed: its JSON report of the plan's steps.
+/// What a client fixture printed: its JSON report of the plan's steps. A
+/// client past its bound is stopped and the test fails with what it wrote
+/// on stderr (each step as it ended), to tell where it hung.
 async fn client_report(mut client: tokio::process::Command) -> Value {
+    use tokio::io::AsyncReadExt as _;
+    client
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = client.spawn().expect("the client runs");
+    let read = |pipe: Option<Box<dyn tokio::io::AsyncRead + Send + Unpin>>| {
+        tokio::spawn(async move {
+            let mut text = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut text).await;
+            }
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    };
+    let stdout = read(child.stdout.take().map(|p| Box::new(p) as _));
+    let stderr = read(child.stderr.take().map(|p| Box::new(p) as _));
     // A bound on a hung client, not on speed: 200 calls over fresh
     // connections through two replicas on PostgreSQL take far longer under
     // a loaded CI machine than alone.
-    let output = tokio::time::timeout(Duration::from_secs(180), client.output())
-        .await
-        .expect("the client finishes")
-        .expect("the client runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "the client printed no JSON ({e}): {stdout}\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    })
+    let finished = tokio::time::timeout(Duration::from_secs(180), child.wait()).await;
+    if finished.is_err() {
+        let _ = child.kill().await;
+    }
+    let (stdout, stderr) = (
+        stdout.await.unwrap_or_default(),
+        stderr.await.unwrap_or_default(),
+    );
+    let tail = &stderr[stderr.len().saturating_sub(4000)..];
+    assert!(
+        finished.is_ok(),
+        "the client did not finish; its stderr ends: {tail}"
+    );
+    serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("the client printed no JSON ({e}): {stdout}\n{tail}"))
 }
 
 pub(crate) fn step(out: &Value, i: usize) -> &Value {

@@ -1,5 +1,6 @@
 //! [`McpPort`] in memory: integrations with tools that answer, fail, time
-//! out or take a while, and a record of the calls in the order they came.
+//! out or take a while, text resources that are read or fail, and a record
+//! of the calls in the order they came.
 //! Tests name an integration by its slug; [`FakeMcp::id`] is its id.
 
 use std::{collections::HashMap, sync::Mutex, time::Duration};
@@ -13,8 +14,8 @@ use crate::domain::{
     ids::IntegrationId,
     ports::{
         ApprovalDecision, Caller, Capabilities, Content, DecideError, FailureFacts, McpCallError,
-        McpPort, McpPromptRequest, McpResourceRequest, McpTool, McpToolRequest, PromptLine,
-        ResourceData, ToolFailure, ToolOutput,
+        McpPort, McpPromptRequest, McpResource, McpResourceRequest, McpTool, McpToolRequest,
+        PromptLine, ResourceData, ResourceKindOf, ToolFailure, ToolOutput,
     },
 };
 
@@ -48,6 +49,9 @@ pub type AllowLists = Vec<(&'static str, Option<Vec<String>>)>;
 pub struct FakeMcp {
     slugs: HashMap<IntegrationId, String>,
     tools: HashMap<(IntegrationId, String), ToolBehaviour>,
+    /// Resources by integration and URI: their text, or `None` for one
+    /// whose read fails.
+    resources: HashMap<(IntegrationId, String), Option<String>>,
     unreachable: HashMap<IntegrationId, String>,
     calls: Mutex<Vec<(IntegrationId, String, String)>>,
     allow_lists: Mutex<AllowLists>,
@@ -67,6 +71,15 @@ impl FakeMcp {
     pub fn tool(mut self, slug: &str, tool: &str, behaviour: ToolBehaviour) -> Self {
         let id = self.named(slug);
         self.tools.insert((id, tool.to_owned()), behaviour);
+        self
+    }
+
+    /// Adds a text resource at `uri` to the integration with `slug`: read,
+    /// it answers `text`; with `None`, its read fails.
+    pub fn resource(mut self, slug: &str, uri: &str, text: Option<&str>) -> Self {
+        let id = self.named(slug);
+        self.resources
+            .insert((id, uri.to_owned()), text.map(str::to_owned));
         self
     }
 
@@ -176,11 +189,23 @@ impl McpPort for FakeMcp {
             })
             .collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut resources: Vec<McpResource> = self
+            .resources
+            .keys()
+            .filter(|(integration, _)| *integration == integration_id)
+            .map(|(_, uri)| McpResource {
+                uri: uri.clone(),
+                name: uri.clone(),
+                description: format!("the resource {uri}"),
+                mime_type: "text/plain".into(),
+            })
+            .collect();
+        resources.sort_by(|a, b| a.uri.cmp(&b.uri));
         Ok(Capabilities {
             integration_id,
             slug,
             tools,
-            resources: Vec::new(),
+            resources,
             resource_templates: Vec::new(),
             prompts: Vec::new(),
         })
@@ -261,7 +286,20 @@ impl McpPort for FakeMcp {
         _timeout: Duration,
     ) -> Result<ResourceData, McpCallError> {
         self.known(read.integration_id)?;
-        Err(McpCallError::NotFound(format!("no resource {}", read.uri)))
+        match self
+            .resources
+            .get(&(read.integration_id, read.uri.to_owned()))
+        {
+            Some(Some(text)) => Ok(ResourceData {
+                uri: read.uri.to_owned(),
+                mime_type: "text/plain".into(),
+                kind: ResourceKindOf::Text,
+                text: Some(text.clone()),
+                blob_len: 0,
+                csv_blob: Vec::new(),
+            }),
+            _ => Err(McpCallError::NotFound(format!("no resource {}", read.uri))),
+        }
     }
 
     async fn get_prompt(

@@ -30,7 +30,11 @@ fn read_resource_texts_keep_the_plans_wording() {
         READ_INPUT_REQUIRED,
         "Resource URI or valid resourceName is required"
     );
-    assert_eq!(read_failed("boom"), "Failed to read resource: boom");
+    assert_eq!(
+        read_failed("boom"),
+        r#"{"error":"Failed to read resource: boom"}"#
+    );
+    assert_eq!(failed_to_read("boom"), "Failed to read resource: boom");
     assert_eq!(
         no_resource_at("data://x"),
         "no integration of this conversation lists the resource data://x"
@@ -44,36 +48,50 @@ fn read_resource_texts_keep_the_plans_wording() {
     );
     assert_eq!(
         with_available_resources(READ_INPUT_REQUIRED, &[offering(1, 1, 1)]),
-        "Resource URI or valid resourceName is required\n\
-         Available resources:\n\
-         - r0 (integrationId: 00000000-0000-0000-0000-000000000001, uri: data://r0, mimeType: text/csv): the r 0\n\
-         - t0 (integrationId: 00000000-0000-0000-0000-000000000001, uri template: data://t0, mimeType: text/csv): the t 0"
+        concat!(
+            r#"{"error":"Resource URI or valid resourceName is required","availableResources":["#,
+            r#"{"name":"r0","uri":"data://r0","description":"the r 0","mimeType":"text/csv","integrationId":"00000000-0000-0000-0000-000000000001"},"#,
+            r#"{"name":"t0","uriTemplate":"data://t0","description":"the t 0","mimeType":"text/csv","integrationId":"00000000-0000-0000-0000-000000000001"}]}"#
+        )
     );
     assert_eq!(
         with_available_resources(READ_INPUT_REQUIRED, &[]),
-        "Resource URI or valid resourceName is required\nNo MCP resources are available."
+        r#"{"error":"Resource URI or valid resourceName is required","availableResources":[]}"#
     );
 }
 
 #[test]
 fn the_list_of_readable_resources_stops_at_its_cap_and_counts_the_rest() {
-    let lines = |text: &str| text.lines().filter(|l| l.starts_with("- ")).count();
+    let read = |text: String| -> serde_json::Value { serde_json::from_str(&text).expect("JSON") };
+    let listed = |value: &serde_json::Value| {
+        value["availableResources"]
+            .as_array()
+            .expect("a list")
+            .len()
+    };
     // Exactly the cap, across integrations and templates: all listed.
-    let at_cap = [offering(1, READ_LIST_CAP - 5, 2), offering(2, 3, 0)];
-    let text = with_available_resources("m", &at_cap);
-    assert_eq!(lines(&text), READ_LIST_CAP);
-    assert!(!text.contains("more"), "{text}");
+    let at_cap = read(with_available_resources(
+        "m",
+        &[offering(1, READ_LIST_CAP - 5, 2), offering(2, 3, 0)],
+    ));
+    assert_eq!(listed(&at_cap), READ_LIST_CAP);
+    assert!(at_cap.get("more").is_none(), "{at_cap}");
     // One past it: the last is counted, not listed.
-    let past = [offering(1, READ_LIST_CAP - 5, 2), offering(2, 4, 0)];
-    let text = with_available_resources("m", &past);
-    assert_eq!(lines(&text), READ_LIST_CAP);
-    assert!(
-        text.ends_with("\nand 1 more (use mcp_list_resources to see them all)"),
-        "{text}"
+    let past = read(with_available_resources(
+        "m",
+        &[offering(1, READ_LIST_CAP - 5, 2), offering(2, 4, 0)],
+    ));
+    assert_eq!(listed(&past), READ_LIST_CAP);
+    assert_eq!(
+        past["more"],
+        "1 more (use mcp_list_resources to see them all)"
     );
-    let many = with_available_resources("m", &[offering(1, 10_000, 0)]);
-    assert_eq!(lines(&many), READ_LIST_CAP);
-    assert!(many.ends_with("and 9980 more (use mcp_list_resources to see them all)"));
+    let many = read(with_available_resources("m", &[offering(1, 10_000, 0)]));
+    assert_eq!(listed(&many), READ_LIST_CAP);
+    assert_eq!(
+        many["more"],
+        "9980 more (use mcp_list_resources to see them all)"
+    );
 }
 
 #[test]

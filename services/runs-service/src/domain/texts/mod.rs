@@ -38,11 +38,11 @@ pub use failures::tool_timed_out;
 pub use oversized::{not_a_table, result_cut, result_table};
 pub use pins::tool_withheld;
 pub use read_resource::{
-    READ_INPUT_REQUIRED, READ_LIST_CAP, no_resource_at, offered_by_several, read_failed,
-    with_available_resources,
+    READ_INPUT_REQUIRED, READ_LIST_CAP, failed_to_read, list_resources, no_resource_at,
+    offered_by_several, read_failed, with_available_resources,
 };
 pub use results::{
-    binary_resource, csv_imported, list_resources, prompt_failed, prompt_rendered, query_failed,
+    binary_resource, csv_imported, prompt_failed, prompt_rendered, query_failed,
     query_internal_error, query_refused, query_timed_out, resource_failed, text_resource,
 };
 pub use specs::{

@@ -4,7 +4,7 @@
 use super::render_content;
 use crate::domain::{
     datasource::{ColumnType, DataSource},
-    ports::{Capabilities, McpResource, PromptLine},
+    ports::PromptLine,
 };
 
 /// `retrieve_mcp_resource` could not do its job.
@@ -67,37 +67,6 @@ pub fn binary_resource(uri: &str, mime_type: &str, bytes: usize) -> String {
     };
     format!(
         "Binary resource {uri}: {mime_type}, {bytes} bytes. Its content cannot be shown as text."
-    )
-}
-
-/// Every resource and template of the integrations, for `mcp_list_resources`.
-pub fn list_resources(capabilities: &[Capabilities]) -> String {
-    let mut out = String::new();
-    let mut count = 0;
-    for c in capabilities {
-        for r in &c.resources {
-            count += 1;
-            out.push_str(&resource_line(c, r, false));
-        }
-        for t in &c.resource_templates {
-            count += 1;
-            out.push_str(&resource_line(c, t, true));
-        }
-    }
-    if count == 0 {
-        "No MCP resources are available.".to_owned()
-    } else {
-        format!("Found {count} available resources:\n{out}")
-    }
-}
-
-/// One resource (or, with `template`, one resource template) of
-/// integration `c` as a listed line.
-pub(super) fn resource_line(c: &Capabilities, r: &McpResource, template: bool) -> String {
-    let uri = if template { "uri template" } else { "uri" };
-    format!(
-        "- {} (integrationId: {}, {uri}: {}, mimeType: {}): {}\n",
-        r.name, c.integration_id, r.uri, r.mime_type, r.description
     )
 }
 

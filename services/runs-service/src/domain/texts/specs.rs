@@ -55,11 +55,13 @@ pub fn read_resource_spec(name: &str) -> ToolSpec {
     }
 }
 
-/// `mcp_list_resources`.
+/// `mcp_list_resources`, as the plan defines it (§3.2, its words verbatim;
+/// the result also names each entry's integration, MIME type, and
+/// `uriTemplate` for a template).
 pub fn list_resources_spec(name: &str) -> ToolSpec {
     ToolSpec {
         name: name.into(),
-        description: "List all available MCP resources and resource templates with their integration IDs, URIs, names, descriptions and MIME types.".into(),
+        description: "List all available MCP resources with their URIs and descriptions.".into(),
         parameters: json!({"type": "object", "properties": {}, "required": []}),
     }
 }

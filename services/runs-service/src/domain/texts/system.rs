@@ -63,25 +63,29 @@ fn resource_section(
     out.push_str("Resource Access Guidelines:\n");
     out.push_str("1. Use the \"mcp_read_resource\" tool to fetch resource content.\n");
     out.push_str("2. Use the \"mcp_list_resources\" tool to see all available resources.\n");
-    out.push_str("3. Provide either \"uri\" or \"resourceName\" parameter; for a resource template, use the \"retrieve_mcp_resource\" tool with \"integrationId\", \"resourceUri\" and \"parameters\".\n");
+    out.push_str("3. Provide either \"uri\" or \"resourceName\" parameter.\n");
+    out.push_str("4. For a resource template, use the \"retrieve_mcp_resource\" tool with \"integrationId\", \"resourceUri\" and \"parameters\".\n");
     out.push_str(
-        "4. CSV resources become data sources you can query with the \"source_query\" tool.\n",
+        "5. CSV resources become data sources you can query with the \"source_query\" tool.\n",
     );
     if !resources.is_empty() {
-        out.push_str("\nAvailable resources:\n");
+        // The plan's layout (§4.4): two line breaks before the list, the
+        // URI and type under each entry, a blank line after it; the
+        // integration is added under them.
+        out.push_str("\n\nAvailable resources:\n");
         for (i, (integration, r)) in resources.iter().enumerate() {
             let _ = write!(
                 out,
-                "{}. {} - {}\n   URI: {}\n   Integration: {}\n",
+                "{}. {} - {}\n   URI: {}\n",
                 i + 1,
                 r.name,
                 r.description,
-                r.uri,
-                integration.integration_id
+                r.uri
             );
             if !r.mime_type.is_empty() {
                 let _ = writeln!(out, "   Type: {}", r.mime_type);
             }
+            let _ = writeln!(out, "   Integration: {}\n", integration.integration_id);
         }
     }
     if !templates.is_empty() {

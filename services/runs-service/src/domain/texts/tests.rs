@@ -194,11 +194,14 @@ fn the_resource_guide_lists_resources_templates_and_prompts() {
         "Resource Access Guidelines:\n\
          1. Use the \"mcp_read_resource\" tool to fetch resource content.\n\
          2. Use the \"mcp_list_resources\" tool to see all available resources.\n\
-         3. Provide either \"uri\" or \"resourceName\" parameter; for a resource template, use the \"retrieve_mcp_resource\" tool with \"integrationId\", \"resourceUri\" and \"parameters\".\n\
-         4. CSV resources become data sources you can query with the \"source_query\" tool.\n\
+         3. Provide either \"uri\" or \"resourceName\" parameter.\n\
+         4. For a resource template, use the \"retrieve_mcp_resource\" tool with \"integrationId\", \"resourceUri\" and \"parameters\".\n\
+         5. CSV resources become data sources you can query with the \"source_query\" tool.\n\
+         \n\
          \n\
          Available resources:\n\
-         1. sales - the sales\n   URI: data://sales\n   Integration: 00000000-0000-0000-0000-000000000001\n   Type: text/csv\n\
+         1. sales - the sales\n   URI: data://sales\n   Type: text/csv\n   Integration: 00000000-0000-0000-0000-000000000001\n\
+         \n\
          \n\
          Resource templates (fill the {placeholders} with \"parameters\"):\n\
          1. sales by year - the sales by year\n   URI template: data://sales/{year}\n   Integration: 00000000-0000-0000-0000-000000000001\n\
@@ -224,11 +227,17 @@ fn the_resource_guide_lists_resources_templates_and_prompts() {
 fn built_in_tool_results_read_as_the_reference_wrote_them() {
     assert_eq!(
         list_resources(&[integration()]),
-        "Found 2 available resources:\n\
-         - sales (integrationId: 00000000-0000-0000-0000-000000000001, uri: data://sales, mimeType: text/csv): the sales\n\
-         - sales by year (integrationId: 00000000-0000-0000-0000-000000000001, uri template: data://sales/{year}, mimeType: text/csv): the sales by year\n"
+        concat!(
+            r#"{"resources":["#,
+            r#"{"name":"sales","uri":"data://sales","description":"the sales","mimeType":"text/csv","integrationId":"00000000-0000-0000-0000-000000000001"},"#,
+            r#"{"name":"sales by year","uriTemplate":"data://sales/{year}","description":"the sales by year","mimeType":"text/csv","integrationId":"00000000-0000-0000-0000-000000000001"}],"#,
+            r#""count":2,"message":"Found 2 available resources"}"#
+        )
     );
-    assert_eq!(list_resources(&[]), "No MCP resources are available.");
+    assert_eq!(
+        list_resources(&[]),
+        r#"{"resources":[],"count":0,"message":"Found 0 available resources"}"#
+    );
     let source = DataSource {
         columns: vec![Column {
             name: "amount".into(),
@@ -284,7 +293,7 @@ fn built_in_tools_are_offered_with_their_parameters() {
     );
     assert_eq!(
         list_resources_spec("mcp_list_resources").description,
-        "List all available MCP resources and resource templates with their integration IDs, URIs, names, descriptions and MIME types."
+        "List all available MCP resources with their URIs and descriptions."
     );
     assert!(
         retrieve_resource_spec("retrieve_mcp_resource")

@@ -289,6 +289,7 @@ fn builtin_specs(agent: &Agent, sources: &[DataSource]) -> Vec<ToolSpec> {
         specs.push(texts::retrieve_resource_spec(RETRIEVE_RESOURCE));
         specs.push(texts::list_resources_spec(LIST_RESOURCES));
         specs.push(texts::read_resource_spec(READ_RESOURCE));
+        tracing::info!("Added 2 synthetic resource tools");
     }
     if has_integrations {
         specs.push(texts::retrieve_prompt_spec(RETRIEVE_PROMPT));

@@ -1,7 +1,10 @@
 //! `mcp_read_resource`, the resource tool bridge plan's tool: a resource by
 //! URI or by name alone, looked up across the run's integrations and read
 //! through the same path as `retrieve_mcp_resource` (CSV import included).
-//! When the model names nothing readable, the answer lists what is.
+//! When the model names nothing readable, the answer lists what is. The
+//! plan's log lines are kept: "Successfully read resource: …" (debug) and
+//! "Error reading resource …: …" (error); a URI or name is logged with its
+//! control characters escaped, so that the model cannot forge log lines.
 
 use serde_json::Map;
 
@@ -35,7 +38,17 @@ pub(super) async fn read(reader: &Reader<'_>, arguments: &ToolArguments) -> Tool
         }
     };
     match found {
-        Found::One(wanted) => reader.read(&wanted, &Map::new(), read_failed).await,
+        Found::One(wanted) => {
+            let outcome = reader.read(&wanted, &Map::new(), read_failed).await;
+            let uri = loggable(&wanted.uri);
+            if outcome.is_error {
+                let error = loggable(&outcome.text);
+                tracing::error!("Error reading resource {uri}: {error}");
+            } else {
+                tracing::debug!("Successfully read resource: {uri}");
+            }
+            outcome
+        }
         Found::Several(integrations) => {
             tracing::info!(
                 resource = named,
@@ -51,10 +64,33 @@ pub(super) async fn read(reader: &Reader<'_>, arguments: &ToolArguments) -> Tool
         // plan's "valid resourceName is required".
         Found::Nothing => {
             let message = match arguments.text_arg("uri") {
-                Some(uri) => read_failed(&texts::no_resource_at(uri)),
+                Some(uri) => texts::failed_to_read(texts::no_resource_at(uri)),
                 None => texts::READ_INPUT_REQUIRED.to_owned(),
             };
             ToolOutcome::failed(texts::with_available_resources(&message, capabilities))
         }
     }
 }
+
+/// Most characters of a server's or model's text in one log line.
+const LOGGED_CHARS: usize = 1000;
+
+/// `text` for a log line: its control characters escaped (a line break
+/// cannot start a forged line), at most [`LOGGED_CHARS`] characters.
+fn loggable(text: &str) -> String {
+    text.chars()
+        .take(LOGGED_CHARS)
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "read_resource_tests.rs"]
+mod tests;

@@ -46,33 +46,67 @@ pub trait EndpointSessionStore: Send + Sync + std::fmt::Debug + 'static {
     async fn count_of_org(&self, org_id: &str, used_since: i64) -> anyhow::Result<u64>;
 
     /// Forgets at most `batch` sessions last used before `used_before`,
-    /// and relayed answers left since before `used_before`; how many
+    /// and relayed messages left since before `used_before`; how many
     /// sessions it forgot.
     async fn purge_idle(&self, used_before: i64, batch: usize) -> anyhow::Result<u64>;
 
-    /// Leaves the answer `message_json` of session `session_id`'s client for
-    /// replica `replica`, unless `max_waiting` answers of the session wait
-    /// already; whether it was left.
-    async fn relay_answer(
-        &self,
-        answer: &RelayedAnswer,
-        max_waiting: usize,
-        now: i64,
-    ) -> anyhow::Result<bool>;
+    /// Leaves `message` for its replica, unless `max_waiting` messages of
+    /// its kind in its session wait already; whether it was left.
+    async fn relay(&self, message: &Relayed, max_waiting: usize, now: i64) -> anyhow::Result<bool>;
 
-    /// Takes (and forgets) at most `limit` answers left for `replica`,
+    /// Takes (and forgets) at most `limit` messages left for `replica`,
     /// oldest first.
-    async fn take_answers(&self, replica: &str, limit: usize)
-    -> anyhow::Result<Vec<RelayedAnswer>>;
+    async fn take_relayed(&self, replica: &str, limit: usize) -> anyhow::Result<Vec<Relayed>>;
+
+    /// Records `replica` as the one holding the client's stream of session
+    /// `id` (its GET), where the server's own messages go.
+    async fn hold_stream(&self, id: &str, replica: &str) -> anyhow::Result<()>;
+
+    /// The replica holding the client's stream of session `id`, if one was
+    /// recorded.
+    async fn stream_holder(&self, id: &str) -> anyhow::Result<Option<String>>;
 }
 
-/// A client's answer to a server's request, for the replica that asked.
+/// A message of a session for the replica that must act on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RelayedAnswer {
-    /// The replica that asked.
+pub struct Relayed {
+    /// What it is.
+    pub kind: RelayKind,
+    /// The replica it is for.
     pub replica: String,
-    /// The session it was asked in.
+    /// The session it belongs to.
     pub session_id: String,
-    /// The client's JSON-RPC response or error.
+    /// The JSON-RPC message.
     pub message_json: String,
+}
+
+/// Which way a relayed message goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RelayKind {
+    /// The client's answer to a server's request, for the replica whose
+    /// copy of the session asked.
+    Answer,
+    /// A message a copy of the session sends on its own (a list change, a
+    /// log message, a resource update, a request of its own), for the
+    /// replica holding the client's stream.
+    Notice,
+}
+
+impl RelayKind {
+    /// Its name in the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Answer => "answer",
+            Self::Notice => "notice",
+        }
+    }
+
+    /// The kind named `name` in the store.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "answer" => Some(Self::Answer),
+            "notice" => Some(Self::Notice),
+            _ => None,
+        }
+    }
 }

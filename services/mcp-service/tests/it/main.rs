@@ -31,6 +31,7 @@ mod mcp_endpoint_limits;
 mod mcp_endpoint_passthrough;
 mod mcp_endpoint_paths;
 mod mcp_endpoint_progress;
+mod mcp_endpoint_replica_notices;
 mod mcp_endpoint_replicas;
 mod mcp_endpoint_sampling;
 mod mcp_endpoint_streams;

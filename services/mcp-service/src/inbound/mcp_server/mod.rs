@@ -17,6 +17,7 @@ mod passthrough;
 mod session_requests;
 mod sessions;
 mod shared_sessions;
+mod standalone;
 mod streams;
 
 use std::{net::SocketAddr, sync::Arc};

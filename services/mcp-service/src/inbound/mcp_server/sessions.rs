@@ -29,8 +29,11 @@ use rmcp::{
     },
 };
 
-use super::answers::{Asks, Incoming, MAX_RELAYED_PER_SESSION, POLL_EVERY, TAKE_PER_POLL};
-use crate::domain::endpoint_session::{EndpointSessionStore, RelayedAnswer, SessionOwner};
+use super::{
+    answers::{Asks, Incoming, MAX_RELAYED_PER_SESSION, POLL_EVERY, TAKE_PER_POLL},
+    standalone::Standalone,
+};
+use crate::domain::endpoint_session::{EndpointSessionStore, RelayKind, Relayed, SessionOwner};
 
 /// Who opened a session, and on which path: only they may use it there.
 pub(super) type Owner = SessionOwner;
@@ -107,6 +110,7 @@ pub(super) enum SessionError {
 pub(super) struct BoundedSessions {
     inner: LocalSessionManager,
     asks: Arc<Asks>,
+    standalone: Arc<Standalone>,
     owners: Mutex<HashMap<SessionId, Local>>,
     shared: Arc<dyn EndpointSessionStore>,
     limits: SessionLimits,
@@ -124,9 +128,11 @@ impl BoundedSessions {
     pub fn new(limits: SessionLimits, shared: Arc<dyn EndpointSessionStore>) -> Self {
         let mut inner = LocalSessionManager::default();
         inner.session_config.keep_alive = Some(limits.idle_timeout);
+        let asks = Arc::new(Asks::new());
         Self {
             inner,
-            asks: Arc::new(Asks::new()),
+            standalone: Arc::new(Standalone::new(asks.clone(), shared.clone())),
+            asks,
             owners: Mutex::new(HashMap::new()),
             shared,
             limits,
@@ -269,7 +275,8 @@ impl BoundedSessions {
         message: &ClientJsonRpcMessage,
         replica: String,
     ) -> Result<(), SessionError> {
-        let answer = RelayedAnswer {
+        let answer = Relayed {
+            kind: RelayKind::Answer,
             replica,
             session_id: id.to_string(),
             message_json: serde_json::to_string(message)
@@ -277,7 +284,7 @@ impl BoundedSessions {
         };
         let left = self
             .shared
-            .relay_answer(
+            .relay(
                 &answer,
                 MAX_RELAYED_PER_SESSION,
                 switchboard_db::now_millis(),
@@ -294,8 +301,9 @@ impl BoundedSessions {
     }
 }
 
-/// Gives the answers other replicas left for this one to its copies of the
-/// sessions, while any of its requests waits, until `stop`.
+/// Gives what other replicas left for this one — answers to its copies'
+/// requests, messages for the clients' streams it holds — while any of its
+/// requests waits or it holds a stream, until `stop`.
 pub(super) async fn deliver_relayed(
     sessions: Arc<BoundedSessions>,
     stop: tokio_util::sync::CancellationToken,
@@ -305,31 +313,34 @@ pub(super) async fn deliver_relayed(
             () = stop.cancelled() => return,
             () = tokio::time::sleep(POLL_EVERY) => {}
         }
-        if !sessions.asks.any_waiting() {
+        if !sessions.asks.any_waiting() && !sessions.standalone.any_live() {
             continue;
         }
-        let answers = match sessions
+        let relayed = match sessions
             .shared
-            .take_answers(sessions.asks.tag(), TAKE_PER_POLL)
+            .take_relayed(sessions.asks.tag(), TAKE_PER_POLL)
             .await
         {
-            Ok(answers) => answers,
+            Ok(relayed) => relayed,
             Err(error) => {
                 tracing::warn!(
                     error = format!("{error:#}"),
-                    "relayed answers were not read"
+                    "relayed messages were not read"
                 );
                 continue;
             }
         };
-        for answer in answers {
-            sessions.deliver(answer).await;
+        for message in relayed {
+            match message.kind {
+                RelayKind::Answer => sessions.deliver(message).await,
+                RelayKind::Notice => sessions.standalone.deliver(&message),
+            }
         }
     }
 }
 
 impl BoundedSessions {
-    async fn deliver(&self, answer: RelayedAnswer) {
+    async fn deliver(&self, answer: Relayed) {
         let Ok(message) = serde_json::from_str::<ClientJsonRpcMessage>(&answer.message_json) else {
             tracing::warn!("a relayed answer is not a JSON-RPC message");
             return;
@@ -374,12 +385,17 @@ impl SessionManager for BoundedSessions {
         Ok(outcome?)
     }
 
+    /// Initializes the copy, then pumps what it sends on its own to the
+    /// client's stream, wherever that is held.
     async fn initialize_session(
         &self,
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
-        Ok(self.inner.initialize_session(id, message).await?)
+        let answer = self.inner.initialize_session(id, message).await?;
+        let own = self.inner.create_standalone_stream(id).await?;
+        self.standalone.pump(id.clone(), Box::pin(own));
+        Ok(answer)
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
@@ -389,6 +405,7 @@ impl SessionManager for BoundedSessions {
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         self.owners().remove(id);
         self.asks.forget(id);
+        self.standalone.forget(id);
         Ok(self.inner.close_session(id).await?)
     }
 
@@ -412,20 +429,29 @@ impl SessionManager for BoundedSessions {
         }
     }
 
+    /// The client's stream, fed by every replica's copy of the session.
     async fn create_standalone_stream(
         &self,
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        let stream = self.inner.create_standalone_stream(id).await?;
-        Ok(self.tagged(id, stream))
+        Ok(self.standalone.open(id, None).await)
     }
 
+    /// A call's stream resumed from this replica's copy (its event ids are
+    /// `index/request`), or the client's own stream resumed.
     async fn resume(
         &self,
         id: &SessionId,
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        let stream = self.inner.resume(id, last_event_id).await?;
-        Ok(self.tagged(id, stream))
+        if last_event_id.contains('/') {
+            let stream = self.inner.resume(id, last_event_id).await?;
+            return Ok(self.tagged(id, stream).left_stream());
+        }
+        Ok(self
+            .standalone
+            .open(id, Some(&last_event_id))
+            .await
+            .right_stream())
     }
 }

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use sqlx::{AnyPool, Row};
 
 use crate::domain::endpoint_session::{
-    EndpointSessionStore, RelayedAnswer, SessionOwner, StoredSession,
+    EndpointSessionStore, RelayKind, Relayed, SessionOwner, StoredSession,
 };
 
 /// [`EndpointSessionStore`] over a SQL database.
@@ -115,68 +115,87 @@ impl EndpointSessionStore for SqlEndpointSessions {
         Ok(done.rows_affected())
     }
 
-    async fn relay_answer(
-        &self,
-        answer: &RelayedAnswer,
-        max_waiting: usize,
-        now: i64,
-    ) -> anyhow::Result<bool> {
+    async fn relay(&self, message: &Relayed, max_waiting: usize, now: i64) -> anyhow::Result<bool> {
+        let kind = message.kind.as_str();
         let waiting: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM endpoint_session_answers WHERE session_id = $1",
+            "SELECT COUNT(*) FROM endpoint_session_answers WHERE session_id = $1 AND kind = $2",
         )
-        .bind(&answer.session_id)
+        .bind(&message.session_id)
+        .bind(kind)
         .fetch_one(&self.pool)
         .await
-        .context("failed to count a session's relayed answers")?;
+        .context("failed to count a session's relayed messages")?;
         if usize::try_from(waiting).unwrap_or(usize::MAX) >= max_waiting {
             return Ok(false);
         }
         sqlx::query(
             "INSERT INTO endpoint_session_answers \
-             (id, replica, session_id, message_json, created_at) VALUES ($1, $2, $3, $4, $5)",
+             (id, replica, session_id, message_json, created_at, kind) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(uuid::Uuid::new_v4().to_string())
-        .bind(&answer.replica)
-        .bind(&answer.session_id)
-        .bind(&answer.message_json)
+        .bind(&message.replica)
+        .bind(&message.session_id)
+        .bind(&message.message_json)
         .bind(now)
+        .bind(kind)
         .execute(&self.pool)
         .await
-        .context("failed to relay an answer")?;
+        .context("failed to relay a message")?;
         Ok(true)
     }
 
-    async fn take_answers(
-        &self,
-        replica: &str,
-        limit: usize,
-    ) -> anyhow::Result<Vec<RelayedAnswer>> {
+    async fn take_relayed(&self, replica: &str, limit: usize) -> anyhow::Result<Vec<Relayed>> {
         let rows = sqlx::query(
-            "SELECT id, session_id, message_json FROM endpoint_session_answers \
+            "SELECT id, session_id, message_json, kind FROM endpoint_session_answers \
              WHERE replica = $1 ORDER BY created_at LIMIT $2",
         )
         .bind(replica)
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .fetch_all(&self.pool)
         .await
-        .context("failed to read relayed answers")?;
-        let mut answers = Vec::with_capacity(rows.len());
+        .context("failed to read relayed messages")?;
+        let mut taken = Vec::with_capacity(rows.len());
         for row in rows {
             let id: String = row.try_get("id")?;
-            let taken = sqlx::query("DELETE FROM endpoint_session_answers WHERE id = $1")
+            let deleted = sqlx::query("DELETE FROM endpoint_session_answers WHERE id = $1")
                 .bind(&id)
                 .execute(&self.pool)
                 .await
-                .context("failed to take a relayed answer")?;
+                .context("failed to take a relayed message")?;
+            let kind: String = row.try_get("kind")?;
             // Taken once, whichever poll gets there first.
-            if taken.rows_affected() == 1 {
-                answers.push(RelayedAnswer {
+            if deleted.rows_affected() == 1
+                && let Some(kind) = RelayKind::parse(&kind)
+            {
+                taken.push(Relayed {
+                    kind,
                     replica: replica.to_owned(),
                     session_id: row.try_get("session_id")?,
                     message_json: row.try_get("message_json")?,
                 });
             }
         }
-        Ok(answers)
+        Ok(taken)
+    }
+
+    async fn hold_stream(&self, id: &str, replica: &str) -> anyhow::Result<()> {
+        sqlx::query("UPDATE endpoint_sessions SET stream_replica = $2 WHERE id = $1")
+            .bind(id)
+            .bind(replica)
+            .execute(&self.pool)
+            .await
+            .context("failed to record where a session's stream is held")?;
+        Ok(())
+    }
+
+    async fn stream_holder(&self, id: &str) -> anyhow::Result<Option<String>> {
+        let holder: Option<Option<String>> =
+            sqlx::query_scalar("SELECT stream_replica FROM endpoint_sessions WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await
+                .context("failed to read where a session's stream is held")?;
+        Ok(holder.flatten())
     }
 }

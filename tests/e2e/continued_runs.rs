@@ -45,10 +45,26 @@ fn calls() -> Vec<ToolCall> {
     ]
 }
 
+/// The call the stopped replica recorded a result of.
+fn recorded() -> Vec<(&'static str, &'static str, ToolCallStatus, &'static str)> {
+    vec![(
+        "recorded",
+        "example__echo",
+        ToolCallStatus::Succeeded,
+        "once (as recorded)",
+    )]
+}
+
 /// Writes what a replica that stopped mid-turn leaves: the run with its
-/// lease run out, the user's message and the model's turn, the events it
-/// stored (one call finished), and its caller sealed with `keys`.
-async fn leave_a_stopped_run(w: &World, keys: &str) -> RunId {
+/// lease run out, the user's message and the model's turn of `calls`, the
+/// events it stored (`finished`: the calls that ended, as id, tool, status
+/// and result), and its caller sealed with `keys`.
+async fn leave_a_stopped_run(
+    w: &World,
+    keys: &str,
+    calls: Vec<ToolCall>,
+    finished: Vec<(&str, &str, ToolCallStatus, &str)>,
+) -> RunId {
     let database = switchboard_db::DatabaseArgs::for_url(&w._runs_db.url)
         .open("runs", MIGRATIONS)
         .await
@@ -83,8 +99,9 @@ async fn leave_a_stopped_run(w: &World, keys: &str) -> RunId {
         .start_run_with(&run, &[asked])
         .await
         .expect("started");
-    let turn = calls()
-        .into_iter()
+    let turn = calls
+        .iter()
+        .cloned()
         .map(|c| Part::ToolCall {
             id: c.id,
             name: c.name,
@@ -96,16 +113,20 @@ async fn leave_a_stopped_run(w: &World, keys: &str) -> RunId {
         .await
         .expect("the turn stored");
     let mut events = vec![RunEvent::Started(run.clone())];
-    events.extend(calls().into_iter().map(|call| RunEvent::ToolCallStarted {
+    events.extend(calls.into_iter().map(|call| RunEvent::ToolCallStarted {
         call,
         kind: ToolKind::Mcp,
     }));
-    events.push(RunEvent::ToolCallFinished {
-        id: "recorded".into(),
-        name: "example__echo".into(),
-        status: ToolCallStatus::Succeeded,
-        result: "once (as recorded)".into(),
-    });
+    events.extend(
+        finished
+            .into_iter()
+            .map(|(id, name, status, result)| RunEvent::ToolCallFinished {
+                id: id.into(),
+                name: name.into(),
+                status,
+                result: result.into(),
+            }),
+    );
     let events: Vec<Envelope> = events
         .into_iter()
         .zip(1..)
@@ -142,27 +163,8 @@ async fn a_run_taken_over_repeats_only_the_idempotent_call_and_tells_the_model_t
         ..Options::default()
     })
     .await;
-    let run_id = leave_a_stopped_run(&w, &keys).await;
-    let request = runs::WatchRunRequest {
-        id: run_id.to_string(),
-        from_sequence: 1,
-    };
-    let mut stream = w
-        .runs_client
-        .watch_run(authed(request, &w.token))
-        .await
-        .expect("watched")
-        .into_inner();
-    let mut events = Vec::new();
-    let watched = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Some(item) = stream.next().await {
-            let event = item.expect("an event").event.expect("an event");
-            if !matches!(event.event, Some(Event::Heartbeat(_))) {
-                events.push(event);
-            }
-        }
-    });
-    watched.await.expect("the run ends within 30 s");
+    let run_id = leave_a_stopped_run(&w, &keys, calls(), recorded()).await;
+    let events = watch_to_its_end(&mut w, run_id).await;
 
     let continued = events
         .iter()
@@ -221,6 +223,105 @@ async fn a_run_taken_over_repeats_only_the_idempotent_call_and_tells_the_model_t
             .expect("the may-have-run result"),
     );
     assert!(recorded < repeated && repeated < unresolved, "{read}");
+}
+
+/// Every event of run `run_id` but heartbeats, watched from its start to
+/// its end (or its pause).
+async fn watch_to_its_end(w: &mut World, run_id: RunId) -> Vec<runs::ExecuteRunResponse> {
+    let request = runs::WatchRunRequest {
+        id: run_id.to_string(),
+        from_sequence: 1,
+    };
+    let mut stream = w
+        .runs_client
+        .watch_run(authed(request, &w.token))
+        .await
+        .expect("watched")
+        .into_inner();
+    let mut events = Vec::new();
+    let watched = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(item) = stream.next().await {
+            let event = item.expect("an event").event.expect("an event");
+            if !matches!(event.event, Some(Event::Heartbeat(_))) {
+                events.push(event);
+            }
+        }
+    });
+    watched.await.expect("the run ends within 30 s");
+    events
+}
+
+/// A call whose server had asked the caller something when its replica
+/// stopped (its `INPUT_REQUIRED` recorded, the run not yet paused): the
+/// server may have acted before it asked (a task asks mid-way), so the call
+/// is made again only when its tool is idempotent — the server asks again and the run pauses
+/// with the question for its caller — and is otherwise told to the model as
+/// one that may have run.
+#[tokio::test]
+async fn a_call_whose_server_asked_when_its_replica_stopped_is_asked_again_only_if_idempotent() {
+    let keys = KeyRing::random_spec("e2e");
+    let mut w = world(Options {
+        turns: vec![Turn::FromToolResults("read: {tool_results}".into())],
+        agent: Box::new(|agent| {
+            agent.recovery = runs::RunRecovery::Continue.into();
+            agent.idempotent_tools = vec!["example__confirm".into()];
+        }),
+        questions_to_caller: true,
+        caller_keys: Some(keys.clone()),
+        ..Options::default()
+    })
+    .await;
+    let call = |id: &str, name: &str| ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments: r#"{"action":"deploy"}"#.into(),
+    };
+    let asked = ToolCallStatus::InputRequired;
+    let run_id = leave_a_stopped_run(
+        &w,
+        &keys,
+        vec![
+            call("asked-again", "example__confirm"),
+            call("not-again", "example__task_confirm"),
+        ],
+        vec![
+            ("asked-again", "example__confirm", asked, ""),
+            ("not-again", "example__task_confirm", asked, ""),
+        ],
+    )
+    .await;
+    let events = watch_to_its_end(&mut w, run_id).await;
+
+    let continued = events
+        .iter()
+        .find_map(|e| match &e.event {
+            Some(Event::RunContinued(c)) => Some(c.clone()),
+            _ => None,
+        })
+        .expect("a run_continued event");
+    assert_eq!(continued.repeated_tool_call_ids, ["asked-again"]);
+    assert_eq!(continued.unresolved_tool_call_ids, ["not-again"]);
+    let question = events
+        .iter()
+        .find_map(|e| match &e.event {
+            Some(Event::ToolInputRequired(asked)) => Some(asked.clone()),
+            _ => None,
+        })
+        .expect("the server's question, asked again, is shown to the caller");
+    assert_eq!(question.tool_call_id, "asked-again");
+    let last = events.last().and_then(|e| e.event.clone());
+    let Some(Event::RunCompleted(paused)) = last else {
+        panic!("the run pauses: {last:?}");
+    };
+    assert_eq!(
+        paused.run.expect("a run").status(),
+        runs::RunStatus::RequiresAction
+    );
+    assert_eq!(
+        w.upstream.stats.snapshot().tool_calls,
+        1,
+        "only the idempotent call reached the server again"
+    );
 }
 
 #[tokio::test]

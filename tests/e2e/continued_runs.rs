@@ -117,16 +117,14 @@ async fn leave_a_stopped_run(
         call,
         kind: ToolKind::Mcp,
     }));
-    events.extend(
-        finished
-            .into_iter()
-            .map(|(id, name, status, result)| RunEvent::ToolCallFinished {
-                id: id.into(),
-                name: name.into(),
-                status,
-                result: result.into(),
-            }),
-    );
+    events.extend(finished.into_iter().map(|(id, name, status, result)| {
+        RunEvent::ToolCallFinished {
+            id: id.into(),
+            name: name.into(),
+            status,
+            result: result.into(),
+        }
+    }));
     let events: Vec<Envelope> = events
         .into_iter()
         .zip(1..)

@@ -6,6 +6,7 @@ mod config_docs;
 mod continued_runs;
 mod exact_json;
 mod examples;
+mod failover;
 mod hostile_resources;
 mod input_required;
 mod large_results;

@@ -35,6 +35,8 @@ pub struct World {
     pub _runs: RunningServer,
     pub upstream: RunningHttpServer,
     pub model: ScriptedModel,
+    /// The second model provider (`backup`), when the world has one.
+    pub backup_model: Option<ScriptedModel>,
     pub runs_client: RunsServiceClient<Channel>,
     pub mcp_client: McpServiceClient<Channel>,
     pub token: String,
@@ -77,6 +79,9 @@ pub struct Options {
     /// runs-service's caller keys (runs continue on another replica), with
     /// heartbeats every 200 ms, so that a stopped run is taken over soon.
     pub caller_keys: Option<String>,
+    /// The script of a second model provider, `backup` (model
+    /// `backup-model`), configured beside `scripted`.
+    pub backup_turns: Option<Vec<Turn>>,
 }
 
 impl Default for Options {
@@ -94,6 +99,7 @@ impl Default for Options {
             questions_to_caller: false,
             mutual_tls: false,
             caller_keys: None,
+            backup_turns: None,
         }
     }
 }
@@ -211,6 +217,13 @@ pub async fn world(options: Options) -> World {
         options.mcp_url_override.as_deref().unwrap_or(&mcp_urls),
     );
     config.model_providers = format!("scripted={},{}", options.provider_kind, model.base_url());
+    let backup_model = match options.backup_turns {
+        Some(turns) => Some(ScriptedModel::start(turns).await.expect("backup model")),
+        None => None,
+    };
+    if let Some(backup) = &backup_model {
+        config.model_providers += &format!(";backup=openai,{}", backup.base_url());
+    }
     config.tool_timeout = Duration::from_secs(20);
     if let Some(keys) = options.caller_keys {
         config.takeovers.run_caller_keys = Some(keys);
@@ -283,6 +296,7 @@ pub async fn world(options: Options) -> World {
         _runs: runs,
         upstream,
         model,
+        backup_model,
         runs_client,
         mcp_client,
         token,

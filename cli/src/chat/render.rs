@@ -308,6 +308,13 @@ fn notice(kind: &Event) -> Option<String> {
             passed.soft_budget_tokens
         ),
         Event::ToolDefinitionChanged(change) => tool_changed(change),
+        Event::ModelFallback(moved) => format!(
+            "{} model {} failed ({}); going on with {}",
+            style("!").yellow().bold(),
+            model_name(moved.failed.as_ref()),
+            crate::error::one_line(&moved.error),
+            model_name(moved.next.as_ref())
+        ),
         Event::RunContinued(continued) => format!(
             "{} the run's replica stopped; another continues it ({} tool calls may have run)",
             style("↻").yellow().bold(),
@@ -315,6 +322,11 @@ fn notice(kind: &Event) -> Option<String> {
         ),
         _ => return None,
     })
+}
+
+/// `provider/model`.
+fn model_name(model: Option<&runs::ModelRef>) -> String {
+    model.map_or_else(String::new, |m| format!("{}/{}", m.provider, m.model))
 }
 
 fn tool_changed(change: &runs::ToolDefinitionChanged) -> String {

@@ -47,6 +47,10 @@ pub struct CreateArgs {
     /// The provider's model id.
     #[arg(long)]
     model: String,
+    /// A model tried when the ones before fail before any output, as
+    /// PROVIDER/MODEL, in order (repeatable; at most 3).
+    #[arg(long = "fallback-model", value_name = "PROVIDER/MODEL", value_parser = model_ref)]
+    fallback_models: Vec<runs::ModelRef>,
     /// An integration (id or slug) whose tools the agent may use (repeatable).
     #[arg(long = "integration", value_name = "INTEGRATION")]
     integrations: Vec<String>,
@@ -104,6 +108,13 @@ pub struct UpdateArgs {
     /// A new model id (with --provider).
     #[arg(long, requires = "provider")]
     model: Option<String>,
+    /// The fallback models, replacing the current ones, as PROVIDER/MODEL
+    /// (repeatable; at most 3).
+    #[arg(long = "fallback-model", value_name = "PROVIDER/MODEL", value_parser = model_ref)]
+    fallback_models: Vec<runs::ModelRef>,
+    /// Remove the agent's fallback models.
+    #[arg(long, conflicts_with = "fallback_models")]
+    no_fallback_models: bool,
     /// The integrations (ids or slugs), replacing the current ones (repeatable).
     #[arg(long = "integration", value_name = "INTEGRATION")]
     integrations: Vec<String>,
@@ -212,6 +223,10 @@ async fn update(ctx: &Context, args: UpdateArgs) -> Result<(), CliError> {
         agent.model = Some(runs::ModelRef { provider, model });
         paths.push("model");
     }
+    if !args.fallback_models.is_empty() || args.no_fallback_models {
+        agent.fallback_models = args.fallback_models;
+        paths.push("fallback_models");
+    }
     if !args.integrations.is_empty() {
         for reference in &args.integrations {
             let id = refs::integration(&ctx.clients, reference).await?;
@@ -273,6 +288,7 @@ async fn agent_from(ctx: &Context, args: CreateArgs) -> Result<runs::Agent, CliE
             provider: args.provider,
             model: args.model,
         }),
+        fallback_models: args.fallback_models,
         mcp_integration_ids: integration_ids,
         client_tools,
         max_steps: args.max_steps.unwrap_or(0),
@@ -289,11 +305,25 @@ async fn agent_from(ctx: &Context, args: CreateArgs) -> Result<runs::Agent, CliE
 }
 
 fn model(agent: &runs::Agent) -> String {
-    agent
-        .model
-        .as_ref()
-        .map(|m| format!("{}/{}", m.provider, m.model))
-        .unwrap_or_else(|| "-".into())
+    let name = |m: &runs::ModelRef| format!("{}/{}", m.provider, m.model);
+    let mut model = agent.model.as_ref().map_or_else(|| "-".into(), name);
+    for fallback in &agent.fallback_models {
+        model.push_str(&format!(", then {}", name(fallback)));
+    }
+    model
+}
+
+/// `PROVIDER/MODEL` (the model id may hold more `/`).
+fn model_ref(text: &str) -> Result<runs::ModelRef, String> {
+    match text.split_once('/') {
+        Some((provider, model)) if !provider.is_empty() && !model.is_empty() => {
+            Ok(runs::ModelRef {
+                provider: provider.to_owned(),
+                model: model.to_owned(),
+            })
+        }
+        _ => Err(format!("`{text}` is not PROVIDER/MODEL")),
+    }
 }
 
 fn print_agent(ctx: &Context, a: &runs::Agent) -> Result<(), CliError> {

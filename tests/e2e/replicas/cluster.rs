@@ -293,6 +293,7 @@ pub fn kind_of(event: &runs::ExecuteRunResponse) -> &'static str {
         Some(E::SoftBudgetExceeded(_)) => "soft_budget_exceeded",
         Some(E::ToolDefinitionChanged(_)) => "tool_definition_changed",
         Some(E::RunContinued(_)) => "run_continued",
+        Some(E::ModelFallback(_)) => "model_fallback",
         None => "none",
     }
 }

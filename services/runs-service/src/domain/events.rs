@@ -6,7 +6,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    entities::{InputRequest, Message, PendingApproval, PendingCall, Run, RunStatus, Usage},
+    entities::{
+        InputRequest, Message, ModelChoice, PendingApproval, PendingCall, Run, RunStatus, Usage,
+    },
     ids::{IntegrationId, RunId},
     model::ToolCall,
     pins::ToolDefinitionChanged,
@@ -130,6 +132,18 @@ pub enum RunEvent {
         call: Usage,
         /// The run so far.
         total: Usage,
+        /// The model that answered (stored events before it name none).
+        #[serde(default)]
+        model: ModelChoice,
+    },
+    /// A model failed before any output; the step goes on with the next.
+    ModelFallback {
+        /// The model that failed.
+        failed: ModelChoice,
+        /// Why.
+        error: String,
+        /// The model the step goes on with.
+        next: ModelChoice,
     },
     /// The run ended without failing.
     Completed(Run),

@@ -9,7 +9,7 @@ use switchboard_server::FieldViolation;
 
 use super::{
     datasource::{DataSource, DataSources, ImportError},
-    entities::{Agent, AgentConfig, Message, Run, Thread},
+    entities::{Agent, AgentConfig, MAX_FALLBACK_MODELS, Message, ModelChoice, Run, Thread},
     error::RunsError,
     ids::{AgentId, RunId, ThreadId},
     pins::ChangeAnswer,
@@ -73,6 +73,38 @@ impl RunsService {
         }
     }
 
+    fn validate_fallbacks(
+        &self,
+        field: &str,
+        fallbacks: &[ModelChoice],
+        violations: &mut Vec<FieldViolation>,
+    ) {
+        if fallbacks.len() > MAX_FALLBACK_MODELS {
+            violations.push(FieldViolation::new(
+                format!("{field}.fallback_models"),
+                format!("must be at most {MAX_FALLBACK_MODELS}"),
+            ));
+            return;
+        }
+        for (i, fallback) in fallbacks.iter().enumerate() {
+            if !self.known_providers.contains(&fallback.provider) {
+                violations.push(FieldViolation::new(
+                    format!("{field}.fallback_models[{i}].provider"),
+                    format!(
+                        "must be a configured provider ({})",
+                        self.known_providers.join(", ")
+                    ),
+                ));
+            }
+            if fallback.model.trim().is_empty() {
+                violations.push(FieldViolation::new(
+                    format!("{field}.fallback_models[{i}].model"),
+                    "is required",
+                ));
+            }
+        }
+    }
+
     fn validate(&self, field: &str, input: &AgentInput) -> Result<(), RunsError> {
         let mut violations = Vec::new();
         if input.name.trim().is_empty() || input.name.chars().count() > 200 {
@@ -96,6 +128,7 @@ impl RunsService {
                 "is required",
             ));
         }
+        self.validate_fallbacks(field, &input.config.fallback_models, &mut violations);
         let mut names = std::collections::HashSet::new();
         for (i, tool) in input.config.client_tools.iter().enumerate() {
             if !valid_tool_name(&tool.name) {

@@ -7,7 +7,7 @@ use switchboard_proto::{json::struct_to_json, runs::v1 as pb};
 use switchboard_server::FieldViolation;
 
 use crate::domain::{
-    entities::{AgentConfig, ClientTool},
+    entities::{AgentConfig, ClientTool, ModelChoice},
     error::RunsError,
     ids::{IntegrationId, ParsedId},
     pins::ToolDriftPolicy,
@@ -75,6 +75,14 @@ impl AgentSettings {
             tool_drift,
             recovery,
             idempotent_tools: agent.idempotent_tools.clone(),
+            fallback_models: agent
+                .fallback_models
+                .iter()
+                .map(|m| ModelChoice {
+                    provider: m.provider.clone(),
+                    model: m.model.clone(),
+                })
+                .collect(),
         };
         Self { config, invalid }
     }

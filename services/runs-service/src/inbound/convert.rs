@@ -5,8 +5,8 @@ use switchboard_server::{FieldViolation, paging};
 
 use crate::domain::{
     entities::{
-        Agent, InputRequest, Message, Part, PendingApproval, PendingCall, Role, Run, RunStatus,
-        Thread, ToolTarget, Usage,
+        Agent, InputRequest, Message, ModelChoice, Part, PendingApproval, PendingCall, Role, Run,
+        RunStatus, Thread, ToolTarget, Usage,
     },
     events::{Envelope, RunEvent, ToolCallStatus, ToolKind},
     ids::IntegrationId,
@@ -37,6 +37,13 @@ pub(crate) fn decode_seq(field: &str, token: &str) -> Result<i64, FieldViolation
         .map_err(|_| FieldViolation::new(field, "is not a page token this service issued"))
 }
 
+fn model_ref(choice: &ModelChoice) -> pb::ModelRef {
+    pb::ModelRef {
+        provider: choice.provider.clone(),
+        model: choice.model.clone(),
+    }
+}
+
 pub(crate) fn proto_agent(agent: &Agent) -> pb::Agent {
     let config = &agent.config;
     pb::Agent {
@@ -44,10 +51,7 @@ pub(crate) fn proto_agent(agent: &Agent) -> pb::Agent {
         organization_id: agent.org_id.clone(),
         name: agent.name.clone(),
         instructions: config.instructions.clone(),
-        model: Some(pb::ModelRef {
-            provider: config.provider.clone(),
-            model: config.model.clone(),
-        }),
+        model: Some(model_ref(&config.model_choice())),
         mcp_integration_ids: config
             .mcp_integration_ids
             .iter()
@@ -75,6 +79,7 @@ pub(crate) fn proto_agent(agent: &Agent) -> pb::Agent {
         tool_drift: drift_policy(config.tool_drift).into(),
         recovery: run_recovery(config.recovery).into(),
         idempotent_tools: config.idempotent_tools.clone(),
+        fallback_models: config.fallback_models.iter().map(model_ref).collect(),
         create_time: Some(timestamp(agent.created_at)),
         update_time: Some(timestamp(agent.updated_at)),
     }
@@ -227,10 +232,11 @@ fn pending_call(call: PendingCall) -> pb::ToolCallPart {
     }
 }
 
-fn token_usage(call: Usage, total: Usage) -> pb::TokenUsageReported {
+fn token_usage(call: Usage, total: Usage, model: &ModelChoice) -> pb::TokenUsageReported {
     pb::TokenUsageReported {
         usage: Some(usage(call)),
         total: Some(usage(total)),
+        model: Some(model_ref(model)),
     }
 }
 
@@ -371,8 +377,16 @@ fn definition_changed(change: ToolDefinitionChanged) -> pb::ToolDefinitionChange
 
 /// A run event as a stream message.
 pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
+    pb::ExecuteRunResponse {
+        run_id: envelope.run_id.to_string(),
+        sequence: envelope.sequence,
+        event: Some(event_of(envelope.event)),
+    }
+}
+
+fn event_of(event: RunEvent) -> pb::execute_run_response::Event {
     use pb::execute_run_response::Event as E;
-    let event = match envelope.event {
+    match event {
         RunEvent::Started(run) => E::RunStarted(pb::RunStarted {
             run: Some(proto_run(&run)),
         }),
@@ -416,7 +430,12 @@ pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
             url,
             tool_call_id,
         } => E::AuthorizationRequired(authorization_required(integration_id, url, tool_call_id)),
-        RunEvent::Usage { call, total } => E::TokenUsage(token_usage(call, total)),
+        RunEvent::Usage { call, total, model } => E::TokenUsage(token_usage(call, total, &model)),
+        RunEvent::ModelFallback {
+            failed,
+            error,
+            next,
+        } => E::ModelFallback(model_fallback(&failed, error, &next)),
         RunEvent::Completed(run) => E::RunCompleted(pb::RunCompleted {
             run: Some(proto_run(&run)),
         }),
@@ -424,11 +443,14 @@ pub(crate) fn proto_event(envelope: Envelope) -> pb::ExecuteRunResponse {
             run: Some(proto_run(&run)),
             error,
         }),
-    };
-    pb::ExecuteRunResponse {
-        run_id: envelope.run_id.to_string(),
-        sequence: envelope.sequence,
-        event: Some(event),
+    }
+}
+
+fn model_fallback(failed: &ModelChoice, error: String, next: &ModelChoice) -> pb::ModelFallback {
+    pb::ModelFallback {
+        failed: Some(model_ref(failed)),
+        error,
+        next: Some(model_ref(next)),
     }
 }
 

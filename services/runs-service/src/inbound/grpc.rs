@@ -189,6 +189,7 @@ impl RunsRpc for RunsApi {
                         "idempotent_tools" => {
                             config.idempotent_tools = new.idempotent_tools.clone()
                         }
+                        "fallback_models" => config.fallback_models = new.fallback_models.clone(),
                         other => {
                             return Err(RunsError::invalid(
                                 "update_mask",

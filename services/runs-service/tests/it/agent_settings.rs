@@ -254,7 +254,57 @@ async fn a_recovery_and_its_idempotent_tools_are_kept_and_bounded(kind: DbKind) 
     assert_eq!(updated.idempotent_tools, ["example__add"]);
 }
 
+fn model(provider: &str, model: &str) -> runs::ModelRef {
+    runs::ModelRef {
+        provider: provider.into(),
+        model: model.into(),
+    }
+}
+
+async fn fallback_models_are_kept_in_order_and_bounded(kind: DbKind) {
+    let mut service = Service::start(kind).await;
+    let mut unknown = agent(&[INTEGRATION], vec![]);
+    unknown.fallback_models = vec![
+        model("scripted", "second"),
+        model("nowhere", "m"),
+        model("scripted", " "),
+    ];
+    let refused = service.create(unknown).await.expect_err("refused");
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+    assert_eq!(
+        bad_fields(&refused),
+        [
+            "agent.fallback_models[1].provider",
+            "agent.fallback_models[2].model"
+        ]
+    );
+    let mut too_many = agent(&[INTEGRATION], vec![]);
+    too_many.fallback_models = vec![model("scripted", "m"); 4];
+    let refused = service.create(too_many).await.expect_err("refused");
+    assert_eq!(bad_fields(&refused), ["agent.fallback_models"]);
+
+    let mut three = agent(&[INTEGRATION], vec![]);
+    three.fallback_models = vec![
+        model("scripted", "b"),
+        model("scripted", "c"),
+        model("scripted", "d"),
+    ];
+    let created = service.create(three.clone()).await.expect("at the limit");
+    assert_eq!(
+        created.fallback_models, three.fallback_models,
+        "kept in order"
+    );
+    let mut patch = agent(&[INTEGRATION], vec![]);
+    patch.id = created.id.clone();
+    let updated = service
+        .update(patch, &["fallback_models"])
+        .await
+        .expect("updated");
+    assert!(updated.fallback_models.is_empty(), "removed by an update");
+}
+
 db_tests!(
+    fallback_models_are_kept_in_order_and_bounded,
     a_recovery_and_its_idempotent_tools_are_kept_and_bounded,
     a_tool_drift_policy_is_kept_and_an_unknown_one_refused,
     integration_ids_that_are_not_uuids_are_refused_by_field,

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use switchboard_runs_service::domain::{
     entities::{
-        Agent, AgentConfig, ApprovalAsked, ClientTool, InputRequest, InputRequired, Message, Part,
-        PendingApproval, PendingCall, PendingInput, Role, Run, RunStatus, Thread, ToolBinding,
-        ToolTarget, Usage,
+        Agent, AgentConfig, ApprovalAsked, ClientTool, InputRequest, InputRequired, Message,
+        ModelChoice, Part, PendingApproval, PendingCall, PendingInput, Role, Run, RunStatus,
+        Thread, ToolBinding, ToolTarget, Usage,
     },
     ids::{AgentId, IntegrationId, MessageId, RunId, ThreadId},
     pins::ToolDriftPolicy,
@@ -45,6 +45,10 @@ fn agent(org: &str, name: &str, created_at: i64) -> Agent {
             tool_drift: ToolDriftPolicy::Accept,
             recovery: RunRecovery::Continue,
             idempotent_tools: vec!["example_search".into()],
+            fallback_models: vec![ModelChoice {
+                provider: "anthropic".into(),
+                model: "claude-test".into(),
+            }],
         },
         created_at,
         updated_at: created_at,

@@ -10,6 +10,28 @@ use crate::domain::{
     recovery::RunRecovery,
 };
 
+/// Most fallback models of an agent.
+pub const MAX_FALLBACK_MODELS: usize = 3;
+
+/// A model: a provider of the service's configuration and its model id.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelChoice {
+    /// Provider name from the service configuration.
+    pub provider: String,
+    /// The provider's model id.
+    pub model: String,
+}
+
+impl AgentConfig {
+    /// The agent's model.
+    pub fn model_choice(&self) -> ModelChoice {
+        ModelChoice {
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+        }
+    }
+}
+
 /// A tool the calling application executes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClientTool {
@@ -30,6 +52,9 @@ pub struct AgentConfig {
     pub provider: String,
     /// The provider's model id.
     pub model: String,
+    /// Models tried in order when the one before fails before any output.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallback_models: Vec<ModelChoice>,
     /// Integrations whose capabilities the agent uses, in order.
     pub mcp_integration_ids: Vec<IntegrationId>,
     /// Per-integration allow-lists of server tool names.

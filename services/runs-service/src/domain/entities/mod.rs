@@ -7,7 +7,7 @@ mod message;
 mod pending;
 mod run;
 
-pub use agent::{Agent, AgentConfig, ClientTool, Thread};
+pub use agent::{Agent, AgentConfig, ClientTool, MAX_FALLBACK_MODELS, ModelChoice, Thread};
 pub use message::{Message, Part, Role};
 pub use pending::{
     ApprovalAsked, InputAnswers, InputRequest, InputRequired, PendingApproval, PendingCall,

@@ -1,10 +1,9 @@
 //! What the jobs of a run share: what a started run needs, the calls it
 //! makes again on resume, and how its messages are made and numbered.
 
-use std::sync::Arc;
-
 use switchboard_db::now_millis;
 
+use super::models::Models;
 use crate::domain::{
     entities::{
         Agent, InputAnswers, Message, Part, PendingApproval, PendingInput, Role, Run, Thread,
@@ -13,7 +12,7 @@ use crate::domain::{
     ids::{MessageId, RunId, ThreadId},
     input::{ApprovalChoice, ClientResult, ToolAnswers},
     model::ToolCall,
-    ports::{Caller, ModelProvider, ModelProviders, RepositoryError, RunsRepository},
+    ports::{Caller, ModelProviders, RepositoryError, RunsRepository},
     usage::SoftBudgetPassed,
 };
 
@@ -22,7 +21,7 @@ pub(super) struct RunContext {
     pub(super) caller: Caller,
     pub(super) thread: Thread,
     pub(super) agent: Agent,
-    pub(super) provider: Arc<dyn ModelProvider>,
+    pub(super) models: Models,
     /// The stored messages the run starts from.
     pub(super) input: Vec<Message>,
     /// MCP tool calls to make again with the caller's answers, first.
@@ -102,14 +101,14 @@ pub(super) enum ResumedWith {
     Approval(PendingApproval),
 }
 
-/// `caller`'s thread `thread_id`, its agent and the agent's model
-/// provider: what starting, resuming and continuing a run all read.
+/// `caller`'s thread `thread_id`, its agent and the agent's models: what
+/// starting, resuming and continuing a run all read.
 pub(super) async fn load(
     repo: &dyn RunsRepository,
     models: &dyn ModelProviders,
     caller: &Caller,
     thread_id: ThreadId,
-) -> Result<(Thread, Agent, Arc<dyn ModelProvider>), RunsError> {
+) -> Result<(Thread, Agent, Models), RunsError> {
     let principal = &caller.principal;
     let (thread, agent) = repo
         .get_thread_with_agent(&principal.org_id, &principal.user_id, thread_id)
@@ -117,13 +116,8 @@ pub(super) async fn load(
         .ok_or(RunsError::NotFound("thread"))?;
     let agent = agent
         .ok_or_else(|| RunsError::FailedPrecondition("the thread's agent was deleted".into()))?;
-    let provider = models.provider(&agent.config.provider).ok_or_else(|| {
-        RunsError::FailedPrecondition(format!(
-            "the model provider `{}` of the agent is not configured",
-            agent.config.provider
-        ))
-    })?;
-    Ok((thread, agent, provider))
+    let models = Models::of(&agent.config, models)?;
+    Ok((thread, agent, models))
 }
 
 /// The span a run's work follows (OpenTelemetry GenAI conventions), itself

@@ -39,6 +39,7 @@ mod feed;
 mod history;
 mod lease;
 mod manage;
+mod models;
 mod pins;
 mod resume;
 mod run_limits;

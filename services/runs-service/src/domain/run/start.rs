@@ -113,8 +113,7 @@ impl RunStarter {
         // runs of every replica are counted.
         let place = self.counts.reserve(&caller)?;
         self.counts.check_all_replicas(&*self.repo, &caller).await?;
-        let (thread, agent, provider) =
-            load(&*self.repo, &*self.models, &caller, thread_id).await?;
+        let (thread, agent, models) = load(&*self.repo, &*self.models, &caller, thread_id).await?;
         let resuming = !matches!(input, RunInput::UserMessage(_));
         let Opened {
             run,
@@ -134,7 +133,7 @@ impl RunStarter {
             caller,
             thread,
             agent,
-            provider,
+            models,
             input,
             resumed,
             budget,

@@ -91,11 +91,11 @@ impl RunTakeover {
     }
 
     /// What the continued run needs: its caller, verified again, and its
-    /// thread, agent and model provider as the caller sees them.
+    /// thread, agent and models as the caller sees them.
     async fn context(&self, claimed: &Claimed) -> Result<RunContext, String> {
         let run = &claimed.run;
         let caller = self.keeping.keeper.open(run.id, &claimed.caller).await?;
-        let (thread, agent, provider) = load(&*self.repo, &*self.models, &caller, run.thread_id)
+        let (thread, agent, models) = load(&*self.repo, &*self.models, &caller, run.thread_id)
             .await
             .map_err(|error| match error {
                 RunsError::NotFound(_) => "its thread is not its caller's".to_owned(),
@@ -106,7 +106,7 @@ impl RunTakeover {
             caller,
             thread,
             agent,
-            provider,
+            models,
             input: Vec::new(),
             resumed: Vec::new(),
             budget: None,

@@ -4,9 +4,9 @@
 
 use std::{collections::BTreeSet, sync::Arc};
 
-use futures::StreamExt as _;
 use switchboard_db::now_millis;
 
+mod model_turn;
 mod recover;
 mod telemetry;
 mod tools;
@@ -15,18 +15,17 @@ use super::{
     context::{RunContext, message, numbered, save},
     discovery::{Discovered, Discovery, system_prompt},
     emitter::{Emitter, Stop},
-    history::{keep_window, to_chat},
+    models::Models,
     pins::check_pins,
 };
 use crate::domain::{
     datasource::DataSource,
-    entities::{Agent, Message, Part, PendingCall, Role, Run, RunStatus, Thread, Usage},
-    error::RunsError,
+    entities::{Agent, Message, Part, PendingCall, Role, Run, RunStatus, Thread},
     events::{RunEvent, ToolKind},
     history::HistoryLimits,
     ids::IntegrationId,
-    model::{ChatRequest, ModelEvent, ToolCall},
-    ports::{Caller, ModelProvider, RunsRepository},
+    model::ToolCall,
+    ports::{Caller, RunsRepository},
     tools::{ToolContext, ToolRouter, Toolset},
 };
 
@@ -91,7 +90,9 @@ struct Running<'a> {
     run: &'a mut Run,
     emitter: &'a mut Emitter,
     agent: &'a Agent,
-    provider: &'a dyn ModelProvider,
+    models: &'a Models,
+    /// Which of the models answered last: the run's steps start there.
+    answering: usize,
     /// The thread's newest messages, kept up to date as the run stores
     /// messages, so a step does not read them back.
     history: Vec<Message>,
@@ -143,11 +144,11 @@ impl StepLoop {
             caller,
             thread,
             agent,
-            provider,
+            models,
             ..
         } = &context;
         let mut running = self
-            .prepare(caller, thread, agent, &**provider, run, emitter)
+            .prepare(caller, thread, agent, models, run, emitter)
             .await?;
         if let Some(plan) = recovery
             && running.recover(plan).await? == Step::Done
@@ -169,7 +170,7 @@ impl StepLoop {
         caller: &Caller,
         thread: &Thread,
         agent: &'a Agent,
-        provider: &'a dyn ModelProvider,
+        models: &'a Models,
         run: &'a mut Run,
         emitter: &'a mut Emitter,
     ) -> Result<Running<'a>, Stop> {
@@ -207,7 +208,8 @@ impl StepLoop {
             run,
             emitter,
             agent,
-            provider,
+            models,
+            answering: 0,
             history,
             tools: ToolContext {
                 caller: caller.clone(),
@@ -305,52 +307,6 @@ impl Running<'_> {
         self.run.bindings.clone_from(&toolset.bindings);
         self.offered = Some(Arc::clone(&toolset));
         toolset
-    }
-
-    /// Streams one model turn: text is sent as it arrives, tool calls and
-    /// usage are collected.
-    async fn model_turn(&mut self, toolset: &Toolset) -> Result<Turn, Stop> {
-        // The history grows with every step; only its newest part is sent,
-        // and kept.
-        keep_window(&mut self.history, self.steps.settings.history)?;
-        let request = ChatRequest {
-            model: self.agent.config.model.clone(),
-            system: self.system.clone(),
-            messages: to_chat(&self.history),
-            tools: Arc::clone(&toolset.specs),
-            max_tokens: self.steps.settings.max_output_tokens,
-        };
-        if switchboard_telemetry::capture_content() {
-            let input = telemetry::input_messages(&request.messages);
-            tracing::Span::current().record("gen_ai.input.messages", input.as_str());
-        }
-        let model_failed = |e| RunsError::FailedPrecondition(format!("the model call failed: {e}"));
-        let mut stream = self.provider.stream(request).await.map_err(model_failed)?;
-        let mut turn = Turn {
-            text: String::new(),
-            calls: Vec::new(),
-        };
-        while let Some(event) = stream.next().await {
-            match event.map_err(model_failed)? {
-                ModelEvent::TextDelta(delta) => {
-                    turn.text.push_str(&delta);
-                    self.emitter.emit(RunEvent::TextDelta(delta)).await?;
-                }
-                ModelEvent::ToolCall(call) => turn.calls.push(call),
-                ModelEvent::Usage(usage) => {
-                    let call = Usage {
-                        input_tokens: i64::try_from(usage.input_tokens).unwrap_or(i64::MAX),
-                        output_tokens: i64::try_from(usage.output_tokens).unwrap_or(i64::MAX),
-                    };
-                    self.run.usage.input_tokens += call.input_tokens;
-                    self.run.usage.output_tokens += call.output_tokens;
-                    let total = self.run.usage;
-                    self.emitter.emit(RunEvent::Usage { call, total }).await?;
-                }
-                ModelEvent::Finished { .. } => {}
-            }
-        }
-        Ok(turn)
     }
 
     /// The model answered without tool calls: the answer and the run's end

@@ -1,25 +1,33 @@
 //! The spans of a step's model call and tool calls (OpenTelemetry GenAI
 //! conventions), and their metrics.
 
-use super::{Running, Stop, Turn};
+use super::{Running, Stop, Turn, model_turn::Attempt};
 use crate::domain::{
+    entities::ModelChoice,
     events::ToolCallStatus,
     model::{ChatMessage, ToolCall},
+    ports::ModelProvider,
     tools::{ToolOutcome, Toolset},
 };
 
 impl Running<'_> {
-    /// One model call in its `chat {model}` span (GenAI conventions), with
-    /// its token usage and duration recorded on the span and as metrics.
-    pub(super) async fn chat(&mut self, toolset: &Toolset) -> Result<Turn, Stop> {
-        let config = &self.agent.config;
+    /// One model's attempt at a turn ([`Running::model_turn`]) in its
+    /// `chat {model}` span (GenAI conventions), with its token usage and
+    /// duration recorded on the span and as metrics.
+    pub(super) async fn chat_with(
+        &mut self,
+        toolset: &Toolset,
+        choice: &ModelChoice,
+        provider: &dyn ModelProvider,
+        may_move_on: bool,
+    ) -> Attempt {
         let span = tracing::info_span!(
             "chat",
-            otel.name = %format!("chat {}", config.model),
+            otel.name = %format!("chat {}", choice.model),
             otel.kind = "client",
             gen_ai.operation.name = "chat",
-            gen_ai.provider.name = %config.provider,
-            gen_ai.request.model = %config.model,
+            gen_ai.provider.name = %choice.provider,
+            gen_ai.request.model = %choice.model,
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
             gen_ai.system_instructions = tracing::field::Empty,
@@ -30,37 +38,44 @@ impl Running<'_> {
         if capture && let Some(system) = &self.system {
             span.record("gen_ai.system_instructions", system.as_str());
         }
-        let (provider, model) = (config.provider.clone(), config.model.clone());
         let before = self.run.usage;
         let started = std::time::Instant::now();
-        let turn = tracing::Instrument::instrument(self.model_turn(toolset), span.clone()).await;
+        let attempt = tracing::Instrument::instrument(
+            self.model_turn(toolset, choice, provider, may_move_on),
+            span.clone(),
+        )
+        .await;
         let used = |after: i64, before: i64| u64::try_from(after - before).unwrap_or(0);
         let input = used(self.run.usage.input_tokens, before.input_tokens);
         let output = used(self.run.usage.output_tokens, before.output_tokens);
         span.record("gen_ai.usage.input_tokens", input);
         span.record("gen_ai.usage.output_tokens", output);
-        let error_type = match &turn {
-            Ok(turn) => {
+        let error_type = match &attempt {
+            Attempt::Ended(Ok(turn)) => {
                 if capture {
                     span.record("gen_ai.output.messages", output_messages(turn).as_str());
                 }
                 None
             }
-            Err(Stop::Disconnected | Stop::Cancelled) => Some("cancelled"),
-            Err(Stop::Ended) => Some("ended"),
-            Err(Stop::Failed(error)) => {
+            Attempt::Ended(Err(Stop::Disconnected | Stop::Cancelled)) => Some("cancelled"),
+            Attempt::Ended(Err(Stop::Ended)) => Some("ended"),
+            Attempt::Ended(Err(Stop::Failed(error))) => {
+                switchboard_telemetry::record_error(&span, "model_error", &error.to_string());
+                Some("model_error")
+            }
+            Attempt::MovedOn(error) => {
                 switchboard_telemetry::record_error(&span, "model_error", &error.to_string());
                 Some("model_error")
             }
         };
         crate::metrics::model_call(
-            &provider,
-            &model,
+            &choice.provider,
+            &choice.model,
             started.elapsed(),
             Some((input, output)),
             error_type,
         );
-        turn
+        attempt
     }
 }
 

@@ -21,6 +21,7 @@ mod request_ids;
 mod resources;
 mod runs;
 mod server_failures;
+mod tool_overrides;
 mod tool_pins;
 mod usage;
 mod world;

@@ -7,11 +7,12 @@ use switchboard_proto::{json::struct_to_json, runs::v1 as pb};
 use switchboard_server::FieldViolation;
 
 use crate::domain::{
-    entities::{AgentConfig, ClientTool, ModelChoice},
+    entities::{AgentConfig, ClientTool, ModelChoice, ToolOverride},
     error::RunsError,
     ids::{IntegrationId, ParsedId},
     pins::ToolDriftPolicy,
     recovery::{RunRecovery, check_idempotent_tools},
+    tools::check_tool_overrides,
 };
 
 /// An agent message's settings and what of them is not valid.
@@ -62,6 +63,7 @@ impl AgentSettings {
                 FieldViolation::new("agent.idempotent_tools", problem),
             ));
         }
+        let tool_overrides = tool_overrides(agent, &mut invalid);
         let model = agent.model.clone().unwrap_or_default();
         let config = AgentConfig {
             instructions: agent.instructions.clone(),
@@ -75,14 +77,8 @@ impl AgentSettings {
             tool_drift,
             recovery,
             idempotent_tools: agent.idempotent_tools.clone(),
-            fallback_models: agent
-                .fallback_models
-                .iter()
-                .map(|m| ModelChoice {
-                    provider: m.provider.clone(),
-                    model: m.model.clone(),
-                })
-                .collect(),
+            fallback_models: fallback_models(agent),
+            tool_overrides,
         };
         Self { config, invalid }
     }
@@ -149,4 +145,55 @@ fn recovery(value: i32) -> Result<RunRecovery, FieldViolation> {
             format!("{value} is not a RunRecovery"),
         )),
     }
+}
+
+/// The overrides of `agent`, each with its integration id parsed; what is
+/// wrong with them pushed to `invalid`.
+fn tool_overrides(
+    agent: &pb::Agent,
+    invalid: &mut Vec<(&'static str, FieldViolation)>,
+) -> Vec<ToolOverride> {
+    let some = |text: &str| (!text.is_empty()).then(|| text.to_owned());
+    // Each with its index in the request, for the fields named.
+    let (at, overrides): (Vec<usize>, Vec<ToolOverride>) = agent
+        .tool_overrides
+        .iter()
+        .enumerate()
+        .filter_map(|(i, over)| {
+            let field = format!("agent.tool_overrides[{i}].integration_id");
+            let integration_id = IntegrationId::parse(&field, &over.integration_id)
+                .map_err(|v| invalid.push(("tool_overrides", v)))
+                .ok()?;
+            Some((
+                i,
+                ToolOverride {
+                    integration_id,
+                    tool: over.tool.clone(),
+                    name: some(&over.name),
+                    description: some(&over.description),
+                    hidden: over.hidden,
+                },
+            ))
+        })
+        .unzip();
+    for (index, problem) in check_tool_overrides(&overrides) {
+        let (part, words) = problem.split_once(": ").unwrap_or(("", problem.as_str()));
+        let field = match index.and_then(|i| at.get(i)) {
+            Some(i) => format!("agent.tool_overrides[{i}].{part}"),
+            None => "agent.tool_overrides".to_owned(),
+        };
+        invalid.push(("tool_overrides", FieldViolation::new(field, words)));
+    }
+    overrides
+}
+
+fn fallback_models(agent: &pb::Agent) -> Vec<ModelChoice> {
+    agent
+        .fallback_models
+        .iter()
+        .map(|m| ModelChoice {
+            provider: m.provider.clone(),
+            model: m.model.clone(),
+        })
+        .collect()
 }

@@ -80,6 +80,17 @@ pub(crate) fn proto_agent(agent: &Agent) -> pb::Agent {
         recovery: run_recovery(config.recovery).into(),
         idempotent_tools: config.idempotent_tools.clone(),
         fallback_models: config.fallback_models.iter().map(model_ref).collect(),
+        tool_overrides: config
+            .tool_overrides
+            .iter()
+            .map(|o| pb::ToolOverride {
+                integration_id: o.integration_id.to_string(),
+                tool: o.tool.clone(),
+                name: o.name.clone().unwrap_or_default(),
+                description: o.description.clone().unwrap_or_default(),
+                hidden: o.hidden,
+            })
+            .collect(),
         create_time: Some(timestamp(agent.created_at)),
         update_time: Some(timestamp(agent.updated_at)),
     }

@@ -190,6 +190,7 @@ impl RunsRpc for RunsApi {
                             config.idempotent_tools = new.idempotent_tools.clone()
                         }
                         "fallback_models" => config.fallback_models = new.fallback_models.clone(),
+                        "tool_overrides" => config.tool_overrides = new.tool_overrides.clone(),
                         other => {
                             return Err(RunsError::invalid(
                                 "update_mask",

@@ -303,7 +303,57 @@ async fn fallback_models_are_kept_in_order_and_bounded(kind: DbKind) {
     assert!(updated.fallback_models.is_empty(), "removed by an update");
 }
 
+async fn tool_overrides_are_kept_and_refused_by_field(kind: DbKind) {
+    let mut service = Service::start(kind).await;
+    let over = |integration: &str, tool: &str, name: &str| runs::ToolOverride {
+        integration_id: integration.into(),
+        tool: tool.into(),
+        name: name.into(),
+        ..Default::default()
+    };
+    let mut bad = agent(&[INTEGRATION], vec![]);
+    bad.tool_overrides = vec![
+        over("github", "search", ""),
+        over(INTEGRATION, "search", "find"),
+        over(INTEGRATION, "list", "find"),
+        over(INTEGRATION, "push", "no spaces"),
+    ];
+    let refused = service.create(bad).await.expect_err("refused");
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+    assert_eq!(
+        bad_fields(&refused),
+        [
+            "agent.tool_overrides[0].integration_id",
+            "agent.tool_overrides[2].name",
+            "agent.tool_overrides[3].name",
+        ],
+        "each problem named at its index in the request"
+    );
+
+    let mut good = agent(&[INTEGRATION], vec![]);
+    good.tool_overrides = vec![
+        runs::ToolOverride {
+            description: "Finds things.".into(),
+            ..over(INTEGRATION, "search", "find")
+        },
+        runs::ToolOverride {
+            hidden: true,
+            ..over(OTHER, "push", "")
+        },
+    ];
+    let created = service.create(good.clone()).await.expect("kept");
+    let mut first = good.tool_overrides[0].clone();
+    first.integration_id = INTEGRATION.to_lowercase();
+    assert_eq!(
+        created.tool_overrides[0], first,
+        "read back in one spelling"
+    );
+    assert_eq!(created.tool_overrides[1].integration_id, OTHER);
+    assert!(created.tool_overrides[1].hidden);
+}
+
 db_tests!(
+    tool_overrides_are_kept_and_refused_by_field,
     fallback_models_are_kept_in_order_and_bounded,
     a_recovery_and_its_idempotent_tools_are_kept_and_bounded,
     a_tool_drift_policy_is_kept_and_an_unknown_one_refused,

@@ -7,7 +7,7 @@ use switchboard_runs_service::domain::{
     entities::{
         Agent, AgentConfig, ApprovalAsked, ClientTool, InputRequest, InputRequired, Message,
         ModelChoice, Part, PendingApproval, PendingCall, PendingInput, Role, Run, RunStatus,
-        Thread, ToolBinding, ToolTarget, Usage,
+        Thread, ToolBinding, ToolOverride, ToolTarget, Usage,
     },
     ids::{AgentId, IntegrationId, MessageId, RunId, ThreadId},
     pins::ToolDriftPolicy,
@@ -25,6 +25,7 @@ fn integration_id() -> IntegrationId {
 
 fn agent(org: &str, name: &str, created_at: i64) -> Agent {
     let integrations = vec![integration_id(), integration_id()];
+    let first = integrations[0];
     Agent {
         id: AgentId::new(),
         org_id: org.into(),
@@ -48,6 +49,13 @@ fn agent(org: &str, name: &str, created_at: i64) -> Agent {
             fallback_models: vec![ModelChoice {
                 provider: "anthropic".into(),
                 model: "claude-test".into(),
+            }],
+            tool_overrides: vec![ToolOverride {
+                integration_id: first,
+                tool: "search".into(),
+                name: Some("find".into()),
+                description: None,
+                hidden: false,
             }],
         },
         created_at,

@@ -81,6 +81,29 @@ pub struct AgentConfig {
     /// finds their call without a recorded result.
     #[serde(default)]
     pub idempotent_tools: Vec<String>,
+    /// How the agent's MCP tools are shown to the model: renamed,
+    /// described otherwise, or hidden.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_overrides: Vec<ToolOverride>,
+}
+
+/// How one MCP tool is shown to an agent's model; the server knows it by
+/// its own name and definition whatever is shown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolOverride {
+    /// The tool's integration.
+    pub integration_id: IntegrationId,
+    /// The server's name of the tool.
+    pub tool: String,
+    /// The name the model calls it by, instead of `{slug}__{tool}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The description the model reads, instead of the server's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Not offered to the model at all (nor callable).
+    #[serde(default)]
+    pub hidden: bool,
 }
 
 /// Reads stored allow-lists, leaving out those keyed by something that is

@@ -7,7 +7,9 @@ mod message;
 mod pending;
 mod run;
 
-pub use agent::{Agent, AgentConfig, ClientTool, MAX_FALLBACK_MODELS, ModelChoice, Thread};
+pub use agent::{
+    Agent, AgentConfig, ClientTool, MAX_FALLBACK_MODELS, ModelChoice, Thread, ToolOverride,
+};
 pub use message::{Message, Part, Role};
 pub use pending::{
     ApprovalAsked, InputAnswers, InputRequest, InputRequired, PendingApproval, PendingCall,

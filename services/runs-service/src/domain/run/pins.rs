@@ -28,7 +28,8 @@ pub(super) struct Drift {
 /// The pins of the MCP tools of `toolset`, as offered now.
 fn offered_pins(toolset: &Toolset) -> Vec<ToolPin> {
     let now = now_millis();
-    // `specs` and `bindings` are in the same order.
+    // `specs` and `bindings` are in the same order; a tool is pinned as its
+    // server describes it, whatever the agent shows the model.
     toolset
         .bindings
         .iter()
@@ -37,7 +38,7 @@ fn offered_pins(toolset: &Toolset) -> Vec<ToolPin> {
             ToolTarget::Mcp { integration_id, .. } => Some(ToolPin::new(
                 &binding.name,
                 *integration_id,
-                &spec.description,
+                toolset.server_description(&binding.name, &spec.description),
                 &spec.parameters,
                 now,
             )),

@@ -13,6 +13,7 @@ mod large_result_tests;
 mod lookup;
 mod mcp;
 mod outcome;
+mod overrides;
 mod prompts;
 mod read_resource;
 mod resources;
@@ -28,6 +29,7 @@ pub use argument_check::{ArgumentChecks, MAX_REPORTED_PROBLEMS, Problem};
 pub use arguments::ToolArguments;
 pub use large_result::DEFAULT_TABLE_BYTES;
 pub use outcome::{ToolAction, ToolContext, ToolOutcome};
+pub use overrides::{MAX_OVERRIDE_DESCRIPTION, MAX_TOOL_OVERRIDES, check_tool_overrides};
 pub use result_check::{ResultChecks, ResultMismatch};
 pub use source_query::SourceQuery;
 pub use toolset::{MAX_TOOL_NAME, Toolset, valid_tool_name};
@@ -122,6 +124,7 @@ impl ToolRouter {
             &agent.config.client_tools,
             capabilities,
             &agent.config.tool_filters,
+            &agent.config.tool_overrides,
         )
     }
 

@@ -18,10 +18,10 @@ use super::{
     result_check::ResultChecks,
 };
 use crate::domain::{
-    entities::{ClientTool, ToolBinding, ToolTarget},
+    entities::{ClientTool, ToolBinding, ToolOverride, ToolTarget},
     ids::IntegrationId,
     model::ToolSpec,
-    ports::Capabilities,
+    ports::{Capabilities, McpTool},
 };
 
 /// Longest tool name model providers accept.
@@ -44,6 +44,9 @@ pub struct Toolset {
     /// MCP tools not offered because their server changed them since the
     /// thread pinned them: a call by one of these names is answered so.
     pub withheld: BTreeSet<String>,
+    /// The server's own descriptions of the tools the agent describes
+    /// otherwise, by the names the model sees: what is pinned.
+    pub server_descriptions: HashMap<String, String>,
 }
 
 impl Toolset {
@@ -72,6 +75,14 @@ impl Toolset {
         self.bindings.retain(|b| !names.contains(&b.name));
         self.withheld.clone_from(names);
         self
+    }
+
+    /// The description the server gave tool `name` (the one the model reads
+    /// when the agent does not override it).
+    pub fn server_description<'a>(&'a self, name: &str, offered: &'a str) -> &'a str {
+        self.server_descriptions
+            .get(name)
+            .map_or(offered, String::as_str)
     }
 
     /// The agent's allow-list of `integration_id`'s tools, passed along to
@@ -109,7 +120,23 @@ pub fn mcp_tool_name(
     tool: &str,
     taken: &HashSet<String>,
 ) -> String {
-    let base = sanitize(&format!("{slug}__{tool}"));
+    unique_name(
+        sanitize(&format!("{slug}__{tool}")),
+        integration_id,
+        tool,
+        taken,
+    )
+}
+
+/// `base` (ASCII), or when it is too long or taken, `base` shortened and
+/// given a suffix hashed from `tool` of `integration_id`, unique among
+/// `taken`.
+fn unique_name(
+    base: String,
+    integration_id: IntegrationId,
+    tool: &str,
+    taken: &HashSet<String>,
+) -> String {
     if base.len() <= MAX_TOOL_NAME && !base.is_empty() && !taken.contains(&base) {
         return base;
     }
@@ -139,37 +166,31 @@ pub fn valid_tool_name(name: &str) -> bool {
 
 /// Assembles a run's tools: built-in ones first, then the agent's client
 /// tools, then the MCP tools of each discovered integration in the agent's
-/// order, filtered by the agent's per-integration allow-lists.
+/// order, filtered by the agent's per-integration allow-lists and shown as
+/// its overrides say (a chosen name taken by an earlier tool is treated as
+/// any taken name).
 pub fn assemble(
     builtins: Vec<ToolSpec>,
     client_tools: &[ClientTool],
     capabilities: &[Capabilities],
     filters: &BTreeMap<IntegrationId, Vec<String>>,
+    overrides: &[ToolOverride],
 ) -> Toolset {
-    let mut specs = Vec::new();
-    let mut bindings = Vec::new();
-    let mut taken = HashSet::new();
+    let overrides = Overrides::new(overrides);
+    let mut assembly = Assembly::default();
     for spec in builtins {
-        taken.insert(spec.name.clone());
-        bindings.push(ToolBinding {
-            name: spec.name.clone(),
-            target: ToolTarget::Builtin,
-        });
-        specs.push(spec);
+        assembly.offer(spec, ToolTarget::Builtin);
     }
     for tool in client_tools {
-        if !taken.insert(tool.name.clone()) {
+        if assembly.taken.contains(&tool.name) {
             continue;
         }
-        bindings.push(ToolBinding {
-            name: tool.name.clone(),
-            target: ToolTarget::Client,
-        });
-        specs.push(ToolSpec {
+        let spec = ToolSpec {
             name: tool.name.clone(),
             description: tool.description.clone(),
             parameters: tool.parameters.clone(),
-        });
+        };
+        assembly.offer(spec, ToolTarget::Client);
     }
     for integration in capabilities {
         let allowed = filters.get(&integration.integration_id);
@@ -177,28 +198,94 @@ pub fn assemble(
             if allowed.is_some_and(|allowed| !allowed.contains(&tool.name)) {
                 continue;
             }
-            let name = mcp_tool_name(
-                &integration.slug,
-                integration.integration_id,
-                &tool.name,
-                &taken,
-            );
-            taken.insert(name.clone());
-            bindings.push(ToolBinding {
-                name: name.clone(),
-                target: ToolTarget::Mcp {
-                    integration_id: integration.integration_id,
-                    server_tool_name: tool.name.clone(),
-                },
-            });
-            specs.push(ToolSpec {
-                name,
-                description: tool.description.clone(),
-                parameters: tool.input_schema.clone(),
-            });
+            let over = overrides.of(integration.integration_id, &tool.name);
+            if !over.is_some_and(|o| o.hidden) {
+                assembly.offer_mcp(integration, tool, over);
+            }
         }
     }
-    compiled(specs, bindings, filters, capabilities)
+    let Assembly {
+        specs,
+        bindings,
+        server_descriptions,
+        ..
+    } = assembly;
+    let mut toolset = compiled(specs, bindings, filters, capabilities);
+    toolset.server_descriptions = server_descriptions;
+    toolset
+}
+
+/// An agent's overrides, by tool.
+#[derive(Debug, Default)]
+struct Overrides<'a>(HashMap<(IntegrationId, &'a str), &'a ToolOverride>);
+
+impl<'a> Overrides<'a> {
+    fn new(overrides: &'a [ToolOverride]) -> Self {
+        Self(
+            overrides
+                .iter()
+                .map(|o| ((o.integration_id, o.tool.as_str()), o))
+                .collect(),
+        )
+    }
+
+    /// The override of `tool` of `integration_id`, if any.
+    fn of(&self, integration_id: IntegrationId, tool: &str) -> Option<&'a ToolOverride> {
+        self.0.get(&(integration_id, tool)).copied()
+    }
+}
+
+/// The tools offered so far, and the names they took.
+#[derive(Default)]
+struct Assembly {
+    specs: Vec<ToolSpec>,
+    bindings: Vec<ToolBinding>,
+    taken: HashSet<String>,
+    server_descriptions: HashMap<String, String>,
+}
+
+impl Assembly {
+    fn offer(&mut self, spec: ToolSpec, target: ToolTarget) {
+        self.taken.insert(spec.name.clone());
+        self.bindings.push(ToolBinding {
+            name: spec.name.clone(),
+            target,
+        });
+        self.specs.push(spec);
+    }
+
+    /// Offers MCP tool `tool` of `integration` as the agent's override
+    /// `over` (if any) shows it.
+    fn offer_mcp(
+        &mut self,
+        integration: &Capabilities,
+        tool: &McpTool,
+        over: Option<&ToolOverride>,
+    ) {
+        let id = integration.integration_id;
+        let name = match over.and_then(|o| o.name.as_deref()) {
+            Some(chosen) => unique_name(chosen.to_owned(), id, &tool.name, &self.taken),
+            None => mcp_tool_name(&integration.slug, id, &tool.name, &self.taken),
+        };
+        let description = match over.and_then(|o| o.description.clone()) {
+            Some(description) => {
+                self.server_descriptions
+                    .insert(name.clone(), tool.description.clone());
+                description
+            }
+            None => tool.description.clone(),
+        };
+        let target = ToolTarget::Mcp {
+            integration_id: id,
+            server_tool_name: tool.name.clone(),
+        };
+        let spec = ToolSpec {
+            name,
+            description,
+            parameters: tool.input_schema.clone(),
+        };
+        self.offer(spec, target);
+    }
 }
 
 /// The toolset of `specs` and `bindings`, with the MCP tools' schemas
@@ -216,6 +303,7 @@ fn compiled(
         bindings,
         filters: filters.clone(),
         withheld: BTreeSet::new(),
+        server_descriptions: HashMap::new(),
     }
 }
 
@@ -269,119 +357,4 @@ fn compile_checks(bindings: &[ToolBinding], specs: &[ToolSpec]) -> ArgumentCheck
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-    use crate::domain::ports::McpTool;
-
-    fn integration(id: u128, slug: &str, tools: &[&str]) -> Capabilities {
-        Capabilities {
-            integration_id: IntegrationId::fixed(id),
-            slug: slug.into(),
-            tools: tools
-                .iter()
-                .map(|name| McpTool {
-                    name: (*name).into(),
-                    description: String::new(),
-                    input_schema: json!({"type": "object"}),
-                    output_schema: None,
-                })
-                .collect(),
-            resources: vec![],
-            resource_templates: vec![],
-            prompts: vec![],
-        }
-    }
-
-    #[test]
-    fn mcp_tools_are_prefixed_and_sanitised() {
-        let toolset = assemble(
-            vec![],
-            &[],
-            &[integration(1, "github", &["create issue", "list.repos"])],
-            &BTreeMap::new(),
-        );
-        let names: Vec<_> = toolset.bindings.iter().map(|b| b.name.as_str()).collect();
-        assert_eq!(names, ["github__create_issue", "github__list_repos"]);
-        assert!(matches!(
-            toolset.target("github__create_issue"),
-            Some(ToolTarget::Mcp { server_tool_name, .. }) if server_tool_name == "create issue"
-        ));
-    }
-
-    #[test]
-    fn long_names_from_two_integrations_sharing_a_prefix_stay_distinct_and_stable() {
-        let long = "a_very_long_tool_name_that_goes_on_and_on_beyond_the_limit_of_providers";
-        let caps = [
-            integration(1, "analytics", &[long]),
-            integration(2, "analytics2", &[long]),
-        ];
-        let first = assemble(vec![], &[], &caps, &BTreeMap::new());
-        let again = assemble(vec![], &[], &caps, &BTreeMap::new());
-        let names: Vec<_> = first.bindings.iter().map(|b| b.name.clone()).collect();
-        assert_eq!(
-            names,
-            again
-                .bindings
-                .iter()
-                .map(|b| b.name.clone())
-                .collect::<Vec<_>>()
-        );
-        assert_ne!(names[0], names[1]);
-        for name in &names {
-            assert!(valid_tool_name(name), "{name}");
-            assert_eq!(name.len(), MAX_TOOL_NAME);
-        }
-    }
-
-    #[test]
-    fn a_name_taken_by_a_client_tool_gets_a_hashed_name() {
-        let client = ClientTool {
-            name: "github__search".into(),
-            description: String::new(),
-            parameters: json!({}),
-        };
-        let toolset = assemble(
-            vec![],
-            &[client],
-            &[integration(1, "github", &["search"])],
-            &BTreeMap::new(),
-        );
-        assert_eq!(toolset.bindings[0].target, ToolTarget::Client);
-        assert!(toolset.bindings[1].name.starts_with("github__search_"));
-        assert!(valid_tool_name(&toolset.bindings[1].name));
-    }
-
-    #[test]
-    fn a_withheld_tool_is_not_offered_and_its_name_is_remembered() {
-        let toolset = assemble(
-            vec![],
-            &[],
-            &[integration(1, "x", &["a", "b"])],
-            &BTreeMap::new(),
-        )
-        .withholding(&BTreeSet::from(["x__a".to_owned()]));
-        let offered: Vec<_> = toolset.specs.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(offered, ["x__b"]);
-        assert_eq!(toolset.target("x__a"), None);
-        assert!(toolset.withheld.contains("x__a"));
-        assert!(toolset.target("x__b").is_some());
-    }
-
-    #[test]
-    fn allow_lists_filter_an_integrations_tools() {
-        let filters = BTreeMap::from([(IntegrationId::fixed(1), vec!["b".to_owned()])]);
-        let toolset = assemble(
-            vec![],
-            &[],
-            &[
-                integration(1, "x", &["a", "b"]),
-                integration(2, "y", &["a"]),
-            ],
-            &filters,
-        );
-        let names: Vec<_> = toolset.bindings.iter().map(|b| b.name.as_str()).collect();
-        assert_eq!(names, ["x__b", "y__a"]);
-    }
-}
+mod tests;

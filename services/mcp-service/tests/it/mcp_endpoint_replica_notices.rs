@@ -24,17 +24,7 @@ const DOCUMENT: &str = "demo://resource/dynamic/text/1";
 
 /// `message` POSTed on session `session` at `url` as the session's owner.
 async fn post(url: &str, session: &str, message: Value) -> reqwest::StatusCode {
-    reqwest::Client::new()
-        .post(url)
-        .bearer_auth(member("org-a"))
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-session-id", session)
-        .header("mcp-protocol-version", "2025-11-25")
-        .json(&message)
-        .send()
-        .await
-        .expect("answers")
-        .status()
+    crate::mcp_endpoint_replicas::post(url, session, &member("org-a"), message).await
 }
 
 /// Reads the SSE `stream` until an event contains `text`, for at most

@@ -348,7 +348,12 @@ async fn a_replica_killed_mid_way_costs_at_most_the_call_in_flight(kind: DbKind)
 }
 
 /// POSTs `message` on session `session` at `url` with `token`.
-async fn post(url: &str, session: &str, token: &str, message: Value) -> reqwest::StatusCode {
+pub(crate) async fn post(
+    url: &str,
+    session: &str,
+    token: &str,
+    message: Value,
+) -> reqwest::StatusCode {
     reqwest::Client::new()
         .post(url)
         .bearer_auth(token)

@@ -32,7 +32,7 @@ use tracing_subscriber::{
 
 pub use audit_logs::AUDIT_TARGET;
 pub use content::{capture_content, set_capture_content};
-pub use logs::escaped_fields;
+pub use logs::{escape_controls, escaped_fields};
 pub use metrics::{
     DURATION_BUCKETS, MetricsEndpoint, MetricsLimits, OTHER, TOKEN_BUCKETS, max_series,
 };

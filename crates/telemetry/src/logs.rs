@@ -63,8 +63,8 @@ pub fn escaped_fields() -> impl for<'w> FormatFields<'w> + Send + Sync + 'static
 }
 
 /// `text` with its control characters (line breaks, escape, …) written as
-/// escapes.
-fn escape_controls(text: &str) -> String {
+/// escapes: a value from outside cannot start a log line of its own.
+pub fn escape_controls(text: &str) -> String {
     text.chars()
         .flat_map(|c| {
             let escaped: Vec<char> = if c.is_control() {

@@ -78,17 +78,8 @@ const LOGGED_CHARS: usize = 1000;
 /// `text` for a log line: its control characters escaped (a line break
 /// cannot start a forged line), at most [`LOGGED_CHARS`] characters.
 fn loggable(text: &str) -> String {
-    text.chars()
-        .take(LOGGED_CHARS)
-        .flat_map(|c| {
-            let escaped: Vec<char> = if c.is_control() {
-                c.escape_default().collect()
-            } else {
-                vec![c]
-            };
-            escaped
-        })
-        .collect()
+    let kept: String = text.chars().take(LOGGED_CHARS).collect();
+    switchboard_telemetry::escape_controls(&kept)
 }
 
 #[cfg(test)]

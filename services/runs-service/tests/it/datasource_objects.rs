@@ -111,6 +111,18 @@ impl Fixture {
         })
     }
 
+    /// A connection holding the database's write lock until it is rolled
+    /// back: every row written meanwhile waits (within the pool's busy
+    /// timeout, 5 s).
+    pub(crate) async fn hold_writes(&self) -> sqlx::pool::PoolConnection<sqlx::Any> {
+        let mut held = self.pool.acquire().await.expect("a connection");
+        sqlx::query("BEGIN IMMEDIATE")
+            .execute(&mut *held)
+            .await
+            .expect("the write lock");
+        held
+    }
+
     pub(crate) async fn thread(&self) -> ThreadId {
         crate::stores::stored_thread(self.repo.as_ref(), "org-a", "alice").await
     }

@@ -102,6 +102,54 @@ async fn an_import_given_up_during_its_upload_leaves_no_upload_behind() {
     );
 }
 
+#[tokio::test]
+async fn an_import_given_up_while_its_row_is_written_leaves_neither_row_nor_object() {
+    let fx = Fixture::new().await;
+    let (import, query) = small_limits();
+    let sources = fx.sources(import, query);
+    let thread = fx.thread().await;
+
+    // The table's object is completed while the row's write waits for the
+    // database; then the import's caller stops waiting.
+    let mut held = fx.hold_writes().await;
+    let import = sources.import_csv(
+        thread,
+        "sales.csv",
+        "client",
+        None,
+        Bytes::from_static(b"region,amount\nnorth,10\nsouth,20\n"),
+    );
+    let completed = async {
+        while fx.objects().await.is_empty() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::select! {
+        imported = import => panic!("the import ended while the database was held: {imported:?}"),
+        () = completed => {}
+    }
+    sqlx::query("ROLLBACK")
+        .execute(&mut *held)
+        .await
+        .expect("the write lock released");
+    drop(held);
+
+    // The row is written once the database is free, and the import then
+    // undone: neither its row nor its object is left.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !fx.objects().await.is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the given-up import's object is still in the store"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        sources.list(thread).await.expect("listed").is_empty(),
+        "the given-up import's row is still there"
+    );
+}
+
 /// A container's credentials endpoint (as EKS Pod Identity serves it): it
 /// answers a request that carries `token` with the test identity's keys
 /// and a session token, and counts the requests it answered.

@@ -39,6 +39,7 @@ mod engine;
 mod gate;
 mod import;
 mod import_work;
+mod importing;
 mod objects;
 mod pool;
 mod priority;
@@ -46,6 +47,7 @@ mod protocol;
 mod quota;
 mod rows;
 mod slots;
+mod storing;
 mod sweeps;
 mod worker;
 
@@ -53,27 +55,26 @@ pub use child::run_query_worker;
 pub use objects::{MIN_PART_BYTES, ObjectSettings, StoreAccess, TableObjects};
 pub use worker::WORKER_SUBCOMMAND;
 
-use std::{collections::HashMap, path::PathBuf, sync::Arc, time::Duration};
+use std::{collections::HashMap, path::PathBuf, sync::Arc};
 
 use anyhow::Context as _;
 use async_trait::async_trait;
 use bytes::Bytes;
 use sqlx::AnyPool;
-use tokio::time::Instant;
 
 use crate::domain::{
     datasource::{
-        Busy, Capacity, Column, DataSource, DataSources, ImportError, ImportLimits, QueryError,
+        Capacity, Column, DataSource, DataSources, ImportError, ImportLimits, QueryError,
         QueryLimits, QueryResult, Refusal,
     },
-    ids::{DataSourceId, IntegrationId, ThreadId},
+    ids::{IntegrationId, ThreadId},
 };
 use cache::TableCache;
-use import_work::{Encoded, ImportWork, Produced};
-use pool::{CpuPool, PoolError, Turn};
+use pool::CpuPool;
 use priority::CpuPriority;
-use rows::{METADATA_COLUMNS, Store, Stored, Storing, decode_source};
+use rows::{METADATA_COLUMNS, Store, Stored, decode_source};
 use slots::{Slot, Slots};
+use storing::Storing;
 use worker::QueryWorker;
 
 /// [`DataSources`] over a SQL database.
@@ -217,36 +218,6 @@ pub fn parse_csv(csv: &[u8], limits: &ImportLimits) -> Result<(Vec<Column>, usiz
 }
 
 impl SqlDataSources {
-    /// Parses and encodes `csv` in `org`'s turns, holding `slot`, and
-    /// stores it as the table of data source `id` of `thread_id`: its
-    /// columns, its rows, where it is stored, and the slot, to hold until
-    /// its row is written.
-    async fn encode_and_store(
-        &self,
-        org: &str,
-        deadline: Instant,
-        slot: Slot,
-        (thread_id, id): (ThreadId, DataSourceId),
-        csv: Bytes,
-    ) -> Result<(Vec<Column>, usize, Stored, Slot), ImportError> {
-        let mut storing = self.storing(thread_id, id);
-        let part_bytes = storing.part_bytes();
-        let work = ImportWork::new(csv, self.import, self.piece_bytes, part_bytes, slot);
-        let waits = (deadline, self.limits.timeout);
-        let encoded = match parse_and_encode(&self.pool, org, waits, work, &mut storing).await {
-            Ok(encoded) => encoded,
-            Err(error) => {
-                storing.abort().await;
-                return Err(error);
-            }
-        };
-        let stored = storing
-            .finish(encoded.content)
-            .await
-            .map_err(ImportError::Storage)?;
-        Ok((encoded.columns, encoded.rows, stored, encoded.slot))
-    }
-
     /// What a query's worker needs to read the tables in the store, if
     /// one is set.
     async fn worker_store(&self) -> Result<Option<StoreAccess>, QueryError> {
@@ -262,50 +233,6 @@ impl SqlDataSources {
     }
 }
 
-/// Parses and encodes a CSV in `org`'s turns of `pool`, a piece a turn,
-/// off the async workers: both are CPU work. Each part of the table is
-/// handed to `storing` as it is ready, while the work waits for its next
-/// turn; the rest comes with the table. The work holds `slot` until it
-/// ends, and gives it back with the table. It waits for its first turn until
-/// `deadline`, and for each turn after a part at most `turn_wait`.
-async fn parse_and_encode(
-    pool: &CpuPool,
-    org: &str,
-    (deadline, turn_wait): (Instant, Duration),
-    work: ImportWork,
-    storing: &mut Storing,
-) -> Result<Encoded, ImportError> {
-    let (mut work, mut deadline) = (Some(work), deadline);
-    loop {
-        let mut held = work.take();
-        // The work comes back with a part, to go on after it.
-        let (produced, back) = pool
-            .run_in_pieces(org, deadline, move || {
-                match held.as_mut().map(ImportWork::piece) {
-                    Some(Turn::More) => Turn::More,
-                    Some(Turn::Done(produced)) => Turn::Done(produced.map(|p| (p, held.take()))),
-                    None => Turn::Done(Err(over())),
-                }
-            })
-            .await
-            .map_err(|error| match error {
-                PoolError::Waited(wait) => ImportError::Busy(Busy::Timeout(wait)),
-                PoolError::Stopped => ImportError::Storage(anyhow::anyhow!("the import stopped")),
-            })??;
-        match produced {
-            Produced::Table(encoded) => return Ok(encoded),
-            Produced::Part(part) => {
-                storing.put(part).await.map_err(ImportError::Storage)?;
-                (work, deadline) = (back, Instant::now() + turn_wait);
-            }
-        }
-    }
-}
-
-fn over() -> ImportError {
-    ImportError::Storage(anyhow::anyhow!("the import was over"))
-}
-
 #[async_trait]
 impl DataSources for SqlDataSources {
     async fn import_csv(
@@ -316,62 +243,8 @@ impl DataSources for SqlDataSources {
         integration_id: Option<IntegrationId>,
         csv: Bytes,
     ) -> Result<DataSource, ImportError> {
-        // Refused before any work.
-        if csv.len() > self.import.max_bytes {
-            return Err(ImportError::TooLarge {
-                limit: self.import.max_bytes,
-                actual: csv.len(),
-            });
-        }
-        let org = self
-            .org_of(thread_id)
+        self.import(thread_id, name, origin, integration_id, csv)
             .await
-            .map_err(ImportError::Storage)?
-            .ok_or_else(|| ImportError::Storage(anyhow::anyhow!("the thread does not exist")))?;
-        // Parsing and encoding take memory and CPU like a query.
-        let deadline = Instant::now() + self.limits.timeout;
-        let slot = self
-            .slots
-            .acquire(&org, self.limits.timeout)
-            .await
-            .map_err(ImportError::Busy)?;
-        self.check_org_quota(&org, csv.len()).await?;
-        let id = DataSourceId::new();
-        let csv_bytes = csv.len();
-        let (columns, row_count, stored, _slot) = self
-            .encode_and_store(&org, deadline, slot, (thread_id, id), csv)
-            .await?;
-        let stored_bytes = match &stored {
-            Stored::Bytes(bytes) => bytes.len() as u64,
-            Stored::Object { bytes, .. } => *bytes,
-        };
-        let mut source = DataSource {
-            id,
-            thread_id,
-            table_name: String::new(),
-            origin: origin.to_owned(),
-            integration_id,
-            columns,
-            row_count: i64::try_from(row_count).unwrap_or(i64::MAX),
-            size_bytes: i64::try_from(csv_bytes).unwrap_or(i64::MAX),
-            created_at: switchboard_db::now_millis(),
-        };
-        source.table_name = self.insert_or_forget(&source, name, &stored).await?;
-
-        // The model usually queries a table right after importing it; one
-        // in a store is read from there by the query's worker.
-        if let Stored::Bytes(content) = stored {
-            self.store.cache.insert(source.id, content);
-        }
-        tracing::info!(
-            %thread_id,
-            table = %source.table_name,
-            rows = row_count,
-            csv_bytes,
-            stored_bytes,
-            "data source imported"
-        );
-        Ok(source)
     }
 
     async fn list(&self, thread_id: ThreadId) -> Result<Vec<DataSource>, anyhow::Error> {

@@ -1,22 +1,16 @@
-//! The rows of `data_sources`: writing an imported table's row, reading
-//! the tables a query names, and where a table's bytes are kept (the row,
-//! or an object in the store).
+//! The rows of `data_sources`: writing and deleting an imported table's
+//! row, reading the tables a query names, and where a table's bytes are
+//! kept (the row, or an object in the store).
 
-use std::{collections::HashSet, sync::Arc};
+use std::collections::HashSet;
 
 use anyhow::Context as _;
 use bytes::Bytes;
 use sqlx::{AnyPool, Row, any::AnyRow};
-use tokio::sync::oneshot;
 
-use super::{
-    SqlDataSources,
-    cache::TableCache,
-    import,
-    objects::{TableObjects, Upload},
-};
+use super::{SqlDataSources, cache::TableCache, import};
 use crate::domain::{
-    datasource::{Column, DataSource, ImportError},
+    datasource::{Column, DataSource},
     ids::{DataSourceId, ThreadId},
 };
 use crate::outbound::sql::{stored_id, stored_optional_id};
@@ -60,26 +54,9 @@ impl Store {
         self.cache.insert(id, content.clone());
         Ok(content)
     }
-}
 
-pub(super) fn decode_source(row: &AnyRow) -> anyhow::Result<DataSource> {
-    let columns_json: String = row.try_get("columns_json")?;
-    let columns: Vec<Column> =
-        serde_json::from_str(&columns_json).context("stored columns are not valid")?;
-    Ok(DataSource {
-        id: stored_id(row, "id")?,
-        thread_id: stored_id(row, "thread_id")?,
-        table_name: row.try_get("table_name")?,
-        origin: row.try_get("origin")?,
-        integration_id: stored_optional_id(row, "integration_id")?,
-        columns,
-        row_count: row.try_get("row_count")?,
-        size_bytes: row.try_get("size_bytes")?,
-        created_at: row.try_get("created_at")?,
-    })
-}
-
-impl SqlDataSources {
+    /// Writes the row of `source`, named after `name` and unique in its
+    /// thread: the table name it was given.
     pub(super) async fn insert(
         &self,
         source: &DataSource,
@@ -100,7 +77,7 @@ impl SqlDataSources {
             let taken: HashSet<String> =
                 sqlx::query("SELECT table_name FROM data_sources WHERE thread_id = $1")
                     .bind(source.thread_id.to_string())
-                    .fetch_all(&self.store.pool)
+                    .fetch_all(&self.pool)
                     .await
                     .context("failed to read the thread's table names")?
                     .iter()
@@ -124,7 +101,7 @@ impl SqlDataSources {
             .bind(source.created_at)
             .bind(object_key)
             .bind(object_bytes)
-            .execute(&self.store.pool)
+            .execute(&self.pool)
             .await;
             match inserted {
                 Ok(_) => return Ok(table_name),
@@ -137,6 +114,36 @@ impl SqlDataSources {
         }
         anyhow::bail!("no unique table name found after {NAME_ATTEMPTS} tries")
     }
+
+    /// Deletes the row of data source `id`, if it was written.
+    pub(super) async fn delete_row(&self, id: DataSourceId) -> anyhow::Result<()> {
+        sqlx::query("DELETE FROM data_sources WHERE id = $1")
+            .bind(id.to_string())
+            .execute(&self.pool)
+            .await
+            .context("failed to delete a data source")?;
+        Ok(())
+    }
+}
+
+pub(super) fn decode_source(row: &AnyRow) -> anyhow::Result<DataSource> {
+    let columns_json: String = row.try_get("columns_json")?;
+    let columns: Vec<Column> =
+        serde_json::from_str(&columns_json).context("stored columns are not valid")?;
+    Ok(DataSource {
+        id: stored_id(row, "id")?,
+        thread_id: stored_id(row, "thread_id")?,
+        table_name: row.try_get("table_name")?,
+        origin: row.try_get("origin")?,
+        integration_id: stored_optional_id(row, "integration_id")?,
+        columns,
+        row_count: row.try_get("row_count")?,
+        size_bytes: row.try_get("size_bytes")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+impl SqlDataSources {
     /// The thread's tables whose names `named` holds (lowercase): the only
     /// ones the query can read; their bytes, or their objects.
     pub(super) async fn named_tables(
@@ -173,140 +180,4 @@ impl SqlDataSources {
         }
         Ok(tables)
     }
-
-    /// Where the table of data source `id` of `thread_id` goes as it is
-    /// encoded.
-    pub(super) fn storing(&self, thread_id: ThreadId, id: DataSourceId) -> Storing {
-        Storing {
-            objects: self
-                .objects
-                .as_ref()
-                .map(|objects| (Arc::clone(objects), objects.key(thread_id, id))),
-            upload: None,
-        }
-    }
-
-    /// Writes the row of `source`; deletes its object if that fails.
-    pub(super) async fn insert_or_forget(
-        &self,
-        source: &DataSource,
-        name: &str,
-        stored: &Stored,
-    ) -> Result<String, ImportError> {
-        match self.insert(source, name, stored).await {
-            Ok(table_name) => Ok(table_name),
-            Err(error) => {
-                self.forget_object(stored).await;
-                Err(ImportError::Storage(error))
-            }
-        }
-    }
-
-    /// Deletes the object of a table whose row was not written; one left
-    /// behind is logged (the thread's deletion or sweep removes it later).
-    async fn forget_object(&self, stored: &Stored) {
-        if let (Some(objects), Stored::Object { key, .. }) = (&self.objects, stored)
-            && let Err(error) = objects.delete(key).await
-        {
-            tracing::warn!(key = %key, error = %format!("{error:#}"), "failed to delete an unstored table's object");
-        }
-    }
-}
-
-/// Where an import's table goes as it is encoded: its object, uploaded
-/// part by part as the parts come (the upload starts with the first), or,
-/// without a store, the row, whole at the end. Dropped with an upload under
-/// way (its caller stopped waiting), the upload aborts itself.
-#[derive(Debug)]
-pub(super) struct Storing {
-    objects: Option<(Arc<TableObjects>, String)>,
-    upload: Option<Upload>,
-}
-
-impl Storing {
-    /// Encoded bytes to hand on as a part once there are as many: a part of
-    /// the upload, or none without a store.
-    pub(super) fn part_bytes(&self) -> Option<usize> {
-        self.objects
-            .as_ref()
-            .map(|(objects, _)| objects.part_bytes())
-    }
-
-    /// Hands on the table's next bytes.
-    pub(super) async fn put(&mut self, part: Vec<u8>) -> anyhow::Result<()> {
-        let Some((objects, key)) = &self.objects else {
-            anyhow::bail!("a part of a table without a store");
-        };
-        let upload = match &mut self.upload {
-            Some(upload) => upload,
-            None => self.upload.insert(start(objects, key).await?),
-        };
-        upload.put(Bytes::from(part)).await
-    }
-
-    /// The table stored, given its last bytes: the object completed, or the
-    /// bytes for the row.
-    pub(super) async fn finish(mut self, rest: Vec<u8>) -> anyhow::Result<Stored> {
-        let Some((objects, key)) = self.objects.clone() else {
-            return Ok(Stored::Bytes(Bytes::from(rest)));
-        };
-        if let Err(error) = self.put(rest).await {
-            self.abort().await;
-            return Err(error);
-        }
-        let Some(upload) = self.upload.take() else {
-            anyhow::bail!("a table's upload was never started");
-        };
-        // Completed to its end: an object whose caller is gone would have
-        // no row, so it is deleted.
-        let forget = key.clone();
-        let bytes = to_its_end(upload.finish(), |completed| async move {
-            if completed.is_ok()
-                && let Err(error) = objects.delete(&forget).await
-            {
-                tracing::warn!(key = %forget, error = %format!("{error:#}"), "failed to delete a given-up table's object");
-            }
-        })
-        .await??;
-        Ok(Stored::Object { key, bytes })
-    }
-
-    /// Stops an upload under way, removing its parts.
-    pub(super) async fn abort(mut self) {
-        if let Some(upload) = self.upload.take() {
-            upload.abort().await;
-        }
-    }
-}
-
-/// Starts uploading `key` to its end: an upload whose caller is gone is
-/// dropped, and aborts itself.
-async fn start(objects: &Arc<TableObjects>, key: &str) -> anyhow::Result<Upload> {
-    let (objects, key) = (Arc::clone(objects), key.to_owned());
-    to_its_end(async move { objects.start_upload(&key).await }, |_| async {
-    })
-    .await?
-}
-
-/// Runs `work` in a task of its own to its end, and its answer; when the
-/// caller stops waiting first, `orphaned` gets the answer. A request to the
-/// store cut part-way may have taken effect there unseen (an upload
-/// created, an object completed), so such requests are never cut.
-async fn to_its_end<T, F>(
-    work: impl Future<Output = T> + Send + 'static,
-    orphaned: impl FnOnce(T) -> F + Send + 'static,
-) -> anyhow::Result<T>
-where
-    T: Send + 'static,
-    F: Future<Output = ()> + Send,
-{
-    let (done, answer) = oneshot::channel();
-    tokio::spawn(async move {
-        if let Err(answer) = done.send(work.await) {
-            orphaned(answer).await;
-        }
-    });
-    answer
-        .await
-        .map_err(|_| anyhow::anyhow!("a request to the data source store stopped"))
 }

@@ -54,6 +54,17 @@ pub struct WriteArgs {
     /// (repeatable, one URI each). Every resource without it.
     #[arg(long = "resource", value_name = "INTEGRATION=URI")]
     resources: Vec<KeyValue>,
+    /// Show a member's tool under another name: `INTEGRATION=TOOL:NAME`
+    /// (repeatable). Calls still reach the server's TOOL.
+    #[arg(long = "rename", value_name = "INTEGRATION=TOOL:NAME")]
+    renames: Vec<KeyValue>,
+    /// Show a member's tool with another description:
+    /// `INTEGRATION=TOOL:TEXT` (repeatable).
+    #[arg(long = "describe", value_name = "INTEGRATION=TOOL:TEXT")]
+    describes: Vec<KeyValue>,
+    /// Hide a member's tool: `INTEGRATION=TOOL` (repeatable).
+    #[arg(long = "hide", value_name = "INTEGRATION=TOOL")]
+    hides: Vec<KeyValue>,
     /// Take the members from an agent (by id or unique name): its
     /// integrations, each narrowed to the agent's tool allow-list for it.
     /// A copy made now: later changes of the agent do not change the toolset.
@@ -106,7 +117,14 @@ async fn members(ctx: &Context, args: &WriteArgs) -> Result<Vec<mcp::ToolsetMemb
     if let Some(agent) = &args.from_agent {
         return agent_members(ctx, agent).await;
     }
-    for selection in args.tools.iter().chain(&args.resources) {
+    let written = [
+        &args.tools,
+        &args.resources,
+        &args.renames,
+        &args.describes,
+        &args.hides,
+    ];
+    for selection in written.into_iter().flatten() {
         if !args.members.contains(&selection.key) {
             return Err(CliError::Usage(format!(
                 "{:?} has a selection but is not a --member",
@@ -137,9 +155,54 @@ async fn members(ctx: &Context, args: &WriteArgs) -> Result<Vec<mcp::ToolsetMemb
             tools: tools.map(|names| mcp::ToolsetSelection { names }),
             resources: (!resources.is_empty())
                 .then_some(mcp::ToolsetSelection { names: resources }),
+            tool_overrides: overrides(args, reference)?,
         });
     }
     Ok(members)
+}
+
+/// The overrides the arguments write for the member `reference`, one per
+/// tool, in the order its tools were first named.
+fn overrides(args: &WriteArgs, reference: &str) -> Result<Vec<mcp::ToolsetToolOverride>, CliError> {
+    let mut overrides: Vec<mcp::ToolsetToolOverride> = Vec::new();
+    for (flag, list) in [("rename", &args.renames), ("describe", &args.describes)] {
+        for kv in list.iter().filter(|kv| kv.key == reference) {
+            let (tool, text) = kv.value.split_once(':').ok_or_else(|| {
+                CliError::Usage(format!(
+                    "--{flag} {reference}={}: expected TOOL:…",
+                    kv.value
+                ))
+            })?;
+            let entry = override_of(&mut overrides, tool);
+            if flag == "rename" {
+                entry.name = text.to_owned();
+            } else {
+                entry.description = text.to_owned();
+            }
+        }
+    }
+    for kv in args.hides.iter().filter(|kv| kv.key == reference) {
+        override_of(&mut overrides, &kv.value).hidden = true;
+    }
+    Ok(overrides)
+}
+
+/// The override of `tool` among `overrides`, added when there is none.
+fn override_of<'a>(
+    overrides: &'a mut Vec<mcp::ToolsetToolOverride>,
+    tool: &str,
+) -> &'a mut mcp::ToolsetToolOverride {
+    let at = match overrides.iter().position(|o| o.tool == tool) {
+        Some(at) => at,
+        None => {
+            overrides.push(mcp::ToolsetToolOverride {
+                tool: tool.to_owned(),
+                ..Default::default()
+            });
+            overrides.len() - 1
+        }
+    };
+    &mut overrides[at]
 }
 
 /// The members of the toolset an agent's selection makes: every
@@ -173,6 +236,7 @@ async fn agent_members(
                     names: filter.allowed_tools.clone(),
                 }),
             resources: None,
+            tool_overrides: Vec::new(),
         })
         .collect())
 }
@@ -267,6 +331,19 @@ async fn list(ctx: &Context, page: PageArgs) -> Result<(), CliError> {
     })
 }
 
+/// A member's overrides in a few words: `echo as say, add hidden`.
+fn shown_overrides(overrides: &[mcp::ToolsetToolOverride]) -> String {
+    let shown: Vec<String> = overrides
+        .iter()
+        .map(|o| match (o.hidden, o.name.as_str()) {
+            (true, _) => format!("{} hidden", o.tool),
+            (false, "") => format!("{} described", o.tool),
+            (false, name) => format!("{} as {name}", o.tool),
+        })
+        .collect();
+    shown.join(", ")
+}
+
 /// A member's slug, or a mark for an integration deleted since.
 fn slug(member: &mcp::ToolsetMember) -> &str {
     if member.integration_slug.is_empty() {
@@ -294,13 +371,14 @@ fn print_toolset(ctx: &Context, toolset: &mcp::Toolset) -> Result<(), CliError> 
             toolset.updated_by,
             time(toolset.update_time.as_ref())
         ))?;
-        let mut rows = table(&["INTEGRATION", "ID", "TOOLS", "RESOURCES"]);
+        let mut rows = table(&["INTEGRATION", "ID", "TOOLS", "RESOURCES", "OVERRIDES"]);
         for m in &toolset.members {
             rows.add_row(vec![
                 slug(m).to_owned(),
                 m.integration_id.clone(),
                 short(&selection(m.tools.as_ref()), 50),
                 short(&selection(m.resources.as_ref()), 50),
+                short(&shown_overrides(&m.tool_overrides), 50),
             ]);
         }
         ctx.out.line(rows)

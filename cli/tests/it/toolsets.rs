@@ -29,6 +29,12 @@ async fn a_toolset_is_created_by_slug_read_listed_updated_and_deleted() {
             "example",
             "--tools",
             "example=echo,add",
+            "--rename",
+            "example=echo:say",
+            "--describe",
+            "example=echo:Says it back.",
+            "--hide",
+            "example=add",
             "--member",
             &second,
             "--resource",
@@ -46,6 +52,13 @@ async fn a_toolset_is_created_by_slug_read_listed_updated_and_deleted() {
         serde_json::json!(["echo", "add"])
     );
     assert!(members[0].get("resources").is_none(), "every resource");
+    assert_eq!(
+        members[0]["toolOverrides"],
+        serde_json::json!([
+            { "tool": "echo", "name": "say", "description": "Says it back." },
+            { "tool": "add", "hidden": true },
+        ])
+    );
     assert_eq!(members[1]["integrationSlug"], "second");
     assert_eq!(
         members[1]["resources"]["names"],
@@ -55,6 +68,7 @@ async fn a_toolset_is_created_by_slug_read_listed_updated_and_deleted() {
     let shown = world.ok(&["toolsets", "get", "dev-tools"]).await;
     assert!(shown.starts_with("dev-tools: for the IDE"), "{shown}");
     assert!(shown.contains("echo, add"), "{shown}");
+    assert!(shown.contains("echo as say, add hidden"), "{shown}");
     let listed = world.ok(&["toolsets", "list"]).await;
     assert!(
         listed.contains("dev-tools") && listed.contains("example, second"),

@@ -4,9 +4,11 @@
 //!
 //! One integration passed through is a surface of one member without a
 //! prefix; a toolset is a surface of several, names prefixed
-//! `{prefix}__{name}` as runs-service prefixes an agent's tools.
+//! `{prefix}__{name}` as runs-service prefixes an agent's tools, some of
+//! them shown as the toolset's overrides say (renamed, described anew or
+//! hidden) while calls still reach the server's own tool.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::integration::IntegrationId;
 
@@ -24,6 +26,21 @@ pub struct Member {
     pub tools: Option<BTreeSet<String>>,
     /// The resources (URIs) shown; all when none.
     pub resources: Option<BTreeSet<String>>,
+    /// How some tools (by their own names) are shown instead.
+    pub overrides: BTreeMap<String, Shown>,
+}
+
+/// How a surface shows one of a member's tools instead of as its server
+/// lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Shown {
+    /// The whole name the client sees and calls, instead of the prefixed
+    /// one (which then reaches nothing).
+    pub name: Option<String>,
+    /// The description the client reads instead of the server's.
+    pub description: Option<String>,
+    /// Not shown, and not callable.
+    pub hidden: bool,
 }
 
 impl Member {
@@ -34,12 +51,41 @@ impl Member {
             prefix: None,
             tools: None,
             resources: None,
+            overrides: BTreeMap::new(),
         }
     }
 
     /// Whether the member's tool `name` (its own name) is on the surface.
     pub fn shows_tool(&self, name: &str) -> bool {
         self.tools.as_ref().is_none_or(|tools| tools.contains(name))
+            && !self.overrides.get(name).is_some_and(|shown| shown.hidden)
+    }
+
+    /// The name a client sees for the member's own tool `name`: the
+    /// override's, else the prefixed one.
+    pub fn exposed_tool(&self, name: &str) -> String {
+        match self.overrides.get(name).and_then(|s| s.name.as_ref()) {
+            Some(renamed) => renamed.clone(),
+            None => self.exposed(name),
+        }
+    }
+
+    /// The description an override gives the member's own tool `name`.
+    pub fn tool_description(&self, name: &str) -> Option<&str> {
+        self.overrides.get(name)?.description.as_deref()
+    }
+
+    /// The member's own tool that an override names `exposed`, if shown.
+    fn renamed_to(&self, exposed: &str) -> Option<&str> {
+        self.overrides
+            .iter()
+            .find(|(own, shown)| shown.name.as_deref() == Some(exposed) && self.shows_tool(own))
+            .map(|(own, _)| own.as_str())
+    }
+
+    /// Whether an override gives the member's own tool `name` another name.
+    fn is_renamed(&self, name: &str) -> bool {
+        self.overrides.get(name).is_some_and(|s| s.name.is_some())
     }
 
     /// Whether the member's resource `uri` is on the surface.
@@ -102,16 +148,23 @@ impl Surface {
     }
 
     /// The member and its own tool name that a client's tool name `exposed`
-    /// reaches: the first member (the longest prefix, as a toolset orders
-    /// them) whose prefix matches and that shows that tool. Slugs may hold
+    /// reaches: the tool an override names so, else the first member (the
+    /// longest prefix, as a toolset orders them) whose prefix matches and
+    /// that shows that tool under its prefixed name. Slugs may hold
     /// underscores, so `a___x` is `a_` + `x` when `a_` shows `x`, else
     /// `a` + `_x`.
-    pub fn route_tool<'a>(&self, exposed: &'a str) -> Option<(&Member, &'a str)> {
-        self.members.iter().find_map(|member| {
-            member
-                .own(exposed)
-                .filter(|own| member.shows_tool(own))
-                .map(|own| (member, own))
+    pub fn route_tool<'a>(&'a self, exposed: &'a str) -> Option<(&'a Member, &'a str)> {
+        let renamed = self
+            .members
+            .iter()
+            .find_map(|member| member.renamed_to(exposed).map(|own| (member, own)));
+        renamed.or_else(|| {
+            self.members.iter().find_map(|member| {
+                member
+                    .own(exposed)
+                    .filter(|own| member.shows_tool(own) && !member.is_renamed(own))
+                    .map(|own| (member, own))
+            })
         })
     }
 

@@ -11,7 +11,7 @@ use crate::domain::{
     toolset::{
         admin::{DescribedToolset, ToolsetAdmin, ToolsetPatch},
         model::ToolsetName,
-        validate::{BodyInput, MemberInput, toolset_name},
+        validate::{BodyInput, MemberInput, OverrideInput, toolset_name},
     },
 };
 
@@ -46,6 +46,16 @@ fn member_input(member: pb::ToolsetMember) -> MemberInput {
         integration_id: member.integration_id,
         tools: selection(member.tools),
         resources: selection(member.resources),
+        overrides: member
+            .tool_overrides
+            .into_iter()
+            .map(|o| OverrideInput {
+                tool: o.tool,
+                name: o.name,
+                description: o.description,
+                hidden: o.hidden,
+            })
+            .collect(),
     }
 }
 
@@ -75,6 +85,16 @@ fn proto_toolset(described: DescribedToolset) -> pb::Toolset {
             integration_slug: slug.unwrap_or_default(),
             tools: member.tools.map(|names| pb::ToolsetSelection { names }),
             resources: member.resources.map(|names| pb::ToolsetSelection { names }),
+            tool_overrides: member
+                .overrides
+                .into_iter()
+                .map(|o| pb::ToolsetToolOverride {
+                    tool: o.tool,
+                    name: o.name.unwrap_or_default(),
+                    description: o.description.unwrap_or_default(),
+                    hidden: o.hidden,
+                })
+                .collect(),
         })
         .collect();
     pb::Toolset {

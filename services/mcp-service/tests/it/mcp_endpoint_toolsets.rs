@@ -107,6 +107,119 @@ async fn a_toolset_of_two_integrations_is_one_server_with_prefixed_names(kind: D
     }
 }
 
+async fn a_toolset_shows_a_tool_renamed_described_anew_or_hidden_and_calls_the_servers_own(
+    kind: DbKind,
+) {
+    let upstream = spawn_http(HttpServerOptions::default())
+        .await
+        .expect("upstream");
+    let addr = SocketAddr::from(([127, 0, 0, 1], free_port().expect("a port")));
+    let mut h = start_with(kind, |config| config.endpoint.listen = Some(addr)).await;
+    let token = admin("org-a");
+    let alpha = create(&mut h, &token, http_integration("alpha", &upstream.url())).await;
+    let mut toolsets = ToolsetsServiceClient::connect(h.server.url())
+        .await
+        .expect("connects");
+    let overrides = vec![
+        pb::ToolsetToolOverride {
+            tool: "echo".into(),
+            name: "say".into(),
+            description: "Says the text back, word for word.".into(),
+            hidden: false,
+        },
+        pb::ToolsetToolOverride {
+            tool: "add".into(),
+            hidden: true,
+            ..Default::default()
+        },
+    ];
+    let created = toolsets
+        .create_toolset(req(
+            pb::CreateToolsetRequest {
+                toolset: Some(pb::Toolset {
+                    name: "renamed".into(),
+                    members: vec![pb::ToolsetMember {
+                        integration_id: alpha.id.clone(),
+                        tool_overrides: overrides.clone(),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }),
+            },
+            &token,
+        ))
+        .await
+        .expect("created")
+        .into_inner();
+    let created = created.toolset.expect("the toolset");
+    assert_eq!(created.members[0].tool_overrides, overrides, "read back");
+
+    let out = sdk_client(
+        &format!("http://{addr}/mcp/toolsets/renamed"),
+        Some(&member("org-a")),
+        json!([
+            { "op": "listTools" },
+            { "op": "callTool", "name": "say", "arguments": { "text": "under a new name" } },
+            { "op": "callTool", "name": "alpha__echo", "arguments": { "text": "old name" } },
+            { "op": "callTool", "name": "alpha__add", "arguments": { "a": 2, "b": 3 } },
+        ]),
+    )
+    .await;
+    assert_eq!(out["connected"], true, "{out}");
+    let listed = &step(&out, 0)["tools"];
+    let tools = names(listed);
+    assert!(tools.contains(&"say".to_owned()), "{tools:?}");
+    assert!(
+        !tools
+            .iter()
+            .any(|t| t == "alpha__echo" || t == "alpha__add"),
+        "neither the old name nor the hidden tool is listed: {tools:?}"
+    );
+    let say = listed
+        .as_array()
+        .and_then(|tools| tools.iter().find(|t| t["name"] == "say"))
+        .expect("listed");
+    assert_eq!(say["description"], "Says the text back, word for word.");
+    assert!(
+        say["inputSchema"]["properties"].get("text").is_some(),
+        "the server's own schema: {say}"
+    );
+    assert_eq!(step(&out, 1)["content"][0]["text"], "under a new name");
+    for refused in [&out["steps"][2], &out["steps"][3]] {
+        assert!(
+            refused.get("ok").is_none_or(|ok| ok["isError"] == true),
+            "neither the old name nor a hidden tool is callable: {refused}"
+        );
+    }
+
+    // A name an override gives may not look like another member's tool.
+    let mut bad = overrides;
+    bad[0].name = "beta__echo".into();
+    let refused = toolsets
+        .create_toolset(req(
+            pb::CreateToolsetRequest {
+                toolset: Some(pb::Toolset {
+                    name: "bad".into(),
+                    members: vec![pb::ToolsetMember {
+                        integration_id: alpha.id.clone(),
+                        tool_overrides: bad,
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }),
+            },
+            &token,
+        ))
+        .await
+        .expect_err("refused");
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+    assert!(
+        refused.message().contains("tool_overrides[0].name"),
+        "{}",
+        refused.message()
+    );
+}
+
 /// An integration of the example server over stdio, run as `binary`.
 fn stdio_integration(slug: &str, binary: &str) -> pb::CreateIntegrationRequest {
     let mut request = http_integration(slug, "http://unused");
@@ -245,6 +358,7 @@ async fn both_sdk_clients_get_the_result_of_a_tool_their_server_runs_as_a_task(k
 
 db_tests!(
     a_toolset_of_two_integrations_is_one_server_with_prefixed_names,
+    a_toolset_shows_a_tool_renamed_described_anew_or_hidden_and_calls_the_servers_own,
     both_sdk_clients_use_a_toolset_of_an_http_and_a_stdio_integration,
     both_sdk_clients_get_the_result_of_a_tool_their_server_runs_as_a_task,
 );

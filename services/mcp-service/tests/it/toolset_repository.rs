@@ -15,7 +15,7 @@ use switchboard_mcp_service::{
         },
         ports::IntegrationRepository,
         toolset::{
-            model::{Member, Toolset, ToolsetBody, ToolsetName},
+            model::{Member, ToolOverride, Toolset, ToolsetBody, ToolsetName},
             ports::{ToolsetRepository, ToolsetStoreError},
             serve::ToolsetResolver,
         },
@@ -96,6 +96,7 @@ fn member(id: IntegrationId, tools: Option<&[&str]>, resources: Option<&[&str]>)
         integration_id: id,
         tools: tools.map(owned),
         resources: resources.map(owned),
+        overrides: Vec::new(),
     }
 }
 
@@ -109,7 +110,22 @@ async fn stored_toolsets_round_trip_page_by_name_and_stay_in_their_organization(
     let written = toolset(
         "dev",
         vec![
-            member(id, Some(&["echo"]), Some(&["file:///{path}"])),
+            Member {
+                overrides: vec![
+                    ToolOverride {
+                        tool: "echo".into(),
+                        name: Some("say".into()),
+                        description: Some("Says it back.".into()),
+                        hidden: false,
+                    },
+                    ToolOverride {
+                        tool: "add".into(),
+                        hidden: true,
+                        ..ToolOverride::default()
+                    },
+                ],
+                ..member(id, Some(&["echo"]), Some(&["file:///{path}"]))
+            },
             member(IntegrationId::new(), Some(&[]), None),
         ],
     );
@@ -125,7 +141,7 @@ async fn stored_toolsets_round_trip_page_by_name_and_stay_in_their_organization(
     assert_eq!(
         read.as_ref(),
         Some(&written),
-        "selections, empty and unset, survive"
+        "selections, empty and unset, and overrides survive"
     );
     assert!(
         s.toolsets

@@ -361,6 +361,16 @@ impl From<&super::model::Member> for MemberInput {
             integration_id: member.integration_id.to_string(),
             tools: member.tools.clone(),
             resources: member.resources.clone(),
+            overrides: member
+                .overrides
+                .iter()
+                .map(|o| super::validate::OverrideInput {
+                    tool: o.tool.clone(),
+                    name: o.name.clone().unwrap_or_default(),
+                    description: o.description.clone().unwrap_or_default(),
+                    hidden: o.hidden,
+                })
+                .collect(),
         }
     }
 }

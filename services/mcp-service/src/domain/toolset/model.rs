@@ -1,5 +1,6 @@
 //! What an admin writes: a named toolset of integrations, each with an
-//! optional selection of its tools and resources.
+//! optional selection of its tools and resources and overrides of how its
+//! tools are shown.
 
 use crate::domain::integration::IntegrationId;
 
@@ -52,6 +53,22 @@ pub struct Member {
     /// The resources and templates served, by URI or URI template as the
     /// server lists them; every one when `None`.
     pub resources: Option<Vec<String>>,
+    /// How some of its tools are shown, each tool at most once.
+    pub overrides: Vec<ToolOverride>,
+}
+
+/// How a toolset shows one of a member's tools; the call still reaches the
+/// server's own tool, under its own name.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ToolOverride {
+    /// The server's own name of the tool.
+    pub tool: String,
+    /// The whole name the client sees instead of `{prefix}__{tool}`.
+    pub name: Option<String>,
+    /// The description the client reads instead of the server's.
+    pub description: Option<String>,
+    /// Not shown, and not callable.
+    pub hidden: bool,
 }
 
 /// A toolset as written, before the service stamps who and when.

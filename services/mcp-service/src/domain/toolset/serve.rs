@@ -6,12 +6,15 @@ use std::{collections::HashMap, sync::Arc};
 
 use switchboard_auth::Principal;
 
-use super::{model::ToolsetName, ports::ToolsetRepository};
+use super::{
+    model::{ToolOverride, ToolsetName},
+    ports::ToolsetRepository,
+};
 use crate::domain::{
     error::McpError,
     integration::{IntegrationId, OrgId},
     ports::{IntegrationHead, IntegrationRepository},
-    surface::{Member, Surface},
+    surface::{Member, Shown, Surface},
 };
 
 /// One integration of a resolved toolset.
@@ -32,6 +35,8 @@ pub struct ResolvedMember {
     /// The resources and templates served, by URI or URI template; every
     /// one when `None`.
     pub resources: Option<Vec<String>>,
+    /// How some of its tools are shown.
+    pub overrides: Vec<ToolOverride>,
 }
 
 /// A toolset as the MCP endpoint serves it.
@@ -60,6 +65,18 @@ impl ResolvedToolset {
                 prefix: Some(m.prefix),
                 tools: m.tools.map(|t| t.into_iter().collect()),
                 resources: m.resources.map(|r| r.into_iter().collect()),
+                overrides: m
+                    .overrides
+                    .into_iter()
+                    .map(|o| {
+                        let shown = Shown {
+                            name: o.name,
+                            description: o.description,
+                            hidden: o.hidden,
+                        };
+                        (o.tool, shown)
+                    })
+                    .collect(),
             })
             .collect();
         members.sort_by_key(|m| std::cmp::Reverse(m.prefix.as_ref().map_or(0, String::len)));
@@ -141,6 +158,7 @@ impl ToolsetResolver {
                 enabled: head.enabled,
                 tools: member.tools,
                 resources: member.resources,
+                overrides: member.overrides,
             });
         }
         Ok(ResolvedToolset {

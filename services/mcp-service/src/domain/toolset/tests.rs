@@ -1,7 +1,10 @@
 use super::{
-    model::{ToolsetLimits, ToolsetName},
+    model::{ToolOverride, ToolsetLimits, ToolsetName},
     serve::{ResolvedMember, ResolvedToolset},
-    validate::{BodyInput, MAX_DESCRIPTION_BYTES, MemberInput, validate_body},
+    validate::{
+        BodyInput, MAX_DESCRIPTION_BYTES, MAX_OVERRIDE_DESCRIPTION_CHARS, MemberInput,
+        OverrideInput, validate_body,
+    },
 };
 use crate::domain::integration::IntegrationId;
 
@@ -18,6 +21,7 @@ fn member(tools: Option<&[&str]>) -> MemberInput {
         integration_id: IntegrationId::new().to_string(),
         tools: tools.map(|t| t.iter().map(|s| (*s).to_owned()).collect()),
         resources: None,
+        overrides: Vec::new(),
     }
 }
 
@@ -122,6 +126,7 @@ fn resolved(slug: &str, tools: Option<&[&str]>) -> ResolvedMember {
         enabled: true,
         tools: tools.map(|t| t.iter().map(|s| (*s).to_owned()).collect()),
         resources: None,
+        overrides: Vec::new(),
     }
 }
 
@@ -170,4 +175,124 @@ fn a_selection_serves_only_what_it_names_and_none_serves_everything() {
     assert!(some.route_tool("a__echo").is_none());
     assert!(some.members()[0].shows_resource("file:///{path}"));
     assert!(!some.members()[0].shows_resource("file:///x"));
+}
+
+fn renaming(tool: &str, name: &str) -> OverrideInput {
+    OverrideInput {
+        tool: tool.into(),
+        name: name.into(),
+        ..OverrideInput::default()
+    }
+}
+
+#[test]
+fn overrides_are_checked_by_field_and_bounded_like_a_selection() {
+    let with = |overrides: Vec<OverrideInput>| BodyInput {
+        members: vec![MemberInput {
+            overrides,
+            ..member(Some(&["echo", "add"]))
+        }],
+        ..BodyInput::default()
+    };
+    let at_limit = with(vec![
+        renaming("echo", "say"),
+        OverrideInput {
+            tool: "add".into(),
+            description: "d".repeat(MAX_OVERRIDE_DESCRIPTION_CHARS),
+            hidden: true,
+            ..OverrideInput::default()
+        },
+    ]);
+    let body = validate_body(at_limit, limits()).expect("valid");
+    assert_eq!(body.members[0].overrides[0].name.as_deref(), Some("say"));
+    assert_eq!(body.members[0].overrides[0].description, None);
+    assert!(body.members[0].overrides[1].hidden);
+
+    let field = "toolset.members[0].tool_overrides";
+    let too_many = with(vec![
+        renaming("echo", "a"),
+        renaming("add", "b"),
+        renaming("x", "c"),
+    ]);
+    assert_eq!(fields(too_many), [field]);
+    let wrong = with(vec![
+        // A prefixed name could be another member's tool's.
+        renaming("echo", "other__echo"),
+        OverrideInput {
+            tool: "add".into(),
+            description: "d".repeat(MAX_OVERRIDE_DESCRIPTION_CHARS + 1),
+            ..OverrideInput::default()
+        },
+    ]);
+    assert_eq!(
+        fields(wrong),
+        [
+            format!("{field}[0].name"),
+            format!("{field}[1].description")
+        ]
+    );
+    let unserved = with(vec![
+        renaming("delete", "remove"),
+        renaming("echo", "bad name"),
+    ]);
+    assert_eq!(
+        fields(unserved),
+        [format!("{field}[0].tool"), format!("{field}[1].name")]
+    );
+    let twice = with(vec![renaming("echo", "say"), renaming("echo", "speak")]);
+    assert_eq!(fields(twice), [format!("{field}[1].tool")]);
+}
+
+#[test]
+fn a_name_an_override_gives_is_given_once_in_the_whole_toolset() {
+    let body = BodyInput {
+        members: vec![
+            MemberInput {
+                overrides: vec![renaming("echo", "say")],
+                ..member(None)
+            },
+            MemberInput {
+                overrides: vec![renaming("echo", "say")],
+                ..member(None)
+            },
+        ],
+        ..BodyInput::default()
+    };
+    assert_eq!(fields(body), ["toolset.members[1].tool_overrides[0].name"]);
+}
+
+#[test]
+fn a_renamed_tool_is_reached_by_its_new_name_only_and_a_hidden_one_not_at_all() {
+    let toolset = ResolvedToolset {
+        name: ToolsetName::parse("t").expect("valid"),
+        description: String::new(),
+        members: vec![ResolvedMember {
+            overrides: vec![
+                ToolOverride {
+                    tool: "echo".into(),
+                    name: Some("say".into()),
+                    description: Some("Says it back.".into()),
+                    hidden: false,
+                },
+                ToolOverride {
+                    tool: "add".into(),
+                    hidden: true,
+                    ..ToolOverride::default()
+                },
+            ],
+            ..resolved("a", None)
+        }],
+    };
+    let id = toolset.members[0].integration_id;
+    let surface = toolset.surface();
+    let (member, tool) = surface.route_tool("say").expect("routed");
+    assert_eq!((member.integration, tool), (id, "echo"));
+    assert_eq!(member.exposed_tool("echo"), "say");
+    assert_eq!(member.tool_description("echo"), Some("Says it back."));
+    assert!(surface.route_tool("a__echo").is_none(), "the old name");
+    assert!(surface.route_tool("a__add").is_none(), "hidden");
+    assert!(!member.shows_tool("add"));
+    let (_, tool) = surface.route_tool("a__other").expect("untouched");
+    assert_eq!(tool, "other");
+    assert_eq!(member.exposed_tool("other"), "a__other");
 }

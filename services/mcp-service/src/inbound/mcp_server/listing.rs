@@ -1,5 +1,6 @@
 //! What the members of a surface offer, as the client sees it: names
-//! prefixed, selections applied, each item as its server wrote it.
+//! prefixed, selections and overrides applied, each item otherwise as its
+//! server wrote it.
 
 use std::sync::Arc;
 
@@ -24,7 +25,10 @@ pub(super) fn tools(listings: &Listings) -> Vec<Tool> {
                 .filter(move |tool| member.shows_tool(&tool.name))
                 .map(move |tool| {
                     let mut tool = tool.clone();
-                    tool.name = member.exposed(&tool.name).into();
+                    if let Some(description) = member.tool_description(&tool.name) {
+                        tool.description = Some(description.to_owned().into());
+                    }
+                    tool.name = member.exposed_tool(&tool.name).into();
                     tool
                 })
         })

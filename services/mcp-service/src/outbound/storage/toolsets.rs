@@ -9,7 +9,7 @@ use sqlx::{AnyPool, Row, any::AnyRow};
 use crate::domain::{
     integration::{IntegrationId, OrgId},
     toolset::{
-        model::{Member, Toolset, ToolsetBody, ToolsetName},
+        model::{Member, ToolOverride, Toolset, ToolsetBody, ToolsetName},
         ports::{ToolsetRepository, ToolsetStoreError},
     },
 };
@@ -38,6 +38,42 @@ struct StoredMember {
     tools: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     resources: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    overrides: Vec<StoredOverride>,
+}
+
+/// An override as stored, unset fields omitted.
+#[derive(Serialize, Deserialize)]
+struct StoredOverride {
+    tool: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    hidden: bool,
+}
+
+impl From<&ToolOverride> for StoredOverride {
+    fn from(o: &ToolOverride) -> Self {
+        Self {
+            tool: o.tool.clone(),
+            name: o.name.clone(),
+            description: o.description.clone(),
+            hidden: o.hidden,
+        }
+    }
+}
+
+impl From<StoredOverride> for ToolOverride {
+    fn from(o: StoredOverride) -> Self {
+        Self {
+            tool: o.tool,
+            name: o.name,
+            description: o.description,
+            hidden: o.hidden,
+        }
+    }
 }
 
 fn members_json(members: &[Member]) -> anyhow::Result<String> {
@@ -47,6 +83,7 @@ fn members_json(members: &[Member]) -> anyhow::Result<String> {
             integration_id: m.integration_id.to_string(),
             tools: m.tools.clone(),
             resources: m.resources.clone(),
+            overrides: m.overrides.iter().map(StoredOverride::from).collect(),
         })
         .collect();
     serde_json::to_string(&stored).context("failed to encode a toolset's members")
@@ -65,6 +102,7 @@ fn decode(row: &AnyRow) -> anyhow::Result<Toolset> {
                     .map_err(|v| anyhow::anyhow!(v.description))?,
                 tools: m.tools,
                 resources: m.resources,
+                overrides: m.overrides.into_iter().map(ToolOverride::from).collect(),
             })
         })
         .collect::<anyhow::Result<_>>()?;

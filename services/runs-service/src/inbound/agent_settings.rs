@@ -79,6 +79,7 @@ impl AgentSettings {
             idempotent_tools: agent.idempotent_tools.clone(),
             fallback_models: fallback_models(agent),
             tool_overrides,
+            tool_search: agent.tool_search,
         };
         Self { config, invalid }
     }

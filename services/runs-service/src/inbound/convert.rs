@@ -91,6 +91,7 @@ pub(crate) fn proto_agent(agent: &Agent) -> pb::Agent {
                 hidden: o.hidden,
             })
             .collect(),
+        tool_search: config.tool_search,
         create_time: Some(timestamp(agent.created_at)),
         update_time: Some(timestamp(agent.updated_at)),
     }

@@ -191,6 +191,7 @@ impl RunsRpc for RunsApi {
                         }
                         "fallback_models" => config.fallback_models = new.fallback_models.clone(),
                         "tool_overrides" => config.tool_overrides = new.tool_overrides.clone(),
+                        "tool_search" => config.tool_search = new.tool_search,
                         other => {
                             return Err(RunsError::invalid(
                                 "update_mask",

@@ -43,6 +43,7 @@ fn agent(org: &str, name: &str, created_at: i64) -> Agent {
             }],
             max_steps: 7,
             disable_resource_tools: true,
+            tool_search: true,
             tool_drift: ToolDriftPolicy::Accept,
             recovery: RunRecovery::Continue,
             idempotent_tools: vec!["example_search".into()],

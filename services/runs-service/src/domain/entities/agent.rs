@@ -69,6 +69,9 @@ pub struct AgentConfig {
     /// Hide the synthetic resource tools.
     #[serde(default)]
     pub disable_resource_tools: bool,
+    /// Offer `search_tools` and `call_tool` instead of the MCP tools.
+    #[serde(default)]
+    pub tool_search: bool,
     /// What a run does with a tool whose definition changed since the
     /// thread pinned it; agents stored before it have the service default.
     #[serde(default)]

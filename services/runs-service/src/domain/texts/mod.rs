@@ -18,6 +18,7 @@ mod oversized_tests;
 mod pins;
 mod read_resource;
 mod results;
+mod search;
 mod specs;
 mod system;
 #[cfg(test)]
@@ -44,6 +45,10 @@ pub use read_resource::{
 pub use results::{
     binary_resource, csv_imported, prompt_failed, prompt_rendered, query_failed,
     query_internal_error, query_refused, query_timed_out, resource_failed, text_resource,
+};
+pub use search::{
+    call_tool_spec, call_tool_unreadable, found_tool_not_found, search_needs_query,
+    search_tools_spec, tools_found,
 };
 pub use specs::{
     list_resources_spec, read_resource_spec, retrieve_prompt_spec, retrieve_resource_spec,

@@ -18,6 +18,7 @@ mod prompts;
 mod read_resource;
 mod resources;
 mod result_check;
+mod search;
 mod source_query;
 #[cfg(test)]
 mod tests;
@@ -31,6 +32,9 @@ pub use large_result::DEFAULT_TABLE_BYTES;
 pub use outcome::{ToolAction, ToolContext, ToolOutcome};
 pub use overrides::{MAX_OVERRIDE_DESCRIPTION, MAX_TOOL_OVERRIDES, check_tool_overrides};
 pub use result_check::{ResultChecks, ResultMismatch};
+pub use search::{
+    CALL_TOOL, DEFAULT_RESULTS, MAX_QUERY_CHARS, MAX_RESULTS, SEARCH_TOOLS, ToolIndex, called_tool,
+};
 pub use source_query::SourceQuery;
 pub use toolset::{MAX_TOOL_NAME, Toolset, valid_tool_name};
 
@@ -119,13 +123,18 @@ impl ToolRouter {
         sources: &[DataSource],
         capabilities: &[Capabilities],
     ) -> Toolset {
-        toolset::assemble(
+        let toolset = toolset::assemble(
             builtin_specs(agent, sources),
             &agent.config.client_tools,
             capabilities,
             &agent.config.tool_filters,
             &agent.config.tool_overrides,
-        )
+        );
+        if searches(agent) {
+            toolset.searched()
+        } else {
+            toolset
+        }
     }
 
     /// What kind of tool `name` is; `None` when the model was not offered it.
@@ -145,12 +154,7 @@ impl ToolRouter {
         call: &ToolCall,
     ) -> ToolOutcome {
         let Some(target) = toolset.target(&call.name) else {
-            if toolset.withheld.contains(&call.name) {
-                tracing::info!(tool = %call.name, "the model called a withheld tool");
-                return ToolOutcome::withheld(&call.name);
-            }
-            tracing::info!(tool = %call.name, "the model called an unknown tool");
-            return ToolOutcome::not_found(&call.name);
+            return unoffered(toolset, &call.name);
         };
         let arguments = match ToolArguments::parse(&call.arguments) {
             Ok(arguments) => arguments,
@@ -161,33 +165,78 @@ impl ToolRouter {
                 integration_id,
                 server_tool_name,
             } => {
-                if let Some((problems, more)) =
-                    toolset.checks.problems(&call.name, &arguments.to_value())
-                {
-                    tracing::info!(
-                        %integration_id,
-                        tool = %server_tool_name,
-                        problems = problems.len() + more,
-                        "the model's arguments do not match the tool's input schema"
-                    );
-                    return ToolOutcome::failed(texts::arguments_mismatch(&problems, more));
-                }
-                let tool = mcp::McpToolCall {
-                    integration_id: *integration_id,
-                    tool: server_tool_name,
-                    arguments: &arguments,
-                    answers: None,
-                    approval: None,
-                    allowed_tools: toolset.allowed_tools(*integration_id),
-                    results: Some((&toolset.results, &call.name)),
-                    large: self.large_results(),
-                };
-                tool.run(&*self.mcp, context, self.timeout).await
+                let tool = (&*call.name, *integration_id, server_tool_name.as_str());
+                self.call_mcp(context, toolset, tool, &arguments).await
+            }
+            ToolTarget::Builtin if call.name == SEARCH_TOOLS => search::search(toolset, &arguments),
+            ToolTarget::Builtin if call.name == CALL_TOOL => {
+                self.call_found(context, toolset, call).await
             }
             ToolTarget::Builtin => self.builtin(context, &call.name, &arguments).await,
             // Client tools are answered by the client; a run never routes
             // them here.
             ToolTarget::Client => ToolOutcome::not_found(&call.name),
+        }
+    }
+
+    /// Calls MCP tool `name` (the model's name for `server_tool` of
+    /// `integration_id`) with `arguments`, checked against its schema
+    /// first.
+    async fn call_mcp(
+        &self,
+        context: &ToolContext,
+        toolset: &Toolset,
+        (name, integration_id, server_tool): (&str, IntegrationId, &str),
+        arguments: &ToolArguments,
+    ) -> ToolOutcome {
+        if let Some((problems, more)) = toolset.checks.problems(name, &arguments.to_value()) {
+            tracing::info!(
+                %integration_id,
+                tool = %server_tool,
+                problems = problems.len() + more,
+                "the model's arguments do not match the tool's input schema"
+            );
+            return ToolOutcome::failed(texts::arguments_mismatch(&problems, more));
+        }
+        let tool = mcp::McpToolCall {
+            integration_id,
+            tool: server_tool,
+            arguments,
+            answers: None,
+            approval: None,
+            allowed_tools: toolset.allowed_tools(integration_id),
+            results: Some((&toolset.results, name)),
+            large: self.large_results(),
+        };
+        tool.run(&*self.mcp, context, self.timeout).await
+    }
+
+    /// Runs a `call_tool`: the MCP tool it names, as a direct call would.
+    async fn call_found(
+        &self,
+        context: &ToolContext,
+        toolset: &Toolset,
+        call: &ToolCall,
+    ) -> ToolOutcome {
+        let (name, arguments) = match search::found_call(&call.arguments) {
+            Ok(found) => found,
+            Err(problem) => {
+                return ToolOutcome::failed(texts::call_tool_unreadable(CALL_TOOL, &problem));
+            }
+        };
+        match toolset.target(&name) {
+            Some(ToolTarget::Mcp {
+                integration_id,
+                server_tool_name,
+            }) => {
+                let tool = (name.as_str(), *integration_id, server_tool_name.as_str());
+                self.call_mcp(context, toolset, tool, &arguments).await
+            }
+            _ if toolset.withheld.contains(&name) => ToolOutcome::withheld(&name),
+            _ => {
+                tracing::info!(tool = %name, "the model called a tool search does not find");
+                ToolOutcome::failed_not_found(texts::found_tool_not_found(&name, SEARCH_TOOLS))
+            }
         }
     }
 
@@ -242,7 +291,14 @@ impl ToolRouter {
     /// it was first made (mcp-service checks its policy again: a rule that
     /// now denies it wins).
     async fn again(&self, context: &ToolContext, call: &ToolCall, again: Again<'_>) -> ToolOutcome {
-        let arguments = match ToolArguments::parse(&call.arguments) {
+        // A call made through `call_tool` carries the tool's arguments in
+        // its own.
+        let arguments = if call.name == CALL_TOOL {
+            search::found_call(&call.arguments).map(|(_, arguments)| arguments)
+        } else {
+            ToolArguments::parse(&call.arguments)
+        };
+        let arguments = match arguments {
             Ok(arguments) => arguments,
             Err(error) => return ToolOutcome::failed(texts::invalid_arguments(&error)),
         };
@@ -285,8 +341,31 @@ impl ToolRouter {
     }
 }
 
+/// What the model is told when it calls a tool it was not offered.
+fn unoffered(toolset: &Toolset, name: &str) -> ToolOutcome {
+    if toolset.withheld.contains(name) {
+        tracing::info!(tool = %name, "the model called a withheld tool");
+        return ToolOutcome::withheld(name);
+    }
+    tracing::info!(tool = %name, "the model called an unknown tool");
+    ToolOutcome::not_found(name)
+}
+
+/// Whether `agent`'s model finds its MCP tools by search.
+fn searches(agent: &Agent) -> bool {
+    agent.config.tool_search && !agent.config.mcp_integration_ids.is_empty()
+}
+
 fn builtin_specs(agent: &Agent, sources: &[DataSource]) -> Vec<ToolSpec> {
     let mut specs = Vec::new();
+    if searches(agent) {
+        specs.push(texts::search_tools_spec(
+            SEARCH_TOOLS,
+            CALL_TOOL,
+            MAX_RESULTS,
+        ));
+        specs.push(texts::call_tool_spec(CALL_TOOL, SEARCH_TOOLS));
+    }
     let has_integrations = !agent.config.mcp_integration_ids.is_empty();
     if has_integrations && !agent.config.disable_resource_tools {
         specs.push(texts::retrieve_resource_spec(RETRIEVE_RESOURCE));

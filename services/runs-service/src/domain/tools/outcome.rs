@@ -111,8 +111,13 @@ impl ToolOutcome {
 
     /// The model named a tool it was not offered.
     pub(super) fn not_found(name: &str) -> Self {
+        Self::failed_not_found(texts::tool_not_found(name))
+    }
+
+    /// The model named a tool there is none of, told as `text`.
+    pub(super) fn failed_not_found(text: String) -> Self {
         Self {
-            text: texts::tool_not_found(name),
+            text,
             is_error: true,
             status: ToolCallStatus::NotFound,
             action: None,

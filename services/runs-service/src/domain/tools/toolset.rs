@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 use super::{
     argument_check::{ArgumentChecks, Checked},
     result_check::ResultChecks,
+    search::{Searchable, ToolIndex},
 };
 use crate::domain::{
     entities::{ClientTool, ToolBinding, ToolOverride, ToolTarget},
@@ -47,9 +48,44 @@ pub struct Toolset {
     /// The server's own descriptions of the tools the agent describes
     /// otherwise, by the names the model sees: what is pinned.
     pub server_descriptions: HashMap<String, String>,
+    /// With tool search: what the model is offered instead of `specs` (every
+    /// tool but the MCP ones, which `search_tools` finds), and their index.
+    pub search: Option<(Arc<[ToolSpec]>, Searchable)>,
 }
 
 impl Toolset {
+    /// The tools the model is offered: every tool, or with tool search
+    /// every tool but the MCP ones.
+    pub fn for_model(&self) -> Arc<[ToolSpec]> {
+        match &self.search {
+            Some((offered, _)) => Arc::clone(offered),
+            None => Arc::clone(&self.specs),
+        }
+    }
+
+    /// The index of the MCP tools, for `search_tools`; none without tool
+    /// search.
+    pub fn search_index(&self) -> Option<&ToolIndex> {
+        let (_, searchable) = self.search.as_ref()?;
+        Some(searchable.index(&self.specs, &self.bindings))
+    }
+
+    /// The same tools, the MCP ones found by the built-in search instead of
+    /// offered to the model (`search_tools` and `call_tool` are among the
+    /// built-in tools).
+    #[must_use]
+    pub fn searched(mut self) -> Self {
+        let offered: Vec<ToolSpec> = self
+            .specs
+            .iter()
+            .zip(&self.bindings)
+            .filter(|(_, binding)| !matches!(binding.target, ToolTarget::Mcp { .. }))
+            .map(|(spec, _)| spec.clone())
+            .collect();
+        self.search = Some((offered.into(), Searchable::default()));
+        self
+    }
+
     /// What runs `name`, if the model was offered it.
     pub fn target(&self, name: &str) -> Option<&ToolTarget> {
         self.bindings
@@ -74,6 +110,10 @@ impl Toolset {
         self.specs = specs.into();
         self.bindings.retain(|b| !names.contains(&b.name));
         self.withheld.clone_from(names);
+        // The index is made again, without them.
+        if let Some((_, searchable)) = &mut self.search {
+            *searchable = Searchable::default();
+        }
         self
     }
 
@@ -304,6 +344,7 @@ fn compiled(
         filters: filters.clone(),
         withheld: BTreeSet::new(),
         server_descriptions: HashMap::new(),
+        search: None,
     }
 }
 

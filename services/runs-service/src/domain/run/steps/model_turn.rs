@@ -92,7 +92,7 @@ impl Running<'_> {
             model: choice.model.clone(),
             system: self.system.clone(),
             messages: to_chat(&self.history),
-            tools: std::sync::Arc::clone(&toolset.specs),
+            tools: toolset.for_model(),
             max_tokens: self.steps.settings.max_output_tokens,
         };
         if switchboard_telemetry::capture_content() {

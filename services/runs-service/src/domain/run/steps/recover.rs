@@ -17,6 +17,7 @@ use crate::domain::{
     recovery::Continuation,
     run::{context::Takeover, emitter::Stop},
     texts::may_have_run,
+    tools::{SEARCH_TOOLS, called_tool},
 };
 
 /// Stored events read per page while looking for recorded results.
@@ -34,6 +35,17 @@ pub(super) struct Recovery {
     repeat: Vec<ToolCall>,
     /// Client tool calls: the run pauses for them.
     client: Vec<ToolCall>,
+}
+
+/// Whether `call` may be made again when it may have reached its server:
+/// a search (it has no effect), or a tool the agent lists as idempotent,
+/// judged by the tool's own name when it was called through `call_tool`.
+fn idempotent(agent: &Agent, call: &ToolCall) -> bool {
+    match called_tool(call) {
+        Some(name) if name == SEARCH_TOOLS => true,
+        Some(name) => agent.config.idempotent_tools.contains(&name),
+        None => false,
+    }
 }
 
 impl StepLoop {
@@ -67,7 +79,6 @@ impl StepLoop {
             client: Vec::new(),
         };
         let is_client = |name: &str| agent.config.client_tools.iter().any(|t| t.name == name);
-        let idempotent = |name: &str| agent.config.idempotent_tools.iter().any(|t| t == name);
         for call in calls {
             let id = call.id.clone();
             match finished.get(&id) {
@@ -92,7 +103,7 @@ impl StepLoop {
                     recovery.repeat.push(call.clone());
                     recovery.continuation.repeated.push(id);
                 }
-                _ if idempotent(&call.name) => {
+                _ if idempotent(agent, &call) => {
                     recovery.repeat.push(call.clone());
                     recovery.continuation.repeated.push(id);
                 }

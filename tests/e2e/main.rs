@@ -23,5 +23,6 @@ mod runs;
 mod server_failures;
 mod tool_overrides;
 mod tool_pins;
+mod tool_search;
 mod usage;
 mod world;

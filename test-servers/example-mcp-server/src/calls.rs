@@ -8,7 +8,12 @@ use rmcp::{
 use serde::{Deserialize, de::DeserializeOwned};
 use serde_json::{Value, json};
 
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
 use crate::{
+    Stats,
     catalog::sales_resource,
     data::{self, EMBEDDED_TEXT, EMBEDDED_URI},
 };
@@ -123,6 +128,32 @@ pub(crate) fn record(arguments: Option<JsonObject>) -> CallToolResult {
     let mut result = CallToolResult::success(Vec::new());
     result.structured_content = Some(json!({ "received": arguments }));
     result
+}
+
+/// `sleep`: answers after `ms` milliseconds, or, when the client cancels
+/// first, counts the cancellation in `stats`.
+pub(crate) async fn sleep(stats: &Stats, ms: u64, ct: CancellationToken) -> CallToolResult {
+    tokio::select! {
+        () = tokio::time::sleep(Duration::from_millis(ms)) => {
+            CallToolResult::success(vec![ContentBlock::text(format!("slept {ms}ms"))])
+        }
+        () = ct.cancelled() => {
+            stats.record_cancellation();
+            tracing::debug!(ms, "sleep cancelled by the client");
+            // The client has abandoned the request, so this result is
+            // normally dropped; it still says what happened.
+            CallToolResult::error(vec![ContentBlock::text("cancelled")])
+        }
+    }
+}
+
+/// A catalog tool ([`crate::ExampleServer::with_catalog`]): its name and
+/// the arguments it was given.
+pub(crate) fn catalog(name: &str, arguments: Option<JsonObject>) -> CallToolResult {
+    let arguments = Value::Object(arguments.unwrap_or_default());
+    CallToolResult::success(vec![ContentBlock::text(format!(
+        "{name} called with {arguments}"
+    ))])
 }
 
 /// `process`: the process id and the names of its environment variables.

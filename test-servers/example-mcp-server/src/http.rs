@@ -58,6 +58,10 @@ pub struct HttpServerOptions {
     pub rows_tool: bool,
     /// Whether the `confirm` tool is listed (see [`crate::CONFIRM_TOOL`]).
     pub confirm_tool: bool,
+    /// When not empty, the tools listed instead of the server's own, as a
+    /// `tools/list` result writes each (`name`, `description`,
+    /// `inputSchema`); each answers with its name and arguments.
+    pub catalog: Vec<serde_json::Value>,
     /// When set, the MCP endpoint requires access tokens of this test
     /// authorization server, served beside it.
     pub oauth: Option<OAuthRealm>,
@@ -78,6 +82,7 @@ impl Default for HttpServerOptions {
             record_tool: false,
             rows_tool: false,
             confirm_tool: false,
+            catalog: Vec::new(),
             oauth: None,
             tls: false,
         }
@@ -171,6 +176,14 @@ pub async fn spawn_http(options: HttpServerOptions) -> anyhow::Result<RunningHtt
         .with_record_tool(options.record_tool)
         .with_rows_tool(options.rows_tool)
         .with_confirm_tool(options.confirm_tool)
+        .with_catalog(
+            options
+                .catalog
+                .iter()
+                .map(|tool| serde_json::from_value(tool.clone()))
+                .collect::<Result<_, _>>()
+                .context("a catalog tool is not an MCP tool")?,
+        )
         .with_initialize_only(options.stateful)
         .with_connection_cutter(cutter.clone());
     let tool_list = prototype.tool_list();

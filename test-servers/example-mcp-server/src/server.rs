@@ -61,6 +61,8 @@ pub struct ExampleServer {
     record_tool: bool,
     rows_tool: bool,
     confirm_tool: bool,
+    /// When not empty, listed instead of the server's own tools.
+    catalog: Arc<[Tool]>,
     initialize_only: bool,
     cutter: Option<ConnectionCutter>,
     tasks: Tasks,
@@ -78,10 +80,18 @@ impl ExampleServer {
             record_tool: false,
             rows_tool: false,
             confirm_tool: false,
+            catalog: Arc::new([]),
             initialize_only: false,
             cutter: None,
             tasks: Tasks::default(),
         }
+    }
+
+    /// Lists `catalog` instead of the server's own tools: each answers
+    /// with its name and the arguments it was given.
+    pub fn with_catalog(mut self, catalog: Vec<Tool>) -> Self {
+        self.catalog = catalog.into();
+        self
     }
 
     /// Speaks only the initialize-era lifecycle: `server/discover` is
@@ -151,6 +161,7 @@ impl ExampleServer {
             record_tool: self.record_tool,
             rows_tool: self.rows_tool,
             confirm_tool: self.confirm_tool,
+            catalog: Arc::clone(&self.catalog),
             initialize_only: self.initialize_only,
             cutter: self.cutter.clone(),
             tasks: self.tasks.clone(),
@@ -168,6 +179,9 @@ impl ExampleServer {
     }
 
     fn visible_tools(&self) -> Vec<Tool> {
+        if !self.catalog.is_empty() {
+            return self.catalog.to_vec();
+        }
         let mut tools = BASE_TOOLS.clone();
         if self.tool_list.echo_changed.load(Ordering::SeqCst)
             && let Some(echo) = tools.iter_mut().find(|tool| tool.name == "echo")
@@ -186,21 +200,6 @@ impl ExampleServer {
             tools.push(confirm::tool(TASK_CONFIRM_TOOL));
         }
         tools
-    }
-
-    async fn sleep(&self, ms: u64, ct: CancellationToken) -> CallToolResult {
-        tokio::select! {
-            () = tokio::time::sleep(Duration::from_millis(ms)) => {
-                CallToolResult::success(vec![ContentBlock::text(format!("slept {ms}ms"))])
-            }
-            () = ct.cancelled() => {
-                self.stats.record_cancellation();
-                tracing::debug!(ms, "sleep cancelled by the client");
-                // The client has abandoned the request, so this result is
-                // normally dropped; it still says what happened.
-                CallToolResult::error(vec![ContentBlock::text("cancelled")])
-            }
-        }
     }
 
     async fn drop_connection(&self, ct: CancellationToken) -> CallToolResult {
@@ -232,17 +231,21 @@ impl ExampleServer {
 
 impl ServerHandler for ExampleServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
+        // A server of a catalog offers its tools alone.
+        let capabilities = if self.catalog.is_empty() {
             ServerCapabilities::builder()
                 .enable_prompts()
                 .enable_resources()
                 .enable_tools()
                 .enable_tool_list_changed()
                 .enable_tasks()
-                .build(),
-        )
-        .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
-        .with_instructions(SERVER_INSTRUCTIONS)
+                .build()
+        } else {
+            ServerCapabilities::builder().enable_tools().build()
+        };
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
+            .with_instructions(SERVER_INSTRUCTIONS)
     }
 
     fn accepted_subscription_filter(
@@ -347,13 +350,16 @@ impl ServerHandler for ExampleServer {
             return self.tasks.call(&request, &context);
         }
         let arguments = request.arguments;
+        if self.catalog.iter().any(|tool| tool.name == name) {
+            return Ok(calls::catalog(name, arguments).into());
+        }
         let result = match name {
             "echo" => calls::echo(arguments)?,
             "add" => calls::add(arguments)?,
             "fail" => calls::fail(arguments)?,
             "sleep" => {
                 let SleepArgs { ms } = parse_args(arguments)?;
-                self.sleep(ms, context.ct).await
+                calls::sleep(&self.stats, ms, context.ct).await
             }
             "big" => calls::big(arguments)?,
             "mixed" => calls::mixed(),

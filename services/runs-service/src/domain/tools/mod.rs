@@ -19,6 +19,7 @@ mod read_resource;
 mod resources;
 mod result_check;
 mod search;
+mod search_tool;
 mod source_query;
 #[cfg(test)]
 mod tests;
@@ -168,7 +169,9 @@ impl ToolRouter {
                 let tool = (&*call.name, *integration_id, server_tool_name.as_str());
                 self.call_mcp(context, toolset, tool, &arguments).await
             }
-            ToolTarget::Builtin if call.name == SEARCH_TOOLS => search::search(toolset, &arguments),
+            ToolTarget::Builtin if call.name == SEARCH_TOOLS => {
+                search_tool::search(toolset, &arguments)
+            }
             ToolTarget::Builtin if call.name == CALL_TOOL => {
                 self.call_found(context, toolset, call).await
             }

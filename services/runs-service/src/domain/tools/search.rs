@@ -12,11 +12,10 @@ use bm25::{Language, SearchEngine, SearchEngineBuilder};
 use serde::Deserialize;
 use serde_json::{Value, value::RawValue};
 
-use super::{ToolArguments, ToolOutcome, Toolset};
+use super::ToolArguments;
 use crate::domain::{
     entities::{ToolBinding, ToolTarget},
     model::{ToolCall, ToolSpec},
-    texts,
 };
 
 /// The name of the tool that searches.
@@ -108,28 +107,6 @@ impl ToolIndex {
     pub fn is_empty(&self) -> bool {
         self.specs.is_empty()
     }
-}
-
-/// Runs a `search_tools` call over `toolset`'s MCP tools.
-pub(super) fn search(toolset: &Toolset, arguments: &ToolArguments) -> ToolOutcome {
-    let Some(query) = arguments.text_arg("query") else {
-        return ToolOutcome::failed(texts::search_needs_query(SEARCH_TOOLS));
-    };
-    let limit = arguments
-        .to_value()
-        .get("limit")
-        .and_then(Value::as_u64)
-        .map_or(DEFAULT_RESULTS, |n| {
-            usize::try_from(n).unwrap_or(MAX_RESULTS)
-        })
-        .clamp(1, MAX_RESULTS);
-    let found = toolset
-        .search_index()
-        .map(|index| index.search(query, limit))
-        .unwrap_or_default();
-    tracing::info!(found = found.len(), limit, "searched the run's tools");
-    let query: String = query.chars().take(MAX_QUERY_CHARS).collect();
-    ToolOutcome::succeeded(texts::tools_found(&query, &found, CALL_TOOL))
 }
 
 /// A `call_tool`'s arguments: the tool's name, and its own arguments kept

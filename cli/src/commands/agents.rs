@@ -67,6 +67,10 @@ pub struct CreateArgs {
     /// [default: the service's, refuse]
     #[arg(long, value_enum)]
     tool_drift: Option<ToolDrift>,
+    /// Offer the model `search_tools` and `call_tool` instead of every MCP
+    /// tool (for agents with many tools).
+    #[arg(long)]
+    tool_search: bool,
 }
 
 /// What a run does with a tool its server changed since the thread pinned
@@ -127,6 +131,10 @@ pub struct UpdateArgs {
     /// What a run does when a server changed a tool the thread pinned.
     #[arg(long, value_enum)]
     tool_drift: Option<ToolDrift>,
+    /// Whether the model finds the MCP tools with `search_tools` instead of
+    /// being offered each.
+    #[arg(long, value_name = "BOOL")]
+    tool_search: Option<bool>,
 }
 
 /// Runs an agent command.
@@ -211,6 +219,35 @@ async fn update(ctx: &Context, args: UpdateArgs) -> Result<(), CliError> {
         ..Default::default()
     };
     let mut paths = Vec::new();
+    if !args.integrations.is_empty() {
+        for reference in &args.integrations {
+            let id = refs::integration(&ctx.clients, reference).await?;
+            agent.mcp_integration_ids.push(id);
+        }
+        paths.push("mcp_integration_ids");
+    }
+    paths.extend(patch(&mut agent, args));
+    if paths.is_empty() {
+        return Err(CliError::Usage("name at least one field to change".into()));
+    }
+    let response = ctx
+        .clients
+        .runs()?
+        .update_agent(ctx.clients.unary(runs::UpdateAgentRequest {
+            agent: Some(agent),
+            update_mask: Some(prost_types::FieldMask {
+                paths: paths.into_iter().map(str::to_owned).collect(),
+            }),
+        }))
+        .await
+        .map_err(CliError::from(Service::Runs))?;
+    print_agent(ctx, &response.into_inner().agent.unwrap_or_default())
+}
+
+/// Writes into `agent` the fields `args` change, other than its
+/// integrations; the update mask's paths for them.
+fn patch(agent: &mut runs::Agent, args: UpdateArgs) -> Vec<&'static str> {
+    let mut paths = Vec::new();
     if let Some(name) = args.name {
         agent.name = name;
         paths.push("name");
@@ -227,13 +264,6 @@ async fn update(ctx: &Context, args: UpdateArgs) -> Result<(), CliError> {
         agent.fallback_models = args.fallback_models;
         paths.push("fallback_models");
     }
-    if !args.integrations.is_empty() {
-        for reference in &args.integrations {
-            let id = refs::integration(&ctx.clients, reference).await?;
-            agent.mcp_integration_ids.push(id);
-        }
-        paths.push("mcp_integration_ids");
-    }
     if !args.client_tools.is_empty() {
         agent.client_tools = args.client_tools.iter().map(|s| client_tool(s)).collect();
         paths.push("client_tools");
@@ -246,21 +276,11 @@ async fn update(ctx: &Context, args: UpdateArgs) -> Result<(), CliError> {
         agent.tool_drift = runs::ToolDriftPolicy::from(drift).into();
         paths.push("tool_drift");
     }
-    if paths.is_empty() {
-        return Err(CliError::Usage("name at least one field to change".into()));
+    if let Some(search) = args.tool_search {
+        agent.tool_search = search;
+        paths.push("tool_search");
     }
-    let response = ctx
-        .clients
-        .runs()?
-        .update_agent(ctx.clients.unary(runs::UpdateAgentRequest {
-            agent: Some(agent),
-            update_mask: Some(prost_types::FieldMask {
-                paths: paths.into_iter().map(str::to_owned).collect(),
-            }),
-        }))
-        .await
-        .map_err(CliError::from(Service::Runs))?;
-    print_agent(ctx, &response.into_inner().agent.unwrap_or_default())
+    paths
 }
 
 /// A client tool from `NAME[:DESCRIPTION]`, taking any JSON object.
@@ -289,6 +309,7 @@ async fn agent_from(ctx: &Context, args: CreateArgs) -> Result<runs::Agent, CliE
             model: args.model,
         }),
         fallback_models: args.fallback_models,
+        tool_search: args.tool_search,
         mcp_integration_ids: integration_ids,
         client_tools,
         max_steps: args.max_steps.unwrap_or(0),
@@ -348,6 +369,15 @@ fn print_agent(ctx: &Context, a: &runs::Agent) -> Result<(), CliError> {
                 .into(),
             ),
             ("tool drift", tool_drift(a.tool_drift).into()),
+            (
+                "MCP tools",
+                if a.tool_search {
+                    "found by search_tools"
+                } else {
+                    "offered"
+                }
+                .into(),
+            ),
             ("created", time(a.create_time.as_ref())),
         ] {
             rows.add_row(vec![field.to_owned(), value]);

@@ -56,6 +56,8 @@ async fn every_command_prints_json_that_parses() {
             "4",
             "--tool-drift",
             "accept",
+            "--tool-search",
+            "true",
         ])
         .await;
     assert_eq!(
@@ -63,6 +65,7 @@ async fn every_command_prints_json_that_parses() {
         (Some("helper"), Some(4))
     );
     assert_eq!(updated["toolDrift"], "TOOL_DRIFT_POLICY_ACCEPT");
+    assert_eq!(updated["toolSearch"], true);
     assert_eq!(updated["mcpIntegrationIds"][0], integration_id.as_str());
 
     let thread = world.json(&["threads", "create", &agent_id]).await;

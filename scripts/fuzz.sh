@@ -32,7 +32,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 CARGO_FUZZ_VERSION="0.13.2"
-ALL_TARGETS=(csv_import csv_parse sql_gate sql_allowlist address_policy jwt mcp_results stdio_args)
+ALL_TARGETS=(csv_import csv_parse sql_gate sql_allowlist address_policy jwt mcp_results stdio_args guardrails)
 
 mode=short
 if [ "${1:-}" = "--long" ]; then

@@ -7,6 +7,7 @@ mod continued_runs;
 mod exact_json;
 mod examples;
 mod failover;
+mod guardrails;
 mod hostile_resources;
 mod input_required;
 mod large_results;

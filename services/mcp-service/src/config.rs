@@ -9,7 +9,6 @@ pub use crate::approval_settings::ApprovalArgs;
 pub use crate::audit_settings::AuditArgs;
 pub use crate::endpoint_settings::EndpointArgs;
 pub use crate::policy_settings::PolicyArgs;
-pub use crate::toolset_settings::ToolsetArgs;
 use crate::{
     domain::{
         address_policy::AddressPolicy,
@@ -20,6 +19,7 @@ use crate::{
     outbound::mcp::tasks::TaskPolling,
     sealing::KeyRing,
 };
+pub use crate::{guardrail_settings::GuardrailArgs, toolset_settings::ToolsetArgs};
 
 /// Everything mcp-service is configured with.
 #[derive(Clone, clap::Parser)]
@@ -166,6 +166,9 @@ pub struct Config {
     /// Toolsets: their bounds.
     #[command(flatten)]
     pub toolsets: ToolsetArgs,
+    /// Guardrails on tool traffic: each detector's action.
+    #[command(flatten)]
+    pub guardrails: GuardrailArgs,
     /// The MCP endpoint for MCP clients: where, and its bounds.
     #[command(flatten)]
     pub endpoint: EndpointArgs,

@@ -6,7 +6,9 @@ use switchboard_db::DatabaseArgs;
 use switchboard_server::{AuthArgs, CommonArgs, ServerArgs, TelemetryArgs};
 
 use crate::{
-    config::{ApprovalArgs, AuditArgs, Config, EndpointArgs, PolicyArgs, ToolsetArgs},
+    config::{
+        ApprovalArgs, AuditArgs, Config, EndpointArgs, GuardrailArgs, PolicyArgs, ToolsetArgs,
+    },
     domain::elicitation::ElicitationPolicy,
 };
 
@@ -81,6 +83,7 @@ impl Config {
             audit: AuditArgs::default(),
             approvals: ApprovalArgs::default(),
             toolsets: ToolsetArgs::default(),
+            guardrails: GuardrailArgs::default(),
             endpoint: EndpointArgs::default(),
             resume_ttl: Duration::from_secs(24 * 3600),
             max_result_bytes: 4 * 1024 * 1024,

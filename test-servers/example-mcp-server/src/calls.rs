@@ -147,13 +147,24 @@ pub(crate) async fn sleep(stats: &Stats, ms: u64, ct: CancellationToken) -> Call
     }
 }
 
-/// A catalog tool ([`crate::ExampleServer::with_catalog`]): its name and
-/// the arguments it was given.
-pub(crate) fn catalog(name: &str, arguments: Option<JsonObject>) -> CallToolResult {
-    let arguments = Value::Object(arguments.unwrap_or_default());
-    CallToolResult::success(vec![ContentBlock::text(format!(
-        "{name} called with {arguments}"
-    ))])
+/// A catalog tool ([`crate::ExampleServer::with_catalog`]): the text its
+/// `_meta.answer` holds, when it has one (a hostile server's answer, for
+/// tests), else its name and the arguments it was given.
+pub(crate) fn catalog(tool: &rmcp::model::Tool, arguments: Option<JsonObject>) -> CallToolResult {
+    let answer = tool
+        .meta
+        .as_ref()
+        .and_then(|meta| meta.get("answer"))
+        .and_then(Value::as_str);
+    let text = match answer {
+        Some(answer) => answer.to_owned(),
+        None => format!(
+            "{} called with {}",
+            tool.name,
+            Value::Object(arguments.unwrap_or_default())
+        ),
+    };
+    CallToolResult::success(vec![ContentBlock::text(text)])
 }
 
 /// `process`: the process id and the names of its environment variables.

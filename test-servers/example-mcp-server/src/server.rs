@@ -350,8 +350,8 @@ impl ServerHandler for ExampleServer {
             return self.tasks.call(&request, &context);
         }
         let arguments = request.arguments;
-        if self.catalog.iter().any(|tool| tool.name == name) {
-            return Ok(calls::catalog(name, arguments).into());
+        if let Some(tool) = self.catalog.iter().find(|tool| tool.name == name) {
+            return Ok(calls::catalog(tool, arguments).into());
         }
         let result = match name {
             "echo" => calls::echo(arguments)?,

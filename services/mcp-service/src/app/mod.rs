@@ -163,6 +163,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
         config.call_timeout,
     )
     .with_bounds(config.call_bounds())
+    .with_guardrails(config.guardrails.guardrails()?)
     .with_policies(policies.clone());
     let (audit_api, auditor) = audit(config, &db);
     let toolsets_api = toolsets_api(config, &db.pool, repository.clone(), auditor.clone());

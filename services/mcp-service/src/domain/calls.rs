@@ -12,6 +12,7 @@ use super::{
     bounds::{CallBounds, PromptName, ResourceUri},
     call_input::{check_input, check_tool_call},
     error::McpError,
+    guardrails::{self, Guardrails},
     integration::{Integration, IntegrationId, OrgId},
     outcome::{Outcome, ToolOutcome},
     policy::{
@@ -37,6 +38,7 @@ pub struct CallService {
     policies: Option<PolicyEnforcer>,
     approvals: Option<Approvals>,
     bounds: CallBounds,
+    guardrails: Arc<Guardrails>,
 }
 
 impl std::fmt::Debug for CallService {
@@ -114,7 +116,16 @@ impl CallService {
             policies: None,
             approvals: None,
             bounds: CallBounds::default(),
+            guardrails: Arc::new(Guardrails::default()),
         }
+    }
+
+    /// Checks calls' arguments and results with `guardrails` rather than
+    /// the defaults.
+    #[must_use]
+    pub fn with_guardrails(mut self, guardrails: Guardrails) -> Self {
+        self.guardrails = Arc::new(guardrails);
+        self
     }
 
     /// Refuses calls past `bounds` rather than the defaults.
@@ -327,11 +338,17 @@ impl CallService {
         } else if let Some(gate) = gate {
             return Err(PolicyError::ApprovalRequired(Box::new(gate)).into());
         }
+        let mut call = call;
+        let flagged = self
+            .guardrails
+            .check_arguments(&mut call.arguments)
+            .map_err(|found| McpError::Policy(guardrails::refusal(found)))?;
         let outcome = self
             .gateway
             .call_tool(&integration, &scope(caller, session_scope), call, timeout)
             .await
-            .map_err(|error| self.bounded(error));
+            .map_err(|error| self.bounded(error))
+            .map(|outcome| self.guardrails.check_outcome(outcome, flagged));
         match &outcome {
             // A limit of mcp-service, not the tool's answer: the caller
             // retries later, the model is not told the tool failed.

@@ -20,6 +20,7 @@ pub mod elicitation;
 pub mod endpoint_session;
 pub mod error;
 pub mod gate;
+pub mod guardrails;
 pub mod input;
 pub mod integration;
 pub mod notices;

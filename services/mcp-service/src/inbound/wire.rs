@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use switchboard_proto::{json::map_to_struct, mcp::v1 as pb};
 
 use crate::domain::{
+    guardrails,
     outcome::{InputRequired, Outcome, ToolOutcome, reports_error},
     ports::{CallError, Discovery},
     resource::{ResourceKind, ResourceRead},
@@ -276,7 +277,21 @@ fn call_result(result: CallToolResult, tool: &str) -> pb::ExecuteToolResponse {
         detail: None,
         jsonrpc_error: None,
         retry_after: None,
+        guardrail_findings: guardrail_findings(&result),
     }
+}
+
+/// What the guardrails found in a call, as the contract carries it.
+fn guardrail_findings(result: &CallToolResult) -> Vec<pb::GuardrailFinding> {
+    guardrails::findings_of(result)
+        .into_iter()
+        .map(|f| pb::GuardrailFinding {
+            detector: f.detector,
+            action: f.action.name().to_owned(),
+            place: f.place.name().to_owned(),
+            count: f.count,
+        })
+        .collect()
 }
 
 /// What a server asks the caller, as the contract's `InputRequired`: each

@@ -16,6 +16,7 @@ use crate::domain::{
     call_input::{check_input, check_tool_call},
     calls::{CallService, Grants, PromptCall, ResourceQuery},
     error::{McpError, refusal},
+    guardrails,
     integration::IntegrationId,
     outcome::{Outcome, ToolOutcome},
     ports::{AuthorizationAnswer, CallError, ToolCall},
@@ -73,7 +74,7 @@ impl AuditedCalls {
         &self,
         started: Option<Started>,
         outcome: &Result<T, McpError>,
-        failed: impl FnOnce(&T) -> Option<String>,
+        verdict: impl FnOnce(&T) -> Option<(AuditOutcome, String)>,
     ) {
         let (Some(auditor), Some(started)) = (&self.auditor, started) else {
             return;
@@ -82,8 +83,8 @@ impl AuditedCalls {
         record.duration_micros = Some(micros_since(started.at));
         match outcome {
             Ok(value) => {
-                if let Some(reason) = failed(value) {
-                    record.outcome = AuditOutcome::Failed;
+                if let Some((outcome, reason)) = verdict(value) {
+                    record.outcome = outcome;
                     record.reason = reason;
                 }
             }
@@ -135,7 +136,7 @@ impl AuditedCalls {
             .calls
             .execute_tool(caller, id, call, session_scope, grants, deadline)
             .await;
-        self.finish(started, &outcome, tool_failure).await;
+        self.finish(started, &outcome, tool_verdict).await;
         outcome
     }
 
@@ -219,12 +220,24 @@ impl AuditedCalls {
     }
 }
 
-/// Why a tool call that returned failed: the server's error, or the tool's
-/// own error result.
-fn tool_failure(result: &Result<ToolOutcome, CallError>) -> Option<String> {
-    match result {
-        Err(error) => Some(error.to_string()),
-        Ok(outcome) if outcome.is_error() => Some("the tool returned an error result".to_owned()),
-        Ok(_) => None,
+/// How a tool call that returned ended, when not plainly: failed with the
+/// server's error or the tool's own error result, or with what the
+/// guardrails found (never the text they found), succeeded or not.
+fn tool_verdict(result: &Result<ToolOutcome, CallError>) -> Option<(AuditOutcome, String)> {
+    let outcome = match result {
+        Err(error) => return Some((AuditOutcome::Failed, error.to_string())),
+        Ok(outcome) => outcome,
+    };
+    let found = match outcome {
+        Outcome::Complete(result) => guardrails::summary(&guardrails::findings_of(result)),
+        Outcome::InputRequired(_) => None,
+    };
+    match (outcome.is_error(), found) {
+        (true, Some(found)) => Some((AuditOutcome::Failed, found)),
+        (true, None) => Some((
+            AuditOutcome::Failed,
+            "the tool returned an error result".to_owned(),
+        )),
+        (false, found) => found.map(|found| (AuditOutcome::Ok, found)),
     }
 }

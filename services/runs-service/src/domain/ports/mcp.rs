@@ -104,6 +104,9 @@ pub struct ToolOutput {
     /// text is worded from these here (`texts::tool_output`), not taken
     /// from mcp-service's description.
     pub facts: Option<FailureFacts>,
+    /// What mcp-service's guardrails redacted in the result, by detector
+    /// (`aws_access_key`, …) and count: the model is told.
+    pub redacted: Vec<(String, u32)>,
 }
 
 /// The facts of a failed tool call, one variant per reason that has some:

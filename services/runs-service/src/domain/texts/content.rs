@@ -48,11 +48,28 @@ pub fn tool_output(tool: &str, output: &ToolOutput) -> (String, bool) {
         return (mcp_tool_failed(&message), true);
     }
     let text = rendered(output);
-    if text.is_empty() {
-        ("The tool returned no content.".to_owned(), false)
+    let text = if text.is_empty() {
+        "The tool returned no content.".to_owned()
     } else {
+        text
+    };
+    if output.redacted.is_empty() {
         (text, false)
+    } else {
+        (format!("{text}\n\n{}", redacted(&output.redacted)), false)
     }
+}
+
+/// What the guardrails removed from a result, told to the model after it.
+pub fn redacted(removed: &[(String, u32)]) -> String {
+    let items: Vec<String> = removed
+        .iter()
+        .map(|(detector, count)| format!("{count} × {detector}"))
+        .collect();
+    format!(
+        "[Switchboard's guardrails removed from this result: {}. Each is marked [redacted …] where it was.]",
+        items.join(", ")
+    )
 }
 
 /// What the model reads of a tool's own error without text (ticket 018's

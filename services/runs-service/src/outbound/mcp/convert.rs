@@ -161,6 +161,12 @@ pub fn tool_output(mut response: pb::ExecuteToolResponse) -> ToolOutput {
         request_state: asked.request_state,
         task_id: asked.task_id,
     });
+    let redacted = response
+        .guardrail_findings
+        .iter()
+        .filter(|f| f.place == "result" && f.action == "redact")
+        .map(|f| (f.detector.clone(), f.count))
+        .collect();
     let approval = response.approval.take();
     let denial_comment = match (failure, &approval) {
         (Some(ToolFailure::ApprovalDenied), Some(approval)) => Some(approval.comment.clone()),
@@ -179,6 +185,7 @@ pub fn tool_output(mut response: pb::ExecuteToolResponse) -> ToolOutput {
         approval: approval.map(approval_asked),
         denial_comment,
         facts,
+        redacted,
     }
 }
 

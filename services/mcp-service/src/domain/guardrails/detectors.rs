@@ -106,27 +106,28 @@ pub struct Found {
 /// constant; a failure to compile is a fault of this file, found by its
 /// tests.
 static PATTERNS: LazyLock<Vec<(Detector, Regex)>> = LazyLock::new(|| {
-    // Private keys are found by their markers (`private_keys`), first.
+    // Private keys are found by their markers (`private_keys`), first;
+    // card numbers and high-entropy tokens by one pass over the bytes
+    // (`runs`), last: as patterns, with no literal to look for, they cost
+    // more than all the others together.
     [
-        (Detector::AwsAccessKey, r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
+        (Detector::AwsAccessKey, r"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?-u:\b)"),
         (
             Detector::GithubToken,
-            r"\b(?:gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{22,255})\b",
+            r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{22,})(?-u:\b)",
         ),
-        (Detector::SlackToken, r"\bxox[abposr]-[A-Za-z0-9-]{10,255}"),
-        (Detector::StripeKey, r"\b[rs]k_live_[A-Za-z0-9]{20,255}\b"),
-        (Detector::ApiKey, r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,255}"),
-        (Detector::GoogleApiKey, r"\bAIza[0-9A-Za-z_-]{35}\b"),
+        (Detector::SlackToken, r"(?-u:\b)xox[abposr]-[A-Za-z0-9-]{10,255}"),
+        (Detector::StripeKey, r"(?-u:\b)[rs]k_live_[A-Za-z0-9]{20,255}(?-u:\b)"),
+        (Detector::ApiKey, r"(?-u:\b)sk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,255}"),
+        (Detector::GoogleApiKey, r"(?-u:\b)AIza[0-9A-Za-z_-]{35}(?-u:\b)"),
         (
             Detector::JsonWebToken,
-            r"\beyJ[A-Za-z0-9_-]{8,4096}\.eyJ[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]{8,4096}",
+            r"(?-u:\b)eyJ[A-Za-z0-9_-]{8,4096}\.eyJ[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]{8,4096}",
         ),
         (
             Detector::Email,
-            r"\b[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}\b",
+            r"(?-u:\b)[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}(?-u:\b)",
         ),
-        (Detector::CardNumber, r"\b\d(?:[ -]?\d){12,18}\b"),
-        (Detector::HighEntropy, r"[A-Za-z0-9+/_=-]{32,512}"),
     ]
     .into_iter()
     .filter_map(|(detector, pattern)| Some((detector, Regex::new(pattern).ok()?)))
@@ -181,6 +182,8 @@ fn private_keys(text: &str) -> Vec<Found> {
 
 /// The shortest token the high-entropy detector weighs.
 const ENTROPY_MIN_LEN: usize = 32;
+/// The longest: a longer run (an encoded image, say) is no credential.
+const ENTROPY_MAX_LEN: usize = 512;
 /// Bits per character above which a token is high-entropy: above what
 /// hexadecimal (at most 4) reaches, so hashes and UUIDs are not flagged.
 const ENTROPY_BITS: f64 = 4.3;
@@ -211,7 +214,82 @@ pub fn find(text: &str) -> Vec<Found> {
             }
         }
     }
+    for candidate in runs(text) {
+        let before = kept.range(..=candidate.start).next_back();
+        let after = kept.range(candidate.start..).next();
+        let overlaps = before.is_some_and(|(_, f)| f.end > candidate.start)
+            || after.is_some_and(|(_, f)| f.start < candidate.end);
+        if !overlaps && confirmed(candidate.detector, &text[candidate.start..candidate.end]) {
+            kept.insert(candidate.start, candidate);
+        }
+    }
     kept.into_values().collect()
+}
+
+/// Whether `b` can be part of a token the high-entropy detector weighs.
+fn in_token(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'=' | b'-')
+}
+
+/// The candidates of one pass over `text`'s bytes: each run of 13 to 19
+/// digits, single spaces or dashes between them, standing alone (a card
+/// number, if its checksum says so), and each run of token characters of
+/// 32 to 512 bytes (a high-entropy token, if its entropy says so).
+fn runs(text: &str) -> Vec<Found> {
+    let bytes = text.as_bytes();
+    let mut found = Vec::new();
+    // A digit run is read once: no card number starts inside one.
+    let (mut at, mut digits_until) = (0, 0);
+    while at < bytes.len() {
+        if !in_token(bytes[at]) {
+            at += 1;
+            continue;
+        }
+        let standalone = at == 0 || !bytes[at - 1].is_ascii_alphanumeric();
+        if at >= digits_until && standalone && bytes[at].is_ascii_digit() {
+            let (end, digits) = digit_run(bytes, at);
+            let alone = end == bytes.len() || !bytes[end].is_ascii_alphanumeric();
+            if alone && (13..=19).contains(&digits) {
+                found.push(Found {
+                    detector: Detector::CardNumber,
+                    start: at,
+                    end,
+                });
+            }
+            digits_until = end;
+        }
+        let end = (at..bytes.len())
+            .find(|&i| !in_token(bytes[i]))
+            .unwrap_or(bytes.len());
+        if (ENTROPY_MIN_LEN..=ENTROPY_MAX_LEN).contains(&(end - at)) {
+            found.push(Found {
+                detector: Detector::HighEntropy,
+                start: at,
+                end,
+            });
+        }
+        at = end.max(at + 1);
+    }
+    found
+}
+
+/// Where the run of digits starting at `start` ends (single spaces or
+/// dashes between digits belong to it), and how many digits it holds.
+fn digit_run(bytes: &[u8], start: usize) -> (usize, usize) {
+    let (mut end, mut digits) = (start, 0);
+    while end < bytes.len() {
+        if bytes[end].is_ascii_digit() {
+            digits += 1;
+            end += 1;
+        } else if matches!(bytes[end], b' ' | b'-')
+            && bytes.get(end + 1).is_some_and(u8::is_ascii_digit)
+        {
+            end += 1;
+        } else {
+            break;
+        }
+    }
+    (end, digits)
 }
 
 /// Whether what a pattern matched is what its detector finds: a card

@@ -155,6 +155,9 @@ fn a_hostile_text_costs_time_in_proportion_to_its_length() {
     let text = unit.repeat((1 << 20) / unit.len());
     let found = find(&text);
     assert!(found.len() < text.len());
+    // Half a million digits with a space between each: one run, read once.
+    let digits = "1 ".repeat(500_000);
+    assert!(find(&digits).is_empty());
     // 100,000 e-mail addresses: each found, none lost.
     let many = "a@example.com ".repeat(100_000);
     assert_eq!(find(&many).len(), 100_000);

@@ -144,17 +144,15 @@ pub fn called_tool(call: &ToolCall) -> Option<String> {
     }
 }
 
-/// What a tool is found by: its name's words (twice), its description, and its
+/// What a tool is found by: its name's words (twice), its description (at
+/// most [`MAX_SCHEMA_TEXT`] bytes of it), and its
 /// input schema's property names and descriptions (at most
 /// [`MAX_SCHEMA_TEXT`] bytes of them).
 fn document(spec: &ToolSpec) -> String {
     let mut schema = String::new();
     schema_text(&spec.parameters, &mut schema, 0);
-    let mut cut = schema.len().min(MAX_SCHEMA_TEXT);
-    while !schema.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    schema.truncate(cut);
+    let schema = cut(&schema, MAX_SCHEMA_TEXT);
+    let description = cut(&spec.description, MAX_SCHEMA_TEXT);
     // The name's words count twice: they say what the tool does most
     // tersely (measured on the labelled set in the tests).
     let name = words(&spec.name);
@@ -163,6 +161,15 @@ fn document(spec: &ToolSpec) -> String {
         words(&spec.description),
         words(&schema)
     )
+}
+
+/// `text` cut at `max` bytes, on a character boundary.
+fn cut(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// The property names and descriptions of `schema`, depth-first, to depth

@@ -156,11 +156,7 @@ fn document(spec: &ToolSpec) -> String {
     // The name's words count twice: they say what the tool does most
     // tersely (measured on the labelled set in the tests).
     let name = words(&spec.name);
-    format!(
-        "{name} {name} {} {}",
-        words(&spec.description),
-        words(&schema)
-    )
+    format!("{name} {name} {} {}", words(description), words(schema))
 }
 
 /// `text` cut at `max` bytes, on a character boundary.

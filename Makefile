@@ -88,7 +88,7 @@ run-runs: build ## Run runs-service alone (embedded SQLite)
 	  SWITCHBOARD_MODEL_PROVIDERS='$(SWITCHBOARD_MODEL_PROVIDERS)' ./target/debug/runs-service --listen $(RUNS_LISTEN)
 
 .PHONY: bench
-bench: bench-mcp bench-runs bench-data bench-fairness bench-org-limits bench-execute-tool bench-mcp-client bench-mcp-endpoint bench-soak bench-policy bench-audit ## Run every benchmark (release builds; see BENCHMARKS.md)
+bench: bench-mcp bench-runs bench-data bench-fairness bench-org-limits bench-execute-tool bench-mcp-client bench-mcp-endpoint bench-soak bench-policy bench-guardrails bench-audit ## Run every benchmark (release builds; see BENCHMARKS.md)
 
 .PHONY: bench-mcp
 bench-mcp: ## ExecuteTool through mcp-service vs direct, over mutual TLS vs plaintext, sessions vs connect-per-call, idle-session RSS
@@ -98,6 +98,10 @@ bench-mcp: ## ExecuteTool through mcp-service vs direct, over mutual TLS vs plai
 .PHONY: bench-policy
 bench-policy: ## Tool policy decisions with 0, 1, 100 and 1,000 rules; ExecuteTool with 1,000 rules vs none
 	$(CARGO) bench -p switchboard-mcp-service --bench policy
+
+.PHONY: bench-guardrails
+bench-guardrails: ## The guardrails' detectors over a 64 KiB result; ExecuteTool of 64 KiB with them on vs off
+	$(CARGO) bench -p switchboard-mcp-service --bench guardrails
 
 .PHONY: bench-audit
 bench-audit: postgres ## ExecuteTool with the audit trail off and on, SQLite and PostgreSQL; one append's cost

@@ -198,23 +198,14 @@ pub fn find(text: &str) -> Vec<Found> {
         .into_iter()
         .map(|f| (f.start, f))
         .collect();
-    for (detector, pattern) in PATTERNS.iter() {
-        for hit in pattern.find_iter(text) {
-            let candidate = Found {
-                detector: *detector,
-                start: hit.start(),
-                end: hit.end(),
-            };
-            let before = kept.range(..=candidate.start).next_back();
-            let after = kept.range(candidate.start..).next();
-            let overlaps = before.is_some_and(|(_, f)| f.end > candidate.start)
-                || after.is_some_and(|(_, f)| f.start < candidate.end);
-            if !overlaps && confirmed(candidate.detector, hit.as_str()) {
-                kept.insert(candidate.start, candidate);
-            }
-        }
-    }
-    for candidate in runs(text) {
+    let candidates = PATTERNS.iter().flat_map(|(detector, pattern)| {
+        pattern.find_iter(text).map(|hit| Found {
+            detector: *detector,
+            start: hit.start(),
+            end: hit.end(),
+        })
+    });
+    for candidate in candidates.chain(runs(text)) {
         let before = kept.range(..=candidate.start).next_back();
         let after = kept.range(candidate.start..).next();
         let overlaps = before.is_some_and(|(_, f)| f.end > candidate.start)

@@ -26,6 +26,7 @@ mod input_required;
 mod integrations;
 mod mcp_endpoint;
 mod mcp_endpoint_everything;
+mod mcp_endpoint_guardrails;
 mod mcp_endpoint_input;
 mod mcp_endpoint_limits;
 mod mcp_endpoint_passthrough;

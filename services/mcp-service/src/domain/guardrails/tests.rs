@@ -162,3 +162,22 @@ fn a_hostile_text_costs_time_in_proportion_to_its_length() {
     let many = "a@example.com ".repeat(100_000);
     assert_eq!(find(&many).len(), 100_000);
 }
+
+#[test]
+fn card_numbers_and_entropy_tokens_are_found_at_their_bounds_and_not_past_them() {
+    // 13 and 19 digits that pass the checksum are cards; 20 that pass it
+    // are not.
+    assert_eq!(detected("4222222222222"), [Detector::CardNumber]);
+    assert_eq!(detected("6011000000000000001"), [Detector::CardNumber]);
+    assert_eq!(detected("60110000000000000004"), []);
+    // A high-entropy token of 512 bytes is weighed; one of 513 is not.
+    let alphabet: Vec<char> = ('a'..='z').chain('A'..='Z').chain('0'..='9').collect();
+    let token = |len: usize| -> String {
+        (0..len)
+            .map(|i| alphabet[(i * 7) % alphabet.len()])
+            .collect()
+    };
+    assert_eq!(detected(&token(512)), [Detector::HighEntropy]);
+    assert_eq!(detected(&token(513)), []);
+    assert_eq!(detected(&token(31)), []);
+}

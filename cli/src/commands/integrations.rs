@@ -1,14 +1,17 @@
 //! `switchboard integrations`: the catalog, creating, listing, validating,
-//! discovering, enabling and disabling MCP integrations.
+//! discovering, enabling and disabling MCP integrations, and their
+//! guardrail settings.
 
-use std::collections::BTreeMap;
-
-use clap::{Args, Subcommand};
+use clap::Subcommand;
 use switchboard_proto::mcp::v1::{self as mcp, auth_config::Method, transport::Kind};
 
-use super::{Context, integration_auth::AuthArgs};
+pub use super::integration_create::CreateArgs;
+use super::{
+    Context,
+    integration_create::{create_request, guardrail_settings},
+};
 use crate::{
-    args::{KeyValue, PageArgs},
+    args::PageArgs,
     error::{CliError, Service},
     output::{short, table, time},
     refs,
@@ -63,64 +66,16 @@ pub enum IntegrationsCommand {
         /// Its id or slug.
         integration: String,
     },
-}
-
-/// `integrations create`.
-#[derive(Debug, Args)]
-pub struct CreateArgs {
-    /// Prefix of the tool names the model sees (`{slug}__{tool}`).
-    #[arg(long)]
-    slug: String,
-    /// Display name [default: the slug]
-    #[arg(long)]
-    name: Option<String>,
-    /// Where the server is.
-    #[command(flatten)]
-    source: SourceArgs,
-    /// An argument of the stdio command (repeatable).
-    #[arg(
-        long = "arg",
-        value_name = "ARG",
-        allow_hyphen_values = true,
-        requires = "command"
-    )]
-    args: Vec<String>,
-    /// An environment variable of the stdio command (repeatable).
-    #[arg(long, value_name = "NAME=VALUE", requires = "command")]
-    env: Vec<KeyValue>,
-    /// A secret environment variable of the stdio command (repeatable; never shown again).
-    #[arg(long, value_name = "NAME=VALUE", requires = "command")]
-    secret_env: Vec<KeyValue>,
-    /// A secret a catalog entry needs (repeatable).
-    #[arg(long, value_name = "NAME=VALUE", requires = "catalog")]
-    secret: Vec<KeyValue>,
-    /// How it authenticates to the server.
-    #[command(flatten)]
-    auth: AuthArgs,
-    /// Limit on connecting and the MCP handshake (e.g. 10s).
-    #[arg(long, value_name = "DURATION")]
-    connect_timeout: Option<humantime::Duration>,
-    /// Limit on one call (e.g. 60s).
-    #[arg(long, value_name = "DURATION")]
-    call_timeout: Option<humantime::Duration>,
-    /// Create it disabled.
-    #[arg(long)]
-    disabled: bool,
-}
-
-/// Exactly one origin of the integration.
-#[derive(Debug, Args)]
-#[group(required = true, multiple = false)]
-struct SourceArgs {
-    /// A streamable HTTP MCP endpoint.
-    #[arg(long)]
-    url: Option<String>,
-    /// A stdio MCP server: the program (it must be on the service's allow-list).
-    #[arg(long)]
-    command: Option<String>,
-    /// A catalog entry id (see `integrations catalog`).
-    #[arg(long)]
-    catalog: Option<String>,
+    /// Set what the guardrails do on this integration's traffic, over the
+    /// organization's policies and the deployment; no --set clears them
+    Guardrails {
+        /// Its id or slug.
+        integration: String,
+        /// DETECTOR:PLACE=ACTION, e.g. card_number:result=off (repeatable;
+        /// places: arguments, result; actions: off, flag, redact, block).
+        #[arg(long = "set", value_name = "DETECTOR:PLACE=ACTION")]
+        set: Vec<String>,
+    },
 }
 
 /// Runs an integration command.
@@ -156,7 +111,44 @@ pub async fn run(ctx: &Context, command: IntegrationsCommand) -> Result<(), CliE
         IntegrationsCommand::Enable { integration } => set_enabled(ctx, &integration, true).await,
         IntegrationsCommand::Disable { integration } => set_enabled(ctx, &integration, false).await,
         IntegrationsCommand::Delete { integration } => delete(ctx, &integration).await,
+        IntegrationsCommand::Guardrails { integration, set } => {
+            set_guardrails(ctx, &integration, &set).await
+        }
     }
+}
+
+/// Replaces the integration's guardrail settings.
+async fn set_guardrails(ctx: &Context, integration: &str, set: &[String]) -> Result<(), CliError> {
+    let id = refs::integration(&ctx.clients, integration).await?;
+    let request = mcp::UpdateIntegrationRequest {
+        integration: Some(mcp::Integration {
+            id,
+            guardrails: guardrail_settings(set)?,
+            ..Default::default()
+        }),
+        update_mask: Some(prost_types::FieldMask {
+            paths: vec!["guardrails".to_owned()],
+        }),
+    };
+    let response = ctx
+        .clients
+        .mcp()?
+        .update_integration(ctx.clients.unary(request))
+        .await
+        .map_err(CliError::from(Service::Mcp))?;
+    print_integration(ctx, &response.into_inner().integration.unwrap_or_default())
+}
+
+/// Guardrail settings as one line: `card_number:result=off, …`, or `-`.
+fn guardrails_line(settings: &[mcp::GuardrailSetting]) -> String {
+    if settings.is_empty() {
+        return "-".to_owned();
+    }
+    settings
+        .iter()
+        .map(|s| format!("{}:{}={}", s.detector, s.place, s.action))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 async fn catalog(ctx: &Context, page: PageArgs) -> Result<(), CliError> {
@@ -275,75 +267,6 @@ async fn delete(ctx: &Context, integration: &str) -> Result<(), CliError> {
     })
 }
 
-fn map(pairs: Vec<KeyValue>) -> BTreeMap<String, String> {
-    pairs.into_iter().map(|kv| (kv.key, kv.value)).collect()
-}
-
-fn duration(value: Option<humantime::Duration>) -> Result<Option<prost_types::Duration>, CliError> {
-    value
-        .map(|d| {
-            prost_types::Duration::try_from(std::time::Duration::from(d))
-                .map_err(|_| CliError::Usage(format!("{d} is too long")))
-        })
-        .transpose()
-}
-
-fn create_request(
-    args: CreateArgs,
-    request_id: String,
-) -> Result<mcp::CreateIntegrationRequest, CliError> {
-    let auth = args.auth.method()?;
-    let custom = |kind| {
-        mcp::create_integration_request::Source::Custom(mcp::CustomIntegrationSpec {
-            transport: Some(mcp::Transport { kind: Some(kind) }),
-            auth: auth.clone().map(|method| mcp::AuthConfig {
-                method: Some(method),
-            }),
-        })
-    };
-    let source = match (args.source.url, args.source.command, args.source.catalog) {
-        (Some(url), _, _) => custom(Kind::StreamableHttp(mcp::StreamableHttpTransport { url })),
-        (None, Some(command), _) => custom(Kind::Stdio(mcp::StdioTransport {
-            command,
-            args: args.args,
-            env: map(args.env),
-            secret_env: map(args.secret_env),
-            secret_env_names: Vec::new(),
-        })),
-        (None, None, Some(catalog_id)) => {
-            if auth.is_some() {
-                return Err(CliError::Usage(
-                    "a catalog entry takes its credentials with --secret NAME=VALUE".into(),
-                ));
-            }
-            mcp::create_integration_request::Source::Predefined(mcp::PredefinedIntegrationSpec {
-                catalog_id,
-                secrets: map(args.secret),
-            })
-        }
-        (None, None, None) => {
-            return Err(CliError::Usage(
-                "name the server with --url, --command or --catalog".into(),
-            ));
-        }
-    };
-    let timeouts = match (args.connect_timeout, args.call_timeout) {
-        (None, None) => None,
-        (connect, call) => Some(mcp::Timeouts {
-            connect: duration(connect)?,
-            call: duration(call)?,
-        }),
-    };
-    Ok(mcp::CreateIntegrationRequest {
-        display_name: args.name.unwrap_or_else(|| args.slug.clone()),
-        slug: args.slug,
-        source: Some(source),
-        timeouts,
-        start_disabled: args.disabled,
-        request_id,
-    })
-}
-
 fn yes_no(value: bool) -> &'static str {
     if value { "yes" } else { "no" }
 }
@@ -429,6 +352,7 @@ fn print_integration(ctx: &Context, i: &mcp::Integration) -> Result<(), CliError
             ("enabled", yes_no(i.enabled).into()),
             ("transport", transport(i.transport.as_ref())),
             ("auth", auth(i.auth.as_ref())),
+            ("guardrails", guardrails_line(&i.guardrails)),
             ("created", time(i.create_time.as_ref())),
             ("updated", time(i.update_time.as_ref())),
         ] {

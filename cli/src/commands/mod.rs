@@ -6,6 +6,7 @@ pub mod audit;
 pub mod chat;
 mod discover_view;
 mod integration_auth;
+mod integration_create;
 pub mod integrations;
 pub mod policies;
 pub mod runs;

@@ -8,6 +8,7 @@ mod audit;
 mod chat;
 mod client_credentials;
 mod errors;
+mod guardrails;
 mod json;
 mod policies;
 mod terminal;

@@ -53,6 +53,7 @@ fn policy_of(rules: usize) -> PolicyBody {
         description: String::new(),
         rules: (0..rules).map(rule).collect(),
         default_effect: Effect::Allow,
+        guardrails: Default::default(),
     }
 }
 
@@ -93,6 +94,7 @@ fn facts() -> CallFacts {
             name: "create_issue".into(),
             annotations: ToolAnnotations::default(),
         },
+        content: Some(Default::default()),
     }
 }
 

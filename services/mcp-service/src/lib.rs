@@ -35,6 +35,7 @@ pub mod wire {
     use switchboard_proto::mcp::v1 as pb;
 
     use crate::domain::{
+        guardrails::Checked,
         outcome::{Outcome, ToolOutcome},
         ports::{CallError, Discovery},
     };
@@ -44,7 +45,7 @@ pub mod wire {
         outcome: Result<ToolOutcome, CallError>,
         tool: &str,
     ) -> pb::ExecuteToolResponse {
-        crate::inbound::wire::tool_result(outcome, tool)
+        crate::inbound::wire::tool_result(outcome.map(Checked::clean), tool)
     }
 
     /// A resource read as the RetrieveResource response, its kind decided
@@ -59,7 +60,7 @@ pub mod wire {
 
     /// A rendered prompt as the GetPrompt response.
     pub fn prompt_result(result: &Outcome<GetPromptResult>) -> pb::GetPromptResponse {
-        crate::inbound::wire::prompt_result(result)
+        crate::inbound::wire::prompt_result(&Checked::clean(result.clone()))
     }
 
     /// A discovery as the Discover response.

@@ -195,6 +195,8 @@ pub(crate) fn read(uri: &str) -> Result<ResourceContents, McpError> {
             ResourceContents::blob(data::base64(data::sales_csv().as_bytes()), uri)
                 .with_mime_type("text/csv")
         }
+        data::KEYS_BLOB_URI => ResourceContents::blob(data::base64(data::KEYS_CSV.as_bytes()), uri)
+            .with_mime_type("text/csv"),
         data::SHORT_ROWS_URI => {
             ResourceContents::text(data::short_rows_csv(), uri).with_mime_type("text/csv")
         }

@@ -11,6 +11,11 @@ pub const LOGO_URI: &str = "data://logo.png";
 /// URI of the sales table sent as a blob with MIME type `text/csv`
 /// (readable, not listed).
 pub const SALES_BLOB_URI: &str = "data://sales-blob";
+/// URI of a CSV sent as a blob that holds an (example) AWS access key, for
+/// the guardrails' tests (readable, not listed).
+pub const KEYS_BLOB_URI: &str = "data://keys-blob";
+/// The CSV at [`KEYS_BLOB_URI`].
+pub const KEYS_CSV: &str = "name,key\ndeploy,AKIAIOSFODNN7EXAMPLE\n";
 /// URI of a CSV of 500 columns and a million one-field rows: 2 MB that pad
 /// to 500 million cells (readable, not listed).
 pub const SHORT_ROWS_URI: &str = "data://short-rows.csv";

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use secrecy::SecretString;
 
 use super::{
+    guardrails::GuardrailSettings,
     integration::{ClientAuth, DisplayName, OAuthCodeConfig, OnBehalfOf, Slug, Timeouts},
     transport::TransportInput,
 };
@@ -94,6 +95,8 @@ pub struct NewIntegration {
     pub timeouts: Timeouts,
     /// Whether it starts enabled.
     pub enabled: bool,
+    /// The guardrails' actions set for it.
+    pub guardrails: GuardrailSettings,
 }
 
 /// A partial update; `None` fields are left as they are.
@@ -109,4 +112,6 @@ pub struct IntegrationPatch {
     pub auth: Option<AuthInput>,
     /// New time limits.
     pub timeouts: Option<Timeouts>,
+    /// New guardrail settings.
+    pub guardrails: Option<GuardrailSettings>,
 }

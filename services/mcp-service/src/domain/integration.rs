@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use switchboard_server::FieldViolation;
 use uuid::Uuid;
 
-use super::transport::Transport;
+use super::{guardrails::GuardrailSettings, transport::Transport};
 
 /// An integration's id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -418,6 +418,8 @@ pub struct Integration {
     pub enabled: bool,
     /// Time limits.
     pub timeouts: Timeouts,
+    /// The guardrails' actions set for this integration alone.
+    pub guardrails: GuardrailSettings,
     /// Credentials.
     pub secrets: Secrets,
     /// Creation time, Unix milliseconds.

@@ -12,7 +12,7 @@ use rmcp::model::{ReadResourceResult, ResourceContents};
 use serde_json::Map;
 use switchboard_server::FieldViolation;
 
-use super::outcome::Outcome;
+use super::{guardrails::Finding, outcome::Outcome};
 
 /// What a resource holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +36,8 @@ pub struct ResourceRead {
     pub result: Outcome<ReadResourceResult>,
     /// What the resource holds, from its first contents item.
     pub kind: ResourceKind,
+    /// What the guardrails found in its text.
+    pub findings: Vec<Finding>,
 }
 
 impl ResourceRead {
@@ -54,7 +56,19 @@ impl ResourceRead {
         };
         let mime_type = mime_type.as_deref().filter(|mime| !mime.is_empty());
         let kind = resource_kind(&uri, mime_type, is_text);
-        Self { uri, result, kind }
+        Self {
+            uri,
+            result,
+            kind,
+            findings: Vec::new(),
+        }
+    }
+
+    /// The read with what the guardrails found in it.
+    #[must_use]
+    pub fn with_findings(mut self, findings: Vec<Finding>) -> Self {
+        self.findings = findings;
+        self
     }
 }
 

@@ -11,6 +11,7 @@ use switchboard_server::{FieldViolation, paging};
 use crate::domain::{
     catalog::CatalogEntry,
     error::McpError,
+    guardrails::GuardrailSettings,
     input::AuthInput,
     integration::{
         AuthConfig, ClientAuth, IdentityProvider, Integration, IntegrationId, IntegrationKind,
@@ -356,7 +357,21 @@ fn proto_integration_in_full(integration: &Integration) -> pb::Integration {
         }),
         create_time: Some(timestamp(integration.created_at)),
         update_time: Some(timestamp(integration.updated_at)),
+        guardrails: proto_guardrail_settings(&integration.guardrails),
     }
+}
+
+/// Guardrail settings as the contract carries them.
+pub(crate) fn proto_guardrail_settings(settings: &GuardrailSettings) -> Vec<pb::GuardrailSetting> {
+    settings
+        .settings()
+        .iter()
+        .map(|s| pb::GuardrailSetting {
+            detector: s.detector.name().to_owned(),
+            place: s.place.name().to_owned(),
+            action: s.action.name().to_owned(),
+        })
+        .collect()
 }
 
 /// A catalog entry as listed to callers.

@@ -17,6 +17,7 @@ use super::{
 use crate::domain::{
     bounds::{Bound, PROMPT_NAME, RESOURCE_URI, SESSION_SCOPE, TASK_ID, TOOL_NAME, ToolName},
     error::McpError,
+    guardrails::{GuardrailSettings, SettingInput},
     input::{IntegrationPatch, NewIntegration, Source},
     integration::{DisplayName, IntegrationId, Slug},
     ports::{AuthorizationAnswer, InputAnswers, ListQuery, ToolCall},
@@ -56,6 +57,9 @@ pub(super) fn parse_new(request: pb::CreateIntegrationRequest) -> Result<NewInte
         }
     };
     let timeouts = timeouts("timeouts", request.timeouts.as_ref(), &mut violations);
+    let guardrails = violations
+        .take(guardrail_settings("guardrails", &request.guardrails))
+        .unwrap_or_default();
     violations.finish()?;
     match (display_name, slug, source) {
         (Some(display_name), Some(slug), Some(source)) => Ok(NewIntegration {
@@ -64,6 +68,7 @@ pub(super) fn parse_new(request: pb::CreateIntegrationRequest) -> Result<NewInte
             source,
             timeouts,
             enabled: !request.start_disabled,
+            guardrails,
         }),
         _ => Err(McpError::invalid("", "invalid request")),
     }
@@ -174,14 +179,41 @@ fn parse_patch(
                     &mut violations,
                 ));
             }
+            "guardrails" => {
+                patch.guardrails = violations.take(guardrail_settings(
+                    "integration.guardrails",
+                    &integration.guardrails,
+                ));
+            }
             other => violations.extend(vec![FieldViolation::new(
                 "update_mask",
-                format!("`{other}` cannot be updated (display_name, slug, transport, auth, timeouts can)"),
+                format!("`{other}` cannot be updated (display_name, slug, transport, auth, timeouts, guardrails can)"),
             )]),
         }
     }
     violations.finish()?;
     Ok(patch)
+}
+
+/// Guardrail settings as the contract carries them, checked.
+pub(super) fn guardrail_settings(
+    field: &str,
+    settings: &[pb::GuardrailSetting],
+) -> Result<GuardrailSettings, FieldViolation> {
+    GuardrailSettings::parse(field, &setting_inputs(settings))
+}
+
+/// Guardrail settings as the contract carries them, before they are
+/// checked.
+pub(super) fn setting_inputs(settings: &[pb::GuardrailSetting]) -> Vec<SettingInput> {
+    settings
+        .iter()
+        .map(|s| SettingInput {
+            detector: s.detector.clone(),
+            place: s.place.clone(),
+            action: s.action.clone(),
+        })
+        .collect()
 }
 
 /// The integration an ExecuteTool request calls, after its tool name and

@@ -96,6 +96,7 @@ fn proto_effect(effect: Effect) -> i32 {
 
 fn policy_input(policy: pb::Policy) -> PolicyInput {
     PolicyInput {
+        guardrails: super::parse::setting_inputs(&policy.guardrails),
         name: policy.name,
         description: policy.description,
         default_effect: effect(policy.default_effect),
@@ -137,6 +138,7 @@ fn proto_policy(version: &PolicyVersion) -> pb::Policy {
             seconds: version.updated_at.div_euclid(1000),
             nanos: i32::try_from(version.updated_at.rem_euclid(1000) * 1_000_000).unwrap_or(0),
         }),
+        guardrails: super::convert::proto_guardrail_settings(&version.body.guardrails),
     }
 }
 

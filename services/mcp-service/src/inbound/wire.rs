@@ -4,15 +4,16 @@
 use base64::{Engine as _, engine::general_purpose::STANDARD};
 use rmcp::model::{
     CallToolResult, ConstString as _, ContentBlock, CreateMessageRequestMethod,
-    ElicitationCreateRequestMethod, GetPromptResult, InputRequest, ListRootsRequestMethod, Prompt,
-    Resource, ResourceContents, ResourceTemplate, Role, Tool,
+    ElicitationCreateRequestMethod, InputRequest, ListRootsRequestMethod, Prompt, Resource,
+    ResourceContents, ResourceTemplate, Role, Tool,
 };
 use serde_json::{Map, Value};
 use switchboard_proto::{json::map_to_struct, mcp::v1 as pb};
 
 use crate::domain::{
-    guardrails,
-    outcome::{InputRequired, Outcome, ToolOutcome, reports_error},
+    calls::{PromptAnswer, ToolAnswer},
+    guardrails::Finding,
+    outcome::{InputRequired, Outcome, reports_error},
     ports::{CallError, Discovery},
     resource::{ResourceKind, ResourceRead},
 };
@@ -166,12 +167,18 @@ fn content_block(block: &ContentBlock) -> Option<pb::ContentBlock> {
 /// A `CallToolResult` as the ExecuteTool response; a failed call as an error
 /// result with its typed reason and the facts a caller words it from.
 pub(crate) fn tool_result(
-    outcome: Result<ToolOutcome, CallError>,
+    outcome: Result<ToolAnswer, CallError>,
     tool: &str,
 ) -> pb::ExecuteToolResponse {
     match outcome {
-        Ok(Outcome::Complete(result)) => call_result(result, tool),
-        Ok(Outcome::InputRequired(asked)) => input_required(&asked, tool),
+        Ok(answer) => {
+            let mut response = match answer.value {
+                Outcome::Complete(result) => call_result(result, tool),
+                Outcome::InputRequired(asked) => input_required(&asked, tool),
+            };
+            response.guardrail_findings = guardrail_findings(&answer.findings);
+            response
+        }
         Err(error) => failed_call(error, tool),
     }
 }
@@ -277,16 +284,16 @@ fn call_result(result: CallToolResult, tool: &str) -> pb::ExecuteToolResponse {
         detail: None,
         jsonrpc_error: None,
         retry_after: None,
-        guardrail_findings: guardrail_findings(&result),
+        guardrail_findings: Vec::new(),
     }
 }
 
 /// What the guardrails found in a call, as the contract carries it.
-fn guardrail_findings(result: &CallToolResult) -> Vec<pb::GuardrailFinding> {
-    guardrails::findings_of(result)
-        .into_iter()
+fn guardrail_findings(findings: &[Finding]) -> Vec<pb::GuardrailFinding> {
+    findings
+        .iter()
         .map(|f| pb::GuardrailFinding {
-            detector: f.detector,
+            detector: f.detector.clone(),
             action: f.action.name().to_owned(),
             place: f.place.name().to_owned(),
             count: f.count,
@@ -375,7 +382,12 @@ fn failure_reason(error: &CallError) -> pb::ToolFailureReason {
 
 /// A read resource as the RetrieveResource response.
 pub(crate) fn resource_read(read: ResourceRead) -> pb::RetrieveResourceResponse {
-    let ResourceRead { uri, result, kind } = read;
+    let ResourceRead {
+        uri,
+        result,
+        kind,
+        findings,
+    } = read;
     let result = match result {
         Outcome::Complete(result) => result,
         Outcome::InputRequired(input) => {
@@ -403,12 +415,13 @@ pub(crate) fn resource_read(read: ResourceRead) -> pb::RetrieveResourceResponse 
         kind: kind.into(),
         mime_type,
         input_required: None,
+        guardrail_findings: guardrail_findings(&findings),
     }
 }
 
 /// A rendered prompt (or the input asked first) as the GetPrompt response.
-pub(crate) fn prompt_result(outcome: &Outcome<GetPromptResult>) -> pb::GetPromptResponse {
-    let result = match outcome {
+pub(crate) fn prompt_result(answer: &PromptAnswer) -> pb::GetPromptResponse {
+    let result = match &answer.value {
         Outcome::Complete(result) => result,
         Outcome::InputRequired(input) => {
             return pb::GetPromptResponse {
@@ -433,5 +446,6 @@ pub(crate) fn prompt_result(outcome: &Outcome<GetPromptResult>) -> pb::GetPrompt
         description: result.description.clone().unwrap_or_default(),
         messages,
         input_required: None,
+        guardrail_findings: guardrail_findings(&answer.findings),
     }
 }

@@ -11,6 +11,7 @@ use serde_json::json;
 
 use super::wire::tool_result;
 use crate::domain::{
+    guardrails::Checked,
     outcome::{InputRequired, ToolOutcome},
     ports::CallError,
 };
@@ -130,9 +131,9 @@ fn each_failure_sends_its_reason_its_facts_and_the_same_description() {
 #[test]
 fn a_result_carries_no_failure_facts() {
     let answered = tool_result(
-        Ok(ToolOutcome::Complete(CallToolResult::error(vec![
-            ContentBlock::text("no"),
-        ]))),
+        Ok(Checked::clean(ToolOutcome::Complete(
+            CallToolResult::error(vec![ContentBlock::text("no")]),
+        ))),
         "deploy",
     );
     assert_eq!(answered.failure_reason(), pb::ToolFailureReason::ToolError);
@@ -167,7 +168,7 @@ fn input_required_carries_each_request_its_state_and_task() {
         request_state: Some("s-1".into()),
         task_id: Some("task-7".into()),
     });
-    let response = tool_result(Ok(asked), "deploy");
+    let response = tool_result(Ok(Checked::clean(asked)), "deploy");
     assert!(response.is_error);
     assert_eq!(
         response.failure_reason(),
@@ -204,7 +205,7 @@ fn a_structured_result_comes_back_exactly() {
     let mut result = CallToolResult::success(vec![ContentBlock::text("done")]);
     result.structured_content =
         Some(serde_json::from_str(r#"{"id": 9007199254740993, "ratio": 1.5}"#).expect("JSON"));
-    let response = tool_result(Ok(ToolOutcome::Complete(result)), "record");
+    let response = tool_result(Ok(Checked::clean(ToolOutcome::Complete(result))), "record");
     assert!(!response.is_error);
     assert_eq!(
         response.structured_content_json,
@@ -278,7 +279,7 @@ fn a_read_and_a_prompt_carry_their_contents_and_messages() {
         {"role": "assistant", "content": {"type": "text", "text": "hello"}}
     ]}))
     .expect("a prompt");
-    let response = super::wire::prompt_result(&Outcome::Complete(prompt));
+    let response = super::wire::prompt_result(&Checked::clean(Outcome::Complete(prompt)));
     assert_eq!(response.description, "greets");
     assert_eq!(response.messages[0].role(), pb::Role::Assistant);
     assert!(response.input_required.is_none());

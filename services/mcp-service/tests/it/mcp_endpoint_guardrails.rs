@@ -3,8 +3,10 @@
 //! of secret the end-to-end test does not use. A deployment that only
 //! flags GitHub tokens in arguments lets one leave, and the result that
 //! echoes it back reaches the client redacted, its findings in `_meta`; a
-//! JSON Web Token in arguments is blocked before the call leaves.
+//! JSON Web Token in arguments is blocked before the call leaves. A
+//! resource's CSV blob and a rendered prompt are checked as results are.
 
+use base64::{Engine as _, engine::general_purpose::STANDARD};
 use serde_json::json;
 use switchboard_test_support::{DbKind, db_tests};
 
@@ -19,6 +21,7 @@ const JWT: &str = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbm4ifQ.c2lnbmF0dXJlLXNpZ25hd
 async fn the_endpoint_redacts_a_result_and_blocks_arguments_as_grpc_does(kind: DbKind) {
     let e = setup_with(kind, |config| {
         config.guardrails.arguments = "github_token=flag".into();
+        config.guardrails.results = "email=redact".into();
     })
     .await;
     let out = e
@@ -28,6 +31,8 @@ async fn the_endpoint_redacts_a_result_and_blocks_arguments_as_grpc_does(kind: D
             json!([
                 { "op": "callTool", "name": "echo", "arguments": { "text": format!("token {GITHUB}") } },
                 { "op": "callTool", "name": "echo", "arguments": { "text": format!("session {JWT}") } },
+                { "op": "readResource", "uri": "data://keys-blob" },
+                { "op": "getPrompt", "name": "summarize", "arguments": { "topic": "ann@example.com" } },
             ]),
         )
         .await;
@@ -55,6 +60,28 @@ async fn the_endpoint_redacts_a_result_and_blocks_arguments_as_grpc_does(kind: D
     assert!(
         !blocked.to_string().contains(JWT),
         "the refusal names no secret: {blocked}"
+    );
+
+    let read = step(&out, 2);
+    let blob = read["contents"][0]["blob"].as_str().expect("a blob");
+    let csv = String::from_utf8(STANDARD.decode(blob).expect("base64")).expect("UTF-8");
+    assert_eq!(csv, "name,key\ndeploy,[redacted aws_access_key]\n", "{out}");
+    assert_eq!(
+        read["_meta"]["io.switchboard/guardrails"],
+        json!([{ "detector": "aws_access_key", "action": "redact", "place": "result", "count": 1 }]),
+        "{out}"
+    );
+    let prompt = step(&out, 3);
+    let said = prompt["messages"][0]["content"]["text"]
+        .as_str()
+        .expect("text");
+    assert!(
+        said.contains("[redacted email]") && !said.contains("ann@example.com"),
+        "{out}"
+    );
+    assert_eq!(
+        prompt["_meta"]["io.switchboard/guardrails"][0]["place"], "arguments",
+        "the arguments' flag, then the result's redaction: {out}"
     );
 }
 

@@ -8,6 +8,7 @@ use secrecy::{ExposeSecret as _, SecretString};
 use switchboard_db::DatabaseArgs;
 use switchboard_mcp_service::{
     domain::{
+        guardrails::{GuardrailSettings, SettingInput},
         integration::{
             AuthConfig, DisplayName, Integration, IntegrationId, IntegrationKind, OrgId, Secrets,
             Slug, Timeouts,
@@ -58,6 +59,15 @@ fn integration(org: &str, slug: &str, created_at: i64) -> Integration {
             connect_ms: Some(1500),
             call_ms: None,
         },
+        guardrails: GuardrailSettings::parse(
+            "guardrails",
+            &[SettingInput {
+                detector: "email".into(),
+                place: "result".into(),
+                action: "redact".into(),
+            }],
+        )
+        .expect("valid"),
         secrets,
         created_at,
         updated_at: created_at,
@@ -83,6 +93,8 @@ async fn stored_integrations_round_trip_with_their_secrets(kind: DbKind) {
     assert_eq!(loaded.transport, original.transport);
     assert_eq!(loaded.auth, original.auth);
     assert_eq!(loaded.timeouts, original.timeouts);
+    assert_eq!(loaded.guardrails, original.guardrails);
+    assert_eq!(loaded.guardrails.settings().len(), 1);
     assert_eq!(loaded.created_at, 1000);
     assert_eq!(
         loaded

@@ -66,6 +66,7 @@ fn integration(org: &str, slug: &str) -> Integration {
         auth: AuthConfig::None,
         enabled: true,
         timeouts: Timeouts::default(),
+        guardrails: Default::default(),
         secrets: Secrets::default(),
         created_at: 1,
         updated_at: 1,

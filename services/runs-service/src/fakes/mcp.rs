@@ -297,6 +297,7 @@ impl McpPort for FakeMcp {
                 text: Some(text.clone()),
                 blob_len: 0,
                 csv_blob: Vec::new(),
+                redacted: Vec::new(),
             }),
             _ => Err(McpCallError::NotFound(format!("no resource {}", read.uri))),
         }

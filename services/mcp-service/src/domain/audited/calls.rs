@@ -3,7 +3,6 @@
 
 use std::{ops::Deref, time::Duration, time::Instant};
 
-use rmcp::model::GetPromptResult;
 use serde_json::Value;
 use switchboard_auth::Principal;
 
@@ -14,11 +13,10 @@ use crate::domain::{
         recorder::{Auditor, micros_since},
     },
     call_input::{check_input, check_tool_call},
-    calls::{CallService, Grants, PromptCall, ResourceQuery},
+    calls::{CallService, Grants, PromptAnswer, PromptCall, ResourceQuery, ToolAnswer},
     error::{McpError, refusal},
     guardrails,
     integration::IntegrationId,
-    outcome::{Outcome, ToolOutcome},
     ports::{AuthorizationAnswer, CallError, ToolCall},
     resource::ResourceRead,
 };
@@ -61,6 +59,10 @@ impl AuditedCalls {
         arguments: Value,
     ) -> Option<Started> {
         let auditor = self.auditor.as_ref()?;
+        // The trail never holds what the guardrails find, whatever they do
+        // with it on the call: every finding is redacted in its copy.
+        let mut arguments = arguments;
+        guardrails::redact_value(&mut arguments, &mut |_| true);
         let record = AuditRecord::by(caller, action, AuditOutcome::Ok)
             .on(id)
             .target(target);
@@ -74,7 +76,7 @@ impl AuditedCalls {
         &self,
         started: Option<Started>,
         outcome: &Result<T, McpError>,
-        verdict: impl FnOnce(&T) -> Option<(AuditOutcome, String)>,
+        verdict: impl FnOnce(&T) -> Option<Verdict>,
     ) {
         let (Some(auditor), Some(started)) = (&self.auditor, started) else {
             return;
@@ -83,9 +85,12 @@ impl AuditedCalls {
         record.duration_micros = Some(micros_since(started.at));
         match outcome {
             Ok(value) => {
-                if let Some((outcome, reason)) = verdict(value) {
-                    record.outcome = outcome;
-                    record.reason = reason;
+                if let Some(verdict) = verdict(value) {
+                    record.outcome = verdict.outcome;
+                    record.reason = verdict.reason;
+                    if let Some(rule) = verdict.rule {
+                        record.rule = rule;
+                    }
                 }
             }
             Err(error) => {
@@ -115,7 +120,7 @@ impl AuditedCalls {
         session_scope: &str,
         grants: Grants<'_>,
         deadline: Option<Duration>,
-    ) -> Result<Result<ToolOutcome, CallError>, McpError> {
+    ) -> Result<Result<ToolAnswer, CallError>, McpError> {
         // Past a bound, refused before anything of it is recorded.
         check_tool_call(self.calls.bounds(), &call, session_scope)?;
         let mut started = self.start(
@@ -166,7 +171,8 @@ impl AuditedCalls {
             .calls
             .read_resource(caller, id, query, session_scope, deadline)
             .await;
-        self.finish(started, &outcome, |_| None).await;
+        self.finish(started, &outcome, |read| found_verdict(&read.findings))
+            .await;
         outcome
     }
 
@@ -178,7 +184,7 @@ impl AuditedCalls {
         prompt: PromptCall,
         session_scope: &str,
         deadline: Option<Duration>,
-    ) -> Result<Outcome<GetPromptResult>, McpError> {
+    ) -> Result<PromptAnswer, McpError> {
         check_input(
             self.calls.bounds(),
             session_scope,
@@ -196,7 +202,8 @@ impl AuditedCalls {
             .calls
             .get_prompt(caller, id, prompt, session_scope, deadline)
             .await;
-        self.finish(started, &outcome, |_| None).await;
+        self.finish(started, &outcome, |answer| found_verdict(&answer.findings))
+            .await;
         outcome
     }
 
@@ -220,24 +227,57 @@ impl AuditedCalls {
     }
 }
 
+/// How a call that returned ended, when not plainly: its outcome, reason
+/// and the deciding rule, if any.
+struct Verdict {
+    outcome: AuditOutcome,
+    reason: String,
+    rule: Option<String>,
+}
+
+impl Verdict {
+    fn of(outcome: AuditOutcome, reason: String) -> Self {
+        Self {
+            outcome,
+            reason,
+            rule: None,
+        }
+    }
+}
+
 /// How a tool call that returned ended, when not plainly: failed with the
-/// server's error or the tool's own error result, or with what the
-/// guardrails found (never the text they found), succeeded or not.
-fn tool_verdict(result: &Result<ToolOutcome, CallError>) -> Option<(AuditOutcome, String)> {
-    let outcome = match result {
-        Err(error) => return Some((AuditOutcome::Failed, error.to_string())),
-        Ok(outcome) => outcome,
+/// server's error or the tool's own error result, denied where a policy
+/// withheld its result, or with what the guardrails found (never the text
+/// they found), succeeded or not.
+fn tool_verdict(result: &Result<ToolAnswer, CallError>) -> Option<Verdict> {
+    let answer = match result {
+        Err(error) => return Some(Verdict::of(AuditOutcome::Failed, error.to_string())),
+        Ok(answer) => answer,
     };
-    let found = match outcome {
-        Outcome::Complete(result) => guardrails::summary(&guardrails::findings_of(result)),
-        Outcome::InputRequired(_) => None,
-    };
-    match (outcome.is_error(), found) {
-        (true, Some(found)) => Some((AuditOutcome::Failed, found)),
-        (true, None) => Some((
+    let found = guardrails::summary(&answer.findings);
+    if let Some(rule) = &answer.withheld_by {
+        let reason = match found {
+            Some(found) => format!("the result was withheld by policy; {found}"),
+            None => "the result was withheld by policy".to_owned(),
+        };
+        return Some(Verdict {
+            outcome: AuditOutcome::Denied,
+            reason,
+            rule: Some(rule.clone()),
+        });
+    }
+    match (answer.value.is_error(), found) {
+        (true, Some(found)) => Some(Verdict::of(AuditOutcome::Failed, found)),
+        (true, None) => Some(Verdict::of(
             AuditOutcome::Failed,
             "the tool returned an error result".to_owned(),
         )),
-        (false, found) => found.map(|found| (AuditOutcome::Ok, found)),
+        (false, found) => found.map(|found| Verdict::of(AuditOutcome::Ok, found)),
     }
+}
+
+/// What the guardrails found in a resource's or a prompt's text, if
+/// anything.
+fn found_verdict(findings: &[guardrails::Finding]) -> Option<Verdict> {
+    guardrails::summary(findings).map(|found| Verdict::of(AuditOutcome::Ok, found))
 }

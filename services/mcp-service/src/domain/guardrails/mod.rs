@@ -10,21 +10,20 @@
 
 pub mod detectors;
 mod redact;
+mod settings;
 #[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;
 
-use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::model::{CallToolResult, GetPromptResult, JsonObject, ReadResourceResult};
 use serde::{Deserialize, Serialize};
 
-use super::{
-    outcome::{Outcome, ToolOutcome},
-    policy::PolicyError,
-};
+use super::outcome::{Outcome, ToolOutcome};
 
 pub use detectors::{ALL, Detector};
 pub use redact::{redact_text, redact_value};
+pub use settings::{GuardrailSettings, Setting, SettingInput};
 
 /// What is done with a finding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -80,6 +79,14 @@ impl Place {
             Self::Result => "result",
         }
     }
+
+    fn parse(name: &str) -> Option<Self> {
+        match name {
+            "arguments" => Some(Self::Arguments),
+            "result" => Some(Self::Result),
+            _ => None,
+        }
+    }
 }
 
 /// What the guardrails found of one detector in one place, and did.
@@ -95,9 +102,29 @@ pub struct Finding {
     pub count: u32,
 }
 
-/// The key of a result's `_meta` under which its findings travel to its
-/// caller (the MCP endpoint's clients and the gRPC conversion read it).
-pub const META_KEY: &str = "io.switchboard/guardrails";
+/// A call's answer and what the guardrails found in it and in the call's
+/// arguments, for the audit trail and the caller.
+#[derive(Debug, Clone)]
+pub struct Checked<T> {
+    /// The answer, redacted or withheld as the settings say.
+    pub value: T,
+    /// What was found, arguments' findings first.
+    pub findings: Vec<Finding>,
+    /// The policy rule (`policy@version/rule`) that withheld a tool's
+    /// result for what it carried, when one did.
+    pub withheld_by: Option<String>,
+}
+
+impl<T> Checked<T> {
+    /// `value`, with nothing found.
+    pub fn clean(value: T) -> Self {
+        Self {
+            value,
+            findings: Vec::new(),
+            withheld_by: None,
+        }
+    }
+}
 
 /// The actions of each detector, on arguments and on results.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,56 +199,83 @@ impl Guardrails {
     }
 
     /// Checks a call's outcome before it is returned: a complete result as
-    /// [`Self::check_result`] says, with `flagged` (the arguments'
-    /// findings) beside its own.
-    pub fn check_outcome(&self, outcome: ToolOutcome, flagged: Vec<Finding>) -> ToolOutcome {
-        match outcome {
+    /// [`Self::check_result`] says, its findings after `flagged` (the
+    /// arguments').
+    pub fn check_outcome(
+        &self,
+        outcome: ToolOutcome,
+        flagged: Vec<Finding>,
+    ) -> Checked<ToolOutcome> {
+        let mut findings = flagged;
+        let value = match outcome {
             Outcome::Complete(mut result) => {
-                self.check_result(&mut result, flagged);
+                findings.extend(self.check_result(&mut result));
                 Outcome::Complete(result)
             }
             other => other,
+        };
+        Checked {
+            value,
+            findings,
+            withheld_by: None,
         }
     }
 
     /// Checks a tool's result before it is returned: redacted in place
-    /// where the settings say so, its findings (after `flagged`, the
-    /// arguments') written to its `_meta`; or, when a finding blocks it,
-    /// replaced by an error result saying what it carried.
-    pub fn check_result(&self, result: &mut CallToolResult, flagged: Vec<Finding>) {
+    /// where the settings say so; or, when a finding blocks it, replaced by
+    /// an error result saying what it carried. Returns the findings.
+    pub fn check_result(&self, result: &mut CallToolResult) -> Vec<Finding> {
         let mut tally = Tally::new(&self.results, Place::Result);
         redact::redact_result(result, &mut |found| tally.act(found));
         match tally.finish() {
-            Ok(findings) if findings.is_empty() && flagged.is_empty() => {}
-            Ok(findings) => attach(result, &[flagged, findings].concat()),
+            Ok(findings) => findings,
             Err(detector) => {
-                let findings = vec![Finding {
-                    detector: detector.name().to_owned(),
-                    action: Action::Block,
-                    place: Place::Result,
-                    count: 1,
-                }];
-                *result = CallToolResult::error(vec![rmcp::model::ContentBlock::text(format!(
+                *result = withheld(format!(
                     "The tool's result was withheld: it carried a {} (Switchboard's guardrails).",
                     detector.described()
-                ))]);
-                attach(result, &[flagged, findings].concat());
+                ));
+                vec![blocked(detector)]
             }
         }
     }
+
+    /// Checks a resource's text contents before they are returned:
+    /// redacted in place where the settings say so. Returns the findings,
+    /// or the first detector whose finding blocks the read.
+    pub fn check_resource(&self, read: &mut ReadResourceResult) -> Result<Vec<Finding>, Detector> {
+        let mut tally = Tally::new(&self.results, Place::Result);
+        redact::redact_contents(&mut read.contents, &mut |found| tally.act(found));
+        tally.finish()
+    }
+
+    /// Checks a rendered prompt's messages and description before they are
+    /// returned, as for a resource.
+    pub fn check_prompt(&self, prompt: &mut GetPromptResult) -> Result<Vec<Finding>, Detector> {
+        let mut tally = Tally::new(&self.results, Place::Result);
+        let act = &mut |found| tally.act(found);
+        if let Some(description) = &mut prompt.description
+            && let Some(redacted) = redact_text(description, act)
+        {
+            *description = redacted;
+        }
+        for message in &mut prompt.messages {
+            redact::redact_block(&mut message.content, act);
+        }
+        tally.finish()
+    }
 }
 
-/// The refusal of a call whose arguments carry what `detector` finds and
-/// the settings block: denied as by a policy rule `guardrails/{detector}`,
-/// so the audit trail, the gRPC status and a model's text say so as for
-/// any denied call.
-pub fn refusal(detector: Detector) -> PolicyError {
-    PolicyError::Denied {
-        rule: format!("guardrails/{}", detector.name()),
-        reason: format!(
-            "the call's arguments carry a {}, so it was not sent",
-            detector.described()
-        ),
+/// An error result in place of a tool's result, saying why.
+pub fn withheld(why: String) -> CallToolResult {
+    CallToolResult::error(vec![rmcp::model::ContentBlock::text(why)])
+}
+
+fn blocked(detector: Detector) -> Finding {
+    Finding {
+        detector: detector.name().to_owned(),
+        action: Action::Block,
+        place: Place::Result,
+        count: 1,
     }
 }
 
@@ -244,25 +298,6 @@ pub fn summary(findings: &[Finding]) -> Option<String> {
         })
         .collect();
     Some(format!("guardrails: {}", items.join(", ")))
-}
-
-/// The findings a result carries in its `_meta`, if any.
-pub fn findings_of(result: &CallToolResult) -> Vec<Finding> {
-    result
-        .meta
-        .as_ref()
-        .and_then(|meta| meta.get(META_KEY))
-        .and_then(|value| serde_json::from_value(value.clone()).ok())
-        .unwrap_or_default()
-}
-
-fn attach(result: &mut CallToolResult, findings: &[Finding]) {
-    if let Ok(value) = serde_json::to_value(findings) {
-        result
-            .meta
-            .get_or_insert_with(Default::default)
-            .insert(META_KEY.to_owned(), value);
-    }
 }
 
 /// Findings counted as they are acted on, and whether one blocks.

@@ -1,13 +1,15 @@
 //! The detectors on texts a hostile server or model would send, and the
 //! actions on arguments and results.
 
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
+use rmcp::model::{
+    CallToolResult, ContentBlock, GetPromptResult, JsonObject, PromptMessage, ReadResourceResult,
+    ResourceContents, Role,
+};
 use serde_json::json;
 
 use super::{
-    Action, Guardrails, META_KEY, Place,
+    Action, GuardrailSettings, Guardrails, Place, SettingInput,
     detectors::{Detector, find},
-    findings_of,
 };
 
 const AWS: &str = "AKIAIOSFODNN7EXAMPLE";
@@ -62,7 +64,7 @@ fn a_result_is_redacted_in_place_and_says_what_was_found() {
         "aws {AWS}\n{PEM}\ncard {CARD}, mail ann@example.com"
     ))]);
     result.structured_content = Some(json!({ "nested": [ { "key": AWS } ] }));
-    Guardrails::default().check_result(&mut result, Vec::new());
+    let findings = Guardrails::default().check_result(&mut result);
     let ContentBlock::Text(text) = &result.content[0] else {
         panic!("text");
     };
@@ -74,7 +76,6 @@ fn a_result_is_redacted_in_place_and_says_what_was_found() {
         result.structured_content,
         Some(json!({ "nested": [ { "key": "[redacted aws_access_key]" } ] }))
     );
-    let findings = findings_of(&result);
     let summary: Vec<(&str, Action, u32)> = findings
         .iter()
         .map(|f| (f.detector.as_str(), f.action, f.count))
@@ -89,20 +90,17 @@ fn a_result_is_redacted_in_place_and_says_what_was_found() {
         ]
     );
     assert!(findings.iter().all(|f| f.place == Place::Result));
-    assert!(
-        result
-            .meta
-            .as_ref()
-            .is_some_and(|m| m.get(META_KEY).is_some())
-    );
+    assert_eq!(result.meta, None, "findings travel beside the result");
 }
 
 #[test]
 fn a_blocking_finding_withholds_the_result_and_a_clean_one_is_untouched() {
     let guardrails = Guardrails::with("", "private_key=block").expect("valid");
     let mut result = CallToolResult::success(vec![ContentBlock::text(PEM)]);
-    guardrails.check_result(&mut result, Vec::new());
+    let findings = guardrails.check_result(&mut result);
     assert_eq!(result.is_error, Some(true));
+    assert_eq!(findings.len(), 1);
+    assert_eq!(findings[0].action, Action::Block);
     let ContentBlock::Text(text) = &result.content[0] else {
         panic!("text");
     };
@@ -115,7 +113,7 @@ fn a_blocking_finding_withholds_the_result_and_a_clean_one_is_untouched() {
 
     let clean = CallToolResult::success(vec![ContentBlock::text("all fine")]);
     let mut checked = clean.clone();
-    guardrails.check_result(&mut checked, Vec::new());
+    assert!(guardrails.check_result(&mut checked).is_empty());
     assert_eq!(checked, clean);
 }
 
@@ -180,4 +178,150 @@ fn card_numbers_and_entropy_tokens_are_found_at_their_bounds_and_not_past_them()
     assert_eq!(detected(&token(512)), [Detector::HighEntropy]);
     assert_eq!(detected(&token(513)), []);
     assert_eq!(detected(&token(31)), []);
+}
+
+fn settings(entries: &[(&str, &str, &str)]) -> GuardrailSettings {
+    let written: Vec<SettingInput> = entries
+        .iter()
+        .map(|(detector, place, action)| SettingInput {
+            detector: (*detector).to_owned(),
+            place: (*place).to_owned(),
+            action: (*action).to_owned(),
+        })
+        .collect();
+    GuardrailSettings::parse("guardrails", &written).expect("valid")
+}
+
+#[test]
+fn the_integration_says_last_over_the_organization_over_the_deployment() {
+    let deployment = Guardrails::default();
+    let organization = settings(&[
+        ("card_number", "result", "block"),
+        ("email", "result", "redact"),
+    ]);
+    let integration = settings(&[("card_number", "result", "off")]);
+    let resolved = deployment.resolved(&organization, &integration);
+    let mut result = CallToolResult::success(vec![ContentBlock::text(format!(
+        "card {CARD}, mail ann@example.com"
+    ))]);
+    let findings = resolved.check_result(&mut result);
+    let ContentBlock::Text(text) = &result.content[0] else {
+        panic!("text");
+    };
+    assert_eq!(text.text, format!("card {CARD}, mail [redacted email]"));
+    assert_eq!(findings.len(), 1);
+    // Nothing set: the deployment's own, borrowed.
+    let none = GuardrailSettings::none();
+    assert!(matches!(
+        deployment.resolved(&none, &none),
+        std::borrow::Cow::Borrowed(_)
+    ));
+}
+
+#[test]
+fn two_policies_setting_one_detector_give_the_strongest_action() {
+    let flag = settings(&[("email", "arguments", "flag")]);
+    let block = settings(&[("email", "arguments", "block")]);
+    let merged = GuardrailSettings::strongest([&flag, &block]);
+    assert_eq!(merged.settings().len(), 1);
+    assert_eq!(merged.settings()[0].action, Action::Block);
+}
+
+#[test]
+fn settings_name_the_field_at_fault() {
+    let parse = |detector: &str, place: &str, action: &str| {
+        let written = [
+            SettingInput {
+                detector: "email".into(),
+                place: "result".into(),
+                action: "flag".into(),
+            },
+            SettingInput {
+                detector: detector.into(),
+                place: place.into(),
+                action: action.into(),
+            },
+        ];
+        GuardrailSettings::parse("integration.guardrails", &written)
+            .expect_err("refused")
+            .field
+    };
+    assert_eq!(
+        parse("passport", "result", "flag"),
+        "integration.guardrails[1].detector"
+    );
+    assert_eq!(
+        parse("email", "header", "flag"),
+        "integration.guardrails[1].place"
+    );
+    assert_eq!(
+        parse("email", "arguments", "hide"),
+        "integration.guardrails[1].action"
+    );
+    assert_eq!(
+        parse("email", "result", "block"),
+        "integration.guardrails[1].detector"
+    );
+    let too_many: Vec<SettingInput> = (0..23)
+        .map(|_| SettingInput {
+            detector: "email".into(),
+            place: "result".into(),
+            action: "flag".into(),
+        })
+        .collect();
+    assert!(GuardrailSettings::parse("g", &too_many).is_err());
+}
+
+#[test]
+fn resources_and_prompts_are_redacted_as_results_are() {
+    let guardrails = Guardrails::default();
+    let mut read = ReadResourceResult::new(vec![ResourceContents::text(
+        format!("id,key\n1,{AWS}\n"),
+        "file:///keys.csv",
+    )]);
+    let findings = guardrails.check_resource(&mut read).expect("not blocked");
+    let ResourceContents::TextResourceContents { text, .. } = &read.contents[0] else {
+        panic!("text");
+    };
+    assert_eq!(text, "id,key\n1,[redacted aws_access_key]\n");
+    assert_eq!(findings[0].detector, "aws_access_key");
+
+    // A CSV sent as a blob is text too; a binary blob is left alone.
+    use base64::{Engine as _, engine::general_purpose::STANDARD};
+    let image = STANDARD.encode([0xff_u8, 0xd8, 0xff, 0xe0]);
+    let mut read = ReadResourceResult::new(vec![
+        ResourceContents::blob(STANDARD.encode(format!("key\n{AWS}\n")), "file:///k.csv"),
+        ResourceContents::blob(image.clone(), "file:///k.jpg"),
+    ]);
+    let findings = guardrails.check_resource(&mut read).expect("not blocked");
+    let ResourceContents::BlobResourceContents { blob, .. } = &read.contents[0] else {
+        panic!("blob");
+    };
+    assert_eq!(
+        STANDARD.decode(blob).expect("base64"),
+        b"key\n[redacted aws_access_key]\n"
+    );
+    assert_eq!(findings.len(), 1);
+    let ResourceContents::BlobResourceContents { blob, .. } = &read.contents[1] else {
+        panic!("blob");
+    };
+    assert_eq!(blob, &image);
+
+    let mut prompt = GetPromptResult::new(vec![PromptMessage::new_text(
+        Role::User,
+        format!("deploy with {PEM}"),
+    )]);
+    let findings = guardrails.check_prompt(&mut prompt).expect("not blocked");
+    let ContentBlock::Text(text) = &prompt.messages[0].content else {
+        panic!("text");
+    };
+    assert_eq!(text.text, "deploy with [redacted private_key]");
+    assert_eq!(findings[0].detector, "private_key");
+
+    let blocking = Guardrails::with("", "private_key=block").expect("valid");
+    let mut prompt = GetPromptResult::new(vec![PromptMessage::new_text(Role::User, PEM)]);
+    assert_eq!(
+        blocking.check_prompt(&mut prompt),
+        Err(Detector::PrivateKey)
+    );
 }

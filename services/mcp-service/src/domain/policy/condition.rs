@@ -193,6 +193,8 @@ fn children<'a>(expr: &'a Expr, each: &mut impl FnMut(&'a IdedExpr)) {
 pub struct Condition {
     program: Program,
     uses_tool: bool,
+    reads_arguments: bool,
+    reads_findings: bool,
 }
 
 /// What evaluating a condition for a call gave.
@@ -224,8 +226,13 @@ impl Condition {
         }
         check_shape(text)?;
         let program = parse_bounded(text, env)?;
-        let uses_tool = program.references().has_variable("tool");
-        let condition = Self { program, uses_tool };
+        let references = program.references();
+        let condition = Self {
+            uses_tool: references.has_variable("tool"),
+            reads_arguments: references.has_variable("arguments"),
+            reads_findings: references.has_variable("findings"),
+            program,
+        };
         condition.check_on_samples(env)?;
         Ok(condition)
     }
@@ -234,6 +241,19 @@ impl Condition {
     /// a call must look the annotations up.
     pub fn uses_tool(&self) -> bool {
         self.uses_tool
+    }
+
+    /// Whether the condition reads what a call carries (`arguments` or
+    /// `findings`), so that it can be decided only for a call, not for a
+    /// listing.
+    pub fn reads_content(&self) -> bool {
+        self.reads_arguments || self.reads_findings
+    }
+
+    /// Whether the condition reads what the guardrails found, so that a
+    /// tool's result is decided on again once it is back.
+    pub fn reads_findings(&self) -> bool {
+        self.reads_findings
     }
 
     /// Evaluates the condition in `context`.
@@ -272,6 +292,10 @@ impl Condition {
                         format!("the condition gives {}, not a bool", other.type_of()),
                     ));
                 }
+                // The sample call has no arguments: one a condition reads
+                // is missing, and is left to run time, where a missing
+                // argument fails closed.
+                Err(ExecutionError::NoSuchKey(_)) if self.reads_arguments => {}
                 Err(
                     error @ (ExecutionError::UndeclaredReference(_)
                     | ExecutionError::NoSuchKey(_)

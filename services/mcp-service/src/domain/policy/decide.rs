@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use cel::Env;
 
+use crate::domain::guardrails::GuardrailSettings;
+
 use super::{
     Gate,
     condition::{Condition, ConditionError, Outcome},
@@ -96,6 +98,9 @@ pub struct Verdict {
 pub struct PolicySet {
     policies: Vec<Arc<CompiledPolicy>>,
     env: Arc<Env>,
+    guardrails: GuardrailSettings,
+    reads_content: bool,
+    reads_findings: bool,
 }
 
 impl std::fmt::Debug for PolicySet {
@@ -110,7 +115,35 @@ impl PolicySet {
     /// The set of `policies`, ordered by name.
     pub fn new(mut policies: Vec<Arc<CompiledPolicy>>, env: Arc<Env>) -> Self {
         policies.sort_by(|a, b| a.version.name.cmp(&b.version.name));
-        Self { policies, env }
+        let conditions = || policies.iter().flat_map(|p| &p.conditions);
+        let reads_content = conditions().any(Condition::reads_content);
+        let reads_findings = conditions().any(Condition::reads_findings);
+        let guardrails =
+            GuardrailSettings::strongest(policies.iter().map(|p| &p.version.body.guardrails));
+        Self {
+            policies,
+            env,
+            guardrails,
+            reads_content,
+            reads_findings,
+        }
+    }
+
+    /// The guardrail settings of the organization's policies as one.
+    pub fn guardrails(&self) -> &GuardrailSettings {
+        &self.guardrails
+    }
+
+    /// Whether any rule reads what a call carries (`arguments` or
+    /// `findings`), so that a call's content must be gathered.
+    pub fn reads_content(&self) -> bool {
+        self.reads_content
+    }
+
+    /// Whether any rule reads the guardrails' findings, so that a tool's
+    /// result is decided on again once it is back.
+    pub fn reads_findings(&self) -> bool {
+        self.reads_findings
     }
 
     /// The policies, by name.
@@ -148,6 +181,9 @@ impl PolicySet {
         let mut best: Option<(&PolicyVersion, &Rule)> = None;
         for policy in &self.policies {
             for (rule, condition) in policy.version.body.rules.iter().zip(&policy.conditions) {
+                if facts.content.is_none() && condition.reads_content() {
+                    continue;
+                }
                 if !matches(rule.effect, &condition.evaluate(&context)) {
                     continue;
                 }
@@ -200,6 +236,9 @@ impl PolicySet {
                 .map(move |(r, c)| (version, r, c))
         });
         for (version, rule, condition) in rules {
+            if facts.content.is_none() && condition.reads_content() {
+                continue;
+            }
             let outcome = condition.evaluate(&context);
             let rule_ref = RuleRef {
                 policy: version.name.to_string(),

@@ -6,16 +6,49 @@ use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use switchboard_auth::Principal;
 
+use rmcp::model::JsonObject;
+
 use super::{
     decide::{Decision, PolicySet, Verdict},
     engine::PolicyEngine,
     error::PolicyError,
-    facts::{CallFacts, IntegrationFacts, Subject, Target, ToolAnnotations},
+    facts::{CallContent, CallFacts, IntegrationFacts, Subject, Target, ToolAnnotations},
 };
 use crate::domain::{
+    guardrails::{Finding, Place},
     integration::{Integration, OrgId},
     ports::{Discovery, McpGateway},
 };
+
+/// What a call carries, as the call path has it: its arguments (a tool's
+/// or a prompt's, a resource template's parameters), and what the
+/// guardrails found so far.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Carried<'a> {
+    /// The arguments, after the guardrails; `None` for a request that
+    /// has none (a subscription, a completion).
+    pub arguments: Option<&'a JsonObject>,
+    /// The guardrails' findings, in the arguments and (once back) the
+    /// result.
+    pub findings: &'a [Finding],
+}
+
+impl Carried<'_> {
+    fn content(&self) -> CallContent {
+        let found_in = |place: Place| {
+            self.findings
+                .iter()
+                .filter(|f| f.place == place)
+                .map(|f| f.detector.clone())
+                .collect()
+        };
+        CallContent {
+            arguments: self.arguments.cloned().unwrap_or_default(),
+            found_in_arguments: found_in(Place::Arguments),
+            found_in_result: found_in(Place::Result),
+        }
+    }
+}
 
 /// The tools an agent may call on an integration, as runs-service passes
 /// them along: a further narrowing of what policies allow. `None` means no
@@ -130,6 +163,7 @@ impl PolicyEnforcer {
         subject: Subject,
         integration: &Integration,
         called: Called<'_>,
+        content: Option<CallContent>,
         timeout: Duration,
     ) -> CallFacts {
         let target = match called {
@@ -156,7 +190,16 @@ impl PolicyEnforcer {
             subject,
             integration: integration_facts(integration),
             target,
+            content,
         }
+    }
+
+    /// The guardrail settings of `org`'s policies.
+    pub async fn guardrails(
+        &self,
+        org: &OrgId,
+    ) -> Result<crate::domain::guardrails::GuardrailSettings, PolicyError> {
+        Ok(self.engine.set_for(org).await?.guardrails().clone())
     }
 
     /// Refuses a call the policies deny (PERMISSION_DENIED naming the
@@ -168,14 +211,29 @@ impl PolicyEnforcer {
         caller: &Principal,
         integration: &Integration,
         called: Called<'_>,
+        carried: Carried<'_>,
         timeout: Duration,
     ) -> Result<(), PolicyError> {
         let set = self.engine.set_for(&integration.org_id).await?;
         if set.is_empty() {
             return Ok(());
         }
+        // Empty where no rule reads it, and never `None` for a call: a
+        // rule that reads what a call carries is decided on every call.
+        let content = if set.reads_content() {
+            carried.content()
+        } else {
+            CallContent::default()
+        };
         let facts = self
-            .facts(&set, caller.into(), integration, called, timeout)
+            .facts(
+                &set,
+                caller.into(),
+                integration,
+                called,
+                Some(content),
+                timeout,
+            )
             .await;
         match (set.decide(&facts), called) {
             (Decision::Allow, _) => Ok(()),
@@ -190,6 +248,45 @@ impl PolicyEnforcer {
                     gate.reason
                 ),
             )),
+        }
+    }
+
+    /// Whether a rule of `org` reads the guardrails' findings, so that
+    /// tools' results are decided on again.
+    pub async fn reviews_results(&self, org: &OrgId) -> Result<bool, PolicyError> {
+        Ok(self.engine.set_for(org).await?.reads_findings())
+    }
+
+    /// Refuses a tool's result that a rule denies for what the guardrails
+    /// found in it (a rule reading `findings`), once the server has
+    /// answered: the call has run, and its result is withheld. Rules that
+    /// would gate the call on an approval were decided before it left.
+    pub async fn review_result(
+        &self,
+        caller: &Principal,
+        integration: &Integration,
+        tool: &str,
+        carried: Carried<'_>,
+        timeout: Duration,
+    ) -> Result<(), PolicyError> {
+        let set = self.engine.set_for(&integration.org_id).await?;
+        if !set.reads_findings() {
+            return Ok(());
+        }
+        let called = Called::Tool(tool);
+        let facts = self
+            .facts(
+                &set,
+                caller.into(),
+                integration,
+                called,
+                Some(carried.content()),
+                timeout,
+            )
+            .await;
+        match set.decide(&facts) {
+            Decision::Deny { rule, reason } => Err(denied(rule, reason)),
+            Decision::Allow | Decision::RequireApproval(_) => Ok(()),
         }
     }
 
@@ -210,6 +307,7 @@ impl PolicyEnforcer {
             subject: caller.into(),
             integration: integration_facts(integration),
             target,
+            content: None,
         };
         let listed = |target: Target| !matches!(set.decide(&facts(target)), Decision::Deny { .. });
         let mut narrowed = (*discovery).clone();
@@ -251,7 +349,7 @@ impl PolicyEnforcer {
             .set_for(&OrgId(subject.organization.clone()))
             .await?;
         let facts = self
-            .facts(&set, subject, integration, called, timeout)
+            .facts(&set, subject, integration, called, None, timeout)
             .await;
         Ok(set.explain(&facts))
     }

@@ -4,7 +4,7 @@
 
 use switchboard_server::FieldViolation;
 
-use crate::domain::gate::Gate;
+use crate::domain::{gate::Gate, guardrails::Detector};
 
 /// A failure of a policy use case, or the decision that refuses a call.
 #[derive(Debug, thiserror::Error)]
@@ -82,6 +82,34 @@ impl From<PolicyStoreError> for PolicyError {
             PolicyStoreError::NotFound => Self::NotFound,
             PolicyStoreError::Other(error) => Self::Internal(error),
             error => Self::Conflict(error),
+        }
+    }
+}
+
+impl PolicyError {
+    /// The refusal of a call whose arguments carry what `detector` finds
+    /// and the guardrails block: denied as by a rule `guardrails/{detector}`,
+    /// so the audit trail, the gRPC status and a model's text say so as
+    /// for any denied call.
+    pub fn arguments_carry(detector: Detector) -> Self {
+        Self::Denied {
+            rule: format!("guardrails/{}", detector.name()),
+            reason: format!(
+                "the call's arguments carry a {}, so it was not sent",
+                detector.described()
+            ),
+        }
+    }
+
+    /// The refusal of a resource read or a prompt (`what`) whose text
+    /// carries what `detector` finds and the guardrails block.
+    pub fn withheld(detector: Detector, what: &str) -> Self {
+        Self::Denied {
+            rule: format!("guardrails/{}", detector.name()),
+            reason: format!(
+                "the {what} carries a {}, so it was withheld",
+                detector.described()
+            ),
         }
     }
 }

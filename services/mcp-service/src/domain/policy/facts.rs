@@ -4,6 +4,7 @@
 use std::{collections::HashMap, sync::Arc};
 
 use cel::{Context, Env, Value};
+use serde_json::Map;
 use switchboard_auth::Principal;
 
 /// The caller as policies see them.
@@ -124,6 +125,20 @@ impl Target {
     }
 }
 
+/// What a call carries, as conditions see it: its arguments and the names
+/// of the detectors whose findings the guardrails acted on, in the
+/// arguments and, once the server has answered, in the result. Gathered
+/// only when a rule reads `arguments` or `findings`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallContent {
+    /// The call's arguments (a tool's or a prompt's), after the guardrails.
+    pub arguments: Map<String, serde_json::Value>,
+    /// The detectors found in the arguments.
+    pub found_in_arguments: Vec<String>,
+    /// The detectors found in the result; empty before the call.
+    pub found_in_result: Vec<String>,
+}
+
 /// Everything a condition sees of one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallFacts {
@@ -133,6 +148,9 @@ pub struct CallFacts {
     pub integration: IntegrationFacts,
     /// What they call.
     pub target: Target,
+    /// What the call carries; `None` where there is no call (a listing,
+    /// an explanation), and rules that read it are passed over.
+    pub content: Option<CallContent>,
 }
 
 fn text(value: &str) -> Value {
@@ -147,6 +165,20 @@ fn object(fields: Vec<(&'static str, Value)>) -> Value {
     Value::from(fields.into_iter().collect::<HashMap<_, _>>())
 }
 
+fn findings_value(in_arguments: &[String], in_result: &[String]) -> Value {
+    object(vec![
+        ("arguments", texts(in_arguments)),
+        ("result", texts(in_result)),
+    ])
+}
+
+/// `arguments` as CEL sees them: JSON's objects, arrays, strings, numbers,
+/// booleans and null; an object CEL cannot hold (none the call's bounds
+/// let through) is an empty map, so rules reading it fail closed.
+fn arguments_value(arguments: &Map<String, serde_json::Value>) -> Value {
+    cel::to_value(arguments).unwrap_or_else(|_| object(Vec::new()))
+}
+
 fn tool_value(name: &str, annotations: ToolAnnotations) -> Value {
     object(vec![
         ("name", text(name)),
@@ -159,11 +191,19 @@ fn tool_value(name: &str, annotations: ToolAnnotations) -> Value {
 
 impl CallFacts {
     /// The variables of the call: `caller`, `integration` and `request`
-    /// always, and the one of `tool`, `resource` and `prompt` that the
-    /// call has. A condition reading one the call does not have fails to
-    /// evaluate, and fails closed.
+    /// always, the one of `tool`, `resource` and `prompt` that the call
+    /// has, and `arguments` and `findings` when its content is known. A
+    /// condition reading one the call does not have fails to evaluate, and
+    /// fails closed.
     pub fn context<'a>(&self, env: &Arc<Env>) -> Context<'a, 'a> {
         let mut context = self.common(env);
+        if let Some(content) = &self.content {
+            context.add_variable_from_value("arguments", arguments_value(&content.arguments));
+            context.add_variable_from_value(
+                "findings",
+                findings_value(&content.found_in_arguments, &content.found_in_result),
+            );
+        }
         match &self.target {
             Target::Tool { name, annotations } => {
                 context.add_variable_from_value("tool", tool_value(name, *annotations));
@@ -223,8 +263,11 @@ impl CallFacts {
                     subject: Subject::default(),
                     integration: IntegrationFacts::default(),
                     target,
+                    content: None,
                 };
                 let mut context = facts.common(env);
+                context.add_variable_from_value("arguments", object(Vec::new()));
+                context.add_variable_from_value("findings", findings_value(&[], &[]));
                 context.add_variable_from_value("tool", tool_value("", ToolAnnotations::default()));
                 context.add_variable_from_value("resource", object(vec![("uri", text(""))]));
                 context.add_variable_from_value("prompt", object(vec![("name", text(""))]));

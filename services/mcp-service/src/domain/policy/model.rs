@@ -1,5 +1,7 @@
 //! What an admin writes: named, versioned policies of ordered rules.
 
+use crate::domain::guardrails::GuardrailSettings;
+
 /// What a matching rule does to a call; also a policy's default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -86,6 +88,9 @@ pub struct PolicyBody {
     pub rules: Vec<Rule>,
     /// What a call no rule of any policy matches gets: ALLOW or DENY.
     pub default_effect: Effect,
+    /// The guardrails' actions the policy sets for its organization.
+    #[serde(default, skip_serializing_if = "GuardrailSettings::is_empty")]
+    pub guardrails: GuardrailSettings,
 }
 
 /// A stored version of a policy.

@@ -8,7 +8,7 @@ use cel::Env;
 use super::{
     condition::{Condition, MAX_COMPREHENSIONS, MAX_CONDITION_BYTES},
     decide::{CompiledPolicy, Decision, PolicySet},
-    facts::{CallFacts, IntegrationFacts, Subject, Target, ToolAnnotations},
+    facts::{CallContent, CallFacts, IntegrationFacts, Subject, Target, ToolAnnotations},
     model::{Effect, PolicyBody, PolicyName, PolicyVersion, Rule},
 };
 
@@ -190,6 +190,7 @@ fn policy(name: &str, rules: Vec<Rule>, default_effect: Effect) -> Arc<CompiledP
             description: String::new(),
             rules,
             default_effect,
+            guardrails: Default::default(),
         },
         updated_by: "admin".into(),
         updated_at: 0,
@@ -216,6 +217,7 @@ fn tool_call(user: &str, roles: &[&str], tool: &str, annotations: ToolAnnotation
             name: tool.into(),
             annotations,
         },
+        content: None,
     }
 }
 
@@ -381,4 +383,65 @@ fn groups_teams_service_and_the_integration_are_variables() {
     assert_eq!(set.decide(&facts), Decision::Allow);
     facts.subject.teams = vec!["search".into()];
     assert!(matches!(set.decide(&facts), Decision::Deny { .. }));
+}
+
+fn carrying(facts: CallFacts, arguments: serde_json::Value, in_result: &[&str]) -> CallFacts {
+    CallFacts {
+        content: Some(CallContent {
+            arguments: serde_json::from_value(arguments).expect("an object"),
+            found_in_arguments: Vec::new(),
+            found_in_result: in_result.iter().map(|d| (*d).to_owned()).collect(),
+        }),
+        ..facts
+    }
+}
+
+#[test]
+fn a_rule_reads_a_calls_arguments_and_findings_and_is_passed_over_in_a_listing() {
+    let policies = set(vec![policy(
+        "content",
+        vec![
+            rule("no-prod", "arguments.repo == 'prod'", Effect::Deny),
+            rule(
+                "no-keys-back",
+                "'private_key' in findings.result",
+                Effect::Deny,
+            ),
+        ],
+        Effect::Allow,
+    )]);
+    assert!(policies.reads_content() && policies.reads_findings());
+    let call = || tool_call("u", &[], "push", ToolAnnotations::default());
+    let denied = |facts: &CallFacts| matches!(policies.decide(facts), Decision::Deny { .. });
+    assert!(denied(&carrying(
+        call(),
+        serde_json::json!({"repo": "prod"}),
+        &[]
+    )));
+    assert!(!denied(&carrying(
+        call(),
+        serde_json::json!({"repo": "dev"}),
+        &[]
+    )));
+    assert!(denied(&carrying(
+        call(),
+        serde_json::json!({"repo": "dev"}),
+        &["private_key"]
+    )));
+    // A missing argument fails closed for a denying rule.
+    assert!(denied(&carrying(call(), serde_json::json!({}), &[])));
+    // A listing has no arguments: the rules that read them do not hide
+    // the tool.
+    assert_eq!(policies.decide(&call()), Decision::Allow);
+}
+
+#[test]
+fn a_condition_on_arguments_compiles_and_a_misspelt_variable_is_still_refused() {
+    assert!(compile("arguments.repo == 'prod'").is_ok());
+    assert!(compile("has(arguments.repo) && 'email' in findings.arguments").is_ok());
+    assert!(compile("findings.results == []").is_err(), "no such field");
+    assert!(
+        compile("argument.repo == 'prod'").is_err(),
+        "no such variable"
+    );
 }

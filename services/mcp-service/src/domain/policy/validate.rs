@@ -7,6 +7,7 @@ use cel::Env;
 use switchboard_server::FieldViolation;
 
 use super::{
+    super::guardrails::{GuardrailSettings, SettingInput},
     condition::Condition,
     model::{Effect, PolicyBody, PolicyLimits, PolicyName, Rule, is_valid_name},
 };
@@ -44,6 +45,8 @@ pub struct PolicyInput {
     pub rules: Vec<RuleInput>,
     /// Default effect; `None` when unset (ALLOW).
     pub default_effect: Option<Effect>,
+    /// Guardrail settings.
+    pub guardrails: Vec<SettingInput>,
 }
 
 /// The policy's name and body, or every field that is wrong (each rule's
@@ -75,6 +78,9 @@ pub fn validate(
             Effect::Allow
         }
     };
+    let guardrails = GuardrailSettings::parse("policy.guardrails", &input.guardrails)
+        .map_err(|violation| violations.push(violation))
+        .unwrap_or_default();
     if input.rules.len() > limits.max_rules_per_policy {
         violations.push(FieldViolation::new(
             "policy.rules",
@@ -96,6 +102,7 @@ pub fn validate(
                 description: input.description,
                 rules,
                 default_effect,
+                guardrails,
             },
         )),
         _ => Err(violations),

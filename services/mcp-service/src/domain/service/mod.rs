@@ -167,6 +167,7 @@ impl IntegrationService {
             auth: resolved.auth,
             enabled: new.enabled,
             timeouts: new.timeouts,
+            guardrails: new.guardrails,
             secrets: resolved.secrets,
             created_at: now,
             updated_at: now,
@@ -291,6 +292,9 @@ impl IntegrationService {
         }
         if let Some(timeouts) = patch.timeouts {
             integration.timeouts = timeouts;
+        }
+        if let Some(guardrails) = patch.guardrails {
+            integration.guardrails = guardrails;
         }
         integration.updated_at = now_millis();
         self.save(&integration).await?;

@@ -29,7 +29,7 @@ use super::{
     admission::{Admission, Method},
     caller::{Caller, caller_of, notifier_of},
     errors::{error_data, unknown},
-    listing,
+    findings, listing,
     passthrough::{self, Ear},
     session_requests::{SessionRequests, completion_owner, every_member, resource_owner},
 };
@@ -37,9 +37,9 @@ use crate::domain::{
     abilities::AbilitiesGuard,
     audit::calls::AuditedCalls,
     bounds::{PromptName, ResourceUri, ToolName},
-    calls::{Grants, PromptCall, ResourceQuery},
+    calls::{Grants, PromptCall, ResourceQuery, ToolAnswer},
     downstream::Downstream,
-    outcome::{Outcome, ToolOutcome},
+    outcome::Outcome,
     policy::enforce::AllowList,
     ports::{Discovery, SessionRequest, ToolCall},
     surface::Member,
@@ -392,8 +392,10 @@ impl ServerHandler for SurfaceServer {
                 )
                 .await
                 .map_err(error_data)?;
+            let findings = read.findings;
             let mut read = listing::complete(read.result)?;
             listing::said_complete(&mut read.result_type);
+            findings::attach(&mut read.meta, &findings);
             Ok(ReadResourceResponse::Complete(read))
         };
         self.admission
@@ -450,8 +452,9 @@ impl ServerHandler for SurfaceServer {
                 )
                 .await
                 .map_err(error_data)?;
-            let mut prompt = listing::complete(result)?;
+            let mut prompt = listing::complete(result.value)?;
             listing::said_complete(&mut prompt.result_type);
+            findings::attach(&mut prompt.meta, &result.findings);
             Ok(GetPromptResponse::Complete(prompt))
         };
         self.admission
@@ -464,15 +467,20 @@ impl ServerHandler for SurfaceServer {
 /// A tool call's outcome as the client's result: the server's result as it
 /// sent it, or what went wrong on the server's side as an error result for
 /// the model to read, as ExecuteTool words it.
-fn tool_result(outcome: Result<ToolOutcome, crate::domain::ports::CallError>) -> CallToolResult {
-    match outcome {
-        Ok(Outcome::InputRequired(_)) => CallToolResult::error(vec![ContentBlock::text(
+fn tool_result(outcome: Result<ToolAnswer, crate::domain::ports::CallError>) -> CallToolResult {
+    let answer = match outcome {
+        Ok(answer) => answer,
+        Err(error) => return CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
+    };
+    let mut result = match answer.value {
+        Outcome::InputRequired(_) => CallToolResult::error(vec![ContentBlock::text(
             "the tool asked for input, which this endpoint does not pass on yet",
         )]),
-        Ok(Outcome::Complete(mut result)) => {
+        Outcome::Complete(mut result) => {
             listing::said_complete(&mut result.result_type);
             result
         }
-        Err(error) => CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
-    }
+    };
+    findings::attach(&mut result.meta, &answer.findings);
+    result
 }

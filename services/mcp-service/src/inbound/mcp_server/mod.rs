@@ -10,6 +10,7 @@ mod answers;
 mod authority;
 mod caller;
 mod errors;
+mod findings;
 mod handler;
 mod input_responses;
 mod listing;

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::{AnyPool, Row, any::AnyRow};
 
 use crate::domain::{
+    guardrails::GuardrailSettings,
     integration::{
         AuthConfig, DisplayName, Integration, IntegrationId, IntegrationKind, OrgId, Secrets, Slug,
         Timeouts,
@@ -33,6 +34,8 @@ struct StoredConfig {
     transport: Transport,
     auth: AuthConfig,
     timeouts: Timeouts,
+    #[serde(default, skip_serializing_if = "GuardrailSettings::is_empty")]
+    guardrails: GuardrailSettings,
 }
 
 /// [`IntegrationRepository`] over a SQL database.
@@ -131,6 +134,7 @@ impl SqlIntegrationRepository {
             auth: config.auth,
             enabled: row.try_get::<i64, _>("enabled")? != 0,
             timeouts: config.timeouts,
+            guardrails: config.guardrails,
             secrets,
             created_at: row.try_get("created_at")?,
             updated_at: row.try_get("updated_at")?,
@@ -143,6 +147,7 @@ fn config_json(integration: &Integration) -> anyhow::Result<String> {
         transport: integration.transport.clone(),
         auth: integration.auth.clone(),
         timeouts: integration.timeouts,
+        guardrails: integration.guardrails.clone(),
     })?)
 }
 

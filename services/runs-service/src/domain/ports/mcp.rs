@@ -358,6 +358,9 @@ pub struct ResourceData {
     /// Binary contents of a CSV resource (a server may send CSV as a blob);
     /// empty for other kinds, whose blobs are only described.
     pub csv_blob: Vec<u8>,
+    /// What mcp-service's guardrails redacted in the contents, by detector
+    /// name, with how many.
+    pub redacted: Vec<(String, u32)>,
 }
 
 /// The kind of a resource.

@@ -30,7 +30,7 @@ pub use arguments::{
     parameter_required, result_mismatch,
 };
 pub use content::{
-    TOOL_EXECUTION_FAILED, into_rendered, render_content, rendered_len, tool_output,
+    TOOL_EXECUTION_FAILED, into_rendered, redacted, render_content, rendered_len, tool_output,
 };
 pub use data_sources::{
     import_failed, query_out_of_memory, query_refusal, query_table, rendered_line_bytes,

@@ -116,7 +116,7 @@ impl Reader<'_> {
             parameters,
             scope: &scope,
         };
-        let resource = match self
+        let mut resource = match self
             .mcp
             .retrieve_resource(&self.context.caller, read, self.timeout)
             .await
@@ -135,7 +135,11 @@ impl Reader<'_> {
             }
         };
         let kind = kind_name(resource.kind);
-        let outcome = self.deliver(wanted, resource, failed).await;
+        let redacted = std::mem::take(&mut resource.redacted);
+        let mut outcome = self.deliver(wanted, resource, failed).await;
+        if !redacted.is_empty() && !outcome.is_error {
+            outcome.text = format!("{}\n\n{}", outcome.text, texts::redacted(&redacted));
+        }
         if outcome.is_error {
             tracing::warn!(%integration_id, uri = %wanted.uri, status = "failed", error_type = "import", kind, "MCP resource retrieval failed");
         } else {

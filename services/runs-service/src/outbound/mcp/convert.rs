@@ -161,12 +161,7 @@ pub fn tool_output(mut response: pb::ExecuteToolResponse) -> ToolOutput {
         request_state: asked.request_state,
         task_id: asked.task_id,
     });
-    let redacted = response
-        .guardrail_findings
-        .iter()
-        .filter(|f| f.place == "result" && f.action == "redact")
-        .map(|f| (f.detector.clone(), f.count))
-        .collect();
+    let redacted = redactions(&response.guardrail_findings);
     let approval = response.approval.take();
     let denial_comment = match (failure, &approval) {
         (Some(ToolFailure::ApprovalDenied), Some(approval)) => Some(approval.comment.clone()),
@@ -187,6 +182,15 @@ pub fn tool_output(mut response: pb::ExecuteToolResponse) -> ToolOutput {
         facts,
         redacted,
     }
+}
+
+/// What the guardrails redacted in a result, by detector, with how many.
+pub(super) fn redactions(findings: &[pb::GuardrailFinding]) -> Vec<(String, u32)> {
+    findings
+        .iter()
+        .filter(|f| f.place == "result" && f.action == "redact")
+        .map(|f| (f.detector.clone(), f.count))
+        .collect()
 }
 
 /// What the run's caller needs of an approval mcp-service holds a call for.

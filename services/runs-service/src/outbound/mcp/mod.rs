@@ -13,7 +13,7 @@ use tonic::{Request, Status, transport::Channel};
 
 pub use self::convert::tool_output;
 use self::{
-    convert::{capabilities, content},
+    convert::{capabilities, content, redactions},
     status::{decide_failure, failure},
 };
 use crate::domain::{
@@ -247,6 +247,7 @@ impl McpPort for GrpcMcp {
             pb::ResourceKind::Binary => ResourceKindOf::Binary,
             _ => ResourceKindOf::Text,
         };
+        let redacted = redactions(&response.guardrail_findings);
         let mut text: Option<String> = None;
         let mut blob_len = 0;
         let mut csv_blob = Vec::new();
@@ -271,6 +272,7 @@ impl McpPort for GrpcMcp {
             text,
             blob_len,
             csv_blob,
+            redacted,
         })
     }
 

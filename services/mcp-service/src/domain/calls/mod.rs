@@ -1,30 +1,35 @@
-//! The calls that reach an integration's MCP server: discovery, tools,
-//! resources and prompts, after the same access checks as every read.
+//! The calls that reach an integration's MCP server: discovery, tools
+//! ([`tool`]), resources and prompts ([`reads`]), after the same access
+//! checks as every read, with the guardrails of the deployment, the
+//! organization and the integration.
+
+mod reads;
+mod tool;
+
+pub use reads::PromptAnswer;
+pub use tool::ToolAnswer;
 
 use std::{sync::Arc, time::Duration};
 
-use rmcp::model::{CompleteResult, GetPromptResult};
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 use switchboard_auth::Principal;
 
 use super::{
-    approvals::service::{Approvals, GatedCall},
+    approvals::service::Approvals,
     bounds::{CallBounds, PromptName, ResourceUri},
-    call_input::{check_input, check_tool_call},
     error::McpError,
-    guardrails::{self, Guardrails},
+    guardrails::{GuardrailSettings, Guardrails},
     integration::{Integration, IntegrationId, OrgId},
-    outcome::{Outcome, ToolOutcome},
     policy::{
-        PolicyError,
-        enforce::{AllowList, Called, PolicyEnforcer},
+        enforce::{AllowList, Called, Carried, PolicyEnforcer},
         engine::PolicyEngine,
     },
     ports::{
-        AuthorizationAnswer, Authorizations, CallError, Completing, Discovery, InputAnswers,
-        McpGateway, SessionRequest, SessionScope, StartedAuthorization, ToolCall,
+        AuthorizationAnswer, Authorizations, CallError, Discovery, InputAnswers, McpGateway,
+        SessionScope, StartedAuthorization,
     },
-    resource::{ResourceRead, expand_uri},
     service::IntegrationService,
 };
 
@@ -167,14 +172,30 @@ impl CallService {
         caller: &Principal,
         integration: &Integration,
         called: Called<'_>,
+        carried: Carried<'_>,
         timeout: Duration,
     ) -> Result<(), McpError> {
         match &self.policies {
             Some(policies) => Ok(policies
-                .authorize(caller, integration, called, timeout)
+                .authorize(caller, integration, called, carried, timeout)
                 .await?),
             None => Ok(()),
         }
+    }
+
+    /// The guardrails of a call on `integration`: the deployment's, as its
+    /// organization's policies and then the integration change them.
+    async fn guardrails_for(
+        &self,
+        integration: &Integration,
+    ) -> Result<Cow<'_, Guardrails>, McpError> {
+        let organization = match &self.policies {
+            Some(policies) => policies.guardrails(&integration.org_id).await?,
+            None => GuardrailSettings::none(),
+        };
+        Ok(self
+            .guardrails
+            .resolved(&organization, &integration.guardrails))
     }
 
     /// `error` with a server's text in it cut to the bound, before it is
@@ -293,197 +314,6 @@ impl CallService {
             }
             Err(error) => {
                 tracing::warn!(integration_id = %id, error = %error, "discovery failed");
-                Err(self.refused(caller, &integration, error).await)
-            }
-        }
-    }
-
-    /// Calls a tool. What goes wrong on the server side (an error result, an
-    /// unknown tool, a timeout, a dead server) is `Ok(Err(..))`, for the model
-    /// to read; access problems (a policy's denial or approval gate, a tool
-    /// off the agent's allow-list included) are `Err`. A presented approval
-    /// is used up before the call goes out.
-    pub async fn execute_tool(
-        &self,
-        caller: &Principal,
-        id: IntegrationId,
-        call: ToolCall,
-        session_scope: &str,
-        grants: Grants<'_>,
-        deadline: Option<Duration>,
-    ) -> Result<Result<ToolOutcome, CallError>, McpError> {
-        check_tool_call(&self.bounds, &call, session_scope)?;
-        let integration = self.integrations.usable(caller, id).await?;
-        let timeout = self.timeout(&integration, deadline);
-        let tool = call.name.clone();
-        let tool = tool.as_str();
-        grants.allowed.check(tool)?;
-        let gate = match self
-            .authorize(caller, &integration, Called::Tool(tool), timeout)
-            .await
-        {
-            Err(McpError::Policy(PolicyError::ApprovalRequired(gate))) => Some(*gate),
-            decided => decided.map(|()| None)?,
-        };
-        if let Some(approvals) = &self.approvals {
-            let id = id.to_string();
-            let gated = GatedCall {
-                integration_id: &id,
-                tool,
-                arguments: &call.arguments,
-            };
-            approvals
-                .gate(caller, gated, grants.approval_id, gate)
-                .await?;
-        } else if let Some(gate) = gate {
-            return Err(PolicyError::ApprovalRequired(Box::new(gate)).into());
-        }
-        let mut call = call;
-        let flagged = self
-            .guardrails
-            .check_arguments(&mut call.arguments)
-            .map_err(|found| McpError::Policy(guardrails::refusal(found)))?;
-        let outcome = self
-            .gateway
-            .call_tool(&integration, &scope(caller, session_scope), call, timeout)
-            .await
-            .map_err(|error| self.bounded(error))
-            .map(|outcome| self.guardrails.check_outcome(outcome, flagged));
-        match &outcome {
-            // A limit of mcp-service, not the tool's answer: the caller
-            // retries later, the model is not told the tool failed.
-            Err(error @ CallError::Exhausted { .. }) => {
-                return Err(McpError::Upstream(error.clone()));
-            }
-            // The caller's token was not exchanged: nothing reached the
-            // server, and the caller, not the model, has to act.
-            Err(error @ CallError::ExchangeRefused(_)) => {
-                return Err(McpError::Upstream(error.clone()));
-            }
-            // Not the tool's answer either: the caller connects their
-            // account and calls again.
-            Err(error @ CallError::AuthorizationRequired(_)) => {
-                return Err(self.refused(caller, &integration, error.clone()).await);
-            }
-            Ok(_) => tracing::debug!(integration_id = %id, tool, "tool call returned"),
-            Err(error) => {
-                tracing::info!(integration_id = %id, tool, error = %error, "tool call failed")
-            }
-        }
-        Ok(outcome)
-    }
-
-    /// Reads a resource, expanding a URI template with its parameters.
-    pub async fn read_resource(
-        &self,
-        caller: &Principal,
-        id: IntegrationId,
-        query: ResourceQuery<'_>,
-        session_scope: &str,
-        deadline: Option<Duration>,
-    ) -> Result<ResourceRead, McpError> {
-        check_input(
-            &self.bounds,
-            session_scope,
-            query.parameters,
-            &query.answers,
-        )?;
-        let uri =
-            expand_uri("parameters", query.uri, query.parameters).map_err(McpError::Invalid)?;
-        let integration = self.integrations.usable(caller, id).await?;
-        let timeout = self.timeout(&integration, deadline);
-        self.authorize(caller, &integration, Called::Resource(&uri), timeout)
-            .await?;
-        let scope = scope(caller, session_scope);
-        match self
-            .gateway
-            .read_resource(&integration, &scope, &uri, query.answers, timeout)
-            .await
-            .map_err(|error| self.bounded(error))
-        {
-            Ok(result) => Ok(ResourceRead::new(uri, result)),
-            Err(error) => {
-                tracing::info!(integration_id = %id, error = %error, "resource read failed");
-                Err(self.refused(caller, &integration, error).await)
-            }
-        }
-    }
-
-    /// Renders a prompt.
-    pub async fn get_prompt(
-        &self,
-        caller: &Principal,
-        id: IntegrationId,
-        prompt: PromptCall,
-        session_scope: &str,
-        deadline: Option<Duration>,
-    ) -> Result<Outcome<GetPromptResult>, McpError> {
-        check_input(
-            &self.bounds,
-            session_scope,
-            &prompt.arguments,
-            &prompt.answers,
-        )?;
-        let integration = self.integrations.usable(caller, id).await?;
-        let timeout = self.timeout(&integration, deadline);
-        let PromptCall {
-            name,
-            arguments,
-            answers,
-        } = prompt;
-        self.authorize(caller, &integration, Called::Prompt(&name), timeout)
-            .await?;
-        let scope = scope(caller, session_scope);
-        match self
-            .gateway
-            .get_prompt(&integration, &scope, &name, arguments, answers, timeout)
-            .await
-            .map_err(|error| self.bounded(error))
-        {
-            Ok(prompt) => Ok(prompt),
-            Err(error) => {
-                tracing::info!(integration_id = %id, error = %error, "prompt failed");
-                Err(self.refused(caller, &integration, error).await)
-            }
-        }
-    }
-
-    /// Makes `request` of the caller's session `session_scope` with the
-    /// integration's server, as the caller's own session asks it: a
-    /// subscription to a resource, or a completion of a prompt's or a
-    /// resource's argument, only where the policies let the caller read
-    /// the resource or get the prompt. Returns the completion of a
-    /// completion request, `None` for the others.
-    pub async fn session_request(
-        &self,
-        caller: &Principal,
-        id: IntegrationId,
-        request: SessionRequest,
-        session_scope: &str,
-    ) -> Result<Option<CompleteResult>, McpError> {
-        super::bounds::SESSION_SCOPE.check_optional("session_scope", session_scope)?;
-        let integration = self.integrations.usable(caller, id).await?;
-        let timeout = self.timeout(&integration, None);
-        let called = match &request {
-            SessionRequest::Subscribe(uri)
-            | SessionRequest::Complete(Completing::Resource(uri), _) => Some(Called::Resource(uri)),
-            SessionRequest::Complete(Completing::Prompt(name), _) => Some(Called::Prompt(name)),
-            SessionRequest::SetLevel(_) | SessionRequest::Unsubscribe(_) => None,
-        };
-        if let Some(called) = called {
-            self.authorize(caller, &integration, called, timeout)
-                .await?;
-        }
-        let scope = scope(caller, session_scope);
-        match self
-            .gateway
-            .session_request(&integration, &scope, request, timeout)
-            .await
-            .map_err(|error| self.bounded(error))
-        {
-            Ok(result) => Ok(result),
-            Err(error) => {
-                tracing::info!(integration_id = %id, error = %error, "session request failed");
                 Err(self.refused(caller, &integration, error).await)
             }
         }

@@ -1,0 +1,162 @@
+//! What `integrations create` sends: the server (a URL, a stdio command or
+//! a catalog entry), its credentials, limits and guardrail settings.
+
+use std::collections::BTreeMap;
+
+use clap::Args;
+use switchboard_proto::mcp::v1::{self as mcp, transport::Kind};
+
+use super::integration_auth::AuthArgs;
+use crate::{args::KeyValue, error::CliError};
+
+/// `integrations create`.
+#[derive(Debug, Args)]
+pub struct CreateArgs {
+    /// Prefix of the tool names the model sees (`{slug}__{tool}`).
+    #[arg(long)]
+    slug: String,
+    /// Display name [default: the slug]
+    #[arg(long)]
+    name: Option<String>,
+    /// Where the server is.
+    #[command(flatten)]
+    source: SourceArgs,
+    /// An argument of the stdio command (repeatable).
+    #[arg(
+        long = "arg",
+        value_name = "ARG",
+        allow_hyphen_values = true,
+        requires = "command"
+    )]
+    args: Vec<String>,
+    /// An environment variable of the stdio command (repeatable).
+    #[arg(long, value_name = "NAME=VALUE", requires = "command")]
+    env: Vec<KeyValue>,
+    /// A secret environment variable of the stdio command (repeatable; never shown again).
+    #[arg(long, value_name = "NAME=VALUE", requires = "command")]
+    secret_env: Vec<KeyValue>,
+    /// A secret a catalog entry needs (repeatable).
+    #[arg(long, value_name = "NAME=VALUE", requires = "catalog")]
+    secret: Vec<KeyValue>,
+    /// How it authenticates to the server.
+    #[command(flatten)]
+    auth: AuthArgs,
+    /// Limit on connecting and the MCP handshake (e.g. 10s).
+    #[arg(long, value_name = "DURATION")]
+    connect_timeout: Option<humantime::Duration>,
+    /// Limit on one call (e.g. 60s).
+    #[arg(long, value_name = "DURATION")]
+    call_timeout: Option<humantime::Duration>,
+    /// Create it disabled.
+    #[arg(long)]
+    disabled: bool,
+    /// What the guardrails do on its traffic, DETECTOR:PLACE=ACTION
+    /// (repeatable; see `integrations guardrails`).
+    #[arg(long = "guardrail", value_name = "DETECTOR:PLACE=ACTION")]
+    guardrails: Vec<String>,
+}
+
+/// Exactly one origin of the integration.
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+struct SourceArgs {
+    /// A streamable HTTP MCP endpoint.
+    #[arg(long)]
+    url: Option<String>,
+    /// A stdio MCP server: the program (it must be on the service's allow-list).
+    #[arg(long)]
+    command: Option<String>,
+    /// A catalog entry id (see `integrations catalog`).
+    #[arg(long)]
+    catalog: Option<String>,
+}
+
+/// `DETECTOR:PLACE=ACTION` settings as the contract carries them (the
+/// service checks the names).
+pub(super) fn guardrail_settings(set: &[String]) -> Result<Vec<mcp::GuardrailSetting>, CliError> {
+    set.iter()
+        .map(|entry| {
+            let parsed = entry.split_once('=').and_then(|(target, action)| {
+                let (detector, place) = target.split_once(':')?;
+                Some(mcp::GuardrailSetting {
+                    detector: detector.trim().to_owned(),
+                    place: place.trim().to_owned(),
+                    action: action.trim().to_owned(),
+                })
+            });
+            parsed.ok_or_else(|| {
+                CliError::Usage(format!("{entry:?}: expected DETECTOR:PLACE=ACTION"))
+            })
+        })
+        .collect()
+}
+
+fn map(pairs: Vec<KeyValue>) -> BTreeMap<String, String> {
+    pairs.into_iter().map(|kv| (kv.key, kv.value)).collect()
+}
+
+fn duration(value: Option<humantime::Duration>) -> Result<Option<prost_types::Duration>, CliError> {
+    value
+        .map(|d| {
+            prost_types::Duration::try_from(std::time::Duration::from(d))
+                .map_err(|_| CliError::Usage(format!("{d} is too long")))
+        })
+        .transpose()
+}
+
+pub(super) fn create_request(
+    args: CreateArgs,
+    request_id: String,
+) -> Result<mcp::CreateIntegrationRequest, CliError> {
+    let auth = args.auth.method()?;
+    let custom = |kind| {
+        mcp::create_integration_request::Source::Custom(mcp::CustomIntegrationSpec {
+            transport: Some(mcp::Transport { kind: Some(kind) }),
+            auth: auth.clone().map(|method| mcp::AuthConfig {
+                method: Some(method),
+            }),
+        })
+    };
+    let source = match (args.source.url, args.source.command, args.source.catalog) {
+        (Some(url), _, _) => custom(Kind::StreamableHttp(mcp::StreamableHttpTransport { url })),
+        (None, Some(command), _) => custom(Kind::Stdio(mcp::StdioTransport {
+            command,
+            args: args.args,
+            env: map(args.env),
+            secret_env: map(args.secret_env),
+            secret_env_names: Vec::new(),
+        })),
+        (None, None, Some(catalog_id)) => {
+            if auth.is_some() {
+                return Err(CliError::Usage(
+                    "a catalog entry takes its credentials with --secret NAME=VALUE".into(),
+                ));
+            }
+            mcp::create_integration_request::Source::Predefined(mcp::PredefinedIntegrationSpec {
+                catalog_id,
+                secrets: map(args.secret),
+            })
+        }
+        (None, None, None) => {
+            return Err(CliError::Usage(
+                "name the server with --url, --command or --catalog".into(),
+            ));
+        }
+    };
+    let timeouts = match (args.connect_timeout, args.call_timeout) {
+        (None, None) => None,
+        (connect, call) => Some(mcp::Timeouts {
+            connect: duration(connect)?,
+            call: duration(call)?,
+        }),
+    };
+    Ok(mcp::CreateIntegrationRequest {
+        display_name: args.name.unwrap_or_else(|| args.slug.clone()),
+        slug: args.slug,
+        source: Some(source),
+        timeouts,
+        start_disabled: args.disabled,
+        request_id,
+        guardrails: guardrail_settings(&args.guardrails)?,
+    })
+}

@@ -117,8 +117,10 @@ remove_binary() {
   rm -f "$root"/fuzz/target/*/*/"$1" "$root"/fuzz/target/*/*/deps/"$1"-*
 }
 
-logs="$root/fuzz/logs"
-mkdir -p "$logs"
+if [ "${FUZZ_REMOVE_BUILD:-0}" = 1 ]; then
+  trap 'echo "fuzz: removing the fuzz build"; rm -rf "$root/fuzz/target"' EXIT
+fi
+
 failed=()
 summary=()
 for target in "${targets[@]}"; do

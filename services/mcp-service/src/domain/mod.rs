@@ -26,6 +26,7 @@ pub mod integration;
 pub mod notices;
 pub mod oauth_input;
 pub mod oauth_url;
+pub mod openapi;
 pub mod outcome;
 pub mod policy;
 pub mod ports;

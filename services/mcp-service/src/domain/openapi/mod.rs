@@ -85,25 +85,7 @@ impl ApiDocument {
     /// Reads `text` as an OpenAPI 3.0 or 3.1 document (JSON), within
     /// `limits`.
     pub fn parse(text: &str, limits: &OpenApiLimits) -> Result<Self, DocumentError> {
-        if text.len() > limits.max_document_bytes {
-            return Err(DocumentError::at(
-                "document",
-                format!(
-                    "is {} bytes, more than {}",
-                    text.len(),
-                    limits.max_document_bytes
-                ),
-            ));
-        }
-        let document: Value = serde_json::from_str(text)
-            .map_err(|e| DocumentError::at("document", format!("is not JSON: {e}")))?;
-        let version = document["openapi"].as_str().unwrap_or_default();
-        if !(version.starts_with("3.0.") || version.starts_with("3.1.")) {
-            return Err(DocumentError::at(
-                "document",
-                format!("is OpenAPI {version:?}; 3.0 and 3.1 are read"),
-            ));
-        }
+        let document = read_json(text, limits)?;
         let paths = document["paths"]
             .as_object()
             .ok_or_else(|| DocumentError::at("document", "has no paths"))?;
@@ -166,6 +148,30 @@ impl ApiDocument {
 enum Skip {
     Refused(DocumentError),
     Unsupported(DocumentError),
+}
+
+/// `text` as the JSON of an OpenAPI 3.0 or 3.1 document, within its size.
+fn read_json(text: &str, limits: &OpenApiLimits) -> Result<Value, DocumentError> {
+    if text.len() > limits.max_document_bytes {
+        return Err(DocumentError::at(
+            "document",
+            format!(
+                "is {} bytes, more than {}",
+                text.len(),
+                limits.max_document_bytes
+            ),
+        ));
+    }
+    let document: Value = serde_json::from_str(text)
+        .map_err(|e| DocumentError::at("document", format!("is not JSON: {e}")))?;
+    let version = document["openapi"].as_str().unwrap_or_default();
+    if !(version.starts_with("3.0.") || version.starts_with("3.1.")) {
+        return Err(DocumentError::at(
+            "document",
+            format!("is OpenAPI {version:?}; 3.0 and 3.1 are read"),
+        ));
+    }
+    Ok(document)
 }
 
 fn servers(document: &Value) -> Vec<String> {

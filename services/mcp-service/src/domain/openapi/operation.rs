@@ -86,44 +86,19 @@ impl Operation {
         let mut properties = Map::new();
         let mut required = Vec::new();
         let mut parameters = Vec::new();
-        for parameter in declared_parameters(document, item, spec) {
-            let name = parameter["name"].as_str().unwrap_or_default().to_owned();
-            let location = match parameter["in"].as_str() {
-                Some("path") => Location::Path,
-                Some("query") => Location::Query,
-                Some("header")
-                    if RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) =>
-                {
-                    return Err(unsupported(format!(
-                        "it sets the header {name}, which the service sets"
-                    )));
-                }
-                Some("header") => Location::Header,
-                other => {
-                    return Err(unsupported(format!(
-                        "its parameter {name} is in {}, which is not supported",
-                        other.unwrap_or("no place")
-                    )));
-                }
-            };
-            if name.is_empty() || name == "body" || properties.contains_key(&name) {
+        for declared in declared_parameters(document, item, spec) {
+            let (parameter, schema) = read_parameter(document, declared, limits, &label)?;
+            if parameter.name == "body" || properties.contains_key(&parameter.name) {
                 return Err(unsupported(format!(
-                    "its parameter name {name:?} is empty, `body`, or used twice"
+                    "its parameter name {:?} is `body` or used twice",
+                    parameter.name
                 )));
             }
-            let schema =
-                inline(document, &parameter["schema"], limits, &label).map_err(Skip::Refused)?;
-            let schema = with_description(schema, parameter["description"].as_str());
-            let is_required = location == Location::Path || parameter["required"] == true;
-            if is_required {
-                required.push(Value::String(name.clone()));
+            if parameter.required {
+                required.push(Value::String(parameter.name.clone()));
             }
-            properties.insert(name.clone(), schema);
-            parameters.push(Parameter {
-                name,
-                location,
-                required: is_required,
-            });
+            properties.insert(parameter.name.clone(), schema);
+            parameters.push(parameter);
         }
         let body = match json_body(document, spec) {
             Body::None => None,
@@ -163,6 +138,48 @@ impl Operation {
             },
         })
     }
+}
+
+/// A declared parameter and its schema, or why its operation is not
+/// offered.
+fn read_parameter(
+    document: &Value,
+    declared: &Value,
+    limits: &OpenApiLimits,
+    label: &str,
+) -> Result<(Parameter, Value), Skip> {
+    let unsupported = |message: String| Skip::Unsupported(DocumentError::at(label, message));
+    let name = declared["name"].as_str().unwrap_or_default().to_owned();
+    let location = match declared["in"].as_str() {
+        Some("path") => Location::Path,
+        Some("query") => Location::Query,
+        Some("header") if RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) => {
+            return Err(unsupported(format!(
+                "it sets the header {name}, which the service sets"
+            )));
+        }
+        Some("header") => Location::Header,
+        other => {
+            return Err(unsupported(format!(
+                "its parameter {name} is in {}, which is not supported",
+                other.unwrap_or("no place")
+            )));
+        }
+    };
+    if name.is_empty() {
+        return Err(unsupported("a parameter has no name".to_owned()));
+    }
+    let schema = inline(document, &declared["schema"], limits, label).map_err(Skip::Refused)?;
+    let schema = with_description(schema, declared["description"].as_str());
+    let required = location == Location::Path || declared["required"] == true;
+    Ok((
+        Parameter {
+            name,
+            location,
+            required,
+        },
+        schema,
+    ))
 }
 
 /// The path item's parameters, then the operation's (which replace one of

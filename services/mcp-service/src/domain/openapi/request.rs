@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Location, Operation};
+use super::{Location, Operation, Parameter};
 
 /// The request an operation's call makes, relative to the pinned base URL.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,50 +31,24 @@ pub fn build(operation: &Operation, arguments: &Map<String, Value>) -> Result<Ap
     {
         return Err(format!("unknown argument `{unknown}`"));
     }
-    let mut path = operation.path.clone();
+    let mut request = ApiRequest {
+        method: operation.method.clone(),
+        path_and_query: operation.path.clone(),
+        headers: Vec::new(),
+        body: None,
+    };
     let mut query: Vec<String> = Vec::new();
-    let mut headers = Vec::new();
     for parameter in &operation.parameters {
         let name = &parameter.name;
-        let Some(value) = arguments.get(name).filter(|v| !v.is_null()) else {
-            if parameter.required {
+        match arguments.get(name).filter(|v| !v.is_null()) {
+            Some(value) => place(parameter, value, &mut request, &mut query)?,
+            None if parameter.required => {
                 return Err(format!("missing required argument `{name}`"));
             }
-            continue;
-        };
-        match parameter.location {
-            Location::Path => {
-                let text = scalar(name, value)?;
-                if text.is_empty() || text == "." || text == ".." {
-                    return Err(format!("argument `{name}` may not be {text:?} in a path"));
-                }
-                path = path.replace(&format!("{{{name}}}"), &encode_segment(&text));
-            }
-            Location::Query => {
-                let values = match value {
-                    Value::Array(items) => items.iter().map(|v| scalar(name, v)).collect::<Result<
-                        Vec<_>,
-                        _,
-                    >>(
-                    )?,
-                    other => vec![scalar(name, other)?],
-                };
-                for v in values {
-                    query.push(format!("{}={}", form(name), form(&v)));
-                }
-            }
-            Location::Header => {
-                let text = scalar(name, value)?;
-                if !text
-                    .bytes()
-                    .all(|b| b == b'\t' || (b' '..=b'~').contains(&b))
-                {
-                    return Err(format!("argument `{name}` is not a valid header value"));
-                }
-                headers.push((name.clone(), text));
-            }
+            None => {}
         }
     }
+    let path = request.path_and_query;
     if path.contains('{') {
         return Err(format!(
             "the path {path} has a parameter the document does not declare"
@@ -86,17 +60,57 @@ pub fn build(operation: &Operation, arguments: &Map<String, Value>) -> Result<Ap
         (None, Some(_)) => return Err("unknown argument `body`".to_owned()),
         _ => None,
     };
-    let path_and_query = if query.is_empty() {
+    request.path_and_query = if query.is_empty() {
         path
     } else {
         format!("{path}?{}", query.join("&"))
     };
-    Ok(ApiRequest {
-        method: operation.method.clone(),
-        path_and_query,
-        headers,
-        body,
-    })
+    request.body = body;
+    Ok(request)
+}
+
+/// One argument put where its parameter goes.
+fn place(
+    parameter: &Parameter,
+    value: &Value,
+    request: &mut ApiRequest,
+    query: &mut Vec<String>,
+) -> Result<(), String> {
+    let name = &parameter.name;
+    match parameter.location {
+        Location::Path => {
+            let text = scalar(name, value)?;
+            if text.is_empty() || text == "." || text == ".." {
+                return Err(format!("argument `{name}` may not be {text:?} in a path"));
+            }
+            request.path_and_query = request
+                .path_and_query
+                .replace(&format!("{{{name}}}"), &encode_segment(&text));
+        }
+        Location::Query => {
+            let values = match value {
+                Value::Array(items) => items
+                    .iter()
+                    .map(|v| scalar(name, v))
+                    .collect::<Result<Vec<_>, _>>()?,
+                other => vec![scalar(name, other)?],
+            };
+            for v in values {
+                query.push(format!("{}={}", form(name), form(&v)));
+            }
+        }
+        Location::Header => {
+            let text = scalar(name, value)?;
+            if !text
+                .bytes()
+                .all(|b| b == b'\t' || (b' '..=b'~').contains(&b))
+            {
+                return Err(format!("argument `{name}` is not a valid header value"));
+            }
+            request.headers.push((name.clone(), text));
+        }
+    }
+    Ok(())
 }
 
 /// A value that goes into a path, query or header as text: a string, a

@@ -54,6 +54,13 @@ pub struct CreateArgs {
     /// (repeatable; see `integrations guardrails`).
     #[arg(long = "guardrail", value_name = "DETECTOR:PLACE=ACTION")]
     guardrails: Vec<String>,
+    /// Where an OpenAPI integration's calls go: one of its document's servers.
+    #[arg(long, value_name = "URL", requires = "openapi")]
+    base_url: Option<String>,
+    /// An operation an OpenAPI integration offers, by tool name (repeatable;
+    /// default: all).
+    #[arg(long = "operation", value_name = "TOOL", requires = "openapi")]
+    operations: Vec<String>,
 }
 
 /// Exactly one origin of the integration.
@@ -69,6 +76,10 @@ struct SourceArgs {
     /// A catalog entry id (see `integrations catalog`).
     #[arg(long)]
     catalog: Option<String>,
+    /// An HTTP API: its OpenAPI 3.0 or 3.1 document (a JSON file), each
+    /// operation a tool; with --base-url.
+    #[arg(long, value_name = "FILE", requires = "base_url")]
+    openapi: Option<std::path::PathBuf>,
 }
 
 /// `DETECTOR:PLACE=ACTION` settings as the contract carries them (the
@@ -105,9 +116,17 @@ fn duration(value: Option<humantime::Duration>) -> Result<Option<prost_types::Du
 }
 
 pub(super) fn create_request(
-    args: CreateArgs,
+    mut args: CreateArgs,
     request_id: String,
 ) -> Result<mcp::CreateIntegrationRequest, CliError> {
+    let tail = Tail {
+        name: args.name.take(),
+        slug: std::mem::take(&mut args.slug),
+        connect_timeout: args.connect_timeout,
+        call_timeout: args.call_timeout,
+        disabled: args.disabled,
+        guardrails: std::mem::take(&mut args.guardrails),
+    };
     let auth = args.auth.method()?;
     let custom = |kind| {
         mcp::create_integration_request::Source::Custom(mcp::CustomIntegrationSpec {
@@ -117,6 +136,16 @@ pub(super) fn create_request(
             }),
         })
     };
+    if let Some(path) = args.source.openapi.take() {
+        let document = std::fs::read_to_string(&path)
+            .map_err(|e| CliError::Usage(format!("cannot read {}: {e}", path.display())))?;
+        let api = Kind::Openapi(mcp::OpenApiTransport {
+            base_url: args.base_url.take().unwrap_or_default(),
+            document,
+            operations: std::mem::take(&mut args.operations),
+        });
+        return finish(tail, custom(api), request_id);
+    }
     let source = match (args.source.url, args.source.command, args.source.catalog) {
         (Some(url), _, _) => custom(Kind::StreamableHttp(mcp::StreamableHttpTransport { url })),
         (None, Some(command), _) => custom(Kind::Stdio(mcp::StdioTransport {
@@ -139,10 +168,30 @@ pub(super) fn create_request(
         }
         (None, None, None) => {
             return Err(CliError::Usage(
-                "name the server with --url, --command or --catalog".into(),
+                "name the server with --url, --command, --catalog or --openapi".into(),
             ));
         }
     };
+    finish(tail, source, request_id)
+}
+
+/// What every kind of integration's request takes besides its source.
+struct Tail {
+    name: Option<String>,
+    slug: String,
+    connect_timeout: Option<humantime::Duration>,
+    call_timeout: Option<humantime::Duration>,
+    disabled: bool,
+    guardrails: Vec<String>,
+}
+
+/// The request for `source`, with the names, limits, state and guardrails
+/// of `args`.
+fn finish(
+    args: Tail,
+    source: mcp::create_integration_request::Source,
+    request_id: String,
+) -> Result<mcp::CreateIntegrationRequest, CliError> {
     let timeouts = match (args.connect_timeout, args.call_timeout) {
         (None, None) => None,
         (connect, call) => Some(mcp::Timeouts {

@@ -275,6 +275,7 @@ fn transport(transport: Option<&mcp::Transport>) -> String {
     match transport.and_then(|t| t.kind.as_ref()) {
         Some(Kind::StreamableHttp(http)) => http.url.clone(),
         Some(Kind::Stdio(stdio)) => format!("stdio: {} {}", stdio.command, stdio.args.join(" ")),
+        Some(Kind::Openapi(api)) => format!("openapi: {}", api.base_url),
         None => "-".into(),
     }
 }

@@ -10,6 +10,7 @@ mod client_credentials;
 mod errors;
 mod guardrails;
 mod json;
+mod openapi;
 mod policies;
 mod terminal;
 mod tls;

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     Config,
+    domain::openapi::OpenApiLimits,
     domain::{
         address_policy::AddressPolicy,
         approvals::service::Approvals,
@@ -42,6 +43,7 @@ use crate::{
         mcp_server::{Admission, EndpointParts, McpEndpoint},
     },
     outbound::{
+        gateways::Gateways,
         http::{HttpClientOptions, build_client, build_client_without_redirects, read_roots},
         mcp::{
             connect::{ConnectDefaults, McpConnector},
@@ -55,6 +57,7 @@ use crate::{
             http::PolicyOAuthHttp, on_behalf_of::ExchangedTokens, store::SqlOAuthStore,
             token_request::WorkloadToken,
         },
+        openapi::{ApiClient, OpenApiGateway},
         storage::{
             approvals::SqlApprovalRepository,
             audit::SqlAuditLog,
@@ -151,7 +154,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     let policy = Arc::new(config_policy(config)?);
     let (connector, flows) = connector(config, &policy, &db.pool, keys.clone())?;
     let shared = shared_sessions(config, &db);
-    let (gateway, relay) = gateway(config, connector, &shared)?;
+    let (gateway, relay) = gateway(config, connector, &shared, &policy)?;
     let resume = ResumeSeal::new(keys.clone(), config.resume_ttl);
     let repository = unpinned::reported_repository(&db.pool, keys).await;
     let integrations = integration_service(config, repository.clone(), gateway.clone(), policy)?;
@@ -286,7 +289,7 @@ fn config_policy(config: &Config) -> anyhow::Result<ConfigPolicy> {
 fn integration_service(
     config: &Config,
     repository: Arc<SqlIntegrationRepository>,
-    gateway: Arc<RmcpGateway>,
+    gateway: Arc<Gateways>,
     policy: Arc<ConfigPolicy>,
 ) -> anyhow::Result<IntegrationService> {
     Ok(

@@ -9,7 +9,8 @@ pub(super) fn gateway(
     config: &Config,
     connector: McpConnector,
     shared: &Arc<SharedSessions>,
-) -> anyhow::Result<(Arc<RmcpGateway>, Downstream)> {
+    policy: &Arc<ConfigPolicy>,
+) -> anyhow::Result<(Arc<Gateways>, Downstream)> {
     let tasks = config.task_polling()?;
     let limits = PoolLimits {
         max_sessions: config.max_sessions,
@@ -35,7 +36,32 @@ pub(super) fn gateway(
         },
     )
     .with_downstream(downstream.clone());
-    Ok((Arc::new(gateway), downstream))
+    let gateways = Gateways::new(Arc::new(gateway), openapi_gateway(config, policy)?);
+    Ok((Arc::new(gateways), downstream))
+}
+
+/// The gateway of OpenAPI integrations: an HTTP client under the address
+/// policy that follows no redirect.
+fn openapi_gateway(config: &Config, policy: &Arc<ConfigPolicy>) -> anyhow::Result<OpenApiGateway> {
+    let addresses = Arc::new(policy.addresses.clone());
+    let extra_roots = match &config.tls_ca_file {
+        Some(path) => read_roots(path).context("SWITCHBOARD_MCP_TLS_CA_FILE")?,
+        None => Vec::new(),
+    };
+    let http = build_client_without_redirects(
+        addresses.clone(),
+        &HttpClientOptions {
+            connect_timeout: config.connect_timeout,
+            max_redirects: 0,
+            extra_roots,
+            pool_idle_timeout: config.pool_idle_timeout,
+        },
+    )
+    .context("failed to build the HTTP client of OpenAPI integrations")?;
+    Ok(OpenApiGateway::new(
+        ApiClient::new(http, addresses, config.max_result_bytes),
+        OpenApiLimits::default(),
+    ))
 }
 
 /// How mcp-service reaches MCP servers: one HTTP client under the address

@@ -17,8 +17,9 @@ use url::Url;
 use super::{
     input::AuthInput,
     integration::{AuthConfig, OnBehalfOf, Secrets},
+    openapi::{ApiDocument, OpenApiLimits},
     resolve::ConfigPolicy,
-    transport::{Stdio, Transport, TransportInput},
+    transport::{OpenApi, Stdio, Transport, TransportInput},
     url_secrets,
 };
 
@@ -88,6 +89,46 @@ pub fn check(
                     FieldViolation::new(format!("{transport_field}.stdio.{}", r.field), r.reason)
                 }),
         );
+    }
+    if let Transport::OpenApi(api) = &transport.transport {
+        violations.extend(openapi_violations(transport_field, api));
+    }
+    violations
+}
+
+/// What is wrong with an OpenAPI integration: a document that cannot be
+/// read within its bounds, a base URL the document does not list among its
+/// servers (credentials go where the admin pinned them, and the admin pins
+/// one the document names), an operation chosen that it does not offer.
+fn openapi_violations(transport_field: &str, api: &OpenApi) -> Vec<FieldViolation> {
+    let at = |name: &str| format!("{transport_field}.openapi.{name}");
+    let document = match ApiDocument::parse(&api.document, &OpenApiLimits::default()) {
+        Ok(document) => document,
+        Err(error) => return vec![FieldViolation::new(at("document"), error.to_string())],
+    };
+    let mut violations = Vec::new();
+    let base = api.base_url.trim_end_matches('/');
+    if !(base.starts_with("https://") || base.starts_with("http://")) {
+        violations.push(FieldViolation::new(
+            at("base_url"),
+            "must be an http or https URL",
+        ));
+    } else if !document.servers.is_empty() && !document.servers.iter().any(|s| s == base) {
+        violations.push(FieldViolation::new(
+            at("base_url"),
+            format!(
+                "is not one of the document's servers ({})",
+                document.servers.join(", ")
+            ),
+        ));
+    }
+    for (i, operation) in api.operations.iter().enumerate() {
+        if document.operation(operation).is_none() {
+            violations.push(FieldViolation::new(
+                format!("{transport_field}.openapi.operations[{i}]"),
+                "is not an operation the document offers",
+            ));
+        }
     }
     violations
 }

@@ -22,6 +22,23 @@ pub enum Transport {
     StreamableHttp(StreamableHttp),
     /// A child process speaking MCP on stdin/stdout.
     Stdio(Stdio),
+    /// An HTTP API described by an OpenAPI document, each operation a
+    /// tool.
+    #[serde(rename = "openapi")]
+    OpenApi(OpenApi),
+}
+
+/// An HTTP API described by an OpenAPI document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpenApi {
+    /// Where calls go: pinned by the admin, one of the document's servers
+    /// when it lists absolute ones.
+    pub base_url: String,
+    /// The document, as JSON text.
+    pub document: String,
+    /// The operations offered, by tool name; empty for all.
+    #[serde(default)]
+    pub operations: Vec<String>,
 }
 
 /// A streamable HTTP server.
@@ -55,6 +72,7 @@ impl Transport {
         match self {
             Self::StreamableHttp(_) => "streamable_http",
             Self::Stdio(_) => "stdio",
+            Self::OpenApi(_) => "openapi",
         }
     }
 
@@ -63,6 +81,7 @@ impl Transport {
     pub fn url(&self) -> Option<&str> {
         match self {
             Self::StreamableHttp(http) => Some(&http.url),
+            Self::OpenApi(api) => Some(&api.base_url),
             Self::Stdio(_) => None,
         }
     }
@@ -78,7 +97,7 @@ impl Transport {
     pub fn secret_env_names(&self) -> &[String] {
         match self {
             Self::Stdio(stdio) => &stdio.secret_env_names,
-            Self::StreamableHttp(_) => &[],
+            Self::StreamableHttp(_) | Self::OpenApi(_) => &[],
         }
     }
 
@@ -99,6 +118,7 @@ impl Transport {
     pub fn destination(&self, origin: impl Fn(&str) -> String) -> String {
         match self {
             Self::StreamableHttp(http) => format!("mcp {}", origin(&http.url)),
+            Self::OpenApi(api) => format!("openapi {}", origin(&api.base_url)),
             Self::Stdio(Stdio {
                 command, args, env, ..
             }) => format!("stdio {command:?} {args:?} {env:?}"),

@@ -18,7 +18,7 @@ use crate::domain::{
         OAuthCodeConfig, OnBehalfOf, Secrets, Timeouts,
     },
     ports::ProbeReport,
-    transport::{Stdio, StreamableHttp, Transport, TransportInput},
+    transport::{OpenApi, Stdio, StreamableHttp, Transport, TransportInput},
     url_secrets,
 };
 
@@ -128,6 +128,13 @@ pub(crate) fn transport_input(
         Some(pb::transport::Kind::StreamableHttp(http)) => Ok(TransportInput::new(
             Transport::StreamableHttp(StreamableHttp { url: http.url }),
         )),
+        Some(pb::transport::Kind::Openapi(api)) => {
+            Ok(TransportInput::new(Transport::OpenApi(OpenApi {
+                base_url: api.base_url,
+                document: api.document,
+                operations: api.operations,
+            })))
+        }
         Some(pb::transport::Kind::Stdio(stdio)) => Ok(TransportInput::stdio(
             stdio.command,
             stdio.args,
@@ -243,6 +250,15 @@ fn proto_transport(transport: &Transport) -> pb::Transport {
             env: env.clone().into_iter().collect(),
             secret_env: Default::default(),
             secret_env_names: secret_env_names.clone(),
+        }),
+        Transport::OpenApi(OpenApi {
+            base_url,
+            document,
+            operations,
+        }) => pb::transport::Kind::Openapi(pb::OpenApiTransport {
+            base_url: base_url.clone(),
+            document: document.clone(),
+            operations: operations.clone(),
         }),
     };
     pb::Transport { kind: Some(kind) }

@@ -43,6 +43,7 @@ mod oauth_dpop_client_credentials;
 mod oauth_on_behalf;
 mod oauth_organization;
 mod oauth_users;
+mod openapi;
 mod org_limits;
 mod org_queue;
 mod org_rate;

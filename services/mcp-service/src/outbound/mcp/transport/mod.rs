@@ -148,6 +148,10 @@ impl Transports {
                     standalone: None,
                 })
             }
+            // Served by the OpenAPI gateway; never an MCP session.
+            Transport::OpenApi(_) => Err(CallError::Connect(
+                "an OpenAPI integration has no MCP session".to_owned(),
+            )),
         }
     }
 }

@@ -1,0 +1,236 @@
+//! [`McpGateway`] for OpenAPI integrations: the document read into tools
+//! (cached per integration and version), each call an HTTP request of its
+//! operation to the pinned base URL ([`send`]). An API has no resources,
+//! prompts or sessions: those requests are refused.
+
+mod send;
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use async_trait::async_trait;
+use rmcp::model::{CompleteResult, GetPromptResult, ReadResourceResult, Tool, ToolAnnotations};
+
+use crate::domain::{
+    integration::{Integration, IntegrationId},
+    openapi::{ApiDocument, OpenApiLimits, Operation},
+    outcome::{Outcome, ToolOutcome},
+    ports::{
+        CallError, Discovery, InputAnswers, McpGateway, ProbeReport, ServerIdentity,
+        SessionRequest, SessionScope, ToolCall,
+    },
+    transport::{OpenApi, Transport},
+};
+
+pub use send::ApiClient;
+
+/// The OpenAPI gateway.
+#[derive(Debug)]
+pub struct OpenApiGateway {
+    client: ApiClient,
+    limits: OpenApiLimits,
+    /// Read documents, by integration, with the version they were read at.
+    documents: Mutex<HashMap<IntegrationId, (i64, Arc<Read>)>>,
+}
+
+/// A document read, and what discovery offers of it.
+#[derive(Debug)]
+struct Read {
+    document: ApiDocument,
+    discovery: Arc<Discovery>,
+}
+
+impl OpenApiGateway {
+    /// Calls made with `client`, documents read within `limits`.
+    pub fn new(client: ApiClient, limits: OpenApiLimits) -> Self {
+        Self {
+            client,
+            limits,
+            documents: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn read(&self, integration: &Integration) -> Result<Arc<Read>, CallError> {
+        let Transport::OpenApi(api) = &integration.transport else {
+            return Err(CallError::Connect("not an OpenAPI integration".to_owned()));
+        };
+        let mut documents = self.documents.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((version, read)) = documents.get(&integration.id)
+            && *version == integration.updated_at
+        {
+            return Ok(read.clone());
+        }
+        let document = ApiDocument::parse(&api.document, &self.limits)
+            .map_err(|e| CallError::Connect(format!("the OpenAPI document: {e}")))?;
+        let read = Arc::new(Read {
+            discovery: Arc::new(discovery(&document, api)),
+            document,
+        });
+        documents.insert(integration.id, (integration.updated_at, read.clone()));
+        Ok(read)
+    }
+}
+
+/// The operations offered (the chosen ones, or all) as tools.
+fn discovery(document: &ApiDocument, api: &OpenApi) -> Discovery {
+    let chosen = |o: &&Operation| api.operations.is_empty() || api.operations.contains(&o.tool);
+    Discovery {
+        server: ServerIdentity {
+            name: document.title.clone(),
+            title: None,
+            version: String::new(),
+            protocol_version: String::new(),
+            instructions: None,
+        },
+        tools: document
+            .operations
+            .iter()
+            .filter(chosen)
+            .map(tool)
+            .collect(),
+        resources: Vec::new(),
+        resource_templates: Vec::new(),
+        prompts: Vec::new(),
+        discovered_at: now_millis(),
+        fresh_for: None,
+    }
+}
+
+/// An operation as a tool: its annotations from HTTP's own semantics
+/// (GET, HEAD and OPTIONS are safe; PUT and DELETE idempotent).
+fn tool(operation: &Operation) -> Tool {
+    let safe = matches!(operation.method.as_str(), "GET" | "HEAD" | "OPTIONS");
+    let idempotent = safe || matches!(operation.method.as_str(), "PUT" | "DELETE");
+    Tool::new(
+        operation.tool.clone(),
+        operation.description.clone(),
+        Arc::new(operation.input_schema.clone()),
+    )
+    .annotate(
+        ToolAnnotations::new()
+            .read_only(safe)
+            .destructive(!safe)
+            .idempotent(idempotent)
+            .open_world(true),
+    )
+}
+
+fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+fn no_such(what: &str) -> CallError {
+    CallError::Upstream {
+        code: -32601,
+        message: format!("an OpenAPI integration offers no {what}"),
+    }
+}
+
+#[async_trait]
+impl McpGateway for OpenApiGateway {
+    async fn probe(&self, integration: &Integration) -> ProbeReport {
+        let started = Instant::now();
+        let mut report = ProbeReport::default();
+        match self.read(integration) {
+            Ok(read) => {
+                report.server = Some(read.discovery.server.clone());
+                report.tool_count = read.discovery.tools.len();
+            }
+            Err(error) => report.error = Some(error.to_string()),
+        }
+        report.latency = started.elapsed();
+        report
+    }
+
+    async fn discover(
+        &self,
+        integration: &Integration,
+        _user: &str,
+        _bypass_cache: bool,
+        _timeout: Duration,
+    ) -> Result<Arc<Discovery>, CallError> {
+        Ok(self.read(integration)?.discovery.clone())
+    }
+
+    async fn call_tool(
+        &self,
+        integration: &Integration,
+        _scope: &SessionScope,
+        call: ToolCall,
+        timeout: Duration,
+    ) -> Result<ToolOutcome, CallError> {
+        let Transport::OpenApi(api) = &integration.transport else {
+            return Err(CallError::Connect("not an OpenAPI integration".to_owned()));
+        };
+        let read = self.read(integration)?;
+        let offered = read
+            .discovery
+            .tools
+            .iter()
+            .any(|t| t.name == call.name.as_str());
+        let operation = read
+            .document
+            .operation(call.name.as_str())
+            .filter(|_| offered)
+            .ok_or_else(|| CallError::Upstream {
+                code: -32602,
+                message: format!("unknown tool: {}", call.name.as_str()),
+            })?;
+        let result = self
+            .client
+            .call(
+                integration,
+                &api.base_url,
+                operation,
+                &call.arguments,
+                timeout,
+            )
+            .await?;
+        Ok(Outcome::Complete(result))
+    }
+
+    async fn read_resource(
+        &self,
+        _integration: &Integration,
+        _scope: &SessionScope,
+        _uri: &str,
+        _answers: InputAnswers,
+        _timeout: Duration,
+    ) -> Result<Outcome<ReadResourceResult>, CallError> {
+        Err(no_such("resources"))
+    }
+
+    async fn get_prompt(
+        &self,
+        _integration: &Integration,
+        _scope: &SessionScope,
+        _name: &str,
+        _arguments: serde_json::Map<String, serde_json::Value>,
+        _answers: InputAnswers,
+        _timeout: Duration,
+    ) -> Result<Outcome<GetPromptResult>, CallError> {
+        Err(no_such("prompts"))
+    }
+
+    async fn session_request(
+        &self,
+        _integration: &Integration,
+        _scope: &SessionScope,
+        _request: SessionRequest,
+        _timeout: Duration,
+    ) -> Result<Option<CompleteResult>, CallError> {
+        Err(no_such("sessions"))
+    }
+
+    async fn forget(&self, integration: IntegrationId) {
+        self.documents
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&integration);
+    }
+}

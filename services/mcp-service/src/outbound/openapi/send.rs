@@ -1,0 +1,186 @@
+//! One operation's call as an HTTP request: to the integration's pinned
+//! base URL only, under the outbound address policy, with no redirect
+//! followed (a redirect would carry the credential and the body elsewhere),
+//! the integration's credential, the caller's trace context, and the answer
+//! read up to the result bound. What the API answers (an error status
+//! included) is the tool's result, for the model to read.
+
+use std::{sync::Arc, time::Duration};
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use rmcp::model::{CallToolResult, ContentBlock};
+use secrecy::ExposeSecret as _;
+use serde_json::{Map, Value};
+use tracing::Instrument as _;
+
+use crate::{
+    domain::{
+        address_policy::AddressPolicy,
+        integration::{AuthConfig, Integration, Secrets},
+        openapi::{Operation, request::build},
+        ports::CallError,
+    },
+    outbound::http::check_request_url,
+};
+
+/// Sends operations' calls.
+#[derive(Debug, Clone)]
+pub struct ApiClient {
+    http: reqwest::Client,
+    policy: Arc<AddressPolicy>,
+    max_result_bytes: usize,
+}
+
+impl ApiClient {
+    /// Calls with `http` (which follows no redirect, and resolves names
+    /// under `policy`), answers read up to `max_result_bytes`.
+    pub fn new(http: reqwest::Client, policy: Arc<AddressPolicy>, max_result_bytes: usize) -> Self {
+        Self {
+            http,
+            policy,
+            max_result_bytes,
+        }
+    }
+
+    /// Calls `operation` with `arguments` at `base_url`.
+    pub async fn call(
+        &self,
+        integration: &Integration,
+        base_url: &str,
+        operation: &Operation,
+        arguments: &Map<String, Value>,
+        timeout: Duration,
+    ) -> Result<CallToolResult, CallError> {
+        let request = match build(operation, arguments) {
+            Ok(request) => request,
+            Err(why) => return Ok(CallToolResult::error(vec![ContentBlock::text(why)])),
+        };
+        let url = format!(
+            "{}{}",
+            base_url.trim_end_matches('/'),
+            request.path_and_query
+        );
+        check_request_url(&self.policy, &url).map_err(|e| CallError::Connect(e.to_string()))?;
+        let method = reqwest::Method::from_bytes(request.method.as_bytes())
+            .map_err(|_| CallError::Connect(format!("method {} is not HTTP", request.method)))?;
+        let span = tracing::info_span!(
+            "openapi.upstream",
+            otel.name = %format_args!("{} {}", request.method, operation.path),
+            otel.kind = "client",
+            http.request.method = %request.method,
+        );
+        let mut headers = HeaderMap::new();
+        for (name, value) in &request.headers {
+            if let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                headers.insert(name, value);
+            }
+        }
+        credential(integration, &mut headers)?;
+        switchboard_telemetry::inject_span(&span, &mut Headers(&mut headers));
+        let mut builder = self.http.request(method, &url).headers(headers);
+        if let Some(body) = &request.body {
+            builder = builder.json(body);
+        }
+        let answered = async {
+            let response = builder
+                .send()
+                .await
+                .map_err(|e| CallError::Transport(describe(e)))?;
+            self.answer(response).await
+        };
+        tokio::time::timeout(timeout, answered.instrument(span))
+            .await
+            .map_err(|_| CallError::Timeout(timeout))?
+    }
+
+    /// The API's answer as the tool's result: its text, its JSON object as
+    /// structured content, an error result for a status outside 2xx.
+    async fn answer(&self, mut response: reqwest::Response) -> Result<CallToolResult, CallError> {
+        let status = response.status();
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|e| CallError::Transport(describe(e)))?
+        {
+            if body.len() + chunk.len() > self.max_result_bytes {
+                return Err(CallError::TooLarge {
+                    limit: self.max_result_bytes,
+                });
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let text = String::from_utf8_lossy(&body).into_owned();
+        let structured = serde_json::from_slice::<Value>(&body)
+            .ok()
+            .filter(Value::is_object);
+        let mut result = if status.is_success() {
+            CallToolResult::success(vec![ContentBlock::text(text)])
+        } else {
+            CallToolResult::error(vec![ContentBlock::text(format!("HTTP {status}: {text}"))])
+        };
+        result.structured_content = structured;
+        Ok(result)
+    }
+}
+
+/// The integration's credential on the request: a bearer token or its
+/// header. Other methods are not offered for APIs yet.
+fn credential(integration: &Integration, headers: &mut HeaderMap) -> Result<(), CallError> {
+    let (name, value) = match &integration.auth {
+        AuthConfig::None => return Ok(()),
+        AuthConfig::BearerToken => {
+            let token = secret(integration, Secrets::BEARER_TOKEN)?;
+            (reqwest::header::AUTHORIZATION, format!("Bearer {token}"))
+        }
+        AuthConfig::Header { header_name: name } => (
+            HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                CallError::Connect("the credential's header name is invalid".into())
+            })?,
+            secret(integration, Secrets::HEADER_VALUE)?,
+        ),
+        _ => {
+            return Err(CallError::Connect(
+                "OpenAPI integrations take a bearer token or a header credential".to_owned(),
+            ));
+        }
+    };
+    let mut value = HeaderValue::from_str(&value)
+        .map_err(|_| CallError::Connect("the credential is not a valid header value".into()))?;
+    value.set_sensitive(true);
+    headers.insert(name, value);
+    Ok(())
+}
+
+fn secret(integration: &Integration, name: &str) -> Result<String, CallError> {
+    integration
+        .secrets
+        .get(name)
+        .map(|s| s.expose_secret().to_owned())
+        .ok_or_else(|| CallError::Connect(format!("the integration has no {name}")))
+}
+
+/// A send failure without its URL (which may carry a query argument).
+fn describe(error: reqwest::Error) -> String {
+    if error.is_connect() {
+        return "could not connect to the API".to_owned();
+    }
+    error.without_url().to_string()
+}
+
+/// A request's headers, as the propagator writes them.
+struct Headers<'a>(&'a mut HeaderMap);
+
+impl switchboard_telemetry::Injector for Headers<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(key.as_bytes()),
+            HeaderValue::try_from(value),
+        ) {
+            self.0.insert(name, value);
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! OpenAPI integrations through gRPC: an HTTP API on loopback described by
+//! an OpenAPI 3.1 document, its operations discovered as tools and called
+//! through ExecuteTool (path, query and header parameters, a JSON body, an
+//! error response, a 64-bit integer exact, the integration's bearer
+//! token), a policy denying one operation, and documents refused with the
+//! field at fault.
+
+use std::sync::{Arc, Mutex};
+
+use axum::{
+    Router,
+    extract::{Path, RawQuery},
+    http::{HeaderMap, StatusCode, header::CONTENT_TYPE},
+    routing::get,
+};
+use serde_json::{Value, json};
+use switchboard_proto::{
+    json::struct_to_json,
+    mcp::v1::{
+        self as pb, auth_config::Method, policy_service_client::PolicyServiceClient,
+        transport::Kind,
+    },
+};
+use switchboard_test_support::{DbKind, db_tests};
+
+use crate::support::{admin, bad_fields, create, req, start};
+
+/// What the API was sent: each request's headers of interest.
+type Seen = Arc<Mutex<Vec<Value>>>;
+
+/// The API: `GET /v1/pets/{id}` echoes what it received, `POST /v1/pets`
+/// answers 201 with the body, `GET /v1/missing` answers 404.
+async fn spawn_api() -> (String, Seen) {
+    let seen: Seen = Arc::default();
+    let echo = {
+        let seen = seen.clone();
+        move |Path(id): Path<String>, RawQuery(query): RawQuery, headers: HeaderMap| {
+            let seen = seen.clone();
+            async move {
+                let header = |name: &str| {
+                    headers
+                        .get(name)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default()
+                        .to_owned()
+                };
+                let got = json!({
+                    "id": id,
+                    "query": query.unwrap_or_default(),
+                    "tag": header("x-request-tag"),
+                    "authorization": header("authorization"),
+                });
+                seen.lock().expect("lock").push(got.clone());
+                answer(StatusCode::OK, &got)
+            }
+        }
+    };
+    let app = Router::new()
+        .route("/v1/pets/{id}", get(echo))
+        .route(
+            "/v1/pets",
+            axum::routing::post(|body: String| async move {
+                let body: Value = serde_json::from_str(&body).unwrap_or_default();
+                answer(StatusCode::CREATED, &json!({ "created": body }))
+            }),
+        )
+        .route(
+            "/v1/missing",
+            get(|| async { answer(StatusCode::NOT_FOUND, &json!({ "error": "no such pet" })) }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("binds");
+    let base = format!("http://{}/v1", listener.local_addr().expect("address"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (base, seen)
+}
+
+type Answer = (StatusCode, [(http::HeaderName, &'static str); 1], String);
+
+fn answer(status: StatusCode, body: &Value) -> Answer {
+    (
+        status,
+        [(CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+}
+
+fn document(base: &str) -> Value {
+    json!({
+        "openapi": "3.1.0",
+        "info": { "title": "Pets" },
+        "servers": [{ "url": base }],
+        "paths": {
+            "/pets/{id}": { "get": {
+                "operationId": "getPet",
+                "summary": "Reads a pet.",
+                "parameters": [
+                    { "name": "id", "in": "path", "required": true, "schema": { "type": "integer", "format": "int64" } },
+                    { "name": "fields", "in": "query", "schema": { "type": "array", "items": { "type": "string" } } },
+                    { "name": "X-Request-Tag", "in": "header", "schema": { "type": "string" } }
+                ]
+            } },
+            "/pets": { "post": {
+                "operationId": "createPet",
+                "requestBody": { "required": true, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Pet" } } } }
+            } },
+            "/missing": { "get": { "operationId": "missing" } }
+        },
+        "components": { "schemas": { "Pet": { "type": "object", "properties": { "name": { "type": "string" } } } } }
+    })
+}
+
+fn api_integration(slug: &str, base: &str, document: &Value) -> pb::CreateIntegrationRequest {
+    pb::CreateIntegrationRequest {
+        display_name: slug.into(),
+        slug: slug.into(),
+        source: Some(pb::create_integration_request::Source::Custom(
+            pb::CustomIntegrationSpec {
+                transport: Some(pb::Transport {
+                    kind: Some(Kind::Openapi(pb::OpenApiTransport {
+                        base_url: base.into(),
+                        document: document.to_string(),
+                        operations: Vec::new(),
+                    })),
+                }),
+                auth: Some(pb::AuthConfig {
+                    method: Some(Method::BearerToken(pb::BearerTokenAuth {
+                        token: "s3cret".into(),
+                        token_set: false,
+                    })),
+                }),
+            },
+        )),
+        ..Default::default()
+    }
+}
+
+async fn operations_are_tools_called_through_execute_tool(kind: DbKind) {
+    let (base, seen) = spawn_api().await;
+    let mut h = start(kind).await;
+    let token = admin("org-a");
+    let id = create(
+        &mut h,
+        &token,
+        api_integration("pets", &base, &document(&base)),
+    )
+    .await
+    .id;
+    let discovered = h
+        .client
+        .discover(req(
+            pb::DiscoverRequest {
+                integration_id: id.clone(),
+                ..Default::default()
+            },
+            &token,
+        ))
+        .await
+        .expect("discovered")
+        .into_inner();
+    let names: Vec<&str> = discovered.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["createPet", "getPet", "missing"]);
+
+    let mut call = async |tool: &str, arguments: Value| {
+        h.client
+            .execute_tool(req(
+                pb::ExecuteToolRequest {
+                    integration_id: id.clone(),
+                    tool_name: tool.into(),
+                    // Exact JSON: a Struct carries numbers as doubles.
+                    arguments_json: arguments.to_string(),
+                    ..Default::default()
+                },
+                &token,
+            ))
+            .await
+    };
+    let read = call(
+        "getPet",
+        json!({ "id": 9007199254740993_u64, "fields": ["name", "a b"], "X-Request-Tag": "t1" }),
+    )
+    .await
+    .expect("answered")
+    .into_inner();
+    assert!(!read.is_error, "{read:?}");
+    let got = struct_to_json(read.structured_content.as_ref().expect("structured"));
+    assert_eq!(
+        got["id"], "9007199254740993",
+        "a 64-bit integer arrives exact"
+    );
+    assert_eq!(got["query"], "fields=name&fields=a+b");
+    assert_eq!(got["tag"], "t1");
+    assert_eq!(got["authorization"], "Bearer s3cret");
+
+    let created = call("createPet", json!({ "body": { "name": "Rex" } }))
+        .await
+        .expect("answered")
+        .into_inner();
+    assert!(!created.is_error, "{created:?}");
+    assert_eq!(
+        struct_to_json(created.structured_content.as_ref().expect("structured")),
+        json!({ "created": { "name": "Rex" } })
+    );
+    let missing = call("missing", json!({}))
+        .await
+        .expect("answered")
+        .into_inner();
+    assert!(missing.is_error);
+    assert!(missing.error_message.contains("HTTP 404"), "{missing:?}");
+    let escaped = call("getPet", json!({ "id": "../missing" }))
+        .await
+        .expect("answered")
+        .into_inner();
+    assert!(!escaped.is_error, "stays in its operation: {escaped:?}");
+    assert_eq!(
+        seen.lock().expect("lock").last().expect("seen")["id"],
+        "../missing"
+    );
+
+    let mut policies = PolicyServiceClient::connect(h.server.url())
+        .await
+        .expect("connects");
+    policies
+        .put_policy(req(
+            pb::PutPolicyRequest {
+                policy: Some(pb::Policy {
+                    name: "no-creates".into(),
+                    rules: vec![pb::PolicyRule {
+                        name: "deny-create".into(),
+                        condition: "request.kind == 'tool' && tool.name == 'createPet'".into(),
+                        effect: pb::PolicyEffect::Deny.into(),
+                        reason: "pets are created by the shelter".into(),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }),
+                expected_version: 0,
+            },
+            &token,
+        ))
+        .await
+        .expect("written");
+    let denied = call("createPet", json!({ "body": { "name": "Rex" } }))
+        .await
+        .expect_err("denied");
+    assert_eq!(denied.code(), tonic::Code::PermissionDenied);
+    assert!(denied.message().contains("pets are created by the shelter"));
+}
+
+async fn a_document_is_refused_with_the_field_at_fault(kind: DbKind) {
+    let (base, _) = spawn_api().await;
+    let mut h = start(kind).await;
+    let token = admin("org-a");
+    let mut refuse = async |request: pb::CreateIntegrationRequest| {
+        let status = h
+            .client
+            .create_integration(req(request, &token))
+            .await
+            .expect_err("refused");
+        (bad_fields(&status), status.message().to_owned())
+    };
+    // The credential would go where the document does not say the API is.
+    let (fields, _) = refuse(api_integration(
+        "a",
+        "http://127.0.0.1:1/v1",
+        &document(&base),
+    ))
+    .await;
+    assert_eq!(fields, ["custom.transport.openapi.base_url"]);
+    let mut cyclic = document(&base);
+    cyclic["components"]["schemas"]["Pet"]["properties"]["parent"] =
+        json!({ "$ref": "#/components/schemas/Pet" });
+    let (fields, _) = refuse(api_integration("b", &base, &cyclic)).await;
+    assert_eq!(fields, ["custom.transport.openapi.document"]);
+    let mut unknown = api_integration("c", &base, &document(&base));
+    if let Some(pb::create_integration_request::Source::Custom(custom)) = &mut unknown.source
+        && let Some(Kind::Openapi(api)) = custom.transport.as_mut().and_then(|t| t.kind.as_mut())
+    {
+        api.operations = vec!["getPet".into(), "deletePet".into()];
+    }
+    let (fields, _) = refuse(unknown).await;
+    assert_eq!(fields, ["custom.transport.openapi.operations[1]"]);
+}
+
+db_tests!(
+    operations_are_tools_called_through_execute_tool,
+    a_document_is_refused_with_the_field_at_fault,
+);

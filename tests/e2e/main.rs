@@ -14,6 +14,7 @@ mod large_results;
 mod mcp_port_suite;
 mod mcp_replicas;
 mod mutual_tls;
+mod openapi;
 mod policy;
 mod polyglot;
 mod read_resource;

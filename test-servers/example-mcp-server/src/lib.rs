@@ -24,6 +24,7 @@
 // enforces it with the other lints.
 #![cfg_attr(not(test), deny(clippy::too_many_lines))]
 
+mod api;
 mod calls;
 mod catalog;
 mod confirm;
@@ -46,6 +47,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use rmcp::ServiceExt as _;
 
+pub use api::{RunningApi, spawn_api};
 pub use calls::{CALL_LOG_ENV, MAX_BIG_BYTES};
 pub use catalog::{EXTRA_TOOL, RECORD_TOOL};
 pub use confirm::{CONFIRM_KEY, CONFIRM_TOOL};

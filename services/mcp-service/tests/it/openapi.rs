@@ -5,15 +5,8 @@
 //! token), a policy denying one operation, and documents refused with the
 //! field at fault.
 
-use std::sync::{Arc, Mutex};
-
-use axum::{
-    Router,
-    extract::{Path, RawQuery},
-    http::{HeaderMap, StatusCode, header::CONTENT_TYPE},
-    routing::get,
-};
 use serde_json::{Value, json};
+use switchboard_example_mcp_server::spawn_api;
 use switchboard_proto::{
     json::struct_to_json,
     mcp::v1::{
@@ -24,92 +17,6 @@ use switchboard_proto::{
 use switchboard_test_support::{DbKind, db_tests};
 
 use crate::support::{admin, bad_fields, create, req, start};
-
-/// What the API was sent: each request's headers of interest.
-type Seen = Arc<Mutex<Vec<Value>>>;
-
-/// The API: `GET /v1/pets/{id}` echoes what it received, `POST /v1/pets`
-/// answers 201 with the body, `GET /v1/missing` answers 404.
-async fn spawn_api() -> (String, Seen) {
-    let seen: Seen = Arc::default();
-    let echo = {
-        let seen = seen.clone();
-        move |Path(id): Path<String>, RawQuery(query): RawQuery, headers: HeaderMap| {
-            let seen = seen.clone();
-            async move {
-                let header = |name: &str| {
-                    headers
-                        .get(name)
-                        .and_then(|v| v.to_str().ok())
-                        .unwrap_or_default()
-                        .to_owned()
-                };
-                let got = json!({
-                    "id": id,
-                    "query": query.unwrap_or_default(),
-                    "tag": header("x-request-tag"),
-                    "authorization": header("authorization"),
-                });
-                seen.lock().expect("lock").push(got.clone());
-                answer(StatusCode::OK, &got)
-            }
-        }
-    };
-    let app = Router::new()
-        .route("/v1/pets/{id}", get(echo))
-        .route(
-            "/v1/pets",
-            axum::routing::post(|body: String| async move {
-                let body: Value = serde_json::from_str(&body).unwrap_or_default();
-                answer(StatusCode::CREATED, &json!({ "created": body }))
-            }),
-        )
-        .route(
-            "/v1/missing",
-            get(|| async { answer(StatusCode::NOT_FOUND, &json!({ "error": "no such pet" })) }),
-        );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("binds");
-    let base = format!("http://{}/v1", listener.local_addr().expect("address"));
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (base, seen)
-}
-
-type Answer = (StatusCode, [(http::HeaderName, &'static str); 1], String);
-
-fn answer(status: StatusCode, body: &Value) -> Answer {
-    (
-        status,
-        [(CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-}
-
-fn document(base: &str) -> Value {
-    json!({
-        "openapi": "3.1.0",
-        "info": { "title": "Pets" },
-        "servers": [{ "url": base }],
-        "paths": {
-            "/pets/{id}": { "get": {
-                "operationId": "getPet",
-                "summary": "Reads a pet.",
-                "parameters": [
-                    { "name": "id", "in": "path", "required": true, "schema": { "type": "integer", "format": "int64" } },
-                    { "name": "fields", "in": "query", "schema": { "type": "array", "items": { "type": "string" } } },
-                    { "name": "X-Request-Tag", "in": "header", "schema": { "type": "string" } }
-                ]
-            } },
-            "/pets": { "post": {
-                "operationId": "createPet",
-                "requestBody": { "required": true, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Pet" } } } }
-            } },
-            "/missing": { "get": { "operationId": "missing" } }
-        },
-        "components": { "schemas": { "Pet": { "type": "object", "properties": { "name": { "type": "string" } } } } }
-    })
-}
 
 fn api_integration(slug: &str, base: &str, document: &Value) -> pb::CreateIntegrationRequest {
     pb::CreateIntegrationRequest {
@@ -137,13 +44,14 @@ fn api_integration(slug: &str, base: &str, document: &Value) -> pb::CreateIntegr
 }
 
 async fn operations_are_tools_called_through_execute_tool(kind: DbKind) {
-    let (base, seen) = spawn_api().await;
+    let api = spawn_api().await.expect("the API");
+    let base = api.base_url.clone();
     let mut h = start(kind).await;
     let token = admin("org-a");
     let id = create(
         &mut h,
         &token,
-        api_integration("pets", &base, &document(&base)),
+        api_integration("pets", &base, &api.document()),
     )
     .await
     .id;
@@ -213,10 +121,7 @@ async fn operations_are_tools_called_through_execute_tool(kind: DbKind) {
         .expect("answered")
         .into_inner();
     assert!(!escaped.is_error, "stays in its operation: {escaped:?}");
-    assert_eq!(
-        seen.lock().expect("lock").last().expect("seen")["id"],
-        "../missing"
-    );
+    assert_eq!(api.last_seen().expect("seen")["id"], "../missing");
 
     let mut policies = PolicyServiceClient::connect(h.server.url())
         .await
@@ -249,7 +154,8 @@ async fn operations_are_tools_called_through_execute_tool(kind: DbKind) {
 }
 
 async fn a_document_is_refused_with_the_field_at_fault(kind: DbKind) {
-    let (base, _) = spawn_api().await;
+    let api = spawn_api().await.expect("the API");
+    let base = api.base_url.clone();
     let mut h = start(kind).await;
     let token = admin("org-a");
     let mut refuse = async |request: pb::CreateIntegrationRequest| {
@@ -264,16 +170,16 @@ async fn a_document_is_refused_with_the_field_at_fault(kind: DbKind) {
     let (fields, _) = refuse(api_integration(
         "a",
         "http://127.0.0.1:1/v1",
-        &document(&base),
+        &api.document(),
     ))
     .await;
     assert_eq!(fields, ["custom.transport.openapi.base_url"]);
-    let mut cyclic = document(&base);
+    let mut cyclic = api.document();
     cyclic["components"]["schemas"]["Pet"]["properties"]["parent"] =
         json!({ "$ref": "#/components/schemas/Pet" });
     let (fields, _) = refuse(api_integration("b", &base, &cyclic)).await;
     assert_eq!(fields, ["custom.transport.openapi.document"]);
-    let mut unknown = api_integration("c", &base, &document(&base));
+    let mut unknown = api_integration("c", &base, &api.document());
     if let Some(pb::create_integration_request::Source::Custom(custom)) = &mut unknown.source
         && let Some(Kind::Openapi(api)) = custom.transport.as_mut().and_then(|t| t.kind.as_mut())
     {

@@ -16,7 +16,10 @@ use switchboard_proto::{
 };
 use switchboard_test_support::{DbKind, db_tests};
 
-use crate::support::{admin, bad_fields, create, req, start};
+use crate::{
+    mcp_endpoint::{setup_with, step},
+    support::{admin, bad_fields, create, member, req, start},
+};
 
 fn api_integration(slug: &str, base: &str, document: &Value) -> pb::CreateIntegrationRequest {
     pb::CreateIntegrationRequest {
@@ -189,7 +192,48 @@ async fn a_document_is_refused_with_the_field_at_fault(kind: DbKind) {
     assert_eq!(fields, ["custom.transport.openapi.operations[1]"]);
 }
 
+/// The MCP endpoint serves an API's operations as an MCP server's tools,
+/// to the official SDK client.
+async fn the_endpoint_serves_an_apis_operations_to_an_sdk_client(kind: DbKind) {
+    let api = spawn_api().await.expect("the API");
+    let mut e = setup_with(kind, |_| {}).await;
+    create(
+        &mut e.h,
+        &admin("org-a"),
+        api_integration("pets", &api.base_url, &api.document()),
+    )
+    .await;
+    let out = e
+        .client(
+            "pets",
+            Some(&member("org-a")),
+            json!([
+                { "op": "listTools" },
+                { "op": "callTool", "name": "getPet", "arguments": { "id": 42, "X-Request-Tag": "sdk" } },
+                { "op": "callTool", "name": "missing", "arguments": {} },
+            ]),
+        )
+        .await;
+    let names: Vec<&str> = step(&out, 0)["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["createPet", "getPet", "missing"], "{out}");
+    let read = step(&out, 1);
+    assert_eq!(read["structuredContent"]["id"], "42", "{out}");
+    assert_eq!(read["structuredContent"]["tag"], "sdk", "{out}");
+    let missing = step(&out, 2);
+    assert_eq!(missing["isError"], true, "{out}");
+    assert_eq!(
+        api.last_seen().expect("seen")["authorization"],
+        "Bearer s3cret"
+    );
+}
+
 db_tests!(
     operations_are_tools_called_through_execute_tool,
     a_document_is_refused_with_the_field_at_fault,
+    the_endpoint_serves_an_apis_operations_to_an_sdk_client,
 );

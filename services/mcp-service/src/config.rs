@@ -19,7 +19,9 @@ use crate::{
     outbound::mcp::tasks::TaskPolling,
     sealing::KeyRing,
 };
-pub use crate::{guardrail_settings::GuardrailArgs, toolset_settings::ToolsetArgs};
+pub use crate::{
+    guardrail_settings::GuardrailArgs, openapi_settings::OpenApiArgs, toolset_settings::ToolsetArgs,
+};
 
 /// Everything mcp-service is configured with.
 #[derive(Clone, clap::Parser)]
@@ -169,6 +171,9 @@ pub struct Config {
     /// Guardrails on tool traffic: each detector's action.
     #[command(flatten)]
     pub guardrails: GuardrailArgs,
+    /// OpenAPI integrations: the bounds of their documents.
+    #[command(flatten)]
+    pub openapi: OpenApiArgs,
     /// The MCP endpoint for MCP clients: where, and its bounds.
     #[command(flatten)]
     pub endpoint: EndpointArgs,

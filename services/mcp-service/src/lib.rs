@@ -20,6 +20,7 @@ pub mod outbound;
 mod policy_settings;
 pub use switchboard_sealing as sealing;
 mod guardrail_settings;
+mod openapi_settings;
 mod test_config;
 mod toolset_settings;
 

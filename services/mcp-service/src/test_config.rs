@@ -7,7 +7,8 @@ use switchboard_server::{AuthArgs, CommonArgs, ServerArgs, TelemetryArgs};
 
 use crate::{
     config::{
-        ApprovalArgs, AuditArgs, Config, EndpointArgs, GuardrailArgs, PolicyArgs, ToolsetArgs,
+        ApprovalArgs, AuditArgs, Config, EndpointArgs, GuardrailArgs, OpenApiArgs, PolicyArgs,
+        ToolsetArgs,
     },
     domain::elicitation::ElicitationPolicy,
 };
@@ -84,6 +85,7 @@ impl Config {
             approvals: ApprovalArgs::default(),
             toolsets: ToolsetArgs::default(),
             guardrails: GuardrailArgs::default(),
+            openapi: OpenApiArgs::default(),
             endpoint: EndpointArgs::default(),
             resume_ttl: Duration::from_secs(24 * 3600),
             max_result_bytes: 4 * 1024 * 1024,

@@ -23,7 +23,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     Config,
-    domain::openapi::OpenApiLimits,
     domain::{
         address_policy::AddressPolicy,
         approvals::service::Approvals,
@@ -281,6 +280,7 @@ fn config_policy(config: &Config) -> anyhow::Result<ConfigPolicy> {
     Ok(ConfigPolicy {
         addresses: config.address_policy()?,
         stdio: config.stdio_allow_list()?,
+        openapi: config.openapi.limits(),
     })
 }
 

@@ -60,7 +60,7 @@ fn openapi_gateway(config: &Config, policy: &Arc<ConfigPolicy>) -> anyhow::Resul
     .context("failed to build the HTTP client of OpenAPI integrations")?;
     Ok(OpenApiGateway::new(
         ApiClient::new(http, addresses, config.max_result_bytes),
-        OpenApiLimits::default(),
+        policy.openapi,
     ))
 }
 

@@ -91,7 +91,7 @@ pub fn check(
         );
     }
     if let Transport::OpenApi(api) = &transport.transport {
-        violations.extend(openapi_violations(transport_field, api));
+        violations.extend(openapi_violations(transport_field, api, &policy.openapi));
     }
     violations
 }
@@ -100,9 +100,13 @@ pub fn check(
 /// read within its bounds, a base URL the document does not list among its
 /// servers (credentials go where the admin pinned them, and the admin pins
 /// one the document names), an operation chosen that it does not offer.
-fn openapi_violations(transport_field: &str, api: &OpenApi) -> Vec<FieldViolation> {
+fn openapi_violations(
+    transport_field: &str,
+    api: &OpenApi,
+    limits: &OpenApiLimits,
+) -> Vec<FieldViolation> {
     let at = |name: &str| format!("{transport_field}.openapi.{name}");
-    let document = match ApiDocument::parse(&api.document, &OpenApiLimits::default()) {
+    let document = match ApiDocument::parse(&api.document, limits) {
         Ok(document) => document,
         Err(error) => return vec![FieldViolation::new(at("document"), error.to_string())],
     };

@@ -15,6 +15,7 @@ use super::{
     oauth_input::{
         ClientCredentialsSecrets, authorization_code, check_code_config, client_credentials,
     },
+    openapi::OpenApiLimits,
     transport::{Stdio, Transport, TransportInput},
 };
 
@@ -46,6 +47,8 @@ pub struct ConfigPolicy {
     pub addresses: AddressPolicy,
     /// Allowed stdio programs.
     pub stdio: StdioAllowList,
+    /// The bounds of OpenAPI integrations' documents.
+    pub openapi: OpenApiLimits,
 }
 
 /// Stored configuration resolved from input.

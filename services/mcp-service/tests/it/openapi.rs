@@ -18,7 +18,7 @@ use switchboard_test_support::{DbKind, db_tests};
 
 use crate::{
     mcp_endpoint::{setup_with, step},
-    support::{admin, bad_fields, create, member, req, start},
+    support::{admin, bad_fields, create, member, req, start, start_with},
 };
 
 fn api_integration(slug: &str, base: &str, document: &Value) -> pb::CreateIntegrationRequest {
@@ -190,6 +190,19 @@ async fn a_document_is_refused_with_the_field_at_fault(kind: DbKind) {
     }
     let (fields, _) = refuse(unknown).await;
     assert_eq!(fields, ["custom.transport.openapi.operations[1]"]);
+
+    // The deployment's bound, at its limit: three operations, two allowed.
+    let mut h = start_with(kind, |config| config.openapi.max_operations = 2).await;
+    let status = h
+        .client
+        .create_integration(req(api_integration("d", &base, &api.document()), &token))
+        .await
+        .expect_err("refused");
+    assert_eq!(bad_fields(&status), ["custom.transport.openapi.document"]);
+    assert!(
+        status.message().contains("has 3 operations, more than 2"),
+        "{status:?}"
+    );
 }
 
 /// The MCP endpoint serves an API's operations as an MCP server's tools,

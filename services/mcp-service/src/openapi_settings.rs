@@ -1,0 +1,62 @@
+//! The settings of OpenAPI integrations: the bounds of the documents they
+//! are read from.
+
+use crate::domain::openapi::OpenApiLimits;
+
+/// OpenAPI documents' bounds.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OpenApiArgs {
+    /// Largest OpenAPI document an integration may hold, in bytes.
+    #[arg(
+        long = "openapi-max-document-bytes",
+        env = "SWITCHBOARD_OPENAPI_MAX_DOCUMENT_BYTES",
+        default_value_t = OpenApiLimits::default().max_document_bytes
+    )]
+    pub max_document_bytes: usize,
+    /// Most operations in one document.
+    #[arg(
+        long = "openapi-max-operations",
+        env = "SWITCHBOARD_OPENAPI_MAX_OPERATIONS",
+        default_value_t = OpenApiLimits::default().max_operations
+    )]
+    pub max_operations: usize,
+    /// Most nodes of one operation's input schema once its `$ref`s are
+    /// inlined.
+    #[arg(
+        long = "openapi-max-schema-nodes",
+        env = "SWITCHBOARD_OPENAPI_MAX_SCHEMA_NODES",
+        default_value_t = OpenApiLimits::default().max_schema_nodes
+    )]
+    pub max_schema_nodes: usize,
+    /// Deepest nesting of one operation's input schema.
+    #[arg(
+        long = "openapi-max-schema-depth",
+        env = "SWITCHBOARD_OPENAPI_MAX_SCHEMA_DEPTH",
+        default_value_t = OpenApiLimits::default().max_schema_depth
+    )]
+    pub max_schema_depth: usize,
+}
+
+impl Default for OpenApiArgs {
+    fn default() -> Self {
+        let limits = OpenApiLimits::default();
+        Self {
+            max_document_bytes: limits.max_document_bytes,
+            max_operations: limits.max_operations,
+            max_schema_nodes: limits.max_schema_nodes,
+            max_schema_depth: limits.max_schema_depth,
+        }
+    }
+}
+
+impl OpenApiArgs {
+    /// The bounds these settings give.
+    pub fn limits(&self) -> OpenApiLimits {
+        OpenApiLimits {
+            max_document_bytes: self.max_document_bytes,
+            max_operations: self.max_operations,
+            max_schema_nodes: self.max_schema_nodes,
+            max_schema_depth: self.max_schema_depth,
+        }
+    }
+}

@@ -35,6 +35,14 @@ pub struct OpenApiArgs {
         default_value_t = OpenApiLimits::default().max_schema_depth
     )]
     pub max_schema_depth: usize,
+    /// Most OpenAPI integrations whose documents are kept read; past it the
+    /// least recently used is read again when next called.
+    #[arg(
+        long = "openapi-documents-cached",
+        env = "SWITCHBOARD_OPENAPI_DOCUMENTS_CACHED",
+        default_value_t = 256
+    )]
+    pub documents_cached: usize,
 }
 
 impl Default for OpenApiArgs {
@@ -45,11 +53,17 @@ impl Default for OpenApiArgs {
             max_operations: limits.max_operations,
             max_schema_nodes: limits.max_schema_nodes,
             max_schema_depth: limits.max_schema_depth,
+            documents_cached: 256,
         }
     }
 }
 
 impl OpenApiArgs {
+    /// How many integrations' documents are kept read (at least one).
+    pub fn documents_cached(&self) -> std::num::NonZeroUsize {
+        std::num::NonZeroUsize::new(self.documents_cached).unwrap_or(std::num::NonZeroUsize::MIN)
+    }
+
     /// The bounds these settings give.
     pub fn limits(&self) -> OpenApiLimits {
         OpenApiLimits {

@@ -61,6 +61,7 @@ fn openapi_gateway(config: &Config, policy: &Arc<ConfigPolicy>) -> anyhow::Resul
     Ok(OpenApiGateway::new(
         ApiClient::new(http, addresses, config.max_result_bytes),
         policy.openapi,
+        config.openapi.documents_cached(),
     ))
 }
 

@@ -245,7 +245,52 @@ async fn the_endpoint_serves_an_apis_operations_to_an_sdk_client(kind: DbKind) {
     );
 }
 
+/// At the bound of documents kept read (one), two integrations called in
+/// turn each read their own document again, and answer.
+async fn past_the_documents_kept_each_integration_reads_its_own_again(kind: DbKind) {
+    let api = spawn_api().await.expect("the API");
+    let mut h = start_with(kind, |config| config.openapi.documents_cached = 1).await;
+    let token = admin("org-a");
+    let mut only_missing = api.document();
+    only_missing["paths"]
+        .as_object_mut()
+        .expect("paths")
+        .retain(|path, _| path == "/missing");
+    let full = create(
+        &mut h,
+        &token,
+        api_integration("full", &api.base_url, &api.document()),
+    )
+    .await
+    .id;
+    let small = create(
+        &mut h,
+        &token,
+        api_integration("small", &api.base_url, &only_missing),
+    )
+    .await
+    .id;
+    for _ in 0..2 {
+        for (id, tools) in [(&full, 3), (&small, 1)] {
+            let listed = h
+                .client
+                .discover(req(
+                    pb::DiscoverRequest {
+                        integration_id: id.clone(),
+                        ..Default::default()
+                    },
+                    &token,
+                ))
+                .await
+                .expect("discovered")
+                .into_inner();
+            assert_eq!(listed.tools.len(), tools);
+        }
+    }
+}
+
 db_tests!(
+    past_the_documents_kept_each_integration_reads_its_own_again,
     operations_are_tools_called_through_execute_tool,
     a_document_is_refused_with_the_field_at_fault,
     the_endpoint_serves_an_apis_operations_to_an_sdk_client,

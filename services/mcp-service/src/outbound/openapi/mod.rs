@@ -6,12 +6,13 @@
 mod send;
 
 use std::{
-    collections::HashMap,
+    num::NonZeroUsize,
     sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
 use async_trait::async_trait;
+use hashlink::LruCache;
 use rmcp::model::{CompleteResult, GetPromptResult, ReadResourceResult, Tool, ToolAnnotations};
 
 use crate::domain::{
@@ -32,8 +33,10 @@ pub use send::ApiClient;
 pub struct OpenApiGateway {
     client: ApiClient,
     limits: OpenApiLimits,
-    /// Read documents, by integration, with the version they were read at.
-    documents: Mutex<HashMap<IntegrationId, (i64, Arc<Read>)>>,
+    /// Read documents, by integration, with the version they were read at;
+    /// the least recently used dropped past the bound (and read again when
+    /// next needed).
+    documents: Mutex<LruCache<IntegrationId, (i64, Arc<Read>)>>,
 }
 
 /// A document read, and what discovery offers of it.
@@ -44,12 +47,13 @@ struct Read {
 }
 
 impl OpenApiGateway {
-    /// Calls made with `client`, documents read within `limits`.
-    pub fn new(client: ApiClient, limits: OpenApiLimits) -> Self {
+    /// Calls made with `client`, documents read within `limits`, at most
+    /// `cached` of them kept read.
+    pub fn new(client: ApiClient, limits: OpenApiLimits, cached: NonZeroUsize) -> Self {
         Self {
             client,
             limits,
-            documents: Mutex::new(HashMap::new()),
+            documents: Mutex::new(LruCache::new(cached.get())),
         }
     }
 

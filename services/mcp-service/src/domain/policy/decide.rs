@@ -181,10 +181,15 @@ impl PolicySet {
         let mut best: Option<(&PolicyVersion, &Rule)> = None;
         for policy in &self.policies {
             for (rule, condition) in policy.version.body.rules.iter().zip(&policy.conditions) {
-                if facts.content.is_none() && condition.reads_content() {
-                    continue;
-                }
-                if !matches(rule.effect, &condition.evaluate(&context)) {
+                // A listing has no call to read: a rule on what a call
+                // carries may allow some call of the target (so it counts
+                // for listing it) and denies none yet.
+                let matched = if facts.content.is_none() && condition.reads_content() {
+                    rule.effect == Effect::Allow
+                } else {
+                    matches(rule.effect, &condition.evaluate(&context))
+                };
+                if !matched {
                     continue;
                 }
                 if rule.effect == Effect::Deny {

@@ -445,3 +445,30 @@ fn a_condition_on_arguments_compiles_and_a_misspelt_variable_is_still_refused() 
         "no such variable"
     );
 }
+
+#[test]
+fn under_a_denying_default_a_rule_allowing_some_arguments_keeps_the_tool_listed() {
+    let policies = set(vec![policy(
+        "dev-only",
+        vec![rule(
+            "dev-repos",
+            "has(arguments.repo) && arguments.repo == 'dev'",
+            Effect::Allow,
+        )],
+        Effect::Deny,
+    )]);
+    let call = || tool_call("u", &[], "push", ToolAnnotations::default());
+    assert_eq!(
+        policies.decide(&call()),
+        Decision::Allow,
+        "listed: some call of it is allowed"
+    );
+    assert_eq!(
+        policies.decide(&carrying(call(), serde_json::json!({"repo": "dev"}), &[])),
+        Decision::Allow
+    );
+    assert!(matches!(
+        policies.decide(&carrying(call(), serde_json::json!({"repo": "prod"}), &[])),
+        Decision::Deny { .. }
+    ));
+}

@@ -3,6 +3,9 @@
 
 use crate::domain::openapi::OpenApiLimits;
 
+/// How many integrations' documents are kept read, by default.
+const DOCUMENTS_CACHED: usize = 256;
+
 /// OpenAPI documents' bounds.
 #[derive(Debug, Clone, clap::Args)]
 pub struct OpenApiArgs {
@@ -40,7 +43,7 @@ pub struct OpenApiArgs {
     #[arg(
         long = "openapi-documents-cached",
         env = "SWITCHBOARD_OPENAPI_DOCUMENTS_CACHED",
-        default_value_t = 256
+        default_value_t = DOCUMENTS_CACHED
     )]
     pub documents_cached: usize,
 }
@@ -53,7 +56,7 @@ impl Default for OpenApiArgs {
             max_operations: limits.max_operations,
             max_schema_nodes: limits.max_schema_nodes,
             max_schema_depth: limits.max_schema_depth,
-            documents_cached: 256,
+            documents_cached: DOCUMENTS_CACHED,
         }
     }
 }

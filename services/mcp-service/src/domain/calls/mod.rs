@@ -184,18 +184,21 @@ impl CallService {
     }
 
     /// The guardrails of a call on `integration`: the deployment's, as its
-    /// organization's policies and then the integration change them.
+    /// organization's policies and then the integration change them; and
+    /// whether a rule reads their findings, so that a tool's result is
+    /// decided on again.
     async fn guardrails_for(
         &self,
         integration: &Integration,
-    ) -> Result<Cow<'_, Guardrails>, McpError> {
-        let organization = match &self.policies {
+    ) -> Result<(Cow<'_, Guardrails>, bool), McpError> {
+        let (organization, reviews) = match &self.policies {
             Some(policies) => policies.guardrails(&integration.org_id).await?,
-            None => GuardrailSettings::none(),
+            None => (GuardrailSettings::none(), false),
         };
-        Ok(self
+        let guardrails = self
             .guardrails
-            .resolved(&organization, &integration.guardrails))
+            .resolved(&organization, &integration.guardrails);
+        Ok((guardrails, reviews))
     }
 
     /// `error` with a server's text in it cut to the bound, before it is

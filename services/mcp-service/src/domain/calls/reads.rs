@@ -46,7 +46,7 @@ impl CallService {
             expand_uri("parameters", query.uri, query.parameters).map_err(McpError::Invalid)?;
         let integration = self.integrations.usable(caller, id).await?;
         let timeout = self.timeout(&integration, deadline);
-        let guardrails = self.guardrails_for(&integration).await?;
+        let (guardrails, _) = self.guardrails_for(&integration).await?;
         let carried = Carried {
             arguments: Some(query.parameters),
             findings: &[],
@@ -104,7 +104,7 @@ impl CallService {
             mut arguments,
             answers,
         } = prompt;
-        let guardrails = self.guardrails_for(&integration).await?;
+        let (guardrails, _) = self.guardrails_for(&integration).await?;
         let mut findings = guardrails
             .check_arguments(&mut arguments)
             .map_err(|found| McpError::Policy(PolicyError::arguments_carry(found)))?;

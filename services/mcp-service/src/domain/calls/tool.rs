@@ -49,7 +49,7 @@ impl CallService {
         let tool = call.name.clone();
         let tool = tool.as_str();
         grants.allowed.check(tool)?;
-        let guardrails = self.guardrails_for(&integration).await?;
+        let (guardrails, reviewed) = self.guardrails_for(&integration).await?;
         let mut call = call;
         let flagged = guardrails
             .check_arguments(&mut call.arguments)
@@ -61,7 +61,6 @@ impl CallService {
         self.admit(caller, &integration, tool, carried, grants, timeout)
             .await?;
         // Kept for the result's review only when a rule will read them.
-        let reviewed = self.reviews_results(&integration).await?;
         let arguments = reviewed.then(|| call.arguments.clone());
         let outcome = self
             .gateway
@@ -111,15 +110,6 @@ impl CallService {
             return Err(PolicyError::ApprovalRequired(Box::new(gate)).into());
         }
         Ok(())
-    }
-
-    /// Whether a rule of the organization reads the guardrails' findings,
-    /// so that results are decided on again.
-    async fn reviews_results(&self, integration: &Integration) -> Result<bool, McpError> {
-        match &self.policies {
-            Some(policies) => Ok(policies.reviews_results(&integration.org_id).await?),
-            None => Ok(false),
-        }
     }
 
     /// A result withheld when a rule denies it for what the guardrails

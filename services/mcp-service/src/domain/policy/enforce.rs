@@ -194,12 +194,15 @@ impl PolicyEnforcer {
         }
     }
 
-    /// The guardrail settings of `org`'s policies.
+    /// The guardrail settings of `org`'s policies, and whether a rule of
+    /// them reads the guardrails' findings (so that tools' results are
+    /// decided on again): one look at the organization's policies.
     pub async fn guardrails(
         &self,
         org: &OrgId,
-    ) -> Result<crate::domain::guardrails::GuardrailSettings, PolicyError> {
-        Ok(self.engine.set_for(org).await?.guardrails().clone())
+    ) -> Result<(crate::domain::guardrails::GuardrailSettings, bool), PolicyError> {
+        let set = self.engine.set_for(org).await?;
+        Ok((set.guardrails().clone(), set.reads_findings()))
     }
 
     /// Refuses a call the policies deny (PERMISSION_DENIED naming the
@@ -249,12 +252,6 @@ impl PolicyEnforcer {
                 ),
             )),
         }
-    }
-
-    /// Whether a rule of `org` reads the guardrails' findings, so that
-    /// tools' results are decided on again.
-    pub async fn reviews_results(&self, org: &OrgId) -> Result<bool, PolicyError> {
-        Ok(self.engine.set_for(org).await?.reads_findings())
     }
 
     /// Refuses a tool's result that a rule denies for what the guardrails

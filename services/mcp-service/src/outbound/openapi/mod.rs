@@ -61,20 +61,26 @@ impl OpenApiGateway {
         let Transport::OpenApi(api) = &integration.transport else {
             return Err(CallError::Connect("not an OpenAPI integration".to_owned()));
         };
-        let mut documents = self.documents.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((version, read)) = documents.get(&integration.id)
+        if let Some((version, read)) = self.documents().get(&integration.id)
             && *version == integration.updated_at
         {
             return Ok(read.clone());
         }
+        // Read without the lock: a large document must not hold up calls
+        // on other integrations.
         let document = ApiDocument::parse(&api.document, &self.limits)
             .map_err(|e| CallError::Connect(format!("the OpenAPI document: {e}")))?;
         let read = Arc::new(Read {
             discovery: Arc::new(discovery(&document, api)),
             document,
         });
-        documents.insert(integration.id, (integration.updated_at, read.clone()));
+        self.documents()
+            .insert(integration.id, (integration.updated_at, read.clone()));
         Ok(read)
+    }
+
+    fn documents(&self) -> std::sync::MutexGuard<'_, LruCache<IntegrationId, (i64, Arc<Read>)>> {
+        self.documents.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -232,9 +238,6 @@ impl McpGateway for OpenApiGateway {
     }
 
     async fn forget(&self, integration: IntegrationId) {
-        self.documents
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&integration);
+        self.documents().remove(&integration);
     }
 }

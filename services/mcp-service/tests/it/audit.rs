@@ -496,6 +496,26 @@ async fn arguments_are_recorded_only_for_opted_in_orgs(kind: DbKind) {
     assert!(!events[0].arguments_digest.is_empty());
 }
 
+/// The trail never holds what the guardrails find: a call whose secret the
+/// settings let leave (flagged) is recorded with it redacted, and its
+/// digest taken of the redacted arguments.
+async fn recorded_arguments_hold_no_finding_whatever_the_actions(kind: DbKind) {
+    const GITHUB: &str = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut t = setup(kind, |config| {
+        config.audit.record_arguments_orgs = "org-a".into();
+        config.guardrails.arguments = "github_token=flag".into();
+    })
+    .await;
+    let text = format!("token {GITHUB} for ann@example.com");
+    t.call(&member("org-a"), "echo", json!({ "text": text }))
+        .await;
+    let events = t.all().await;
+    let redacted = json!({ "text": "token [redacted github_token] for [redacted email]" });
+    assert_eq!(events[0].arguments_json, redacted.to_string(), "{events:?}");
+    assert_eq!(events[0].arguments_digest, arguments_digest(&redacted));
+    assert!(!format!("{events:?}").contains(GITHUB));
+}
+
 async fn integration_and_policy_changes_are_recorded_with_how_they_ended(kind: DbKind) {
     use pb::{AuditAction as A, AuditOutcome as O};
     let mut t = setup(kind, |_| {}).await;
@@ -610,5 +630,6 @@ db_tests!(
     retention_removes_old_events_and_the_chain_still_verifies,
     a_member_cannot_read_the_trail,
     arguments_are_recorded_only_for_opted_in_orgs,
+    recorded_arguments_hold_no_finding_whatever_the_actions,
     integration_and_policy_changes_are_recorded_with_how_they_ended,
 );

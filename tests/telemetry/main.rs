@@ -11,6 +11,7 @@
 mod audit_logs;
 mod process;
 mod run;
+mod services;
 mod untraced;
 #[allow(dead_code)]
 #[path = "../e2e/world.rs"]

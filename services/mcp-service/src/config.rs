@@ -20,7 +20,8 @@ use crate::{
     sealing::KeyRing,
 };
 pub use crate::{
-    guardrail_settings::GuardrailArgs, openapi_settings::OpenApiArgs, toolset_settings::ToolsetArgs,
+    grpc_settings::GrpcArgs, guardrail_settings::GuardrailArgs, openapi_settings::OpenApiArgs,
+    toolset_settings::ToolsetArgs,
 };
 
 /// Everything mcp-service is configured with.
@@ -174,6 +175,9 @@ pub struct Config {
     /// OpenAPI integrations: the bounds of their documents.
     #[command(flatten)]
     pub openapi: OpenApiArgs,
+    /// gRPC integrations: the bounds of their descriptors and answers.
+    #[command(flatten)]
+    pub grpc: GrpcArgs,
     /// The MCP endpoint for MCP clients: where, and its bounds.
     #[command(flatten)]
     pub endpoint: EndpointArgs,

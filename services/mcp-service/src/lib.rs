@@ -19,6 +19,7 @@ mod inbound;
 pub mod outbound;
 mod policy_settings;
 pub use switchboard_sealing as sealing;
+mod grpc_settings;
 mod guardrail_settings;
 mod openapi_settings;
 mod test_config;

@@ -7,8 +7,8 @@ use switchboard_server::{AuthArgs, CommonArgs, ServerArgs, TelemetryArgs};
 
 use crate::{
     config::{
-        ApprovalArgs, AuditArgs, Config, EndpointArgs, GuardrailArgs, OpenApiArgs, PolicyArgs,
-        ToolsetArgs,
+        ApprovalArgs, AuditArgs, Config, EndpointArgs, GrpcArgs, GuardrailArgs, OpenApiArgs,
+        PolicyArgs, ToolsetArgs,
     },
     domain::elicitation::ElicitationPolicy,
 };
@@ -86,6 +86,7 @@ impl Config {
             toolsets: ToolsetArgs::default(),
             guardrails: GuardrailArgs::default(),
             openapi: OpenApiArgs::default(),
+            grpc: GrpcArgs::default(),
             endpoint: EndpointArgs::default(),
             resume_ttl: Duration::from_secs(24 * 3600),
             max_result_bytes: 4 * 1024 * 1024,

@@ -43,6 +43,7 @@ use crate::{
     },
     outbound::{
         gateways::Gateways,
+        grpc::{ChannelSettings, GrpcGateway},
         http::{HttpClientOptions, build_client, build_client_without_redirects, read_roots},
         mcp::{
             connect::{ConnectDefaults, McpConnector},
@@ -281,6 +282,7 @@ fn config_policy(config: &Config) -> anyhow::Result<ConfigPolicy> {
         addresses: config.address_policy()?,
         stdio: config.stdio_allow_list()?,
         openapi: config.openapi.limits(),
+        grpc: config.grpc.limits(),
     })
 }
 

@@ -36,7 +36,11 @@ pub(super) fn gateway(
         },
     )
     .with_downstream(downstream.clone());
-    let gateways = Gateways::new(Arc::new(gateway), openapi_gateway(config, policy)?);
+    let gateways = Gateways::new(
+        Arc::new(gateway),
+        openapi_gateway(config, policy)?,
+        grpc_gateway(config, policy)?,
+    );
     Ok((Arc::new(gateways), downstream))
 }
 
@@ -62,6 +66,28 @@ fn openapi_gateway(config: &Config, policy: &Arc<ConfigPolicy>) -> anyhow::Resul
         ApiClient::new(http, addresses, config.max_result_bytes),
         policy.openapi,
         config.openapi.documents_cached(),
+    ))
+}
+
+/// The gateway of gRPC integrations: channels under the address policy,
+/// trusting the deployment's extra certificate authorities.
+fn grpc_gateway(config: &Config, policy: &Arc<ConfigPolicy>) -> anyhow::Result<GrpcGateway> {
+    let extra_roots =
+        match &config.tls_ca_file {
+            Some(path) => Some(std::fs::read(path).with_context(|| {
+                format!("SWITCHBOARD_MCP_TLS_CA_FILE: reading {}", path.display())
+            })?),
+            None => None,
+        };
+    Ok(GrpcGateway::new(
+        ChannelSettings {
+            policy: Arc::new(policy.addresses.clone()),
+            connect_timeout: config.connect_timeout,
+            extra_roots,
+        },
+        policy.grpc,
+        config.max_result_bytes,
+        config.grpc.services_cached(),
     ))
 }
 

@@ -15,11 +15,12 @@ use switchboard_server::FieldViolation;
 use url::Url;
 
 use super::{
+    grpc,
     input::AuthInput,
     integration::{AuthConfig, OnBehalfOf, Secrets},
     openapi::{ApiDocument, OpenApiLimits},
     resolve::ConfigPolicy,
-    transport::{OpenApi, Stdio, Transport, TransportInput},
+    transport::{Grpc, OpenApi, Stdio, Transport, TransportInput},
     url_secrets,
 };
 
@@ -92,6 +93,30 @@ pub fn check(
     }
     if let Transport::OpenApi(api) = &transport.transport {
         violations.extend(openapi_violations(transport_field, api, &policy.openapi));
+    }
+    if let Transport::Grpc(grpc) = &transport.transport {
+        violations.extend(grpc_violations(transport_field, grpc, transport, policy));
+    }
+    violations
+}
+
+/// What is wrong with a gRPC integration: its transport's settings, and
+/// a client key that is not a PEM private key.
+fn grpc_violations(
+    transport_field: &str,
+    grpc: &Grpc,
+    transport: &TransportInput,
+    policy: &ConfigPolicy,
+) -> Vec<FieldViolation> {
+    let mut violations = grpc::check::violations(transport_field, grpc, &policy.grpc);
+    if let Some(key) = transport.client_key.as_ref().map(|k| k.expose_secret())
+        && !key.is_empty()
+        && let Some(why) = grpc::check::client_key_violation(key)
+    {
+        violations.push(FieldViolation::new(
+            format!("{transport_field}.grpc.client_key"),
+            why,
+        ));
     }
     violations
 }

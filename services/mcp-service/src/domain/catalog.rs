@@ -219,6 +219,7 @@ impl CatalogEntry {
         TransportInput {
             transport,
             secret_env,
+            client_key: None,
         }
     }
 

@@ -340,6 +340,8 @@ impl Secrets {
     /// is: its tokens are bound to it where the authorization server asks
     /// for DPoP.
     pub const OAUTH_DPOP_KEY: &'static str = "oauth_dpop_key";
+    /// The client key (PEM) of a gRPC target's mutual TLS.
+    pub const GRPC_CLIENT_KEY: &'static str = "grpc_client_key";
     /// Prefix of secret environment variables of the stdio transport.
     pub const ENV_PREFIX: &'static str = "env:";
 

@@ -20,6 +20,7 @@ pub mod elicitation;
 pub mod endpoint_session;
 pub mod error;
 pub mod gate;
+pub mod grpc;
 pub mod guardrails;
 pub mod input;
 pub mod integration;

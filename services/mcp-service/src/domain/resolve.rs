@@ -10,13 +10,14 @@ use switchboard_server::FieldViolation;
 
 use super::{
     address_policy::AddressPolicy,
+    grpc::GrpcLimits,
     input::AuthInput,
     integration::{AuthConfig, Secrets},
     oauth_input::{
         ClientCredentialsSecrets, authorization_code, check_code_config, client_credentials,
     },
     openapi::OpenApiLimits,
-    transport::{Stdio, Transport, TransportInput},
+    transport::{Grpc, Stdio, Transport, TransportInput},
 };
 
 pub use super::stdio_policy::StdioAllowList;
@@ -49,6 +50,8 @@ pub struct ConfigPolicy {
     pub stdio: StdioAllowList,
     /// The bounds of OpenAPI integrations' documents.
     pub openapi: OpenApiLimits,
+    /// The bounds of gRPC integrations' descriptors and answers.
+    pub grpc: GrpcLimits,
 }
 
 /// Stored configuration resolved from input.
@@ -110,10 +113,11 @@ impl ConfigPolicy {
         let TransportInput {
             mut transport,
             secret_env,
+            client_key,
         } = input;
         let prefix = format!("{field}.{}", transport.field_name());
         if let Some(url) = transport.url() {
-            let url_field = format!("{prefix}.url");
+            let url_field = format!("{prefix}.{}", transport.url_field_name());
             if url.trim().is_empty() {
                 violations.push(FieldViolation::new(url_field, "is required"));
             } else if let Err(error) = self.addresses.check_url_resolved(url).await {
@@ -147,6 +151,9 @@ impl ConfigPolicy {
                 secrets,
                 violations,
             );
+        }
+        if let Transport::Grpc(grpc) = &mut transport {
+            grpc_client_key(&prefix, grpc, client_key, previous, secrets, violations);
         }
         transport
     }
@@ -286,6 +293,35 @@ fn check_stdio(
                 "must not contain NUL characters",
             ));
         }
+    }
+}
+
+/// A gRPC target's client key, sealed into `secrets`: one left out keeps
+/// the stored one. The certificate and the key go together.
+fn grpc_client_key(
+    prefix: &str,
+    grpc: &mut Grpc,
+    client_key: Option<SecretString>,
+    previous: Option<(&Transport, &AuthConfig, &Secrets)>,
+    secrets: &mut Secrets,
+    violations: &mut Vec<FieldViolation>,
+) {
+    let stored = match previous {
+        Some((Transport::Grpc(_), _, stored)) => stored.get(Secrets::GRPC_CLIENT_KEY),
+        _ => None,
+    };
+    let key = client_key
+        .filter(|k| !k.expose_secret().is_empty())
+        .or_else(|| stored.cloned());
+    grpc.client_key_set = key.is_some();
+    if grpc.client_certificate.is_empty() == grpc.client_key_set {
+        violations.push(FieldViolation::new(
+            format!("{prefix}.client_certificate"),
+            "and client_key go together (mutual TLS needs both)",
+        ));
+    }
+    if let Some(key) = key {
+        secrets.insert(Secrets::GRPC_CLIENT_KEY, key);
     }
 }
 

@@ -26,6 +26,48 @@ pub enum Transport {
     /// tool.
     #[serde(rename = "openapi")]
     OpenApi(OpenApi),
+    /// A gRPC service, each unary and server-streaming method a tool.
+    Grpc(Grpc),
+}
+
+/// A gRPC service.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grpc {
+    /// Where calls go: `http://host:port` or `https://host:port`.
+    pub target: String,
+    /// The encoded `FileDescriptorSet`; empty: asked of the server's
+    /// reflection.
+    #[serde(default, with = "base64_bytes")]
+    pub descriptor_set: Vec<u8>,
+    /// The methods offered (`pkg.Service/Method` or `pkg.Service`); empty
+    /// for all.
+    #[serde(default)]
+    pub methods: Vec<String>,
+    /// A PEM certificate authority trusted for this target.
+    #[serde(default)]
+    pub ca_certificate: String,
+    /// A PEM client certificate for mutual TLS.
+    #[serde(default)]
+    pub client_certificate: String,
+    /// Whether the client certificate's key is stored (in the
+    /// integration's secrets, never here).
+    #[serde(default)]
+    pub client_key_set: bool,
+}
+
+/// Bytes stored as base64 text in the transport's JSON.
+mod base64_bytes {
+    use base64::{Engine as _, engine::general_purpose::STANDARD};
+    use serde::{Deserialize as _, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&STANDARD.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        STANDARD.decode(text).map_err(serde::de::Error::custom)
+    }
 }
 
 /// An HTTP API described by an OpenAPI document.
@@ -73,6 +115,7 @@ impl Transport {
             Self::StreamableHttp(_) => "streamable_http",
             Self::Stdio(_) => "stdio",
             Self::OpenApi(_) => "openapi",
+            Self::Grpc(_) => "grpc",
         }
     }
 
@@ -82,7 +125,18 @@ impl Transport {
         match self {
             Self::StreamableHttp(http) => Some(&http.url),
             Self::OpenApi(api) => Some(&api.base_url),
+            Self::Grpc(grpc) => Some(&grpc.target),
             Self::Stdio(_) => None,
+        }
+    }
+
+    /// The name of the field holding [`Self::url`], under which its
+    /// violations are reported.
+    pub fn url_field_name(&self) -> &'static str {
+        match self {
+            Self::OpenApi(_) => "base_url",
+            Self::Grpc(_) => "target",
+            Self::StreamableHttp(_) | Self::Stdio(_) => "url",
         }
     }
 
@@ -97,7 +151,7 @@ impl Transport {
     pub fn secret_env_names(&self) -> &[String] {
         match self {
             Self::Stdio(stdio) => &stdio.secret_env_names,
-            Self::StreamableHttp(_) | Self::OpenApi(_) => &[],
+            Self::StreamableHttp(_) | Self::OpenApi(_) | Self::Grpc(_) => &[],
         }
     }
 
@@ -119,6 +173,7 @@ impl Transport {
         match self {
             Self::StreamableHttp(http) => format!("mcp {}", origin(&http.url)),
             Self::OpenApi(api) => format!("openapi {}", origin(&api.base_url)),
+            Self::Grpc(grpc) => format!("grpc {}", origin(&grpc.target)),
             Self::Stdio(Stdio {
                 command, args, env, ..
             }) => format!("stdio {command:?} {args:?} {env:?}"),
@@ -136,6 +191,9 @@ pub struct TransportInput {
     /// Secret environment by variable name; on update, a variable sent with
     /// an empty value keeps its stored value.
     pub secret_env: BTreeMap<String, SecretString>,
+    /// A gRPC target's client key (PEM); on update, empty keeps the stored
+    /// one.
+    pub client_key: Option<SecretString>,
 }
 
 impl TransportInput {
@@ -144,6 +202,7 @@ impl TransportInput {
         Self {
             transport,
             secret_env: BTreeMap::new(),
+            client_key: None,
         }
     }
 
@@ -163,6 +222,7 @@ impl TransportInput {
                 secret_env_names,
             }),
             secret_env,
+            client_key: None,
         }
     }
 }

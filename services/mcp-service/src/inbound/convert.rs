@@ -18,7 +18,7 @@ use crate::domain::{
         OAuthCodeConfig, OnBehalfOf, Secrets, Timeouts,
     },
     ports::ProbeReport,
-    transport::{OpenApi, Stdio, StreamableHttp, Transport, TransportInput},
+    transport::{Grpc, OpenApi, Stdio, StreamableHttp, Transport, TransportInput},
     url_secrets,
 };
 
@@ -135,6 +135,17 @@ pub(crate) fn transport_input(
                 operations: api.operations,
             })))
         }
+        Some(pb::transport::Kind::Grpc(grpc)) => Ok(TransportInput {
+            client_key: Some(SecretString::from(grpc.client_key)),
+            ..TransportInput::new(Transport::Grpc(Grpc {
+                target: grpc.target,
+                descriptor_set: grpc.descriptor_set,
+                methods: grpc.methods,
+                ca_certificate: grpc.ca_certificate,
+                client_certificate: grpc.client_certificate,
+                client_key_set: false,
+            }))
+        }),
         Some(pb::transport::Kind::Stdio(stdio)) => Ok(TransportInput::stdio(
             stdio.command,
             stdio.args,
@@ -259,6 +270,15 @@ fn proto_transport(transport: &Transport) -> pb::Transport {
             base_url: base_url.clone(),
             document: document.clone(),
             operations: operations.clone(),
+        }),
+        Transport::Grpc(grpc) => pb::transport::Kind::Grpc(pb::GrpcTransport {
+            target: grpc.target.clone(),
+            descriptor_set: grpc.descriptor_set.clone(),
+            methods: grpc.methods.clone(),
+            ca_certificate: grpc.ca_certificate.clone(),
+            client_certificate: grpc.client_certificate.clone(),
+            client_key: String::new(),
+            client_key_set: grpc.client_key_set,
         }),
     };
     pb::Transport { kind: Some(kind) }

@@ -1,6 +1,6 @@
 //! One [`McpGateway`] over the kinds of integration: an OpenAPI
-//! integration's calls go to the OpenAPI gateway, the others' to the MCP
-//! servers' (`rmcp`). Everything above (policy, approvals, guardrails,
+//! integration's calls go to the OpenAPI gateway, a gRPC one's to the gRPC
+//! gateway, the others' to the MCP servers' (`rmcp`). Everything above (policy, approvals, guardrails,
 //! audit, limits, both front doors) sees one gateway, so a kind added here
 //! inherits all of it.
 
@@ -19,7 +19,7 @@ use crate::{
         },
         transport::Transport,
     },
-    outbound::{mcp::gateway::RmcpGateway, openapi::OpenApiGateway},
+    outbound::{grpc::GrpcGateway, mcp::gateway::RmcpGateway, openapi::OpenApiGateway},
 };
 
 /// The gateway of every kind of integration.
@@ -27,17 +27,20 @@ use crate::{
 pub struct Gateways {
     mcp: Arc<RmcpGateway>,
     openapi: OpenApiGateway,
+    grpc: GrpcGateway,
 }
 
 impl Gateways {
-    /// MCP servers through `mcp`, APIs through `openapi`.
-    pub fn new(mcp: Arc<RmcpGateway>, openapi: OpenApiGateway) -> Self {
-        Self { mcp, openapi }
+    /// MCP servers through `mcp`, HTTP APIs through `openapi`, gRPC
+    /// services through `grpc`.
+    pub fn new(mcp: Arc<RmcpGateway>, openapi: OpenApiGateway, grpc: GrpcGateway) -> Self {
+        Self { mcp, openapi, grpc }
     }
 
     fn of(&self, integration: &Integration) -> &dyn McpGateway {
         match integration.transport {
             Transport::OpenApi(_) => &self.openapi,
+            Transport::Grpc(_) => &self.grpc,
             Transport::StreamableHttp(_) | Transport::Stdio(_) => self.mcp.as_ref(),
         }
     }
@@ -115,5 +118,6 @@ impl McpGateway for Gateways {
     async fn forget(&self, integration: IntegrationId) {
         self.mcp.forget(integration).await;
         self.openapi.forget(integration).await;
+        self.grpc.forget(integration).await;
     }
 }

@@ -10,6 +10,7 @@ mod connection_flood;
 mod everything;
 mod exact_json;
 mod front_door;
+mod grpc_services;
 mod hostile_authorization;
 mod hostile_calls;
 mod hostile_config;

@@ -453,6 +453,7 @@ fn stored_transport_input(integration: &Integration) -> TransportInput {
     TransportInput {
         transport,
         secret_env,
+        client_key: None,
     }
 }
 

@@ -128,7 +128,8 @@ fn tool(operation: &Operation) -> Tool {
     )
 }
 
-fn now_millis() -> i64 {
+/// Now, in milliseconds since the epoch.
+pub(crate) fn now_millis() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))

@@ -9,18 +9,20 @@ use std::{sync::Arc, time::Duration};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use rmcp::model::{CallToolResult, ContentBlock};
-use secrecy::ExposeSecret as _;
 use serde_json::{Map, Value};
 use tracing::Instrument as _;
 
 use crate::{
     domain::{
         address_policy::AddressPolicy,
-        integration::{AuthConfig, Integration, Secrets},
+        integration::Integration,
         openapi::{Operation, request::build},
         ports::CallError,
     },
-    outbound::http::check_request_url,
+    outbound::{
+        http::check_request_url,
+        service_auth::{Headers, credential_headers},
+    },
 };
 
 /// Sends operations' calls.
@@ -78,7 +80,7 @@ impl ApiClient {
                 headers.insert(name, value);
             }
         }
-        credential(integration, &mut headers)?;
+        headers.extend(credential_headers(integration)?);
         switchboard_telemetry::inject_span(&span, &mut Headers(&mut headers));
         let mut builder = self.http.request(method, &url).headers(headers);
         if let Some(body) = &request.body {
@@ -127,60 +129,10 @@ impl ApiClient {
     }
 }
 
-/// The integration's credential on the request: a bearer token or its
-/// header. Other methods are not offered for APIs yet.
-fn credential(integration: &Integration, headers: &mut HeaderMap) -> Result<(), CallError> {
-    let (name, value) = match &integration.auth {
-        AuthConfig::None => return Ok(()),
-        AuthConfig::BearerToken => {
-            let token = secret(integration, Secrets::BEARER_TOKEN)?;
-            (reqwest::header::AUTHORIZATION, format!("Bearer {token}"))
-        }
-        AuthConfig::Header { header_name: name } => (
-            HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
-                CallError::Connect("the credential's header name is invalid".into())
-            })?,
-            secret(integration, Secrets::HEADER_VALUE)?,
-        ),
-        _ => {
-            return Err(CallError::Connect(
-                "OpenAPI integrations take a bearer token or a header credential".to_owned(),
-            ));
-        }
-    };
-    let mut value = HeaderValue::from_str(&value)
-        .map_err(|_| CallError::Connect("the credential is not a valid header value".into()))?;
-    value.set_sensitive(true);
-    headers.insert(name, value);
-    Ok(())
-}
-
-fn secret(integration: &Integration, name: &str) -> Result<String, CallError> {
-    integration
-        .secrets
-        .get(name)
-        .map(|s| s.expose_secret().to_owned())
-        .ok_or_else(|| CallError::Connect(format!("the integration has no {name}")))
-}
-
 /// A send failure without its URL (which may carry a query argument).
 fn describe(error: reqwest::Error) -> String {
     if error.is_connect() {
         return "could not connect to the API".to_owned();
     }
     error.without_url().to_string()
-}
-
-/// A request's headers, as the propagator writes them.
-struct Headers<'a>(&'a mut HeaderMap);
-
-impl switchboard_telemetry::Injector for Headers<'_> {
-    fn set(&mut self, key: &str, value: String) {
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(key.as_bytes()),
-            HeaderValue::try_from(value),
-        ) {
-            self.0.insert(name, value);
-        }
-    }
 }

@@ -148,9 +148,9 @@ impl Transports {
                     standalone: None,
                 })
             }
-            // Served by the OpenAPI gateway; never an MCP session.
-            Transport::OpenApi(_) => Err(CallError::Connect(
-                "an OpenAPI integration has no MCP session".to_owned(),
+            // Served by their own gateways; never an MCP session.
+            Transport::OpenApi(_) | Transport::Grpc(_) => Err(CallError::Connect(
+                "an OpenAPI or gRPC integration has no MCP session".to_owned(),
             )),
         }
     }

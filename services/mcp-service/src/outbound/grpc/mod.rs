@@ -1,0 +1,253 @@
+//! [`McpGateway`] for gRPC integrations: the service's schema (uploaded, or
+//! asked of its reflection) read into tools and kept with the channel per
+//! integration and version, each call one method's request on that channel
+//! ([`call`]). A gRPC service has no resources, prompts or sessions: those
+//! requests are refused.
+
+mod call;
+mod channel;
+mod reflection;
+
+use std::{
+    num::NonZeroUsize,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use async_trait::async_trait;
+use hashlink::LruCache;
+use rmcp::model::{CompleteResult, GetPromptResult, ReadResourceResult, Tool, ToolAnnotations};
+use tonic::transport::Channel;
+
+use crate::domain::{
+    grpc::{GrpcLimits, Method, ServiceSchema},
+    integration::{Integration, IntegrationId, Secrets},
+    outcome::{Outcome, ToolOutcome},
+    ports::{
+        CallError, Discovery, InputAnswers, McpGateway, ProbeReport, ServerIdentity,
+        SessionRequest, SessionScope, ToolCall,
+    },
+    transport::Transport,
+};
+use crate::outbound::openapi::now_millis;
+
+pub use call::CallBounds;
+
+/// How long a probe waits for reflection when the integration sets no
+/// connect time limit.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+pub use channel::ChannelSettings;
+
+/// The gRPC gateway.
+#[derive(Debug)]
+pub struct GrpcGateway {
+    channels: ChannelSettings,
+    limits: GrpcLimits,
+    max_result_bytes: usize,
+    /// Read services, by integration, with the version they were read at;
+    /// the least recently used dropped past the bound.
+    services: Mutex<LruCache<IntegrationId, (i64, Arc<Read>)>>,
+}
+
+/// A service read: its channel, its schema, what discovery offers of it.
+#[derive(Debug)]
+struct Read {
+    channel: Channel,
+    schema: ServiceSchema,
+    discovery: Arc<Discovery>,
+}
+
+impl GrpcGateway {
+    /// Channels made with `channels`, descriptors read within `limits`,
+    /// results bounded by `max_result_bytes`, at most `cached` services
+    /// kept read.
+    pub fn new(
+        channels: ChannelSettings,
+        limits: GrpcLimits,
+        max_result_bytes: usize,
+        cached: NonZeroUsize,
+    ) -> Self {
+        Self {
+            channels,
+            limits,
+            max_result_bytes,
+            services: Mutex::new(LruCache::new(cached.get())),
+        }
+    }
+
+    async fn read(
+        &self,
+        integration: &Integration,
+        timeout: Duration,
+    ) -> Result<Arc<Read>, CallError> {
+        let Transport::Grpc(grpc) = &integration.transport else {
+            return Err(CallError::Connect("not a gRPC integration".to_owned()));
+        };
+        if let Some((version, read)) = self.services().get(&integration.id)
+            && *version == integration.updated_at
+        {
+            return Ok(read.clone());
+        }
+        // Read without the lock: reflection waits on the server, and a
+        // large set must not hold up calls on other integrations.
+        let key = integration.secrets.get(Secrets::GRPC_CLIENT_KEY);
+        let channel = channel::channel(grpc, key, &self.channels)?;
+        let descriptors = if grpc.descriptor_set.is_empty() {
+            let asked = reflection::descriptor_set(channel.clone(), &grpc.methods, &self.limits);
+            tokio::time::timeout(timeout, asked)
+                .await
+                .map_err(|_| CallError::Timeout(timeout))??
+        } else {
+            grpc.descriptor_set.clone()
+        };
+        let schema = ServiceSchema::read(&descriptors, &grpc.methods, &self.limits)
+            .map_err(|e| CallError::Connect(format!("the service's descriptors: {e}")))?;
+        let read = Arc::new(Read {
+            discovery: Arc::new(discovery(&schema)),
+            channel,
+            schema,
+        });
+        self.services()
+            .insert(integration.id, (integration.updated_at, read.clone()));
+        Ok(read)
+    }
+
+    fn services(&self) -> std::sync::MutexGuard<'_, LruCache<IntegrationId, (i64, Arc<Read>)>> {
+        self.services.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The methods offered as tools.
+fn discovery(schema: &ServiceSchema) -> Discovery {
+    Discovery {
+        server: ServerIdentity {
+            name: schema.services.join(", "),
+            title: None,
+            version: String::new(),
+            protocol_version: String::new(),
+            instructions: None,
+        },
+        tools: schema.methods.iter().map(tool).collect(),
+        resources: Vec::new(),
+        resource_templates: Vec::new(),
+        prompts: Vec::new(),
+        discovered_at: now_millis(),
+        fresh_for: None,
+    }
+}
+
+/// A method as a tool. gRPC says nothing of a method's effects, so none is
+/// claimed: a tool is taken as one that may change things.
+fn tool(method: &Method) -> Tool {
+    Tool::new(
+        method.tool.clone(),
+        method.description.clone(),
+        Arc::new(method.input_schema.clone()),
+    )
+    .annotate(ToolAnnotations::new().open_world(true))
+}
+
+fn no_such(what: &str) -> CallError {
+    CallError::Upstream {
+        code: -32601,
+        message: format!("a gRPC integration offers no {what}"),
+    }
+}
+
+#[async_trait]
+impl McpGateway for GrpcGateway {
+    async fn probe(&self, integration: &Integration) -> ProbeReport {
+        let started = Instant::now();
+        let mut report = ProbeReport::default();
+        match self
+            .read(integration, integration.timeouts.connect_or(PROBE_TIMEOUT))
+            .await
+        {
+            Ok(read) => {
+                report.server = Some(read.discovery.server.clone());
+                report.tool_count = read.discovery.tools.len();
+            }
+            Err(error) => report.error = Some(error.to_string()),
+        }
+        report.latency = started.elapsed();
+        report
+    }
+
+    async fn discover(
+        &self,
+        integration: &Integration,
+        _user: &str,
+        _bypass_cache: bool,
+        timeout: Duration,
+    ) -> Result<Arc<Discovery>, CallError> {
+        Ok(self.read(integration, timeout).await?.discovery.clone())
+    }
+
+    async fn call_tool(
+        &self,
+        integration: &Integration,
+        _scope: &SessionScope,
+        call: ToolCall,
+        timeout: Duration,
+    ) -> Result<ToolOutcome, CallError> {
+        let read = self.read(integration, timeout).await?;
+        let method = read
+            .schema
+            .method(call.name.as_str())
+            .ok_or_else(|| CallError::Upstream {
+                code: -32602,
+                message: format!("unknown tool: {}", call.name.as_str()),
+            })?;
+        let bounds = CallBounds {
+            max_result_bytes: self.max_result_bytes,
+            max_stream_messages: self.limits.max_stream_messages,
+        };
+        let result = call::call(
+            read.channel.clone(),
+            integration,
+            method,
+            &call.arguments,
+            bounds,
+            timeout,
+        )
+        .await?;
+        Ok(Outcome::Complete(result))
+    }
+
+    async fn read_resource(
+        &self,
+        _integration: &Integration,
+        _scope: &SessionScope,
+        _uri: &str,
+        _answers: InputAnswers,
+        _timeout: Duration,
+    ) -> Result<Outcome<ReadResourceResult>, CallError> {
+        Err(no_such("resources"))
+    }
+
+    async fn get_prompt(
+        &self,
+        _integration: &Integration,
+        _scope: &SessionScope,
+        _name: &str,
+        _arguments: serde_json::Map<String, serde_json::Value>,
+        _answers: InputAnswers,
+        _timeout: Duration,
+    ) -> Result<Outcome<GetPromptResult>, CallError> {
+        Err(no_such("prompts"))
+    }
+
+    async fn session_request(
+        &self,
+        _integration: &Integration,
+        _scope: &SessionScope,
+        _request: SessionRequest,
+        _timeout: Duration,
+    ) -> Result<Option<CompleteResult>, CallError> {
+        Err(no_such("sessions"))
+    }
+
+    async fn forget(&self, integration: IntegrationId) {
+        self.services().remove(&integration);
+    }
+}

@@ -2,7 +2,8 @@
 //! OpenAPI integrations: `GET /v1/pets/{id}` echoes what it received (the
 //! path segment as sent, the query, a header, the credential),
 //! `POST /v1/pets` answers 201 with the body it was given, `GET
-//! /v1/missing` answers 404. Each request's echo is kept for the test.
+//! /v1/missing` answers 404, `GET /openapi.json` serves the document. The
+//! last requests' echoes are kept for the test.
 
 use std::sync::{Arc, Mutex};
 
@@ -23,38 +24,46 @@ pub struct RunningApi {
     pub seen: Arc<Mutex<Vec<Value>>>,
 }
 
+/// How many requests' echoes are kept.
+const SEEN_KEPT: usize = 64;
+
 impl RunningApi {
     /// The API's OpenAPI 3.1 document, listing `base_url` as its server.
     pub fn document(&self) -> Value {
-        json!({
-            "openapi": "3.1.0",
-            "info": { "title": "Pets" },
-            "servers": [{ "url": self.base_url }],
-            "paths": {
-                "/pets/{id}": { "get": {
-                    "operationId": "getPet",
-                    "summary": "Reads a pet.",
-                    "parameters": [
-                        { "name": "id", "in": "path", "required": true, "schema": { "type": "integer", "format": "int64" } },
-                        { "name": "fields", "in": "query", "schema": { "type": "array", "items": { "type": "string" } } },
-                        { "name": "X-Request-Tag", "in": "header", "schema": { "type": "string" } }
-                    ]
-                } },
-                "/pets": { "post": {
-                    "operationId": "createPet",
-                    "summary": "Registers a pet.",
-                    "requestBody": { "required": true, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Pet" } } } }
-                } },
-                "/missing": { "get": { "operationId": "missing", "summary": "Answers 404." } }
-            },
-            "components": { "schemas": { "Pet": { "type": "object", "properties": { "name": { "type": "string" } } } } }
-        })
+        document(&self.base_url)
     }
 
     /// What `GET /v1/pets/{id}` was sent last.
     pub fn last_seen(&self) -> Option<Value> {
         self.seen.lock().ok()?.last().cloned()
     }
+}
+
+/// The API's OpenAPI 3.1 document, with `base_url` as its server.
+fn document(base_url: &str) -> Value {
+    json!({
+        "openapi": "3.1.0",
+        "info": { "title": "Pets" },
+        "servers": [{ "url": base_url }],
+        "paths": {
+            "/pets/{id}": { "get": {
+                "operationId": "getPet",
+                "summary": "Reads a pet.",
+                "parameters": [
+                    { "name": "id", "in": "path", "required": true, "schema": { "type": "integer", "format": "int64" } },
+                    { "name": "fields", "in": "query", "schema": { "type": "array", "items": { "type": "string" } } },
+                    { "name": "X-Request-Tag", "in": "header", "schema": { "type": "string" } }
+                ]
+            } },
+            "/pets": { "post": {
+                "operationId": "createPet",
+                "summary": "Registers a pet.",
+                "requestBody": { "required": true, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Pet" } } } }
+            } },
+            "/missing": { "get": { "operationId": "missing", "summary": "Answers 404." } }
+        },
+        "components": { "schemas": { "Pet": { "type": "object", "properties": { "name": { "type": "string" } } } } }
+    })
 }
 
 type Answer = (StatusCode, [(HeaderName, &'static str); 1], String);
@@ -69,6 +78,13 @@ fn answer(status: StatusCode, body: &Value) -> Answer {
 
 /// Starts the API on a free loopback port.
 pub async fn spawn_api() -> std::io::Result<RunningApi> {
+    spawn_api_on("127.0.0.1:0".parse().map_err(std::io::Error::other)?).await
+}
+
+/// Starts the API on `addr`.
+pub async fn spawn_api_on(addr: std::net::SocketAddr) -> std::io::Result<RunningApi> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let base_url = format!("http://{}/v1", listener.local_addr()?);
     let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
     let echo = {
         let seen = seen.clone();
@@ -90,13 +106,18 @@ pub async fn spawn_api() -> std::io::Result<RunningApi> {
                     "traceparent": header("traceparent"),
                 });
                 if let Ok(mut seen) = seen.lock() {
+                    if seen.len() == SEEN_KEPT {
+                        seen.remove(0);
+                    }
                     seen.push(got.clone());
                 }
                 answer(StatusCode::OK, &got)
             }
         }
     };
+    let served = document(&base_url).to_string();
     let app = Router::new()
+        .route("/openapi.json", get(move || async move { served }))
         .route("/v1/pets/{id}", get(echo))
         .route(
             "/v1/pets",
@@ -109,8 +130,6 @@ pub async fn spawn_api() -> std::io::Result<RunningApi> {
             "/v1/missing",
             get(|| async { answer(StatusCode::NOT_FOUND, &json!({ "error": "no such pet" })) }),
         );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let base_url = format!("http://{}/v1", listener.local_addr()?);
     tokio::spawn(async move { axum::serve(listener, app).await });
     Ok(RunningApi { base_url, seen })
 }

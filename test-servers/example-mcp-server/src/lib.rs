@@ -47,7 +47,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use rmcp::ServiceExt as _;
 
-pub use api::{RunningApi, spawn_api};
+pub use api::{RunningApi, spawn_api, spawn_api_on};
 pub use calls::{CALL_LOG_ENV, MAX_BIG_BYTES};
 pub use catalog::{EXTRA_TOOL, RECORD_TOOL};
 pub use confirm::{CONFIRM_KEY, CONFIRM_TOOL};

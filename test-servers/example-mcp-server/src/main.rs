@@ -1,7 +1,8 @@
 //! `example-mcp-server`: the Switchboard example MCP server.
 //!
-//! Serves one session on stdin/stdout (the default), or Streamable HTTP with
-//! `--transport http`. Logs go to stderr, since stdout carries MCP in stdio
+//! Serves one session on stdin/stdout (the default), Streamable HTTP with
+//! `--transport http`, or the pets HTTP API of the OpenAPI tests with
+//! `--transport api`. Logs go to stderr, since stdout carries MCP in stdio
 //! mode.
 
 // No function past 60 lines (clippy.toml) outside unit tests; `make clippy`
@@ -13,7 +14,9 @@ use std::{net::SocketAddr, path::PathBuf, sync::Arc};
 use anyhow::Context as _;
 
 use clap::{Parser, ValueEnum};
-use switchboard_example_mcp_server::{HttpServerOptions, Stats, serve_stdio, spawn_http};
+use switchboard_example_mcp_server::{
+    HttpServerOptions, Stats, serve_stdio, spawn_api_on, spawn_http,
+};
 use tracing_subscriber::EnvFilter;
 
 /// Example MCP server for Switchboard.
@@ -44,6 +47,9 @@ enum Transport {
     Stdio,
     /// Streamable HTTP at `/mcp`.
     Http,
+    /// Not MCP: the pets HTTP API of OpenAPI integrations' tests, its
+    /// document at `/openapi.json`.
+    Api,
 }
 
 #[tokio::main]
@@ -58,6 +64,11 @@ async fn main() -> anyhow::Result<()> {
 
     let stats = Arc::new(Stats::default());
     match args.transport {
+        Transport::Api => {
+            let api = spawn_api_on(args.listen).await?;
+            eprintln!("listening on {}", api.base_url);
+            shutdown_signal().await?;
+        }
         Transport::Stdio => {
             tokio::select! {
                 served = serve_stdio(stats) => served?,

@@ -52,6 +52,7 @@ use crate::{
             session_pool::{PoolLimits, SessionPool, SessionQuotas, SharedSessions},
             sessions::DiscoveryCache,
         },
+        oauth::integration_token::IntegrationTokens,
         oauth::{
             authorization_code::AuthorizationCodeFlows, client_credentials::OAuthTokens,
             http::PolicyOAuthHttp, on_behalf_of::ExchangedTokens, store::SqlOAuthStore,

@@ -11,6 +11,7 @@ pub(super) fn gateway(
     shared: &Arc<SharedSessions>,
     policy: &Arc<ConfigPolicy>,
 ) -> anyhow::Result<(Arc<Gateways>, Downstream)> {
+    let tokens = connector.tokens();
     let tasks = config.task_polling()?;
     let limits = PoolLimits {
         max_sessions: config.max_sessions,
@@ -38,15 +39,19 @@ pub(super) fn gateway(
     .with_downstream(downstream.clone());
     let gateways = Gateways::new(
         Arc::new(gateway),
-        openapi_gateway(config, policy)?,
-        grpc_gateway(config, policy)?,
+        openapi_gateway(config, policy, tokens.clone())?,
+        grpc_gateway(config, policy, tokens)?,
     );
     Ok((Arc::new(gateways), downstream))
 }
 
 /// The gateway of OpenAPI integrations: an HTTP client under the address
 /// policy that follows no redirect.
-fn openapi_gateway(config: &Config, policy: &Arc<ConfigPolicy>) -> anyhow::Result<OpenApiGateway> {
+fn openapi_gateway(
+    config: &Config,
+    policy: &Arc<ConfigPolicy>,
+    tokens: IntegrationTokens,
+) -> anyhow::Result<OpenApiGateway> {
     let addresses = Arc::new(policy.addresses.clone());
     let extra_roots = match &config.tls_ca_file {
         Some(path) => read_roots(path).context("SWITCHBOARD_MCP_TLS_CA_FILE")?,
@@ -64,6 +69,7 @@ fn openapi_gateway(config: &Config, policy: &Arc<ConfigPolicy>) -> anyhow::Resul
     .context("failed to build the HTTP client of OpenAPI integrations")?;
     Ok(OpenApiGateway::new(
         ApiClient::new(http, addresses, config.max_result_bytes),
+        tokens,
         policy.openapi,
         config.openapi.documents_cached(),
     ))
@@ -71,7 +77,11 @@ fn openapi_gateway(config: &Config, policy: &Arc<ConfigPolicy>) -> anyhow::Resul
 
 /// The gateway of gRPC integrations: channels under the address policy,
 /// trusting the deployment's extra certificate authorities.
-fn grpc_gateway(config: &Config, policy: &Arc<ConfigPolicy>) -> anyhow::Result<GrpcGateway> {
+fn grpc_gateway(
+    config: &Config,
+    policy: &Arc<ConfigPolicy>,
+    tokens: IntegrationTokens,
+) -> anyhow::Result<GrpcGateway> {
     let extra_roots =
         match &config.tls_ca_file {
             Some(path) => Some(std::fs::read(path).with_context(|| {
@@ -85,6 +95,7 @@ fn grpc_gateway(config: &Config, policy: &Arc<ConfigPolicy>) -> anyhow::Result<G
             connect_timeout: config.connect_timeout,
             extra_roots,
         },
+        tokens,
         policy.grpc,
         config.max_result_bytes,
         config.grpc.services_cached(),

@@ -2,19 +2,53 @@
 //! OpenAPI or gRPC integration), as the request's headers.
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
+use rmcp::model::CallToolResult;
 use secrecy::ExposeSecret as _;
 
-use crate::domain::{
-    integration::{AuthConfig, Integration, Secrets},
-    ports::CallError,
+use crate::{
+    domain::{
+        integration::{AuthConfig, Integration, Secrets},
+        ports::CallError,
+    },
+    outbound::oauth::integration_token::IntegrationTokens,
 };
 
-/// The integration's credential as request headers: a bearer token or its
-/// header. Other methods are not offered for a team's own services yet.
-pub fn credential_headers(integration: &Integration) -> Result<HeaderMap, CallError> {
+/// A service's answer as a tool's result, and whether the service refused
+/// the credential (its cached token is then forgotten; the call is not
+/// made again).
+#[derive(Debug)]
+pub struct ServiceAnswer {
+    /// The tool's result.
+    pub result: CallToolResult,
+    /// Whether the service answered 401 or `UNAUTHENTICATED`.
+    pub credential_refused: bool,
+}
+
+/// The integration's credential as request headers, for `user`: a bearer
+/// token, its header, or an OAuth client-credentials token (the service's,
+/// or one exchanged for the caller's) from `tokens`. A DPoP-bound token is
+/// refused (these calls carry no proof), as is the authorization code flow
+/// (not offered for a team's own services yet).
+pub async fn credential_headers(
+    integration: &Integration,
+    user: &str,
+    tokens: &IntegrationTokens,
+) -> Result<HeaderMap, CallError> {
     let mut headers = HeaderMap::new();
     let (name, value) = match &integration.auth {
         AuthConfig::None => return Ok(headers),
+        AuthConfig::OAuthClientCredentials { .. } => {
+            let token = tokens.token(integration, user).await?;
+            if token.dpop.is_some() {
+                return Err(CallError::Connect(
+                    "the authorization server binds its tokens with DPoP, which OpenAPI and \
+                     gRPC integrations do not prove"
+                        .to_owned(),
+                ));
+            }
+            let bearer = format!("Bearer {}", token.token.expose_secret());
+            (http::header::AUTHORIZATION, bearer)
+        }
         AuthConfig::BearerToken => {
             let token = secret(integration, Secrets::BEARER_TOKEN)?;
             (http::header::AUTHORIZATION, format!("Bearer {token}"))
@@ -27,7 +61,8 @@ pub fn credential_headers(integration: &Integration) -> Result<HeaderMap, CallEr
         ),
         _ => {
             return Err(CallError::Connect(
-                "OpenAPI and gRPC integrations take a bearer token or a header credential"
+                "OpenAPI and gRPC integrations take a bearer token, a header or OAuth client \
+                 credentials"
                     .to_owned(),
             ));
         }

@@ -53,6 +53,7 @@ mod policy;
 mod protocol;
 mod repository;
 mod scripted_server;
+mod services_oauth;
 mod secrets;
 mod served_tls;
 mod session_streams;

@@ -6,7 +6,7 @@
 
 use std::{str::FromStr as _, time::Duration};
 
-use http::uri::PathAndQuery;
+use http::{HeaderMap, uri::PathAndQuery};
 use prost::Message as _;
 use prost_reflect::{DynamicMessage, MessageDescriptor};
 use rmcp::model::{CallToolResult, ContentBlock};
@@ -23,10 +23,9 @@ use tracing::Instrument as _;
 use crate::{
     domain::{
         grpc::{Method, message},
-        integration::Integration,
         ports::CallError,
     },
-    outbound::service_auth::{Headers, credential_headers},
+    outbound::service_auth::{Headers, ServiceAnswer},
 };
 
 /// How large a result, and how many streamed messages, a call keeps.
@@ -38,18 +37,19 @@ pub struct CallBounds {
     pub max_stream_messages: usize,
 }
 
-/// Calls `method` on `channel` with `arguments`.
+/// Calls `method` on `channel` with `arguments`, carrying `credential`
+/// (the integration's, as metadata).
 pub async fn call(
     channel: Channel,
-    integration: &Integration,
+    credential: HeaderMap,
     method: &Method,
     arguments: &Map<String, Value>,
     bounds: CallBounds,
     timeout: Duration,
-) -> Result<CallToolResult, CallError> {
+) -> Result<ServiceAnswer, CallError> {
     let request = match message::request(&method.descriptor.input(), arguments) {
         Ok(request) => request,
-        Err(why) => return Ok(CallToolResult::error(vec![ContentBlock::text(why)])),
+        Err(why) => return Ok(answer(CallToolResult::error(vec![ContentBlock::text(why)]))),
     };
     let path = PathAndQuery::from_str(&method.path)
         .map_err(|_| CallError::Connect(format!("{} is not a gRPC path", method.path)))?;
@@ -60,7 +60,7 @@ pub async fn call(
         rpc.system = "grpc",
         rpc.method = %method.label(),
     );
-    let mut headers = credential_headers(integration)?;
+    let mut headers = credential;
     switchboard_telemetry::inject_span(&span, &mut Headers(&mut headers));
     let mut request = tonic::Request::new(request);
     *request.metadata_mut() = MetadataMap::from_headers(headers);
@@ -74,17 +74,35 @@ pub async fn call(
             .map_err(|e| CallError::Connect(e.to_string()))?;
         if method.server_streaming {
             let stream = client.server_streaming(request, path, codec).await;
-            collect(stream, bounds).await
+            let refused = stream.as_ref().err().is_some_and(refused);
+            Ok(ServiceAnswer {
+                result: collect(stream, bounds).await?,
+                credential_refused: refused,
+            })
         } else {
             match client.unary(request, path, codec).await {
-                Ok(response) => Ok(unary_result(&response.into_inner())),
-                Err(status) => failed(&status, bounds),
+                Ok(response) => Ok(answer(unary_result(&response.into_inner()))),
+                Err(status) => Ok(ServiceAnswer {
+                    result: failed(&status, bounds)?,
+                    credential_refused: refused(&status),
+                }),
             }
         }
     };
     tokio::time::timeout(timeout, answered.instrument(span))
         .await
         .map_err(|_| CallError::Timeout(timeout))?
+}
+
+fn answer(result: CallToolResult) -> ServiceAnswer {
+    ServiceAnswer {
+        result,
+        credential_refused: false,
+    }
+}
+
+fn refused(status: &Status) -> bool {
+    status.code() == Code::Unauthenticated
 }
 
 fn unary_result(response: &DynamicMessage) -> CallToolResult {

@@ -29,7 +29,10 @@ use crate::domain::{
     },
     transport::Transport,
 };
-use crate::outbound::openapi::now_millis;
+use crate::outbound::{
+    oauth::integration_token::IntegrationTokens, openapi::now_millis,
+    service_auth::credential_headers,
+};
 
 pub use call::CallBounds;
 
@@ -42,6 +45,7 @@ pub use channel::ChannelSettings;
 #[derive(Debug)]
 pub struct GrpcGateway {
     channels: ChannelSettings,
+    tokens: IntegrationTokens,
     limits: GrpcLimits,
     max_result_bytes: usize,
     /// Read services, by integration, with the version they were read at;
@@ -58,17 +62,19 @@ struct Read {
 }
 
 impl GrpcGateway {
-    /// Channels made with `channels`, descriptors read within `limits`,
-    /// results bounded by `max_result_bytes`, at most `cached` services
-    /// kept read.
+    /// Channels made with `channels`, calls carrying `tokens` where the
+    /// integration uses OAuth, descriptors read within `limits`, results
+    /// bounded by `max_result_bytes`, at most `cached` services kept read.
     pub fn new(
         channels: ChannelSettings,
+        tokens: IntegrationTokens,
         limits: GrpcLimits,
         max_result_bytes: usize,
         cached: NonZeroUsize,
     ) -> Self {
         Self {
             channels,
+            tokens,
             limits,
             max_result_bytes,
             services: Mutex::new(LruCache::new(cached.get())),
@@ -186,7 +192,7 @@ impl McpGateway for GrpcGateway {
     async fn call_tool(
         &self,
         integration: &Integration,
-        _scope: &SessionScope,
+        scope: &SessionScope,
         call: ToolCall,
         timeout: Duration,
     ) -> Result<ToolOutcome, CallError> {
@@ -202,16 +208,20 @@ impl McpGateway for GrpcGateway {
             max_result_bytes: self.max_result_bytes,
             max_stream_messages: self.limits.max_stream_messages,
         };
-        let result = call::call(
+        let credential = credential_headers(integration, &scope.user, &self.tokens).await?;
+        let answer = call::call(
             read.channel.clone(),
-            integration,
+            credential,
             method,
             &call.arguments,
             bounds,
             timeout,
         )
         .await?;
-        Ok(Outcome::Complete(result))
+        if answer.credential_refused {
+            self.tokens.forget(integration, &scope.user);
+        }
+        Ok(Outcome::Complete(answer.result))
     }
 
     async fn read_resource(

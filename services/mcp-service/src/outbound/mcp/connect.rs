@@ -23,7 +23,7 @@ use crate::{
     outbound::{
         oauth::{
             authorization_code::AuthorizationCodeFlows, client_credentials::OAuthTokens,
-            on_behalf_of::ExchangedTokens,
+            integration_token::IntegrationTokens, on_behalf_of::ExchangedTokens,
         },
         telemetry::SessionOpen,
     },
@@ -99,6 +99,12 @@ impl McpConnector {
     pub fn with_exchanged_tokens(mut self, exchanged: ExchangedTokens) -> Self {
         self.transports.http = self.transports.http.with_exchanged_tokens(exchanged);
         self
+    }
+
+    /// The tokens client-credentials integrations' calls carry, shared with
+    /// the gateways of other kinds of integration.
+    pub fn tokens(&self) -> IntegrationTokens {
+        self.transports.http.tokens().clone()
     }
 
     /// The limits of `integration`.

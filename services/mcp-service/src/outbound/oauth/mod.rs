@@ -8,6 +8,7 @@ pub mod client_credentials;
 pub mod dpop;
 pub mod dpop_http;
 pub mod http;
+pub mod integration_token;
 pub mod on_behalf_of;
 pub mod pinned_issuer;
 pub mod refresh;

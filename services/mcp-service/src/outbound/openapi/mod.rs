@@ -25,6 +25,9 @@ use crate::domain::{
     },
     transport::{OpenApi, Transport},
 };
+use crate::outbound::{
+    oauth::integration_token::IntegrationTokens, service_auth::credential_headers,
+};
 
 pub use send::ApiClient;
 
@@ -32,6 +35,7 @@ pub use send::ApiClient;
 #[derive(Debug)]
 pub struct OpenApiGateway {
     client: ApiClient,
+    tokens: IntegrationTokens,
     limits: OpenApiLimits,
     /// Read documents, by integration, with the version they were read at;
     /// the least recently used dropped past the bound (and read again when
@@ -47,11 +51,18 @@ struct Read {
 }
 
 impl OpenApiGateway {
-    /// Calls made with `client`, documents read within `limits`, at most
-    /// `cached` of them kept read.
-    pub fn new(client: ApiClient, limits: OpenApiLimits, cached: NonZeroUsize) -> Self {
+    /// Calls made with `client` carrying `tokens` where the integration
+    /// uses OAuth, documents read within `limits`, at most `cached` of them
+    /// kept read.
+    pub fn new(
+        client: ApiClient,
+        tokens: IntegrationTokens,
+        limits: OpenApiLimits,
+        cached: NonZeroUsize,
+    ) -> Self {
         Self {
             client,
+            tokens,
             limits,
             documents: Mutex::new(LruCache::new(cached.get())),
         }
@@ -171,7 +182,7 @@ impl McpGateway for OpenApiGateway {
     async fn call_tool(
         &self,
         integration: &Integration,
-        _scope: &SessionScope,
+        scope: &SessionScope,
         call: ToolCall,
         timeout: Duration,
     ) -> Result<ToolOutcome, CallError> {
@@ -192,17 +203,21 @@ impl McpGateway for OpenApiGateway {
                 code: -32602,
                 message: format!("unknown tool: {}", call.name.as_str()),
             })?;
-        let result = self
+        let credential = credential_headers(integration, &scope.user, &self.tokens).await?;
+        let answer = self
             .client
             .call(
-                integration,
+                credential,
                 &api.base_url,
                 operation,
                 &call.arguments,
                 timeout,
             )
             .await?;
-        Ok(Outcome::Complete(result))
+        if answer.credential_refused {
+            self.tokens.forget(integration, &scope.user);
+        }
+        Ok(Outcome::Complete(answer.result))
     }
 
     async fn read_resource(

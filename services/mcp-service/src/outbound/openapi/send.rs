@@ -15,13 +15,12 @@ use tracing::Instrument as _;
 use crate::{
     domain::{
         address_policy::AddressPolicy,
-        integration::Integration,
         openapi::{Operation, request::build},
         ports::CallError,
     },
     outbound::{
         http::check_request_url,
-        service_auth::{Headers, credential_headers},
+        service_auth::{Headers, ServiceAnswer},
     },
 };
 
@@ -44,18 +43,24 @@ impl ApiClient {
         }
     }
 
-    /// Calls `operation` with `arguments` at `base_url`.
+    /// Calls `operation` with `arguments` at `base_url`, carrying
+    /// `credential` (the integration's, as headers).
     pub async fn call(
         &self,
-        integration: &Integration,
+        credential: HeaderMap,
         base_url: &str,
         operation: &Operation,
         arguments: &Map<String, Value>,
         timeout: Duration,
-    ) -> Result<CallToolResult, CallError> {
+    ) -> Result<ServiceAnswer, CallError> {
         let request = match build(operation, arguments) {
             Ok(request) => request,
-            Err(why) => return Ok(CallToolResult::error(vec![ContentBlock::text(why)])),
+            Err(why) => {
+                return Ok(ServiceAnswer {
+                    result: CallToolResult::error(vec![ContentBlock::text(why)]),
+                    credential_refused: false,
+                });
+            }
         };
         let url = format!(
             "{}{}",
@@ -80,7 +85,7 @@ impl ApiClient {
                 headers.insert(name, value);
             }
         }
-        headers.extend(credential_headers(integration)?);
+        headers.extend(credential);
         switchboard_telemetry::inject_span(&span, &mut Headers(&mut headers));
         let mut builder = self.http.request(method, &url).headers(headers);
         if let Some(body) = &request.body {
@@ -100,7 +105,7 @@ impl ApiClient {
 
     /// The API's answer as the tool's result: its text, its JSON object as
     /// structured content, an error result for a status outside 2xx.
-    async fn answer(&self, mut response: reqwest::Response) -> Result<CallToolResult, CallError> {
+    async fn answer(&self, mut response: reqwest::Response) -> Result<ServiceAnswer, CallError> {
         let status = response.status();
         let mut body = Vec::new();
         while let Some(chunk) = response
@@ -125,7 +130,10 @@ impl ApiClient {
             CallToolResult::error(vec![ContentBlock::text(format!("HTTP {status}: {text}"))])
         };
         result.structured_content = structured;
-        Ok(result)
+        Ok(ServiceAnswer {
+            result,
+            credential_refused: status == reqwest::StatusCode::UNAUTHORIZED,
+        })
     }
 }
 

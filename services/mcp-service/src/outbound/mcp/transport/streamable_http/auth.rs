@@ -18,17 +18,12 @@ use secrecy::ExposeSecret;
 use super::{HttpRoom, capped::CappedHttpClient, dpop::DpopClient, handshake};
 use crate::{
     domain::{
-        integration::{AuthConfig, ClientAuth, Integration, Secrets},
+        integration::{AuthConfig, Integration, Secrets},
         ports::CallError,
     },
     outbound::{
         mcp::transport::{Session, SessionClient},
-        oauth::{
-            client_credentials::{AccessToken, Grant},
-            dpop::DpopKey,
-            on_behalf_of::{self, CallerGrant},
-            token_request::Credential,
-        },
+        oauth::dpop::DpopKey,
     },
 };
 
@@ -94,11 +89,7 @@ impl HttpRoom {
         }
         if refused {
             tracing::info!(integration_id = %integration.id, "token refused with 401; fetching a new one");
-            if integration.acts_for_caller() {
-                self.exchanged.invalidate(integration.id, user);
-            } else {
-                self.tokens.invalidate(integration.id);
-            }
+            self.tokens.forget(integration, user);
         }
         refused
     }
@@ -135,97 +126,11 @@ impl HttpRoom {
                 config = config.custom_headers(HashMap::from([(name, value)]));
             }
             AuthConfig::OAuthClientCredentials { .. } => {
-                let token = self.oauth_token(integration, user).await?;
+                let token = self.tokens.token(integration, user).await?;
                 config = config.auth_header(token.token.expose_secret().to_owned());
                 return Ok((config, token.dpop));
             }
         }
         Ok((config, None))
     }
-
-    /// The OAuth token of a client-credentials integration's session for
-    /// `user`: the service's own, or one exchanged for the caller's.
-    async fn oauth_token(
-        &self,
-        integration: &Integration,
-        user: &str,
-    ) -> Result<AccessToken, CallError> {
-        let AuthConfig::OAuthClientCredentials {
-            token_url,
-            client_id,
-            scopes,
-            client_auth,
-            issuer,
-            on_behalf_of,
-        } = &integration.auth
-        else {
-            return Err(CallError::Connect(
-                "the integration does not use OAuth client credentials".into(),
-            ));
-        };
-        let credential = credential(integration, client_auth).map_err(CallError::Connect)?;
-        let dpop_key = dpop_key(integration).map_err(CallError::Connect)?;
-        let grant = Grant {
-            integration_id: integration.id,
-            mcp_url: integration.transport.url().unwrap_or_default(),
-            token_url,
-            issuer: issuer.as_deref(),
-            client_id,
-            credential,
-            scopes,
-            dpop_key: dpop_key.as_ref(),
-        };
-        if !on_behalf_of.is_caller() {
-            return self.tokens.token(&grant).await.map_err(CallError::Connect);
-        }
-        let grant = CallerGrant {
-            grant,
-            on_behalf_of,
-            org: &integration.org_id.0,
-            version: integration.updated_at,
-            subject: user,
-        };
-        let token = on_behalf_of::token(&self.tokens, &self.exchanged, &grant).await?;
-        Ok(AccessToken { token, dpop: None })
-    }
-}
-
-/// The integration's sealed DPoP key, if it has one (an integration made
-/// before they were has none, and is sent bearer tokens only).
-fn dpop_key(integration: &Integration) -> Result<Option<DpopKey>, String> {
-    integration
-        .secrets
-        .get(Secrets::OAUTH_DPOP_KEY)
-        .map(|key| {
-            serde_json::from_value(serde_json::Value::from(key.expose_secret()))
-                .map_err(|_| "the stored DPoP key is unusable".to_owned())
-        })
-        .transpose()
-}
-
-/// What `integration` proves itself with at its token endpoint, by
-/// `client_auth`, from its stored secrets.
-fn credential<'a>(
-    integration: &'a Integration,
-    client_auth: &'a ClientAuth,
-) -> Result<Credential<'a>, String> {
-    let secret = |name: &str, what: &str| {
-        integration
-            .secrets
-            .get(name)
-            .ok_or_else(|| format!("the OAuth {what} is not set"))
-    };
-    Ok(match client_auth {
-        ClientAuth::ClientSecretBasic => {
-            Credential::SecretBasic(secret(Secrets::OAUTH_CLIENT_SECRET, "client secret")?)
-        }
-        ClientAuth::ClientSecretPost => {
-            Credential::SecretPost(secret(Secrets::OAUTH_CLIENT_SECRET, "client secret")?)
-        }
-        ClientAuth::PrivateKeyJwt { algorithm } => Credential::PrivateKeyJwt {
-            key: secret(Secrets::OAUTH_CLIENT_PRIVATE_KEY, "private key")?,
-            algorithm,
-        },
-        ClientAuth::WorkloadIdentity => Credential::WorkloadIdentity,
-    })
 }

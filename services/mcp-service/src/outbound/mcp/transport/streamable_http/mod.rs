@@ -32,7 +32,7 @@ use crate::{
         http::check_request_url,
         oauth::{
             authorization_code::AuthorizationCodeFlows, client_credentials::OAuthTokens,
-            on_behalf_of::ExchangedTokens,
+            integration_token::IntegrationTokens, on_behalf_of::ExchangedTokens,
         },
     },
 };
@@ -53,8 +53,7 @@ const LEGACY_VERSION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 pub struct HttpRoom {
     http: reqwest::Client,
     policy: Arc<ConfigPolicy>,
-    tokens: OAuthTokens,
-    exchanged: ExchangedTokens,
+    tokens: IntegrationTokens,
     flows: AuthorizationCodeFlows,
     max_event_bytes: usize,
 }
@@ -97,17 +96,21 @@ impl HttpRoom {
         Self {
             http,
             policy,
-            tokens,
-            exchanged: ExchangedTokens::default(),
+            tokens: IntegrationTokens::new(tokens, ExchangedTokens::default()),
             flows,
             max_event_bytes,
         }
     }
 
+    /// The tokens client-credentials integrations' calls carry.
+    pub fn tokens(&self) -> &IntegrationTokens {
+        &self.tokens
+    }
+
     /// Keeps the tokens exchanged on behalf of callers in `exchanged`.
     #[must_use]
     pub fn with_exchanged_tokens(mut self, exchanged: ExchangedTokens) -> Self {
-        self.exchanged = exchanged;
+        self.tokens = self.tokens.with_exchanged(exchanged);
         self
     }
 

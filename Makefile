@@ -141,6 +141,11 @@ bench-pipeline: ## Both front doors per call, the shared side-by-side script ove
 	$(CARGO) build --release --locked -p switchboard-mcp-service --bin mcp-service -p switchboard-example-mcp-server --bin example-mcp-server -p switchboard-auth --bin switchboard-token
 	bash scripts/bench-pipeline/run.sh $(or $(ROUNDS),3) $(or $(SECS),10) this=$(CURDIR)/target/release $(TREES)
 
+.PHONY: bench-services
+bench-services: ## gRPC and OpenAPI integrations per call: ExecuteTool beside the same method or operation called directly, 1 and 16 callers (h2load, wrk)
+	$(CARGO) build --release --locked -p switchboard-mcp-service --bin mcp-service -p switchboard-example-grpc-service --bin example-grpc-service -p switchboard-example-mcp-server --bin example-mcp-server -p switchboard-auth --bin switchboard-token
+	bash scripts/bench-services/run.sh $(or $(ROUNDS),3) $(or $(SECS),5) $(CURDIR)/target/release
+
 .PHONY: bench-pipeline-floor
 bench-pipeline-floor: ## The floor of an MCP-to-MCP gateway on hyper (a byte-forwarding proxy) in agentgateway's place, beside agentgateway and both front doors (AGW_DIR: agentgateway's build)
 	$(CARGO) build --release --locked -p switchboard-mcp-service --bin mcp-service -p switchboard-example-mcp-server --bin example-mcp-server -p switchboard-auth --bin switchboard-token

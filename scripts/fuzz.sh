@@ -35,7 +35,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 CARGO_FUZZ_VERSION="0.13.2"
-ALL_TARGETS=(csv_import csv_parse sql_gate sql_allowlist address_policy jwt mcp_results stdio_args guardrails openapi)
+ALL_TARGETS=(csv_import csv_parse sql_gate sql_allowlist address_policy jwt mcp_results stdio_args guardrails openapi grpc_schema)
 
 mode=short
 if [ "${1:-}" = "--long" ]; then
@@ -61,7 +61,7 @@ targets=("$@")
 # Per-target input size, timeout and dictionary.
 max_len() {
   case "$1" in
-    csv_import | csv_parse | mcp_results | openapi) echo 8192 ;;
+    csv_import | csv_parse | mcp_results | openapi | grpc_schema) echo 8192 ;;
     *) echo 1024 ;;
   esac
 }

@@ -7,6 +7,7 @@ mod continued_runs;
 mod exact_json;
 mod examples;
 mod failover;
+mod grpc;
 mod guardrails;
 mod hostile_resources;
 mod input_required;

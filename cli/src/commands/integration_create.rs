@@ -1,7 +1,8 @@
-//! What `integrations create` sends: the server (a URL, a stdio command or
-//! a catalog entry), its credentials, limits and guardrail settings.
+//! What `integrations create` sends: the server (a URL, a stdio command, a
+//! catalog entry, an OpenAPI document or a gRPC service), its credentials,
+//! limits and guardrail settings.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, path::Path, path::PathBuf};
 
 use clap::Args;
 use switchboard_proto::mcp::v1::{self as mcp, transport::Kind};
@@ -61,6 +62,48 @@ pub struct CreateArgs {
     /// default: all).
     #[arg(long = "operation", value_name = "TOOL", requires = "openapi")]
     operations: Vec<String>,
+    /// A gRPC integration's schema and TLS.
+    #[command(flatten)]
+    grpc: GrpcArgs,
+}
+
+/// What a gRPC integration (`--grpc TARGET`) takes besides its target.
+#[derive(Debug, Args)]
+struct GrpcArgs {
+    /// A gRPC integration's schema: an encoded FileDescriptorSet (e.g.
+    /// `protoc --include_imports --descriptor_set_out`) [default: the
+    /// server's reflection].
+    #[arg(long, value_name = "FILE", requires = "grpc")]
+    descriptor_set: Option<PathBuf>,
+    /// A method a gRPC integration offers, `package.Service/Method`, or all
+    /// of a service's, `package.Service` (repeatable; default: all).
+    #[arg(long = "method", value_name = "NAME", requires = "grpc")]
+    methods: Vec<String>,
+    /// A PEM certificate authority trusted for an `https` gRPC target.
+    #[arg(long, value_name = "FILE", requires = "grpc")]
+    ca_certificate: Option<PathBuf>,
+    /// A PEM client certificate for mutual TLS to a gRPC target; with
+    /// --client-key.
+    #[arg(long, value_name = "FILE", requires = "grpc", requires = "client_key")]
+    client_certificate: Option<PathBuf>,
+    /// The client certificate's PEM private key (never shown again).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "grpc",
+        requires = "client_certificate"
+    )]
+    client_key: Option<PathBuf>,
+}
+
+impl GrpcArgs {
+    fn any(&self) -> bool {
+        self.descriptor_set.is_some()
+            || !self.methods.is_empty()
+            || self.ca_certificate.is_some()
+            || self.client_certificate.is_some()
+            || self.client_key.is_some()
+    }
 }
 
 /// Exactly one origin of the integration.
@@ -79,7 +122,11 @@ struct SourceArgs {
     /// An HTTP API: its OpenAPI 3.0 or 3.1 document (a JSON file), each
     /// operation a tool; with --base-url.
     #[arg(long, value_name = "FILE", requires = "base_url")]
-    openapi: Option<std::path::PathBuf>,
+    openapi: Option<PathBuf>,
+    /// A gRPC service at `http://host:port` or `https://host:port`, each
+    /// unary or server-streaming method a tool.
+    #[arg(long, value_name = "TARGET")]
+    grpc: Option<String>,
 }
 
 /// `DETECTOR:PLACE=ACTION` settings as the contract carries them (the
@@ -115,10 +162,30 @@ fn duration(value: Option<humantime::Duration>) -> Result<Option<prost_types::Du
         .transpose()
 }
 
+/// Refuses an OpenAPI or gRPC option given with another kind of server:
+/// clap's `requires` does not hold when the required argument conflicts
+/// with one given (as every other source does), so it would be ignored.
+fn refuse_foreign_options(args: &CreateArgs) -> Result<(), CliError> {
+    if (args.base_url.is_some() || !args.operations.is_empty()) && args.source.openapi.is_none() {
+        return Err(CliError::Usage(
+            "--base-url and --operation are for --openapi".into(),
+        ));
+    }
+    if args.grpc.any() && args.source.grpc.is_none() {
+        return Err(CliError::Usage(
+            "--descriptor-set, --method, --ca-certificate, --client-certificate and \
+             --client-key are for --grpc"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 pub(super) fn create_request(
     mut args: CreateArgs,
     request_id: String,
 ) -> Result<mcp::CreateIntegrationRequest, CliError> {
+    refuse_foreign_options(&args)?;
     let tail = Tail {
         name: args.name.take(),
         slug: std::mem::take(&mut args.slug),
@@ -137,14 +204,16 @@ pub(super) fn create_request(
         })
     };
     if let Some(path) = args.source.openapi.take() {
-        let document = std::fs::read_to_string(&path)
-            .map_err(|e| CliError::Usage(format!("cannot read {}: {e}", path.display())))?;
         let api = Kind::Openapi(mcp::OpenApiTransport {
             base_url: args.base_url.take().unwrap_or_default(),
-            document,
+            document: read_text(&path)?,
             operations: std::mem::take(&mut args.operations),
         });
         return finish(tail, custom(api), request_id);
+    }
+    if let Some(target) = args.source.grpc.take() {
+        let service = Kind::Grpc(grpc_transport(target, args.grpc)?);
+        return finish(tail, custom(service), request_id);
     }
     let source = match (args.source.url, args.source.command, args.source.catalog) {
         (Some(url), _, _) => custom(Kind::StreamableHttp(mcp::StreamableHttpTransport { url })),
@@ -168,11 +237,42 @@ pub(super) fn create_request(
         }
         (None, None, None) => {
             return Err(CliError::Usage(
-                "name the server with --url, --command, --catalog or --openapi".into(),
+                "name the server with --url, --command, --catalog, --openapi or --grpc".into(),
             ));
         }
     };
     finish(tail, source, request_id)
+}
+
+/// The file at `path`, as text.
+fn read_text(path: &Path) -> Result<String, CliError> {
+    std::fs::read_to_string(path)
+        .map_err(|e| CliError::Usage(format!("cannot read {}: {e}", path.display())))
+}
+
+/// The file at `path`, if named, as text (empty if not).
+fn read_optional_text(path: Option<&Path>) -> Result<String, CliError> {
+    path.map(read_text)
+        .transpose()
+        .map(Option::unwrap_or_default)
+}
+
+/// A gRPC integration's transport: `target`, with the files `args` names read.
+fn grpc_transport(target: String, args: GrpcArgs) -> Result<mcp::GrpcTransport, CliError> {
+    let descriptor_set = match &args.descriptor_set {
+        Some(path) => std::fs::read(path)
+            .map_err(|e| CliError::Usage(format!("cannot read {}: {e}", path.display())))?,
+        None => Vec::new(),
+    };
+    Ok(mcp::GrpcTransport {
+        target,
+        descriptor_set,
+        methods: args.methods,
+        ca_certificate: read_optional_text(args.ca_certificate.as_deref())?,
+        client_certificate: read_optional_text(args.client_certificate.as_deref())?,
+        client_key: read_optional_text(args.client_key.as_deref())?,
+        client_key_set: false,
+    })
 }
 
 /// What every kind of integration's request takes besides its source.

@@ -22,7 +22,7 @@ use crate::{
 pub enum IntegrationsCommand {
     /// List the predefined catalog of MCP servers
     Catalog(PageArgs),
-    /// Create an integration: a custom one (--url or --command) or from the catalog (--catalog)
+    /// Create an integration: a custom one (--url, --command, --openapi or --grpc) or from the catalog (--catalog)
     Create(Box<CreateArgs>),
     /// List the organization's integrations
     List {
@@ -276,8 +276,32 @@ fn transport(transport: Option<&mcp::Transport>) -> String {
         Some(Kind::StreamableHttp(http)) => http.url.clone(),
         Some(Kind::Stdio(stdio)) => format!("stdio: {} {}", stdio.command, stdio.args.join(" ")),
         Some(Kind::Openapi(api)) => format!("openapi: {}", api.base_url),
+        Some(Kind::Grpc(grpc)) => grpc_transport(grpc),
         None => "-".into(),
     }
+}
+
+/// A gRPC integration's target, where its schema comes from, the methods
+/// it offers when chosen, and its TLS settings when set.
+fn grpc_transport(grpc: &mcp::GrpcTransport) -> String {
+    let mut details = vec![if grpc.descriptor_set.is_empty() {
+        "schema from reflection".to_owned()
+    } else {
+        format!("descriptor set of {} bytes", grpc.descriptor_set.len())
+    }];
+    if !grpc.methods.is_empty() {
+        details.push(format!("methods: {}", grpc.methods.join(", ")));
+    }
+    if !grpc.ca_certificate.is_empty() {
+        details.push("own CA certificate".into());
+    }
+    if !grpc.client_certificate.is_empty() {
+        details.push(format!(
+            "client certificate (key set: {})",
+            yes_no(grpc.client_key_set)
+        ));
+    }
+    format!("grpc: {} ({})", grpc.target, details.join("; "))
 }
 
 /// Whose token a client-credentials integration asks for, when not the

@@ -8,6 +8,7 @@ mod audit;
 mod chat;
 mod client_credentials;
 mod errors;
+mod grpc;
 mod guardrails;
 mod json;
 mod openapi;

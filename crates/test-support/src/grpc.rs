@@ -75,7 +75,7 @@ pub fn alg_none_token() -> String {
 pub struct ServiceProcess {
     /// The child process.
     pub child: Child,
-    /// The `http://` URL it listens on.
+    /// The URL it listens on: `http://`, or `https://` when it serves TLS.
     pub url: String,
 }
 

@@ -315,7 +315,15 @@ pub fn example_grpc_service() -> std::process::Command {
 /// Panics when it exits or stays silent. The rest of its stderr is copied
 /// to this test's stderr.
 pub fn spawn_example_grpc_service() -> grpc::ServiceProcess {
+    spawn_example_grpc_service_with(&[])
+}
+
+/// [`spawn_example_grpc_service`] given `args` besides `--listen` (such as
+/// `--tls-cert`, `--tls-key` and `--client-ca`): its URL is the one it
+/// announces, `http://` or `https://`.
+pub fn spawn_example_grpc_service_with(args: &[&str]) -> grpc::ServiceProcess {
     let mut child = example_grpc_service()
+        .args(args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())

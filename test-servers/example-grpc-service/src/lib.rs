@@ -2,7 +2,8 @@
 //! integration: an in-memory inventory (`example.inventory.v1.Inventory`)
 //! with server reflection, so Switchboard can discover its methods.
 //!
-//! [`serve`] answers on a listener the caller bound; [`spawn`] binds a
+//! [`serve`] answers on a listener the caller bound (over TLS, with client
+//! certificates required or not: [`serve_with`]); [`spawn`] binds a
 //! loopback port and serves in a task, for tests in the same process.
 
 // No function past 60 lines (clippy.toml) outside unit tests; `make clippy`
@@ -16,6 +17,7 @@ use std::net::SocketAddr;
 use anyhow::Context as _;
 use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 
 pub use service::{InventoryService, SEEDED_ITEM_ID, seeded_item};
 
@@ -46,16 +48,38 @@ pub const INVENTORY_SERVICE_NAME: &str = "example.inventory.v1.Inventory";
 /// Serves the inventory (seeded with [`seeded_item`]) and server reflection
 /// v1 on `listener` until the server fails.
 pub async fn serve(listener: TcpListener) -> anyhow::Result<()> {
+    serve_with(listener, None).await
+}
+
+/// [`serve`], over TLS when `tls` is given (its identity, and its client CA
+/// when client certificates are required).
+pub async fn serve_with(listener: TcpListener, tls: Option<ServerTlsConfig>) -> anyhow::Result<()> {
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
         .build_v1()
         .context("failed to build the reflection service")?;
-    tonic::transport::Server::builder()
+    let mut server = tonic::transport::Server::builder();
+    if let Some(tls) = tls {
+        server = server
+            .tls_config(tls)
+            .context("failed to set up the server's TLS")?;
+    }
+    server
         .add_service(InventoryService::seeded().into_server())
         .add_service(reflection)
         .serve_with_incoming(TcpListenerStream::new(listener))
         .await
         .context("failed to serve the inventory")
+}
+
+/// The server TLS of `--tls-cert`/`--tls-key` (PEM), requiring a client
+/// certificate issued by `client_ca` (PEM) when it is given.
+pub fn server_tls(cert_pem: &[u8], key_pem: &[u8], client_ca: Option<&[u8]>) -> ServerTlsConfig {
+    let tls = ServerTlsConfig::new().identity(Identity::from_pem(cert_pem, key_pem));
+    match client_ca {
+        Some(ca) => tls.client_ca_root(Certificate::from_pem(ca)),
+        None => tls,
+    }
 }
 
 /// Binds `127.0.0.1:0`, serves [`serve`] in a tokio task and returns the

@@ -4,8 +4,9 @@
 //! types, enums, maps, a oneof, a 64-bit integer exact, a status with
 //! `google.rpc` details, a server stream at its bound, the integration's
 //! bearer token), a policy denying one
-//! method, descriptors refused with the field at fault, and the MCP
-//! endpoint serving the methods to the official SDK client.
+//! method, descriptors refused with the field at fault, the MCP endpoint
+//! serving the methods to the official SDK client, and mutual TLS with the
+//! integration's CA and client certificate.
 
 use serde_json::{Value, json};
 use switchboard_example_grpc_service::FILE_DESCRIPTOR_SET;
@@ -16,7 +17,9 @@ use switchboard_proto::{
         transport::Kind,
     },
 };
-use switchboard_test_support::{DbKind, db_tests, spawn_example_grpc_service};
+use switchboard_test_support::{
+    DbKind, db_tests, pki::TestPki, spawn_example_grpc_service, spawn_example_grpc_service_with,
+};
 
 use crate::{
     mcp_endpoint::{setup_with, step},
@@ -378,9 +381,120 @@ async fn the_endpoint_serves_a_services_methods_to_an_sdk_client(kind: DbKind) {
     assert_eq!(step(&out, 2)["isError"], true, "{out}");
 }
 
+/// The transport of a gRPC integration as answered.
+fn grpc_transport(integration: &pb::Integration) -> pb::GrpcTransport {
+    match integration.transport.as_ref().and_then(|t| t.kind.as_ref()) {
+        Some(Kind::Grpc(grpc)) => grpc.clone(),
+        other => panic!("not a gRPC transport: {other:?}"),
+    }
+}
+
+/// A service requiring client certificates (its own CA's): the
+/// integration trusts the CA and presents its client certificate, whose
+/// key is sealed and never answered; without the certificate the
+/// handshake is refused and the call names the connection's failure.
+async fn mutual_tls_presents_the_integrations_client_certificate(kind: DbKind) {
+    let pki = TestPki::new("grpc-mtls-ca");
+    let server = pki.server("server");
+    let client = pki.client("client", None, "switchboard");
+    let file = |path: &std::path::Path| path.to_str().expect("a UTF-8 path").to_owned();
+    let service = spawn_example_grpc_service_with(&[
+        "--tls-cert",
+        &file(&server.cert_file),
+        "--tls-key",
+        &file(&server.key_file),
+        "--client-ca",
+        &file(&pki.ca_file()),
+    ]);
+    assert!(
+        service.url.starts_with("https://127.0.0.1:"),
+        "{}",
+        service.url
+    );
+    let mut h = start(kind).await;
+    let token = admin("org-a");
+    let transport = pb::GrpcTransport {
+        ca_certificate: pki.ca_pem.clone(),
+        client_certificate: client.cert_pem.clone(),
+        client_key: client.key_pem.clone(),
+        ..target(&service.url)
+    };
+    let created = create(&mut h, &token, grpc_integration("mtls", transport)).await;
+    let read = h
+        .client
+        .get_integration(req(
+            pb::GetIntegrationRequest {
+                id: created.id.clone(),
+            },
+            &token,
+        ))
+        .await
+        .expect("read")
+        .into_inner()
+        .integration
+        .expect("an integration");
+    for answered in [&created, &read] {
+        let grpc = grpc_transport(answered);
+        assert_eq!(grpc.client_key, "", "the key is never answered");
+        assert!(grpc.client_key_set, "{grpc:?}");
+        assert_eq!(grpc.client_certificate, client.cert_pem);
+        assert_eq!(grpc.ca_certificate, pki.ca_pem);
+    }
+    let answer = call(
+        &mut h,
+        &created.id,
+        "Inventory_GetItem",
+        json!({"id": "9007199254740993"}),
+    )
+    .await
+    .expect("answered");
+    assert!(!answer.is_error, "{answer:?}");
+    assert_eq!(structured(&answer)["name"], "anvil");
+
+    // Without the client certificate the server refuses the handshake
+    // (under TLS 1.3, with an alert the client reads after its side of the
+    // handshake), whether the methods are read by reflection or uploaded:
+    // the call is answered as an error result naming the connection's
+    // failure. (Seen: reflection's read failing, "could not connect to the
+    // MCP server: the server's reflection: transport error" or "…operation
+    // was canceled", unreachable; the uploaded method's call failing, "the
+    // connection to the MCP server failed: Unknown error: transport error",
+    // connection lost.)
+    let uploaded = pb::GrpcTransport {
+        descriptor_set: FILE_DESCRIPTOR_SET.to_vec(),
+        ..target(&service.url)
+    };
+    for (slug, transport) in [("reflected", target(&service.url)), ("uploaded", uploaded)] {
+        let transport = pb::GrpcTransport {
+            ca_certificate: pki.ca_pem.clone(),
+            ..transport
+        };
+        let id = create(&mut h, &token, grpc_integration(slug, transport))
+            .await
+            .id;
+        let refused = call(&mut h, &id, "Inventory_GetItem", json!({"id": "42"}))
+            .await
+            .expect("answered as an error result");
+        assert!(refused.is_error, "{slug}: {refused:?}");
+        assert!(
+            matches!(
+                refused.failure_reason(),
+                pb::ToolFailureReason::ServerUnreachable | pb::ToolFailureReason::ConnectionLost
+            ),
+            "{slug}: {refused:?}"
+        );
+        assert!(
+            refused.error_message.starts_with("could not connect to ")
+                || refused.error_message.starts_with("the connection to "),
+            "{slug}: {refused:?}"
+        );
+    }
+}
+
 db_tests!(
     methods_are_tools_called_through_execute_tool,
     an_uploaded_set_offers_the_chosen_methods_and_a_stream_ends_at_its_bound,
     descriptors_are_refused_with_the_field_at_fault,
     the_endpoint_serves_a_services_methods_to_an_sdk_client,
+    mutual_tls_presents_the_integrations_client_certificate,
 );

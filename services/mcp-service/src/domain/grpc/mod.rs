@@ -18,7 +18,9 @@ mod schema;
 #[cfg(test)]
 mod tests;
 
+use prost::Message as _;
 use prost_reflect::{DescriptorPool, MethodDescriptor};
+use prost_types::FileDescriptorSet;
 use serde_json::{Map, Value};
 
 /// The bounds of a gRPC integration's descriptors and answers, set per
@@ -191,7 +193,27 @@ fn pool(bytes: &[u8], limits: &GrpcLimits) -> Result<DescriptorPool, SchemaError
             limits.max_descriptor_bytes
         )));
     }
-    let pool = DescriptorPool::decode(bytes).map_err(|e| refused(format!("is not valid: {e}")))?;
+    let set =
+        FileDescriptorSet::decode(bytes).map_err(|e| refused(format!("is not valid: {e}")))?;
+    // A syntax prost-reflect does not read makes it index past its files
+    // (a panic, not an error), so it is refused here first; editions are
+    // not read either.
+    if let Some(file) = set
+        .file
+        .iter()
+        .find(|f| !matches!(f.syntax.as_deref(), None | Some("proto2" | "proto3")))
+    {
+        return Err(refused(format!(
+            "{} has syntax {:?}; proto2 and proto3 are read",
+            file.name(),
+            file.syntax()
+        )));
+    }
+    // Whatever else a hostile set may trip in the library ends as a
+    // refusal, never a panic of the request.
+    let built = std::panic::catch_unwind(move || DescriptorPool::from_file_descriptor_set(set))
+        .map_err(|_| refused("could not be read".to_owned()))?;
+    let pool = built.map_err(|e| refused(format!("is not valid: {e}")))?;
     let count: usize = pool.services().map(|s| s.methods().len()).sum();
     if count > limits.max_methods {
         return Err(refused(format!(

@@ -315,3 +315,17 @@ fn an_enum_past_its_bound_is_refused() {
         "h.S/M0: enum h.Big has 1001 values, more than 1000"
     );
 }
+
+#[test]
+fn a_file_of_a_syntax_not_read_is_refused_not_a_panic() {
+    // One file `a.proto` with `syntax = "proto5"` (found by fuzzing: the
+    // library indexed past its files).
+    let bytes = [
+        0x0a, 0x11, 0x0a, 0x07, b'a', b'.', b'p', b'r', b'o', b't', b'o', 0x62, 0x06, b'p', b'r',
+        b'o', b't', b'o', b'5',
+    ];
+    assert_eq!(
+        refusal(&bytes, &GrpcLimits::default()),
+        "descriptor set: a.proto has syntax \"proto5\"; proto2 and proto3 are read"
+    );
+}

@@ -20,6 +20,8 @@ use tonic::{
 use tonic_types::StatusExt as _;
 use tracing::Instrument as _;
 
+use super::{status_with_causes, with_causes};
+
 use crate::{
     domain::{
         grpc::{Method, message},
@@ -71,7 +73,7 @@ pub async fn call(
         client
             .ready()
             .await
-            .map_err(|e| CallError::Connect(e.to_string()))?;
+            .map_err(|e| CallError::Connect(with_causes(&e)))?;
         if method.server_streaming {
             let stream = client.server_streaming(request, path, codec).await;
             let refused = stream.as_ref().err().is_some_and(refused);
@@ -178,11 +180,7 @@ fn failed(status: &Status, bounds: CallBounds) -> Result<CallToolResult, CallErr
         });
     }
     if std::error::Error::source(status).is_some() {
-        return Err(CallError::Transport(format!(
-            "{}: {}",
-            status.code().description(),
-            status.message()
-        )));
+        return Err(CallError::Transport(status_with_causes(status)));
     }
     let mut text = format!("gRPC status {:?}: {}", status.code(), status.message());
     let details = status.get_error_details_vec();

@@ -261,3 +261,34 @@ impl McpGateway for GrpcGateway {
         self.services().remove(&integration);
     }
 }
+
+/// `error` and its sources, each once: a transport failure's top level
+/// ("transport error") says nothing of why (a refused handshake, a
+/// certificate not trusted).
+fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
+    said_with_causes(error.to_string(), error.source())
+}
+
+/// A status's message and its sources (a status's own text also lists
+/// its metadata and details).
+fn status_with_causes(status: &tonic::Status) -> String {
+    said_with_causes(
+        status.message().to_owned(),
+        std::error::Error::source(status),
+    )
+}
+
+fn said_with_causes(
+    mut text: String,
+    mut source: Option<&(dyn std::error::Error + 'static)>,
+) -> String {
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        source = cause.source();
+    }
+    text
+}

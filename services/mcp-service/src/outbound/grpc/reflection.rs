@@ -17,6 +17,7 @@ use tonic_reflection::pb::v1::{
     server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
 };
 
+use super::status_with_causes;
 use crate::domain::{grpc::GrpcLimits, ports::CallError};
 
 /// The reflection services themselves, never offered as tools.
@@ -97,7 +98,7 @@ impl Exchange {
         let answers = client
             .server_reflection_info(ReceiverStream::new(receiver))
             .await
-            .map_err(|status| refused(status.message().to_owned()))?
+            .map_err(|status| refused(status_with_causes(&status)))?
             .into_inner();
         Ok(Self { requests, answers })
     }
@@ -115,7 +116,7 @@ impl Exchange {
             .answers
             .message()
             .await
-            .map_err(|status| refused(status.message().to_owned()))?
+            .map_err(|status| refused(status_with_causes(&status)))?
             .ok_or_else(|| refused("the stream ended".to_owned()))?;
         match answer.message_response {
             Some(MessageResponse::ErrorResponse(error)) => Err(refused(error.error_message)),

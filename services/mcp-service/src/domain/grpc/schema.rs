@@ -9,7 +9,7 @@
 use prost_reflect::{EnumDescriptor, FieldDescriptor, Kind, MessageDescriptor};
 use serde_json::{Map, Value, json};
 
-use super::{GrpcLimits, SchemaError, Skip};
+use super::bounds::{GrpcLimits, SchemaError, Skip};
 
 /// `message`'s schema, as a method's input schema.
 pub(super) fn input_schema(

@@ -8,6 +8,11 @@ use switchboard_auth::Principal;
 use switchboard_proto::mcp::v1 as pb;
 use switchboard_server::{FieldViolation, paging};
 
+mod transport;
+
+use transport::proto_transport;
+pub(crate) use transport::transport_input;
+
 use crate::domain::{
     catalog::CatalogEntry,
     error::McpError,
@@ -18,7 +23,6 @@ use crate::domain::{
         OAuthCodeConfig, OnBehalfOf, Secrets, Timeouts,
     },
     ports::ProbeReport,
-    transport::{Grpc, OpenApi, Stdio, StreamableHttp, Transport, TransportInput},
     url_secrets,
 };
 
@@ -119,48 +123,6 @@ fn secret(value: String) -> Option<SecretString> {
     (!value.is_empty()).then(|| SecretString::from(value))
 }
 
-pub(crate) fn transport_input(
-    field: &str,
-    transport: Option<pb::Transport>,
-) -> Result<TransportInput, FieldViolation> {
-    match transport.and_then(|t| t.kind) {
-        None => Err(FieldViolation::new(field, "is required")),
-        Some(pb::transport::Kind::StreamableHttp(http)) => Ok(TransportInput::new(
-            Transport::StreamableHttp(StreamableHttp { url: http.url }),
-        )),
-        Some(pb::transport::Kind::Openapi(api)) => {
-            Ok(TransportInput::new(Transport::OpenApi(OpenApi {
-                base_url: api.base_url,
-                document: api.document,
-                operations: api.operations,
-            })))
-        }
-        Some(pb::transport::Kind::Grpc(grpc)) => Ok(TransportInput {
-            client_key: Some(SecretString::from(grpc.client_key)),
-            ..TransportInput::new(Transport::Grpc(Grpc {
-                target: grpc.target,
-                descriptor_set: grpc.descriptor_set,
-                methods: grpc.methods,
-                ca_certificate: grpc.ca_certificate,
-                client_certificate: grpc.client_certificate,
-                client_key_set: false,
-            }))
-        }),
-        Some(pb::transport::Kind::Stdio(stdio)) => Ok(TransportInput::stdio(
-            stdio.command,
-            stdio.args,
-            stdio.env.into_iter().collect(),
-            stdio
-                .secret_env
-                .into_iter()
-                .map(|(k, v)| (k, SecretString::from(v)))
-                .collect(),
-        )),
-    }
-}
-
-/// A client authentication method as the API shows it, with its signing
-/// algorithm (empty but for `private_key_jwt`).
 fn proto_client_auth(client_auth: &ClientAuth) -> (pb::ClientAuthentication, String) {
     match client_auth {
         ClientAuth::ClientSecretBasic => {
@@ -243,45 +205,6 @@ fn proto_duration(millis: u64) -> prost_types::Duration {
         seconds: i64::try_from(millis / 1000).unwrap_or(i64::MAX),
         nanos: i32::try_from((millis % 1000) * 1_000_000).unwrap_or(0),
     }
-}
-
-fn proto_transport(transport: &Transport) -> pb::Transport {
-    let kind = match transport {
-        Transport::StreamableHttp(StreamableHttp { url }) => {
-            pb::transport::Kind::StreamableHttp(pb::StreamableHttpTransport { url: url.clone() })
-        }
-        Transport::Stdio(Stdio {
-            command,
-            args,
-            env,
-            secret_env_names,
-        }) => pb::transport::Kind::Stdio(pb::StdioTransport {
-            command: command.clone(),
-            args: args.clone(),
-            env: env.clone().into_iter().collect(),
-            secret_env: Default::default(),
-            secret_env_names: secret_env_names.clone(),
-        }),
-        Transport::OpenApi(OpenApi {
-            base_url,
-            document,
-            operations,
-        }) => pb::transport::Kind::Openapi(pb::OpenApiTransport {
-            base_url: base_url.clone(),
-            document: document.clone(),
-            operations: operations.clone(),
-        }),
-        Transport::Grpc(grpc) => pb::transport::Kind::Grpc(pb::GrpcTransport {
-            target: grpc.target.clone(),
-            descriptor_set: grpc.descriptor_set.clone(),
-            methods: grpc.methods.clone(),
-            ca_certificate: grpc.ca_certificate.clone(),
-            client_certificate: grpc.client_certificate.clone(),
-            client_key: String::new(),
-            client_key_set: grpc.client_key_set,
-        }),
-    };
-    pb::Transport { kind: Some(kind) }
 }
 
 fn proto_auth(auth: &AuthConfig, secrets: &Secrets) -> pb::AuthConfig {

@@ -70,6 +70,12 @@ direct_http() { # CALLERS ROUND
   record direct_http "$1" "$2" $PID_API "$calls" "$rps" "$p50" "$bad" "$c0" "$e0"
 }
 EXEC="http://127.0.0.1:$P_GRPC/switchboard.mcp.v1.McpService/ExecuteTool"
+# The answers measured are the tools' results, not error results: each says what only a
+# success says (the seeded item's name, the API's echo of the id).
+grpc_post /switchboard.mcp.v1.McpService/ExecuteTool execute_grpc.bin answer_grpc.bin
+grpc_post /switchboard.mcp.v1.McpService/ExecuteTool execute_openapi.bin answer_openapi.bin
+grep -q anvil answer_grpc.bin || { echo "the gRPC integration did not answer with the item" >&2; exit 1; }
+grep -q '"id":"7"' answer_openapi.bin || { echo "the OpenAPI integration did not answer with the echo" >&2; exit 1; }
 rm -f results.jsonl
 # Warm both integrations (reflection, the channel, the document, the caches) first.
 h2 warm 1 0 $PID_SVC "$EXEC" execute_grpc.bin "$TOK" >/dev/null

@@ -1,8 +1,7 @@
-//! [`McpGateway`] for gRPC integrations: the service's schema (uploaded, or
+//! The gateway of gRPC integrations: the service's schema (uploaded, or
 //! asked of its reflection) read into tools and kept with the channel per
 //! integration and version, each call one method's request on that channel
-//! ([`call`]). A gRPC service has no resources, prompts or sessions: those
-//! requests are refused.
+//! ([`call`]). A gRPC service offers tools only ([`ToolsOnly`]).
 
 mod call;
 mod channel;
@@ -11,34 +10,28 @@ mod reflection;
 use std::{
     num::NonZeroUsize,
     sync::{Arc, Mutex},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use async_trait::async_trait;
 use hashlink::LruCache;
-use rmcp::model::{CompleteResult, GetPromptResult, ReadResourceResult, Tool, ToolAnnotations};
+use rmcp::model::{Tool, ToolAnnotations};
 use tonic::transport::Channel;
 
 use crate::domain::{
     grpc::{GrpcLimits, Method, ServiceSchema},
     integration::{Integration, IntegrationId, Secrets},
     outcome::{Outcome, ToolOutcome},
-    ports::{
-        CallError, Discovery, InputAnswers, McpGateway, ProbeReport, ServerIdentity,
-        SessionRequest, SessionScope, ToolCall,
-    },
+    ports::{CallError, Discovery, ServerIdentity, SessionScope, ToolCall},
     transport::Transport,
 };
 use crate::outbound::{
-    oauth::integration_token::IntegrationTokens, openapi::now_millis,
+    gateways::ToolsOnly, oauth::integration_token::IntegrationTokens, openapi::now_millis,
     service_auth::credential_headers,
 };
 
 pub use call::CallBounds;
 
-/// How long a probe waits for reflection when the integration sets no
-/// connect time limit.
-const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 pub use channel::ChannelSettings;
 
 /// The gRPC gateway.
@@ -153,37 +146,15 @@ fn tool(method: &Method) -> Tool {
     .annotate(ToolAnnotations::new().open_world(true))
 }
 
-fn no_such(what: &str) -> CallError {
-    CallError::Upstream {
-        code: -32601,
-        message: format!("a gRPC integration offers no {what}"),
-    }
-}
-
 #[async_trait]
-impl McpGateway for GrpcGateway {
-    async fn probe(&self, integration: &Integration) -> ProbeReport {
-        let started = Instant::now();
-        let mut report = ProbeReport::default();
-        match self
-            .read(integration, integration.timeouts.connect_or(PROBE_TIMEOUT))
-            .await
-        {
-            Ok(read) => {
-                report.server = Some(read.discovery.server.clone());
-                report.tool_count = read.discovery.tools.len();
-            }
-            Err(error) => report.error = Some(error.to_string()),
-        }
-        report.latency = started.elapsed();
-        report
+impl ToolsOnly for GrpcGateway {
+    fn kind(&self) -> &'static str {
+        "a gRPC integration"
     }
 
     async fn discover(
         &self,
         integration: &Integration,
-        _user: &str,
-        _bypass_cache: bool,
         timeout: Duration,
     ) -> Result<Arc<Discovery>, CallError> {
         Ok(self.read(integration, timeout).await?.discovery.clone())
@@ -222,39 +193,6 @@ impl McpGateway for GrpcGateway {
             self.tokens.forget(integration, &scope.user);
         }
         Ok(Outcome::Complete(answer.result))
-    }
-
-    async fn read_resource(
-        &self,
-        _integration: &Integration,
-        _scope: &SessionScope,
-        _uri: &str,
-        _answers: InputAnswers,
-        _timeout: Duration,
-    ) -> Result<Outcome<ReadResourceResult>, CallError> {
-        Err(no_such("resources"))
-    }
-
-    async fn get_prompt(
-        &self,
-        _integration: &Integration,
-        _scope: &SessionScope,
-        _name: &str,
-        _arguments: serde_json::Map<String, serde_json::Value>,
-        _answers: InputAnswers,
-        _timeout: Duration,
-    ) -> Result<Outcome<GetPromptResult>, CallError> {
-        Err(no_such("prompts"))
-    }
-
-    async fn session_request(
-        &self,
-        _integration: &Integration,
-        _scope: &SessionScope,
-        _request: SessionRequest,
-        _timeout: Duration,
-    ) -> Result<Option<CompleteResult>, CallError> {
-        Err(no_such("sessions"))
     }
 
     async fn forget(&self, integration: IntegrationId) {

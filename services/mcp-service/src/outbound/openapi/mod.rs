@@ -1,32 +1,30 @@
-//! [`McpGateway`] for OpenAPI integrations: the document read into tools
+//! The gateway of OpenAPI integrations: the document read into tools
 //! (cached per integration and version), each call an HTTP request of its
-//! operation to the pinned base URL ([`send`]). An API has no resources,
-//! prompts or sessions: those requests are refused.
+//! operation to the pinned base URL ([`send`]). An API offers tools only
+//! ([`ToolsOnly`]).
 
 mod send;
 
 use std::{
     num::NonZeroUsize,
     sync::{Arc, Mutex},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use async_trait::async_trait;
 use hashlink::LruCache;
-use rmcp::model::{CompleteResult, GetPromptResult, ReadResourceResult, Tool, ToolAnnotations};
+use rmcp::model::{Tool, ToolAnnotations};
 
 use crate::domain::{
     integration::{Integration, IntegrationId},
     openapi::{ApiDocument, OpenApiLimits, Operation},
     outcome::{Outcome, ToolOutcome},
-    ports::{
-        CallError, Discovery, InputAnswers, McpGateway, ProbeReport, ServerIdentity,
-        SessionRequest, SessionScope, ToolCall,
-    },
+    ports::{CallError, Discovery, ServerIdentity, SessionScope, ToolCall},
     transport::{OpenApi, Transport},
 };
 use crate::outbound::{
-    oauth::integration_token::IntegrationTokens, service_auth::credential_headers,
+    gateways::ToolsOnly, oauth::integration_token::IntegrationTokens,
+    service_auth::credential_headers,
 };
 
 pub use send::ApiClient;
@@ -146,34 +144,15 @@ pub(crate) fn now_millis() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-fn no_such(what: &str) -> CallError {
-    CallError::Upstream {
-        code: -32601,
-        message: format!("an OpenAPI integration offers no {what}"),
-    }
-}
-
 #[async_trait]
-impl McpGateway for OpenApiGateway {
-    async fn probe(&self, integration: &Integration) -> ProbeReport {
-        let started = Instant::now();
-        let mut report = ProbeReport::default();
-        match self.read(integration) {
-            Ok(read) => {
-                report.server = Some(read.discovery.server.clone());
-                report.tool_count = read.discovery.tools.len();
-            }
-            Err(error) => report.error = Some(error.to_string()),
-        }
-        report.latency = started.elapsed();
-        report
+impl ToolsOnly for OpenApiGateway {
+    fn kind(&self) -> &'static str {
+        "an OpenAPI integration"
     }
 
     async fn discover(
         &self,
         integration: &Integration,
-        _user: &str,
-        _bypass_cache: bool,
         _timeout: Duration,
     ) -> Result<Arc<Discovery>, CallError> {
         Ok(self.read(integration)?.discovery.clone())
@@ -218,39 +197,6 @@ impl McpGateway for OpenApiGateway {
             self.tokens.forget(integration, &scope.user);
         }
         Ok(Outcome::Complete(answer.result))
-    }
-
-    async fn read_resource(
-        &self,
-        _integration: &Integration,
-        _scope: &SessionScope,
-        _uri: &str,
-        _answers: InputAnswers,
-        _timeout: Duration,
-    ) -> Result<Outcome<ReadResourceResult>, CallError> {
-        Err(no_such("resources"))
-    }
-
-    async fn get_prompt(
-        &self,
-        _integration: &Integration,
-        _scope: &SessionScope,
-        _name: &str,
-        _arguments: serde_json::Map<String, serde_json::Value>,
-        _answers: InputAnswers,
-        _timeout: Duration,
-    ) -> Result<Outcome<GetPromptResult>, CallError> {
-        Err(no_such("prompts"))
-    }
-
-    async fn session_request(
-        &self,
-        _integration: &Integration,
-        _scope: &SessionScope,
-        _request: SessionRequest,
-        _timeout: Duration,
-    ) -> Result<Option<CompleteResult>, CallError> {
-        Err(no_such("sessions"))
     }
 
     async fn forget(&self, integration: IntegrationId) {

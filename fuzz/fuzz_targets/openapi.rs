@@ -1,4 +1,4 @@
-//! OpenAPI documents an admin (or a hostile document's author) could
+//! OpenAPI documents (JSON or YAML) an admin (or a hostile document's author) could
 //! upload, and arguments a model could send: a document is read within its
 //! bounds or refused, every operation's input schema stays within the node
 //! bound, and a request built from any arguments keeps its operation's

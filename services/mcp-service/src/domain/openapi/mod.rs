@@ -6,16 +6,18 @@
 //! mapping cannot offer (a cookie parameter, a body that is not JSON, a
 //! header it must not set) is left out, with why ([`ApiDocument::skipped`]).
 //!
-//! The document is read as JSON, not through a typed OpenAPI model: the
-//! typed crates each read one of the two versions, and the mapping reads
-//! only `servers`, `paths`, their parameters and JSON request bodies, with
-//! bounds no model applies.
+//! The document is read as JSON or YAML into a JSON value, not through a
+//! typed OpenAPI model: the typed crates each read one of the two versions,
+//! and the mapping reads only `servers`, `paths`, their parameters and JSON
+//! request bodies, with bounds no model applies. YAML's anchors and aliases
+//! are bounded while it is read ([`yaml`]), before any of it is a value.
 
 mod operation;
 pub mod request;
 mod schema;
 #[cfg(test)]
 mod tests;
+mod yaml;
 
 use serde_json::Value;
 
@@ -82,10 +84,10 @@ pub struct ApiDocument {
 const METHODS: [&str; 7] = ["get", "put", "post", "delete", "patch", "head", "options"];
 
 impl ApiDocument {
-    /// Reads `text` as an OpenAPI 3.0 or 3.1 document (JSON), within
-    /// `limits`.
+    /// Reads `text` as an OpenAPI 3.0 or 3.1 document (JSON, or YAML when
+    /// it does not open with `{`), within `limits`.
     pub fn parse(text: &str, limits: &OpenApiLimits) -> Result<Self, DocumentError> {
-        let document = read_json(text, limits)?;
+        let document = read_document(text, limits)?;
         let paths = document["paths"]
             .as_object()
             .ok_or_else(|| DocumentError::at("document", "has no paths"))?;
@@ -150,8 +152,8 @@ enum Skip {
     Unsupported(DocumentError),
 }
 
-/// `text` as the JSON of an OpenAPI 3.0 or 3.1 document, within its size.
-fn read_json(text: &str, limits: &OpenApiLimits) -> Result<Value, DocumentError> {
+/// `text` as an OpenAPI 3.0 or 3.1 document, JSON or YAML, within its size.
+fn read_document(text: &str, limits: &OpenApiLimits) -> Result<Value, DocumentError> {
     if text.len() > limits.max_document_bytes {
         return Err(DocumentError::at(
             "document",
@@ -162,8 +164,12 @@ fn read_json(text: &str, limits: &OpenApiLimits) -> Result<Value, DocumentError>
             ),
         ));
     }
-    let document: Value = serde_json::from_str(text)
-        .map_err(|e| DocumentError::at("document", format!("is not JSON: {e}")))?;
+    let document: Value = if text.trim_start().starts_with('{') {
+        serde_json::from_str(text)
+            .map_err(|e| DocumentError::at("document", format!("is not JSON: {e}")))?
+    } else {
+        yaml::read(text).map_err(|e| DocumentError::at("document", e))?
+    };
     let version = document["openapi"].as_str().unwrap_or_default();
     if !(version.starts_with("3.0.") || version.starts_with("3.1.")) {
         return Err(DocumentError::at(

@@ -197,3 +197,59 @@ fn a_document_past_its_size_or_its_operations_is_refused() {
     let old = json!({ "swagger": "2.0", "paths": {} }).to_string();
     assert!(ApiDocument::parse(&old, &OpenApiLimits::default()).is_err());
 }
+
+#[test]
+fn a_yaml_document_reads_as_its_json_does() {
+    let json = parse(&pets());
+    let yaml = ApiDocument::parse(&format!("---\n{}", pets()), &OpenApiLimits::default())
+        .expect("YAML read");
+    assert_eq!(yaml, json);
+    let block = "openapi: 3.0.3\ninfo: {title: Block}\npaths:\n  /pets/{id}:\n    get:\n      \
+                 operationId: getPet\n      parameters:\n        - &id {name: id, in: path, \
+                 required: true, schema: {type: integer}}\n    delete:\n      operationId: \
+                 deletePet\n      parameters: [*id]\n";
+    let api = ApiDocument::parse(block, &OpenApiLimits::default()).expect("block YAML read");
+    assert_eq!(api.title, "Block");
+    let delete = api.operation("deletePet").expect("offered");
+    assert_eq!(delete.input_schema["required"], json!(["id"]));
+}
+
+#[test]
+fn a_yaml_alias_bomb_is_refused_before_it_expands() {
+    let mut bomb = String::from("openapi: 3.1.0\nl0: &l0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for level in 1..10 {
+        let previous = format!("*l{}", level - 1);
+        let row = vec![previous.as_str(); 10].join(", ");
+        bomb.push_str(&format!("l{level}: &l{level} [{row}]\n"));
+    }
+    bomb.push_str("paths: {}\n");
+    let error = ApiDocument::parse(&bomb, &OpenApiLimits::default()).expect_err("a bomb");
+    assert!(error.message.starts_with("is not YAML"), "{error}");
+}
+
+/// A YAML document whose `x` nests `levels` mappings, the document itself
+/// the first.
+fn nested_yaml(levels: usize) -> String {
+    let mut nested = String::from("openapi: 3.1.0\npaths: {}\nx:\n");
+    for level in 1..levels {
+        nested.push_str(&format!("{}a:\n", "  ".repeat(level)));
+    }
+    nested
+}
+
+#[test]
+fn a_yaml_document_nests_64_levels_not_65() {
+    let limits = OpenApiLimits::default();
+    ApiDocument::parse(&nested_yaml(64), &limits).expect("64 levels read");
+    for levels in [65, 1_000] {
+        let error = ApiDocument::parse(&nested_yaml(levels), &limits).expect_err("too deep");
+        assert!(error.message.contains("budget breached: Depth"), "{error}");
+    }
+    let flow = format!(
+        "openapi: 3.1.0\npaths: {{}}\nx: {}1{}\n",
+        "[".repeat(300),
+        "]".repeat(300)
+    );
+    let error = ApiDocument::parse(&flow, &limits).expect_err("too deep");
+    assert!(error.message.starts_with("is not YAML"), "{error}");
+}

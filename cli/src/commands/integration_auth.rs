@@ -1,5 +1,5 @@
 //! How a new integration authenticates to its server: a bearer token, a
-//! header carrying a secret, OAuth authorization code with PKCE (each user
+//! header or a query parameter carrying a secret, OAuth authorization code with PKCE (each user
 //! connecting their own account unless it is organization-wide), or OAuth
 //! client credentials (the service as itself: a client secret, a private
 //! key, or its workload identity; or on behalf of each caller, their token
@@ -172,6 +172,14 @@ pub struct AuthArgs {
     /// Authenticate with a header carrying a secret value.
     #[arg(long, value_name = "NAME=VALUE", conflicts_with = "oauth_redirect_uri")]
     header: Option<KeyValue>,
+    /// Authenticate with an API key in a query parameter (OpenAPI
+    /// integrations only; prefer `--header` where the API takes one).
+    #[arg(
+        long,
+        value_name = "NAME=VALUE",
+        conflicts_with_all = ["bearer_token", "header", "oauth_redirect_uri"]
+    )]
+    query_key: Option<KeyValue>,
     /// Authenticate with OAuth: each user connects their own account and is
     /// sent back to this address with `code` and `state` (`chat` asks for it).
     /// An `https` URL (plain `http` only on a loopback address the service
@@ -186,7 +194,7 @@ pub struct AuthArgs {
     oauth_client_secret: Option<String>,
     /// The authorization server (its `https` issuer URL) the pre-registered
     /// client belongs to: the secret is sent to that server only.
-    #[arg(long, value_name = "URL", requires = "oauth_client_id")]
+    #[arg(long, value_name = "URL", requires = "oauth_redirect_uri")]
     oauth_issuer: Option<String>,
     /// An OAuth scope to ask for (repeatable) [default: the server's].
     #[arg(long, value_name = "SCOPE", requires = "oauth_redirect_uri")]
@@ -221,6 +229,13 @@ impl AuthArgs {
                     ..Default::default()
                 },
             ));
+        }
+        if let Some(key) = self.query_key {
+            return Some(Method::Query(mcp::QueryAuth {
+                parameter_name: key.key,
+                value: key.value,
+                value_set: false,
+            }));
         }
         match (self.bearer_token, self.header) {
             (Some(token), _) => Some(Method::BearerToken(mcp::BearerTokenAuth {

@@ -119,10 +119,11 @@ struct SourceArgs {
     /// A catalog entry id (see `integrations catalog`).
     #[arg(long)]
     catalog: Option<String>,
-    /// An HTTP API: its OpenAPI 3.0 or 3.1 document (a JSON file), each
-    /// operation a tool; with --base-url.
-    #[arg(long, value_name = "FILE", requires = "base_url")]
-    openapi: Option<PathBuf>,
+    /// An HTTP API: its OpenAPI 3.0 or 3.1 document (a JSON or YAML file,
+    /// or an `http(s)://` URL the service fetches it from), each operation
+    /// a tool; with --base-url.
+    #[arg(long, value_name = "FILE|URL", requires = "base_url")]
+    openapi: Option<String>,
     /// A gRPC service at `http://host:port` or `https://host:port`, each
     /// unary or server-streaming method a tool.
     #[arg(long, value_name = "TARGET")]
@@ -203,10 +204,16 @@ pub(super) fn create_request(
             }),
         })
     };
-    if let Some(path) = args.source.openapi.take() {
+    if let Some(document) = args.source.openapi.take() {
+        let by_url = document.starts_with("https://") || document.starts_with("http://");
         let api = Kind::Openapi(mcp::OpenApiTransport {
             base_url: args.base_url.take().unwrap_or_default(),
-            document: read_text(&path)?,
+            document: if by_url {
+                String::new()
+            } else {
+                read_text(Path::new(&document))?
+            },
+            document_url: if by_url { document } else { String::new() },
             operations: std::mem::take(&mut args.operations),
         });
         return finish(tail, custom(api), request_id);

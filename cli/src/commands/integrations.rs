@@ -327,6 +327,11 @@ fn auth(auth: Option<&mcp::AuthConfig>) -> String {
         Some(Method::Header(h)) => {
             format!("header {} (set: {})", h.header_name, yes_no(h.value_set))
         }
+        Some(Method::Query(q)) => format!(
+            "query parameter {} (set: {})",
+            q.parameter_name,
+            yes_no(q.value_set)
+        ),
         Some(Method::OauthClientCredentials(o)) => format!(
             "OAuth client credentials ({}){}, client {} at {} (secret set: {}, key set: {})",
             o.client_authentication().as_str_name(),

@@ -1,5 +1,5 @@
 //! The settings of OpenAPI integrations: the bounds of the documents they
-//! are read from.
+//! are read from, and how long one given by URL may take to fetch.
 
 use crate::domain::openapi::OpenApiLimits;
 
@@ -46,6 +46,14 @@ pub struct OpenApiArgs {
         default_value_t = DOCUMENTS_CACHED
     )]
     pub documents_cached: usize,
+    /// Longest a document given by URL may take to fetch.
+    #[arg(
+        long = "openapi-fetch-timeout",
+        env = "SWITCHBOARD_OPENAPI_FETCH_TIMEOUT",
+        default_value = "10s",
+        value_parser = humantime::parse_duration
+    )]
+    pub fetch_timeout: std::time::Duration,
 }
 
 impl Default for OpenApiArgs {
@@ -57,6 +65,7 @@ impl Default for OpenApiArgs {
             max_schema_nodes: limits.max_schema_nodes,
             max_schema_depth: limits.max_schema_depth,
             documents_cached: DOCUMENTS_CACHED,
+            fetch_timeout: std::time::Duration::from_secs(10),
         }
     }
 }

@@ -295,9 +295,11 @@ fn integration_service(
     gateway: Arc<Gateways>,
     policy: Arc<ConfigPolicy>,
 ) -> anyhow::Result<IntegrationService> {
+    let documents = Arc::new(gateway.document_fetcher(config.openapi.fetch_timeout));
     Ok(
         IntegrationService::new(repository, gateway, policy, Arc::new(config.catalog()?))
-            .with_usable_cache(config.integration_cache_ttl),
+            .with_usable_cache(config.integration_cache_ttl)
+            .with_documents(documents),
     )
 }
 

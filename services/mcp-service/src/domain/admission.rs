@@ -93,6 +93,12 @@ pub fn check(
     }
     if let Transport::OpenApi(api) = &transport.transport {
         violations.extend(openapi_violations(transport_field, api, &policy.openapi));
+    } else if matches!(auth, AuthInput::Query { .. }) {
+        violations.push(FieldViolation::new(
+            format!("{auth_field}.query"),
+            "is for OpenAPI integrations only (MCP servers and gRPC services take their keys \
+             in headers, which are not written to logs along the way)",
+        ));
     }
     if let Transport::Grpc(grpc) = &transport.transport {
         violations.extend(grpc_violations(transport_field, grpc, transport, policy));
@@ -218,6 +224,7 @@ pub fn entered_secrets(transport: &TransportInput, auth: &AuthInput) -> BTreeSet
         AuthInput::None => {}
         AuthInput::BearerToken { token } => note(Secrets::BEARER_TOKEN.into(), token.as_ref()),
         AuthInput::Header { value, .. } => note(Secrets::HEADER_VALUE.into(), value.as_ref()),
+        AuthInput::Query { value, .. } => note(Secrets::QUERY_VALUE.into(), value.as_ref()),
         AuthInput::OAuthClientCredentials {
             client_secret,
             private_key,
@@ -258,6 +265,7 @@ pub fn carried_to_new_destination(
             let field = match name {
                 Secrets::BEARER_TOKEN => format!("{auth_field}.bearer_token.token"),
                 Secrets::HEADER_VALUE => format!("{auth_field}.header.value"),
+                Secrets::QUERY_VALUE => format!("{auth_field}.query.value"),
                 Secrets::OAUTH_CLIENT_SECRET => {
                     format!("{auth_field}.oauth_client_credentials.client_secret")
                 }

@@ -58,6 +58,13 @@ pub enum AuthInput {
         /// A pre-registered client's secret.
         client_secret: Option<SecretString>,
     },
+    /// An API key in a query parameter.
+    Query {
+        /// The parameter name.
+        parameter_name: String,
+        /// Its value.
+        value: Option<SecretString>,
+    },
 }
 
 /// Where a new integration's configuration comes from.

@@ -152,6 +152,12 @@ pub enum AuthConfig {
     /// their own account and calls carry that user's token. A pre-registered
     /// client's secret, if any, is [`Secrets::OAUTH_CLIENT_SECRET`].
     OAuthAuthorizationCode(OAuthCodeConfig),
+    /// An API key in a query parameter, the [`Secrets::QUERY_VALUE`]
+    /// secret (OpenAPI integrations only).
+    Query {
+        /// The parameter name.
+        parameter_name: String,
+    },
 }
 
 /// Whose identity an OAuth integration's token carries.
@@ -331,6 +337,8 @@ impl Secrets {
     pub const BEARER_TOKEN: &'static str = "bearer_token";
     /// The header value of [`AuthConfig::Header`].
     pub const HEADER_VALUE: &'static str = "header_value";
+    /// The parameter value of [`AuthConfig::Query`].
+    pub const QUERY_VALUE: &'static str = "query_value";
     /// The client secret of [`AuthConfig::OAuthClientCredentials`].
     pub const OAUTH_CLIENT_SECRET: &'static str = "oauth_client_secret";
     /// The private key of [`ClientAuth::PrivateKeyJwt`] (PEM).

@@ -189,6 +189,15 @@ pub enum AuthorizationError {
     Internal(#[from] anyhow::Error),
 }
 
+/// Where OpenAPI documents given by URL are read from.
+#[async_trait]
+pub trait DocumentSource: Send + Sync + 'static {
+    /// The text at `url`, at most `max_bytes` of it: fetched under the
+    /// outbound address policy, carrying no credential, following no
+    /// redirect. The error says why not, for the admin.
+    async fn fetch(&self, url: &str, max_bytes: usize) -> Result<String, String>;
+}
+
 /// Per-user OAuth authorization code grants.
 #[async_trait]
 pub trait Authorizations: Send + Sync + 'static {

@@ -189,6 +189,13 @@ impl ConfigPolicy {
                 let value = non_empty(value).or_else(|| kept(Secrets::HEADER_VALUE));
                 header_auth(field, header_name, value, secrets, violations)
             }
+            AuthInput::Query {
+                parameter_name,
+                value,
+            } => {
+                let value = non_empty(value).or_else(|| kept(Secrets::QUERY_VALUE));
+                query_auth(field, parameter_name, value, secrets, violations)
+            }
             input @ AuthInput::OAuthClientCredentials { .. } => {
                 let prefix = format!("{field}.oauth_client_credentials");
                 let stored = ClientCredentialsSecrets {
@@ -223,6 +230,12 @@ fn same_method(old: &AuthConfig, new: &AuthInput) -> bool {
         (AuthConfig::Header { header_name: old }, AuthInput::Header { header_name, .. }) => {
             old.eq_ignore_ascii_case(header_name)
         }
+        (
+            AuthConfig::Query {
+                parameter_name: old,
+            },
+            AuthInput::Query { parameter_name, .. },
+        ) => old == parameter_name,
         _ => false,
     }
 }
@@ -256,6 +269,37 @@ fn header_auth(
     AuthConfig::Header {
         header_name: header_name.to_ascii_lowercase(),
     }
+}
+
+/// Query auth: a parameter name of URL-safe characters (RFC 3986's
+/// unreserved ones, so it needs no escaping) and its value.
+fn query_auth(
+    field: &str,
+    parameter_name: String,
+    value: Option<SecretString>,
+    secrets: &mut Secrets,
+    violations: &mut Vec<FieldViolation>,
+) -> AuthConfig {
+    let unreserved = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~');
+    if parameter_name.is_empty()
+        || parameter_name.len() > 64
+        || !parameter_name.chars().all(unreserved)
+    {
+        violations.push(FieldViolation::new(
+            format!("{field}.query.parameter_name"),
+            "must be 1 to 64 characters of A-Z a-z 0-9 - . _ ~",
+        ));
+    }
+    match value {
+        Some(value) if !value.expose_secret().is_empty() => {
+            secrets.insert(Secrets::QUERY_VALUE, value);
+        }
+        _ => violations.push(FieldViolation::new(
+            format!("{field}.query.value"),
+            "is required",
+        )),
+    }
+    AuthConfig::Query { parameter_name }
 }
 
 /// Refuses a stdio command that is missing or not allowed, and NUL

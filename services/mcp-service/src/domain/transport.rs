@@ -76,8 +76,12 @@ pub struct OpenApi {
     /// Where calls go: pinned by the admin, one of the document's servers
     /// when it lists absolute ones.
     pub base_url: String,
-    /// The document, as JSON text.
+    /// The document, as JSON or YAML text.
     pub document: String,
+    /// Where the document was fetched from, when it was given by URL: it
+    /// is fetched again whenever the transport is written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub document_url: Option<String>,
     /// The operations offered, by tool name; empty for all.
     #[serde(default)]
     pub operations: Vec<String>,

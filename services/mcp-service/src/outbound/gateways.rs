@@ -24,7 +24,11 @@ use crate::{
         },
         transport::Transport,
     },
-    outbound::{grpc::GrpcGateway, mcp::gateway::RmcpGateway, openapi::OpenApiGateway},
+    outbound::{
+        grpc::GrpcGateway,
+        mcp::gateway::RmcpGateway,
+        openapi::{DocumentFetcher, OpenApiGateway},
+    },
 };
 
 /// How long a probe of a tools-only kind waits when the integration sets
@@ -77,6 +81,12 @@ impl Gateways {
     /// services through `grpc`.
     pub fn new(mcp: Arc<RmcpGateway>, openapi: OpenApiGateway, grpc: GrpcGateway) -> Self {
         Self { mcp, openapi, grpc }
+    }
+
+    /// A fetcher of OpenAPI documents given by URL, with the OpenAPI
+    /// integrations' client.
+    pub fn document_fetcher(&self, timeout: Duration) -> DocumentFetcher {
+        self.openapi.document_fetcher(timeout)
     }
 
     fn route(&self, integration: &Integration) -> Route<'_> {

@@ -3,7 +3,7 @@
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use rmcp::model::CallToolResult;
-use secrecy::ExposeSecret as _;
+use secrecy::{ExposeSecret as _, SecretString};
 
 use crate::{
     domain::{
@@ -24,19 +24,55 @@ pub struct ServiceAnswer {
     pub credential_refused: bool,
 }
 
-/// The integration's credential as request headers, for `user`: a bearer
-/// token, its header, or an OAuth client-credentials token (the service's,
-/// or one exchanged for the caller's) from `tokens`. A DPoP-bound token is
-/// refused (these calls carry no proof), as is the authorization code flow
-/// (not offered for a team's own services yet).
+/// The integration's credential for one request: headers, and for an API
+/// that takes its key in the query, that parameter.
+#[derive(Debug, Default)]
+pub struct Credential {
+    /// Headers the request carries.
+    pub headers: HeaderMap,
+    /// A query parameter the request carries (name, value): an OpenAPI
+    /// integration's API key.
+    pub query: Option<(String, SecretString)>,
+}
+
+/// The integration's credential as request headers (a gRPC service's):
+/// see [`credential`]; a query parameter is refused.
 pub async fn credential_headers(
     integration: &Integration,
     user: &str,
     tokens: &IntegrationTokens,
 ) -> Result<HeaderMap, CallError> {
-    let mut headers = HeaderMap::new();
+    let credential = credential(integration, user, tokens).await?;
+    if credential.query.is_some() {
+        return Err(CallError::Connect(
+            "an API key in the query is for OpenAPI integrations only".to_owned(),
+        ));
+    }
+    Ok(credential.headers)
+}
+
+/// The integration's credential for `user`: a bearer token, its header,
+/// its query parameter, or an OAuth client-credentials token (the
+/// service's, or one exchanged for the caller's) from `tokens`. A
+/// DPoP-bound token is refused (these calls carry no proof), as is the
+/// authorization code flow (not offered for a team's own services yet).
+pub async fn credential(
+    integration: &Integration,
+    user: &str,
+    tokens: &IntegrationTokens,
+) -> Result<Credential, CallError> {
+    let mut credential = Credential::default();
     let (name, value) = match &integration.auth {
-        AuthConfig::None => return Ok(headers),
+        AuthConfig::None => return Ok(credential),
+        AuthConfig::Query { parameter_name } => {
+            let value = integration
+                .secrets
+                .get(Secrets::QUERY_VALUE)
+                .cloned()
+                .ok_or_else(|| CallError::Connect("the integration has no query_value".into()))?;
+            credential.query = Some((parameter_name.clone(), value));
+            return Ok(credential);
+        }
         AuthConfig::OAuthClientCredentials { .. } => {
             let token = tokens.token(integration, user).await?;
             if token.dpop.is_some() {
@@ -59,10 +95,10 @@ pub async fn credential_headers(
             })?,
             secret(integration, Secrets::HEADER_VALUE)?,
         ),
-        _ => {
+        AuthConfig::OAuthAuthorizationCode(_) => {
             return Err(CallError::Connect(
-                "OpenAPI and gRPC integrations take a bearer token, a header or OAuth client \
-                 credentials"
+                "OpenAPI and gRPC integrations take a bearer token, a header, a query \
+                 parameter or OAuth client credentials"
                     .to_owned(),
             ));
         }
@@ -70,8 +106,8 @@ pub async fn credential_headers(
     let mut value = HeaderValue::from_str(&value)
         .map_err(|_| CallError::Connect("the credential is not a valid header value".into()))?;
     value.set_sensitive(true);
-    headers.insert(name, value);
-    Ok(headers)
+    credential.headers.insert(name, value);
+    Ok(credential)
 }
 
 fn secret(integration: &Integration, name: &str) -> Result<String, CallError> {

@@ -12,14 +12,21 @@ use super::{
     error::McpError,
     input::{AuthInput, IntegrationPatch, NewIntegration, Source},
     integration::{Integration, IntegrationId, IntegrationKind, OrgId, Slug},
-    ports::{IntegrationRepository, ListQuery, McpGateway, ProbeReport, RepositoryError},
+    ports::{
+        DocumentSource, IntegrationRepository, ListQuery, McpGateway, ProbeReport, RepositoryError,
+    },
     resolve::{ConfigPolicy, Resolved},
     transport::TransportInput,
 };
 
+mod documents;
+mod stored;
 mod usable_cache;
 
-use self::usable_cache::UsableCache;
+use self::{
+    stored::{stored_auth_input, stored_transport_input},
+    usable_cache::UsableCache,
+};
 
 /// Manages the integrations of the caller's organization.
 #[derive(Clone)]
@@ -28,6 +35,7 @@ pub struct IntegrationService {
     gateway: Arc<dyn McpGateway>,
     policy: Arc<ConfigPolicy>,
     catalog: Arc<Catalog>,
+    documents: Option<Arc<dyn DocumentSource>>,
     usable: Arc<UsableCache>,
 }
 
@@ -80,8 +88,16 @@ impl IntegrationService {
             gateway,
             policy,
             catalog,
+            documents: None,
             usable: Arc::default(),
         }
+    }
+
+    /// Reads OpenAPI documents given by URL from `documents` (without it,
+    /// such a document is refused).
+    pub fn with_documents(mut self, documents: Arc<dyn DocumentSource>) -> Self {
+        self.documents = Some(documents);
+        self
     }
 
     /// Caches integrations read for calls for `ttl` (zero turns it off).
@@ -149,6 +165,7 @@ impl IntegrationService {
     ) -> Result<Integration, McpError> {
         require_admin(caller)?;
         let (kind, transport, auth, transport_field, auth_field) = self.source(new.source)?;
+        let transport = self.fetched(transport_field, transport).await?;
         let admitted =
             admission::check(&self.policy, transport_field, &transport, auth_field, &auth);
         let resolved = self
@@ -273,9 +290,10 @@ impl IntegrationService {
         require_admin(caller)?;
         let mut integration = self.get(caller, id).await?;
         if patch.transport.is_some() || patch.auth.is_some() {
-            let transport = patch
-                .transport
-                .unwrap_or_else(|| stored_transport_input(&integration));
+            let transport = match patch.transport {
+                Some(transport) => self.fetched("integration.transport", transport).await?,
+                None => stored_transport_input(&integration),
+            };
             let auth = patch
                 .auth
                 .unwrap_or_else(|| stored_auth_input(&integration));
@@ -438,55 +456,5 @@ fn merge_violations(
             admitted.extend(violations);
             Err(McpError::Invalid(admitted))
         }
-    }
-}
-
-/// The stored transport as input, so that changing only the auth re-checks
-/// and keeps the transport (secret values carried over by the resolver).
-fn stored_transport_input(integration: &Integration) -> TransportInput {
-    let transport = integration.transport.clone();
-    let secret_env = transport
-        .secret_env_names()
-        .iter()
-        .map(|name| (name.clone(), secrecy::SecretString::from(String::new())))
-        .collect();
-    TransportInput {
-        transport,
-        secret_env,
-        client_key: None,
-    }
-}
-
-/// The stored auth as input, secrets left out so the stored ones are kept.
-fn stored_auth_input(integration: &Integration) -> AuthInput {
-    use super::integration::AuthConfig;
-    match &integration.auth {
-        AuthConfig::None => AuthInput::None,
-        AuthConfig::BearerToken => AuthInput::BearerToken { token: None },
-        AuthConfig::Header { header_name } => AuthInput::Header {
-            header_name: header_name.clone(),
-            value: None,
-        },
-        AuthConfig::OAuthClientCredentials {
-            token_url,
-            client_id,
-            scopes,
-            client_auth,
-            issuer,
-            on_behalf_of,
-        } => AuthInput::OAuthClientCredentials {
-            token_url: token_url.clone(),
-            client_id: client_id.clone(),
-            client_secret: None,
-            scopes: scopes.clone(),
-            client_auth: client_auth.clone(),
-            private_key: None,
-            issuer: issuer.clone(),
-            on_behalf_of: on_behalf_of.clone(),
-        },
-        AuthConfig::OAuthAuthorizationCode(config) => AuthInput::OAuthAuthorizationCode {
-            config: config.clone(),
-            client_secret: None,
-        },
     }
 }

@@ -187,6 +187,10 @@ pub(crate) fn auth_input(auth: Option<pb::AuthConfig>) -> AuthInput {
             },
             client_secret: secret(o.client_secret),
         },
+        Some(Method::Query(q)) => AuthInput::Query {
+            parameter_name: q.parameter_name,
+            value: secret(q.value),
+        },
     }
 }
 
@@ -219,6 +223,11 @@ fn proto_auth(auth: &AuthConfig, secrets: &Secrets) -> pb::AuthConfig {
             header_name: header_name.clone(),
             value: String::new(),
             value_set: secrets.contains(Secrets::HEADER_VALUE),
+        }),
+        AuthConfig::Query { parameter_name } => Method::Query(pb::QueryAuth {
+            parameter_name: parameter_name.clone(),
+            value: String::new(),
+            value_set: secrets.contains(Secrets::QUERY_VALUE),
         }),
         AuthConfig::OAuthClientCredentials {
             token_url,

@@ -20,6 +20,7 @@ pub(crate) fn transport_input(
             Ok(TransportInput::new(Transport::OpenApi(OpenApi {
                 base_url: api.base_url,
                 document: api.document,
+                document_url: Some(api.document_url).filter(|url| !url.is_empty()),
                 operations: api.operations,
             })))
         }
@@ -70,11 +71,13 @@ pub(super) fn proto_transport(transport: &Transport) -> pb::Transport {
         Transport::OpenApi(OpenApi {
             base_url,
             document,
+            document_url,
             operations,
         }) => pb::transport::Kind::Openapi(pb::OpenApiTransport {
             base_url: base_url.clone(),
             document: document.clone(),
             operations: operations.clone(),
+            document_url: document_url.clone().unwrap_or_default(),
         }),
         Transport::Grpc(grpc) => pb::transport::Kind::Grpc(pb::GrpcTransport {
             target: grpc.target.clone(),

@@ -3,6 +3,7 @@
 //! operation to the pinned base URL ([`send`]). An API offers tools only
 //! ([`ToolsOnly`]).
 
+mod document;
 mod send;
 
 use std::{
@@ -23,10 +24,10 @@ use crate::domain::{
     transport::{OpenApi, Transport},
 };
 use crate::outbound::{
-    gateways::ToolsOnly, oauth::integration_token::IntegrationTokens,
-    service_auth::credential_headers,
+    gateways::ToolsOnly, oauth::integration_token::IntegrationTokens, service_auth::credential,
 };
 
+pub use document::DocumentFetcher;
 pub use send::ApiClient;
 
 /// The OpenAPI gateway.
@@ -64,6 +65,11 @@ impl OpenApiGateway {
             limits,
             documents: Mutex::new(LruCache::new(cached.get())),
         }
+    }
+
+    /// A fetcher of documents given by URL, with this gateway's client.
+    pub fn document_fetcher(&self, timeout: Duration) -> DocumentFetcher {
+        self.client.document_fetcher(timeout)
     }
 
     fn read(&self, integration: &Integration) -> Result<Arc<Read>, CallError> {
@@ -182,7 +188,7 @@ impl ToolsOnly for OpenApiGateway {
                 code: -32602,
                 message: format!("unknown tool: {}", call.name.as_str()),
             })?;
-        let credential = credential_headers(integration, &scope.user, &self.tokens).await?;
+        let credential = credential(integration, &scope.user, &self.tokens).await?;
         let answer = self
             .client
             .call(

@@ -9,6 +9,7 @@ use std::{sync::Arc, time::Duration};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use rmcp::model::{CallToolResult, ContentBlock};
+use secrecy::ExposeSecret as _;
 use serde_json::{Map, Value};
 use tracing::Instrument as _;
 
@@ -20,7 +21,7 @@ use crate::{
     },
     outbound::{
         http::check_request_url,
-        service_auth::{Headers, ServiceAnswer},
+        service_auth::{Credential, Headers, ServiceAnswer},
     },
 };
 
@@ -43,11 +44,17 @@ impl ApiClient {
         }
     }
 
+    /// A fetcher of documents given by URL with this client (its address
+    /// policy, no redirect), each fetch within `timeout`.
+    pub fn document_fetcher(&self, timeout: Duration) -> super::DocumentFetcher {
+        super::DocumentFetcher::new(self.http.clone(), self.policy.clone(), timeout)
+    }
+
     /// Calls `operation` with `arguments` at `base_url`, carrying
-    /// `credential` (the integration's, as headers).
+    /// `credential` (the integration's).
     pub async fn call(
         &self,
-        credential: HeaderMap,
+        credential: Credential,
         base_url: &str,
         operation: &Operation,
         arguments: &Map<String, Value>,
@@ -68,6 +75,10 @@ impl ApiClient {
             request.path_and_query
         );
         check_request_url(&self.policy, &url).map_err(|e| CallError::Connect(e.to_string()))?;
+        let url = match &credential.query {
+            Some((name, value)) => with_key(&url, name, value.expose_secret()),
+            None => url,
+        };
         let method = reqwest::Method::from_bytes(request.method.as_bytes())
             .map_err(|_| CallError::Connect(format!("method {} is not HTTP", request.method)))?;
         let span = tracing::info_span!(
@@ -85,7 +96,7 @@ impl ApiClient {
                 headers.insert(name, value);
             }
         }
-        headers.extend(credential);
+        headers.extend(credential.headers);
         switchboard_telemetry::inject_span(&span, &mut Headers(&mut headers));
         let mut builder = self.http.request(method, &url).headers(headers);
         if let Some(body) = &request.body {
@@ -143,4 +154,42 @@ fn describe(error: reqwest::Error) -> String {
         return "could not connect to the API".to_owned();
     }
     error.without_url().to_string()
+}
+
+/// `url` carrying the API key `name=value` in its query, in place of any
+/// parameter of that name the call's arguments made (the key is always the
+/// integration's). `name` is of URL-safe characters, checked when stored.
+fn with_key(url: &str, name: &str, value: &str) -> String {
+    let (path, query) = url.split_once('?').unwrap_or((url, ""));
+    let mut pairs: Vec<&str> = query
+        .split('&')
+        .filter(|pair| !pair.is_empty() && pair.split('=').next() != Some(name))
+        .collect();
+    let key = format!(
+        "{name}={}",
+        url::form_urlencoded::byte_serialize(value.as_bytes()).collect::<String>()
+    );
+    pairs.push(&key);
+    format!("{path}?{}", pairs.join("&"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_key;
+
+    #[test]
+    fn the_key_joins_the_query_in_place_of_an_argument_of_its_name() {
+        assert_eq!(
+            with_key("https://a.test/v1/pets", "api_key", "s e&c"),
+            "https://a.test/v1/pets?api_key=s+e%26c"
+        );
+        assert_eq!(
+            with_key(
+                "https://a.test/pets?api_key=mine&limit=2&api_keyx=1",
+                "api_key",
+                "k"
+            ),
+            "https://a.test/pets?limit=2&api_keyx=1&api_key=k"
+        );
+    }
 }

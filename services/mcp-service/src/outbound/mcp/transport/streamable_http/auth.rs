@@ -130,6 +130,11 @@ impl HttpRoom {
                 config = config.auth_header(token.token.expose_secret().to_owned());
                 return Ok((config, token.dpop));
             }
+            AuthConfig::Query { .. } => {
+                return Err(CallError::Connect(
+                    "an API key in the query is for OpenAPI integrations only".into(),
+                ));
+            }
         }
         Ok((config, None))
     }

@@ -3,19 +3,19 @@
 //! calls one, and reads the API's answer.
 
 use serde_json::json;
-use switchboard_example_mcp_server::spawn_api;
+
 use switchboard_proto::{
     mcp::v1::{self as mcp, auth_config::Method, transport::Kind},
     runs::v1 as runs,
 };
 use switchboard_scripted_model::{ScriptedToolCall, Turn};
-use switchboard_test_support::authed;
+use switchboard_test_support::{authed, spawn_example_api};
 
 use crate::world::{Options, final_run, tool_messages_sent, tools_offered, world};
 
 #[tokio::test]
 async fn a_model_calls_an_api_operation_as_a_tool_and_reads_its_answer() {
-    let api = spawn_api().await.expect("the API");
+    let api = spawn_example_api();
     let mut w = world(Options {
         turns: vec![
             Turn::ToolCalls(vec![ScriptedToolCall::new(
@@ -36,7 +36,8 @@ async fn a_model_calls_an_api_operation_as_a_tool_and_reads_its_answer() {
                 transport: Some(mcp::Transport {
                     kind: Some(Kind::Openapi(mcp::OpenApiTransport {
                         base_url: api.base_url.clone(),
-                        document: api.document().to_string(),
+                        document: api.document().await.to_string(),
+                        document_url: String::new(),
                         operations: Vec::new(),
                     })),
                 }),
@@ -72,7 +73,7 @@ async fn a_model_calls_an_api_operation_as_a_tool_and_reads_its_answer() {
         read.contains(r#""id":"7""#) && read.contains("from-a-run"),
         "{read}"
     );
-    let seen = api.last_seen().expect("the API was called");
+    let seen = api.last_seen().await.expect("the API was called");
     assert_eq!(seen["authorization"], "Bearer pets-token");
     assert_eq!(seen["tag"], "from-a-run");
 }

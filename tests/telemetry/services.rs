@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use switchboard_example_mcp_server::spawn_api;
+
 use switchboard_proto::{
     json::struct_to_json,
     mcp::v1::{self as pb, mcp_service_client::McpServiceClient, transport::Kind},
@@ -15,7 +15,7 @@ use switchboard_proto::{
 use switchboard_test_support::{
     TEST_JWT_SECRET, authed,
     grpc::{start_binary, wait_serving},
-    spawn_example_grpc_service, token, workspace_binary,
+    spawn_example_api, spawn_example_grpc_service, token, workspace_binary,
 };
 use tonic::transport::Channel;
 
@@ -91,7 +91,7 @@ fn assert_in_trace(seen: &str, trace: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grpc_and_openapi_services_are_called_in_the_callers_trace() {
     let inventory = spawn_example_grpc_service();
-    let api = spawn_api().await.expect("the API");
+    let api = spawn_example_api();
     let dir = tempfile::tempdir().expect("a temp dir");
     let binary = workspace_binary("switchboard-mcp-service", "mcp-service");
     let service = start_binary(
@@ -134,7 +134,8 @@ async fn grpc_and_openapi_services_are_called_in_the_callers_trace() {
 
     let openapi = Kind::Openapi(pb::OpenApiTransport {
         base_url: api.base_url.clone(),
-        document: api.document().to_string(),
+        document: api.document().await.to_string(),
+        document_url: String::new(),
         operations: Vec::new(),
     });
     let openapi = create(&mut client, &admin, "pets", openapi).await;
@@ -148,6 +149,6 @@ async fn grpc_and_openapi_services_are_called_in_the_callers_trace() {
         trace,
     )
     .await;
-    let seen = api.last_seen().expect("the API was called");
+    let seen = api.last_seen().await.expect("the API was called");
     assert_in_trace(seen["traceparent"].as_str().unwrap_or_default(), trace);
 }

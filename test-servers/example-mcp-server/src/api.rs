@@ -2,15 +2,21 @@
 //! OpenAPI integrations: `GET /v1/pets/{id}` echoes what it received (the
 //! path segment as sent, the query, a header, the credential),
 //! `POST /v1/pets` answers 201 with the body it was given, `GET
-//! /v1/missing` answers 404, `GET /openapi.json` serves the document. The
-//! last requests' echoes are kept for the test.
+//! /v1/missing` answers 404, `GET /openapi.json` serves the document
+//! (`/openapi.yaml` the same in YAML). The last requests' echoes are kept
+//! for the test, and served at `GET /seen` (to a test running the API as a
+//! process). For the fetch of a document by URL: `GET /moved` redirects to
+//! the document, `GET /slow` answers after a minute.
 
 use std::sync::{Arc, Mutex};
 
 use axum::{
     Router,
     extract::{Path, RawQuery},
-    http::{HeaderMap, HeaderName, StatusCode, header::CONTENT_TYPE},
+    http::{
+        HeaderMap, HeaderName, StatusCode,
+        header::{CONTENT_TYPE, LOCATION},
+    },
     routing::{get, post},
 };
 use serde_json::{Value, json};
@@ -66,6 +72,46 @@ fn document(base_url: &str) -> Value {
     })
 }
 
+/// The same document in YAML, block style, with an anchor and its alias.
+fn yaml_document(base_url: &str) -> String {
+    format!(
+        "openapi: 3.1.0
+info:
+  title: Pets
+servers:
+  - url: {base_url}
+paths:
+  /pets/{{id}}:
+    get:
+      operationId: getPet
+      summary: Reads a pet.
+      parameters:
+        - {{name: id, in: path, required: true, schema: {{type: integer, format: int64}}}}
+        - name: fields
+          in: query
+          schema: {{type: array, items: &text {{type: string}}}}
+        - {{name: X-Request-Tag, in: header, schema: *text}}
+  /pets:
+    post:
+      operationId: createPet
+      summary: Registers a pet.
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: {{$ref: '#/components/schemas/Pet'}}
+  /missing:
+    get: {{operationId: missing, summary: Answers 404.}}
+components:
+  schemas:
+    Pet:
+      type: object
+      properties:
+        name: {{type: string}}
+"
+    )
+}
+
 type Answer = (StatusCode, [(HeaderName, &'static str); 1], String);
 
 fn answer(status: StatusCode, body: &Value) -> Answer {
@@ -116,8 +162,29 @@ pub async fn spawn_api_on(addr: std::net::SocketAddr) -> std::io::Result<Running
         }
     };
     let served = document(&base_url).to_string();
+    let yaml = yaml_document(&base_url);
+    let seen_now = seen.clone();
     let app = Router::new()
         .route("/openapi.json", get(move || async move { served }))
+        .route("/openapi.yaml", get(move || async move { yaml }))
+        .route(
+            "/seen",
+            get(move || async move {
+                let seen = seen_now.lock().map(|s| s.clone()).unwrap_or_default();
+                answer(StatusCode::OK, &Value::Array(seen))
+            }),
+        )
+        .route(
+            "/moved",
+            get(|| async { (StatusCode::FOUND, [(LOCATION, "/openapi.json")]) }),
+        )
+        .route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+                "{}"
+            }),
+        )
         .route("/v1/pets/{id}", get(echo))
         .route(
             "/v1/pets",

@@ -45,6 +45,7 @@ mod oauth_on_behalf;
 mod oauth_organization;
 mod oauth_users;
 mod openapi;
+mod openapi_sources;
 mod org_limits;
 mod org_queue;
 mod org_rate;

@@ -6,7 +6,7 @@
 //! field at fault.
 
 use serde_json::{Value, json};
-use switchboard_example_mcp_server::spawn_api;
+
 use switchboard_proto::{
     json::struct_to_json,
     mcp::v1::{
@@ -14,14 +14,18 @@ use switchboard_proto::{
         transport::Kind,
     },
 };
-use switchboard_test_support::{DbKind, db_tests};
+use switchboard_test_support::{DbKind, db_tests, spawn_example_api};
 
 use crate::{
     mcp_endpoint::{setup_with, step},
     support::{admin, bad_fields, create, member, req, start, start_with},
 };
 
-fn api_integration(slug: &str, base: &str, document: &Value) -> pb::CreateIntegrationRequest {
+pub(crate) fn api_integration(
+    slug: &str,
+    base: &str,
+    document: &Value,
+) -> pb::CreateIntegrationRequest {
     pb::CreateIntegrationRequest {
         display_name: slug.into(),
         slug: slug.into(),
@@ -31,6 +35,7 @@ fn api_integration(slug: &str, base: &str, document: &Value) -> pb::CreateIntegr
                     kind: Some(Kind::Openapi(pb::OpenApiTransport {
                         base_url: base.into(),
                         document: document.to_string(),
+                        document_url: String::new(),
                         operations: Vec::new(),
                     })),
                 }),
@@ -47,14 +52,14 @@ fn api_integration(slug: &str, base: &str, document: &Value) -> pb::CreateIntegr
 }
 
 async fn operations_are_tools_called_through_execute_tool(kind: DbKind) {
-    let api = spawn_api().await.expect("the API");
+    let api = spawn_example_api();
     let base = api.base_url.clone();
     let mut h = start(kind).await;
     let token = admin("org-a");
     let id = create(
         &mut h,
         &token,
-        api_integration("pets", &base, &api.document()),
+        api_integration("pets", &base, &api.document().await),
     )
     .await
     .id;
@@ -124,7 +129,7 @@ async fn operations_are_tools_called_through_execute_tool(kind: DbKind) {
         .expect("answered")
         .into_inner();
     assert!(!escaped.is_error, "stays in its operation: {escaped:?}");
-    assert_eq!(api.last_seen().expect("seen")["id"], "../missing");
+    assert_eq!(api.last_seen().await.expect("seen")["id"], "../missing");
 
     let mut policies = PolicyServiceClient::connect(h.server.url())
         .await
@@ -157,7 +162,7 @@ async fn operations_are_tools_called_through_execute_tool(kind: DbKind) {
 }
 
 async fn a_document_is_refused_with_the_field_at_fault(kind: DbKind) {
-    let api = spawn_api().await.expect("the API");
+    let api = spawn_example_api();
     let base = api.base_url.clone();
     let mut h = start(kind).await;
     let token = admin("org-a");
@@ -173,16 +178,16 @@ async fn a_document_is_refused_with_the_field_at_fault(kind: DbKind) {
     let (fields, _) = refuse(api_integration(
         "a",
         "http://127.0.0.1:1/v1",
-        &api.document(),
+        &api.document().await,
     ))
     .await;
     assert_eq!(fields, ["custom.transport.openapi.base_url"]);
-    let mut cyclic = api.document();
+    let mut cyclic = api.document().await;
     cyclic["components"]["schemas"]["Pet"]["properties"]["parent"] =
         json!({ "$ref": "#/components/schemas/Pet" });
     let (fields, _) = refuse(api_integration("b", &base, &cyclic)).await;
     assert_eq!(fields, ["custom.transport.openapi.document"]);
-    let mut unknown = api_integration("c", &base, &api.document());
+    let mut unknown = api_integration("c", &base, &api.document().await);
     if let Some(pb::create_integration_request::Source::Custom(custom)) = &mut unknown.source
         && let Some(Kind::Openapi(api)) = custom.transport.as_mut().and_then(|t| t.kind.as_mut())
     {
@@ -195,7 +200,10 @@ async fn a_document_is_refused_with_the_field_at_fault(kind: DbKind) {
     let mut h = start_with(kind, |config| config.openapi.max_operations = 2).await;
     let status = h
         .client
-        .create_integration(req(api_integration("d", &base, &api.document()), &token))
+        .create_integration(req(
+            api_integration("d", &base, &api.document().await),
+            &token,
+        ))
         .await
         .expect_err("refused");
     assert_eq!(bad_fields(&status), ["custom.transport.openapi.document"]);
@@ -208,12 +216,12 @@ async fn a_document_is_refused_with_the_field_at_fault(kind: DbKind) {
 /// The MCP endpoint serves an API's operations as an MCP server's tools,
 /// to the official SDK client.
 async fn the_endpoint_serves_an_apis_operations_to_an_sdk_client(kind: DbKind) {
-    let api = spawn_api().await.expect("the API");
+    let api = spawn_example_api();
     let mut e = setup_with(kind, |_| {}).await;
     create(
         &mut e.h,
         &admin("org-a"),
-        api_integration("pets", &api.base_url, &api.document()),
+        api_integration("pets", &api.base_url, &api.document().await),
     )
     .await;
     let out = e
@@ -240,7 +248,7 @@ async fn the_endpoint_serves_an_apis_operations_to_an_sdk_client(kind: DbKind) {
     let missing = step(&out, 2);
     assert_eq!(missing["isError"], true, "{out}");
     assert_eq!(
-        api.last_seen().expect("seen")["authorization"],
+        api.last_seen().await.expect("seen")["authorization"],
         "Bearer s3cret"
     );
 }
@@ -248,10 +256,10 @@ async fn the_endpoint_serves_an_apis_operations_to_an_sdk_client(kind: DbKind) {
 /// At the bound of documents kept read (one), two integrations called in
 /// turn each read their own document again, and answer.
 async fn past_the_documents_kept_each_integration_reads_its_own_again(kind: DbKind) {
-    let api = spawn_api().await.expect("the API");
+    let api = spawn_example_api();
     let mut h = start_with(kind, |config| config.openapi.documents_cached = 1).await;
     let token = admin("org-a");
-    let mut only_missing = api.document();
+    let mut only_missing = api.document().await;
     only_missing["paths"]
         .as_object_mut()
         .expect("paths")
@@ -259,7 +267,7 @@ async fn past_the_documents_kept_each_integration_reads_its_own_again(kind: DbKi
     let full = create(
         &mut h,
         &token,
-        api_integration("full", &api.base_url, &api.document()),
+        api_integration("full", &api.base_url, &api.document().await),
     )
     .await
     .id;

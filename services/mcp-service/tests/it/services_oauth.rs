@@ -6,13 +6,13 @@
 
 use serde_json::{Value, json};
 use switchboard_example_mcp_server::{
-    HttpServerOptions, OAuthRealm, RunningHttpServer, spawn_api, spawn_http,
+    HttpServerOptions, OAuthRealm, RunningHttpServer, spawn_http,
 };
 use switchboard_proto::{
     json::struct_to_json,
     mcp::v1::{self as pb, auth_config::Method, transport::Kind},
 };
-use switchboard_test_support::{DbKind, db_tests, spawn_example_grpc_service};
+use switchboard_test_support::{DbKind, db_tests, spawn_example_api, spawn_example_grpc_service};
 
 use crate::support::{Harness, admin, create, req, start};
 
@@ -71,7 +71,7 @@ async fn grpc_and_openapi_calls_carry_a_client_credentials_token(kind: DbKind) {
     let (realm, server) = authorization_server().await;
     let issuer = realm.base();
     let inventory = spawn_example_grpc_service();
-    let api = spawn_api().await.expect("the API");
+    let api = spawn_example_api();
     let mut h = start(kind).await;
     let grpc = Kind::Grpc(pb::GrpcTransport {
         target: inventory.url.clone(),
@@ -86,7 +86,8 @@ async fn grpc_and_openapi_calls_carry_a_client_credentials_token(kind: DbKind) {
     .id;
     let openapi = Kind::Openapi(pb::OpenApiTransport {
         base_url: api.base_url.clone(),
-        document: api.document().to_string(),
+        document: api.document().await.to_string(),
+        document_url: String::new(),
         operations: Vec::new(),
     });
     let openapi = create(
@@ -118,7 +119,7 @@ async fn grpc_and_openapi_calls_carry_a_client_credentials_token(kind: DbKind) {
         bearer(seen["authorization"].as_str().unwrap_or_default()),
         "{seen} {issued:?}"
     );
-    let api_seen = api.last_seen().expect("the API was called");
+    let api_seen = api.last_seen().await.expect("the API was called");
     assert!(
         bearer(api_seen["authorization"].as_str().unwrap_or_default()),
         "{api_seen}"

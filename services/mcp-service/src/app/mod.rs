@@ -155,7 +155,7 @@ async fn build(config: &Config) -> anyhow::Result<Built> {
     let policy = Arc::new(config_policy(config)?);
     let (connector, flows) = connector(config, &policy, &db.pool, keys.clone())?;
     let shared = shared_sessions(config, &db);
-    let (gateway, relay) = gateway(config, connector, &shared, &policy)?;
+    let (gateway, relay) = gateway(config, connector, &shared, &policy, &flows)?;
     let resume = ResumeSeal::new(keys.clone(), config.resume_ttl);
     let repository = unpinned::reported_repository(&db.pool, keys).await;
     let integrations = integration_service(config, repository.clone(), gateway.clone(), policy)?;

@@ -10,8 +10,11 @@ pub(super) fn gateway(
     connector: McpConnector,
     shared: &Arc<SharedSessions>,
     policy: &Arc<ConfigPolicy>,
+    flows: &AuthorizationCodeFlows,
 ) -> anyhow::Result<(Arc<Gateways>, Downstream)> {
-    let tokens = connector.tokens();
+    // A team's own services carry the authorization code flow's tokens
+    // too; an MCP server's sessions take theirs from the connector.
+    let tokens = connector.tokens().with_flows(flows.clone());
     let tasks = config.task_polling()?;
     let limits = PoolLimits {
         max_sessions: config.max_sessions,

@@ -91,6 +91,16 @@ pub fn check(
                 }),
         );
     }
+    if transport.transport.is_service()
+        && let AuthInput::OAuthAuthorizationCode { config, .. } = auth
+        && config.issuer.is_none()
+    {
+        violations.push(FieldViolation::new(
+            format!("{auth_field}.oauth_authorization_code.issuer"),
+            "is required for OpenAPI and gRPC integrations: their authorization server is \
+             named here, never learnt from the service",
+        ));
+    }
     if let Transport::OpenApi(api) = &transport.transport {
         violations.extend(openapi_violations(transport_field, api, &policy.openapi));
     } else if matches!(auth, AuthInput::Query { .. }) {

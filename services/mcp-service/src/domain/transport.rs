@@ -144,6 +144,13 @@ impl Transport {
         }
     }
 
+    /// Whether this is a team's own service (an HTTP API, a gRPC service)
+    /// rather than an MCP server: it offers tools only, and says nothing of
+    /// its authorization server (the integration pins it).
+    pub fn is_service(&self) -> bool {
+        matches!(self, Self::OpenApi(_) | Self::Grpc(_))
+    }
+
     /// Whether each session is a process of its own on this host, which the
     /// session pool counts against a per-organization limit.
     pub fn runs_a_process(&self) -> bool {

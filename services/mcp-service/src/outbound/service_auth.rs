@@ -8,6 +8,7 @@ use secrecy::{ExposeSecret as _, SecretString};
 use crate::{
     domain::{
         integration::{AuthConfig, Integration, Secrets},
+        outcome::{Outcome, ToolOutcome},
         ports::CallError,
     },
     outbound::oauth::integration_token::IntegrationTokens,
@@ -35,27 +36,51 @@ pub struct Credential {
     pub query: Option<(String, SecretString)>,
 }
 
-/// The integration's credential as request headers (a gRPC service's):
-/// see [`credential`]; a query parameter is refused.
-pub async fn credential_headers(
+impl Credential {
+    /// The headers alone (a gRPC service's credential): a query parameter
+    /// is refused.
+    pub fn into_headers(self) -> Result<HeaderMap, CallError> {
+        if self.query.is_some() {
+            return Err(CallError::Connect(
+                "an API key in the query is for OpenAPI integrations only".to_owned(),
+            ));
+        }
+        Ok(self.headers)
+    }
+}
+
+/// Calls a team's own service with `integration`'s credential for `user`:
+/// `call` sends the request. When the service refuses the credential, a
+/// cached client-credentials token is forgotten (the next call fetches a
+/// new one), and a member's own token of the authorization code flow is
+/// answered with [`CallError::AuthorizationRequired`] (the caller is handed
+/// the URL to connect again); the call is not made again either way.
+pub async fn call_with_credential<F, Fut>(
     integration: &Integration,
     user: &str,
     tokens: &IntegrationTokens,
-) -> Result<HeaderMap, CallError> {
-    let credential = credential(integration, user, tokens).await?;
-    if credential.query.is_some() {
-        return Err(CallError::Connect(
-            "an API key in the query is for OpenAPI integrations only".to_owned(),
-        ));
+    call: F,
+) -> Result<ToolOutcome, CallError>
+where
+    F: FnOnce(Credential) -> Fut,
+    Fut: Future<Output = Result<ServiceAnswer, CallError>>,
+{
+    let answer = call(credential(integration, user, tokens).await?).await?;
+    if answer.credential_refused {
+        if integration.uses_authorization_code() {
+            return Err(CallError::AuthorizationRequired(None));
+        }
+        tokens.forget(integration, user);
     }
-    Ok(credential.headers)
+    Ok(Outcome::Complete(answer.result))
 }
 
 /// The integration's credential for `user`: a bearer token, its header,
-/// its query parameter, or an OAuth client-credentials token (the
-/// service's, or one exchanged for the caller's) from `tokens`. A
-/// DPoP-bound token is refused (these calls carry no proof), as is the
-/// authorization code flow (not offered for a team's own services yet).
+/// its query parameter, an OAuth client-credentials token (the service's,
+/// or one exchanged for the caller's), or the token of `user`'s own grant
+/// of the authorization code flow (the organization's, when it is
+/// organization-wide), from `tokens`. A DPoP-bound token is refused
+/// (these calls carry no proof).
 pub async fn credential(
     integration: &Integration,
     user: &str,
@@ -73,8 +98,12 @@ pub async fn credential(
             credential.query = Some((parameter_name.clone(), value));
             return Ok(credential);
         }
-        AuthConfig::OAuthClientCredentials { .. } => {
-            let token = tokens.token(integration, user).await?;
+        AuthConfig::OAuthClientCredentials { .. } | AuthConfig::OAuthAuthorizationCode(_) => {
+            let token = if integration.uses_authorization_code() {
+                tokens.authorized(integration, user).await?
+            } else {
+                tokens.token(integration, user).await?
+            };
             if token.dpop.is_some() {
                 return Err(CallError::Connect(
                     "the authorization server binds its tokens with DPoP, which OpenAPI and \
@@ -95,13 +124,6 @@ pub async fn credential(
             })?,
             secret(integration, Secrets::HEADER_VALUE)?,
         ),
-        AuthConfig::OAuthAuthorizationCode(_) => {
-            return Err(CallError::Connect(
-                "OpenAPI and gRPC integrations take a bearer token, a header, a query \
-                 parameter or OAuth client credentials"
-                    .to_owned(),
-            ));
-        }
     };
     let mut value = HeaderValue::from_str(&value)
         .map_err(|_| CallError::Connect("the credential is not a valid header value".into()))?;

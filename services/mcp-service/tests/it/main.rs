@@ -57,6 +57,7 @@ mod scripted_server;
 mod secrets;
 mod served_tls;
 mod services_oauth;
+mod services_oauth_users;
 mod session_streams;
 mod slot_grants_suite;
 mod stop_without_database;

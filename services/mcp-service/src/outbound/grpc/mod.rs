@@ -21,13 +21,13 @@ use tonic::transport::Channel;
 use crate::domain::{
     grpc::{GrpcLimits, Method, ServiceSchema},
     integration::{Integration, IntegrationId, Secrets},
-    outcome::{Outcome, ToolOutcome},
+    outcome::ToolOutcome,
     ports::{CallError, Discovery, ServerIdentity, SessionScope, ToolCall},
     transport::Transport,
 };
 use crate::outbound::{
     gateways::ToolsOnly, oauth::integration_token::IntegrationTokens, openapi::now_millis,
-    service_auth::credential_headers,
+    service_auth::call_with_credential,
 };
 
 pub use call::CallBounds;
@@ -179,20 +179,19 @@ impl ToolsOnly for GrpcGateway {
             max_result_bytes: self.max_result_bytes,
             max_stream_messages: self.limits.max_stream_messages,
         };
-        let credential = credential_headers(integration, &scope.user, &self.tokens).await?;
-        let answer = call::call(
-            read.channel.clone(),
-            credential,
-            method,
-            &call.arguments,
-            bounds,
-            timeout,
-        )
-        .await?;
-        if answer.credential_refused {
-            self.tokens.forget(integration, &scope.user);
-        }
-        Ok(Outcome::Complete(answer.result))
+        call_with_credential(integration, &scope.user, &self.tokens, async |credential| {
+            let headers = credential.into_headers()?;
+            call::call(
+                read.channel.clone(),
+                headers,
+                method,
+                &call.arguments,
+                bounds,
+                timeout,
+            )
+            .await
+        })
+        .await
     }
 
     async fn forget(&self, integration: IntegrationId) {

@@ -180,12 +180,9 @@ impl AuthorizationCodeFlows {
     ) -> Result<(StartedAuthorization, Pending), AuthorizationError> {
         check_oauth_url(&self.policy, &config.redirect_uri)
             .map_err(|e| AuthorizationError::Failed(format!("the redirect URI {e}")))?;
-        let challenge = match challenge {
-            Some(challenge) => Some(challenge.to_owned()),
-            None => self.challenge(url).await?,
-        };
-        let (mut manager, metadata) = self
-            .manager(url, challenge.as_deref(), config.issuer.as_deref())
+        let pinned_only = integration.transport.is_service();
+        let (mut manager, metadata, challenge) = self
+            .authorization_server(pinned_only, url, config, challenge)
             .await?;
         // A key for the tokens to be bound to, when the authorization
         // server binds them (made now: the grant carries it to whichever
@@ -229,6 +226,7 @@ impl AuthorizationCodeFlows {
                 credentials: None,
                 refresh_rejected: false,
                 dpop_key,
+                pinned_only,
             },
             state: stored,
             organization_wide: config.organization_wide,
@@ -381,13 +379,7 @@ impl Authorizations for AuthorizationCodeFlows {
         let mut grant = pending.grant;
         // The same discovery as at the start, so that the token request
         // names the same resource the authorization request did.
-        let (mut manager, _) = self
-            .discovered(
-                &grant.resource_url,
-                grant.challenge.as_deref(),
-                self.oauth_http(&grant),
-            )
-            .await?;
+        let mut manager = self.resumed(&grant).await?;
         manager.set_metadata(grant.metadata.clone());
         manager
             .configure_client(client_config(&grant.client))

@@ -2,11 +2,14 @@
 //! authenticating with OAuth client credentials: the service's own token,
 //! or one exchanged for the caller's (on behalf of them). Shared by every
 //! kind of integration: an MCP server's session, an OpenAPI API's and a
-//! gRPC service's calls.
+//! gRPC service's calls. A team's own services' calls also carry the
+//! tokens of the authorization code flow (each member's own, or the
+//! organization's), from [`AuthorizationCodeFlows`].
 
 use secrecy::ExposeSecret as _;
 
 use super::{
+    authorization_code::AuthorizationCodeFlows,
     client_credentials::{AccessToken, Grant, OAuthTokens},
     dpop::DpopKey,
     on_behalf_of::{self, CallerGrant, ExchangedTokens},
@@ -23,12 +26,51 @@ use crate::domain::{
 pub struct IntegrationTokens {
     tokens: OAuthTokens,
     exchanged: ExchangedTokens,
+    flows: Option<AuthorizationCodeFlows>,
 }
 
 impl IntegrationTokens {
     /// Tokens fetched by `tokens`, exchanged ones kept in `exchanged`.
     pub fn new(tokens: OAuthTokens, exchanged: ExchangedTokens) -> Self {
-        Self { tokens, exchanged }
+        Self {
+            tokens,
+            exchanged,
+            flows: None,
+        }
+    }
+
+    /// These tokens, and the authorization code flows' from `flows`.
+    #[must_use]
+    pub fn with_flows(mut self, flows: AuthorizationCodeFlows) -> Self {
+        self.flows = Some(flows);
+        self
+    }
+
+    /// The access token of `user`'s grant of an authorization code
+    /// integration (the organization's when it is organization-wide),
+    /// refreshed when due; [`CallError::AuthorizationRequired`] when there
+    /// is none to use.
+    pub async fn authorized(
+        &self,
+        integration: &Integration,
+        user: &str,
+    ) -> Result<AccessToken, CallError> {
+        let flows = self.flows.as_ref().ok_or_else(|| {
+            CallError::Connect("the authorization code flow is not configured".into())
+        })?;
+        let (manager, dpop) = flows
+            .session_manager(integration, integration.grant_user(user))
+            .await?;
+        let token = manager.get_access_token().await.map_err(|e| {
+            CallError::Connect(format!(
+                "the OAuth tokens could not be read: {}",
+                super::client::summary(&e.to_string())
+            ))
+        })?;
+        Ok(AccessToken {
+            token: token.into(),
+            dpop,
+        })
     }
 
     /// These tokens, exchanged ones kept in `exchanged`.

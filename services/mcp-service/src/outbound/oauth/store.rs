@@ -91,6 +91,11 @@ pub struct Grant {
     /// useless without it.
     #[serde(default)]
     pub dpop_key: Option<DpopKey>,
+    /// The resource is a team's own service (an HTTP API, a gRPC service),
+    /// whose authorization server the integration pins: nothing is
+    /// discovered from the service, and the token is asked for its URL.
+    #[serde(default)]
+    pub pinned_only: bool,
 }
 
 impl Grant {

@@ -19,12 +19,13 @@ use rmcp::model::{Tool, ToolAnnotations};
 use crate::domain::{
     integration::{Integration, IntegrationId},
     openapi::{ApiDocument, OpenApiLimits, Operation},
-    outcome::{Outcome, ToolOutcome},
+    outcome::ToolOutcome,
     ports::{CallError, Discovery, ServerIdentity, SessionScope, ToolCall},
     transport::{OpenApi, Transport},
 };
 use crate::outbound::{
-    gateways::ToolsOnly, oauth::integration_token::IntegrationTokens, service_auth::credential,
+    gateways::ToolsOnly, oauth::integration_token::IntegrationTokens,
+    service_auth::call_with_credential,
 };
 
 pub use document::DocumentFetcher;
@@ -188,21 +189,18 @@ impl ToolsOnly for OpenApiGateway {
                 code: -32602,
                 message: format!("unknown tool: {}", call.name.as_str()),
             })?;
-        let credential = credential(integration, &scope.user, &self.tokens).await?;
-        let answer = self
-            .client
-            .call(
-                credential,
-                &api.base_url,
-                operation,
-                &call.arguments,
-                timeout,
-            )
-            .await?;
-        if answer.credential_refused {
-            self.tokens.forget(integration, &scope.user);
-        }
-        Ok(Outcome::Complete(answer.result))
+        call_with_credential(integration, &scope.user, &self.tokens, async |credential| {
+            self.client
+                .call(
+                    credential,
+                    &api.base_url,
+                    operation,
+                    &call.arguments,
+                    timeout,
+                )
+                .await
+        })
+        .await
     }
 
     async fn forget(&self, integration: IntegrationId) {

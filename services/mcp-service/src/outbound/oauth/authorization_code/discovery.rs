@@ -10,15 +10,89 @@ use rmcp::transport::auth::{AuthorizationManager, AuthorizationMetadata, OAuthHt
 
 use super::AuthorizationCodeFlows;
 use crate::domain::{
-    address_policy::AddressPolicy, oauth_url::check_oauth_url, ports::AuthorizationError,
+    address_policy::AddressPolicy, integration::OAuthCodeConfig, oauth_url::check_oauth_url,
+    ports::AuthorizationError,
 };
 use crate::outbound::{
     http::check_request_url,
     oauth::client::{check_bound_issuer, failed},
     oauth::pinned_issuer::pinned_metadata,
+    oauth::store::Grant,
 };
 
 impl AuthorizationCodeFlows {
+    /// A manager for the resource at `url` holding its authorization
+    /// server's metadata, and the challenge the flow starts from: for an
+    /// MCP server, discovered from it (see [`Self::manager`]); for a team's
+    /// own service (`pinned_only`), the pinned issuer's own document alone
+    /// (refused when its tokens would be DPoP-bound: those calls carry no
+    /// proof).
+    pub(super) async fn authorization_server(
+        &self,
+        pinned_only: bool,
+        url: &str,
+        config: &OAuthCodeConfig,
+        challenge: Option<&str>,
+    ) -> Result<(AuthorizationManager, AuthorizationMetadata, Option<String>), AuthorizationError>
+    {
+        if !pinned_only {
+            let challenge = match challenge {
+                Some(challenge) => Some(challenge.to_owned()),
+                None => self.challenge(url).await?,
+            };
+            let (manager, metadata) = self
+                .manager(url, challenge.as_deref(), config.issuer.as_deref())
+                .await?;
+            return Ok((manager, metadata, challenge));
+        }
+        let issuer = config.issuer.as_deref().ok_or_else(|| {
+            AuthorizationError::Failed(
+                "OpenAPI and gRPC integrations name their authorization server (issuer)".into(),
+            )
+        })?;
+        let metadata = pinned_metadata(&self.http, issuer)
+            .await
+            .map_err(AuthorizationError::Failed)?;
+        check_endpoints(&self.policy, &metadata)?;
+        if crate::outbound::oauth::dpop::wanted_by(&metadata) {
+            return Err(AuthorizationError::Failed(
+                "the authorization server binds its tokens with DPoP, which OpenAPI and gRPC \
+                 integrations do not prove"
+                    .into(),
+            ));
+        }
+        let mut manager = AuthorizationManager::new_with_oauth_http_client(url, self.http.clone())
+            .await
+            .map_err(failed)?;
+        manager.set_metadata(metadata.clone());
+        Ok((manager, metadata, None))
+    }
+
+    /// A manager to complete `grant`'s flow with: the same resource the
+    /// authorization request named (discovered again from an MCP server; a
+    /// service's own URL).
+    pub(super) async fn resumed(
+        &self,
+        grant: &Grant,
+    ) -> Result<AuthorizationManager, AuthorizationError> {
+        if grant.pinned_only {
+            return AuthorizationManager::new_with_oauth_http_client(
+                &grant.resource_url,
+                self.oauth_http(grant),
+            )
+            .await
+            .map_err(failed);
+        }
+        let (manager, _) = self
+            .discovered(
+                &grant.resource_url,
+                grant.challenge.as_deref(),
+                self.oauth_http(grant),
+            )
+            .await?;
+        Ok(manager)
+    }
+
     /// A manager for the MCP server at `url`, requesting through `http`,
     /// that has resolved its metadata (from `challenge` when given), and
     /// the authorization server metadata the MCP server points to.

@@ -45,6 +45,8 @@ impl ApiProcess {
     }
 
     async fn get(&self, path: &str) -> serde_json::Value {
+        // The HTTP client's TLS needs a provider, set once per process.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         reqwest::get(format!("{}{path}", self.origin()))
             .await
             .and_then(reqwest::Response::error_for_status)

@@ -41,3 +41,35 @@ async fn an_openapi_integration_is_created_from_a_file_and_lists_its_operations(
         "{listed}"
     );
 }
+
+#[tokio::test]
+async fn an_openapi_integration_is_created_from_a_url_with_a_query_key() {
+    let world = World::start(Vec::new()).await;
+    let api = switchboard_test_support::spawn_example_api();
+    let url = format!("{}/openapi.yaml", api.origin());
+    world
+        .ok(&[
+            "integrations",
+            "create",
+            "--slug",
+            "pets",
+            "--openapi",
+            &url,
+            "--base-url",
+            &api.base_url,
+            "--query-key",
+            "api_key=k3y",
+        ])
+        .await;
+    let shown = world.ok(&["integrations", "show", "pets"]).await;
+    assert!(
+        shown.contains("query parameter api_key (set: yes)"),
+        "{shown}"
+    );
+    assert!(!shown.contains("k3y"), "the key is write-only: {shown}");
+    let listed = world.ok(&["integrations", "discover", "pets"]).await;
+    assert!(
+        listed.contains("getPet") && listed.contains("createPet"),
+        "the fetched YAML document's operations: {listed}"
+    );
+}

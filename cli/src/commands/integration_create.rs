@@ -182,6 +182,26 @@ fn refuse_foreign_options(args: &CreateArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// An OpenAPI transport: its document read from a file, or to be fetched
+/// by the service from an `http(s)://` URL.
+fn openapi_transport(
+    document: String,
+    base_url: Option<String>,
+    operations: Vec<String>,
+) -> Result<Kind, CliError> {
+    let by_url = document.starts_with("https://") || document.starts_with("http://");
+    Ok(Kind::Openapi(mcp::OpenApiTransport {
+        base_url: base_url.unwrap_or_default(),
+        document: if by_url {
+            String::new()
+        } else {
+            read_text(Path::new(&document))?
+        },
+        document_url: if by_url { document } else { String::new() },
+        operations,
+    }))
+}
+
 pub(super) fn create_request(
     mut args: CreateArgs,
     request_id: String,
@@ -205,17 +225,8 @@ pub(super) fn create_request(
         })
     };
     if let Some(document) = args.source.openapi.take() {
-        let by_url = document.starts_with("https://") || document.starts_with("http://");
-        let api = Kind::Openapi(mcp::OpenApiTransport {
-            base_url: args.base_url.take().unwrap_or_default(),
-            document: if by_url {
-                String::new()
-            } else {
-                read_text(Path::new(&document))?
-            },
-            document_url: if by_url { document } else { String::new() },
-            operations: std::mem::take(&mut args.operations),
-        });
+        let operations = std::mem::take(&mut args.operations);
+        let api = openapi_transport(document, args.base_url.take(), operations)?;
         return finish(tail, custom(api), request_id);
     }
     if let Some(target) = args.source.grpc.take() {

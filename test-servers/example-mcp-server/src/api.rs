@@ -122,6 +122,34 @@ fn answer(status: StatusCode, body: &Value) -> Answer {
     )
 }
 
+/// The routes around the API: its document in JSON and YAML, what it was
+/// sent, and a redirect and a slow answer for fetches of the document.
+fn documents(base_url: &str, seen: Arc<Mutex<Vec<Value>>>) -> Router {
+    let served = document(base_url).to_string();
+    let yaml = yaml_document(base_url);
+    Router::new()
+        .route("/openapi.json", get(move || async move { served }))
+        .route("/openapi.yaml", get(move || async move { yaml }))
+        .route(
+            "/seen",
+            get(move || async move {
+                let seen = seen.lock().map(|s| s.clone()).unwrap_or_default();
+                answer(StatusCode::OK, &Value::Array(seen))
+            }),
+        )
+        .route(
+            "/moved",
+            get(|| async { (StatusCode::FOUND, [(LOCATION, "/openapi.json")]) }),
+        )
+        .route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+                "{}"
+            }),
+        )
+}
+
 /// Starts the API on a free loopback port.
 pub async fn spawn_api() -> std::io::Result<RunningApi> {
     spawn_api_on("127.0.0.1:0".parse().map_err(std::io::Error::other)?).await
@@ -161,30 +189,7 @@ pub async fn spawn_api_on(addr: std::net::SocketAddr) -> std::io::Result<Running
             }
         }
     };
-    let served = document(&base_url).to_string();
-    let yaml = yaml_document(&base_url);
-    let seen_now = seen.clone();
-    let app = Router::new()
-        .route("/openapi.json", get(move || async move { served }))
-        .route("/openapi.yaml", get(move || async move { yaml }))
-        .route(
-            "/seen",
-            get(move || async move {
-                let seen = seen_now.lock().map(|s| s.clone()).unwrap_or_default();
-                answer(StatusCode::OK, &Value::Array(seen))
-            }),
-        )
-        .route(
-            "/moved",
-            get(|| async { (StatusCode::FOUND, [(LOCATION, "/openapi.json")]) }),
-        )
-        .route(
-            "/slow",
-            get(|| async {
-                tokio::time::sleep(std::time::Duration::from_secs(60)).await;
-                "{}"
-            }),
-        )
+    let app = documents(&base_url, seen.clone())
         .route("/v1/pets/{id}", get(echo))
         .route(
             "/v1/pets",

@@ -72,48 +72,69 @@ pub fn check(
             }
         }
     }
-    if let Transport::Stdio(Stdio {
-        command, args, env, ..
-    }) = &transport.transport
-    {
-        let refusals = policy.stdio.check(
-            command,
-            args,
-            env.keys().map(String::as_str),
-            transport.secret_env.keys().map(String::as_str),
-        );
-        violations.extend(
-            refusals
-                .into_iter()
-                .filter(|r| r.field != "command")
-                .map(|r| {
-                    FieldViolation::new(format!("{transport_field}.stdio.{}", r.field), r.reason)
-                }),
-        );
-    }
-    if transport.transport.is_service()
-        && let AuthInput::OAuthAuthorizationCode { config, .. } = auth
-        && config.issuer.is_none()
-    {
-        violations.push(FieldViolation::new(
-            format!("{auth_field}.oauth_authorization_code.issuer"),
-            "is required for OpenAPI and gRPC integrations: their authorization server is \
-             named here, never learnt from the service",
-        ));
-    }
+    violations.extend(stdio_violations(policy, transport_field, transport));
+    violations.extend(auth_for_kind(auth_field, &transport.transport, auth));
     if let Transport::OpenApi(api) = &transport.transport {
         violations.extend(openapi_violations(transport_field, api, &policy.openapi));
-    } else if matches!(auth, AuthInput::Query { .. }) {
-        violations.push(FieldViolation::new(
-            format!("{auth_field}.query"),
-            "is for OpenAPI integrations only (MCP servers and gRPC services take their keys \
-             in headers, which are not written to logs along the way)",
-        ));
     }
     if let Transport::Grpc(grpc) = &transport.transport {
         violations.extend(grpc_violations(transport_field, grpc, transport, policy));
     }
     violations
+}
+
+/// The stdio arguments and environment names the allow-list does not
+/// permit (a program missing from it is reported by `resolve`).
+fn stdio_violations(
+    policy: &ConfigPolicy,
+    transport_field: &str,
+    transport: &TransportInput,
+) -> Vec<FieldViolation> {
+    let Transport::Stdio(Stdio {
+        command, args, env, ..
+    }) = &transport.transport
+    else {
+        return Vec::new();
+    };
+    policy
+        .stdio
+        .check(
+            command,
+            args,
+            env.keys().map(String::as_str),
+            transport.secret_env.keys().map(String::as_str),
+        )
+        .into_iter()
+        .filter(|r| r.field != "command")
+        .map(|r| FieldViolation::new(format!("{transport_field}.stdio.{}", r.field), r.reason))
+        .collect()
+}
+
+/// Auth methods a kind of integration does not take: an API key in the
+/// query is for OpenAPI integrations only (a URL is written to logs along
+/// its way; MCP servers and gRPC services take keys in headers), and a
+/// team's own service says nothing of its authorization server, so the
+/// authorization code flow names it.
+fn auth_for_kind(auth_field: &str, transport: &Transport, auth: &AuthInput) -> Vec<FieldViolation> {
+    match auth {
+        AuthInput::Query { .. } if !matches!(transport, Transport::OpenApi(_)) => {
+            vec![FieldViolation::new(
+                format!("{auth_field}.query"),
+                "is for OpenAPI integrations only (MCP servers and gRPC services take their \
+                 keys in headers, which are not written to logs along the way)",
+            )]
+        }
+        AuthInput::OAuthAuthorizationCode { config, .. }
+            if transport.is_service() && config.issuer.is_none() =>
+        {
+            vec![FieldViolation::new(
+                format!("{auth_field}.oauth_authorization_code.issuer"),
+                "is required for OpenAPI and gRPC integrations: their authorization server is \
+                 named here, never learnt from the service",
+            )]
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// What is wrong with a gRPC integration: its transport's settings, and

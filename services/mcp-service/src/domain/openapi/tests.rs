@@ -219,7 +219,7 @@ fn a_yaml_alias_bomb_is_refused_before_it_expands() {
     let mut bomb = String::from("openapi: 3.1.0\nl0: &l0 [x, x, x, x, x, x, x, x, x, x]\n");
     for level in 1..10 {
         let previous = format!("*l{}", level - 1);
-        let row = vec![previous.as_str(); 10].join(", ");
+        let row = [previous.as_str(); 10].join(", ");
         bomb.push_str(&format!("l{level}: &l{level} [{row}]\n"));
     }
     bomb.push_str("paths: {}\n");

@@ -1,5 +1,6 @@
-//! The predefined catalog: known MCP servers an admin can add by id plus the
-//! secrets they need.
+//! The predefined catalog: known MCP servers (and a team's own services: an
+//! OpenAPI entry names its document by URL, fetched when an integration is
+//! made from it) an admin can add by id plus the secrets they need.
 
 use std::collections::BTreeMap;
 
@@ -85,6 +86,13 @@ pub enum CatalogAuth {
         /// The secret holding the value.
         secret: String,
     },
+    /// An API key in a query parameter (an OpenAPI entry's).
+    Query {
+        /// The parameter name.
+        parameter_name: String,
+        /// The secret holding the key.
+        secret: String,
+    },
     /// OAuth client credentials.
     OauthClientCredentials {
         /// Token endpoint.
@@ -148,9 +156,9 @@ impl CatalogEntry {
     fn referenced_secrets(&self) -> Vec<&str> {
         let mut names: Vec<&str> = match &self.auth {
             CatalogAuth::None => vec![],
-            CatalogAuth::BearerToken { secret } | CatalogAuth::Header { secret, .. } => {
-                vec![secret]
-            }
+            CatalogAuth::BearerToken { secret }
+            | CatalogAuth::Header { secret, .. }
+            | CatalogAuth::Query { secret, .. } => vec![secret],
             CatalogAuth::OauthClientCredentials {
                 client_id_secret,
                 client_secret,
@@ -234,6 +242,13 @@ impl CatalogEntry {
                 secret: name,
             } => AuthInput::Header {
                 header_name: header_name.clone(),
+                value: secret(name),
+            },
+            CatalogAuth::Query {
+                parameter_name,
+                secret: name,
+            } => AuthInput::Query {
+                parameter_name: parameter_name.clone(),
                 value: secret(name),
             },
             CatalogAuth::OauthClientCredentials {

@@ -76,7 +76,9 @@ pub struct OpenApi {
     /// Where calls go: pinned by the admin, one of the document's servers
     /// when it lists absolute ones.
     pub base_url: String,
-    /// The document, as JSON or YAML text.
+    /// The document, as JSON or YAML text (empty in a catalog entry that
+    /// names `document_url`).
+    #[serde(default)]
     pub document: String,
     /// Where the document was fetched from, when it was given by URL: it
     /// is fetched again whenever the transport is written.

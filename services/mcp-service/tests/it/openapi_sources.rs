@@ -215,7 +215,67 @@ async fn an_api_key_in_the_query_replaces_any_argument_of_its_name(kind: DbKind)
     assert_eq!(bad_fields(&status), ["custom.auth.query.parameter_name"]);
 }
 
+/// A catalog entry for a team's own API: its document named by URL (fetched
+/// when an integration is made from the entry), its key a catalog secret.
+async fn a_catalog_entry_names_an_apis_document_and_its_key(kind: DbKind) {
+    use std::io::Write as _;
+    let api = spawn_example_api();
+    let mut catalog = tempfile::NamedTempFile::new().expect("a temp file");
+    write!(
+        catalog,
+        r#"
+        [[integrations]]
+        id = "pets"
+        display_name = "Pets"
+        default_slug = "pets"
+        transport = {{ type = "openapi", base_url = "{base}", document_url = "{origin}/openapi.yaml" }}
+        auth = {{ type = "query", parameter_name = "api_key", secret = "key" }}
+        secrets = [{{ name = "key", required = true }}]
+        "#,
+        base = api.base_url,
+        origin = api.origin(),
+    )
+    .expect("written");
+    let path = catalog.path().to_owned();
+    let mut h = start_with(kind, |config| config.catalog_file = Some(path)).await;
+    let token = admin("org-a");
+    let made = create(
+        &mut h,
+        &token,
+        pb::CreateIntegrationRequest {
+            display_name: "Pets".into(),
+            slug: "pets".into(),
+            source: Some(pb::create_integration_request::Source::Predefined(
+                pb::PredefinedIntegrationSpec {
+                    catalog_id: "pets".into(),
+                    secrets: [("key".to_owned(), "k3y".to_owned())].into(),
+                },
+            )),
+            ..Default::default()
+        },
+    )
+    .await;
+    let read = h
+        .client
+        .execute_tool(req(
+            pb::ExecuteToolRequest {
+                integration_id: made.id,
+                tool_name: "getPet".into(),
+                arguments_json: json!({ "id": 7 }).to_string(),
+                ..Default::default()
+            },
+            &token,
+        ))
+        .await
+        .expect("answered")
+        .into_inner();
+    assert!(!read.is_error, "{read:?}");
+    let got = struct_to_json(read.structured_content.as_ref().expect("structured"));
+    assert_eq!(got["query"], "api_key=k3y");
+}
+
 db_tests!(
+    a_catalog_entry_names_an_apis_document_and_its_key,
     documents_by_url_in_json_and_yaml_offer_the_same_tools,
     a_document_url_is_refused_naming_why,
     an_api_key_in_the_query_replaces_any_argument_of_its_name,

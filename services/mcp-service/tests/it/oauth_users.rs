@@ -77,7 +77,7 @@ pub(crate) async fn sign_in(url: &str, name: &str) -> (String, String, String) {
     (param("state"), param("code"), param("iss"))
 }
 
-async fn connect(h: &mut Harness, url: &str, name: &str) {
+pub(crate) async fn connect(h: &mut Harness, url: &str, name: &str) {
     let (state, code, iss) = sign_in(url, name).await;
     h.client
         .complete_authorization(req(

@@ -14,7 +14,7 @@ use switchboard_proto::{
 use switchboard_test_support::{DbKind, db_tests, spawn_example_api, spawn_example_grpc_service};
 
 use crate::{
-    oauth_users::{REDIRECT_URI, authorization_url, sign_in, user},
+    oauth_users::{REDIRECT_URI, authorization_url, connect, user},
     support::{Harness, admin, bad_fields, create, req, start},
 };
 
@@ -59,18 +59,6 @@ async fn call(
         ))
         .await
         .map(tonic::Response::into_inner)
-}
-
-/// `name` connects their account through the authorization URL `url`.
-async fn connect(h: &mut Harness, url: &str, name: &str) {
-    let (state, code, iss) = sign_in(url, name).await;
-    h.client
-        .complete_authorization(req(
-            pb::CompleteAuthorizationRequest { state, code, iss },
-            &user(name),
-        ))
-        .await
-        .expect("authorization completes");
 }
 
 async fn each_member_calls_a_service_with_their_own_token(kind: DbKind) {

@@ -211,6 +211,7 @@ pub(crate) mod tests {
         let buffer = Buffer::default();
         let writer = buffer.clone();
         let provider = SdkTracerProvider::builder().build();
+        crate::tests::kept_for_the_process(&provider);
         let subscriber = tracing_subscriber::registry()
             .with(layer(LogFormat::Json, move || writer.clone()))
             .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));

@@ -3,6 +3,17 @@
 use super::*;
 use crate::logs::tests::Buffer;
 
+/// Keeps `provider` (an SDK tracer or logger provider a test's subscriber
+/// holds) for the rest of the test process. tracing-core rebuilds callsite
+/// interest under its dispatchers' lock, and a `Dispatch` whose last
+/// reference is dropped there (another test's thread upgraded it) drops its
+/// providers there; an SDK provider logs as it shuts down, which asks for
+/// that lock behind a waiting writer (a third test's `Dispatch::new`): the
+/// test process hangs. A provider kept never shuts down inside that lock.
+pub(crate) fn kept_for_the_process<P: Clone>(provider: &P) {
+    std::mem::forget(provider.clone());
+}
+
 /// The services' subscriber with `log_filter`, writing its lines to
 /// `buffer`, with OpenTelemetry spans or (`ids_only`) trace ids alone.
 fn subscriber_writing_to(log_filter: &str, buffer: &Buffer, ids_only: bool) -> tracing::Dispatch {
@@ -11,6 +22,7 @@ fn subscriber_writing_to(log_filter: &str, buffer: &Buffer, ids_only: bool) -> t
         ..TelemetryConfig::new("test")
     };
     let tracer = SdkTracerProvider::builder().build();
+    kept_for_the_process(&tracer);
     let spans = if ids_only {
         Spans::IdsOnly
     } else {
@@ -132,6 +144,7 @@ fn library_spans_and_events_no_layer_reads_are_not_made_under_a_quiet_log_filter
             ..TelemetryConfig::new("test")
         };
         let tracer = SdkTracerProvider::builder().build();
+        kept_for_the_process(&tracer);
         let spans = if ids_only {
             Spans::IdsOnly
         } else {

@@ -18,7 +18,7 @@ use opentelemetry_sdk::{
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::*;
-use crate::{Spans, TelemetryConfig, logs::tests::Buffer, subscriber};
+use crate::{Spans, TelemetryConfig, logs::tests::Buffer, subscriber, tests::kept_for_the_process};
 
 /// Keeps every record exported, for the test to read back.
 #[derive(Debug, Clone, Default)]
@@ -46,6 +46,8 @@ fn subscriber_with(log_filter: &str, logger: &SdkLoggerProvider, buffer: &Buffer
         ..TelemetryConfig::new("test")
     };
     let tracer = SdkTracerProvider::builder().build();
+    kept_for_the_process(&tracer);
+    kept_for_the_process(logger);
     let writer = buffer.clone();
     let subscriber = subscriber(
         &config,

@@ -49,6 +49,7 @@ fn forwarded(span: &tracing::Span) -> HashMap<String, String> {
 /// `flags`, and from a span inside it, traced as `ids_only` says.
 fn forwarded_for_caller(ids_only: bool, flags: &str) -> [HashMap<String, String>; 2] {
     let tracer = SdkTracerProvider::builder().build();
+    crate::tests::kept_for_the_process(&tracer);
     tracing::dispatcher::with_default(&dispatch(ids_only, &tracer), || {
         let server = tracing::info_span!("server");
         continue_trace(&server, &caller_headers(flags));
@@ -81,6 +82,7 @@ fn a_callers_trace_flags_and_state_go_onwards_as_they_do_with_spans() {
 #[test]
 fn a_span_with_no_caller_starts_a_sampled_trace_its_spans_share() {
     let tracer = SdkTracerProvider::builder().build();
+    crate::tests::kept_for_the_process(&tracer);
     let (call, inner, other) = tracing::dispatcher::with_default(&dispatch(true, &tracer), || {
         let call = tracing::info_span!("call");
         let inner = call.in_scope(|| tracing::info_span!("inner"));
@@ -104,6 +106,7 @@ fn a_span_with_no_caller_starts_a_sampled_trace_its_spans_share() {
 #[test]
 fn no_valid_caller_and_untraced_spans_change_nothing() {
     let tracer = SdkTracerProvider::builder().build();
+    crate::tests::kept_for_the_process(&tracer);
     let (before, after, library) =
         tracing::dispatcher::with_default(&dispatch(true, &tracer), || {
             let server = tracing::info_span!("server");

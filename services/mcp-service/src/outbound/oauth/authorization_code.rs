@@ -240,13 +240,13 @@ impl AuthorizationCodeFlows {
     }
 
     /// A manager ready to hand out `key`'s tokens, refreshing them (and
-    /// sealing the refreshed ones) as they near expiry, and the key the
-    /// access token is bound to when it is DPoP-bound.
+    /// sealing the refreshed ones) as they near expiry, the key the access
+    /// token is bound to when it is DPoP-bound, and the token it readied.
     pub async fn session_manager(
         &self,
         integration: &Integration,
         user: &str,
-    ) -> Result<(AuthorizationManager, Option<DpopKey>), CallError> {
+    ) -> Result<(AuthorizationManager, Option<DpopKey>, String), CallError> {
         let (url, _) = per_user(integration).map_err(|e| CallError::Connect(e.to_string()))?;
         let key = GrantKey {
             org: integration.org_id.clone(),
@@ -275,8 +275,20 @@ impl AuthorizationCodeFlows {
             .map_err(|e| CallError::Connect(e.to_string()))?;
         let refresh = self.refresh_lock(&key);
         manager.set_credential_store(SealedCredentials::new(self.store.clone(), key, refresh));
-        ready(&manager).await?;
-        Ok((manager, grant.dpop_bound_key().cloned()))
+        let token = ready(&manager).await?;
+        Ok((manager, grant.dpop_bound_key().cloned(), token))
+    }
+
+    /// `user`'s access token for `integration` as [`Self::session_manager`]
+    /// readies it (a team's own service's call, which keeps no session),
+    /// and the key it is bound to when it is DPoP-bound.
+    pub async fn access_token(
+        &self,
+        integration: &Integration,
+        user: &str,
+    ) -> Result<(String, Option<DpopKey>), CallError> {
+        let (_, dpop, token) = self.session_manager(integration, user).await?;
+        Ok((token, dpop))
     }
 }
 
@@ -285,12 +297,12 @@ impl AuthorizationCodeFlows {
 /// replica refreshed first leaves that replica's tokens in the grant, so
 /// the token is read once more before the user is asked to authorize
 /// again (a grant truly refused reads as none, without a request).
-async fn ready(manager: &AuthorizationManager) -> Result<(), CallError> {
+async fn ready(manager: &AuthorizationManager) -> Result<String, CallError> {
     let mut attempts = 0;
     loop {
         attempts += 1;
         match manager.get_access_token().await {
-            Ok(_) => return Ok(()),
+            Ok(token) => return Ok(token),
             Err(AuthError::AuthorizationRequired) if attempts < 2 => {}
             Err(AuthError::AuthorizationRequired) => {
                 return Err(CallError::AuthorizationRequired(None));

@@ -58,15 +58,9 @@ impl IntegrationTokens {
         let flows = self.flows.as_ref().ok_or_else(|| {
             CallError::Connect("the authorization code flow is not configured".into())
         })?;
-        let (manager, dpop) = flows
-            .session_manager(integration, integration.grant_user(user))
+        let (token, dpop) = flows
+            .access_token(integration, integration.grant_user(user))
             .await?;
-        let token = manager.get_access_token().await.map_err(|e| {
-            CallError::Connect(format!(
-                "the OAuth tokens could not be read: {}",
-                super::client::summary(&e.to_string())
-            ))
-        })?;
         Ok(AccessToken {
             token: token.into(),
             dpop,

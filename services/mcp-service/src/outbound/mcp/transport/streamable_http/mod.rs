@@ -144,7 +144,7 @@ impl HttpRoom {
             // The user's (or the organization's) token on every request,
             // refreshed as it nears expiry and once more when the server
             // refuses it.
-            let (manager, dpop) = self
+            let (manager, dpop, _) = self
                 .flows
                 .session_manager(integration, integration.grant_user(user))
                 .await?;

@@ -13,8 +13,9 @@ use switchboard_proto::{
 use switchboard_test_support::{DbKind, db_tests, spawn_example_api};
 
 use crate::{
+    mcp_endpoint::{setup_with, step},
     openapi::api_integration,
-    support::{admin, bad_fields, create, req, start, start_with},
+    support::{admin, bad_fields, create, member, req, start, start_with},
 };
 
 /// An integration of the pets API whose document is fetched from `url`.
@@ -274,7 +275,37 @@ async fn a_catalog_entry_names_an_apis_document_and_its_key(kind: DbKind) {
     assert_eq!(got["query"], "api_key=k3y");
 }
 
+/// The other front door: an MCP client (the official TypeScript SDK) calls
+/// an integration made from a YAML document by URL with a query key, and
+/// its argument of the key's name is replaced as through ExecuteTool.
+async fn the_endpoint_calls_a_fetched_document_with_its_query_key(kind: DbKind) {
+    let api = spawn_example_api();
+    let mut e = setup_with(kind, |_| {}).await;
+    let url = format!("{}/openapi.yaml", api.origin());
+    let mut request = by_url("pets", &api.base_url, &url);
+    *auth_of(&mut request) = Some(pb::AuthConfig {
+        method: Some(Method::Query(pb::QueryAuth {
+            parameter_name: "fields".into(),
+            value: "k3y".into(),
+            value_set: false,
+        })),
+    });
+    create(&mut e.h, &admin("org-a"), request).await;
+    let out = e
+        .client(
+            "pets",
+            Some(&member("org-a")),
+            json!([
+                { "op": "callTool", "name": "getPet", "arguments": { "id": 42, "fields": ["mine"] } },
+            ]),
+        )
+        .await;
+    let read = step(&out, 0);
+    assert_eq!(read["structuredContent"]["query"], "fields=k3y", "{out}");
+}
+
 db_tests!(
+    the_endpoint_calls_a_fetched_document_with_its_query_key,
     a_catalog_entry_names_an_apis_document_and_its_key,
     documents_by_url_in_json_and_yaml_offer_the_same_tools,
     a_document_url_is_refused_naming_why,
